@@ -1,0 +1,46 @@
+"""Find shipped or user-supplied YAML documents (recipes, targets) by name or path."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+from envbuild.errors import InputError
+from envbuild.yamlsrc import load_yaml, validate
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def shipped(folder: Path) -> dict[str, Path]:
+    return {p.stem: p for p in sorted(folder.glob("*.yaml"))}
+
+
+def resolve(name_or_path: str | Path, folder: Path, what: str) -> Path:
+    """A shipped name ("polaris") or a path to a YAML file."""
+    text = str(name_or_path)
+    candidate = Path(text)
+    if candidate.suffix in (".yaml", ".yml") or "/" in text:
+        if not candidate.exists():
+            raise InputError(f"{what} file {text} does not exist", hint="check the path")
+        return candidate
+    known = shipped(folder)
+    if text in known:
+        return known[text]
+    close = difflib.get_close_matches(text, known, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    raise InputError(
+        f"unknown {what} {text!r}",
+        hint=f"{hint}known {what}s: {', '.join(known)} (or pass a path to a YAML file)",
+    )
+
+
+def load(model: type[M], name_or_path: str | Path, folder: Path, what: str) -> M:
+    path = resolve(name_or_path, folder, what)
+    data, loc = load_yaml(path)
+    if not isinstance(data, dict):
+        raise InputError(f"a {what} must be a mapping at the top level", where=f"{path}:1",
+                         hint=f"see a shipped {what} for the layout")
+    return validate(model, data, path, loc)

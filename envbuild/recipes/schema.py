@@ -1,0 +1,236 @@
+"""The recipe schema: one published setup as pinned, sourced, declarative data.
+
+A recipe says *what* must be installed, from where, and why; never *how* on a given node
+(that is the plan's job). Every pin carries its source and a reason. Every place where the
+published instructions cannot work as written is a ``deviation``. Patches are data
+(``patches``), applied by ``envbuild.patches``.
+
+Example (abridged)::
+
+    schema: 1
+    name: cpu-reference
+    title: Small GPT on CPU torch
+    python: "3.11"
+    environment: {kind: venv}
+    packages:
+      - {name: torch, version: "2.13.0", why: "CPU wheel; smoke benchmark"}
+    sources:
+      - name: nanogpt
+        url: https://github.com/example/nanogpt
+        ref: main
+        sha: 0123456789abcdef0123456789abcdef01234567
+        install: pth
+        why: "the GPT stack under test"
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+SHA_RE = re.compile(r"^[0-9a-f]{40}$")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Source(Strict):
+    """Where a fact comes from: a URL (page, issue, file) plus optional ref/commit."""
+
+    url: str
+    ref: str | None = None
+    sha: str | None = None
+    note: str | None = None
+
+
+class Package(Strict):
+    """A Python package installed with pip.
+
+    ``version`` is an exact version ("1.8.2") or a PEP 440 specifier (">=1.2,<2"); the
+    lock turns specifiers into exact versions with hashes. ``index`` names where the
+    distribution lives when it is not PyPI (e.g. the PyTorch LTS find-links page).
+    ``cuda``: for CUDA-variant wheels (torch): ``"cu111"``, ``"cpu"`` or ``"auto"`` (chosen
+    from the node's CUDA by the compatibility table).
+    """
+
+    name: str
+    version: str
+    why: str
+    index: str | None = None
+    index_kind: Literal["pypi", "find-links", "index-url"] = "pypi"
+    cuda: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)  # install-time env (e.g. sklearn brownout)
+    source: Source | None = None
+    preinstalled: bool = False  # provided by the base image / module, verified not installed
+
+
+class Patch(Strict):
+    """A declarative change to a source tree.
+
+    kinds:
+      * ``replace``: replace ``old`` by ``new`` in ``file`` (literal); idempotent: when ``new``
+        is already present and ``old`` is absent the patch is "already applied".
+      * ``regex``: like replace, ``old`` is a Python regex, ``count`` expected matches (0 = any).
+      * ``apex-cuda-check``: neutralize Apex's CUDA-vs-torch check according to the node's nvcc
+        and the torch wheel's CUDA (same major: relax; equal: unchanged; other major: refuse).
+      * ``expect``: assert that ``file`` contains ``new`` (documents a state a fork already has).
+    ``new`` may use ``{facts.<name>}`` / ``{inventory.<name>}`` placeholders filled at plan time.
+    """
+
+    id: str
+    kind: Literal["replace", "regex", "apex-cuda-check", "expect"]
+    component: str
+    file: str = "setup.py"
+    old: str | None = None
+    new: str | None = None
+    count: int = 1
+    why: str
+    source: Source | None = None
+    when: str | None = None  # e.g. "pipeline_parallel > 1" (documentation only)
+
+    @model_validator(mode="after")
+    def _needs_text(self) -> "Patch":
+        if self.kind in ("replace", "regex") and (self.old is None or self.new is None):
+            raise ValueError(f"patch kind {self.kind!r} needs both 'old' and 'new'")
+        if self.kind == "expect" and self.new is None:
+            raise ValueError("patch kind 'expect' needs 'new' (the text that must be present)")
+        return self
+
+
+class GitSource(Strict):
+    """A git component pinned to a full SHA.
+
+    ``install``: ``editable`` (pip -e), ``wheel`` (pip install ., non-editable), ``pth`` (a .pth
+    entry on the source dir, for trees without setup.py), ``apex`` (CUDA-aware Apex build),
+    ``none`` (clone only: scripts, data tools).
+    """
+
+    name: str
+    url: str
+    ref: str
+    sha: str | None = None  # None only with ``unverified: <reason>``
+    unverified: str | None = None
+    requires_ancestors: list[str] = Field(default_factory=list)
+    install: Literal["editable", "wheel", "pth", "apex", "none"] = "editable"
+    build: list[str] = Field(default_factory=list)  # commands run in the tree after patches
+    build_options: list[str] = Field(default_factory=list)  # e.g. Apex --cpp_ext --cuda_ext
+    env: dict[str, str] = Field(default_factory=dict)
+    why: str
+    source: Source | None = None
+
+    @field_validator("sha")
+    @classmethod
+    def _full_sha(cls, v: str | None) -> str | None:
+        if v is not None and not SHA_RE.match(v):
+            raise ValueError(f"sha must be a full 40-hex commit, got {v!r}")
+        return v
+
+    @field_validator("requires_ancestors")
+    @classmethod
+    def _full_ancestors(cls, v: list[str]) -> list[str]:
+        for sha in v:
+            if not SHA_RE.match(sha):
+                raise ValueError(f"requires_ancestors entries must be full SHAs, got {sha!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _pinned(self) -> "GitSource":
+        if self.sha is None and not self.unverified:
+            raise ValueError("a git source needs 'sha' (full commit) or 'unverified: <why>'")
+        return self
+
+
+class Environment(Strict):
+    """Where the packages go."""
+
+    kind: Literal["venv", "conda", "container", "module-venv"] = "venv"
+    system_site_packages: bool = False
+    conda_module: str | None = None  # e.g. conda/2023-10-04 (Polaris)
+    base_image: str | None = None  # e.g. nvcr.io/nvidia/pytorch:23.04-py3
+    pip: str | None = None  # pip version spec for the env, e.g. "<23.1"
+    setuptools: str | None = None
+
+
+class Deviation(Strict):
+    """A place where the published instructions cannot work as written."""
+
+    id: str
+    published: str  # what the instructions say
+    problem: str  # why it cannot work
+    instead: str  # what envbuild does
+    source: Source | None = None
+
+
+class Benchmark(Strict):
+    """The recipe's native benchmark and its pass threshold."""
+
+    command: str
+    parser: str  # name of a parser in envbuild.smoke.native
+    metric: str
+    threshold: float | None = None
+    unit: str = ""
+    higher_is_better: bool = True
+    env: dict[str, str] = Field(default_factory=dict)
+    needs_gpus: int = 0
+    why: str = ""
+
+
+class Recipe(Strict):
+    """One published setup, pinned."""
+
+    schema_: int = Field(alias="schema")
+    name: str
+    title: str
+    description: str
+    published: Source  # the instructions this recipe reproduces
+    default: bool = False
+    python: str
+    resolve_as_of: str | None = None  # YYYY-MM-DD: unpinned deps resolve as on that day
+    targets: list[str]  # targets this recipe is locked for
+    environment: Environment = Environment()
+    system_packages: list[str] = Field(default_factory=list)
+    packages: list[Package] = Field(default_factory=list)
+    sources: list[GitSource] = Field(default_factory=list)
+    patches: list[Patch] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    deviations: list[Deviation] = Field(default_factory=list)
+    benchmark: Benchmark | None = None
+    import_check: list[str] = Field(default_factory=list)  # modules that must import after install
+    launcher: Literal["local", "slurm", "pbs", "kubernetes", "torchrun"] = "local"
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    @field_validator("schema_")
+    @classmethod
+    def _schema(cls, v: int) -> int:
+        if v != 1:
+            raise ValueError(f"unsupported recipe schema {v}; this envbuild reads schema 1")
+        return v
+
+    @field_validator("python")
+    @classmethod
+    def _py(cls, v: str) -> str:
+        if not re.fullmatch(r"3\.\d+", str(v)):
+            raise ValueError(f"python must be 'MAJOR.MINOR' such as '3.9', got {v!r}")
+        return str(v)
+
+    @model_validator(mode="after")
+    def _refs(self) -> "Recipe":
+        names = {s.name for s in self.sources}
+        for p in self.patches:
+            if p.component not in names:
+                raise ValueError(f"patch {p.id!r} names component {p.component!r}, not in sources")
+        return self
+
+    def package(self, name: str) -> Package | None:
+        return next((p for p in self.packages if p.name.lower() == name.lower()), None)
+
+    def source(self, name: str) -> GitSource | None:
+        return next((s for s in self.sources if s.name == name), None)
+
+    @property
+    def apex(self) -> GitSource | None:
+        return next((s for s in self.sources if s.install == "apex"), None)
