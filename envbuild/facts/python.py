@@ -1,0 +1,102 @@
+"""Python facts: interpreters on the node and the packages of the selected one.
+
+The interpreters come from PATH (python, python3, python3.X), /usr/bin, /usr/local/bin,
+/opt/*/bin, /opt/*/.venv/bin and pyenv's versions folder (shims are skipped: they fail
+outside an interactive shell). ``$__eb_py``, chosen by the script preamble (``--python`` or
+the first python3/python on PATH), is the one whose ``pip list`` is recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from envbuild.facts.model import Interpreter
+from envbuild.facts.probe import Probe
+
+_VERSION_SNIPPET = (
+    "import sys; v = sys.version_info; print('%d.%d.%d\\t%s' % (v[0], v[1], v[2], sys.prefix))"
+)
+
+PROBES = [
+    Probe(
+        "pythons",
+        "__eb_cands() {\n"
+        "  __eb_ifs=$IFS; IFS=:\n"
+        "  for d in $PATH; do for n in python python3 python3.[0-9] python3.[0-9][0-9]; do echo \"$d/$n\"; done; done\n"
+        "  IFS=$__eb_ifs\n"
+        "  for p in /usr/bin/python3* /usr/local/bin/python3* /opt/*/bin/python3 /opt/*/.venv/bin/python3 "
+        "\"$HOME\"/.pyenv/versions/*/bin/python; do echo \"$p\"; done\n"
+        "}\n"
+        "for p in $(__eb_cands); do\n"
+        "  case \"$p\" in */shims/*) continue;; esac\n"
+        "  case \"${p##*/}\" in python|python[23]|python[23].[0-9]|python[23].[0-9][0-9]) ;; *) continue;; esac\n"
+        "  [ -f \"$p\" ] && [ -x \"$p\" ] || continue\n"
+        f"  v=$(__eb_to \"$p\" -c \"{_VERSION_SNIPPET}\" 2>/dev/null) || continue\n"
+        "  printf '%s\\t%s\\n' \"$p\" \"$v\"\n"
+        "done",
+    ),
+    Probe("python_selected", '[ -n "$__eb_py" ] || exit 127\necho "$__eb_py"'),
+    Probe(
+        "pip_list",
+        '[ -n "$__eb_py" ] || exit 127\n'
+        '__eb_to "$__eb_py" -m pip list --format=json --disable-pip-version-check 2>/dev/null'
+        ' || __eb_to "$__eb_py" -m pip list --disable-pip-version-check',
+    ),
+]
+
+
+def parse_pythons(text: str) -> list[Interpreter]:
+    """Lines ``path<TAB>X.Y.Z<TAB>sys.prefix``; one interpreter per (version, prefix), first path wins."""
+    seen, out = set(), []
+    for line in text.splitlines():
+        parts = line.split("\t")
+        if len(parts) < 2 or not re.match(r"\d+\.\d+\.\d+$", parts[1].strip()):
+            continue
+        key = (parts[1].strip(), parts[2].strip() if len(parts) > 2 else parts[0])
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(Interpreter(path=parts[0].strip(), version=parts[1].strip()))
+    return out
+
+
+def _is_version(text: str) -> bool:
+    try:
+        Version(text)
+        return True
+    except InvalidVersion:
+        return False
+
+
+_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$")
+
+
+def parse_pip_list(text: str) -> dict[str, str]:
+    """``pip list --format=json`` or the text table -> {canonical name: version}, sorted.
+
+    In the table, rows are "name version [editable location]"; the header, the dashes and any
+    other line (e.g. a trailing "pip 24.0 from ...") are ignored.
+    """
+    stripped = text.strip()
+    pkgs: dict[str, str] = {}
+    if stripped.startswith("["):
+        try:
+            for row in json.loads(stripped):
+                pkgs[canonicalize_name(row["name"])] = str(row["version"])
+            return dict(sorted(pkgs.items()))
+        except (ValueError, KeyError, TypeError):
+            pkgs = {}
+    for line in text.splitlines():
+        tokens = line.split()
+        if len(tokens) not in (2, 3) or not _NAME.match(tokens[0]) or not _is_version(tokens[1]):
+            continue
+        if len(tokens) == 3 and not tokens[2].startswith("/"):
+            continue
+        if tokens[0] == "Package" and tokens[1] == "Version":
+            continue
+        pkgs[canonicalize_name(tokens[0])] = tokens[1]
+    return dict(sorted(pkgs.items()))
