@@ -1,0 +1,112 @@
+"""``envbuild lock``: write or check lockfiles (thin: parse, call envbuild.lock, print)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+
+from envbuild.cli import cli
+from envbuild.cli.output import emit_json, err_console
+from envbuild.errors import CheckFailed, EnvbuildError, InputError
+from envbuild.lock import check_lock_file, ensure_target, git_mirror_dir, lock_path, write_lock
+from envbuild.recipes import all_recipes, load_recipe
+from envbuild.targets import load_target
+
+
+def _say(msg: str) -> None:
+    err_console.print(f"[dim]lock:[/dim] {msg}", markup=True, highlight=False, soft_wrap=True)
+
+
+def _pairs(recipe: str | None, target: str | None, every: bool):
+    if every:
+        if recipe or target:
+            raise InputError("--all takes no RECIPE and no --target",
+                             hint="use `envbuild lock --all` or `envbuild lock RECIPE --target T`")
+        return [(r, load_target(t)) for r in all_recipes() for t in r.targets]
+    if not recipe:
+        raise InputError("missing RECIPE", hint="envbuild lock RECIPE --target TARGET (or --all)")
+    rec = load_recipe(recipe)
+    if not target:
+        raise InputError(f"missing --target for recipe {rec.name}",
+                         hint=f"its targets are: {', '.join(rec.targets) or '(none)'}")
+    tgt = load_target(target)
+    ensure_target(rec, tgt)
+    return [(rec, tgt)]
+
+
+@cli.command("lock")
+@click.argument("recipe", required=False)
+@click.option("--target", "-t", "target", help="Target profile name or YAML path.")
+@click.option("--all", "every", is_flag=True, help="Every shipped recipe x each of its targets.")
+@click.option("--check", is_flag=True, help="Do not resolve; fail (exit 1) if the lock is stale.")
+@click.option("--git-mirror", type=click.Path(file_okay=False, path_type=Path),
+              help="Folder of git mirrors (OWNER/NAME[.git]); also $ENVBUILD_GIT_MIRROR.")
+@click.option("--wheelhouse", type=click.Path(file_okay=False, path_type=Path),
+              help="Folder of wheels used as find-links (their sha256 is recorded).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Lockfile path (default LOCKDIR/<recipe>/<target>.lock).")
+@click.option("--lockdir", type=click.Path(file_okay=False, path_type=Path), default=Path("lockfiles"),
+              show_default=True, help="Folder of lockfiles.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def lock_cmd(recipe, target, every, check, git_mirror, wheelhouse, output, lockdir, as_json):
+    """Pin every package (exact version + sha256) and git commit of a recipe for a target.
+
+    \b
+    envbuild lock alpa-megatron --target azure-nd96 --git-mirror /srv/mirror
+    envbuild lock alpa-megatron --target azure-nd96 --check
+    envbuild lock --all --check
+    """
+    pairs = _pairs(recipe, target, every)
+    if output and len(pairs) > 1:
+        raise InputError("-o/--output names one file but --all writes many", hint="use --lockdir")
+    mirror = None if check else git_mirror_dir(git_mirror)
+    results, failures = [], []
+    for rec, tgt in pairs:
+        path = output or lock_path(rec.name, tgt.name, lockdir)
+        started = time.monotonic()
+        entry = {"recipe": rec.name, "target": tgt.name, "path": str(path)}
+        if check:
+            try:
+                check_lock_file(path, rec, tgt)
+                entry.update(ok=True, problems=[])
+                _say(f"{rec.name}/{tgt.name}: up to date")
+            except CheckFailed as exc:
+                entry.update(ok=False, problems=exc.message.split("\n  - ")[1:] or [exc.message])
+                failures.append(exc)
+                _say(f"{rec.name}/{tgt.name}: [red]stale[/red]")
+            results.append(entry)
+            continue
+        _say(f"{rec.name}/{tgt.name}: locking")
+        try:
+            lock, changed = write_lock(rec, tgt, path, git_mirror=mirror, wheelhouse=wheelhouse,
+                                       progress=lambda m, n=f"{rec.name}/{tgt.name}": _say(f"{n}: {m}"))
+        except EnvbuildError as exc:
+            if not every:
+                raise
+            failures.append(exc)
+            entry.update(ok=False, problems=[str(exc)])
+            results.append(entry)
+            _say(f"{rec.name}/{tgt.name}: [red]failed[/red]: {exc}")
+            continue
+        unverified = [p.name for p in lock.packages if not p.verified] + \
+                     [g.name for g in lock.git if not g.verified]
+        entry.update(ok=True, changed=changed, packages=len(lock.packages), git=len(lock.git),
+                     unverified=unverified, seconds=round(time.monotonic() - started, 1))
+        results.append(entry)
+        _say(f"{rec.name}/{tgt.name}: {'wrote' if changed else 'unchanged'} {path} "
+             f"({len(lock.packages)} packages, {len(lock.git)} git, {len(unverified)} unverified)")
+    if as_json:
+        emit_json({"check": check, "ok": not failures, "results": results})
+    elif not check:
+        for e in results:
+            if e["ok"]:
+                click.echo(e["path"])
+    if failures:
+        if len(failures) == 1 and not every:
+            raise failures[0]
+        lines = [f"{e['recipe']}/{e['target']}: {p}" for e in results if not e["ok"] for p in e["problems"]]
+        raise CheckFailed(f"{len(failures)} of {len(results)} lock(s) "
+                          f"{'stale' if check else 'failed'}:\n  - " + "\n  - ".join(lines),
+                          hint="regenerate with `envbuild lock --all` (or per recipe with --target)")

@@ -1,0 +1,117 @@
+"""Package indexes seen from here: is an index reachable, which versions exist, local wheelhouses.
+
+The only network code of the lock besides uv itself: a short reachability probe for non-PyPI
+indexes (download.pytorch.org is not reachable from every machine) and PyPI's JSON simple API
+to name the versions that exist when a pin asks for one that does not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from functools import lru_cache
+from pathlib import Path
+from urllib.parse import urlparse
+
+import requests
+from packaging.utils import InvalidSdistFilename, InvalidWheelFilename, parse_sdist_filename
+from packaging.utils import parse_wheel_filename
+from packaging.version import InvalidVersion, Version
+
+from envbuild.lock.schema import normalize
+
+PROBE_TIMEOUT = 6.0
+PYPI_SIMPLE = "https://pypi.org/simple"
+PYPI_HOSTS = ("pypi.org", "files.pythonhosted.org")
+
+
+def is_pypi(url: str | None) -> bool:
+    """Whether ``url`` (an index or a file URL) is PyPI itself."""
+    return url is None or urlparse(url).hostname in PYPI_HOSTS
+
+
+@lru_cache(maxsize=64)
+def unreachable(url: str, timeout: float = PROBE_TIMEOUT) -> str | None:
+    """None when ``url`` answers over HTTP(S) (any status below 500), else why it does not."""
+    if url.startswith("file://") or "://" not in url:
+        path = Path(url.removeprefix("file://"))
+        return None if path.exists() else f"{path} does not exist"
+    host = urlparse(url).hostname or url
+    try:
+        resp = requests.get(url, timeout=timeout, stream=True, allow_redirects=True)
+        resp.close()
+    except requests.exceptions.ConnectionError as exc:
+        text = str(exc)
+        if "NameResolution" in text or "Name or service not known" in text or "resolve" in text:
+            return f"index {host} unreachable from here (DNS lookup failed)"
+        return f"index {host} unreachable from here (connection failed)"
+    except requests.exceptions.Timeout:
+        return f"index {host} unreachable from here (no answer in {timeout:.0f} s)"
+    except requests.exceptions.RequestException as exc:
+        return f"index {host} unreachable from here ({type(exc).__name__})"
+    if resp.status_code >= 500:
+        return f"index {host} answered HTTP {resp.status_code}"
+    return None
+
+
+@lru_cache(maxsize=256)
+def pypi_versions(name: str, timeout: float = 15.0) -> tuple[str, ...] | None:
+    """Versions of ``name`` on PyPI, oldest first; None when PyPI cannot be asked."""
+    try:
+        resp = requests.get(f"{PYPI_SIMPLE}/{normalize(name)}/", timeout=timeout,
+                            headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+    except requests.exceptions.RequestException:
+        return None
+    if resp.status_code == 404:
+        return ()
+    if resp.status_code != 200:
+        return None
+    versions = []
+    for text in resp.json().get("versions", []):
+        try:
+            versions.append((Version(text), text))
+        except InvalidVersion:
+            continue
+    return tuple(text for _, text in sorted(versions))
+
+
+def describe_versions(versions: tuple[str, ...] | None, around: str | None = None, limit: int = 12) -> str:
+    """A short human list of versions, the newest ``limit`` (or those nearest ``around``)."""
+    if versions is None:
+        return "(PyPI could not be asked for the list)"
+    if not versions:
+        return "(no release at all: check the project name)"
+    shown = list(versions)
+    if around:
+        prefix = re.match(r"\d+(\.\d+)?", around)
+        near = [v for v in versions if prefix and v.startswith(prefix.group(0))]
+        shown = near or shown
+    shown = shown[-limit:]
+    more = "" if len(shown) == len(versions) else f" ({len(versions)} in all)"
+    return ", ".join(shown) + more
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a file, read in blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def wheelhouse_projects(folder: Path) -> dict[str, list[Path]]:
+    """Distribution files in a local wheelhouse, grouped by normalized project name."""
+    out: dict[str, list[Path]] = {}
+    for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+        try:
+            if path.suffix == ".whl":
+                name = parse_wheel_filename(path.name)[0]
+            elif path.name.endswith((".tar.gz", ".zip")):
+                name = parse_sdist_filename(path.name)[0]
+            else:
+                continue
+        except (InvalidWheelFilename, InvalidSdistFilename):
+            continue
+        out.setdefault(normalize(str(name)), []).append(path)
+    return out

@@ -1,0 +1,113 @@
+"""Make, write and check a lock for one recipe on one target.
+
+``make_lock`` is the whole resolution: packages through uv for the target's Python and
+platform, git components through a mirror (or an ``ls-remote`` that fails fast). The result
+is a pure function of the recipe, the target, the indexes as of ``resolve_as_of`` and the
+mirror, so two runs give the same bytes.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable
+
+from envbuild import __version__
+from envbuild.errors import CheckFailed, InputError
+from envbuild.fsio import write_atomic
+from envbuild.lock.check import digest, lock_problems
+from envbuild.lock.gitpins import lock_git
+from envbuild.lock.packages import locked, sort_packages
+from envbuild.lock.schema import Lock, Named, PlatformInfo
+from envbuild.lock.serialize import dump_lock, read_lock, regenerate_command
+from envbuild.lock.uvresolve import UvRequest, platform_tags, python_platform, resolve
+from envbuild.recipes.schema import Recipe
+from envbuild.targets.schema import Target
+
+Progress = Callable[[str], None]
+LOCKDIR = Path("lockfiles")
+
+
+def cache_dir() -> Path:
+    """Where uv's HTTP cache lives: $ENVBUILD_CACHE_DIR/uv, else ~/.cache/envbuild/uv."""
+    root = os.environ.get("ENVBUILD_CACHE_DIR") or Path.home() / ".cache" / "envbuild"
+    return Path(root) / "uv"
+
+
+def git_mirror_dir(option: str | Path | None) -> Path | None:
+    """The git mirror from ``--git-mirror`` or ``ENVBUILD_GIT_MIRROR``; must exist if given."""
+    value = option or os.environ.get("ENVBUILD_GIT_MIRROR")
+    if not value:
+        return None
+    path = Path(value)
+    if not path.is_dir():
+        raise InputError(f"git mirror {path} is not a directory",
+                         hint="pass the folder that holds OWNER/NAME(.git) repositories")
+    return path
+
+
+def ensure_target(recipe: Recipe, target: Target) -> None:
+    """InputError unless the recipe lists ``target`` among its targets."""
+    if target.name not in recipe.targets:
+        raise InputError(f"recipe {recipe.name} is not made for target {target.name!r}",
+                         hint=f"its targets are: {', '.join(recipe.targets) or '(none)'}")
+
+
+def lock_path(recipe: str, target: str, lockdir: str | Path | None = None) -> Path:
+    """``LOCKDIR/<recipe>/<target>.lock`` (LOCKDIR defaults to ./lockfiles)."""
+    return Path(lockdir or LOCKDIR) / recipe / f"{target}.lock"
+
+
+def make_lock(recipe: Recipe, target: Target, *, git_mirror: Path | None = None,
+              wheelhouse: Path | None = None, progress: Progress | None = None) -> Lock:
+    """Resolve every package and git pin of ``recipe`` for ``target``."""
+    say = progress or (lambda _msg: None)
+    ensure_target(recipe, target)
+    if wheelhouse is not None and not wheelhouse.is_dir():
+        raise InputError(f"wheelhouse {wheelhouse} is not a directory", hint="pass a folder of wheels")
+    pyplat = python_platform(target.platform.arch, target.platform.glibc)
+    sorted_ = sort_packages(recipe, target, wheelhouse, say)
+    req = UvRequest(requirements=tuple(sorted_.requirements), python=recipe.python,
+                    python_platform=pyplat, exclude_newer=recipe.resolve_as_of,
+                    excludes=tuple(sorted_.excludes), find_links=tuple(sorted_.find_links),
+                    extra_indexes=tuple(sorted_.extra_indexes))
+    say(f"resolving {len(req.requirements)} package(s) with uv for Python {recipe.python} "
+        f"on {pyplat}" + (f" as of {recipe.resolve_as_of}" if recipe.resolve_as_of else ""))
+    prefer = "file://" + str(wheelhouse.resolve()) if wheelhouse else None
+    resolved = resolve(req, cache_dir(), prefer_prefix=prefer, env=sorted_.env)
+    say(f"resolved {len(resolved)} package(s); {len(sorted_.given)} recorded as given")
+    given = sorted(sorted_.given, key=lambda p: p.source != "preinstalled")  # stable sort
+    packages = given + [locked(r, sorted_, wheelhouse) for r in resolved]
+    git = [lock_git(src, git_mirror, say) for src in recipe.sources]
+    return Lock(recipe=Named(name=recipe.name, digest=digest(recipe)),
+                target=Named(name=target.name, digest=digest(target)),
+                python=recipe.python,
+                platform=PlatformInfo(python_platform=pyplat, tags=platform_tags(recipe.python, pyplat)),
+                resolve_as_of=recipe.resolve_as_of, envbuild_version=__version__,
+                packages=packages, git=git)
+
+
+def write_lock(recipe: Recipe, target: Target, path: Path, *, git_mirror: Path | None = None,
+               wheelhouse: Path | None = None, progress: Progress | None = None) -> tuple[Lock, bool]:
+    """Make the lock and write it atomically; returns (lock, whether the file changed)."""
+    lock = make_lock(recipe, target, git_mirror=git_mirror, wheelhouse=wheelhouse, progress=progress)
+    command = regenerate_command(recipe.name, target.name, git_mirror=git_mirror is not None,
+                                 wheelhouse=wheelhouse is not None)
+    text = dump_lock(lock, command)
+    old = path.read_text() if path.is_file() else None
+    if old != text:
+        write_atomic(path, text)
+    return lock, old != text
+
+
+def check_lock_file(path: Path, recipe: Recipe, target: Target) -> Lock:
+    """Read the lock at ``path``; CheckFailed listing every problem when it is stale."""
+    if not path.is_file():
+        raise CheckFailed(f"no lockfile at {path}",
+                          hint=f"create it: {regenerate_command(recipe.name, target.name)}")
+    lock = read_lock(path)
+    problems = lock_problems(lock, recipe, target)
+    if problems:
+        raise CheckFailed(f"{path} is out of date:\n  - " + "\n  - ".join(problems),
+                          hint=f"regenerate it: {regenerate_command(recipe.name, target.name)}")
+    return lock

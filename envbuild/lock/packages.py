@@ -1,0 +1,144 @@
+"""Sort the recipe's packages into what uv resolves and what the lock records as given.
+
+* ``preinstalled``: provided by the base image or module; recorded as provided-by, excluded
+  from resolution (so nothing else pulls a second copy from PyPI).
+* a non-PyPI index (the PyTorch LTS page): resolved through uv when the index answers or a
+  ``--wheelhouse`` holds the project; otherwise recorded ``verified: false`` and excluded.
+* everything else: resolved from PyPI for the target's Python and platform.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from packaging.version import InvalidVersion, Version
+
+from envbuild.lock.indexes import file_sha256, is_pypi, unreachable, wheelhouse_projects
+from envbuild.lock.schema import Dist, LockedPackage, normalize
+from envbuild.lock.uvresolve import Resolved
+from envbuild.recipes.schema import Package, Recipe
+from envbuild.targets.schema import Target
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class Sorted:
+    """The outcome of sorting: uv's inputs plus the entries that are recorded as they are."""
+
+    requirements: list[str] = field(default_factory=list)
+    requested: dict[str, str] = field(default_factory=dict)  # normalized name -> recipe spec
+    excludes: list[str] = field(default_factory=list)
+    find_links: list[str] = field(default_factory=list)
+    extra_indexes: list[str] = field(default_factory=list)
+    given: list[LockedPackage] = field(default_factory=list)  # preinstalled + unverified
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def is_exact(version: str) -> bool:
+    """``"1.8.2"`` or ``"1.8.2+cu111"`` (a single version, not a specifier)."""
+    try:
+        Version(version.strip())
+    except InvalidVersion:
+        return False
+    return True
+
+
+def requirement(name: str, version: str) -> str:
+    """A requirement line: exact version -> ``name==v``, specifier -> ``name<spec>``, ``*`` -> name."""
+    v = version.strip()
+    if v in ("", "*"):
+        return name
+    return f"{name}=={v}" if is_exact(v) else f"{name}{v}"
+
+
+def cuda_variant(pkg: Package, target: Target) -> tuple[str | None, str, bool]:
+    """``(local tag or None, why, chosen)`` for a CUDA-variant package (compat table for auto)."""
+    if pkg.cuda is None:
+        return None, "no CUDA variant", True
+    if pkg.cuda != "auto":
+        return pkg.cuda, f"fixed by the recipe (cuda: {pkg.cuda})", True
+    try:
+        from envbuild.compat.torch_wheels import choose_variant
+        from envbuild.facts.profile import from_target
+    except ImportError as exc:
+        return None, f"cuda: auto cannot be chosen here ({exc.name} is missing)", False
+    try:
+        tag, why = choose_variant(pkg.version, pkg.cuda, from_target(target))
+    except LookupError as exc:
+        return None, f"cuda: auto cannot be chosen: {exc}", False
+    return (None if tag == "pypi" else tag), why, True
+
+
+def provider(recipe: Recipe) -> str:
+    """What provides preinstalled packages: the image, the module, or the base environment."""
+    envd = recipe.environment
+    if envd.base_image:
+        return f"image {envd.base_image}"
+    if envd.conda_module:
+        return f"module {envd.conda_module}"
+    return f"{envd.kind} base environment"
+
+
+def sort_packages(recipe: Recipe, target: Target, wheelhouse: Path | None,
+                  say: Progress) -> Sorted:
+    """Decide, per recipe package, whether uv resolves it or the lock records it as given."""
+    out = Sorted()
+    house = wheelhouse_projects(wheelhouse) if wheelhouse else {}
+    if wheelhouse:
+        out.find_links.append(str(wheelhouse.resolve()))
+    for pkg in recipe.packages:
+        key = normalize(pkg.name)
+        out.env.update(pkg.env)
+        if pkg.preinstalled:
+            out.excludes.append(pkg.name)
+            out.given.append(LockedPackage(
+                name=pkg.name, version=pkg.version, source="preinstalled", required_by=["recipe"],
+                provided_by=provider(recipe), verified=False,
+                reason=f"not resolved: provided by {provider(recipe)}"))
+            continue
+        version = pkg.version
+        tag, why, chosen = cuda_variant(pkg, target)
+        if not chosen:
+            out.excludes.append(pkg.name)
+            out.given.append(LockedPackage(name=pkg.name, version=version, source=pkg.index or "pypi",
+                                           required_by=["recipe"], verified=False,
+                                           reason=f"not verified: {why}"))
+            continue
+        if tag and pkg.index and not is_pypi(pkg.index) and is_exact(version) and "+" not in version:
+            version = f"{version}+{tag}"
+        if pkg.index and not is_pypi(pkg.index) and key not in house:
+            down = unreachable(pkg.index)
+            if down:
+                say(f"{pkg.name} {version}: {down}; recorded unverified")
+                out.excludes.append(pkg.name)
+                out.given.append(LockedPackage(name=pkg.name, version=version, source=pkg.index,
+                                               required_by=["recipe"], verified=False,
+                                               reason=f"not verified: {down}"))
+                continue
+            links = out.find_links if pkg.index_kind == "find-links" else out.extra_indexes
+            if pkg.index not in links:
+                links.append(pkg.index)
+        out.requirements.append(requirement(pkg.name, version))
+        out.requested[key] = version
+    return out
+
+
+def locked(res: Resolved, sorted_: Sorted, wheelhouse: Path | None) -> LockedPackage:
+    """A resolved package as a lock entry (source, chosen file, sha256, who requires it)."""
+    url, sha, source = res.url, res.sha256, "pypi"
+    filename = url.rsplit("/", 1)[-1]
+    if url.startswith("file://") or url.startswith("/"):
+        path = Path(url.removeprefix("file://"))
+        sha = file_sha256(path) if path.is_file() else sha
+        source, url = "wheelhouse", f"wheelhouse/{filename}"
+    elif not is_pypi(url):
+        source = next((i for i in sorted_.find_links + sorted_.extra_indexes
+                       if url.startswith(i.rsplit("/", 1)[0])), url.rsplit("/", 1)[0])
+    key = normalize(res.name)
+    return LockedPackage(name=res.name, version=res.version, source=source,
+                         required_by=list(res.required_by), requested=sorted_.requested.get(key),
+                         dist=Dist(kind=res.kind, filename=filename, url=url, sha256=sha),
+                         verified=bool(sha), reason=None if sha else "not verified: no sha256 from the index")

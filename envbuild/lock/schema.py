@@ -1,0 +1,131 @@
+"""The lock schema ("envbuild.lock/1"): every package and git pin of one recipe on one target.
+
+A lock is byte-stable: it holds no timestamps and no machine paths, its keys come out in the
+order the fields are declared here, packages in install order (dependencies first) and git
+components in recipe order. Pins that could not be checked from here are kept, marked
+``verified: false`` with ``reason: "not verified: <why>"``; a hash is never invented.
+
+Example (abridged)::
+
+    schema: envbuild.lock/1
+    recipe: {name: cpu-reference, digest: 3f1c...}
+    target: {name: local, digest: 9ab2...}
+    python: "3.11"
+    platform: {python_platform: x86_64-manylinux_2_36, tags: [cp311, manylinux_2_36_x86_64]}
+    resolve_as_of: "2025-06-01"
+    envbuild_version: 0.1.0
+    packages:
+      - name: six
+        version: 1.17.0
+        source: pypi
+        required_by: [recipe]
+        dist: {filename: six-1.17.0-py2.py3-none-any.whl, url: https://files..., sha256: 4721...}
+        verified: true
+    git:
+      - name: nanogpt
+        url: https://github.com/example/nanogpt
+        ref: main
+        sha: 0123...
+        verified: false
+        reason: "not verified: no mirror for https://github.com/example/nanogpt"
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+LOCK_SCHEMA = "envbuild.lock/1"
+KNOWN_SCHEMAS = (LOCK_SCHEMA,)
+
+
+class _M(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Named(_M):
+    """A recipe or target as the lock saw it: name plus sha256 of its canonical JSON."""
+
+    name: str
+    digest: str
+
+
+class PlatformInfo(_M):
+    """What the resolution was made for (the target's interpreter and platform, not ours)."""
+
+    python_platform: str  # uv's --python-platform, e.g. x86_64-manylinux_2_31
+    tags: list[str]  # interpreter tag and platform tag, e.g. [cp38, manylinux_2_31_x86_64]
+
+
+class Dist(_M):
+    """The one distribution file chosen for the target: wheel, or sdist when no wheel fits."""
+
+    kind: Literal["wheel", "sdist"]
+    filename: str
+    url: str
+    sha256: str
+
+
+class LockedPackage(_M):
+    """One Python package at an exact version.
+
+    ``source``: ``pypi``, an index / find-links URL, ``wheelhouse`` or ``preinstalled``.
+    ``required_by``: ``recipe`` for packages the recipe names, else the locked packages that
+    depend on it. ``requested``: the recipe's version spec (top-level packages only).
+    """
+
+    name: str
+    version: str
+    source: str
+    required_by: list[str] = Field(default_factory=list)
+    requested: str | None = None
+    dist: Dist | None = None
+    provided_by: str | None = None  # preinstalled: "image nvcr.io/...", "module conda/2023-10-04"
+    verified: bool
+    reason: str | None = None
+
+
+class LockedGit(_M):
+    """One git component: URL, ref and full SHA, with what was checked about it."""
+
+    name: str
+    url: str
+    ref: str
+    sha: str | None = None  # None only when the recipe itself has no SHA (unverified pin)
+    verified: bool
+    reason: str | None = None
+    ancestors_checked: list[str] = Field(default_factory=list)
+    commit_date: str | None = None
+    subject: str | None = None
+
+
+class Lock(_M):
+    """The whole lockfile."""
+
+    schema_: Literal["envbuild.lock/1"] = Field(LOCK_SCHEMA, alias="schema")
+    recipe: Named
+    target: Named
+    python: str
+    platform: PlatformInfo
+    resolve_as_of: str | None = None
+    envbuild_version: str
+    packages: list[LockedPackage] = Field(default_factory=list)
+    git: list[LockedGit] = Field(default_factory=list)
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    def package(self, name: str) -> LockedPackage | None:
+        """The locked package called ``name`` (PEP 503 normalized comparison)."""
+        key = normalize(name)
+        return next((p for p in self.packages if normalize(p.name) == key), None)
+
+    def git_pin(self, name: str) -> LockedGit | None:
+        return next((g for g in self.git if g.name == name), None)
+
+
+def normalize(name: str) -> str:
+    """PEP 503 normalized project name."""
+    import re
+
+    return re.sub(r"[-_.]+", "-", name).lower()

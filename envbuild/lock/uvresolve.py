@@ -1,0 +1,227 @@
+"""Resolve Python requirements with uv for the target's interpreter and platform.
+
+Building the uv command is pure (``uv_command``), parsing its two outputs is pure
+(``parse_pylock`` for the chosen files and hashes, ``parse_via`` for who requires what), and
+``install_order`` sorts dependencies first. Only ``resolve`` runs uv. uv's HTTP cache lives in
+``CACHE/uv`` so a second lock of the same recipe does not download metadata again.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from envbuild.errors import EnvironmentProblem, InputError
+from envbuild.lock.indexes import describe_versions, pypi_versions
+from envbuild.lock.schema import normalize
+
+UV_PLATFORM_GLIBC = (17, 28, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40)  # uv's manylinux_2_NN choices
+UV_TIMEOUT = 600.0
+
+
+@dataclass(frozen=True)
+class UvRequest:
+    """Everything uv needs to resolve one set of requirements for one target."""
+
+    requirements: tuple[str, ...]
+    python: str  # "3.9"
+    python_platform: str  # "x86_64-manylinux_2_31"
+    exclude_newer: str | None = None  # "2022-05-04"
+    excludes: tuple[str, ...] = ()
+    find_links: tuple[str, ...] = ()
+    extra_indexes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """One package as uv resolved it, with the file chosen for the target."""
+
+    name: str
+    version: str
+    kind: str  # wheel | sdist
+    url: str
+    sha256: str
+    required_by: tuple[str, ...] = field(default=())
+
+
+def python_platform(arch: str, glibc: str) -> str:
+    """uv's ``--python-platform`` for a glibc: the newest manylinux_2_NN not above it."""
+    try:
+        minor = int(str(glibc).split(".")[1])
+    except (IndexError, ValueError):
+        raise InputError(f"target glibc {glibc!r} is not MAJOR.MINOR",
+                         hint="set platform.glibc in the target, e.g. '2.31'") from None
+    fitting = [n for n in UV_PLATFORM_GLIBC if n <= minor]
+    if not fitting:
+        raise InputError(f"glibc {glibc} is older than manylinux2014 (2.17)",
+                         hint="no manylinux wheel runs there; use a newer OS image")
+    return f"{arch}-manylinux_2_{fitting[-1]}"
+
+
+def platform_tags(python: str, pyplat: str) -> list[str]:
+    """Interpreter and platform tags, e.g. ``['cp39', 'manylinux_2_31_x86_64']``."""
+    arch, _, rest = pyplat.partition("-")
+    return [f"cp{python.replace('.', '')}", f"{rest}_{arch}"]
+
+
+def uv_command(req: UvRequest, in_file: Path, excludes_file: Path | None, fmt: str,
+               cache_dir: Path) -> list[str]:
+    """The ``uv pip compile`` argument list (pure)."""
+    cmd = ["uv", "pip", "compile", str(in_file), "--no-config", "--quiet", "--no-header",
+           "--python-version", req.python, "--python-platform", req.python_platform,
+           "--format", fmt, "--cache-dir", str(cache_dir)]
+    if fmt == "requirements.txt":
+        cmd += ["--annotation-style", "split"]
+    if req.exclude_newer:
+        cmd += ["--exclude-newer", req.exclude_newer]
+    if excludes_file is not None:
+        cmd += ["--excludes", str(excludes_file)]
+    for link in req.find_links:
+        cmd += ["--find-links", link]
+    for index in req.extra_indexes:
+        cmd += ["--extra-index-url", index]
+    return cmd
+
+
+def parse_pylock(text: str, prefer_prefix: str | None = None) -> dict[str, tuple[str, str, str, str, str]]:
+    """``{normalized name: (name, version, kind, url, sha256)}`` from uv's pylock.toml output.
+
+    A wheel is preferred over the sdist; among wheels the one whose URL starts with
+    ``prefer_prefix`` (a local wheelhouse) wins, else the first uv lists.
+    """
+    data = tomllib.loads(text)
+    out: dict[str, tuple[str, str, str, str, str]] = {}
+    for pkg in data.get("packages", []):
+        wheels = list(pkg.get("wheels", []))
+        if prefer_prefix:
+            wheels.sort(key=lambda w: not str(w.get("url", w.get("path", ""))).startswith(prefer_prefix))
+        if wheels:
+            chosen, kind = wheels[0], "wheel"
+        elif "sdist" in pkg:
+            chosen, kind = pkg["sdist"], "sdist"
+        else:
+            continue  # a direct reference without a file (not produced for index packages)
+        url = str(chosen.get("url") or chosen.get("path"))
+        sha = chosen.get("hashes", {}).get("sha256", "")
+        out[normalize(pkg["name"])] = (pkg["name"], str(pkg["version"]), kind, url, sha)
+    return out
+
+
+def parse_via(text: str) -> dict[str, list[str]]:
+    """``{normalized name: [requirers]}`` from ``# via`` annotations; ``-r FILE`` -> ``recipe``."""
+    out: dict[str, list[str]] = {}
+    current: str | None = None
+    in_via = False
+    for line in text.splitlines():
+        m = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?==", line)
+        if m:
+            current, in_via = normalize(m.group(1)), False
+            out.setdefault(current, [])
+            continue
+        stripped = line.strip()
+        if current is None or not stripped.startswith("#"):
+            continue
+        body = stripped.lstrip("#").strip()
+        if body.startswith("via"):
+            in_via = True
+            body = body[3:].strip()
+        if not in_via or not body:
+            continue
+        for item in body.split(","):
+            item = item.strip()
+            if item:
+                out[current].append("recipe" if item.startswith(("-r", "-c", "-o")) else normalize(item))
+    return {k: sorted(set(v)) for k, v in out.items()}
+
+
+def install_order(required_by: dict[str, list[str]]) -> list[str]:
+    """Dependencies first; ties (and cycles) broken alphabetically, so the order is stable."""
+    deps: dict[str, set[str]] = {name: set() for name in required_by}
+    for name, parents in required_by.items():
+        for parent in parents:
+            if parent in deps:
+                deps[parent].add(name)
+    done: list[str] = []
+    placed: set[str] = set()
+    pending = sorted(deps)
+    while pending:
+        ready = [n for n in pending if deps[n] <= placed] or [pending[0]]  # cycle: take the first
+        nxt = ready[0]
+        done.append(nxt)
+        placed.add(nxt)
+        pending.remove(nxt)
+    return done
+
+
+_NO_VERSION = re.compile(r"there is no version of ([A-Za-z0-9._-]+)(?:\[[^\]]*\])?([=<>!~][^ ,]*)")
+_NOT_FOUND = re.compile(r"([A-Za-z0-9._-]+) was not found in the (?:package registry|provided package locations)")
+
+
+def explain_failure(stderr: str, req: UvRequest) -> InputError | EnvironmentProblem:
+    """Turn uv's failure text into one error: no such version / project, network, or conflict."""
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    cause = next((ln.removeprefix("cause:").strip() for ln in lines if ln.startswith("cause:")
+                  and "Because" in ln), lines[-1] if lines else "uv failed without output")
+    if m := _NO_VERSION.search(stderr):
+        name, spec = m.group(1), m.group(2)
+        return InputError(f"no version of {name} matches {spec} on PyPI",
+                          hint=f"versions that exist: {describe_versions(pypi_versions(name), spec.lstrip('=<>!~'))}")
+    if m := _NOT_FOUND.search(stderr):
+        return InputError(f"package {m.group(1)} does not exist on the index",
+                          hint="check the name in the recipe (PyPI names, e.g. 'py-cpuinfo')")
+    if "Failed to fetch" in stderr or "error sending request" in stderr or "dns error" in stderr:
+        return EnvironmentProblem(f"uv could not reach the package index: {cause}",
+                                  hint="check the network or pass --wheelhouse DIR")
+    hint = next((ln.removeprefix("hint:").strip() for ln in lines if ln.startswith("hint:")), None)
+    return InputError(f"requirements cannot be resolved for Python {req.python} on "
+                      f"{req.python_platform}: {cause}",
+                      hint=hint or "relax or change the conflicting pins in the recipe")
+
+
+def _run(cmd: list[str], extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, **(extra_env or {}))
+    env.update(UV_PYTHON_DOWNLOADS="never", UV_NO_PROGRESS="1", NO_COLOR="1")
+    env.pop("UV_INDEX_URL", None)
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=UV_TIMEOUT,
+                              stdin=subprocess.DEVNULL)
+    except FileNotFoundError:
+        raise EnvironmentProblem("uv is not installed", hint="pip install uv") from None
+    except subprocess.TimeoutExpired:
+        raise EnvironmentProblem(f"uv did not finish in {UV_TIMEOUT:.0f} s",
+                                 hint="is the package index slow? rerun; uv's cache keeps progress") from None
+
+
+def resolve(req: UvRequest, cache_dir: Path, prefer_prefix: str | None = None,
+            env: dict[str, str] | None = None) -> list[Resolved]:
+    """Resolve ``req`` with uv; packages in install order (dependencies first).
+
+    ``env``: extra environment for uv (install-time variables some sdists need to build
+    their metadata).
+    """
+    if not req.requirements:
+        return []
+    with tempfile.TemporaryDirectory(prefix="envbuild-lock-") as tmp:
+        in_file = Path(tmp) / "recipe.in"
+        in_file.write_text("\n".join(req.requirements) + "\n")
+        excl = None
+        if req.excludes:
+            excl = Path(tmp) / "excludes.txt"
+            excl.write_text("\n".join(req.excludes) + "\n")
+        outputs = {}
+        for fmt in ("pylock.toml", "requirements.txt"):
+            proc = _run(uv_command(req, in_file, excl, fmt, cache_dir), env)
+            if proc.returncode != 0:
+                raise explain_failure(proc.stderr, req)
+            outputs[fmt] = proc.stdout
+    files = parse_pylock(outputs["pylock.toml"], prefer_prefix)
+    via = parse_via(outputs["requirements.txt"])
+    for name in files:
+        via.setdefault(name, ["recipe"])
+    order = [n for n in install_order({k: v for k, v in via.items() if k in files})]
+    return [Resolved(*files[n], required_by=tuple(via[n])) for n in order]
