@@ -65,6 +65,7 @@ class Package(Strict):
     env: dict[str, str] = Field(default_factory=dict)  # install-time env (e.g. sklearn brownout)
     source: Source | None = None
     preinstalled: bool = False  # provided by the base image / module, verified not installed
+    build_isolation: bool = True  # False: pip --no-build-isolation (sdists that import torch)
 
 
 class Patch(Strict):
@@ -165,9 +166,26 @@ class Deviation(Strict):
 
 
 class Benchmark(Strict):
-    """The recipe's native benchmark and its pass threshold."""
+    """The recipe's native benchmark and its pass threshold.
+
+    ``cwd`` and ``env`` values may name a source checkout as ``{sources.<name>}`` (filled at
+    plan time). ``target_env`` lists variables the run needs from the target profile's ``env``
+    (e.g. the Azure NCCL/UCX set), so node-type knowledge stays on the target. ``variants``
+    are further published commands (multi-node, other GPU counts), keyed by a short name.
+
+    Example::
+
+        benchmark:
+          command: python benchmark_gpt.py --nproc_per_node 1
+          cwd: "{sources.alpa}/osdi22_artifact/megatron"
+          parser: megatron-pretrain
+          metric: tflops
+    """
 
     command: str
+    cwd: str | None = None  # working directory, e.g. "{sources.metaseq}"
+    target_env: list[str] = Field(default_factory=list)  # names taken from Target.env
+    variants: dict[str, str] = Field(default_factory=dict)  # name -> alternative command
     parser: str  # name of a parser in envbuild.smoke.native
     metric: str
     threshold: float | None = None
