@@ -1,0 +1,66 @@
+"""``envbuild plan``: the ordered steps a provision would run, with every decision's reason."""
+
+from __future__ import annotations
+
+import click
+
+from envbuild.cli import cli
+from envbuild.cli.output import console, emit_json
+
+
+@cli.command("plan")
+@click.argument("recipe", required=False)
+@click.option("--target", "-t", required=True, help="Target profile name or YAML path.")
+@click.option("--facts", "facts_file", help="Node facts JSON (from `envbuild facts --json -o`).")
+@click.option("--lock", "lock_file", help="Lockfile (default: lockfiles/<recipe>/<target>.lock if present).")
+@click.option("--prefix", help="Environment prefix on the node.")
+@click.option("--backend", type=click.Choice(["venv", "conda"]), help="Override the recipe's environment kind.")
+@click.option("--git-mirror", help="Folder with OWNER/NAME(.git) mirrors of GitHub repositories.")
+@click.option("--wheelhouse", help="Folder of wheels used as pip find-links.")
+@click.option("--json", "as_json", is_flag=True, help="Print the plan(s) as JSON.")
+def plan_cmd(recipe, target, facts_file, lock_file, prefix, backend, git_mirror, wheelhouse, as_json):
+    """Show the steps a provision of RECIPE (default: the embedded reference) would run.
+
+    \b
+    Pure: nothing is installed. Example:
+      envbuild plan alpa-megatron --target azure-nd96
+    """
+    from envbuild.inputs import find_lock, node_facts, recipe_and_target
+    from envbuild.plan.build import PlanOptions, build_plan
+
+    rec, tgt = recipe_and_target(recipe, target)
+    lock = find_lock(rec, tgt, lock_file)
+    plans = [build_plan(rec, tgt, facts, lock, PlanOptions(prefix=prefix, backend=backend,
+                                                           git_mirror=git_mirror, wheelhouse=wheelhouse,
+                                                           host=facts.host))
+             for facts in node_facts(tgt, facts_file)]
+    if as_json:
+        emit_json([p.model_dump(by_alias=True) for p in plans] if len(plans) > 1
+                  else plans[0].model_dump(by_alias=True))
+        return
+    for plan in plans:
+        print_plan(plan)
+
+
+def print_plan(plan) -> None:
+    from rich.table import Table
+
+    console.print(f"[bold]plan[/] {plan.recipe} on {plan.target} (host {plan.host}, "
+                  f"facts {plan.facts_origin}) -> {plan.backend} at {plan.prefix}")
+    if plan.lock_digest:
+        console.print(f"lock sha256 {plan.lock_digest[:16]}")
+    else:
+        console.print("[yellow]no lockfile: packages from the recipe's specifiers, no hashes[/]")
+    table = Table(show_lines=False)
+    for col in ("#", "step", "what", "why"):
+        table.add_column(col, overflow="fold")
+    for i, step in enumerate(plan.steps, 1):
+        table.add_row(str(i), step.id, step.title, step.reason)
+    console.print(table)
+    if plan.decisions:
+        dt = Table(title="decisions from facts")
+        for col in ("subject", "outcome", "reason"):
+            dt.add_column(col, overflow="fold")
+        for d in plan.decisions:
+            dt.add_row(d.subject, d.outcome, d.reason)
+        console.print(dt)

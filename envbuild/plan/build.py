@@ -1,0 +1,251 @@
+"""Build the plan for one node: a pure function of (recipe, target, facts, lock, options).
+
+The order is the order a careful person would follow on the node:
+
+    preflight -> system packages -> environment -> pip tooling -> torch -> locked PyPI
+    packages -> for each git source: clone at SHA, patches, build, install (Apex: wheel build)
+    -> environment file -> import check -> smoke
+
+Every decision taken from facts (torch CUDA variant, Apex check, build parallelism, option
+syntax) is recorded as a ``Decision`` with its reason, and repeated in the step's ``reason``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from envbuild.errors import InputError
+from envbuild.facts.model import NodeFacts
+from envbuild.plan.model import Decision, Plan, Step
+from envbuild.plan.packages import LockedPackage, locked_packages, torch_requirement
+from envbuild.recipes.schema import GitSource, Recipe
+from envbuild.targets.schema import Target
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    """What the user chose on the command line."""
+
+    prefix: str | None = None
+    backend: str | None = None  # venv | conda; None = the recipe's environment kind
+    git_mirror: str | None = None
+    wheelhouse: str | None = None
+    smoke: bool = True
+    smoke_preset: str = "tiny"
+    host: str = "local"
+    verdict: dict = field(default_factory=dict)  # preflight summary, when known
+
+
+def default_prefix(recipe: Recipe, target: Target) -> str:
+    """``<cache_dir>/envbuild/envs/<recipe>`` on targets with a scratch disk, else under ~."""
+    base = f"{target.cache_dir.rstrip('/')}/envbuild" if target.cache_dir else "~/.envbuild"
+    return f"{base}/envs/{recipe.name}"
+
+
+def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | None = None,
+               options: PlanOptions | None = None) -> Plan:
+    """The ordered steps for one node. Pure: reads nothing, runs nothing."""
+    opts = options or PlanOptions()
+    prefix = opts.prefix or default_prefix(recipe, target)
+    backend = opts.backend or recipe.environment.kind
+    if backend not in ("venv", "conda", "container", "module-venv"):
+        raise InputError(f"unknown backend {backend!r}", hint="use --backend venv or --backend conda")
+    decisions: list[Decision] = []
+    steps: list[Step] = []
+    add = steps.append
+
+    add(Step(id="preflight", kind="preflight", title="Preflight compatibility check",
+             params={"verdict": opts.verdict}, reason="refuse an infeasible node before installing"))
+    if recipe.system_packages:
+        add(Step(id="system-packages", kind="system_packages", title="System packages",
+                 params={"manager": "apt", "packages": list(recipe.system_packages)},
+                 reason="native prerequisites named by the published instructions"))
+
+    interp = facts.python(recipe.python)
+    add(Step(id="environment", kind="environment",
+             title=f"{backend} environment, Python {recipe.python}",
+             params={"kind": backend, "prefix": prefix, "python": recipe.python,
+                     "python_path": interp.path if interp else None,
+                     "system_site_packages": recipe.environment.system_site_packages,
+                     "conda_module": recipe.environment.conda_module,
+                     "base_image": recipe.environment.base_image,
+                     "conda_channel": None},
+             reason=_env_reason(recipe, backend, interp is not None)))
+
+    tooling = [f"pip{recipe.environment.pip}" if recipe.environment.pip else None,
+               f"setuptools{recipe.environment.setuptools}" if recipe.environment.setuptools else None]
+    tooling = [t for t in tooling if t]
+    if tooling:
+        add(Step(id="pip-tooling", kind="pip_tooling", title="Pin pip/setuptools",
+                 params={"requirements": tooling},
+                 reason="the published setup's build steps need these tool versions"))
+
+    torch = torch_requirement(recipe, facts, lock, decisions)
+    if torch is not None:
+        add(_pip_step("pip:torch", f"torch {torch.version}", [torch], opts,
+                      "torch from the index that carries the variant matched to this node"))
+
+    rest = [p for p in locked_packages(recipe, lock) if p.name.lower() != "torch"]
+    if rest:
+        add(_pip_step("pip:packages", f"{len(rest)} Python packages (lock order)", rest, opts,
+                      "every locked package at its exact version, hashes where known"))
+
+    torch_cuda = _torch_cuda(torch)
+    for src in recipe.sources:
+        steps.extend(_source_steps(recipe, src, prefix, facts, torch_cuda, opts, decisions))
+
+    env_vars = {**target.env, **recipe.env}
+    if target.cache_dir:
+        env_vars.setdefault("PIP_CACHE_DIR", f"{target.cache_dir.rstrip('/')}/.cache/pip")
+        env_vars.setdefault("TMPDIR", f"{target.cache_dir.rstrip('/')}/tmp")
+    add(Step(id="env-file", kind="env_file", title="Environment file",
+             params={"path": f"{prefix}/.envbuild/env.sh", "vars": dict(sorted(env_vars.items()))},
+             reason="recipe and node-type variables (e.g. NCCL/UCX on Azure ND96)"))
+    if recipe.import_check:
+        add(Step(id="import-check", kind="import_check", title="Import check",
+                 params={"modules": list(recipe.import_check)},
+                 reason="fail now, not at the first training step"))
+    if opts.smoke:
+        kinds = ["gpt", "collective"] + (["apex"] if recipe.apex else [])
+        add(Step(id="smoke", kind="smoke", title="Smoke benchmark",
+                 params={"kinds": kinds, "preset": opts.smoke_preset},
+                 reason="prove the environment trains"))
+
+    return Plan(recipe=recipe.name, target=target.name, host=opts.host, prefix=prefix,
+                backend=backend, lock_digest=_lock_digest(lock), facts_origin=facts.origin,
+                decisions=decisions, steps=steps)
+
+
+def _env_reason(recipe: Recipe, backend: str, have_interp: bool) -> str:
+    parts = [f"recipe asks for Python {recipe.python}"]
+    if recipe.environment.system_site_packages:
+        parts.append("--system-site-packages on top of the module's packages (published setup)")
+    if backend == "venv" and not have_interp:
+        parts.append("no matching interpreter in the node facts: the executor must find one")
+    return "; ".join(parts)
+
+
+def _pip_step(step_id: str, title: str, pkgs: list[LockedPackage], opts: PlanOptions,
+              reason: str) -> Step:
+    find_links = [opts.wheelhouse] if opts.wheelhouse else []
+    for p in pkgs:
+        if p.find_links and p.find_links not in find_links:
+            find_links.append(p.find_links)
+    index_url = next((p.index_url for p in pkgs if p.index_url), None)
+    env: dict[str, str] = {}
+    for p in pkgs:
+        env.update(p.env)
+    return Step(id=step_id, kind="pip_install", title=title, reason=reason, params={
+        "requirements": [p.as_param() for p in pkgs],
+        "find_links": find_links,
+        "index_url": index_url,
+        "env": env,
+        "require_hashes": all(p.hashes for p in pkgs),
+    })
+
+
+def _torch_cuda(torch: LockedPackage | None) -> str | None:
+    """"cu111" -> "11.1"; cpu or unknown -> None."""
+    if torch is None or not torch.local_tag or not torch.local_tag.startswith("cu"):
+        return None
+    digits = torch.local_tag[2:]
+    return f"{digits[:-1]}.{digits[-1]}" if len(digits) >= 2 else None
+
+
+def _source_steps(recipe: Recipe, src: GitSource, prefix: str, facts: NodeFacts,
+                  torch_cuda: str | None, opts: PlanOptions, decisions: list[Decision]) -> list[Step]:
+    dest = f"{prefix}/src/{src.name}"
+    fetch_url = _fetch_url(src.url, opts.git_mirror)
+    out = [Step(id=f"git:{src.name}", kind="git_source", title=f"{src.name} @ {(src.sha or src.ref)[:12]}",
+                params={"name": src.name, "url": src.url, "fetch_url": fetch_url, "ref": src.ref,
+                        "sha": src.sha, "dest": dest},
+                reason=src.why)]
+    for patch in (p for p in recipe.patches if p.component == src.name):
+        params = {"id": patch.id, "component": src.name, "dest": dest, "kind": patch.kind,
+                  "file": patch.file, "old": patch.old, "new": patch.new, "count": patch.count,
+                  "why": patch.why, "decision": None, "nvcc": facts.nvcc, "torch_cuda": torch_cuda}
+        reason = patch.why
+        if patch.kind == "apex-cuda-check":
+            from envbuild.patches.apex import decide
+
+            d = decide(facts.nvcc, torch_cuda)
+            decisions.append(Decision(subject=f"patch:{patch.id}", outcome=d.outcome, reason=d.reason))
+            params["decision"] = d.outcome
+            reason = f"{d.outcome}: {d.reason}"
+            if d.outcome in ("unchanged", "cpu-only"):
+                continue
+        out.append(Step(id=f"patch:{patch.id}", kind="patch", title=f"patch {patch.id}",
+                        params=params, reason=reason))
+    if src.build:
+        out.append(Step(id=f"build:{src.name}", kind="build", title=f"build {src.name}",
+                        params={"name": src.name, "dest": dest, "commands": list(src.build),
+                                "env": dict(src.env)},
+                        reason=f"published build step for {src.name}"))
+    if src.install == "apex":
+        out.append(_apex_step(src, dest, facts, torch_cuda, opts, decisions))
+    elif src.install != "none":
+        out.append(Step(id=f"install:{src.name}", kind="install_source",
+                        title=f"install {src.name} ({src.install})",
+                        params={"name": src.name, "dest": dest, "mode": src.install},
+                        reason=_install_reason(src)))
+    return out
+
+
+def _install_reason(src: GitSource) -> str:
+    return {
+        "editable": "editable install: the tree stays writable (JIT kernels build into it)",
+        "wheel": "non-editable install, as the published instructions require",
+        "pth": "no setup.py at this commit: a .pth entry puts the tree on sys.path",
+    }.get(src.install, src.install)
+
+
+def _apex_step(src: GitSource, dest: str, facts: NodeFacts, torch_cuda: str | None,
+               opts: PlanOptions, decisions: list[Decision]) -> Step:
+    from envbuild.patches import apex
+
+    archs = apex.arch_list(facts.archs) if facts.archs else None
+    jobs, threads, jobs_reason = apex.build_jobs(facts.cpu_cores or 1, facts.memory_gib or 4.0,
+                                                 "--cuda_ext" in src.build_options)
+    pip_version = None
+    argv, env, syntax_reason = apex.install_command(src, pip_version, list(src.build_options))
+    env = dict(env)
+    if archs:
+        env["TORCH_CUDA_ARCH_LIST"] = archs
+    env["MAX_JOBS"] = str(jobs)
+    if threads > 1:
+        env["NVCC_APPEND_FLAGS"] = f"--threads {threads}"
+    env.update(src.env)
+    key = apex.cache_key(src.sha or src.ref, "", None, torch_cuda, facts.nvcc, archs or "",
+                         list(src.build_options))
+    decisions.append(Decision(subject="apex-build", outcome=f"jobs={jobs} threads={threads}",
+                              reason=jobs_reason))
+    decisions.append(Decision(subject="apex-options", outcome=" ".join(argv), reason=syntax_reason))
+    return Step(id=f"apex:{src.name}", kind="apex_build", title=f"build Apex wheel ({src.name})",
+                params={"dest": dest, "argv": argv, "env": env, "cache_key": key,
+                        "cache_dir": "~/.envbuild/cache/wheels", "options": list(src.build_options)},
+                reason=f"{syntax_reason}; {jobs_reason}")
+
+
+def _fetch_url(url: str, mirror: str | None) -> str:
+    """Where to clone from: the mirror copy of a GitHub URL when a mirror is given."""
+    if not mirror:
+        return url
+    try:
+        from envbuild.gitsrc import mirror_path
+
+        found = mirror_path(url, Path(mirror))
+        return str(found) if found else url
+    except ImportError:  # pragma: no cover - gitsrc ships with the lock package
+        return url
+
+
+def _lock_digest(lock: object | None) -> str | None:
+    """sha256 over the lock's canonical JSON (None without a lock)."""
+    if lock is None or not hasattr(lock, "model_dump"):
+        return None
+    import hashlib
+
+    from envbuild.fsio import canonical_json
+
+    return hashlib.sha256(canonical_json(lock.model_dump(by_alias=True)).encode()).hexdigest()

@@ -1,0 +1,107 @@
+"""Python requirements for the plan: from the lock when there is one, else from the recipe.
+
+The torch requirement is special: its wheel's CUDA variant is chosen from the node's facts
+(``cuda: auto``) or fixed by the recipe, and comes from the index that carries it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from envbuild.facts.model import NodeFacts
+from envbuild.plan.model import Decision
+from envbuild.recipes.schema import Package, Recipe
+
+
+@dataclass(frozen=True)
+class LockedPackage:
+    name: str
+    version: str  # exact version, or a specifier when unlocked
+    hashes: tuple[str, ...] = ()
+    index_url: str | None = None
+    find_links: str | None = None
+    local_tag: str | None = None  # "cu111", "cpu"
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def requirement(self) -> str:
+        v = self.version
+        if v and v[0].isdigit():
+            return f"{self.name}=={v}"
+        return f"{self.name}{v}"
+
+    def as_param(self) -> dict:
+        return {"name": self.name, "version": self.version, "requirement": self.requirement,
+                "hashes": list(self.hashes), "index_url": self.index_url,
+                "find_links": self.find_links}
+
+
+def _from_recipe(pkg: Package) -> LockedPackage:
+    index_url = pkg.index if pkg.index_kind == "index-url" else None
+    find_links = pkg.index if pkg.index_kind == "find-links" else None
+    return LockedPackage(name=pkg.name, version=pkg.version, index_url=index_url,
+                         find_links=find_links, env=dict(pkg.env))
+
+
+def _lock_entries(lock: object) -> list:
+    return list(getattr(lock, "packages", []) or [])
+
+
+def _from_lock_entry(entry: object, recipe: Recipe) -> LockedPackage:
+    """A lock entry (envbuild.lock.schema.LockedPackage) as a pip requirement."""
+    name = getattr(entry, "name")
+    declared = recipe.package(name)
+    dist = getattr(entry, "dist", None)
+    hashes = (dist.sha256,) if dist is not None and getattr(entry, "verified", False) else ()
+    source = getattr(entry, "source", "pypi") or "pypi"
+    index_url = find_links = None
+    if declared is not None and declared.index:
+        index_url = declared.index if declared.index_kind == "index-url" else None
+        find_links = declared.index if declared.index_kind == "find-links" else None
+    elif source.startswith("http") and "pypi.org" not in source:
+        index_url = source
+    version = str(getattr(entry, "version"))
+    local = version.split("+", 1)[1] if "+" in version else None
+    return LockedPackage(name=name, version=version, hashes=hashes, index_url=index_url,
+                         find_links=find_links, local_tag=local,
+                         env=dict(declared.env) if declared else {})
+
+
+def locked_packages(recipe: Recipe, lock: object | None) -> list[LockedPackage]:
+    """Packages to pip-install, in lock order (dependencies first), skipping preinstalled ones."""
+    preinstalled = {p.name.lower() for p in recipe.packages if p.preinstalled}
+    if lock is not None and _lock_entries(lock):
+        out = []
+        for entry in _lock_entries(lock):
+            if getattr(entry, "name").lower() in preinstalled:
+                continue
+            if getattr(entry, "provided_by", None):
+                continue
+            out.append(_from_lock_entry(entry, recipe))
+        return out
+    return [_from_recipe(p) for p in recipe.packages if not p.preinstalled]
+
+
+def torch_requirement(recipe: Recipe, facts: NodeFacts, lock: object | None,
+                      decisions: list[Decision]) -> LockedPackage | None:
+    """torch with its CUDA variant decided for this node, or None when not installed by us."""
+    declared = recipe.package("torch")
+    if declared is None or declared.preinstalled:
+        return None
+    locked = next((p for p in locked_packages(recipe, lock) if p.name.lower() == "torch"), None)
+    base = locked or _from_recipe(declared)
+    tag = declared.cuda
+    if tag == "auto":
+        from envbuild.compat.torch_wheels import choose_variant
+
+        tag, reason = choose_variant(declared.version, "auto", facts)
+        decisions.append(Decision(subject="torch-variant", outcome=tag, reason=reason))
+    elif tag:
+        decisions.append(Decision(subject="torch-variant", outcome=tag,
+                                  reason=f"fixed by the recipe: {declared.why}"))
+    version = base.version.split("+", 1)[0]
+    if tag and version[:1].isdigit() and tag != "none":
+        version = f"{version}+{tag}"
+    hashes = base.hashes if (base.local_tag or None) == tag else ()
+    return LockedPackage(name="torch", version=version, hashes=hashes, index_url=base.index_url,
+                         find_links=base.find_links, local_tag=tag, env=base.env)
