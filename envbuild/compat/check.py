@@ -1,0 +1,97 @@
+"""Preflight: evaluate every compatibility row for (recipe, target, node facts) at once."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from envbuild.compat.context import build_context
+from envbuild.compat.rules import RULES, Rule
+from envbuild.facts.model import NodeFacts
+from envbuild.recipes.schema import Recipe
+from envbuild.targets.schema import Target
+
+
+class Violation(BaseModel):
+    """One violated row, with the concrete values of this node and recipe."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rule: str
+    severity: Literal["error", "warning"]
+    message: str
+    what: str
+    why: str
+    source: str
+    fix: str
+
+
+class Verdict(BaseModel):
+    """The preflight result for one node: feasible when no error row is violated."""
+
+    feasible: bool
+    recipe: str
+    target: str
+    host: str
+    origin: str
+    torch_variant: str | None
+    torch_reason: str | None
+    violations: list[Violation]
+    passed: list[str]
+
+    @property
+    def errors(self) -> list[Violation]:
+        return [v for v in self.violations if v.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Violation]:
+        return [v for v in self.violations if v.severity == "warning"]
+
+    def to_json(self) -> str:
+        return self.model_dump_json(indent=2) + "\n"
+
+    def summary(self) -> str:
+        """One line: ``FEASIBLE alpa-megatron on azure-nd96 (host): 0 errors, 2 warnings``."""
+        word = "FEASIBLE" if self.feasible else "INFEASIBLE"
+        torch = f", torch {self.torch_variant}" if self.torch_variant else ""
+        return (f"{word}: {self.recipe} on {self.target} ({self.host}{torch}): "
+                f"{len(self.errors)} error(s), {len(self.warnings)} warning(s)")
+
+
+def _violation(rule: Rule, message: str) -> Violation:
+    return Violation(rule=rule.id, severity=rule.severity, message=message, what=rule.what,
+                     why=rule.why, source=rule.source, fix=rule.fix)
+
+
+def preflight(recipe: Recipe, target: Target, facts: NodeFacts, rules: list[Rule] | None = None) -> Verdict:
+    """Evaluate every rule row and report every violated one (errors first, table order).
+
+    ``facts`` are live facts, profile facts (``envbuild.facts.profile.from_target``) or both
+    merged (``refine``). Example::
+
+        v = preflight(load_recipe("alpa-megatron"), load_target("h100"), from_target(h100))
+        v.feasible  # False: torch 1.8.2+cu111 has no sm_90 kernels ...
+    """
+    ctx = build_context(recipe, target, facts)
+    found: list[Violation] = []
+    passed: list[str] = []
+    for r in rules if rules is not None else RULES:
+        msg = r.evaluate(ctx)
+        if msg:
+            found.append(_violation(r, msg))
+        else:
+            passed.append(r.id)
+    found.sort(key=lambda v: v.severity != "error")
+    return Verdict(
+        feasible=not any(v.severity == "error" for v in found),
+        recipe=recipe.name, target=target.name, host=facts.host, origin=facts.origin,
+        torch_variant=ctx.torch.label if ctx.torch else None,
+        torch_reason=ctx.torch.reason if ctx.torch else None,
+        violations=found, passed=passed,
+    )
+
+
+def preflight_nodes(recipe: Recipe, target: Target, nodes: list[NodeFacts]) -> list[Verdict]:
+    """One verdict per node (the recipe is feasible on the set when every verdict is)."""
+    return [preflight(recipe, target, f) for f in nodes]

@@ -1,0 +1,106 @@
+"""Rows about the node and the target: interpreters, glibc, IB, container runtime, scheduler, GPUs."""
+
+from __future__ import annotations
+
+from envbuild.compat.context import Context
+from envbuild.compat.rule import Rule
+from envbuild.compat.versions import vtuple
+
+RDMA_PACKAGES = ("libibverbs", "librdmacm", "rdma-core", "perftest", "ibverbs")
+
+
+def _python_absent(ctx: Context) -> str | None:
+    env = ctx.recipe.environment
+    if ctx.container or env.kind == "module-venv" or ctx.facts.python(ctx.recipe.python):
+        return None
+    if ctx.facts.conda or ctx.target.conda_modules:
+        return None  # conda can create it
+    have = ", ".join(p.version for p in ctx.facts.pythons) or "none"
+    return (f"Python {ctx.recipe.python} is not on {ctx.facts.host} (found: {have}) and there is no "
+            f"conda/mamba to create it")
+
+
+def _conda_module(ctx: Context) -> str | None:
+    mod = ctx.recipe.environment.conda_module
+    if not mod or mod in ctx.facts.modules or mod in ctx.target.conda_modules:
+        return None
+    return f"environment module {mod} is not available on {ctx.facts.host}"
+
+
+def _glibc(ctx: Context) -> str | None:
+    t = ctx.torch
+    g = ctx.facts.glibc
+    if not t or not t.row or not t.row.glibc or not g or ctx.container or t.package.preinstalled:
+        return None
+    if vtuple(g) >= vtuple(t.row.glibc):
+        return None
+    return f"torch {t.label} needs glibc >= {t.row.glibc}; {ctx.facts.host} has glibc {g}"
+
+
+def _uses_rdma(ctx: Context) -> list[str]:
+    hits = [p for p in ctx.recipe.system_packages if any(r in p for r in RDMA_PACKAGES)]
+    hits += [s.name for s in ctx.recipe.sources if "megatronapp" in (s.name + s.url).lower()]
+    return hits
+
+
+def _rdma(ctx: Context) -> str | None:
+    hits = _uses_rdma(ctx)
+    if not hits or ctx.facts.infiniband:
+        return None
+    return (f"the recipe builds/uses RDMA ({', '.join(hits)}) but {ctx.facts.host} shows no "
+            f"InfiniBand device")
+
+
+def _runtime(ctx: Context) -> str | None:
+    if not ctx.container or ctx.facts.container_engines:
+        return None
+    image = ctx.recipe.environment.base_image or "a container image"
+    return f"the recipe runs in {image} but {ctx.facts.host} has no container runtime"
+
+
+SCHEDULED = ("slurm", "pbs", "kubernetes")
+
+
+def _scheduler(ctx: Context) -> str | None:
+    want = ctx.recipe.launcher
+    if want not in SCHEDULED or ctx.target.scheduler == want:
+        return None
+    return f"the recipe launches with {want}, but target {ctx.target.name} has scheduler {ctx.target.scheduler}"
+
+
+def _gpus(ctx: Context) -> str | None:
+    b = ctx.recipe.benchmark
+    if not b or b.needs_gpus <= len(ctx.facts.gpus):
+        return None
+    return f"the benchmark needs {b.needs_gpus} GPU(s) per node; {ctx.facts.host} has {len(ctx.facts.gpus)}"
+
+
+RULES: list[Rule] = [
+    Rule("python-absent", "error", "the recipe's Python is not on the node and cannot be created",
+         "venvs are made from an existing interpreter; without conda/mamba envbuild cannot fetch one",
+         "https://docs.python.org/3/library/venv.html", "install pythonX.Y on the node (deadsnakes, "
+         "pyenv) or provide conda/micromamba", _python_absent),
+    Rule("conda-module-absent", "error", "the recipe's environment module is not on the node",
+         "module-venv recipes build on a site conda module (e.g. ALCF conda/2023-10-04)",
+         "https://github.com/argonne-lcf/conda_install_scripts", "run on the site that provides the "
+         "module, or use a recipe variant with a venv", _conda_module),
+    Rule("glibc-too-old", "error", "the node's glibc is older than the pinned wheel's platform tag",
+         "a manylinux wheel needs at least its tag's glibc (manylinux2014 = 2.17, manylinux_2_28 = 2.28)",
+         "https://peps.python.org/pep-0600/", "use an older wheel or a container with a newer glibc",
+         _glibc),
+    Rule("rdma-needs-infiniband", "error", "the recipe's RDMA code needs InfiniBand/libibverbs",
+         "MegatronApp's shm_tensor_new_rdma extension links ibverbs/rdmacm and opens IB connections",
+         "OpenSQZ/MegatronApp@1bed2a72:setup.py", "run on nodes with IB (UseIB) or drop the RDMA path",
+         _rdma),
+    Rule("container-runtime-missing", "error", "a container recipe on a node without a container runtime",
+         "the environment is an image; podman/docker/enroot/apptainer must run it", "shared/docs/PINS.md",
+         "install podman/docker (or enroot+pyxis on Slurm) on the node", _runtime),
+    Rule("scheduler-mismatch", "error", "the recipe's launcher is not the target's scheduler",
+         "the published scripts submit with their scheduler (PBS mpiexec on Polaris, srun/pyxis on Slurm)",
+         "shared/docs/PINS.md", "pick a target with that scheduler, or a recipe variant with another "
+         "launcher", _scheduler),
+    Rule("too-few-gpus", "error", "the node has fewer GPUs than the benchmark needs",
+         "the smoke benchmark launches one rank per GPU (metaseq --benchmark needs >= 2)",
+         "facebookresearch/metaseq@a1a4e733:metaseq/launcher/opt_baselines.py",
+         "run on a node with enough GPUs or lower the benchmark's GPU count", _gpus),
+]
