@@ -1,0 +1,101 @@
+"""``envbuild facts``: gather node facts locally or over SSH and print or save them."""
+
+from __future__ import annotations
+
+import os
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from envbuild.cli import cli
+from envbuild.cli.output import console, err_console
+from envbuild.errors import EnvironmentProblem, InputError
+from envbuild.facts.model import NodeFacts
+from envbuild.fsio import write_atomic
+
+
+@cli.command("facts")
+@click.option("--local", "local", is_flag=True, help="This machine (the default).")
+@click.option("--hosts", metavar="[USER@]H1[:PORT],H2", help="SSH hosts; a user applies to the hosts after it.")
+@click.option("--inventory", type=click.Path(dir_okay=False), help="Ansible inventory (INI or YAML).")
+@click.option("--identity", "-i", type=click.Path(dir_okay=False), help="SSH private key.")
+@click.option("--port", type=click.IntRange(1, 65535), default=22, show_default=True, help="Default SSH port.")
+@click.option("--user", help="Default SSH user.")
+@click.option("--python", "python", metavar="PATH", help="Interpreter whose packages and torch NCCL to record.")
+@click.option("--connect-timeout", type=click.IntRange(1, 300), default=10, show_default=True, help="Seconds.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (one object for one host, a list for several).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the facts JSON to this file.")
+def facts_command(local, hosts, inventory, identity, port, user, python, connect_timeout, as_json, output):
+    """Gather what is really on the nodes: GPUs, driver, CUDA, OS, glibc, Pythons, NCCL, IB, engines.
+
+    One shell command per node (one SSH round trip), hosts in parallel. A missing tool is
+    recorded under "missing", never an error. -o writes ONE file: a JSON object when a single
+    host was asked for (--local or one --hosts entry), a JSON list otherwise, also when some
+    hosts were unreachable (their entries are left out and the exit code is 3).
+
+    \b
+    envbuild facts                                  # this machine
+    envbuild facts --hosts root@10.0.0.1,10.0.0.2:2222 -i ~/.ssh/id_ed25519 --json
+    envbuild facts --inventory hosts.ini -o facts.json
+    """
+    from envbuild.facts.gather import gather_hosts, gather_local
+    from envbuild.facts.hosts import parse_hosts, read_inventory
+    from envbuild.facts.load import dump_facts
+
+    if sum(bool(x) for x in (local, hosts, inventory)) > 1:
+        raise InputError("choose one of --local, --hosts, --inventory", hint="envbuild facts --help")
+    if identity and not os.path.isfile(identity):
+        raise InputError(f"--identity {identity}: no such file", hint="pass the SSH private key file")
+    if hosts or inventory:
+        specs = (
+            parse_hosts(hosts, user=user, port=port, identity=identity)
+            if hosts
+            else read_inventory(inventory, identity=identity, port=port)
+        )
+        if user:
+            specs = [s if s.user else s.__class__(**{**s.__dict__, "user": user}) for s in specs]
+        results = gather_hosts(specs, python=python, connect_timeout=connect_timeout)
+        as_list = len(specs) > 1
+    else:
+        results = [gather_local(python=python)]
+        as_list = False
+    facts = [r for r in results if isinstance(r, NodeFacts)]
+    errors = [r for r in results if isinstance(r, EnvironmentProblem)]
+
+    if facts:
+        text = dump_facts(facts, as_list=as_list)
+        if output:
+            write_atomic(output, text)
+        if as_json:
+            click.echo(text, nl=False)
+        else:
+            _print_table(facts)
+            if output:
+                console.print(f"wrote {output}")
+    elif as_json and as_list:
+        click.echo("[]")
+
+    for exc in errors[:-1] if len(errors) > 1 else []:
+        err_console.print(f"error: {exc}", markup=False)
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        last = errors[-1]
+        raise EnvironmentProblem(f"{len(errors)} of {len(specs)} hosts unreachable; last: {last}", hint=last.hint)
+
+
+def _print_table(facts: list[NodeFacts]) -> None:
+    from envbuild.facts.summary import COLUMNS, summary_row
+
+    table = Table(show_lines=False, header_style="bold")
+    for i, name in enumerate(COLUMNS):
+        table.add_column(name, no_wrap=i < 2, overflow="fold")
+    for f in facts:
+        table.add_row(*summary_row(f))
+    # a pipe or a log file gets the whole table instead of an 80-column squeeze
+    out = console if console.is_terminal else Console(highlight=False, width=max(console.width, 240))
+    out.print(table)
+    if len(facts) == 1 and facts[0].missing:
+        for key, why in facts[0].missing.items():
+            console.print(f"  [dim]not found: {key}: {why}[/dim]")

@@ -1,0 +1,214 @@
+"""Isolated chroot test nodes: own /usr, dpkg database, PID namespace and sshd on loopback.
+
+A Debian bookworm minbase rootfs is made once with debootstrap and cached
+(``$ENVBUILD_TESTBED_CACHE``, default /var/tmp/envbuild-testbed). Each node is an overlayfs
+over it (its writes land in the node's own upper dir), started with
+``unshare --mount --uts --pid --fork --kill-child`` and ``chroot MERGED /usr/sbin/sshd -D`` on
+its own 127.0.0.x address and port. Mounts live in the node's mount namespace and vanish with
+it; stop is SIGKILL on the unshare pid. Needs root, debootstrap, openssh (.ci/testbed-deps.sh).
+
+Example::
+
+    with ChrootCluster(tmp_path, 3, binds=[("/opt/wheels", "/opt/wheels", True)]) as nodes:
+        nodes[0].ssh("python3 -V")
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PACKAGES = "openssh-server,python3,python3-venv,sudo,git,ca-certificates"
+SUITE = "bookworm"
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("ENVBUILD_TESTBED_CACHE", "/var/tmp/envbuild-testbed"))
+
+
+def apt_mirror(sources: str = "/etc/apt/sources.list.d/debian.sources") -> str:
+    """The host's Debian mirror URL (first ``URIs:`` line), read at run time."""
+    try:
+        for line in Path(sources).read_text().splitlines():
+            if line.startswith("URIs:"):
+                return line.split()[1]
+    except OSError:
+        pass
+    return "http://deb.debian.org/debian"
+
+
+def why_unavailable() -> str | None:
+    """None when chroot nodes can run here, else the reason (for pytest.skip)."""
+    if os.geteuid() != 0:
+        return "chroot nodes need root"
+    for tool in ("debootstrap", "unshare", "ssh-keygen", "ssh"):
+        if not shutil.which(tool):
+            return f"{tool} not installed (run .ci/testbed-deps.sh)"
+    return None
+
+
+def rootfs() -> Path:
+    """The cached bookworm rootfs, made with debootstrap on first use (~60 s)."""
+    root = cache_dir() / f"rootfs-{SUITE}"
+    if (root / "usr/sbin/sshd").exists():
+        return root
+    part = root.with_name(root.name + ".partial")
+    shutil.rmtree(part, ignore_errors=True)
+    part.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["debootstrap", "--variant=minbase", f"--include={PACKAGES}", SUITE, str(part),
+                    apt_mirror()], check=True, capture_output=True, text=True)
+    os.replace(part, root)
+    return root
+
+
+def client_key(folder: Path) -> Path:
+    key = folder / "id_ed25519"
+    if not key.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    return key
+
+
+SSHD_CONFIG = """\
+ListenAddress {addr}:{port}
+HostKey /etc/envbuild-node/host_key
+PidFile /run/envbuild-sshd.pid
+AuthorizedKeysFile /etc/envbuild-node/authorized_keys
+PermitRootLogin prohibit-password
+StrictModes no
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+UseDNS no
+Subsystem sftp internal-sftp
+"""
+
+START = """\
+set -e
+M={merged}
+mount -t overlay overlay -o lowerdir={lower},upperdir={upper},workdir={work} "$M"
+mount -t proc proc "$M/proc"
+mount --rbind /dev "$M/dev"
+mkdir -p "$M/etc/envbuild-node" "$M/run/sshd"
+mount --bind -o ro {cfg} "$M/etc/envbuild-node"
+mount --bind -o ro /etc/resolv.conf "$M/etc/resolv.conf"
+mount --bind -o ro /etc/ssl/certs "$M/etc/ssl/certs"
+{binds}
+hostname {name}
+exec chroot "$M" /usr/sbin/sshd -D -e -f /etc/envbuild-node/sshd_config
+"""
+
+
+@dataclass
+class ChrootNode:
+    """One running node: ``root@addr:port`` with ``key``; ``upper`` holds what it wrote."""
+
+    name: str
+    addr: str
+    port: int
+    key: Path
+    dir: Path
+    proc: subprocess.Popen | None = None
+    binds: list = field(default_factory=list)
+
+    @property
+    def upper(self) -> Path:
+        return self.dir / "upper"
+
+    @property
+    def spec(self) -> str:
+        return f"root@{self.addr}:{self.port}"
+
+    def ssh(self, command: str, *, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
+        """Run a command on the node with the system ssh client."""
+        argv = ["ssh", "-i", str(self.key), "-p", str(self.port), "-o", "BatchMode=yes",
+                "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+                "-o", "LogLevel=ERROR", f"root@{self.addr}", command]
+        return subprocess.run(argv, capture_output=True, text=True, check=check, timeout=timeout)
+
+    def start(self, lower: Path) -> None:
+        for d in ("upper", "work", "merged", "cfg"):
+            (self.dir / d).mkdir(parents=True, exist_ok=True)
+        cfg = self.dir / "cfg"
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(cfg / "host_key")],
+                       check=True, input="y\n", text=True, capture_output=True)
+        shutil.copy(str(self.key) + ".pub", cfg / "authorized_keys")
+        (cfg / "sshd_config").write_text(SSHD_CONFIG.format(addr=self.addr, port=self.port))
+        binds = []
+        for src, dest, ro in self.binds:
+            d = f'"$M"{shlex.quote(dest)}'
+            binds.append(f"mkdir -p {d}; mount --bind {'-o ro ' if ro else ''}{shlex.quote(str(src))} {d}")
+        script = START.format(merged=shlex.quote(str(self.dir / "merged")), lower=lower,
+                              upper=self.dir / "upper", work=self.dir / "work", cfg=cfg,
+                              name=self.name, binds="\n".join(binds))
+        log = open(self.dir / "sshd.log", "w")
+        self.proc = subprocess.Popen(["unshare", "--mount", "--uts", "--pid", "--fork", "--kill-child",
+                                      "sh", "-c", script], stdout=log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        deadline = time.time() + 15
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"node {self.name} exited: {(self.dir / 'sshd.log').read_text()[-800:]}")
+            try:
+                with socket.create_connection((self.addr, self.port), timeout=0.5):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"node {self.name} did not listen on {self.addr}:{self.port}")
+
+    def stop(self) -> None:
+        """SIGKILL the unshare process (its PID namespace and mounts go with it)."""
+        if self.proc and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
+        self.proc = None
+
+
+def free_port(addr: str) -> int:
+    with socket.socket() as s:
+        s.bind((addr, 0))
+        return s.getsockname()[1]
+
+
+class ChrootCluster:
+    """``n`` chroot nodes on 127.0.0.(base+i); a context manager that always stops them."""
+
+    def __init__(self, folder: Path, n: int, *, binds: list | None = None, base: int = 60,
+                 prefix: str = "cnode"):
+        self.folder = Path(folder)
+        self.key = client_key(self.folder / "client")
+        self.nodes = []
+        for i in range(n):
+            addr = f"127.0.{base // 250}.{base % 250 + i + 2}"
+            self.nodes.append(ChrootNode(name=f"{prefix}{i + 1}", addr=addr, port=free_port(addr),
+                                         key=self.key, dir=self.folder / f"{prefix}{i + 1}",
+                                         binds=list(binds or [])))
+
+    def __enter__(self) -> list[ChrootNode]:
+        lower = rootfs()
+        try:
+            for node in self.nodes:
+                node.start(lower)
+        except BaseException:
+            self.stop()
+            raise
+        return self.nodes
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
+
+    @property
+    def hosts(self) -> str:
+        return ",".join(n.spec for n in self.nodes)

@@ -1,0 +1,191 @@
+"""Real OpenSSH nodes on loopback: N ``sshd`` on 127.0.0.2, 127.0.0.3, ... each on its own port.
+
+Every node has its own host key and config in a temporary folder; one client key pair is
+authorised on all of them. The context manager writes an Ansible inventory and a known_hosts
+file, yields the records and always stops the daemons::
+
+    with ssh_nodes(3) as bed:
+        for node in bed.nodes:
+            print(node.user, node.host, node.port, node.key_path)
+        print(bed.inventory_path)
+
+Needs ``openssh-server`` (``apt-get install -y openssh-server openssh-client``); the nodes
+share the filesystem with this machine (see TESTBED.md, "Loopback, shared filesystem").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from envbuild.errors import EnvironmentProblem
+
+INSTALL_HINT = "install OpenSSH: apt-get install -y openssh-server openssh-client"
+_CONFIG = """\
+ListenAddress {host}:{port}
+HostKey {host_key}
+PidFile {pid_file}
+AuthorizedKeysFile {authorized_keys}
+StrictModes no
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PubkeyAuthentication yes
+PermitRootLogin prohibit-password
+UsePAM no
+UseDNS no
+PrintMotd no
+LogLevel ERROR
+Subsystem sftp internal-sftp
+"""
+
+
+@dataclass(frozen=True)
+class SshNode:
+    """One running node: connect with ``ssh -i key_path -p port user@host``."""
+
+    name: str
+    host: str
+    port: int
+    user: str
+    key_path: str
+    known_hosts: str
+
+    @property
+    def address(self) -> str:
+        """``user@host:port`` as ``envbuild facts --hosts`` takes it."""
+        return f"{self.user}@{self.host}:{self.port}"
+
+
+@dataclass
+class SshTestbed:
+    """The running nodes and the files describing them."""
+
+    dir: Path
+    nodes: list[SshNode] = field(default_factory=list)
+    inventory_path: Path | None = None
+    known_hosts: Path | None = None
+    key_path: Path | None = None
+    _procs: list[subprocess.Popen] = field(default_factory=list, repr=False)
+
+    @property
+    def hosts_arg(self) -> str:
+        """The ``--hosts`` value naming every node."""
+        return ",".join(n.address for n in self.nodes)
+
+    def stop(self) -> None:
+        """Stop every sshd started here (SIGTERM, then SIGKILL after 5 s)."""
+        for p in self._procs:
+            if p.poll() is None:
+                p.terminate()
+        for p in self._procs:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(timeout=5)
+        self._procs.clear()
+
+
+def find_sshd() -> str:
+    """Absolute path of sshd (it refuses to re-exec from a relative one)."""
+    path = shutil.which("sshd") or next((p for p in ("/usr/sbin/sshd", "/sbin/sshd") if Path(p).is_file()), None)
+    if not path:
+        raise EnvironmentProblem("sshd (OpenSSH server) is not installed", hint=INSTALL_HINT)
+    return path
+
+
+def free_port(host: str) -> int:
+    """A TCP port on ``host`` that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def _keygen(path: Path) -> None:
+    keygen = shutil.which("ssh-keygen")
+    if not keygen:
+        raise EnvironmentProblem("ssh-keygen is not installed", hint=INSTALL_HINT)
+    subprocess.run([keygen, "-q", "-t", "ed25519", "-N", "", "-C", "envbuild-testbed", "-f", str(path)],
+                   check=True, stdin=subprocess.DEVNULL, capture_output=True)
+
+
+def _wait_listening(host: str, port: int, proc: subprocess.Popen, log: Path, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise EnvironmentProblem(
+                f"sshd for {host}:{port} exited with {proc.returncode}: {log.read_text(errors='replace').strip()[:300]}",
+                hint="run the sshd command by hand with -d to see why; " + INSTALL_HINT,
+            )
+        with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=0.5):
+            return
+        time.sleep(0.05)
+    raise EnvironmentProblem(f"sshd for {host}:{port} did not listen within {timeout:.0f} s", hint="check the log " + str(log))
+
+
+def write_inventory(bed: SshTestbed) -> Path:
+    """An Ansible INI inventory with every node in group ``nodes``."""
+    lines = ["[nodes]"]
+    lines += [
+        f"{n.name} ansible_host={n.host} ansible_port={n.port} ansible_user={n.user} "
+        f"ansible_ssh_private_key_file={n.key_path}"
+        for n in bed.nodes
+    ]
+    lines += [
+        "",
+        "[nodes:vars]",
+        f"ansible_ssh_common_args='-o UserKnownHostsFile={bed.known_hosts} -o StrictHostKeyChecking=yes'",
+        "ansible_python_interpreter=/usr/bin/python3",
+        "",
+    ]
+    path = bed.dir / "inventory.ini"
+    path.write_text("\n".join(lines))
+    return path
+
+
+@contextlib.contextmanager
+def ssh_nodes(count: int = 3, *, first_address: int = 2, base_dir: str | None = None) -> Iterator[SshTestbed]:
+    """Start ``count`` sshd nodes on 127.0.0.<first_address>.. and stop them on exit."""
+    sshd = find_sshd()
+    Path("/run/sshd").mkdir(parents=True, exist_ok=True)  # privilege separation directory
+    bed = SshTestbed(dir=Path(tempfile.mkdtemp(prefix="envbuild-sshd-", dir=base_dir)))
+    try:
+        bed.key_path = bed.dir / "id_ed25519"
+        _keygen(bed.key_path)
+        authorized = bed.dir / "authorized_keys"
+        shutil.copy(bed.key_path.with_suffix(".pub"), authorized)
+        bed.known_hosts = bed.dir / "known_hosts"
+        known: list[str] = []
+        user = getpass.getuser()
+        for i in range(count):
+            host = f"127.0.0.{first_address + i}"
+            port = free_port(host)
+            node_dir = bed.dir / f"node{i + 1}"
+            node_dir.mkdir()
+            host_key = node_dir / "ssh_host_ed25519_key"
+            _keygen(host_key)
+            config = node_dir / "sshd_config"
+            config.write_text(_CONFIG.format(host=host, port=port, host_key=host_key,
+                                             pid_file=node_dir / "sshd.pid", authorized_keys=authorized))
+            log = node_dir / "sshd.log"
+            proc = subprocess.Popen([sshd, "-D", "-f", str(config), "-E", str(log)],
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            bed._procs.append(proc)
+            _wait_listening(host, port, proc, log)
+            pub = host_key.with_suffix(".pub").read_text().split()
+            known.append(f"[{host}]:{port} {pub[0]} {pub[1]}")
+            bed.nodes.append(SshNode(f"node{i + 1}", host, port, user, str(bed.key_path), str(bed.known_hosts)))
+        bed.known_hosts.write_text("\n".join(known) + "\n")
+        bed.inventory_path = write_inventory(bed)
+        yield bed
+    finally:
+        bed.stop()
+        shutil.rmtree(bed.dir, ignore_errors=True)
