@@ -1,0 +1,131 @@
+"""envbuild report, envbuild verify, envbuild diff."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from envbuild.cli import cli
+from envbuild.cli.output import console, emit_json
+from envbuild.errors import CheckFailed, EnvironmentProblem, InputError
+
+
+@cli.command("report")
+@click.argument("run_dir", required=False, type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["html", "md", "json"]), default=None,
+              help="Output format (default: from -o's suffix, else md).")
+@click.option("-o", "--output", type=click.Path(path_type=Path), help="Write to FILE (atomically) instead of stdout.")
+def report_cmd(run_dir: Path | None, fmt: str | None, output: Path | None) -> None:
+    """Write the verification report of a run (default: $ENVBUILD_HOME/runs/latest).
+
+    \b
+    envbuild report                                  # Markdown of the latest run
+    envbuild report RUN_DIR --format html -o report.html
+    """
+    from envbuild.fsio import write_atomic
+    from envbuild.report import collect, render
+    from envbuild.verify import resolve_run
+
+    if fmt is None:
+        fmt = {".html": "html", ".htm": "html", ".json": "json"}.get(output.suffix if output else "", "md")
+    if run_dir is not None and not (run_dir / "run.json").exists():
+        raise InputError(f"{run_dir} is not a run directory (no run.json)",
+                         hint="pass a folder under $ENVBUILD_HOME/runs/ (or none for runs/latest)")
+    text = render(collect(resolve_run(run_dir)), fmt)
+    if output:
+        write_atomic(output, text)
+        click.echo(f"wrote {output}", err=True)
+    else:
+        sys.stdout.write(text)
+
+
+@cli.command("verify")
+@click.option("--target", help="Verify the newest run made for this target (when --run is not given).")
+@click.option("--hosts", help="Nodes to observe: user@host[:port],host2 (default: the run's hosts).")
+@click.option("--inventory", type=click.Path(exists=True, dir_okay=False), help="Ansible YAML inventory.")
+@click.option("--local", "local", is_flag=True, help="Observe the environment on this machine.")
+@click.option("-i", "--identity", help="SSH private key for --hosts.")
+@click.option("--run", "run", type=click.Path(path_type=Path), help="Run directory (default: runs/latest).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def verify_cmd(target, hosts, inventory, local, identity, run, as_json) -> None:
+    """Re-observe live environments and report drift from the run's lock and plan.
+
+    Exit 0: clean; 1: drift (package version, commit moved, patch missing, .so hash changed,
+    environment variable missing); 3: a node could not be observed.
+
+    \b
+    envbuild verify --local
+    envbuild verify --inventory nodes.yaml --run ~/.envbuild/runs/20250101-120000-r-t
+    """
+    from envbuild.execute.nodes import load_inventory, local_node, parse_hosts
+    from envbuild.report.collect import load_json
+    from envbuild.verify import exit_code, resolve_run, verify
+
+    if sum(bool(x) for x in (hosts, inventory, local)) > 1:
+        raise InputError("give only one of --hosts, --inventory, --local", hint="pick how to reach the nodes")
+    run_dir = resolve_run(run, target)
+    if local:
+        nodes = [local_node()]
+    elif inventory:
+        nodes = load_inventory(inventory)
+    else:
+        spec = hosts or ",".join((load_json(run_dir / "run.json") or {}).get("hosts") or [])
+        if not spec:
+            raise InputError("no nodes to verify", hint="pass --hosts, --inventory or --local")
+        nodes = parse_hosts(spec, identity_file=identity)
+    results = verify(run_dir, nodes)
+    if as_json:
+        emit_json({"run": str(run_dir), "exit_code": exit_code(results), "nodes": [r.to_dict() for r in results]})
+    else:
+        table = Table(title=f"verify {run_dir.name}")
+        for col in ("node", "status", "kind", "subject", "expected", "observed"):
+            table.add_column(col)
+        for r in results:
+            if not r.drift:
+                table.add_row(r.node, r.status, "", r.message, "", "")
+            for d in r.drift:
+                table.add_row(r.node, r.status, d.kind, d.subject, (d.expected or "-")[:16], (d.observed or "-")[:16])
+        console.print(table)
+    code = exit_code(results)
+    if code == 1:
+        bad = [r.node for r in results if r.status == "drift"]
+        raise CheckFailed(f"drift on {len(bad)} node(s): {', '.join(bad)}",
+                          hint="reprovision those nodes (`envbuild provision`) or record the change in the recipe")
+    if code == 3:
+        bad = [f"{r.node} ({r.message})" for r in results if r.status == "unreachable"]
+        raise EnvironmentProblem(f"could not observe: {'; '.join(bad)}",
+                                 hint="check that the node is up and the environment prefix still exists")
+
+
+@cli.command("diff")
+@click.argument("report_a", type=click.Path(path_type=Path))
+@click.argument("report_b", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the differences as JSON.")
+def diff_cmd(report_a: Path, report_b: Path, as_json: bool) -> None:
+    """Show what differs between two reports (report JSON files or run directories).
+
+    Exit 1 when the environments differ (fingerprint, packages, SHAs, .so hashes, facts);
+    benchmark numbers are shown but do not count as a different environment.
+    """
+    from dataclasses import asdict
+
+    from envbuild.report.diff import diff_reports, environments_differ, load_report
+
+    diffs = diff_reports(load_report(report_a), load_report(report_b))
+    differ = environments_differ(diffs)
+    if as_json:
+        emit_json({"environments_differ": differ, "differences": [asdict(d) for d in diffs]})
+    elif not diffs:
+        console.print("identical: same fingerprint, pins, facts and benchmark numbers")
+    else:
+        table = Table(title="environments differ" if differ else "same environment (only numbers differ)")
+        for col in ("area", "node", "subject", "A", "B"):
+            table.add_column(col)
+        for d in diffs:
+            table.add_row(d.area, d.host or "", d.subject, d.a or "-", d.b or "-")
+        console.print(table)
+    if differ:
+        raise CheckFailed("the environments differ", hint="see the table above; `envbuild report` shows each side")

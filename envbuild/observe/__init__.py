@@ -1,0 +1,44 @@
+"""Observed state: what is really installed in an environment, and drift from the lock/plan.
+
+* ``observe_script()``: text of the stdlib-only script run on the node with the env's python.
+* ``observe_args(expected)``: its command-line arguments for one node's plan.
+* ``parse_observed(text)`` -> ``Observed``; ``compare(lock, plan, observed)`` -> ``[Drift]`` (pure).
+"""
+
+from __future__ import annotations
+
+import base64
+import shlex
+from pathlib import Path
+
+from envbuild.observe.compare import compare, compare_expected
+from envbuild.observe.expected import Expected, expected_state, read_lock
+from envbuild.observe.model import OBSERVED_SCHEMA, Drift, Observed, parse_observed
+
+SCRIPT = Path(__file__).with_name("node_script.py")
+
+__all__ = ["OBSERVED_SCHEMA", "Drift", "Expected", "Observed", "compare", "compare_expected",
+           "expected_state", "observe_args", "observe_command", "observe_script", "parse_observed",
+           "read_lock"]
+
+
+def observe_script() -> str:
+    """The node-side observe script (stdlib only, Python >= 3.6)."""
+    return SCRIPT.read_text()
+
+
+def observe_args(exp: Expected) -> list[str]:
+    """Arguments of the observe script for one expected environment."""
+    args = ["--prefix", exp.prefix or "."]
+    for name, dest in sorted(exp.sources.items()):
+        args += ["--source", f"{name}={dest}"]
+    if exp.env_file:
+        args += ["--env-file", exp.env_file]
+    return args
+
+
+def observe_command(python: str, args: list[str]) -> str:
+    """One shell command that runs the script with ``python`` without copying a file first."""
+    payload = base64.b64encode(observe_script().encode()).decode()
+    code = f"import base64;exec(compile(base64.b64decode('{payload}'),'envbuild-observe','exec'))"
+    return " ".join([shlex.quote(python), "-c", shlex.quote(code), *map(shlex.quote, args)])

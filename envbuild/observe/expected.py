@@ -1,0 +1,149 @@
+"""What an environment should contain, read from a run's lock and plan (pure).
+
+The lock holds ``packages`` ({name, version, sha256...}) and ``git`` ({name, url, sha,
+verified}); the plan holds the source trees (``git_source`` steps), the patches it decided to
+apply (``patch`` steps) and the environment file (``env_file`` step). Readers are tolerant of
+the lock being JSON or YAML (with a comment header) and of sections nesting the lists.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from envbuild.errors import InputError
+
+NOT_APPLIED = {"unchanged", "skipped", "skip", "refused", "not-applicable", "already-applied", "expect"}
+
+
+def canonical(name: str) -> str:
+    """PEP 503 normalized distribution name."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@dataclass
+class Expected:
+    """The expected state of one node's environment."""
+
+    packages: dict[str, str] = field(default_factory=dict)  # canonical name -> exact version
+    git: dict[str, str] = field(default_factory=dict)  # source name -> full sha
+    sources: dict[str, str] = field(default_factory=dict)  # source name -> dest dir on the node
+    patches: dict[str, str] = field(default_factory=dict)  # patch id -> component
+    env: dict[str, str] = field(default_factory=dict)  # environment file variables
+    env_file: str | None = None
+    prefix: str | None = None
+    python: str | None = None  # "<prefix>/bin/python"
+
+
+def read_lock(path: str | Path) -> dict:
+    """Load a lockfile (JSON, or YAML with a DO-NOT-EDIT comment header)."""
+    text = Path(path).read_text()
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise InputError(f"{path}: lockfile is neither JSON nor YAML: {exc}",
+                             hint="regenerate it with `envbuild lock`") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: lockfile is not a mapping", hint="regenerate it with `envbuild lock`")
+    return data
+
+
+def _walk(obj: Any, key: str):
+    """Every value stored under ``key`` at any depth."""
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if k == key:
+                yield v
+            yield from _walk(v, key)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _walk(v, key)
+
+
+def lock_packages(lock: dict) -> dict[str, str]:
+    """{canonical name: version} of every locked package."""
+    out: dict[str, str] = {}
+    for value in _walk(lock, "packages"):
+        if isinstance(value, dict):
+            rows = [{"name": k, **v} if isinstance(v, dict) else {"name": k, "version": v}
+                    for k, v in value.items()]
+        else:
+            rows = value if isinstance(value, list) else []
+        for row in rows:
+            if isinstance(row, dict) and row.get("name") and row.get("version"):
+                version = str(row["version"]).lstrip("=")
+                out[canonical(str(row["name"]))] = version
+    return dict(sorted(out.items()))
+
+
+def lock_git(lock: dict) -> dict[str, str]:
+    """{source name: sha} of every locked git source."""
+    out: dict[str, str] = {}
+    for key in ("git", "sources"):
+        for value in _walk(lock, key):
+            if isinstance(value, dict):
+                rows = [{"name": k, **v} for k, v in value.items() if isinstance(v, dict)]
+            else:
+                rows = value if isinstance(value, list) else []
+            for row in rows:
+                if isinstance(row, dict) and row.get("name") and row.get("sha"):
+                    out[str(row["name"])] = str(row["sha"])
+    return dict(sorted(out.items()))
+
+
+def _patch_id(params: dict) -> tuple[str | None, str | None, str]:
+    patch = params.get("patch")
+    decision = params.get("decision")
+    pid = patch.get("id") if isinstance(patch, dict) else patch
+    component = (patch.get("component") if isinstance(patch, dict) else None) or params.get("component")
+    kind = patch.get("kind") if isinstance(patch, dict) else None
+    outcome = decision.get("outcome") if isinstance(decision, dict) else decision
+    outcome = str(outcome or "patched")
+    if kind == "expect":
+        outcome = "expect"
+    return pid, component, outcome
+
+
+def expected_state(lock: dict | None, plan: Any | None) -> Expected:
+    """Combine a lock (dict) and a plan (``Plan`` or its JSON dict) into an ``Expected``."""
+    exp = Expected()
+    if lock:
+        exp.packages = lock_packages(lock)
+        exp.git = lock_git(lock)
+    if plan is None:
+        return exp
+    data = plan.model_dump(by_alias=True) if hasattr(plan, "model_dump") else dict(plan)
+    exp.prefix = data.get("prefix")
+    if exp.prefix:
+        exp.python = f"{exp.prefix.rstrip('/')}/bin/python"
+        exp.env_file = f"{exp.prefix.rstrip('/')}/.envbuild/env.sh"
+    for step in data.get("steps", []):
+        kind, params = step.get("kind"), step.get("params") or {}
+        if kind == "git_source" and params.get("name"):
+            if params.get("dest"):
+                exp.sources[params["name"]] = params["dest"]
+            if params.get("sha") and params["name"] not in exp.git:
+                exp.git[params["name"]] = params["sha"]
+        elif kind == "patch":
+            pid, component, outcome = _patch_id(params)
+            if pid and outcome not in NOT_APPLIED:
+                exp.patches[pid] = component or ""
+        elif kind == "env_file":
+            exp.env.update({k: str(v) for k, v in (params.get("vars") or {}).items()})
+            exp.env_file = params.get("path") or exp.env_file
+        elif kind == "environment" and params.get("python_path"):
+            exp.python = params["python_path"]
+        elif kind == "pip_install" and not lock:
+            for req in params.get("requirements") or []:
+                name, sep, version = str(req).partition("==")
+                if sep:
+                    exp.packages[canonical(name.strip())] = version.split(";")[0].split()[0]
+    return exp

@@ -1,0 +1,65 @@
+"""Benchmark rows from a node's smoke.json, judged against thresholds (pure).
+
+smoke.json holds one section per smoke script: ``gpt`` (tokens_per_s, tflops, mfu),
+``collective`` (bus bandwidth), ``apex`` (extension check), ``native`` (the recipe's own
+benchmark, judged with the recipe's ``benchmark.threshold``). Each section may carry ``ok``;
+``thresholds: {metric: value}`` in a section adds thresholds for its metrics.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from envbuild.report.model import Benchmark
+
+GPT_METRICS = {"tokens_per_s": "tokens/s", "tflops": "TFLOP/s", "mfu": ""}
+BANDWIDTH = re.compile(r"(busbw|algbw)")
+
+
+def judge(value: float | None, threshold: float | None, higher_is_better: bool) -> bool | None:
+    """True/False against the threshold; None when either number is missing."""
+    if value is None or threshold is None:
+        return None
+    return value >= threshold if higher_is_better else value <= threshold
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _row(name: str, value: Any, unit: str, threshold: Any, higher: bool) -> Benchmark:
+    v, t = _num(value), _num(threshold)
+    return Benchmark(name=name, value=v, unit=unit, threshold=t, higher_is_better=higher,
+                     passed=judge(v, t, higher))
+
+
+def benchmarks(smoke: dict, recipe_benchmark: dict | None) -> list[Benchmark]:
+    """Rows for every number worth a reviewer's look, in a stable order."""
+    rows: list[Benchmark] = []
+    gpt = smoke.get("gpt") or {}
+    limits = gpt.get("thresholds") or {}
+    for key, unit in GPT_METRICS.items():
+        if key in gpt:
+            rows.append(_row(f"gpt.{key}", gpt[key], unit, limits.get(key), True))
+    coll = smoke.get("collective") or {}
+    limits = coll.get("thresholds") or {}
+    for key in sorted(k for k in coll if BANDWIDTH.search(k) and _num(coll[k]) is not None):
+        rows.append(_row(f"collective.{key}", coll[key], "GB/s", limits.get(key), True))
+    native = smoke.get("native") or {}
+    if native:
+        rb = recipe_benchmark or {}
+        metric = rb.get("metric") or native.get("metric")
+        metrics = native.get("metrics") or {}
+        value = metrics.get(metric, native.get(metric, native.get("value")))
+        threshold = rb.get("threshold", native.get("threshold"))
+        higher = rb.get("higher_is_better", native.get("higher_is_better", True))
+        if metric:
+            rows.append(_row(f"native.{metric}", value, rb.get("unit") or native.get("unit", ""),
+                             threshold, bool(higher)))
+    return rows
+
+
+def section_ok(smoke: dict) -> dict[str, bool]:
+    """{section: ok} for the sections that report an ``ok`` flag."""
+    return {k: bool(v["ok"]) for k, v in sorted(smoke.items()) if isinstance(v, dict) and "ok" in v}

@@ -1,0 +1,181 @@
+"""collect(run_dir) -> Report: read a run directory and judge it.
+
+Reads run.json, recipe.json, lock.lock and nodes/<host>/{facts,preflight,plan,result,
+observed,smoke}.json (any of the node files may be absent: a refused node has no observed
+state). Only reads; never touches a node.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from envbuild.errors import InputError
+from envbuild.fsio import sha256_text
+from envbuild.observe import Observed, compare_expected, expected_state, read_lock
+from envbuild.report import bench
+from envbuild.report.fingerprint import node_fingerprint, run_fingerprint
+from envbuild.report.model import (DecisionRow, Deviation, FactsSummary, NodeReport, PatchRow,
+                                   PinRow, Preflight, Reason, RecipeInfo, Report, RunInfo,
+                                   StepResult, Verdict)
+
+OK_VERDICTS = {"ok", "feasible", "pass", "passed", "warn", "warning"}
+
+
+def load_json(path: Path) -> Any:
+    """A JSON file of the run dir, or None when absent; a damaged one is an InputError."""
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})",
+                         hint="the run directory is damaged; rerun `envbuild provision`") from None
+
+
+def facts_summary(f: dict) -> FactsSummary:
+    gpus = f.get("gpus") or []
+    names = sorted({g.get("name") for g in gpus if g.get("name")})
+    mem = f.get("memory_gib")
+    os_name = f.get("os_pretty") or " ".join(x for x in (f.get("os_id"), f.get("os_version")) if x) or None
+    return FactsSummary(gpu=", ".join(names) or None, gpu_count=len(gpus),
+                        compute_capability=", ".join(sorted({g.get("compute_capability", "") for g in gpus})) or None,
+                        driver=f.get("driver_version"), driver_cuda=f.get("driver_cuda"), nvcc=f.get("nvcc"),
+                        nccl=f.get("nccl_version"), os=os_name, glibc=f.get("glibc"), cpu=f.get("cpu_model"),
+                        memory_gib=round(mem, 1) if isinstance(mem, (int, float)) else None, origin=f.get("origin"))
+
+
+def preflight_summary(p: dict) -> Preflight:
+    """Tolerant reader of the compat checker's verdict JSON."""
+    verdict = p.get("verdict") or p.get("status")
+    if verdict is None and "feasible" in p:
+        verdict = "feasible" if p["feasible"] else "infeasible"
+    verdict = str(verdict or "unknown")
+    ok = p["feasible"] if isinstance(p.get("feasible"), bool) else verdict.lower() in OK_VERDICTS
+    problems = []
+    for key in ("violations", "refusals", "findings", "problems", "errors"):
+        for item in p.get(key) or []:
+            if isinstance(item, dict):
+                sev = item.get("severity") or item.get("level")
+                if sev and str(sev).lower() in ("info", "ok", "pass"):
+                    continue
+                text = item.get("message") or item.get("what") or item.get("summary") or item.get("id")
+                fix = item.get("fix")
+                problems.append(f"{text}" + (f" (fix: {fix})" if fix else ""))
+            else:
+                problems.append(str(item))
+    return Preflight(verdict=verdict, ok=ok, problems=problems)
+
+
+def pins(exp, obs: Observed) -> list[PinRow]:
+    rows = []
+    for name, version in exp.packages.items():
+        have = obs.packages.get(name)
+        rows.append(PinRow(kind="package", name=name, expected=version, observed=have, ok=have == version))
+    for name, sha in exp.git.items():
+        have = obs.git.get(name)
+        rows.append(PinRow(kind="git", name=name, expected=sha, observed=have, ok=have == sha))
+    for ext in obs.extensions:
+        rows.append(PinRow(kind="extension", name=ext.path, expected=None, observed=ext.sha256, ok=True))
+    for var, value in exp.env.items():
+        have = obs.env.get(var)
+        rows.append(PinRow(kind="env", name=var, expected=value, observed=have, ok=have == value))
+    return rows
+
+
+def patch_rows(exp, obs: Observed | None, plan: dict) -> list[PatchRow]:
+    decided = {}
+    for step in plan.get("steps", []):
+        if step.get("kind") == "patch":
+            p, d = step["params"].get("patch"), step["params"].get("decision")
+            pid = p.get("id") if isinstance(p, dict) else p
+            decided[pid] = (d.get("outcome") if isinstance(d, dict) else d, step.get("reason", ""))
+    recorded = {p.id: p for p in (obs.patches if obs else [])}
+    rows = []
+    for pid in sorted(set(decided) | set(recorded) | set(exp.patches)):
+        rec = recorded.get(pid)
+        outcome, why = decided.get(pid, (None, ""))
+        rows.append(PatchRow(id=pid, component=(rec.component if rec else None) or exp.patches.get(pid) or None,
+                             decision=outcome, status=rec.status if rec else "missing",
+                             reason=(rec.reason if rec and rec.reason else why), diff=rec.diff if rec else ""))
+    return rows
+
+
+def node_report(node_dir: Path, lock: dict | None, lock_digest: str | None, recipe: dict) -> tuple[NodeReport, list[Reason]]:
+    host = node_dir.name
+    reasons: list[Reason] = []
+    facts, pre, plan = (load_json(node_dir / n) for n in ("facts.json", "preflight.json", "plan.json"))
+    result, observed, smoke = (load_json(node_dir / n) for n in ("result.json", "observed.json", "smoke.json"))
+    node = NodeReport(host=host, facts=facts_summary(facts) if facts else None)
+    if pre:
+        node.preflight = preflight_summary(pre)
+        if not node.preflight.ok:
+            detail = "; ".join(node.preflight.problems) or node.preflight.verdict
+            reasons.append(Reason(kind="preflight", host=host, message=f"preflight refused the node: {detail}"))
+    if result:
+        node.result = StepResult.model_validate({k: result.get(k) for k in StepResult.model_fields if result.get(k) is not None})
+        if node.result.status != "ok":
+            where = f" at step {node.result.failed_step}" if node.result.failed_step else ""
+            reasons.append(Reason(kind="step", host=host, message=f"provision {node.result.status}{where}"
+                                  + (f" (rc {node.result.rc})" if node.result.rc is not None else "")))
+    plan = plan or {}
+    node.decisions = [DecisionRow.model_validate(d) for d in plan.get("decisions", [])]
+    exp = expected_state(lock, plan or None)
+    obs = Observed.model_validate(observed) if observed else None
+    if obs is not None:
+        node.observed, node.python = True, obs.python
+        node.pins = pins(exp, obs)
+        node.drift = [d.model_copy(update={"host": host}) for d in compare_expected(exp, obs)]
+        node.fingerprint = node_fingerprint(obs, lock_digest)
+        reasons += [Reason(kind="drift", host=host, message=d.line()) for d in node.drift]
+    elif not node.result or node.result.status == "ok":
+        reasons.append(Reason(kind="unobserved", host=host, message="no observed.json: installed state not verified"))
+    node.patches = patch_rows(exp, obs, plan)
+    if smoke:
+        node.benchmarks = bench.benchmarks(smoke, recipe.get("benchmark"))
+        node.smoke_ok = bench.section_ok(smoke)
+        for b in node.benchmarks:
+            if b.passed is False:
+                cmp = "below" if b.higher_is_better else "above"
+                reasons.append(Reason(kind="benchmark", host=host,
+                                      message=f"{b.name} = {b.value:g} {b.unit}".rstrip() + f", {cmp} threshold {b.threshold:g}"))
+        reasons += [Reason(kind="smoke", host=host, message=f"smoke {k} not ok") for k, ok in node.smoke_ok.items() if not ok]
+    return node, reasons
+
+
+def collect(run_dir: str | Path) -> Report:
+    """Read one run directory and produce its report with a PASS/FAIL verdict."""
+    run_dir = Path(run_dir)
+    run = load_json(run_dir / "run.json")
+    if run is None:
+        raise InputError(f"{run_dir} is not a run directory (no run.json)",
+                         hint="pass a folder under $ENVBUILD_HOME/runs/, made by `envbuild provision`")
+    recipe = load_json(run_dir / "recipe.json") or {}
+    lock_file = run_dir / "lock.lock"
+    lock = read_lock(lock_file) if lock_file.exists() else None
+    lock_digest = run.get("lock_digest") or (sha256_text(lock_file.read_text()) if lock else None)
+    reasons: list[Reason] = []
+    if run.get("status") != "ok":
+        reasons.append(Reason(kind="run", message=f"run status is {run.get('status')!r}, not 'ok'"))
+    nodes = []
+    node_root = run_dir / "nodes"
+    for node_dir in sorted(p for p in node_root.iterdir() if p.is_dir()) if node_root.is_dir() else []:
+        node, why = node_report(node_dir, lock, lock_digest, recipe)
+        nodes.append(node)
+        reasons += why
+    if not nodes:
+        reasons.append(Reason(kind="run", message="no node results in the run directory"))
+    published = recipe.get("published") or {}
+    return Report(
+        verdict=Verdict(status="FAIL" if reasons else "PASS", reasons=reasons),
+        fingerprint=run_fingerprint([n.fingerprint for n in nodes], lock_digest),
+        run=RunInfo(run_id=run.get("run_id", run_dir.name), recipe=run.get("recipe", recipe.get("name", "?")),
+                    target=run.get("target", "?"), status=run.get("status", "?"), started=run.get("started"),
+                    finished=run.get("finished"), argv=run.get("argv") or [], hosts=run.get("hosts") or []),
+        recipe=RecipeInfo(name=recipe.get("name", run.get("recipe", "?")), title=recipe.get("title", ""),
+                          published=published.get("url"), python=recipe.get("python"), lock_digest=lock_digest),
+        deviations=[Deviation(id=d["id"], published=d["published"], problem=d["problem"], instead=d["instead"],
+                              source=(d.get("source") or {}).get("url")) for d in recipe.get("deviations", [])],
+        nodes=nodes,
+    )

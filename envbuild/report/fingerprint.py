@@ -1,0 +1,25 @@
+"""Environment fingerprints: equal environments give equal hashes, whatever run made them.
+
+A node's fingerprint is sha256 over canonical JSON of its observed state (hostname and the
+shell's NCCL_/CUDA_ variables excluded) plus the lock digest. A run's fingerprint covers the
+distinct node fingerprints, so run ids, timestamps and host names never enter it.
+"""
+
+from __future__ import annotations
+
+from envbuild.fsio import canonical_json, sha256_text
+from envbuild.observe.model import Observed
+
+
+def node_fingerprint(observed: Observed, lock_digest: str | None) -> str:
+    """sha256 of (observed state, lock digest) for one environment."""
+    state = observed.state()
+    state.pop("process_env", None)
+    return sha256_text(canonical_json({"lock_digest": lock_digest, "observed": state}))
+
+
+def run_fingerprint(node_fingerprints: list[str | None], lock_digest: str | None) -> str | None:
+    """sha256 over the distinct node fingerprints; None when a node was not observed."""
+    if not node_fingerprints or any(fp is None for fp in node_fingerprints):
+        return None
+    return sha256_text(canonical_json({"lock_digest": lock_digest, "nodes": sorted(set(node_fingerprints))}))

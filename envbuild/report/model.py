@@ -1,0 +1,181 @@
+"""The verification report ("envbuild.report/1"): one run, judged, as data.
+
+Built by ``envbuild.report.collect.collect(run_dir)``; rendered by render_md / render_html /
+render_json. The JSON Schema of this model is shipped as ``report.schema.json`` beside it
+(``write_schema()`` regenerates it; a golden copy lives in tests/golden/).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from envbuild.observe.model import Drift
+
+REPORT_SCHEMA = "envbuild.report/1"
+SCHEMA_FILE = Path(__file__).with_name("report.schema.json")
+
+
+class _M(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Reason(_M):
+    """Why the verdict is FAIL (one line a reviewer reads)."""
+
+    kind: Literal["run", "preflight", "step", "drift", "benchmark", "smoke", "unobserved"]
+    host: str | None = None
+    message: str
+
+
+class Verdict(_M):
+    status: Literal["PASS", "FAIL"]
+    reasons: list[Reason] = Field(default_factory=list)
+
+
+class RunInfo(_M):
+    run_id: str
+    recipe: str
+    target: str
+    status: str
+    started: str | None = None
+    finished: str | None = None
+    argv: list[str] = Field(default_factory=list)
+    hosts: list[str] = Field(default_factory=list)
+
+
+class RecipeInfo(_M):
+    name: str
+    title: str = ""
+    published: str | None = None  # URL of the instructions reproduced
+    python: str | None = None
+    lock_digest: str | None = None
+
+
+class Deviation(_M):
+    """Where envbuild departs from the published instructions, and why (from the recipe)."""
+
+    id: str
+    published: str
+    problem: str
+    instead: str
+    source: str | None = None
+
+
+class FactsSummary(_M):
+    gpu: str | None = None  # "NVIDIA H100 80GB HBM3"
+    gpu_count: int = 0
+    compute_capability: str | None = None
+    driver: str | None = None
+    driver_cuda: str | None = None
+    nvcc: str | None = None
+    nccl: str | None = None
+    os: str | None = None
+    glibc: str | None = None
+    cpu: str | None = None
+    memory_gib: float | None = None
+    origin: str | None = None
+
+
+class Preflight(_M):
+    verdict: str  # "feasible" / "infeasible" / "refused" ...
+    ok: bool
+    problems: list[str] = Field(default_factory=list)
+
+
+class StepResult(_M):
+    status: str  # ok | failed | refused | unreachable
+    failed_step: str | None = None
+    command: str | None = None
+    rc: int | None = None
+    changed: list[str] = Field(default_factory=list)
+    skipped: list[str] = Field(default_factory=list)
+    duration_s: float | None = None
+    log_tail: str | None = None
+
+
+class PinRow(_M):
+    """One pin: what the lock/plan expects and what the node had."""
+
+    kind: Literal["package", "git", "extension", "env"]
+    name: str
+    expected: str | None = None
+    observed: str | None = None
+    ok: bool
+
+
+class PatchRow(_M):
+    id: str
+    component: str | None = None
+    decision: str | None = None
+    status: str  # applied / already-applied / reverted / recorded / missing
+    reason: str = ""
+    diff: str = ""
+
+
+class DecisionRow(_M):
+    subject: str
+    outcome: str
+    reason: str
+    source: str | None = None
+
+
+class Benchmark(_M):
+    """One measured number, with its threshold when there is one."""
+
+    name: str  # "gpt.tokens_per_s", "native.elapsed_time_per_iteration_ms"
+    value: float | None = None
+    unit: str = ""
+    threshold: float | None = None
+    higher_is_better: bool = True
+    passed: bool | None = None  # None: no threshold
+
+
+class NodeReport(_M):
+    host: str
+    facts: FactsSummary | None = None
+    preflight: Preflight | None = None
+    result: StepResult | None = None
+    observed: bool = False
+    python: str | None = None
+    pins: list[PinRow] = Field(default_factory=list)
+    patches: list[PatchRow] = Field(default_factory=list)
+    decisions: list[DecisionRow] = Field(default_factory=list)
+    drift: list[Drift] = Field(default_factory=list)
+    benchmarks: list[Benchmark] = Field(default_factory=list)
+    smoke_ok: dict[str, bool] = Field(default_factory=dict)  # gpt/collective/apex -> ok
+    fingerprint: str | None = None
+
+
+class Report(_M):
+    """Everything a reviewer needs to accept or reject one run."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    schema_: Literal["envbuild.report/1"] = Field(REPORT_SCHEMA, alias="schema")
+    verdict: Verdict
+    fingerprint: str | None = None
+    run: RunInfo
+    recipe: RecipeInfo
+    deviations: list[Deviation] = Field(default_factory=list)
+    nodes: list[NodeReport] = Field(default_factory=list)
+
+    def to_json(self) -> str:
+        return self.model_dump_json(by_alias=True, indent=2) + "\n"
+
+
+def json_schema() -> str:
+    """The JSON Schema of the report, as stable text."""
+    schema = Report.model_json_schema(by_alias=True)
+    schema["title"] = "envbuild.report/1"
+    return json.dumps(schema, indent=2, sort_keys=True) + "\n"
+
+
+def write_schema(path: Path = SCHEMA_FILE) -> Path:
+    """Write the JSON Schema next to this module (or to ``path``)."""
+    from envbuild.fsio import write_atomic
+
+    return write_atomic(path, json_schema())

@@ -1,0 +1,134 @@
+"""The report as one self-contained HTML file: inline CSS and SVG, no script, no URL to fetch.
+
+Layout for a five-minute review: the verdict banner and its reasons, a run summary, a
+per-node overview table, the benchmark chart, then per-node details collapsed in <details>.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from envbuild.report.model import NodeReport, Report
+from envbuild.report.plot import bar_chart
+from envbuild.report.render_md import fmt_num, short
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1180px;color:#1d232b;padding:0 16px}
+h1{font-size:22px;margin:0 0 12px}h2{font-size:17px;margin:26px 0 8px;border-bottom:1px solid #dde1e6;padding-bottom:4px}
+.verdict{padding:14px 18px;border-radius:6px;color:#fff;font-size:20px;font-weight:700}
+.PASS{background:#2e8540}.FAIL{background:#c62828}
+.reasons{margin:8px 0 0;padding-left:20px}.reasons li{margin:2px 0}
+table{border-collapse:collapse;margin:6px 0 10px;font-size:13px}
+th,td{border:1px solid #d4d9df;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#f2f4f7}td.bad,span.bad{color:#c62828;font-weight:700}td.good,span.good{color:#2e8540}
+code,pre{font:12px/1.35 ui-monospace,Menlo,Consolas,monospace}pre{background:#f6f8fa;padding:8px;overflow-x:auto;border:1px solid #e1e4e8}
+details{border:1px solid #dde1e6;border-radius:5px;padding:6px 10px;margin:8px 0}
+summary{cursor:pointer;font-weight:600}
+"""
+
+
+def td(value, cls: str = "") -> str:
+    text = "-" if value is None or value == "" else str(value)
+    return f'<td class="{cls}">{escape(text)}</td>' if cls else f"<td>{escape(text)}</td>"
+
+
+def table(headers: list[str], rows: list[str]) -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def ok_cell(ok: bool | None, yes: str = "ok", no: str = "FAIL") -> str:
+    if ok is None:
+        return td("-")
+    return td(yes, "good") if ok else td(no, "bad")
+
+
+def overview(report: Report) -> str:
+    rows = []
+    for n in report.nodes:
+        f = n.facts
+        gpu = f"{f.gpu_count}x {f.gpu}" if f and f.gpu else "none"
+        pins_bad = sum(1 for p in n.pins if not p.ok)
+        bench_bad = sum(1 for b in n.benchmarks if b.passed is False)
+        rows.append("<tr>" + td(n.host) + td(gpu) + td(f.driver if f else None) + td(f.driver_cuda if f else None)
+                    + td(f.nccl if f else None) + td(f.os if f else None)
+                    + ok_cell(n.preflight.ok if n.preflight else None, n.preflight.verdict if n.preflight else "", n.preflight.verdict if n.preflight else "")
+                    + ok_cell(n.result.status == "ok" if n.result else None, "ok", n.result.status if n.result else "")
+                    + (ok_cell(not n.drift, f"{len(n.pins) - pins_bad} ok", f"{len(n.drift)} drift") if n.observed else td("not observed", "bad"))
+                    + ok_cell(bench_bad == 0 if n.benchmarks else None, "pass", f"{bench_bad} missed") + "</tr>")
+    return table(["node", "GPU", "driver", "CUDA", "NCCL", "OS", "preflight", "provision", "pins", "benchmarks"], rows)
+
+
+def node_details(n: NodeReport) -> str:
+    parts = [f"<details><summary>{escape(n.host)}: details</summary>"]
+    if n.preflight and n.preflight.problems:
+        parts.append("<p>Preflight problems:</p><ul>" + "".join(f"<li>{escape(p)}</li>" for p in n.preflight.problems) + "</ul>")
+    if n.result:
+        r = n.result
+        parts.append(f"<p>Provision <b>{escape(r.status)}</b>" + (f" at <code>{escape(r.failed_step)}</code> (rc {r.rc})" if r.failed_step else "")
+                     + f"; changed {len(r.changed)}, skipped {len(r.skipped)}</p>")
+        if r.log_tail and r.status != "ok":
+            parts.append(f"<pre>{escape(r.log_tail)}</pre>")
+    if n.drift:
+        parts.append(table(["drift", "subject", "expected", "observed"],
+                           ["<tr>" + td(d.kind, "bad") + td(d.subject) + td(short(d.expected)) + td(short(d.observed)) + "</tr>" for d in n.drift]))
+    if n.pins:
+        parts.append(table(["kind", "name", "expected", "observed", ""],
+                           ["<tr>" + td(p.kind) + td(p.name) + td(short(p.expected, 16)) + td(short(p.observed, 16))
+                            + ok_cell(p.ok, "ok", "DRIFT") + "</tr>" for p in n.pins]))
+    if n.patches:
+        parts.append(table(["patch", "component", "decision", "status", "why"],
+                           ["<tr>" + td(p.id) + td(p.component) + td(p.decision) + td(p.status, "" if p.status != "missing" else "bad")
+                            + td(p.reason) + "</tr>" for p in n.patches]))
+        for p in n.patches:
+            if p.diff:
+                parts.append(f"<details><summary>diff {escape(p.id)}</summary><pre>{escape(p.diff)}</pre></details>")
+    if n.decisions:
+        parts.append(table(["decision", "outcome", "why"],
+                           ["<tr>" + td(d.subject) + td(d.outcome) + td(d.reason) + "</tr>" for d in n.decisions]))
+    if n.fingerprint:
+        parts.append(f"<p>Environment fingerprint <code>{n.fingerprint}</code></p>")
+    parts.append("</details>")
+    return "\n".join(parts)
+
+
+def render_html(report: Report) -> str:
+    """One HTML document, openable with no network."""
+    v, run, rec = report.verdict, report.run, report.recipe
+    reasons = "".join(f"<li>{escape(r.kind)}{escape(f' [{r.host}]' if r.host else '')}: {escape(r.message)}</li>" for r in v.reasons)
+    summary = "<table>" + "".join(["<tr><th>" + escape(k) + "</th>" + td(val) + "</tr>" for k, val in [
+        ("run", f"{run.run_id} ({run.status})"), ("recipe", f"{rec.name}: {rec.title}"), ("published", rec.published),
+        ("lock digest", rec.lock_digest), ("fingerprint", report.fingerprint or "not observed"),
+        ("started / finished", f"{run.started or '-'} / {run.finished or '-'}")]]) + "</table>"
+    bench_rows = [(n.host, b) for n in report.nodes for b in n.benchmarks]
+    bench = table(["node", "benchmark", "value", "unit", "threshold", "result"],
+                  ["<tr>" + td(h) + td(b.name) + td(fmt_num(b.value)) + td(b.unit) + td(fmt_num(b.threshold))
+                   + ok_cell(b.passed, "pass", "FAIL") + "</tr>" for h, b in bench_rows]) if bench_rows else "<p>No benchmark results.</p>"
+    deviations = ""
+    if report.deviations:
+        deviations = ("<h2>Deviations from the published instructions</h2><details open><summary>"
+                      f"{len(report.deviations)} deviation(s)</summary>"
+                      + table(["id", "published", "problem", "instead"],
+                              ["<tr>" + td(d.id) + td(d.published) + td(d.problem) + td(d.instead) + "</tr>" for d in report.deviations])
+                      + "</details>")
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>envbuild report: {escape(run.recipe)} on {escape(run.target)}: {v.status}</title>
+<style>{CSS}</style></head>
+<body>
+<h1>envbuild report: {escape(run.recipe)} on {escape(run.target)}</h1>
+<div class="verdict {v.status}" id="verdict">Verdict: {v.status}</div>
+{f'<ul class="reasons">{reasons}</ul>' if reasons else '<p>All nodes provisioned, pins observed as locked, no drift, benchmarks within thresholds.</p>'}
+<h2>Run</h2>
+{summary}
+<h2>Nodes</h2>
+{overview(report)}
+<h2>Benchmarks</h2>
+{bar_chart(bench_rows)}
+{bench}
+{deviations}
+<h2>Node details</h2>
+{''.join(node_details(n) for n in report.nodes)}
+</body></html>
+"""

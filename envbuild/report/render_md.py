@@ -1,0 +1,111 @@
+"""The report as Markdown: verdict first, short tables, diffs last (pure, byte-stable)."""
+
+from __future__ import annotations
+
+from envbuild.report.model import NodeReport, Report
+
+
+def short(value: str | None, n: int = 12) -> str:
+    """A SHA or hash shortened for tables; '-' for None."""
+    if value is None:
+        return "-"
+    return value[:n] if len(value) == 40 or len(value) == 64 else value
+
+
+def cell(value) -> str:
+    text = "-" if value is None or value == "" else str(value)
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def table(headers: list[str], rows: list[list]) -> list[str]:
+    out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    out += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+    return out
+
+
+def fmt_num(v: float | None) -> str:
+    if v is None:
+        return "-"
+    return f"{v:.4g}" if abs(v) < 1000 else f"{v:,.1f}".removesuffix(".0")
+
+
+def node_section(n: NodeReport) -> list[str]:
+    out = [f"### {n.host}", ""]
+    f = n.facts
+    if f:
+        out += table(["GPU", "driver", "CUDA (driver)", "nvcc", "NCCL", "OS", "glibc", "python"],
+                     [[f"{f.gpu_count}x {f.gpu}" if f.gpu else "none", f.driver, f.driver_cuda, f.nvcc, f.nccl,
+                       f.os, f.glibc, n.python]]) + [""]
+    if n.preflight:
+        out.append(f"Preflight: **{n.preflight.verdict}**" + ("" if n.preflight.ok else " (refused)"))
+        out += [f"- {p}" for p in n.preflight.problems] + [""]
+    if n.result:
+        r = n.result
+        line = f"Provision: **{r.status}**"
+        if r.failed_step:
+            line += f" at `{r.failed_step}` (rc {r.rc}): `{r.command}`"
+        line += f"; {len(r.changed)} changed, {len(r.skipped)} skipped"
+        if r.duration_s is not None:
+            line += f", {r.duration_s:.1f} s"
+        out += [line, ""]
+    if n.drift:
+        out += ["Drift:", ""] + table(["kind", "subject", "expected", "observed"],
+                                      [[d.kind, d.subject, short(d.expected), short(d.observed)] for d in n.drift]) + [""]
+    if n.pins:
+        bad = sum(1 for p in n.pins if not p.ok)
+        out += [f"Pins: {len(n.pins) - bad} of {len(n.pins)} as expected", ""]
+        out += table(["kind", "name", "expected", "observed", "ok"],
+                     [[p.kind, p.name, short(p.expected), short(p.observed), "yes" if p.ok else "**NO**"]
+                      for p in n.pins]) + [""]
+    elif not n.observed:
+        out += ["Installed state: not observed", ""]
+    if n.patches:
+        out += table(["patch", "component", "decision", "status", "why"],
+                     [[p.id, p.component, p.decision, p.status, p.reason] for p in n.patches]) + [""]
+    if n.decisions:
+        out += table(["decision", "outcome", "why"], [[d.subject, d.outcome, d.reason] for d in n.decisions]) + [""]
+    if n.benchmarks or n.smoke_ok:
+        out += table(["benchmark", "value", "unit", "threshold", "result"],
+                     [[b.name, fmt_num(b.value), b.unit, fmt_num(b.threshold),
+                       {True: "pass", False: "**FAIL**", None: "-"}[b.passed]] for b in n.benchmarks]
+                     + [[f"smoke {k}", "ok" if ok else "not ok", "", "", "pass" if ok else "**FAIL**"]
+                        for k, ok in n.smoke_ok.items()]) + [""]
+    if n.fingerprint:
+        out += [f"Environment fingerprint: `{n.fingerprint}`", ""]
+    return out
+
+
+def render_md(report: Report) -> str:
+    """Markdown text of ``report`` (what the golden test compares)."""
+    v, run, rec = report.verdict, report.run, report.recipe
+    out = [f"# envbuild report: {run.recipe} on {run.target}", "", f"## Verdict: {v.status}", ""]
+    if v.reasons:
+        out += [f"- {r.kind}" + (f" [{r.host}]" if r.host else "") + f": {r.message}" for r in v.reasons] + [""]
+    else:
+        out += ["All nodes provisioned, every pin observed as locked, no drift, benchmarks within thresholds.", ""]
+    out += table(["item", "value"], [
+        ["run", f"`{run.run_id}` ({run.status})"],
+        ["recipe", f"{rec.name}: {rec.title}" if rec.title else rec.name],
+        ["published", rec.published],
+        ["lock digest", f"`{rec.lock_digest}`" if rec.lock_digest else None],
+        ["fingerprint", f"`{report.fingerprint}`" if report.fingerprint else "not observed"],
+        ["started / finished", f"{run.started or '-'} / {run.finished or '-'}"],
+        ["hosts", ", ".join(run.hosts) or ", ".join(n.host for n in report.nodes)],
+    ]) + [""]
+    if report.deviations:
+        out += ["## Deviations from the published instructions", ""]
+        out += table(["id", "published", "problem", "instead"],
+                     [[d.id, d.published, d.problem, d.instead] for d in report.deviations]) + [""]
+    out += ["## Nodes", ""]
+    for n in report.nodes:
+        out += node_section(n)
+    diffs: dict[tuple[str, str], list[str]] = {}
+    for n in report.nodes:
+        for p in n.patches:
+            if p.diff:
+                diffs.setdefault((p.id, p.diff), []).append(n.host)
+    if diffs:
+        out += ["## Patch diffs", ""]
+        for (pid, diff), hosts in diffs.items():
+            out += [f"### {pid} ({', '.join(hosts)})", "", "```diff", diff.rstrip("\n"), "```", ""]
+    return "\n".join(out).rstrip("\n") + "\n"

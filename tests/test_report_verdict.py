@@ -1,0 +1,116 @@
+"""collect(): the verdict and its reasons, fingerprints, and the `envbuild report` command."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from envbuild.cli import main
+from envbuild.report import collect, render
+
+SAMPLE = Path(__file__).parent / "data" / "runs" / "20261122-073000-alpa-megatron-h100-ubuntu2404"
+
+
+def edit(path: Path, **changes) -> None:
+    data = json.loads(path.read_text())
+    data.update(changes)
+    path.write_text(json.dumps(data))
+
+
+@pytest.fixture
+def run(tmp_path) -> Path:
+    dest = tmp_path / "runs" / SAMPLE.name
+    shutil.copytree(SAMPLE, dest)
+    return dest
+
+
+def make_clean(run: Path) -> None:
+    """gpu-b gets gpu-a's observed state and benchmark numbers."""
+    a, b = run / "nodes" / "gpu-a", run / "nodes" / "gpu-b"
+    obs = json.loads((a / "observed.json").read_text())
+    obs["host"] = "gpu-b"
+    (b / "observed.json").write_text(json.dumps(obs))
+    shutil.copy(a / "smoke.json", b / "smoke.json")
+
+
+def test_clean_run_passes_and_identical_nodes_share_a_fingerprint(run):
+    make_clean(run)
+    report = collect(run)
+    assert report.verdict.status == "PASS" and report.verdict.reasons == []
+    fa, fb = (n.fingerprint for n in report.nodes)
+    assert fa == fb and len(fa) == 64
+    assert "## Verdict: PASS" in render(report, "md")
+
+
+def test_fingerprint_ignores_run_id_timestamps_and_hostnames(run, tmp_path):
+    make_clean(run)
+    first = collect(run).fingerprint
+    other = tmp_path / "runs" / "20270101-000000-alpa-megatron-h100-ubuntu2404"
+    shutil.copytree(run, other)
+    edit(other / "run.json", run_id=other.name, started="2027-01-01T00:00:00Z", finished="2027-01-01T01:00:00Z")
+    for node in ("gpu-a", "gpu-b"):
+        edit(other / "nodes" / node / "observed.json", host=f"renamed-{node}")
+    assert collect(other).fingerprint == first
+    edit(other / "nodes" / "gpu-a" / "observed.json", packages={"six": "1.16.0"})
+    assert collect(other).fingerprint != first
+
+
+def test_preflight_refusal_and_failed_step_are_reasons(run):
+    node = run / "nodes" / "gpu-a"
+    (node / "preflight.json").write_text(json.dumps({
+        "verdict": "infeasible", "feasible": False,
+        "violations": [{"id": "cuda-major", "severity": "error", "message": "nvcc 13.0 cannot build for torch cu111",
+                        "fix": "use a CUDA 11 toolkit"}]}))
+    edit(node / "result.json", status="failed", failed_step="apex", rc=1, command="pip install ./apex")
+    (node / "observed.json").unlink()
+    report = collect(run)
+    kinds = [(r.kind, r.host) for r in report.verdict.reasons]
+    assert ("preflight", "gpu-a") in kinds and ("step", "gpu-a") in kinds
+    assert report.fingerprint is None  # a node without observed state: no run fingerprint
+    md = render(report, "md")
+    assert "nvcc 13.0 cannot build for torch cu111 (fix: use a CUDA 11 toolkit)" in md
+    assert "at `apex` (rc 1): `pip install ./apex`" in md
+
+
+def test_missing_observed_state_fails_an_ok_node(run):
+    (run / "nodes" / "gpu-a" / "observed.json").unlink()
+    reasons = collect(run).verdict.reasons
+    assert any(r.kind == "unobserved" and r.host == "gpu-a" for r in reasons)
+
+
+def test_reverted_patch_and_moved_commit_are_drift(run):
+    path = run / "nodes" / "gpu-a" / "observed.json"
+    obs = json.loads(path.read_text())
+    obs["patches"][0]["status"] = "reverted"
+    obs["git"]["megatron"] = "0" * 40
+    path.write_text(json.dumps(obs))
+    kinds = {d.kind for d in collect(run).nodes[0].drift}
+    assert kinds == {"patch-missing", "commit-moved"}
+
+
+def test_cli_report_writes_each_format(run, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("ENVBUILD_HOME", str(tmp_path))
+    (tmp_path / "runs" / "latest").symlink_to(run.name)
+    assert main(["report", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["run"]["run_id"] == SAMPLE.name
+    out = tmp_path / "r.html"
+    assert main(["report", str(run), "-o", str(out)]) == 0
+    assert out.read_text().startswith("<!DOCTYPE html>")
+
+
+def test_cli_report_missing_run_dir_is_one_line_error(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("ENVBUILD_HOME", str(tmp_path))
+    assert main(["report"]) == 2
+    err = capsys.readouterr().err
+    assert "error: no run directory at" in err and "hint:" in err and "Traceback" not in err
+    assert main(["report", str(tmp_path / "nope")]) == 2
+    assert "is not a run directory" in capsys.readouterr().err
+
+
+def test_damaged_run_file_is_input_error(run, capsys):
+    (run / "nodes" / "gpu-a" / "smoke.json").write_text("{not json")
+    assert main(["report", str(run)]) == 2
+    assert "smoke.json: not valid JSON" in capsys.readouterr().err
