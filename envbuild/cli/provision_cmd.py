@@ -1,0 +1,71 @@
+"""``envbuild provision``: install a recipe onto nodes through ansible-runner."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from envbuild.cli import cli
+from envbuild.cli.output import console, emit_json
+
+
+@cli.command("provision")
+@click.option("--target", "-t", required=True, help="Target profile name or YAML path (local: this machine).")
+@click.option("--recipe", "-r", default=None, help="Recipe name or path (default: the embedded default recipe).")
+@click.option("--hosts", default=None, help="Nodes: user@h1[:port],h2 ...")
+@click.option("--inventory", "-i", default=None, type=click.Path(), help="Ansible YAML inventory of the nodes.")
+@click.option("--backend", type=click.Choice(["venv", "conda"]), default=None, help="Environment kind (default: the recipe's).")
+@click.option("--prefix", default=None, help="Where the environment goes on each node.")
+@click.option("--dry-run", is_flag=True, help="Print the plan per node and the ansible-playbook command; install nothing.")
+@click.option("--git-mirror", default=None, type=click.Path(), help="Folder of git mirrors to clone from.")
+@click.option("--wheelhouse", default=None, type=click.Path(), help="Folder of wheels (find-links) for pip.")
+@click.option("--lock", "lock", default=None, type=click.Path(), help="Lockfile to use (default lockfiles/<recipe>/<target>.lock).")
+@click.option("--no-smoke", is_flag=True, help="Skip the smoke benchmark step.")
+@click.option("--insecure", is_flag=True, help="Do not check SSH host keys (throwaway test nodes only).")
+@click.option("--identity", "identity_file", default=None, type=click.Path(), help="SSH private key.")
+@click.option("--json", "as_json", is_flag=True, help="Events as JSON lines, then the results as JSON.")
+def provision_cmd(target, recipe, hosts, inventory, backend, prefix, dry_run, git_mirror, wheelhouse,
+                  lock, no_smoke, insecure, identity_file, as_json):
+    """Provision RECIPE onto the nodes of TARGET: facts, preflight, lock, plan, ansible, results.
+
+    \b
+    Example:
+      envbuild provision --target local --prefix /tmp/env --wheelhouse /opt/wheels
+      envbuild provision -t azure-nd96 --hosts azureuser@10.0.0.4,10.0.0.5 --git-mirror ~/mirrors
+    Exit codes: 0 all ok, 4 a node failed, 3 a node unreachable, 1 refused by preflight.
+    """
+    from envbuild.provision import ProvisionOptions, provision
+
+    opts = ProvisionOptions(target=target, recipe=recipe, hosts=hosts, inventory=inventory,
+                            backend=backend, prefix=prefix, dry_run=dry_run, git_mirror=git_mirror,
+                            wheelhouse=wheelhouse, lock=lock, smoke=not no_smoke, json_lines=as_json,
+                            insecure=insecure, identity_file=identity_file, argv=["envbuild", *sys.argv[1:]])
+    echo = None if as_json else (lambda line: console.print(line))
+    out = provision(opts, echo=echo)
+    if as_json:
+        emit_json({"run_dir": str(out.run_dir), "status": out.status, "exit_code": out.exit_code,
+                   "results": out.results, "command": out.command if dry_run else None,
+                   "plans": {h: p.model_dump(mode="json", by_alias=True) for h, p in out.plans.items()} if dry_run else None})
+    else:
+        if dry_run:
+            for host, plan in out.plans.items():
+                console.print(f"[bold]{host}[/]  prefix {plan.prefix}  ({plan.backend})")
+                for step in plan.steps:
+                    console.print(f"  {step.id:<24} {step.kind:<15} {step.title}  [dim]{step.digest}[/]")
+            console.print("\nrun by hand:", style="bold")
+            console.print(out.command, markup=False)
+        for host, res in out.results.items():
+            line = f"{host}: {res['status']}"
+            if res.get("failed_step"):
+                line += f" at {res['failed_step']}"
+                if res.get("command"):
+                    line += f": {res['command']}"
+                if res.get("rc") is not None:
+                    line += f" (exit {res['rc']})"
+            console.print(line, markup=False)
+            if res["status"] != "ok" and res.get("log_tail"):
+                console.print("  " + "\n  ".join(res["log_tail"].splitlines()[-12:]), markup=False, style="dim")
+        console.print(f"run directory: {out.run_dir}", markup=False)
+    if out.exit_code:
+        raise click.exceptions.Exit(out.exit_code)

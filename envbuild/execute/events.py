@@ -1,0 +1,181 @@
+"""Progress events: ansible-runner's raw events -> envbuild step events, logs and results.
+
+``StepTracker.feed(raw)`` is pure bookkeeping (no I/O): it follows each host through the plan
+markers the playbook emits (``envbuild:start <id>``, ``envbuild:done <id>``), keeps each node's
+log, and records what failed (step, command, exit code, message). ``EventSink`` writes the
+events to ``events.jsonl`` and to the terminal (rich lines, or JSON lines with ``--json``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+LOG_TAIL_LINES = 30
+
+
+@dataclass
+class Event:
+    """One line of events.jsonl: {ts, host, step, kind, msg}."""
+
+    ts: float
+    host: str
+    step: str | None
+    kind: str  # start | ok | changed | skipped | failed | unreachable
+    msg: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+
+@dataclass
+class HostTrack:
+    """What one host did during the run."""
+
+    current: str | None = None
+    current_changed: bool = False
+    changed: list[str] = field(default_factory=list)
+    ok: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    failed_step: str | None = None
+    command: str | None = None
+    rc: int | None = None
+    message: str = ""
+    unreachable: bool = False
+    log: list[str] = field(default_factory=list)
+    started: float = field(default_factory=time.time)
+    finished: float | None = None
+
+    def tail(self, n: int = LOG_TAIL_LINES) -> str:
+        lines = "\n".join(self.log).splitlines()
+        return "\n".join(lines[-n:])
+
+
+def _cmd_text(cmd) -> str | None:
+    if cmd is None:
+        return None
+    if isinstance(cmd, list):
+        import shlex
+
+        return " ".join(shlex.quote(str(c)) for c in cmd)
+    return str(cmd)
+
+
+def _failed_res(res: dict) -> dict:
+    """The failing item of a loop result, or the result itself."""
+    for item in res.get("results") or []:
+        if isinstance(item, dict) and item.get("failed"):
+            return item
+    return res
+
+
+class StepTracker:
+    """Turns raw runner events into step events; keeps per-host state."""
+
+    def __init__(self) -> None:
+        self.hosts: dict[str, HostTrack] = {}
+
+    def host(self, name: str) -> HostTrack:
+        return self.hosts.setdefault(name, HostTrack())
+
+    def feed(self, raw: dict) -> list[Event]:
+        etype = raw.get("event", "")
+        data = raw.get("event_data") or {}
+        name = data.get("host")
+        if not name or not etype.startswith("runner_on_"):
+            return []
+        h = self.host(name)
+        res = data.get("res") or {}
+        task = str(data.get("task") or "")
+        now = time.time()
+        out: list[Event] = []
+        msg = str(res.get("msg") or "")
+        if etype == "runner_on_ok":
+            self._log(h, task, res)
+            if task == "envbuild:state":
+                for sid in res.get("done") or []:
+                    h.skipped.append(sid)
+                    out.append(Event(now, name, sid, "skipped", "already done (digest matches)"))
+            elif msg.startswith("envbuild:start "):
+                h.current, h.current_changed = msg.split(" ", 1)[1], False
+                out.append(Event(now, name, h.current, "start", ""))
+            elif msg.startswith("envbuild:done "):
+                sid = msg.split(" ", 1)[1]
+                (h.changed if h.current_changed else h.ok).append(sid)
+                out.append(Event(now, name, sid, "changed" if h.current_changed else "ok", ""))
+                h.current = None
+            elif res.get("changed") and not task.startswith("envbuild:record"):
+                h.current_changed = True
+        elif etype == "runner_on_failed" and not data.get("ignore_errors"):
+            fres = _failed_res(res)
+            self._log(h, task, fres)
+            h.failed_step = h.current or "envbuild:state"
+            h.command = _cmd_text(fres.get("cmd"))
+            h.rc = fres.get("rc")
+            h.message = str(fres.get("msg") or "").strip()
+            h.finished = now
+            text = h.message or (fres.get("stderr") or "").strip()[-300:]
+            out.append(Event(now, name, h.failed_step, "failed", f"{task}: {text}"))
+        elif etype == "runner_on_unreachable":
+            self._log(h, task, res)
+            h.unreachable = True
+            h.failed_step = h.current
+            h.message = msg.strip()
+            h.finished = now
+            out.append(Event(now, name, h.current, "unreachable", h.message))
+        return out
+
+    @staticmethod
+    def _log(h: HostTrack, task: str, res: dict) -> None:
+        h.log.append(f"TASK [{task}]")
+        if res.get("cmd") is not None:
+            h.log.append(f"$ {_cmd_text(res.get('cmd'))}")
+        for key in ("stdout", "stderr"):
+            text = res.get(key)
+            if text:
+                h.log.append(str(text).rstrip())
+        if res.get("rc") not in (None, 0):
+            h.log.append(f"exit code {res.get('rc')}")
+        if res.get("msg") and (res.get("failed") or res.get("unreachable")):
+            h.log.append(f"msg: {res.get('msg')}")
+        for item in res.get("results") or []:
+            if isinstance(item, dict) and (item.get("stdout") or item.get("stderr")):
+                StepTracker._log(h, f"{task} (item)", {k: item.get(k) for k in ("cmd", "stdout", "stderr", "rc", "msg", "failed")})
+
+
+class EventSink:
+    """Writes each event to events.jsonl and shows it (rich lines or JSON lines)."""
+
+    def __init__(self, path: Path | None, *, json_lines: bool = False,
+                 echo: Callable[[str], None] | None = None) -> None:
+        self.path = path
+        self.json_lines = json_lines
+        self._fh = open(path, "a", encoding="utf-8") if path else None
+        self._echo = echo
+
+    def emit(self, ev: Event) -> None:
+        line = ev.to_json()
+        if self._fh:
+            self._fh.write(line + "\n")
+            self._fh.flush()
+        if self.json_lines:
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+        elif self._echo is not None:
+            self._echo(self.describe(ev))
+
+    @staticmethod
+    def describe(ev: Event) -> str:
+        style = {"start": "cyan", "ok": "green", "changed": "yellow", "skipped": "dim",
+                 "failed": "bold red", "unreachable": "bold red"}.get(ev.kind, "")
+        text = f"[{style}]{ev.kind:>11}[/] {ev.host:<16} {ev.step or '-'}"
+        return text + (f"  {ev.msg}" if ev.msg and ev.kind in ("failed", "unreachable") else "")
+
+    def close(self) -> None:
+        if self._fh:
+            self._fh.close()
+            self._fh = None

@@ -1,0 +1,1 @@
+"""Renderers: the same plan as Ansible variables (and later other formats)."""

@@ -1,0 +1,1 @@
+../envbuild/patches/textpatch.py
