@@ -11,13 +11,12 @@ Exit codes: 0 every node clean, 1 drift on some node (wins: it is a definite fin
 from __future__ import annotations
 
 import os
-import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from envbuild.errors import EnvironmentProblem, InputError
-from envbuild.execute.nodes import Node
+from envbuild.facts.runners import LocalRunner, Runner
 from envbuild.observe import (Drift, Observed, compare_expected, expected_state, observe_args,
                               observe_command, parse_observed, read_lock)
 from envbuild.report.collect import load_json
@@ -61,66 +60,60 @@ def resolve_run(run: str | Path | None, target: str | None = None) -> Path:
     return path.resolve()
 
 
-def _node_dir(run_dir: Path, node: Node) -> Path:
+def _node_dir(run_dir: Path, names: list[str], only_one_ok: bool) -> Path:
+    """The run's folder for a node, matched by inventory name, label or host."""
     nodes = sorted(p for p in (run_dir / "nodes").glob("*") if p.is_dir())
-    for cand in (node.name, node.host):
-        if (run_dir / "nodes" / cand).is_dir():
+    for cand in names:
+        if cand and (run_dir / "nodes" / cand).is_dir():
             return run_dir / "nodes" / cand
-    if len(nodes) == 1 and node.is_local:
+    if len(nodes) == 1 and only_one_ok:
         return nodes[0]
-    raise InputError(f"node {node.name} is not part of run {run_dir.name}",
+    raise InputError(f"node {names[0]} is not part of run {run_dir.name}",
                      hint=f"the run has nodes: {', '.join(p.name for p in nodes) or 'none'}")
 
 
-def run_observe(node: Node, command: str, timeout: int = TIMEOUT_S) -> tuple[int, str, str]:
-    """Run the observe command on ``node``: (rc, stdout, stderr). Unreachable -> EnvironmentProblem."""
-    if node.is_local:
-        p = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=timeout)
-        return p.returncode, p.stdout, p.stderr
-    from fabric import Connection
-
-    kwargs = {"key_filename": node.identity_file} if node.identity_file else {}
-    try:
-        with Connection(node.host, user=node.user, port=node.port, connect_timeout=15,
-                        connect_kwargs=kwargs) as conn:
-            r = conn.run(command, hide=True, warn=True, timeout=timeout, in_stream=False)
-            return r.exited, r.stdout, r.stderr
-    except Exception as exc:  # paramiko/socket errors all mean: could not reach it
-        raise EnvironmentProblem(f"{node.name}: unreachable: {type(exc).__name__}: {exc}",
-                                 hint="check the host, port, user and key (ssh to it by hand)") from None
+def runner_names(runner: Runner) -> list[str]:
+    """Names under which a runner's node may appear in a run directory."""
+    spec = getattr(runner, "spec", None)
+    names = [runner.name]
+    if spec is not None:
+        names += [spec.name, spec.host, f"{spec.host}:{spec.port}"]
+    return [n for n in names if n]
 
 
-def verify_node(run_dir: Path, node: Node, lock: dict | None) -> NodeVerdict:
-    """Observe one node and compare it with what the run expects."""
-    node_dir = _node_dir(run_dir, node)
+def verify_node(run_dir: Path, runner: Runner, lock: dict | None) -> NodeVerdict:
+    """Observe one node (through ``runner``) and compare it with what the run expects."""
+    node_dir = _node_dir(run_dir, runner_names(runner), isinstance(runner, LocalRunner))
+    name = node_dir.name
     plan = load_json(node_dir / "plan.json")
     if plan is None:
-        return NodeVerdict(node.name, "unreachable", message=f"no plan.json for {node_dir.name} in the run")
+        return NodeVerdict(name, "unreachable", message=f"no plan.json for {name} in the run")
     exp = expected_state(lock, plan)
     baseline_data = load_json(node_dir / "observed.json")
     baseline = Observed.model_validate(baseline_data) if baseline_data else None
     cmd = observe_command(exp.python or "python3", observe_args(exp))
     try:
-        rc, out, err = run_observe(node, cmd)
+        res = runner.run(cmd, timeout=TIMEOUT_S)
     except EnvironmentProblem as exc:
-        return NodeVerdict(node.name, "unreachable", message=exc.message)
-    except subprocess.TimeoutExpired:
-        return NodeVerdict(node.name, "unreachable", message=f"observe timed out after {TIMEOUT_S} s")
-    if rc != 0:
-        why = (err.strip().splitlines() or [f"rc {rc}"])[-1]
-        return NodeVerdict(node.name, "unreachable", message=f"observe failed with {exp.python}: {why}")
+        return NodeVerdict(name, "unreachable", message=exc.message)
+    finally:
+        if hasattr(runner, "close"):
+            runner.close()
+    if res.rc != 0:
+        why = (res.stderr.strip().splitlines() or [f"rc {res.rc}"])[-1]
+        return NodeVerdict(name, "unreachable", message=f"observe failed with {exp.python}: {why}")
     try:
-        obs = parse_observed(out, node.name)
+        obs = parse_observed(res.stdout, name)
     except EnvironmentProblem as exc:
-        return NodeVerdict(node.name, "unreachable", message=exc.message)
-    drift = [d.model_copy(update={"host": node.name}) for d in compare_expected(exp, obs, baseline)]
+        return NodeVerdict(name, "unreachable", message=exc.message)
+    drift = [d.model_copy(update={"host": name}) for d in compare_expected(exp, obs, baseline)]
     run = load_json(run_dir / "run.json") or {}
-    return NodeVerdict(node.name, "drift" if drift else "clean", drift,
+    return NodeVerdict(name, "drift" if drift else "clean", drift,
                        fingerprint=node_fingerprint(obs, run.get("lock_digest")))
 
 
-def verify(run_dir: Path, nodes: list[Node]) -> list[NodeVerdict]:
-    """Verify every node in parallel, results in the order given."""
+def verify(run_dir: Path, nodes: list[Runner]) -> list[NodeVerdict]:
+    """Verify every node (a LocalRunner or SshRunner each) in parallel, results in order."""
     lock_file = run_dir / "lock.lock"
     lock = read_lock(lock_file) if lock_file.exists() else None
     with ThreadPoolExecutor(max_workers=min(16, max(1, len(nodes)))) as pool:

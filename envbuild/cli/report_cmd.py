@@ -45,9 +45,9 @@ def report_cmd(run_dir: Path | None, fmt: str | None, output: Path | None) -> No
 @cli.command("verify")
 @click.option("--target", help="Verify the newest run made for this target (when --run is not given).")
 @click.option("--hosts", help="Nodes to observe: user@host[:port],host2 (default: the run's hosts).")
-@click.option("--inventory", type=click.Path(exists=True, dir_okay=False), help="Ansible YAML inventory.")
+@click.option("--inventory", type=click.Path(exists=True, dir_okay=False), help="Ansible inventory (INI or YAML).")
 @click.option("--local", "local", is_flag=True, help="Observe the environment on this machine.")
-@click.option("-i", "--identity", help="SSH private key for --hosts.")
+@click.option("-i", "--identity", help="SSH private key (for --hosts, or hosts the inventory gives none).")
 @click.option("--run", "run", type=click.Path(path_type=Path), help="Run directory (default: runs/latest).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def verify_cmd(target, hosts, inventory, local, identity, run, as_json) -> None:
@@ -60,7 +60,8 @@ def verify_cmd(target, hosts, inventory, local, identity, run, as_json) -> None:
     envbuild verify --local
     envbuild verify --inventory nodes.yaml --run ~/.envbuild/runs/20250101-120000-r-t
     """
-    from envbuild.execute.nodes import load_inventory, local_node, parse_hosts
+    from envbuild.facts.hosts import parse_hosts, read_inventory
+    from envbuild.facts.runners import LocalRunner, SshRunner
     from envbuild.report.collect import load_json
     from envbuild.verify import exit_code, resolve_run, verify
 
@@ -68,14 +69,16 @@ def verify_cmd(target, hosts, inventory, local, identity, run, as_json) -> None:
         raise InputError("give only one of --hosts, --inventory, --local", hint="pick how to reach the nodes")
     run_dir = resolve_run(run, target)
     if local:
-        nodes = [local_node()]
-    elif inventory:
-        nodes = load_inventory(inventory)
+        nodes = [LocalRunner(name="local")]
     else:
-        spec = hosts or ",".join((load_json(run_dir / "run.json") or {}).get("hosts") or [])
-        if not spec:
-            raise InputError("no nodes to verify", hint="pass --hosts, --inventory or --local")
-        nodes = parse_hosts(spec, identity_file=identity)
+        if inventory:
+            specs = read_inventory(inventory, identity=identity)
+        else:
+            spec = hosts or ",".join((load_json(run_dir / "run.json") or {}).get("hosts") or [])
+            if not spec:
+                raise InputError("no nodes to verify", hint="pass --hosts, --inventory or --local")
+            specs = parse_hosts(spec, identity=identity)
+        nodes = [SshRunner(s) for s in specs]
     results = verify(run_dir, nodes)
     if as_json:
         emit_json({"run": str(run_dir), "exit_code": exit_code(results), "nodes": [r.to_dict() for r in results]})

@@ -1,0 +1,62 @@
+"""Pure parts of observe: reading expectations from a lock + plan, and compare() on data."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from envbuild.observe import Observed, compare, expected_state, read_lock
+from envbuild.observe.expected import lock_git, lock_packages
+
+RUN = Path(__file__).parent / "data" / "runs" / "20261122-073000-alpa-megatron-h100-ubuntu2404"
+
+
+def load(node: str, name: str) -> dict:
+    return json.loads((RUN / "nodes" / node / name).read_text())
+
+
+def test_expected_state_from_a_real_lockfile_and_plan():
+    exp = expected_state(read_lock(RUN / "lock.lock"), load("gpu-a", "plan.json"))
+    assert exp.packages["torch"] == "2.11.0" and exp.packages["nvidia-nccl-cu13"] == "2.28.9"
+    assert set(exp.git) == {"megatron", "apex"}
+    assert exp.sources["apex"].endswith("/src/apex")
+    assert exp.patches == {"apex-cuda-check": "apex"}
+    assert exp.env == {"NCCL_DEBUG": "WARN", "CUDA_DEVICE_MAX_CONNECTIONS": "1"}
+    assert exp.python == "/opt/envbuild/alpa-megatron/bin/python"
+
+
+def test_lock_written_by_the_lock_module_is_read(tmp_path):
+    from envbuild.lock.schema import Dist, Lock, LockedGit, LockedPackage, Named, PlatformInfo
+    from envbuild.lock.serialize import dump_lock
+
+    lock = Lock(recipe=Named(name="r", digest="d"), target=Named(name="t", digest="d"), python="3.11",
+                platform=PlatformInfo(python_platform="x86_64-manylinux_2_36", tags=["cp311"]), envbuild_version="0.1.0",
+                packages=[LockedPackage(name="Six", version="1.17.0", source="pypi", verified=True,
+                                        dist=Dist(kind="wheel", filename="six.whl", url="u", sha256="0" * 64))],
+                git=[LockedGit(name="nanogpt", url="u", ref="main", sha="a" * 40, verified=False, reason="x"),
+                     LockedGit(name="floating", url="u", ref="main", verified=False)])
+    path = tmp_path / "lock.lock"
+    path.write_text(dump_lock(lock, "envbuild lock r --target t"))
+    data = read_lock(path)
+    assert lock_packages(data) == {"six": "1.17.0"}
+    assert lock_git(data) == {"nanogpt": "a" * 40}
+
+
+def test_recorded_state_of_the_sample_run():
+    lock, plan = read_lock(RUN / "lock.lock"), load("gpu-b", "plan.json")
+    assert compare(lock, plan, Observed.model_validate(load("gpu-a", "observed.json"))) == []
+    [d] = compare(lock, plan, Observed.model_validate(load("gpu-b", "observed.json")))
+    assert (d.kind, d.subject, d.expected, d.observed, d.host) == ("package-version", "regex", "2024.11.6", "2025.9.1", "gpu-b")
+
+
+def test_names_are_compared_normalized_and_unplanned_patches_not_required():
+    lock = {"packages": {"Typing_Extensions": "4.12.2"}}
+    plan = {"prefix": "/p", "steps": [{"kind": "patch", "params": {
+        "patch": {"id": "p1", "component": "apex"}, "decision": {"outcome": "unchanged"}}}]}
+    assert compare(lock, plan, Observed(packages={"typing-extensions": "4.12.2"})) == []
+
+
+def test_extension_gone_since_provision_is_so_hash_changed():
+    base = Observed(extensions=[{"path": "/p/amp_C.so", "sha256": "1" * 64}])
+    [d] = compare(None, None, Observed(), baseline=base)
+    assert (d.kind, d.subject, d.observed) == ("so-hash-changed", "/p/amp_C.so", None)

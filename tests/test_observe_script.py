@@ -1,0 +1,182 @@
+"""The node-side observe script against a real venv, a real git tree, a real built .so and patch.
+
+Also the helpers other observe/verify tests build their environments with (``make_env``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from envbuild.observe import compare, expected_state, observe_args, observe_command, parse_observed
+
+pytestmark = pytest.mark.integration
+
+GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.invalid"}
+C_SOURCE = "int envbuild_answer(void) { return %d; }\n"
+
+
+def sh(*cmd, cwd=None, env=None) -> str:
+    return subprocess.run(list(map(str, cmd)), cwd=cwd, check=True, capture_output=True, text=True,
+                          env={**os.environ, **GIT_ENV, **(env or {})}).stdout
+
+
+def make_venv(prefix: Path, packages: dict[str, str], python: str = sys.executable) -> None:
+    """A real venv at ``prefix`` with exact ``packages`` from PyPI (installed by uv)."""
+    sh(sys.executable, "-m", "uv", "venv", "-q", "--python", python, prefix)
+    if packages:
+        sh(sys.executable, "-m", "uv", "pip", "install", "-q", "--python", prefix / "bin" / "python",
+           *[f"{k}=={v}" for k, v in packages.items()])
+
+
+def build_so(path: Path, answer: int) -> None:
+    """Compile a tiny shared library (a real ELF .so) to ``path``."""
+    src = path.with_suffix(".c")
+    src.write_text(C_SOURCE % answer)
+    sh("cc", "-shared", "-fPIC", "-o", path, src)
+
+
+def make_tree(dest: Path) -> str:
+    """A git tree with one commit; returns its SHA."""
+    (dest / "megatron").mkdir(parents=True)
+    (dest / "megatron" / "training.py").write_text("TIE_EMBEDDINGS = True\n")
+    sh("git", "init", "-q", dest)
+    sh("git", "add", "-A", cwd=dest)
+    sh("git", "commit", "-q", "-m", "pinned", cwd=dest)
+    return sh("git", "rev-parse", "HEAD", cwd=dest).strip()
+
+
+def apply_patch(prefix: Path, tree: Path) -> None:
+    """Change the tree and record the diff as envbuild's patch step does."""
+    (tree / "megatron" / "training.py").write_text("TIE_EMBEDDINGS = False\n")
+    diff = sh("git", "diff", cwd=tree)
+    patches = prefix / ".envbuild" / "patches"
+    patches.mkdir(parents=True, exist_ok=True)
+    (patches / "untie-embeddings.diff").write_text(diff)
+    (patches / "untie-embeddings.json").write_text(json.dumps({"component": "megatron", "reason": "as benchmarked"}))
+
+
+def write_env_file(prefix: Path, variables: dict[str, str]) -> Path:
+    path = prefix / ".envbuild" / "env.sh"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("# envbuild environment\n" + "".join(f"export {k}='{v}'\n" for k, v in variables.items()))
+    return path
+
+
+def make_plan(prefix: Path, tree: Path, sha: str, env: dict[str, str]) -> dict:
+    return {"schema": "envbuild.plan/1", "recipe": "r", "target": "t", "host": "local", "prefix": str(prefix),
+            "backend": "venv", "steps": [
+                {"id": "git:megatron", "kind": "git_source", "title": "", "params": {"name": "megatron", "sha": sha, "dest": str(tree)}},
+                {"id": "patch:untie", "kind": "patch", "title": "", "params": {
+                    "patch": {"id": "untie-embeddings", "component": "megatron", "kind": "replace"},
+                    "decision": {"subject": "untie-embeddings", "outcome": "patched", "reason": ""}}},
+                {"id": "env-file", "kind": "env_file", "title": "", "params": {"path": str(prefix / ".envbuild" / "env.sh"), "vars": env}}]}
+
+
+def make_env(root: Path, packages: dict[str, str]) -> tuple[dict, dict]:
+    """A complete provisioned-looking environment under ``root``: (lock, plan)."""
+    prefix = root / "env"
+    make_venv(prefix, packages)
+    tree = prefix / "src" / "megatron"
+    sha = make_tree(tree)
+    apply_patch(prefix, tree)
+    build_so(tree / "megatron" / "fused_kernels.so", 42)
+    env = {"NCCL_DEBUG": "WARN", "CUDA_DEVICE_MAX_CONNECTIONS": "1"}
+    write_env_file(prefix, env)
+    lock = {"schema": "envbuild.lock/1", "packages": [{"name": k, "version": v} for k, v in packages.items()],
+            "git": [{"name": "megatron", "sha": sha, "verified": True}]}
+    return lock, make_plan(prefix, tree, sha, env)
+
+
+def observe_local(plan: dict, python: str | None = None, extra_env: dict | None = None):
+    exp = expected_state(None, plan)
+    cmd = observe_command(python or exp.python, observe_args(exp))
+    p = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, env={**os.environ, **(extra_env or {})})
+    assert p.returncode == 0, p.stderr
+    return parse_observed(p.stdout)
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    root = tmp_path_factory.mktemp("observe")
+    lock, plan = make_env(root, {"six": "1.16.0"})
+    return root, lock, plan
+
+
+def test_observes_packages_git_patch_so_and_env(env):
+    root, lock, plan = env
+    obs = observe_local(plan, extra_env={"NCCL_SOCKET_IFNAME": "lo"})
+    assert obs.python == ".".join(map(str, sys.version_info[:3]))
+    assert obs.packages["six"] == "1.16.0"
+    assert obs.git == {"megatron": lock["git"][0]["sha"]}
+    [patch] = obs.patches
+    assert (patch.id, patch.component, patch.status, patch.reason) == ("untie-embeddings", "megatron", "applied", "as benchmarked")
+    assert "-TIE_EMBEDDINGS = True" in patch.diff
+    so = [e for e in obs.extensions if e.path.endswith("fused_kernels.so")]
+    assert len(so) == 1 and len(so[0].sha256) == 64
+    assert obs.env == {"NCCL_DEBUG": "WARN", "CUDA_DEVICE_MAX_CONNECTIONS": "1"}
+    assert obs.process_env.get("NCCL_SOCKET_IFNAME") == "lo"
+    assert compare(lock, plan, obs, baseline=obs) == []
+
+
+def test_each_kind_of_drift_is_seen(tmp_path):
+    lock, plan = make_env(tmp_path, {"six": "1.16.0"})
+    baseline = observe_local(plan)
+    prefix, tree = Path(plan["prefix"]), Path(plan["steps"][0]["params"]["dest"])
+    sh(sys.executable, "-m", "uv", "pip", "install", "-q", "--python", prefix / "bin" / "python", "six==1.17.0")
+    sh("git", "checkout", "-q", "--", ".", cwd=tree)  # reverts the patch
+    (tree / "NOTES").write_text("x\n")
+    sh("git", "add", "NOTES", cwd=tree)
+    sh("git", "commit", "-q", "-m", "moved", cwd=tree)
+    build_so(tree / "megatron" / "fused_kernels.so", 7)
+    write_env_file(prefix, {"NCCL_DEBUG": "INFO"})
+    drift = compare(lock, plan, observe_local(plan), baseline=baseline)
+    assert sorted(d.kind for d in drift) == ["commit-moved", "env-changed", "env-missing", "package-version",
+                                             "patch-missing", "so-hash-changed"]
+    by_kind = {d.kind: d for d in drift}
+    assert (by_kind["package-version"].expected, by_kind["package-version"].observed) == ("1.16.0", "1.17.0")
+    assert by_kind["patch-missing"].observed == "reverted"
+    assert by_kind["env-missing"].subject == "CUDA_DEVICE_MAX_CONNECTIONS"
+
+
+def test_removed_package_is_package_missing(tmp_path):
+    lock, plan = make_env(tmp_path, {"six": "1.16.0"})
+    sh(sys.executable, "-m", "uv", "pip", "uninstall", "-q", "--python", Path(plan["prefix"]) / "bin" / "python", "six")
+    drift = compare(lock, plan, observe_local(plan))
+    assert [(d.kind, d.subject) for d in drift] == [("package-missing", "six")]
+
+
+@pytest.mark.parametrize("version", ["3.6.15", "3.8.18"])
+def test_script_runs_on_old_pythons(env, version):
+    """Old baselines use old interpreters; the script keeps to what 3.6 offers."""
+    python = Path(f"/root/.pyenv/versions/{version}/bin/python3")
+    if not python.exists():
+        pytest.skip(f"no Python {version} on this machine")
+    root, lock, plan = env
+    obs = observe_local(plan, python=str(python))
+    assert obs.python == version
+    assert obs.git == {"megatron": lock["git"][0]["sha"]}
+    assert obs.patches[0].status == "applied"
+    assert obs.packages  # pip itself, at least
+
+
+def test_garbage_output_is_a_clear_error():
+    from envbuild.errors import EnvironmentProblem
+
+    with pytest.raises(EnvironmentProblem, match="did not print JSON.*command not found"):
+        parse_observed("bash: /opt/env/bin/python: command not found\n", "gpu-a")
+
+
+def test_script_is_stdlib_only():
+    from envbuild.observe import observe_script
+
+    stripped = [line.strip() for line in observe_script().splitlines()]
+    imports = {line.split()[1].split(".")[0] for line in stripped if line.startswith(("import ", "from "))}
+    assert "json" in imports and "subprocess" in imports
+    assert imports <= set(sys.stdlib_module_names), imports - set(sys.stdlib_module_names)
