@@ -56,23 +56,34 @@ def unreachable(url: str, timeout: float = PROBE_TIMEOUT) -> str | None:
 
 @lru_cache(maxsize=256)
 def pypi_versions(name: str, timeout: float = 15.0) -> tuple[str, ...] | None:
-    """Versions of ``name`` on PyPI, oldest first; None when PyPI cannot be asked."""
+    """Versions of ``name`` on PyPI (PEP 503 simple page), oldest first; None when unreachable."""
     try:
-        resp = requests.get(f"{PYPI_SIMPLE}/{normalize(name)}/", timeout=timeout,
-                            headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+        resp = requests.get(f"{PYPI_SIMPLE}/{normalize(name)}/", timeout=timeout)
     except requests.exceptions.RequestException:
         return None
     if resp.status_code == 404:
         return ()
     if resp.status_code != 200:
         return None
-    versions = []
-    for text in resp.json().get("versions", []):
+    return versions_from_simple_html(resp.text)
+
+
+def versions_from_simple_html(html: str) -> tuple[str, ...]:
+    """Distinct versions named by the file links of a PEP 503 project page, oldest first."""
+    found: dict[Version, str] = {}
+    for href in re.findall(r'href="([^"#]+)', html):
+        filename = href.rsplit("/", 1)[-1]
         try:
-            versions.append((Version(text), text))
-        except InvalidVersion:
+            if filename.endswith(".whl"):
+                version = parse_wheel_filename(filename)[1]
+            elif filename.endswith((".tar.gz", ".zip")):
+                version = parse_sdist_filename(filename)[1]
+            else:
+                continue
+        except (InvalidWheelFilename, InvalidSdistFilename, InvalidVersion):
             continue
-    return tuple(text for _, text in sorted(versions))
+        found.setdefault(version, str(version))
+    return tuple(found[v] for v in sorted(found))
 
 
 def describe_versions(versions: tuple[str, ...] | None, around: str | None = None, limit: int = 12) -> str:

@@ -66,6 +66,7 @@ def make_lock(recipe: Recipe, target: Target, *, git_mirror: Path | None = None,
     if wheelhouse is not None and not wheelhouse.is_dir():
         raise InputError(f"wheelhouse {wheelhouse} is not a directory", hint="pass a folder of wheels")
     pyplat = python_platform(target.platform.arch, target.platform.glibc)
+    git = [lock_git(src, git_mirror, say) for src in recipe.sources]  # cheap checks first
     sorted_ = sort_packages(recipe, target, wheelhouse, say)
     req = UvRequest(requirements=tuple(sorted_.requirements), python=recipe.python,
                     python_platform=pyplat, exclude_newer=recipe.resolve_as_of,
@@ -78,7 +79,6 @@ def make_lock(recipe: Recipe, target: Target, *, git_mirror: Path | None = None,
     say(f"resolved {len(resolved)} package(s); {len(sorted_.given)} recorded as given")
     given = sorted(sorted_.given, key=lambda p: p.source != "preinstalled")  # stable sort
     packages = given + [locked(r, sorted_, wheelhouse) for r in resolved]
-    git = [lock_git(src, git_mirror, say) for src in recipe.sources]
     return Lock(recipe=Named(name=recipe.name, digest=digest(recipe)),
                 target=Named(name=target.name, digest=digest(target)),
                 python=recipe.python,

@@ -169,8 +169,15 @@ def explain_failure(stderr: str, req: UvRequest) -> InputError | EnvironmentProb
                   and "Because" in ln), lines[-1] if lines else "uv failed without output")
     if m := _NO_VERSION.search(stderr):
         name, spec = m.group(1), m.group(2)
+        versions = pypi_versions(name)
+        wanted = spec.lstrip("=<>!~")
+        if spec.startswith("==") and versions and wanted in versions and req.exclude_newer:
+            return InputError(f"{name} {wanted} exists on PyPI but was published after the recipe's "
+                              f"resolve_as_of {req.exclude_newer}",
+                              hint="move resolve_as_of to a later date or pin an older version; "
+                                   f"versions: {describe_versions(versions, wanted)}")
         return InputError(f"no version of {name} matches {spec} on PyPI",
-                          hint=f"versions that exist: {describe_versions(pypi_versions(name), spec.lstrip('=<>!~'))}")
+                          hint=f"versions that exist: {describe_versions(versions, wanted)}")
     if m := _NOT_FOUND.search(stderr):
         return InputError(f"package {m.group(1)} does not exist on the index",
                           hint="check the name in the recipe (PyPI names, e.g. 'py-cpuinfo')")

@@ -1,0 +1,150 @@
+"""Git pins against real repositories laid out as a mirror (OWNER/NAME.git, bare)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from envbuild import gitsrc
+from envbuild.errors import CheckFailed, InputError
+from envbuild.lock.gitpins import lock_git
+from envbuild.recipes.schema import GitSource
+
+pytestmark = pytest.mark.integration
+
+URL = "https://github.com/acme/widget"
+
+
+def _git(*args: str, cwd: Path) -> str:
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.org",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.org",
+               GIT_AUTHOR_DATE="2021-10-07T16:07:01-07:00", GIT_COMMITTER_DATE="2021-10-07T16:07:01-07:00")
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def _commit(work: Path, name: str, subject: str) -> str:
+    (work / name).write_text(subject + "\n")
+    _git("add", name, cwd=work)
+    _git("commit", "-q", "-m", subject, cwd=work)
+    return _git("rev-parse", "HEAD", cwd=work)
+
+
+@pytest.fixture
+def mirror(tmp_path: Path) -> dict:
+    """A work repo (main: base; feature: base + 2 commits; orphan branch) and its bare mirror."""
+    work = tmp_path / "work"
+    work.mkdir()
+    _git("init", "-q", "-b", "main", cwd=work)
+    base = _commit(work, "a.txt", "upstream base")
+    _git("tag", "v1", cwd=work)
+    _git("checkout", "-q", "-b", "feature", cwd=work)
+    _commit(work, "b.txt", "fix embedding")
+    head = _commit(work, "c.txt", "currently disable tie embedding")
+    _git("checkout", "-q", "--orphan", "unrelated", cwd=work)
+    other = _commit(work, "d.txt", "unrelated history")
+    root = tmp_path / "mirror"
+    (root / "acme").mkdir(parents=True)
+    _git("clone", "-q", "--bare", str(work), str(root / "acme" / "widget.git"), cwd=tmp_path)
+    return {"root": root, "repo": root / "acme" / "widget.git", "base": base, "head": head, "other": other}
+
+
+def _src(**kw) -> GitSource:
+    data = {"name": "widget", "url": URL, "ref": "feature", "why": "test"}
+    data.update(kw)
+    return GitSource(**data)
+
+
+def test_mirror_path_layouts(mirror, tmp_path):
+    assert gitsrc.mirror_path(URL, mirror["root"]) == mirror["repo"]
+    assert gitsrc.mirror_path(URL + ".git", mirror["root"]) == mirror["repo"]
+    plain = tmp_path / "plain"
+    _git("clone", "-q", str(mirror["repo"]), str(plain / "acme" / "widget"), cwd=tmp_path)
+    assert gitsrc.mirror_path(URL, plain) == plain / "acme" / "widget"
+    assert gitsrc.mirror_path("https://github.com/acme/absent", mirror["root"]) is None
+    assert gitsrc.mirror_path("https://gitlab.com/acme/widget", mirror["root"]) is None
+    assert gitsrc.mirror_path(URL, None) is None
+
+
+def test_resolve_ref_branch_tag_sha(mirror):
+    repo = mirror["repo"]
+    assert gitsrc.resolve_ref(repo, "feature") == mirror["head"]
+    assert gitsrc.resolve_ref(repo, "main") == mirror["base"]
+    assert gitsrc.resolve_ref(repo, "v1") == mirror["base"]
+    assert gitsrc.resolve_ref(repo, mirror["head"][:10]) == mirror["head"]
+    with pytest.raises(InputError) as err:
+        gitsrc.resolve_ref(repo, "no-such-branch")
+    assert "feature" in err.value.hint  # lists the branches that exist
+
+
+def test_ancestry_and_commit_info(mirror):
+    repo = mirror["repo"]
+    assert gitsrc.is_ancestor(repo, mirror["base"], mirror["head"])
+    assert not gitsrc.is_ancestor(repo, mirror["head"], mirror["base"])
+    assert not gitsrc.is_ancestor(repo, mirror["other"], mirror["head"])
+    assert not gitsrc.is_ancestor(repo, "0" * 40, mirror["head"])
+    date, subject = gitsrc.commit_info(repo, mirror["head"])
+    assert subject == "currently disable tie embedding"
+    assert date.startswith("2021-10-07T16:07:01")
+
+
+def test_lock_verified_with_ancestor(mirror):
+    locked = lock_git(_src(sha=mirror["head"], requires_ancestors=[mirror["base"]]), mirror["root"])
+    assert locked.verified and locked.sha == mirror["head"]
+    assert locked.ancestors_checked == [mirror["base"]]
+    assert locked.subject == "currently disable tie embedding"
+
+
+def test_lock_branch_without_pinned_sha_is_rejected_by_schema():
+    with pytest.raises(ValueError):
+        _src()  # the recipe schema demands a sha or an 'unverified' reason
+
+
+def test_pinned_sha_mismatch_names_both(mirror):
+    with pytest.raises(CheckFailed) as err:
+        lock_git(_src(sha=mirror["base"]), mirror["root"])
+    msg = err.value.message
+    assert mirror["head"] in msg and mirror["base"] in msg
+    assert "moved on" in msg  # the pin is an ancestor of the branch head
+
+
+def test_required_ancestor_absent(mirror):
+    with pytest.raises(CheckFailed) as err:
+        lock_git(_src(sha=mirror["head"], requires_ancestors=[mirror["other"]]), mirror["root"])
+    assert mirror["other"] in err.value.message and "not an ancestor" in err.value.message
+
+
+def test_repo_absent_from_given_mirror_is_unverified_without_network(mirror):
+    src = _src(url="https://github.com/acme/absent", sha=mirror["head"])
+    started = time.monotonic()
+    locked = lock_git(src, mirror["root"])
+    assert time.monotonic() - started < 2  # never went to github.com
+    assert not locked.verified and locked.sha == mirror["head"]
+    assert locked.reason.startswith("not verified: no mirror for https://github.com/acme/absent")
+
+
+def test_no_mirror_falls_back_fast_to_unverified(mirror):
+    started = time.monotonic()
+    locked = lock_git(_src(sha=mirror["head"]), None)
+    assert time.monotonic() - started < gitsrc.LS_REMOTE_TIMEOUT + 5
+    assert not locked.verified and locked.sha == mirror["head"]
+    assert locked.reason.startswith(f"not verified: no mirror for {URL}")
+
+
+def test_recipe_marked_unverified_keeps_pin_when_mirror_lacks_ref(mirror):
+    src = _src(ref="fairseq_v3", sha="f" * 40, unverified="branch head not established")
+    locked = lock_git(src, mirror["root"])
+    assert not locked.verified and locked.sha == "f" * 40
+    assert "branch head not established" in locked.reason
+
+
+def test_checkout_at_clones_exact_commit(mirror, tmp_path):
+    dest = gitsrc.checkout_at(mirror["repo"], tmp_path / "clone", mirror["head"])
+    assert (dest / "c.txt").is_file()
+    again = gitsrc.checkout_at(mirror["repo"], dest, mirror["base"])
+    assert not (again / "c.txt").exists()
+    assert _git("rev-parse", "HEAD", cwd=again) == mirror["base"]
