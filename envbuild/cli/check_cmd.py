@@ -88,7 +88,7 @@ def print_verdict(v: Verdict) -> None:
         table.add_column(col, overflow="fold")
     for x in v.violations:
         sev = "[red]error[/red]" if x.severity == "error" else "[yellow]warning[/yellow]"
-        table.add_row(sev, x.rule, x.message, f"{x.fix}\n[dim]{x.source}[/dim]")
+        table.add_row(sev, x.rule, x.message, x.fix)
     console.print(table)
 
 

@@ -218,11 +218,12 @@ SKLEARN_ENV = "SKLEARN_ALLOW_DEPRECATED_SKLEARN_PACKAGE_INSTALL"
 
 def _sklearn(ctx: Context) -> str | None:
     for ms in ctx.sources_where(cm.is_metaseq):
-        if ms.sha != cm.METASEQ_A1A4E733 or ms.install == "none":
+        if ms.install == "none" or (ms.sha != cm.METASEQ_A1A4E733
+                                    and cm.METASEQ_A1A4E733 not in ms.requires_ancestors):
             continue
         envs = [ctx.all_env()] + [p.env for p in ctx.recipe.packages]
         if not any(e.get(SKLEARN_ENV, "").lower() == "true" for e in envs):
-            return f"{ms.name} a1a4e733 install_requires 'sklearn', which refuses to install unless {SKLEARN_ENV}=True"
+            return f"{ms.name} (a1a4e733 or later) install_requires 'sklearn', which refuses to install unless {SKLEARN_ENV}=True"
     return None
 
 

@@ -1,0 +1,72 @@
+"""``envbuild check`` end to end through the real CLI process: exit codes, JSON, errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).parent / "data"
+RECIPE = str(DATA / "compat" / "baseline-recipe.yaml")
+TARGET = str(DATA / "compat" / "a100-node.yaml")
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "envbuild", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+
+
+def test_feasible_exits_zero_with_verdict_line():
+    p = run("check", RECIPE, "--target", TARGET)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("FEASIBLE: baseline on a100-node")
+
+
+def test_json_verdict_from_profile():
+    p = run("check", RECIPE, "-t", TARGET, "--json")
+    assert p.returncode == 0, p.stderr
+    v = json.loads(p.stdout)
+    assert v["feasible"] is True and v["torch_variant"] == "2.0.1+cu118" and v["origin"] == "profile:a100-node"
+    assert v["violations"] == [] and "wheel-lacks-gpu-arch" in v["passed"]
+
+
+def test_infeasible_prints_every_violation_then_exits_one():
+    # the H100 facts: sm_90, nvcc 13.0, Python 3.12 only -> several rows at once
+    p = run("check", RECIPE, "-t", TARGET, "--facts", str(DATA / "facts" / "h100-node.json"))
+    assert p.returncode == 1
+    assert p.stdout.startswith("INFEASIBLE: baseline on a100-node (h100-node")
+    for rule in ("nvcc-major-mismatch", "python-absent"):
+        assert rule in p.stdout
+    assert p.stderr.startswith("error: baseline is infeasible on a100-node")
+    assert "hint:" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_facts_list_checks_every_node_and_json_is_a_list():
+    p = run("check", RECIPE, "-t", TARGET, "--facts", str(DATA / "facts" / "nd96-pair.json"), "--json")
+    assert p.returncode == 1  # nvcc 11.4 / 10.2 against the baseline's cu118 torch
+    got = json.loads(p.stdout)
+    assert [v["host"] for v in got] == ["nd96-a", "nd96-b"]
+    rules_b = {x["rule"] for x in got[1]["violations"]}
+    assert "nvcc-major-mismatch" in rules_b
+    assert all(set(x) >= {"rule", "severity", "message", "why", "source", "fix"} for v in got for x in v["violations"])
+
+
+def test_bad_inputs_exit_two_without_traceback(tmp_path):
+    bad = tmp_path / "facts.json"
+    bad.write_text("{not json")
+    for args in (("check", RECIPE, "-t", TARGET, "--facts", str(bad)),
+                 ("check", "no-such-recipe", "-t", TARGET),
+                 ("check", RECIPE, "-t", "no-such-target"),
+                 ("check", RECIPE, "-t", TARGET, "--facts", str(tmp_path / "absent.json"))):
+        p = run(*args)
+        assert p.returncode == 2, (args, p.stdout, p.stderr)
+        assert p.stderr.startswith("error: ") and "hint: " in p.stderr and "Traceback" not in p.stderr
+
+
+def test_facts_of_wrong_schema_exit_two(tmp_path):
+    bad = tmp_path / "facts.json"
+    bad.write_text(json.dumps({"schema": "envbuild.facts/1", "host": "x", "gpus": "eight"}))
+    p = run("check", RECIPE, "-t", TARGET, "--facts", str(bad))
+    assert p.returncode == 2 and "gpus" in p.stderr
