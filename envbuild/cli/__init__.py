@@ -56,8 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     try:
-        cli.main(args=args, prog_name="envbuild", standalone_mode=False)
-        return 0
+        rc = cli.main(args=args, prog_name="envbuild", standalone_mode=False)
+        return rc if isinstance(rc, int) else 0
     except EnvbuildError as exc:
         if debug:
             raise

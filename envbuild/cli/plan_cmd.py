@@ -55,12 +55,20 @@ def print_plan(plan) -> None:
     for col in ("#", "step", "what", "why"):
         table.add_column(col, overflow="fold")
     for i, step in enumerate(plan.steps, 1):
-        table.add_row(str(i), step.id, step.title, step.reason)
+        table.add_row(str(i), step.id, step.title, _short(step.reason))
     console.print(table)
     if plan.decisions:
         dt = Table(title="decisions from facts")
         for col in ("subject", "outcome", "reason"):
             dt.add_column(col, overflow="fold")
         for d in plan.decisions:
-            dt.add_row(d.subject, d.outcome, d.reason)
+            dt.add_row(d.subject, d.outcome, _short(d.reason, 160))
         console.print(dt)
+
+
+def _short(text: str, limit: int = 110) -> str:
+    """The first sentence of a reason, for the table (--json has the whole text)."""
+    import re
+
+    first = re.split(r"(?<=[a-z0-9)])\. (?=[A-Z])", " ".join(text.split()))[0]
+    return first if len(first) <= limit else first[: limit - 1] + "…"

@@ -18,7 +18,8 @@ from pathlib import Path
 from envbuild.errors import InputError
 from envbuild.facts.model import NodeFacts
 from envbuild.plan.model import Decision, Plan, Step
-from envbuild.plan.packages import LockedPackage, locked_packages, torch_requirement
+from envbuild.plan.packages import (LockedPackage, locked_packages, pip_release, requirement,
+                                     torch_requirement)
 from envbuild.recipes.schema import GitSource, Recipe
 from envbuild.targets.schema import Target
 
@@ -73,13 +74,13 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
                      "conda_channel": None},
              reason=_env_reason(recipe, backend, interp is not None)))
 
-    tooling = [f"pip{recipe.environment.pip}" if recipe.environment.pip else None,
-               f"setuptools{recipe.environment.setuptools}" if recipe.environment.setuptools else None]
-    tooling = [t for t in tooling if t]
-    if tooling:
-        add(Step(id="pip-tooling", kind="pip_tooling", title="Pin pip/setuptools",
-                 params={"requirements": tooling},
-                 reason="the published setup's build steps need these tool versions"))
+    pip_version, pip_reason = pip_release(recipe.environment.pip)
+    tooling = [f"pip=={pip_version}"]
+    if recipe.environment.setuptools:
+        tooling.append(requirement("setuptools", recipe.environment.setuptools))
+    add(Step(id="pip-tooling", kind="pip_tooling", title=f"pip {pip_version}"
+             + (f", setuptools {recipe.environment.setuptools}" if recipe.environment.setuptools else ""),
+             params={"requirements": tooling}, reason=pip_reason))
 
     torch = torch_requirement(recipe, facts, lock, decisions)
     if torch is not None:
@@ -93,7 +94,8 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
 
     torch_cuda = _torch_cuda(torch)
     for src in recipe.sources:
-        steps.extend(_source_steps(recipe, src, prefix, facts, torch_cuda, opts, decisions))
+        steps.extend(_source_steps(recipe, src, prefix, facts, torch, pip_version, lock, opts,
+                                   decisions))
 
     env_vars = {**target.env, **recipe.env}
     if target.cache_dir:
@@ -154,7 +156,9 @@ def _torch_cuda(torch: LockedPackage | None) -> str | None:
 
 
 def _source_steps(recipe: Recipe, src: GitSource, prefix: str, facts: NodeFacts,
-                  torch_cuda: str | None, opts: PlanOptions, decisions: list[Decision]) -> list[Step]:
+                  torch: LockedPackage | None, pip_version: str, lock: object | None,
+                  opts: PlanOptions, decisions: list[Decision]) -> list[Step]:
+    torch_cuda = _torch_cuda(torch)
     dest = f"{prefix}/src/{src.name}"
     fetch_url = _fetch_url(src.url, opts.git_mirror)
     out = [Step(id=f"git:{src.name}", kind="git_source", title=f"{src.name} @ {(src.sha or src.ref)[:12]}",
@@ -169,7 +173,7 @@ def _source_steps(recipe: Recipe, src: GitSource, prefix: str, facts: NodeFacts,
         if patch.kind == "apex-cuda-check":
             from envbuild.patches.apex import decide
 
-            d = decide(facts.nvcc, torch_cuda)
+            d = decide(facts.nvcc, torch_cuda, cuda_ext="--cuda_ext" in _apex_options(recipe))
             decisions.append(Decision(subject=f"patch:{patch.id}", outcome=d.outcome, reason=d.reason))
             params["decision"] = d.outcome
             reason = f"{d.outcome}: {d.reason}"
@@ -183,7 +187,7 @@ def _source_steps(recipe: Recipe, src: GitSource, prefix: str, facts: NodeFacts,
                                 "env": dict(src.env)},
                         reason=f"published build step for {src.name}"))
     if src.install == "apex":
-        out.append(_apex_step(src, dest, facts, torch_cuda, opts, decisions))
+        out.append(_apex_step(src, dest, facts, torch, pip_version, lock, decisions))
     elif src.install != "none":
         out.append(Step(id=f"install:{src.name}", kind="install_source",
                         title=f"install {src.name} ({src.install})",
@@ -200,31 +204,44 @@ def _install_reason(src: GitSource) -> str:
     }.get(src.install, src.install)
 
 
-def _apex_step(src: GitSource, dest: str, facts: NodeFacts, torch_cuda: str | None,
-               opts: PlanOptions, decisions: list[Decision]) -> Step:
-    from envbuild.patches import apex
+def _apex_options(recipe: Recipe) -> list[str]:
+    return list(recipe.apex.build_options) if recipe.apex else []
 
-    archs = apex.arch_list(facts.archs) if facts.archs else None
-    jobs, threads, jobs_reason = apex.build_jobs(facts.cpu_cores or 1, facts.memory_gib or 4.0,
-                                                 "--cuda_ext" in src.build_options)
-    pip_version = None
-    argv, env, syntax_reason = apex.install_command(src, pip_version, list(src.build_options))
-    env = dict(env)
+
+def _apex_step(src: GitSource, dest: str, facts: NodeFacts, torch: LockedPackage | None,
+               pip_version: str, lock: object | None, decisions: list[Decision]) -> Step:
+    """Build Apex once into a wheel cache keyed by everything that changes the binary."""
+    from envbuild.compat.commits import apex_commit
+    from envbuild.patches import apex_build
+
+    torch_cuda = _torch_cuda(torch)
+    pin = lock.git_pin(src.name) if lock is not None and hasattr(lock, "git_pin") else None
+    known, _ = apex_commit(src)
+    apex_date = (pin.commit_date if pin and pin.commit_date else None) or (known.date if known else None)
+    cuda_ext = "--cuda_ext" in src.build_options
+    archs = apex_build.arch_list(facts.archs) if facts.archs else None
+    jobs = apex_build.build_jobs(facts.cpu_cores or 1, facts.memory_gib or 4.0, cuda_ext,
+                                 nvcc=facts.nvcc)
+    wheel_dir = f"{dest}/.envbuild-wheel"
+    cmd = apex_build.install_command(pip_version=pip_version, options=list(src.build_options),
+                                     apex_date=apex_date, src=".", wheel_dir=wheel_dir)
+    env = {**cmd.env, **jobs.env(), **src.env}
     if archs:
         env["TORCH_CUDA_ARCH_LIST"] = archs
-    env["MAX_JOBS"] = str(jobs)
-    if threads > 1:
-        env["NVCC_APPEND_FLAGS"] = f"--threads {threads}"
-    env.update(src.env)
-    key = apex.cache_key(src.sha or src.ref, "", None, torch_cuda, facts.nvcc, archs or "",
-                         list(src.build_options))
-    decisions.append(Decision(subject="apex-build", outcome=f"jobs={jobs} threads={threads}",
-                              reason=jobs_reason))
-    decisions.append(Decision(subject="apex-options", outcome=" ".join(argv), reason=syntax_reason))
+    key = apex_build.cache_key(src.sha or src.ref, "", torch.version if torch else None, torch_cuda,
+                               facts.nvcc, archs or "", list(src.build_options))
+    decisions.append(Decision(subject="apex-build-jobs",
+                              outcome=f"MAX_JOBS={jobs.max_jobs} nvcc-threads={jobs.nvcc_threads}",
+                              reason=jobs.reason, source="https://github.com/NVIDIA/apex/issues/1882"))
+    decisions.append(Decision(subject="apex-options", outcome=" ".join(cmd.argv), reason=cmd.reason))
+    if archs:
+        decisions.append(Decision(subject="torch-cuda-arch-list", outcome=archs,
+                                  reason="from the node's GPUs, so the build needs no visible GPU"))
     return Step(id=f"apex:{src.name}", kind="apex_build", title=f"build Apex wheel ({src.name})",
-                params={"dest": dest, "argv": argv, "env": env, "cache_key": key,
-                        "cache_dir": "~/.envbuild/cache/wheels", "options": list(src.build_options)},
-                reason=f"{syntax_reason}; {jobs_reason}")
+                params={"dest": dest, "argv": list(cmd.argv), "env": env, "cache_key": key,
+                        "cache_dir": "~/.envbuild/cache/wheels", "wheel_dir": wheel_dir,
+                        "options": list(src.build_options)},
+                reason=f"{cmd.reason}; {jobs.reason}")
 
 
 def _fetch_url(url: str, mirror: str | None) -> str:

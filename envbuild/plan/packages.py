@@ -105,3 +105,32 @@ def torch_requirement(recipe: Recipe, facts: NodeFacts, lock: object | None,
     hashes = base.hashes if (base.local_tag or None) == tag else ()
     return LockedPackage(name="torch", version=version, hashes=hashes, index_url=base.index_url,
                          find_links=base.find_links, local_tag=tag, env=base.env)
+
+
+# pip releases that matter for build-option syntax (pip 23.1 dropped the setup.py install
+# fallback and deprecated --global-option; see envbuild.patches.apex_build).
+PIP_RELEASES = ("20.3.4", "21.3.1", "22.3.1", "23.0.1", "23.3.2", "24.0", "24.3.1", "25.0.1")
+PIP_DEFAULT = "24.0"
+
+
+def requirement(name: str, spec: str) -> str:
+    """``name==1.2`` for a bare version, ``name<23.1`` for a specifier."""
+    return f"{name}=={spec}" if spec[:1].isdigit() else f"{name}{spec}"
+
+
+def pip_release(spec: str | None) -> tuple[str, str]:
+    """An exact pip version for the environment, and why: the newest known release the
+    recipe's pip specifier admits, else ``PIP_DEFAULT``."""
+    from packaging.specifiers import SpecifierSet
+
+    if not spec:
+        return PIP_DEFAULT, f"pip pinned to {PIP_DEFAULT} so build-option syntax is known"
+    if spec[:1].isdigit():
+        return spec, f"recipe pins pip {spec}"
+    allowed = [v for v in PIP_RELEASES if v in SpecifierSet(spec)]
+    if not allowed:
+        from envbuild.errors import InputError
+
+        raise InputError(f"no known pip release satisfies pip{spec}",
+                         hint=f"pin an exact pip version; known: {', '.join(PIP_RELEASES)}")
+    return allowed[-1], f"newest pip release admitted by the recipe's pip{spec}"

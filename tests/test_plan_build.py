@@ -1,0 +1,89 @@
+"""The plan is pure data: golden JSON per recipe x target profile, and decisions from facts."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from envbuild.facts.model import NodeFacts
+from envbuild.facts.profile import from_target
+from envbuild.plan.build import PlanOptions, build_plan
+from envbuild.recipes import all_recipes, load_recipe
+from envbuild.targets import load_target
+
+GOLDEN = Path(__file__).parent / "golden" / "plans"
+PAIRS = [(r.name, t) for r in all_recipes() for t in r.targets if t != "local"]
+
+
+@pytest.mark.parametrize("recipe,target", PAIRS)
+def test_plan_matches_golden(recipe: str, target: str) -> None:
+    rec, tgt = load_recipe(recipe), load_target(target)
+    plan = build_plan(rec, tgt, from_target(tgt), None, PlanOptions(host=target))
+    text = plan.to_json()
+    path = GOLDEN / f"{recipe}--{target}.json"
+    if os.environ.get("ENVBUILD_UPDATE_GOLDEN"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert path.exists(), f"no golden file {path}; create it with ENVBUILD_UPDATE_GOLDEN=1"
+    assert text == path.read_text(), f"plan changed; review and rerun with ENVBUILD_UPDATE_GOLDEN=1 ({path})"
+
+
+def test_plan_is_pure_and_stable() -> None:
+    rec, tgt = load_recipe("opt-175b-azure"), load_target("azure-nd96")
+    facts = from_target(tgt)
+    a = build_plan(rec, tgt, facts, None).to_json()
+    b = build_plan(rec, tgt, facts, None).to_json()
+    assert a == b
+
+
+def _nd96_with_nvcc(nvcc: str) -> NodeFacts:
+    return from_target(load_target("azure-nd96")).model_copy(update={"nvcc": nvcc})
+
+
+def test_apex_check_relaxed_for_same_major_minor_mismatch() -> None:
+    rec, tgt = load_recipe("opt-175b-azure"), load_target("azure-nd96")
+    plan = build_plan(rec, tgt, _nd96_with_nvcc("11.4"), None)
+    variant = next(d for d in plan.decisions if d.subject == "torch-variant")
+    assert variant.outcome == "cu113"
+    patch = next(d for d in plan.decisions if d.subject.startswith("patch:") and "apex" in d.subject)
+    assert patch.outcome == "patched"
+    assert "11.4" in patch.reason and "11.3" in patch.reason
+    assert any(s.kind == "patch" and s.params["kind"] == "apex-cuda-check" for s in plan.steps)
+
+
+def test_apex_check_not_patched_when_versions_equal() -> None:
+    rec, tgt = load_recipe("opt-175b-azure"), load_target("azure-nd96")
+    plan = build_plan(rec, tgt, _nd96_with_nvcc("11.3"), None)
+    patch = next(d for d in plan.decisions if d.subject.startswith("patch:") and "apex" in d.subject)
+    assert patch.outcome == "unchanged"
+    assert not any(s.kind == "patch" and s.params["kind"] == "apex-cuda-check" for s in plan.steps)
+
+
+def test_arch_list_and_jobs_come_from_facts() -> None:
+    rec, tgt = load_recipe("alpa-megatron"), load_target("azure-nd96")
+    plan = build_plan(rec, tgt, from_target(tgt), None)
+    apex = next(s for s in plan.steps if s.kind == "apex_build")
+    assert apex.params["env"]["TORCH_CUDA_ARCH_LIST"] == "8.0"
+    assert int(apex.params["env"]["MAX_JOBS"]) > 1
+
+
+def test_step_ids_unique_and_digests_change_with_params() -> None:
+    rec, tgt = load_recipe("alpa-megatron"), load_target("azure-nd96")
+    plan = build_plan(rec, tgt, from_target(tgt), None)
+    ids = [s.id for s in plan.steps]
+    assert len(ids) == len(set(ids))
+    other = build_plan(rec, tgt, from_target(tgt), None, PlanOptions(prefix="/elsewhere"))
+    env_a = next(s for s in plan.steps if s.id == "environment")
+    env_b = next(s for s in other.steps if s.id == "environment")
+    assert env_a.digest != env_b.digest
+
+
+def test_env_file_carries_target_nccl_variables() -> None:
+    rec, tgt = load_recipe("opt-175b-azure"), load_target("azure-nd96")
+    plan = build_plan(rec, tgt, from_target(tgt), None)
+    env = next(s for s in plan.steps if s.kind == "env_file").params["vars"]
+    assert env.get("NCCL_TOPO_FILE") and env.get("NCCL_SOCKET_IFNAME") == "eth0"
+    assert json.loads(plan.to_json())["schema"] == "envbuild.plan/1"
