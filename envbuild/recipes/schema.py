@@ -196,6 +196,15 @@ class Benchmark(Strict):
     why: str = ""
 
 
+# Top-level keys that only a target profile has / only a recipe has: a target file passed
+# where a recipe is expected gets one clear error instead of a list of unknown fields.
+TARGET_ONLY = frozenset({"platform", "gpus", "cuda", "cpu_cores", "memory_gib", "scheduler",
+                         "infiniband", "container_runtime", "shm_size", "conda_modules", "files",
+                         "cache_dir", "from_facts"})
+RECIPE_ONLY = frozenset({"published", "packages", "patches", "deviations", "benchmark",
+                         "environment", "import_check"})
+
+
 class Recipe(Strict):
     """One published setup, pinned."""
 
@@ -220,6 +229,15 @@ class Recipe(Strict):
     launcher: Literal["local", "slurm", "pbs", "kubernetes", "torchrun"] = "local"
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _not_a_target(cls, data: object) -> object:
+        if isinstance(data, dict) and not RECIPE_ONLY & data.keys():
+            found = sorted(TARGET_ONLY & data.keys())
+            if found:
+                raise ValueError(f"this is a target profile ({', '.join(found)}), not a recipe")
+        return data
 
     @field_validator("schema_")
     @classmethod

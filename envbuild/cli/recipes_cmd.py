@@ -1,0 +1,221 @@
+"""``envbuild recipes`` and ``envbuild show``: list the shipped recipes, show one in full.
+
+Both take shipped names (``alpa-megatron``) or paths to recipe YAML files; errors in a file
+point at its line (``x.yaml:12: packages[3].version: required field is missing``).
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from envbuild.cli import cli
+from envbuild.cli.output import console, emit_json
+from envbuild.errors import InputError
+from envbuild.recipes import DATA, all_recipes, load_recipe
+from envbuild.recipes.schema import GitSource, Package, Recipe, Source
+
+
+def load_recipe_arg(name_or_path: str) -> Recipe:
+    """``load_recipe`` with a pointed hint when the file is a target profile, not a recipe."""
+    try:
+        return load_recipe(name_or_path)
+    except InputError as exc:
+        if "this is a target profile" in exc.message:
+            exc.message = exc.message.replace("<top>: Value error, ", "")
+            exc.hint = (f"pass it as a target (`--target {name_or_path}`); recipes live in "
+                        f"{DATA} and have published/packages/sources")
+        raise
+
+
+def summary_row(recipe: Recipe) -> dict:
+    """The one-line facts `envbuild recipes --json` prints per recipe."""
+    return {
+        "name": recipe.name,
+        "title": recipe.title,
+        "default": recipe.default,
+        "python": recipe.python,
+        "environment": recipe.environment.kind,
+        "launcher": recipe.launcher,
+        "targets": list(recipe.targets),
+        "resolve_as_of": recipe.resolve_as_of,
+        "sources": len(recipe.sources),
+        "packages": len(recipe.packages),
+        "deviations": len(recipe.deviations),
+    }
+
+
+@cli.command("recipes")
+@click.argument("recipes", nargs=-1)
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list (one object per recipe).")
+def recipes_command(recipes: tuple[str, ...], as_json: bool) -> None:
+    """List the shipped recipes (or the RECIPES given by name or path); * marks the default.
+
+    \b
+    Example:  envbuild recipes
+              envbuild recipes --json
+              envbuild recipes ./my-recipe.yaml
+    """
+    found = [load_recipe_arg(r) for r in recipes] if recipes else all_recipes()
+    rows = [summary_row(r) for r in found]
+    if as_json:
+        emit_json(rows)
+        return
+    table = Table(title="envbuild recipes", title_justify="left")
+    for col in ("name", "title", "python", "env", "targets"):
+        table.add_column(col, overflow="fold")
+    for row in rows:
+        name = row["name"] + (" *" if row["default"] else "")
+        _row(table, name, row["title"], row["python"], row["environment"], ", ".join(row["targets"]))
+    console.print(table)
+    if any(r["default"] for r in rows):
+        console.print("* default recipe")
+
+
+def _source_text(src: Source | None) -> str:
+    if src is None:
+        return ""
+    parts = [src.url]
+    if src.ref:
+        parts.append(f"ref {src.ref}")
+    if src.sha:
+        parts.append(f"@{src.sha[:12]}")
+    if src.note:
+        parts.append(f"({src.note})")
+    return " ".join(parts)
+
+
+def _version_text(pkg: Package) -> str:
+    text = pkg.version
+    if pkg.cuda:
+        text += f" [{pkg.cuda}]"
+    if pkg.preinstalled:
+        text += " (preinstalled)"
+    if pkg.index:
+        text += f"\nfrom {pkg.index}"
+    return text
+
+
+def _pin_text(src: GitSource) -> str:
+    pin = src.sha or f"UNVERIFIED: {src.unverified}"
+    text = f"{src.url}\n{src.ref} @ {pin}"
+    if src.requires_ancestors:
+        text += "\ncontains " + ", ".join(a[:12] for a in src.requires_ancestors)
+    return text
+
+
+def _install_text(src: GitSource) -> str:
+    text = src.install
+    if src.build_options:
+        text += " " + " ".join(src.build_options)
+    if src.build:
+        text += "\nbuild: " + "; ".join(src.build)
+    if src.env:
+        text += "\nenv: " + " ".join(f"{k}={v}" for k, v in src.env.items())
+    return text
+
+
+def _row(table: Table, *cells: str) -> None:
+    table.add_row(*(escape(c) for c in cells))
+
+
+def _say(text: str) -> None:
+    console.print(escape(text))
+
+
+def _table(title: str, *columns: str) -> Table:
+    table = Table(title=title, title_justify="left", show_lines=True)
+    for col in columns:
+        table.add_column(col, overflow="fold")
+    return table
+
+
+def print_recipe(recipe: Recipe) -> None:
+    """A readable summary: header, pins with sources and reasons, patches, deviations, benchmark."""
+    env = recipe.environment
+    where = env.base_image or env.conda_module or ""
+    default = " (default)" if recipe.default else ""
+    console.print(f"[bold]{escape(recipe.name)}[/bold]" + escape(f"{default}: {recipe.title}"))
+    _say(recipe.description)
+    _say(f"published: {_source_text(recipe.published)}")
+    _say(f"python {recipe.python}, environment {env.kind}{' ' + where if where else ''}"
+                  f"{', system site-packages' if env.system_site_packages else ''}"
+                  f"{', pip ' + env.pip if env.pip else ''}"
+                  f"{', setuptools ' + env.setuptools if env.setuptools else ''}; "
+                  f"launcher {recipe.launcher}; targets {', '.join(recipe.targets)}")
+    if recipe.resolve_as_of:
+        _say(f"unpinned dependencies resolve as of {recipe.resolve_as_of}")
+    if recipe.system_packages:
+        _say("system packages: " + " ".join(recipe.system_packages))
+    if recipe.env:
+        _say("env: " + " ".join(f"{k}={v}" for k, v in recipe.env.items()))
+    if recipe.packages:
+        table = _table("packages", "name", "version", "why", "source")
+        for pkg in recipe.packages:
+            _row(table, pkg.name, _version_text(pkg), pkg.why, _source_text(pkg.source))
+        console.print(table)
+    if recipe.sources:
+        table = _table("git sources", "name", "pin", "install", "why")
+        for src in recipe.sources:
+            _row(table, src.name, _pin_text(src), _install_text(src), src.why)
+        console.print(table)
+    if recipe.patches:
+        table = _table("patches", "id", "kind", "where", "why")
+        for p in recipe.patches:
+            where_text = f"{p.component}:{p.file}" + (f"\nwhen {p.when}" if p.when else "")
+            _row(table, p.id, p.kind, where_text, p.why)
+        console.print(table)
+    if recipe.deviations:
+        table = _table("deviations from the published instructions", "id", "published", "problem",
+                       "envbuild does")
+        for d in recipe.deviations:
+            _row(table, d.id, d.published, d.problem, d.instead)
+        console.print(table)
+    if recipe.import_check:
+        _say("import check: " + ", ".join(recipe.import_check))
+    bench = recipe.benchmark
+    if bench:
+        gate = (f"{'>=' if bench.higher_is_better else '<='} {bench.threshold:g} {bench.unit}".rstrip()
+                if bench.threshold is not None else "no threshold")
+        gpus = f", {bench.needs_gpus} GPU(s)" if bench.needs_gpus else ""
+        console.print("[bold]benchmark[/bold] " + escape(f"({bench.parser}, {bench.metric}, {gate}{gpus}):"))
+        _say(f"  {bench.command}")
+        if bench.cwd:
+            _say(f"  in {bench.cwd}")
+        for k, v in bench.env.items():
+            _say(f"  {k}={v}")
+        if bench.target_env:
+            _say("  from the target: " + ", ".join(bench.target_env))
+        for name, cmd in bench.variants.items():
+            _say(f"  variant {name}: {cmd}")
+        if bench.why:
+            _say(f"  {bench.why}")
+
+
+@cli.command("show")
+@click.argument("recipe", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print the full recipe as JSON.")
+@click.option("--schema", "as_schema", is_flag=True, help="Print the recipe JSON Schema (all fields).")
+def show_command(recipe: str | None, as_json: bool, as_schema: bool) -> None:
+    """Show RECIPE (a shipped name or a YAML path): pins, sources, patches, deviations, benchmark.
+
+    \b
+    Example:  envbuild show alpa-megatron
+              envbuild show opt-175b-azure --json
+              envbuild show ./my-recipe.yaml
+              envbuild show --schema
+    """
+    if as_schema:
+        emit_json(Recipe.model_json_schema(by_alias=True))
+        return
+    if not recipe:
+        raise InputError("envbuild show needs a RECIPE (a shipped name or a YAML path)",
+                         hint="list the shipped recipes with `envbuild recipes`")
+    loaded = load_recipe_arg(recipe)
+    if as_json:
+        emit_json(json.loads(loaded.model_dump_json(by_alias=True)))
+        return
+    print_recipe(loaded)
