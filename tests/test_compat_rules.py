@@ -81,7 +81,10 @@ CASES = {
                             driver_cuda="11.4"), ["CUDA 12.1", "470.82.01", "up to CUDA 11.4"], set()),
     "driver-minor-compat": (make(driver_version="470.82.01", driver_cuda="11.4"),
                             ["2.0.1+cu118", "470.82.01", "minor-version compatibility"], set()),
+
     "nvcc-missing": (make(nvcc=None), ["no nvcc", "apex is built with --cuda_ext"], set()),
+    "cuda-ext-with-cpu-torch": (make(torch_pkg=torch("2.0.1", "cpu")), ["2.0.1+cpu", "CPU build", "--cuda_ext"],
+                                set()),
     "nvcc-too-old-for-gpu": (make(patches=[APEX_PATCH], gpus=H100, nvcc="11.7"),
                              ["nvcc 11.7 cannot compile for sm_90", "11.8"], {"nvcc-minor-mismatch"}),
     "nvcc-major-mismatch": (make(nvcc="12.1"), ["nvcc 12.1", "CUDA 11.8", "major versions differ"], set()),
@@ -217,3 +220,14 @@ def test_every_violated_row_is_reported_at_once():
     assert {"torch-python-no-wheel", "torch-not-on-pypi", "wheel-lacks-gpu-arch", "nvcc-major-mismatch",
             "apex-too-new-for-torch"} <= errors
     assert not v.feasible
+
+
+def test_driver_version_unknown_uses_the_minimum_for_its_cuda():
+    # driver_cuda 11.4 and no version: a cu118 torch runs by minor-version compatibility (warning)
+    v = preflight(*make(driver_version=None, driver_cuda="11.4"))
+    assert v.feasible and "driver-minor-compat" in {x.rule for x in v.warnings}
+    msg = next(x.message for x in v.warnings if x.rule == "driver-minor-compat")
+    assert "version unknown" in msg and "11.4" in msg
+    # across majors it stays an error
+    v = preflight(*make(torch_pkg=torch("2.1.0", "cu121"), no_apex=True, driver_version=None, driver_cuda="11.4"))
+    assert "driver-too-old" in {x.rule for x in v.errors}

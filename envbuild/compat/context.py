@@ -33,7 +33,9 @@ class TorchPick:
 
     @property
     def label(self) -> str:
-        return f"{self.version}+{self.tag}" if self.tag not in ("pypi",) else self.version
+        if self.tag == "pypi":
+            return self.version
+        return f"{self.version} ({self.tag})" if "+" in self.version else f"{self.version}+{self.tag}"
 
 
 @dataclass
@@ -84,6 +86,16 @@ class Context:
     @property
     def node_driver_cuda(self) -> str | None:
         return driver_cuda(self.facts.driver_cuda, self.facts.driver_version)
+
+    @property
+    def node_driver(self) -> tuple[str | None, str]:
+        """(driver version or its lower bound, how it is known) for minor-compatibility checks."""
+        from envbuild.compat.cuda_arch import min_driver_for
+
+        if self.facts.driver_version:
+            return self.facts.driver_version, f"driver {self.facts.driver_version}"
+        bound = min_driver_for(self.facts.driver_cuda)
+        return bound, f"the driver (version unknown; supports CUDA {self.facts.driver_cuda})"
 
     @property
     def gpu_names(self) -> dict[str, str]:

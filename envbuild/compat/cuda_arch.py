@@ -114,6 +114,12 @@ def driver_cuda(facts_driver_cuda: str | None, driver: str | None) -> str | None
     return major_minor(facts_driver_cuda) or max_cuda_for_driver(driver)
 
 
+def min_driver_for(cuda: str | None) -> str | None:
+    """Lowest driver that fully supports CUDA ``cuda`` ("11.4" -> "470.42.01")."""
+    row = next((r for r in DRIVER_MIN if vtuple(r.cuda) == vtuple(cuda)[:2]), None) if cuda else None
+    return row.min_driver if row else None
+
+
 def minor_compat(driver: str | None, cuda: str) -> bool:
     """Whether ``driver`` runs CUDA ``cuda`` through minor-version compatibility."""
     need = MINOR_COMPAT_MIN_DRIVER.get(vtuple(cuda)[0]) if vtuple(cuda) else None

@@ -17,6 +17,13 @@ def _nvcc_missing(ctx: Context) -> str | None:
     return f"no nvcc on {ctx.facts.host}, but " + "; ".join(ctx.cuda_ext_reasons)
 
 
+def _cpu_torch(ctx: Context) -> str | None:
+    if not ctx.builds_cuda or not ctx.torch or ctx.torch.tag != "cpu":
+        return None
+    why = "" if ctx.facts.gpus else f" (chosen because {ctx.facts.host} has no GPU)"
+    return f"torch {ctx.torch.label} is a CPU build{why}, but " + "; ".join(ctx.cuda_ext_reasons)
+
+
 def _nvcc_too_old(ctx: Context) -> str | None:
     nvcc = ctx.facts.nvcc
     if not ctx.builds_cuda or not nvcc:
@@ -279,6 +286,10 @@ RULES: list[Rule] = [
          "Apex --cuda_ext, DeepSpeed ops and Megatron fused kernels are compiled with nvcc on the node",
          "https://github.com/NVIDIA/apex#linux", "install the CUDA toolkit matching torch's CUDA (or use "
          "a devel container image)", _nvcc_missing),
+    Rule("cuda-ext-with-cpu-torch", "error", "CUDA extensions are built against a CPU-only torch",
+         "torch.utils.cpp_extension has no CUDA (torch.version.cuda is None): Apex --cuda_ext and "
+         "Megatron's fused kernels cannot be compiled or loaded", "https://github.com/NVIDIA/apex#linux",
+         "use a CUDA torch variant (cuda: auto on a GPU node, or a fixed cuXXX tag)", _cpu_torch),
     Rule("nvcc-too-old-for-gpu", "error", "the node's CUDA toolkit cannot target its GPU",
          "nvcc only emits SASS for archs it knows (sm_90 needs CUDA 11.8)", ca.ZENN_TABLE,
          "install a CUDA toolkit new enough for the GPU (and a torch built with it)", _nvcc_too_old),

@@ -86,12 +86,13 @@ def _driver_too_old(ctx: Context) -> str | None:
     need = t.cuda
     if vtuple(have) >= vtuple(need):
         return None
-    if vtuple(have)[0] == vtuple(need)[0] and ca.minor_compat(ctx.facts.driver_version, need):
+    driver, what = ctx.node_driver
+    if vtuple(have)[0] == vtuple(need)[0] and ca.minor_compat(driver, need):
         return None
     row = next((r for r in ca.DRIVER_MIN if r.cuda == need), None)
     want = f"driver >= {row.min_driver}" if row else f"a driver for CUDA {need}"
-    return (f"torch {t.label} needs CUDA {need}; driver {ctx.facts.driver_version or '?'} supports up "
-            f"to CUDA {have} (install {want} or pick a CUDA {have.split('.')[0]}.x wheel)")
+    return (f"torch {t.label} needs CUDA {need}; {what} supports up to CUDA {have} "
+            f"(install {want} or pick a CUDA {have.split('.')[0]}.x build)")
 
 
 def _driver_minor(ctx: Context) -> str | None:
@@ -99,8 +100,9 @@ def _driver_minor(ctx: Context) -> str | None:
     have = ctx.node_driver_cuda
     if not t or not t.cuda or not ctx.facts.gpus or not have or vtuple(have) >= vtuple(t.cuda):
         return None
-    if vtuple(have)[0] == vtuple(t.cuda)[0] and ca.minor_compat(ctx.facts.driver_version, t.cuda):
-        return (f"torch {t.label} (CUDA {t.cuda}) on driver {ctx.facts.driver_version} (CUDA {have}) "
+    driver, what = ctx.node_driver
+    if vtuple(have)[0] == vtuple(t.cuda)[0] and ca.minor_compat(driver, t.cuda):
+        return (f"torch {t.label} (CUDA {t.cuda}) on {what} (CUDA {have}) "
                 f"runs through minor-version compatibility only; PTX JIT of newer PTX is unavailable")
     return None
 
