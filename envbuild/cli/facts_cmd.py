@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from envbuild.cli import cli
-from envbuild.cli.output import console, err_console
+from envbuild.cli.output import console
 from envbuild.errors import EnvironmentProblem, InputError
 from envbuild.facts.model import NodeFacts
 from envbuild.fsio import write_atomic
@@ -77,7 +77,7 @@ def facts_command(local, hosts, inventory, identity, port, user, python, connect
         click.echo("[]")
 
     for exc in errors[:-1] if len(errors) > 1 else []:
-        err_console.print(f"error: {exc}", markup=False)
+        click.echo(f"error: {exc}", err=True)
     if len(errors) == 1:
         raise errors[0]
     if errors:

@@ -70,7 +70,7 @@ def _query_rows(text: str) -> list[dict[str, str]]:
         return []
     lines = [ln for ln in text.splitlines() if ln.strip()]
     # an old driver first rejects compute_cap, then the fallback query prints its own table
-    starts = [i for i, ln in enumerate(lines) if "," in ln and re.match(r"\s*(index|name)\b", ln)]
+    starts = [i for i, ln in enumerate(lines) if {"name", "index"} & {c.strip() for c in ln.split(",")}]
     if not starts:
         return []
     rows = list(csv.reader(io.StringIO("\n".join(lines[starts[-1]:])), skipinitialspace=True))

@@ -1,4 +1,4 @@
-"""NCCL version: torch's own (only when torch is importable), the nccl.h header, or the
+"""NCCL version: torch's own (only for a CUDA build of torch), the nccl.h header, or the
 versioned file name of libnccl.so found through ``ldconfig -p`` and the usual library folders.
 
 Output lines of the probe are tagged: "torch <value>", "header #define ...", "lib <path>".
@@ -14,8 +14,10 @@ PROBES = [
     Probe(
         "nccl",
         "found=\n"
-        'if [ -n "$__eb_py" ] && "$__eb_py" -c "import importlib.util as u, sys; '
-        "sys.exit(u.find_spec('torch') is None)\" 2>/dev/null; then\n"
+        # import torch (seconds) only for a CUDA build of it: lib/libtorch_cuda.so exists
+        'if [ -n "$__eb_py" ] && "$__eb_py" -c "import importlib.util as u, os, sys; s = u.find_spec(\'torch\'); '
+        "sys.exit(not (s and s.submodule_search_locations and os.path.exists("
+        "os.path.join(list(s.submodule_search_locations)[0], 'lib', 'libtorch_cuda.so'))))\" 2>/dev/null; then\n"
         '  v=$(__eb_to "$__eb_py" -c "import torch; print(torch.cuda.nccl.version())" 2>/dev/null)'
         ' && { echo "torch $v"; found=1; }\n'
         "fi\n"

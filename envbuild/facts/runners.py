@@ -78,6 +78,22 @@ def _unreachable(spec: HostSpec, reason: str) -> EnvironmentProblem:
     )
 
 
+def _reason(exc: BaseException) -> str:
+    """A short, human reason for a failed SSH connection."""
+    import paramiko
+    from paramiko.ssh_exception import NoValidConnectionsError
+
+    if isinstance(exc, NoValidConnectionsError) or isinstance(exc, ConnectionRefusedError):
+        return "connection refused (nothing listens on that port?)"
+    if isinstance(exc, (socket.timeout, TimeoutError)):
+        return "connection timed out"
+    if isinstance(exc, socket.gaierror):
+        return f"unknown host name ({exc.strerror})"
+    if isinstance(exc, paramiko.AuthenticationException):
+        return f"authentication failed ({exc})"
+    return str(exc) or type(exc).__name__
+
+
 class SshRunner:
     """Runs commands on ``spec`` over one Fabric connection (opened lazily, closed by ``close``)."""
 
@@ -100,7 +116,7 @@ class SshRunner:
         try:
             self.conn.open()
         except (OSError, paramiko.SSHException, EOFError) as exc:
-            raise _unreachable(self.spec, str(exc) or type(exc).__name__) from exc
+            raise _unreachable(self.spec, _reason(exc)) from exc
         try:
             r = self.conn.run(command, hide=True, warn=True, in_stream=False, timeout=timeout)
         except CommandTimedOut as exc:

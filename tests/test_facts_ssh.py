@@ -1,0 +1,71 @@
+"""envbuild facts over real sshd nodes on loopback (integration tier, never skipped)."""
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from envbuild.facts.gather import gather_hosts
+from envbuild.facts.hosts import parse_hosts, read_inventory
+from envbuild.facts.load import load_facts
+from envbuild.facts.model import NodeFacts
+from envbuild.testbed.sshd import free_port
+
+pytestmark = pytest.mark.integration
+
+
+def envbuild(*args):
+    return subprocess.run([sys.executable, "-m", "envbuild", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_facts_for_all_three_nodes(ssh_nodes, tmp_path):
+    out = tmp_path / "facts.json"
+    r = envbuild("facts", "--hosts", ssh_nodes.hosts_arg, "--identity", str(ssh_nodes.key_path), "--json", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    docs = json.loads(r.stdout)
+    assert [d["host"] for d in docs] == [f"{n.host}:{n.port}" for n in ssh_nodes.nodes]
+    facts = load_facts(out)
+    assert len(facts) == 3
+    for f in facts:
+        assert f.os_id and f.glibc and f.cpu_cores and f.pythons and f.collected_at
+        assert not f.has_gpu and "gpus" in f.missing
+
+
+def test_unreachable_host_is_reported_and_others_still_written(ssh_nodes, tmp_path):
+    dead = f"root@127.0.0.9:{free_port('127.0.0.9')}"
+    out = tmp_path / "facts.json"
+    r = envbuild("facts", "--hosts", f"{ssh_nodes.hosts_arg},{dead}", "-i", str(ssh_nodes.key_path), "-o", str(out))
+    assert r.returncode == 3
+    assert "127.0.0.9" in r.stderr and "connection refused" in r.stderr and "hint:" in r.stderr
+    assert "Traceback" not in r.stderr
+    for n in ssh_nodes.nodes:
+        assert f"{n.host}:{n.port}" in r.stdout
+    assert [f.host for f in load_facts(out)] == [f"{n.host}:{n.port}" for n in ssh_nodes.nodes]
+
+
+def test_inventory_written_by_testbed(ssh_nodes):
+    r = envbuild("facts", "--inventory", str(ssh_nodes.inventory_path), "--json")
+    assert r.returncode == 0, r.stderr
+    assert [d["host"] for d in json.loads(r.stdout)] == [n.name for n in ssh_nodes.nodes]
+    assert len(read_inventory(ssh_nodes.inventory_path)) == 3
+
+
+def test_hosts_gathered_in_parallel_one_command_each(ssh_nodes):
+    specs = parse_hosts(ssh_nodes.hosts_arg, identity=str(ssh_nodes.key_path))
+    t0 = time.monotonic()
+    (one,) = gather_hosts(specs[:1])
+    single = time.monotonic() - t0
+    t0 = time.monotonic()
+    results = gather_hosts(specs)
+    three = time.monotonic() - t0
+    assert all(isinstance(r, NodeFacts) for r in [one, *results])
+    assert three < 2.5 * single  # parallel, not 3x serial
+
+
+def test_wrong_key_is_an_environment_problem(ssh_nodes, tmp_path):
+    key = tmp_path / "other_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    r = envbuild("facts", "--hosts", ssh_nodes.nodes[0].address, "-i", str(key))
+    assert r.returncode == 3 and "authentication failed" in r.stderr and "--identity" in r.stderr
