@@ -60,3 +60,14 @@ def test_extension_gone_since_provision_is_so_hash_changed():
     base = Observed(extensions=[{"path": "/p/amp_C.so", "sha256": "1" * 64}])
     [d] = compare(None, None, Observed(), baseline=base)
     assert (d.kind, d.subject, d.observed) == ("so-hash-changed", "/p/amp_C.so", None)
+
+
+def test_patch_record_lost_since_provision_is_missing_but_never_recorded_is_not():
+    plan = {"prefix": "/p", "steps": [{"kind": "patch", "params": {
+        "id": "p1", "component": "apex", "kind": "replace", "decision": None}}]}
+    base = Observed(patches=[{"id": "p1", "component": "apex", "status": "applied", "diff": "--- a/x\n"}])
+    [d] = compare(None, plan, Observed(), baseline=base)
+    assert (d.kind, d.subject, d.observed) == ("patch-missing", "p1", "not recorded")
+    assert compare(None, plan, Observed(), baseline=Observed()) == []  # tree already had it
+    reverted = Observed(patches=[{"id": "p1", "component": "apex", "status": "reverted"}])
+    assert [d.kind for d in compare(None, plan, reverted)] == ["patch-missing"]

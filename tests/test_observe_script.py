@@ -74,8 +74,8 @@ def make_plan(prefix: Path, tree: Path, sha: str, env: dict[str, str]) -> dict:
             "backend": "venv", "steps": [
                 {"id": "git:megatron", "kind": "git_source", "title": "", "params": {"name": "megatron", "sha": sha, "dest": str(tree)}},
                 {"id": "patch:untie", "kind": "patch", "title": "", "params": {
-                    "patch": {"id": "untie-embeddings", "component": "megatron", "kind": "replace"},
-                    "decision": {"subject": "untie-embeddings", "outcome": "patched", "reason": ""}}},
+                    "id": "untie-embeddings", "component": "megatron", "kind": "replace", "decision": None,
+                    "dest": str(tree), "file": "megatron/training.py"}},
                 {"id": "env-file", "kind": "env_file", "title": "", "params": {"path": str(prefix / ".envbuild" / "env.sh"), "vars": env}}]}
 
 

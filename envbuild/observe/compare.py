@@ -15,7 +15,9 @@ def compare(lock: dict | None, plan: Any | None, observed: Observed,
     """Every difference between (lock, plan) and what ``observed`` found, in a stable order.
 
     ``baseline`` is the state recorded right after provisioning (the run's observed.json):
-    built extensions (.so hashes) have no pin in the lock, so they are compared with it.
+    built extensions (.so hashes) have no pin in the lock, so they are compared with it, and a
+    patch recorded then but not now is missing. A planned patch that never left a diff (the
+    tree already had it) is not drift; one whose diff no longer applies in reverse is.
 
     >>> compare({"packages": [{"name": "six", "version": "1.16.0"}]}, None,
     ...         Observed(packages={"six": "1.17.0"}))[0].kind
@@ -42,12 +44,13 @@ def compare_expected(exp: Expected, observed: Observed, baseline: Observed | Non
         if have != sha:
             drift.append(Drift(kind="commit-moved", subject=name, expected=sha, observed=have, host=host))
     recorded = {p.id: p for p in observed.patches}
+    had = {p.id for p in baseline.patches} if baseline is not None else set()
     for pid, component in exp.patches.items():
         p = recorded.get(pid)
-        if p is None:
+        if p is None and pid in had:  # recorded at provision time, gone now
             drift.append(Drift(kind="patch-missing", subject=pid, expected=f"applied to {component or '?'}",
                                observed="not recorded", host=host))
-        elif p.status not in PRESENT:
+        elif p is not None and p.status not in PRESENT:
             drift.append(Drift(kind="patch-missing", subject=pid, expected=f"applied to {component or '?'}",
                                observed=p.status, host=host))
     if baseline is not None:

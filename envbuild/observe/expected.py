@@ -100,15 +100,19 @@ def lock_git(lock: dict) -> dict[str, str]:
 
 
 def _patch_id(params: dict) -> tuple[str | None, str | None, str]:
-    patch = params.get("patch")
+    """(id, component, outcome) of a plan's patch step.
+
+    The planner puts ``id``, ``component``, ``kind`` and ``decision`` (an outcome string, or
+    None when no decision was needed) in the step's params; a nested ``patch`` mapping and a
+    ``decision`` mapping are read too.
+    """
+    patch = params.get("patch") if isinstance(params.get("patch"), dict) else {}
     decision = params.get("decision")
-    pid = patch.get("id") if isinstance(patch, dict) else patch
-    component = (patch.get("component") if isinstance(patch, dict) else None) or params.get("component")
-    kind = patch.get("kind") if isinstance(patch, dict) else None
+    pid = patch.get("id") or params.get("id") or (params.get("patch") if isinstance(params.get("patch"), str) else None)
+    component = patch.get("component") or params.get("component")
+    kind = patch.get("kind") or params.get("kind")
     outcome = decision.get("outcome") if isinstance(decision, dict) else decision
-    outcome = str(outcome or "patched")
-    if kind == "expect":
-        outcome = "expect"
+    outcome = "expect" if kind == "expect" else str(outcome or "patched")
     return pid, component, outcome
 
 

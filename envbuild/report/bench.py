@@ -14,7 +14,7 @@ from typing import Any
 from envbuild.report.model import Benchmark
 
 GPT_METRICS = {"tokens_per_s": "tokens/s", "tflops": "TFLOP/s", "mfu": ""}
-BANDWIDTH = re.compile(r"(busbw|algbw)")
+BANDWIDTH = re.compile(r"busbw_gbps$")
 
 
 def judge(value: float | None, threshold: float | None, higher_is_better: bool) -> bool | None:

@@ -14,6 +14,7 @@ from typing import Any
 from envbuild.errors import InputError
 from envbuild.fsio import sha256_text
 from envbuild.observe import Observed, compare_expected, expected_state, read_lock
+from envbuild.observe.expected import _patch_id
 from envbuild.report import bench
 from envbuild.report.fingerprint import node_fingerprint, run_fingerprint
 from envbuild.report.model import (DecisionRow, Deviation, FactsSummary, NodeReport, PatchRow,
@@ -62,7 +63,8 @@ def preflight_summary(p: dict) -> Preflight:
                     continue
                 text = item.get("message") or item.get("what") or item.get("summary") or item.get("id")
                 fix = item.get("fix")
-                problems.append(f"{text}" + (f" (fix: {fix})" if fix else ""))
+                label = "warning: " if str(sev).lower() == "warning" else ""
+                problems.append(f"{label}{text}" + (f" (fix: {fix})" if fix else ""))
             else:
                 problems.append(str(item))
     return Preflight(verdict=verdict, ok=ok, problems=problems)
@@ -88,16 +90,15 @@ def patch_rows(exp, obs: Observed | None, plan: dict) -> list[PatchRow]:
     decided = {}
     for step in plan.get("steps", []):
         if step.get("kind") == "patch":
-            p, d = step["params"].get("patch"), step["params"].get("decision")
-            pid = p.get("id") if isinstance(p, dict) else p
-            decided[pid] = (d.get("outcome") if isinstance(d, dict) else d, step.get("reason", ""))
+            pid, _, outcome = _patch_id(step.get("params") or {})
+            decided[pid] = (outcome, step.get("reason", ""))
     recorded = {p.id: p for p in (obs.patches if obs else [])}
     rows = []
     for pid in sorted(set(decided) | set(recorded) | set(exp.patches)):
         rec = recorded.get(pid)
         outcome, why = decided.get(pid, (None, ""))
         rows.append(PatchRow(id=pid, component=(rec.component if rec else None) or exp.patches.get(pid) or None,
-                             decision=outcome, status=rec.status if rec else "missing",
+                             decision=outcome, status=rec.status if rec else "not recorded",
                              reason=(rec.reason if rec and rec.reason else why), diff=rec.diff if rec else ""))
     return rows
 

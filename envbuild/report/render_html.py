@@ -78,7 +78,7 @@ def node_details(n: NodeReport) -> str:
                             + ok_cell(p.ok, "ok", "DRIFT") + "</tr>" for p in n.pins]))
     if n.patches:
         parts.append(table(["patch", "component", "decision", "status", "why"],
-                           ["<tr>" + td(p.id) + td(p.component) + td(p.decision) + td(p.status, "" if p.status != "missing" else "bad")
+                           ["<tr>" + td(p.id) + td(p.component) + td(p.decision) + td(p.status, "bad" if p.status == "reverted" else "")
                             + td(p.reason) + "</tr>" for p in n.patches]))
         for p in n.patches:
             if p.diff:

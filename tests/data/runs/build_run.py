@@ -60,17 +60,16 @@ def plan(host: str) -> dict:
         {"id": "git:apex", "kind": "git_source", "title": "Apex",
          "params": {"name": "apex", "url": "https://github.com/NVIDIA/apex", "sha": APEX_SHA, "dest": f"{PREFIX}/src/apex"}, "reason": ""},
         {"id": "patch:apex-cuda-check", "kind": "patch", "title": "relax Apex CUDA check",
-         "params": {"patch": {"id": "apex-cuda-check", "component": "apex", "kind": "apex-cuda-check"},
-                    "decision": {"subject": "apex-cuda-check", "outcome": "patched",
-                                 "reason": "nvcc 13.0 and torch cu130 have the same major version"},
-                    "dest": f"{PREFIX}/src/apex"},
-         "reason": "nvcc 13.0 and torch cu130 have the same major version"},
+         "params": {"id": "apex-cuda-check", "component": "apex", "kind": "apex-cuda-check", "file": "setup.py",
+                    "decision": "patched", "dest": f"{PREFIX}/src/apex", "nvcc": "13.0", "torch_cuda": "13.0",
+                    "why": "Apex refuses any CUDA mismatch between nvcc and torch"},
+         "reason": "patched: nvcc 13.0 and torch cu130 have the same major version"},
         {"id": "env-file", "kind": "env_file", "title": "write env.sh",
          "params": {"path": f"{PREFIX}/.envbuild/env.sh", "vars": {"NCCL_DEBUG": "WARN", "CUDA_DEVICE_MAX_CONNECTIONS": "1"}}, "reason": ""},
     ]
     return {"schema": "envbuild.plan/1", "recipe": "alpa-megatron", "target": "h100-ubuntu2404", "host": host,
             "prefix": PREFIX, "backend": "venv", "lock_digest": None, "facts_origin": "collected",
-            "decisions": [{"subject": "apex-cuda-check", "outcome": "patched",
+            "decisions": [{"subject": "patch:apex-cuda-check", "outcome": "patched",
                            "reason": "nvcc 13.0 and torch cu130 have the same major version", "source": None}],
             "steps": steps}
 
@@ -90,7 +89,7 @@ def observed(host: str, packages: dict) -> dict:
 def smoke(iter_ms: float) -> dict:
     return {"gpt": {"schema": "envbuild.smoke/1", "kind": "gpt", "ok": True, "tokens_per_s": 183000.0,
                     "tflops": 301.5, "peak_tflops": 702.0, "mfu": 0.4295},
-            "collective": {"schema": "envbuild.smoke/1", "kind": "collective", "ok": True, "busbw_gbps": 361.2},
+            "collective": {"schema": "envbuild.smoke/1", "kind": "collective", "ok": True, "world_size": 2, "max_busbw_gbps": 21.3, "max_algbw_gbps": 42.6},
             "apex": {"schema": "envbuild.smoke/1", "kind": "apex", "ok": True},
             "native": {"schema": "envbuild.smoke/1", "kind": "native", "metrics": {"elapsed_time_per_iteration_ms": iter_ms}}}
 
