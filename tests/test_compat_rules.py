@@ -109,7 +109,7 @@ CASES = {
                             ["01234567", "date unknown"], set()),
     "apex-pip-option-syntax": (make(torch_pkg=torch("1.13.1", "cu117"),
                                     apex={"sha": "265b451de8ba9bfcb67edc7360f3d8772d0a8bea"}, nvcc="11.7"),
-                               ["265b451d", "23.1", "setup.py", "--cuda_ext"], set()),
+                               ["265b451d", "23.1", "setup.py --cpp_ext --cuda_ext bdist_wheel"], set()),
     "apex-fast-mha-removed": (make(torch_pkg=torch("2.11.0", "cu130"),
                                    apex={"sha": "6424da3b4faa6c8f062da4a48c424fff3f02d42d",
                                          "build_options": ["--cpp_ext", "--cuda_ext", "--fast_multihead_attn"]},
@@ -231,3 +231,9 @@ def test_driver_version_unknown_uses_the_minimum_for_its_cuda():
     # across majors it stays an error
     v = preflight(*make(torch_pkg=torch("2.1.0", "cu121"), no_apex=True, driver_version=None, driver_cuda="11.4"))
     assert "driver-too-old" in {x.rule for x in v.errors}
+
+
+def test_pip_syntax_new_apex_with_old_pip_names_the_plan_choice():
+    v = preflight(*make(env={"pip": "<23.1"}))
+    msg = next(x.message for x in v.warnings if x.rule == "apex-pip-option-syntax")
+    assert "52e18c89" in msg and "<23.1" in msg and "--global-option" in msg

@@ -147,13 +147,14 @@ def _pip_syntax(ctx: Context) -> str | None:
     modern_pip = admits(spec, "23.1") or admits(spec, "25.3")
     if row.date < cm.APEX_PYPROJECT:
         if spec and not modern_pip:
-            return None
+            return None  # pip < 23.1: the plan passes --global-option, as published
         return (f"{name} predates Apex's pyproject (2023-06-12) and pip {spec or '(unpinned)'} admits "
-                f">= 23.1, where --global-option is deprecated; the plan must run `python setup.py "
-                f"install {' '.join(ctx.apex_options)}` in the tree or pin pip < 23.1")
-    if spec and not admits(spec, "23.1") and not admits(spec, "25.3"):
-        return (f"{name} has a pyproject and expects --config-settings '--build-option=...' with "
-                f"--no-build-isolation, which needs pip >= 23.1, but the recipe pins pip {spec}")
+                f">= 23.1, which deprecated --global-option and dropped the setup.py install fallback; "
+                f"plan's choice: `python setup.py {' '.join(ctx.apex_options)} bdist_wheel` in the tree, "
+                f"then pip installs the wheel (envbuild.patches.apex_build)")
+    if spec and not modern_pip:
+        return (f"{name} has a pyproject (documented with --config-settings, pip >= 23.1) but the recipe "
+                f"pins pip {spec}; plan's choice: --global-option with --no-build-isolation")
     return None
 
 
