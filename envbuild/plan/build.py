@@ -38,6 +38,14 @@ class PlanOptions:
     verdict: dict = field(default_factory=dict)  # preflight summary, when known
 
 
+def verdict_summary(verdict: object) -> dict:
+    """The part of a preflight verdict a plan carries: feasible, error and warning rule ids."""
+    violations = getattr(verdict, "violations", [])
+    return {"feasible": bool(getattr(verdict, "feasible", False)),
+            "errors": [v.rule for v in violations if v.severity == "error"],
+            "warnings": [v.rule for v in violations if v.severity == "warning"]}
+
+
 def default_prefix(recipe: Recipe, target: Target) -> str:
     """``<cache_dir>/envbuild/envs/<recipe>`` on targets with a scratch disk, else under ~."""
     base = f"{target.cache_dir.rstrip('/')}/envbuild" if target.cache_dir else "~/.envbuild"
@@ -75,12 +83,16 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
              reason=_env_reason(recipe, backend, interp is not None)))
 
     pip_version, pip_reason = pip_release(recipe.environment.pip)
-    tooling = [f"pip=={pip_version}"]
+    tooling = []
+    if recipe.environment.pip or recipe.apex:  # the pip version decides Apex's option syntax
+        tooling.append(f"pip=={pip_version}")
     if recipe.environment.setuptools:
         tooling.append(requirement("setuptools", recipe.environment.setuptools))
-    add(Step(id="pip-tooling", kind="pip_tooling", title=f"pip {pip_version}"
-             + (f", setuptools {recipe.environment.setuptools}" if recipe.environment.setuptools else ""),
-             params={"requirements": tooling}, reason=pip_reason))
+    if tooling:
+        add(Step(id="pip-tooling", kind="pip_tooling", title=", ".join(tooling),
+                 params={"requirements": tooling},
+                 reason=pip_reason if recipe.environment.pip or recipe.apex else
+                 "setuptools pinned by the recipe"))
 
     torch = torch_requirement(recipe, facts, lock, decisions)
     if torch is not None:
