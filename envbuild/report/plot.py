@@ -47,7 +47,7 @@ def bar_chart(rows: list[tuple[str, Benchmark]], width: int = 760) -> str:
             text += f" ({'min' if b.higher_is_better else 'max'} {fmt_num(b.threshold)})"
         out.append(f'<text x="{label_w + bar_w + 6}" y="{y + 16}">{escape(text)}</text>')
     legend_y = height - 8
-    out.append(f'<text x="{label_w}" y="{legend_y}" fill="#555">bar: measured (own scale per row); '
+    out.append(f'<text x="{label_w}" y="{legend_y}" fill="#555">bar: measured (one scale per metric); '
                "black tick: threshold</text>")
     out.append("</svg>")
     return "\n".join(out)
