@@ -43,6 +43,11 @@ def setup(tmp_path, monkeypatch, tmp_path_factory):
     _git("add", "b", cwd=work)
     _git("commit", "-qm", "fork change", cwd=work)
     head = _git("rev-parse", "HEAD", cwd=work)
+    _git("checkout", "-q", "main", cwd=work)
+    (work / "c").write_text("c\n")
+    _git("add", "c", cwd=work)
+    _git("commit", "-qm", "upstream moves on", cwd=work)
+    off = _git("rev-parse", "HEAD", cwd=work)  # on main, not on feature
     mirror = tmp_path / "mirror"
     (mirror / "acme").mkdir(parents=True)
     _git("clone", "-q", "--bare", str(work), str(mirror / "acme" / "widget.git"), cwd=tmp_path)
@@ -56,7 +61,7 @@ def setup(tmp_path, monkeypatch, tmp_path_factory):
         return recipe
 
     write()
-    return {"recipe": recipe, "write": write, "mirror": mirror, "base": base, "head": head,
+    return {"recipe": recipe, "write": write, "mirror": mirror, "base": base, "head": head, "off": off,
             "lockdir": tmp_path / "locks", "lockfile": tmp_path / "locks" / "tiny" / "lab.lock"}
 
 
@@ -118,10 +123,10 @@ def test_check_missing_lock_and_missing_package(setup, capsys):
 
 
 def test_sha_mismatch_against_mirror_is_an_error_naming_both(setup, capsys):
-    setup["write"](sha=setup["base"])
+    setup["write"](sha=setup["off"])
     assert _lock(setup, "--git-mirror", str(setup["mirror"])) == 1
     err = capsys.readouterr().err
-    assert setup["base"] in err and setup["head"] in err
+    assert setup["off"] in err and setup["head"] in err
     assert not setup["lockfile"].exists()  # nothing half-written
 
 

@@ -104,12 +104,17 @@ def test_lock_branch_without_pinned_sha_is_rejected_by_schema():
         _src()  # the recipe schema demands a sha or an 'unverified' reason
 
 
-def test_pinned_sha_mismatch_names_both(mirror):
+def test_pinned_sha_not_on_ref_names_both(mirror):
     with pytest.raises(CheckFailed) as err:
-        lock_git(_src(sha=mirror["base"]), mirror["root"])
+        lock_git(_src(sha=mirror["other"]), mirror["root"])
     msg = err.value.message
-    assert mirror["head"] in msg and mirror["base"] in msg
-    assert "moved on" in msg  # the pin is an ancestor of the branch head
+    assert mirror["head"] in msg and mirror["other"] in msg and "not on that ref" in msg
+
+
+def test_branch_moved_on_past_pin_locks_the_pin(mirror):
+    locked = lock_git(_src(ref="feature", sha=mirror["base"]), mirror["root"])
+    assert locked.verified and locked.sha == mirror["base"]
+    assert "moved on" in locked.note and locked.subject == "upstream base"
 
 
 def test_required_ancestor_absent(mirror):

@@ -162,3 +162,13 @@ def test_wheelhouse_serves_off_index_package(lab, tmp_path):
     assert probe.dist.sha256 == file_sha256(wheel) and probe.dist.filename == wheel.name
     assert str(tmp_path) not in yaml.safe_dump(lock.model_dump(mode="json"))  # no machine paths
     assert lock.package("six").source == "pypi"
+
+
+@pytest.mark.integration
+def test_no_build_isolation_sdist_is_locked_without_building(lab):
+    """flash-attn's setup.py imports torch: its sdist is locked, its metadata is not built."""
+    lock = make_lock(_recipe([{"name": "flash-attn", "version": "2.4.2", "build_isolation": False}],
+                             python="3.10", as_of="2024-01-26"), lab)
+    (fa,) = lock.packages
+    assert fa.dist.kind == "sdist" and fa.dist.filename.endswith(".tar.gz") and len(fa.dist.sha256) == 64
+    assert fa.note.startswith("dependencies not resolved")

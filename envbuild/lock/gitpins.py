@@ -24,8 +24,12 @@ def _unverified(src: GitSource, reason: str) -> LockedGit:
                      reason=f"not verified: {reason}")
 
 
-def lock_from_mirror(src: GitSource, repo: Path) -> LockedGit:
-    """Resolve and check one component against a local mirror; failures raise CheckFailed."""
+def lock_from_mirror(src: GitSource, repo: Path, say: Progress = lambda _m: None) -> LockedGit:
+    """Resolve and check one component against a local mirror; failures raise CheckFailed.
+
+    The recipe's SHA must be the ref's head, or an ancestor of it (a branch that moved on
+    since the pin); any other SHA is an error naming both.
+    """
     try:
         sha = gitsrc.resolve_ref(repo, src.ref)
     except InputError:
@@ -36,14 +40,18 @@ def lock_from_mirror(src: GitSource, repo: Path) -> LockedGit:
             raise CheckFailed(f"{src.name}: neither ref {src.ref!r} nor sha {src.sha} is in the "
                               f"mirror {repo}", hint="update the mirror (git fetch --all)") from None
         sha = src.sha  # the branch is gone, the pinned commit is still there
+    note = None
     if src.sha is not None and sha != src.sha:
         if gitsrc.has_commit(repo, src.sha) and gitsrc.is_ancestor(repo, src.sha, sha):
-            why = "the branch has moved on since the pin"
+            # a branch that moved on still contains the pin: the pin is what gets locked
+            note = f"ref {src.ref} has moved on past the pin; the pinned commit is on it"
+            say(f"git {src.name}: {src.ref} is at {sha[:12]}, pin {src.sha[:12]} is an ancestor: ok")
+            sha = src.sha
         else:
-            why = "the pinned commit is not on that ref"
-        raise CheckFailed(
-            f"{src.name}: ref {src.ref!r} resolves to {sha} but the recipe pins {src.sha} ({why})",
-            hint=f"pin the commit you mean: set sha: {sha} or ref: {src.sha} in the recipe")
+            raise CheckFailed(
+                f"{src.name}: ref {src.ref!r} resolves to {sha} but the recipe pins {src.sha}, "
+                f"which is not on that ref",
+                hint=f"pin the commit you mean: set sha: {sha}, or ref: {src.sha} in the recipe")
     checked: list[str] = []
     for anc in src.requires_ancestors:
         if not gitsrc.is_ancestor(repo, anc, sha):
@@ -54,7 +62,7 @@ def lock_from_mirror(src: GitSource, repo: Path) -> LockedGit:
         checked.append(anc)
     date, subject = gitsrc.commit_info(repo, sha)
     return LockedGit(name=src.name, url=src.url, ref=src.ref, sha=sha, verified=True,
-                     ancestors_checked=checked, commit_date=date, subject=subject)
+                     ancestors_checked=checked, commit_date=date, subject=subject, note=note)
 
 
 def lock_from_remote(src: GitSource) -> LockedGit:
@@ -67,9 +75,9 @@ def lock_from_remote(src: GitSource) -> LockedGit:
         raise CheckFailed(f"{src.name}: {exc.message}", hint=exc.hint) from None
     if src.sha is not None and gitsrc.SHA_RE.match(src.ref) and sha == src.ref:
         return _unverified(src, f"no mirror for {src.url}; a bare SHA can only be checked in a clone")
-    if src.sha is not None and sha != src.sha:
-        raise CheckFailed(f"{src.name}: ref {src.ref!r} resolves to {sha} at {src.url} but the "
-                          f"recipe pins {src.sha}", hint=f"set sha: {sha} or ref: {src.sha}")
+    if src.sha is not None and sha != src.sha:  # moved on, or not on the ref: needs a clone
+        return _unverified(src, f"ref {src.ref} no longer points at the pin; whether the pin is "
+                                f"on it needs a mirror of {src.url}")
     if src.requires_ancestors:
         return LockedGit(name=src.name, url=src.url, ref=src.ref, sha=sha, verified=False,
                          reason=f"not verified: ref resolved by ls-remote, ancestors need a mirror of {src.url}")
@@ -86,7 +94,7 @@ def lock_git(src: GitSource, mirror_dir: str | Path | None, progress: Progress |
     if repo is not None:
         say(f"git {src.name}: {src.ref} in mirror {repo}")
         try:
-            return lock_from_mirror(src, repo)
+            return lock_from_mirror(src, repo, say)
         except CheckFailed as exc:
             if not src.unverified:
                 raise

@@ -71,7 +71,8 @@ def make_lock(recipe: Recipe, target: Target, *, git_mirror: Path | None = None,
     req = UvRequest(requirements=tuple(sorted_.requirements), python=recipe.python,
                     python_platform=pyplat, exclude_newer=recipe.resolve_as_of,
                     excludes=tuple(sorted_.excludes), find_links=tuple(sorted_.find_links),
-                    extra_indexes=tuple(sorted_.extra_indexes))
+                    extra_indexes=tuple(sorted_.extra_indexes),
+                    no_build_metadata=tuple(sorted_.no_build))
     say(f"resolving {len(req.requirements)} package(s) with uv for Python {recipe.python} "
         f"on {pyplat}" + (f" as of {recipe.resolve_as_of}" if recipe.resolve_as_of else ""))
     prefer = "file://" + str(wheelhouse.resolve()) if wheelhouse else None

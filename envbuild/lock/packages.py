@@ -34,6 +34,7 @@ class Sorted:
     find_links: list[str] = field(default_factory=list)
     extra_indexes: list[str] = field(default_factory=list)
     given: list[LockedPackage] = field(default_factory=list)  # preinstalled + unverified
+    no_build: list[tuple[str, str]] = field(default_factory=list)  # (name, exact version)
     env: dict[str, str] = field(default_factory=dict)
 
 
@@ -121,6 +122,8 @@ def sort_packages(recipe: Recipe, target: Target, wheelhouse: Path | None,
             links = out.find_links if pkg.index_kind == "find-links" else out.extra_indexes
             if pkg.index not in links:
                 links.append(pkg.index)
+        if not getattr(pkg, "build_isolation", True) and is_exact(version):
+            out.no_build.append((pkg.name, version))
         out.requirements.append(requirement(pkg.name, version))
         out.requested[key] = version
     return out
@@ -138,7 +141,12 @@ def locked(res: Resolved, sorted_: Sorted, wheelhouse: Path | None) -> LockedPac
         source = next((i for i in sorted_.find_links + sorted_.extra_indexes
                        if url.startswith(i.rsplit("/", 1)[0])), url.rsplit("/", 1)[0])
     key = normalize(res.name)
+    note = None
+    if any(normalize(n) == key for n, _ in sorted_.no_build):
+        note = ("dependencies not resolved: built with --no-build-isolation against the "
+                "environment; the lock holds its file only")
     return LockedPackage(name=res.name, version=res.version, source=source,
                          required_by=list(res.required_by), requested=sorted_.requested.get(key),
                          dist=Dist(kind=res.kind, filename=filename, url=url, sha256=sha),
-                         verified=bool(sha), reason=None if sha else "not verified: no sha256 from the index")
+                         verified=bool(sha), reason=None if sha else "not verified: no sha256 from the index",
+                         note=note)

@@ -84,6 +84,7 @@ class LockedPackage(_M):
     provided_by: str | None = None  # preinstalled: "image nvcr.io/...", "module conda/2023-10-04"
     verified: bool
     reason: str | None = None
+    note: str | None = None  # e.g. dependencies not resolved (sdist built without isolation)
 
 
 class LockedGit(_M):
@@ -98,6 +99,7 @@ class LockedGit(_M):
     ancestors_checked: list[str] = Field(default_factory=list)
     commit_date: str | None = None
     subject: str | None = None
+    note: str | None = None  # e.g. the ref moved on past the pin
 
 
 class Lock(_M):

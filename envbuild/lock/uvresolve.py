@@ -35,6 +35,7 @@ class UvRequest:
     excludes: tuple[str, ...] = ()
     find_links: tuple[str, ...] = ()
     extra_indexes: tuple[str, ...] = ()
+    no_build_metadata: tuple[tuple[str, str], ...] = ()  # (name, version): static empty metadata
 
 
 @dataclass(frozen=True)
@@ -69,10 +70,23 @@ def platform_tags(python: str, pyplat: str) -> list[str]:
     return [f"cp{python.replace('.', '')}", f"{rest}_{arch}"]
 
 
+def uv_config(req: UvRequest) -> str:
+    """uv.toml text: static metadata for sdists that cannot be built in isolation (pure).
+
+    Packages such as flash-attn import torch in setup.py; uv would have to build them to
+    learn their dependencies. They are given empty metadata instead: their sdist is locked,
+    their dependencies are not (the recipe names the ones that matter).
+    """
+    out = []
+    for name, version in req.no_build_metadata:
+        out.append(f'[[dependency-metadata]]\nname = "{name}"\nversion = "{version}"\nrequires-dist = []\n')
+    return "\n".join(out)
+
+
 def uv_command(req: UvRequest, in_file: Path, excludes_file: Path | None, fmt: str,
-               cache_dir: Path) -> list[str]:
-    """The ``uv pip compile`` argument list (pure)."""
-    cmd = ["uv", "pip", "compile", str(in_file), "--no-config", "--quiet", "--no-header",
+               cache_dir: Path, config_file: Path) -> list[str]:
+    """The ``uv pip compile`` argument list (pure); ``config_file`` replaces any user uv.toml."""
+    cmd = ["uv", "pip", "compile", str(in_file), "--config-file", str(config_file), "--quiet", "--no-header",
            "--python-version", req.python, "--python-platform", req.python_platform,
            "--format", fmt, "--cache-dir", str(cache_dir)]
     if fmt == "requirements.txt":
@@ -220,9 +234,11 @@ def resolve(req: UvRequest, cache_dir: Path, prefer_prefix: str | None = None,
         if req.excludes:
             excl = Path(tmp) / "excludes.txt"
             excl.write_text("\n".join(req.excludes) + "\n")
+        config = Path(tmp) / "uv.toml"
+        config.write_text(uv_config(req))
         outputs = {}
         for fmt in ("pylock.toml", "requirements.txt"):
-            proc = _run(uv_command(req, in_file, excl, fmt, cache_dir), env)
+            proc = _run(uv_command(req, in_file, excl, fmt, cache_dir, config), env)
             if proc.returncode != 0:
                 raise explain_failure(proc.stderr, req)
             outputs[fmt] = proc.stdout
