@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ TARGET = str(DATA / "compat" / "a100-node.yaml")
 
 def run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "envbuild", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+                          text=True, timeout=120, env={**os.environ, "COLUMNS": "200"})
 
 
 def test_feasible_exits_zero_with_verdict_line():
@@ -70,3 +71,11 @@ def test_facts_of_wrong_schema_exit_two(tmp_path):
     bad.write_text(json.dumps({"schema": "envbuild.facts/1", "host": "x", "gpus": "eight"}))
     p = run("check", RECIPE, "-t", TARGET, "--facts", str(bad))
     assert p.returncode == 2 and "gpus" in p.stderr
+
+
+def test_local_target_without_facts_gathers_this_machine():
+    p = run("check", str(DATA / "compat" / "baseline-recipe.yaml"), "-t", "local", "--json")
+    assert p.returncode in (0, 1), p.stderr
+    v = json.loads(p.stdout)
+    assert v["target"] == "local" and v["origin"] == "collected"
+    assert len(v["passed"]) + len(v["violations"]) > 30

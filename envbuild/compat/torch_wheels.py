@@ -174,7 +174,7 @@ def choose_variant(version: str, cuda: str | None, facts: NodeFacts) -> tuple[st
     if cuda is None:
         default = next((w for w in rows if w.pypi), None)
         if default:
-            return default.tag, f"PyPI default build of torch {base} ({default.why})"
+            return default.tag, f"the PyPI build of torch {base} is its {default.tag} variant (source: {default.source})"
         return "pypi", f"PyPI default build of torch {base}; its CUDA variant is not in the table"
     if not facts.gpus:
         return "cpu", "cuda: auto on a node without GPUs"
