@@ -153,3 +153,14 @@ def test_checkout_at_clones_exact_commit(mirror, tmp_path):
     again = gitsrc.checkout_at(mirror["repo"], dest, mirror["base"])
     assert not (again / "c.txt").exists()
     assert _git("rev-parse", "HEAD", cwd=again) == mirror["base"]
+
+
+def test_mirror_lacking_ref_and_commit_records_unverified(mirror):
+    locked = lock_git(_src(ref="fairseq_v3", sha="a" * 40), mirror["root"])
+    assert not locked.verified and locked.sha == "a" * 40
+    assert locked.reason.startswith("not verified: neither ref fairseq_v3 nor the pinned commit")
+
+
+def test_mirror_lacking_ref_but_holding_commit(mirror):
+    locked = lock_git(_src(ref="gone-branch", sha=mirror["head"]), mirror["root"])
+    assert locked.verified and locked.sha == mirror["head"] and "not in the mirror" in locked.note

@@ -28,7 +28,8 @@ def lock_from_mirror(src: GitSource, repo: Path, say: Progress = lambda _m: None
     """Resolve and check one component against a local mirror; failures raise CheckFailed.
 
     The recipe's SHA must be the ref's head, or an ancestor of it (a branch that moved on
-    since the pin); any other SHA is an error naming both.
+    since the pin); any other SHA is an error naming both. A mirror that lacks both the ref
+    and the commit cannot tell: the pin is recorded unverified.
     """
     try:
         sha = gitsrc.resolve_ref(repo, src.ref)
@@ -37,10 +38,13 @@ def lock_from_mirror(src: GitSource, repo: Path, say: Progress = lambda _m: None
             raise CheckFailed(f"{src.name}: ref {src.ref!r} is not in the mirror {repo}",
                               hint="update the mirror or fix the ref") from None
         if not gitsrc.has_commit(repo, src.sha):
-            raise CheckFailed(f"{src.name}: neither ref {src.ref!r} nor sha {src.sha} is in the "
-                              f"mirror {repo}", hint="update the mirror (git fetch --all)") from None
+            say(f"git {src.name}: neither {src.ref} nor {src.sha[:12]} is in {repo}; recorded unverified")
+            return _unverified(src, f"neither ref {src.ref} nor the pinned commit is in the mirror of "
+                                    f"{src.url} (an incomplete mirror neither confirms nor refutes it)")
         sha = src.sha  # the branch is gone, the pinned commit is still there
-    note = None
+        note = f"ref {src.ref} is not in the mirror; the pinned commit is (not checked to be on it)"
+    else:
+        note = None
     if src.sha is not None and sha != src.sha:
         if gitsrc.has_commit(repo, src.sha) and gitsrc.is_ancestor(repo, src.sha, sha):
             # a branch that moved on still contains the pin: the pin is what gets locked
@@ -94,7 +98,7 @@ def lock_git(src: GitSource, mirror_dir: str | Path | None, progress: Progress |
     if repo is not None:
         say(f"git {src.name}: {src.ref} in mirror {repo}")
         try:
-            return lock_from_mirror(src, repo, say)
+            return _with_recipe_reason(src, lock_from_mirror(src, repo, say))
         except CheckFailed as exc:
             if not src.unverified:
                 raise
@@ -104,4 +108,12 @@ def lock_git(src: GitSource, mirror_dir: str | Path | None, progress: Progress |
         say(f"git {src.name}: not in mirror {mirror_dir}; recorded unverified")
         return _unverified(src, f"no mirror for {src.url} (not under the given --git-mirror)")
     say(f"git {src.name}: no mirror; trying git ls-remote {src.url}")
-    return lock_from_remote(src)
+    return _with_recipe_reason(src, lock_from_remote(src))
+
+
+def _with_recipe_reason(src: GitSource, locked: LockedGit) -> LockedGit:
+    """An unverified pin the recipe already flagged keeps the recipe's words first."""
+    if locked.verified or not src.unverified:
+        return locked
+    why = locked.reason.removeprefix("not verified: ") if locked.reason else ""
+    return locked.model_copy(update={"reason": f"not verified: {src.unverified}; {why}"})
