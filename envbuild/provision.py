@@ -119,21 +119,26 @@ def take_lock(opts: ProvisionOptions, recipe, target, say: Callable[[str], None]
 
 
 def preflight(recipe, target, facts) -> dict:
-    """The compatibility verdict as JSON ({feasible, ...}); feasible when no checker exists."""
+    """The compatibility verdict as JSON ({feasible, summary, ...}); feasible when no checker exists."""
     try:
         from envbuild.compat.check import preflight as check
     except ImportError:
-        return {"feasible": True, "summary": "no compatibility checker installed", "problems": []}
-    try:
-        from envbuild.facts.profile import refine
-
-        target = refine(target, facts)
-    except ImportError:
-        pass
+        return {"feasible": True, "summary": "no compatibility checker installed", "violations": []}
     verdict = check(recipe, target, facts)
     data = verdict.model_dump(mode="json") if hasattr(verdict, "model_dump") else dict(vars(verdict))
     data["feasible"] = bool(verdict.feasible)
+    errors = [v for v in data.get("violations") or [] if v.get("severity") == "error"]
+    data["summary"] = "; ".join(f"{v.get('rule')}: {v.get('message')}" for v in errors) or "feasible"
     return data
+
+
+def refine(target, facts):
+    """Live facts completed by the target profile (envbuild.facts.profile), when available."""
+    try:
+        from envbuild.facts.profile import refine as _refine
+    except ImportError:
+        return facts
+    return _refine(target, facts)
 
 
 def node_home(node: Node) -> str:
@@ -179,6 +184,7 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
             rd.write_node(node.name, "log.txt", msg + "\n")
             finish_node(node.name, "unreachable", log_tail=msg)
             continue
+        got = (refine(target, got[0]), got[1])
         facts[node.name] = got
         rd.write_node(node.name, "facts.json", got[0].model_dump(mode="json", by_alias=True))
         live.append(node)

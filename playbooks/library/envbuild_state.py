@@ -1,5 +1,5 @@
 #!/usr/bin/python
-"""Which plan steps must run on this node.
+"""Which plan steps must run on this node; with record=<id>, mark one step done.
 
 Reads <prefix>/.envbuild/state/<step-id>.done files. The first step whose recorded digest
 differs (or is missing) and every step after it are pending; the steps before it are done.
@@ -24,13 +24,29 @@ def split(prefix, steps, digests):
     return done, steps[len(done):]
 
 
+def record(prefix, sid, digest):
+    """Write <prefix>/.envbuild/state/<id>.done atomically."""
+    state = os.path.join(os.path.expanduser(prefix), ".envbuild", "state")
+    os.makedirs(state, exist_ok=True)
+    path = os.path.join(state, sid + ".done")
+    tmp = path + ".tmp"
+    with open(tmp, "w") as fh:
+        fh.write(digest + "\n")
+    os.replace(tmp, path)
+
+
 def main():
     module = AnsibleModule(argument_spec=dict(
         prefix=dict(type="str", required=True),
-        steps=dict(type="list", elements="str", required=True),
-        digests=dict(type="list", elements="str", required=True),
+        steps=dict(type="list", elements="str", default=[]),
+        digests=dict(type="list", elements="str", default=[]),
+        record=dict(type="str", default=None),
+        digest=dict(type="str", default=None),
     ), supports_check_mode=True)
     p = module.params
+    if p["record"]:
+        record(p["prefix"], p["record"], p["digest"])
+        module.exit_json(changed=False, recorded=p["record"])
     done, pending = split(p["prefix"], p["steps"], p["digests"])
     module.exit_json(changed=False, done=done, pending=pending,
                      prefix=os.path.expanduser(p["prefix"]))

@@ -1,1 +1,1 @@
-../envbuild/patches/textpatch.py
+../../envbuild/patches/textpatch.py

@@ -1,0 +1,122 @@
+"""The playbook roles on the local node, through the real executor (render -> ansible-runner)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from envbuild.execute import ansible as ex
+from envbuild.execute.events import EventSink, StepTracker
+from envbuild.execute.nodes import local_node
+from envbuild.plan.model import Plan, Step
+from envbuild.render.ansible import render, wheel_argv
+
+pytestmark = pytest.mark.integration
+
+
+def git(*args, cwd):
+    return subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=cwd,
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path):
+    r = tmp_path / "repo"
+    r.mkdir()
+    git("init", "-q", "-b", "main", cwd=r)
+    (r / "mod_x.py").write_text("VALUE = 'old'\n")
+    git("add", ".", cwd=r)
+    git("commit", "-qm", "one", cwd=r)
+    return r
+
+
+def env_step(prefix, python="3.11", path=sys.executable):
+    return Step(id="environment", kind="environment", title="venv", params={
+        "kind": "venv", "prefix": prefix, "python": python, "python_path": path,
+        "system_site_packages": False, "conda_module": None, "conda_channel": None})
+
+
+def run_plan(tmp_path, steps, prefix):
+    plan = Plan(recipe="t", target="local", host="local", prefix=prefix, backend="venv", steps=steps)
+    rd = tmp_path / "run"
+    r = render({"local": plan}, [local_node()], run_dir=str(rd), cache_dir=str(tmp_path / "cache"))
+    r.inventory["all"]["hosts"]["local"]["ansible_remote_tmp"] = str(rd / "remote")
+    job = ex.prepare(rd / "ansible", r, forks=1, insecure=False)
+    tracker = StepTracker()
+    sink = EventSink(rd / "events.jsonl")
+    rc = ex.run(job, sink, tracker)
+    sink.close()
+    return rc, tracker.hosts["local"], [json.loads(x) for x in (rd / "events.jsonl").read_text().splitlines()]
+
+
+def test_git_patch_pth_envfile_import_and_rerun_skips(tmp_path, repo):
+    prefix = str(tmp_path / "env")
+    sha = git("rev-parse", "HEAD", cwd=repo)
+    dest = f"{prefix}/src/x"
+    steps = [
+        env_step(prefix),
+        Step(id="git:x", kind="git_source", title="x", params={
+            "name": "x", "url": "https://example.invalid/x", "fetch_url": str(repo), "ref": "main",
+            "sha": sha, "dest": dest}),
+        Step(id="patch:x-value", kind="patch", title="p", params={
+            "id": "x-value", "component": "x", "dest": dest, "kind": "replace", "file": "mod_x.py",
+            "old": "'old'", "new": "'new'", "count": 1, "why": "test", "decision": None,
+            "nvcc": None, "torch_cuda": None}),
+        Step(id="install:x", kind="install_source", title="x", params={"name": "x", "dest": dest, "mode": "pth"}),
+        Step(id="env-file", kind="env_file", title="env", params={"path": f"{prefix}/.envbuild/env.sh",
+                                                                  "vars": {"NCCL_IB_PCI_RELAXED_ORDERING": "1"}}),
+        Step(id="import-check", kind="import_check", title="imp", params={"modules": ["mod_x"]}),
+    ]
+    rc, host, events = run_plan(tmp_path, steps, prefix)
+    assert rc == 0, (host.message, host.tail())
+    assert host.changed + host.ok == [s.id for s in steps]
+    assert git("rev-parse", "HEAD", cwd=dest) == sha
+    out = subprocess.run([f"{prefix}/bin/python", "-c", "import mod_x; print(mod_x.VALUE)"],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "new"
+    assert "+VALUE = 'new'" in Path(prefix, ".envbuild/patches/x-value.diff").read_text()
+    assert "export NCCL_IB_PCI_RELAXED_ORDERING=1" in Path(prefix, ".envbuild/env.sh").read_text()
+    for s in steps:
+        assert Path(prefix, ".envbuild/state", s.id + ".done").read_text().strip() == s.digest
+    assert {e["kind"] for e in events} >= {"start", "changed"}
+
+    rc, host, _ = run_plan(tmp_path, steps, prefix)
+    assert rc == 0 and host.changed == [] and host.skipped == [s.id for s in steps]
+
+
+def test_wrong_sha_fails_with_both_shas_and_leaves_nothing(tmp_path, repo):
+    prefix = str(tmp_path / "env")
+    head = git("rev-parse", "HEAD", cwd=repo)
+    wrong = "0123456789abcdef0123456789abcdef01234567"
+    dest = f"{prefix}/src/x"
+    steps = [env_step(prefix), Step(id="git:x", kind="git_source", title="x", params={
+        "name": "x", "url": "https://example.invalid/x", "fetch_url": str(repo), "ref": "main",
+        "sha": wrong, "dest": dest})]
+    rc, host, events = run_plan(tmp_path, steps, prefix)
+    assert rc != 0
+    assert host.failed_step == "git:x"
+    assert wrong in host.message and head in host.message
+    assert not Path(dest).exists() and not Path(dest + ".partial").exists()
+    assert not Path(prefix, ".envbuild/state/git:x.done").exists()
+    assert [e for e in events if e["kind"] == "failed"][0]["step"] == "git:x"
+
+
+def test_missing_interpreter_is_named(tmp_path):
+    prefix = str(tmp_path / "env")
+    rc, host, _ = run_plan(tmp_path, [env_step(prefix, python="3.4", path=None)], prefix)
+    assert rc != 0 and host.failed_step == "environment"
+    assert "Python 3.4 not found" in host.message
+    assert not Path(prefix, "bin/python").exists()
+
+
+def test_wheel_argv_from_install_commands():
+    assert wheel_argv("/e/bin/python", ["pip", "install", "-v", "--no-cache-dir",
+                                        "--global-option=--cpp_ext", "./"], "/w") == [
+        "/e/bin/python", "-m", "pip", "wheel", "--no-deps", "-w", "/w", "-v",
+        "--global-option=--cpp_ext", "./"]
+    assert wheel_argv("/e/bin/python", ["python", "setup.py", "install", "--cpp_ext"], "/w") == [
+        "/e/bin/python", "setup.py", "bdist_wheel", "-d", "/w", "--cpp_ext"]
