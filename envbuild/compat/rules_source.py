@@ -1,0 +1,149 @@
+"""Rows about the other source trees and pins: Megatron b31e129, metaseq, PyPI names, setuptools, NumPy."""
+
+from __future__ import annotations
+
+from envbuild.compat import commits as cm
+from envbuild.compat import cuda_arch as ca
+from envbuild.compat.context import Context
+from envbuild.compat.rule import Rule
+from envbuild.compat.versions import admits, version_lt, vtuple
+
+
+def _fused_disabled(ctx: Context, src) -> bool:
+    cmd = ctx.recipe.benchmark.command if ctx.recipe.benchmark else ""
+    patched = any(p.component == src.name and "fused_kernels" in p.file for p in ctx.recipe.patches)
+    return patched or "--no-masked-softmax-fusion" in cmd
+
+
+def _megatron_gencode(ctx: Context) -> str | None:
+    for src in ctx.sources_where(cm.is_b31e129_megatron):
+        if _fused_disabled(ctx, src):
+            continue
+        built = ["7.0"] + (["8.0"] if vtuple(ctx.facts.nvcc or "11")[0] >= 11 else [])
+        bad = [cc for cc in ctx.facts.archs if not ca.binary_runs(built, [], cc)]
+        if bad:
+            return (f"{src.name} (Megatron b31e129) JIT-builds its fused kernels for "
+                    f"{'/'.join(ca.sm(b) for b in built)} only, no PTX; node GPU "
+                    f"{', '.join(ca.sm(c) + ' (' + ctx.gpu_names[c] + ')' for c in bad)} cannot run them")
+    return None
+
+
+def _megatron_no_setup(ctx: Context) -> str | None:
+    for src in ctx.sources_where(cm.is_b31e129_megatron):
+        if src.install in ("editable", "wheel"):
+            return (f"{src.name} is installed '{src.install}', but b31e129 has no setup.py or "
+                    f"requirements.txt (deleted in 6c00f448)")
+    return None
+
+
+METASEQ_POST_V3 = (cm.METASEQ_V3_SWITCH, "78e15df5", "4de251ffca9a0717561f22bd721ee1ba7a8a5783",
+                   "f7ffa5fd61cf90f498a36d365c13dd7f1a912ff7")
+
+
+def _metaseq_megatron(ctx: Context) -> str | None:
+    megatron = [s for s in ctx.recipe.sources if cm.is_fairseq_v2(s) or cm.is_fairseq_v3(s)]
+    for ms in ctx.sources_where(cm.is_metaseq):
+        sha = ms.sha or ""
+        for mg in megatron:
+            if sha == cm.METASEQ_A1A4E733 and cm.is_fairseq_v3(mg):
+                return (f"metaseq a1a4e733 predates the switch to Megatron fairseq_v3 (5ca60055); "
+                        f"{mg.name} is fairseq_v3")
+            if any(sha.startswith(p[:8]) for p in METASEQ_POST_V3) and cm.is_fairseq_v2(mg):
+                return f"metaseq {sha[:8]} needs Megatron fairseq_v3 (#460, #523); {mg.name} is fairseq_v2"
+    return None
+
+
+SKLEARN_ENV = "SKLEARN_ALLOW_DEPRECATED_SKLEARN_PACKAGE_INSTALL"
+
+
+def _sklearn(ctx: Context) -> str | None:
+    for ms in ctx.sources_where(cm.is_metaseq):
+        if ms.install == "none" or (ms.sha != cm.METASEQ_A1A4E733
+                                    and cm.METASEQ_A1A4E733 not in ms.requires_ancestors):
+            continue
+        envs = [ctx.all_env()] + [p.env for p in ctx.recipe.packages]
+        if not any(e.get(SKLEARN_ENV, "").lower() == "true" for e in envs):
+            return f"{ms.name} (a1a4e733 or later) install_requires 'sklearn', which refuses to install unless {SKLEARN_ENV}=True"
+    return None
+
+
+COLLIDING = {"apex": "a Pyramid toolkit", "metaseq": "a 2015 sequencing package",
+             "ezpz": "a 2016 image-cropping package"}
+
+
+def _pypi_collision(ctx: Context) -> str | None:
+    bad = [p.name for p in ctx.recipe.packages
+           if p.name.lower() in COLLIDING and not p.index and not p.preinstalled]
+    if not bad:
+        return None
+    return "; ".join(f"PyPI '{n}' is {COLLIDING[n.lower()]}, not the project the recipe means" for n in bad)
+
+
+def _jit_arch_list(ctx: Context) -> str | None:
+    t = ctx.torch
+    if not t or not ctx.builds_cuda or not version_lt(t.version, "2.0"):
+        return None
+    if "TORCH_CUDA_ARCH_LIST" in ctx.all_env():
+        return None
+    bad = [cc for cc in ctx.facts.archs if vtuple(cc) > (8, 6)]
+    if not bad:
+        return None
+    return (f"torch {t.version}'s cpp_extension knows archs up to 8.6; auto-detected "
+            f"{', '.join(ca.sm(c) for c in bad)} is rejected when extensions are built")
+
+
+def _setuptools(ctx: Context) -> str | None:
+    t = ctx.torch
+    if not t or ctx.container or not version_lt(t.version, "1.11") or ctx.recipe.environment.setuptools:
+        return None
+    return (f"torch {t.version} with an unpinned setuptools: setuptools >= 59.6 breaks torch's use of "
+            f"distutils.version (metaseq CI pins setuptools==59.5.0)")
+
+
+def _numpy2(ctx: Context) -> str | None:
+    t = ctx.torch
+    if not t or ctx.container or not version_lt(t.version, "2.0") or vtuple(ctx.recipe.python) < (3, 9):
+        return None
+    np = ctx.recipe.package("numpy")
+    spec = np.version if np else None
+    if np and not admits(spec, "2.0.0"):
+        return None
+    return (f"torch {t.version} is built against NumPy 1.x, and numpy {spec or '(unpinned)'} on Python "
+            f"{ctx.recipe.python} admits NumPy 2")
+
+
+PINS = "shared/docs/PINS.md"
+
+RULES: list[Rule] = [
+    Rule("megatron-fused-kernels-arch", "error", "Megatron b31e129 fused kernels cannot run on the GPU",
+         "megatron/fused_kernels/__init__.py forces TORCH_CUDA_ARCH_LIST='' and gencode sm_70 (+sm_80 "
+         "for nvcc >= 11), no PTX; cubins do not cross majors (inference for sm_90)",
+         "NVIDIA/Megatron-LM@b31e1296:megatron/fused_kernels/__init__.py",
+         "patch the gencode list in megatron/fused_kernels/__init__.py, or disable fusions "
+         "(--no-masked-softmax-fusion ...)", _megatron_gencode),
+    Rule("megatron-no-setup-py", "error", "Megatron b31e129 cannot be pip-installed",
+         "6c00f448 deleted setup.py/requirements.txt before b31e129", "NVIDIA/Megatron-LM@6c00f448",
+         "install: pth (put the tree on sys.path)", _megatron_no_setup),
+    Rule("metaseq-megatron-branch", "error", "metaseq commit and Megatron fairseq branch disagree",
+         "metaseq switched to fairseq_v3 in 5ca60055 (#460); older metaseq calls fairseq_v2 APIs",
+         "https://github.com/facebookresearch/metaseq/issues/523", "a1a4e733 -> fairseq_v2; >= 5ca60055 "
+         "-> fairseq_v3 (fa6c0860)", _metaseq_megatron),
+    Rule("metaseq-sklearn-brownout", "error", "metaseq's 'sklearn' requirement refuses to install",
+         "the deprecated sklearn PyPI package raises on install since 2023-12-01",
+         "https://pypi.org/project/sklearn/0.0.post7/", f"set {SKLEARN_ENV}=True in the metaseq source's env",
+         _sklearn),
+    Rule("pypi-name-collision", "error", "a package name on PyPI is someone else's project",
+         "apex, metaseq and ezpz on PyPI are unrelated packages", PINS,
+         "install it from its git source (sources:) instead", _pypi_collision),
+    Rule("torch-jit-arch-list", "warning", "old torch rejects auto-detected archs above 8.6",
+         "1.x cpp_extension supported_arches stop at 8.6 (inference from copies in the index)", PINS,
+         "set TORCH_CUDA_ARCH_LIST (e.g. '8.0;8.6') in the recipe env", _jit_arch_list),
+    Rule("setuptools-old-torch", "warning", "setuptools >= 59.6 breaks torch < 1.11",
+         "torch used setuptools' distutils.version (pytorch PR 69904)",
+         "https://github.com/pytorch/pytorch/pull/69904", "set environment.setuptools: '==59.5.0'",
+         _setuptools),
+    Rule("numpy2-torch1", "error", "NumPy 2 with a torch 1.x wheel",
+         "torch 1.x wheels are compiled against the NumPy 1.x ABI ('A module that was compiled using "
+         "NumPy 1.x cannot be run in NumPy 2.x')", "https://github.com/xai4space/meteors/issues/20",
+         "pin numpy '<2'", _numpy2),
+]
