@@ -1,0 +1,198 @@
+#!/usr/bin/env python
+"""envbuild collective smoke check: torch.distributed all-reduce, right sum and bandwidth.
+
+Copied to nodes and run with the environment's interpreter; imports only torch and stdlib::
+
+    python collective.py --json                 # one rank per visible GPU (NCCL), or 2 CPU ranks (gloo)
+    python collective.py --nproc 2 --device cpu --json
+    torchrun --nproc_per_node 8 collective.py --json   # under a launcher: uses its env:// rendezvous
+
+Each rank fills a tensor with ``rank + 1``; after the all-reduce every element must equal
+``n(n+1)/2``. Timing: warmup, then ``--iters`` all-reduces between barriers, mean time per op.
+Bandwidths follow nccl-tests' definitions: ``algbw = bytes / time`` and
+``busbw = algbw * 2(n-1)/n`` (the per-link load of a ring all-reduce; 0 for one rank).
+Output: one JSON object, schema ``envbuild.smoke/1``, ``kind: collective``.
+"""
+
+import argparse
+import json
+import os
+import socket
+import sys
+import tempfile
+import time
+
+import torch
+import torch.distributed as dist
+
+SCHEMA = "envbuild.smoke/1"
+GPU_SIZES = [1 << 20, 16 << 20, 128 << 20]
+CPU_SIZES = [64 << 10, 1 << 20, 8 << 20]
+
+# NVLink multicast (NVLS) is left off: on shared hosts it can take GPUs out of service.
+os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+
+
+def bus_factor(world):
+    """nccl-tests' bus-bandwidth factor for all-reduce: 2(n-1)/n."""
+    return 2.0 * (world - 1) / world
+
+
+def measure(rank, world, device, sizes, iters, warmup):
+    """All-reduce each size; return a list of per-size result dicts (rank 0 meaningful)."""
+    rows = []
+    expected = world * (world + 1) / 2.0
+    for nbytes in sizes:
+        numel = max(1, nbytes // 4)
+        buf = torch.empty(numel, dtype=torch.float32, device=device)
+        buf.fill_(rank + 1)
+        dist.all_reduce(buf)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        correct = bool((buf == expected).all().item())
+        for _ in range(warmup):
+            dist.all_reduce(buf)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        dist.barrier()
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            dist.all_reduce(buf)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        elapsed = (time.perf_counter() - t0) / iters
+        # the slowest rank defines the time of a collective
+        t = torch.tensor([elapsed], dtype=torch.float64, device=device)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        flag = torch.tensor([1 if correct else 0], dtype=torch.int32, device=device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+        elapsed = float(t.item())
+        algbw = numel * 4 / elapsed / 1e9
+        rows.append({"bytes": numel * 4, "dtype": "float32", "time_s": elapsed,
+                     "algbw_gbps": algbw, "busbw_gbps": algbw * bus_factor(world),
+                     "correct": bool(flag.item())})
+    return rows
+
+
+def worker(rank, world, init_method, backend, device_kind, sizes, iters, warmup, out_path):
+    """One rank: join the group, measure, rank 0 writes the JSON result to ``out_path``."""
+    if device_kind == "cuda":
+        torch.cuda.set_device(rank % torch.cuda.device_count())
+        device = torch.device("cuda", torch.cuda.current_device())
+    else:
+        device = torch.device("cpu")
+    dist.init_process_group(backend, init_method=init_method, world_size=world, rank=rank)
+    try:
+        rows = measure(rank, world, device, sizes, iters, warmup)
+    finally:
+        dist.barrier()
+        dist.destroy_process_group()
+    if rank == 0 and out_path:
+        result = summary(world, backend, device, rows)
+        with open(out_path + ".tmp", "w") as fh:
+            json.dump(result, fh)
+        os.replace(out_path + ".tmp", out_path)
+    return rows
+
+
+def summary(world, backend, device, rows):
+    nccl = None
+    if backend == "nccl":
+        try:
+            v = torch.cuda.nccl.version()
+            nccl = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
+        except Exception:  # noqa: BLE001 - informative only
+            nccl = None
+    return {
+        "schema": SCHEMA, "kind": "collective", "op": "all_reduce",
+        "ok": bool(rows) and all(r["correct"] for r in rows),
+        "backend": backend, "world_size": world, "device": device.type,
+        "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
+        "torch": torch.__version__, "cuda": torch.version.cuda, "nccl_version": nccl,
+        "busbw_formula": "algbw * 2(n-1)/n",
+        "results": rows,
+        "max_busbw_gbps": max(r["busbw_gbps"] for r in rows) if rows else None,
+        "max_algbw_gbps": max(r["algbw_gbps"] for r in rows) if rows else None,
+    }
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _spawn_entry(rank, *args):
+    worker(rank, *args)
+
+
+def run(nproc=None, device="auto", sizes=None, iters=20, warmup=5):
+    """Spawn ranks on this host (or join a launcher's group) and return the result dict."""
+    use_cuda = device == "cuda" or (device == "auto" and torch.cuda.is_available())
+    backend = "nccl" if use_cuda else "gloo"
+    kind = "cuda" if use_cuda else "cpu"
+    sizes = sizes or (GPU_SIZES if use_cuda else CPU_SIZES)
+    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:  # torchrun / srun with env
+        rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        if use_cuda:
+            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank)) % torch.cuda.device_count())
+        fd, path = tempfile.mkstemp(suffix=".json")
+        os.close(fd)
+        worker(rank, world, "env://", backend, kind, sizes, iters, warmup, path if rank == 0 else None)
+        if rank != 0:
+            os.unlink(path)
+            return None
+        with open(path) as fh:
+            result = json.load(fh)
+        os.unlink(path)
+        return result
+    if nproc is None:
+        nproc = torch.cuda.device_count() if use_cuda else 2
+    if nproc < 1:
+        raise ValueError("need at least one rank")
+    init = "tcp://127.0.0.1:%d" % free_port()
+    fd, path = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    os.unlink(path)
+    try:
+        import torch.multiprocessing as mp
+        mp.spawn(_spawn_entry, args=(nproc, init, backend, kind, sizes, iters, warmup, path),
+                 nprocs=nproc, join=True)
+        with open(path) as fh:
+            return json.load(fh)
+    finally:
+        if os.path.exists(path):
+            os.unlink(path)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description="envbuild all-reduce smoke check (algbw/busbw)")
+    p.add_argument("--nproc", type=int, help="ranks to spawn (default: GPUs, or 2 on CPU)")
+    p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
+    p.add_argument("--sizes", help="comma-separated message sizes in bytes")
+    p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else None
+    try:
+        result = run(args.nproc, args.device, sizes, args.iters, args.warmup)
+    except Exception as exc:  # noqa: BLE001 - report as JSON, not a traceback
+        result = {"schema": SCHEMA, "kind": "collective", "ok": False, "torch": torch.__version__,
+                  "error": "%s: %s" % (type(exc).__name__, str(exc).strip().splitlines()[-1] if str(exc).strip() else "")}
+    if result is None:  # non-zero rank under a launcher
+        return 0
+    if args.json:
+        print(json.dumps(result, sort_keys=True))
+    elif "error" in result:
+        print("error: " + result["error"])
+    else:
+        for r in result["results"]:
+            print("%12d B  %8.3f ms  algbw %8.2f GB/s  busbw %8.2f GB/s  %s" % (
+                r["bytes"], r["time_s"] * 1e3, r["algbw_gbps"], r["busbw_gbps"],
+                "ok" if r["correct"] else "WRONG SUM"))
+    return 0 if result.get("ok") else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
