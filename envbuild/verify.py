@@ -108,7 +108,9 @@ def verify_node(run_dir: Path, runner: Runner, lock: dict | None) -> NodeVerdict
         return NodeVerdict(name, "unreachable", message=exc.message)
     drift = [d.model_copy(update={"host": name}) for d in compare_expected(exp, obs, baseline)]
     run = load_json(run_dir / "run.json") or {}
-    return NodeVerdict(name, "drift" if drift else "clean", drift,
+    summary = "" if drift else (f"{len(exp.packages)} packages, {len(exp.git)} commits, {len(exp.patches)} patches, "
+                                f"{len(baseline.extensions) if baseline else 0} extensions as recorded")
+    return NodeVerdict(name, "drift" if drift else "clean", drift, message=summary,
                        fingerprint=node_fingerprint(obs, run.get("lock_digest")))
 
 

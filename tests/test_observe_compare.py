@@ -71,3 +71,16 @@ def test_patch_record_lost_since_provision_is_missing_but_never_recorded_is_not(
     assert compare(None, plan, Observed(), baseline=Observed()) == []  # tree already had it
     reverted = Observed(patches=[{"id": "p1", "component": "apex", "status": "reverted"}])
     assert [d.kind for d in compare(None, plan, reverted)] == ["patch-missing"]
+
+
+def test_local_version_label_satisfies_a_plain_pin():
+    lock = {"packages": [{"name": "torch", "version": "2.13.0"}, {"name": "cupy", "version": "14.0.0+cu13"}]}
+    assert compare(lock, None, Observed(packages={"torch": "2.13.0+cpu", "cupy": "14.0.0+cu13"})) == []
+    [d] = compare(lock, None, Observed(packages={"torch": "2.13.0", "cupy": "14.0.0+cu12"}))
+    assert (d.kind, d.subject) == ("package-version", "cupy")
+
+
+def test_env_python_is_the_prefix_not_the_base_interpreter():
+    plan = {"prefix": "/opt/env", "steps": [{"kind": "environment", "params": {
+        "kind": "venv", "prefix": "/opt/env", "python_path": "/usr/bin/python3.11"}}]}
+    assert expected_state(None, plan).python == "/opt/env/bin/python"

@@ -10,6 +10,19 @@ from envbuild.observe.model import Drift, Observed
 PRESENT = {"applied", "already-applied", "recorded"}
 
 
+def same_version(locked: str, installed: str) -> bool:
+    """PEP 440 ``==locked``: a lock without a local label accepts ``2.13.0+cpu`` for ``2.13.0``."""
+    from packaging.version import InvalidVersion, Version
+
+    if locked == installed:
+        return True
+    try:
+        lv, iv = Version(locked), Version(installed)
+    except InvalidVersion:
+        return False
+    return lv == iv or (lv.local is None and lv == Version(iv.public))
+
+
 def compare(lock: dict | None, plan: Any | None, observed: Observed,
             baseline: Observed | None = None) -> list[Drift]:
     """Every difference between (lock, plan) and what ``observed`` found, in a stable order.
@@ -35,7 +48,7 @@ def compare_expected(exp: Expected, observed: Observed, baseline: Observed | Non
         have = installed.get(name)
         if have is None:
             drift.append(Drift(kind="package-missing", subject=name, expected=version, host=host))
-        elif have != version:
+        elif not same_version(version, have):
             drift.append(Drift(kind="package-version", subject=name, expected=version, observed=have, host=host))
     for name, sha in exp.git.items():
         if name not in observed.git and exp.sources and name not in exp.sources:

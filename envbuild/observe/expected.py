@@ -143,8 +143,6 @@ def expected_state(lock: dict | None, plan: Any | None) -> Expected:
         elif kind == "env_file":
             exp.env.update({k: str(v) for k, v in (params.get("vars") or {}).items()})
             exp.env_file = params.get("path") or exp.env_file
-        elif kind == "environment" and params.get("python_path"):
-            exp.python = params["python_path"]
         elif kind == "pip_install" and not lock:
             for req in params.get("requirements") or []:
                 name, sep, version = str(req).partition("==")

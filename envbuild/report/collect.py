@@ -14,6 +14,7 @@ from typing import Any
 from envbuild.errors import InputError
 from envbuild.fsio import sha256_text
 from envbuild.observe import Observed, compare_expected, expected_state, read_lock
+from envbuild.observe.compare import same_version
 from envbuild.observe.expected import _patch_id
 from envbuild.report import bench
 from envbuild.report.fingerprint import node_fingerprint, run_fingerprint
@@ -74,7 +75,8 @@ def pins(exp, obs: Observed) -> list[PinRow]:
     rows = []
     for name, version in exp.packages.items():
         have = obs.packages.get(name)
-        rows.append(PinRow(kind="package", name=name, expected=version, observed=have, ok=have == version))
+        ok = have is not None and same_version(version, have)
+        rows.append(PinRow(kind="package", name=name, expected=version, observed=have, ok=ok))
     for name, sha in exp.git.items():
         have = obs.git.get(name)
         rows.append(PinRow(kind="git", name=name, expected=sha, observed=have, ok=have == sha))
