@@ -3,7 +3,9 @@
 smoke.json holds one section per smoke script: ``gpt`` (tokens_per_s, tflops, mfu),
 ``collective`` (bus bandwidth), ``apex`` (extension check), ``native`` (the recipe's own
 benchmark, judged with the recipe's ``benchmark.threshold``). Each section may carry ``ok``;
-``thresholds: {metric: value}`` in a section adds thresholds for its metrics.
+``thresholds: {metric: value}`` in a section adds thresholds for its metrics. The native
+section holds ``metrics`` (from ``envbuild.smoke.native.parse``) and/or ``verdict``
+(``evaluate(...).to_dict()``).
 """
 
 from __future__ import annotations
@@ -18,10 +20,17 @@ BANDWIDTH = re.compile(r"busbw_gbps$")
 
 
 def judge(value: float | None, threshold: float | None, higher_is_better: bool) -> bool | None:
-    """True/False against the threshold; None when either number is missing."""
-    if value is None or threshold is None:
+    """True/False against the threshold (``envbuild.smoke.native.evaluate``); None without one.
+
+    A missing value with a threshold fails, as ``evaluate`` does for a metric absent from a log.
+    """
+    if threshold is None:
         return None
-    return value >= threshold if higher_is_better else value <= threshold
+    if value is None:
+        return False  # a threshold was set and the number is missing: the benchmark did not deliver
+    from envbuild.smoke.native import evaluate
+
+    return evaluate({"m": value}, "m", threshold, higher_is_better).passed
 
 
 def _num(v: Any) -> float | None:
@@ -49,10 +58,11 @@ def benchmarks(smoke: dict, recipe_benchmark: dict | None) -> list[Benchmark]:
     native = smoke.get("native") or {}
     if native:
         rb = recipe_benchmark or {}
-        metric = rb.get("metric") or native.get("metric")
+        verdict = native.get("verdict") if isinstance(native.get("verdict"), dict) else {}
+        metric = rb.get("metric") or verdict.get("metric") or native.get("metric")
         metrics = native.get("metrics") or {}
-        value = metrics.get(metric, native.get(metric, native.get("value")))
-        threshold = rb.get("threshold", native.get("threshold"))
+        value = metrics.get(metric, native.get(metric, verdict.get("value", native.get("value"))))
+        threshold = rb.get("threshold", verdict.get("threshold", native.get("threshold")))
         higher = rb.get("higher_is_better", native.get("higher_is_better", True))
         if metric:
             rows.append(_row(f"native.{metric}", value, rb.get("unit") or native.get("unit", ""),

@@ -141,8 +141,9 @@ def node_report(node_dir: Path, lock: dict | None, lock_digest: str | None, reci
         for b in node.benchmarks:
             if b.passed is False:
                 cmp = "below" if b.higher_is_better else "above"
-                reasons.append(Reason(kind="benchmark", host=host,
-                                      message=f"{b.name} = {b.value:g} {b.unit}".rstrip() + f", {cmp} threshold {b.threshold:g}"))
+                got = f"{b.name} = {b.value:g} {b.unit}".rstrip() if b.value is not None else f"{b.name} missing"
+                reasons.append(Reason(kind="benchmark", host=host, message=f"{got}, {cmp} threshold {b.threshold:g}"
+                                      if b.value is not None else f"{got} (threshold {b.threshold:g})"))
         reasons += [Reason(kind="smoke", host=host, message=f"smoke {k} not ok") for k, ok in node.smoke_ok.items() if not ok]
     return node, reasons
 
