@@ -42,6 +42,16 @@ class AnsibleJob:
                 f"--forks {self.forks}")
 
 
+def control_path_dir(wanted: Path) -> str:
+    """``wanted``, or a short /tmp folder named after it when the socket path would pass the
+    108-byte limit of Unix sockets (ssh adds ~30 characters to the folder)."""
+    if len(str(wanted)) <= 70:
+        return str(wanted)
+    import hashlib
+
+    return f"/tmp/envbuild-cp-{hashlib.sha256(str(wanted).encode()).hexdigest()[:10]}"
+
+
 def ansible_env(private_dir: Path, *, insecure: bool) -> dict[str, str]:
     """Environment for ansible-playbook: everything in the run folder, pipelining on."""
     home = private_dir / "home"
@@ -51,7 +61,7 @@ def ansible_env(private_dir: Path, *, insecure: bool) -> dict[str, str]:
         "PATH": bin_dir + (os.pathsep + path if path else ""),
         "ANSIBLE_HOME": str(home),
         "ANSIBLE_LOCAL_TEMP": str(home / "tmp"),
-        "ANSIBLE_SSH_CONTROL_PATH_DIR": str(home / "cp"),
+        "ANSIBLE_SSH_CONTROL_PATH_DIR": control_path_dir(home / "cp"),
         "ANSIBLE_PIPELINING": "True",
         "ANSIBLE_HOST_KEY_CHECKING": "False" if insecure else "True",
         "ANSIBLE_RETRY_FILES_ENABLED": "False",

@@ -21,7 +21,7 @@ def connection(node: Node):
     """A Fabric connection for an SSH node (host keys not checked only when node.insecure)."""
     from fabric import Config, Connection
 
-    kwargs: dict = {"timeout": CONNECT_TIMEOUT, "banner_timeout": CONNECT_TIMEOUT}
+    kwargs: dict = {"banner_timeout": CONNECT_TIMEOUT}
     if node.identity_file:
         kwargs["key_filename"] = node.identity_file
     cfg = Config(overrides={"load_ssh_configs": not node.insecure})
@@ -47,8 +47,7 @@ def run(node: Node, command: str, *, timeout: float = 300) -> tuple[int, str, st
     except Exception as exc:  # noqa: BLE001 - paramiko/socket errors all mean "cannot reach"
         raise EnvironmentProblem(f"{node.name}: cannot reach {node.target}"
                                  f"{':' + str(node.port) if node.port else ''}: {exc}",
-                                 hint="check the address, port, user and key (ssh -p PORT user@host true)",
-                                 where=node.name) from None
+                                 hint="check the address, port, user and key (ssh -p PORT user@host true)") from None
 
 
 def put_text(node: Node, text: str, remote_path: str) -> None:
