@@ -1,6 +1,6 @@
 """envbuild verify end to end on real loopback sshd nodes, each with its own real venv.
 
-A run directory records the expected state (lock + plan + observed baseline) of two nodes;
+A run directory records the expected state (lock + plan + observed baseline) of three nodes;
 verify re-observes them over SSH (Fabric): a clean fleet exits 0, a package changed on one node
 names that node alone and exits 1, an unreachable node exits 3.
 """
@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from envbuild.cli import main
-from envbuild.testbed.sshd import free_port, ssh_nodes
+from envbuild.testbed.sshd import free_port
 from test_observe_script import make_env, observe_local, sh
 
 pytestmark = pytest.mark.integration
@@ -24,31 +24,31 @@ RUN_ID = "20261122-090000-tiny-local"
 
 
 @pytest.fixture(scope="module")
-def fleet(tmp_path_factory):
-    """Two sshd nodes, a venv per node, and a run directory that expects what is installed."""
+def fleet(tmp_path_factory, ssh_nodes):
+    """The shared sshd nodes, a venv per node, and a run directory that expects what is installed."""
     root = tmp_path_factory.mktemp("verify")
     home = root / "home"
     run = home / "runs" / RUN_ID
-    with ssh_nodes(2) as bed:
-        names = [n.name for n in bed.nodes]
-        lock = None
-        for node in bed.nodes:
-            lock, plan = make_env(root / node.name, {"six": "1.16.0", "idna": "3.10"})
-            plan["host"] = node.name
-            baseline = observe_local(plan).model_dump(by_alias=True)
-            node_dir = run / "nodes" / node.name
-            node_dir.mkdir(parents=True)
-            (node_dir / "plan.json").write_text(json.dumps(plan))
-            (node_dir / "observed.json").write_text(json.dumps(baseline))
-            (node_dir / "result.json").write_text(json.dumps({"status": "ok"}))
-        # the per-node git SHAs differ (each node has its own tree): pin them per node in the plan only
-        lock.pop("git")
-        (run / "lock.lock").write_text("# DO NOT EDIT\n" + yaml.safe_dump(lock))
-        (run / "run.json").write_text(json.dumps({"schema": "envbuild.run/1", "run_id": RUN_ID, "recipe": "tiny",
-                                                  "target": "local", "status": "ok", "hosts": names,
-                                                  "lock_digest": "0" * 64}))
-        (home / "runs" / "latest").symlink_to(RUN_ID)
-        yield {"bed": bed, "run": run, "home": home, "root": root}
+    bed = ssh_nodes
+    names = [n.name for n in bed.nodes]
+    lock = None
+    for node in bed.nodes:
+        lock, plan = make_env(root / node.name, {"six": "1.16.0", "idna": "3.10"})
+        plan["host"] = node.name
+        baseline = observe_local(plan).model_dump(by_alias=True)
+        node_dir = run / "nodes" / node.name
+        node_dir.mkdir(parents=True)
+        (node_dir / "plan.json").write_text(json.dumps(plan))
+        (node_dir / "observed.json").write_text(json.dumps(baseline))
+        (node_dir / "result.json").write_text(json.dumps({"status": "ok"}))
+    # the per-node git SHAs differ (each node has its own tree): pin them per node in the plan only
+    lock.pop("git")
+    (run / "lock.lock").write_text("# DO NOT EDIT\n" + yaml.safe_dump(lock))
+    (run / "run.json").write_text(json.dumps({"schema": "envbuild.run/1", "run_id": RUN_ID, "recipe": "tiny",
+                                              "target": "local", "status": "ok", "hosts": names,
+                                              "lock_digest": "0" * 64}))
+    (home / "runs" / "latest").symlink_to(RUN_ID)
+    yield {"bed": bed, "run": run, "home": home, "root": root}
 
 
 def verify_json(fleet, monkeypatch, capsys, *args) -> tuple[int, dict, str]:
@@ -61,7 +61,8 @@ def verify_json(fleet, monkeypatch, capsys, *args) -> tuple[int, dict, str]:
 def test_clean_fleet_exits_0(fleet, monkeypatch, capsys):
     code, out, _ = verify_json(fleet, monkeypatch, capsys, "--inventory", str(fleet["bed"].inventory_path))
     assert code == 0, out
-    assert [(n["node"], n["status"], n["drift"]) for n in out["nodes"]] == [("node1", "clean", []), ("node2", "clean", [])]
+    assert [(n["node"], n["status"], n["drift"]) for n in out["nodes"]] == [
+        ("node1", "clean", []), ("node2", "clean", []), ("node3", "clean", [])]
     assert out["nodes"][0]["fingerprint"] and out["run"] == str(fleet["run"].resolve())
 
 
@@ -72,7 +73,7 @@ def test_changed_package_on_one_node_names_that_node(fleet, monkeypatch, capsys)
         code, out, err = verify_json(fleet, monkeypatch, capsys, "--inventory", str(fleet["bed"].inventory_path))
         assert code == 1
         status = {n["node"]: n for n in out["nodes"]}
-        assert status["node1"]["status"] == "clean"
+        assert status["node1"]["status"] == status["node3"]["status"] == "clean"
         assert status["node2"]["status"] == "drift"
         assert [(d["kind"], d["subject"], d["expected"], d["observed"]) for d in status["node2"]["drift"]] == [
             ("package-version", "six", "1.16.0", "1.17.0")]
@@ -112,4 +113,4 @@ def test_local_verify_and_missing_run(fleet, monkeypatch, capsys, tmp_path):
     monkeypatch.setenv("ENVBUILD_HOME", str(fleet["home"]))
     # the run has two nodes; --local cannot guess which one this machine is
     assert main(["verify", "--local"]) == 2
-    assert "the run has nodes: node1, node2" in capsys.readouterr().err
+    assert "the run has nodes: node1, node2, node3" in capsys.readouterr().err
