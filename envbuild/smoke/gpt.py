@@ -250,6 +250,8 @@ def run(cfg):
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
     dtype = pick_dtype(cfg["dtype"], device)
+    if cfg.get("threads"):
+        torch.set_num_threads(cfg["threads"])
     torch.manual_seed(cfg["seed"])
     if cfg["hidden"] % cfg["heads"]:
         raise ValueError("hidden (%d) must be divisible by heads (%d)" % (cfg["hidden"], cfg["heads"]))
@@ -379,7 +381,7 @@ def run(cfg):
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description="envbuild GPT training-step smoke benchmark (MFU)")
     p.add_argument("--preset", choices=sorted(PRESETS), default="tiny")
-    for name in ("layers", "hidden", "heads", "seq", "batch", "vocab", "steps", "warmup"):
+    for name in ("layers", "hidden", "heads", "seq", "batch", "vocab", "steps", "warmup", "threads"):
         p.add_argument("--" + name, type=int)
     p.add_argument("--dtype", choices=["auto", "bf16", "fp16", "fp32"], default="auto",
                    help="auto: bf16 on sm_80+, fp16 with loss scaling on older GPUs, fp32 on CPU")
@@ -421,7 +423,7 @@ def main(argv=None):
         if "error" in result:
             print("error: " + result["error"])
         else:
-            print("%s %s %s: %.0f tokens/s, %.1f TFLOP/s of %.1f measured peak, MFU %.1f%%, loss %.3f -> %.3f"
+            print("%s %s %s: %.0f tokens/s, %.3g TFLOP/s of %.3g measured peak, MFU %.1f%%, loss %.3f -> %.3f"
                   % (result["device_name"], result["dtype"], "compiled" if result["compile"] == "on" else "eager",
                      result["tokens_per_s"], result["tflops"], result["peak_tflops"], 100 * result["mfu"],
                      result["loss"]["first"], result["loss"]["last"]))

@@ -1,0 +1,289 @@
+"""Parsers for the recipes' native benchmark logs, and the pass/fail rule.
+
+Each parser is pure: ``parse(text, **options) -> dict`` of metrics, averaged over the logged
+iterations after the first ``warmup`` log lines (default 1: the first interval holds start-up,
+compilation and the first all-reduce). A recipe's ``benchmark.parser`` names one of
+``NATIVE_PARSERS``; ``evaluate`` then compares one metric with the recipe's threshold.
+
+Example::
+
+    >>> m = parse_megatron_deepspeed(open("train.log").read())
+    >>> evaluate(m, "samples_per_s", 50.0).passed
+    True
+
+Formats (see tests/data/native_logs/ for excerpts and their sources):
+
+* ``opt-baselines``: metaseq's JSON progress lines ``... | INFO | train_inner | {"wps": "774042",
+  ...}``; values are strings. ``wps`` is words (tokens) per second over all GPUs.
+* ``megatron-pretrain`` / ``megatronapp``: Megatron-LM ``training_log`` lines
+  `` iteration   10/  100 | consumed samples: ... | elapsed time per iteration (ms): 812.3 |
+  ... | global batch size:    16 | lm loss: ... |``. Samples/s = global batch / iteration time;
+  TFLOP/s per GPU from the model shape (options, or the ``arguments`` block Megatron prints).
+* ``megatron-deepspeed``: the same lines plus ``samples per second``, ``tokens per gpu per
+  second (tgs)`` and ``TFLOPs`` as printed, and DeepSpeed's ``CurrSamplesPerSec=`` timer lines.
+* ``envbuild-smoke``: the JSON object printed by envbuild/smoke/gpt.py or collective.py.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import asdict, dataclass
+from typing import Any, Callable
+
+ITER_RE = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|(.*)$")
+NUMBER = r"[-+]?\d[\d.]*(?:[eE][-+]?\d+)?"
+FIELD_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9 _()/\-]*?)\s*:\s*(" + NUMBER + r"|nan|inf)\s*$")
+ARG_RE = re.compile(r"(?:^|\]:)\s*([a-z_][a-z0-9_]*) \.{2,} (\S.*?)\s*$")  # after a "[default0]:" prefix too
+DS_TIMER_RE = re.compile(r"CurrSamplesPerSec=(" + NUMBER + ")")
+METASEQ_RE = re.compile(r"\|\s*(train_inner|train)\s*\|\s*(\{.*\})\s*$")
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _num(text: str) -> float | None:
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def iteration_lines(text: str) -> list[dict[str, Any]]:
+    """Every Megatron ``iteration N/ M | key: value | ...`` line as a dict of numbers."""
+    rows = []
+    for line in text.splitlines():
+        m = ITER_RE.search(line)
+        if not m:
+            continue
+        row: dict[str, Any] = {"iteration": int(m.group(1)), "train_iters": int(m.group(2))}
+        for field in m.group(3).split("|"):
+            fm = FIELD_RE.match(field)
+            if fm:
+                row[fm.group(1).strip()] = float(fm.group(2))
+        rows.append(row)
+    return rows
+
+
+def megatron_arguments(text: str) -> dict[str, str]:
+    """The ``  name ........ value`` block Megatron prints at start-up (first value wins)."""
+    args: dict[str, str] = {}
+    for line in text.splitlines():
+        m = ARG_RE.search(line)
+        if m and m.group(1) not in args:
+            args[m.group(1)] = m.group(2)
+    return args
+
+
+def iteration_ms(row: dict[str, Any]) -> float | None:
+    """Iteration time in ms from either the (ms) or the (s) spelling of the field."""
+    for key, scale in (("elapsed time per iteration (ms)", 1.0), ("elapsed time per iteration (s)", 1000.0),
+                       ("avg elapsed time per iteration (ms)", 1.0)):
+        if key in row:
+            return row[key] * scale
+    return None
+
+
+def megatron_model_flops(batch: int, seq: int, layers: int, hidden: int, vocab: int,
+                         recompute: bool = False) -> float:
+    """FLOPs of one iteration (Narayanan et al. 2021, eq. 3):
+    ``F = k * B * s * l * h^2 * (1 + s/(6h) + V/(16 l h))`` with k = 72, or 96 when the
+    forward pass is recomputed (full activation checkpointing)."""
+    k = 96 if recompute else 72
+    return k * batch * seq * layers * hidden ** 2 * (1 + seq / (6 * hidden) + vocab / (16 * layers * hidden))
+
+
+def _truthy(value: str | None) -> bool:
+    return str(value).strip().lower() in ("true", "1", "full", "uniform")
+
+
+def parse_megatron_pretrain(text: str, *, warmup: int = 1, layers: int | None = None,
+                            hidden: int | None = None, seq: int | None = None, vocab: int | None = None,
+                            gpus: int | None = None, recompute: bool | None = None) -> dict[str, Any]:
+    """Megatron-LM iteration lines -> iteration time, samples/s and (with a shape) TFLOP/s/GPU.
+
+    Model shape options default to Megatron's printed arguments (num_layers, hidden_size,
+    seq_length, padded_vocab_size or vocab, world_size, checkpoint_activations /
+    recompute_granularity) when the log has them.
+    """
+    rows = iteration_lines(text)
+    kept = rows[warmup:]
+    args = megatron_arguments(text)
+    out: dict[str, Any] = {"iterations_logged": len(rows), "iterations_used": len(kept)}
+    times = [t for t in (iteration_ms(r) for r in kept) if t]
+    batches = [r.get("global batch size") for r in kept]
+    if not times:
+        return out
+    out["iteration_ms"] = _mean(times)
+    if all(batches):
+        out["samples_per_s"] = _mean([b / (t / 1000.0) for b, t in zip(batches, times)])
+        out["global_batch_size"] = int(batches[-1])
+    losses = [r["lm loss"] for r in kept if "lm loss" in r]
+    if losses:
+        out["lm_loss_first"], out["lm_loss_last"] = losses[0], losses[-1]
+    layers = layers or _num(args.get("num_layers")) and int(_num(args["num_layers"]))
+    hidden = hidden or _num(args.get("hidden_size")) and int(_num(args["hidden_size"]))
+    seq = seq or _num(args.get("seq_length")) and int(_num(args["seq_length"]))
+    vocab = vocab or _padded_vocab(text) or (_num(args.get("padded_vocab_size")) and int(_num(args["padded_vocab_size"])))
+    gpus = gpus or (_num(args.get("world_size")) and int(_num(args["world_size"]))) or 1
+    if recompute is None:
+        recompute = _truthy(args.get("checkpoint_activations")) or args.get("recompute_granularity") == "full"
+    if layers and hidden and seq and vocab and "samples_per_s" in out:
+        fl = megatron_model_flops(out["global_batch_size"], seq, layers, hidden, vocab, recompute)
+        out["tflops_per_gpu"] = fl / (out["iteration_ms"] / 1000.0) / gpus / 1e12
+        out["tokens_per_s"] = out["samples_per_s"] * seq
+        out["model"] = {"layers": layers, "hidden": hidden, "seq": seq, "vocab": vocab,
+                        "gpus": gpus, "recompute": recompute}
+    return out
+
+
+def _padded_vocab(text: str) -> int | None:
+    m = re.search(r"padded vocab \(size: \d+\) with \d+ dummy tokens \(new size: (\d+)\)", text)
+    return int(m.group(1)) if m else None
+
+
+def parse_megatron_deepspeed(text: str, *, warmup: int = 1, **shape: Any) -> dict[str, Any]:
+    """Megatron-DeepSpeed lines: Megatron's metrics plus the printed samples/s, tgs and TFLOPs."""
+    out = parse_megatron_pretrain(text, warmup=warmup, **shape)
+    kept = iteration_lines(text)[warmup:]
+    for key, name in (("samples per second", "samples_per_s_printed"), ("TFLOPs", "tflops_printed"),
+                      ("tokens per gpu per second (tgs)", "tgs")):
+        values = [r[key] for r in kept if key in r]
+        if values:
+            out[name] = _mean(values)
+    if "tflops_printed" in out:
+        out.setdefault("tflops_per_gpu", out["tflops_printed"])
+    ds = [float(v) for v in DS_TIMER_RE.findall(text)]
+    if len(ds) > warmup:
+        out["ds_samples_per_s"] = _mean(ds[warmup:])
+    return out
+
+
+def parse_megatronapp(text: str, *, warmup: int = 1, **shape: Any) -> dict[str, Any]:
+    """MegatronApp's run_single.sh output: vendored Megatron core_v0.4.0 iteration lines."""
+    return parse_megatron_pretrain(text, warmup=warmup, **shape)
+
+
+def parse_opt_baselines(text: str, *, warmup: int = 1) -> dict[str, Any]:
+    """metaseq ``train_inner`` JSON lines -> mean words/s (``wps``), updates/s, words/batch."""
+    inner, summary = [], None
+    for line in text.splitlines():
+        m = METASEQ_RE.search(line)
+        if not m:
+            continue
+        try:
+            record = json.loads(m.group(2))
+        except ValueError:
+            continue
+        if m.group(1) == "train":
+            summary = record
+        else:
+            inner.append(record)
+    kept = [r for r in inner[warmup:] if _num(r.get("wps")) not in (None, 0.0)]
+    out: dict[str, Any] = {"updates_logged": len(inner), "updates_used": len(kept)}
+    for key, name in (("wps", "wps"), ("ups", "ups"), ("wpb", "wpb"), ("bsz", "bsz")):
+        values = [v for v in (_num(r.get(key)) for r in kept) if v is not None]
+        if values:
+            out[name] = _mean(values)
+    if kept:
+        out["num_updates"] = int(_num(kept[-1].get("num_updates")) or 0)
+        losses = [v for v in (_num(r.get("loss")) for r in kept) if v is not None]
+        if losses:
+            out["loss_first"], out["loss_last"] = losses[0], losses[-1]
+    if summary and _num(summary.get("wps")) is not None:
+        out["wps_summary"] = _num(summary["wps"])
+    return out
+
+
+def parse_envbuild_smoke(text: str) -> dict[str, Any]:
+    """The last ``envbuild.smoke/1`` JSON object in the text, flattened to its metrics."""
+    for line in reversed(text.strip().splitlines()):
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if obj.get("schema") == "envbuild.smoke/1":
+            keep = ("kind", "ok", "tokens_per_s", "tflops", "peak_tflops", "mfu", "max_busbw_gbps",
+                    "max_algbw_gbps", "status", "error")
+            out = {k: obj[k] for k in keep if k in obj}
+            if isinstance(obj.get("loss"), dict):
+                out["loss_last"] = obj["loss"].get("last")
+            return out
+    return {}
+
+
+# The metric names recipes use (benchmark.metric) for the parsers' own keys.
+ALIASES = {
+    "words_per_second": "wps",
+    "samples_per_second": "samples_per_s",
+    "iteration_time_ms": "iteration_ms",
+    "tflops": "tflops_per_gpu",
+    "tokens_per_second": "tokens_per_s",
+}
+
+
+def with_aliases(metrics: dict[str, Any]) -> dict[str, Any]:
+    """Add the recipe-facing metric names (``ALIASES``) next to the parsers' own keys."""
+    out = dict(metrics)
+    for alias, key in ALIASES.items():
+        if key in out and alias not in out:
+            out[alias] = out[key]
+    return out
+
+
+def parse(name: str, text: str, **options: Any) -> dict[str, Any]:
+    """Run the parser ``name`` on ``text`` and add the recipe-facing aliases."""
+    if name not in NATIVE_PARSERS:
+        from envbuild.errors import InputError
+        raise InputError(f"unknown benchmark parser {name!r}",
+                         hint="use one of: " + ", ".join(sorted(NATIVE_PARSERS)))
+    return with_aliases(NATIVE_PARSERS[name](text, **options))
+
+
+NATIVE_PARSERS: dict[str, Callable[..., dict[str, Any]]] = {
+    "opt-baselines": parse_opt_baselines,
+    "megatron-pretrain": parse_megatron_pretrain,
+    "megatron-deepspeed": parse_megatron_deepspeed,
+    "megatronapp": parse_megatronapp,
+    "envbuild-smoke": parse_envbuild_smoke,
+}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of comparing one metric with a threshold."""
+
+    passed: bool
+    metric: str
+    value: float | None
+    threshold: float | None
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def evaluate(metrics: dict[str, Any], metric: str, threshold: float | None,
+             higher_is_better: bool = True) -> Verdict:
+    """Pass when ``metrics[metric]`` is on the right side of ``threshold`` (inclusive).
+
+    A missing or non-finite metric fails, naming the metrics that were found; no threshold
+    passes with the value recorded.
+    """
+    value = metrics.get(metric)
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+        found = ", ".join(sorted(k for k, v in metrics.items() if isinstance(v, (int, float)))) or "none"
+        return Verdict(False, metric, None, threshold,
+                       f"metric {metric!r} not found in the log (metrics found: {found})")
+    if threshold is None:
+        return Verdict(True, metric, float(value), None, f"{metric} = {value:.6g} (no threshold set)")
+    ok = value >= threshold if higher_is_better else value <= threshold
+    rel = ">=" if higher_is_better else "<="
+    word = "meets" if ok else "misses"
+    return Verdict(ok, metric, float(value), threshold,
+                   f"{metric} = {value:.6g} {word} the threshold {rel} {threshold:.6g}")

@@ -1,0 +1,95 @@
+"""The smoke scripts run with real CPU torch: GPT tiny preset, 2 gloo ranks, Apex absent."""
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from envbuild.smoke import SMOKE_SCRIPTS, local_runner, run_smoke, smoke_command
+
+
+def run_script(kind, *args, timeout=240):
+    p = subprocess.run([sys.executable, str(SMOKE_SCRIPTS[kind]), *args], capture_output=True,
+                       text=True, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+@pytest.fixture(scope="module")
+def gpt_tiny():
+    rc, out, err = run_script("gpt", "--preset", "tiny", "--json")
+    assert rc == 0, err
+    return json.loads(out)
+
+
+def test_gpt_tiny_numbers_are_sane(gpt_tiny):
+    r = gpt_tiny
+    assert r["schema"] == "envbuild.smoke/1" and r["kind"] == "gpt" and r["ok"] is True
+    assert r["device"] == "cpu" and r["dtype"] == "float32"
+    for key in ("tokens_per_s", "tflops", "peak_tflops", "mfu"):
+        assert r[key] > 0 and math.isfinite(r[key]), key
+    assert len(r["step_times_s"]) == r["config"]["steps"]
+    assert r["tokens_per_s"] == pytest.approx(r["tokens_per_step"] / r["step_time_s"]["median"])
+    assert r["tflops"] == pytest.approx(r["tokens_per_s"] * r["flops_per_token"] / 1e12)
+    assert r["mfu"] == pytest.approx(r["tflops"] / r["peak_tflops"])
+
+
+def test_gpt_tiny_flops_formula_uses_the_counted_parameters(gpt_tiny):
+    c = gpt_tiny["config"]
+    assert gpt_tiny["params_matmul"] == gpt_tiny["params"] - c["seq"] * c["hidden"]
+    assert gpt_tiny["flops_per_token"] == 6 * gpt_tiny["params_matmul"] + 12 * c["layers"] * c["hidden"] * c["seq"]
+
+
+def test_gpt_tiny_loss_is_finite_and_falls(gpt_tiny):
+    values = gpt_tiny["loss"]["values"]
+    assert len(values) == gpt_tiny["config"]["steps"] + gpt_tiny["config"]["warmup"]
+    assert all(math.isfinite(v) for v in values)
+    assert values[-1] < values[0]
+
+
+def test_gpt_bad_shape_reports_json_error_not_traceback():
+    rc, out, err = run_script("gpt", "--preset", "tiny", "--hidden", "130", "--json")
+    r = json.loads(out)
+    assert rc == 1 and r["ok"] is False and "divisible" in r["error"]
+    assert "Traceback" not in err
+
+
+def test_collective_two_gloo_ranks_sum_right():
+    rc, out, err = run_script("collective", "--device", "cpu", "--nproc", "2", "--json",
+                              "--sizes", "4096,1048576", "--iters", "5")
+    assert rc == 0, err
+    r = json.loads(out)
+    assert r["ok"] and r["backend"] == "gloo" and r["world_size"] == 2
+    assert [row["bytes"] for row in r["results"]] == [4096, 1048576]
+    for row in r["results"]:
+        assert row["correct"] and row["algbw_gbps"] > 0
+        assert row["busbw_gbps"] == pytest.approx(row["algbw_gbps"] * 2 * (2 - 1) / 2)
+
+
+def test_apex_check_skips_clearly_without_apex():
+    rc, out, _ = run_script("apex", "--json")
+    r = json.loads(out)
+    assert rc == 0 and r["status"] == "skipped" and r["ok"] is True
+    assert r["reason"].startswith("skipped: apex not installed")
+    rc, out, _ = run_script("apex", "--json", "--require")
+    assert rc == 1 and json.loads(out)["status"] == "failed"
+
+
+def test_run_smoke_with_a_runner_collects_results_by_kind():
+    seen = []
+
+    def runner(argv):
+        seen.append(list(argv))
+        return local_runner(argv)
+
+    res = run_smoke(sys.executable, ["apex"], "tiny", runner)
+    assert set(res) == {"apex"} and res["apex"]["status"] == "skipped" and res["apex"]["rc"] == 0
+    assert seen == [smoke_command(sys.executable, "apex", "tiny")]
+    assert smoke_command("/env/bin/python", "gpt", "350m", "/tmp/s") == [
+        "/env/bin/python", "/tmp/s/gpt.py", "--json", "--preset", "350m"]
+
+
+def test_run_smoke_reports_a_script_that_printed_nothing():
+    res = run_smoke(sys.executable, ["gpt"], "tiny", lambda argv: (1, "", "ImportError: No module named 'torch'"))
+    assert res["gpt"]["ok"] is False and "torch" in res["gpt"]["error"]
