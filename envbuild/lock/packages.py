@@ -117,7 +117,7 @@ def sort_packages(recipe: Recipe, target: Target, wheelhouse: Path | None,
                 out.excludes.append(pkg.name)
                 out.given.append(LockedPackage(name=pkg.name, version=version, source=pkg.index,
                                                required_by=["recipe"], verified=False,
-                                               reason=f"not verified: {down}"))
+                                               reason=f"not verified: {down.split(' (')[0]}"))
                 continue
             links = out.find_links if pkg.index_kind == "find-links" else out.extra_indexes
             if pkg.index not in links:
