@@ -10,7 +10,6 @@ Exit codes: 0 every node clean, 1 drift on some node (wins: it is a definite fin
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +20,7 @@ from envbuild.observe import (Drift, Observed, compare_expected, expected_state,
                               observe_command, parse_observed, read_lock)
 from envbuild.report.collect import load_json
 from envbuild.report.fingerprint import node_fingerprint
+from envbuild.rundir import envbuild_home
 
 TIMEOUT_S = 300
 
@@ -38,10 +38,6 @@ class NodeVerdict:
     def to_dict(self) -> dict:
         return {"node": self.node, "status": self.status, "message": self.message,
                 "fingerprint": self.fingerprint, "drift": [d.model_dump() for d in self.drift]}
-
-
-def envbuild_home() -> Path:
-    return Path(os.environ.get("ENVBUILD_HOME") or Path.home() / ".envbuild")
 
 
 def resolve_run(run: str | Path | None, target: str | None = None) -> Path:
