@@ -29,3 +29,7 @@ def test_native_metric_absent_from_log_fails_only_with_a_threshold():
     assert row.value is None and row.passed is False
     [row] = benchmarks({"native": {"metrics": {"wps": 1.0}}}, {"metric": "samples_per_s", "threshold": None})
     assert row.value is None and row.passed is None
+
+
+def test_unreadable_smoke_section_is_not_ok():
+    assert section_ok({"gpt": {"error": "unreadable smoke output: Expecting value"}}) == {"gpt": False}

@@ -71,5 +71,9 @@ def benchmarks(smoke: dict, recipe_benchmark: dict | None) -> list[Benchmark]:
 
 
 def section_ok(smoke: dict) -> dict[str, bool]:
-    """{section: ok} for the sections that report an ``ok`` flag."""
-    return {k: bool(v["ok"]) for k, v in sorted(smoke.items()) if isinstance(v, dict) and "ok" in v}
+    """{section: ok} for sections with an ``ok`` flag; a section holding ``error`` is not ok."""
+    out = {}
+    for k, v in sorted(smoke.items()):
+        if isinstance(v, dict) and ("ok" in v or "error" in v):
+            out[k] = bool(v.get("ok", False)) and "error" not in v
+    return out
