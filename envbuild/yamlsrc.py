@@ -106,21 +106,54 @@ def validate(model: type[M], data: Any, source: str | Path, loc: _Located | None
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
+        errors = exc.errors()
+        # An unknown field explains a "missing" one next to it (a misspelt key): report it first.
+        err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
         field_path = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
         line = loc.line_for(field_path) if loc else None
         where = f"{source}:{line}" if line else str(source)
         kind = err["type"]
         if kind == "extra_forbidden":
             msg = f"{_dotted(field_path)}: unknown field"
-            default_hint = "remove it or check its spelling against `envbuild show --schema`"
+            default_hint = _close_field_hint(model, field_path) or \
+                "remove it or check its spelling against `envbuild show --schema`"
         elif kind == "missing":
             msg = f"{_dotted(field_path)}: required field is missing"
             default_hint = "add it; every pin needs a version or SHA and a reason"
         else:
             msg = f"{_dotted(field_path)}: {err['msg']}"
-            default_hint = "fix the value"
-        more = len(exc.errors()) - 1
+            default_hint = "fix the value; `envbuild show --schema` lists every field and its type"
+        more = len(errors) - 1
         if more:
             msg += f" (and {more} more problem{'s' if more > 1 else ''})"
         raise InputError(msg, hint=hint or default_hint, where=where) from None
+
+
+def _close_field_hint(model: type[BaseModel], path: PathKey) -> str | None:
+    """'did you mean ...' for a misspelt key, looking up the model that owns it."""
+    import difflib
+
+    owner: type[BaseModel] | None = model
+    for part in path[:-1]:
+        if isinstance(part, int) or owner is None:
+            continue
+        info = owner.model_fields.get(str(part))
+        owner = _model_of(info.annotation) if info else None
+    if owner is None:
+        return None
+    names = [f.alias or n for n, f in owner.model_fields.items()]
+    close = difflib.get_close_matches(str(path[-1]), names, n=1)
+    return f"did you mean {close[0]!r}? (fields here: {', '.join(names)})" if close else None
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model inside an annotation such as ``list[Package]`` or ``Source | None``."""
+    import typing
+
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _model_of(arg)
+        if found is not None:
+            return found
+    return None
