@@ -1,0 +1,64 @@
+"""Fast tier: host parsing, run directory layout, render output, CLI bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from envbuild import rundir
+from envbuild.errors import InputError
+from envbuild.execute.nodes import load_inventory, local_node, parse_hosts
+from envbuild.plan.model import Plan, Step
+from envbuild.render.ansible import render
+
+
+def test_parse_hosts_user_carries_over_and_ports():
+    nodes = parse_hosts("root@127.0.0.2:2201,127.0.0.3")
+    assert [(n.name, n.user, n.port) for n in nodes] == [("127.0.0.2", "root", 2201), ("127.0.0.3", "root", None)]
+    with pytest.raises(InputError):
+        parse_hosts("a b")
+    with pytest.raises(InputError):
+        parse_hosts("h1,h1")
+
+
+def test_inventory_without_hosts_is_bad_input(tmp_path):
+    f = tmp_path / "inv.yaml"
+    f.write_text("all:\n  vars: {x: 1}\n")
+    with pytest.raises(InputError):
+        load_inventory(f)
+    f.write_text("all:\n  hosts:\n    n1: {ansible_host: 10.0.0.1, ansible_port: 2222, ansible_user: u}\n")
+    (n,) = load_inventory(f)
+    assert (n.name, n.host, n.port, n.user) == ("n1", "10.0.0.1", 2222, "u")
+
+
+def test_run_dir_layout_and_latest(tmp_path, monkeypatch):
+    monkeypatch.setenv("ENVBUILD_HOME", str(tmp_path))
+    a = rundir.create("cpu-reference", "local", argv=["envbuild"], hosts=["local"], options={})
+    b = rundir.create("cpu-reference", "local", argv=["envbuild"], hosts=["local"], options={})
+    assert a.path != b.path and rundir.latest().path == b.path.resolve()
+    run = json.loads((b.path / "run.json").read_text())
+    assert run["schema"] == "envbuild.run/1" and run["status"] == "running"
+    assert b.run_id.split("-")[2:4] == ["cpu", "reference"]
+
+
+def test_render_carries_steps_and_digests():
+    step = Step(id="env-file", kind="env_file", title="e", params={"path": "/p/.envbuild/env.sh", "vars": {}})
+    plan = Plan(recipe="r", target="local", host="local", prefix="/p", backend="venv", steps=[step])
+    r = render({"local": plan}, [local_node()], run_dir="/run", cache_dir="/cache")
+    hv = r.inventory["all"]["hosts"]["local"]
+    assert hv["ansible_connection"] == "local" and hv["envbuild_python"] == "/p/bin/python"
+    assert hv["envbuild_steps"][0]["digest"] == step.digest
+    assert r.extravars == {"envbuild_run_dir": "/run", "envbuild_cache_dir": "/cache"}
+
+
+@pytest.mark.integration
+def test_cli_missing_wheelhouse_is_exit_2(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "envbuild", "provision", "--target", "local",
+                        "--wheelhouse", str(tmp_path / "nope"), "--dry-run"], capture_output=True,
+                       text=True, env={"ENVBUILD_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    assert p.returncode == 2
+    assert p.stderr.startswith("error: --wheelhouse") and "hint:" in p.stderr
+    assert "Traceback" not in p.stderr
