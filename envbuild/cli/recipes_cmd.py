@@ -66,7 +66,7 @@ def recipes_command(recipes: tuple[str, ...], as_json: bool) -> None:
         return
     table = Table(title="envbuild recipes", title_justify="left")
     for col in ("name", "title", "python", "env", "targets"):
-        table.add_column(col, overflow="fold")
+        table.add_column(col, overflow="fold", no_wrap=col in ("name", "python", "env"))
     for row in rows:
         name = row["name"] + (" *" if row["default"] else "")
         _row(table, name, row["title"], row["python"], row["environment"], ", ".join(row["targets"]))
