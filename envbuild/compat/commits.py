@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from envbuild.patches.apex_options import PYPROJECT_SINCE, option_row
 from envbuild.recipes.schema import GitSource
 
 
@@ -30,9 +31,9 @@ APEX_COMMITS: list[KnownCommit] = [
 APEX_MASTER = APEX_COMMITS[-1]
 
 # Apex milestones (first commit on master with the behaviour).
-APEX_PYPROJECT = "2023-06-12"  # 2d8302a6 (#1669): pyproject.toml, --config-settings README
+APEX_PYPROJECT = PYPROJECT_SINCE.isoformat()  # 2d8302a6 (#1669): pyproject.toml, --config-settings
 APEX_TORCH_LIBRARY = "2024-12-01"  # 2863aa02/73375b3b: needs torch.library.custom_op
-APEX_FAST_MHA_REMOVED = "2026-07-08"  # 526871a2 (#2016): --fast_multihead_attn, --fmha removed
+APEX_FAST_MHA_REMOVED = option_row("--fast_multihead_attn").removed  # 526871a2 (#2016)
 APEX_TORCH_SIX_LAST = "2022-05-31"  # 265b451d still imports torch._six (static check)
 APEX_OLD_TORCH_DROPPED = "2023-01-01"  # "latest APEX does not support torch v1.7.1" (Jan 2023)
 
