@@ -29,7 +29,7 @@ def resolve(name_or_path: str | Path, folder: Path, what: str) -> Path:
     known = shipped(folder)
     if text in known:
         return known[text]
-    close = difflib.get_close_matches(text, known, n=1)
+    close = [k for k in known if k.startswith(text)] or difflib.get_close_matches(text, known, n=1)
     hint = f"did you mean {close[0]!r}? " if close else ""
     raise InputError(
         f"unknown {what} {text!r}",
