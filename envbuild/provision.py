@@ -226,9 +226,12 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
     smoke_available = sorted(p.stem for p in SMOKE_DIR.glob("*.py") if not p.stem.startswith("_"))
     rendered = render(plans, feasible, run_dir=str(rd.path), cache_dir=cache_dir,
                       smoke_src=str(SMOKE_DIR), smoke_available=smoke_available)
-    for node in feasible:  # the local node keeps Ansible's remote temp inside the run folder
-        if node.is_local:
-            rendered.inventory["all"]["hosts"][node.name]["ansible_remote_tmp"] = str(rd.ansible / "home" / "remote")
+    smoke_runs = {n.name: _smoke_runs(recipe, plans[n.name], facts[n.name][0]) for n in feasible}
+    for node in feasible:
+        hv = rendered.inventory["all"]["hosts"][node.name]
+        hv["envbuild_smoke_runs"] = smoke_runs[node.name][0]
+        if node.is_local:  # the local node keeps Ansible's remote temp inside the run folder
+            hv["ansible_remote_tmp"] = str(rd.ansible / "home" / "remote")
     job = ansible_exec.prepare(rd.ansible, rendered, forks=len(feasible), insecure=opts.insecure)
     command = job.command()
 
@@ -258,9 +261,10 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
                     log_tail=(t.message + "\n" if t.message else "") + t.tail(),
                     changed=t.changed + t.ok, skipped=t.skipped,
                     duration_s=round((t.finished or time.time()) - started, 2) if t.failed_step else duration)
-        if status == "ok":
+        if status == "ok" or t.failed_step == "smoke":  # installed either way: record what is there
             _observe(rd, node, plans[node.name], lock_text)
-            _merge_smoke(rd, node.name)
+        if status in ("ok", "failed"):
+            _merge_smoke(rd, node.name, smoke_runs[node.name], recipe)
     status = _overall(results, len(nodes))
     rd.update_run(finished=rundir._now(), status=status)
     return ProvisionOutcome(rd.path, status, _exit(results), results, command, plans)
@@ -281,16 +285,33 @@ def _observe(rd: rundir.RunDir, node: Node, plan: Plan, lock_text: str | None) -
         rd.write_node(node.name, "observed.json", parse_observed(out, node.name).model_dump(mode="json", by_alias=True))
 
 
-def _merge_smoke(rd: rundir.RunDir, host: str) -> None:
-    folder = rd.node(host)
-    parts = {}
-    for f in sorted(folder.glob("smoke-*.json")):
-        try:
-            parts[f.stem[len("smoke-"):]] = json.loads(f.read_text())
-        except ValueError as exc:
-            parts[f.stem[len("smoke-"):]] = {"error": f"unreadable smoke output: {exc}"}
-    if parts:
-        rd.write_node(host, "smoke.json", parts)
+def _smoke_runs(recipe, plan: Plan, facts) -> tuple[list[dict], str | None]:
+    """(the smoke role's runs for this node, why the native benchmark does not run here)."""
+    from envbuild.smoke.onnode import native_run, node_runs, smoke_dir
+
+    step = next((s for s in plan.steps if s.kind == "smoke"), None)
+    if step is None:
+        return [], None
+    bench = recipe.benchmark.model_dump(mode="json") if recipe.benchmark else None
+    sources = {s.params["name"]: s.params["dest"] for s in plan.steps
+               if s.kind == "git_source" and s.params.get("name") and s.params.get("dest")}
+    gpus = len(getattr(facts, "gpus", None) or [])
+    native = native_run(bench, gpus=gpus, sources=sources, cwd=smoke_dir(plan.prefix))
+    return node_runs(plan.prefix, step.params, bench, gpus=gpus, sources=sources), native.get("skip")
+
+
+def _merge_smoke(rd: rundir.RunDir, host: str, runs: tuple[list[dict], str | None], recipe) -> None:
+    """nodes/<host>/smoke.json from the role's fetched outputs (nothing when smoke did not run)."""
+    from envbuild.smoke.onnode import collect_node, dumps
+
+    names = [r["name"] for r in runs[0]]
+    folder = rd.node(host) / "smoke"
+    if not names or not folder.is_dir():
+        return
+    bench = recipe.benchmark.model_dump(mode="json") if recipe.benchmark else None
+    results = collect_node(folder, names, bench, runs[1])
+    if results:
+        rd.write_node(host, "smoke.json", dumps(results))
 
 
 def _overall(results: dict[str, dict], n: int) -> str:

@@ -72,9 +72,9 @@ def compare_expected(exp: Expected, observed: Observed, baseline: Observed | Non
             if now.get(ext.path) != ext.sha256:
                 drift.append(Drift(kind="so-hash-changed", subject=ext.path, expected=ext.sha256,
                                    observed=now.get(ext.path), host=host))
-    want_env = dict(baseline.env) if baseline is not None else {}
-    want_env.update(exp.env)
-    for var, value in want_env.items():
+    # only the variables the plan's env_file step declares (recipe and target): the file's own
+    # PATH/VIRTUAL_ENV lines activate the environment and are not pins
+    for var, value in exp.env.items():
         if var not in observed.env:
             drift.append(Drift(kind="env-missing", subject=var, expected=value, host=host))
         elif observed.env[var] != value:

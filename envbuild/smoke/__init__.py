@@ -43,14 +43,24 @@ __all__ = ["SMOKE_SCRIPTS", "NATIVE_PARSERS", "KINDS", "PRESETS", "smoke_command
            "local_runner", "read_result", "evaluate", "parse", "Verdict"]
 
 
-def smoke_command(python: str, kind: str, preset: str = "tiny", script_dir: str | None = None) -> list[str]:
-    """The argv that runs one smoke script; ``script_dir`` is where the scripts lie on the node."""
+def smoke_command(python: str, kind: str, preset: str = "tiny", script_dir: str | None = None,
+                  *, require: bool = False) -> list[str]:
+    """The argv that runs one smoke script; ``script_dir`` is where the scripts lie on the node.
+
+    Each script has its own flags: only gpt takes ``--preset``; collective runs two CPU ranks
+    for the tiny preset; apex with ``require`` (the recipe builds Apex) fails when Apex is absent.
+
+    >>> smoke_command("py", "collective", "tiny", "/e/.envbuild/smoke")
+    ['py', '/e/.envbuild/smoke/collective.py', '--json', '--device', 'cpu', '--nproc', '2']
+    """
     script = SMOKE_SCRIPTS[kind] if script_dir is None else Path(script_dir) / SMOKE_SCRIPTS[kind].name
     argv = [python, str(script), "--json"]
     if kind == "gpt":
         argv += ["--preset", preset]
     elif kind == "collective" and preset == "tiny":
         argv += ["--device", "cpu", "--nproc", "2"]
+    elif kind == "apex" and require:
+        argv += ["--require"]
     return argv
 
 
