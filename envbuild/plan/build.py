@@ -199,7 +199,10 @@ def _source_steps(recipe: Recipe, src: GitSource, prefix: str, facts: NodeFacts,
                                 "env": dict(src.env)},
                         reason=f"published build step for {src.name}"))
     if src.install == "apex":
-        out.append(_apex_step(src, dest, facts, torch, pip_version, lock, decisions))
+        patch_params = [s.params for s in out if s.kind == "patch"]
+        out.append(_apex_step(src, dest, facts, torch, pip_version, lock, decisions,
+                              patch_digest=_digest(patch_params) if patch_params else "",
+                              python=recipe.python))
     elif src.install != "none":
         out.append(Step(id=f"install:{src.name}", kind="install_source",
                         title=f"install {src.name} ({src.install})",
@@ -221,8 +224,10 @@ def _apex_options(recipe: Recipe) -> list[str]:
 
 
 def _apex_step(src: GitSource, dest: str, facts: NodeFacts, torch: LockedPackage | None,
-               pip_version: str, lock: object | None, decisions: list[Decision]) -> Step:
-    """Build Apex once into a wheel cache keyed by everything that changes the binary."""
+               pip_version: str, lock: object | None, decisions: list[Decision], *,
+               patch_digest: str = "", python: str | None = None) -> Step:
+    """Build Apex once into a wheel cache keyed by everything that changes the binary:
+    the commit, the patches applied to it, torch and its CUDA, nvcc, archs, options, Python."""
     from envbuild.compat.commits import apex_commit
     from envbuild.patches import apex_build
 
@@ -240,8 +245,8 @@ def _apex_step(src: GitSource, dest: str, facts: NodeFacts, torch: LockedPackage
     env = {**cmd.env, **jobs.env(), **src.env}
     if archs:
         env["TORCH_CUDA_ARCH_LIST"] = archs
-    key = apex_build.cache_key(src.sha or src.ref, "", torch.version if torch else None, torch_cuda,
-                               facts.nvcc, archs or "", list(src.build_options))
+    key = apex_build.cache_key(src.sha or src.ref, patch_digest, torch.version if torch else None,
+                               torch_cuda, facts.nvcc, archs or "", list(src.build_options), python)
     decisions.append(Decision(subject="apex-build-jobs",
                               outcome=f"MAX_JOBS={jobs.max_jobs} nvcc-threads={jobs.nvcc_threads}",
                               reason=jobs.reason, source="https://github.com/NVIDIA/apex/issues/1882"))
@@ -267,6 +272,15 @@ def _fetch_url(url: str, mirror: str | None) -> str:
         return str(found) if found else url
     except ImportError:  # pragma: no cover - gitsrc ships with the lock package
         return url
+
+
+def _digest(obj: object) -> str:
+    """sha256 over an object's canonical JSON."""
+    import hashlib
+
+    from envbuild.fsio import canonical_json
+
+    return hashlib.sha256(canonical_json(obj).encode()).hexdigest()
 
 
 def _lock_digest(lock: object | None) -> str | None:

@@ -22,20 +22,46 @@ class Rendered:
 
 def wheel_argv(python: str, argv: list[str], outdir: str) -> list[str]:
     """Turn an install command (``pip install ... ./`` or ``python setup.py install ...``)
-    into the command that builds the same thing as a wheel into ``outdir``."""
+    into the command that builds the same thing as a wheel into ``outdir``.
+
+    A command that already builds a wheel (``setup.py ... bdist_wheel -d DIR`` or ``pip wheel
+    ... -w DIR``, what ``envbuild.patches.apex_build.install_command(wheel_dir=...)`` returns)
+    keeps its shape and gets ``outdir`` as its output folder."""
     a = list(argv)
     if a and a[0] in ("pip", "pip3"):
         a = [python, "-m", "pip"] + a[1:]
     elif a and a[0].startswith("python"):
         a[0] = python
     if "setup.py" in a:
+        if "bdist_wheel" in a:
+            return _with_outdir(a, a.index("bdist_wheel"), ("-d", "--dist-dir"), outdir)
         i = a.index("install") if "install" in a else len(a)
         a[i:i + 1] = ["bdist_wheel", "-d", outdir]
         return a
-    if "install" in a:
+    if "wheel" in a and "install" not in a:
+        a = _with_outdir(a, a.index("wheel"), ("-w", "--wheel-dir"), outdir)
+    elif "install" in a:
         i = a.index("install")
         a[i:i + 1] = ["wheel", "--no-deps", "-w", outdir]
     return [x for x in a if x not in ("--no-cache-dir", "--force-reinstall", "-e")]
+
+
+def _with_outdir(a: list[str], after: int, flags: tuple[str, ...], outdir: str) -> list[str]:
+    """``a`` with the output-folder option following index ``after`` set to ``outdir``."""
+    out = a[:after + 1]
+    rest = a[after + 1:]
+    i = 0
+    while i < len(rest):
+        word = rest[i]
+        if word in flags and i + 1 < len(rest):
+            i += 2
+            continue
+        if any(word.startswith(f + "=") for f in flags if f.startswith("--")):
+            i += 1
+            continue
+        out.append(word)
+        i += 1
+    return out[:after + 1] + [flags[0], outdir] + out[after + 1:]
 
 
 def step_vars(step: Step, prefix: str, python: str) -> dict:
