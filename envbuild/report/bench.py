@@ -1,6 +1,6 @@
 """Benchmark rows from a node's smoke.json, judged against thresholds (pure).
 
-smoke.json holds one section per smoke script: ``gpt`` (tokens_per_s, tflops, mfu),
+smoke.json holds one section per smoke script: ``gpt`` (tokens_per_s, tflops, mfu, loss),
 ``collective`` (bus bandwidth), ``apex`` (extension check), ``native`` (the recipe's own
 benchmark, judged with the recipe's ``benchmark.threshold``). Each section may carry ``ok``;
 ``thresholds: {metric: value}`` in a section adds thresholds for its metrics. The native
@@ -10,6 +10,7 @@ section holds ``metrics`` (from ``envbuild.smoke.native.parse``) and/or ``verdic
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -51,6 +52,11 @@ def benchmarks(smoke: dict, recipe_benchmark: dict | None) -> list[Benchmark]:
     for key, unit in GPT_METRICS.items():
         if key in gpt:
             rows.append(_row(f"gpt.{key}", gpt[key], unit, limits.get(key), True))
+    loss = gpt.get("loss") if isinstance(gpt.get("loss"), dict) else {}
+    if "last" in loss:  # the training loss after the last step; a non-finite one has no value
+        last = _num(loss["last"])
+        rows.append(_row("gpt.loss_last", last if last is not None and math.isfinite(last) else None,
+                         "", limits.get("loss_last"), False))
     coll = smoke.get("collective") or {}
     limits = coll.get("thresholds") or {}
     for key in sorted(k for k in coll if BANDWIDTH.search(k) and _num(coll[k]) is not None):

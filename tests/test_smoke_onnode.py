@@ -1,0 +1,76 @@
+"""The smoke role's runs and the smoke.json read back from them (pure, plus real script output)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from envbuild.recipes import load_recipe
+from envbuild.smoke import SMOKE_SCRIPTS, local_runner
+from envbuild.smoke.onnode import collect_node, native_run, node_runs
+
+
+def bench(name: str) -> dict:
+    return load_recipe(name).benchmark.model_dump(mode="json")
+
+
+def test_each_script_gets_its_own_flags():
+    runs = node_runs("/opt/env", {"kinds": ["gpt", "collective", "apex"], "preset": "350m"})
+    argv = {r["name"]: r["argv"] for r in runs}
+    assert argv["gpt"] == ["/opt/env/bin/python", "/opt/env/.envbuild/smoke/gpt.py", "--json", "--preset", "350m"]
+    assert "--preset" not in argv["collective"]  # collective.py has no --preset
+    assert argv["apex"][-1] == "--require"  # the recipe builds Apex: its absence is a failure
+    assert [r["script"] for r in runs] == ["gpt.py", "collective.py", "apex_check.py"]
+    tiny = node_runs("/opt/env", {"kinds": ["collective"], "preset": "tiny"})
+    assert tiny[0]["argv"][2:] == ["--json", "--device", "cpu", "--nproc", "2"]
+
+
+def test_native_benchmark_runs_only_where_it_can():
+    assert native_run(bench("cpu-reference"), gpus=0, sources={}, cwd="/x") == {"skip": "measured by the gpt smoke"}
+    alpa = bench("alpa-megatron")
+    assert native_run(alpa, gpus=0, sources={"alpa": "/e/src/alpa"}, cwd="/x")["skip"].startswith("needs 1 GPUs")
+    assert "alpa" in native_run(alpa, gpus=1, sources={}, cwd="/x")["skip"]
+    run = native_run(alpa, gpus=1, sources={"alpa": "/e/src/alpa"}, cwd="/x")
+    assert run["cwd"] == "/e/src/alpa/osdi22_artifact/megatron"
+    assert run["env"] == {"PYTHONPATH": "/e/src/alpa"} and run["argv"][:2] == ["bash", "-c"]
+    runs = node_runs("/e", {"kinds": ["gpt"], "preset": "350m"}, alpa, gpus=1, sources={"alpa": "/e/src/alpa"})
+    assert [r["name"] for r in runs] == ["gpt", "native"]
+
+
+def _fetched(folder, name, rc, out, err=""):
+    folder.mkdir(exist_ok=True)
+    (folder / f"{name}.out").write_text(out)
+    (folder / f"{name}.err").write_text(err)
+    (folder / f"{name}.rc").write_text(f"{rc}\n")
+
+
+@pytest.mark.integration
+def test_smoke_json_from_real_gpt_output_has_the_native_section(tmp_path):
+    rc, out, err = local_runner([sys.executable, str(SMOKE_SCRIPTS["gpt"]), "--preset", "tiny", "--json"])
+    assert rc == 0, err
+    _fetched(tmp_path, "gpt", rc, out, err)
+    smoke = collect_node(tmp_path, ["gpt"], bench("cpu-reference"))
+    assert smoke["gpt"]["ok"] is True and smoke["gpt"]["tokens_per_s"] > 0
+    native = smoke["native"]
+    assert native["ran"] and native["parser"] == "envbuild-smoke"
+    assert native["metrics"]["tokens_per_second"] == smoke["gpt"]["tokens_per_s"]
+    assert native["verdict"]["passed"] is True and native["verdict"]["threshold"] is None
+
+
+def test_failed_script_and_native_log_parsed_from_fetched_files(tmp_path):
+    _fetched(tmp_path, "gpt", 1, "", "Traceback ...\nModuleNotFoundError: No module named 'torch'\n")
+    smoke = collect_node(tmp_path, ["gpt", "collective"], bench("cpu-reference"))
+    assert smoke["gpt"]["ok"] is False and "No module named 'torch'" in smoke["gpt"]["error"]
+    assert "collective" not in smoke  # never fetched: nothing claimed
+    assert smoke["native"]["verdict"]["passed"] is False
+    log = (" iteration        2/       3 | elapsed time per iteration (ms): 900.0 | global batch size:    16 |\n"
+           " iteration        3/       3 | elapsed time per iteration (ms): 800.0 | global batch size:    16 |\n")
+    _fetched(tmp_path, "native", 0, log)
+    smoke = collect_node(tmp_path, ["native"], bench("megatronapp"))
+    assert smoke["native"]["metrics"]["iteration_time_ms"] == 800.0
+    assert smoke["native"]["verdict"]["passed"] is True
+    skipped = collect_node(tmp_path, ["gpt"], bench("megatronapp"), skip="needs 4 GPUs, the node has 0")
+    assert skipped["native"] == {**{k: skipped["native"][k] for k in ("parser", "metric", "unit", "threshold",
+                                                                      "higher_is_better")},
+                                 "ran": False, "reason": "needs 4 GPUs, the node has 0"}
