@@ -35,14 +35,30 @@ def test_build_jobs_small_node_is_serial():
 
 
 def test_build_jobs_big_node_parallel_within_memory():
-    b = build_jobs(96, 1800, True)
-    assert b.nvcc_threads == 4 and b.max_jobs * b.nvcc_threads <= 96
-    small = build_jobs(16, 64, True)
+    b = build_jobs(96, 1800, True, archs=4)
+    assert b.nvcc_threads == 4 and b.concurrent <= 96
+    small = build_jobs(16, 64, True, archs=4)
     for x in (b, small):  # never plan more concurrent nvcc than memory minus headroom allows
         mem = 1800 if x is b else 64
-        assert x.max_jobs * x.nvcc_threads * 3.0 <= mem - max(4, 0.15 * mem)
-    assert small.max_jobs * small.nvcc_threads < b.max_jobs * b.nvcc_threads
+        assert x.concurrent * 3.0 <= mem - max(4, 0.15 * mem)
+    assert small.concurrent < b.concurrent
     assert b.env() == {"MAX_JOBS": str(b.max_jobs), "NVCC_APPEND_FLAGS": "--threads 4"}
+
+
+def test_nvcc_threads_only_help_with_several_archs():
+    # nvcc --threads splits work across -gencode targets: with one arch it does nothing
+    # (seen on the H100 build, bench/results/h100-apex-build.json).
+    one = build_jobs(16, 125, True, nvcc="13.0", archs=1)
+    assert one.nvcc_threads == 1 and "NVCC_APPEND_FLAGS" not in one.env()
+    assert build_jobs(16, 125, True, nvcc="13.0", archs=2).nvcc_threads == 2
+
+
+def test_extension_parallelism_spreads_slots_over_extensions():
+    # Apex >= 2025-02-25 builds several extensions at once; each has only a few sources.
+    b = build_jobs(16, 125, True, nvcc="13.0", archs=1, parallel_ext=True)
+    assert b.parallel > 1 and b.max_jobs <= 4 and b.concurrent <= 16
+    serial = build_jobs(16, 125, True, nvcc="13.0", archs=1, parallel_ext=False)
+    assert serial.parallel == 1 and serial.max_jobs == 16
 
 
 def test_build_jobs_old_nvcc_has_no_threads_and_cpp_only_is_lighter():

@@ -70,53 +70,74 @@ def arch_list(compute_capabilities: Iterable[object], *, ptx: bool = False, nvcc
 
 @dataclass(frozen=True)
 class BuildJobs:
-    """Parallelism for one Apex build: ``MAX_JOBS`` (ninja) and nvcc ``--threads``."""
+    """Parallelism for one Apex build: extensions built at once (``--parallel``), ``MAX_JOBS``
+    (ninja jobs per extension) and nvcc ``--threads`` (splits work across ``-gencode`` targets)."""
 
     max_jobs: int
     nvcc_threads: int
     reason: str
+    parallel: int = 1  # extensions at once; only Apex >= 2025-02-25 (c9e6f056) has --parallel
 
     def __iter__(self) -> Iterator:
         return iter((self.max_jobs, self.nvcc_threads, self.reason))
 
     def env(self) -> dict[str, str]:
-        """``MAX_JOBS`` and, when above 1, ``NVCC_APPEND_FLAGS=--threads N`` (overrides Apex's 4)."""
+        """``MAX_JOBS`` and, when above 1, ``NVCC_APPEND_FLAGS=--threads N``."""
         out = {"MAX_JOBS": str(self.max_jobs)}
         if self.nvcc_threads > 1:
             out["NVCC_APPEND_FLAGS"] = f"--threads {self.nvcc_threads}"
         return out
 
+    @property
+    def concurrent(self) -> int:
+        return self.parallel * self.max_jobs * self.nvcc_threads
 
-def build_jobs(cores: int, mem_gib: float, cuda_ext: bool, *, nvcc: str | None = None) -> BuildJobs:
-    """Choose MAX_JOBS and nvcc threads from the node's cores and memory (GiB).
 
-    Keeps max(4 GiB, 15 %) of memory as headroom and budgets 3 GiB per concurrent nvcc thread
-    (1.5 GiB per C++ job without ``--cuda_ext``); nvcc threads only from CUDA 11.3.
+# Most Apex extensions have 2-3 sources: more ninja jobs than this per extension sit idle
+# (measured on an H100 node, bench/results/h100-apex-build.json).
+JOBS_PER_EXTENSION = 4
+
+
+def build_jobs(cores: int, mem_gib: float, cuda_ext: bool, *, nvcc: str | None = None,
+               archs: int = 1, parallel_ext: bool = False) -> BuildJobs:
+    """Choose extension parallelism, MAX_JOBS and nvcc threads from the node's cores and memory.
+
+    Keeps max(4 GiB, 15 %) of memory as headroom and budgets 3 GiB per concurrent nvcc process
+    or thread (1.5 GiB per C++ job without ``--cuda_ext``). nvcc ``--threads`` only helps with
+    several ``-gencode`` targets (``archs``) and only exists from CUDA 11.3. With
+    ``parallel_ext`` (Apex's ``--parallel``) the slots are spread over extensions, since each
+    extension has only a few sources; without it one extension builds at a time.
     """
     if int(cores) < 1 or float(mem_gib) <= 0:
         raise InputError(f"bad node size: {cores} cores, {mem_gib} GiB", hint="use the node's facts")
     headroom = max(4.0, 0.15 * mem_gib)
     budget = max(0.0, mem_gib - headroom)
-    if not cuda_ext:
-        jobs = max(1, min(int(cores), math.floor(budget / GIB_PER_CXX_JOB)))
-        return BuildJobs(jobs, 1, f"C++ only: {jobs} job(s) of ~{GIB_PER_CXX_JOB} GiB within "
-                         f"{budget:.0f} of {mem_gib:g} GiB ({cores} cores)")
-    slots = max(1, min(int(cores), math.floor(budget / GIB_PER_NVCC_THREAD)))
-    threads = 4 if slots >= 16 else 2 if slots >= 4 else 1
-    if nvcc:
-        from envbuild.patches.apex import parse_cuda
+    per_slot = GIB_PER_NVCC_THREAD if cuda_ext else GIB_PER_CXX_JOB
+    slots = max(1, min(int(cores), math.floor(budget / per_slot)))
+    threads = 1
+    if cuda_ext:
+        threads = max(1, min(4, int(archs), slots))
+        if nvcc:
+            from envbuild.patches.apex import parse_cuda
 
-        v = parse_cuda(nvcc, "nvcc")
-        if v and v < NVCC_THREADS_SINCE:
-            threads = 1
-    jobs = max(1, slots // threads)
-    reason = (f"{jobs} job(s) x {threads} nvcc thread(s) = {jobs * threads} concurrent nvcc at "
-              f"~{GIB_PER_NVCC_THREAD:g} GiB each within {budget:.0f} of {mem_gib:g} GiB, keeping "
-              f"{headroom:.0f} GiB headroom ({cores} cores; NVIDIA/apex#1882)")
-    if budget < SERIAL_PEAK_GIB:
+            v = parse_cuda(nvcc, "nvcc")
+            if v and v < NVCC_THREADS_SINCE:
+                threads = 1
+    per_thread = max(1, slots // threads)
+    if parallel_ext:
+        jobs = min(JOBS_PER_EXTENSION, per_thread)
+        parallel = max(1, per_thread // jobs)
+    else:
+        jobs, parallel = per_thread, 1
+    what = "nvcc" if cuda_ext else "C++ compile"
+    reason = (f"{parallel} extension(s) x {jobs} job(s) x {threads} nvcc thread(s) = "
+              f"{parallel * jobs * threads} concurrent {what} at ~{per_slot:g} GiB each within "
+              f"{budget:.0f} of {mem_gib:g} GiB, keeping {headroom:.0f} GiB headroom ({cores} cores, "
+              f"{archs} GPU arch(s); NVIDIA/apex#1882)")
+    if cuda_ext and budget < SERIAL_PEAK_GIB:
         reason += (f"; below the ~{SERIAL_PEAK_GIB:g} GiB peak measured for a default build: expect "
                    "a slow build or OOM, or build the wheel on a bigger node and reuse it (cache_key)")
-    return BuildJobs(jobs, threads, reason)
+    return BuildJobs(jobs, threads, reason, parallel)
 
 
 @dataclass(frozen=True)

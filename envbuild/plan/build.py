@@ -230,6 +230,7 @@ def _apex_step(src: GitSource, dest: str, facts: NodeFacts, torch: LockedPackage
     the commit, the patches applied to it, torch and its CUDA, nvcc, archs, options, Python."""
     from envbuild.compat.commits import apex_commit
     from envbuild.patches import apex_build
+    from envbuild.patches.apex_options import option_row
 
     torch_cuda = _torch_cuda(torch)
     pin = lock.git_pin(src.name) if lock is not None and hasattr(lock, "git_pin") else None
@@ -237,18 +238,25 @@ def _apex_step(src: GitSource, dest: str, facts: NodeFacts, torch: LockedPackage
     apex_date = (pin.commit_date if pin and pin.commit_date else None) or (known.date if known else None)
     cuda_ext = "--cuda_ext" in src.build_options
     archs = apex_build.arch_list(facts.archs) if facts.archs else None
+    parallel_row = option_row("--parallel")
+    parallel_ext = bool(apex_date and parallel_row and apex_date >= parallel_row.added)
     jobs = apex_build.build_jobs(facts.cpu_cores or 1, facts.memory_gib or 4.0, cuda_ext,
-                                 nvcc=facts.nvcc)
+                                 nvcc=facts.nvcc, archs=max(1, len(facts.archs)),
+                                 parallel_ext=parallel_ext)
+    options = list(src.build_options)
+    if jobs.parallel > 1:
+        options += ["--parallel", str(jobs.parallel)]
     wheel_dir = f"{dest}/.envbuild-wheel"
-    cmd = apex_build.install_command(pip_version=pip_version, options=list(src.build_options),
+    cmd = apex_build.install_command(pip_version=pip_version, options=options,
                                      apex_date=apex_date, src=".", wheel_dir=wheel_dir)
-    env = {**cmd.env, **jobs.env(), **src.env}
+    env = {**cmd.env, **jobs.env(), **src.env, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     if archs:
         env["TORCH_CUDA_ARCH_LIST"] = archs
-    key = apex_build.cache_key(src.sha or src.ref, patch_digest, torch.version if torch else None,
-                               torch_cuda, facts.nvcc, archs or "", list(src.build_options), python)
+    key = apex_build.cache_key(src.sha or src.ref, "", torch.version if torch else None, torch_cuda,
+                               facts.nvcc, archs or "", list(src.build_options), python=python)
     decisions.append(Decision(subject="apex-build-jobs",
-                              outcome=f"MAX_JOBS={jobs.max_jobs} nvcc-threads={jobs.nvcc_threads}",
+                              outcome=f"parallel={jobs.parallel} MAX_JOBS={jobs.max_jobs} "
+                                      f"nvcc-threads={jobs.nvcc_threads}",
                               reason=jobs.reason, source="https://github.com/NVIDIA/apex/issues/1882"))
     decisions.append(Decision(subject="apex-options", outcome=" ".join(cmd.argv), reason=cmd.reason))
     if archs:
