@@ -1,0 +1,178 @@
+"""The reviewer's chain end to end on 3 isolated chroot nodes: provision -> smoke -> report -> verify.
+
+The cpu-reference recipe (the README's default) is locked against the CI wheelhouse
+(/opt/wheels holds torch 2.13.0+cpu) and provisioned WITH smoke onto three identical chroot
+nodes; the report (md, json, html) must PASS with the smoke numbers and equal fingerprints.
+Then tqdm is changed on one node: ``envbuild verify`` names that node alone, and ``envbuild
+diff`` of the reports before and after shows the change. Last, a broken environment makes the
+smoke step fail on one node with its log tail.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from envbuild.testbed import chroot
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+WHEELS = Path("/opt/wheels")
+PREFIX = "/opt/envs/cpuref"
+OTHER_TQDM = "4.67.1"
+
+
+def envbuild(bed, *args, timeout=1500) -> subprocess.CompletedProcess:
+    env = {**os.environ, "ENVBUILD_HOME": str(bed["home"])}
+    return subprocess.run([sys.executable, "-m", "envbuild", *args], capture_output=True, text=True,
+                          env=env, timeout=timeout)
+
+
+def provision(bed, *extra) -> tuple[int, dict, Path]:
+    p = envbuild(bed, "provision", "--target", "local", "--hosts", bed["cluster"].hosts,
+                 "--identity", str(bed["cluster"].key), "--insecure", "--prefix", PREFIX,
+                 "--wheelhouse", str(WHEELS), "--lock", str(bed["lock"]), "--json", *extra)
+    lines = p.stdout.strip().split("\n")
+    start = next((i for i, line in enumerate(lines) if line == "{"), None)
+    assert start is not None, p.stdout[-2000:] + p.stderr[-2000:]
+    out = json.loads("\n".join(lines[start:]))
+    return p.returncode, out, Path(out["run_dir"])
+
+
+@pytest.fixture(scope="module")
+def bed(tmp_path_factory):
+    why = chroot.why_unavailable()
+    if why or not any(WHEELS.glob("torch-2.13.0*cp311*.whl")):
+        pytest.skip(why or "no torch 2.13.0 cp311 wheel in /opt/wheels")
+    base = tmp_path_factory.mktemp("e2e")
+    cache = base / "pipcache"
+    cache.mkdir()
+    binds = [(WHEELS, str(WHEELS), True), (cache, "/root/.cache/pip", False)]
+    cluster = chroot.ChrootCluster(base / "nodes", 3, binds=binds, base=100, prefix="rnode")
+    nodes = cluster.__enter__()
+    state = {"nodes": nodes, "cluster": cluster, "base": base, "home": base / "home",
+             "lock": base / "cpu-reference.lock"}
+    try:
+        p = envbuild(state, "lock", "cpu-reference", "--target", "local", "--wheelhouse", str(WHEELS),
+                     "-o", str(state["lock"]), timeout=600)
+        assert p.returncode == 0, p.stderr
+        yield state
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def provisioned(bed):
+    rc, out, run = provision(bed)
+    assert rc == 0, json.dumps(out["results"], indent=1)[-4000:]
+    before = bed["base"] / "before.json"
+    p = envbuild(bed, "report", str(run), "-o", str(before))
+    assert p.returncode == 0, p.stderr
+    return {"run": run, "out": out, "before": before}
+
+
+def test_provision_runs_the_smoke_on_every_node(bed, provisioned):
+    run, out = provisioned["run"], provisioned["out"]
+    assert set(out["results"]) == {n.addr for n in bed["nodes"]}
+    for node in bed["nodes"]:
+        res = out["results"][node.addr]
+        assert res["status"] == "ok" and "smoke" in res["changed"]
+        smoke = json.loads((run / "nodes" / node.addr / "smoke.json").read_text())
+        assert smoke["gpt"]["ok"] and smoke["gpt"]["tokens_per_s"] > 0
+        assert math.isfinite(smoke["gpt"]["loss"]["last"])
+        assert smoke["collective"]["ok"] and smoke["collective"]["world_size"] == 2
+        native = smoke["native"]
+        assert (native["parser"], native["metric"]) == ("envbuild-smoke", "tokens_per_second")
+        assert native["metrics"]["tokens_per_second"] == smoke["gpt"]["tokens_per_s"]
+        assert native["verdict"]["passed"] is True
+        # the scripts ran on the node itself, from its prefix
+        listing = node.ssh(f"ls {PREFIX}/.envbuild/smoke").stdout.split()
+        assert {"gpt.py", "collective.py", "gpt.out", "collective.rc"} <= set(listing)
+
+
+def test_report_passes_in_three_formats_with_equal_fingerprints(bed, provisioned):
+    report = json.loads(provisioned["before"].read_text())
+    assert report["verdict"]["status"] == "PASS", report["verdict"]["reasons"]
+    nodes = report["nodes"]
+    assert len(nodes) == 3
+    prints = {n["fingerprint"] for n in nodes}
+    assert len(prints) == 1 and None not in prints
+    for n in nodes:
+        rows = {b["name"]: b["value"] for b in n["benchmarks"]}
+        assert rows["gpt.tokens_per_s"] > 0 and rows["native.tokens_per_second"] > 0
+        assert math.isfinite(rows["gpt.loss_last"])
+        assert n["smoke_ok"] == {"collective": True, "gpt": True}
+        assert not n["drift"] and all(p["ok"] for p in n["pins"])
+    md = envbuild(bed, "report", str(provisioned["run"]), "--format", "md")
+    assert md.returncode == 0 and "## Verdict: PASS" in md.stdout
+    assert md.stdout.count("| gpt.tokens_per_s |") == 3
+    html = bed["base"] / "report.html"
+    p = envbuild(bed, "report", str(provisioned["run"]), "-o", str(html))
+    assert p.returncode == 0
+    text = html.read_text()
+    assert "PASS" in text and all(n.addr in text for n in bed["nodes"])
+
+
+def test_package_changed_on_one_node_is_named_by_verify_and_diff(bed, provisioned):
+    run = provisioned["run"]
+    locked = json.loads(provisioned["before"].read_text())["nodes"][0]
+    locked_tqdm = next(p["expected"] for p in locked["pins"] if p["name"] == "tqdm")
+    assert locked_tqdm != OTHER_TQDM
+    target = bed["nodes"][1]
+    target.ssh(f"{PREFIX}/bin/python -m pip install -q --disable-pip-version-check tqdm=={OTHER_TQDM}",
+               timeout=300)
+    hosts = ",".join(n.spec for n in bed["nodes"])
+    p = envbuild(bed, "verify", "--run", str(run), "--hosts", hosts, "-i", str(bed["cluster"].key), "--json")
+    assert p.returncode == 1, p.stdout + p.stderr
+    result = {n["node"]: n for n in json.loads(p.stdout)["nodes"]}
+    assert {h for h, n in result.items() if n["status"] == "drift"} == {target.addr}
+    assert [(d["kind"], d["subject"], d["expected"], d["observed"]) for d in result[target.addr]["drift"]] == [
+        ("package-version", "tqdm", locked_tqdm, OTHER_TQDM)]
+    assert f"drift on 1 node(s): {target.addr}" in p.stderr
+
+    # a second provision changes nothing (every step is recorded done) but observes the nodes again
+    rc, out, run_after = provision(bed, "--no-smoke")
+    assert rc == 0 and all(r["changed"] == [] for r in out["results"].values())
+    after = bed["base"] / "after.json"
+    p = envbuild(bed, "report", str(run_after), "-o", str(after))
+    report = json.loads(after.read_text())
+    assert report["verdict"]["status"] == "FAIL"
+    assert [r["host"] for r in report["verdict"]["reasons"] if r["kind"] == "drift"] == [target.addr]
+    p = envbuild(bed, "diff", str(provisioned["before"]), str(after), "--json")
+    assert p.returncode == 1
+    diffs = json.loads(p.stdout)
+    assert diffs["environments_differ"] is True
+    packages = [(d["host"], d["subject"], d["a"], d["b"]) for d in diffs["differences"] if d["area"] == "package"]
+    assert packages == [(target.addr, "tqdm", locked_tqdm, OTHER_TQDM)]
+    assert any(d["area"] == "fingerprint" for d in diffs["differences"])
+    table = envbuild(bed, "diff", str(provisioned["before"]), str(after))
+    assert table.returncode == 1 and "tqdm" in table.stdout and OTHER_TQDM in table.stdout
+
+
+def test_smoke_failure_fails_the_node_at_step_smoke(bed, provisioned):
+    bad = bed["nodes"][2]
+    site = f"{PREFIX}/lib/python3.11/site-packages"
+    bad.ssh(f"mv {site}/torch {site}/torch.hidden && rm -f {PREFIX}/.envbuild/state/smoke.done")
+    try:
+        rc, out, run = provision(bed)
+        assert rc == 4
+        res = out["results"][bad.addr]
+        assert (res["status"], res["failed_step"]) == ("failed", "smoke")
+        assert "smoke failed: gpt" in res["log_tail"] and "torch" in res["log_tail"]
+        smoke = json.loads((run / "nodes" / bad.addr / "smoke.json").read_text())
+        assert smoke["gpt"]["ok"] is False and "torch" in smoke["gpt"]["error"]
+        for node in bed["nodes"][:2]:  # the others were done already: nothing ran, nothing failed
+            assert out["results"][node.addr]["status"] == "ok"
+        p = envbuild(bed, "report", str(run), "--format", "json")
+        report = json.loads(p.stdout)
+        assert report["verdict"]["status"] == "FAIL"
+        assert {(r["kind"], r["host"]) for r in report["verdict"]["reasons"]} >= {
+            ("step", bad.addr), ("smoke", bad.addr)}
+    finally:
+        bad.ssh(f"mv {site}/torch.hidden {site}/torch")
