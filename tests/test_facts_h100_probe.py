@@ -41,3 +41,15 @@ def test_alpa_baseline_refused_on_the_real_h100_naming_sm90_and_the_wheel_cuda()
     assert not verdict.feasible
     arch = next(v for v in verdict.violations if v.rule == "wheel-lacks-gpu-arch")
     assert "sm_90" in arch.message and "cu111" in arch.message and "11.1" in arch.message
+
+
+H200X2 = Path(__file__).parent / "fixtures" / "nodes" / "h200x2-cuda13" / "facts-probe.txt"
+
+
+def test_real_two_gpu_probe_keeps_the_nvlink_topology() -> None:
+    """Captured on a 2x H200 node (device machine, 2026-11-22)."""
+    f = assemble(split_sections(H200X2.read_text()), "h200x2")
+    assert [(g.index, g.name, g.compute_capability) for g in f.gpus] == [
+        (0, "NVIDIA H200", "9.0"), (1, "NVIDIA H200", "9.0")]
+    assert f.archs == ["9.0"] and f.cpu_cores == 32
+    assert "NV18" in f.topology  # GPU0 <-> GPU1 over 18 bonded NVLinks
