@@ -19,9 +19,12 @@ from envbuild.facts.runners import HostSpec, LocalRunner, Runner, SshRunner
 from envbuild.facts.script import build_script, split_sections
 
 
-def gather(runner: Runner, *, python: str | None = None, host: str | None = None) -> NodeFacts:
-    """Facts of the node behind ``runner`` in one command; ``python`` picks the pip/torch interpreter."""
-    script = build_script(all_probes(), python=python)
+def gather(runner: Runner, *, python: str | None = None, host: str | None = None,
+           skip: tuple[str, ...] = ()) -> NodeFacts:
+    """Facts of the node behind ``runner`` in one command; ``python`` picks the pip/torch
+    interpreter; ``skip`` names probes not to run (provisioning skips ``pip_list``: it observes
+    the environment's own packages later)."""
+    script = build_script([p for p in all_probes() if p.name not in skip], python=python)
     result = runner.run("sh -c " + shlex.quote(script))
     sections = split_sections(result.stdout)
     if not sections:
