@@ -47,6 +47,8 @@ class ProvisionOptions:
     json_lines: bool = False
     insecure: bool = False  # no host key checking (test nodes only)
     identity_file: str | None = None
+    conda_channel: str | None = None  # --backend conda: channel URL or local channel folder
+    conda_packages: list[str] = field(default_factory=list)  # --backend conda: conda specs
     argv: list[str] = field(default_factory=list)
 
 
@@ -97,6 +99,13 @@ def _load(opts: ProvisionOptions):
     for name, value in (("--wheelhouse", opts.wheelhouse), ("--git-mirror", opts.git_mirror)):
         if value and not Path(value).is_dir():
             raise InputError(f"{name} {value}: no such folder", hint=f"pass an existing folder to {name}")
+    channel = opts.conda_channel
+    if channel and "://" not in channel and "/" in channel and not Path(channel).is_dir():
+        raise InputError(f"conda channel {channel}: no such folder",
+                         hint="give a channel folder (with noarch/repodata.json), a URL or a channel name")
+    if (channel or opts.conda_packages) and (opts.backend or recipe.environment.kind) != "conda":
+        raise InputError("conda channel/packages given but the environment is not conda",
+                         hint="add --backend conda")
     if opts.lock and not Path(opts.lock).is_file():
         raise InputError(f"--lock {opts.lock}: no such file", hint="envbuild lock writes lockfiles/<recipe>/<target>.lock")
     return recipe, target
@@ -171,7 +180,7 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
 
     # facts and HOME, in parallel; unreachable nodes stop here
     def facts_of(node: Node):
-        return gather(_NodeRunner(node), host=node.name), node_home(node)
+        return gather(_NodeRunner(node), host=node.name, skip=("pip_list",)), node_home(node)
 
     gathered = ssh.each(nodes, facts_of)
     live: list[Node] = []
@@ -218,7 +227,8 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
         verdict = {k: verdicts[node.name].get(k) for k in ("feasible", "summary") if k in verdicts[node.name]}
         plan = build_plan(recipe, target, facts[node.name][0], lock, PlanOptions(
             prefix=prefix, backend=opts.backend, git_mirror=opts.git_mirror,
-            wheelhouse=opts.wheelhouse, smoke=opts.smoke, host=node.name, verdict=verdict))
+            wheelhouse=opts.wheelhouse, smoke=opts.smoke, host=node.name, verdict=verdict,
+            conda_channel=opts.conda_channel, conda_packages=tuple(opts.conda_packages)))
         plans[node.name] = plan
         rd.write_node(node.name, "plan.json", plan.to_json())
 

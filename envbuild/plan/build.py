@@ -36,6 +36,8 @@ class PlanOptions:
     smoke_preset: str = "tiny"
     host: str = "local"
     verdict: dict = field(default_factory=dict)  # preflight summary, when known
+    conda_channel: str | None = None  # conda backend: channel URL or local folder (None: conda-forge)
+    conda_packages: tuple[str, ...] = ()  # conda backend: specs; none -> python=<recipe python>
 
 
 def verdict_summary(verdict: object) -> dict:
@@ -72,15 +74,17 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
                  reason="native prerequisites named by the published instructions"))
 
     interp = facts.python(recipe.python)
+    env_params = {"kind": backend, "prefix": prefix, "python": recipe.python,
+                  "python_path": interp.path if interp else None,
+                  "system_site_packages": recipe.environment.system_site_packages,
+                  "conda_module": recipe.environment.conda_module,
+                  "base_image": recipe.environment.base_image,
+                  "conda_channel": opts.conda_channel if backend == "conda" else None}
+    if backend == "conda":
+        env_params.update(_conda_params(recipe, opts))
     add(Step(id="environment", kind="environment",
              title=f"{backend} environment, Python {recipe.python}",
-             params={"kind": backend, "prefix": prefix, "python": recipe.python,
-                     "python_path": interp.path if interp else None,
-                     "system_site_packages": recipe.environment.system_site_packages,
-                     "conda_module": recipe.environment.conda_module,
-                     "base_image": recipe.environment.base_image,
-                     "conda_channel": None},
-             reason=_env_reason(recipe, backend, interp is not None)))
+             params=env_params, reason=_env_reason(recipe, backend, interp is not None, env_params)))
 
     pip_version, pip_reason = pip_release(recipe.environment.pip)
     tooling = []
@@ -131,11 +135,26 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
                 decisions=decisions, steps=steps)
 
 
-def _env_reason(recipe: Recipe, backend: str, have_interp: bool) -> str:
+def _conda_params(recipe: Recipe, opts: PlanOptions) -> dict:
+    """conda specs and where Python comes from: from the channel when a spec names python
+    (the default: ``python=<recipe python>``), else from the node (a venv over the prefix)."""
+    specs = list(opts.conda_packages) or [f"python={recipe.python}"]
+    named = [s.split()[0].split("=")[0].split("<")[0].split(">")[0].split("[")[0] for s in specs]
+    return {"conda_specs": specs,
+            "python_from": "conda" if any(n.lower() == "python" for n in named) else "node"}
+
+
+def _env_reason(recipe: Recipe, backend: str, have_interp: bool, params: dict | None = None) -> str:
     parts = [f"recipe asks for Python {recipe.python}"]
+    if backend == "conda" and params:
+        parts.append(f"conda packages {' '.join(params['conda_specs'])}")
+        if params["python_from"] == "node":
+            parts.append("no python among the conda specs: a venv of the node's Python is laid "
+                         "over the conda prefix and takes the pip packages")
     if recipe.environment.system_site_packages:
         parts.append("--system-site-packages on top of the module's packages (published setup)")
-    if backend == "venv" and not have_interp:
+    node_python = backend == "venv" or bool(params and params.get("python_from") == "node")
+    if node_python and not have_interp:
         parts.append("no matching interpreter in the node facts: the executor must find one")
     return "; ".join(parts)
 

@@ -8,7 +8,8 @@ extension ``apex_C``. The stand-in has no .cu sources: ``--cuda_ext`` runs the c
 
 One departure, because no CUDA build of torch can be installed on the CPU test machine: when
 ``torch.version.cuda`` is None, the torch side of the check is read from
-``$APEX_STANDIN_TORCH_CUDA`` (a test sets it to say "this torch was built for CUDA 12.1").
+``$APEX_STANDIN_TORCH_CUDA`` (a test sets it to say "this torch was built for CUDA 12.1"), and
+``CUDA_HOME`` (which a CPU torch always leaves None) from the environment.
 """
 import os
 import subprocess
@@ -37,8 +38,6 @@ def torch_cuda_version():
 def check_cuda_torch_binary_vs_bare_metal(cuda_dir):
     raw_output, bare_metal_major, bare_metal_minor = get_cuda_bare_metal_version(cuda_dir)
     torch_cuda = torch_cuda_version()
-    if torch_cuda is None:
-        raise RuntimeError("--cuda_ext needs a CUDA build of torch (torch.version.cuda is None)")
     torch_binary_major = torch_cuda.split(".")[0]
     torch_binary_minor = torch_cuda.split(".")[1]
 
@@ -58,6 +57,10 @@ ext_modules = []
 if "--cpp_ext" in sys.argv:
     sys.argv.remove("--cpp_ext")
     ext_modules.append(CppExtension("apex_C", [os.path.join("csrc", "flatten_unflatten.cpp")]))
+
+if torch.version.cuda is None and torch.utils.cpp_extension.CUDA_HOME is None:
+    # stand-in departure (README): a CPU torch leaves CUDA_HOME None; read it from the environment
+    torch.utils.cpp_extension.CUDA_HOME = os.environ.get("CUDA_HOME")
 
 if "--cuda_ext" in sys.argv:
     sys.argv.remove("--cuda_ext")
