@@ -87,7 +87,7 @@ def node_details(n: NodeReport) -> str:
         parts.append(table(["decision", "outcome", "why"],
                            ["<tr>" + td(d.subject) + td(d.outcome) + td(d.reason) + "</tr>" for d in n.decisions]))
     if n.fingerprint:
-        parts.append(f"<p>Environment fingerprint <code>{n.fingerprint}</code></p>")
+        parts.append(f"<p>Node environment fingerprint <code>{n.fingerprint}</code></p>")
     parts.append("</details>")
     return "\n".join(parts)
 
@@ -98,7 +98,7 @@ def render_html(report: Report) -> str:
     reasons = "".join(f"<li>{escape(r.kind)}{escape(f' [{r.host}]' if r.host else '')}: {escape(r.message)}</li>" for r in v.reasons)
     summary = "<table>" + "".join(["<tr><th>" + escape(k) + "</th>" + td(val) + "</tr>" for k, val in [
         ("run", f"{run.run_id} ({run.status})"), ("recipe", f"{rec.name}: {rec.title}"), ("published", rec.published),
-        ("lock digest", rec.lock_digest), ("fingerprint", report.fingerprint or "not observed"),
+        ("lock digest", rec.lock_digest), ("fleet fingerprint (all nodes)", report.fingerprint or "not observed"),
         ("started / finished", f"{run.started or '-'} / {run.finished or '-'}")]]) + "</table>"
     bench_rows = [(n.host, b) for n in report.nodes for b in n.benchmarks]
     bench = table(["node", "benchmark", "value", "unit", "threshold", "result"],

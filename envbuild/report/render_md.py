@@ -71,7 +71,7 @@ def node_section(n: NodeReport) -> list[str]:
                      + [[f"smoke {k}", "ok" if ok else "not ok", "", "", "pass" if ok else "**FAIL**"]
                         for k, ok in n.smoke_ok.items()]) + [""]
     if n.fingerprint:
-        out += [f"Environment fingerprint: `{n.fingerprint}`", ""]
+        out += [f"Node environment fingerprint: `{n.fingerprint}`", ""]
     return out
 
 
@@ -88,7 +88,7 @@ def render_md(report: Report) -> str:
         ["recipe", f"{rec.name}: {rec.title}" if rec.title else rec.name],
         ["published", rec.published],
         ["lock digest", f"`{rec.lock_digest}`" if rec.lock_digest else None],
-        ["fingerprint", f"`{report.fingerprint}`" if report.fingerprint else "not observed"],
+        ["fleet fingerprint (all nodes)", f"`{report.fingerprint}`" if report.fingerprint else "not observed"],
         ["started / finished", f"{run.started or '-'} / {run.finished or '-'}"],
         ["hosts", ", ".join(run.hosts) or ", ".join(n.host for n in report.nodes)],
     ]) + [""]
