@@ -24,6 +24,14 @@ from envbuild.recipes.schema import GitSource, Recipe
 from envbuild.targets.schema import Target
 
 
+# setuptools before 70.1 has no bdist_wheel of its own (the `wheel` package provides it, up to
+# 0.45; 0.46 dropped it). Without build isolation the env's own setuptools builds every
+# editable/wheel/Apex install, and a venv of Python <= 3.11 starts with setuptools 65.
+WHEEL_TOOL = "wheel<0.46"
+WHEEL_WHY = ("setuptools < 70.1 needs the wheel package (< 0.46) for bdist_wheel and editable "
+             "installs; without it pip fails with \"invalid command 'bdist_wheel'\"")
+
+
 @dataclass(frozen=True)
 class PlanOptions:
     """What the user chose on the command line."""
@@ -92,11 +100,17 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
         tooling.append(f"pip=={pip_version}")
     if recipe.environment.setuptools:
         tooling.append(requirement("setuptools", recipe.environment.setuptools))
+    built = [s.name for s in recipe.sources if s.install in ("editable", "wheel", "apex")]
+    if built:
+        tooling.append(WHEEL_TOOL)
     if tooling:
+        why = [pip_reason] if recipe.environment.pip or recipe.apex else []
+        if recipe.environment.setuptools:
+            why.append("setuptools pinned by the recipe")
+        if built:
+            why.append(f"{', '.join(built)} built with --no-build-isolation: {WHEEL_WHY}")
         add(Step(id="pip-tooling", kind="pip_tooling", title=", ".join(tooling),
-                 params={"requirements": tooling},
-                 reason=pip_reason if recipe.environment.pip or recipe.apex else
-                 "setuptools pinned by the recipe"))
+                 params={"requirements": tooling}, reason="; ".join(why)))
 
     torch = torch_requirement(recipe, facts, lock, decisions)
     if torch is not None:
