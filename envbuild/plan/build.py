@@ -180,6 +180,12 @@ def _pip_step(step_id: str, title: str, pkgs: list[LockedPackage], opts: PlanOpt
         if p.find_links and p.find_links not in find_links:
             find_links.append(p.find_links)
     index_url = next((p.index_url for p in pkgs if p.index_url), None)
+    # Locked from the wheelhouse and a wheelhouse given: install from it alone (air-gapped
+    # nodes; no round trips to an index the node may not reach).
+    no_index = bool(opts.wheelhouse) and all(p.from_wheelhouse for p in pkgs)
+    if no_index:
+        index_url = None
+        reason += f"; from the wheelhouse {opts.wheelhouse} only (--no-index)"
     env: dict[str, str] = {}
     for p in pkgs:
         env.update(p.env)
@@ -187,6 +193,7 @@ def _pip_step(step_id: str, title: str, pkgs: list[LockedPackage], opts: PlanOpt
         "requirements": [p.as_param() for p in pkgs],
         "find_links": find_links,
         "index_url": index_url,
+        "no_index": no_index,
         "env": env,
         "require_hashes": all(p.hashes for p in pkgs),
     })

@@ -22,6 +22,7 @@ class LockedPackage:
     find_links: str | None = None
     local_tag: str | None = None  # "cu111", "cpu"
     env: dict[str, str] = field(default_factory=dict)
+    from_wheelhouse: bool = False  # the lock took this distribution from a --wheelhouse
 
     @property
     def requirement(self) -> str:
@@ -64,7 +65,8 @@ def _from_lock_entry(entry: object, recipe: Recipe) -> LockedPackage:
     local = version.split("+", 1)[1] if "+" in version else None
     return LockedPackage(name=name, version=version, hashes=hashes, index_url=index_url,
                          find_links=find_links, local_tag=local,
-                         env=dict(declared.env) if declared else {})
+                         env=dict(declared.env) if declared else {},
+                         from_wheelhouse=source == "wheelhouse")
 
 
 def locked_packages(recipe: Recipe, lock: object | None) -> list[LockedPackage]:
@@ -104,7 +106,8 @@ def torch_requirement(recipe: Recipe, facts: NodeFacts, lock: object | None,
         version = f"{version}+{tag}"
     hashes = base.hashes if (base.local_tag or None) == tag else ()
     return LockedPackage(name="torch", version=version, hashes=hashes, index_url=base.index_url,
-                         find_links=base.find_links, local_tag=tag, env=base.env)
+                         find_links=base.find_links, local_tag=tag, env=base.env,
+                         from_wheelhouse=base.from_wheelhouse)
 
 
 # pip releases that matter for build-option syntax (pip 23.1 dropped the setup.py install
