@@ -24,7 +24,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 STANDIN = Path(__file__).parent / "data" / "apex_standin"
 WHEELS = Path("/opt/wheels")
@@ -94,6 +93,8 @@ IMPORT_APEX = ("import torch, apex, apex_C; print(apex_C.built_with_torch, apex_
                "apex.has_cpp_ext(), apex.__file__)")
 
 
+@pytest.mark.integration
+@pytest.mark.slow
 def test_cpp_ext_wheel_built_once_cached_then_reused(mirror, tmp_path):
     recipe = tmp_path / "apex-standin.yaml"
     recipe.write_text(recipe_yaml(mirror["sha"], options=["--cpp_ext"]))
@@ -149,6 +150,8 @@ def setup_check(tree: Path, cuda_home: Path, torch_cuda: str) -> subprocess.Comp
                           env={**os.environ, "CUDA_HOME": str(cuda_home), "APEX_STANDIN_TORCH_CUDA": torch_cuda})
 
 
+@pytest.mark.integration
+@pytest.mark.slow
 def test_minor_mismatch_is_patched_through_the_playbook(mirror, tmp_path):
     from envbuild.execute import ansible as ex
     from envbuild.execute.events import EventSink, StepTracker
@@ -204,3 +207,21 @@ def test_minor_mismatch_is_patched_through_the_playbook(mirror, tmp_path):
     assert setup_check(tree, cuda, "12.1").returncode == 0  # minor mismatch now tolerated
     major = setup_check(tree, fake_nvcc(tmp_path / "cuda-11.8", "11.8"), "12.1")
     assert major.returncode != 0 and "does not match" in major.stderr  # a major mismatch still raises
+
+
+@pytest.mark.parametrize("date,has_pyproject,pip,head", [
+    ("2021-02-23", False, "24.0", ["setup.py", "--cpp_ext", "bdist_wheel", "-d", "/w"]),
+    ("2023-07-01", True, "24.0", ["-m", "pip", "wheel", "-w", "/w"]),
+    ("2025-08-01", True, "24.0", ["-m", "pip", "wheel", "-w", "/w"]),
+])
+def test_planned_apex_command_builds_into_the_role_folder(date, has_pyproject, pip, head):
+    """Every era's planned command writes its wheel where the role looks, once."""
+    from envbuild.patches.apex_build import install_command
+    from envbuild.render.ansible import wheel_argv
+
+    cmd = install_command(pip_version=pip, options=["--cpp_ext"], apex_date=date,
+                          has_pyproject=has_pyproject, wheel_dir="/tree/.envbuild-wheel")
+    argv = wheel_argv("/e/bin/python", cmd.argv, "/w")
+    assert argv[0] == "/e/bin/python" and argv[1:1 + len(head)] == head
+    assert "/tree/.envbuild-wheel" not in argv
+    assert argv.count("bdist_wheel") + argv.count("wheel") == 1
