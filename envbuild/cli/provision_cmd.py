@@ -17,6 +17,9 @@ from envbuild.cli.output import console, emit_json
 @click.option("--inventory", "-i", default=None, type=click.Path(), help="Ansible YAML inventory of the nodes.")
 @click.option("--backend", type=click.Choice(["venv", "conda"]), default=None, help="Environment kind (default: the recipe's).")
 @click.option("--prefix", default=None, help="Where the environment goes on each node.")
+@click.option("--conda-channel", default=None, help="--backend conda: channel URL or local channel folder.")
+@click.option("--conda-package", "conda_packages", multiple=True,
+              help="--backend conda: a conda spec to install (repeatable; default python=<recipe's>).")
 @click.option("--dry-run", is_flag=True, help="Print the plan per node and the ansible-playbook command; install nothing.")
 @click.option("--git-mirror", default=None, type=click.Path(), help="Folder of git mirrors to clone from.")
 @click.option("--wheelhouse", default=None, type=click.Path(), help="Folder of wheels (find-links) for pip.")
@@ -25,8 +28,8 @@ from envbuild.cli.output import console, emit_json
 @click.option("--insecure", is_flag=True, help="Do not check SSH host keys (throwaway test nodes only).")
 @click.option("--identity", "identity_file", default=None, type=click.Path(), help="SSH private key.")
 @click.option("--json", "as_json", is_flag=True, help="Events as JSON lines, then the results as JSON.")
-def provision_cmd(target, recipe, hosts, inventory, backend, prefix, dry_run, git_mirror, wheelhouse,
-                  lock, no_smoke, insecure, identity_file, as_json):
+def provision_cmd(target, recipe, hosts, inventory, backend, prefix, conda_channel, conda_packages,
+                  dry_run, git_mirror, wheelhouse, lock, no_smoke, insecure, identity_file, as_json):
     """Provision RECIPE onto the nodes of TARGET: facts, preflight, lock, plan, ansible, results.
 
     \b
@@ -38,7 +41,8 @@ def provision_cmd(target, recipe, hosts, inventory, backend, prefix, dry_run, gi
     from envbuild.provision import ProvisionOptions, provision
 
     opts = ProvisionOptions(target=target, recipe=recipe, hosts=hosts, inventory=inventory,
-                            backend=backend, prefix=prefix, dry_run=dry_run, git_mirror=git_mirror,
+                            backend=backend, prefix=prefix, conda_channel=conda_channel,
+                            conda_packages=list(conda_packages), dry_run=dry_run, git_mirror=git_mirror,
                             wheelhouse=wheelhouse, lock=lock, smoke=not no_smoke, json_lines=as_json,
                             insecure=insecure, identity_file=identity_file, argv=["envbuild", *sys.argv[1:]])
     echo = None if as_json else (lambda line: console.print(line))
