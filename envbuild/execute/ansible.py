@@ -19,7 +19,8 @@ from envbuild.execute.events import EventSink, StepTracker
 from envbuild.fsio import write_atomic
 from envbuild.render.ansible import Rendered
 
-PLAYBOOKS = Path(__file__).resolve().parents[2] / "playbooks"
+PLAYBOOKS = Path(os.environ.get("ENVBUILD_PLAYBOOKS")
+                 or Path(__file__).resolve().parents[2] / "playbooks")
 PLAYBOOK = "provision.yml"
 
 
@@ -101,7 +102,7 @@ def run(job: AnsibleJob, sink: EventSink, tracker: StepTracker) -> int:
     os.environ["PATH"] = job.envvars["PATH"]  # ansible-runner looks ansible-playbook up here
     try:
         r = ansible_runner.run(
-            private_data_dir=str(job.private_dir), project_dir=str(PLAYBOOKS), playbook=PLAYBOOK,
+            private_data_dir=str(job.private_dir), project_dir=str(_playbooks()), playbook=PLAYBOOK,
             inventory=str(job.inventory), envvars=job.envvars, forks=job.forks,
             event_handler=handler, quiet=True, ident="provision",
             settings={"suppress_ansible_output": True, "suppress_output_file": False},
@@ -118,3 +119,15 @@ def run(job: AnsibleJob, sink: EventSink, tracker: StepTracker) -> int:
         raise EnvironmentProblem(f"ansible-playbook did not run (rc {r.rc}): {stdout.strip()[-400:]}",
                                  hint="check that ansible-core is installed in this Python's environment")
     return r.rc
+
+
+def _playbooks() -> Path:
+    """The playbooks folder; a clear error when envbuild runs outside a checkout."""
+    if not (PLAYBOOKS / PLAYBOOK).is_file():
+        from envbuild.errors import EnvironmentProblem
+
+        raise EnvironmentProblem(
+            f"the Ansible playbooks are not at {PLAYBOOKS}",
+            hint="install envbuild from a checkout (pip install -e .) or set ENVBUILD_PLAYBOOKS "
+                 "to the checkout's playbooks/ folder")
+    return PLAYBOOKS
