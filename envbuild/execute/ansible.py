@@ -124,8 +124,6 @@ def run(job: AnsibleJob, sink: EventSink, tracker: StepTracker) -> int:
 def _playbooks() -> Path:
     """The playbooks folder; a clear error when envbuild runs outside a checkout."""
     if not (PLAYBOOKS / PLAYBOOK).is_file():
-        from envbuild.errors import EnvironmentProblem
-
         raise EnvironmentProblem(
             f"the Ansible playbooks are not at {PLAYBOOKS}",
             hint="install envbuild from a checkout (pip install -e .) or set ENVBUILD_PLAYBOOKS "
