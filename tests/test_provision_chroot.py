@@ -41,14 +41,11 @@ import_check: [torch, six]
 
 @pytest.fixture(scope="module")
 def bed(tmp_path_factory):
-    why = chroot.why_unavailable()
-    if why or not any(WHEELS.glob("torch-2.13.0*cp311*.whl")):
-        pytest.skip(why or "no torch 2.13.0 cp311 wheel in /opt/wheels")
+    why = chroot.why_no_wheel_cluster(WHEELS)
+    if why:
+        pytest.skip(why)
     base = tmp_path_factory.mktemp("chroot")
-    cache = base / "pipcache"
-    cache.mkdir()
-    binds = [(WHEELS, str(WHEELS), True), (cache, "/root/.cache/pip", False)]
-    cluster = chroot.ChrootCluster(base / "nodes", 3, binds=binds, base=80)
+    cluster = chroot.wheel_cluster(base, 3, base=80, wheels=WHEELS)
     nodes = cluster.__enter__()
     (base / "ref.yaml").write_text(RECIPE)
     try:

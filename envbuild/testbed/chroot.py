@@ -212,3 +212,24 @@ class ChrootCluster:
     @property
     def hosts(self) -> str:
         return ",".join(n.spec for n in self.nodes)
+
+
+WHEELS = Path("/opt/wheels")  # where the CI image keeps the torch 2.13.0 CPU wheel
+
+
+def why_no_wheel_cluster(wheels: Path = WHEELS) -> str | None:
+    """Why a cluster that installs CPU torch from ``wheels`` cannot run here (None: it can)."""
+    why = why_unavailable()
+    if why is None and not any(wheels.glob("torch-2.13.0*cp311*.whl")):
+        why = f"no torch 2.13.0 cp311 wheel in {wheels}"
+    return why
+
+
+def wheel_cluster(folder: Path, n: int, *, base: int, prefix: str = "cnode",
+                  wheels: Path = WHEELS) -> ChrootCluster:
+    """``n`` nodes with ``wheels`` bind-mounted read-only and one pip cache shared by all
+    (so torch is unpacked from the same wheel and downloaded packages are fetched once)."""
+    cache = folder / "pipcache"
+    cache.mkdir(parents=True, exist_ok=True)
+    binds = [(wheels, str(wheels), True), (cache, "/root/.cache/pip", False)]
+    return ChrootCluster(folder / "nodes", n, binds=binds, base=base, prefix=prefix)
