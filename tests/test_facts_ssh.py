@@ -22,7 +22,8 @@ def envbuild(*args):
 
 def test_facts_for_all_three_nodes(ssh_nodes, tmp_path):
     out = tmp_path / "facts.json"
-    r = envbuild("facts", "--hosts", ssh_nodes.hosts_arg, "--identity", str(ssh_nodes.key_path), "--json", "-o", str(out))
+    r = envbuild("facts", "--hosts", ssh_nodes.hosts_arg, "--identity", str(ssh_nodes.key_path),
+                 "--known-hosts", str(ssh_nodes.known_hosts), "--json", "-o", str(out))
     assert r.returncode == 0, r.stderr
     docs = json.loads(r.stdout)
     assert [d["host"] for d in docs] == [f"{n.host}:{n.port}" for n in ssh_nodes.nodes]
@@ -36,7 +37,8 @@ def test_facts_for_all_three_nodes(ssh_nodes, tmp_path):
 def test_unreachable_host_is_reported_and_others_still_written(ssh_nodes, tmp_path):
     dead = f"root@127.0.0.9:{free_port('127.0.0.9')}"
     out = tmp_path / "facts.json"
-    r = envbuild("facts", "--hosts", f"{ssh_nodes.hosts_arg},{dead}", "-i", str(ssh_nodes.key_path), "-o", str(out))
+    r = envbuild("facts", "--hosts", f"{ssh_nodes.hosts_arg},{dead}", "-i", str(ssh_nodes.key_path),
+                 "--known-hosts", str(ssh_nodes.known_hosts), "-o", str(out))
     assert r.returncode == 3
     assert "127.0.0.9" in r.stderr and "connection refused" in r.stderr and "hint:" in r.stderr
     assert "Traceback" not in r.stderr
@@ -53,7 +55,7 @@ def test_inventory_written_by_testbed(ssh_nodes):
 
 
 def test_hosts_gathered_in_parallel_one_command_each(ssh_nodes):
-    specs = parse_hosts(ssh_nodes.hosts_arg, identity=str(ssh_nodes.key_path))
+    specs = parse_hosts(ssh_nodes.hosts_arg, identity=str(ssh_nodes.key_path), known_hosts=[ssh_nodes.known_hosts])
     t0 = time.monotonic()
     (one,) = gather_hosts(specs[:1])
     single = time.monotonic() - t0
@@ -67,5 +69,5 @@ def test_hosts_gathered_in_parallel_one_command_each(ssh_nodes):
 def test_wrong_key_is_an_environment_problem(ssh_nodes, tmp_path):
     key = tmp_path / "other_key"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
-    r = envbuild("facts", "--hosts", ssh_nodes.nodes[0].address, "-i", str(key))
+    r = envbuild("facts", "--hosts", ssh_nodes.nodes[0].address, "-i", str(key), "--known-hosts", str(ssh_nodes.known_hosts))
     assert r.returncode == 3 and "authentication failed" in r.stderr and "--identity" in r.stderr

@@ -89,7 +89,7 @@ def test_hosts_option_and_table_output(fleet, monkeypatch, capsys):
         "ansible_host": node.host, "ansible_port": node.port, "ansible_user": node.user,
         "ansible_ssh_private_key_file": node.key_path}}}}))
     monkeypatch.setenv("ENVBUILD_HOME", str(fleet["home"]))
-    assert main(["verify", "--inventory", str(inv)]) == 0
+    assert main(["verify", "--inventory", str(inv), "--known-hosts", str(bed.known_hosts)]) == 0
     out = capsys.readouterr().out
     assert "node1" in out and "clean" in out
 

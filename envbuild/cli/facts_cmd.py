@@ -22,15 +22,21 @@ from envbuild.fsio import write_atomic
 @click.option("--identity", "-i", type=click.Path(dir_okay=False), help="SSH private key.")
 @click.option("--port", type=click.IntRange(1, 65535), default=22, show_default=True, help="Default SSH port.")
 @click.option("--user", help="Default SSH user.")
+@click.option("--known-hosts", "known_hosts", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="known_hosts file to check host keys against (repeatable; default: $ENVBUILD_KNOWN_HOSTS, "
+                   "else ~/.ssh/known_hosts and /etc/ssh/ssh_known_hosts, as ssh).")
+@click.option("--insecure", is_flag=True, help="Do not check SSH host keys (throwaway test nodes only; warns).")
 @click.option("--python", "python", metavar="PATH", help="Interpreter whose packages and torch NCCL to record.")
 @click.option("--connect-timeout", type=click.IntRange(1, 300), default=10, show_default=True, help="Seconds.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (one object for one host, a list for several).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the facts JSON to this file.")
-def facts_command(local, hosts, inventory, identity, port, user, python, connect_timeout, as_json, output):
+def facts_command(local, hosts, inventory, identity, port, user, known_hosts, insecure, python, connect_timeout,
+                  as_json, output):
     """Gather what is really on the nodes: GPUs, driver, CUDA, OS, glibc, Pythons, NCCL, IB, engines.
 
     One shell command per node (one SSH round trip), hosts in parallel. A missing tool is
-    recorded under "missing", never an error. -o writes ONE file: a JSON object when a single
+    recorded under "missing", never an error. Host keys are checked as ssh and Ansible check
+    them: an unknown or changed key stops that host (exit 3) unless --insecure. -o writes ONE file: a JSON object when a single
     host was asked for (--local or one --hosts entry), a JSON list otherwise, also when some
     hosts were unreachable (their entries are left out and the exit code is 3).
 
@@ -48,13 +54,12 @@ def facts_command(local, hosts, inventory, identity, port, user, python, connect
     if identity and not os.path.isfile(identity):
         raise InputError(f"--identity {identity}: no such file", hint="pass the SSH private key file")
     if hosts or inventory:
+        how = dict(user=user, port=port, insecure=insecure, known_hosts=known_hosts or None)
         specs = (
-            parse_hosts(hosts, user=user, port=port, identity=identity)
+            parse_hosts(hosts, identity=identity, **how)
             if hosts
-            else read_inventory(inventory, identity=identity, port=port)
+            else read_inventory(inventory, identity_file=identity, **how)
         )
-        if user:
-            specs = [s if s.user else s.__class__(**{**s.__dict__, "user": user}) for s in specs]
         results = gather_hosts(specs, python=python, connect_timeout=connect_timeout)
         as_list = len(specs) > 1
     else:
@@ -82,7 +87,8 @@ def facts_command(local, hosts, inventory, identity, port, user, python, connect
         raise errors[0]
     if errors:
         last = errors[-1]
-        raise EnvironmentProblem(f"{len(errors)} of {len(specs)} hosts unreachable; last: {last}", hint=last.hint)
+        raise EnvironmentProblem(f"{len(errors)} of {len(specs)} hosts could not be gathered; last: {last}",
+                                 hint=last.hint)
 
 
 def _print_table(facts: list[NodeFacts]) -> None:

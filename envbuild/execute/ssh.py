@@ -1,53 +1,101 @@
 """Fabric helpers: one command or one file on a node, local or over SSH, with clear errors.
 
-Used before and after the playbook (facts, HOME lookup, observed state); the playbook itself
-runs through ansible-runner (``envbuild.execute.ansible``).
+Used before and after the playbook (facts, HOME lookup, observed state, verify); the playbook
+itself runs through ansible-runner (``envbuild.execute.ansible``). A connection reads the same
+``Node`` Ansible gets: host keys checked as ssh checks them (``envbuild.execute.hostkeys``),
+``ProxyJump``/``-J``/``ProxyCommand`` from the node's ansible ssh args honoured, the key and
+``ansible_password`` used.
 """
 
 from __future__ import annotations
 
+import re
+import socket
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Callable, TypeVar
 
 from envbuild.errors import EnvironmentProblem
+from envbuild.execute import hostkeys
 from envbuild.execute.local import run_local
-from envbuild.execute.nodes import Node
+from envbuild.execute.nodes import Node, ssh_options
 
 T = TypeVar("T")
 CONNECT_TIMEOUT = 10
+_HOP = re.compile(r"^(?:ssh://)?(?:(?P<user>[^@\s]+)@)?(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<host>[^:@\s\[\]]+))"
+                  r"(?::(?P<port>\d+))?$")
 
 
-def connection(node: Node):
-    """A Fabric connection for an SSH node (host keys not checked only when node.insecure)."""
-    from fabric import Config, Connection
+def connection(node: Node, *, connect_timeout: int = CONNECT_TIMEOUT):
+    """A Fabric connection (not yet open) for an SSH node, host keys checked unless insecure."""
+    from fabric import Connection
 
-    kwargs: dict = {"banner_timeout": CONNECT_TIMEOUT}
+    check = hostkeys.host_key_check(node)
+    kwargs: dict = {"banner_timeout": connect_timeout, "auth_timeout": connect_timeout}
     if node.identity_file:
-        kwargs["key_filename"] = node.identity_file
-    cfg = Config(overrides={"load_ssh_configs": not node.insecure})
-    conn = Connection(node.host, user=node.user, port=node.port, connect_kwargs=kwargs, config=cfg,
-                      connect_timeout=CONNECT_TIMEOUT)
-    if node.insecure:
-        import paramiko
-
-        conn.client.set_missing_host_key_policy(paramiko.AutoAddPolicy())
+        kwargs["key_filename"] = [node.identity_file]
+    password = node.ansible_vars.get("ansible_password") or node.ansible_vars.get("ansible_ssh_pass")
+    if password:
+        kwargs["password"] = str(password)
+    conn = Connection(node.host, user=node.user, port=node.port, connect_kwargs=kwargs,
+                      connect_timeout=connect_timeout, gateway=_gateway(node, check, connect_timeout))
+    hostkeys.apply(conn.client, node, check)
     return conn
+
+
+def close(conn) -> None:
+    """Close a connection and the gateways it went through."""
+    while conn is not None and not isinstance(conn, str):
+        conn.close()
+        conn = conn.gateway
+
+
+def failure(node: Node, exc: BaseException, conn=None) -> EnvironmentProblem:
+    """Any connection error as an EnvironmentProblem naming the node, the reason and a hint."""
+    import paramiko
+
+    if isinstance(exc, EnvironmentProblem):
+        return exc
+    if isinstance(exc, paramiko.BadHostKeyException):
+        port = _port_of(conn, exc.hostname) if conn is not None else node.port
+        return hostkeys.refused(node, exc, port=port)
+    port = node.port or 22
+    return EnvironmentProblem(
+        f"{node.name}: cannot reach {node.target} port {port}: {reason(exc)}",
+        hint=f"check the ssh key (--identity), the port and that `ssh -p {port} {node.user or '$USER'}@{node.host} true` works",
+    )
+
+
+def reason(exc: BaseException) -> str:
+    """A short, human reason for a failed SSH connection."""
+    import paramiko
+    from paramiko.ssh_exception import NoValidConnectionsError
+
+    if isinstance(exc, (NoValidConnectionsError, ConnectionRefusedError)):
+        return "connection refused (nothing listens on that port?)"
+    if isinstance(exc, (socket.timeout, TimeoutError)):
+        return "connection timed out"
+    if isinstance(exc, socket.gaierror):
+        return f"unknown host name ({exc.strerror})"
+    if isinstance(exc, paramiko.AuthenticationException):
+        return f"authentication failed ({exc})"
+    if isinstance(exc, paramiko.ChannelException):
+        return f"the jump host could not open a channel to it ({exc})"
+    return str(exc) or type(exc).__name__
 
 
 def run(node: Node, command: str, *, timeout: float = 300) -> tuple[int, str, str]:
     """Run ``command`` with sh on the node; (rc, stdout, stderr). Unreachable -> EnvironmentProblem."""
     if node.is_local:
         return run_local(command, timeout=timeout)
+    conn = connection(node)
     try:
-        with connection(node) as conn:
-            r = conn.run(command, hide=True, warn=True, timeout=timeout, in_stream=False)
-            return r.return_code, r.stdout, r.stderr
-    except EnvironmentProblem:
-        raise
+        r = conn.run(command, hide=True, warn=True, timeout=timeout, in_stream=False)
+        return r.return_code, r.stdout, r.stderr
     except Exception as exc:  # noqa: BLE001 - paramiko/socket errors all mean "cannot reach"
-        raise EnvironmentProblem(f"{node.name}: cannot reach {node.target}"
-                                 f"{':' + str(node.port) if node.port else ''}: {exc}",
-                                 hint="check the address, port, user and key (ssh -p PORT user@host true)") from None
+        raise failure(node, exc, conn) from None
+    finally:
+        close(conn)
 
 
 def put_text(node: Node, text: str, remote_path: str) -> None:
@@ -59,8 +107,13 @@ def put_text(node: Node, text: str, remote_path: str) -> None:
         return
     import io
 
-    with connection(node) as conn:
+    conn = connection(node)
+    try:
         conn.put(io.BytesIO(text.encode()), remote_path)
+    except Exception as exc:  # noqa: BLE001
+        raise failure(node, exc, conn) from None
+    finally:
+        close(conn)
 
 
 def each(nodes: list[Node], fn: Callable[[Node], T]) -> dict[str, T | Exception]:
@@ -77,3 +130,49 @@ def each(nodes: list[Node], fn: Callable[[Node], T]) -> dict[str, T | Exception]
         for node, res in zip(nodes, pool.map(call, nodes)):
             out[node.name] = res
     return out
+
+
+def jump_hosts(node: Node) -> list[Node]:
+    """The ProxyJump hops of a node (first hop first), as nodes sharing its key and host-key
+    files. ``ssh://user@host:port`` and ``user@host:port`` forms; ``none`` means no hops."""
+    spec = ssh_options(node).get("proxyjump", "")
+    if not spec or spec.lower() == "none":
+        return []
+    hops = []
+    for i, raw in enumerate(h.strip() for h in spec.split(",")):
+        m = _HOP.match(raw)
+        if not m:
+            raise EnvironmentProblem(f"{node.name}: cannot read ProxyJump hop {raw!r}",
+                                     hint="write ProxyJump=[user@]host[:port][,host2]")
+        hops.append(replace(node, name=f"{node.name} (jump {i + 1}: {raw})", host=m["v6"] or m["host"],
+                            user=m["user"], port=int(m["port"]) if m["port"] else None))
+    return hops
+
+
+def _gateway(node: Node, check: hostkeys.HostKeyCheck, connect_timeout: int):
+    """Fabric's gateway for the node: a chain of Connections (ProxyJump) or a ProxyCommand."""
+    from fabric import Connection
+
+    opts = ssh_options(node)
+    command = opts.get("proxycommand")
+    if command and command.lower() != "none" and "proxyjump" not in opts:
+        tokens = {"%h": node.host, "%p": str(node.port or 22), "%r": node.user or "", "%%": "%"}
+        return re.sub(r"%[hpr%]", lambda m: tokens[m.group(0)], command)
+    gateway = None
+    for hop in jump_hosts(node):
+        kwargs: dict = {"banner_timeout": connect_timeout, "auth_timeout": connect_timeout}
+        if hop.identity_file:
+            kwargs["key_filename"] = [hop.identity_file]
+        gateway = Connection(hop.host, user=hop.user, port=hop.port, connect_kwargs=kwargs,
+                             connect_timeout=connect_timeout, gateway=gateway)
+        hostkeys.apply(gateway.client, hop, check)
+    return gateway
+
+
+def _port_of(conn, hostname: str) -> int | None:
+    """The port of the connection in a gateway chain whose host is ``hostname``."""
+    while conn is not None and not isinstance(conn, str):
+        if conn.host == hostname:
+            return conn.port
+        conn = conn.gateway
+    return None

@@ -13,9 +13,10 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 
 from envbuild.errors import EnvironmentProblem
+from envbuild.execute.nodes import Node
 from envbuild.facts.assemble import all_probes, assemble
 from envbuild.facts.model import NodeFacts
-from envbuild.facts.runners import HostSpec, LocalRunner, Runner, SshRunner
+from envbuild.facts.runners import LocalRunner, Runner, SshRunner
 from envbuild.facts.script import build_script, split_sections
 
 
@@ -42,22 +43,24 @@ def gather_local(*, python: str | None = None) -> NodeFacts:
     return gather(LocalRunner(), python=python)
 
 
-def gather_one(spec: HostSpec, *, python: str | None = None, connect_timeout: int = 10) -> NodeFacts:
-    """Facts of one SSH host (one connection, one command)."""
-    runner = SshRunner(spec, connect_timeout=connect_timeout)
+def gather_one(node: Node, *, python: str | None = None, connect_timeout: int = 10) -> NodeFacts:
+    """Facts of one node (one connection, one command), recorded under ``node.name``."""
+    if node.is_local:
+        return gather(LocalRunner(node.name), python=python, host=node.name)
+    runner = SshRunner(node, connect_timeout=connect_timeout)
     try:
-        return gather(runner, python=python, host=spec.label)
+        return gather(runner, python=python, host=node.name)
     finally:
         runner.close()
 
 
 def gather_hosts(
-    specs: list[HostSpec], *, python: str | None = None, connect_timeout: int = 10, workers: int = 32
+    specs: list[Node], *, python: str | None = None, connect_timeout: int = 10, workers: int = 32
 ) -> list[NodeFacts | EnvironmentProblem]:
     """Facts of many hosts in parallel, in input order; an unreachable host yields its error
     in its slot instead of facts, and the others still return."""
 
-    def one(spec: HostSpec) -> NodeFacts | EnvironmentProblem:
+    def one(spec: Node) -> NodeFacts | EnvironmentProblem:
         try:
             return gather_one(spec, python=python, connect_timeout=connect_timeout)
         except EnvironmentProblem as exc:

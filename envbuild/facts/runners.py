@@ -1,7 +1,9 @@
 """The only code that touches a node: run one shell command, return (rc, stdout, stderr).
 
-``LocalRunner`` uses subprocess; ``SshRunner`` uses one Fabric connection. An unreachable host
-raises ``EnvironmentProblem`` naming the host, the reason and what to try.
+``LocalRunner`` uses subprocess; ``SshRunner`` uses one Fabric connection to a ``Node``
+(``envbuild.execute.nodes``, the one node model of facts, provision and verify). An unreachable
+host, or one whose host key is unknown or changed, raises ``EnvironmentProblem`` naming the
+host, the reason and what to try.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from envbuild.errors import EnvironmentProblem
+from envbuild.execute.nodes import Node
 
 DEFAULT_TIMEOUT_S = 600
 
@@ -50,82 +53,37 @@ class LocalRunner:
         return Result(p.returncode, p.stdout, p.stderr)
 
 
-@dataclass(frozen=True)
-class HostSpec:
-    """One SSH target: ``name`` is how it is shown (inventory name or the address given)."""
-
-    host: str
-    port: int = 22
-    user: str | None = None
-    identity: str | None = None
-    name: str | None = None
-
-    @property
-    def label(self) -> str:
-        return self.name or (self.host if self.port == 22 else f"{self.host}:{self.port}")
-
-    @property
-    def target(self) -> str:
-        return f"{self.user + '@' if self.user else ''}{self.host}"
-
-
-def _unreachable(spec: HostSpec, reason: str) -> EnvironmentProblem:
-    return EnvironmentProblem(
-        f"{spec.label}: cannot reach {spec.target} port {spec.port}: {reason}",
-        hint=f"check the ssh key (--identity), the port (--port) and that "
-        f"`ssh -p {spec.port} {spec.user or '$USER'}@{spec.host} true` works",
-        where=None,
-    )
-
-
-def _reason(exc: BaseException) -> str:
-    """A short, human reason for a failed SSH connection."""
-    import paramiko
-    from paramiko.ssh_exception import NoValidConnectionsError
-
-    if isinstance(exc, NoValidConnectionsError) or isinstance(exc, ConnectionRefusedError):
-        return "connection refused (nothing listens on that port?)"
-    if isinstance(exc, (socket.timeout, TimeoutError)):
-        return "connection timed out"
-    if isinstance(exc, socket.gaierror):
-        return f"unknown host name ({exc.strerror})"
-    if isinstance(exc, paramiko.AuthenticationException):
-        return f"authentication failed ({exc})"
-    return str(exc) or type(exc).__name__
-
-
 class SshRunner:
-    """Runs commands on ``spec`` over one Fabric connection (opened lazily, closed by ``close``)."""
+    """Runs commands on an SSH ``Node`` over one Fabric connection (opened lazily, closed by
+    ``close``); host keys checked as ``envbuild.execute.hostkeys`` says."""
 
-    def __init__(self, spec: HostSpec, *, connect_timeout: int = 10):
-        from fabric import Connection
+    def __init__(self, node: Node, *, connect_timeout: int = 10):
+        from envbuild.execute.ssh import connection
 
-        self.spec = spec
-        self.name = spec.label
-        kwargs: dict = {"banner_timeout": connect_timeout, "auth_timeout": connect_timeout}
-        if spec.identity:
-            kwargs.update(key_filename=[spec.identity], look_for_keys=False)
-        self.conn = Connection(
-            spec.host, user=spec.user, port=spec.port, connect_timeout=connect_timeout, connect_kwargs=kwargs
-        )
+        self.node = node
+        self.name = node.name
+        self.conn = connection(node, connect_timeout=connect_timeout)
 
     def run(self, command: str, *, timeout: int = DEFAULT_TIMEOUT_S) -> Result:
-        import paramiko
         from invoke.exceptions import CommandTimedOut
+
+        from envbuild.execute.ssh import failure
 
         try:
             self.conn.open()
-        except (OSError, paramiko.SSHException, EOFError) as exc:
-            raise _unreachable(self.spec, _reason(exc)) from exc
+        except Exception as exc:  # noqa: BLE001 - every connection error means "cannot reach"
+            raise failure(self.node, exc, self.conn) from None
         try:
             r = self.conn.run(command, hide=True, warn=True, in_stream=False, timeout=timeout)
         except CommandTimedOut as exc:
             raise EnvironmentProblem(
-                f"{self.spec.label}: command timed out after {timeout} s", hint="a tool on the node hangs"
+                f"{self.name}: command timed out after {timeout} s", hint="a tool on the node hangs"
             ) from exc
-        except (OSError, paramiko.SSHException, EOFError) as exc:
-            raise _unreachable(self.spec, f"connection lost: {exc}") from exc
+        except Exception as exc:  # noqa: BLE001
+            raise failure(self.node, exc, self.conn) from None
         return Result(r.return_code, r.stdout, r.stderr)
 
     def close(self) -> None:
-        self.conn.close()
+        from envbuild.execute.ssh import close
+
+        close(self.conn)

@@ -2,7 +2,8 @@
 
 Every node has its own host key and config in a temporary folder; one client key pair is
 authorised on all of them. The context manager writes an Ansible inventory and a known_hosts
-file, yields the records and always stops the daemons::
+file with every node's host key (clients check host keys for real, see ``SshTestbed.env``),
+yields the records and always stops the daemons::
 
     with ssh_nodes(3) as bed:
         for node in bed.nodes:
@@ -74,6 +75,11 @@ class SshTestbed:
     known_hosts: Path | None = None
     key_path: Path | None = None
     _procs: list[subprocess.Popen] = field(default_factory=list, repr=False)
+
+    @property
+    def env(self) -> dict[str, str]:
+        """Environment that makes envbuild check these nodes' host keys against ``known_hosts``."""
+        return {"ENVBUILD_KNOWN_HOSTS": str(self.known_hosts)}
 
     @property
     def hosts_arg(self) -> str:
@@ -151,10 +157,54 @@ def write_inventory(bed: SshTestbed) -> Path:
     return path
 
 
+def _start_sshd(bed: SshTestbed, index: int, node_dir: Path, host: str, port: int, authorized: Path) -> None:
+    """Start (or restart) node ``index``'s sshd with the host key in ``node_dir``."""
+    host_key = node_dir / "ssh_host_ed25519_key"
+    config = node_dir / "sshd_config"
+    config.write_text(_CONFIG.format(host=host, port=port, host_key=host_key,
+                                     pid_file=node_dir / "sshd.pid", authorized_keys=authorized))
+    log = node_dir / "sshd.log"
+    proc = subprocess.Popen([find_sshd(), "-D", "-f", str(config), "-E", str(log)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if index < len(bed._procs):
+        bed._procs[index] = proc
+    else:
+        bed._procs.append(proc)
+    _wait_listening(host, port, proc, log)
+
+
+def known_hosts_line(host: str, port: int, host_key_pub: Path) -> str:
+    """The known_hosts line of a host key, as ``ssh-keyscan -p PORT HOST`` prints it."""
+    kind, key = host_key_pub.read_text().split()[:2]
+    return f"{f'[{host}]:{port}' if port != 22 else host} {kind} {key}"
+
+
+def rekey(bed: SshTestbed, name: str) -> SshNode:
+    """Give node ``name`` a NEW host key and restart its sshd on the same address and port.
+
+    The testbed's known_hosts keeps the OLD key: the node now looks like a reinstalled host
+    (or an impostor), which a host-key check must refuse."""
+    index = next(i for i, n in enumerate(bed.nodes) if n.name == name)
+    node = bed.nodes[index]
+    node_dir = bed.dir / name
+    proc = bed._procs[index]
+    proc.terminate()
+    proc.wait(timeout=5)
+    for f in node_dir.glob("ssh_host_ed25519_key*"):
+        f.unlink()
+    _keygen(node_dir / "ssh_host_ed25519_key")
+    _start_sshd(bed, index, node_dir, node.host, node.port, bed.dir / "authorized_keys")
+    return node
+
+
 @contextlib.contextmanager
 def ssh_nodes(count: int = 3, *, first_address: int = 2, base_dir: str | None = None) -> Iterator[SshTestbed]:
-    """Start ``count`` sshd nodes on 127.0.0.<first_address>.. and stop them on exit."""
-    sshd = find_sshd()
+    """Start ``count`` sshd nodes on 127.0.0.<first_address>.. and stop them on exit.
+
+    ``bed.known_hosts`` holds every node's host key (the testbed made them), so clients check
+    host keys for real: ``--known-hosts bed.known_hosts``, ``bed.env`` (ENVBUILD_KNOWN_HOSTS),
+    or the inventory, whose ssh args name the file."""
+    find_sshd()
     Path("/run/sshd").mkdir(parents=True, exist_ok=True)  # privilege separation directory
     bed = SshTestbed(dir=Path(tempfile.mkdtemp(prefix="envbuild-sshd-", dir=base_dir)))
     try:
@@ -170,18 +220,9 @@ def ssh_nodes(count: int = 3, *, first_address: int = 2, base_dir: str | None = 
             port = free_port(host)
             node_dir = bed.dir / f"node{i + 1}"
             node_dir.mkdir()
-            host_key = node_dir / "ssh_host_ed25519_key"
-            _keygen(host_key)
-            config = node_dir / "sshd_config"
-            config.write_text(_CONFIG.format(host=host, port=port, host_key=host_key,
-                                             pid_file=node_dir / "sshd.pid", authorized_keys=authorized))
-            log = node_dir / "sshd.log"
-            proc = subprocess.Popen([sshd, "-D", "-f", str(config), "-E", str(log)],
-                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            bed._procs.append(proc)
-            _wait_listening(host, port, proc, log)
-            pub = host_key.with_suffix(".pub").read_text().split()
-            known.append(f"[{host}]:{port} {pub[0]} {pub[1]}")
+            _keygen(node_dir / "ssh_host_ed25519_key")
+            _start_sshd(bed, i, node_dir, host, port, authorized)
+            known.append(known_hosts_line(host, port, node_dir / "ssh_host_ed25519_key.pub"))
             bed.nodes.append(SshNode(f"node{i + 1}", host, port, user, str(bed.key_path), str(bed.known_hosts)))
         bed.known_hosts.write_text("\n".join(known) + "\n")
         bed.inventory_path = write_inventory(bed)
