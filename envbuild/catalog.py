@@ -9,6 +9,7 @@ from typing import TypeVar
 from pydantic import BaseModel
 
 from envbuild.errors import InputError
+from envbuild.names import NAME_RULE, is_name
 from envbuild.yamlsrc import load_yaml, validate
 
 M = TypeVar("M", bound=BaseModel)
@@ -19,7 +20,7 @@ def shipped(folder: Path) -> dict[str, Path]:
 
 
 def resolve(name_or_path: str | Path, folder: Path, what: str) -> Path:
-    """A shipped name ("polaris") or a path to a YAML file."""
+    """A shipped name ("polaris") or a path to a YAML file (one with a suffix or a '/')."""
     text = str(name_or_path)
     candidate = Path(text)
     if candidate.suffix in (".yaml", ".yml") or "/" in text:
@@ -29,6 +30,9 @@ def resolve(name_or_path: str | Path, folder: Path, what: str) -> Path:
     known = shipped(folder)
     if text in known:
         return known[text]
+    if not is_name(text):
+        raise InputError(f"{text!r} is not a valid {what} name ({NAME_RULE})",
+                         hint=f"known {what}s: {', '.join(known)} (or pass a path to a YAML file)")
     close = [k for k in known if k.startswith(text)] or difflib.get_close_matches(text, known, n=1)
     hint = f"did you mean {close[0]!r}? " if close else ""
     raise InputError(

@@ -2,7 +2,8 @@
 
 Shared by ``check``, ``plan`` and ``provision``: a recipe and a target by name or path, the
 node facts (a facts file, live local facts for the ``local`` target, or the target's profile),
-and the committed lock when there is one.
+and the committed lock when there is one. Also the checks of option values that every command
+taking nodes shares (``validate_port``, ``hosts_option``).
 """
 
 from __future__ import annotations
@@ -47,15 +48,14 @@ def find_lock(recipe: Recipe, target: Target, lock_file: str | None = None,
 
     A lock that does not satisfy the recipe is refused (CheckFailed with the regenerate command).
     """
-    from envbuild.lock.make import check_lock_file
+    from envbuild.lock.make import check_lock_file, lock_path
 
     if lock_file:
         path = Path(lock_file)
         if not path.is_file():
             raise InputError(f"lock file {lock_file} does not exist", hint="check the path or omit --lock")
         return check_lock_file(path, recipe, target)
-    base = lockdir or LOCKDIR
-    path = base / recipe.name / f"{target.name}.lock"
+    path = lock_path(recipe.name, target.name, lockdir or LOCKDIR)
     if path.is_file():
         return check_lock_file(path, recipe, target)
     return None
@@ -63,3 +63,24 @@ def find_lock(recipe: Recipe, target: Target, lock_file: str | None = None,
 
 def recipe_and_target(recipe: str | None, target: str) -> tuple[Recipe, Target]:
     return recipe_or_default(recipe), load_target(target)
+
+
+def validate_port(value: object, where: str) -> int:
+    """``value`` (an int or a string of digits) as a TCP port 1..65535, else InputError naming ``where``.
+
+    >>> validate_port("2222", "--hosts h:2222")
+    2222
+    """
+    text = str(value).strip() if isinstance(value, (int, str)) and not isinstance(value, bool) else ""
+    port = int(text) if text.isascii() and text.isdigit() and len(text) <= 5 else 0
+    if not 0 < port < 65536:
+        raise InputError(f"{where}: port {value!r} is not a TCP port (1-65535)", hint="ports are 1-65535")
+    return port
+
+
+def hosts_option(ctx, param, value: str | None) -> str | None:  # noqa: ANN001 - click's callback
+    """click callback for ``--hosts``: given but empty (``--hosts ''``) is an InputError."""
+    if value is not None and not value.replace(",", "").strip():
+        raise InputError(f"--{param.name}: no host given (the value is empty)",
+                         hint="e.g. --hosts root@10.0.0.1,10.0.0.2:2222; leave the option out for none")
+    return value

@@ -6,6 +6,7 @@ Every error names the file, the line and the field, with a hint:
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -13,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from envbuild.errors import InputError
+from envbuild.userfile import MAX_DEPTH, line_at, read_text
 
 M = TypeVar("M", bound=BaseModel)
 PathKey = tuple[Any, ...]
@@ -33,12 +35,98 @@ class _Located:
         return self.lines.get(())
 
 
+class _Refused(Exception):
+    """Raised inside the loader; becomes an InputError with the file name in ``load_yaml``."""
+
+    def __init__(self, message: str, line: int | None, hint: str):
+        super().__init__(message)
+        self.message, self.line, self.hint = message, line, hint
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """SafeLoader's composer with a nesting limit and an alias budget.
+
+    Deep nesting would exhaust Python's stack (the composer recurses per level) and aliases
+    let a few lines stand for billions of nodes ("billion laughs"): both are refused while
+    composing, before anything is expanded.
+    """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+        self._aliases = 0
+
+    def compose_node(self, parent, index):  # noqa: ANN001 - PyYAML's signature
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > MAX_ALIASES:
+                mark = self.peek_event().start_mark
+                raise _Refused(f"more than {MAX_ALIASES} YAML aliases (*name)", mark.line + 1,
+                               ALIAS_HINT)
+            return super().compose_node(parent, index)
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark
+                raise _Refused(f"lists/mappings nested more than {MAX_DEPTH} levels deep",
+                               mark.line + 1, "flatten the document; real files are a few levels deep")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+MAX_ALIASES = 100
+MAX_EXPANDED = 100_000  # nodes a document with aliases may stand for once expanded
+ALIAS_HINT = "write the values out instead of using YAML anchors (&name) and aliases (*name)"
+
+
+def _expanded_size(root: yaml.Node) -> int:
+    """Nodes the document stands for with every alias expanded; _Refused on a cycle or too many.
+
+    Memoized per node object, so shared (aliased) subtrees are counted without expanding them.
+    """
+    sizes: dict[int, int] = {}
+    on_path: set[int] = set()
+    todo: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while todo:
+        node, done = todo.pop()
+        key = id(node)
+        children = _children(node)
+        if done:
+            on_path.discard(key)
+            sizes[key] = min(1 + sum(sizes[id(c)] for c in children), MAX_EXPANDED + 1)
+            continue
+        if key in sizes:
+            continue
+        if key in on_path:
+            raise _Refused("a YAML alias refers to a node that contains it (a cycle)",
+                           node.start_mark.line + 1, ALIAS_HINT)
+        on_path.add(key)
+        todo.append((node, True))
+        todo.extend((c, False) for c in children if id(c) not in sizes)
+    return sizes[id(root)]
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
 def _walk(node: yaml.Node, path: PathKey, loc: _Located) -> Any:
     loc.lines.setdefault(path, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
         out: dict[Any, Any] = {}
         for key_node, value_node in node.value:
             key = _walk(key_node, path + ("<key>",), _Located())
+            if not isinstance(key, Hashable) or isinstance(key, (dict, list)):
+                raise InputError(
+                    "a mapping key must be a plain value, not a list or mapping",
+                    hint="write the key as a string",
+                    where=f"line {key_node.start_mark.line + 1}",
+                )
             if key in out:
                 raise InputError(
                     f"duplicate key {key!r}",
@@ -57,28 +145,63 @@ def _scalar(node: yaml.ScalarNode) -> Any:
     loader = yaml.SafeLoader("")
     try:
         return loader.construct_object(node, deep=True)
+    except yaml.YAMLError as exc:  # an unknown or unsafe tag (!!python/object), bad !!binary
+        raise InputError(f"cannot read value {node.value[:40]!r}: {getattr(exc, 'problem', None) or exc}",
+                         hint="remove the YAML tag (!...) and write a plain value",
+                         where=f"line {node.start_mark.line + 1}") from None
+    except (ValueError, TypeError, OverflowError) as exc:  # !!int abc, a 5000-digit integer
+        raise InputError(f"cannot read value {node.value[:40]!r} as {node.tag.rsplit(':', 1)[-1]}: {exc}",
+                         hint="quote it to keep it as text, or fix the number",
+                         where=f"line {node.start_mark.line + 1}") from None
+    finally:
+        loader.dispose()
+
+
+def _compose(text: str, path: Path) -> yaml.Node | None:
+    """The YAML node graph of ``text`` (bounded); syntax errors become located InputErrors."""
+    loader = _BoundedLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is not None and _expanded_size(node) > MAX_EXPANDED:
+            raise _Refused(f"its YAML aliases expand to more than {MAX_EXPANDED} values", None,
+                           ALIAS_HINT)
+        return node
+    except _Refused as exc:
+        raise InputError(exc.message, hint=exc.hint,
+                         where=f"{path}:{exc.line}" if exc.line else str(path)) from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else "?"
+        raise InputError(
+            f"YAML syntax error: {exc.problem or exc.context}",
+            hint="fix the indentation or quoting on that line (a value with ': ' needs quotes)",
+            where=f"{path}:{line}",
+        ) from None
+    except yaml.reader.ReaderError as exc:  # a control character YAML does not allow
+        raise InputError(
+            f"character {exc.character!r} is not allowed in YAML",
+            hint="remove the control character; a YAML file is printable UTF-8 text",
+            where=f"{path}:{line_at(text, exc.position)}",
+        ) from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"not valid YAML: {exc}", hint="fix the YAML syntax", where=str(path)) from None
+    except RecursionError:  # a safety net: the depth limit above is far below Python's
+        raise InputError(f"{path}: nested too deeply", hint="flatten the document") from None
     finally:
         loader.dispose()
 
 
 def load_yaml(path: str | Path, text: str | None = None) -> tuple[Any, _Located]:
-    """Parse a YAML file into plain data plus a line locator; syntax errors become InputError."""
+    """Parse a YAML file into plain data plus a line locator; anything malformed -> InputError.
+
+    Refused with the file (and line) named: a missing file or a directory, binary or
+    non-UTF-8 data, syntax errors, nesting deeper than ``MAX_DEPTH``, more than ``MAX_ALIASES``
+    aliases or aliases that expand past ``MAX_EXPANDED`` values, unknown tags, duplicate keys.
+    """
     path = Path(path)
     if text is None:
-        try:
-            text = path.read_text()
-        except FileNotFoundError:
-            raise InputError(f"{path}: no such file", hint="check the path") from None
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        line = mark.line + 1 if mark else "?"
-        raise InputError(
-            f"YAML syntax error: {exc.problem}",
-            hint="fix the indentation or quoting on that line (a value with ': ' needs quotes)",
-            where=f"{path}:{line}",
-        ) from None
+        text = read_text(path, "YAML file", hint="pass a YAML file (UTF-8 text)")
+    node = _compose(text, path)
     loc = _Located()
     if node is None:
         raise InputError("file is empty", hint="see `envbuild show` for a complete example", where=f"{path}:1")
@@ -109,7 +232,8 @@ def validate(model: type[M], data: Any, source: str | Path, loc: _Located | None
         errors = exc.errors()
         # An unknown field explains a "missing" one next to it (a misspelt key): report it first.
         err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
-        field_path = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+        field_path = tuple(p for p in err["loc"]
+                           if not (isinstance(p, str) and (p.startswith("function-") or p == "[key]")))
         line = loc.line_for(field_path) if loc else None
         where = f"{source}:{line}" if line else str(source)
         kind = err["type"]

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from envbuild.errors import InputError
 from envbuild.facts.model import FACTS_SCHEMA, NodeFacts
+from envbuild.userfile import MAX_DEPTH, depth, read_text, too_deep
 
 HINT = "produce it with envbuild facts --json -o FILE"
 
@@ -24,9 +25,13 @@ def parse_facts(text: str, source: str = "<facts>") -> list[NodeFacts]:
     """Validate facts JSON text (an object or a list of objects with schema envbuild.facts/1)."""
     try:
         data = json.loads(text)
+    except RecursionError:
+        raise too_deep(source, "facts file") from None
     except ValueError as exc:
         what = "XML (nvidia-smi -q -x output?)" if text.lstrip().startswith("<") else f"invalid JSON ({exc})"
         raise InputError(f"{source}: not a facts file: {what}; expected JSON with schema {FACTS_SCHEMA!r}", hint=HINT) from exc
+    if depth(data) > MAX_DEPTH:
+        raise too_deep(source, "facts file")
     docs = data if isinstance(data, list) else [data]
     if not docs:
         raise InputError(f"{source}: the facts list is empty; expected node facts with schema {FACTS_SCHEMA!r}", hint=HINT)
@@ -49,11 +54,7 @@ def parse_facts(text: str, source: str = "<facts>") -> list[NodeFacts]:
 def load_facts(path: str | os.PathLike) -> list[NodeFacts]:
     """Facts of every node in ``path``; raises InputError naming the file for anything else."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read facts file: {exc}", hint=HINT) from exc
-    return parse_facts(text, str(path))
+    return parse_facts(read_text(path, "facts file", hint=HINT), str(path))
 
 
 def dump_facts(facts: list[NodeFacts], *, as_list: bool) -> str:

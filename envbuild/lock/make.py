@@ -21,6 +21,7 @@ from envbuild.lock.packages import locked, sort_packages
 from envbuild.lock.schema import Lock, Named, PlatformInfo
 from envbuild.lock.serialize import dump_lock, read_lock, regenerate_command
 from envbuild.lock.uvresolve import UvRequest, platform_tags, python_platform, resolve
+from envbuild.names import NAME_RULE, is_name
 from envbuild.recipes.schema import Recipe
 from envbuild.targets.schema import Target
 
@@ -54,7 +55,15 @@ def ensure_target(recipe: Recipe, target: Target) -> None:
 
 
 def lock_path(recipe: str, target: str, lockdir: str | Path | None = None) -> Path:
-    """``LOCKDIR/<recipe>/<target>.lock`` (LOCKDIR defaults to ./lockfiles)."""
+    """``LOCKDIR/<recipe>/<target>.lock`` (LOCKDIR defaults to ./lockfiles).
+
+    Both names must be names (``envbuild.names.NAME_RE``): ``../x`` never leaves LOCKDIR.
+    """
+    for what, name in (("recipe", recipe), ("target", target)):
+        if not is_name(name):
+            raise InputError(f"{name!r} is not a valid {what} name ({NAME_RULE}); "
+                             "it would not stay inside the lockfile folder",
+                             hint=f"give the {what} a name such as 'my-{what}' in its YAML file")
     return Path(lockdir or LOCKDIR) / recipe / f"{target}.lock"
 
 

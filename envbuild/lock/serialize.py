@@ -1,7 +1,8 @@
 """Lockfile text: a DO-NOT-EDIT header, then YAML with keys in schema order.
 
 ``dump_lock(lock, command)`` is pure and byte-stable; ``read_lock(path)`` validates the schema
-version first, so a lock written by a newer envbuild fails with a clear message.
+version first, so a lock written by a newer envbuild fails with a clear message (exit 1), and
+a file that is no lockfile at all (no ``schema: envbuild.lock/N``) is bad input (exit 2).
 """
 
 from __future__ import annotations
@@ -13,7 +14,11 @@ import yaml
 
 from envbuild.errors import CheckFailed, InputError
 from envbuild.lock.schema import KNOWN_SCHEMAS, Lock
+from envbuild.userfile import read_text
 from envbuild.yamlsrc import load_yaml, validate
+
+SCHEMA_PREFIX = "envbuild.lock/"
+LOCK_HINT = "regenerate it with `envbuild lock RECIPE --target TARGET`"
 
 
 class _Dumper(yaml.SafeDumper):
@@ -59,25 +64,34 @@ def dump_lock(lock: Lock, command: str) -> str:
 
 
 def parse_lock(text: str, source: str | Path) -> Lock:
-    """Parse lockfile text; unknown schema -> CheckFailed, malformed -> InputError."""
+    """Parse lockfile text; another envbuild.lock/N -> CheckFailed, anything else malformed -> InputError."""
     data, loc = load_yaml(source, text=text)
     if not isinstance(data, dict):
         raise InputError("a lockfile must be a mapping", where=f"{source}:1",
                          hint="regenerate it with `envbuild lock RECIPE --target TARGET`")
     schema = data.get("schema")
-    if schema not in KNOWN_SCHEMAS:
+    if not (isinstance(schema, str) and schema.startswith(SCHEMA_PREFIX)):
+        raise InputError(f"not an envbuild lockfile: {_what_schema(schema)}, "
+                         f"expected 'schema: {KNOWN_SCHEMAS[-1]}'",
+                         where=f"{source}:{loc.line_for(('schema',)) if 'schema' in data else 1}",
+                         hint="regenerate it with `envbuild lock RECIPE --target TARGET`")
+    if schema not in KNOWN_SCHEMAS:  # a lock of another envbuild version: the check says no
         raise CheckFailed(f"{source}: unknown lock schema {schema!r}",
                           hint=f"this envbuild reads {', '.join(KNOWN_SCHEMAS)}; regenerate the lock")
     return validate(Lock, data, source, loc,
                     hint="the lockfile is damaged; regenerate it instead of editing it")
 
 
+def _what_schema(schema: object) -> str:
+    if schema is None:
+        return "no 'schema' field"
+    return f"schema {schema!r}" if isinstance(schema, str) else f"'schema' is a {type(schema).__name__}"
+
+
 def read_lock(path: str | Path) -> Lock:
-    """Read and validate a lockfile (InputError when it does not exist)."""
+    """Read and validate a lockfile (InputError when it does not exist or is not a lockfile)."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
+    if not path.exists():
         raise InputError(f"no lockfile at {path}",
-                         hint="create it with `envbuild lock RECIPE --target TARGET`") from None
-    return parse_lock(text, path)
+                         hint="create it with `envbuild lock RECIPE --target TARGET`")
+    return parse_lock(read_text(path, "lockfile", hint=LOCK_HINT), path)

@@ -8,13 +8,10 @@ the lock being JSON or YAML (with a comment header) and of sections nesting the 
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from envbuild.errors import InputError
 
@@ -41,18 +38,23 @@ class Expected:
 
 
 def read_lock(path: str | Path) -> dict:
-    """Load a lockfile (JSON, or YAML with a DO-NOT-EDIT comment header)."""
-    text = Path(path).read_text()
+    """Load a lockfile (JSON, or YAML with a DO-NOT-EDIT comment header).
+
+    Anything that is not a mapping in either syntax (binary, not UTF-8, deeply nested, an
+    alias bomb, a directory) is an InputError naming the file.
+    """
+    from envbuild.userfile import loads_json, read_text
+    from envbuild.yamlsrc import load_yaml
+
+    hint = "regenerate it with `envbuild lock`"
+    path = Path(path)
+    text = read_text(path, "lockfile", hint=hint)
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise InputError(f"{path}: lockfile is neither JSON nor YAML: {exc}",
-                             hint="regenerate it with `envbuild lock`") from None
+        data = loads_json(text, path, "lockfile", hint)
+    except InputError:
+        data, _ = load_yaml(path, text)  # the lock envbuild writes; refuses what is neither
     if not isinstance(data, dict):
-        raise InputError(f"{path}: lockfile is not a mapping", hint="regenerate it with `envbuild lock`")
+        raise InputError(f"{path}: lockfile is not a mapping", hint=hint)
     return data
 
 

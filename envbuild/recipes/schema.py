@@ -28,13 +28,34 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from envbuild.names import EnvName, Name
 
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def check_version_spec(value: str) -> str:
+    """``value`` when it is a PEP 440 version ("1.8.2"), specifier (">=1.2,<2") or "*"."""
+    if value == "*":
+        return value
+    try:
+        Version(value)
+        return value
+    except InvalidVersion:
+        pass
+    try:
+        SpecifierSet(value)
+    except InvalidSpecifier:
+        raise ValueError(f"{value!r} is neither a PEP 440 version (1.8.2) nor a specifier "
+                         "(>=1.2,<2), nor '*'") from None
+    return value
 
 
 class Source(Strict):
@@ -62,10 +83,15 @@ class Package(Strict):
     index: str | None = None
     index_kind: Literal["pypi", "find-links", "index-url"] = "pypi"
     cuda: str | None = None
-    env: dict[str, str] = Field(default_factory=dict)  # install-time env (e.g. sklearn brownout)
+    env: dict[EnvName, str] = Field(default_factory=dict)  # install-time env (e.g. sklearn brownout)
     source: Source | None = None
     preinstalled: bool = False  # provided by the base image / module, verified not installed
     build_isolation: bool = True  # False: pip --no-build-isolation (sdists that import torch)
+
+    @field_validator("version")
+    @classmethod
+    def _pep440(cls, v: str) -> str:
+        return check_version_spec(v)
 
 
 class Patch(Strict):
@@ -92,6 +118,14 @@ class Patch(Strict):
     source: Source | None = None
     when: str | None = None  # e.g. "pipeline_parallel > 1" (documentation only)
 
+    @field_validator("file")
+    @classmethod
+    def _inside_tree(cls, v: str) -> str:
+        parts = v.replace("\\", "/").split("/")
+        if not v or v.startswith("/") or ".." in parts:
+            raise ValueError(f"file must be a path inside the source tree, got {v!r}")
+        return v
+
     @model_validator(mode="after")
     def _needs_text(self) -> "Patch":
         if self.kind in ("replace", "regex") and (self.old is None or self.new is None):
@@ -109,7 +143,7 @@ class GitSource(Strict):
     ``none`` (clone only: scripts, data tools).
     """
 
-    name: str
+    name: Name  # becomes a path on the node (<prefix>/src/<name>)
     url: str
     ref: str
     sha: str | None = None  # None only with ``unverified: <reason>``
@@ -118,7 +152,7 @@ class GitSource(Strict):
     install: Literal["editable", "wheel", "pth", "apex", "none"] = "editable"
     build: list[str] = Field(default_factory=list)  # commands run in the tree after patches
     build_options: list[str] = Field(default_factory=list)  # e.g. Apex --cpp_ext --cuda_ext
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[EnvName, str] = Field(default_factory=dict)
     why: str
     source: Source | None = None
 
@@ -184,14 +218,14 @@ class Benchmark(Strict):
 
     command: str
     cwd: str | None = None  # working directory, e.g. "{sources.metaseq}"
-    target_env: list[str] = Field(default_factory=list)  # names taken from Target.env
+    target_env: list[EnvName] = Field(default_factory=list)  # names taken from Target.env
     variants: dict[str, str] = Field(default_factory=dict)  # name -> alternative command
     parser: str  # name of a parser in envbuild.smoke.native
     metric: str
     threshold: float | None = None
     unit: str = ""
     higher_is_better: bool = True
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[EnvName, str] = Field(default_factory=dict)
     needs_gpus: int = 0
     why: str = ""
 
@@ -209,20 +243,20 @@ class Recipe(Strict):
     """One published setup, pinned."""
 
     schema_: int = Field(alias="schema")
-    name: str
+    name: Name  # becomes a path (lockfiles/<name>/): one lower-case component
     title: str
     description: str
     published: Source  # the instructions this recipe reproduces
     default: bool = False
     python: str
     resolve_as_of: str | None = None  # YYYY-MM-DD: unpinned deps resolve as on that day
-    targets: list[str]  # targets this recipe is locked for
+    targets: list[Name]  # targets this recipe is locked for
     environment: Environment = Environment()
     system_packages: list[str] = Field(default_factory=list)
     packages: list[Package] = Field(default_factory=list)
     sources: list[GitSource] = Field(default_factory=list)
     patches: list[Patch] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[EnvName, str] = Field(default_factory=dict)
     deviations: list[Deviation] = Field(default_factory=list)
     benchmark: Benchmark | None = None
     import_check: list[str] = Field(default_factory=list)  # modules that must import after install

@@ -7,9 +7,10 @@ state). Only reads; never touches a node.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from envbuild.errors import InputError
 from envbuild.fsio import sha256_text
@@ -21,19 +22,56 @@ from envbuild.report.fingerprint import node_fingerprint, run_fingerprint
 from envbuild.report.model import (DecisionRow, Deviation, FactsSummary, NodeReport, PatchRow,
                                    PinRow, Preflight, Reason, RecipeInfo, Report, RunInfo,
                                    StepResult, Verdict)
+from envbuild.userfile import read_json
 
 OK_VERDICTS = {"ok", "feasible", "pass", "passed", "warn", "warning"}
+
+
+DAMAGED = "the run directory is damaged; rerun `envbuild provision`"
 
 
 def load_json(path: Path) -> Any:
     """A JSON file of the run dir, or None when absent; a damaged one is an InputError."""
     if not path.exists():
         return None
+    return read_json(path, "run directory JSON file", hint=DAMAGED)
+
+
+class RunFile(BaseModel):
+    """What the report reads from run.json (``envbuild.rundir`` writes more; extra keys pass)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    schema_: str | None = Field(None, alias="schema")
+    run_id: str
+    recipe: str
+    target: str
+    status: str
+    started: str | None = None
+    finished: str | None = None
+    argv: list[str] | None = None
+    hosts: list[str] | None = None
+    lock_digest: str | None = None
+
+
+def read_run(run_dir: Path) -> dict:
+    """run.json of ``run_dir`` as a dict, checked against ``RunFile``; InputError naming the file."""
+    path = run_dir / "run.json"
+    run = load_json(path)
+    if run is None:
+        raise InputError(f"{run_dir} is not a run directory (no run.json)",
+                         hint="pass a folder under $ENVBUILD_HOME/runs/, made by `envbuild provision`")
+    if not isinstance(run, dict):
+        raise InputError(f"{path}: not a run record: a JSON {type(run).__name__}, expected an object",
+                         hint=DAMAGED)
     try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})",
-                         hint="the run directory is damaged; rerun `envbuild provision`") from None
+        RunFile.model_validate(run)
+    except ValidationError as exc:
+        problems = [f"{'.'.join(str(p) for p in e['loc']) or '<top>'}: {e['msg']}" for e in exc.errors()]
+        raise InputError(f"{path}: not a run record: {'; '.join(problems[:4])}"
+                         + (f" (and {len(problems) - 4} more)" if len(problems) > 4 else ""),
+                         hint=DAMAGED) from None
+    return run
 
 
 def facts_summary(f: dict) -> FactsSummary:
@@ -151,10 +189,7 @@ def node_report(node_dir: Path, lock: dict | None, lock_digest: str | None, reci
 def collect(run_dir: str | Path) -> Report:
     """Read one run directory and produce its report with a PASS/FAIL verdict."""
     run_dir = Path(run_dir)
-    run = load_json(run_dir / "run.json")
-    if run is None:
-        raise InputError(f"{run_dir} is not a run directory (no run.json)",
-                         hint="pass a folder under $ENVBUILD_HOME/runs/, made by `envbuild provision`")
+    run = read_run(run_dir)
     recipe = load_json(run_dir / "recipe.json") or {}
     lock_file = run_dir / "lock.lock"
     lock = read_lock(lock_file) if lock_file.exists() else None

@@ -10,6 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from envbuild.names import EnvName, Name
+
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -40,7 +42,7 @@ class Target(Strict):
     """One class of node (a VM type, a cluster, a pod shape)."""
 
     schema_: int = Field(alias="schema")
-    name: str
+    name: Name  # becomes a path (lockfiles/<recipe>/<name>.lock): one lower-case component
     title: str
     description: str = ""
     platform: Platform = Platform()
@@ -54,7 +56,7 @@ class Target(Strict):
     container_runtime: str | None = None
     shm_size: str | None = None
     conda_modules: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)  # NCCL/UCX variables for this node type
+    env: dict[EnvName, str] = Field(default_factory=dict)  # NCCL/UCX variables for this node type
     files: dict[str, str] = Field(default_factory=dict)  # e.g. NCCL_TOPO_FILE path -> why
     cache_dir: str | None = None  # where pip/build caches go (/mnt on Azure)
     from_facts: bool = False  # "local": everything comes from live facts

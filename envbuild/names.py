@@ -1,0 +1,54 @@
+"""What counts as a name: recipe and target names (they become paths), environment variables.
+
+A recipe or target name becomes a folder or file name (``lockfiles/<recipe>/<target>.lock``,
+run directories), so it is one lower-case path component, never ``..`` or ``a/b``. An
+environment variable name reaches a shell (``export NAME=...``), so it is a POSIX name.
+
+>>> bool(NAME_RE.match("opt-175b-azure")), bool(NAME_RE.match("../etc"))
+(True, False)
+>>> bool(ENV_NAME_RE.match("NCCL_IB_HCA")), bool(ENV_NAME_RE.match("X=1; touch pwned; Y"))
+(True, False)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Annotated
+
+from pydantic import AfterValidator
+
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+NAME_RULE = "lower-case letters, digits, '.', '_' and '-', starting with a letter or digit"
+ENV_NAME_RULE = "letters, digits and '_', not starting with a digit"
+
+
+def is_name(value: object) -> bool:
+    return isinstance(value, str) and bool(NAME_RE.fullmatch(value))
+
+
+def check_name(value: str, what: str = "name") -> str:
+    """``value`` when it is a valid recipe/target name, else ValueError (for pydantic validators)."""
+    if not is_name(value):
+        raise ValueError(f"{value!r} is not a valid {what} ({NAME_RULE})")
+    return value
+
+
+def check_env_names(env: Mapping[str, object], what: str = "env") -> Mapping[str, object]:
+    """``env`` when every key is a POSIX environment variable name, else ValueError."""
+    for key in env:
+        if not isinstance(key, str) or not ENV_NAME_RE.fullmatch(key):
+            raise ValueError(f"{what}: {key!r} is not an environment variable name ({ENV_NAME_RULE})")
+    return env
+
+
+def check_env_name(value: str) -> str:
+    if not ENV_NAME_RE.fullmatch(value):
+        raise ValueError(f"{value!r} is not an environment variable name ({ENV_NAME_RULE})")
+    return value
+
+
+# Field types for the schemas: an invalid key or item is reported at its own line.
+Name = Annotated[str, AfterValidator(check_name)]
+EnvName = Annotated[str, AfterValidator(check_env_name)]
