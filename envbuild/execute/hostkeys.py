@@ -148,7 +148,13 @@ class _Missing:
 
 
 def _split(value: str | None) -> tuple[str, ...]:
-    return tuple(value.split()) if value else ()
+    """Files of a UserKnownHostsFile value (several, blank-separated, "quoted" with blanks)."""
+    import shlex
+
+    try:
+        return tuple(shlex.split(value)) if value else ()
+    except ValueError:
+        return tuple(value.split())
 
 
 def _lookup(host: str, port: int | None) -> str:

@@ -99,13 +99,11 @@ def local_node() -> Node:
     return Node(name="local", host="localhost", connection="local", python=sys.executable)
 
 
-def check_port(value, what: str, *, where: str | None = None) -> int:
-    """``value`` as a TCP port (1..65535) or InputError naming ``what``."""
-    ok = not isinstance(value, bool) and (isinstance(value, int) or str(value).strip().isdigit())
-    port = int(value) if ok else 0
-    if not 0 < port < 65536:
-        raise InputError(f"{what}: {value!r} is not a TCP port", hint="ports are 1-65535", where=where)
-    return port
+def check_port(value, where: str) -> int:
+    """``value`` as a TCP port (1..65535), else InputError (exit 2) naming ``where``."""
+    from envbuild.inputs import validate_port
+
+    return validate_port(value, where)
 
 
 def known_hosts_from_env() -> tuple[str, ...]:
@@ -136,7 +134,7 @@ def parse_hosts(spec: str, *, user: str | None = None, port: int | None = None,
             raise InputError(f"--hosts: cannot read {raw!r}", hint=HOSTS_HINT)
         user = m["user"] or user
         host = m["v6"] or m["host"]
-        p = check_port(m["port"], f"--hosts {raw}: port") if m["port"] is not None else port
+        p = check_port(m["port"], f"--hosts {raw}") if m["port"] is not None else port
         name = host if p is None or not any(n.host == host for n in nodes) else raw
         nodes.append(Node(name=name, host=host, user=user, port=p, identity_file=identity_file,
                           insecure=insecure, known_hosts=kh))
@@ -171,7 +169,7 @@ def read_inventory(path: str | os.PathLike, *, user: str | None = None, port: in
         nodes.append(Node(
             name=name, host=str(first("host") or name),
             user=str(first("user")) if first("user") is not None else user,
-            port=check_port(p, "ansible_port", where=where) if p is not None else port,
+            port=check_port(p, f"{where}: ansible_port") if p is not None else port,
             connection=str(first("connection") or "ssh"),
             python=str(first("python")) if first("python") is not None else None,
             identity_file=os.path.expanduser(str(key)) if key else identity_file,
@@ -212,7 +210,8 @@ def connection_vars(node: Node) -> dict:
     if node.insecure:
         lead.append(INSECURE_SSH_ARGS)
     elif node.known_hosts:
-        lead.append("-o " + shlex.quote("UserKnownHostsFile=" + " ".join(node.known_hosts)))
+        files = " ".join(f'"{f}"' if any(c.isspace() for c in f) else f for f in node.known_hosts)
+        lead.append("-o " + shlex.quote("UserKnownHostsFile=" + files))
     if lead:
         hv["ansible_ssh_common_args"] = " ".join([*lead, str(hv.get("ansible_ssh_common_args") or "")]).strip()
     return hv

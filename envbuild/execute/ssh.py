@@ -60,8 +60,10 @@ def failure(node: Node, exc: BaseException, conn=None) -> EnvironmentProblem:
         port = _port_of(conn, exc.hostname) if conn is not None else node.port
         return hostkeys.refused(node, exc, port=port)
     port = node.port or 22
+    hops = jump_hosts(node)
+    via = f" via {' -> '.join(h.target + (f':{h.port}' if h.port else '') for h in hops)}" if hops else ""
     return EnvironmentProblem(
-        f"{node.name}: cannot reach {node.target} port {port}: {reason(exc)}",
+        f"{node.name}: cannot reach {node.target} port {port}{via}: {reason(exc)}",
         hint=f"check the ssh key (--identity), the port and that `ssh -p {port} {node.user or '$USER'}@{node.host} true` works",
     )
 
@@ -71,7 +73,10 @@ def reason(exc: BaseException) -> str:
     import paramiko
     from paramiko.ssh_exception import NoValidConnectionsError
 
-    if isinstance(exc, (NoValidConnectionsError, ConnectionRefusedError)):
+    if isinstance(exc, NoValidConnectionsError):
+        where = ", ".join(f"{a[0]}:{a[1]}" for a in exc.errors) or "the address"
+        return f"connection refused by {where} (nothing listens on that port?)"
+    if isinstance(exc, ConnectionRefusedError):
         return "connection refused (nothing listens on that port?)"
     if isinstance(exc, (socket.timeout, TimeoutError)):
         return "connection timed out"
