@@ -7,12 +7,23 @@ from pathlib import Path
 
 from envbuild.observe import Observed, compare, expected_state, read_lock
 from envbuild.observe.expected import lock_git, lock_packages
+from envbuild.plan import params as P
+from envbuild.plan.model import Plan, Step
 
 RUN = Path(__file__).parent / "data" / "runs" / "20261122-073000-alpa-megatron-h100-ubuntu2404"
 
 
 def load(node: str, name: str) -> dict:
     return json.loads((RUN / "nodes" / node / name).read_text())
+
+
+def plan_of(*steps: Step, prefix: str = "/p") -> Plan:
+    return Plan(recipe="r", target="t", host="h", prefix=prefix, backend="venv", steps=list(steps))
+
+
+def patch_step(decision: str | None, pid: str = "p1", kind: str = "replace") -> Step:
+    return Step(id=f"patch:{pid}", title=pid, params=P.PatchParams(
+        id=pid, component="apex", dest="/p/src/apex", patch_kind=kind, file="setup.py", decision=decision))
 
 
 def test_expected_state_from_a_real_lockfile_and_plan():
@@ -51,8 +62,7 @@ def test_recorded_state_of_the_sample_run():
 
 def test_names_are_compared_normalized_and_unplanned_patches_not_required():
     lock = {"packages": {"Typing_Extensions": "4.12.2"}}
-    plan = {"prefix": "/p", "steps": [{"kind": "patch", "params": {
-        "patch": {"id": "p1", "component": "apex"}, "decision": {"outcome": "unchanged"}}}]}
+    plan = plan_of(patch_step("unchanged", kind="apex-cuda-check"))
     assert compare(lock, plan, Observed(packages={"typing-extensions": "4.12.2"})) == []
 
 
@@ -63,8 +73,7 @@ def test_extension_gone_since_provision_is_so_hash_changed():
 
 
 def test_patch_record_lost_since_provision_is_missing_but_never_recorded_is_not():
-    plan = {"prefix": "/p", "steps": [{"kind": "patch", "params": {
-        "id": "p1", "component": "apex", "kind": "replace", "decision": None}}]}
+    plan = plan_of(patch_step(None))
     base = Observed(patches=[{"id": "p1", "component": "apex", "status": "applied", "diff": "--- a/x\n"}])
     [d] = compare(None, plan, Observed(), baseline=base)
     assert (d.kind, d.subject, d.observed) == ("patch-missing", "p1", "not recorded")
@@ -81,6 +90,7 @@ def test_local_version_label_satisfies_a_plain_pin():
 
 
 def test_env_python_is_the_prefix_not_the_base_interpreter():
-    plan = {"prefix": "/opt/env", "steps": [{"kind": "environment", "params": {
-        "kind": "venv", "prefix": "/opt/env", "python_path": "/usr/bin/python3.11"}}]}
+    plan = plan_of(Step(id="environment", title="venv", params=P.EnvironmentParams(
+        backend="venv", prefix="/opt/env", python="3.11", interpreter="/usr/bin/python3.11")),
+        prefix="/opt/env")
     assert expected_state(None, plan).python == "/opt/env/bin/python"

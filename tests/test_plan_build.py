@@ -11,6 +11,8 @@ import pytest
 from envbuild.facts.model import NodeFacts
 from envbuild.facts.profile import from_target
 from envbuild.plan.build import PlanOptions, build_plan
+from envbuild.plan.model import Plan
+from envbuild.plan.resolve import resolve
 from envbuild.recipes import all_recipes, load_recipe
 from envbuild.targets import load_target
 
@@ -21,7 +23,7 @@ PAIRS = [(r.name, t) for r in all_recipes() for t in r.targets if t != "local"]
 @pytest.mark.parametrize("recipe,target", PAIRS)
 def test_plan_matches_golden(recipe: str, target: str) -> None:
     rec, tgt = load_recipe(recipe), load_target(target)
-    plan = build_plan(rec, tgt, from_target(tgt), None, PlanOptions(host=target))
+    plan = resolve(rec, tgt, from_target(tgt), None, PlanOptions(host=target)).plan
     text = plan.to_json()
     path = GOLDEN / f"{recipe}--{target}.json"
     if os.environ.get("ENVBUILD_UPDATE_GOLDEN"):
@@ -51,7 +53,7 @@ def test_apex_check_relaxed_for_same_major_minor_mismatch() -> None:
     patch = next(d for d in plan.decisions if d.subject.startswith("patch:") and "apex" in d.subject)
     assert patch.outcome == "patched"
     assert "11.4" in patch.reason and "11.3" in patch.reason
-    assert any(s.kind == "patch" and s.params["kind"] == "apex-cuda-check" for s in plan.steps)
+    assert any(s.kind == "patch" and s.params.patch_kind == "apex-cuda-check" for s in plan.steps)
 
 
 def test_apex_check_not_patched_when_versions_equal() -> None:
@@ -59,15 +61,15 @@ def test_apex_check_not_patched_when_versions_equal() -> None:
     plan = build_plan(rec, tgt, _nd96_with_nvcc("11.3"), None)
     patch = next(d for d in plan.decisions if d.subject.startswith("patch:") and "apex" in d.subject)
     assert patch.outcome == "unchanged"
-    assert not any(s.kind == "patch" and s.params["kind"] == "apex-cuda-check" for s in plan.steps)
+    assert not any(s.kind == "patch" and s.params.patch_kind == "apex-cuda-check" for s in plan.steps)
 
 
 def test_arch_list_and_jobs_come_from_facts() -> None:
     rec, tgt = load_recipe("alpa-megatron"), load_target("azure-nd96")
     plan = build_plan(rec, tgt, from_target(tgt), None)
     apex = next(s for s in plan.steps if s.kind == "apex_build")
-    assert apex.params["env"]["TORCH_CUDA_ARCH_LIST"] == "8.0"
-    assert int(apex.params["env"]["MAX_JOBS"]) > 1
+    assert apex.params.env["TORCH_CUDA_ARCH_LIST"] == "8.0"
+    assert int(apex.params.env["MAX_JOBS"]) > 1
 
 
 def test_step_ids_unique_and_digests_change_with_params() -> None:
@@ -84,6 +86,43 @@ def test_step_ids_unique_and_digests_change_with_params() -> None:
 def test_env_file_carries_target_nccl_variables() -> None:
     rec, tgt = load_recipe("opt-175b-azure"), load_target("azure-nd96")
     plan = build_plan(rec, tgt, from_target(tgt), None)
-    env = next(s for s in plan.steps if s.kind == "env_file").params["vars"]
+    env = next(s for s in plan.steps if s.kind == "env_file").params.vars
     assert env.get("NCCL_TOPO_FILE") and env.get("NCCL_SOCKET_IFNAME") == "eth0"
-    assert json.loads(plan.to_json())["schema"] == "envbuild.plan/1"
+    assert json.loads(plan.to_json())["schema"] == "envbuild.plan/2"
+
+
+@pytest.mark.parametrize("recipe,target", PAIRS)
+def test_plan_json_reads_back_typed(recipe: str, target: str) -> None:
+    """A plan read back from its JSON is the same typed plan, with the same digests."""
+    rec, tgt = load_recipe(recipe), load_target(target)
+    plan = resolve(rec, tgt, from_target(tgt), None, PlanOptions(host=target)).plan
+    back = Plan.model_validate_json(plan.to_json())
+    assert back == plan
+    assert [s.digest for s in back.steps] == [s.digest for s in plan.steps]
+    assert all(type(a.params) is type(b.params) for a, b in zip(back.steps, plan.steps))
+
+
+def test_step_params_are_checked_by_kind() -> None:
+    """A step whose params do not fit its kind is refused, not guessed at."""
+    import pydantic
+
+    plan = json.loads(resolve(load_recipe("cpu-reference"), load_target("local"),
+                              from_target(load_target("slurm")), None, PlanOptions()).plan.to_json())
+    env = next(s for s in plan["steps"] if s["kind"] == "environment")
+    env["params"]["prefixx"] = env["params"].pop("prefix")
+    with pytest.raises(pydantic.ValidationError):
+        Plan.model_validate(plan)
+    env["params"]["prefix"] = env["params"].pop("prefixx")
+    env["kind"] = "pip_install"
+    with pytest.raises(pydantic.ValidationError):
+        Plan.model_validate(plan)
+
+
+def test_home_fact_makes_the_prefix_absolute() -> None:
+    rec, tgt = load_recipe("alpa-megatron"), load_target("azure-nd96")
+    facts = from_target(tgt).model_copy(update={"home": "/home/alice"})
+    plan = build_plan(rec, tgt, facts, None)
+    assert plan.prefix.startswith("/")  # the azure profile has a cache dir
+    plan = build_plan(load_recipe("cpu-reference"), load_target("local"), facts, None)
+    assert plan.prefix == "/home/alice/.envbuild/envs/cpu-reference"
+    assert all("~" not in json.dumps(s.params.model_dump()) for s in plan.steps)

@@ -25,18 +25,18 @@ def plan_cmd(recipe, target, facts_file, lock_file, prefix, backend, git_mirror,
     Pure: nothing is installed. Example:
       envbuild plan alpa-megatron --target azure-nd96
     """
-    from envbuild.compat.check import preflight
+    from dataclasses import replace
+
     from envbuild.inputs import find_lock, node_facts, recipe_and_target
-    from envbuild.plan.build import PlanOptions, build_plan, verdict_summary
+    from envbuild.plan.build import PlanOptions
+    from envbuild.plan.resolve import fetch_urls, resolve
 
     rec, tgt = recipe_and_target(recipe, target)
     lock = find_lock(rec, tgt, lock_file)
-    plans = []
-    for facts in node_facts(tgt, facts_file):
-        verdict = verdict_summary(preflight(rec, tgt, facts))
-        opts = PlanOptions(prefix=prefix, backend=backend, git_mirror=git_mirror,
-                           wheelhouse=wheelhouse, host=facts.host, verdict=verdict)
-        plans.append(build_plan(rec, tgt, facts, lock, opts))
+    opts = PlanOptions(prefix=prefix, backend=backend, git_mirror=git_mirror, wheelhouse=wheelhouse,
+                       fetch_urls=fetch_urls(rec, git_mirror))
+    plans = [resolve(rec, tgt, facts, lock, replace(opts, host=facts.host)).plan
+             for facts in node_facts(tgt, facts_file)]
     if as_json:
         emit_json([p.model_dump(by_alias=True) for p in plans] if len(plans) > 1
                   else plans[0].model_dump(by_alias=True))
@@ -50,12 +50,11 @@ def print_plan(plan) -> None:
 
     console.print(f"[bold]plan[/] {plan.recipe} on {plan.target} (host {plan.host}, "
                   f"facts {plan.facts_origin}) -> {plan.backend} at {plan.prefix}")
-    verdict = plan.steps[0].params.get("verdict") or {}
-    if verdict:
-        ok = verdict.get("feasible")
-        console.print(("[green]preflight: feasible[/]" if ok else "[red]preflight: INFEASIBLE[/]")
-                      + (f" (errors: {', '.join(verdict['errors'])})" if verdict.get("errors") else "")
-                      + (f" (warnings: {', '.join(verdict['warnings'])})" if verdict.get("warnings") else ""))
+    verdict = plan.steps[0].params
+    if verdict.kind == "preflight":
+        console.print(("[green]preflight: feasible[/]" if verdict.feasible else "[red]preflight: INFEASIBLE[/]")
+                      + (f" (errors: {', '.join(verdict.errors)})" if verdict.errors else "")
+                      + (f" (warnings: {', '.join(verdict.warnings)})" if verdict.warnings else ""))
     if plan.lock_digest:
         console.print(f"lock sha256 {plan.lock_digest[:16]}")
     else:

@@ -6,11 +6,11 @@ nothing here raises for a missing tool or a GPU-less node.
 
 from __future__ import annotations
 
-from envbuild.facts import conda, containers, cuda, gpu, host, ib, nccl, osinfo, python
+from envbuild.facts import conda, containers, cuda, gpu, host, ib, nccl, osinfo, python, user
 from envbuild.facts.model import NodeFacts
 from envbuild.facts.probe import Probe, Section
 
-FACT_MODULES = (gpu, cuda, osinfo, host, python, conda, ib, nccl, containers)
+FACT_MODULES = (gpu, cuda, osinfo, host, user, python, conda, ib, nccl, containers)
 
 
 def all_probes() -> list[Probe]:
@@ -63,6 +63,13 @@ def assemble(sections: dict[str, Section], host_name: str, *, collected_at: str 
     f["cpu_cores"] = host.parse_nproc(sec("nproc").out)
     f["memory_gib"] = host.parse_meminfo_gib(sec("meminfo").out)
     f["cpu_model"] = host.parse_cpu_model(sec("cpu_model").out)
+
+    # the login user's environment
+    u = user.parse_user_env(sec("user_env").out)
+    f.update(home=u.get("HOME"), path=u.get("PATH"), user=u.get("USER"))
+    if not u.get("HOME", "").startswith("/"):
+        f["home"] = None
+        missing["home"] = sec("user_env").why("$HOME") if not sec("user_env").ok else "$HOME is not set"
 
     # Python
     f["pythons"] = python.parse_pythons(sec("pythons").out)

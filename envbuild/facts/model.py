@@ -70,6 +70,9 @@ class NodeFacts(_M):
     nccl_version: str | None = None
     container_engines: dict[str, str] = Field(default_factory=dict)
     topology: str | None = None  # nvidia-smi topo -m, verbatim
+    home: str | None = None  # the login user's $HOME (absolute paths in the plan)
+    path: str | None = None  # the login user's $PATH (search path of build commands)
+    user: str | None = None
     missing: dict[str, str] = Field(default_factory=dict)  # fact -> why it was not gathered
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)

@@ -101,23 +101,6 @@ def lock_git(lock: dict) -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
-def _patch_id(params: dict) -> tuple[str | None, str | None, str]:
-    """(id, component, outcome) of a plan's patch step.
-
-    The planner puts ``id``, ``component``, ``kind`` and ``decision`` (an outcome string, or
-    None when no decision was needed) in the step's params; a nested ``patch`` mapping and a
-    ``decision`` mapping are read too.
-    """
-    patch = params.get("patch") if isinstance(params.get("patch"), dict) else {}
-    decision = params.get("decision")
-    pid = patch.get("id") or params.get("id") or (params.get("patch") if isinstance(params.get("patch"), str) else None)
-    component = patch.get("component") or params.get("component")
-    kind = patch.get("kind") or params.get("kind")
-    outcome = decision.get("outcome") if isinstance(decision, dict) else decision
-    outcome = "expect" if kind == "expect" else str(outcome or "patched")
-    return pid, component, outcome
-
-
 def expected_state(lock: dict | None, plan: Any | None) -> Expected:
     """Combine a lock (dict) and a plan (``Plan`` or its JSON dict) into an ``Expected``."""
     exp = Expected()
@@ -126,28 +109,27 @@ def expected_state(lock: dict | None, plan: Any | None) -> Expected:
         exp.git = lock_git(lock)
     if plan is None:
         return exp
-    data = plan.model_dump(by_alias=True) if hasattr(plan, "model_dump") else dict(plan)
-    exp.prefix = data.get("prefix")
-    if exp.prefix:
-        exp.python = f"{exp.prefix.rstrip('/')}/bin/python"
-        exp.env_file = f"{exp.prefix.rstrip('/')}/.envbuild/env.sh"
-    for step in data.get("steps", []):
-        kind, params = step.get("kind"), step.get("params") or {}
-        if kind == "git_source" and params.get("name"):
-            if params.get("dest"):
-                exp.sources[params["name"]] = params["dest"]
-            if params.get("sha") and params["name"] not in exp.git:
-                exp.git[params["name"]] = params["sha"]
-        elif kind == "patch":
-            pid, component, outcome = _patch_id(params)
-            if pid and outcome not in NOT_APPLIED:
-                exp.patches[pid] = component or ""
-        elif kind == "env_file":
-            exp.env.update({k: str(v) for k, v in (params.get("vars") or {}).items()})
-            exp.env_file = params.get("path") or exp.env_file
-        elif kind == "pip_install" and not lock:
-            for req in params.get("requirements") or []:
-                name, sep, version = str(req).partition("==")
-                if sep:
-                    exp.packages[canonical(name.strip())] = version.split(";")[0].split()[0]
+    from envbuild.plan.model import Plan
+
+    plan = plan if isinstance(plan, Plan) else Plan.model_validate(plan)
+    exp.prefix = plan.prefix
+    exp.python = f"{plan.prefix.rstrip('/')}/bin/python"
+    exp.env_file = f"{plan.prefix.rstrip('/')}/.envbuild/env.sh"
+    for step in plan.steps:
+        p = step.params
+        if p.kind == "git_source":
+            exp.sources[p.name] = p.dest
+            if p.sha and p.name not in exp.git:
+                exp.git[p.name] = p.sha
+        elif p.kind == "patch":
+            outcome = "expect" if p.patch_kind == "expect" else (p.decision or "patched")
+            if outcome not in NOT_APPLIED:
+                exp.patches[p.id] = p.component
+        elif p.kind == "env_file":
+            exp.env.update(p.vars)
+            exp.env_file = p.path
+        elif p.kind == "pip_install" and not lock:
+            for req in p.requirements:
+                if req.version[:1].isdigit():
+                    exp.packages[canonical(req.name)] = req.version
     return exp

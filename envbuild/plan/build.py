@@ -13,10 +13,10 @@ syntax) is recorded as a ``Decision`` with its reason, and repeated in the step'
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from envbuild.errors import InputError
 from envbuild.facts.model import NodeFacts
+from envbuild.plan import params as P
 from envbuild.plan.model import Decision, Plan, Step
 from envbuild.plan.packages import (LockedPackage, locked_packages, pip_release, requirement,
                                      torch_requirement)
@@ -43,17 +43,33 @@ class PlanOptions:
     smoke: bool = True
     smoke_preset: str = "tiny"
     host: str = "local"
-    verdict: dict = field(default_factory=dict)  # preflight summary, when known
+    verdict: P.PreflightParams | None = None  # the preflight verdict (envbuild.plan.resolve)
     conda_channel: str | None = None  # conda backend: channel URL or local folder (None: conda-forge)
     conda_packages: tuple[str, ...] = ()  # conda backend: specs; none -> python=<recipe python>
+    fetch_urls: dict[str, str] = field(default_factory=dict)  # source URL -> mirror path (resolved)
+    node_python: str | None = None  # interpreter for envbuild's helper scripts on the node
+    allow_unverified: tuple[str, ...] = ()  # packages that may install without a hash
 
 
-def verdict_summary(verdict: object) -> dict:
-    """The part of a preflight verdict a plan carries: feasible, error and warning rule ids."""
-    violations = getattr(verdict, "violations", [])
-    return {"feasible": bool(getattr(verdict, "feasible", False)),
-            "errors": [v.rule for v in violations if v.severity == "error"],
-            "warnings": [v.rule for v in violations if v.severity == "warning"]}
+SEARCH_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def verdict_summary(verdict: object) -> P.PreflightParams:
+    """The part of a preflight verdict (``envbuild.compat.check.Verdict``) a plan carries."""
+    violations = list(getattr(verdict, "violations", []))
+    errors = [v for v in violations if v.severity == "error"]
+    return P.PreflightParams(
+        feasible=bool(getattr(verdict, "feasible", False)),
+        summary="; ".join(f"{v.rule}: {v.message}" for v in errors) or "feasible",
+        errors=[v.rule for v in errors],
+        warnings=[v.rule for v in violations if v.severity == "warning"])
+
+
+def expand_home(path: str, facts: NodeFacts) -> str:
+    """``~/x`` -> ``<home>/x`` with the node's ``$HOME`` fact (unchanged when unknown)."""
+    if facts.home and (path == "~" or path.startswith("~/")):
+        return facts.home.rstrip("/") + path[1:]
+    return path
 
 
 def default_prefix(recipe: Recipe, target: Target) -> str:
@@ -66,7 +82,7 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
                options: PlanOptions | None = None) -> Plan:
     """The ordered steps for one node. Pure: reads nothing, runs nothing."""
     opts = options or PlanOptions()
-    prefix = opts.prefix or default_prefix(recipe, target)
+    prefix = expand_home(opts.prefix or default_prefix(recipe, target), facts)
     backend = opts.backend or recipe.environment.kind
     if backend not in ("venv", "conda", "container", "module-venv"):
         raise InputError(f"unknown backend {backend!r}", hint="use --backend venv or --backend conda")
@@ -74,55 +90,57 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
     steps: list[Step] = []
     add = steps.append
 
-    add(Step(id="preflight", kind="preflight", title="Preflight compatibility check",
-             params={"verdict": opts.verdict}, reason="refuse an infeasible node before installing"))
+    verdict = opts.verdict or P.PreflightParams(feasible=True, summary="not checked")
+    add(Step(id="preflight", title="Preflight compatibility check", params=verdict,
+             reason="refuse an infeasible node before installing"))
     if recipe.system_packages:
-        add(Step(id="system-packages", kind="system_packages", title="System packages",
-                 params={"manager": "apt", "packages": list(recipe.system_packages)},
+        add(Step(id="system-packages", title="System packages",
+                 params=P.SystemPackagesParams(packages=list(recipe.system_packages)),
                  reason="native prerequisites named by the published instructions"))
 
     interp = facts.python(recipe.python)
-    env_params = {"kind": backend, "prefix": prefix, "python": recipe.python,
-                  "python_path": interp.path if interp else None,
-                  "system_site_packages": recipe.environment.system_site_packages,
-                  "conda_module": recipe.environment.conda_module,
-                  "base_image": recipe.environment.base_image,
-                  "conda_channel": opts.conda_channel if backend == "conda" else None}
-    if backend == "conda":
-        env_params.update(_conda_params(recipe, opts))
-    add(Step(id="environment", kind="environment",
-             title=f"{backend} environment, Python {recipe.python}",
-             params=env_params, reason=_env_reason(recipe, backend, interp is not None, env_params)))
+    conda = _conda_params(recipe, opts) if backend == "conda" else {}
+    env_params = P.EnvironmentParams(
+        backend=backend, prefix=prefix, python=recipe.python,
+        interpreter=interp.path if interp else f"python{recipe.python}",
+        system_site_packages=recipe.environment.system_site_packages,
+        conda_module=recipe.environment.conda_module, base_image=recipe.environment.base_image,
+        conda_channel=opts.conda_channel if backend == "conda" else None,
+        conda_tool=(facts.conda[0] if facts.conda else None) if backend == "conda" else None,
+        helper_python=(opts.node_python or "python3") if backend == "conda" and not facts.conda else None,
+        **conda)
+    add(Step(id="environment", title=f"{backend} environment, Python {recipe.python}",
+             params=env_params, reason=_env_reason(recipe, backend, interp is not None, conda)))
 
     pip_version, pip_reason = pip_release(recipe.environment.pip)
     tooling = []
     if recipe.environment.pip or recipe.apex:  # the pip version decides Apex's option syntax
-        tooling.append(f"pip=={pip_version}")
+        tooling.append(_tool("pip", f"=={pip_version}"))
     if recipe.environment.setuptools:
-        tooling.append(requirement("setuptools", recipe.environment.setuptools))
+        tooling.append(_tool("setuptools", recipe.environment.setuptools))
     built = [s.name for s in recipe.sources if s.install in ("editable", "wheel", "apex")]
     if built:
-        tooling.append(WHEEL_TOOL)
+        tooling.append(_tool("wheel", WHEEL_TOOL[len("wheel"):]))
     if tooling:
         why = [pip_reason] if recipe.environment.pip or recipe.apex else []
         if recipe.environment.setuptools:
             why.append("setuptools pinned by the recipe")
         if built:
             why.append(f"{', '.join(built)} built with --no-build-isolation: {WHEEL_WHY}")
-        add(Step(id="pip-tooling", kind="pip_tooling", title=", ".join(tooling),
-                 params={"requirements": tooling}, reason="; ".join(why)))
+        add(Step(id="pip-tooling", title=", ".join(r.requirement for r in tooling),
+                 params=P.PipToolingParams(requirements=tooling), reason="; ".join(why)))
 
     torch = torch_requirement(recipe, facts, lock, decisions)
     if torch is not None:
-        add(_pip_step("pip:torch", f"torch {torch.version}", [torch], opts,
+        add(_pip_step("pip:torch", f"torch {torch.version}", [torch], opts, recipe, lock is not None,
                       "torch from the index that carries the variant matched to this node"))
 
     rest = [p for p in locked_packages(recipe, lock) if p.name.lower() != "torch"]
     if rest:
         add(_pip_step("pip:packages", f"{len(rest)} Python packages (lock order)", rest, opts,
-                      "every locked package at its exact version, hashes where known"))
+                      recipe, lock is not None,
+                      "every locked package at its exact version, hash-checked"))
 
-    torch_cuda = _torch_cuda(torch)
     for src in recipe.sources:
         steps.extend(_source_steps(recipe, src, prefix, facts, torch, pip_version, lock, opts,
                                    decisions))
@@ -131,22 +149,44 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
     if target.cache_dir:
         env_vars.setdefault("PIP_CACHE_DIR", f"{target.cache_dir.rstrip('/')}/.cache/pip")
         env_vars.setdefault("TMPDIR", f"{target.cache_dir.rstrip('/')}/tmp")
-    add(Step(id="env-file", kind="env_file", title="Environment file",
-             params={"path": f"{prefix}/.envbuild/env.sh", "vars": dict(sorted(env_vars.items()))},
+    env_file = f"{prefix}/.envbuild/env.sh"
+    add(Step(id="env-file", title="Environment file",
+             params=P.EnvFileParams(path=env_file, vars=dict(sorted(env_vars.items()))),
              reason="recipe and node-type variables (e.g. NCCL/UCX on Azure ND96)"))
     if recipe.import_check:
-        add(Step(id="import-check", kind="import_check", title="Import check",
-                 params={"modules": list(recipe.import_check)},
+        add(Step(id="import-check", title="Import check",
+                 params=P.ImportCheckParams(modules=list(recipe.import_check)),
                  reason="fail now, not at the first training step"))
     if opts.smoke:
-        kinds = ["gpt", "collective"] + (["apex"] if recipe.apex else [])
-        add(Step(id="smoke", kind="smoke", title="Smoke benchmark",
-                 params={"kinds": kinds, "preset": opts.smoke_preset},
-                 reason="prove the environment trains"))
+        add(_smoke_step(recipe, prefix, env_file, steps, facts, opts))
 
     return Plan(recipe=recipe.name, target=target.name, host=opts.host, prefix=prefix,
                 backend=backend, lock_digest=_lock_digest(lock), facts_origin=facts.origin,
                 decisions=decisions, steps=steps)
+
+
+def _tool(name: str, spec: str) -> P.Requirement:
+    req = requirement(name, spec)
+    return P.Requirement(name=name, version=spec.lstrip("="), requirement=req)
+
+
+def _smoke_step(recipe: Recipe, prefix: str, env_file: str, steps: list[Step], facts: NodeFacts,
+                opts: PlanOptions) -> Step:
+    """The smoke runs, decided here: envbuild's scripts and the recipe's native benchmark
+    when the node can run it."""
+    from envbuild.smoke.onnode import native_run, node_runs, smoke_dir
+
+    kinds = ["gpt", "collective"] + (["apex"] if recipe.apex else [])
+    bench = recipe.benchmark.model_dump(mode="json") if recipe.benchmark else None
+    sources = {s.params.name: s.params.dest for s in steps if s.kind == "git_source"}
+    gpus = len(facts.gpus)
+    runs = node_runs(prefix, {"kinds": kinds, "preset": opts.smoke_preset}, bench, gpus=gpus,
+                     sources=sources)
+    native = native_run(bench, gpus=gpus, sources=sources, cwd=smoke_dir(prefix))
+    return Step(id="smoke", title="Smoke benchmark", reason="prove the environment trains",
+                params=P.SmokeParams(kinds=kinds, preset=opts.smoke_preset, dir=smoke_dir(prefix),
+                                     env_file=env_file, runs=[P.SmokeRun(**r) for r in runs],
+                                     native_skip=native.get("skip")))
 
 
 def _conda_params(recipe: Recipe, opts: PlanOptions) -> dict:
@@ -174,7 +214,7 @@ def _env_reason(recipe: Recipe, backend: str, have_interp: bool, params: dict | 
 
 
 def _pip_step(step_id: str, title: str, pkgs: list[LockedPackage], opts: PlanOptions,
-              reason: str) -> Step:
+              recipe: Recipe, locked: bool, reason: str) -> Step:
     find_links = [opts.wheelhouse] if opts.wheelhouse else []
     for p in pkgs:
         if p.find_links and p.find_links not in find_links:
@@ -189,14 +229,15 @@ def _pip_step(step_id: str, title: str, pkgs: list[LockedPackage], opts: PlanOpt
     env: dict[str, str] = {}
     for p in pkgs:
         env.update(p.env)
-    return Step(id=step_id, kind="pip_install", title=title, reason=reason, params={
-        "requirements": [p.as_param() for p in pkgs],
-        "find_links": find_links,
-        "index_url": index_url,
-        "no_index": no_index,
-        "env": env,
-        "require_hashes": all(p.hashes for p in pkgs),
-    })
+    unverified = [p.name for p in pkgs if not p.hashes]
+    if unverified:
+        reason += f"; without a hash in the lock: {', '.join(unverified)}"
+    no_iso = [p.name for p in pkgs
+              if (d := recipe.package(p.name)) is not None and not d.build_isolation]
+    return Step(id=step_id, title=title, reason=reason, params=P.PipInstallParams(
+        requirements=[p.as_requirement() for p in pkgs], find_links=find_links,
+        index_url=index_url, no_index=no_index, env=env, no_deps=locked,
+        no_build_isolation=no_iso, unverified=unverified))
 
 
 def _torch_cuda(torch: LockedPackage | None) -> str | None:
@@ -212,41 +253,42 @@ def _source_steps(recipe: Recipe, src: GitSource, prefix: str, facts: NodeFacts,
                   opts: PlanOptions, decisions: list[Decision]) -> list[Step]:
     torch_cuda = _torch_cuda(torch)
     dest = f"{prefix}/src/{src.name}"
-    fetch_url = _fetch_url(src.url, opts.git_mirror)
-    out = [Step(id=f"git:{src.name}", kind="git_source", title=f"{src.name} @ {(src.sha or src.ref)[:12]}",
-                params={"name": src.name, "url": src.url, "fetch_url": fetch_url, "ref": src.ref,
-                        "sha": src.sha, "dest": dest},
+    out = [Step(id=f"git:{src.name}", title=f"{src.name} @ {(src.sha or src.ref)[:12]}",
+                params=P.GitSourceParams(name=src.name, url=src.url,
+                                         fetch_url=opts.fetch_urls.get(src.url, src.url),
+                                         ref=src.ref, sha=src.sha, dest=dest),
                 reason=src.why)]
     for patch in (p for p in recipe.patches if p.component == src.name):
-        params = {"id": patch.id, "component": src.name, "dest": dest, "kind": patch.kind,
-                  "file": patch.file, "old": patch.old, "new": patch.new, "count": patch.count,
-                  "why": patch.why, "decision": None, "nvcc": facts.nvcc, "torch_cuda": torch_cuda}
+        decision = None
         reason = patch.why
         if patch.kind == "apex-cuda-check":
             from envbuild.patches.apex import decide
 
             d = decide(facts.nvcc, torch_cuda, cuda_ext="--cuda_ext" in _apex_options(recipe))
             decisions.append(Decision(subject=f"patch:{patch.id}", outcome=d.outcome, reason=d.reason))
-            params["decision"] = d.outcome
+            decision = d.outcome
             reason = f"{d.outcome}: {d.reason}"
             if d.outcome in ("unchanged", "cpu-only"):
                 continue
-        out.append(Step(id=f"patch:{patch.id}", kind="patch", title=f"patch {patch.id}",
-                        params=params, reason=reason))
+        params = P.PatchParams(id=patch.id, component=src.name, dest=dest, patch_kind=patch.kind,
+                               file=patch.file, old=patch.old, new=patch.new, count=patch.count,
+                               why=patch.why, decision=decision, nvcc=facts.nvcc,
+                               torch_cuda=torch_cuda)
+        out.append(Step(id=f"patch:{patch.id}", title=f"patch {patch.id}", params=params,
+                        reason=reason))
     if src.build:
-        out.append(Step(id=f"build:{src.name}", kind="build", title=f"build {src.name}",
-                        params={"name": src.name, "dest": dest, "commands": list(src.build),
-                                "env": dict(src.env)},
+        out.append(Step(id=f"build:{src.name}", title=f"build {src.name}",
+                        params=P.BuildParams(name=src.name, dest=dest, commands=list(src.build),
+                                             env=dict(src.env)),
                         reason=f"published build step for {src.name}"))
     if src.install == "apex":
-        patch_params = [s.params for s in out if s.kind == "patch"]
-        out.append(_apex_step(src, dest, facts, torch, pip_version, lock, decisions,
+        patch_params = [s.params.model_dump(mode="json") for s in out if s.kind == "patch"]
+        out.append(_apex_step(src, prefix, dest, facts, torch, pip_version, lock, decisions,
                               patch_digest=_digest(patch_params) if patch_params else "",
                               python=recipe.python))
     elif src.install != "none":
-        out.append(Step(id=f"install:{src.name}", kind="install_source",
-                        title=f"install {src.name} ({src.install})",
-                        params={"name": src.name, "dest": dest, "mode": src.install},
+        out.append(Step(id=f"install:{src.name}", title=f"install {src.name} ({src.install})",
+                        params=P.InstallSourceParams(name=src.name, dest=dest, mode=src.install),
                         reason=_install_reason(src)))
     return out
 
@@ -263,7 +305,7 @@ def _apex_options(recipe: Recipe) -> list[str]:
     return list(recipe.apex.build_options) if recipe.apex else []
 
 
-def _apex_step(src: GitSource, dest: str, facts: NodeFacts, torch: LockedPackage | None,
+def _apex_step(src: GitSource, prefix: str, dest: str, facts: NodeFacts, torch: LockedPackage | None,
                pip_version: str, lock: object | None, decisions: list[Decision], *,
                patch_digest: str = "", python: str | None = None) -> Step:
     """Build Apex once into a wheel cache keyed by everything that changes the binary:
@@ -286,14 +328,16 @@ def _apex_step(src: GitSource, dest: str, facts: NodeFacts, torch: LockedPackage
     options = list(src.build_options)
     if jobs.parallel > 1:
         options += ["--parallel", str(jobs.parallel)]
-    wheel_dir = f"{dest}/.envbuild-wheel"
+    key = apex_build.cache_key(src.sha or src.ref, patch_digest, torch.version if torch else None,
+                               torch_cuda, facts.nvcc, archs or "", list(src.build_options),
+                               python=python)
+    wheel_dir = f"{prefix}/.envbuild/wheels/{key}"
     cmd = apex_build.install_command(pip_version=pip_version, options=options,
-                                     apex_date=apex_date, src=".", wheel_dir=wheel_dir)
+                                     apex_date=apex_date, src=".", wheel_dir=wheel_dir,
+                                     python=f"{prefix}/bin/python")
     env = {**cmd.env, **jobs.env(), **src.env, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     if archs:
         env["TORCH_CUDA_ARCH_LIST"] = archs
-    key = apex_build.cache_key(src.sha or src.ref, "", torch.version if torch else None, torch_cuda,
-                               facts.nvcc, archs or "", list(src.build_options), python=python)
     decisions.append(Decision(subject="apex-build-jobs",
                               outcome=f"parallel={jobs.parallel} MAX_JOBS={jobs.max_jobs} "
                                       f"nvcc-threads={jobs.nvcc_threads}",
@@ -302,24 +346,11 @@ def _apex_step(src: GitSource, dest: str, facts: NodeFacts, torch: LockedPackage
     if archs:
         decisions.append(Decision(subject="torch-cuda-arch-list", outcome=archs,
                                   reason="from the node's GPUs, so the build needs no visible GPU"))
-    return Step(id=f"apex:{src.name}", kind="apex_build", title=f"build Apex wheel ({src.name})",
-                params={"dest": dest, "argv": list(cmd.argv), "env": env, "cache_key": key,
-                        "cache_dir": "~/.envbuild/cache/wheels", "wheel_dir": wheel_dir,
-                        "options": list(src.build_options)},
+    return Step(id=f"apex:{src.name}", title=f"build Apex wheel ({src.name})",
+                params=P.ApexBuildParams(dest=dest, argv=list(cmd.argv), wheel_argv=list(cmd.argv),
+                                         env=env, cache_key=key, wheel_dir=wheel_dir,
+                                         options=list(src.build_options)),
                 reason=f"{cmd.reason}; {jobs.reason}")
-
-
-def _fetch_url(url: str, mirror: str | None) -> str:
-    """Where to clone from: the mirror copy of a GitHub URL when a mirror is given."""
-    if not mirror:
-        return url
-    try:
-        from envbuild.gitsrc import mirror_path
-
-        found = mirror_path(url, Path(mirror))
-        return str(found) if found else url
-    except ImportError:  # pragma: no cover - gitsrc ships with the lock package
-        return url
 
 
 def _digest(obj: object) -> str:

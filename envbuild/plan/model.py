@@ -14,43 +14,57 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from envbuild.fsio import canonical_json
+from envbuild.plan.params import StepParams
 
-PLAN_SCHEMA = "envbuild.plan/1"
+PLAN_SCHEMA = "envbuild.plan/2"
 
 StepKind = Literal[
     "preflight",  # refuse an infeasible node before anything is installed
-    "system_packages",  # apt/dnf packages (params: packages)
-    "environment",  # create venv / conda prefix (params: kind, prefix, python, system_site_packages)
-    "pip_tooling",  # pin pip/setuptools/wheel in the environment (params: requirements)
-    "pip_install",  # pip install from a lock section (params: requirements, index, hashes, env)
-    "git_source",  # clone/fetch at a full SHA and verify it (params: name, url, sha, dest)
-    "patch",  # apply one declarative patch (params: patch, decision, dest)
-    "build",  # commands run in a source tree (params: name, dest, commands, env)
-    "apex_build",  # CUDA-aware Apex wheel build + install (params: see envbuild.patches.apex)
-    "install_source",  # editable / wheel / pth install of a source tree (params: name, mode, dest)
-    "env_file",  # write the environment file (params: path, vars)
-    "import_check",  # import modules with the env's python (params: modules)
-    "smoke",  # run the smoke benchmark (params: kinds)
+    "system_packages",  # apt packages
+    "environment",  # create venv / conda prefix / (container: the image)
+    "pip_tooling",  # pin pip/setuptools/wheel in the environment
+    "pip_install",  # pip install a lock section, hash-checked
+    "git_source",  # clone/fetch at a full SHA and verify it
+    "patch",  # apply one declarative patch
+    "build",  # published build commands run in a source tree
+    "apex_build",  # CUDA-aware Apex wheel build + install
+    "install_source",  # editable / wheel / pth install of a source tree
+    "env_file",  # write the environment file
+    "import_check",  # import modules with the env's python
+    "smoke",  # run the smoke benchmark
 ]
 
 
 class Step(BaseModel):
-    """One idempotent unit of work on a node."""
+    """One idempotent unit of work on a node; ``params`` is the typed model of its kind
+    (``envbuild.plan.params``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str  # stable, unique in the plan, e.g. "git:megatron"
-    kind: StepKind
+    kind: StepKind = "preflight"  # always params.kind (set by the validator)
     title: str  # one line a person reads in progress output
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: StepParams
     reason: str = ""  # why this step exists / why this decision
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kind_from_params(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            params = data.get("params")
+            pkind = params.get("kind") if isinstance(params, dict) else getattr(params, "kind", None)
+            if data.get("kind") not in (None, pkind):
+                raise ValueError(f"step kind {data.get('kind')!r} does not match its params ({pkind!r})")
+            data = {**data, "kind": pkind}
+        return data
 
     @property
     def digest(self) -> str:
-        payload = canonical_json({"id": self.id, "kind": self.kind, "params": self.params})
+        payload = canonical_json({"id": self.id, "kind": self.kind,
+                                  "params": self.params.model_dump(mode="json")})
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
@@ -70,7 +84,7 @@ class Plan(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
-    schema_: Literal["envbuild.plan/1"] = Field(PLAN_SCHEMA, alias="schema")
+    schema_: Literal["envbuild.plan/2"] = Field(PLAN_SCHEMA, alias="schema")
     recipe: str
     target: str
     host: str

@@ -31,10 +31,12 @@ class LockedPackage:
             return f"{self.name}=={v}"
         return f"{self.name}{v}"
 
-    def as_param(self) -> dict:
-        return {"name": self.name, "version": self.version, "requirement": self.requirement,
-                "hashes": list(self.hashes), "index_url": self.index_url,
-                "find_links": self.find_links}
+    def as_requirement(self):
+        from envbuild.plan.params import Requirement
+
+        return Requirement(name=self.name, version=self.version, requirement=self.requirement,
+                           hashes=list(self.hashes), index_url=self.index_url,
+                           find_links=self.find_links)
 
 
 def _from_recipe(pkg: Package) -> LockedPackage:

@@ -1,109 +1,125 @@
-"""Plan -> Ansible inventory (host vars carry each node's steps) and extra vars. Pure.
+"""Plan -> Ansible inventory and extra vars, from the plan's actions. Pure.
 
-The playbook (playbooks/provision.yml) reads per host ``envbuild_prefix``, ``envbuild_python``,
-``envbuild_node_path`` and ``envbuild_steps`` (each ``{id, kind, title, params, digest,
-derived}``); ``derived`` holds values computed here from ``params`` that are not part of the
-step's identity (e.g. the Apex wheel-build argv).
+Per host the playbook (playbooks/provision.yml) reads ``envbuild_prefix``,
+``envbuild_node_path`` and ``envbuild_plan_json``: the steps as one JSON string, each
+``{id, kind, title, digest, batches}``, where a batch is what one task runs:
+
+- ``{type: node, actions: [...]}``: consecutive node-side actions, one ``envbuild_actions``
+  module call (run, write, mkdir, git, patch);
+- ``{type: copy, src, dest, mode}``: one of envbuild's files from the controller;
+- ``{type: wheel, ...}``: a wheel built once per cache key (controller wheel cache);
+- ``{type: capture, actions, fetch}``: the smoke runs, their outputs brought back, then the
+  step fails if one of them did.
+
+Every value is data. The steps travel as one JSON string that the playbook reads with
+``from_json``: the string is ``!unsafe`` and so is everything parsed from it, and JSON keeps
+the types (ansible-core 2.19 re-resolves ``!unsafe '0644'`` as the integer 420, ``'3.10'`` as
+3.1). The other strings (connection variables, paths) are tagged ``!unsafe`` too, so Ansible
+never templates a value from a recipe, lock, facts or inventory
+(``{{ lookup('pipe', ...) }}`` in a version string stays text).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
-from envbuild.execute.nodes import Node
+import yaml
+
+from envbuild.actions.assets import asset_source
+from envbuild.actions.steps import actions as step_actions
 from envbuild.plan.model import Plan, Step
+
+NODE_OPS = ("run", "write", "mkdir", "git", "patch")
 
 
 @dataclass(frozen=True)
 class Rendered:
-    inventory: dict  # Ansible JSON/YAML inventory
-    extravars: dict  # -e @extravars.json
+    inventory: dict  # Ansible inventory ({all: {hosts: {name: vars}}})
+    extravars: dict  # -e @extravars
+
+    def inventory_text(self) -> str:
+        return dump_unsafe(self.inventory)
+
+    def extravars_text(self) -> str:
+        return dump_unsafe(self.extravars)
 
 
-def wheel_argv(python: str, argv: list[str], outdir: str) -> list[str]:
-    """Turn an install command (``pip install ... ./`` or ``python setup.py install ...``)
-    into the command that builds the same thing as a wheel into ``outdir``.
-
-    A command that already builds a wheel (``setup.py ... bdist_wheel -d DIR`` or ``pip wheel
-    ... -w DIR``, what ``envbuild.patches.apex_build.install_command(wheel_dir=...)`` returns)
-    keeps its shape and gets ``outdir`` as its output folder."""
-    a = list(argv)
-    if a and a[0] in ("pip", "pip3"):
-        a = [python, "-m", "pip"] + a[1:]
-    elif a and a[0].startswith("python"):
-        a[0] = python
-    if "setup.py" in a:
-        if "bdist_wheel" in a:
-            return _with_outdir(a, a.index("bdist_wheel"), ("-d", "--dist-dir"), outdir)
-        i = a.index("install") if "install" in a else len(a)
-        a[i:i + 1] = ["bdist_wheel", "-d", outdir]
-        return a
-    if "wheel" in a and "install" not in a:
-        a = _with_outdir(a, a.index("wheel"), ("-w", "--wheel-dir"), outdir)
-    elif "install" in a:
-        i = a.index("install")
-        a[i:i + 1] = ["wheel", "--no-deps", "-w", outdir]
-    return [x for x in a if x not in ("--no-cache-dir", "--force-reinstall", "-e")]
-
-
-def _with_outdir(a: list[str], after: int, flags: tuple[str, ...], outdir: str) -> list[str]:
-    """``a`` with the output-folder option following index ``after`` set to ``outdir``."""
-    out = a[:after + 1]
-    rest = a[after + 1:]
-    i = 0
-    while i < len(rest):
-        word = rest[i]
-        if word in flags and i + 1 < len(rest):
-            i += 2
-            continue
-        if any(word.startswith(f + "=") for f in flags if f.startswith("--")):
-            i += 1
-            continue
-        out.append(word)
-        i += 1
-    return out[:after + 1] + [flags[0], outdir] + out[after + 1:]
+def batches(step: Step, prefix: str) -> list[dict]:
+    """The step's actions grouped into the playbook's task batches."""
+    out: list[dict] = []
+    for act in step_actions(step, prefix):
+        data = act.model_dump(mode="json")
+        op = data["op"]
+        if op in NODE_OPS:
+            if out and out[-1]["type"] == "node":
+                out[-1]["actions"].append(data)
+            else:
+                out.append({"type": "node", "actions": [data]})
+        elif op == "copy":
+            out.append({"type": "copy", "src": asset_source(data["asset"]), "dest": data["dest"],
+                        "mode": data["perm"]})
+        elif op == "wheel":
+            out.append({"type": "wheel", **{k: v for k, v in data.items() if k != "op"}})
+        elif op == "capture":
+            if out and out[-1]["type"] == "capture":
+                out[-1]["actions"].append(data)
+            else:
+                out.append({"type": "capture", "actions": [data], "fetch": []})
+            out[-1]["fetch"] += [f"{data['dir']}/{data['name']}.{ext}" for ext in ("out", "err", "rc")]
+        else:  # pragma: no cover - every op of envbuild.actions.model is handled above
+            raise ValueError(f"no Ansible batch for action {op!r}")
+    return out
 
 
-def step_vars(step: Step, prefix: str, python: str) -> dict:
+def step_vars(step: Step, prefix: str) -> dict:
     """One step as the playbook sees it."""
-    derived: dict = {}
-    if step.kind == "apex_build":
-        out = f"{prefix}/.envbuild/wheels/{step.params.get('cache_key', 'apex')}"
-        derived["wheel_argv"] = wheel_argv(python, step.params.get("argv") or [], out)
-    return {"id": step.id, "kind": step.kind, "title": step.title, "params": step.params,
-            "digest": step.digest, "derived": derived}
+    return {"id": step.id, "kind": step.kind, "title": step.title, "digest": step.digest,
+            "batches": batches(step, prefix)}
 
 
-def host_vars(plan: Plan, node: Node) -> dict:
-    """Connection variables plus the node's plan."""
-    python = f"{plan.prefix}/bin/python"
-    hv: dict = {"envbuild_prefix": plan.prefix, "envbuild_python": python,
-                "envbuild_node_path": node.node_path,
-                "envbuild_steps": [step_vars(s, plan.prefix, python) for s in plan.steps]}
-    if node.is_local:
-        hv["ansible_connection"] = "local"
-    else:
-        hv["ansible_host"] = node.host
-        if node.user:
-            hv["ansible_user"] = node.user
-        if node.port:
-            hv["ansible_port"] = node.port
-        if node.identity_file:
-            hv["ansible_ssh_private_key_file"] = node.identity_file
-        if node.insecure:
-            hv["ansible_ssh_common_args"] = ("-o StrictHostKeyChecking=no "
-                                             "-o UserKnownHostsFile=/dev/null -o LogLevel=ERROR")
-    if node.python:
-        hv["ansible_python_interpreter"] = node.python
-    return hv
+def host_vars(plan: Plan, connection: dict, node_path: str) -> dict:
+    """The node's connection variables plus its plan."""
+    steps = [step_vars(s, plan.prefix) for s in plan.steps]
+    return {**connection, "envbuild_prefix": plan.prefix, "envbuild_node_path": node_path,
+            "envbuild_plan_json": json.dumps(steps, sort_keys=True)}
 
 
-def render(plans: dict[str, Plan], nodes: list[Node], *, run_dir: str, cache_dir: str,
-           smoke_src: str | None = None, smoke_available: list[str] | None = None) -> Rendered:
+def steps_of(inventory_host_vars: dict) -> list[dict]:
+    """The steps a rendered host carries (the inverse of ``host_vars``' encoding)."""
+    return json.loads(inventory_host_vars["envbuild_plan_json"])
+
+
+def render(plans: dict[str, Plan], connections: dict[str, dict], node_paths: dict[str, str], *,
+           run_dir: str, cache_dir: str) -> Rendered:
     """Inventory for the nodes that have a plan, and the run-wide extra vars."""
-    hosts = {n.name: host_vars(plans[n.name], n) for n in nodes if n.name in plans}
+    hosts = {name: host_vars(plans[name], connections[name], node_paths[name])
+             for name in connections if name in plans}
     extravars = {"envbuild_run_dir": run_dir, "envbuild_cache_dir": cache_dir}
-    if smoke_src:
-        extravars["envbuild_smoke_src"] = smoke_src
-        extravars["envbuild_smoke_available"] = sorted(smoke_available or [])
     return Rendered(inventory={"all": {"hosts": hosts}}, extravars=extravars)
+
+
+class _UnsafeDumper(yaml.SafeDumper):
+    pass
+
+
+def _unsafe_str(dumper: yaml.SafeDumper, value: str):
+    return dumper.represent_scalar("!unsafe", value, style='"' if ("\n" in value or not value) else None)
+
+
+def _plain_keys(dumper: yaml.SafeDumper, value: dict):
+    items = []
+    for k in sorted(value):
+        key = dumper.represent_scalar("tag:yaml.org,2002:str", str(k))
+        items.append((key, dumper.represent_data(value[k])))
+    return yaml.MappingNode("tag:yaml.org,2002:map", items, flow_style=False)
+
+
+_UnsafeDumper.add_representer(str, _unsafe_str)
+_UnsafeDumper.add_representer(dict, _plain_keys)
+
+
+def dump_unsafe(obj: object) -> str:
+    """YAML text of ``obj`` with every string tagged ``!unsafe`` (never templated)."""
+    return "# written by envbuild: every string is data (!unsafe), never templated\n" + yaml.dump(
+        obj, Dumper=_UnsafeDumper, sort_keys=True, default_flow_style=False, allow_unicode=True, width=4096)

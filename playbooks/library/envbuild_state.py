@@ -45,6 +45,8 @@ def main():
     ), supports_check_mode=True)
     p = module.params
     if p["record"]:
+        if module.check_mode:  # check mode changes nothing on the node, markers included
+            module.exit_json(changed=False, recorded=None)
         record(p["prefix"], p["record"], p["digest"])
         module.exit_json(changed=False, recorded=p["record"])
     done, pending = split(p["prefix"], p["steps"], p["digests"])

@@ -49,29 +49,37 @@ def facts(host: str) -> dict:
 
 
 def plan(host: str) -> dict:
+    """The node's plan, built from the plan model's typed step params (the shapes the planner
+    writes: a plan.json that does not validate as ``envbuild.plan.model.Plan`` fails here)."""
+    from envbuild.plan import params as P
+    from envbuild.plan.model import Decision, Plan, Step
+
     steps = [
-        {"id": "preflight", "kind": "preflight", "title": "check the node", "params": {}, "reason": ""},
-        {"id": "env", "kind": "environment", "title": "create venv", "params": {"kind": "venv", "prefix": PREFIX, "python": "3.12"}, "reason": ""},
-        {"id": "pip:main", "kind": "pip_install", "title": "install locked packages",
-         "params": {"requirements": [f"{k}=={v}" for k, v in PACKAGES.items()]}, "reason": ""},
-        {"id": "git:megatron", "kind": "git_source", "title": "Megatron-LM at the Alpa benchmark commit",
-         "params": {"name": "megatron", "url": "https://github.com/zhisbug/Megatron-LM", "sha": MEGATRON_SHA,
-                    "dest": f"{PREFIX}/src/megatron"}, "reason": ""},
-        {"id": "git:apex", "kind": "git_source", "title": "Apex",
-         "params": {"name": "apex", "url": "https://github.com/NVIDIA/apex", "sha": APEX_SHA, "dest": f"{PREFIX}/src/apex"}, "reason": ""},
-        {"id": "patch:apex-cuda-check", "kind": "patch", "title": "relax Apex CUDA check",
-         "params": {"id": "apex-cuda-check", "component": "apex", "kind": "apex-cuda-check", "file": "setup.py",
-                    "decision": "patched", "dest": f"{PREFIX}/src/apex", "nvcc": "13.0", "torch_cuda": "13.0",
-                    "why": "Apex refuses any CUDA mismatch between nvcc and torch"},
-         "reason": "patched: nvcc 13.0 and torch cu130 have the same major version"},
-        {"id": "env-file", "kind": "env_file", "title": "write env.sh",
-         "params": {"path": f"{PREFIX}/.envbuild/env.sh", "vars": {"NCCL_DEBUG": "WARN", "CUDA_DEVICE_MAX_CONNECTIONS": "1"}}, "reason": ""},
+        Step(id="preflight", title="check the node", params=P.PreflightParams(feasible=True, summary="feasible")),
+        Step(id="environment", title="create venv", params=P.EnvironmentParams(
+            backend="venv", prefix=PREFIX, python="3.12", interpreter="/usr/bin/python3.12")),
+        Step(id="pip:packages", title="install locked packages", params=P.PipInstallParams(
+            requirements=[P.Requirement(name=k, version=v, requirement=f"{k}=={v}") for k, v in PACKAGES.items()],
+            unverified=list(PACKAGES))),
+        Step(id="git:megatron", title="Megatron-LM at the Alpa benchmark commit", params=P.GitSourceParams(
+            name="megatron", url="https://github.com/zhisbug/Megatron-LM", fetch_url="https://github.com/zhisbug/Megatron-LM",
+            ref="main", sha=MEGATRON_SHA, dest=f"{PREFIX}/src/megatron")),
+        Step(id="git:apex", title="Apex", params=P.GitSourceParams(
+            name="apex", url="https://github.com/NVIDIA/apex", fetch_url="https://github.com/NVIDIA/apex",
+            ref="master", sha=APEX_SHA, dest=f"{PREFIX}/src/apex")),
+        Step(id="patch:apex-cuda-check", title="relax Apex CUDA check", params=P.PatchParams(
+            id="apex-cuda-check", component="apex", dest=f"{PREFIX}/src/apex", patch_kind="apex-cuda-check",
+            file="setup.py", decision="patched", nvcc="13.0", torch_cuda="13.0",
+            why="Apex refuses any CUDA mismatch between nvcc and torch"),
+            reason="patched: nvcc 13.0 and torch cu130 have the same major version"),
+        Step(id="env-file", title="write env.sh", params=P.EnvFileParams(
+            path=f"{PREFIX}/.envbuild/env.sh", vars={"NCCL_DEBUG": "WARN", "CUDA_DEVICE_MAX_CONNECTIONS": "1"})),
     ]
-    return {"schema": "envbuild.plan/1", "recipe": "alpa-megatron", "target": "h100-ubuntu2404", "host": host,
-            "prefix": PREFIX, "backend": "venv", "lock_digest": None, "facts_origin": "collected",
-            "decisions": [{"subject": "patch:apex-cuda-check", "outcome": "patched",
-                           "reason": "nvcc 13.0 and torch cu130 have the same major version", "source": None}],
-            "steps": steps}
+    model = Plan(recipe="alpa-megatron", target="h100-ubuntu2404", host=host, prefix=PREFIX, backend="venv",
+                 facts_origin="collected", steps=steps,
+                 decisions=[Decision(subject="patch:apex-cuda-check", outcome="patched",
+                                     reason="nvcc 13.0 and torch cu130 have the same major version")])
+    return json.loads(model.to_json())
 
 
 def observed(host: str, packages: dict) -> dict:

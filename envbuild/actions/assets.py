@@ -1,0 +1,38 @@
+"""envbuild's own files that actions copy to nodes or into images: ``<group>/<file>``.
+
+    >>> asset_path("smoke/gpt.py").name
+    'gpt.py'
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from envbuild.errors import InputError
+
+_ROOT = Path(__file__).resolve().parents[1]
+GROUPS = {
+    "smoke": _ROOT / "smoke",  # the smoke scripts (run with the environment's python)
+    "conda": _ROOT / "actions" / "nodefiles",  # rattler_create.py
+    "patches": _ROOT / "patches",  # textpatch.py, runnable as a script
+}
+
+
+def asset_path(asset: str) -> Path:
+    """The controller-side file of ``asset``; a name, never a path outside its group."""
+    group, _, name = asset.partition("/")
+    folder = GROUPS.get(group)
+    if folder is None or not name or "/" in name or name.startswith("."):
+        raise InputError(f"unknown asset {asset!r}")
+    path = folder / name
+    if not path.is_file():
+        raise InputError(f"asset {asset!r} is missing at {path}")
+    return path
+
+
+def asset_source(asset: str) -> str:
+    """Where ``asset`` lies on the controller (pure: no check that it exists)."""
+    group, _, name = asset.partition("/")
+    if group not in GROUPS or not name or "/" in name or name.startswith("."):
+        raise InputError(f"unknown asset {asset!r}")
+    return str(GROUPS[group] / name)

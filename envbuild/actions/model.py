@@ -1,0 +1,109 @@
+"""Primitive actions: what every renderer and executor understands.
+
+A plan step becomes a list of these (``envbuild.actions.steps``); nothing else in envbuild
+knows pip, uv, venv, conda or git syntax. Renderers (Ansible variables, Dockerfile,
+Apptainer, shell, CI) turn actions into text; executors run them. Values are data: argv
+lists (never a command string for a shell), file contents, paths.
+
+    >>> Run(argv=["python3", "-m", "venv", "/opt/env"]).argv[1]
+    '-m'
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _A(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Run(_A):
+    """Run ``argv`` (no shell) with ``env`` added to the environment, in ``cwd``."""
+
+    op: Literal["run"] = "run"
+    argv: list[str]
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    path: list[str] = Field(default_factory=list)  # folders put before the node's own $PATH
+    stdout: str | None = None  # also write stdout to this file on the node
+    changes: bool = True  # False: a check that changes nothing on the node
+
+
+class WriteFile(_A):
+    """Write ``content`` to ``path`` (parent folders created) with permissions ``perm``."""
+
+    op: Literal["write"] = "write"
+    path: str
+    content: str
+    perm: str = "0644"  # octal permission bits (not "mode": Ansible rewrites that key)
+
+
+class MakeDir(_A):
+    op: Literal["mkdir"] = "mkdir"
+    path: str
+
+
+class CopyAsset(_A):
+    """Copy one of envbuild's own files (``asset`` is ``<group>/<file>``, see
+    ``envbuild.actions.assets``) to ``dest`` on the node."""
+
+    op: Literal["copy"] = "copy"
+    asset: str
+    dest: str
+    perm: str = "0644"  # octal permission bits (not "mode": Ansible rewrites that key)
+
+
+class GitCheckout(_A):
+    """Clone ``fetch_url`` into ``dest`` (or fetch into an existing clone), check out ``sha``
+    detached, verify HEAD; ``url`` is recorded as origin."""
+
+    op: Literal["git"] = "git"
+    fetch_url: str
+    url: str
+    ref: str
+    sha: str | None
+    dest: str
+
+
+class ApplyPatch(_A):
+    """Apply one declarative patch (envbuild.patches.textpatch) to the tree at ``dest``."""
+
+    op: Literal["patch"] = "patch"
+    spec: dict  # textpatch's patch spec: id, kind, file, old, new, count, decision, nvcc, torch_cuda
+    dest: str
+    diff_dir: str
+
+
+class BuildWheel(_A):
+    """Build a wheel with ``argv`` in ``cwd`` into ``outdir``, once per ``cache_key``:
+    an executor with a wheel cache reuses a wheel built on another node."""
+
+    op: Literal["wheel"] = "wheel"
+    argv: list[str]
+    cwd: str
+    env: dict[str, str] = Field(default_factory=dict)
+    path: list[str] = Field(default_factory=list)
+    outdir: str
+    cache_key: str
+
+
+class Capture(_A):
+    """Run ``argv`` after sourcing ``env_file`` (when present), its stdout, stderr and exit
+    status kept in ``<dir>/<name>.out|.err|.rc``; a failure is reported after every capture
+    of the step ran (the smoke runs)."""
+
+    op: Literal["capture"] = "capture"
+    name: str
+    argv: list[str]
+    cwd: str
+    dir: str
+    env_file: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    timeout: int = 1800
+
+
+Action = Annotated[Union[Run, WriteFile, MakeDir, CopyAsset, GitCheckout, ApplyPatch,
+                         BuildWheel, Capture], Field(discriminator="op")]

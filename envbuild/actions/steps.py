@@ -1,0 +1,225 @@
+"""Plan step -> primitive actions: the one place that knows pip, venv, conda and git syntax.
+
+``actions(step, prefix)`` is pure. Every renderer calls it; none spells an install command.
+
+    >>> from envbuild.plan.model import Step
+    >>> from envbuild.plan.params import ImportCheckParams
+    >>> step = Step(id="import-check", title="Import check", params=ImportCheckParams(modules=["json"]))
+    >>> [a.op for a in actions(step, "/opt/env")]
+    ['run']
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+from envbuild.actions.model import (Action, ApplyPatch, BuildWheel, Capture, CopyAsset,
+                                    GitCheckout, MakeDir, Run, WriteFile)
+from envbuild.plan import params as P
+
+PIP = ["-m", "pip", "install", "--no-input", "--disable-pip-version-check"]
+IMPORT_CODE = ("import importlib, sys\n"
+               "for m in sys.argv[1:]:\n"
+               "    mod = importlib.import_module(m)\n"
+               "    print(m, getattr(mod, '__version__', ''))")
+
+
+def python_of(prefix: str) -> str:
+    return f"{prefix.rstrip('/')}/bin/python"
+
+
+def state_dir(prefix: str) -> str:
+    return f"{prefix.rstrip('/')}/.envbuild"
+
+
+def actions(step, prefix: str) -> list[Action]:
+    """The actions of one plan step (``envbuild.plan.model.Step``)."""
+    p = step.params
+    fn = _BY_KIND[p.kind]
+    return fn(step, p, prefix)
+
+
+def _preflight(step, p: P.PreflightParams, prefix: str) -> list[Action]:
+    # The controller refused infeasible nodes before any action; a plan that carries an
+    # infeasible verdict still fails here, on the node, before anything is installed.
+    if p.feasible:
+        return []
+    return [Run(argv=["sh", "-c", 'echo "preflight refused this node: $1" >&2; exit 1', "sh",
+                      p.summary or "infeasible"], changes=False)]
+
+
+def _system_packages(step, p: P.SystemPackagesParams, prefix: str) -> list[Action]:
+    env = {"DEBIAN_FRONTEND": "noninteractive"}
+    return [Run(argv=["apt-get", "update", "-q"], env=env),
+            Run(argv=["apt-get", "install", "-y", "-q", "--no-install-recommends", *p.packages], env=env)]
+
+
+def venv_argv(interpreter: str, prefix: str, system_site_packages: bool) -> list[str]:
+    return [interpreter, "-m", "venv", *(["--system-site-packages"] if system_site_packages else []), prefix]
+
+
+def _environment(step, p: P.EnvironmentParams, prefix: str) -> list[Action]:
+    out: list[Action] = [MakeDir(path=f"{state_dir(p.prefix)}/state")]
+    if p.backend == "container":
+        return out  # the image is the environment (envbuild.render.dockerfile)
+    venv = venv_argv(p.interpreter, p.prefix, p.system_site_packages)
+    if p.backend in ("venv", "module-venv"):
+        if p.conda_module:  # the module's python: load it, then make the venv (argv as data)
+            out.append(Run(argv=["bash", "-c", 'module load "$1" && shift && exec "$@"', "bash",
+                                 p.conda_module, *venv]))
+        else:
+            out.append(Run(argv=venv))
+        return out
+    # conda
+    specs = list(p.conda_specs) or [f"python={p.python}"]
+    record = f"{state_dir(p.prefix)}/conda-packages.txt"
+    channel = ["--override-channels", "-c", p.conda_channel] if p.conda_channel else []
+    if p.conda_tool:
+        out.append(Run(argv=[p.conda_tool, "create", "-y", "-p", p.prefix, *channel, *specs],
+                       stdout=record))
+    else:
+        script = f"{state_dir(p.prefix)}/rattler_create.py"
+        out.append(CopyAsset(asset="conda/rattler_create.py", dest=script))
+        out.append(Run(argv=[p.helper_python or "python3", script, "--prefix", p.prefix,
+                             *(["--channel", p.conda_channel] if p.conda_channel else []), *specs],
+                       stdout=record))
+    if p.python_from == "conda":
+        out.append(Run(argv=["sh", "-c", 'test -x "$1/bin/python" || { echo "$1/bin/python is '
+                             'missing after installing the conda packages; add python=$2 to the '
+                             'conda specs or leave python out to use the node\'s Python" >&2; exit 1; }',
+                             "sh", p.prefix, p.python], changes=False))
+    else:
+        out.append(Run(argv=venv))
+    return out
+
+
+def requirement_line(r: P.Requirement, with_hashes: bool) -> str:
+    line = r.requirement
+    if with_hashes:
+        line += "".join(f" --hash={h if ':' in h else 'sha256:' + h}" for h in r.hashes)
+    return line
+
+
+def _pip_tooling(step, p: P.PipToolingParams, prefix: str) -> list[Action]:
+    return [Run(argv=[python_of(prefix), *PIP, *(r.requirement for r in p.requirements)])]
+
+
+def _pip_install(step, p: P.PipInstallParams, prefix: str) -> list[Action]:
+    """Hash-checked packages in one pip call (--require-hashes), the unverified ones (allowed
+    by name in the plan) in another, packages built without isolation in a third: pip's hash
+    mode and isolation flag apply to a whole invocation."""
+    groups: list[tuple[str, list[P.Requirement], list[str]]] = []
+    no_iso = set(p.no_build_isolation)
+    hashed = [r for r in p.requirements if r.hashes and r.name not in no_iso]
+    plain = [r for r in p.requirements if not r.hashes and r.name not in no_iso]
+    isolated = [r for r in p.requirements if r.name in no_iso]
+    deps = ["--no-deps"] if p.no_deps else []
+    if hashed:
+        groups.append(("", hashed, ["--require-hashes", "--no-deps"]))
+    if plain:
+        groups.append(("-unverified", plain, deps))
+    if isolated:
+        groups.append(("-no-isolation", isolated, ["--no-build-isolation", *deps]))
+    index = (["--index-url", p.index_url] if p.index_url else []) + (["--no-index"] if p.no_index else [])
+    index += [f"--find-links={d}" for d in p.find_links]
+    out: list[Action] = []
+    base = f"{state_dir(prefix)}/requirements/{step.id.replace(':', '-')}"
+    for suffix, reqs, flags in groups:
+        path = f"{base}{suffix}.txt"
+        with_hashes = "--require-hashes" in flags
+        out.append(WriteFile(path=path, content="".join(requirement_line(r, with_hashes) + "\n" for r in reqs)))
+        out.append(Run(argv=[python_of(prefix), *PIP, "-r", path, *flags, *index], env=dict(p.env)))
+    return out
+
+
+def _git_source(step, p: P.GitSourceParams, prefix: str) -> list[Action]:
+    return [GitCheckout(fetch_url=p.fetch_url, url=p.url, ref=p.ref, sha=p.sha, dest=p.dest)]
+
+
+def patch_spec(p: P.PatchParams) -> dict:
+    return {"id": p.id, "kind": p.patch_kind, "file": p.file, "old": p.old, "new": p.new,
+            "count": p.count, "decision": p.decision, "nvcc": p.nvcc, "torch_cuda": p.torch_cuda}
+
+
+def _patch(step, p: P.PatchParams, prefix: str) -> list[Action]:
+    return [ApplyPatch(spec=patch_spec(p), dest=p.dest, diff_dir=f"{state_dir(prefix)}/patches")]
+
+
+def _build(step, p: P.BuildParams, prefix: str) -> list[Action]:
+    # The recipe's published build commands are shell by nature; they come from the recipe
+    # author (reviewed data), run by bash with the tree as cwd.
+    return [Run(argv=["bash", "-ec", cmd], cwd=p.dest, env=dict(p.env), path=[f"{prefix}/bin"])
+            for cmd in p.commands]
+
+
+def _apex_build(step, p: P.ApexBuildParams, prefix: str) -> list[Action]:
+    return [BuildWheel(argv=list(p.wheel_argv), cwd=p.dest, env=dict(p.env), outdir=p.wheel_dir,
+                       cache_key=p.cache_key, path=[f"{prefix}/bin"]),
+            Run(argv=[python_of(prefix), *PIP, "--no-deps", "--no-index", "--force-reinstall",
+                      f"--find-links={p.wheel_dir}", p.dist_name])]
+
+
+PURELIB = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+
+
+def _install_source(step, p: P.InstallSourceParams, prefix: str) -> list[Action]:
+    py = python_of(prefix)
+    if p.mode == "pth":
+        # the .pth goes into the env's own purelib, found by the env's python itself
+        code = ("import sys, sysconfig, pathlib; "
+                "pathlib.Path(sysconfig.get_paths()['purelib'], 'envbuild-' + sys.argv[1] + '.pth')"
+                ".write_text(sys.argv[2] + '\\n')")
+        return [Run(argv=[py, "-c", code, p.name, p.dest])]
+    return [Run(argv=[py, *PIP, "--no-deps", "--no-build-isolation",
+                      *(["-e"] if p.mode == "editable" else []), p.dest])]
+
+
+def env_file_text(prefix: str, variables: dict[str, str]) -> str:
+    """The environment file: every value shell-quoted; names are POSIX names (the recipe
+    and target schemas refuse others)."""
+    lines = ["# written by envbuild; source it before running the recipe",
+             f"export VIRTUAL_ENV={shlex.quote(prefix)}",
+             f"export PATH={shlex.quote(prefix.rstrip('/') + '/bin')}:\"$PATH\""]
+    for k, v in variables.items():
+        if not k.replace("_", "a").isalnum() or k[:1].isdigit():
+            raise ValueError(f"not a POSIX variable name: {k!r}")
+        lines.append(f"export {k}={shlex.quote(str(v))}")
+    return "\n".join(lines) + "\n"
+
+
+def _env_file(step, p: P.EnvFileParams, prefix: str) -> list[Action]:
+    return [WriteFile(path=p.path, content=env_file_text(prefix, p.vars))]
+
+
+def _import_check(step, p: P.ImportCheckParams, prefix: str) -> list[Action]:
+    return [Run(argv=[python_of(prefix), "-c", IMPORT_CODE, *p.modules], changes=False)]
+
+
+def _smoke(step, p: P.SmokeParams, prefix: str) -> list[Action]:
+    out: list[Action] = [MakeDir(path=p.dir)]
+    for run in p.runs:
+        if run.script:
+            out.append(CopyAsset(asset=f"smoke/{run.script}", dest=f"{p.dir}/{run.script}"))
+    for run in p.runs:
+        out.append(Capture(name=run.name, argv=list(run.argv), cwd=run.cwd, dir=p.dir,
+                           env_file=p.env_file, env=dict(run.env), timeout=run.timeout))
+    return out
+
+
+_BY_KIND = {
+    "preflight": _preflight, "system_packages": _system_packages, "environment": _environment,
+    "pip_tooling": _pip_tooling, "pip_install": _pip_install, "git_source": _git_source,
+    "patch": _patch, "build": _build, "apex_build": _apex_build,
+    "install_source": _install_source, "env_file": _env_file, "import_check": _import_check,
+    "smoke": _smoke,
+}
+
+
+def plan_actions(plan) -> list[tuple[object, list[Action]]]:
+    """``[(step, actions)]`` for a whole plan."""
+    return [(s, actions(s, plan.prefix)) for s in plan.steps]
+
+
+def dumps(acts: list[Action]) -> str:
+    return json.dumps([a.model_dump(mode="json") for a in acts], indent=2)

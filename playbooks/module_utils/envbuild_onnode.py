@@ -1,0 +1,1 @@
+../../envbuild/actions/onnode.py
