@@ -192,6 +192,11 @@ class ChrootCluster:
                                          key=self.key, dir=self.folder / f"{prefix}{i + 1}",
                                          binds=list(binds or [])))
 
+    @property
+    def known_hosts(self) -> Path:
+        """known_hosts with every started node's host key (``--known-hosts`` for envbuild)."""
+        return self.folder / "known_hosts"
+
     def __enter__(self) -> list[ChrootNode]:
         lower = rootfs()
         try:
@@ -200,6 +205,11 @@ class ChrootCluster:
         except BaseException:
             self.stop()
             raise
+        lines = []
+        for node in self.nodes:
+            kind, key = (node.dir / "cfg" / "host_key.pub").read_text().split()[:2]
+            lines.append(f"[{node.addr}]:{node.port} {kind} {key}")
+        self.known_hosts.write_text("\n".join(lines) + "\n")
         return self.nodes
 
     def __exit__(self, *exc) -> None:
