@@ -34,10 +34,12 @@ class NodeVerdict:
     drift: list[Drift] = field(default_factory=list)
     message: str = ""
     fingerprint: str | None = None
+    insecure: bool = False  # observed over SSH without checking the host key (--insecure)
 
     def to_dict(self) -> dict:
         return {"node": self.node, "status": self.status, "message": self.message,
-                "fingerprint": self.fingerprint, "drift": [d.model_dump() for d in self.drift]}
+                "fingerprint": self.fingerprint, "insecure": self.insecure,
+                "drift": [d.model_dump() for d in self.drift]}
 
 
 def resolve_run(run: str | Path | None, target: str | None = None) -> Path:
@@ -70,10 +72,10 @@ def _node_dir(run_dir: Path, names: list[str], only_one_ok: bool) -> Path:
 
 def runner_names(runner: Runner) -> list[str]:
     """Names under which a runner's node may appear in a run directory."""
-    spec = getattr(runner, "spec", None)
+    node = getattr(runner, "node", None)
     names = [runner.name]
-    if spec is not None:
-        names += [spec.name, spec.host, f"{spec.host}:{spec.port}"]
+    if node is not None:
+        names += [node.name, node.host, f"{node.host}:{node.port or 22}"]
     return [n for n in names if n]
 
 
@@ -90,8 +92,8 @@ def verify_node(run_dir: Path, runner: Runner, lock: dict | None) -> NodeVerdict
     cmd = observe_command(exp.python or "python3", observe_args(exp))
     try:
         res = runner.run(cmd, timeout=TIMEOUT_S)
-    except EnvironmentProblem as exc:
-        return NodeVerdict(name, "unreachable", message=exc.message)
+    except EnvironmentProblem as exc:  # unreachable, or host key unknown/changed: say what to do
+        return NodeVerdict(name, "unreachable", message=exc.message + (f" (hint: {exc.hint})" if exc.hint else ""))
     finally:
         if hasattr(runner, "close"):
             runner.close()
@@ -111,11 +113,19 @@ def verify_node(run_dir: Path, runner: Runner, lock: dict | None) -> NodeVerdict
 
 
 def verify(run_dir: Path, nodes: list[Runner]) -> list[NodeVerdict]:
-    """Verify every node (a LocalRunner or SshRunner each) in parallel, results in order."""
+    """Verify every node (a LocalRunner or SshRunner each) in parallel, results in order.
+    A verdict says ``insecure`` when its node's host key was not checked."""
     lock_file = run_dir / "lock.lock"
     lock = read_lock(lock_file) if lock_file.exists() else None
+
+    def one(runner: Runner) -> NodeVerdict:
+        verdict = verify_node(run_dir, runner, lock)
+        node = getattr(runner, "node", None)
+        verdict.insecure = bool(node is not None and not node.is_local and node.insecure)
+        return verdict
+
     with ThreadPoolExecutor(max_workers=min(16, max(1, len(nodes)))) as pool:
-        return list(pool.map(lambda n: verify_node(run_dir, n, lock), nodes))
+        return list(pool.map(one, nodes))
 
 
 def exit_code(results: list[NodeVerdict]) -> int:

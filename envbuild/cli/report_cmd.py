@@ -48,19 +48,24 @@ def report_cmd(run_dir: Path | None, fmt: str | None, output: Path | None) -> No
 @click.option("--inventory", type=click.Path(exists=True, dir_okay=False), help="Ansible inventory (INI or YAML).")
 @click.option("--local", "local", is_flag=True, help="Observe the environment on this machine.")
 @click.option("-i", "--identity", help="SSH private key (for --hosts, or hosts the inventory gives none).")
+@click.option("--known-hosts", "known_hosts", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="known_hosts file to check host keys against (repeatable; default: $ENVBUILD_KNOWN_HOSTS, "
+                   "else ~/.ssh/known_hosts and /etc/ssh/ssh_known_hosts, as ssh).")
+@click.option("--insecure", is_flag=True, help="Do not check SSH host keys (throwaway test nodes only; warns).")
 @click.option("--run", "run", type=click.Path(path_type=Path), help="Run directory (default: runs/latest).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def verify_cmd(target, hosts, inventory, local, identity, run, as_json) -> None:
+def verify_cmd(target, hosts, inventory, local, identity, known_hosts, insecure, run, as_json) -> None:
     """Re-observe live environments and report drift from the run's lock and plan.
 
     Exit 0: clean; 1: drift (package version, commit moved, patch missing, .so hash changed,
-    environment variable missing); 3: a node could not be observed.
+    environment variable missing); 3: a node could not be observed (unreachable, or its SSH host
+    key unknown or changed: host keys are checked as ssh checks them unless --insecure).
 
     \b
     envbuild verify --local
     envbuild verify --inventory nodes.yaml --run ~/.envbuild/runs/20250101-120000-r-t
     """
-    from envbuild.facts.hosts import parse_hosts, read_inventory
+    from envbuild.execute.nodes import parse_hosts, read_inventory
     from envbuild.facts.runners import LocalRunner, SshRunner
     from envbuild.report.collect import load_json
     from envbuild.verify import exit_code, resolve_run, verify
@@ -71,14 +76,15 @@ def verify_cmd(target, hosts, inventory, local, identity, run, as_json) -> None:
     if local:
         nodes = [LocalRunner(name="local")]
     else:
+        how = dict(identity_file=identity, insecure=insecure, known_hosts=known_hosts or None)
         if inventory:
-            specs = read_inventory(inventory, identity=identity)
+            specs = read_inventory(inventory, **how)
         else:
             spec = hosts or ",".join((load_json(run_dir / "run.json") or {}).get("hosts") or [])
             if not spec:
                 raise InputError("no nodes to verify", hint="pass --hosts, --inventory or --local")
-            specs = parse_hosts(spec, identity=identity)
-        nodes = [SshRunner(s) for s in specs]
+            specs = parse_hosts(spec, **how)
+        nodes = [LocalRunner(name=s.name) if s.is_local else SshRunner(s) for s in specs]
     results = verify(run_dir, nodes)
     if as_json:
         emit_json({"run": str(run_dir), "exit_code": exit_code(results), "nodes": [r.to_dict() for r in results]})
