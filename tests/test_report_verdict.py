@@ -92,6 +92,7 @@ def test_reverted_patch_and_moved_commit_are_drift(run):
 
 
 def test_cli_report_writes_each_format(run, tmp_path, monkeypatch, capsys):
+    make_clean(run)
     monkeypatch.setenv("ENVBUILD_HOME", str(tmp_path))
     (tmp_path / "runs" / "latest").symlink_to(run.name)
     assert main(["report", "--format", "json"]) == 0
@@ -99,6 +100,22 @@ def test_cli_report_writes_each_format(run, tmp_path, monkeypatch, capsys):
     out = tmp_path / "r.html"
     assert main(["report", str(run), "-o", str(out)]) == 0
     assert out.read_text().startswith("<!DOCTYPE html>")
+
+
+def test_cli_report_exit_code_follows_the_verdict(run, tmp_path, capsys):
+    """The sample as shipped fails (drift on gpu-b, a benchmark below threshold): exit 1, with
+    the whole report still written; an interrupted run fails too."""
+    assert collect(run).verdict.status == "FAIL"
+    assert main(["report", str(run)]) == 1
+    cap = capsys.readouterr()
+    assert "## Verdict: FAIL" in cap.out and "verdict: FAIL" in cap.err
+    out = tmp_path / "r.json"
+    assert main(["report", str(run), "-o", str(out)]) == 1
+    assert json.loads(out.read_text())["verdict"]["status"] == "FAIL"
+    make_clean(run)
+    assert main(["report", str(run)]) == 0
+    edit(run / "run.json", status="interrupted")
+    assert main(["report", str(run)]) == 1
 
 
 def test_cli_report_missing_run_dir_is_one_line_error(tmp_path, monkeypatch, capsys):

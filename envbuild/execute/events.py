@@ -2,16 +2,20 @@
 
 ``StepTracker.feed(raw)`` is pure bookkeeping (no I/O): it follows each host through the plan
 markers the playbook emits (``envbuild:start <id>``, ``envbuild:done <id>``), keeps each node's
-log, and records what failed (step, command, exit code, message). ``EventSink`` writes the
-events to ``events.jsonl`` and to the terminal (rich lines, or JSON lines with ``--json``).
+log, and records what failed (step, command, exit code, message); ``HostTrack.current`` is the
+step a host is in right now (what an interrupted run records), and ``StepTracker.completed``
+says the playbook reached its end (``playbook_on_stats``). ``EventSink`` writes the events to
+``events.jsonl`` (0600, secrets masked) and to the terminal (rich lines, or JSON lines with
+``--json``).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -25,7 +29,7 @@ class Event:
     ts: float
     host: str
     step: str | None
-    kind: str  # start | ok | changed | skipped | failed | unreachable
+    kind: str  # start | ok | changed | skipped | failed | unreachable | interrupted
     msg: str = ""
 
     def to_json(self) -> str:
@@ -78,6 +82,8 @@ class StepTracker:
 
     def __init__(self) -> None:
         self.hosts: dict[str, HostTrack] = {}
+        self.completed = False  # the playbook ran to its end (its stats event arrived)
+        self.stats: dict = {}  # that event's counts per host: {"failures": {host: n}, "dark": ...}
 
     def host(self, name: str) -> HostTrack:
         return self.hosts.setdefault(name, HostTrack())
@@ -85,6 +91,10 @@ class StepTracker:
     def feed(self, raw: dict) -> list[Event]:
         etype = raw.get("event", "")
         data = raw.get("event_data") or {}
+        if etype == "playbook_on_stats":
+            self.completed = True
+            self.stats = {k: v for k, v in data.items() if isinstance(v, dict)}
+            return []
         name = data.get("host")
         if not name or not etype.startswith("runner_on_"):
             return []
@@ -152,12 +162,18 @@ class EventSink:
 
     def __init__(self, path: Path | None, *, json_lines: bool = False,
                  echo: Callable[[str], None] | None = None) -> None:
+        from envbuild.redact import Redactor
+
         self.path = path
         self.json_lines = json_lines
-        self._fh = open(path, "a", encoding="utf-8") if path else None
+        self._fh = (open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "a", encoding="utf-8")
+                    if path else None)
         self._echo = echo
+        self._redact = Redactor()
 
     def emit(self, ev: Event) -> None:
+        if ev.msg:
+            ev = replace(ev, msg=self._redact.text(ev.msg))
         line = ev.to_json()
         if self._fh:
             self._fh.write(line + "\n")
@@ -171,9 +187,9 @@ class EventSink:
     @staticmethod
     def describe(ev: Event) -> str:
         style = {"start": "cyan", "ok": "green", "changed": "yellow", "skipped": "dim",
-                 "failed": "bold red", "unreachable": "bold red"}.get(ev.kind, "")
+                 "failed": "bold red", "unreachable": "bold red", "interrupted": "bold red"}.get(ev.kind, "")
         text = f"[{style}]{ev.kind:>11}[/] {ev.host:<16} {ev.step or '-'}"
-        return text + (f"  {ev.msg}" if ev.msg and ev.kind in ("failed", "unreachable") else "")
+        return text + (f"  {ev.msg}" if ev.msg and ev.kind in ("failed", "unreachable", "interrupted") else "")
 
     def close(self) -> None:
         if self._fh:

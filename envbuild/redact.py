@@ -1,0 +1,102 @@
+"""Secrets never reach a run directory, a log or a report.
+
+Three tools, used wherever envbuild writes environment-like data:
+
+- ``is_secret_name(name)``: an environment variable whose name looks like a credential
+  (``HF_TOKEN``, ``AWS_SECRET_ACCESS_KEY``, ``DB_PASSWORD``, ``GITHUB_PAT`` ...).
+- ``child_env(environ)``: the environment handed to ansible-playbook: the controller's, less
+  every secret-named variable (ansible-runner writes its whole environment to
+  ``artifacts/<ident>/command``, so a secret given to it would land in the run directory).
+- ``Redactor``: replaces the *values* of the controller's secret-named variables, and the
+  password part of URLs, in any text or JSON-like object before it is written.
+
+>>> is_secret_name("HF_TOKEN"), is_secret_name("PATH"), is_secret_name("SSH_AUTH_SOCK")
+(True, False, False)
+>>> Redactor({"HF_TOKEN": "sekrit-xyz"}).text("pull with sekrit-xyz from https://u:pw@h/x")
+'pull with *** from https://u:***@h/x'
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from typing import Any
+
+MASK = "***"
+SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "AUTH",
+                "KEY", "PRIVATE", "COOKIE", "SESSION_ID")
+SECRET_PARTS = {"PAT", "PASS", "PWD_HASH", "SIG", "SIGNATURE"}  # whole ``_``-separated words only
+NOT_SECRET = {"SSH_AUTH_SOCK", "KEYTIMEOUT", "XDG_SESSION_ID", "GPG_KEY_ID"}  # paths and ids
+MIN_SECRET_LEN = 4  # shorter values ("1", "yes") would mask ordinary text
+_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]+:)(?P<pw>[^/\s@]+)(?=@)")
+
+
+def is_secret_name(name: str) -> bool:
+    """True for variable names that look like they hold a credential."""
+    upper = name.upper()
+    if upper in NOT_SECRET:
+        return False
+    return any(w in upper for w in SECRET_WORDS) or bool(SECRET_PARTS & set(upper.split("_")))
+
+
+def mask_env(env: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``env`` with the value of every secret-named variable replaced by ``***``."""
+    return {k: (MASK if is_secret_name(str(k)) and v not in (None, "") else v) for k, v in env.items()}
+
+
+def child_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``environ`` (default ``os.environ``) without its secret-named variables."""
+    env = os.environ if environ is None else environ
+    return {k: v for k, v in env.items() if not is_secret_name(k)}
+
+
+class Redactor:
+    """Masks known secret values and URL passwords in text and in nested JSON-like data."""
+
+    def __init__(self, environ: Mapping[str, str] | None = None):
+        env = os.environ if environ is None else environ
+        values = {v for k, v in env.items() if is_secret_name(k) and v and len(v) >= MIN_SECRET_LEN}
+        self.values = sorted(values, key=len, reverse=True)  # longest first: no partial leftovers
+
+    def text(self, s: str) -> str:
+        for v in self.values:
+            if v in s:
+                s = s.replace(v, MASK)
+        return _URL_PASSWORD.sub(lambda m: m["head"] + MASK, s) if "://" in s else s
+
+    def obj(self, obj: Any) -> Any:
+        """``obj`` with every string redacted; mappings that look like environments masked by name."""
+        if isinstance(obj, str):
+            return self.text(obj)
+        if isinstance(obj, Mapping):
+            return {k: (MASK if _env_key(k) and isinstance(v, str) and v else self.obj(v)) for k, v in obj.items()}
+        if isinstance(obj, (list, tuple)):
+            return [self.obj(x) for x in obj]
+        return obj
+
+    def argv(self, argv: list[str]) -> list[str]:
+        """A command line with ``NAME=value`` secrets and ``--token/--password X`` values masked."""
+        out: list[str] = []
+        hide_next = False
+        for arg in argv:
+            if hide_next:
+                out.append(MASK)
+                hide_next = False
+                continue
+            name, eq, _value = arg.partition("=")
+            flag = name.lstrip("-")
+            if eq and is_secret_name(flag.replace("-", "_")):
+                out.append(f"{name}={MASK}")
+            elif arg.startswith("--") and not eq and is_secret_name(flag.replace("-", "_")):
+                out.append(arg)
+                hide_next = True
+            else:
+                out.append(self.text(arg))
+        return out
+
+
+def _env_key(key: Any) -> bool:
+    """An environment variable name (UPPER_CASE) that looks secret; lower-case JSON keys such as
+    ``tokens_per_s`` are data, not credentials."""
+    return isinstance(key, str) and key.isupper() and is_secret_name(key)
