@@ -42,13 +42,18 @@ class NodeVerdict:
                 "drift": [d.model_dump() for d in self.drift]}
 
 
+UNFINISHED = ("running", "dry-run", "interrupted", "error")  # run.json statuses latest never points at
+
+
 def resolve_run(run: str | Path | None, target: str | None = None) -> Path:
-    """The run directory: ``run`` itself, else the newest run for ``target``, else runs/latest."""
+    """The run directory: ``run`` itself, else the newest finished (non-dry, uninterrupted) run
+    for ``target``, else runs/latest."""
     runs = envbuild_home() / "runs"
     if run is not None:
         path = Path(run)
     elif target:
-        matches = sorted(p for p in runs.glob(f"*-{target}") if p.is_dir() and not p.is_symlink())
+        matches = sorted(p for p in [*runs.glob(f"*-{target}"), *runs.glob(f"*-{target}.*")]
+                         if p.is_dir() and not p.is_symlink() and _finished(p))
         path = matches[-1] if matches else runs / "latest"
     else:
         path = runs / "latest"
@@ -56,6 +61,21 @@ def resolve_run(run: str | Path | None, target: str | None = None) -> Path:
         raise InputError(f"no run directory at {path}",
                          hint="provision first (`envbuild provision ...`), or pass --run RUN_DIR / set ENVBUILD_HOME")
     return path.resolve()
+
+
+def _finished(run_dir: Path) -> bool:
+    try:
+        return (load_json(run_dir / "run.json") or {}).get("status") not in (None, *UNFINISHED)
+    except InputError:
+        return False
+
+
+def ran_on_controller(run_dir: Path) -> bool:
+    """True when the run provisioned this machine itself (``--target local`` with no --hosts or
+    --inventory): a plain ``envbuild verify`` then observes the local environment."""
+    run = load_json(run_dir / "run.json") or {}
+    opts = run.get("options") or {}
+    return run.get("hosts") == ["local"] and not opts.get("hosts") and not opts.get("inventory")
 
 
 def _node_dir(run_dir: Path, names: list[str], only_one_ok: bool) -> Path:

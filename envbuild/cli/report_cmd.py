@@ -21,6 +21,8 @@ from envbuild.errors import CheckFailed, EnvironmentProblem, InputError
 def report_cmd(run_dir: Path | None, fmt: str | None, output: Path | None) -> None:
     """Write the verification report of a run (default: $ENVBUILD_HOME/runs/latest).
 
+    Exit 0: the verdict is PASS; 1: FAIL (the report, written all the same, says why).
+
     \b
     envbuild report                                  # Markdown of the latest run
     envbuild report RUN_DIR --format html -o report.html
@@ -34,12 +36,17 @@ def report_cmd(run_dir: Path | None, fmt: str | None, output: Path | None) -> No
     if run_dir is not None and not (run_dir / "run.json").exists():
         raise InputError(f"{run_dir} is not a run directory (no run.json)",
                          hint="pass a folder under $ENVBUILD_HOME/runs/ (or none for runs/latest)")
-    text = render(collect(resolve_run(run_dir)), fmt)
+    report = collect(resolve_run(run_dir))
+    text = render(report, fmt)
     if output:
         write_atomic(output, text)
         click.echo(f"wrote {output}", err=True)
     else:
         sys.stdout.write(text)
+    if report.verdict.status != "PASS":
+        sys.stdout.flush()
+        click.echo(f"verdict: {report.verdict.status} ({len(report.verdict.reasons)} reason(s))", err=True)
+        raise click.exceptions.Exit(1)
 
 
 @cli.command("verify")
@@ -60,6 +67,8 @@ def verify_cmd(target, hosts, inventory, local, identity, known_hosts, insecure,
     Exit 0: clean; 1: drift (package version, commit moved, patch missing, .so hash changed,
     environment variable missing); 3: a node could not be observed (unreachable, or its SSH host
     key unknown or changed: host keys are checked as ssh checks them unless --insecure).
+    With no --hosts, --inventory or --local, the run's own nodes are observed: this machine for
+    a run that provisioned it (``--target local`` without --hosts), else the run's hosts over SSH.
 
     \b
     envbuild verify --local
@@ -68,12 +77,12 @@ def verify_cmd(target, hosts, inventory, local, identity, known_hosts, insecure,
     from envbuild.execute.nodes import parse_hosts, read_inventory
     from envbuild.facts.runners import LocalRunner, SshRunner
     from envbuild.report.collect import load_json
-    from envbuild.verify import exit_code, resolve_run, verify
+    from envbuild.verify import exit_code, ran_on_controller, resolve_run, verify
 
     if sum(bool(x) for x in (hosts, inventory, local)) > 1:
         raise InputError("give only one of --hosts, --inventory, --local", hint="pick how to reach the nodes")
     run_dir = resolve_run(run, target)
-    if local:
+    if local or not (hosts or inventory) and ran_on_controller(run_dir):  # a run on this machine
         nodes = [LocalRunner(name="local")]
     else:
         how = dict(identity_file=identity, insecure=insecure, known_hosts=known_hosts or None)
