@@ -94,6 +94,25 @@ def test_hosts_option_and_table_output(fleet, monkeypatch, capsys):
     assert "node1" in out and "clean" in out
 
 
+def test_host_keys_checked_and_insecure_recorded(fleet, monkeypatch, capsys, tmp_path):
+    node = fleet["bed"].nodes[2]
+    inv = tmp_path / "unknown.yaml"  # no UserKnownHostsFile: ~/.ssh/known_hosts (empty HOME) knows nothing
+    inv.write_text(yaml.safe_dump({"all": {"hosts": {node.name: {
+        "ansible_host": node.host, "ansible_port": node.port, "ansible_user": node.user,
+        "ansible_ssh_private_key_file": node.key_path}}}}))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("ENVBUILD_KNOWN_HOSTS", raising=False)
+    code, out, err = verify_json(fleet, monkeypatch, capsys, "--inventory", str(inv))
+    (verdict,) = out["nodes"]
+    assert code == 3 and verdict["status"] == "unreachable" and verdict["insecure"] is False
+    assert f"host key of [{node.host}]:{node.port} is unknown" in verdict["message"]
+    assert "ssh-keyscan" in verdict["message"] and "--insecure" in verdict["message"]
+    code, out, err = verify_json(fleet, monkeypatch, capsys, "--inventory", str(inv), "--insecure")
+    (verdict,) = out["nodes"]
+    assert code == 0 and verdict["status"] == "clean" and verdict["insecure"] is True
+    assert "SSH host key NOT checked" in err
+
+
 def test_unreachable_node_exits_3(fleet, monkeypatch, capsys):
     node = fleet["bed"].nodes[0]
     inv = fleet["root"] / "down.ini"
