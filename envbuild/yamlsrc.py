@@ -64,6 +64,8 @@ class _BoundedLoader(yaml.SafeLoader):
                 raise _Refused(f"more than {MAX_ALIASES} YAML aliases (*name)", mark.line + 1,
                                ALIAS_HINT)
             return super().compose_node(parent, index)
+        if self.check_event(yaml.ScalarEvent):
+            return super().compose_node(parent, index)
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
@@ -115,8 +117,16 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     return []
 
 
+_PLAIN_TAGS = {yaml.MappingNode: "tag:yaml.org,2002:map", yaml.SequenceNode: "tag:yaml.org,2002:seq"}
+
+
 def _walk(node: yaml.Node, path: PathKey, loc: _Located) -> Any:
     loc.lines.setdefault(path, node.start_mark.line + 1)
+    plain = _PLAIN_TAGS.get(type(node))
+    if plain and node.tag != plain:  # !!python/object/apply:..., !!set, !!omap, !custom
+        raise InputError(f"unsupported YAML tag {node.tag!r}",
+                         hint="remove the tag (!...): envbuild files hold plain mappings, lists and values",
+                         where=f"line {node.start_mark.line + 1}")
     if isinstance(node, yaml.MappingNode):
         out: dict[Any, Any] = {}
         for key_node, value_node in node.value:
@@ -159,8 +169,9 @@ def _scalar(node: yaml.ScalarNode) -> Any:
 
 def _compose(text: str, path: Path) -> yaml.Node | None:
     """The YAML node graph of ``text`` (bounded); syntax errors become located InputErrors."""
-    loader = _BoundedLoader(text)
+    loader = None
     try:
+        loader = _BoundedLoader(text)  # the reader checks for unprintable characters here
         node = loader.get_single_node()
         if node is not None and _expanded_size(node) > MAX_EXPANDED:
             raise _Refused(f"its YAML aliases expand to more than {MAX_EXPANDED} values", None,
@@ -179,7 +190,7 @@ def _compose(text: str, path: Path) -> yaml.Node | None:
         ) from None
     except yaml.reader.ReaderError as exc:  # a control character YAML does not allow
         raise InputError(
-            f"character {exc.character!r} is not allowed in YAML",
+            f"character U+{_codepoint(exc.character):04X} is not allowed in YAML",
             hint="remove the control character; a YAML file is printable UTF-8 text",
             where=f"{path}:{line_at(text, exc.position)}",
         ) from None
@@ -188,7 +199,12 @@ def _compose(text: str, path: Path) -> yaml.Node | None:
     except RecursionError:  # a safety net: the depth limit above is far below Python's
         raise InputError(f"{path}: nested too deeply", hint="flatten the document") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
+
+
+def _codepoint(character: int | str | bytes) -> int:
+    return character if isinstance(character, int) else ord(character[:1] or "\0")
 
 
 def load_yaml(path: str | Path, text: str | None = None) -> tuple[Any, _Located]:
