@@ -1,14 +1,15 @@
 """Bad input of every kind through the real CLI: exit 2, a message naming the file (and line and
 field where there is one), no traceback, nothing written; never exit 70 ("internal error").
 
-What is tried (1277 inputs in all, 1155 or more of them refused):
-  * CASES: 56 malformed inputs, each run through ``envbuild.cli.main`` (the console entry
+What is tried (1279 inputs in all, 1157 or more of them refused):
+  * CASES: 58 malformed inputs, each run through ``envbuild.cli.main`` (the console entry
     point) in-process: binary, latin-1 and NUL-byte files, directories, control characters,
     deep YAML and JSON, YAML alias bombs, alias cycles and too many aliases, unsafe tags, a
     5000-digit integer, garbage lockfiles, version pins that are not PEP 440, names with
     ``../`` (in files and on the command line), environment variable names such as
     ``X=1; touch pwned; Y``, a patch file outside its tree, facts with a list where a string
-    belongs, an inventory with a list of hosts, damaged run.json, out-of-range ports.
+    belongs, an inventory with a list of hosts, damaged run.json, out-of-range ports,
+    an empty ``--hosts ''``.
     Plus one lock of a foreign schema version (still exit 1: a check saying no, on purpose).
   * SUBPROCESS: 4 of them again as a separate ``python -m envbuild`` process (no traceback on
     stderr; the alias bomb refused in well under a second, not the 87 s it took to run out of
@@ -19,8 +20,8 @@ What is tried (1277 inputs in all, 1155 or more of them refused):
     lockfile, the report's lockfile reader, run.json): 1200 files of random bytes, random
     text, random JSON/YAML documents over the real field names, and mutated real files. Each
     loads or raises InputError; any other exception fails the test.
-Last recorded run (79 tests, about 20 s on 2 shared cores): 0 tracebacks, 0 exit 70; exit
-codes seen: 2 for all 56 + 4 CLI cases, 1 for the foreign lock schema; the fuzz ended in
+Last recorded run (81 tests, about 20 s on 2 shared cores): 0 tracebacks, 0 exit 70; exit
+codes seen: 2 for all 58 + 4 CLI cases, 1 for the foreign lock schema; the fuzz ended in
 InputError 1078 times and loaded 122 times (recipe 9, target 29, facts 6, lock 19,
 report lock 51, run.json 8), no other exception.
 """
@@ -182,6 +183,8 @@ CASES = [
     # ports
     ("port-too-big", None, "none", ["facts", "--hosts", "node1:99999"], "99999", None),
     ("port-zero", None, "none", ["facts", "--hosts", "node1:0"], "node1:0", None),
+    ("hosts-empty-facts", None, "none", ["facts", "--hosts", ""], "--hosts: no host given", None),
+    ("hosts-empty-verify", None, "none", ["verify", "--hosts", " , "], "--hosts: no host given", None),
 ]
 
 

@@ -13,11 +13,13 @@ from envbuild.cli.output import console
 from envbuild.errors import EnvironmentProblem, InputError
 from envbuild.facts.model import NodeFacts
 from envbuild.fsio import write_atomic
+from envbuild.inputs import hosts_option
 
 
 @cli.command("facts")
 @click.option("--local", "local", is_flag=True, help="This machine (the default).")
-@click.option("--hosts", metavar="[USER@]H1[:PORT],H2", help="SSH hosts; a user applies to the hosts after it.")
+@click.option("--hosts", metavar="[USER@]H1[:PORT],H2", callback=hosts_option,
+              help="SSH hosts; a user applies to the hosts after it.")
 @click.option("--inventory", type=click.Path(dir_okay=False), help="Ansible inventory (INI or YAML).")
 @click.option("--identity", "-i", type=click.Path(dir_okay=False), help="SSH private key.")
 @click.option("--port", type=click.IntRange(1, 65535), default=22, show_default=True, help="Default SSH port.")

@@ -11,6 +11,7 @@ from rich.table import Table
 from envbuild.cli import cli
 from envbuild.cli.output import console, emit_json
 from envbuild.errors import CheckFailed, EnvironmentProblem, InputError
+from envbuild.inputs import hosts_option
 
 
 @cli.command("report")
@@ -51,7 +52,8 @@ def report_cmd(run_dir: Path | None, fmt: str | None, output: Path | None) -> No
 
 @cli.command("verify")
 @click.option("--target", help="Verify the newest run made for this target (when --run is not given).")
-@click.option("--hosts", help="Nodes to observe: user@host[:port],host2 (default: the run's hosts).")
+@click.option("--hosts", callback=hosts_option,
+              help="Nodes to observe: user@host[:port],host2 (default: the run's hosts).")
 @click.option("--inventory", type=click.Path(exists=True, dir_okay=False), help="Ansible inventory (INI or YAML).")
 @click.option("--local", "local", is_flag=True, help="Observe the environment on this machine.")
 @click.option("-i", "--identity", help="SSH private key (for --hosts, or hosts the inventory gives none).")
