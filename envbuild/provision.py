@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -21,7 +21,7 @@ from envbuild.errors import EnvironmentProblem, InputError
 from envbuild.execute import ansible as ansible_exec
 from envbuild.execute import ssh
 from envbuild.execute.events import Event, EventSink, StepTracker
-from envbuild.execute.nodes import Node, load_inventory, local_node, parse_hosts
+from envbuild.execute.nodes import Node, connection_vars, load_inventory, local_node, parse_hosts
 from envbuild.plan.model import Plan
 from envbuild.render.ansible import render
 
@@ -49,6 +49,8 @@ class ProvisionOptions:
     identity_file: str | None = None
     conda_channel: str | None = None  # --backend conda: channel URL or local channel folder
     conda_packages: list[str] = field(default_factory=list)  # --backend conda: conda specs
+    locked: bool = False  # refuse to create a missing lock (a stale one is always refused)
+    allow_unverified: list[str] = field(default_factory=list)  # packages that may lack a hash
     argv: list[str] = field(default_factory=list)
 
 
@@ -106,61 +108,70 @@ def _load(opts: ProvisionOptions):
     if (channel or opts.conda_packages) and (opts.backend or recipe.environment.kind) != "conda":
         raise InputError("conda channel/packages given but the environment is not conda",
                          hint="add --backend conda")
+    if opts.prefix and not opts.prefix.startswith(("/", "~/")):
+        raise InputError(f"--prefix {opts.prefix}: not an absolute path",
+                         hint="give an absolute path, or one under the node's home as ~/...")
     if opts.lock and not Path(opts.lock).is_file():
         raise InputError(f"--lock {opts.lock}: no such file", hint="envbuild lock writes lockfiles/<recipe>/<target>.lock")
     return recipe, target
 
 
 def take_lock(opts: ProvisionOptions, recipe, target, say: Callable[[str], None]):
-    """(lock, path, text): --lock, else lockfiles/<recipe>/<target>.lock, else lock now."""
-    try:
-        from envbuild.lock.make import lock_path, make_lock
-        from envbuild.lock.serialize import dump_lock, read_lock, regenerate_command
-    except ImportError:  # lock package not installed in this checkout
-        return None, None, None
-    path = Path(opts.lock) if opts.lock else lock_path(recipe.name, target.name)
-    if path.is_file():
-        return read_lock(path), str(path), path.read_text()
+    """(lock, path, text): --lock, else lockfiles/<recipe>/<target>.lock, else lock now.
+
+    A lock that no longer satisfies the recipe is refused (CheckFailed, exit 1, with the
+    command that re-locks), as ``plan`` refuses it; with ``--locked`` a missing lock is too.
+    """
+    from envbuild.errors import CheckFailed
+    from envbuild.inputs import find_lock
+    from envbuild.lock.make import lock_path, make_lock
+    from envbuild.lock.serialize import dump_lock, regenerate_command
+
+    lock = find_lock(recipe, target, opts.lock)
+    if lock is not None:
+        path = Path(opts.lock) if opts.lock else lock_path(recipe.name, target.name)
+        return lock, str(path), path.read_text()
+    path = lock_path(recipe.name, target.name)
+    if opts.locked:
+        raise CheckFailed(f"no lockfile at {path} and --locked was given",
+                          hint=f"create it first: {regenerate_command(recipe.name, target.name)}")
     say(f"no lockfile at {path}: locking {recipe.name} for {target.name} now")
     lock = make_lock(recipe, target, git_mirror=Path(opts.git_mirror) if opts.git_mirror else None,
                      wheelhouse=Path(opts.wheelhouse) if opts.wheelhouse else None, progress=say)
     return lock, None, dump_lock(lock, regenerate_command(recipe.name, target.name))
 
 
-def preflight(recipe, target, facts) -> dict:
-    """The compatibility verdict as JSON ({feasible, summary, ...}); feasible when no checker exists."""
-    try:
-        from envbuild.compat.check import preflight as check
-    except ImportError:
-        return {"feasible": True, "summary": "no compatibility checker installed", "violations": []}
-    verdict = check(recipe, target, facts)
-    data = verdict.model_dump(mode="json") if hasattr(verdict, "model_dump") else dict(vars(verdict))
-    data["feasible"] = bool(verdict.feasible)
-    errors = [v for v in data.get("violations") or [] if v.get("severity") == "error"]
-    data["summary"] = "; ".join(f"{v.get('rule')}: {v.get('message')}" for v in errors) or "feasible"
-    return data
+def refuse_unverified(plan: Plan, allowed: list[str]) -> None:
+    """A package without a hash in the lock installs only when named by --allow-unverified."""
+    from envbuild.errors import CheckFailed
+
+    ok = {a.lower() for a in allowed}
+    missing = sorted({n for s in plan.steps if s.kind in ("pip_install", "pip_tooling")
+                      for n in s.params.unverified if n.lower() not in ok})
+    if missing:
+        raise CheckFailed(f"{len(missing)} package(s) have no verified hash in the lock: "
+                          f"{', '.join(missing)}",
+                          hint="re-lock with a reachable index or wheelhouse, or accept them "
+                               "one by one with --allow-unverified NAME")
 
 
-def refine(target, facts):
-    """Live facts completed by the target profile (envbuild.facts.profile), when available."""
-    try:
-        from envbuild.facts.profile import refine as _refine
-    except ImportError:
-        return facts
-    return _refine(target, facts)
+def plan_options(opts: ProvisionOptions, recipe) -> "PlanOptions":
+    """The planner's options from provision's (shared with ``envbuild plan``)."""
+    from envbuild.plan.build import PlanOptions
+    from envbuild.plan.resolve import fetch_urls
 
-
-def node_home(node: Node) -> str:
-    rc, out, err = ssh.run(node, 'printf "%s" "$HOME"', timeout=30)
-    if rc != 0 or not out.startswith("/"):
-        raise EnvironmentProblem(f"{node.name}: cannot read $HOME: {err.strip()}")
-    return out
+    return PlanOptions(prefix=opts.prefix, backend=opts.backend, git_mirror=opts.git_mirror,
+                       wheelhouse=opts.wheelhouse, smoke=opts.smoke,
+                       conda_channel=opts.conda_channel, conda_packages=tuple(opts.conda_packages),
+                       fetch_urls=fetch_urls(recipe, opts.git_mirror),
+                       allow_unverified=tuple(opts.allow_unverified))
 
 
 def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = None) -> ProvisionOutcome:
     """Provision every node; see the module docstring. ``echo`` prints progress lines."""
     from envbuild.facts.gather import gather
-    from envbuild.plan.build import PlanOptions, build_plan, default_prefix
+    from envbuild.plan.build import verdict_summary
+    from envbuild.plan.resolve import check_facts, resolve
 
     say = echo or (lambda _m: None)
     recipe, target = _load(opts)
@@ -178,9 +189,9 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
         results[name] = res
         rd.write_node(name, "result.json", res)
 
-    # facts and HOME, in parallel; unreachable nodes stop here
+    # facts (with $HOME and $PATH), in parallel; unreachable nodes stop here
     def facts_of(node: Node):
-        return gather(_NodeRunner(node), host=node.name, skip=("pip_list",)), node_home(node)
+        return gather(_NodeRunner(node), host=node.name, skip=("pip_list",))
 
     gathered = ssh.each(nodes, facts_of)
     live: list[Node] = []
@@ -193,24 +204,22 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
             rd.write_node(node.name, "log.txt", msg + "\n")
             finish_node(node.name, "unreachable", log_tail=msg)
             continue
-        got = (refine(target, got[0]), got[1])
         facts[node.name] = got
-        rd.write_node(node.name, "facts.json", got[0].model_dump(mode="json", by_alias=True))
+        rd.write_node(node.name, "facts.json", facts[node.name].model_dump(mode="json", by_alias=True))
         live.append(node)
 
     # preflight each node before anything is installed
     feasible: list[Node] = []
-    verdicts: dict[str, dict] = {}
     for node in live:
-        verdict = preflight(recipe, target, facts[node.name][0])
-        verdicts[node.name] = verdict
-        rd.write_node(node.name, "preflight.json", verdict)
-        if verdict["feasible"]:
+        facts[node.name], verdict = check_facts(recipe, target, facts[node.name])
+        rd.write_node(node.name, "preflight.json", verdict.model_dump(mode="json"))
+        if verdict.feasible:
             feasible.append(node)
         else:
-            msg = verdict.get("summary") or "infeasible"
+            msg = verdict_summary(verdict).summary
             sink.emit(Event(time.time(), node.name, "preflight", "failed", f"refused: {msg}"))
-            finish_node(node.name, "refused", failed_step="preflight", log_tail=json.dumps(verdict)[-2000:])
+            finish_node(node.name, "refused", failed_step="preflight",
+                        log_tail=verdict.model_dump_json()[-2000:])
 
     lock = lock_file = lock_text = None
     if feasible:
@@ -219,75 +228,161 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
             rd.write("lock.lock", lock_text)
         rd.update_run(lock_path=lock_file, lock_digest=getattr(lock, "digest", None))
 
+    # the same resolution as `envbuild plan` (envbuild.plan.resolve)
+    plan_opts = plan_options(opts, recipe)
     plans: dict[str, Plan] = {}
     for node in feasible:
-        home = facts[node.name][1]
-        prefix = opts.prefix or default_prefix(recipe, target)
-        prefix = home + prefix[1:] if prefix.startswith("~") else prefix
-        verdict = {k: verdicts[node.name].get(k) for k in ("feasible", "summary") if k in verdicts[node.name]}
-        plan = build_plan(recipe, target, facts[node.name][0], lock, PlanOptions(
-            prefix=prefix, backend=opts.backend, git_mirror=opts.git_mirror,
-            wheelhouse=opts.wheelhouse, smoke=opts.smoke, host=node.name, verdict=verdict,
-            conda_channel=opts.conda_channel, conda_packages=tuple(opts.conda_packages)))
+        plan = resolve(recipe, target, facts[node.name], lock,
+                       replace(plan_opts, host=node.name, node_python=node.python)).plan
+        refuse_unverified(plan, opts.allow_unverified)
         plans[node.name] = plan
         rd.write_node(node.name, "plan.json", plan.to_json())
 
     cache_dir = str(rundir.envbuild_home() / "cache" / "wheels")
-    smoke_available = sorted(p.stem for p in SMOKE_DIR.glob("*.py") if not p.stem.startswith("_"))
-    rendered = render(plans, feasible, run_dir=str(rd.path), cache_dir=cache_dir,
-                      smoke_src=str(SMOKE_DIR), smoke_available=smoke_available)
-    smoke_runs = {n.name: _smoke_runs(recipe, plans[n.name], facts[n.name][0]) for n in feasible}
+    connections = {}
     for node in feasible:
-        hv = rendered.inventory["all"]["hosts"][node.name]
-        hv["envbuild_smoke_runs"] = smoke_runs[node.name][0]
+        connections[node.name] = connection_vars(node)
         if node.is_local:  # the local node keeps Ansible's remote temp inside the run folder
-            hv["ansible_remote_tmp"] = str(rd.ansible / "home" / "remote")
+            connections[node.name]["ansible_remote_tmp"] = str(rd.ansible / "home" / "remote")
+    node_paths = {n.name: (facts[n.name].path or n.node_path) for n in feasible}
+    rendered = render(plans, connections, node_paths, run_dir=str(rd.path), cache_dir=cache_dir)
+    smoke_runs = {n.name: _smoke_runs(plans[n.name]) for n in feasible}
     job = ansible_exec.prepare(rd.ansible, rendered, forks=len(feasible), insecure=opts.insecure)
     command = job.command()
 
-    if opts.dry_run or not feasible:
-        rd.update_run(finished=rundir._now(), status=_overall(results, len(nodes)) if results else "ok")
+    if opts.dry_run:  # nothing installed: status "dry-run", never runs/latest, never a verdict
+        rd.update_run(finished=rundir._now(), status="dry-run")
         sink.close()
-        return ProvisionOutcome(rd.path, _overall(results, len(nodes)) if results else "ok",
-                                _exit(results), results, command, plans)
+        return ProvisionOutcome(rd.path, "dry-run", _exit(results), results, command, plans)
+    if not feasible:
+        sink.close()
+        status, code = _finish(rd, results, len(nodes))
+        return ProvisionOutcome(rd.path, status, code, results, command, plans)
+
+    from envbuild.interrupt import StopRequest, signal_name, signum_of
 
     tracker = StepTracker()
     started = time.time()
+    stop = StopRequest()  # SIGINT/SIGTERM from here on: stop ansible's process group, record, exit 128+n
     try:
-        ansible_exec.run(job, sink, tracker)
+        with stop:
+            ran = ansible_exec.execute(job, sink, tracker, stop)
+            duration = round(time.time() - started, 2)
+            for node in feasible:
+                t = tracker.hosts.get(node.name)
+                rd.write_node(node.name, "log.txt", "\n".join(t.log) + "\n" if t else "")
+                status, step, why = _node_status(node.name, t, ran, tracker, plans[node.name])
+                if status == "interrupted":
+                    sink.emit(Event(time.time(), node.name, step, "interrupted", f"by {signal_name(ran.signum or 2)}"))
+                if t is None:
+                    finish_node(node.name, status, failed_step=step, log_tail=why)
+                    continue
+                finish_node(node.name, status, failed_step=step, command=t.command, rc=t.rc,
+                            log_tail=(why + "\n" if why else "") + t.tail(),
+                            changed=t.changed + t.ok, skipped=t.skipped,
+                            duration_s=round((t.finished or time.time()) - started, 2) if step else duration)
+                if ran.signum is not None or stop.requested:
+                    continue  # interrupted: touch the nodes no more
+                if status == "ok" or t.failed_step == "smoke":  # installed either way: record what is there
+                    _observe(rd, node, plans[node.name], lock_text)
+                if status in ("ok", "failed"):
+                    _merge_smoke(rd, node.name, smoke_runs[node.name], recipe)
+        signum = ran.signum or stop.signum
+        if signum is not None:
+            _interrupted(rd, results, [n.name for n in feasible], tracker, signum)
+            return ProvisionOutcome(rd.path, "interrupted", 128 + signum, results, command, plans)
+    except BaseException as exc:  # an interrupt or an error in the middle is never "ok"
+        signum = signum_of(exc)
+        if signum is not None:
+            _interrupted(rd, results, [n.name for n in feasible], tracker, signum)
+        else:
+            for name in (n.name for n in feasible if n.name not in results):
+                finish_node(name, "error", failed_step=_current(tracker, name), log_tail=f"{type(exc).__name__}: {exc}")
+            rd.update_run(finished=rundir._now(), status="error", error=f"{type(exc).__name__}: {exc}")
+        raise
     finally:
         sink.close()
-    duration = round(time.time() - started, 2)
+    status, code = _finish(rd, results, len(nodes))
+    return ProvisionOutcome(rd.path, status, code, results, command, plans)
 
-    for node in feasible:
-        t = tracker.hosts.get(node.name)
-        log = "\n".join(t.log) + "\n" if t else ""
-        rd.write_node(node.name, "log.txt", log)
-        if t is None:
-            finish_node(node.name, "unreachable", log_tail="ansible reported nothing for this host")
-            continue
-        status = "unreachable" if t.unreachable else "failed" if t.failed_step else "ok"
-        finish_node(node.name, status, failed_step=t.failed_step, command=t.command, rc=t.rc,
-                    log_tail=(t.message + "\n" if t.message else "") + t.tail(),
-                    changed=t.changed + t.ok, skipped=t.skipped,
-                    duration_s=round((t.finished or time.time()) - started, 2) if t.failed_step else duration)
-        if status == "ok" or t.failed_step == "smoke":  # installed either way: record what is there
-            _observe(rd, node, plans[node.name], lock_text)
-        if status in ("ok", "failed"):
-            _merge_smoke(rd, node.name, smoke_runs[node.name], recipe)
-    status = _overall(results, len(nodes))
+
+def _current(tracker: StepTracker, host: str) -> str | None:
+    t = tracker.hosts.get(host)
+    return t.current if t else None
+
+
+def _node_status(host: str, t, ran: ansible_exec.RunResult, tracker: StepTracker,
+                 plan: Plan) -> tuple[str, str | None, str]:
+    """(status, step, why) of one node after the playbook: ok only when ansible-runner's status,
+    the playbook's end and every plan step say so (fail closed)."""
+    if t is not None and t.unreachable:
+        return "unreachable", t.failed_step, t.message
+    if t is not None and t.failed_step:
+        return "failed", t.failed_step, t.message
+    current = t.current if t is not None else None
+    done = set(t.changed) | set(t.ok) | set(t.skipped) if t is not None else set()
+    missing = [s.id for s in plan.steps if s.id not in done]
+    if (ran.signum is not None or ran.status == "canceled") and (current or missing):
+        from envbuild.interrupt import signal_name
+
+        return "interrupted", current, f"interrupted by {signal_name(ran.signum or 2)}" + (f" during {current}" if current else "")
+    if t is None:
+        return "unreachable", None, "ansible reported nothing for this host"
+    if ran.status == "timeout":
+        return "failed", current or "ansible", "ansible-runner timed out"
+    if not tracker.completed:
+        return "failed", current or "ansible", f"ansible-playbook ended ({ran.status}, rc {ran.rc}) before this node finished"
+    if any((tracker.stats.get(k) or {}).get(host) for k in ("failures", "dark")):
+        return "failed", current or "ansible", "ansible counted a failure on this node outside the plan's steps"
+    if missing:
+        return "failed", missing[0], f"ansible reported no result for step(s): {', '.join(missing)}"
+    return "ok", None, ""
+
+
+def _interrupted(rd: rundir.RunDir, results: dict[str, dict], hosts: list[str], tracker: StepTracker,
+                 signum: int) -> None:
+    """Record an interrupted run: each node not yet finished is "interrupted" at the step it was in."""
+    from envbuild.interrupt import signal_name
+
+    name = signal_name(signum)
+    for host in hosts:
+        res = results.get(host)
+        if res is not None and res["status"] != "interrupted":
+            continue  # it had finished (ok, failed, unreachable) before the signal
+        step = (res or {}).get("failed_step") or _current(tracker, host)
+        res = {"command": None, "rc": None, "log_tail": "", "changed": [], "skipped": [], "duration_s": 0.0,
+               **(res or {}), "status": "interrupted", "failed_step": step, "signal": name}
+        results[host] = res
+        rd.write_node(host, "result.json", res)
+    rd.update_run(finished=rundir._now(), status="interrupted", signal=name,
+                  interrupted_at={h: results[h].get("failed_step") for h in hosts})
+
+
+def _finish(rd: rundir.RunDir, results: dict[str, dict], n: int) -> tuple[str, int]:
+    """A finished (non-dry, uninterrupted) run: status, the report's verdict, runs/latest.
+    The exit code follows the verdict: a run whose report says FAIL never exits 0."""
+    status = _overall(results, n)
     rd.update_run(finished=rundir._now(), status=status)
-    return ProvisionOutcome(rd.path, status, _exit(results), results, command, plans)
+    code = _exit(results)
+    try:
+        from envbuild.report import collect
+
+        verdict = collect(rd.path).verdict
+        rd.update_run(verdict=verdict.status, verdict_reasons=[r.model_dump(mode="json") for r in verdict.reasons])
+        failed = verdict.status != "PASS"
+    except Exception as exc:  # noqa: BLE001 - a run that cannot be judged did not pass
+        rd.update_run(verdict="FAIL", verdict_reasons=[{"kind": "report", "message": f"{type(exc).__name__}: {exc}"}])
+        failed = True
+    rd.publish()
+    return status, (code or 1) if failed else code
 
 
 def _observe(rd: rundir.RunDir, node: Node, plan: Plan, lock_text: str | None) -> None:
     """observed.json from the live node (envbuild.observe's node script)."""
-    try:
-        import yaml
+    import yaml
 
-        from envbuild.observe import expected_state, observe_args, observe_command, parse_observed
-    except ImportError:
-        return
+    from envbuild.observe import expected_state, observe_args, observe_command, parse_observed
+
     lock = yaml.safe_load(lock_text) if lock_text else None
     exp = expected_state(lock, plan)
     rc, out, err = ssh.run(node, observe_command(f"{plan.prefix}/bin/python", observe_args(exp)))
@@ -295,19 +390,12 @@ def _observe(rd: rundir.RunDir, node: Node, plan: Plan, lock_text: str | None) -
         rd.write_node(node.name, "observed.json", parse_observed(out, node.name).model_dump(mode="json", by_alias=True))
 
 
-def _smoke_runs(recipe, plan: Plan, facts) -> tuple[list[dict], str | None]:
-    """(the smoke role's runs for this node, why the native benchmark does not run here)."""
-    from envbuild.smoke.onnode import native_run, node_runs, smoke_dir
-
+def _smoke_runs(plan: Plan) -> tuple[list[dict], str | None]:
+    """(the plan's smoke runs, why the native benchmark does not run here)."""
     step = next((s for s in plan.steps if s.kind == "smoke"), None)
     if step is None:
         return [], None
-    bench = recipe.benchmark.model_dump(mode="json") if recipe.benchmark else None
-    sources = {s.params["name"]: s.params["dest"] for s in plan.steps
-               if s.kind == "git_source" and s.params.get("name") and s.params.get("dest")}
-    gpus = len(getattr(facts, "gpus", None) or [])
-    native = native_run(bench, gpus=gpus, sources=sources, cwd=smoke_dir(plan.prefix))
-    return node_runs(plan.prefix, step.params, bench, gpus=gpus, sources=sources), native.get("skip")
+    return [r.model_dump(mode="json") for r in step.params.runs], step.params.native_skip
 
 
 def _merge_smoke(rd: rundir.RunDir, host: str, runs: tuple[list[dict], str | None], recipe) -> None:
@@ -330,8 +418,10 @@ def _overall(results: dict[str, dict], n: int) -> str:
 
 
 def _exit(results: dict[str, dict]) -> int:
+    """4 a node failed a step (or ansible timed out / ended early), 3 unreachable, 1 refused;
+    0 only when every node is ok. (Interrupts exit 128 + signal; see provision().)"""
     statuses = {r["status"] for r in results.values()}
-    for status in ("failed", "unreachable", "refused"):
+    for status in ("failed", "error", "unreachable", "refused"):
         if status in statuses:
-            return EXIT[status]
-    return 0
+            return EXIT.get(status, 4)
+    return 0 if statuses <= {"ok"} else 4

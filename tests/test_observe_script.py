@@ -70,13 +70,21 @@ def write_env_file(prefix: Path, variables: dict[str, str]) -> Path:
 
 
 def make_plan(prefix: Path, tree: Path, sha: str, env: dict[str, str]) -> dict:
-    return {"schema": "envbuild.plan/1", "recipe": "r", "target": "t", "host": "local", "prefix": str(prefix),
-            "backend": "venv", "steps": [
-                {"id": "git:megatron", "kind": "git_source", "title": "", "params": {"name": "megatron", "sha": sha, "dest": str(tree)}},
-                {"id": "patch:untie", "kind": "patch", "title": "", "params": {
-                    "id": "untie-embeddings", "component": "megatron", "kind": "replace", "decision": None,
-                    "dest": str(tree), "file": "megatron/training.py"}},
-                {"id": "env-file", "kind": "env_file", "title": "", "params": {"path": str(prefix / ".envbuild" / "env.sh"), "vars": env}}]}
+    """The plan as plan.json holds it, built from the typed model (its shapes are checked)."""
+    from envbuild.plan import params as P
+    from envbuild.plan.model import Plan, Step
+
+    steps = [
+        Step(id="git:megatron", title="", params=P.GitSourceParams(
+            name="megatron", url="https://example.invalid/megatron", fetch_url=str(tree), ref="main",
+            sha=sha, dest=str(tree))),
+        Step(id="patch:untie", title="", params=P.PatchParams(
+            id="untie-embeddings", component="megatron", dest=str(tree), patch_kind="replace",
+            file="megatron/training.py")),
+        Step(id="env-file", title="", params=P.EnvFileParams(path=str(prefix / ".envbuild" / "env.sh"), vars=env)),
+    ]
+    plan = Plan(recipe="r", target="t", host="local", prefix=str(prefix), backend="venv", steps=steps)
+    return json.loads(plan.to_json())
 
 
 def make_env(root: Path, packages: dict[str, str]) -> tuple[dict, dict]:

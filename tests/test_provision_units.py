@@ -10,9 +10,10 @@ import pytest
 
 from envbuild import rundir
 from envbuild.errors import InputError
-from envbuild.execute.nodes import load_inventory, local_node, parse_hosts
+from envbuild.execute.nodes import connection_vars, load_inventory, local_node, parse_hosts
+from envbuild.plan import params as P
 from envbuild.plan.model import Plan, Step
-from envbuild.render.ansible import render
+from envbuild.render.ansible import render, steps_of
 
 
 def test_parse_hosts_user_carries_over_and_ports():
@@ -38,20 +39,33 @@ def test_run_dir_layout_and_latest(tmp_path, monkeypatch):
     monkeypatch.setenv("ENVBUILD_HOME", str(tmp_path))
     a = rundir.create("cpu-reference", "local", argv=["envbuild"], hosts=["local"], options={})
     b = rundir.create("cpu-reference", "local", argv=["envbuild"], hosts=["local"], options={})
-    assert a.path != b.path and rundir.latest().path == b.path.resolve()
+    assert a.path != b.path and rundir.latest() is None  # nothing finished yet
+    a.publish()
+    assert rundir.latest().path == a.path.resolve()
+    b.publish()
+    assert rundir.latest().path == b.path.resolve()
     run = json.loads((b.path / "run.json").read_text())
     assert run["schema"] == "envbuild.run/1" and run["status"] == "running"
     assert b.run_id.split("-")[2:4] == ["cpu", "reference"]
 
 
-def test_render_carries_steps_and_digests():
-    step = Step(id="env-file", kind="env_file", title="e", params={"path": "/p/.envbuild/env.sh", "vars": {}})
+def test_render_carries_steps_digests_and_actions():
+    step = Step(id="env-file", title="e", params=P.EnvFileParams(path="/p/.envbuild/env.sh", vars={"A": "1"}))
     plan = Plan(recipe="r", target="local", host="local", prefix="/p", backend="venv", steps=[step])
-    r = render({"local": plan}, [local_node()], run_dir="/run", cache_dir="/cache")
+    node = local_node()
+    r = render({"local": plan}, {"local": connection_vars(node)}, {"local": "/usr/bin:/bin"},
+               run_dir="/run", cache_dir="/cache")
     hv = r.inventory["all"]["hosts"]["local"]
-    assert hv["ansible_connection"] == "local" and hv["envbuild_python"] == "/p/bin/python"
-    assert hv["envbuild_steps"][0]["digest"] == step.digest
+    assert hv["ansible_connection"] == "local" and hv["envbuild_prefix"] == "/p"
+    [s] = steps_of(hv)
+    assert (s["id"], s["kind"], s["digest"]) == ("env-file", "env_file", step.digest)
+    [batch] = s["batches"]
+    assert batch["type"] == "node" and batch["actions"][0]["op"] == "write"
+    assert "export A=1" in batch["actions"][0]["content"]
     assert r.extravars == {"envbuild_run_dir": "/run", "envbuild_cache_dir": "/cache"}
+    # every string of the inventory file is tagged !unsafe; the steps are one JSON string
+    text = r.inventory_text()
+    assert "envbuild_plan_json: !unsafe" in text and "envbuild_prefix: !unsafe '/p'" in text
 
 
 @pytest.mark.integration

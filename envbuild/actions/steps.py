@@ -102,7 +102,13 @@ def requirement_line(r: P.Requirement, with_hashes: bool) -> str:
 
 
 def _pip_tooling(step, p: P.PipToolingParams, prefix: str) -> list[Action]:
-    return [Run(argv=[python_of(prefix), *PIP, *(r.requirement for r in p.requirements)])]
+    """The locked tooling, hash-checked; without a lock entry, the bare specifiers."""
+    links = [f"--find-links={d}" for d in p.find_links]
+    if all(r.hashes for r in p.requirements):
+        path = f"{state_dir(prefix)}/requirements/pip-tooling.txt"
+        return [WriteFile(path=path, content="".join(requirement_line(r, True) + "\n" for r in p.requirements)),
+                Run(argv=[python_of(prefix), *PIP, "-r", path, "--require-hashes", "--no-deps", *links])]
+    return [Run(argv=[python_of(prefix), *PIP, *(r.requirement for r in p.requirements), *links])]
 
 
 def _pip_install(step, p: P.PipInstallParams, prefix: str) -> list[Action]:

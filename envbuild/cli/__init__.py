@@ -43,18 +43,17 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 
 def _register() -> None:
-    for name in COMMAND_MODULES:
-        try:
-            importlib.import_module(f"envbuild.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"envbuild.cli.{name}":
-                raise
+    for name in COMMAND_MODULES:  # a command module that cannot be imported is a bug: fail loudly
+        importlib.import_module(f"envbuild.cli.{name}")
 
 
 def main(argv: list[str] | None = None) -> int:
+    from envbuild.interrupt import Interrupted, raise_on_sigterm, signal_name
+
     _register()
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
+    raise_on_sigterm()  # SIGTERM ends a command like Ctrl-C does (recorded, exit 143), never silently
     try:
         rc = cli.main(args=args, prog_name="envbuild", standalone_mode=False)
         return rc if isinstance(rc, int) else 0
@@ -74,8 +73,11 @@ def main(argv: list[str] | None = None) -> int:
         click.echo("aborted", err=True)
         return 130
     except KeyboardInterrupt:
-        click.echo("interrupted", err=True)
+        click.echo("interrupted (SIGINT)", err=True)
         return 130
+    except Interrupted as exc:
+        click.echo(f"interrupted ({signal_name(exc.signum)})", err=True)
+        return exc.exit_code
     except Exception as exc:  # noqa: BLE001 - last line of defence for users
         if debug:
             raise

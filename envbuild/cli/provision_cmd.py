@@ -24,26 +24,35 @@ from envbuild.cli.output import console, emit_json
 @click.option("--git-mirror", default=None, type=click.Path(), help="Folder of git mirrors to clone from.")
 @click.option("--wheelhouse", default=None, type=click.Path(), help="Folder of wheels (find-links) for pip.")
 @click.option("--lock", "lock", default=None, type=click.Path(), help="Lockfile to use (default lockfiles/<recipe>/<target>.lock).")
+@click.option("--locked", is_flag=True, help="Refuse to create a missing lock (a stale lock is always refused).")
+@click.option("--allow-unverified", "allow_unverified", multiple=True, metavar="NAME",
+              help="Install package NAME although the lock has no hash for it (repeatable; the report names it).")
 @click.option("--no-smoke", is_flag=True, help="Skip the smoke benchmark step.")
 @click.option("--insecure", is_flag=True, help="Do not check SSH host keys (throwaway test nodes only).")
 @click.option("--identity", "identity_file", default=None, type=click.Path(), help="SSH private key.")
 @click.option("--json", "as_json", is_flag=True, help="Events as JSON lines, then the results as JSON.")
 def provision_cmd(target, recipe, hosts, inventory, backend, prefix, conda_channel, conda_packages,
-                  dry_run, git_mirror, wheelhouse, lock, no_smoke, insecure, identity_file, as_json):
+                  dry_run, git_mirror, wheelhouse, lock, locked, allow_unverified, no_smoke, insecure,
+                  identity_file, as_json):
     """Provision RECIPE onto the nodes of TARGET: facts, preflight, lock, plan, ansible, results.
 
     \b
     Example:
       envbuild provision --target local --prefix /tmp/env --wheelhouse /opt/wheels
       envbuild provision -t azure-nd96 --hosts azureuser@10.0.0.4,10.0.0.5 --git-mirror ~/mirrors
-    Exit codes: 0 all ok, 4 a node failed, 3 a node unreachable, 1 refused by preflight.
+    Exit codes: 0 every node ok and the report says PASS; 1 refused by preflight, or the
+    report says FAIL (drift, benchmark below threshold, state not verified); 2 bad input;
+    3 a node unreachable; 4 a node failed a step (or ansible timed out / stopped early);
+    130 interrupted by SIGINT, 143 by SIGTERM (ansible-playbook's process group is stopped,
+    run.json records "interrupted" and the step each node was in).
     """
     from envbuild.provision import ProvisionOptions, provision
 
     opts = ProvisionOptions(target=target, recipe=recipe, hosts=hosts, inventory=inventory,
                             backend=backend, prefix=prefix, conda_channel=conda_channel,
                             conda_packages=list(conda_packages), dry_run=dry_run, git_mirror=git_mirror,
-                            wheelhouse=wheelhouse, lock=lock, smoke=not no_smoke, json_lines=as_json,
+                            wheelhouse=wheelhouse, lock=lock, locked=locked,
+                            allow_unverified=list(allow_unverified), smoke=not no_smoke, json_lines=as_json,
                             insecure=insecure, identity_file=identity_file, argv=["envbuild", *sys.argv[1:]])
     echo = None if as_json else (lambda line: console.print(line))
     out = provision(opts, echo=echo)
@@ -70,6 +79,10 @@ def provision_cmd(target, recipe, hosts, inventory, backend, prefix, conda_chann
             console.print(line, markup=False)
             if res["status"] != "ok" and res.get("log_tail"):
                 console.print("  " + "\n  ".join(res["log_tail"].splitlines()[-12:]), markup=False, style="dim")
+        if out.status == "interrupted":
+            console.print(f"interrupted: exit {out.exit_code}; the run is not runs/latest", markup=False)
+        elif dry_run:
+            console.print("dry run: nothing installed; the run is not runs/latest", markup=False)
         console.print(f"run directory: {out.run_dir}", markup=False)
     if out.exit_code:
         raise click.exceptions.Exit(out.exit_code)

@@ -1,27 +1,46 @@
 """Run the provision playbook with ansible-runner in a private folder under the run directory.
 
-Layout (ansible-runner's own): ``<run>/ansible/{env/, inventory/hosts.json, artifacts/}``;
+Layout (ansible-runner's own): ``<run>/ansible/{env/, inventory/hosts.yml, artifacts/}``;
 the project is ``playbooks/`` of this checkout (``PLAYBOOKS``). Nothing lands in ``~/.ansible``:
 ANSIBLE_HOME, ANSIBLE_LOCAL_TEMP and ANSIBLE_SSH_CONTROL_PATH_DIR all point into the run folder.
 A failing node does not stop the others (no any_errors_fatal; linear strategy).
+
+``execute()`` returns ansible-runner's status (successful, failed, canceled, timeout) and the
+signal that stopped the run, if any. ansible-playbook runs in its own session (ansible-runner
+spawns it on a pty), so a Ctrl-C at the terminal reaches only envbuild; on SIGINT/SIGTERM
+envbuild sends SIGTERM to ansible-playbook's whole process group (its workers, the module
+processes, pip, a build's ``sleep``), waits ``GRACE_S``, then SIGKILLs the group.
+
+Secrets: ansible-runner writes the environment it starts ansible-playbook with to
+``artifacts/<ident>/command``. The controller's secret-named variables (``envbuild.redact``)
+are therefore not passed to ansible-playbook at all, and after the run every artifact file is
+scrubbed of secret values and URL passwords. Credentials a play needs must be passed to it
+explicitly, with ``no_log``.
 """
 
 from __future__ import annotations
 
 import os
 import shlex
+import signal
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from envbuild.errors import EnvironmentProblem
 from envbuild.execute.events import EventSink, StepTracker
 from envbuild.fsio import write_atomic
+from envbuild.interrupt import StopRequest
+from envbuild.redact import Redactor, is_secret_name
 from envbuild.render.ansible import Rendered
 
 PLAYBOOKS = Path(os.environ.get("ENVBUILD_PLAYBOOKS")
                  or Path(__file__).resolve().parents[2] / "playbooks")
 PLAYBOOK = "provision.yml"
+IDENT = "provision"
+GRACE_S = 5.0  # SIGTERM to the playbook's process group, then SIGKILL after this long
+POLL_S = 0.25  # how often the runner asks whether to stop
 
 
 @dataclass
@@ -75,13 +94,10 @@ def ansible_env(private_dir: Path, *, insecure: bool) -> dict[str, str]:
 
 
 def prepare(private_dir: Path, rendered: Rendered, *, forks: int, insecure: bool) -> AnsibleJob:
-    """Write inventory and extra vars (JSON) and return the job; runs nothing."""
-    import json
-
-    inv = write_atomic(private_dir / "inventory" / "hosts.json",
-                       json.dumps(rendered.inventory, indent=2, sort_keys=True) + "\n")
-    extra = write_atomic(private_dir / "env" / "extravars",
-                         json.dumps(rendered.extravars, indent=2, sort_keys=True) + "\n")
+    """Write inventory and extra vars (YAML, every string ``!unsafe``: data is never
+    templated) and return the job; runs nothing."""
+    inv = write_atomic(private_dir / "inventory" / "hosts.yml", rendered.inventory_text())
+    extra = write_atomic(private_dir / "env" / "extravars", rendered.extravars_text())
     env = ansible_env(private_dir, insecure=insecure)
     for key in ("ANSIBLE_LOCAL_TEMP", "ANSIBLE_SSH_CONTROL_PATH_DIR"):
         Path(env[key]).mkdir(parents=True, exist_ok=True)
@@ -89,36 +105,126 @@ def prepare(private_dir: Path, rendered: Rendered, *, forks: int, insecure: bool
                       forks=max(1, forks))
 
 
+@dataclass
+class RunResult:
+    """How ansible-playbook ended: ansible-runner's status and rc, and the signal (SIGINT or
+    SIGTERM) that made envbuild stop it, if one did."""
+
+    status: str  # successful | failed | canceled | timeout
+    rc: int | None
+    signum: int | None = None
+
+
 def run(job: AnsibleJob, sink: EventSink, tracker: StepTracker) -> int:
-    """Run the playbook; feed every runner event to the tracker and the sink. Returns rc."""
-    import ansible_runner
+    """Run the playbook (see ``execute``); returns ansible-playbook's rc."""
+    return execute(job, sink, tracker).rc
+
+
+def execute(job: AnsibleJob, sink: EventSink, tracker: StepTracker,
+            stop: StopRequest | None = None) -> RunResult:
+    """Run the playbook; feed every runner event to the tracker and the sink.
+
+    SIGINT/SIGTERM (or ``stop.request()`` from another thread) stop the whole process group of
+    ansible-playbook; the result then has status ``canceled`` and the signal. Raises
+    EnvironmentProblem when ansible-playbook could not start at all.
+    """
+    from ansible_runner import Runner, RunnerConfig
+
+    own_stop = stop is None
+    stop = stop or StopRequest()
+    group: list[int] = []  # ansible-playbook's process group, learnt from its first event
 
     def handler(raw: dict) -> bool:
+        if not group and isinstance(raw.get("pid"), int):
+            try:
+                pgid = os.getpgid(raw["pid"])
+            except ProcessLookupError:
+                pgid = None
+            if pgid is not None and pgid != os.getpgrp():  # never our own group
+                group.append(pgid)
         for ev in tracker.feed(raw):
             sink.emit(ev)
         return True
 
+    stopping: list[float] = []
+
+    def cancel() -> bool:
+        if not stop.requested:
+            return False
+        if not stopping:
+            stopping.append(time.monotonic())
+            if not _signal_group(group, signal.SIGTERM):
+                return True  # nothing to ask politely: the runner kills its child's group now
+        return time.monotonic() - stopping[0] >= GRACE_S or not _signal_group(group, 0)
+
+    config = RunnerConfig(
+        private_data_dir=str(job.private_dir), project_dir=str(_playbooks()), playbook=PLAYBOOK,
+        inventory=str(job.inventory), envvars=job.envvars, forks=job.forks, quiet=True, ident=IDENT,
+        suppress_env_files=True,
+        settings={"suppress_ansible_output": True, "suppress_output_file": False, "pexpect_timeout": POLL_S})
     saved = os.environ.get("PATH")
     os.environ["PATH"] = job.envvars["PATH"]  # ansible-runner looks ansible-playbook up here
     try:
-        r = ansible_runner.run(
-            private_data_dir=str(job.private_dir), project_dir=str(_playbooks()), playbook=PLAYBOOK,
-            inventory=str(job.inventory), envvars=job.envvars, forks=job.forks,
-            event_handler=handler, quiet=True, ident="provision",
-            settings={"suppress_ansible_output": True, "suppress_output_file": False},
-        )
+        config.prepare()
+        config.env = _without_controller_secrets(config.env, job.envvars)
+        runner = Runner(config, event_handler=handler, cancel_callback=cancel)
+        if own_stop:
+            with stop:
+                runner.run()
+        else:
+            runner.run()
     finally:
         if saved is not None:
             os.environ["PATH"] = saved
-    if r.rc == 127 or (r.status == "failed" and not tracker.hosts):
+        if stop.requested:
+            _signal_group(group, signal.SIGKILL)  # whatever ignored SIGTERM
+        _scrub(job.private_dir)  # artifacts, inventory, leftovers in ansible's home
+    result = RunResult(status=str(runner.status), rc=runner.rc, signum=stop.signum if stop.requested else None)
+    if result.signum is None and (result.rc == 127 or (result.status == "failed" and not tracker.hosts)):
         stdout = ""
         try:
-            stdout = r.stdout.read()[-2000:]
+            stdout = Redactor().text(runner.stdout.read()[-2000:])
         except Exception:  # noqa: BLE001
             pass
-        raise EnvironmentProblem(f"ansible-playbook did not run (rc {r.rc}): {stdout.strip()[-400:]}",
+        raise EnvironmentProblem(f"ansible-playbook did not run (rc {result.rc}): {stdout.strip()[-400:]}",
                                  hint="check that ansible-core is installed in this Python's environment")
-    return r.rc
+    return result
+
+
+def _without_controller_secrets(env: dict[str, str], ours: dict[str, str]) -> dict[str, str]:
+    """ansible-runner's environment less the controller's secret-named variables (those it
+    inherited unchanged from os.environ); ANSIBLE_* settings and envbuild's own stay."""
+    return {k: v for k, v in env.items()
+            if k in ours or k.startswith("ANSIBLE_") or not (is_secret_name(k) and os.environ.get(k) == v)}
+
+
+def _signal_group(group: list[int], sig: int) -> bool:
+    """Send ``sig`` (0: just look) to ansible-playbook's process group; False when it is gone."""
+    for pgid in group:
+        try:
+            os.killpg(pgid, sig)
+            return True
+        except (ProcessLookupError, PermissionError):
+            continue
+    return False
+
+
+def _scrub(folder: Path, limit: int = 64 << 20) -> None:
+    """Mask secret values and URL passwords in every text file under ``folder`` (the runner's
+    private folder: what ansible-runner and ansible-playbook wrote)."""
+    redactor = Redactor()
+    if not folder.is_dir():
+        return
+    for path in folder.rglob("*"):
+        if not path.is_file() or path.is_symlink() or path.stat().st_size > limit:
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        clean = redactor.text(text)
+        if clean != text:
+            write_atomic(path, clean)
 
 
 def _playbooks() -> Path:

@@ -84,6 +84,7 @@ def lock_problems(lock: Lock, recipe: Recipe, target: Target) -> list[str]:
     for lp in lock.packages:
         if "recipe" in lp.required_by and normalize(lp.name) not in names:
             out.append(f"package {lp.name} is locked as a recipe package but the recipe no longer names it")
+    out += _tooling_problems(lock, recipe)
     for src in recipe.sources:
         lg = lock.git_pin(src.name)
         if lg is None:
@@ -99,4 +100,24 @@ def lock_problems(lock: Lock, recipe: Recipe, target: Target) -> list[str]:
     for lg in lock.git:
         if lg.name not in sources:
             out.append(f"git {lg.name} is locked but the recipe no longer names it")
+    return out
+
+
+def _tooling_problems(lock: Lock, recipe: Recipe) -> list[str]:
+    """The build tooling the plan installs must be locked, each at a version its spec admits."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
+    from envbuild.plan.packages import tooling
+
+    out = []
+    for tool in tooling(recipe):
+        entry = next((t for t in lock.tooling if normalize(t.name) == normalize(tool.name)), None)
+        if entry is None:
+            out.append(f"tooling {tool.requirement} is not in the lock")
+        elif Version(entry.version) not in SpecifierSet(tool.spec):
+            out.append(f"tooling {tool.name}: lock has {entry.version}, the plan needs {tool.spec}")
+    wanted = {normalize(t.name) for t in tooling(recipe)}
+    out += [f"tooling {t.name} is locked but no longer needed" for t in lock.tooling
+            if normalize(t.name) not in wanted]
     return out

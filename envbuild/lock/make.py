@@ -17,11 +17,12 @@ from envbuild.errors import CheckFailed, InputError
 from envbuild.fsio import write_atomic
 from envbuild.lock.check import digest, lock_problems
 from envbuild.lock.gitpins import lock_git
-from envbuild.lock.packages import locked, sort_packages
-from envbuild.lock.schema import Lock, Named, PlatformInfo
+from envbuild.lock.packages import Sorted, locked, sort_packages
+from envbuild.lock.schema import Lock, LockedPackage, Named, PlatformInfo, normalize
 from envbuild.lock.serialize import dump_lock, read_lock, regenerate_command
 from envbuild.lock.uvresolve import UvRequest, platform_tags, python_platform, resolve
 from envbuild.names import NAME_RULE, is_name
+from envbuild.plan.packages import tooling
 from envbuild.recipes.schema import Recipe
 from envbuild.targets.schema import Target
 
@@ -89,12 +90,31 @@ def make_lock(recipe: Recipe, target: Target, *, git_mirror: Path | None = None,
     say(f"resolved {len(resolved)} package(s); {len(sorted_.given)} recorded as given")
     given = sorted(sorted_.given, key=lambda p: p.source != "preinstalled")  # stable sort
     packages = given + [locked(r, sorted_, wheelhouse) for r in resolved]
+    tools = lock_tooling(recipe, pyplat, wheelhouse, say)
     return Lock(recipe=Named(name=recipe.name, digest=digest(recipe)),
                 target=Named(name=target.name, digest=digest(target)),
                 python=recipe.python,
                 platform=PlatformInfo(python_platform=pyplat, tags=platform_tags(recipe.python, pyplat)),
                 resolve_as_of=recipe.resolve_as_of, envbuild_version=__version__,
-                packages=packages, git=git)
+                packages=packages, tooling=tools, git=git)
+
+
+def lock_tooling(recipe: Recipe, pyplat: str, wheelhouse: Path | None,
+                 say: Progress) -> list[LockedPackage]:
+    """pip/setuptools/wheel as the plan installs them (``envbuild.plan.packages.tooling``),
+    resolved on their own (no dependencies) with a hash each."""
+    tools = tooling(recipe)
+    if not tools:
+        return []
+    req = UvRequest(requirements=tuple(t.requirement for t in tools), python=recipe.python,
+                    python_platform=pyplat,
+                    find_links=(str(wheelhouse.resolve()),) if wheelhouse else ())
+    say(f"resolving the build tooling: {', '.join(t.requirement for t in tools)}")
+    prefer = "file://" + str(wheelhouse.resolve()) if wheelhouse else None
+    resolved = resolve(req, cache_dir(), prefer_prefix=prefer)
+    wanted = {normalize(t.name) for t in tools}
+    empty = Sorted(requested={normalize(t.name): t.spec for t in tools})
+    return [locked(r, empty, wheelhouse) for r in resolved if normalize(r.name) in wanted]
 
 
 def write_lock(recipe: Recipe, target: Target, path: Path, *, git_mirror: Path | None = None,

@@ -61,11 +61,9 @@ def cuda_variant(pkg: Package, target: Target) -> tuple[str | None, str, bool]:
         return None, "no CUDA variant", True
     if pkg.cuda != "auto":
         return pkg.cuda, f"fixed by the recipe (cuda: {pkg.cuda})", True
-    try:
-        from envbuild.compat.torch_wheels import choose_variant
-        from envbuild.facts.profile import from_target
-    except ImportError as exc:
-        return None, f"cuda: auto cannot be chosen here ({exc.name} is missing)", False
+    from envbuild.compat.torch_wheels import choose_variant
+    from envbuild.facts.profile import from_target
+
     try:
         tag, why = choose_variant(pkg.version, pkg.cuda, from_target(target))
     except LookupError as exc:

@@ -113,6 +113,7 @@ class Lock(_M):
     resolve_as_of: str | None = None
     envbuild_version: str
     packages: list[LockedPackage] = Field(default_factory=list)
+    tooling: list[LockedPackage] = Field(default_factory=list)  # pip/setuptools/wheel, hashed
     git: list[LockedGit] = Field(default_factory=list)
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)

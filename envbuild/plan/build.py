@@ -18,18 +18,11 @@ from envbuild.errors import InputError
 from envbuild.facts.model import NodeFacts
 from envbuild.plan import params as P
 from envbuild.plan.model import Decision, Plan, Step
-from envbuild.plan.packages import (LockedPackage, locked_packages, pip_release, requirement,
+from envbuild.plan.packages import (LockedPackage, Tool, locked_packages, pip_release, tooling,
                                      torch_requirement)
 from envbuild.recipes.schema import GitSource, Recipe
 from envbuild.targets.schema import Target
 
-
-# setuptools before 70.1 has no bdist_wheel of its own (the `wheel` package provides it, up to
-# 0.45; 0.46 dropped it). Without build isolation the env's own setuptools builds every
-# editable/wheel/Apex install, and a venv of Python <= 3.11 starts with setuptools 65.
-WHEEL_TOOL = "wheel<0.46"
-WHEEL_WHY = ("setuptools < 70.1 needs the wheel package (< 0.46) for bdist_wheel and editable "
-             "installs; without it pip fails with \"invalid command 'bdist_wheel'\"")
 
 
 @dataclass(frozen=True)
@@ -112,23 +105,16 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
     add(Step(id="environment", title=f"{backend} environment, Python {recipe.python}",
              params=env_params, reason=_env_reason(recipe, backend, interp is not None, conda)))
 
-    pip_version, pip_reason = pip_release(recipe.environment.pip)
-    tooling = []
-    if recipe.environment.pip or recipe.apex:  # the pip version decides Apex's option syntax
-        tooling.append(_tool("pip", f"=={pip_version}"))
-    if recipe.environment.setuptools:
-        tooling.append(_tool("setuptools", recipe.environment.setuptools))
-    built = [s.name for s in recipe.sources if s.install in ("editable", "wheel", "apex")]
-    if built:
-        tooling.append(_tool("wheel", WHEEL_TOOL[len("wheel"):]))
-    if tooling:
-        why = [pip_reason] if recipe.environment.pip or recipe.apex else []
-        if recipe.environment.setuptools:
-            why.append("setuptools pinned by the recipe")
-        if built:
-            why.append(f"{', '.join(built)} built with --no-build-isolation: {WHEEL_WHY}")
-        add(Step(id="pip-tooling", title=", ".join(r.requirement for r in tooling),
-                 params=P.PipToolingParams(requirements=tooling), reason="; ".join(why)))
+    pip_version, _ = pip_release(recipe.environment.pip)
+    tools = tooling(recipe)
+    if tools:
+        reqs = [_tool_requirement(t, lock) for t in tools]
+        unverified = [r.name for r in reqs if not r.hashes]
+        add(Step(id="pip-tooling", title=", ".join(r.requirement for r in reqs),
+                 params=P.PipToolingParams(
+                     requirements=reqs, unverified=unverified,
+                     find_links=[opts.wheelhouse] if opts.wheelhouse else []),
+                 reason="; ".join(t.why for t in tools)))
 
     torch = torch_requirement(recipe, facts, lock, decisions)
     if torch is not None:
@@ -165,9 +151,17 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
                 decisions=decisions, steps=steps)
 
 
-def _tool(name: str, spec: str) -> P.Requirement:
-    req = requirement(name, spec)
-    return P.Requirement(name=name, version=spec.lstrip("="), requirement=req)
+def _tool_requirement(tool: Tool, lock: object | None) -> P.Requirement:
+    """The tool at its locked version with its hash; the bare spec without a lock entry."""
+    from envbuild.lock.schema import normalize
+
+    entry = next((t for t in getattr(lock, "tooling", None) or []
+                  if normalize(t.name) == normalize(tool.name)), None)
+    if entry is None:
+        return P.Requirement(name=tool.name, version=tool.spec.lstrip("="), requirement=tool.requirement)
+    hashes = [entry.dist.sha256] if entry.dist and entry.verified else []
+    return P.Requirement(name=tool.name, version=entry.version,
+                         requirement=f"{tool.name}=={entry.version}", hashes=hashes)
 
 
 def _smoke_step(recipe: Recipe, prefix: str, env_file: str, steps: list[Step], facts: NodeFacts,

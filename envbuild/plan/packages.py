@@ -139,3 +139,42 @@ def pip_release(spec: str | None) -> tuple[str, str]:
         raise InputError(f"no known pip release satisfies pip{spec}",
                          hint=f"pin an exact pip version; known: {', '.join(PIP_RELEASES)}")
     return allowed[-1], f"newest pip release admitted by the recipe's pip{spec}"
+
+
+# setuptools before 70.1 has no bdist_wheel of its own (the `wheel` package provides it, up to
+# 0.45; 0.46 dropped it). Without build isolation the env's own setuptools builds every
+# editable/wheel/Apex install, and a venv of Python <= 3.11 starts with setuptools 65.
+WHEEL_SPEC = "<0.46"
+WHEEL_WHY = ("setuptools < 70.1 needs the wheel package (< 0.46) for bdist_wheel and editable "
+             "installs; without it pip fails with \"invalid command 'bdist_wheel'\"")
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One package of the environment's build tooling (pip, setuptools, wheel)."""
+
+    name: str
+    spec: str  # "==24.0", "<0.46", "==65.5.0"
+    why: str
+
+    @property
+    def requirement(self) -> str:
+        return f"{self.name}{self.spec}"
+
+
+def tooling(recipe: Recipe) -> list[Tool]:
+    """The tooling the environment needs pinned before anything is built, and why. The lock
+    resolves these with hashes (``Lock.tooling``); the plan installs them hash-checked."""
+    out: list[Tool] = []
+    if recipe.environment.pip or recipe.apex:  # the pip version decides Apex's option syntax
+        version, why = pip_release(recipe.environment.pip)
+        out.append(Tool("pip", f"=={version}", why))
+    if recipe.environment.setuptools:
+        spec = recipe.environment.setuptools
+        out.append(Tool("setuptools", f"=={spec}" if spec[:1].isdigit() else spec,
+                        "setuptools pinned by the recipe"))
+    built = [s.name for s in recipe.sources if s.install in ("editable", "wheel", "apex")]
+    if built:
+        out.append(Tool("wheel", WHEEL_SPEC,
+                        f"{', '.join(built)} built with --no-build-isolation: {WHEEL_WHY}"))
+    return out

@@ -62,7 +62,9 @@ class EnvironmentParams(_P):
 
 class PipToolingParams(_P):
     kind: Literal["pip_tooling"] = "pip_tooling"
-    requirements: list[Requirement]
+    requirements: list[Requirement]  # locked versions with their hashes (Lock.tooling)
+    find_links: list[str] = Field(default_factory=list)
+    unverified: list[str] = Field(default_factory=list)  # names without a hash in the lock
 
 
 class PipInstallParams(_P):
