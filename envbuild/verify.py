@@ -18,7 +18,7 @@ from envbuild.errors import EnvironmentProblem, InputError
 from envbuild.facts.runners import LocalRunner, Runner
 from envbuild.observe import (Drift, Observed, compare_expected, expected_state, observe_args,
                               observe_command, parse_observed, read_lock)
-from envbuild.report.collect import load_json
+from envbuild.report.collect import load_json, read_run
 from envbuild.report.fingerprint import node_fingerprint
 from envbuild.rundir import envbuild_home
 
@@ -65,7 +65,7 @@ def resolve_run(run: str | Path | None, target: str | None = None) -> Path:
 
 def _finished(run_dir: Path) -> bool:
     try:
-        return (load_json(run_dir / "run.json") or {}).get("status") not in (None, *UNFINISHED)
+        return read_run(run_dir).get("status") not in (None, *UNFINISHED)
     except InputError:
         return False
 

@@ -1,29 +1,28 @@
 """Bad input of every kind through the real CLI: exit 2, a message naming the file (and line and
 field where there is one), no traceback, nothing written; never exit 70 ("internal error").
 
-What is tried (1279 inputs in all, 1157 or more of them refused):
-  * CASES: 58 malformed inputs, each run through ``envbuild.cli.main`` (the console entry
+What is tried (1488 inputs in all):
+  * CASES: 63 malformed inputs, each run through ``envbuild.cli.main`` (the console entry
     point) in-process: binary, latin-1 and NUL-byte files, directories, control characters,
     deep YAML and JSON, YAML alias bombs, alias cycles and too many aliases, unsafe tags, a
     5000-digit integer, garbage lockfiles, version pins that are not PEP 440, names with
     ``../`` (in files and on the command line), environment variable names such as
     ``X=1; touch pwned; Y``, a patch file outside its tree, facts with a list where a string
-    belongs, an inventory with a list of hosts, damaged run.json, out-of-range ports,
-    an empty ``--hosts ''``.
+    belongs, an inventory with a list of hosts, damaged run.json (report and verify),
+    damaged report JSON (diff), out-of-range ports, an empty ``--hosts ''``.
     Plus one lock of a foreign schema version (still exit 1: a check saying no, on purpose).
   * SUBPROCESS: 4 of them again as a separate ``python -m envbuild`` process (no traceback on
     stderr; the alias bomb refused in well under a second, not the 87 s it took to run out of
     memory before).
   * the helpers directly: ``lock_path`` (6 names leaving the lock folder), ``validate_port``
     (6 bad values, 4 good), ``hosts_option`` (4 empty values).
-  * FUZZ: hypothesis, 200 generated inputs for each of 6 loaders (recipe, target, facts,
-    lockfile, the report's lockfile reader, run.json): 1200 files of random bytes, random
-    text, random JSON/YAML documents over the real field names, and mutated real files. Each
-    loads or raises InputError; any other exception fails the test.
-Last recorded run (81 tests, about 20 s on 2 shared cores): 0 tracebacks, 0 exit 70; exit
-codes seen: 2 for all 58 + 4 CLI cases, 1 for the foreign lock schema; the fuzz ended in
-InputError 1078 times and loaded 122 times (recipe 9, target 29, facts 6, lock 19,
-report lock 51, run.json 8), no other exception.
+  * FUZZ: hypothesis, 200 generated inputs for each of 7 loaders (recipe, target, facts,
+    lockfile, the report's lockfile reader, run.json, report JSON): 1400 files of random
+    bytes, random text, random JSON/YAML documents over the real field names, and mutated
+    real files. Each loads or raises InputError; any other exception fails the test.
+Last recorded run (87 tests, about 12-20 s on 2 shared cores): 0 tracebacks, 0 exit 70;
+exit codes seen: 2 for all 63 + 4 CLI cases, 1 for the foreign lock schema; the fuzz ended
+in InputError 1274 times and loaded 126 times, no other exception.
 """
 
 from __future__ import annotations
@@ -180,6 +179,13 @@ CASES = [
     ("run-binary", bytes(range(256)), "run", REPORT, "binary data", 1),
     ("run-deep", "[" * 5000 + "]" * 5000, "run", REPORT, "more than 64 levels", None),
     ("run-lock-binary", b"\x00\x01garbage", "runlock", REPORT, "binary data", 1),
+    ("verify-run-list", "[1, 2]", "run", ["verify", "--run", "{DIR}"], "not a run record", None),
+    ("verify-run-empty", "{}", "run", ["verify", "--run", "{DIR}", "--local"], "run_id", None),
+    # report JSON files given to diff
+    ("diff-binary", bytes(range(256)), "file", ["diff", "{FILE}", "{FILE}"], "binary data", 1),
+    ("diff-deep", "[" * 5000 + "]" * 5000, "file", ["diff", "{FILE}", "{FILE}"], "more than 64 levels", None),
+    ("diff-damaged", '{"schema": "envbuild.report/1", "verdict": 3}', "file", ["diff", "{FILE}", "{FILE}"],
+     "damaged report: verdict", None),
     # ports
     ("port-too-big", None, "none", ["facts", "--hosts", "node1:99999"], "99999", None),
     ("port-zero", None, "none", ["facts", "--hosts", "node1:0"], "node1:0", None),
@@ -315,6 +321,7 @@ def _loaders():
     from envbuild.observe.expected import read_lock as read_lock_dict
     from envbuild.recipes import load_recipe
     from envbuild.report.collect import collect
+    from envbuild.report.diff import load_report
     from envbuild.targets import load_target
 
     def lock(path: Path):
@@ -331,6 +338,7 @@ def _loaders():
         "lock": ("x.lock", LOCK, lock),
         "report-lock": ("lock.lock", LOCK, read_lock_dict),
         "run.json": ("run.json", RUN, lambda path: collect(path.parent)),
+        "report.json": ("report.json", None, load_report),  # seed: the sample run's report
     }
 
 
@@ -381,6 +389,11 @@ def test_fuzz_loaders_load_or_raise_input_error(kind, tmp_path_factory):
     filename, seed, load = _loaders()[kind]
     folder = tmp_path_factory.mktemp(f"fuzz-{kind}")
     path = folder / filename
+    if seed is None:
+        from envbuild.report import collect, render
+
+        seed = folder / "seed.json"
+        seed.write_text(render(collect(RUN.parent), "json"))
     seen = {"ok": 0, "input_error": 0}
 
     @settings(max_examples=FUZZ_EXAMPLES, deadline=None, database=None,

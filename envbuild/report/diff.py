@@ -25,13 +25,14 @@ def load_report(path: str | Path) -> Report:
     from envbuild.errors import InputError
     from envbuild.report.collect import collect
     from envbuild.report.render_json import parse_report
+    from envbuild.userfile import read_text
 
     p = Path(path)
     if p.is_dir():
         return collect(p)
     if not p.exists():
         raise InputError(f"{p} does not exist", hint="pass a report JSON (envbuild report --format json) or a run directory")
-    return parse_report(p.read_text(), str(p))
+    return parse_report(read_text(p, "report JSON file"), str(p))
 
 
 def _pair_nodes(a: Report, b: Report) -> list[tuple[str, NodeReport | None, NodeReport | None]]:
