@@ -1,7 +1,7 @@
 """Bad input of every kind through the real CLI: exit 2, a message naming the file (and line and
 field where there is one), no traceback, nothing written; never exit 70 ("internal error").
 
-What is tried (1488 inputs in all):
+What is tried (1494 inputs in all):
   * CASES: 63 malformed inputs, each run through ``envbuild.cli.main`` (the console entry
     point) in-process: binary, latin-1 and NUL-byte files, directories, control characters,
     deep YAML and JSON, YAML alias bombs, alias cycles and too many aliases, unsafe tags, a
@@ -15,12 +15,13 @@ What is tried (1488 inputs in all):
     stderr; the alias bomb refused in well under a second, not the 87 s it took to run out of
     memory before).
   * the helpers directly: ``lock_path`` (6 names leaving the lock folder), ``validate_port``
-    (6 bad values, 4 good), ``hosts_option`` (4 empty values).
+    (6 bad values, 4 good), ``hosts_option`` (4 empty values), ``validate_text`` (5 values that
+    are not one value, such as ``ansible_host: [a, b]``).
   * FUZZ: hypothesis, 200 generated inputs for each of 7 loaders (recipe, target, facts,
     lockfile, the report's lockfile reader, run.json, report JSON): 1400 files of random
     bytes, random text, random JSON/YAML documents over the real field names, and mutated
     real files. Each loads or raises InputError; any other exception fails the test.
-Last recorded run (87 tests, about 12-20 s on 2 shared cores): 0 tracebacks, 0 exit 70;
+Last recorded run (88 tests, about 12-20 s on 2 shared cores): 0 tracebacks, 0 exit 70;
 exit codes seen: 2 for all 63 + 4 CLI cases, 1 for the foreign lock schema; the fuzz ended
 in InputError 1274 times and loaded 126 times, no other exception.
 """
@@ -298,6 +299,15 @@ def test_validate_port(value, ok):
     else:
         with pytest.raises(InputError, match=r"--hosts h: port .* is not a TCP port \(1-65535\)"):
             validate_port(value, "--hosts h")
+
+
+def test_validate_text_refuses_a_list_where_one_value_belongs():
+    from envbuild.inputs import validate_text
+
+    assert validate_text("10.0.0.1", "inv.yaml: host n1: ansible_host") == "10.0.0.1"
+    for bad in (["a", "b"], {"a": 1}, None, "", True):
+        with pytest.raises(InputError, match="inv.yaml: host n1: ansible_host: expected one value"):
+            validate_text(bad, "inv.yaml: host n1: ansible_host")
 
 
 def test_hosts_option_refuses_an_empty_value():
