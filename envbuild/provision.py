@@ -47,6 +47,7 @@ class ProvisionOptions:
     json_lines: bool = False
     insecure: bool = False  # no host key checking (test nodes only)
     identity_file: str | None = None
+    known_hosts: list[str] = field(default_factory=list)  # known_hosts files (default: ssh's)
     conda_channel: str | None = None  # --backend conda: channel URL or local channel folder
     conda_packages: list[str] = field(default_factory=list)  # --backend conda: conda specs
     locked: bool = False  # refuse to create a missing lock (a stale one is always refused)
@@ -80,10 +81,12 @@ def select_nodes(opts: ProvisionOptions, target) -> list[Node]:
     """--hosts, --inventory, or the controller itself for a local target."""
     if opts.hosts and opts.inventory:
         raise InputError("give --hosts or --inventory, not both")
+    known = tuple(opts.known_hosts) or None
     if opts.hosts:
-        return parse_hosts(opts.hosts, identity_file=opts.identity_file, insecure=opts.insecure)
+        return parse_hosts(opts.hosts, identity_file=opts.identity_file, insecure=opts.insecure,
+                           known_hosts=known)
     if opts.inventory:
-        return load_inventory(opts.inventory, insecure=opts.insecure)
+        return load_inventory(opts.inventory, insecure=opts.insecure, known_hosts=known)
     if target.name == "local" or target.from_facts:
         return [local_node()]
     raise InputError(f"target {target.name!r} needs nodes",
@@ -183,9 +186,12 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
     sink = EventSink(rd.events, json_lines=opts.json_lines, echo=say)
     results: dict[str, dict] = {}
 
+    insecure = {n.name: n.insecure for n in nodes}  # host keys not checked (recorded, reported)
+
     def finish_node(name: str, status: str, **extra) -> None:
         res = {"status": status, "failed_step": None, "command": None, "rc": None, "log_tail": "",
-               "changed": [], "skipped": [], "duration_s": 0.0, **extra}
+               "changed": [], "skipped": [], "duration_s": 0.0,
+               "insecure": insecure.get(name, False), **extra}
         results[name] = res
         rd.write_node(name, "result.json", res)
 

@@ -30,10 +30,13 @@ from envbuild.cli.output import console, emit_json
 @click.option("--no-smoke", is_flag=True, help="Skip the smoke benchmark step.")
 @click.option("--insecure", is_flag=True, help="Do not check SSH host keys (throwaway test nodes only).")
 @click.option("--identity", "identity_file", default=None, type=click.Path(), help="SSH private key.")
+@click.option("--known-hosts", "known_hosts", multiple=True, type=click.Path(),
+              help="known_hosts file to check host keys against (repeatable; default ssh's own, "
+                   "or $ENVBUILD_KNOWN_HOSTS).")
 @click.option("--json", "as_json", is_flag=True, help="Events as JSON lines, then the results as JSON.")
 def provision_cmd(target, recipe, hosts, inventory, backend, prefix, conda_channel, conda_packages,
                   dry_run, git_mirror, wheelhouse, lock, locked, allow_unverified, no_smoke, insecure,
-                  identity_file, as_json):
+                  identity_file, known_hosts, as_json):
     """Provision RECIPE onto the nodes of TARGET: facts, preflight, lock, plan, ansible, results.
 
     \b
@@ -53,7 +56,8 @@ def provision_cmd(target, recipe, hosts, inventory, backend, prefix, conda_chann
                             conda_packages=list(conda_packages), dry_run=dry_run, git_mirror=git_mirror,
                             wheelhouse=wheelhouse, lock=lock, locked=locked,
                             allow_unverified=list(allow_unverified), smoke=not no_smoke, json_lines=as_json,
-                            insecure=insecure, identity_file=identity_file, argv=["envbuild", *sys.argv[1:]])
+                            insecure=insecure, identity_file=identity_file,
+                            known_hosts=list(known_hosts), argv=["envbuild", *sys.argv[1:]])
     echo = None if as_json else (lambda line: console.print(line))
     out = provision(opts, echo=echo)
     if as_json:

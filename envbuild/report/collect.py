@@ -16,7 +16,6 @@ from envbuild.errors import InputError
 from envbuild.fsio import sha256_text
 from envbuild.observe import Observed, compare_expected, expected_state, read_lock
 from envbuild.observe.compare import same_version
-from envbuild.observe.expected import _patch_id
 from envbuild.report import bench
 from envbuild.report.fingerprint import node_fingerprint, run_fingerprint
 from envbuild.report.model import (DecisionRow, Deviation, FactsSummary, NodeReport, PatchRow,
@@ -126,12 +125,23 @@ def pins(exp, obs: Observed) -> list[PinRow]:
     return rows
 
 
+def unverified_packages(plan: dict) -> list[str]:
+    """Packages the plan installs without a hash (each allowed by --allow-unverified)."""
+    from envbuild.plan.model import Plan
+
+    steps = Plan.model_validate(plan).steps if plan else []
+    return sorted({n for s in steps if s.kind in ("pip_install", "pip_tooling") for n in s.params.unverified})
+
+
 def patch_rows(exp, obs: Observed | None, plan: dict) -> list[PatchRow]:
+    from envbuild.plan.model import Plan
+
     decided = {}
-    for step in plan.get("steps", []):
-        if step.get("kind") == "patch":
-            pid, _, outcome = _patch_id(step.get("params") or {})
-            decided[pid] = (outcome, step.get("reason", ""))
+    for step in (Plan.model_validate(plan).steps if plan else []):
+        p = step.params
+        if p.kind == "patch":
+            decided[p.id] = ("expect" if p.patch_kind == "expect" else (p.decision or "patched"),
+                             step.reason)
     recorded = {p.id: p for p in (obs.patches if obs else [])}
     rows = []
     for pid in sorted(set(decided) | set(recorded) | set(exp.patches)):
@@ -162,6 +172,8 @@ def node_report(node_dir: Path, lock: dict | None, lock_digest: str | None, reci
                                   + (f" (rc {node.result.rc})" if node.result.rc is not None else "")))
     plan = plan or {}
     node.decisions = [DecisionRow.model_validate(d) for d in plan.get("decisions", [])]
+    node.insecure = bool(result and result.get("insecure"))
+    node.unverified = unverified_packages(plan)
     exp = expected_state(lock, plan or None)
     obs = Observed.model_validate(observed) if observed else None
     if obs is not None:

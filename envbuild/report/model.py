@@ -148,6 +148,8 @@ class NodeReport(_M):
     benchmarks: list[Benchmark] = Field(default_factory=list)
     smoke_ok: dict[str, bool] = Field(default_factory=dict)  # gpt/collective/apex -> ok
     fingerprint: str | None = None
+    insecure: bool = False  # SSH host keys were not checked for this node (--insecure)
+    unverified: list[str] = Field(default_factory=list)  # installed without a hash (--allow-unverified)
 
 
 class Report(_M):

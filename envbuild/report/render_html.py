@@ -69,6 +69,11 @@ def node_details(n: NodeReport) -> str:
                      + f"; changed {len(r.changed)}, skipped {len(r.skipped)}</p>")
         if r.log_tail and r.status != "ok":
             parts.append(f"<pre>{escape(r.log_tail)}</pre>")
+    if n.insecure:
+        parts.append('<p class="bad"><b>Host keys were NOT checked</b> for this node (--insecure).</p>')
+    if n.unverified:
+        parts.append("<p>Installed without a verified hash (--allow-unverified): "
+                     + ", ".join(f"<code>{escape(u)}</code>" for u in n.unverified) + "</p>")
     if n.drift:
         parts.append(table(["drift", "subject", "expected", "observed"],
                            ["<tr>" + td(d.kind, "bad") + td(d.subject) + td(short(d.expected)) + td(short(d.observed)) + "</tr>" for d in n.drift]))

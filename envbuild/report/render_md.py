@@ -48,6 +48,11 @@ def node_section(n: NodeReport) -> list[str]:
         if r.duration_s is not None:
             line += f", {r.duration_s:.1f} s"
         out += [line, ""]
+    if n.insecure:
+        out += ["**Host keys were NOT checked** for this node (`--insecure`): its identity is unproven.", ""]
+    if n.unverified:
+        out += ["Installed without a verified hash (allowed by `--allow-unverified`): "
+                + ", ".join(f"`{u}`" for u in n.unverified), ""]
     if n.drift:
         out += ["Drift:", ""] + table(["kind", "subject", "expected", "observed"],
                                       [[d.kind, d.subject, short(d.expected), short(d.observed)] for d in n.drift]) + [""]
