@@ -95,8 +95,11 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
     conda = _conda_params(recipe, opts) if backend == "conda" else {}
     env_params = P.EnvironmentParams(
         backend=backend, prefix=prefix, python=recipe.python,
-        interpreter=interp.path if interp else f"python{recipe.python}",
-        system_site_packages=recipe.environment.system_site_packages,
+        interpreter=("python3" if backend == "container" else
+                     interp.path if interp else f"python{recipe.python}"),
+        # a container's environment is a venv over the image's python: its preinstalled
+        # packages (torch, Apex in NGC images) stay visible, the plan's go into the venv
+        system_site_packages=recipe.environment.system_site_packages or backend == "container",
         conda_module=recipe.environment.conda_module, base_image=recipe.environment.base_image,
         conda_channel=opts.conda_channel if backend == "conda" else None,
         conda_tool=(facts.conda[0] if facts.conda else None) if backend == "conda" else None,
@@ -199,7 +202,11 @@ def _env_reason(recipe: Recipe, backend: str, have_interp: bool, params: dict | 
         if params["python_from"] == "node":
             parts.append("no python among the conda specs: a venv of the node's Python is laid "
                          "over the conda prefix and takes the pip packages")
-    if recipe.environment.system_site_packages:
+    if backend == "container":
+        parts.append(f"inside the image {recipe.environment.base_image}: a venv with "
+                     "--system-site-packages over the image's python3 keeps its preinstalled "
+                     "packages and takes the plan's")
+    elif recipe.environment.system_site_packages:
         parts.append("--system-site-packages on top of the module's packages (published setup)")
     node_python = backend == "venv" or bool(params and params.get("python_from") == "node")
     if node_python and not have_interp:
