@@ -61,10 +61,8 @@ def venv_argv(interpreter: str, prefix: str, system_site_packages: bool) -> list
 
 def _environment(step, p: P.EnvironmentParams, prefix: str) -> list[Action]:
     out: list[Action] = [MakeDir(path=f"{state_dir(p.prefix)}/state")]
-    if p.backend == "container":
-        return out  # the image is the environment (envbuild.render.dockerfile)
     venv = venv_argv(p.interpreter, p.prefix, p.system_site_packages)
-    if p.backend in ("venv", "module-venv"):
+    if p.backend in ("venv", "module-venv", "container"):  # container: a venv over the image's python
         if p.conda_module:  # the module's python: load it, then make the venv (argv as data)
             out.append(Run(argv=["bash", "-c", 'module load "$1" && shift && exec "$@"', "bash",
                                  p.conda_module, *venv]))
