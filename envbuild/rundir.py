@@ -1,8 +1,14 @@
 """The run directory: ``$ENVBUILD_HOME/runs/<run-id>/``, shared by provision, smoke, report.
 
-``<run-id>`` is ``YYYYmmdd-HHMMSS-<recipe>-<target>``; ``runs/latest`` points at the newest.
+``<run-id>`` is ``YYYYmmdd-HHMMSS-<recipe>-<target>``; ``runs/latest`` points at the newest
+*finished* run that was not a dry run (``RunDir.publish()``): a dry run, or a run aborted by an
+interrupt or an error, never becomes ``latest``.
 Layout: run.json, recipe.json, lock.lock, events.jsonl, ansible/ (runner's private folder),
 nodes/<host>/{facts,preflight,plan,result,observed,smoke}.json and log.txt.
+
+Run folders are private: ``runs/`` and each run are 0700 (created with that mode), files 0600.
+Everything written through ``RunDir`` passes ``envbuild.redact`` first: the values of the
+controller's secret-named environment variables and URL passwords are masked.
 """
 
 from __future__ import annotations
@@ -10,13 +16,15 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from envbuild.fsio import write_atomic
+from envbuild.redact import Redactor
 
 RUN_SCHEMA = "envbuild.run/1"
+PRIVATE_DIR, PRIVATE_FILE = 0o700, 0o600
 
 
 def envbuild_home() -> Path:
@@ -33,6 +41,7 @@ class RunDir:
     """One run's folder and its writers (all JSON atomic)."""
 
     path: Path
+    redactor: Redactor = field(default_factory=Redactor, repr=False, compare=False)
 
     @property
     def run_id(self) -> str:
@@ -48,14 +57,18 @@ class RunDir:
 
     def node(self, host: str) -> Path:
         p = self.path / "nodes" / host
-        p.mkdir(parents=True, exist_ok=True)
+        _private_dir(p.parent)
+        _private_dir(p)
         return p
 
+    def _text(self, obj: Any) -> str:
+        return self.redactor.text(obj) if isinstance(obj, str) else _json(self.redactor.obj(obj))
+
     def write(self, name: str, obj: Any) -> Path:
-        return write_atomic(self.path / name, obj if isinstance(obj, str) else _json(obj))
+        return write_atomic(self.path / name, self._text(obj), mode=PRIVATE_FILE)
 
     def write_node(self, host: str, name: str, obj: Any) -> Path:
-        return write_atomic(self.node(host) / name, obj if isinstance(obj, str) else _json(obj))
+        return write_atomic(self.node(host) / name, self._text(obj), mode=PRIVATE_FILE)
 
     def read(self, name: str) -> Any:
         return json.loads((self.path / name).read_text())
@@ -66,6 +79,16 @@ class RunDir:
         self.write("run.json", data)
         return data
 
+    def publish(self) -> None:
+        """Point ``runs/latest`` at this run (a finished, non-dry run only)."""
+        runs = self.path.parent
+        link = runs / "latest"
+        tmp = runs / f".latest.{os.getpid()}"
+        if tmp.is_symlink() or tmp.exists():
+            tmp.unlink()
+        tmp.symlink_to(self.path.name)
+        os.replace(tmp, link)
+
 
 def run_id(recipe: str, target: str, now: float | None = None) -> str:
     return time.strftime("%Y%m%d-%H%M%S", time.localtime(now)) + f"-{recipe}-{target}"
@@ -73,30 +96,39 @@ def run_id(recipe: str, target: str, now: float | None = None) -> str:
 
 def create(recipe: str, target: str, *, argv: list[str], hosts: list[str], options: dict,
            home: Path | None = None) -> RunDir:
-    """Make a new run folder (unique even within one second) and point runs/latest at it."""
-    runs = (home or envbuild_home()) / "runs"
-    runs.mkdir(parents=True, exist_ok=True)
+    """Make a new private run folder (unique even within one second); ``latest`` is not moved
+    until the run finishes (``RunDir.publish``)."""
+    home = home or envbuild_home()
+    if not home.exists():
+        home.parent.mkdir(parents=True, exist_ok=True)
+        _private_dir(home)
+    runs = home / "runs"
+    _private_dir(runs)
     base = run_id(recipe, target)
     path, n = runs / base, 1
     while True:
         try:
-            path.mkdir()
+            path.mkdir(mode=PRIVATE_DIR)
             break
         except FileExistsError:
             n += 1
             path = runs / f"{base}.{n}"
     rd = RunDir(path)
     rd.write("run.json", {"schema": RUN_SCHEMA, "run_id": rd.run_id, "recipe": recipe,
-                          "target": target, "argv": argv, "started": _now(), "finished": None,
-                          "status": "running", "lock_path": None, "lock_digest": None,
-                          "hosts": hosts, "options": options})
-    link = runs / "latest"
-    tmp = runs / f".latest.{os.getpid()}"
-    if tmp.is_symlink() or tmp.exists():
-        tmp.unlink()
-    tmp.symlink_to(path.name)
-    os.replace(tmp, link)
+                          "target": target, "argv": rd.redactor.argv(argv), "started": _now(),
+                          "finished": None, "status": "running", "lock_path": None,
+                          "lock_digest": None, "hosts": hosts, "options": options})
     return rd
+
+
+def _private_dir(path: Path) -> None:
+    """``path`` as a folder only its owner can enter (made 0700, or narrowed to it)."""
+    try:
+        path.mkdir(mode=PRIVATE_DIR)
+    except FileExistsError:
+        st = path.stat()
+        if st.st_mode & 0o077 and st.st_uid == os.getuid():
+            path.chmod(PRIVATE_DIR)
 
 
 def latest(home: Path | None = None) -> RunDir | None:

@@ -127,14 +127,17 @@ def test_killed_run_resumes_at_first_unfinished_step(bed):
             str(bed["recipe"]), "--hosts", bed["cluster"].hosts, "--identity", str(bed["cluster"].key),
             "--insecure", "--prefix", PREFIX, "--wheelhouse", str(WHEELS), "--no-smoke",
             "--lock", str(bed["base"] / "ref.lock")]
+    before = set((bed["home"] / "runs").iterdir())
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     events = None
     deadline = time.time() + 600
     try:
         while time.time() < deadline:
-            latest = bed["home"] / "runs" / "latest" / "events.jsonl"
-            if latest.exists():
+            # the run in progress: a new folder (runs/latest moves only when a run finishes)
+            new = [d for d in set((bed["home"] / "runs").iterdir()) - before if d.is_dir() and not d.is_symlink()]
+            latest = new[0] / "events.jsonl" if new else None
+            if latest is not None and latest.exists():
                 evs = [json.loads(x) for x in latest.read_text().splitlines() if x.strip()]
                 if any(e["step"] == "pip:torch" and e["kind"] in ("ok", "changed") for e in evs):
                     events = evs

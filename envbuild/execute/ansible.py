@@ -8,8 +8,12 @@ A failing node does not stop the others (no any_errors_fatal; linear strategy).
 ``execute()`` returns ansible-runner's status (successful, failed, canceled, timeout) and the
 signal that stopped the run, if any. ansible-playbook runs in its own session (ansible-runner
 spawns it on a pty), so a Ctrl-C at the terminal reaches only envbuild; on SIGINT/SIGTERM
-envbuild sends SIGTERM to ansible-playbook's whole process group (its workers, the module
-processes, pip, a build's ``sleep``), waits ``GRACE_S``, then SIGKILLs the group.
+envbuild sends SIGINT to ansible-playbook's whole process group (its workers and the module
+processes, which stop the commands they run), waits up to ``GRACE_S``, then SIGKILLs the group.
+A command that left that group (a new session, as the node-side action runner starts each
+command in) is found anyway: while the playbook runs envbuild is a child subreaper (Linux), so
+such processes on the local node become its children when their parent dies, and an
+interrupted run kills every one of them (``_sweep_orphans``).
 
 Secrets: ansible-runner writes the environment it starts ansible-playbook with to
 ``artifacts/<ident>/command``. The controller's secret-named variables (``envbuild.redact``)
@@ -39,7 +43,7 @@ PLAYBOOKS = Path(os.environ.get("ENVBUILD_PLAYBOOKS")
                  or Path(__file__).resolve().parents[2] / "playbooks")
 PLAYBOOK = "provision.yml"
 IDENT = "provision"
-GRACE_S = 5.0  # SIGTERM to the playbook's process group, then SIGKILL after this long
+GRACE_S = 5.0  # SIGINT to the playbook's process group, then SIGKILL after this long
 POLL_S = 0.25  # how often the runner asks whether to stop
 
 
@@ -153,7 +157,7 @@ def execute(job: AnsibleJob, sink: EventSink, tracker: StepTracker,
             return False
         if not stopping:
             stopping.append(time.monotonic())
-            if not _signal_group(group, signal.SIGTERM):
+            if not _signal_group(group, signal.SIGINT):
                 return True  # nothing to ask politely: the runner kills its child's group now
         return time.monotonic() - stopping[0] >= GRACE_S or not _signal_group(group, 0)
 
@@ -164,6 +168,8 @@ def execute(job: AnsibleJob, sink: EventSink, tracker: StepTracker,
         settings={"suppress_ansible_output": True, "suppress_output_file": False, "pexpect_timeout": POLL_S})
     saved = os.environ.get("PATH")
     os.environ["PATH"] = job.envvars["PATH"]  # ansible-runner looks ansible-playbook up here
+    started, before = time.time(), set(_children())
+    reaper = _subreaper(True)
     try:
         config.prepare()
         config.env = _without_controller_secrets(config.env, job.envvars)
@@ -177,7 +183,11 @@ def execute(job: AnsibleJob, sink: EventSink, tracker: StepTracker,
         if saved is not None:
             os.environ["PATH"] = saved
         if stop.requested:
-            _signal_group(group, signal.SIGKILL)  # whatever ignored SIGTERM
+            _signal_group(group, signal.SIGKILL)  # whatever ignored SIGINT
+            if reaper:
+                _sweep_orphans(before, started)
+        if reaper:
+            _subreaper(False)
         _scrub(job.private_dir)  # artifacts, inventory, leftovers in ansible's home
     result = RunResult(status=str(runner.status), rc=runner.rc, signum=stop.signum if stop.requested else None)
     if result.signum is None and (result.rc == 127 or (result.status == "failed" and not tracker.hosts)):
@@ -207,6 +217,64 @@ def _signal_group(group: list[int], sig: int) -> bool:
         except (ProcessLookupError, PermissionError):
             continue
     return False
+
+
+def _subreaper(on: bool) -> bool:
+    """Make this process the child subreaper of its descendants (Linux prctl); False when the
+    system does not offer it."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl(36, int(on), 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
+def _children() -> dict[int, float]:
+    """{pid: start time in clock ticks} of this process's children (from /proc)."""
+    me, out = os.getpid(), {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            fields = Path("/proc", name, "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == me:  # ppid
+            out[int(name)] = float(fields[19])  # starttime
+    return out
+
+
+def _sweep_orphans(before: set[int], started: float) -> None:
+    """Stop what the interrupted playbook left behind: processes that became our children (as
+    subreaper) during the run, with their process groups; SIGTERM, then SIGKILL after GRACE_S."""
+    tick = os.sysconf("SC_CLK_TCK")
+    boot = time.time() - float(Path("/proc/uptime").read_text().split()[0])
+    deadline, seen = time.monotonic() + GRACE_S, set()
+    while True:
+        orphans = [pid for pid, start in _children().items()
+                   if pid not in before and boot + start / tick >= started - 1]
+        late = time.monotonic() >= deadline
+        for pid in orphans:
+            if pid in seen and not late:
+                continue  # asked already: give it until the deadline
+            sig = signal.SIGKILL if pid in seen else signal.SIGTERM
+            seen.add(pid)
+            for kill in (lambda: os.killpg(os.getpgid(pid), sig), lambda: os.kill(pid, sig)):
+                try:
+                    kill()
+                except (ProcessLookupError, PermissionError):
+                    pass
+        for pid in orphans:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+        if not orphans or time.monotonic() > deadline + GRACE_S:  # never hang on an unkillable one
+            return
+        time.sleep(0.1)
 
 
 def _scrub(folder: Path, limit: int = 64 << 20) -> None:

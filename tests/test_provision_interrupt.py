@@ -1,0 +1,127 @@
+"""An interrupted provision stops its children, records where each node was, and never passes.
+
+A real ``envbuild provision --target local`` whose recipe builds a source with a long
+``sleep``; SIGINT or SIGTERM arrives while that build step runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.integration
+
+SLEEP = "987.25"  # a duration no other process on the machine sleeps for
+
+
+def git(*args, cwd):
+    return subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=cwd,
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+def slow_recipe(tmp_path: Path, build: list[str]) -> tuple[Path, Path]:
+    """(recipe, git mirror): one source, ``slowpkg``, built by ``build`` and installed as pth."""
+    mirror, work = tmp_path / "mirror", tmp_path / "work"
+    (mirror / "acme").mkdir(parents=True)
+    work.mkdir()
+    (work / "slowpkg.py").write_text("VALUE = 1\n")
+    git("init", "-q", "-b", "main", cwd=work)
+    git("add", ".", cwd=work)
+    git("commit", "-qm", "slowpkg", cwd=work)
+    git("clone", "-q", "--bare", str(work), str(mirror / "acme" / "slowpkg.git"), cwd=tmp_path)
+    recipe = tmp_path / "slow.yaml"
+    recipe.write_text(yaml.safe_dump({
+        "schema": 1, "name": "slow-test", "title": "a slow build", "description": "interrupt target",
+        "published": {"url": "https://example.invalid/slow"}, "python": "3.11", "targets": ["local"],
+        "environment": {"kind": "venv"},
+        "sources": [{"name": "slowpkg", "url": "https://github.com/acme/slowpkg", "ref": "main",
+                     "sha": git("rev-parse", "HEAD", cwd=work), "install": "pth", "build": build,
+                     "why": "a build step that takes long"}],
+        "import_check": ["slowpkg"],
+    }, sort_keys=False))
+    return recipe, mirror
+
+
+def sleepers() -> list[int]:
+    """Pids of processes running ``sleep SLEEP`` (a /proc scan, no ps)."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            argv = (d / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if len(argv) >= 2 and argv[0].endswith(b"sleep") and argv[1] == SLEEP.encode():
+            found.append(int(d.name))
+    return found
+
+
+def provision_argv(recipe: Path, mirror: Path, prefix: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "envbuild", "provision", "--target", "local", "--recipe", str(recipe),
+            "--git-mirror", str(mirror), "--prefix", str(prefix), "--no-smoke", *extra]
+
+
+def default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # a background shell may have left it ignored
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_interrupt_mid_ansible_stops_children_and_records_the_step(tmp_path, sig):
+    recipe, mirror = slow_recipe(tmp_path, [f"sleep {SLEEP}"])
+    home = tmp_path / "home"
+    log = (tmp_path / "out.txt").open("w")
+    proc = subprocess.Popen(provision_argv(recipe, mirror, tmp_path / "env"), stdout=log,
+                            stderr=subprocess.STDOUT, env={**os.environ, "ENVBUILD_HOME": str(home)},
+                            preexec_fn=default_sigint)
+    try:
+        deadline = time.time() + 300
+        while not sleepers():
+            assert proc.poll() is None, (tmp_path / "out.txt").read_text()[-3000:]
+            assert time.time() < deadline, "the build step never started"
+            time.sleep(0.2)
+        proc.send_signal(sig)
+        rc = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        log.close()
+    out = (tmp_path / "out.txt").read_text()
+    assert rc == 128 + sig, out[-3000:]
+    assert sleepers() == [], "the build's sleep survived the interrupt"
+
+    [run] = [p for p in (home / "runs").iterdir() if p.is_dir() and not p.is_symlink()]
+    meta = json.loads((run / "run.json").read_text())
+    assert meta["status"] == "interrupted" and meta["signal"] == signal.Signals(sig).name
+    assert meta["interrupted_at"] == {"local": "build:slowpkg"}
+    res = json.loads((run / "nodes" / "local" / "result.json").read_text())
+    assert res["status"] == "interrupted" and res["failed_step"] == "build:slowpkg"
+    events = [json.loads(x) for x in (run / "events.jsonl").read_text().splitlines()]
+    assert {"host": "local", "step": "build:slowpkg", "kind": "interrupted"}.items() <= events[-1].items()
+    assert "local: interrupted at build:slowpkg" in out
+    assert not (home / "runs" / "latest").exists()  # an aborted run never becomes latest
+
+    from envbuild.report import collect
+
+    assert collect(run).verdict.status == "FAIL"
+
+
+def test_dry_run_is_not_latest_and_not_ok(tmp_path):
+    recipe, mirror = slow_recipe(tmp_path, ["true"])
+    home = tmp_path / "home"
+    p = subprocess.run(provision_argv(recipe, mirror, tmp_path / "env", "--dry-run"), capture_output=True,
+                       text=True, timeout=300, env={**os.environ, "ENVBUILD_HOME": str(home)})
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    [run] = [d for d in (home / "runs").iterdir() if d.is_dir()]
+    assert json.loads((run / "run.json").read_text())["status"] == "dry-run"
+    assert not (home / "runs" / "latest").exists()
+    assert not (tmp_path / "env").exists()

@@ -1,0 +1,61 @@
+"""Secrets never reach a run directory; run folders are private; a plain verify checks the
+local environment after a local run.
+
+A real local provision (ansible-playbook runs) with tokens in the controller's environment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from test_provision_interrupt import provision_argv, slow_recipe
+
+pytestmark = pytest.mark.integration
+
+SECRETS = {"HF_TOKEN": "sekrit-xyz", "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+           "MY_DB_PASSWORD": "hunter2-hunter2"}
+
+
+def envbuild(*args, env, timeout=600):
+    return subprocess.run([sys.executable, "-m", "envbuild", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def test_no_secret_in_the_run_dir_private_modes_and_plain_verify(tmp_path):
+    # the build prints what it sees: the secrets are not handed to ansible-playbook at all
+    recipe, mirror = slow_recipe(tmp_path, ['echo "hf=${HF_TOKEN:-unset} aws=${AWS_SECRET_ACCESS_KEY:-unset}" > seen.txt'])
+    home = tmp_path / "home"
+    env = {**os.environ, **SECRETS, "ENVBUILD_HOME": str(home)}
+    p = subprocess.run(provision_argv(recipe, mirror, tmp_path / "env"), capture_output=True, text=True,
+                       timeout=600, env=env)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-2000:]
+    run = (home / "runs" / "latest").resolve()
+    assert json.loads((run / "run.json").read_text())["status"] == "ok"
+
+    hits = []
+    for path in home.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            data = path.read_bytes()
+            hits += [f"{path.relative_to(home)}: {name}" for name, value in SECRETS.items() if value.encode() in data]
+    assert hits == []
+    assert (tmp_path / "env" / "src" / "slowpkg" / "seen.txt").read_text() == "hf=unset aws=unset\n"
+
+    for folder in (home / "runs", run, run / "nodes", run / "nodes" / "local"):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+    for name in ("run.json", "events.jsonl", "nodes/local/result.json", "nodes/local/log.txt"):
+        assert stat.S_IMODE((run / name).stat().st_mode) == 0o600, name
+
+    # envbuild verify with no --hosts/--local after a local run observes this machine
+    v = envbuild("verify", "--json", env=env)
+    assert v.returncode == 0, v.stdout[-2000:] + v.stderr[-2000:]
+    [node] = json.loads(v.stdout)["nodes"]
+    assert node["node"] == "local" and node["status"] == "clean"
+    r = envbuild("report", env=env)
+    assert r.returncode == 0 and "Verdict: PASS" in r.stdout, r.stdout[-2000:] + r.stderr
