@@ -8,12 +8,13 @@ import click
 
 from envbuild.cli import cli
 from envbuild.cli.output import console, emit_json
+from envbuild.inputs import hosts_option
 
 
 @cli.command("provision")
 @click.option("--target", "-t", required=True, help="Target profile name or YAML path (local: this machine).")
 @click.option("--recipe", "-r", default=None, help="Recipe name or path (default: the embedded default recipe).")
-@click.option("--hosts", default=None, help="Nodes: user@h1[:port],h2 ...")
+@click.option("--hosts", default=None, callback=hosts_option, help="Nodes: user@h1[:port],h2 ...")
 @click.option("--inventory", "-i", default=None, type=click.Path(), help="Ansible YAML inventory of the nodes.")
 @click.option("--backend", type=click.Choice(["venv", "conda"]), default=None, help="Environment kind (default: the recipe's).")
 @click.option("--prefix", default=None, help="Where the environment goes on each node.")

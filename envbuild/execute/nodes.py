@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from envbuild.errors import InputError
+from envbuild.inputs import validate_text
 
 DEFAULT_NODE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 KNOWN_HOSTS_ENV = "ENVBUILD_KNOWN_HOSTS"  # known_hosts files (os.pathsep between several)
@@ -167,8 +168,8 @@ def read_inventory(path: str | os.PathLike, *, user: str | None = None, port: in
         p = first("port")
         key = first("identity_file")
         nodes.append(Node(
-            name=name, host=str(first("host") or name),
-            user=str(first("user")) if first("user") is not None else user,
+            name=name, host=validate_text(first("host") or name, f"{where}: ansible_host"),
+            user=validate_text(first("user"), f"{where}: ansible_user") if first("user") is not None else user,
             port=check_port(p, f"{where}: ansible_port") if p is not None else port,
             connection=str(first("connection") or "ssh"),
             python=str(first("python")) if first("python") is not None else None,

@@ -204,7 +204,24 @@ def explain_failure(stderr: str, req: UvRequest) -> InputError | EnvironmentProb
                       hint=hint or "relax or change the conflicting pins in the recipe")
 
 
+def uv_binary() -> str:
+    """uv's own way of finding its binary (the one installed with envbuild's dependency, in
+    the same environment), else ``uv`` on PATH."""
+    try:
+        from uv import find_uv_bin
+    except ModuleNotFoundError as exc:
+        if exc.name != "uv":
+            raise
+        return "uv"
+    try:
+        return find_uv_bin()
+    except FileNotFoundError:
+        return "uv"
+
+
 def _run(cmd: list[str], extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    if cmd and cmd[0] == "uv":
+        cmd = [uv_binary(), *cmd[1:]]
     env = dict(os.environ, **(extra_env or {}))
     env.update(UV_PYTHON_DOWNLOADS="never", UV_NO_PROGRESS="1", NO_COLOR="1")
     env.pop("UV_INDEX_URL", None)
