@@ -266,13 +266,17 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
         return ProvisionOutcome(rd.path, status, code, results, command, plans)
 
     from envbuild.interrupt import StopRequest, signal_name, signum_of
+    from envbuild.redact import secret_values
 
+    masked = secret_values(rendered.inventory)  # ansible_password & co. of an inventory
+    rd.redactor.add(masked)
+    sink.redactor.add(masked)
     tracker = StepTracker()
     started = time.time()
     stop = StopRequest()  # SIGINT/SIGTERM from here on: stop ansible's process group, record, exit 128+n
     try:
         with stop:
-            ran = ansible_exec.execute(job, sink, tracker, stop)
+            ran = ansible_exec.execute(job, sink, tracker, stop, mask=masked)
             duration = round(time.time() - started, 2)
             for node in feasible:
                 t = tracker.hosts.get(node.name)

@@ -59,6 +59,12 @@ class Redactor:
         values = {v for k, v in env.items() if is_secret_name(k) and v and len(v) >= MIN_SECRET_LEN}
         self.values = sorted(values, key=len, reverse=True)  # longest first: no partial leftovers
 
+    def add(self, values) -> Redactor:
+        """Also mask these values (e.g. an inventory's ``ansible_become_password``)."""
+        more = {v for v in values if isinstance(v, str) and len(v) >= MIN_SECRET_LEN}
+        self.values = sorted(set(self.values) | more, key=len, reverse=True)
+        return self
+
     def text(self, s: str) -> str:
         for v in self.values:
             if v in s:
@@ -94,6 +100,23 @@ class Redactor:
             else:
                 out.append(self.text(arg))
         return out
+
+
+def secret_values(mapping: Any) -> set[str]:
+    """Every string value, at any depth, stored under a secret-looking key (``ansible_password``,
+    ``ansible_become_pass``...): what to mask once an inventory has been written."""
+    found: set[str] = set()
+    if isinstance(mapping, Mapping):
+        for k, v in mapping.items():
+            if (isinstance(v, str) and isinstance(k, str) and is_secret_name(k.upper())
+                    and not k.upper().endswith(("_FILE", "_PATH", "_DIR", "_SOCK"))):  # where, not what
+                found.add(v)
+            else:
+                found |= secret_values(v)
+    elif isinstance(mapping, (list, tuple)):
+        for x in mapping:
+            found |= secret_values(x)
+    return found
 
 
 def _env_key(key: Any) -> bool:

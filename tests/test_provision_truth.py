@@ -16,7 +16,7 @@ from envbuild.fsio import write_atomic
 from envbuild.interrupt import Interrupted, StopRequest, exit_code, signum_of
 from envbuild.plan.model import Plan, Step
 from envbuild.provision import _exit, _finish, _node_status
-from envbuild.redact import Redactor, is_secret_name, mask_env
+from envbuild.redact import Redactor, is_secret_name, mask_env, secret_values
 
 STEP = Step(id="env-file", title="e", params={"kind": "env_file", "path": "/p/.envbuild/env.sh", "vars": {}})
 PLAN = Plan(recipe="r", target="local", host="n1", prefix="/p", backend="venv", steps=[STEP])
@@ -151,3 +151,8 @@ def test_secret_names():
         assert not is_secret_name(name), name
     assert mask_env({"HF_TOKEN": "x", "LANG": "C"}) == {"HF_TOKEN": "***", "LANG": "C"}
     assert Redactor({}).text("git+https://u:p4ss@host/x.git") == "git+https://u:***@host/x.git"
+
+    inventory = {"all": {"hosts": {"n1": {"ansible_become_password": "pw-123456", "ansible_host": "10.0.0.1",
+                                          "ansible_ssh_private_key_file": "/home/u/.ssh/id", "envbuild_prefix": "/p"}}}}
+    assert secret_values(inventory) == {"pw-123456"}
+    assert Redactor({}).add({"pw-123456"}).obj(inventory)["all"]["hosts"]["n1"]["ansible_become_password"] == "***"

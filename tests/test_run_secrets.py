@@ -59,3 +59,18 @@ def test_no_secret_in_the_run_dir_private_modes_and_plain_verify(tmp_path):
     assert node["node"] == "local" and node["status"] == "clean"
     r = envbuild("report", env=env)
     assert r.returncode == 0 and "Verdict: PASS" in r.stdout, r.stdout[-2000:] + r.stderr
+
+
+def test_inventory_password_is_scrubbed_from_the_run_dir(tmp_path):
+    recipe, mirror = slow_recipe(tmp_path, ["true"])
+    inv = tmp_path / "nodes.yaml"
+    inv.write_text("all:\n  hosts:\n    box:\n      ansible_connection: local\n"
+                   f"      ansible_python_interpreter: {sys.executable}\n"
+                   "      ansible_become_password: inv-sekrit-99\n")
+    home = tmp_path / "home"
+    p = subprocess.run(provision_argv(recipe, mirror, tmp_path / "env", "--inventory", str(inv)),
+                       capture_output=True, text=True, timeout=600, env={**os.environ, "ENVBUILD_HOME": str(home)})
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-2000:]
+    files = [f for f in home.rglob("*") if f.is_file() and not f.is_symlink()]
+    assert any(f.name == "hosts.yml" or f.name == "hosts.json" for f in files)
+    assert [str(f) for f in files if b"inv-sekrit-99" in f.read_bytes()] == []

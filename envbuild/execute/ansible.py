@@ -125,11 +125,12 @@ def run(job: AnsibleJob, sink: EventSink, tracker: StepTracker) -> int:
 
 
 def execute(job: AnsibleJob, sink: EventSink, tracker: StepTracker,
-            stop: StopRequest | None = None) -> RunResult:
+            stop: StopRequest | None = None, mask: set[str] | frozenset[str] = frozenset()) -> RunResult:
     """Run the playbook; feed every runner event to the tracker and the sink.
 
     SIGINT/SIGTERM (or ``stop.request()`` from another thread) stop the whole process group of
-    ansible-playbook; the result then has status ``canceled`` and the signal. Raises
+    ansible-playbook; the result then has status ``canceled`` and the signal. ``mask``: more
+    values to scrub from the runner's folder afterwards (the inventory's passwords). Raises
     EnvironmentProblem when ansible-playbook could not start at all.
     """
     from ansible_runner import Runner, RunnerConfig
@@ -188,7 +189,7 @@ def execute(job: AnsibleJob, sink: EventSink, tracker: StepTracker,
                 _sweep_orphans(before, started)
         if reaper:
             _subreaper(False)
-        _scrub(job.private_dir)  # artifacts, inventory, leftovers in ansible's home
+        _scrub(job.private_dir, mask)  # artifacts, inventory, leftovers in ansible's home
     result = RunResult(status=str(runner.status), rc=runner.rc, signum=stop.signum if stop.requested else None)
     if result.signum is None and (result.rc == 127 or (result.status == "failed" and not tracker.hosts)):
         stdout = ""
@@ -277,10 +278,10 @@ def _sweep_orphans(before: set[int], started: float) -> None:
         time.sleep(0.1)
 
 
-def _scrub(folder: Path, limit: int = 64 << 20) -> None:
+def _scrub(folder: Path, mask: set[str] | frozenset[str] = frozenset(), limit: int = 64 << 20) -> None:
     """Mask secret values and URL passwords in every text file under ``folder`` (the runner's
     private folder: what ansible-runner and ansible-playbook wrote)."""
-    redactor = Redactor()
+    redactor = Redactor().add(mask)
     if not folder.is_dir():
         return
     for path in folder.rglob("*"):

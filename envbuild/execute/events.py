@@ -169,11 +169,11 @@ class EventSink:
         self._fh = (open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "a", encoding="utf-8")
                     if path else None)
         self._echo = echo
-        self._redact = Redactor()
+        self.redactor = Redactor()
 
     def emit(self, ev: Event) -> None:
         if ev.msg:
-            ev = replace(ev, msg=self._redact.text(ev.msg))
+            ev = replace(ev, msg=self.redactor.text(ev.msg))
         line = ev.to_json()
         if self._fh:
             self._fh.write(line + "\n")
