@@ -36,6 +36,23 @@ def _pairs(recipe: str | None, target: str | None, every: bool):
     return [(rec, tgt)]
 
 
+def _export(pairs, fmt: str, wheelhouse, output, lockdir) -> None:
+    """The up-to-date lock of one recipe x target in another format."""
+    from envbuild.fsio import write_atomic
+    from envbuild.lock.export import export
+
+    if len(pairs) != 1:
+        raise InputError("--format exports one lock", hint="name RECIPE and --target, not --all")
+    rec, tgt = pairs[0]
+    lock = check_lock_file(lock_path(rec.name, tgt.name, lockdir), rec, tgt)
+    text = export(lock, fmt, str(wheelhouse.resolve()) if wheelhouse else None)
+    if output:
+        write_atomic(output, text)
+        _say(f"{rec.name}/{tgt.name}: wrote {output} ({fmt})")
+    else:
+        click.echo(text, nl=False)
+
+
 @cli.command("lock")
 @click.argument("recipe", required=False)
 @click.option("--target", "-t", "target", help="Target profile name or YAML path.")
@@ -49,16 +66,24 @@ def _pairs(recipe: str | None, target: str | None, every: bool):
               help="Lockfile path (default LOCKDIR/<recipe>/<target>.lock).")
 @click.option("--lockdir", type=click.Path(file_okay=False, path_type=Path), default=Path("lockfiles"),
               show_default=True, help="Folder of lockfiles.")
+@click.option("--format", "fmt", type=click.Choice(["envbuild", "pylock", "requirements"]),
+              default="envbuild", show_default=True,
+              help="pylock: PEP 751 pylock.toml; requirements: a hashed requirements.txt (both from "
+                   "the existing, up-to-date lock; -o writes a file, else stdout).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def lock_cmd(recipe, target, every, check, git_mirror, wheelhouse, output, lockdir, as_json):
+def lock_cmd(recipe, target, every, check, git_mirror, wheelhouse, output, lockdir, fmt, as_json):
     """Pin every package (exact version + sha256) and git commit of a recipe for a target.
 
     \b
     envbuild lock alpa-megatron --target azure-nd96 --git-mirror /srv/mirror
     envbuild lock alpa-megatron --target azure-nd96 --check
     envbuild lock --all --check
+    envbuild lock cpu-reference --target local --format pylock --wheelhouse /opt/wheels -o pylock.toml
     """
     pairs = _pairs(recipe, target, every)
+    if fmt != "envbuild":
+        _export(pairs, fmt, wheelhouse, output, lockdir)
+        return
     if output and len(pairs) > 1:
         raise InputError("-o/--output names one file but --all writes many", hint="use --lockdir")
     mirror = None if check else git_mirror_dir(git_mirror)
