@@ -1,0 +1,178 @@
+"""Plan + actions -> a Docker/OCI build context. Pure: returns a ``Context``.
+
+    Dockerfile          one block per plan step (its id and reason as comments)
+    envbuild.lock       the lock the image was built from (copied into the image)
+    files/<abs path>    the files the steps write (requirements with hashes, env.sh)
+    envbuild/...        envbuild's shipped files: patch tool and specs, smoke scripts,
+                        verify.sh, verify_image.py, verify.json
+    wheelhouse/         locked wheels from a wheelhouse (only when rendered with one)
+
+Layers are ordered for the cache: base tooling and the venv first, then each install step
+with its own requirements file COPY'd right before its pip RUN, so a change of one locked
+package rebuilds that step's layers and the later ones only; the lock, the verify files, the
+environment variables and the labels (lock digest) come last.
+
+Multi-stage when the plan builds extension wheels (Apex): the ``env`` stage holds the base
+tooling and the pip installs, ``devel`` (from ``env``) checks out and patches the extension's
+tree and builds its wheel with the plan's ``TORCH_CUDA_ARCH_LIST``, ``runtime`` (from
+``env``) copies the wheel (``COPY --from=devel``) and installs it.
+
+Every RUN body comes from ``envbuild.render.shell``; no install syntax is written here.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from envbuild.actions.model import BuildWheel, CopyAsset, GitCheckout, WriteFile
+from envbuild.render.context import Context
+from envbuild.render.image import WHEELHOUSE, ImagePlan, verify_files, verify_sh
+from envbuild.render.shell import commands, q, shipped
+
+JOIN = " && \\\n    "
+IGNORE_APT = ("# hadolint ignore=DL3008,DL3009 # reason: the published apt package names, "
+              "unpinned (one version per distribution release); the lists are removed below")
+IGNORE_CD = ("# hadolint ignore=DL3003 # reason: an action runs in its own folder in a "
+             "subshell; WORKDIR would carry over to every later instruction")
+
+
+def dq(value: str) -> str:
+    """A double-quoted Dockerfile word: no variable expansion, backslash-escaped."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$").replace("\n", "\\n") + '"'
+
+
+def _comment(text: str, prefix: str = "# ") -> list[str]:
+    return [prefix + line for line in textwrap.wrap(" ".join(text.split()), 96)] or [prefix.rstrip()]
+
+
+def _ctx_path(path: str) -> str:
+    return "files/" + path.lstrip("/")
+
+
+class _Writer:
+    def __init__(self, ip: ImagePlan):
+        self.ip = ip
+        self.lines: list[str] = []
+        self.files: dict[str, str] = {}
+        self.copies: dict[str, Path] = {}
+
+    def ship(self, rel: str, item) -> str:
+        """Put one shipped file in the context under envbuild/; its context path."""
+        ctx = "envbuild/" + rel
+        if isinstance(item, Path):
+            self.copies[ctx] = item
+        else:
+            self.files[ctx] = item
+        return ctx
+
+    def run(self, acts: list, wheelhouse: bool) -> None:
+        cmds = commands(acts, self.ip.where)
+        if any("\n" in c for c in cmds):  # pragma: no cover - heredocs are COPY'd, never RUN
+            raise ValueError("a RUN body cannot hold a heredoc")
+        if any(c.startswith("apt-get install") or " apt-get install" in c for c in cmds):
+            cmds.append("rm -rf /var/lib/apt/lists/*")
+            self.lines.append(IGNORE_APT)
+        elif any(c.startswith("(cd ") for c in cmds):
+            self.lines.append(IGNORE_CD)
+        mount = f"--mount=type=bind,source=wheelhouse,target={WHEELHOUSE} " if wheelhouse else ""
+        self.lines.append(f"RUN {mount}" + JOIN.join(cmds))
+
+    def step(self, step, acts: list, *, devel_wheels: bool = False) -> None:
+        self.lines += ["", f"# step {step.id}: {step.title}"] + _comment(step.reason, "# why: ")
+        pending: list = []
+        uses_wheelhouse = any(WHEELHOUSE in " ".join(getattr(a, "argv", [])) for a in acts)
+
+        def flush() -> None:
+            if pending:
+                self.run(list(pending), uses_wheelhouse)
+                pending.clear()
+
+        for a in acts:
+            if isinstance(a, WriteFile):
+                flush()
+                self.files[_ctx_path(a.path)] = a.content
+                chmod = f"--chmod={a.perm} " if a.perm != "0644" else ""
+                self.lines.append(f"COPY {chmod}{_ctx_path(a.path)} {a.path}")
+            elif isinstance(a, CopyAsset):
+                flush()
+                rel = self.ship(*next(iter(shipped([a]).items())))
+                chmod = f"--chmod={a.perm} " if a.perm != "0644" else ""
+                self.lines.append(f"COPY {chmod}{rel} {a.dest}")
+            elif isinstance(a, BuildWheel) and devel_wheels:
+                flush()
+                self.lines.append(f"COPY --from=devel {a.outdir} {a.outdir}")
+            else:
+                for rel, item in shipped([a]).items():  # the patch tool and its spec
+                    flush()
+                    self.lines.append(f"COPY {self.ship(rel, item)} {self.ip.files_dir}/{rel}")
+                pending.append(a)
+        flush()
+
+    def stage_args(self) -> None:
+        self.lines += ["# PIP_CERT: a CA bundle for pip behind a TLS-inspecting proxy "
+                       "(--build-arg PIP_CERT=PATH with the bundle mounted); unset otherwise",
+                       "ARG PIP_CERT"]
+
+
+def render(ip: ImagePlan) -> Context:
+    """The build context of ``ip`` (``envbuild.render.image.image_plan``)."""
+    w = _Writer(ip)
+    rec, plan = ip.recipe, ip.plan
+    steps = ip.build_steps()
+    devel = ip.devel_dests()
+    devel_ids = {s.id for s, acts in steps
+                 if any(isinstance(a, GitCheckout) and a.dest in devel for a in acts)
+                 or (s.kind == "patch" and s.params.dest in devel)}
+    first_src = next((i for i, (s, _) in enumerate(steps) if s.kind == "git_source"), len(steps))
+    env_part, rest = steps[:first_src], steps[first_src:]
+
+    w.lines += [f"# Image of {rec.name} for {ip.target.name}, rendered by envbuild from the plan",
+                f"# (lock sha256 {plan.lock_digest or 'none: no lockfile, versions from the recipe'}).",
+                f"# Regenerate: envbuild render {rec.name} --target {ip.target.name} --format dockerfile",
+                "# Build:      docker build -t IMAGE .     (podman build: add --format docker)",
+                "# Verify:     docker run --rm IMAGE sh " + f"{ip.files_dir}/verify.sh --smoke",
+                *_comment(f"base: {ip.base.image}: {ip.base.why} ({ip.base.source})", "# ")]
+    for note in ip.notes:
+        w.lines += _comment(note, "# note: ")
+    if not ip.feasible:
+        w.lines += _comment("PREFLIGHT REFUSED THIS TARGET: " + plan.steps[0].params.summary
+                            + "; the first RUN stops the build", "# ")
+    w.lines += ["", f"FROM {ip.base.image}" + (" AS env" if devel else "")]
+    w.stage_args()
+    for step, acts in env_part:
+        w.step(step, acts)
+    if devel:
+        w.lines += ["", "# ---- devel: build the extension wheels", "FROM env AS devel"]
+        w.stage_args()
+        for step, acts in rest:
+            if step.id in devel_ids:
+                w.step(step, acts)
+            elif any(isinstance(a, BuildWheel) for a in acts):
+                w.step(step, [a for a in acts if isinstance(a, BuildWheel)])
+        w.lines += ["", "# ---- runtime: the environment, with the wheels built in devel", "FROM env AS runtime"]
+        w.stage_args()
+    for step, acts in rest:
+        if step.id not in devel_ids:
+            w.step(step, acts, devel_wheels=bool(devel))
+
+    # verify files, lock, environment, labels: last, so that none of them invalidates a layer
+    w.lines += ["", "# verify.sh [--smoke] checks the image against the lock (imports, versions, "
+                    "source trees)"]
+    for rel, item in sorted(verify_files(ip).items()):
+        w.ship(rel, item)
+    w.files["envbuild/verify.sh"] = verify_sh(ip, q(ip.files_dir))
+    w.lines.append(f"COPY envbuild/ {ip.files_dir}/")
+    if ip.lock_text is not None:
+        w.files["envbuild.lock"] = ip.lock_text
+        w.lines.append(f"COPY envbuild.lock {ip.state}/envbuild.lock")
+    env = {"VIRTUAL_ENV": ip.prefix, "PATH": f"{ip.prefix}/bin:$PATH"}
+    ef = ip.env_file()
+    env.update(ef.vars if ef else {})
+    w.lines += ["ENV " + " \\\n    ".join(f"{k}={dq(v) if k != 'PATH' else dq(ip.prefix + '/bin') + ':$PATH'}"
+                                           for k, v in env.items())]
+    w.lines += ["LABEL " + " \\\n      ".join(f"{k}={dq(v)}" for k, v in ip.labels().items())]
+    w.lines += [f"CMD [\"sh\", \"{ip.files_dir}/verify.sh\"]"]
+    w.files["Dockerfile"] = "\n".join(w.lines) + "\n"
+    modes = {"envbuild/verify.sh": 0o755}
+    return Context(files=w.files, copies=w.copies, modes=modes, wheels=list(ip.wheelhouse))

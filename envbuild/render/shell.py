@@ -1,0 +1,199 @@
+"""Primitive actions -> POSIX shell commands: the one translation every text renderer shares.
+
+The Dockerfile's RUN bodies, the Apptainer ``%post`` and ``%test`` sections, the plain
+``run.sh`` and the image's ``verify.sh`` all come from here. Pure: actions in, text out.
+
+Every value from an action is shell-quoted (``shlex.quote``); nothing from a recipe, lock or
+facts is ever expanded by the shell. File contents are data: a quoted heredoc (``<<'DELIM'``)
+with a delimiter that does not occur in the content, so ``$HOME`` or a backquote in a file
+stays as written.
+
+Where envbuild's own files live at run time (smoke scripts, the patch tool, patch specs) is
+the renderer's choice, given as ``Where``; ``shipped(actions)`` lists what must be placed
+there.
+
+    >>> from envbuild.actions.model import Run
+    >>> commands([Run(argv=["pip", "install", "a b"], env={"X": "1"}, cwd="/src")], Where("/f"))
+    ["(cd /src && env X=1 pip install 'a b')"]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from envbuild.actions.assets import asset_path
+from envbuild.actions.model import (ApplyPatch, BuildWheel, Capture, CopyAsset, GitCheckout,
+                                    MakeDir, Run, WriteFile)
+
+q = shlex.quote
+TOOLS = Path(__file__).resolve().parents[1] / "actions" / "nodefiles"
+PATCH_TOOL = "tools/apply_patch.py"  # ships with textpatch.py beside it (tools/textpatch.py)
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where the renderer puts envbuild's shipped files at run time.
+
+    ``files`` is a shell word (already quoted, or an expression such as ``"$FILES"``);
+    ``python`` runs envbuild's stdlib-only tools (the patch tool).
+    """
+
+    files: str
+    python: str = "python3"
+
+    def file(self, rel: str) -> str:
+        """A shell word for ``<files>/<rel>`` (``rel`` is envbuild's own relative name)."""
+        if self.files.startswith('"') and self.files.endswith('"'):
+            return self.files[:-1] + "/" + rel + '"'
+        return self.files + "/" + q(rel)
+
+
+def heredoc_delimiter(content: str) -> str:
+    """A delimiter that is not a line of ``content`` (content-derived, so output is stable)."""
+    lines = set(content.splitlines())
+    n = 0
+    while True:
+        delim = "ENVBUILD_EOF_" + hashlib.sha256(f"{n}:{content}".encode()).hexdigest()[:12]
+        if delim not in lines:
+            return delim
+        n += 1
+
+
+def env_words(env: dict[str, str], path: list[str]) -> list[str]:
+    """``K=V`` words for ``env`` (values quoted) plus ``PATH=<dirs>:"$PATH"`` for ``path``."""
+    words = []
+    for k, v in env.items():
+        if not k.replace("_", "a").isalnum() or k[:1].isdigit():
+            raise ValueError(f"not a POSIX variable name: {k!r}")
+        words.append(f"{k}={q(str(v))}")
+    if path:
+        words.append("PATH=" + q(":".join(path)) + ':"$PATH"')
+    return words
+
+
+def argv_line(argv: list[str], env: dict[str, str] | None = None, path: list[str] | None = None,
+              cwd: str | None = None) -> str:
+    """``(cd CWD && env K=V ... argv)``; only the parts that are needed."""
+    words = env_words(env or {}, path or [])
+    line = " ".join((["env", *words] if words else []) + [q(a) for a in argv])
+    return f"(cd {q(cwd)} && {line})" if cwd else line
+
+
+def write_file(path: str, content: str, perm: str = "0644") -> str:
+    """One command (with a heredoc body) that writes ``content`` exactly to ``path``."""
+    parent = q(str(Path(path).parent))
+    if content == "":
+        return f"mkdir -p {parent} && : > {q(path)} && chmod {q(perm)} {q(path)}"
+    if not content.endswith("\n"):  # a heredoc always ends with a newline: printf is exact
+        return f"mkdir -p {parent} && printf '%s' {q(content)} > {q(path)} && chmod {q(perm)} {q(path)}"
+    delim = heredoc_delimiter(content)
+    return (f"mkdir -p {parent} && cat > {q(path)} <<'{delim}' && chmod {q(perm)} {q(path)}\n"
+            f"{content}{delim}")
+
+
+def git_checkout(a: GitCheckout) -> list[str]:
+    """Clone (or reuse a clone), fetch the pinned commit when absent, check it out detached
+    and verify HEAD; ``url`` recorded as origin."""
+    d = q(a.dest)
+    want = a.sha or a.ref
+    out = [f"if [ ! -d {q(a.dest + '/.git')} ]; then git clone --quiet --no-checkout "
+           f"{q(a.fetch_url)} {d}; fi"]
+    if a.sha:
+        out.append(f"git -C {d} cat-file -e {q(a.sha + '^{commit}')} 2>/dev/null || "
+                   f"git -C {d} fetch --quiet origin {q(a.sha)}")
+        out.append(f"git -C {d} -c advice.detachedHead=false checkout --quiet --force {q(a.sha)}")
+        out.append(f'test "$(git -C {d} rev-parse HEAD)" = {q(a.sha)} || '
+                   f"{{ echo {q(f'{a.dest}: HEAD is not {a.sha}')} >&2; exit 1; }}")
+    else:  # a ref without a pinned commit (an unlocked plan): branch or tag
+        out.append(f"git -C {d} -c advice.detachedHead=false checkout --quiet --force "
+                   f"{q('origin/' + want)} 2>/dev/null || "
+                   f"git -C {d} -c advice.detachedHead=false checkout --quiet --force {q(want)}")
+    if a.url != a.fetch_url:
+        out.append(f"git -C {d} remote set-url origin {q(a.url)}")
+    return out
+
+
+def patch_spec_name(a: ApplyPatch) -> str:
+    return f"patch-specs/{a.spec['id']}.json"
+
+
+def patch_spec_text(a: ApplyPatch) -> str:
+    return json.dumps(a.spec, indent=2, sort_keys=True) + "\n"
+
+
+def apply_patch(a: ApplyPatch, where: Where) -> str:
+    return " ".join([where.python, where.file(PATCH_TOOL), "--spec", where.file(patch_spec_name(a)),
+                     "--dest", q(a.dest), "--diff-dir", q(a.diff_dir)])
+
+
+def build_wheel(a: BuildWheel) -> list[str]:
+    return [f"mkdir -p {q(a.outdir)}", argv_line(a.argv, a.env, a.path, a.cwd)]
+
+
+def capture(a: Capture) -> list[str]:
+    """Run with the env file sourced; stdout/stderr/exit status in ``<dir>/<name>.*``.
+    Never stops the script: ``capture_failures()`` reports after every capture ran."""
+    base = f"{a.dir.rstrip('/')}/{a.name}"
+    env_file = a.env_file or "/nonexistent"
+    body = (f"cd {q(a.cwd)} && if [ -f {q(env_file)} ]; then . {q(env_file)}; fi && "
+            + argv_line(["timeout", str(a.timeout), *a.argv], a.env))
+    return [f"mkdir -p {q(a.dir)}",
+            "# shellcheck source=/dev/null",
+            f"rc=0; ({body}) > {q(base + '.out')} 2> {q(base + '.err')} || rc=$?",
+            f"echo \"$rc\" > {q(base + '.rc')}",
+            f"if [ \"$rc\" != 0 ]; then failed=\"$failed {a.name}(exit $rc)\"; "
+            f"echo {q(a.name + ' failed, see ' + base + '.err')} >&2; fi"]
+
+
+def capture_failures(what: str = "smoke") -> str:
+    return f'if [ -n "$failed" ]; then echo "{what} failed:$failed" >&2; exit 1; fi'
+
+
+def commands(actions: list, where: Where) -> list[str]:
+    """Shell commands for ``actions``, in order, one per list item (run them one after the
+    other under ``set -e``; items never rely on a previous item's exit status except the
+    captures, which need ``failed=`` set before the first one: see ``capture_failures``)."""
+    out: list[str] = []
+    for a in actions:
+        if isinstance(a, Run):
+            line = argv_line(a.argv, a.env, a.path, a.cwd)
+            if a.stdout:
+                out.append(f"mkdir -p {q(str(Path(a.stdout).parent))}")
+                line += f" > {q(a.stdout)}"
+            out.append(line)
+        elif isinstance(a, WriteFile):
+            out.append(write_file(a.path, a.content, a.perm))
+        elif isinstance(a, MakeDir):
+            out.append(f"mkdir -p {q(a.path)}")
+        elif isinstance(a, CopyAsset):
+            out.append(f"mkdir -p {q(str(Path(a.dest).parent))} && "
+                       f"cp {where.file('assets/' + a.asset)} {q(a.dest)} && chmod {q(a.perm)} {q(a.dest)}")
+        elif isinstance(a, GitCheckout):
+            out.extend(git_checkout(a))
+        elif isinstance(a, ApplyPatch):
+            out.append(apply_patch(a, where))
+        elif isinstance(a, BuildWheel):
+            out.extend(build_wheel(a))
+        elif isinstance(a, Capture):
+            out.extend(capture(a))
+        else:  # pragma: no cover - every op of envbuild.actions.model is handled above
+            raise ValueError(f"no shell translation for action {a!r}")
+    return out
+
+
+def shipped(actions: list) -> dict[str, str | Path]:
+    """Files that ``commands(actions, where)`` expects under ``where.files``:
+    ``{relative name: text (generated) or Path (one of envbuild's own files)}``."""
+    out: dict[str, str | Path] = {}
+    for a in actions:
+        if isinstance(a, CopyAsset):
+            out["assets/" + a.asset] = asset_path(a.asset)
+        elif isinstance(a, ApplyPatch):
+            out[PATCH_TOOL] = TOOLS / "apply_patch.py"
+            out["tools/textpatch.py"] = Path(__file__).resolve().parents[1] / "patches" / "textpatch.py"
+            out[patch_spec_name(a)] = patch_spec_text(a)
+    return out
