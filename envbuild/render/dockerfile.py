@@ -127,7 +127,9 @@ def render(ip: ImagePlan) -> Context:
     first_src = next((i for i, (s, _) in enumerate(steps) if s.kind == "git_source"), len(steps))
     env_part, rest = steps[:first_src], steps[first_src:]
 
-    w.lines += [f"# Image of {rec.name} for {ip.target.name}, rendered by envbuild from the plan",
+    w.lines += ["# hadolint global ignore=DL3059 # reason: one RUN per plan step, so that a changed "
+                "step rebuilds from its own layer on",
+                f"# Image of {rec.name} for {ip.target.name}, rendered by envbuild from the plan",
                 f"# (lock sha256 {plan.lock_digest or 'none: no lockfile, versions from the recipe'}).",
                 f"# Regenerate: envbuild render {rec.name} --target {ip.target.name} --format dockerfile",
                 "# Build:      docker build -t IMAGE .     (podman build: add --format docker)",

@@ -197,6 +197,8 @@ def image_plan(recipe, target, lock, *, lock_text: str | None = None, base: str 
     from envbuild.plan.resolve import resolve
 
     rec = image_recipe(recipe)
+    # the node's scratch disk (cache_dir: PIP_CACHE_DIR, TMPDIR under /mnt) is not in the image
+    target = target.model_copy(update={"cache_dir": None}) if target.cache_dir else target
     opts = PlanOptions(prefix=f"{IMAGE_ROOT}/{recipe.name}", host="image", smoke=True,
                        smoke_preset=smoke_preset, wheelhouse=WHEELHOUSE if wheelhouse else None)
     # first pass on the target's facts: the torch variant decides the base image
@@ -209,8 +211,8 @@ def image_plan(recipe, target, lock, *, lock_text: str | None = None, base: str 
         notes.append(f"the recipe's {recipe.environment.kind} environment becomes a venv over "
                      f"the image's Python {recipe.python}"
                      + (" with --system-site-packages" if rec.environment.system_site_packages else ""))
-    for pkg in recipe.packages:
-        if pkg.preinstalled and pkg.name not in chosen.provides:
+    for pkg in recipe.packages:  # the recipe's own image provides its preinstalled packages
+        if pkg.preinstalled and not recipe.environment.base_image and pkg.name not in chosen.provides:
             notes.append(f"{pkg.name} {pkg.version} is preinstalled on {target.name} (not by pip) "
                          f"and {chosen.image} does not provide it: give --base an image that does, "
                          f"or verify.sh fails on it")

@@ -29,7 +29,15 @@ from envbuild.actions.assets import asset_path
 from envbuild.actions.model import (ApplyPatch, BuildWheel, Capture, CopyAsset, GitCheckout,
                                     MakeDir, Run, WriteFile)
 
-q = shlex.quote
+
+
+def q(value: str) -> str:
+    """``shlex.quote``, but a value holding single quotes and nothing a double-quoted word
+    expands (``$ ` \\ ! "``) is double-quoted, which reads better than ``'"'"'``."""
+    if "'" in value and not any(c in value for c in '$`\\!"'):
+        return '"' + value + '"'
+    return shlex.quote(value)
+
 TOOLS = Path(__file__).resolve().parents[1] / "actions" / "nodefiles"
 PATCH_TOOL = "tools/apply_patch.py"  # ships with textpatch.py beside it (tools/textpatch.py)
 
@@ -103,15 +111,15 @@ def git_checkout(a: GitCheckout) -> list[str]:
     out = [f"if [ ! -d {q(a.dest + '/.git')} ]; then git clone --quiet --no-checkout "
            f"{q(a.fetch_url)} {d}; fi"]
     if a.sha:
-        out.append(f"git -C {d} cat-file -e {q(a.sha + '^{commit}')} 2>/dev/null || "
-                   f"git -C {d} fetch --quiet origin {q(a.sha)}")
+        out.append(f"{{ git -C {d} cat-file -e {q(a.sha + '^{commit}')} 2>/dev/null || "
+                   f"git -C {d} fetch --quiet origin {q(a.sha)}; }}")
         out.append(f"git -C {d} -c advice.detachedHead=false checkout --quiet --force {q(a.sha)}")
-        out.append(f'test "$(git -C {d} rev-parse HEAD)" = {q(a.sha)} || '
-                   f"{{ echo {q(f'{a.dest}: HEAD is not {a.sha}')} >&2; exit 1; }}")
+        out.append(f'{{ test "$(git -C {d} rev-parse HEAD)" = {q(a.sha)} || '
+                   f"{{ echo {q(f'{a.dest}: HEAD is not {a.sha}')} >&2; exit 1; }}; }}")
     else:  # a ref without a pinned commit (an unlocked plan): branch or tag
-        out.append(f"git -C {d} -c advice.detachedHead=false checkout --quiet --force "
+        out.append(f"{{ git -C {d} -c advice.detachedHead=false checkout --quiet --force "
                    f"{q('origin/' + want)} 2>/dev/null || "
-                   f"git -C {d} -c advice.detachedHead=false checkout --quiet --force {q(want)}")
+                   f"git -C {d} -c advice.detachedHead=false checkout --quiet --force {q(want)}; }}")
     if a.url != a.fetch_url:
         out.append(f"git -C {d} remote set-url origin {q(a.url)}")
     return out
@@ -142,8 +150,9 @@ def capture(a: Capture) -> list[str]:
     body = (f"cd {q(a.cwd)} && if [ -f {q(env_file)} ]; then . {q(env_file)}; fi && "
             + argv_line(["timeout", str(a.timeout), *a.argv], a.env))
     return [f"mkdir -p {q(a.dir)}",
+            "rc=0",
             "# shellcheck source=/dev/null",
-            f"rc=0; ({body}) > {q(base + '.out')} 2> {q(base + '.err')} || rc=$?",
+            f"({body}) > {q(base + '.out')} 2> {q(base + '.err')} || rc=$?",
             f"echo \"$rc\" > {q(base + '.rc')}",
             f"if [ \"$rc\" != 0 ]; then failed=\"$failed {a.name}(exit $rc)\"; "
             f"echo {q(a.name + ' failed, see ' + base + '.err')} >&2; fi"]
@@ -154,9 +163,10 @@ def capture_failures(what: str = "smoke") -> str:
 
 
 def commands(actions: list, where: Where) -> list[str]:
-    """Shell commands for ``actions``, in order, one per list item (run them one after the
-    other under ``set -e``; items never rely on a previous item's exit status except the
-    captures, which need ``failed=`` set before the first one: see ``capture_failures``)."""
+    """Shell commands for ``actions``, in order, one per list item. Every item except a
+    capture's is one command (a ``||`` inside is grouped in braces), so items can be run one
+    per line under ``set -e`` or joined with ``&&``. Captures set ``rc`` and append to
+    ``failed`` (set it to '' before the first): see ``capture_failures``."""
     out: list[str] = []
     for a in actions:
         if isinstance(a, Run):

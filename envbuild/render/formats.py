@@ -1,0 +1,71 @@
+"""One entry point for every output format of ``envbuild render``. Pure.
+
+    ansible     inventory.yml + extravars.yml for playbooks/provision.yml, and plan.json
+    shell       run.sh + files/ (a node without Ansible; envbuild.render.script)
+    dockerfile  a build context (envbuild.render.dockerfile)
+    apptainer   a definition file and its files (envbuild.render.apptainer)
+    ci          a GitHub Actions workflow (envbuild.render.ci)
+
+The node formats (ansible, shell) plan for a node of the target with the facts given; the
+image formats plan for an image (``envbuild.render.image``) whatever the facts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from envbuild.render.context import Context
+
+FORMATS = ("ansible", "shell", "dockerfile", "apptainer", "ci")
+IMAGE_FORMATS = ("dockerfile", "apptainer", "ci")
+
+
+@dataclass(frozen=True)
+class Rendered:
+    context: Context
+    plan: object  # envbuild.plan.model.Plan
+    feasible: bool
+    summary: str
+    base: str | None = None  # image formats: the base image
+
+
+def render(fmt: str, recipe, target, lock, *, lock_text: str | None = None, facts=None,
+           base: str | None = None, wheelhouse: str | None = None, prefix: str | None = None,
+           connection: dict | None = None, run_dir: str = "run", cache_dir: str = "cache") -> Rendered:
+    """Render ``recipe`` for ``target`` as ``fmt``. ``facts``: the node's (node formats;
+    default: the target's profile). ``wheelhouse``: a folder of wheels (node formats use it as
+    is; image formats mount the context's ``wheelhouse/`` there at build time)."""
+    if fmt not in FORMATS:
+        from envbuild.errors import InputError
+
+        raise InputError(f"unknown format {fmt!r}", hint="one of " + ", ".join(FORMATS))
+    if fmt in IMAGE_FORMATS:
+        from envbuild.render import apptainer, ci, dockerfile
+        from envbuild.render.image import image_plan
+
+        ip = image_plan(recipe, target, lock, lock_text=lock_text, base=base, wheelhouse=bool(wheelhouse))
+        mod = {"dockerfile": dockerfile, "apptainer": apptainer, "ci": ci}[fmt]
+        return Rendered(context=mod.render(ip), plan=ip.plan, feasible=ip.feasible,
+                        summary=ip.plan.steps[0].params.summary, base=ip.base.image)
+
+    from envbuild.facts.profile import from_target
+    from envbuild.plan.build import SEARCH_PATH, PlanOptions
+    from envbuild.plan.resolve import resolve
+
+    node = facts if facts is not None else from_target(target)
+    res = resolve(recipe, target, node, lock, PlanOptions(prefix=prefix, wheelhouse=wheelhouse,
+                                                          host=node.host or target.name))
+    plan = res.plan
+    if fmt == "shell":
+        from envbuild.render import script
+
+        ctx = script.render(plan, regenerate=f"envbuild render {recipe.name} --target {target.name} --format shell")
+    else:
+        from envbuild.render import ansible
+
+        host = plan.host
+        out = ansible.render({host: plan}, {host: connection or {"ansible_connection": "local"}},
+                             {host: node.path or SEARCH_PATH}, run_dir=run_dir, cache_dir=cache_dir)
+        ctx = Context(files={"inventory.yml": out.inventory_text(), "extravars.yml": out.extravars_text(),
+                             "plan.json": plan.to_json()})
+    return Rendered(context=ctx, plan=plan, feasible=res.feasible, summary=plan.steps[0].params.summary)
