@@ -156,3 +156,19 @@ def test_secret_names():
                                           "ansible_ssh_private_key_file": "/home/u/.ssh/id", "envbuild_prefix": "/p"}}}}
     assert secret_values(inventory) == {"pw-123456"}
     assert Redactor({}).add({"pw-123456"}).obj(inventory)["all"]["hosts"]["n1"]["ansible_become_password"] == "***"
+
+
+def test_runner_folder_scrubbed_of_secret_env_and_values(tmp_path):
+    from envbuild.execute.ansible import _scrub
+
+    events = tmp_path / "artifacts" / "provision" / "job_events"
+    events.mkdir(parents=True)
+    event = {"event": "runner_on_ok", "event_data": {"res": {"invocation": {"module_args": {"actions": [
+        {"argv": ["git", "clone", "https://bot:ghp-abc123@github.com/o/r"], "env": {"HF_TOKEN": "hf-1", "LANG": "C"}}]}}}}}
+    (events / "1-x.json").write_text(json.dumps(event))
+    (tmp_path / "inventory.yml").write_text("ansible_become_password: inv-pw-1\n")
+    _scrub(tmp_path, {"inv-pw-1"})
+    text = (events / "1-x.json").read_text() + (tmp_path / "inventory.yml").read_text()
+    assert "ghp-abc123" not in text and "hf-1" not in text and "inv-pw-1" not in text
+    action = json.loads((events / "1-x.json").read_text())["event_data"]["res"]["invocation"]["module_args"]["actions"][0]
+    assert action["env"] == {"HF_TOKEN": "***", "LANG": "C"}

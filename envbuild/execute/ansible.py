@@ -280,7 +280,10 @@ def _sweep_orphans(before: set[int], started: float) -> None:
 
 def _scrub(folder: Path, mask: set[str] | frozenset[str] = frozenset(), limit: int = 64 << 20) -> None:
     """Mask secret values and URL passwords in every text file under ``folder`` (the runner's
-    private folder: what ansible-runner and ansible-playbook wrote)."""
+    private folder: what ansible-runner and ansible-playbook wrote); in JSON files (job events)
+    also the values of secret-named environment variables (an action's ``env``)."""
+    import json
+
     redactor = Redactor().add(mask)
     if not folder.is_dir():
         return
@@ -292,6 +295,13 @@ def _scrub(folder: Path, mask: set[str] | frozenset[str] = frozenset(), limit: i
         except (UnicodeDecodeError, OSError):
             continue
         clean = redactor.text(text)
+        if path.suffix == ".json":
+            try:
+                data = json.loads(clean)
+            except ValueError:
+                data = None
+            if data is not None and (masked := redactor.obj(data)) != data:
+                clean = json.dumps(masked)
         if clean != text:
             write_atomic(path, clean)
 
