@@ -71,7 +71,7 @@ def render(ip: ImagePlan) -> Context:
     out += ["", "%environment", f"    export VIRTUAL_ENV={q(ip.prefix)}",
             f"    export PATH={q(ip.prefix + '/bin')}:\"$PATH\""]
     if env is not None:
-        out.append(f"    if [ -f {q(env.path)} ]; then . {q(env.path)}; fi")
+        out += ["    # shellcheck source=/dev/null", f"    if [ -f {q(env.path)} ]; then . {q(env.path)}; fi"]
 
     out += ["", "%post", "    set -eu"]
     for step, acts in steps:

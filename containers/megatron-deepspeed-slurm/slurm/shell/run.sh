@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# Provision megatron-deepspeed-slurm on slurm (host slurm, facts profile:slurm),
+# rendered by envbuild 0.1.0 from the plan; lock sha256 c9ae434b6b96348c12f500fc10824975df8bf5b69d730715910d8fe1b551f28d.
+# Regenerate: envbuild render megatron-deepspeed-slurm --target slurm --format shell
+# usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
+set -euo pipefail
+FILES="$(cd "$(dirname "$0")" && pwd)/files"
+export FILES
+
+# step preflight: Preflight compatibility check
+# why: refuse an infeasible node before installing
+step_preflight() {
+  :  # nothing to do on this node
+}
+
+# step system-packages: System packages
+# why: native prerequisites named by the published instructions
+step_system_packages() {
+  env DEBIAN_FRONTEND=noninteractive apt-get update -q
+  env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends wget xz-utils
+}
+
+# step environment: container environment, Python 3.8
+# why: recipe asks for Python 3.8; inside the image nvcr.io/nvidia/pytorch:22.02-py3: a venv with
+# why: --system-site-packages over the image's python3 keeps its preinstalled packages and takes the
+# why: plan's
+step_environment() {
+  mkdir -p /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/state
+  python3 -m venv --system-site-packages /root/.envbuild/envs/megatron-deepspeed-slurm
+}
+
+# step pip:packages: 11 Python packages (lock order)
+# why: every locked package at its exact version, hash-checked
+step_pip_packages() {
+  mkdir -p /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/requirements && cat > /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/requirements/pip-packages.txt <<'ENVBUILD_EOF_605f704a3f5d' && chmod 0644 /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/requirements/pip-packages.txt
+hjson==3.0.2 --hash=sha256:5546438bf4e1b52bc964c6a47c4ed10fa5fba8a1b264e22efa893e333baad2db
+ninja==1.10.2.3 --hash=sha256:279836285975e3519392c93c26e75755e8a8a7fafec9f4ecbb0293119ee0f9c6
+psutil==5.9.0 --hash=sha256:1070a9b287846a21a5d572d6dddd369517510b68710fca56b0e9e02fd24bed9a
+py-cpuinfo==8.0.0 --hash=sha256:5f269be0e08e33fd959de96b34cd4aeeeacac014dd8305f70eb28d06de2345c5
+pybind11==2.9.2 --hash=sha256:20f56674da31c96bca7569b91e60f2bd30d693f0728541412ec927574f7bc9df
+pyparsing==3.0.8 --hash=sha256:ef7b523f6356f763771559412c0d7134753f037822dad1b16945b7b846f7ad06
+packaging==21.3 --hash=sha256:ef103e05f519cdc783ae24ea4e2e0f508a9c99b2d4969652eed6a2e1ea5bd522
+regex==2022.4.24 --hash=sha256:b7ba3c304a4a5d8112dbd30df8b3e4ef59b4b07807957d3c410d9713abaee9a8
+six==1.16.0 --hash=sha256:8abb2f1d86890a2dfb989f9a77cfcfd3e47c2a354b01111771326f8aa26e0254
+tqdm==4.64.0 --hash=sha256:74a2cdefe14d11442cedf3ba4e21a3b84ff9a2dbdc6cfae2c34addb2a14a5ea6
+deepspeed==0.6.3 --hash=sha256:eb5ed5a12ad8a1388ad15358204f05d833ade1e9af0530e6e6aa613bead67a49
+ENVBUILD_EOF_605f704a3f5d
+  /root/.envbuild/envs/megatron-deepspeed-slurm/bin/python -m pip install --no-input --disable-pip-version-check -r /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/requirements/pip-packages.txt --require-hashes --no-deps
+}
+
+# step git:slurm-scripts: slurm-scripts @ 1b53975055fa
+# why: The published batch scripts megatron_ds_snmg.slurm / megatron_ds_mnmg.slurm (the repository's
+# why: whole history is two commits of 2022-05-04).
+step_git_slurm_scripts() {
+  if [ ! -d /root/.envbuild/envs/megatron-deepspeed-slurm/src/slurm-scripts/.git ]; then git clone --quiet --no-checkout https://github.com/woojinsoh/Megatron-DeepSpeed-Slurm /root/.envbuild/envs/megatron-deepspeed-slurm/src/slurm-scripts; fi
+  { git -C /root/.envbuild/envs/megatron-deepspeed-slurm/src/slurm-scripts cat-file -e '1b53975055fa7275c7c0786d98e180bafc5047ee^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/megatron-deepspeed-slurm/src/slurm-scripts fetch --quiet origin 1b53975055fa7275c7c0786d98e180bafc5047ee; }
+  git -C /root/.envbuild/envs/megatron-deepspeed-slurm/src/slurm-scripts -c advice.detachedHead=false checkout --quiet --force 1b53975055fa7275c7c0786d98e180bafc5047ee
+  { test "$(git -C /root/.envbuild/envs/megatron-deepspeed-slurm/src/slurm-scripts rev-parse HEAD)" = 1b53975055fa7275c7c0786d98e180bafc5047ee || { echo '/root/.envbuild/envs/megatron-deepspeed-slurm/src/slurm-scripts: HEAD is not 1b53975055fa7275c7c0786d98e180bafc5047ee' >&2; exit 1; }; }
+}
+
+# step git:megatron-deepspeed: megatron-deepspeed @ 87476ced4362
+# why: The README clones main unpinned. 87476ced (2022-04-25, "Fix typo (#41)") is the first-parent
+# why: main commit contemporary with the scripts: it has every argument they use (--checkpoint-
+# why: activations, --loss-scale, --deepspeed-activation-checkpointing, --zero-stage) and a
+# why: preprocess_data.py with only --vocab-file, so the README's abbreviated --vocab works. The build
+# why: step is the README's data preparation, producing my-gpt2_text_document.{bin,idx} plus the vocab
+# why: and merges files in the tree, where the batch scripts expect them (their working directory).
+step_git_megatron_deepspeed() {
+  if [ ! -d /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed/.git ]; then git clone --quiet --no-checkout https://github.com/microsoft/Megatron-DeepSpeed /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed; fi
+  { git -C /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed cat-file -e '87476ced43628b623777545ec4db754c4d3274ca^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed fetch --quiet origin 87476ced43628b623777545ec4db754c4d3274ca; }
+  git -C /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed -c advice.detachedHead=false checkout --quiet --force 87476ced43628b623777545ec4db754c4d3274ca
+  { test "$(git -C /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed rev-parse HEAD)" = 87476ced43628b623777545ec4db754c4d3274ca || { echo '/root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed: HEAD is not 87476ced43628b623777545ec4db754c4d3274ca' >&2; exit 1; }; }
+}
+
+# step build:megatron-deepspeed: build megatron-deepspeed
+# why: published build step for megatron-deepspeed
+step_build_megatron_deepspeed() {
+  (cd /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed && env PATH=/root/.envbuild/envs/megatron-deepspeed-slurm/bin:"$PATH" bash -ec 'wget -q https://huggingface.co/bigscience/misc-test-data/resolve/main/stas/oscar-1GB.jsonl.xz')
+  (cd /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed && env PATH=/root/.envbuild/envs/megatron-deepspeed-slurm/bin:"$PATH" bash -ec 'xz -d -f oscar-1GB.jsonl.xz')
+  (cd /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed && env PATH=/root/.envbuild/envs/megatron-deepspeed-slurm/bin:"$PATH" bash -ec 'wget -q https://s3.amazonaws.com/models.huggingface.co/bert/gpt2-vocab.json')
+  (cd /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed && env PATH=/root/.envbuild/envs/megatron-deepspeed-slurm/bin:"$PATH" bash -ec 'wget -q https://s3.amazonaws.com/models.huggingface.co/bert/gpt2-merges.txt')
+  (cd /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed && env PATH=/root/.envbuild/envs/megatron-deepspeed-slurm/bin:"$PATH" bash -ec 'python tools/preprocess_data.py --input oscar-1GB.jsonl --output-prefix my-gpt2 --vocab gpt2-vocab.json --dataset-impl mmap --tokenizer-type GPT2BPETokenizer --merge-file gpt2-merges.txt --append-eod --workers 8')
+}
+
+# step env-file: Environment file
+# why: recipe and node-type variables (e.g. NCCL/UCX on Azure ND96)
+step_env_file() {
+  mkdir -p /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild && cat > /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/env.sh <<'ENVBUILD_EOF_92b3f2531836' && chmod 0644 /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/env.sh
+# written by envbuild; source it before running the recipe
+export VIRTUAL_ENV=/root/.envbuild/envs/megatron-deepspeed-slurm
+export PATH=/root/.envbuild/envs/megatron-deepspeed-slurm/bin:"$PATH"
+ENVBUILD_EOF_92b3f2531836
+}
+
+# step import-check: Import check
+# why: fail now, not at the first training step
+step_import_check() {
+  /root/.envbuild/envs/megatron-deepspeed-slurm/bin/python -c "import importlib, sys
+for m in sys.argv[1:]:
+    mod = importlib.import_module(m)
+    print(m, getattr(mod, '__version__', ''))" torch deepspeed apex megatron
+}
+
+# step smoke: Smoke benchmark
+# why: prove the environment trains
+step_smoke() {
+  failed=''
+  mkdir -p /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke
+  mkdir -p /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke && cp "$FILES/assets/smoke/gpt.py" /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke/gpt.py && chmod 0644 /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke/gpt.py
+  mkdir -p /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke && cp "$FILES/assets/smoke/collective.py" /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke/collective.py && chmod 0644 /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke/collective.py
+  mkdir -p /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke
+  rc=0
+  # shellcheck source=/dev/null
+  (cd /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke && if [ -f /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/env.sh ]; then . /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/env.sh; fi && timeout 1800 /root/.envbuild/envs/megatron-deepspeed-slurm/bin/python /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke/gpt.py --json --preset tiny) > /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke/gpt.out 2> /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke/gpt.err || rc=$?
+  echo "$rc" > /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke/gpt.rc
+  if [ "$rc" != 0 ]; then failed="$failed gpt(exit $rc)"; echo 'gpt failed, see /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke/gpt.err' >&2; fi
+  mkdir -p /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke
+  rc=0
+  # shellcheck source=/dev/null
+  (cd /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke && if [ -f /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/env.sh ]; then . /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/env.sh; fi && timeout 1800 /root/.envbuild/envs/megatron-deepspeed-slurm/bin/python /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke/collective.py --json --device cpu --nproc 2) > /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke/collective.out 2> /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke/collective.err || rc=$?
+  echo "$rc" > /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke/collective.rc
+  if [ "$rc" != 0 ]; then failed="$failed collective(exit $rc)"; echo 'collective failed, see /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke/collective.err' >&2; fi
+  mkdir -p /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke
+  rc=0
+  # shellcheck source=/dev/null
+  (cd /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed && if [ -f /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/env.sh ]; then . /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/env.sh; fi && timeout 3600 bash -c 'sbatch --wait /root/.envbuild/envs/megatron-deepspeed-slurm/src/slurm-scripts/megatron_ds_snmg.slurm') > /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke/native.out 2> /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke/native.err || rc=$?
+  echo "$rc" > /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke/native.rc
+  if [ "$rc" != 0 ]; then failed="$failed native(exit $rc)"; echo 'native failed, see /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke/native.err' >&2; fi
+  if [ -n "$failed" ]; then echo "smoke failed:$failed" >&2; exit 1; fi
+}
+
+STEPS=(preflight system-packages environment pip:packages git:slurm-scripts git:megatron-deepspeed build:megatron-deepspeed env-file import-check smoke)
+if [ "$#" -gt 0 ]; then STEPS=("$@"); fi
+n=0
+for id in "${STEPS[@]}"; do
+  n=$((n + 1))
+  fn="step_${id//[^a-zA-Z0-9]/_}"
+  if ! declare -F "$fn" >/dev/null; then echo "no step $id" >&2; exit 2; fi
+  echo "==> [$n/${#STEPS[@]}] $id"
+  "$fn"
+done
+echo "==> done"
