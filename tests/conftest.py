@@ -18,3 +18,19 @@ def ssh_nodes():
             yield bed
     except EnvironmentProblem as exc:
         pytest.fail(f"loopback sshd nodes could not start: {exc} ({exc.hint})", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster():
+    """A running ``envbuild.testbed.slurm.SlurmCluster``: 2 nodes (network namespaces), 2 fake
+    GPUs (gres on /dev/tty0-1) and 16 CPUs each, shared by every Slurm test of the session.
+
+    It never skips: without slurm-wlm/munge it installs them (root) or fails with the command.
+    """
+    from envbuild.testbed.slurm import slurm_cluster as start
+
+    try:
+        with start(2, gpus_per_node=2, cpus_per_node=16) as cluster:
+            yield cluster
+    except EnvironmentProblem as exc:
+        pytest.fail(f"the Slurm test cluster could not start: {exc} ({exc.hint})", pytrace=False)
