@@ -30,6 +30,9 @@ class Run(_A):
     path: list[str] = Field(default_factory=list)  # folders put before the node's own $PATH
     stdout: str | None = None  # also write stdout to this file on the node
     changes: bool = True  # False: a check that changes nothing on the node
+    # added to argv only when the step runs again because its effect did not hold (decided on
+    # the node, see envbuild.actions.effects): e.g. pip's --force-reinstall
+    repair_args: list[str] = Field(default_factory=list)
 
 
 class WriteFile(_A):

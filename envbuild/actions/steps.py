@@ -19,6 +19,9 @@ from envbuild.actions.model import (Action, ApplyPatch, BuildWheel, Capture, Cop
 from envbuild.plan import params as P
 
 PIP = ["-m", "pip", "install", "--no-input", "--disable-pip-version-check"]
+# a repair run (the step's effect did not hold, see envbuild.actions.effects): pip says
+# "already satisfied" when a distribution's metadata is there and its files are not
+PIP_REPAIR = ["--force-reinstall"]
 IMPORT_CODE = ("import importlib, sys\n"
                "for m in sys.argv[1:]:\n"
                "    mod = importlib.import_module(m)\n"
@@ -105,8 +108,10 @@ def _pip_tooling(step, p: P.PipToolingParams, prefix: str) -> list[Action]:
     if all(r.hashes for r in p.requirements):
         path = f"{state_dir(prefix)}/requirements/pip-tooling.txt"
         return [WriteFile(path=path, content="".join(requirement_line(r, True) + "\n" for r in p.requirements)),
-                Run(argv=[python_of(prefix), *PIP, "-r", path, "--require-hashes", "--no-deps", *links])]
-    return [Run(argv=[python_of(prefix), *PIP, *(r.requirement for r in p.requirements), *links])]
+                Run(argv=[python_of(prefix), *PIP, "-r", path, "--require-hashes", "--no-deps", *links],
+                    repair_args=PIP_REPAIR)]
+    return [Run(argv=[python_of(prefix), *PIP, *(r.requirement for r in p.requirements), *links],
+                repair_args=PIP_REPAIR)]
 
 
 def _pip_install(step, p: P.PipInstallParams, prefix: str) -> list[Action]:
@@ -133,7 +138,8 @@ def _pip_install(step, p: P.PipInstallParams, prefix: str) -> list[Action]:
         path = f"{base}{suffix}.txt"
         with_hashes = "--require-hashes" in flags
         out.append(WriteFile(path=path, content="".join(requirement_line(r, with_hashes) + "\n" for r in reqs)))
-        out.append(Run(argv=[python_of(prefix), *PIP, "-r", path, *flags, *index], env=dict(p.env)))
+        out.append(Run(argv=[python_of(prefix), *PIP, "-r", path, *flags, *index], env=dict(p.env),
+                       repair_args=PIP_REPAIR))
     return out
 
 
@@ -176,7 +182,7 @@ def _install_source(step, p: P.InstallSourceParams, prefix: str) -> list[Action]
                 ".write_text(sys.argv[2] + '\\n')")
         return [Run(argv=[py, "-c", code, p.name, p.dest])]
     return [Run(argv=[py, *PIP, "--no-deps", "--no-build-isolation",
-                      *(["-e"] if p.mode == "editable" else []), p.dest])]
+                      *(["-e"] if p.mode == "editable" else []), p.dest], repair_args=PIP_REPAIR)]
 
 
 def env_file_text(prefix: str, variables: dict[str, str]) -> str:

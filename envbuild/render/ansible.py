@@ -2,7 +2,7 @@
 
 Per host the playbook (playbooks/provision.yml) reads ``envbuild_prefix``,
 ``envbuild_node_path`` and ``envbuild_plan_json``: the steps as one JSON string, each
-``{id, kind, title, digest, batches}``, where a batch is what one task runs:
+``{id, kind, title, digest, effect, batches}``, where a batch is what one task runs:
 
 - ``{type: node, actions: [...]}``: consecutive node-side actions, one ``envbuild_actions``
   module call (run, write, mkdir, git, patch);
@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import yaml
 
 from envbuild.actions.assets import asset_source
+from envbuild.actions.effects import effect_data
 from envbuild.actions.steps import actions as step_actions
 from envbuild.plan.model import Plan, Step
 
@@ -79,8 +80,10 @@ def step_vars(step: Step, prefix: str) -> dict:
 
 
 def host_vars(plan: Plan, connection: dict, node_path: str) -> dict:
-    """The node's connection variables plus its plan."""
-    steps = [step_vars(s, plan.prefix) for s in plan.steps]
+    """The node's connection variables plus its plan; each step carries its ``effect``
+    (``envbuild.actions.effects``), what the playbook checks before skipping it."""
+    effects = effect_data(plan)
+    steps = [{**step_vars(s, plan.prefix), "effect": effects[s.id]} for s in plan.steps]
     return {**connection, "envbuild_prefix": plan.prefix, "envbuild_node_path": node_path,
             "envbuild_plan_json": json.dumps(steps, sort_keys=True)}
 

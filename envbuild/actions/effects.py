@@ -1,0 +1,171 @@
+"""What each plan step leaves on the node, as data: the evidence a step is really done.
+
+A step is skipped only when its marker (``<prefix>/.envbuild/state/<id>.done``, the step's
+digest) matches **and** its effect holds on the node now. ``effects(plan)`` is pure: every
+effect is derived from the plan alone, and the node-side checker
+(``envbuild.actions.onnode.check_effect``, standard library only) interprets it.
+
+    >>> from envbuild.plan.model import Plan, Step
+    >>> from envbuild.plan.params import EnvFileParams
+    >>> step = Step(id="env-file", title="env", params=EnvFileParams(path="/e/.envbuild/env.sh", vars={}))
+    >>> plan = Plan(recipe="r", target="t", host="h", prefix="/e", backend="venv", steps=[step])
+    >>> effects(plan)["env-file"].check
+    'file'
+
+Effects by step kind:
+
+- ``environment``: the interpreter ``<prefix>/bin/python`` exists and runs (``interpreter``);
+- ``pip_tooling`` / ``pip_install``: every named distribution is installed at its locked
+  version, and every file of its RECORD is present with the recorded size and hash
+  (``dists``); ``apex_build``: the ``apex`` distribution likewise, at any version;
+- ``git_source``: HEAD is the pinned SHA and no tracked file differs from that commit, except
+  the files the plan's patches change, which must equal the commit's text with those patches
+  applied in plan order (``git``);
+- ``patch``: the patch reports ``already-applied`` on the tree (``patch``);
+- ``env_file``: the file's sha256 equals the text the plan writes (``file``);
+- ``install_source``: ``pth``: the .pth file in the environment's purelib holds the tree;
+  ``editable``/``wheel``: a distribution whose ``direct_url.json`` names the tree is
+  installed, its RECORD intact (``source``);
+- ``preflight``, ``system_packages``, ``build``, ``import_check``, ``smoke``: no observable
+  effect of their own (their results are what later steps and the smoke check): the marker
+  alone decides (``None``).
+
+Speed: RECORD hashes are checked in full when a step records its marker (after it ran) and
+by ``envbuild verify --deep``; a no-op provision and a plain ``verify`` compare each file's
+size, mtime and ctime with the manifest recorded then
+(``<prefix>/.envbuild/state/<id>.manifest.json``) and hash only the files whose stat differs
+(see ``envbuild.actions.onnode``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Annotated, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from envbuild.plan import params as P
+
+_EXACT = re.compile(r"^[0-9][0-9A-Za-z.+!_-]*$")
+
+
+class _E(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class InterpreterEffect(_E):
+    """``python`` exists and runs."""
+
+    check: Literal["interpreter"] = "interpreter"
+    python: str
+
+
+class DistsEffect(_E):
+    """Each distribution installed in the environment of ``python`` at its version (None: any
+    version), every RECORD file present with its size and hash."""
+
+    check: Literal["dists"] = "dists"
+    python: str
+    dists: dict[str, Optional[str]]  # canonical name -> exact version or None
+
+
+class GitEffect(_E):
+    """``dest`` is a git tree at ``sha``; tracked files equal the commit, the files in
+    ``patches`` equal the commit's text with those patches applied in order."""
+
+    check: Literal["git"] = "git"
+    dest: str
+    sha: Optional[str]  # None: an unpinned ref (only a clean tree is checked)
+    patches: list[dict] = Field(default_factory=list)  # textpatch specs on this tree, plan order
+
+
+class PatchEffect(_E):
+    """The declarative patch ``spec`` says ``already-applied`` on the tree at ``dest``."""
+
+    check: Literal["patch"] = "patch"
+    dest: str
+    spec: dict
+
+
+class FileEffect(_E):
+    """The file ``path`` has the sha256 ``sha256`` and the permission bits ``perm``."""
+
+    check: Literal["file"] = "file"
+    path: str
+    sha256: str
+    perm: str = "0644"
+
+
+class PthEffect(_E):
+    """``envbuild-<name>.pth`` in the purelib of ``python`` holds ``content``."""
+
+    check: Literal["pth"] = "pth"
+    python: str
+    name: str
+    content: str
+
+
+class SourceEffect(_E):
+    """A distribution installed from the tree ``dest`` (its direct_url.json names it;
+    ``editable`` as planned), RECORD intact."""
+
+    check: Literal["source"] = "source"
+    python: str
+    dest: str
+    editable: bool
+
+
+Effect = Annotated[Union[InterpreterEffect, DistsEffect, GitEffect, PatchEffect, FileEffect,
+                         PthEffect, SourceEffect], Field(discriminator="check")]
+
+
+def canonical(name: str) -> str:
+    """PEP 503 normalized distribution name."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _requirements_effect(python: str, reqs: list[P.Requirement]) -> DistsEffect:
+    dists: dict[str, Optional[str]] = {}
+    for r in reqs:
+        exact = r.requirement.replace(" ", "").endswith("==" + r.version)
+        dists[canonical(r.name)] = r.version if exact and _EXACT.match(r.version) else None
+    return DistsEffect(python=python, dists=dists)
+
+
+def effects(plan) -> dict[str, Optional[Effect]]:
+    """``{step id: effect or None}`` for every step of ``plan`` (``envbuild.plan.model.Plan``)."""
+    from envbuild.actions.steps import env_file_text, patch_spec, python_of
+
+    python = python_of(plan.prefix)
+    out: dict[str, Optional[Effect]] = {}
+    for step in plan.steps:
+        p = step.params
+        eff: Optional[Effect] = None
+        if p.kind == "environment" and p.backend != "container":
+            eff = InterpreterEffect(python=python)
+        elif p.kind in ("pip_tooling", "pip_install"):
+            eff = _requirements_effect(python, p.requirements)
+        elif p.kind == "apex_build":
+            eff = DistsEffect(python=python, dists={canonical(p.dist_name): None})
+        elif p.kind == "git_source":
+            later = [s.params for s in plan.steps
+                     if s.kind == "patch" and s.params.component == p.name and s.params.dest == p.dest]
+            eff = GitEffect(dest=p.dest, sha=p.sha, patches=[patch_spec(q) for q in later])
+        elif p.kind == "patch":
+            eff = PatchEffect(dest=p.dest, spec=patch_spec(p))
+        elif p.kind == "env_file":
+            text = env_file_text(plan.prefix, p.vars)
+            eff = FileEffect(path=p.path, sha256=hashlib.sha256(text.encode()).hexdigest())
+        elif p.kind == "install_source":
+            if p.mode == "pth":
+                eff = PthEffect(python=python, name=p.name, content=p.dest + "\n")
+            else:
+                eff = SourceEffect(python=python, dest=p.dest, editable=p.mode == "editable")
+        out[step.id] = eff
+    return out
+
+
+def effect_data(plan) -> dict[str, Optional[dict]]:
+    """``effects(plan)`` as JSON data, what the node-side checker reads."""
+    return {sid: (e.model_dump(mode="json") if e is not None else None) for sid, e in effects(plan).items()}
