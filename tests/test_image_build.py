@@ -1,0 +1,196 @@
+"""The cpu-reference image built for real with podman, from a base image made here.
+
+One build per session (``image`` fixture): a Debian bookworm minbase rootfs (the chroot
+testbed's cached one: python3, python3-venv, git, ca-certificates) imported as
+``localhost/envbuild-base:bookworm``, the context rendered by ``envbuild render ... --format
+dockerfile --base localhost/envbuild-base:bookworm --wheelhouse /opt/wheels`` (the CPU torch
+wheel is mounted from the context's wheelhouse/ at build time; the other locked packages come
+from PyPI), then ``podman build --isolation chroot`` (host network for PyPI; the host's CA
+bundle mounted and passed as PIP_CERT) with podman storage under a temp dir. Containers run
+with ``--network=none``.
+
+Not exercised here, and why: the GPU recipes' images (alpa-megatron, opt-175b-azure,
+polaris-megatron-deepspeed, megatron-deepspeed-slurm, megatronapp) are rendered and linted
+(tests/test_render_golden.py) but not built: their bases (NGC PyTorch, nvidia/cuda devel) cannot
+be pulled here (no registry), a bookworm stand-in has no Python 3.8-3.10 for them, and their
+Apex/extension builds need nvcc. The devel -> runtime wheel hand-over (COPY --from=devel) is
+checked as text only. Apptainer cannot be installed here (no apt candidate), so no .sif build.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[1]
+WHEELS = Path("/opt/wheels")
+BASE = "localhost/envbuild-base:bookworm"
+TAG = "localhost/envbuild/cpu-reference:test"
+PREFIX = "/opt/envbuild/cpu-reference"
+HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
+
+
+def why_no_podman() -> str | None:
+    from envbuild.testbed.chroot import why_unavailable
+
+    for tool in ("podman", "runc", "debootstrap"):
+        if not shutil.which(tool):
+            return f"{tool} not installed (.ci/apt-packages.txt)"
+    if not any(WHEELS.glob("torch-2.13.0+cpu-*.whl")):
+        return f"no CPU torch wheel in {WHEELS}"
+    return why_unavailable()
+
+
+class Podman:
+    """podman with its own storage and config under ``root`` (never the host's)."""
+
+    def __init__(self, root: Path):
+        root.mkdir(parents=True, exist_ok=True)
+        (root / "storage.conf").write_text(
+            f'[storage]\ndriver = "overlay"\ngraphroot = "{root}/graph"\nrunroot = "{root}/run"\n')
+        (root / "containers.conf").write_text(
+            '[containers]\nnetns = "none"\ndefault_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]\n'
+            '[engine]\nruntime = "runc"\ncgroup_manager = "cgroupfs"\nevents_logger = "file"\n')
+        self.env = {**os.environ, "CONTAINERS_STORAGE_CONF": str(root / "storage.conf"),
+                    "CONTAINERS_CONF": str(root / "containers.conf")}
+
+    def __call__(self, *args: str, timeout: float = 900, stdin=None, check: bool = True) -> subprocess.CompletedProcess:
+        out = subprocess.run(["podman", *args], env=self.env, capture_output=True, text=True,
+                             timeout=timeout, stdin=stdin)
+        if check and out.returncode != 0:
+            raise AssertionError(f"podman {' '.join(args[:3])} failed ({out.returncode}):\n"
+                                 f"{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
+        return out
+
+    def build_args(self, context: Path, tag: str) -> list[str]:
+        """``podman build`` that keeps the host's network untouched (chroot isolation)."""
+        return ["build", "--isolation", "chroot", "--pull=never", "--format", "docker",
+                "--build-arg", "PIP_CERT=/etc/envbuild-ca.crt",
+                "-v", f"{HOST_CA}:/etc/envbuild-ca.crt:ro", "-t", tag, str(context)]
+
+
+def import_base(podman: Podman) -> float:
+    """The chroot testbed's cached bookworm rootfs as a base image; seconds taken."""
+    from envbuild.testbed.chroot import rootfs
+
+    t0 = time.monotonic()
+    tar = subprocess.Popen(["tar", "-C", str(rootfs()), "-c", "."], stdout=subprocess.PIPE)
+    podman("import", "-", BASE, stdin=tar.stdout)
+    tar.wait()
+    return time.monotonic() - t0
+
+
+def render_context(out: Path) -> Path:
+    r = subprocess.run([str(ROOT / ".venv/bin/envbuild") if (ROOT / ".venv/bin/envbuild").exists() else "envbuild",
+                        "render", "cpu-reference", "--target", "local", "--format", "dockerfile",
+                        "-o", str(out), "--base", BASE, "--wheelhouse", str(WHEELS), "--json"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return out
+
+
+@pytest.fixture(scope="session")
+def image(tmp_path_factory):
+    why = why_no_podman()
+    if why:
+        pytest.skip(why)
+    root = tmp_path_factory.mktemp("podman")
+    podman = Podman(root / "podman")
+    import_base(podman)
+    ctx = render_context(root / "context")
+    t0 = time.monotonic()
+    build = podman(*podman.build_args(ctx, TAG), timeout=1200)
+    yield {"podman": podman, "context": ctx, "log": build.stdout + build.stderr,
+           "build_s": time.monotonic() - t0, "root": root}
+    podman("rmi", "-f", TAG, BASE, check=False)
+
+
+def test_every_run_step_is_executed(image) -> None:
+    dockerfile = (image["context"] / "Dockerfile").read_text()
+    runs = [line for line in dockerfile.splitlines() if line.startswith("RUN ")]
+    log = image["log"]
+    executed = [line for line in log.splitlines() if ": RUN " in line and line.startswith("STEP ")]
+    assert len(runs) >= 3 and len(executed) == len(runs), log[-2000:]
+    assert "Using cache" not in log
+    assert "Successfully installed" in log and "torch-2.13.0+cpu" in log
+
+
+def test_verify_and_smoke_inside_the_image(image) -> None:
+    out = image["podman"]("run", "--rm", "--network=none", TAG, "sh",
+                          f"{PREFIX}/.envbuild/files/verify.sh", "--smoke", timeout=600)
+    report = json.loads(out.stdout[: out.stdout.index("}\n") + 1])
+    assert report["ok"] is True, report
+    assert report["imported"]["torch"] == "2.13.0+cpu" and report["packages"] >= 14
+    assert "smoke passed" in out.stdout
+
+
+def test_verify_fails_on_a_drifted_package(image) -> None:
+    """Fail closed: a package at another version than the lock's is reported."""
+    script = (f"{PREFIX}/bin/python -m pip uninstall -y -q einops && "
+              f"sh {PREFIX}/.envbuild/files/verify.sh")
+    out = image["podman"]("run", "--rm", "--network=none", TAG, "sh", "-c", script, check=False)
+    assert out.returncode == 1
+    assert "einops==0.8.2 is not installed" in out.stdout
+
+
+def test_labels_name_recipe_lock_and_version(image) -> None:
+    out = image["podman"]("image", "inspect", TAG)
+    labels = json.loads(out.stdout)[0]["Config"]["Labels"]
+    from envbuild.inputs import find_lock
+    from envbuild.recipes import load_recipe
+    from envbuild.render.image import image_plan
+    from envbuild.targets import load_target
+
+    rec, tgt = load_recipe("cpu-reference"), load_target("local")
+    ip = image_plan(rec, tgt, find_lock(rec, tgt, None, ROOT / "lockfiles"), base=BASE, wheelhouse=True)
+    assert labels["io.envbuild.recipe"] == "cpu-reference"
+    assert labels["io.envbuild.lock.sha256"] == ip.plan.lock_digest
+    assert labels["org.opencontainers.image.base.name"] == BASE
+    assert labels["io.envbuild.version"]
+
+
+def test_rebuild_of_the_unchanged_context_is_all_cache(image) -> None:
+    t0 = time.monotonic()
+    out = image["podman"](*image["podman"].build_args(image["context"], TAG + "-again"), timeout=600)
+    assert "Using cache" in out.stdout and ": RUN " in out.stdout
+    assert time.monotonic() - t0 < max(30.0, image["build_s"] / 4)
+    image["podman"]("rmi", TAG + "-again", check=False)
+
+
+def _inventory(python: list[str], runner=None) -> dict:
+    code = ROOT / "envbuild/actions/nodefiles/verify_image.py"
+    if runner is None:
+        out = subprocess.run([*python, str(code), "--inventory"], capture_output=True, text=True, check=True)
+        return json.loads(out.stdout)
+    return json.loads(runner(*python, f"{PREFIX}/.envbuild/files/verify_image.py", "--inventory").stdout)
+
+
+def test_image_holds_what_provision_installs(image, tmp_path, monkeypatch) -> None:
+    """Equivalence: the same lock gives the same distributions (names, versions and every file
+    of each distribution's RECORD) in the image and in a prefix provisioned on this machine
+    through Ansible."""
+    from envbuild.provision import ProvisionOptions, provision
+
+    monkeypatch.setenv("ENVBUILD_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(ROOT)
+    prefix = tmp_path / "env"
+    outcome = provision(ProvisionOptions(target="local", prefix=str(prefix), wheelhouse=str(WHEELS), smoke=False))
+    res = outcome.results["local"]
+    assert outcome.exit_code in (0, 1) and res["status"] == "ok", (res.get("failed_step"), res.get("log_tail", "")[-2000:])
+
+    def run_in_image(*argv):
+        return image["podman"]("run", "--rm", "--network=none", TAG, *argv)
+
+    node = _inventory([str(prefix / "bin" / "python")])
+    img = _inventory([f"{PREFIX}/bin/python"], run_in_image)
+    assert {n: d["version"] for n, d in img.items()} == {n: d["version"] for n, d in node.items()}
+    for name in node:
+        assert img[name]["files"] == node[name]["files"], f"{name}: files differ"
