@@ -52,6 +52,8 @@ class ProvisionOptions:
     conda_packages: list[str] = field(default_factory=list)  # --backend conda: conda specs
     locked: bool = False  # refuse to create a missing lock (a stale one is always refused)
     allow_unverified: list[str] = field(default_factory=list)  # packages that may lack a hash
+    force: bool = False  # run every step again (markers and effects notwithstanding)
+    from_step: str | None = None  # run again from this step id, and every step after it
     argv: list[str] = field(default_factory=list)
 
 
@@ -111,6 +113,12 @@ def _load(opts: ProvisionOptions):
     if (channel or opts.conda_packages) and (opts.backend or recipe.environment.kind) != "conda":
         raise InputError("conda channel/packages given but the environment is not conda",
                          hint="add --backend conda")
+    if opts.force and opts.from_step:
+        raise InputError("give --force or --from-step, not both",
+                         hint="--force runs every step again; --from-step ID runs again from step ID")
+    if opts.prefix and opts.prefix.replace("{node}", "").count("{") + opts.prefix.replace("{node}", "").count("}"):
+        raise InputError(f"--prefix {opts.prefix}: the only placeholder is {{node}}",
+                         hint="e.g. --prefix /scratch/envs/{node} gives each node its own folder")
     if opts.prefix and not opts.prefix.startswith(("/", "~/")):
         raise InputError(f"--prefix {opts.prefix}: not an absolute path",
                          hint="give an absolute path, or one under the node's home as ~/...")
@@ -239,8 +247,10 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
     plans: dict[str, Plan] = {}
     for node in feasible:
         plan = resolve(recipe, target, facts[node.name], lock,
-                       replace(plan_opts, host=node.name, node_python=node.python)).plan
+                       replace(plan_opts, host=node.name, node_python=node.python,
+                               prefix=node_prefix(opts.prefix, node.name))).plan
         refuse_unverified(plan, opts.allow_unverified)
+        check_from_step(plan, opts.from_step)
         plans[node.name] = plan
         rd.write_node(node.name, "plan.json", plan.to_json())
 
@@ -252,6 +262,10 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
             connections[node.name]["ansible_remote_tmp"] = str(rd.ansible / "home" / "remote")
     node_paths = {n.name: (facts[n.name].path or n.node_path) for n in feasible}
     rendered = render(plans, connections, node_paths, run_dir=str(rd.path), cache_dir=cache_dir)
+    rerun_from = {n: (p.steps[0].id if opts.force and p.steps else opts.from_step) for n, p in plans.items()}
+    for name, sid in rerun_from.items():
+        if sid:  # the playbook's envbuild_state runs every step again from this one
+            rendered.inventory["all"]["hosts"][name]["envbuild_from_step"] = sid
     smoke_runs = {n.name: _smoke_runs(plans[n.name]) for n in feasible}
     job = ansible_exec.prepare(rd.ansible, rendered, forks=len(feasible), insecure=opts.insecure)
     command = job.command()
@@ -265,13 +279,24 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
         status, code = _finish(rd, results, len(nodes))
         return ProvisionOutcome(rd.path, status, code, results, command, plans)
 
+    # one round trip per node: markers, effects and the observed environment; when every step
+    # of every node is done and holds, Ansible does not start at all (see _probe)
+    probes = {} if any(rerun_from.values()) else _probe(feasible, plans, rerun_from)
+    if probes and all(p is not None and p.nothing_to_do for p in probes.values()):
+        try:
+            _nothing_to_do(rd, sink, feasible, plans, probes, finish_node)
+        finally:
+            sink.close()
+        status, code = _finish(rd, results, len(nodes))
+        return ProvisionOutcome(rd.path, status, code, results, command, plans)
+
     from envbuild.interrupt import StopRequest, signal_name, signum_of
     from envbuild.redact import secret_values
 
     masked = secret_values(rendered.inventory)  # ansible_password & co. of an inventory
     rd.redactor.add(masked)
     sink.redactor.add(masked)
-    tracker = StepTracker()
+    tracker = StateTracker()  # a StepTracker that also keeps each node's envbuild:state answer
     started = time.time()
     stop = StopRequest()  # SIGINT/SIGTERM from here on: stop ansible's process group, record, exit 128+n
     try:
@@ -290,7 +315,8 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
                 finish_node(node.name, status, failed_step=step, command=t.command, rc=t.rc,
                             log_tail=(why + "\n" if why else "") + t.tail(),
                             changed=t.changed + t.ok, skipped=t.skipped,
-                            duration_s=round((t.finished or time.time()) - started, 2) if step else duration)
+                            duration_s=round((t.finished or time.time()) - started, 2) if step else duration,
+                            **tracker.reruns(node.name))
                 if ran.signum is not None or stop.requested:
                     continue  # interrupted: touch the nodes no more
                 if status == "ok" or t.failed_step == "smoke":  # installed either way: record what is there
@@ -385,6 +411,96 @@ def _finish(rd: rundir.RunDir, results: dict[str, dict], n: int) -> tuple[str, i
         failed = True
     rd.publish()
     return status, (code or 1) if failed else code
+
+
+def node_prefix(prefix: str | None, node: str) -> str | None:
+    """``--prefix`` for one node: ``{node}`` becomes the node's name (nodes that share a
+    filesystem, such as loopback test nodes, each get their own environment)."""
+    import re
+
+    return prefix.replace("{node}", re.sub(r"[^A-Za-z0-9._-]", "_", node)) if prefix else prefix
+
+
+def check_from_step(plan: Plan, step_id: str | None) -> None:
+    """``--from-step ID`` names a step of the plan (InputError listing the ids otherwise)."""
+    ids = [s.id for s in plan.steps]
+    if step_id is not None and step_id not in ids:
+        raise InputError(f"--from-step {step_id}: no such step in the plan for {plan.host}",
+                         hint=f"the steps are: {', '.join(ids)}")
+
+
+class StateTracker(StepTracker):
+    """A StepTracker that also keeps each node's ``envbuild:state`` answer: which steps run
+    again because their effect did not hold, and which run as a repair (pip --force-reinstall)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.state: dict[str, dict] = {}
+
+    def feed(self, raw: dict) -> list[Event]:
+        events = super().feed(raw)
+        data = raw.get("event_data") or {}
+        if raw.get("event") == "runner_on_ok" and data.get("task") == "envbuild:state" and data.get("host"):
+            res = data.get("res") or {}
+            self.state[data["host"]] = res
+            events += _rerun_events(data["host"], res)
+        return events
+
+    def reruns(self, host: str) -> dict:
+        """result.json fields: steps run again because their effect did not hold."""
+        return _rerun_fields(self.state.get(host) or {})
+
+
+def _rerun_fields(state: dict) -> dict:
+    return {"effect_failed": dict(state.get("effect_failed") or {}), "repair": list(state.get("repair") or []),
+            "rerun_reasons": dict(state.get("reasons") or {})}
+
+
+def _rerun_events(host: str, state: dict) -> list[Event]:
+    now, repair = time.time(), set(state.get("repair") or [])
+    return [Event(now, host, sid, "rerun", f"effect does not hold: {detail}; runs again"
+                  + (" as a repair (reinstall)" if sid in repair else ""))
+            for sid, detail in (state.get("effect_failed") or {}).items()]
+
+
+def _probe(nodes: list[Node], plans: dict[str, Plan], rerun_from: dict[str, str | None]) -> dict:
+    """{node: Probe or None}: each node's step markers, step effects (the checks Ansible's
+    envbuild_state makes) and observed environment in one command run by the environment's
+    python (None: it could not run, e.g. no environment yet)."""
+    from envbuild.actions.nodestate import parse_probe, plan_steps, probe_command
+    from envbuild.observe import expected_state, observe_args
+
+    def one(node: Node):
+        plan = plans[node.name]
+        cmd = probe_command(f"{plan.prefix.rstrip('/')}/bin/python", plan.prefix, plan_steps(plan),
+                            from_step=rerun_from.get(node.name), refresh=True,
+                            observe=observe_args(expected_state(None, plan)))
+        rc, out, _err = ssh.run(node, cmd)
+        return parse_probe(out, node.name) if rc == 0 else None
+
+    return {name: (None if isinstance(got, Exception) else got) for name, got in ssh.each(nodes, one).items()}
+
+
+def _nothing_to_do(rd: rundir.RunDir, sink: EventSink, nodes: list[Node], plans: dict[str, Plan],
+                   probes: dict, finish_node: Callable[..., None]) -> None:
+    """Record a run in which every step of every node was done and its effect held: what
+    Ansible would have recorded (every step skipped), the observed state, no Ansible."""
+    rd.update_run(ansible="not started: every step done and its effect holds on every node")
+    for node in nodes:
+        probe, now = probes[node.name], time.time()
+        effects = probe.state.get("effects") or {}
+        lines = []
+        for step in plans[node.name].steps:
+            detail = (effects.get(step.id) or {}).get("detail") or "marker only (no observable effect)"
+            sink.emit(Event(now, node.name, step.id, "skipped", f"done; {detail}"))
+            lines.append(f"skipped {step.id}: done; {detail}")
+        rd.write_node(node.name, "log.txt", "\n".join(lines) + "\n")
+        finish_node(node.name, "ok", skipped=[s.id for s in plans[node.name].steps], **_rerun_fields(probe.state))
+        if probe.observed is not None:
+            from envbuild.observe import parse_observed
+
+            obs = parse_observed(json.dumps(probe.observed), node.name)
+            rd.write_node(node.name, "observed.json", obs.model_dump(mode="json", by_alias=True))
 
 
 def _observe(rd: rundir.RunDir, node: Node, plan: Plan, lock_text: str | None) -> None:

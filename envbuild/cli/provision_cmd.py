@@ -29,6 +29,9 @@ from envbuild.inputs import hosts_option
 @click.option("--allow-unverified", "allow_unverified", multiple=True, metavar="NAME",
               help="Install package NAME although the lock has no hash for it (repeatable; the report names it).")
 @click.option("--no-smoke", is_flag=True, help="Skip the smoke benchmark step.")
+@click.option("--force", is_flag=True, help="Run every step again, even those done whose effect holds.")
+@click.option("--from-step", "from_step", default=None, metavar="ID",
+              help="Run again from step ID (see --dry-run for the ids), and every step after it.")
 @click.option("--insecure", is_flag=True, help="Do not check SSH host keys (throwaway test nodes only).")
 @click.option("--identity", "identity_file", default=None, type=click.Path(), help="SSH private key.")
 @click.option("--known-hosts", "known_hosts", multiple=True, type=click.Path(),
@@ -36,9 +39,15 @@ from envbuild.inputs import hosts_option
                    "or $ENVBUILD_KNOWN_HOSTS).")
 @click.option("--json", "as_json", is_flag=True, help="Events as JSON lines, then the results as JSON.")
 def provision_cmd(target, recipe, hosts, inventory, backend, prefix, conda_channel, conda_packages,
-                  dry_run, git_mirror, wheelhouse, lock, locked, allow_unverified, no_smoke, insecure,
-                  identity_file, known_hosts, as_json):
+                  dry_run, git_mirror, wheelhouse, lock, locked, allow_unverified, no_smoke, force,
+                  from_step, insecure, identity_file, known_hosts, as_json):
     """Provision RECIPE onto the nodes of TARGET: facts, preflight, lock, plan, ansible, results.
+
+    A step is skipped only when its marker matches and its effect holds on the node now
+    (installed distributions and their files, git HEAD and tree, patches, the env file); the
+    first step that is not done runs again with every step after it, a broken pip step as a
+    reinstall. When every step of every node is done, Ansible does not start at all.
+    `--prefix /scratch/envs/{node}` gives each node its own folder.
 
     \b
     Example:
@@ -57,6 +66,7 @@ def provision_cmd(target, recipe, hosts, inventory, backend, prefix, conda_chann
                             conda_packages=list(conda_packages), dry_run=dry_run, git_mirror=git_mirror,
                             wheelhouse=wheelhouse, lock=lock, locked=locked,
                             allow_unverified=list(allow_unverified), smoke=not no_smoke, json_lines=as_json,
+                            force=force, from_step=from_step,
                             insecure=insecure, identity_file=identity_file,
                             known_hosts=list(known_hosts), argv=["envbuild", *sys.argv[1:]])
     echo = None if as_json else (lambda line: console.print(line))

@@ -29,7 +29,7 @@ class Event:
     ts: float
     host: str
     step: str | None
-    kind: str  # start | ok | changed | skipped | failed | unreachable | interrupted
+    kind: str  # start | ok | changed | skipped | rerun | failed | unreachable | interrupted
     msg: str = ""
 
     def to_json(self) -> str:
@@ -186,10 +186,10 @@ class EventSink:
 
     @staticmethod
     def describe(ev: Event) -> str:
-        style = {"start": "cyan", "ok": "green", "changed": "yellow", "skipped": "dim",
-                 "failed": "bold red", "unreachable": "bold red", "interrupted": "bold red"}.get(ev.kind, "")
+        style = {"start": "cyan", "ok": "green", "changed": "yellow", "skipped": "dim", "rerun": "yellow",
+                 "failed": "bold red", "unreachable": "bold red", "interrupted": "bold red"}.get(ev.kind, "default")
         text = f"[{style}]{ev.kind:>11}[/] {ev.host:<16} {ev.step or '-'}"
-        return text + (f"  {ev.msg}" if ev.msg and ev.kind in ("failed", "unreachable", "interrupted") else "")
+        return text + (f"  {ev.msg}" if ev.msg and ev.kind in ("failed", "unreachable", "interrupted", "rerun") else "")
 
     def close(self) -> None:
         if self._fh:
