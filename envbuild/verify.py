@@ -1,8 +1,13 @@
 """envbuild verify: observe live environments again and compare them with a run's lock and plan.
 
 The expected state comes from the run directory (lock.lock, nodes/<node>/plan.json; the
-recorded nodes/<node>/observed.json is the baseline for built .so hashes). The observe script
-runs with each environment's own python, over Fabric (SSH) or locally. Nothing is changed.
+recorded nodes/<node>/observed.json is the baseline for built .so hashes). One command per node
+(``envbuild.actions.nodestate``), run with each environment's own python over Fabric (SSH) or
+locally, observes the environment and checks every plan step's effect as a provision does
+before skipping it (``envbuild.actions.effects``): a distribution whose RECORD files are gone
+or changed, a source tree with local changes, an env file edited are drift
+(``effect-failed``). Files are compared by size, mtime and ctime with the manifest recorded at
+install and hashed when those differ; ``deep`` hashes every file. Nothing is changed.
 
 Exit codes: 0 every node clean, 1 drift on some node (wins: it is a definite finding),
 3 a node could not be observed (unreachable, environment python gone).
@@ -10,14 +15,17 @@ Exit codes: 0 every node clean, 1 drift on some node (wins: it is a definite fin
 
 from __future__ import annotations
 
+import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from envbuild.actions.nodestate import parse_probe, plan_steps, probe_command
 from envbuild.errors import EnvironmentProblem, InputError
 from envbuild.facts.runners import LocalRunner, Runner
 from envbuild.observe import (Drift, Observed, compare_expected, expected_state, observe_args,
-                              observe_command, parse_observed, read_lock)
+                              parse_observed, read_lock)
+from envbuild.plan.model import Plan
 from envbuild.report.collect import load_json, read_run
 from envbuild.report.fingerprint import node_fingerprint
 from envbuild.rundir import envbuild_home
@@ -99,8 +107,9 @@ def runner_names(runner: Runner) -> list[str]:
     return [n for n in names if n]
 
 
-def verify_node(run_dir: Path, runner: Runner, lock: dict | None) -> NodeVerdict:
-    """Observe one node (through ``runner``) and compare it with what the run expects."""
+def verify_node(run_dir: Path, runner: Runner, lock: dict | None, *, deep: bool = False) -> NodeVerdict:
+    """Observe one node (through ``runner``) and compare it with what the run expects;
+    ``deep`` hashes every file of every distribution against its RECORD."""
     node_dir = _node_dir(run_dir, runner_names(runner), isinstance(runner, LocalRunner))
     name = node_dir.name
     plan = load_json(node_dir / "plan.json")
@@ -109,7 +118,9 @@ def verify_node(run_dir: Path, runner: Runner, lock: dict | None) -> NodeVerdict
     exp = expected_state(lock, plan)
     baseline_data = load_json(node_dir / "observed.json")
     baseline = Observed.model_validate(baseline_data) if baseline_data else None
-    cmd = observe_command(exp.python or "python3", observe_args(exp))
+    plan_model = Plan.model_validate(plan)
+    cmd = probe_command(exp.python or "python3", plan_model.prefix, plan_steps(plan_model), deep=deep,
+                        observe=observe_args(exp))
     try:
         res = runner.run(cmd, timeout=TIMEOUT_S)
     except EnvironmentProblem as exc:  # unreachable, or host key unknown/changed: say what to do
@@ -121,10 +132,12 @@ def verify_node(run_dir: Path, runner: Runner, lock: dict | None) -> NodeVerdict
         why = (res.stderr.strip().splitlines() or [f"rc {res.rc}"])[-1]
         return NodeVerdict(name, "unreachable", message=f"observe failed with {exp.python}: {why}")
     try:
-        obs = parse_observed(res.stdout, name)
+        probe = parse_probe(res.stdout, name)
+        obs = parse_observed(json.dumps(probe.observed), name)
     except EnvironmentProblem as exc:
         return NodeVerdict(name, "unreachable", message=exc.message)
     drift = [d.model_copy(update={"host": name}) for d in compare_expected(exp, obs, baseline)]
+    drift += effect_drift(probe.state, name)
     run = load_json(run_dir / "run.json") or {}
     summary = "" if drift else (f"{len(exp.packages)} packages, {len(exp.git)} commits, {len(exp.patches)} patches, "
                                 f"{len(baseline.extensions) if baseline else 0} extensions as recorded")
@@ -132,14 +145,21 @@ def verify_node(run_dir: Path, runner: Runner, lock: dict | None) -> NodeVerdict
                        fingerprint=node_fingerprint(obs, run.get("lock_digest")))
 
 
-def verify(run_dir: Path, nodes: list[Runner]) -> list[NodeVerdict]:
+def effect_drift(state: dict, host: str) -> list[Drift]:
+    """An ``effect-failed`` drift row for every plan step whose effect does not hold."""
+    return [Drift(kind="effect-failed", subject=sid, expected="effect holds", observed=res.get("detail"), host=host)
+            for sid, res in (state.get("effects") or {}).items() if not res.get("ok")]
+
+
+def verify(run_dir: Path, nodes: list[Runner], *, deep: bool = False) -> list[NodeVerdict]:
     """Verify every node (a LocalRunner or SshRunner each) in parallel, results in order.
-    A verdict says ``insecure`` when its node's host key was not checked."""
+    A verdict says ``insecure`` when its node's host key was not checked; ``deep`` hashes
+    every installed file (see ``verify_node``)."""
     lock_file = run_dir / "lock.lock"
     lock = read_lock(lock_file) if lock_file.exists() else None
 
     def one(runner: Runner) -> NodeVerdict:
-        verdict = verify_node(run_dir, runner, lock)
+        verdict = verify_node(run_dir, runner, lock, deep=deep)
         node = getattr(runner, "node", None)
         verdict.insecure = bool(node is not None and not node.is_local and node.insecure)
         return verdict

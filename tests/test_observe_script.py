@@ -80,7 +80,7 @@ def make_plan(prefix: Path, tree: Path, sha: str, env: dict[str, str]) -> dict:
             sha=sha, dest=str(tree))),
         Step(id="patch:untie", title="", params=P.PatchParams(
             id="untie-embeddings", component="megatron", dest=str(tree), patch_kind="replace",
-            file="megatron/training.py")),
+            file="megatron/training.py", old="TIE_EMBEDDINGS = True", new="TIE_EMBEDDINGS = False")),
         Step(id="env-file", title="", params=P.EnvFileParams(path=str(prefix / ".envbuild" / "env.sh"), vars=env)),
     ]
     plan = Plan(recipe="r", target="t", host="local", prefix=str(prefix), backend="venv", steps=steps)
@@ -99,6 +99,10 @@ def make_env(root: Path, packages: dict[str, str]) -> tuple[dict, dict]:
     write_env_file(prefix, env)
     lock = {"schema": "envbuild.lock/1", "packages": [{"name": k, "version": v} for k, v in packages.items()],
             "git": [{"name": "megatron", "sha": sha, "verified": True}]}
+    # the env file as the plan's env_file step writes it (its digest is the step's effect)
+    from envbuild.actions.steps import env_file_text
+
+    (prefix / ".envbuild" / "env.sh").write_text(env_file_text(str(prefix), env))
     return lock, make_plan(prefix, tree, sha, env)
 
 
@@ -128,7 +132,8 @@ def test_observes_packages_git_patch_so_and_env(env):
     assert "-TIE_EMBEDDINGS = True" in patch.diff
     so = [e for e in obs.extensions if e.path.endswith("fused_kernels.so")]
     assert len(so) == 1 and len(so[0].sha256) == 64
-    assert obs.env == {"NCCL_DEBUG": "WARN", "CUDA_DEVICE_MAX_CONNECTIONS": "1"}
+    assert {k: obs.env[k] for k in ("NCCL_DEBUG", "CUDA_DEVICE_MAX_CONNECTIONS")} == {
+        "NCCL_DEBUG": "WARN", "CUDA_DEVICE_MAX_CONNECTIONS": "1"}
     assert obs.process_env.get("NCCL_SOCKET_IFNAME") == "lo"
     assert compare(lock, plan, obs, baseline=obs) == []
 

@@ -420,23 +420,24 @@ def check_record(site, dist_info, recorded=None, deep=False):
     only = set(changed) if changed is not None else None
     for rel, algo, digest, size in _record_rows(site, dist_info):
         path = os.path.normpath(os.path.join(site, rel))
+        shown = rel if not rel.startswith("..") and not os.path.isabs(rel) else path
         try:
             st = os.stat(path)
         except OSError:
-            broken.append(rel + " (missing)")
+            broken.append(shown + " (missing)")
             continue
         files.append([rel] + _stat_key(st))
         if (only is not None and rel not in only) or rel in trusted:
             continue
         if size is not None and st.st_size != size:
-            broken.append("%s (size %d, recorded %d)" % (rel, st.st_size, size))
+            broken.append("%s (size %d, recorded %d)" % (shown, st.st_size, size))
             continue
         try:
             if _file_hash(path, algo) != digest:
-                broken.append(rel + " (content differs from RECORD)")
+                broken.append(shown + " (content differs from RECORD)")
             hashed += 1
         except (OSError, ValueError) as exc:
-            broken.append("%s (%s)" % (rel, exc))
+            broken.append("%s (%s)" % (shown, exc))
     entry = None if broken else {"site": site, "dist_info": dist_info, "record": record_key, "files": files}
     return broken, hashed, entry
 

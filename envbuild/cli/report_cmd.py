@@ -62,12 +62,15 @@ def report_cmd(run_dir: Path | None, fmt: str | None, output: Path | None) -> No
                    "else ~/.ssh/known_hosts and /etc/ssh/ssh_known_hosts, as ssh).")
 @click.option("--insecure", is_flag=True, help="Do not check SSH host keys (throwaway test nodes only; warns).")
 @click.option("--run", "run", type=click.Path(path_type=Path), help="Run directory (default: runs/latest).")
+@click.option("--deep", is_flag=True, help="Hash every installed file against its RECORD (default: only files "
+                                           "whose size/mtime/ctime differ from the install-time manifest).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def verify_cmd(target, hosts, inventory, local, identity, known_hosts, insecure, run, as_json) -> None:
+def verify_cmd(target, hosts, inventory, local, identity, known_hosts, insecure, run, deep, as_json) -> None:
     """Re-observe live environments and report drift from the run's lock and plan.
 
     Exit 0: clean; 1: drift (package version, commit moved, patch missing, .so hash changed,
-    environment variable missing); 3: a node could not be observed (unreachable, or its SSH host
+    environment variable missing, a step's effect broken: files of a distribution deleted or
+    changed, local changes in a source tree, the env file edited); 3: a node could not be observed (unreachable, or its SSH host
     key unknown or changed: host keys are checked as ssh checks them unless --insecure).
     With no --hosts, --inventory or --local, the run's own nodes are observed: this machine for
     a run that provisioned it (``--target local`` without --hosts), else the run's hosts over SSH.
@@ -97,7 +100,7 @@ def verify_cmd(target, hosts, inventory, local, identity, known_hosts, insecure,
                 raise InputError("no nodes to verify", hint="pass --hosts, --inventory or --local")
             specs = parse_hosts(spec, **how)
         nodes = [LocalRunner(name=s.name) if s.is_local else SshRunner(s) for s in specs]
-    results = verify(run_dir, nodes)
+    results = verify(run_dir, nodes, deep=deep)
     if as_json:
         emit_json({"run": str(run_dir), "exit_code": exit_code(results), "nodes": [r.to_dict() for r in results]})
     else:
@@ -108,7 +111,8 @@ def verify_cmd(target, hosts, inventory, local, identity, known_hosts, insecure,
             if not r.drift:
                 table.add_row(r.node, r.status, "", r.message, "", "")
             for d in r.drift:
-                table.add_row(r.node, r.status, d.kind, d.subject, (d.expected or "-")[:16], (d.observed or "-")[:16])
+                wide = 300 if d.kind == "effect-failed" else 16  # the effect's finding, in full
+                table.add_row(r.node, r.status, d.kind, d.subject, (d.expected or "-")[:16], (d.observed or "-")[:wide])
         console.print(table)
     code = exit_code(results)
     if code == 1:

@@ -23,6 +23,8 @@ DriftKind = Literal[
     "so-hash-changed",  # a built extension differs from (or is gone since) the recorded one
     "env-missing",  # a variable of the environment file is absent
     "env-changed",  # a variable of the environment file has another value
+    "effect-failed",  # a plan step's effect does not hold (envbuild.actions.effects): files of a
+    # distribution gone or changed, local changes in a source tree, the env file edited, ...
 ]
 
 
