@@ -20,13 +20,13 @@ checked as text only. Apptainer cannot be installed here (no apt candidate), so 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
+
+from envbuild.testbed.podman import Podman
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -35,57 +35,15 @@ WHEELS = Path("/opt/wheels")
 BASE = "localhost/envbuild-base:bookworm"
 TAG = "localhost/envbuild/cpu-reference:test"
 PREFIX = "/opt/envbuild/cpu-reference"
-HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
 
 
 def why_no_podman() -> str | None:
     from envbuild.testbed.chroot import why_unavailable
+    from envbuild.testbed.podman import why_unavailable as no_podman
 
-    for tool in ("podman", "runc", "debootstrap"):
-        if not shutil.which(tool):
-            return f"{tool} not installed (.ci/apt-packages.txt)"
     if not any(WHEELS.glob("torch-2.13.0+cpu-*.whl")):
         return f"no CPU torch wheel in {WHEELS}"
-    return why_unavailable()
-
-
-class Podman:
-    """podman with its own storage and config under ``root`` (never the host's)."""
-
-    def __init__(self, root: Path):
-        root.mkdir(parents=True, exist_ok=True)
-        (root / "storage.conf").write_text(
-            f'[storage]\ndriver = "overlay"\ngraphroot = "{root}/graph"\nrunroot = "{root}/run"\n')
-        (root / "containers.conf").write_text(
-            '[containers]\nnetns = "none"\ndefault_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]\n'
-            '[engine]\nruntime = "runc"\ncgroup_manager = "cgroupfs"\nevents_logger = "file"\n')
-        self.env = {**os.environ, "CONTAINERS_STORAGE_CONF": str(root / "storage.conf"),
-                    "CONTAINERS_CONF": str(root / "containers.conf")}
-
-    def __call__(self, *args: str, timeout: float = 900, stdin=None, check: bool = True) -> subprocess.CompletedProcess:
-        out = subprocess.run(["podman", *args], env=self.env, capture_output=True, text=True,
-                             timeout=timeout, stdin=stdin)
-        if check and out.returncode != 0:
-            raise AssertionError(f"podman {' '.join(args[:3])} failed ({out.returncode}):\n"
-                                 f"{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
-        return out
-
-    def build_args(self, context: Path, tag: str) -> list[str]:
-        """``podman build`` that keeps the host's network untouched (chroot isolation)."""
-        return ["build", "--isolation", "chroot", "--pull=never", "--format", "docker",
-                "--build-arg", "PIP_CERT=/etc/envbuild-ca.crt",
-                "-v", f"{HOST_CA}:/etc/envbuild-ca.crt:ro", "-t", tag, str(context)]
-
-
-def import_base(podman: Podman) -> float:
-    """The chroot testbed's cached bookworm rootfs as a base image; seconds taken."""
-    from envbuild.testbed.chroot import rootfs
-
-    t0 = time.monotonic()
-    tar = subprocess.Popen(["tar", "-C", str(rootfs()), "-c", "."], stdout=subprocess.PIPE)
-    podman("import", "-", BASE, stdin=tar.stdout)
-    tar.wait()
-    return time.monotonic() - t0
+    return no_podman() or why_unavailable()
 
 
 def render_context(out: Path) -> Path:
@@ -102,15 +60,17 @@ def image(tmp_path_factory):
     why = why_no_podman()
     if why:
         pytest.skip(why)
+    from envbuild.testbed.chroot import rootfs
+
     root = tmp_path_factory.mktemp("podman")
     podman = Podman(root / "podman")
-    import_base(podman)
+    podman.import_rootfs(rootfs(), BASE)
     ctx = render_context(root / "context")
     t0 = time.monotonic()
     build = podman(*podman.build_args(ctx, TAG), timeout=1200)
     yield {"podman": podman, "context": ctx, "log": build.stdout + build.stderr,
            "build_s": time.monotonic() - t0, "root": root}
-    podman("rmi", "-f", TAG, BASE, check=False)
+    podman.remove_all()
 
 
 def test_every_run_step_is_executed(image) -> None:

@@ -31,6 +31,8 @@ from envbuild.render.image import WHEELHOUSE, ImagePlan, verify_files, verify_sh
 from envbuild.render.shell import commands, q, shipped
 
 JOIN = " && \\\n    "
+PIP_STEPS = ("pip_tooling", "pip_install", "install_source", "apex_build")  # steps that run pip
+PIP_CACHE = "/root/.cache/pip"
 IGNORE_APT = ("# hadolint ignore=DL3008,DL3009 # reason: the published apt package names, "
               "unpinned (one version per distribution release); the lists are removed below")
 IGNORE_CD = ("# hadolint ignore=DL3003 # reason: an action runs in its own folder in a "
@@ -66,7 +68,7 @@ class _Writer:
             self.files[ctx] = item
         return ctx
 
-    def run(self, acts: list, wheelhouse: bool) -> None:
+    def run(self, acts: list, wheelhouse: bool, pip_cache: bool = False) -> None:
         cmds = commands(acts, self.ip.where)
         if any("\n" in c for c in cmds):  # pragma: no cover - heredocs are COPY'd, never RUN
             raise ValueError("a RUN body cannot hold a heredoc")
@@ -76,16 +78,19 @@ class _Writer:
         elif any(c.startswith("(cd ") for c in cmds):
             self.lines.append(IGNORE_CD)
         mount = f"--mount=type=bind,source=wheelhouse,target={WHEELHOUSE} " if wheelhouse else ""
+        if pip_cache:  # downloads survive a rebuild after a lock change, and stay out of the layer
+            mount += f"--mount=type=cache,id=envbuild-pip,target={PIP_CACHE} "
         self.lines.append(f"RUN {mount}" + JOIN.join(cmds))
 
     def step(self, step, acts: list, *, devel_wheels: bool = False) -> None:
         self.lines += ["", f"# step {step.id}: {step.title}"] + _comment(step.reason, "# why: ")
         pending: list = []
         uses_wheelhouse = any(WHEELHOUSE in " ".join(getattr(a, "argv", [])) for a in acts)
+        pip_cache = step.kind in PIP_STEPS
 
         def flush() -> None:
             if pending:
-                self.run(list(pending), uses_wheelhouse)
+                self.run(list(pending), uses_wheelhouse, pip_cache)
                 pending.clear()
 
         for a in acts:

@@ -1,0 +1,76 @@
+"""podman for tests and benchmarks: its own storage, config and temp dir, the host untouched.
+
+Storage (graphroot/runroot), containers.conf (runc, cgroupfs, ulimits 1024: hybrid cgroups
+and no CAP_SYS_RESOURCE on the CI machine) and TMPDIR (buildah keeps RUN cache mounts there)
+all live under one folder. Builds use ``--isolation chroot`` (host network, for PyPI; no
+netns, no NAT rules) and containers ``--network=none`` (see shared/docs/TESTBED.md). The host's
+CA bundle is mounted into RUN steps and named by the ``PIP_CERT`` build argument that the
+rendered Dockerfiles declare.
+
+    pm = Podman(Path("/tmp/x"))
+    pm.import_rootfs(rootfs(), "localhost/envbuild-base:bookworm")
+    pm(*pm.build_args(context, "localhost/img:1"))
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
+BUILD_CA = "/etc/envbuild-ca.crt"
+
+
+def why_unavailable() -> str | None:
+    for tool in ("podman", "runc"):
+        if not shutil.which(tool):
+            return f"{tool} not installed (.ci/apt-packages.txt)"
+    if os.geteuid() != 0:
+        return "podman builds here need root"
+    return None
+
+
+class Podman:
+    """podman with everything under ``root``; call it like the command line."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        (root / "tmp").mkdir(parents=True, exist_ok=True)
+        (root / "storage.conf").write_text(
+            f'[storage]\ndriver = "overlay"\ngraphroot = "{root}/graph"\nrunroot = "{root}/run"\n')
+        (root / "containers.conf").write_text(
+            '[containers]\nnetns = "none"\ndefault_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]\n'
+            '[engine]\nruntime = "runc"\ncgroup_manager = "cgroupfs"\nevents_logger = "file"\n')
+        self.env = {**os.environ, "CONTAINERS_STORAGE_CONF": str(root / "storage.conf"),
+                    "CONTAINERS_CONF": str(root / "containers.conf"), "TMPDIR": str(root / "tmp")}
+
+    def __call__(self, *args: str, timeout: float = 900, stdin=None, check: bool = True) -> subprocess.CompletedProcess:
+        out = subprocess.run(["podman", *args], env=self.env, capture_output=True, text=True,
+                             timeout=timeout, stdin=stdin)
+        if check and out.returncode != 0:
+            raise RuntimeError(f"podman {' '.join(args[:3])} failed ({out.returncode}):\n"
+                               f"{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
+        return out
+
+    def build_args(self, context: Path, tag: str) -> list[str]:
+        ca = ["--build-arg", f"PIP_CERT={BUILD_CA}", "-v", f"{HOST_CA}:{BUILD_CA}:ro"] if HOST_CA.is_file() else []
+        return ["build", "--isolation", "chroot", "--pull=never", "--format", "docker", *ca,
+                "-t", tag, str(context)]
+
+    def import_rootfs(self, rootfs: Path, tag: str) -> None:
+        tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
+        try:
+            self("import", "-", tag, stdin=tar.stdout)
+        finally:
+            tar.stdout.close()
+            tar.wait()
+
+    def size(self, tag: str) -> int:
+        return int(self("image", "inspect", "--format", "{{.Size}}", tag).stdout.strip())
+
+    def remove_all(self) -> None:
+        """Unmount and delete the storage (podman's overlay mounts first)."""
+        self("system", "reset", "--force", check=False, timeout=120)
+        shutil.rmtree(self.root, ignore_errors=True)
