@@ -1,0 +1,410 @@
+"""recipe + target + plan + options -> ``Job``: what every scheduler renderer writes. Pure.
+
+The environment comes from the plan: the task sources the env file the plan's ``env-file``
+step writes (``<prefix>/.envbuild/env.sh``), after ``module load`` when the plan's environment
+is a module's Python (Polaris). Source checkouts (``{sources.NAME}`` in the recipe's command)
+are the plan's ``git_source`` destinations; the smoke scripts are in the plan's smoke folder.
+Nothing here re-spells install syntax.
+
+Every task starts the same way on every scheduler (``task_script``); the schedulers differ
+only in how they start tasks and in how they set the variables the task reads:
+``ENVBUILD_NNODES``, ``ENVBUILD_NODE_RANK``, ``ENVBUILD_MASTER_ADDR`` (first node),
+``ENVBUILD_MASTER_PORT``, ``ENVBUILD_GPUS_PER_NODE``, ``ENVBUILD_NPROC_PER_NODE`` (ranks per
+node) and ``ENVBUILD_JOB_ID``.
+
+``--smoke-only`` replaces the training command by envbuild's CPU smoke (the all-reduce of
+``collective.py`` over every rank of every node, gloo) and ``--command-override`` by a command
+the user gives; both are written at the top of the script and printed by the job, never silent.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from envbuild import __version__
+from envbuild.errors import InputError
+from envbuild.launch import programs
+from envbuild.render.shell import q
+
+SCHEDULERS = ("slurm", "pbs", "k8s", "local")
+TARGET_SCHEDULER = {"slurm": "slurm", "pbs": "pbs", "kubernetes": "k8s"}
+SMOKE_PARSER = "envbuild-smoke"
+VAR = re.compile(r"\$(ENVBUILD_[A-Z_]+)")
+FIELD = re.compile(r"\{(cwd|job_dir|sources\.[A-Za-z0-9_.-]+)\}")
+SAFE_PATH = re.compile(r"^[A-Za-z0-9_./%~+=:,@-]+$")
+DEFAULT_RDMA = "rdma/hca_shared_devices_a"  # Mellanox k8s-rdma-shared-dev-plugin example/test-hca-pod.yaml
+
+
+@dataclass(frozen=True)
+class LaunchOptions:
+    """What the user chose (``envbuild launch`` options)."""
+
+    scheduler: str
+    nodes: int | None = None
+    gpus_per_node: int | None = None
+    variant: str | None = None
+    smoke_only: bool = False
+    command_override: str | None = None
+    container_image: str | None = None
+    no_container: bool = False
+    output_dir: str = "."  # where the job's output files land (shared by every node)
+    time_limit: str | None = None  # HH:MM:SS
+    partition: str | None = None  # Slurm partition / PBS queue
+    account: str | None = None
+    namespace: str = "default"  # Kubernetes
+    rdma_resource: str = DEFAULT_RDMA
+    master_port: int | None = None  # None: the scheduler's default
+    regenerate: str = ""  # the command line that renders this again, for the header
+
+
+@dataclass(frozen=True)
+class Job:
+    """A launch, decided: every renderer reads only this."""
+
+    recipe: str
+    target: str
+    scheduler: str
+    variant: str | None
+    name: str
+    nodes: int
+    gpus_per_node: int
+    nproc_per_node: int  # ranks per node the launcher starts (GPUs, or 2 CPU ranks for the smoke)
+    mode: str  # once | per-node | per-rank | pods
+    commands: tuple[str, ...]  # shell text; one per pod for "pods", else one
+    env_file: str
+    cwd: str
+    env: tuple[tuple[str, str], ...]  # (name, shell word)
+    module: str | None = None
+    container_image: str | None = None
+    files: dict[str, str] = field(default_factory=dict)  # job-folder files written first
+    notes: tuple[str, ...] = ()  # header lines: sources, replacements, deviations
+    replaced: str | None = None  # why the training command is not the recipe's
+    parser: str = ""
+    metric: str | None = None
+    output_dir: str = "."
+    cpus_per_task: int | None = None
+    cpu_cores: int | None = None
+    memory_gib: int | None = None
+    shm_size: str | None = None
+    infiniband: bool = False
+    scheduler_options: tuple[str, ...] = ()
+    master_port: int | None = None  # None: the scheduler's default
+    header: tuple[str, ...] = ()
+    options: LaunchOptions | None = None
+
+
+def path_word(path: str) -> str:
+    """A shell word for a plan path: ``~/x`` -> ``"$HOME"/x`` (a quoted ~ would not expand)."""
+    if path == "~":
+        return '"$HOME"'
+    if path.startswith("~/"):
+        return '"$HOME"/' + q(path[2:])
+    return q(path)
+
+
+def template_word(template: str, values: dict[str, str]) -> str:
+    """One shell word from an argv template: literal parts quoted, ``{cwd}``-style fields
+    replaced by path words, ``$ENVBUILD_*`` kept as double-quoted expansions."""
+    out: list[str] = []
+    pos = 0
+    tokens = sorted([(m.start(), m.end(), "field", m.group(1)) for m in FIELD.finditer(template)]
+                    + [(m.start(), m.end(), "var", m.group(1)) for m in VAR.finditer(template)])
+    for start, end, kind, name in tokens:
+        if start > pos:
+            out.append(q(template[pos:start]))
+        if kind == "var":
+            out.append(f'"${{{name}}}"')
+        elif name not in values:
+            raise InputError(f"the launch needs {{{name}}}, which the plan does not have",
+                             hint="plan with the recipe's git sources (envbuild plan RECIPE ...)")
+        else:
+            out.append(values[name])
+        pos = end
+    if pos < len(template) or not out:
+        out.append(q(template[pos:]))
+    return "".join(out)
+
+
+def fill_command(command: str, sources: dict[str, str]) -> str:
+    """The recipe's command (shell text written by the recipe author) with ``{sources.X}``
+    replaced by the plan's checkout paths as quoted words."""
+    def sub(m: re.Match) -> str:
+        name = m.group(1)
+        if name not in sources:
+            raise InputError(f"the benchmark command names {{sources.{name}}}, not a checkout of the plan",
+                             hint="plan the recipe with its git sources")
+        return path_word(sources[name])
+    return re.sub(r"\{sources\.([A-Za-z0-9_.-]+)\}", sub, command)
+
+
+def _sources(plan) -> dict[str, str]:
+    return {s.params.name: s.params.dest for s in plan.steps if s.kind == "git_source"}
+
+
+def _env_file(plan) -> str:
+    steps = [s for s in plan.steps if s.kind == "env_file"]
+    if not steps:
+        raise InputError(f"the plan for {plan.recipe} has no env-file step",
+                         hint="plan it again with this envbuild (envbuild plan ... --json)")
+    return steps[0].params.path
+
+
+def _smoke_dir(plan) -> str | None:
+    steps = [s for s in plan.steps if s.kind == "smoke"]
+    return steps[0].params.dir if steps else None
+
+
+def _module(plan) -> str | None:
+    env = next((s for s in plan.steps if s.kind == "environment"), None)
+    return env.params.conda_module if env is not None else None
+
+
+def _check_scheduler(opts: LaunchOptions, target) -> None:
+    if opts.scheduler not in SCHEDULERS:
+        raise InputError(f"unknown scheduler {opts.scheduler!r}", hint="use one of: " + ", ".join(SCHEDULERS))
+    native = TARGET_SCHEDULER.get(target.scheduler or "")
+    if native and opts.scheduler not in (native, "local"):
+        raise InputError(f"target {target.name} runs its jobs through {target.scheduler}, not {opts.scheduler}",
+                         hint=f"use --scheduler {native} (or local, to run on this node)")
+
+
+def _variant_command(recipe, variant: str | None) -> str:
+    bench = recipe.benchmark
+    if bench is None or not bench.command:
+        raise InputError(f"recipe {recipe.name} has no benchmark command to launch",
+                         hint="add benchmark.command to the recipe")
+    if variant is None:
+        return bench.command
+    if variant not in bench.variants:
+        known = sorted(bench.variants) + programs.variants(recipe.name)
+        raise InputError(f"recipe {recipe.name} has no variant {variant!r}",
+                         hint="variants: " + (", ".join(known) or "none (leave --variant out)"))
+    return bench.variants[variant]
+
+
+def _counts(prog: programs.Program | None, opts: LaunchOptions, target, recipe) -> tuple[int, int]:
+    nodes = opts.nodes or (prog.nodes if prog else 1)
+    if nodes < 1:
+        raise InputError("--nodes must be at least 1")
+    if prog and not (opts.smoke_only or opts.command_override):
+        if nodes < prog.min_nodes or (prog.max_nodes is not None and nodes > prog.max_nodes):
+            span = f"{prog.min_nodes}" + ("+" if prog.max_nodes is None else
+                                         f"..{prog.max_nodes}" if prog.max_nodes != prog.min_nodes else "")
+            raise InputError(f"{recipe.name}{' ' + prog.variant if prog.variant else ''} runs on {span} node(s), "
+                             f"not {nodes}", hint=f"{prog.why} ({prog.source})")
+    target_gpus = target.gpus.count if target.gpus else 0
+    fixed = prog.gpus_per_node if prog else None
+    gpus = opts.gpus_per_node if opts.gpus_per_node is not None else (fixed or target_gpus
+                                                                      or (recipe.benchmark.needs_gpus if recipe.benchmark else 0))
+    if gpus < 0:
+        raise InputError("--gpus-per-node must be 0 or more")
+    if prog and not (opts.smoke_only or opts.command_override):
+        if fixed is not None and gpus != fixed:
+            raise InputError(f"the published command of {recipe.name}{' ' + prog.variant if prog.variant else ''} "
+                             f"runs {fixed} GPU(s) per node, not {gpus}",
+                             hint="pick the variant for that GPU count, or leave --gpus-per-node out")
+        total = gpus * nodes
+        if prog.total_gpus and total not in prog.total_gpus:
+            raise InputError(f"{recipe.name} has no configuration for {total} GPUs",
+                             hint=f"it has: {', '.join(map(str, prog.total_gpus))} ({prog.source})")
+        if total % prog.gpu_multiple:
+            raise InputError(f"{total} GPUs cannot hold the model parallel layout of {recipe.name} "
+                             f"(a multiple of {prog.gpu_multiple} is needed)", hint=prog.why)
+    return nodes, gpus
+
+
+def build_job(recipe, target, plan, opts: LaunchOptions) -> Job:
+    """Decide the launch of ``recipe`` on ``target`` from ``plan`` (``envbuild.plan.model.Plan``)."""
+    _check_scheduler(opts, target)
+    if opts.smoke_only and opts.command_override:
+        raise InputError("give --smoke-only or --command-override, not both")
+    if not SAFE_PATH.match(opts.output_dir):
+        raise InputError(f"output folder {opts.output_dir!r} has characters a scheduler directive cannot hold",
+                         hint="use a path of letters, digits and ./_-")
+    pods_row = programs.program(recipe.name, opts.variant)
+    variant = opts.variant
+    if pods_row is not None and pods_row.launcher == "pods":
+        if opts.scheduler != "k8s":
+            raise InputError(f"variant {variant} is a Kubernetes layout", hint="use --scheduler k8s")
+        command = ""
+    else:
+        command = _variant_command(recipe, variant)
+    prog = programs.program(recipe.name, variant)
+    nodes, gpus = _counts(prog, opts, target, recipe)
+    bench = recipe.benchmark
+    sources = _sources(plan)
+    env_file = _env_file(plan)
+    smoke_dir = _smoke_dir(plan)
+    launcher = prog.launcher if prog else "once"
+    if launcher == "per-node" and nodes == 1:
+        launcher = "once"
+    if prog is None and nodes > 1 and not (opts.smoke_only or opts.command_override):
+        raise InputError(f"{recipe.name} starts its own ranks on one node; it has no multi-node launch here",
+                         hint=(prog.why if prog else "leave --nodes out"))
+    cwd = bench.cwd if bench and bench.cwd else (smoke_dir or plan.prefix)
+    cwd = re.sub(r"\{sources\.([A-Za-z0-9_.-]+)\}", lambda m: sources.get(m.group(1), m.group(0)), cwd)
+    values = {"cwd": path_word(cwd), "job_dir": '"${JOB_DIR}"'}
+    source_words = {f"sources.{k}": path_word(v) for k, v in sources.items()}
+    env = {k: template_word(str(v), source_words) for k, v in (bench.env if bench else {}).items()}
+    missing = [n for n in (bench.target_env if bench else []) if n not in target.env]
+    if missing:
+        raise InputError(f"target {target.name} does not define {', '.join(missing)}, which {recipe.name} needs",
+                         hint="set them in the target profile's env")
+    target_env = {n: q(target.env[n]) for n in (bench.target_env if bench else [])}
+    notes: list[str] = []
+    files = dict(prog.files) if prog else {}
+    replaced = None
+    mode = {"once": "once", "deepspeed": "once", "torchrun": "per-node", "per-node": "per-node",
+            "pods": "pods"}[launcher]
+    nproc = max(gpus, 1)
+    parser = bench.parser if bench and bench.parser else ""
+    metric = bench.metric if bench else None
+
+    if launcher == "pods":
+        cmds = tuple(programs.MEGATRONAPP_MASTER_ADDR + " && " + fill_command(_variant_command(recipe, v), sources)
+                     for v in prog.pod_commands)
+        notes.append(f"pods: {prog.why}")
+    elif launcher in ("deepspeed", "torchrun"):
+        words = " ".join(template_word(w, values) for w in prog.argv)
+        if launcher == "deepspeed":
+            cmds = (f'deepspeed --num_gpus "$ENVBUILD_GPUS_PER_NODE" {words}',)
+        else:
+            cmds = (_torchrun("torchrun", words),)
+        notes.append(f"{launcher}: {prog.why}")
+    else:
+        text = fill_command(command, sources)
+        if launcher == "per-node":
+            text += " " + " ".join(template_word(w, values) for w in prog.multi_node_args)
+        cmds = (text,)
+        if prog:
+            notes.append(f"{launcher}: {prog.why}")
+
+    if opts.smoke_only or opts.command_override:
+        original = " / ".join(cmds)
+        original = original if len(original) <= 100 else original[:97] + "..."
+        files = {}
+        notes = []
+        if opts.smoke_only:
+            if smoke_dir is None:
+                raise InputError("--smoke-only needs the plan's smoke step (its scripts are copied to the node)",
+                                 hint="plan with the smoke step")
+            nproc = gpus if gpus else 2
+            replaced = (f"--smoke-only: the training command ({original}) is replaced by envbuild's CPU smoke, "
+                        f"an all-reduce over {nodes} node(s) x {nproc} rank(s) (collective.py, gloo)")
+            script = path_word(smoke_dir.rstrip("/") + "/collective.py")
+            if opts.scheduler == "pbs":
+                mode, cmds = "per-rank", (f"python {script} --json --device cpu",)
+            else:
+                mode = "pods" if opts.scheduler == "k8s" else "per-node"
+                cmds = (_torchrun("python -m torch.distributed.run", f"{script} --json --device cpu"),)
+                cmds = cmds * (nodes if mode == "pods" else 1)
+            cwd = smoke_dir
+            parser, metric = SMOKE_PARSER, "max_busbw_gbps"
+        else:
+            replaced = (f"--command-override: the training command ({original}) is replaced by "
+                        f"{opts.command_override!r}, as asked")
+            mode = "pods" if opts.scheduler == "k8s" else ("once" if nodes == 1 else "per-node")
+            cmds = (opts.command_override,) * (nodes if mode == "pods" else 1)
+        notes.append(replaced)
+    if prog and prog.source:
+        notes.append(f"source: {prog.source}")
+
+    container = None
+    if recipe.environment.kind == "container" and opts.scheduler in ("slurm", "k8s"):
+        if opts.no_container:
+            notes.append("--no-container: the recipe's container is not used; the plan's environment "
+                         "is sourced on the node itself")
+        else:
+            container = opts.container_image or default_image(recipe.name, target.name, opts.scheduler)
+    elif opts.container_image:
+        container = opts.container_image
+    if opts.scheduler == "k8s" and container is None:
+        raise InputError(f"a Kubernetes pod needs an image; {recipe.name}'s environment is a {recipe.environment.kind}",
+                         hint="pass --container-image IMAGE (an image with the environment built in)")
+
+    header = (f"envbuild launch: {recipe.name} on {target.name} through {opts.scheduler}"
+              + (f" (variant {variant})" if variant else "") + f", {nodes} node(s) x {gpus} GPU(s)",
+              f"rendered by envbuild {__version__} from the plan for {plan.host} (facts {plan.facts_origin}; "
+              f"lock sha256 {plan.lock_digest[:16] if plan.lock_digest else 'none'})",
+              *([f"regenerate: {opts.regenerate}"] if opts.regenerate else []))
+    return Job(recipe=recipe.name, target=target.name, scheduler=opts.scheduler, variant=variant,
+               name=f"envbuild-{recipe.name}", nodes=nodes, gpus_per_node=gpus, nproc_per_node=nproc,
+               mode=mode, commands=tuple(cmds), env_file=env_file, cwd=cwd,
+               env=tuple(sorted({**env, **target_env}.items())), module=_module(plan),
+               container_image=container, files=files, notes=tuple(notes), replaced=replaced,
+               parser=parser, metric=metric, output_dir=opts.output_dir,
+               cpus_per_task=prog.cpus_per_task if prog else None, cpu_cores=target.cpu_cores,
+               memory_gib=target.memory_gib, shm_size=target.shm_size, infiniband=bool(target.infiniband),
+               scheduler_options=(prog.scheduler_options.get(opts.scheduler, ()) if prog else ()),
+               master_port=opts.master_port or (prog.master_port if prog else None),
+               header=header, options=opts)
+
+
+def _torchrun(launcher: str, program: str) -> str:
+    return (f'{launcher} --nnodes "$ENVBUILD_NNODES" --nproc_per_node "$ENVBUILD_NPROC_PER_NODE" '
+            '--rdzv_id "$ENVBUILD_JOB_ID" --rdzv_backend c10d '
+            f'--rdzv_endpoint "$ENVBUILD_MASTER_ADDR:$ENVBUILD_MASTER_PORT" {program}')
+
+
+def default_image(recipe: str, target: str, scheduler: str) -> str:
+    """The image envbuild builds for the recipe (``envbuild/<recipe>:<target>``, as the CI
+    workflow tags it); for pyxis its enroot import next to the job (a squashfs path)."""
+    if scheduler == "slurm":
+        return f"envbuild-{recipe}-{target}.sqsh"
+    return f"envbuild/{recipe}:{target}"
+
+
+def task_script(job: Job, prelude: list[str], command: str | None = None) -> str:
+    """The script every task runs: scheduler ``prelude`` (rank variables), the module, the
+    plan's env file, the recipe's environment variables, ``cd`` and the command (``command``,
+    else the job's only one)."""
+    lines = ["#!/usr/bin/env bash", f"# task of {job.name}: the plan's environment, then the command",
+             "set -euo pipefail", *prelude]
+    if job.module:  # a batch shell may lack the module function: the login profile defines it
+        lines += ["# shellcheck source=/dev/null", "type module > /dev/null 2>&1 || . /etc/profile",
+                  f"module load {q(job.module)}"]
+    lines += ["# the environment file the plan's env-file step writes",
+              "# shellcheck source=/dev/null", f". {path_word(job.env_file)}"]
+    lines += [f"export {k}={v}" for k, v in job.env]
+    lines.append(f"cd {path_word(job.cwd)}")
+    if job.replaced:
+        lines += say(job.replaced, ">&2")
+    lines.append(command if command is not None else job.commands[0])
+    return "\n".join(lines) + "\n"
+
+
+def say(text: str, redirect: str = "") -> list[str]:
+    """``echo`` a note (one quoted word: a ``$`` in it is printed, not expanded)."""
+    word = q("envbuild: " + text)
+    return ([f"# shellcheck disable=SC2016  # printed as written"] if "$" in word or "`" in word else []) \
+        + [f"echo {word}" + (f" {redirect}" if redirect else "")]
+
+
+def heredoc(path_expr: str, content: str) -> list[str]:
+    """Lines that write ``content`` exactly to ``path_expr`` (a shell word, may expand
+    ``$JOB_DIR``): a quoted heredoc whose delimiter is not a line of the content."""
+    from envbuild.render.shell import heredoc_delimiter
+
+    if not content.endswith("\n"):
+        content += "\n"
+    delim = heredoc_delimiter(content)
+    return [f"cat > {path_expr} <<'{delim}'", *content[:-1].split("\n"), delim]
+
+
+def variables(job: Job, values: dict[str, str]) -> list[str]:
+    """``export ENVBUILD_*`` lines (values are shell words already) in a stable order."""
+    return [f"export {k}={values[k]}" for k in ("ENVBUILD_JOB_ID", "ENVBUILD_NNODES", "ENVBUILD_GPUS_PER_NODE",
+                                                 "ENVBUILD_NPROC_PER_NODE", "ENVBUILD_MASTER_ADDR",
+                                                 "ENVBUILD_MASTER_PORT", "ENVBUILD_NODE_RANK") if k in values]
+
+
+def comment(lines: list[str] | tuple[str, ...], width: int = 96) -> list[str]:
+    """``# `` lines, wrapped."""
+    import textwrap
+
+    out = []
+    for line in lines:
+        out += ["# " + x for x in textwrap.wrap(" ".join(line.split()), width, break_on_hyphens=False,
+                                                break_long_words=False)] or ["#"]
+    return out

@@ -1,0 +1,70 @@
+"""Job -> a PBS Pro batch script (``qsub``), as on ALCF Polaris. Pure.
+
+The script loads the plan's environment module and sources the plan's env file (the venv over
+the module's Python) in every rank's task, exports the recipe's variables and runs the command
+from the recipe's working folder. A program that starts its own ranks (ALCF's train-gpt3.sh
+calls ``mpiexec --hostfile $PBS_NODEFILE --ppn <GPUs>``) runs once, after a check that the node
+has the GPUs the target says (its ranks per node); the smoke runs one rank per GPU through
+``mpiexec -n <nodes x ranks> --ppn <ranks per node, from the target>``. Output goes to
+``<output_dir>/<job name>-<job id>.out`` / ``.err`` (redirected by the script itself).
+No PBS server runs in the test suite: these scripts are golden-tested and shellchecked only.
+"""
+
+from __future__ import annotations
+
+from envbuild.launch.job import Job, comment, heredoc, say, task_script, variables
+from envbuild.render.shell import q
+
+PRELUDE_RANK = ['export RANK="${PMI_RANK:-0}" WORLD_SIZE="${PMI_SIZE:-1}"',
+                'export LOCAL_RANK="${PMI_LOCAL_RANK:-${PALS_LOCAL_RANKID:-0}}"',
+                'export MASTER_ADDR="$ENVBUILD_MASTER_ADDR" MASTER_PORT="$ENVBUILD_MASTER_PORT"',
+                'export ENVBUILD_NODE_RANK="${PALS_NODEID:-0}"']
+PRELUDE_ONCE = ['export ENVBUILD_NODE_RANK=0']
+
+
+def render(job: Job) -> str:
+    opts = job.options
+    out = job.output_dir.rstrip("/") or "."
+    select = f"select={job.nodes}" + (f":ncpus={job.cpu_cores}" if job.cpu_cores else "") \
+        + (f":ngpus={job.gpus_per_node}" if job.gpus_per_node else "")
+    directives = [f"-N {job.name}", f"-l {select}", f"-l walltime={(opts.time_limit if opts else None) or '01:00:00'}",
+                  *job.scheduler_options]
+    if opts and opts.partition:
+        directives.append(f"-q {opts.partition}")
+    if opts and opts.account:
+        directives.append(f"-A {opts.account}")
+    directives.append("-j n")
+    port = str(job.master_port) if job.master_port else "29500"
+    lines = ["#!/bin/bash", *comment(job.header), *comment([f"NOTE: {n}" for n in job.notes]),
+             *[f"#PBS {d}" for d in directives], "",
+             "set -euo pipefail",
+             "# PBS starts the job in $HOME: paths are relative to the folder qsub ran in",
+             'cd "$PBS_O_WORKDIR"',
+             f"JOB_DIR=\"$(cd {q(out)} && pwd)\"", "export JOB_DIR",
+             f'exec > "$JOB_DIR/{job.name}-$PBS_JOBID.out" 2> "$JOB_DIR/{job.name}-$PBS_JOBID.err"',
+             'ENVBUILD_NNODES="$(sort -u "$PBS_NODEFILE" | wc -l)"',
+             'ENVBUILD_MASTER_ADDR="$(sed -n 1p "$PBS_NODEFILE")"',
+             "export ENVBUILD_NNODES ENVBUILD_MASTER_ADDR",
+             *variables(job, {"ENVBUILD_JOB_ID": '"$PBS_JOBID"', "ENVBUILD_GPUS_PER_NODE": str(job.gpus_per_node),
+                              "ENVBUILD_NPROC_PER_NODE": str(job.nproc_per_node), "ENVBUILD_MASTER_PORT": port})]
+    if job.replaced:
+        lines += say(job.replaced)
+    for name, content in sorted(job.files.items()):
+        lines += heredoc(f'"$JOB_DIR"/{q(name)}', content)
+    task = '"$JOB_DIR/$PBS_JOBID.task.sh"'
+    per_rank = job.mode == "per-rank"
+    lines += ["# the task each rank (or the one launcher) runs",
+              *heredoc(task, task_script(job, PRELUDE_RANK if per_rank else PRELUDE_ONCE))]
+    if per_rank:
+        lines.append(f'mpiexec -n "$((ENVBUILD_NNODES * {job.nproc_per_node}))" --ppn {job.nproc_per_node} '
+                     f'--hostfile "$PBS_NODEFILE" --envall bash {task}')
+    else:
+        if job.gpus_per_node and not job.replaced:
+            lines += [f"# the program starts one rank per GPU nvidia-smi lists: the target says {job.gpus_per_node}",
+                      "gpus_seen=\"$(nvidia-smi -L | grep -c '^GPU ')\"",
+                      f'if [ "$gpus_seen" != {job.gpus_per_node} ]; then',
+                      f'  echo "envbuild: $gpus_seen GPUs on $(hostname), the target {job.target} has '
+                      f'{job.gpus_per_node} per node" >&2',
+                      "  exit 1", "fi"]
+        lines.append(f"bash {task}")
+    return "\n".join(lines) + "\n"

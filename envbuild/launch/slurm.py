@@ -1,0 +1,68 @@
+"""Job -> a Slurm batch script (``sbatch``). Pure.
+
+One task per node (or one task in all, for programs that start their own ranks) runs the
+task script the batch script writes into the job folder; the first node of the allocation is
+the rendezvous host (``scontrol show hostnames``), the port ``49152 + job id % 16384`` as the
+published Megatron-DeepSpeed script has it. Output goes to ``<output_dir>/<job name>-<job id>.out``
+and ``.err``, which ``envbuild launch --submit`` collects. Where the recipe's environment is a
+container, the task runs in it through pyxis (``srun --container-image``), with the job
+folder mounted.
+"""
+
+from __future__ import annotations
+
+from envbuild.launch.job import Job, comment, heredoc, say, task_script, variables
+from envbuild.render.shell import q
+
+PRELUDE = ['export ENVBUILD_NODE_RANK="${SLURM_NODEID:-0}"']
+
+
+def output_paths(job: Job, job_id: str) -> tuple[str, str]:
+    """The job's stdout and stderr files (relative to the submit folder when output_dir is)."""
+    base = f"{job.output_dir.rstrip('/') or '.'}/{job.name}-{job_id}"
+    return base + ".out", base + ".err"
+
+
+def render(job: Job) -> str:
+    opts = job.options
+    out = job.output_dir.rstrip("/") or "."
+    directives = [f"--job-name={job.name}", f"--nodes={job.nodes}", "--ntasks-per-node=1"]
+    if job.cpus_per_task:
+        directives.append(f"--cpus-per-task={job.cpus_per_task}")
+    if job.gpus_per_node:
+        directives.append(f"--gres=gpu:{job.gpus_per_node}")
+    directives += [f"--output={out}/%x-%j.out", f"--error={out}/%x-%j.err"]
+    if opts and opts.time_limit:
+        directives.append(f"--time={opts.time_limit}")
+    if opts and opts.partition:
+        directives.append(f"--partition={opts.partition}")
+    if opts and opts.account:
+        directives.append(f"--account={opts.account}")
+    port = (str(job.master_port) if job.master_port
+            else '"$((SLURM_JOB_ID % 16384 + 49152))"')
+    lines = ["#!/bin/bash", *comment(job.header), *comment([f"NOTE: {n}" for n in job.notes]),
+             *[f"#SBATCH {d}" for d in directives], "",
+             "set -euo pipefail",
+             f"JOB_DIR=\"$(cd {q(out)} && pwd)\"", "export JOB_DIR",
+             *variables(job, {"ENVBUILD_JOB_ID": '"$SLURM_JOB_ID"', "ENVBUILD_NNODES": '"$SLURM_JOB_NUM_NODES"',
+                              "ENVBUILD_GPUS_PER_NODE": str(job.gpus_per_node),
+                              "ENVBUILD_NPROC_PER_NODE": str(job.nproc_per_node),
+                              "ENVBUILD_MASTER_PORT": port}),
+             "# the first node of the allocation hosts the rendezvous",
+             'ENVBUILD_MASTER_ADDR="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | sed -n 1p)"',
+             "export ENVBUILD_MASTER_ADDR"]
+    if job.replaced:
+        lines += say(job.replaced)
+    for name, content in sorted(job.files.items()):
+        lines += [f"# {name}, as the published script writes it", *heredoc(f'"$JOB_DIR"/{q(name)}', content)]
+    task = '"$JOB_DIR/$SLURM_JOB_NAME-$SLURM_JOB_ID.task.sh"'
+    lines += ["# the task every node runs", *heredoc(task, task_script(job, PRELUDE))]
+    srun = ["srun"]
+    if job.mode == "once":
+        srun += ["--nodes=1", "--ntasks=1"]
+    else:
+        srun += ['--nodes="$SLURM_JOB_NUM_NODES"', "--ntasks-per-node=1"]
+    if job.container_image:
+        srun += [f"--container-image={q(job.container_image)}", '--container-mounts="$JOB_DIR"']
+    lines.append(" ".join([*srun, "bash", task]))
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,222 @@
+"""envbuild.launch renderers: golden files for every launch script and manifest, shellcheck on
+every generated script (the batch scripts and the task scripts they write), the Kubernetes
+manifests validated offline against the Kubernetes schema, and the refusals.
+
+No PBS server and no Kubernetes API run here: PBS scripts and pod manifests are checked as
+text (golden, shellcheck, schema) only. Slurm scripts are also submitted to a real Slurm
+cluster in tests/test_launch_slurm.py.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from envbuild.errors import InputError
+from envbuild.facts.profile import from_target
+from envbuild.launch import LaunchOptions, render_launch
+from envbuild.launch.k8s import API_VERSION
+from envbuild.plan.build import PlanOptions
+from envbuild.plan.resolve import resolve
+from envbuild.recipes import load_recipe
+from envbuild.targets import load_target
+
+GOLDEN = Path(__file__).parent / "golden" / "launch"
+HEREDOC = re.compile(r"<<'(ENVBUILD_EOF_[0-9a-f]+)'\n(.*?)\n\1\n", re.S)
+
+CASES = {  # name: (recipe, target, options)
+    "alpa-megatron--slurm--slurm": ("alpa-megatron", "slurm", dict(scheduler="slurm")),
+    "alpa-megatron--slurm--slurm-8gpu-2nodes": ("alpa-megatron", "slurm",
+                                                dict(scheduler="slurm", variant="8gpu", nodes=2)),
+    "alpa-megatron--slurm--slurm-smoke": ("alpa-megatron", "slurm",
+                                          dict(scheduler="slurm", nodes=2, gpus_per_node=2, smoke_only=True)),
+    "alpa-megatron--azure-nd96--local": ("alpa-megatron", "azure-nd96", dict(scheduler="local")),
+    "opt-175b-azure--azure-nd96--slurm": ("opt-175b-azure", "azure-nd96", dict(scheduler="slurm")),
+    "opt-175b-azure--azure-nd96--slurm-smoke": ("opt-175b-azure", "azure-nd96",
+                                                dict(scheduler="slurm", smoke_only=True, time_limit="00:10:00")),
+    "megatron-deepspeed-slurm--slurm--slurm": ("megatron-deepspeed-slurm", "slurm", dict(scheduler="slurm")),
+    "megatron-deepspeed-slurm--slurm--slurm-multi-node": ("megatron-deepspeed-slurm", "slurm",
+                                                          dict(scheduler="slurm", variant="multi-node")),
+    "megatron-deepspeed-slurm--slurm--slurm-multi-node-smoke": (
+        "megatron-deepspeed-slurm", "slurm",
+        dict(scheduler="slurm", variant="multi-node", smoke_only=True, no_container=True, gpus_per_node=2)),
+    "polaris-megatron-deepspeed--polaris--pbs": ("polaris-megatron-deepspeed", "polaris", dict(scheduler="pbs")),
+    "polaris-megatron-deepspeed--polaris--pbs-2nodes": ("polaris-megatron-deepspeed", "polaris",
+                                                        dict(scheduler="pbs", nodes=2, account="myproject",
+                                                             partition="prod")),
+    "polaris-megatron-deepspeed--polaris--pbs-smoke": ("polaris-megatron-deepspeed", "polaris",
+                                                       dict(scheduler="pbs", nodes=2, smoke_only=True)),
+    "megatronapp--rtx4090-pod--k8s": ("megatronapp", "rtx4090-pod", dict(scheduler="k8s")),
+    "megatronapp--rtx4090-pod--k8s-two-pods": ("megatronapp", "rtx4090-pod", dict(scheduler="k8s", variant="two-pods")),
+    "megatronapp--rtx4090-pod--k8s-smoke": ("megatronapp", "rtx4090-pod",
+                                            dict(scheduler="k8s", nodes=2, smoke_only=True)),
+    "cpu-reference--local--local": ("cpu-reference", "local", dict(scheduler="local")),
+}
+
+
+def plan_for(recipe, target):
+    """The plan a launch reads without a provisioned run: the image's for a container recipe
+    (run in its container), else the node plan from the target profile (no lock)."""
+    if recipe.environment.kind == "container":
+        from envbuild.render.image import image_plan
+
+        return image_plan(recipe, target, None).plan
+    return resolve(recipe, target, from_target(target), None, PlanOptions(host=target.name)).plan
+
+
+def render(name: str):
+    recipe, target, kw = CASES[name]
+    rec, tgt = load_recipe(recipe), load_target(target)
+    return render_launch(rec, tgt, plan_for(rec, tgt), LaunchOptions(**kw))
+
+
+@pytest.fixture(scope="module")
+def rendered():
+    return {name: render(name) for name in CASES}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_launch_matches_golden(name: str, rendered) -> None:
+    r = rendered[name]
+    path = GOLDEN / f"{name}.{r.filename.rsplit('.', 1)[1]}"
+    if os.environ.get("ENVBUILD_UPDATE_GOLDEN"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(r.text)
+    assert path.exists(), f"no golden file {path}; create it with ENVBUILD_UPDATE_GOLDEN=1"
+    assert r.text == path.read_text(), f"launch changed; review and rerun with ENVBUILD_UPDATE_GOLDEN=1 ({path})"
+
+
+def test_every_golden_file_has_a_case() -> None:
+    stems = {p.name.rsplit(".", 1)[0] for p in GOLDEN.iterdir()}
+    assert stems == set(CASES), "stale golden files: remove them or add their case"
+
+
+def _scripts(rendered) -> dict[str, str]:
+    """Every shell script the launches contain: the batch scripts, the task scripts they write
+    (heredocs), and each pod's command."""
+    out = {}
+    for name, r in rendered.items():
+        if r.filename.endswith(".yaml"):
+            for doc in yaml.safe_load_all(r.text):
+                for c in doc.get("spec", {}).get("containers", []):
+                    out[f"{name}-{doc['metadata']['name']}.sh"] = c["command"][2]
+            continue
+        out[f"{name}.sh"] = r.text
+        for i, (_, body) in enumerate(HEREDOC.findall(r.text)):
+            if body.startswith("#!"):
+                out[f"{name}-task{i}.sh"] = body + "\n"
+    return out
+
+
+def test_shellcheck_every_generated_script(rendered, tmp_path) -> None:
+    scripts = _scripts(rendered)
+    assert len(scripts) > 2 * len(CASES) - 4
+    for name, text in scripts.items():
+        (tmp_path / name).write_text(text)
+    proc = subprocess.run(["shellcheck", "--shell=bash", "--severity=style", *sorted(scripts)],
+                          cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_manifests_validate_against_the_kubernetes_schema(rendered) -> None:
+    import kubernetes_validate
+
+    docs = [d for r in rendered.values() if r.filename.endswith(".yaml") for d in yaml.safe_load_all(r.text)]
+    assert {d["kind"] for d in docs} == {"Pod", "Service"}
+    for doc in docs:
+        kubernetes_validate.validate(doc, API_VERSION, strict=True)  # raises on any schema error
+
+
+def test_two_pods_master_and_worker(rendered) -> None:
+    svc, master, worker = yaml.safe_load_all(rendered["megatronapp--rtx4090-pod--k8s-two-pods"].text)
+    assert svc["spec"]["clusterIP"] == "None" and svc["spec"]["selector"]["app.kubernetes.io/component"] == "master"
+    for rank, pod in enumerate((master, worker)):
+        c = pod["spec"]["containers"][0]
+        env = {e["name"]: e["value"] for e in c["env"]}
+        assert env["ENVBUILD_MASTER_ADDR"] == env["MASTER_ADDR"] == svc["metadata"]["name"]
+        assert env["ENVBUILD_NODE_RANK"] == str(rank) and env["ENVBUILD_MASTER_PORT"] == "6000"
+        assert c["resources"]["limits"] == {"cpu": "16", "memory": "200Gi", "nvidia.com/gpu": 4,
+                                            "rdma/hca_shared_devices_a": 1}
+        assert pod["spec"]["volumes"] == [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}}]
+        assert c["volumeMounts"] == [{"name": "dshm", "mountPath": "/dev/shm"}]
+        assert ". /opt/envbuild/megatronapp/.envbuild/env.sh" in c["command"][2]
+    assert c["command"][2].rstrip().endswith("bash run_worker.sh")
+    assert master["spec"]["containers"][0]["command"][2].rstrip().endswith("bash run_master.sh")
+
+
+def test_activation_is_the_plans_env_file_and_nothing_installs(rendered) -> None:
+    for name, r in rendered.items():
+        recipe, target, _ = CASES[name]
+        rec, tgt = load_recipe(recipe), load_target(target)
+        env_file = plan_for(rec, tgt).step("env-file").params.path
+        word = env_file.replace("~/", '"$HOME"/')
+        assert f". {word}" in r.text, name
+        assert not re.search(r"pip install|python3? -m venv|conda create|git clone", r.text), name
+
+
+def test_published_launchers(rendered) -> None:
+    snmg = rendered["megatron-deepspeed-slurm--slurm--slurm"].text
+    assert 'deepspeed --num_gpus "$ENVBUILD_GPUS_PER_NODE"' in snmg and "--tensor-model-parallel-size 4" in snmg
+    assert "srun --nodes=1 --ntasks=1 --container-image=envbuild-megatron-deepspeed-slurm-slurm.sqsh" in snmg
+    mnmg = rendered["megatron-deepspeed-slurm--slurm--slurm-multi-node"].text
+    assert "#SBATCH --nodes=2" in mnmg and "--rdzv_backend c10d" in mnmg and "--pipeline-model-parallel-size 2" in mnmg
+    assert 'ENVBUILD_MASTER_PORT="$((SLURM_JOB_ID % 16384 + 49152))"' in mnmg
+    opt = rendered["opt-175b-azure--azure-nd96--slurm"].text
+    for line in ("export NCCL_SOCKET_IFNAME=eth0", "export NCCL_TOPO_FILE=/opt/microsoft/ndv4-topo.xml",
+                 "export UCX_NET_DEVICES=eth0", "export CUDA_DEVICE_ORDER=PCI_BUS_ID"):
+        assert line in opt
+    pbs = rendered["polaris-megatron-deepspeed--polaris--pbs-smoke"].text
+    assert "module load conda/2023-10-04" in pbs
+    assert 'mpiexec -n "$((ENVBUILD_NNODES * 4))" --ppn 4 --hostfile "$PBS_NODEFILE"' in pbs
+    assert "#PBS -l select=2:ncpus=32:ngpus=4" in pbs
+
+
+def test_replacement_is_said_in_the_script(rendered) -> None:
+    for name in [n for n in CASES if n.endswith("-smoke")]:
+        text = rendered[name].text
+        assert "NOTE: --smoke-only: the training command" in text, name
+        assert re.search(r"echo ['\"]envbuild: --smoke-only: the training command", text) \
+            or "envbuild/replaced: '--smoke-only: the training command" in text, name
+
+
+def _job(recipe, target, **kw):
+    from envbuild.launch import build_job
+
+    rec, tgt = load_recipe(recipe), load_target(target)
+    return build_job(rec, tgt, plan_for(rec, tgt), LaunchOptions(**kw))
+
+
+@pytest.mark.parametrize("recipe,target,kw,words", [
+    ("polaris-megatron-deepspeed", "polaris", dict(scheduler="slurm"), "runs its jobs through pbs"),
+    ("megatron-deepspeed-slurm", "slurm", dict(scheduler="slurm", variant="multi-node", nodes=1), "runs on 2+ node"),
+    ("megatron-deepspeed-slurm", "slurm", dict(scheduler="slurm", gpus_per_node=2), "model parallel layout"),
+    ("alpa-megatron", "slurm", dict(scheduler="slurm", nodes=2), "runs on 1 node"),
+    ("alpa-megatron", "slurm", dict(scheduler="slurm", variant="8gpu", nodes=3), "no configuration for 24 GPUs"),
+    ("alpa-megatron", "slurm", dict(scheduler="slurm", variant="16gpu"), "no variant '16gpu'"),
+    ("opt-175b-azure", "azure-nd96", dict(scheduler="slurm", gpus_per_node=4), "runs 8 GPU(s) per node"),
+    ("alpa-megatron", "h100", dict(scheduler="k8s"), "needs an image"),
+    ("alpa-megatron", "slurm", dict(scheduler="slurm", output_dir="out dir"), "scheduler directive"),
+    ("alpa-megatron", "slurm", dict(scheduler="slurm", smoke_only=True, command_override="true"), "not both"),
+])
+def test_refusals_say_why(recipe, target, kw, words) -> None:
+    with pytest.raises(InputError) as exc:
+        _job(recipe, target, **kw)
+    assert words in str(exc.value) + str(exc.value.hint or "")
+
+
+def test_values_are_quoted() -> None:
+    job = _job("alpa-megatron", "slurm", scheduler="local", command_override="echo 'a b' $HOME")
+    from envbuild.launch.local import render
+
+    text = render(job)
+    from envbuild.launch.job import say
+
+    assert say(job.replaced)[-1] in text  # the note is one quoted word: its $HOME is printed
+    assert say(job.replaced)[-1].startswith("echo 'envbuild: --command-override")
+    assert "\necho 'a b' $HOME\n" in text  # the command is the user's shell text, as given
+    assert '. "$HOME"/.envbuild/envs/alpa-megatron/.envbuild/env.sh' in text
