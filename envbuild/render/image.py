@@ -87,13 +87,13 @@ class ImagePlan:
 
     def build_steps(self) -> list[tuple[Step, list]]:
         out = []
+        steps = self.plan.steps
+        if not self.feasible:  # an infeasible verdict stops the build at its first RUN
+            out.append((steps[0], step_actions(steps[0], self.prefix)))
         tool = self.tooling()
         if tool is not None:
             out.append((tool, step_actions(tool, self.prefix)))
-        steps = self.plan.steps
-        if self.feasible:  # a feasible verdict has no action; an infeasible one stops the build
-            steps = steps[1:]
-        out += [(s, step_actions(s, self.prefix)) for s in steps if s.kind not in VERIFY_STEPS]
+        out += [(s, step_actions(s, self.prefix)) for s in steps[1:] if s.kind not in VERIFY_STEPS]
         return out
 
     def verify_steps(self) -> list[tuple[Step, list]]:

@@ -1,0 +1,132 @@
+"""The Dockerfile renderer on data: base images from the table, multi-stage extension builds,
+cache-friendly layer order, labels, values as data. Fast (no engine; dockerfile-parse reads
+the output)."""
+
+from __future__ import annotations
+
+import io
+
+from pathlib import Path
+
+import pytest
+from dockerfile_parse import DockerfileParser
+
+from envbuild.inputs import find_lock
+from envbuild.recipes import load_recipe
+from envbuild.render import dockerfile
+from envbuild.render.bases import CUDA_ROWS, choose
+from envbuild.render.image import image_plan
+from envbuild.targets import load_target
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def plan_of(recipe: str, target: str, **kw):
+    rec, tgt = load_recipe(recipe), load_target(target)
+    lock = find_lock(rec, tgt, None, ROOT / "lockfiles")
+    text = (ROOT / "lockfiles" / recipe / f"{target}.lock").read_text() if lock is not None else None
+    return image_plan(rec, tgt, lock, lock_text=text, **kw)
+
+
+def dfp(text: str) -> DockerfileParser:
+    p = DockerfileParser(fileobj=io.BytesIO())
+    p.content = text
+    return p
+
+
+def parsed(ip) -> list[dict]:
+    return dfp(dockerfile.render(ip).files["Dockerfile"]).structure
+
+
+@pytest.mark.parametrize("recipe,target,image", [
+    ("cpu-reference", "local", "python:3.11-slim-bookworm"),
+    ("opt-175b-azure", "azure-nd96", "nvidia/cuda:11.3.1-cudnn8-devel-ubuntu20.04"),
+    ("alpa-megatron", "azure-nd96", "nvidia/cuda:11.1.1-cudnn8-devel-ubuntu20.04"),
+    ("megatron-deepspeed-slurm", "slurm", "nvcr.io/nvidia/pytorch:22.02-py3"),
+    ("megatronapp", "rtx4090-pod", "nvcr.io/nvidia/pytorch:23.04-py3"),
+    ("polaris-megatron-deepspeed", "polaris", "nvidia/cuda:11.8.0-cudnn8-devel-ubuntu22.04"),
+])
+def test_base_image_from_recipe_or_torch_cuda(recipe: str, target: str, image: str) -> None:
+    ip = plan_of(recipe, target)
+    assert ip.base.image == image
+    assert ip.base.source.startswith("https://")
+    assert ip.prefix == f"/opt/envbuild/{recipe}" and ip.plan.backend == "venv"
+
+
+def test_base_override_and_table_rows() -> None:
+    assert plan_of("cpu-reference", "local", base="localhost/b:1").base.image == "localhost/b:1"
+    assert all(r.nvcc and r.image.startswith("nvidia/cuda:") for r in CUDA_ROWS.values())
+    assert choose(load_recipe("cpu-reference"), "cu113").image == CUDA_ROWS["cu113"].image
+
+
+def test_extension_wheels_build_in_devel_and_install_in_runtime() -> None:
+    ip = plan_of("alpa-megatron", "azure-nd96")
+    items = parsed(ip)
+    froms = [i["value"] for i in items if i["instruction"] == "FROM"]
+    assert froms == ["nvidia/cuda:11.1.1-cudnn8-devel-ubuntu20.04 AS env", "env AS devel", "env AS runtime"]
+    stage_of, stage = {}, None
+    for i in items:
+        if i["instruction"] == "FROM":
+            stage = i["value"].split()[-1]
+        stage_of[i["startline"]] = stage
+    wheel_runs = [i for i in items if i["instruction"] == "RUN" and "bdist_wheel" in i["value"]]
+    assert len(wheel_runs) == 1 and stage_of[wheel_runs[0]["startline"]] == "devel"
+    assert "TORCH_CUDA_ARCH_LIST=8.0" in wheel_runs[0]["value"]
+    copy_from = [i for i in items if i["instruction"] == "COPY" and i["value"].startswith("--from=devel")]
+    assert len(copy_from) == 1 and stage_of[copy_from[0]["startline"]] == "runtime"
+    runtime_runs = " ".join(i["value"] for i in items if i["instruction"] == "RUN" and stage_of[i["startline"]] == "runtime")
+    assert "src/apex" not in runtime_runs.replace("--find-links", "")  # the Apex tree stays in devel
+    assert "src/megatron" in runtime_runs and "apply_patch.py" in runtime_runs
+
+
+def test_layer_order_lock_dependent_last() -> None:
+    items = parsed(plan_of("cpu-reference", "local"))
+    kinds = [i["instruction"] for i in items]
+    # every requirements COPY is right before its pip RUN
+    for n, i in enumerate(items):
+        if i["instruction"] == "COPY" and "/requirements/" in i["value"]:
+            assert items[n + 1]["instruction"] == "RUN" and "-r " in items[n + 1]["value"]
+    last_run = max(n for n, k in enumerate(kinds) if k == "RUN")
+    label = kinds.index("LABEL")
+    lock_copy = next(n for n, i in enumerate(items) if i["instruction"] == "COPY" and "envbuild.lock" in i["value"])
+    assert last_run < lock_copy < label and kinds.index("ENV") > last_run
+    assert kinds.index("RUN") < next(n for n, i in enumerate(items) if "pip-packages" in i["value"])
+
+
+def test_labels_and_verify_files() -> None:
+    ip = plan_of("alpa-megatron", "azure-nd96")
+    ctx = dockerfile.render(ip)
+    got = dfp(ctx.files["Dockerfile"]).labels
+    assert got["io.envbuild.recipe"] == "alpa-megatron" and got["io.envbuild.lock.sha256"] == ip.plan.lock_digest
+    assert got["io.envbuild.source.apex"] == "e2083df5eb96643c61613b9df48dd4eea6b07690"
+    assert got["org.opencontainers.image.base.name"].startswith("nvidia/cuda:11.1.1")
+    spec = __import__("json").loads(ctx.files["envbuild/verify.json"])
+    assert spec["modules"] == ["megatron", "apex", "amp_C"]
+    assert "torch" in spec["packages"] and spec["packages"]["torch"].startswith("==1.8.2")
+    assert f"/opt/envbuild/alpa-megatron/src/apex" not in spec["sources"]  # built in devel only
+    assert "envbuild/verify_image.py" in ctx.copies and "envbuild/assets/smoke/gpt.py" in ctx.copies
+
+
+def test_infeasible_target_stops_at_the_first_run() -> None:
+    ip = plan_of("alpa-megatron", "h100")
+    assert not ip.feasible
+    text = dockerfile.render(ip).files["Dockerfile"]
+    assert "PREFLIGHT REFUSED THIS TARGET" in text
+    first_run = next(line for line in text.splitlines() if line.startswith("RUN "))
+    assert "preflight refused this node" in first_run and "exit 1" in first_run
+
+
+def test_values_are_data_in_env_and_labels() -> None:
+    """``\\$`` keeps ``$`` literal in ENV/LABEL (podman 4.3 gives ``a$HOME "q" b\\c`` for
+    ``ENV A="a\\$HOME \\"q\\" b\\\\c"``; dockerfile-parse does not unescape, so it is not used here)."""
+    assert dockerfile.dq('a"$HOME`x`\\') == '"a\\"\\$HOME`x`\\\\"'
+    assert dockerfile.dq("two\nlines") == '"two\\nlines"'
+
+
+def test_wheelhouse_wheels_are_mounted_not_copied() -> None:
+    ip = plan_of("cpu-reference", "local", wheelhouse=True)
+    ctx = dockerfile.render(ip)
+    assert ctx.wheels == ["torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"]
+    text = ctx.files["Dockerfile"]
+    assert "--mount=type=bind,source=wheelhouse,target=/opt/envbuild/wheelhouse" in text
+    assert "COPY wheelhouse" not in text
