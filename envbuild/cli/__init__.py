@@ -25,6 +25,7 @@ COMMAND_MODULES = [
     "provision_cmd",  # envbuild provision
     "smoke_cmd",  # envbuild smoke
     "report_cmd",  # envbuild report, verify, diff
+    "launch_cmd",  # envbuild launch
     "render_cmd",  # envbuild render
 ]
 

@@ -1,0 +1,344 @@
+"""Submit a rendered launch, follow the job, collect its output into a run directory.
+
+The only module of ``envbuild.launch`` with side effects. Slurm: ``sbatch --parsable``, then
+``scontrol show job -o ID`` until a terminal state (no squeue, no sacct; when the controller
+has already forgotten the job, its line in the ``jobcomp/filetxt`` file); the job's ``--output``
+and ``--error`` files lie in the run's ``job/`` folder (the folder must be shared with the
+nodes, as a home directory is). local: the rendered script runs in the foreground.
+
+The run directory (``envbuild.rundir``) gets ``job/`` (script, outputs), ``launch.json`` (job
+id, scheduler state, exit code, output tail, what replaced the training command, the verify
+verdicts), ``recipe.json`` and ``nodes/<first node>/smoke.json`` in the layout envbuild.report
+reads: the recipe's native section parsed with its own parser (``envbuild.smoke.native``), or
+the collective section when ``--smoke-only`` replaced the training command (the native section
+then says it did not run, and why). When a provisioned run was verified first, its lock and
+node records are copied in, so the report judges the environment the job ran in.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from envbuild.errors import EnvironmentProblem
+from envbuild.launch import Rendered, render_job
+from envbuild.launch.job import Job, LaunchOptions, build_job
+from envbuild.smoke import read_result
+from envbuild.smoke.native import evaluate, parse
+
+TERMINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
+            "PREEMPTED", "BOOT_FAIL", "DEADLINE", "SPECIAL_EXIT", "REVOKED"}
+TAIL_LINES = 20
+NODE_FILES = ("facts.json", "preflight.json", "plan.json", "result.json", "observed.json")
+
+
+@dataclass
+class JobResult:
+    """What the scheduler said about a finished job, and its output."""
+
+    scheduler: str
+    job_id: str
+    state: str  # COMPLETED, FAILED, CANCELLED, TIMEOUT, ... (local: COMPLETED / FAILED)
+    exit_code: str  # Slurm "rc:signal", local "rc"
+    reason: str = ""
+    first_node: str = "local"
+    stdout_path: str = ""
+    stderr_path: str = ""
+    stdout: str = field(default="", repr=False)
+    stderr: str = field(default="", repr=False)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.state == "COMPLETED"
+
+    @property
+    def rc(self) -> int:
+        try:
+            return int(self.exit_code.split(":")[0])
+        except ValueError:
+            return -1
+
+    def tail(self, lines: int = TAIL_LINES) -> str:
+        text = (self.stdout.rstrip() + "\n" + self.stderr.rstrip()).strip()
+        return "\n".join(text.splitlines()[-lines:])
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.pop("stdout"), d.pop("stderr")
+        d["tail"] = self.tail()
+        return d
+
+
+def parse_record(text: str) -> dict[str, str]:
+    """``Key=value`` words of ``scontrol show job -o`` or a jobcomp/filetxt line; a value may
+    hold spaces up to the next ``Key=``."""
+    out: dict[str, str] = {}
+    key = None
+    for word in text.strip().split(" "):
+        head = word.split("=", 1)[0]
+        if "=" in word and head and head.replace("/", "").replace(":", "").replace("_", "").isalnum():
+            key, out[head] = head, word.split("=", 1)[1]
+        elif key is not None:
+            out[key] += " " + word
+    return out
+
+
+def _run(argv: list[str], env: dict[str, str], cwd: str | Path | None = None,
+         timeout: float = 60) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL)
+    except FileNotFoundError:
+        raise EnvironmentProblem(f"{argv[0]} is not installed or not on PATH",
+                                 hint="run envbuild launch --submit on a Slurm login node") from None
+    except subprocess.TimeoutExpired:
+        raise EnvironmentProblem(f"{' '.join(argv[:3])} did not answer within {timeout:.0f} s",
+                                 hint="is slurmctld up? (scontrol ping)") from None
+
+
+def submit_slurm(script: Path, env: dict[str, str], cwd: Path) -> str:
+    """``sbatch --parsable SCRIPT``; the job id."""
+    proc = _run(["sbatch", "--parsable", str(script)], env, cwd)
+    if proc.returncode != 0:
+        raise EnvironmentProblem(f"sbatch refused {script.name}: {proc.stderr.strip()[-400:]}",
+                                 hint="check the partition, the node count and the GPUs asked for")
+    return proc.stdout.strip().split(";")[0]
+
+
+def jobcomp_record(job_id: str, env: dict[str, str]) -> dict[str, str]:
+    """The job's line in the jobcomp/filetxt file, when the cluster keeps one we can read."""
+    proc = _run(["scontrol", "show", "config"], env)
+    conf = {}
+    for line in proc.stdout.splitlines():
+        if "=" in line:
+            k, v = line.split("=", 1)
+            conf[k.strip()] = v.strip()
+    path = conf.get("JobCompLoc")
+    if conf.get("JobCompType") != "jobcomp/filetxt" or not path or not os.access(path, os.R_OK):
+        return {}
+    for line in reversed(Path(path).read_text(errors="replace").splitlines()):
+        rec = parse_record(line)
+        if rec.get("JobId") == job_id:
+            return rec
+    return {}
+
+
+def follow_slurm(job_id: str, env: dict[str, str], timeout: float) -> dict[str, str]:
+    """Poll ``scontrol show job`` until the job ends; on ``timeout`` cancel it (``scancel``)
+    and return its last record with ``JobState=CANCELLED`` and why."""
+    deadline = time.monotonic() + timeout
+    delay = 0.05
+    rec: dict[str, str] = {}
+    while True:
+        proc = _run(["scontrol", "show", "job", "-o", job_id], env)
+        if proc.returncode == 0 and proc.stdout.strip():
+            rec = parse_record(proc.stdout)
+        elif "Invalid job id" in proc.stderr:
+            done = jobcomp_record(job_id, env)
+            if done:
+                return done
+            return {**rec, "JobState": rec.get("JobState", "UNKNOWN"),
+                    "Reason": "the controller forgot the job and keeps no readable jobcomp file"}
+        if rec.get("JobState", "").split(" ")[0] in TERMINAL:
+            return rec
+        if time.monotonic() > deadline:
+            _run(["scancel", job_id], env)
+            return {**rec, "JobState": "CANCELLED",
+                    "Reason": f"envbuild cancelled it after {timeout:.0f} s in state {rec.get('JobState')}"}
+        time.sleep(delay)
+        delay = min(delay * 1.5, 1.0)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def run_slurm(job: Job, script: Path, env: dict[str, str], timeout: float) -> JobResult:
+    from envbuild.launch.slurm import output_paths
+
+    t0 = time.monotonic()
+    job_id = submit_slurm(script, env, script.parent)
+    t1 = time.monotonic()
+    rec = follow_slurm(job_id, env, timeout)
+    t2 = time.monotonic()
+    out, err = (Path(p) if os.path.isabs(p) else script.parent / p for p in output_paths(job, job_id))
+    first = rec.get("BatchHost") or rec.get("NodeList") or rec.get("NodeList", "")
+    result = JobResult("slurm", job_id, rec.get("JobState", "UNKNOWN").split(" ")[0],
+                       rec.get("ExitCode", "?"), rec.get("Reason", ""), first or "unknown",
+                       str(out), str(err), _read(out), _read(err))
+    result.timings = {"submit_s": t1 - t0, "run_s": t2 - t1, "collect_s": time.monotonic() - t2}
+    return result
+
+
+def run_local(job: Job, script: Path, env: dict[str, str], timeout: float) -> JobResult:
+    from envbuild.launch.local import output_paths
+
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.run(["bash", str(script)], env=env, cwd=script.parent, capture_output=True,
+                              text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        state, code = ("COMPLETED" if proc.returncode == 0 else "FAILED"), str(proc.returncode)
+        reason = proc.stderr.strip()[-300:] if proc.returncode and not proc.stdout else ""
+    except subprocess.TimeoutExpired:
+        state, code, reason = "TIMEOUT", "124", f"envbuild stopped it after {timeout:.0f} s"
+    out, err, _ = (Path(p) if os.path.isabs(p) else script.parent / p for p in output_paths(job))
+    return JobResult("local", "local", state, code, reason, "local", str(out), str(err), _read(out), _read(err),
+                     timings={"run_s": time.monotonic() - t0})
+
+
+def results(job: Job, recipe, result: JobResult) -> dict[str, Any]:
+    """smoke.json for the job: the section(s) its output gives, judged as envbuild.report does.
+
+    A job that did not complete gets its scheduler state, exit code and output tail in the
+    section, with ``error`` set, so the report names it as not ok."""
+    bench = recipe.benchmark.model_dump(mode="json") if recipe.benchmark else {}
+    section: dict[str, Any] = {"parser": bench.get("parser"), "metric": bench.get("metric"),
+                               "unit": bench.get("unit", ""), "threshold": bench.get("threshold"),
+                               "higher_is_better": bench.get("higher_is_better", True),
+                               "job": {"scheduler": result.scheduler, "id": result.job_id,
+                                       "state": result.state, "exit_code": result.exit_code}}
+    out: dict[str, Any] = {}
+    text = result.stdout + "\n" + result.stderr
+    if job.options is not None and job.options.smoke_only:
+        out["collective"] = read_result("collective", 0 if result.ok else max(result.rc, 1),
+                                        result.stdout, result.stderr)
+        out["collective"]["job"] = section["job"]
+        native = {**section, "ran": False, "reason": job.replaced}
+    else:
+        metrics = parse(section["parser"], text) if section["parser"] else {}
+        verdict = evaluate(metrics, section["metric"], section["threshold"], bool(section["higher_is_better"]))
+        native = {**section, "ran": True, "source": "job", "rc": result.rc, "metrics": metrics,
+                  "verdict": verdict.to_dict()}
+        if job.replaced:
+            native["replaced"] = job.replaced
+    if not result.ok:
+        why = f"job {result.job_id} {result.state} (exit {result.exit_code})" + (f": {result.reason}" if result.reason else "")
+        native["error"] = why
+        native["tail"] = result.tail()
+        if "collective" in out:
+            out["collective"]["error"] = why
+    out["native"] = native
+    return out
+
+
+@dataclass
+class Outcome:
+    run_dir: Path
+    rendered: Rendered
+    result: JobResult
+    smoke: dict[str, Any]
+    node: str
+
+    @property
+    def passed(self) -> bool:
+        if not self.result.ok:
+            return False
+        sections = [v for v in self.smoke.values() if isinstance(v, dict)]
+        if any("error" in s or s.get("ok") is False for s in sections):
+            return False
+        native = self.smoke.get("native") or {}
+        return not native.get("ran") or bool((native.get("verdict") or {}).get("passed"))
+
+
+def launch(recipe, target, plan, options: LaunchOptions, *, argv: list[str],
+           env: dict[str, str] | None = None, timeout: float = 3600,
+           provisioned: Path | None = None, verdicts: list | None = None) -> Outcome:
+    """Render for a job folder in a new run directory, submit, follow, collect, write the
+    results where envbuild.report reads them. ``provisioned``: the verified provision run
+    whose lock and node records are copied in (``verdicts``: what verify said)."""
+    from envbuild import rundir
+
+    if options.scheduler not in ("slurm", "local"):
+        raise EnvironmentProblem(f"--submit runs Slurm and local jobs; {options.scheduler} is render-only here",
+                                 hint="submit the rendered file yourself (qsub / kubectl apply -f)")
+    rd = rundir.create(recipe.name, target.name, argv=argv, hosts=[], options={
+        "launch": {k: v for k, v in asdict(options).items() if v not in (None, "", False)}})
+    job_dir = rd.path / "job"
+    job_dir.mkdir(mode=0o700)
+    job = build_job(recipe, target, plan, LaunchOptions(**{**asdict(options), "output_dir": str(job_dir)}))
+    rendered = render_job(job)
+    script = job_dir / rendered.filename
+    script.write_text(rendered.text)
+    rd.write("recipe.json", recipe.model_dump(mode="json"))
+    if provisioned is not None:
+        _copy_provisioned(provisioned, rd)
+    run_env = {**os.environ, **(env or {})}
+    runner = run_slurm if options.scheduler == "slurm" else run_local
+    result = runner(job, script, run_env, timeout)
+    t0 = time.monotonic()
+    smoke = results(job, recipe, result)
+    node = _node_name(rd, result)
+    rd.write_node(node, "smoke.json", smoke)
+    result.timings["parse_s"] = time.monotonic() - t0
+    outcome = Outcome(rd.path, rendered, result, smoke, node)
+    rd.write("launch.json", {"schema": "envbuild.launch/1", "scheduler": options.scheduler,
+                             "script": str(script), "job": result.to_dict(), "replaced": job.replaced,
+                             "node": node, "passed": outcome.passed,
+                             "provisioned_run": str(provisioned) if provisioned else None,
+                             "verified": [v.to_dict() for v in verdicts or []]})
+    rd.update_run(status="ok" if result.ok else "failed", finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"), hosts=[node],
+                  job={"id": result.job_id, "state": result.state, "exit_code": result.exit_code})
+    rd.publish()
+    return outcome
+
+
+def _node_name(rd, result: JobResult) -> str:
+    """The node folder the job's result goes to: a provisioned node's when the run has them
+    (the first), else the job's first node."""
+    nodes = sorted(p.name for p in (rd.path / "nodes").glob("*") if p.is_dir()) if (rd.path / "nodes").is_dir() else []
+    return nodes[0] if nodes else (result.first_node or "job")
+
+
+def _copy_provisioned(src: Path, rd) -> None:
+    if (src / "lock.lock").exists():
+        shutil.copy2(src / "lock.lock", rd.path / "lock.lock")
+    run = json.loads((src / "run.json").read_text())
+    rd.update_run(lock_digest=run.get("lock_digest"), lock_path=run.get("lock_path"),
+                  provisioned_run=str(src))
+    for node in sorted(p for p in (src / "nodes").glob("*") if p.is_dir()):
+        for name in NODE_FILES:
+            if (node / name).exists():
+                shutil.copy2(node / name, rd.node(node.name) / name)
+
+
+def provisioned_run(recipe: str, target: str, run: str | Path | None) -> Path | None:
+    """The provision run of ``recipe`` on ``target`` to verify before submitting: ``run`` when
+    given, else the newest finished one (None when there is none)."""
+    from envbuild.report.collect import load_json
+    from envbuild.verify import resolve_run
+
+    if run is not None:
+        return resolve_run(run)
+    try:
+        path = resolve_run(None, target)
+    except Exception:  # noqa: BLE001 - no run at all: nothing provisioned to verify
+        return None
+    rec = load_json(path / "run.json") or {}
+    has_plans = any((p / "plan.json").exists() for p in (path / "nodes").glob("*")) if (path / "nodes").is_dir() else False
+    return path if rec.get("recipe") == recipe and has_plans else None
+
+
+def verify_nodes(run_dir: Path) -> list:
+    """``envbuild.verify`` on the nodes of a provision run (this machine for a local run, else
+    its hosts over SSH with host keys checked)."""
+    from envbuild.execute.nodes import parse_hosts
+    from envbuild.facts.runners import LocalRunner, SshRunner
+    from envbuild.report.collect import read_run
+    from envbuild.verify import ran_on_controller, verify
+
+    if ran_on_controller(run_dir):
+        runners = [LocalRunner(name="local")]
+    else:
+        hosts = ",".join(read_run(run_dir).get("hosts") or [])
+        runners = [LocalRunner(name=s.name) if s.is_local else SshRunner(s) for s in parse_hosts(hosts)]
+    return verify(run_dir, runners)

@@ -1,0 +1,48 @@
+"""A stand-in environment for a plan, for launch tests on machines without the recipe's GPUs.
+
+``materialize(plan, files)`` makes ``plan.prefix`` look provisioned enough to launch from:
+
+* a venv (``--without-pip``) whose site-packages see this interpreter's packages (torch CPU),
+  standing in for the recipe's environment (which may need CUDA or an old Python);
+* the plan's own ``env-file`` and ``smoke`` actions (the env file, the smoke scripts copied),
+  run through the shell renderer (``envbuild.render.shell``), the smoke runs themselves left out;
+* an empty folder for every git checkout of the plan and for the recipe's benchmark working
+  folder (a replaced command does not read them).
+
+Say so wherever it is used: the training program of the recipe is not in this environment.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+from envbuild.actions.steps import actions
+from envbuild.render.shell import Where, commands, q, shipped
+
+
+def materialize(plan, files: Path, recipe=None, python: str = sys.executable) -> Path:
+    """Build the stand-in at ``plan.prefix``; ``files`` receives envbuild's shipped files."""
+    prefix = Path(plan.prefix)
+    subprocess.run([python, "-m", "venv", "--without-pip", str(prefix)], check=True, capture_output=True)
+    site = next(prefix.glob("lib/python*/site-packages"))
+    (site / "envbuild-stand-in.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    acts = [a for s in plan.steps if s.kind in ("env_file", "smoke")
+            for a in actions(s, plan.prefix) if a.op != "capture"]
+    for rel, item in shipped(acts).items():
+        dest = files / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(item.read_bytes() if isinstance(item, Path) else item.encode())
+    script = "set -e\n" + "\n".join(commands(acts, Where(files=q(str(files)))))
+    subprocess.run(["bash", "-c", script], check=True, capture_output=True)
+    sources = {s.params.name: s.params.dest for s in plan.steps if s.kind == "git_source"}
+    for dest in sources.values():
+        Path(dest).mkdir(parents=True, exist_ok=True)
+    cwd = recipe.benchmark.cwd if recipe is not None and recipe.benchmark else None
+    if cwd:
+        for name, dest in sources.items():
+            cwd = cwd.replace("{sources." + name + "}", dest)
+        Path(cwd).mkdir(parents=True, exist_ok=True)
+    return prefix

@@ -1,0 +1,121 @@
+"""``envbuild launch``: rendering to a file, refusals, a local run parsed with the recipe's own
+parser, and no submission to nodes that drifted from their provision run."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from envbuild.cli import main
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("ENVBUILD_HOME", str(tmp_path / "home"))
+    return tmp_path / "home"
+
+
+def test_render_to_file(tmp_path, capsys) -> None:
+    out = tmp_path / "mnmg.sbatch"
+    assert main(["launch", "megatron-deepspeed-slurm", "-t", "slurm", "--scheduler", "slurm",
+                 "--variant", "multi-node", "-o", str(out), "--time", "02:00:00", "--partition", "gpu"]) == 0
+    text = out.read_text()
+    assert "#SBATCH --nodes=2" in text and "#SBATCH --time=02:00:00" in text and "#SBATCH --partition=gpu" in text
+    assert "--container-image=envbuild-megatron-deepspeed-slurm-slurm.sqsh" in text
+    assert stat.S_IMODE(out.stat().st_mode) & 0o100
+    assert main(["launch", "megatronapp", "-t", "rtx4090-pod", "--scheduler", "k8s", "--variant", "two-pods",
+                 "--json"]) == 0
+    res = json.loads(capsys.readouterr().out.split("\n", 1)[1])
+    assert res["nodes"] == 2 and res["name"] == "envbuild-megatronapp.yaml" and "kind: Pod" in res["text"]
+
+
+@pytest.mark.parametrize("args,words", [
+    (["polaris-megatron-deepspeed", "-t", "polaris", "--scheduler", "pbs", "--submit"], "render-only"),
+    (["megatronapp", "-t", "rtx4090-pod", "--scheduler", "k8s", "--submit"], "render-only"),
+    (["alpa-megatron", "-t", "slurm", "--scheduler", "slurm", "--variant", "nope"], "no variant 'nope'"),
+    (["opt-175b-azure", "-t", "azure-nd96", "--scheduler", "pbs"], "runs its jobs through slurm"),
+    (["alpa-megatron", "-t", "slurm", "--scheduler", "local", "--nodes", "2"], "runs on 1 node"),
+])
+def test_bad_input_is_exit_2(args, words, capsys) -> None:
+    assert main(["launch", *args]) == 2
+    assert words in capsys.readouterr().err
+
+
+def test_local_run_is_parsed_with_the_recipes_parser(tmp_path, home, capsys) -> None:
+    """cpu-reference's own benchmark (envbuild's tiny GPT smoke, parser envbuild-smoke) run by
+    the local launcher in a stand-in environment (a venv seeing this interpreter's CPU torch,
+    with the plan's env file and smoke scripts)."""
+    from envbuild.inputs import node_facts
+    from envbuild.plan.build import PlanOptions
+    from envbuild.plan.resolve import resolve
+    from envbuild.recipes import load_recipe
+    from envbuild.targets import load_target
+    from envbuild.testbed.planenv import materialize
+
+    rec, tgt = load_recipe("cpu-reference"), load_target("local")
+    prefix = tmp_path / "env"
+    plan = resolve(rec, tgt, node_facts(tgt)[0], None, PlanOptions(prefix=str(prefix))).plan
+    materialize(plan, tmp_path / "files", rec)
+    rc = main(["launch", "cpu-reference", "-t", "local", "--scheduler", "local", "--prefix", str(prefix),
+               "--submit", "--json", "--timeout", "300"])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    res = json.loads(captured.out)
+    native = res["results"]["native"]
+    assert native["parser"] == "envbuild-smoke" and native["verdict"]["passed"]
+    assert native["metrics"]["tokens_per_second"] > 0
+    run = Path(res["run"])
+    assert (home / "runs" / "latest").resolve() == run
+    assert json.loads((run / "nodes" / "local" / "smoke.json").read_text())["native"]["ran"] is True
+
+
+@pytest.fixture
+def provisioned(tmp_path, home):
+    """A one-node provision run of this machine (a real venv, git tree, patch and .so)."""
+    from test_observe_script import make_env, observe_local
+
+    lock, plan = make_env(tmp_path / "node", {"six": "1.16.0"})
+    run = home / "runs" / "20261122-100000-cpu-reference-local"
+    node = run / "nodes" / "local"
+    node.mkdir(parents=True)
+    (node / "plan.json").write_text(json.dumps(plan))
+    (node / "observed.json").write_text(json.dumps(observe_local(plan).model_dump(by_alias=True)))
+    (run / "lock.lock").write_text(json.dumps(lock))
+    (run / "run.json").write_text(json.dumps({"schema": "envbuild.run/1", "run_id": run.name,
+                                              "recipe": "cpu-reference", "target": "local", "status": "ok",
+                                              "hosts": ["local"], "options": {}}))
+    return run, plan
+
+
+def test_verified_run_is_submitted_and_drifted_nodes_are_refused(provisioned, home, capsys) -> None:
+    from test_observe_script import build_so
+
+    run, plan = provisioned
+    args = ["launch", "cpu-reference", "-t", "local", "--scheduler", "local", "--submit", "--json",
+            "--command-override", "echo verified-then-ran"]
+    # the newest provision run of the recipe is found and verified clean, then the job runs; it
+    # exits 1 because the replaced command prints no tokens_per_second for the recipe's parser
+    assert main(args) == 1
+    captured = capsys.readouterr()
+    assert "the job finished but its result does not pass" in captured.err
+    res = json.loads(captured.out)
+    assert res["job"]["state"] == "COMPLETED"
+    assert "verified-then-ran" in Path(res["job"]["stdout_path"]).read_text()
+    assert "tokens_per_second' not found" in res["results"]["native"]["verdict"]["reason"]
+    launch = json.loads((Path(res["run"]) / "launch.json").read_text())
+    assert launch["provisioned_run"] == str(run) and launch["verified"][0]["status"] == "clean"
+    assert (Path(res["run"]) / "nodes" / "local" / "observed.json").exists()  # the evidence comes along
+    runs_before = sorted(p.name for p in (home / "runs").iterdir())
+
+    build_so(Path(plan["steps"][0]["params"]["dest"]) / "megatron" / "fused_kernels.so", 43)
+    assert main([*args, "--run", str(run)]) == 1
+    err = capsys.readouterr().err
+    assert "not submitting: drift on local" in err
+    assert sorted(p.name for p in (home / "runs").iterdir()) == runs_before  # nothing ran
+    assert os.path.exists(run / "nodes" / "local" / "plan.json")
