@@ -1,0 +1,139 @@
+"""The generated sbatch scripts of every Slurm recipe, submitted to a real Slurm cluster
+(munge, slurmctld, 2 slurmd in network namespaces, 2 fake GPUs per node: the session fixture
+``slurm_cluster``), their output collected into a run directory and parsed.
+
+There are no GPUs here, so the training command of each recipe is REPLACED, explicitly and
+visibly (``--smoke-only`` / ``--command-override``, written at the top of the script and
+printed by the job): by envbuild's CPU smoke (an all-reduce over every rank of every node,
+joined through torchrun's c10d rendezvous on the first node), by a replay of a captured
+Megatron-DeepSpeed log (parsed with the recipe's own parser), or by a failing command.
+The recipes' environments are stand-ins (``envbuild.testbed.planenv``): a venv seeing this
+interpreter's CPU torch, with the plan's own env file and smoke scripts. Pyxis is not
+installed on the test cluster, so the container recipe runs with ``--no-container``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from envbuild.cli import main
+from envbuild.facts.profile import from_target
+from envbuild.launch import LaunchOptions
+from envbuild.launch import submit as sub
+from envbuild.plan.build import PlanOptions
+from envbuild.plan.resolve import resolve
+from envbuild.recipes import load_recipe
+from envbuild.targets import load_target
+from envbuild.testbed.planenv import materialize
+
+pytestmark = pytest.mark.integration
+LOGS = Path(__file__).parent / "data" / "native_logs"
+
+
+@pytest.fixture(scope="module")
+def stand_ins(tmp_path_factory):
+    """``{recipe: (recipe, target, plan)}`` with each plan's stand-in environment built once."""
+    root = tmp_path_factory.mktemp("launch-envs")
+    out = {}
+    for name, target in (("alpa-megatron", "slurm"), ("opt-175b-azure", "azure-nd96"),
+                         ("megatron-deepspeed-slurm", "slurm")):
+        rec, tgt = load_recipe(name), load_target(target)
+        plan = resolve(rec, tgt, from_target(tgt), None,
+                       PlanOptions(prefix=str(root / "envs" / name), host=target)).plan
+        materialize(plan, root / f"files-{name}", rec)
+        out[name] = (rec, tgt, plan)
+    return out
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("ENVBUILD_HOME", str(tmp_path / "home"))
+    return tmp_path / "home"
+
+
+def _launch(stand_ins, cluster, name, **kw):
+    rec, tgt, plan = stand_ins[name]
+    return sub.launch(rec, tgt, plan, LaunchOptions(scheduler="slurm", **kw), argv=["pytest"],
+                      env=cluster.env, timeout=120)
+
+
+@pytest.mark.parametrize("name,kw", [
+    # (Megatron-DeepSpeed multi-node, torchrun per node with its c10d rendezvous on node1, runs
+    # through the CLI in test_cli_submit_on_slurm; torch starts in ~4 s here, so each job counts)
+    # Alpa's 8-GPU variant across 2 nodes (per-node launch), smoke with 1 rank per node
+    ("alpa-megatron", dict(variant="8gpu", nodes=2, smoke_only=True, gpus_per_node=1)),
+    # opt-baselines' single node, the target's NCCL environment in the task
+    ("opt-175b-azure", dict(smoke_only=True, gpus_per_node=1)),
+])
+def test_smoke_replaces_training_and_is_collected(stand_ins, slurm_cluster, home, name, kw) -> None:
+    out = _launch(stand_ins, slurm_cluster, name, **kw)
+    assert out.result.state == "COMPLETED", out.result.tail()
+    coll = out.smoke["collective"]
+    ranks = kw["gpus_per_node"] * (2 if kw.get("nodes") == 2 or kw.get("variant") == "multi-node" else 1)
+    assert coll["ok"] is True and coll["world_size"] == ranks and coll["backend"] == "gloo"
+    assert coll["max_busbw_gbps"] > 0 or ranks == 1
+    native = out.smoke["native"]
+    assert native["ran"] is False and native["reason"].startswith("--smoke-only: the training command")
+    assert "envbuild: --smoke-only" in out.result.stdout + out.result.stderr  # the job says so too
+    smoke = json.loads((out.run_dir / "nodes" / out.node / "smoke.json").read_text())
+    assert smoke == json.loads(json.dumps(out.smoke))
+    launch = json.loads((out.run_dir / "launch.json").read_text())
+    assert launch["job"]["state"] == "COMPLETED" and launch["replaced"] == native["reason"]
+    script = (out.run_dir / "job" / out.rendered.filename).read_text()
+    assert "# NOTE: --smoke-only: the training command" in script
+    if name == "opt-175b-azure":
+        task = next((out.run_dir / "job").glob("*.task.sh")).read_text()
+        assert "export NCCL_SOCKET_IFNAME=eth0" in task and "export UCX_NET_DEVICES=eth0" in task
+
+
+def test_replayed_log_is_parsed_with_the_recipes_parser(stand_ins, slurm_cluster, home) -> None:
+    """The training command replaced by a replay of a captured Megatron-DeepSpeed log: the
+    collect path parses it with the recipe's own parser (megatron-deepspeed)."""
+    log = LOGS / "megatron_deepspeed_slurm.log"
+    out = _launch(stand_ins, slurm_cluster, "megatron-deepspeed-slurm", no_container=True, gpus_per_node=1,
+                  command_override=f"cat {log}")
+    assert out.result.state == "COMPLETED", out.result.tail()
+    native = out.smoke["native"]
+    assert native["parser"] == "megatron-deepspeed" and native["ran"] is True
+    assert native["verdict"]["passed"] is True and native["metrics"]["samples_per_second"] > 0
+    assert native["replaced"].startswith("--command-override")
+
+
+def test_failed_job_reports_state_and_tail(stand_ins, slurm_cluster, home) -> None:
+    out = _launch(stand_ins, slurm_cluster, "alpa-megatron", gpus_per_node=1,
+                  command_override="echo training started; echo CUDA error: no device >&2; exit 3")
+    assert out.result.state == "FAILED" and out.result.exit_code == "3:0"  # the command's own status
+    native = out.smoke["native"]
+    assert native["error"].startswith(f"job {out.result.job_id} FAILED")
+    assert "CUDA error: no device" in native["tail"] and "training started" in native["tail"]
+    run = json.loads((out.run_dir / "run.json").read_text())
+    assert run["status"] == "failed" and run["job"]["state"] == "FAILED"
+    assert not out.passed
+    # once the controller forgets a job, its jobcomp/filetxt line says the same
+    done = sub.jobcomp_record(out.result.job_id, {**os.environ, **slurm_cluster.env})
+    assert done["JobState"] == "FAILED" and done["ExitCode"] == "3:0"
+
+
+def test_cli_submit_on_slurm(stand_ins, slurm_cluster, home, monkeypatch, capsys) -> None:
+    """``envbuild launch --submit``: sbatch through the cluster's clients, scontrol to follow,
+    the result in a run directory that ``envbuild report`` reads (it says FAIL: the nodes were
+    not provisioned, so their installed state is not verified)."""
+    for k, v in slurm_cluster.env.items():
+        monkeypatch.setenv(k, v)
+    _, _, plan = stand_ins["megatron-deepspeed-slurm"]
+    rc = main(["launch", "megatron-deepspeed-slurm", "-t", "slurm", "--scheduler", "slurm", "--variant",
+               "multi-node", "--smoke-only", "--no-container", "--gpus-per-node", "1",
+               "--prefix", plan.prefix, "--submit", "--json", "--timeout", "120"])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    res = json.loads(captured.out)
+    assert res["passed"] and res["job"]["state"] == "COMPLETED" and res["results"]["collective"]["ok"]
+    assert "not verified before submitting" in captured.err
+    assert main(["report", res["run"], "--format", "json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert any(r["kind"] == "unobserved" for r in report["verdict"]["reasons"])
+    assert any(b["name"] == "collective.max_busbw_gbps" for n in report["nodes"] for b in n["benchmarks"])
