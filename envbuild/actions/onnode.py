@@ -133,6 +133,7 @@ def do_git(a):
     else:
         _git_ok(["remote", "set-url", "origin", src], work)
     before = _git(["rev-parse", "HEAD"], work)[1]
+    dirty = not fresh and bool(_git(["status", "--porcelain", "--untracked-files=no"], work)[1])
     if sha and not _has(work, sha):
         _git(["fetch", "--quiet", "origin", "+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"], work)
         _git(["fetch", "--quiet", "origin", sha], work)
@@ -150,7 +151,7 @@ def do_git(a):
     if fresh:
         os.rename(work, dest)
     note = "ref %s points at %s; using the pinned %s" % (ref, points, sha) if sha and points and points != sha else ""
-    return fresh or before != head, note
+    return fresh or dirty or before != head, note
 
 
 def do_patch(a, textpatch):

@@ -1,0 +1,285 @@
+"""Re-provisioning trusts the node's state, not step markers: each drift is seen by ``verify``
+and repaired by ONE provision, which says which steps ran again and why.
+
+One real cpu-reference environment (torch 2.13.0+cpu from the wheelhouse) is provisioned once
+for the module; the drift cases run in sequence on it: a package uninstalled, files of torch
+deleted (pip would say "already satisfied"), another version of a locked package, the env file
+edited, a half-installed torch (files gone and its marker gone, as a crash in the middle of the
+install leaves it). Git trees (moved to another commit, dirty, patch reverted) run on a tiny
+local repository through the real playbook (``run_local_plan``). ``ansible-playbook --check``
+changes nothing, markers included. A no-op provision starts no Ansible.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from envbuild.facts.runners import LocalRunner
+from envbuild.plan import params as P
+from envbuild.plan.model import Plan, Step
+from envbuild.provision import ProvisionOptions, provision
+from envbuild.testbed.local_plan import run_local_plan
+from envbuild.verify import verify
+
+pytestmark = pytest.mark.integration
+
+WHEELS = "/opt/wheels"
+ALL = ["preflight", "environment", "pip:torch", "pip:packages", "env-file", "import-check"]
+CASES: dict[str, bool] = {}  # drift case -> repaired by one provision (the closing test counts them)
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    """One provisioned cpu-reference environment, shared by the cases below (in order)."""
+    root = tmp_path_factory.mktemp("repair")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ENVBUILD_HOME", str(root / "home"))
+        prefix = root / "env"
+        out = provision(ProvisionOptions(target="local", prefix=str(prefix), wheelhouse=WHEELS, smoke=False))
+        assert out.exit_code == 0, out.results
+        yield {"root": root, "prefix": prefix, "site": prefix / "lib" / "python3.11" / "site-packages",
+               "python": str(prefix / "bin" / "python")}
+
+
+def again(env, **kw):
+    """One provision of the shared environment: (outcome, its node result, its events)."""
+    out = provision(ProvisionOptions(target="local", prefix=str(env["prefix"]), wheelhouse=WHEELS, smoke=False, **kw))
+    events = [json.loads(x) for x in (out.run_dir / "events.jsonl").read_text().splitlines() if x.strip()]
+    return out, out.results.get("local"), events
+
+
+def drift_of(run_dir: Path) -> list[tuple[str, str]]:
+    [verdict] = verify(run_dir, [LocalRunner(name="local")])
+    assert verdict.status in ("clean", "drift"), verdict.message
+    return [(d.kind, d.subject) for d in verdict.drift]
+
+
+def latest(env) -> Path:
+    return Path(env["root"] / "home" / "runs" / "latest").resolve()
+
+
+def repaired(env, case: str, out, res, ran: list[str], broken: list[str], repair: list[str]) -> None:
+    """Assert one provision repaired ``case``: exit 0, the steps that ran, the steps whose effect
+    did not hold, the steps reinstalled, and a clean verify after it."""
+    assert out.exit_code == 0, res
+    assert res["changed"] == ran, res
+    assert sorted(res["effect_failed"]) == sorted(broken), res["effect_failed"]
+    assert res["repair"] == repair, res
+    after = drift_of(out.run_dir)
+    CASES[case] = not after
+    assert after == [], after
+
+
+def pip(env, *args):
+    subprocess.run([env["python"], "-m", "pip", *args], check=True, capture_output=True)
+
+
+def state_snapshot(prefix: Path) -> dict:
+    state = prefix / ".envbuild" / "state"
+    return {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(state.iterdir())}
+
+
+def test_check_mode_changes_nothing_then_a_missing_package_is_reinstalled(env):
+    """pip uninstall einops: verify says drift; ansible-playbook --check (the printed command of
+    a dry run) changes nothing and writes no marker; one provision reinstalls it."""
+    pip(env, "uninstall", "-y", "einops")
+    assert ("package-missing", "einops") in drift_of(latest(env))
+    assert ("effect-failed", "pip:packages") in drift_of(latest(env))
+
+    dry = provision(ProvisionOptions(target="local", prefix=str(env["prefix"]), wheelhouse=WHEELS, smoke=False,
+                                     dry_run=True))
+    before = state_snapshot(env["prefix"])
+    venv_bin = str(Path(sys.executable).parent)
+    p = subprocess.run(["sh", "-c", dry.command + " --check"], capture_output=True, text=True,
+                       env={**os.environ, "PATH": venv_bin + os.pathsep + os.environ["PATH"]})
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "envbuild:state" in p.stdout and "pip:packages" in p.stdout  # it did look, and would run it
+    assert state_snapshot(env["prefix"]) == before  # no marker, no manifest written or touched
+    assert not list(env["site"].glob("einops-*.dist-info"))  # nothing installed
+
+    out, res, events = again(env)
+    repaired(env, "einops uninstalled", out, res, ran=["pip:packages", "env-file", "import-check"],
+             broken=["pip:packages"], repair=[])
+    assert res["skipped"] == ["preflight", "environment", "pip:torch"]
+    rerun = [e for e in events if e["kind"] == "rerun"]
+    assert [e["step"] for e in rerun] == ["pip:packages"] and "einops not installed" in rerun[0]["msg"]
+
+
+def test_deleted_torch_files_are_reinstalled(env):
+    """pip says "already satisfied" when files are gone: the step runs as a repair."""
+    lib = env["site"] / "torch" / "lib" / "libtorch_cpu.so"
+    torchrun = env["prefix"] / "bin" / "torchrun"
+    lib.unlink()
+    torchrun.unlink()
+    drift = drift_of(latest(env))
+    assert drift == [("effect-failed", "pip:torch")], drift
+    out, res, events = again(env)
+    repaired(env, "torch files deleted", out, res, ran=ALL[2:], broken=["pip:torch"], repair=["pip:torch"])
+    assert lib.stat().st_size > 10_000_000 and torchrun.is_file()
+    msg = next(e["msg"] for e in events if e["kind"] == "rerun")
+    assert "libtorch_cpu.so (missing)" in msg and "bin/torchrun (missing)" in msg and "reinstall" in msg
+    log = (out.run_dir / "nodes" / "local" / "log.txt").read_text()
+    assert "--force-reinstall" in log
+
+
+def test_another_version_of_a_locked_package_is_replaced(env):
+    [locked] = [p.name for p in env["site"].glob("tqdm-*.dist-info")]
+    pip(env, "install", "-q", "--no-deps", "tqdm==4.67.1")
+    assert ("package-version", "tqdm") in drift_of(latest(env))
+    out, res, _ = again(env)
+    repaired(env, "tqdm another version", out, res, ran=["pip:packages", "env-file", "import-check"],
+             broken=["pip:packages"], repair=[])
+    assert [p.name for p in env["site"].glob("tqdm-*.dist-info")] == [locked]
+
+
+def test_edited_env_file_is_rewritten(env):
+    env_file = env["prefix"] / ".envbuild" / "env.sh"
+    planned = env_file.read_text()
+    env_file.write_text(planned + "export OMP_NUM_THREADS=64\n")
+    assert drift_of(latest(env)) == [("effect-failed", "env-file")]
+    out, res, _ = again(env)
+    repaired(env, "env file edited", out, res, ran=["env-file", "import-check"], broken=["env-file"], repair=[])
+    assert env_file.read_text() == planned
+
+
+def test_half_installed_torch_is_not_accepted(env):
+    """A crash in the middle of the torch install: part of torch's files gone and no marker for
+    pip:torch. The resume installs torch again (a repair: its metadata is there)."""
+    for sub in ("nn", "optim"):
+        subprocess.run(["rm", "-rf", str(env["site"] / "torch" / sub)], check=True)
+    (env["prefix"] / ".envbuild" / "state" / "pip:torch.done").unlink()
+    assert ("effect-failed", "pip:torch") in drift_of(latest(env))
+    out, res, _ = again(env)
+    # the marker is gone, so pip:torch is not counted as "effect failed" but it runs as a repair
+    repaired(env, "half-installed torch", out, res, ran=ALL[2:], broken=[], repair=["pip:torch"])
+    assert res["rerun_reasons"]["pip:torch"].startswith("no marker")
+    assert (env["site"] / "torch" / "nn" / "modules" / "linear.py").is_file()
+
+
+def test_noop_starts_no_ansible_and_from_step_and_force(env, capsys):
+    t = time.time()
+    out, res, events = again(env)
+    took = time.time() - t
+    assert out.exit_code == 0 and res["skipped"] == ALL and res["changed"] == []
+    run = json.loads((out.run_dir / "run.json").read_text())
+    assert run["ansible"].startswith("not started") and run["verdict"] == "PASS"
+    assert (out.run_dir / "nodes" / "local" / "observed.json").is_file()
+    assert not (out.run_dir / "ansible" / "artifacts").exists()
+    assert all(e["kind"] == "skipped" for e in events) and took < 10, took
+
+    out, res, _ = again(env, from_step="env-file")
+    assert out.exit_code == 0 and res["changed"] == ["env-file", "import-check"], res
+    assert res["skipped"] == ALL[:4]
+
+    from envbuild.cli import main
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ENVBUILD_HOME", str(env["root"] / "home"))
+        code = main(["provision", "--target", "local", "--prefix", str(env["prefix"]), "--wheelhouse", WHEELS,
+                     "--no-smoke", "--dry-run", "--from-step", "pip:nope"])
+    err = capsys.readouterr().err
+    assert code == 2 and "pip:nope" in err and "pip:torch, pip:packages" in err
+
+    out, res, _ = again(env, force=True)
+    assert out.exit_code == 0 and sorted(res["changed"]) == sorted(ALL) and res["skipped"] == [], res
+
+
+# --- git trees, through the real playbook on a tiny local repository ---------------------------
+
+
+def git(*args, cwd):
+    return subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=cwd,
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    """A venv with a git source (pinned at the first of two commits), a patch, a .pth install
+    and an env file, provisioned once through the playbook; plus a run folder for verify."""
+    root = tmp_path_factory.mktemp("gittree")
+    repo = root / "repo"
+    repo.mkdir()
+    git("init", "-q", "-b", "main", cwd=repo)
+    (repo / "mod_x.py").write_text("VALUE = 'old'\n")
+    (repo / "other.py").write_text("X = 1\n")
+    git("add", ".", cwd=repo)
+    git("commit", "-qm", "one", cwd=repo)
+    sha = git("rev-parse", "HEAD", cwd=repo)
+    (repo / "other.py").write_text("X = 2\n")
+    git("commit", "-qam", "two", cwd=repo)
+    prefix = str(root / "env")
+    dest = f"{prefix}/src/x"
+    steps = [
+        Step(id="environment", title="venv", params=P.EnvironmentParams(
+            backend="venv", prefix=prefix, python="3.11", interpreter=sys.executable)),
+        Step(id="git:x", title="x", params=P.GitSourceParams(
+            name="x", url="https://example.invalid/x", fetch_url=str(repo), ref="main", sha=sha, dest=dest)),
+        Step(id="patch:x-value", title="p", params=P.PatchParams(
+            id="x-value", component="x", dest=dest, patch_kind="replace", file="mod_x.py",
+            old="'old'", new="'new'", why="test")),
+        Step(id="install:x", title="x", params=P.InstallSourceParams(name="x", dest=dest, mode="pth")),
+        Step(id="env-file", title="env", params=P.EnvFileParams(path=f"{prefix}/.envbuild/env.sh", vars={"A": "1"})),
+    ]
+    plan = Plan(recipe="t", target="local", host="local", prefix=prefix, backend="venv", steps=steps)
+    rc, host, _ = run_local_plan(root / "first", plan)
+    assert rc == 0, host.message
+    run = root / "home" / "runs" / "20261122-000000-t-local"
+    (run / "nodes" / "local").mkdir(parents=True)
+    (run / "nodes" / "local" / "plan.json").write_text(plan.to_json())
+    (run / "run.json").write_text(json.dumps({"schema": "envbuild.run/1", "run_id": run.name, "recipe": "t",
+                                              "target": "local", "status": "ok", "hosts": ["local"]}))
+    return {"root": root, "plan": plan, "dest": Path(dest), "sha": sha, "run": run, "n": 0}
+
+
+def reprovision(tree, case: str, ran: list[str]) -> None:
+    tree["n"] += 1
+    rc, host, _ = run_local_plan(tree["root"] / f"again{tree['n']}", tree["plan"])
+    assert rc == 0, host.message
+    assert sorted(host.changed + host.ok) == sorted(ran), (host.changed, host.ok, host.skipped)
+    assert ran[0] in host.changed  # the first step that ran again changed the node
+    assert host.skipped == [s.id for s in tree["plan"].steps if s.id not in ran]
+    after = drift_of(tree["run"])
+    CASES[case] = not after
+    assert after == [], after
+    assert git("rev-parse", "HEAD", cwd=tree["dest"]) == tree["sha"]
+    assert (tree["dest"] / "mod_x.py").read_text() == "VALUE = 'new'\n"
+    assert git("status", "--porcelain", "--untracked-files=no", cwd=tree["dest"]) == "M mod_x.py"
+
+
+def test_git_tree_clean_then_moved_to_another_commit(tree):
+    assert drift_of(tree["run"]) == []
+    git("-c", "advice.detachedHead=false", "checkout", "-q", "--force", "main", cwd=tree["dest"])
+    assert ("effect-failed", "git:x") in drift_of(tree["run"])
+    reprovision(tree, "git tree at another commit", ["git:x", "patch:x-value", "install:x", "env-file"])
+
+
+def test_git_tree_with_local_changes(tree):
+    (tree["dest"] / "other.py").write_text("X = 'local edit'\n")
+    assert drift_of(tree["run"]) == [("effect-failed", "git:x")]
+    reprovision(tree, "git tree dirty", ["git:x", "patch:x-value", "install:x", "env-file"])
+
+
+def test_patched_file_edited_beyond_the_patch(tree):
+    (tree["dest"] / "mod_x.py").write_text("VALUE = 'new'\nEXTRA = 1\n")
+    drift = drift_of(tree["run"])
+    assert ("effect-failed", "git:x") in drift, drift
+    reprovision(tree, "patched file edited", ["git:x", "patch:x-value", "install:x", "env-file"])
+
+
+def test_reverted_patch(tree):
+    git("checkout", "-q", "--", "mod_x.py", cwd=tree["dest"])
+    assert ("effect-failed", "patch:x-value") in drift_of(tree["run"])
+    reprovision(tree, "patch reverted", ["patch:x-value", "install:x", "env-file"])
+
+
+def test_every_drift_case_was_repaired_by_one_provision():
+    tried, fixed = len(CASES), sum(CASES.values())
+    print(f"\ndrift cases tried: {tried}, repaired by one provision: {fixed}: {sorted(CASES)}")
+    assert tried == 9 and fixed == tried, CASES
