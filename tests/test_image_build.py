@@ -136,7 +136,13 @@ def _inventory(python: list[str], runner=None) -> dict:
 def test_image_holds_what_provision_installs(image, tmp_path, monkeypatch) -> None:
     """Equivalence: the same lock gives the same distributions (names, versions and every file
     of each distribution's RECORD) in the image and in a prefix provisioned on this machine
-    through Ansible."""
+    through Ansible.
+
+    Compared: every distribution the plan installs (the lock's). Besides those, each side may
+    hold only the venv's seed packages (pip, setuptools), which come from the interpreter's
+    ensurepip, not from the lock: cpu-reference pins no pip, so the image's Debian 3.11.2 venv
+    seeds pip 23.0.1 where this machine's python3.11 may seed another (found by this test;
+    pinning environment.pip in the recipe would make them one)."""
     from envbuild.provision import ProvisionOptions, provision
 
     monkeypatch.setenv("ENVBUILD_HOME", str(tmp_path / "home"))
@@ -151,6 +157,11 @@ def test_image_holds_what_provision_installs(image, tmp_path, monkeypatch) -> No
 
     node = _inventory([str(prefix / "bin" / "python")])
     img = _inventory([f"{PREFIX}/bin/python"], run_in_image)
-    assert {n: d["version"] for n, d in img.items()} == {n: d["version"] for n, d in node.items()}
-    for name in node:
+    spec = json.loads((image["context"] / "envbuild" / "verify.json").read_text())
+    locked = {n.lower().replace("_", "-") for n in spec["packages"]}
+    assert len(locked) >= 14 and locked <= set(img) and locked <= set(node)
+    for name in sorted(locked):
+        assert img[name]["version"] == node[name]["version"], name
         assert img[name]["files"] == node[name]["files"], f"{name}: files differ"
+    seeds = {"pip", "setuptools"}
+    assert set(img) - locked <= seeds and set(node) - locked <= seeds, (set(img) ^ set(node))
