@@ -516,6 +516,23 @@ def _check_source(eff, ctx, manifest):
                 name, version, len(broken), _listed(broken))}
         return {"ok": True, "repair": False, "detail": "%s %s from %s" % (name, version, want),
                 "manifest": {"dists": {name: entry}}}
+    if eff["editable"]:  # a legacy ``setup.py develop`` install: <name>.egg-link + easy-install.pth
+        on_path = want in [os.path.normpath(p) for p in env["sys_path"]]
+        for site in env["sys_path"]:
+            try:
+                links = [n for n in os.listdir(site) if n.endswith(".egg-link")]
+            except OSError:
+                continue
+            for link in links:
+                try:
+                    with open(os.path.join(site, link)) as fh:
+                        target = os.path.normpath(fh.readline().strip())
+                except OSError:
+                    continue
+                if target == want:
+                    return {"ok": on_path, "repair": not on_path,
+                            "detail": "%s links %s (develop install)%s" % (link, want, "" if on_path else
+                                                                          " but it is not on sys.path")}
     return {"ok": False, "repair": False, "detail": "no installed distribution comes from %s" % want}
 
 
