@@ -153,7 +153,7 @@ def follow_slurm(job_id: str, env: dict[str, str], timeout: float) -> dict[str, 
             return {**rec, "JobState": "CANCELLED",
                     "Reason": f"envbuild cancelled it after {timeout:.0f} s in state {rec.get('JobState')}"}
         time.sleep(delay)
-        delay = min(delay * 1.5, 1.0)
+        delay = min(delay * 1.5, 0.5)
 
 
 def _read(path: Path) -> str:
@@ -172,7 +172,7 @@ def run_slurm(job: Job, script: Path, env: dict[str, str], timeout: float) -> Jo
     rec = follow_slurm(job_id, env, timeout)
     t2 = time.monotonic()
     out, err = (Path(p) if os.path.isabs(p) else script.parent / p for p in output_paths(job, job_id))
-    first = rec.get("BatchHost") or rec.get("NodeList") or rec.get("NodeList", "")
+    first = rec.get("BatchHost") or rec.get("NodeList", "")
     result = JobResult("slurm", job_id, rec.get("JobState", "UNKNOWN").split(" ")[0],
                        rec.get("ExitCode", "?"), rec.get("Reason", ""), first or "unknown",
                        str(out), str(err), _read(out), _read(err))

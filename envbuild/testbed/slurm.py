@@ -43,14 +43,13 @@ from pathlib import Path
 from typing import Iterator
 
 from envbuild.errors import EnvironmentProblem
+from envbuild.launch.submit import TERMINAL
 
 SBIN = ("slurmctld", "slurmd", "munged")
 CLIENTS = ("sbatch", "scontrol", "sinfo", "squeue", "scancel", "srun", "salloc", "sacct")
 PACKAGES = ("slurm-wlm", "munge")
 INSTALL_HINT = "apt-get install -y slurm-wlm munge (CI installs .ci/apt-packages.txt)"
 SUBNET = "10.77.0"  # inside the namespaces only; each cluster has its own namespaces
-TERMINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
-            "PREEMPTED", "BOOT_FAIL", "DEADLINE", "SPECIAL_EXIT", "REVOKED"}
 
 SLURM_CONF = """\
 # written by envbuild.testbed.slurm for a throw-away test cluster
@@ -78,6 +77,7 @@ AccountingStorageType=accounting_storage/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 SchedulerType=sched/backfill
+SchedulerParameters=batch_sched_delay=0,sched_min_interval=0
 MpiDefault=none
 MailProg=/bin/true
 ReturnToService=2
@@ -160,7 +160,7 @@ class SlurmCluster:
         delay = 0.05
         while True:
             rec = self.job(job_id)
-            if rec.get("JobState") in TERMINAL:
+            if rec.get("JobState") in TERMINAL:  # envbuild.launch.submit's set
                 return rec
             if time.monotonic() > deadline:
                 raise EnvironmentProblem(f"job {job_id} not finished after {timeout:.0f} s "
@@ -200,17 +200,10 @@ class SlurmCluster:
 
 
 def parse_scontrol(text: str) -> dict[str, str]:
-    """One-line ``scontrol show ... -o`` output -> ``{Key: value}`` (values hold no spaces
-    except the trailing ``Command=``/``WorkDir=`` style paths, kept whole up to the next key)."""
-    out: dict[str, str] = {}
-    key = None
-    for word in text.strip().split(" "):
-        if "=" in word and word.split("=", 1)[0].replace("/", "").replace(":", "").isalnum():
-            key, value = word.split("=", 1)
-            out[key] = value
-        elif key is not None:
-            out[key] += " " + word
-    return out
+    """One-line ``scontrol show ... -o`` output -> ``{Key: value}`` (envbuild.launch's reader)."""
+    from envbuild.launch.submit import parse_record
+
+    return parse_record(text)
 
 
 def why_unavailable() -> str | None:
