@@ -103,7 +103,7 @@ def test_labels_and_verify_files() -> None:
     spec = __import__("json").loads(ctx.files["envbuild/verify.json"])
     assert spec["modules"] == ["megatron", "apex", "amp_C"]
     assert "torch" in spec["packages"] and spec["packages"]["torch"].startswith("==1.8.2")
-    assert f"/opt/envbuild/alpa-megatron/src/apex" not in spec["sources"]  # built in devel only
+    assert "/opt/envbuild/alpa-megatron/src/apex" not in spec["sources"]  # built in devel only
     assert "envbuild/verify_image.py" in ctx.copies and "envbuild/assets/smoke/gpt.py" in ctx.copies
 
 

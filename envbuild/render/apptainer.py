@@ -91,7 +91,7 @@ def render(ip: ImagePlan) -> Context:
             "", "%help",
             f"    {ip.recipe.name} ({ip.target.name}): {_label(ip.recipe.title)}",
             f"    The environment is the venv at {ip.prefix} (on PATH).",
-            f"    Check it against its lock: apptainer test IMAGE; with the smoke runs:",
+            "    Check it against its lock: apptainer test IMAGE; with the smoke runs:",
             f"    apptainer exec IMAGE sh {ip.files_dir}/verify.sh --smoke"]
     text = {f"envbuild/{k}": v for k, v in files.items() if isinstance(v, str)}
     copies = {f"envbuild/{k}": v for k, v in files.items() if not isinstance(v, str)}
