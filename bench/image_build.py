@@ -21,6 +21,7 @@ import argparse
 import json
 import platform
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -143,6 +144,7 @@ def main() -> int:
         return 0 if verify.returncode == 0 else 1
     finally:
         pm.remove_all()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
