@@ -19,7 +19,7 @@ from envbuild.facts.model import NodeFacts
 from envbuild.plan import params as P
 from envbuild.plan.model import Decision, Plan, Step
 from envbuild.plan.packages import (LockedPackage, Tool, locked_packages, pip_release, tooling,
-                                     torch_requirement)
+                                     torch_closure, torch_requirement)
 from envbuild.recipes.schema import GitSource, Recipe
 from envbuild.targets.schema import Target
 
@@ -120,11 +120,20 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
                  reason="; ".join(t.why for t in tools)))
 
     torch = torch_requirement(recipe, facts, lock, decisions)
+    rest = [p for p in locked_packages(recipe, lock) if p.name.lower() != "torch"]
     if torch is not None:
+        # torch's own dependencies first, in a step of their own: a change of the recipe's
+        # packages then leaves them (and torch) alone, on a node and in an image's layers
+        only_torch = torch_closure(lock)
+        deps = [p for p in rest if _norm(p.name) in only_torch]
+        rest = [p for p in rest if _norm(p.name) not in only_torch]
+        if deps:
+            add(_pip_step("pip:torch-deps", f"{len(deps)} packages torch needs", deps, opts, recipe,
+                          lock is not None, "torch's locked dependencies (none of them named by the "
+                          "recipe): installed apart so that they change only with torch"))
         add(_pip_step("pip:torch", f"torch {torch.version}", [torch], opts, recipe, lock is not None,
                       "torch from the index that carries the variant matched to this node"))
 
-    rest = [p for p in locked_packages(recipe, lock) if p.name.lower() != "torch"]
     if rest:
         add(_pip_step("pip:packages", f"{len(rest)} Python packages (lock order)", rest, opts,
                       recipe, lock is not None,
@@ -152,6 +161,12 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
     return Plan(recipe=recipe.name, target=target.name, host=opts.host, prefix=prefix,
                 backend=backend, lock_digest=_lock_digest(lock), facts_origin=facts.origin,
                 decisions=decisions, steps=steps)
+
+
+def _norm(name: str) -> str:
+    import re
+
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _tool_requirement(tool: Tool, lock: object | None) -> P.Requirement:

@@ -86,6 +86,29 @@ def locked_packages(recipe: Recipe, lock: object | None) -> list[LockedPackage]:
     return [_from_recipe(p) for p in recipe.packages if not p.preinstalled]
 
 
+def torch_closure(lock: object | None) -> set[str]:
+    """Normalized names of the locked packages only torch needs (directly or through each
+    other), and that the recipe does not ask for itself: they change when torch does."""
+    import re
+
+    def norm(n: str) -> str:
+        return re.sub(r"[-_.]+", "-", n).lower()
+
+    entries = {norm(e.name): e for e in _lock_entries(lock)} if lock is not None else {}
+    closure: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, e in entries.items():
+            req = {norm(r) for r in (getattr(e, "required_by", None) or [])}
+            if name in closure or name == "torch" or "recipe" in req:
+                continue
+            if req and req <= closure | {"torch"}:
+                closure.add(name)
+                changed = True
+    return closure
+
+
 def torch_requirement(recipe: Recipe, facts: NodeFacts, lock: object | None,
                       decisions: list[Decision]) -> LockedPackage | None:
     """torch with its CUDA variant decided for this node, or None when not installed by us."""
