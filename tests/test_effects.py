@@ -1,0 +1,226 @@
+"""Step effects: derived from the plan alone, checked on the node (envbuild.actions.onnode).
+
+Fast tier: a fake environment (a real interpreter's site folder with hand-made distributions,
+RECORD rows with real hashes), the split of steps into done and pending, the stat manifest
+that keeps the no-op fast and what makes it fall back to hashing.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from envbuild.actions import onnode
+from envbuild.actions.effects import effect_data, effects
+from envbuild.actions.nodestate import parse_probe, plan_steps, probe_command
+from envbuild.actions.steps import actions, env_file_text
+from envbuild.execute.local import run_local
+from envbuild.patches import textpatch
+from envbuild.plan import params as P
+from envbuild.plan.model import Plan, Step
+
+
+def req(name, version, hashes=("sha256:00",)):
+    return P.Requirement(name=name, version=version, requirement=f"{name}=={version}", hashes=list(hashes))
+
+
+def plan_of(prefix: str, *steps: Step) -> Plan:
+    return Plan(recipe="r", target="t", host="h", prefix=prefix, backend="venv", steps=list(steps))
+
+
+def test_effects_are_a_pure_function_of_the_plan():
+    prefix, dest = "/e", "/e/src/x"
+    patch = P.PatchParams(id="p1", component="x", dest=dest, patch_kind="replace", file="a.py", old="1", new="2")
+    plan = plan_of(
+        prefix,
+        Step(id="preflight", title="", params=P.PreflightParams(feasible=True)),
+        Step(id="environment", title="", params=P.EnvironmentParams(backend="venv", prefix=prefix, python="3.11",
+                                                                     interpreter="/usr/bin/python3.11")),
+        Step(id="pip:torch", title="", params=P.PipInstallParams(requirements=[req("Torch", "2.13.0+cpu")])),
+        Step(id="pip-tooling", title="", params=P.PipToolingParams(requirements=[
+            P.Requirement(name="wheel", version="<0.46", requirement="wheel<0.46")])),
+        Step(id="git:x", title="", params=P.GitSourceParams(name="x", url="u", fetch_url="u", ref="main",
+                                                             sha="a" * 40, dest=dest)),
+        Step(id="patch:p1", title="", params=patch),
+        Step(id="install:x", title="", params=P.InstallSourceParams(name="x", dest=dest, mode="pth")),
+        Step(id="install:y", title="", params=P.InstallSourceParams(name="y", dest="/e/src/y", mode="editable")),
+        Step(id="env-file", title="", params=P.EnvFileParams(path="/e/.envbuild/env.sh", vars={"A": "1"})),
+        Step(id="import-check", title="", params=P.ImportCheckParams(modules=["json"])),
+    )
+    eff = effect_data(plan)
+    assert eff == effect_data(plan)  # pure
+    assert eff["preflight"] is None and eff["import-check"] is None
+    assert eff["environment"] == {"check": "interpreter", "python": "/e/bin/python"}
+    assert eff["pip:torch"] == {"check": "dists", "python": "/e/bin/python", "dists": {"torch": "2.13.0+cpu"}}
+    assert eff["pip-tooling"]["dists"] == {"wheel": None}  # a specifier: any version, files intact
+    assert eff["git:x"]["sha"] == "a" * 40 and [p["id"] for p in eff["git:x"]["patches"]] == ["p1"]
+    assert eff["patch:p1"]["spec"]["old"] == "1"
+    assert eff["install:x"] == {"check": "pth", "python": "/e/bin/python", "name": "x", "content": dest + "\n"}
+    assert eff["install:y"]["check"] == "source" and eff["install:y"]["editable"] is True
+    text = env_file_text(prefix, {"A": "1"})
+    assert eff["env-file"]["sha256"] == hashlib.sha256(text.encode()).hexdigest()
+    assert set(effects(plan)) == {s.id for s in plan.steps}
+
+
+def test_pip_actions_carry_their_repair_arguments():
+    step = Step(id="pip:torch", title="", params=P.PipInstallParams(requirements=[req("torch", "2.13.0")]))
+    runs = [a for a in actions(step, "/e") if a.op == "run"]
+    assert runs and all(a.repair_args == ["--force-reinstall"] for a in runs)
+    assert all("--force-reinstall" not in a.argv for a in runs)  # only a repair adds it
+
+
+# --- a fake environment: this interpreter, its sys.path pointed at a folder of our own ---------
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def make_dist(site: Path, name: str, version: str, files: dict[str, bytes]) -> Path:
+    info = site / f"{name}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\n")
+    rows = [f"{info.name}/METADATA,sha256={_b64((info / 'METADATA').read_bytes())},{(info / 'METADATA').stat().st_size}"]
+    for rel, data in files.items():
+        path = site / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        rows.append(f"{rel},sha256={_b64(data)},{len(data)}")
+    rows += [f"{info.name}/RECORD,,", f"{name}/__pycache__/x.cpython-311.pyc,,"]
+    (info / "RECORD").write_text("\n".join(rows) + "\n")
+    return info
+
+
+@pytest.fixture
+def site(tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    site.mkdir()
+    make_dist(site, "Alpha_Pkg", "1.0", {"alpha/__init__.py": b"A = 1\n", "alpha/data.bin": b"x" * 1000})
+    make_dist(site, "beta", "2.0+cpu", {"beta.py": b"B = 2\n"})
+    monkeypatch.setattr(sys, "path", [str(site)])  # the environment of sys.executable is this folder
+    return site
+
+
+def dists_effect(**dists):
+    return {"check": "dists", "python": sys.executable, "dists": dists}
+
+
+def check(tmp_path, eff, sid="pip:x", deep=False):
+    return onnode.check_effect(eff, onnode.EffectContext(str(tmp_path / "state"), textpatch, deep=deep), sid)
+
+
+def test_distributions_intact_missing_other_version_and_broken_files(tmp_path, site):
+    ok = check(tmp_path, dists_effect(**{"alpha-pkg": "1.0", "beta": "2.0"}))
+    assert ok["ok"] and "2 distribution(s) intact" in ok["detail"]
+    assert not check(tmp_path, dists_effect(gamma="1"))["repair"]  # not installed: pip installs it
+    other = check(tmp_path, dists_effect(beta="3.0"))
+    assert not other["ok"] and "beta 2.0+cpu installed, want 3.0" in other["detail"] and not other["repair"]
+    (site / "alpha" / "data.bin").unlink()
+    (site / "alpha" / "__init__.py").write_text("A = 2\n")  # same size, other content
+    broken = check(tmp_path, dists_effect(**{"alpha-pkg": "1.0"}))
+    assert not broken["ok"] and broken["repair"]  # metadata there, files not: pip would say "satisfied"
+    assert "alpha/data.bin (missing)" in broken["detail"] and "alpha/__init__.py (content differs" in broken["detail"]
+
+
+def test_manifest_makes_the_check_read_no_file_and_a_changed_stat_is_hashed(tmp_path, site, monkeypatch):
+    eff = dists_effect(**{"alpha-pkg": "1.0"})
+    os.makedirs(tmp_path / "state")
+    onnode.record_step(str(tmp_path), "pip:x", "d1", eff, textpatch)  # hashes all, keeps the manifest
+    manifest = json.loads((tmp_path / ".envbuild" / "state" / "pip:x.manifest.json").read_text())
+    assert manifest["effect"] == eff and len(manifest["dists"]["alpha-pkg"]["files"]) == 3
+    hashed = []
+    real = onnode._file_hash
+    monkeypatch.setattr(onnode, "_file_hash", lambda p, a: hashed.append(p) or real(p, a))
+    state = str(tmp_path / ".envbuild" / "state")
+    res = onnode.check_effect(eff, onnode.EffectContext(state, textpatch), "pip:x")
+    assert res["ok"] and hashed == [] and not res["rewrite"]  # stat unchanged: nothing read
+    os.utime(site / "alpha" / "data.bin", ns=(1, 1))  # touched, content unchanged
+    res = onnode.check_effect(eff, onnode.EffectContext(state, textpatch), "pip:x")
+    assert res["ok"] and [Path(p).name for p in hashed] == ["data.bin"] and res["rewrite"]
+    hashed.clear()
+    res = onnode.check_effect(eff, onnode.EffectContext(state, textpatch, deep=True), "pip:x")
+    assert res["ok"] and len(hashed) == 3  # --deep hashes every file
+    (site / "alpha" / "data.bin").write_bytes(b"y" * 1000)
+    res = onnode.check_effect(eff, onnode.EffectContext(state, textpatch), "pip:x")
+    assert not res["ok"] and "data.bin (content differs from RECORD)" in res["detail"]
+
+
+def test_record_refuses_a_step_whose_effect_does_not_hold(tmp_path, site):
+    (site / "beta.py").unlink()
+    with pytest.raises(onnode.ActionFailed, match="ran but its effect does not hold: beta 2.0.cpu: 1 file"):
+        onnode.record_step(str(tmp_path), "pip:b", "d", dists_effect(beta="2.0"), textpatch)
+    assert not (tmp_path / ".envbuild" / "state" / "pip:b.done").exists()
+
+
+def test_node_state_runs_from_the_first_step_not_done(tmp_path, site):
+    env_file = tmp_path / "env.sh"
+    env_file.write_text("X\n")
+    os.chmod(env_file, 0o644)
+    file_eff = {"check": "file", "path": str(env_file), "sha256": hashlib.sha256(b"X\n").hexdigest(), "perm": "0644"}
+    steps = [{"id": "a", "digest": "1", "effect": None},
+             {"id": "pip:x", "digest": "2", "effect": dists_effect(**{"alpha-pkg": "1.0"})},
+             {"id": "env", "digest": "3", "effect": file_eff},
+             {"id": "z", "digest": "4", "effect": None}]
+    for s in steps:
+        onnode.record_step(str(tmp_path), s["id"], s["digest"], s["effect"], textpatch)
+    prefix = str(tmp_path)
+    assert onnode.node_state(prefix, steps, textpatch=textpatch)["pending"] == []
+    (site / "alpha" / "data.bin").unlink()
+    st = onnode.node_state(prefix, steps, textpatch=textpatch)
+    assert st["done"] == ["a"] and st["pending"] == ["pip:x", "env", "z"] and st["repair"] == ["pip:x"]
+    assert list(st["effect_failed"]) == ["pip:x"] and st["reasons"]["env"] == "runs after pip:x"
+    st = onnode.node_state(prefix, [{**s, "digest": "new"} if s["id"] == "env" else s for s in steps],
+                           textpatch=textpatch, from_step="a")
+    assert st["pending"] == ["a", "pip:x", "env", "z"] and st["reasons"]["a"].startswith("forced")
+    env_file.write_text("Y\n")
+    (tmp_path / ".envbuild" / "state" / "a.done").unlink()
+    st = onnode.node_state(prefix, steps, textpatch=textpatch)
+    assert st["reasons"]["a"].startswith("no marker") and set(st["effect_failed"]) == {"pip:x", "env"}
+
+
+def test_git_effect_accepts_the_patched_text_only(tmp_path):
+    import subprocess
+
+    repo = tmp_path / "x"
+    repo.mkdir()
+    run = lambda *a: subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *a], cwd=repo,  # noqa: E731
+                                    check=True, capture_output=True, text=True).stdout.strip()
+    run("init", "-q")
+    (repo / "a.py").write_text("V = 'old'\n")
+    (repo / "b.py").write_text("B = 1\n")
+    run("add", ".")
+    run("commit", "-qm", "one")
+    sha = run("rev-parse", "HEAD")
+    spec = {"id": "p", "kind": "replace", "file": "a.py", "old": "'old'", "new": "'new'", "count": 1}
+    eff = {"check": "git", "dest": str(repo), "sha": sha, "patches": [spec]}
+    assert check(tmp_path, eff)["ok"]  # the commit's text
+    (repo / "a.py").write_text("V = 'new'\n")
+    assert check(tmp_path, eff)["ok"]  # the patched text
+    assert check(tmp_path, {"check": "patch", "dest": str(repo), "spec": spec})["ok"]
+    (repo / "a.py").write_text("V = 'new'\nW = 1\n")
+    assert "neither the commit's nor the patched text" in check(tmp_path, eff)["detail"]
+    (repo / "a.py").write_text("V = 'new'\n")
+    (repo / "b.py").write_text("B = 2\n")
+    assert "local changes: b.py" in check(tmp_path, eff)["detail"]
+    assert "want " in check(tmp_path, {**eff, "sha": "f" * 40})["detail"]
+
+
+def test_probe_command_runs_the_same_check_in_one_process(tmp_path):
+    prefix = str(tmp_path / "env")
+    step = Step(id="env-file", title="", params=P.EnvFileParams(path=f"{prefix}/.envbuild/env.sh", vars={"A": "1"}))
+    plan = plan_of(prefix, step)
+    os.makedirs(f"{prefix}/.envbuild/state")
+    Path(step.params.path).write_text(env_file_text(prefix, {"A": "1"}))
+    os.chmod(step.params.path, 0o644)
+    cmd = probe_command(sys.executable, prefix, plan_steps(plan))
+    rc, out, err = run_local(cmd)
+    assert rc == 0, err
+    probe = parse_probe(out)
+    assert probe.pending == ["env-file"] and probe.state["reasons"]["env-file"].startswith("no marker")
+    assert probe.state["effects"]["env-file"]["ok"] and probe.observed is None
