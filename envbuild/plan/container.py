@@ -1,0 +1,180 @@
+"""The node plan of the container backend: the recipe's image built on the node, checked in it.
+
+For a recipe whose environment is a container (megatronapp, megatron-deepspeed-slurm) and for
+any recipe provisioned with ``--backend container [--base IMAGE]``, a node gets:
+
+    preflight -> image -> [image-import] -> import-check -> smoke
+
+- ``image``: the build context of the recipe's image, the same one ``envbuild render --format
+  dockerfile`` writes (``envbuild.render.image.image_plan`` + ``envbuild.render.dockerfile``),
+  carried by the step (generated files with their text, envbuild's own files by name and
+  sha256, locked wheels by name and sha256), written on the node and built by the node's
+  engine (podman, else docker: ``facts.container_engines``). A changed lock changes the
+  context, so the step's digest and the image's ``io.envbuild.context.sha256`` label: the
+  image is built again; the step's effect is the image with its planned labels on the node.
+- ``image-import`` (Slurm targets with pyxis only): ``enroot import`` of the image into
+  ``<prefix>/envbuild-<recipe>-<target>.sqsh``, the name ``envbuild launch`` passes to
+  ``srun --container-image`` (``envbuild.launch.job.default_image``).
+- ``import-check``: the image's verify script (imports, locked versions, source trees) in a
+  throwaway container without network; its output is kept like a smoke run's.
+- ``smoke``: the smoke runs planned for the image, each in its own container, the node's smoke
+  folder mounted where they expect it; outputs come back to the run directory.
+
+Pure, except that envbuild's own files in the context are read for their sha256 (they are
+part of envbuild, not of the node).
+
+    >>> from envbuild.recipes import load_recipe
+    >>> image_tag(load_recipe("cpu-reference"), "local")
+    'localhost/envbuild/cpu-reference:local'
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from envbuild.fsio import canonical_json
+from envbuild.plan import params as P
+from envbuild.plan.build import PlanOptions, default_prefix, expand_home
+from envbuild.plan.model import Decision, Plan, Step
+
+SCHEDULED = ("slurm", "pbs", "kubernetes")  # launchers whose benchmark is a job, not a command
+
+
+def image_tag(recipe, target_name: str) -> str:
+    """The tag of the recipe's image on a node (``localhost/``: never looked up in a registry)."""
+    return f"localhost/envbuild/{recipe.name}:{target_name}"
+
+
+def sqsh_path(prefix: str, recipe, target_name: str) -> str:
+    """Where the enroot import goes: the prefix, under the name ``envbuild launch`` uses."""
+    from envbuild.launch.job import default_image
+
+    return f"{prefix.rstrip('/')}/{default_image(recipe.name, target_name, 'slurm')}"
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def context_params(ctx, lock) -> tuple[dict, dict, dict, dict, str]:
+    """(files, modes, assets, wheels, digest) of a rendered context (``envbuild.render.context.
+    Context``): the digest covers every file's content, mode and every wheel's hash."""
+    from envbuild.actions.assets import asset_of
+
+    modes = {rel: f"{mode:04o}" for rel, mode in sorted(ctx.modes.items())}
+    assets = {rel: P.ContextAsset(asset=asset_of(path), sha256=_sha256(Path(path).read_bytes()),
+                                  perm=modes.pop(rel, "0644"))
+              for rel, path in sorted(ctx.copies.items())}
+    hashes = {p.dist.filename: p.dist.sha256 for p in getattr(lock, "packages", None) or []
+              if getattr(p, "dist", None) is not None and p.dist.filename}
+    wheels = {name: hashes.get(name) or "" for name in sorted(ctx.wheels)}
+    digest = _sha256(canonical_json({
+        "files": {rel: _sha256(text.encode()) for rel, text in sorted(ctx.files.items())},
+        "modes": modes, "assets": {rel: a.sha256 for rel, a in assets.items()},
+        "wheels": wheels}).encode())
+    return dict(sorted(ctx.files.items())), modes, assets, wheels, digest
+
+
+def container_plan(recipe, target, facts, lock, opts: PlanOptions) -> Plan:
+    """The container backend's plan for one node (see the module docstring)."""
+    from envbuild.actions.steps import CONTEXT_LABEL
+    from envbuild.compat.rules_container import build_engine, pyxis
+    from envbuild.render import dockerfile
+    from envbuild.render.image import image_plan
+    from envbuild.smoke.onnode import native_run, node_runs
+
+    prefix = expand_home(opts.prefix or default_prefix(recipe, target), facts)
+    lock_text = None
+    if lock is not None and hasattr(lock, "model_dump"):
+        from envbuild.lock.serialize import dump_lock, regenerate_command
+
+        lock_text = dump_lock(lock, regenerate_command(recipe.name, target.name))
+    ip = image_plan(recipe, target, lock, lock_text=lock_text, base=opts.base,
+                    wheelhouse=bool(opts.wheelhouse), smoke_preset=opts.smoke_preset)
+    files, modes, assets, wheels, digest = context_params(dockerfile.render(ip), lock)
+
+    found = build_engine(facts.container_engines)
+    engine = P.Engine(name=found or "docker", env=dict(opts.engine_env), build_args=list(opts.engine_args))
+    decisions = [
+        Decision(subject="container-engine", outcome=engine.name,
+                 reason=(f"{found} is on the node (podman preferred: no daemon)" if found else
+                         "no podman or docker in the node's facts: docker, as the published "
+                         "instructions build (preflight refuses the node)")),
+        Decision(subject="base-image", outcome=ip.base.image, reason=ip.base.why, source=ip.base.source),
+        *ip.plan.decisions,
+    ]
+    tag = image_tag(recipe, target.name)
+    labels = {CONTEXT_LABEL: digest, "io.envbuild.plan.sha256": ip.labels()["io.envbuild.plan.sha256"],
+              "io.envbuild.recipe": recipe.name}
+    env_file = ip.env_file()
+    sources = {s.params.name: s.params.dest for s in ip.plan.steps if s.kind == "git_source"}
+    verdict = opts.verdict or P.PreflightParams(feasible=True, summary="not checked")
+    steps = [Step(id="preflight", title="Preflight compatibility check", params=verdict,
+                  reason="refuse an infeasible node before building")]
+    notes = "; ".join(ip.notes)
+    steps.append(Step(
+        id="image", title=f"image {tag} ({engine.name} build from {ip.base.image})",
+        params=P.ImageParams(engine=engine, tag=tag, base=ip.base.image,
+                             context_dir=f"{prefix.rstrip('/')}/.envbuild/image/context",
+                             context_sha256=digest, files=files, modes=modes, assets=assets,
+                             wheelhouse=opts.wheelhouse if wheels else None, wheels=wheels,
+                             labels=labels, prefix=ip.prefix, env_file=env_file.path if env_file else None,
+                             sources=sources),
+        reason=(f"the recipe's environment is an image, built here from the plan's context "
+                f"(the one `envbuild render --format dockerfile` writes) with the node's {engine.name}; "
+                f"a changed lock changes the context and its digest, and the image is built again"
+                + (f"; {notes}" if notes else ""))))
+    if pyxis(target):
+        steps.append(Step(
+            id="image-import", title=f"enroot import of {tag}",
+            params=P.ImageImportParams(engine=engine, tag=tag, path=sqsh_path(prefix, recipe, target.name),
+                                       context_sha256=digest),
+            reason=f"{target.name} runs jobs with srun --container-image (pyxis), which takes a "
+                   "squashfs imported by enroot, not an image of the node's engine "
+                   "(the recipe's pyxis-local-image deviation)"))
+    gpus = bool(facts.gpus)
+    steps.append(Step(
+        id="import-check", title="Import check inside the image",
+        params=P.ImageCheckParams(engine=engine, tag=tag, context_sha256=digest,
+                                  modules=list(recipe.import_check),
+                                  argv=["sh", f"{ip.files_dir}/verify.sh"],
+                                  dir=f"{prefix.rstrip('/')}/.envbuild/image/check", gpus=gpus),
+        reason="the image's verify script: every module imports, every locked package at its "
+               "version, every source tree at its commit; fail now, not at the first training step"))
+    smoke = next((s for s in ip.plan.steps if s.kind == "smoke"), None)
+    if opts.smoke and smoke is not None:
+        bench = recipe.benchmark.model_dump(mode="json") if recipe.benchmark else None
+        params = {"kinds": smoke.params.kinds, "preset": smoke.params.preset}
+        runs = node_runs(ip.prefix, params, bench, gpus=len(facts.gpus), sources=sources)
+        skip = native_run(bench, gpus=len(facts.gpus), sources=sources, cwd=smoke.params.dir).get("skip")
+        if recipe.launcher in SCHEDULED:
+            runs = [r for r in runs if r["name"] != "native"]
+            skip = (f"the recipe's benchmark is a {recipe.launcher} job: `envbuild launch {recipe.name} "
+                    f"--target {target.name} --submit` runs it")
+        steps.append(Step(
+            id="smoke", title="Smoke benchmark inside the image",
+            params=P.ImageSmokeParams(engine=engine, tag=tag, context_sha256=digest,
+                                      kinds=list(smoke.params.kinds), preset=smoke.params.preset,
+                                      dir=f"{prefix.rstrip('/')}/.envbuild/smoke", image_dir=smoke.params.dir,
+                                      runs=[P.SmokeRun(**r) for r in runs], native_skip=skip,
+                                      gpus=gpus, shm_size=target.shm_size),
+            reason="prove the image trains: each run in its own container, without network"))
+    return Plan(recipe=recipe.name, target=target.name, host=opts.host, prefix=prefix,
+                backend="container", lock_digest=ip.plan.lock_digest, facts_origin=facts.origin,
+                decisions=decisions, steps=steps)
+
+
+def image_observe_command(plan: Plan) -> str:
+    """The shell command that runs envbuild's observe script inside the plan's image (a
+    throwaway container without network): what observed.json holds for a container node."""
+    import shlex
+
+    from envbuild.actions.steps import engine_env, engine_run_argv
+    from envbuild.observe import observe_args, observe_command
+    from envbuild.observe.expected import Expected
+
+    p = next(s.params for s in plan.steps if s.kind == "image")
+    exp = Expected(prefix=p.prefix, sources=dict(p.sources), env_file=p.env_file)
+    words = ["env", *(f"{k}={v}" for k, v in engine_env(p.engine).items()), *engine_run_argv(p.engine, p.tag, [])]
+    return shlex.join(words) + " " + observe_command(f"{p.prefix}/bin/python", observe_args(exp))
