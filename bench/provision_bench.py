@@ -35,11 +35,10 @@ def run(home: Path, cluster, recipe: str, wheelhouse: str, lock: Path | None) ->
     t = time.time()
     p = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, "ENVBUILD_HOME": str(home)})
     wall = time.time() - t
-    lines = p.stdout.splitlines()
-    start = next((i for i, line in enumerate(lines) if line == "{"), None)
-    if start is None:
+    lines = p.stdout.splitlines()  # JSON Lines: events, then {"type": "result", ...}
+    if not lines or '"type": "result"' not in lines[-1]:
         raise SystemExit(f"provision printed no result (rc {p.returncode}): {p.stderr[-800:]}")
-    out = json.loads("\n".join(lines[start:]))
+    out = json.loads(lines[-1])
     run_dir = Path(out["run_dir"])
     if lock and not lock.exists() and (run_dir / "lock.lock").exists():
         lock.write_text((run_dir / "lock.lock").read_text())

@@ -38,10 +38,9 @@ def provision(bed, *extra) -> tuple[int, dict, Path]:
     p = envbuild(bed, "provision", "--target", "local", "--hosts", bed["cluster"].hosts,
                  "--identity", str(bed["cluster"].key), "--insecure", "--prefix", PREFIX,
                  "--wheelhouse", str(WHEELS), "--lock", str(bed["lock"]), "--json", *extra)
-    lines = p.stdout.strip().split("\n")
-    start = next((i for i, line in enumerate(lines) if line == "{"), None)
-    assert start is not None, p.stdout[-2000:] + p.stderr[-2000:]
-    out = json.loads("\n".join(lines[start:]))
+    lines = [json.loads(line) for line in p.stdout.splitlines()]  # JSON Lines: events, then the result
+    assert lines and lines[-1].get("type") == "result", p.stdout[-2000:] + p.stderr[-2000:]
+    out = lines[-1]
     return p.returncode, out, Path(out["run_dir"])
 
 

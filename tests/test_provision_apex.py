@@ -77,10 +77,9 @@ def provision_cli(recipe: Path, prefix: Path, mirror_dir: Path, home: Path, lock
             "--no-smoke", "--json"] + (["--lock", str(lock)] if lock else [])
     p = subprocess.run(argv, capture_output=True, text=True, timeout=1200,
                        env={**os.environ, "ENVBUILD_HOME": str(home)})
-    lines = p.stdout.splitlines()
-    start = next((i for i, line in enumerate(lines) if line == "{"), None)
-    assert start is not None, p.stdout[-2000:] + p.stderr[-2000:]
-    out = json.loads("\n".join(lines[start:]))
+    lines = [json.loads(line) for line in p.stdout.splitlines()]  # JSON Lines: events, then the result
+    assert lines and lines[-1].get("type") == "result", p.stdout[-2000:] + p.stderr[-2000:]
+    out = lines[-1]
     return p.returncode, out, Path(out["run_dir"])
 
 

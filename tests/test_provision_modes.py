@@ -85,10 +85,9 @@ def test_editable_wheel_and_build_step(tmp_path):
                         str(recipe), "--git-mirror", str(mirror), "--prefix", str(prefix), "--no-smoke",
                         "--json"], capture_output=True, text=True, timeout=600,
                        env={**os.environ, "ENVBUILD_HOME": str(tmp_path / "home")})
-    lines = p.stdout.splitlines()
-    start = next((i for i, line in enumerate(lines) if line == "{"), None)
-    assert start is not None, p.stdout[-2000:] + p.stderr[-2000:]
-    out = json.loads("\n".join(lines[start:]))
+    lines = [json.loads(line) for line in p.stdout.splitlines()]  # JSON Lines: events, then the result
+    assert lines and lines[-1].get("type") == "result", p.stdout[-2000:] + p.stderr[-2000:]
+    out = lines[-1]
     res = out["results"]["local"]
     assert p.returncode == 0, (res["failed_step"], res["log_tail"][-3000:])
     assert {"install:editpkg", "install:wheelpkg", "build:extpkg", "install:extpkg"} <= set(res["changed"])

@@ -6,6 +6,7 @@ import click
 from rich.table import Table
 
 from envbuild.cli import cli
+from envbuild.cli.options import recipe_argument, target_option
 from envbuild.cli.output import console, emit_json
 from envbuild.compat.check import Verdict
 from envbuild.errors import CheckFailed
@@ -34,8 +35,8 @@ def print_verdict(v: Verdict) -> None:
 
 
 @cli.command("check")
-@click.argument("recipe")
-@click.option("--target", "-t", "target_name", required=True, help="Target profile name or YAML path.")
+@recipe_argument()
+@target_option(dest="target_name")
 @click.option("--facts", "facts_path", type=click.Path(dir_okay=False),
               help="Node facts JSON (one object or a list: every node is checked).")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict(s) as JSON.")

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
-
 import click
 from rich.console import Console
 from rich.table import Table
 
 from envbuild.cli import cli
+from envbuild.cli.options import identity_option
 from envbuild.cli.output import console
 from envbuild.errors import EnvironmentProblem, InputError
 from envbuild.facts.model import NodeFacts
@@ -21,7 +20,8 @@ from envbuild.inputs import hosts_option
 @click.option("--hosts", metavar="[USER@]H1[:PORT],H2", callback=hosts_option,
               help="SSH hosts; a user applies to the hosts after it.")
 @click.option("--inventory", type=click.Path(dir_okay=False), help="Ansible inventory (INI or YAML).")
-@click.option("--identity", "-i", type=click.Path(dir_okay=False), help="SSH private key.")
+@click.option("--identity", "-i", type=click.Path(dir_okay=False), callback=identity_option,
+              help="SSH private key (as ssh -i).")
 @click.option("--port", type=click.IntRange(1, 65535), default=22, show_default=True, help="Default SSH port.")
 @click.option("--user", help="Default SSH user.")
 @click.option("--known-hosts", "known_hosts", multiple=True, type=click.Path(exists=True, dir_okay=False),
@@ -53,8 +53,6 @@ def facts_command(local, hosts, inventory, identity, port, user, known_hosts, in
 
     if sum(bool(x) for x in (local, hosts, inventory)) > 1:
         raise InputError("choose one of --local, --hosts, --inventory", hint="envbuild facts --help")
-    if identity and not os.path.isfile(identity):
-        raise InputError(f"--identity {identity}: no such file", hint="pass the SSH private key file")
     if hosts or inventory:
         how = dict(user=user, port=port, insecure=insecure, known_hosts=known_hosts or None)
         specs = (

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from envbuild.cli import cli
+from envbuild.cli.options import recipe_argument, target_option
 from envbuild.cli.output import console, emit_json
 from envbuild.errors import CheckFailed, EnvironmentProblem, InputError
 
@@ -39,8 +40,8 @@ def _plan(rec, tgt, *, run_dir: Path | None, facts_file, lock_file, prefix, git_
 
 
 @cli.command("launch")
-@click.argument("recipe")
-@click.option("--target", "-t", required=True, help="Target profile name or YAML path.")
+@recipe_argument()
+@target_option()
 @click.option("--scheduler", type=click.Choice(["slurm", "pbs", "k8s", "local"]), required=True,
               help="Render for Slurm (sbatch), PBS (qsub), Kubernetes (Pods) or this node.")
 @click.option("--nodes", type=click.IntRange(1), help="Nodes (pods) [the published run's].")

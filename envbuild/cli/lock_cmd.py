@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from envbuild.cli import cli
+from envbuild.cli.options import recipe_argument, target_option
 from envbuild.cli.output import emit_json, err_console
 from envbuild.errors import CheckFailed, EnvbuildError, InputError
 from envbuild.lock import check_lock_file, ensure_target, git_mirror_dir, lock_path, write_lock
@@ -54,8 +55,8 @@ def _export(pairs, fmt: str, wheelhouse, output, lockdir) -> None:
 
 
 @cli.command("lock")
-@click.argument("recipe", required=False)
-@click.option("--target", "-t", "target", help="Target profile name or YAML path.")
+@recipe_argument(required=False)
+@target_option(required=False)
 @click.option("--all", "every", is_flag=True, help="Every shipped recipe x each of its targets.")
 @click.option("--check", is_flag=True, help="Do not resolve; fail (exit 1) if the lock is stale.")
 @click.option("--git-mirror", type=click.Path(file_okay=False, path_type=Path),

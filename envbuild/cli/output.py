@@ -14,3 +14,9 @@ err_console = Console(stderr=True, highlight=False)
 
 def emit_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
+
+
+def emit_json_line(obj: Any) -> None:
+    """One JSON object on one line (JSON Lines: a stream of events, then a result)."""
+    sys.stdout.write(json.dumps(obj, sort_keys=False, default=str) + "\n")
+    sys.stdout.flush()

@@ -5,12 +5,13 @@ from __future__ import annotations
 import click
 
 from envbuild.cli import cli
+from envbuild.cli.options import recipe_argument, target_option
 from envbuild.cli.output import console, emit_json
 
 
 @cli.command("plan")
-@click.argument("recipe", required=False)
-@click.option("--target", "-t", required=True, help="Target profile name or YAML path.")
+@recipe_argument(required=False)
+@target_option()
 @click.option("--facts", "facts_file", help="Node facts JSON (from `envbuild facts --json -o`).")
 @click.option("--lock", "lock_file", help="Lockfile (default: lockfiles/<recipe>/<target>.lock if present).")
 @click.option("--prefix", help="Environment prefix on the node.")

@@ -7,15 +7,19 @@ import sys
 import click
 
 from envbuild.cli import cli
-from envbuild.cli.output import console, emit_json
+from envbuild.cli.options import complete_recipe, identity_option, recipe_argument, target_option
+from envbuild.cli.output import console, emit_json_line
+from envbuild.errors import InputError
 from envbuild.inputs import hosts_option
 
 
 @cli.command("provision")
-@click.option("--target", "-t", required=True, help="Target profile name or YAML path (local: this machine).")
-@click.option("--recipe", "-r", default=None, help="Recipe name or path (default: the embedded default recipe).")
+@recipe_argument(required=False)
+@target_option(help="Target profile name or YAML path (local: this machine).")
+@click.option("--recipe", "-r", "recipe_option", default=None, shell_complete=complete_recipe,
+              help="Same as the RECIPE argument (kept for older scripts).")
 @click.option("--hosts", default=None, callback=hosts_option, help="Nodes: user@h1[:port],h2 ...")
-@click.option("--inventory", "-i", default=None, type=click.Path(), help="Ansible YAML inventory of the nodes.")
+@click.option("--inventory", default=None, type=click.Path(), help="Ansible YAML inventory of the nodes.")
 @click.option("--backend", type=click.Choice(["venv", "conda"]), default=None, help="Environment kind (default: the recipe's).")
 @click.option("--prefix", default=None, help="Where the environment goes on each node.")
 @click.option("--conda-channel", default=None, help="--backend conda: channel URL or local channel folder.")
@@ -33,15 +37,18 @@ from envbuild.inputs import hosts_option
 @click.option("--from-step", "from_step", default=None, metavar="ID",
               help="Run again from step ID (see --dry-run for the ids), and every step after it.")
 @click.option("--insecure", is_flag=True, help="Do not check SSH host keys (throwaway test nodes only).")
-@click.option("--identity", "identity_file", default=None, type=click.Path(), help="SSH private key.")
+@click.option("--identity", "-i", "identity_file", default=None, type=click.Path(), callback=identity_option,
+              help="SSH private key (as ssh -i).")
 @click.option("--known-hosts", "known_hosts", multiple=True, type=click.Path(),
               help="known_hosts file to check host keys against (repeatable; default ssh's own, "
                    "or $ENVBUILD_KNOWN_HOSTS).")
-@click.option("--json", "as_json", is_flag=True, help="Events as JSON lines, then the results as JSON.")
-def provision_cmd(target, recipe, hosts, inventory, backend, prefix, conda_channel, conda_packages,
+@click.option("--json", "as_json", is_flag=True,
+              help='JSON Lines: one {"type": "event"} object per line, then one {"type": "result"} line.')
+def provision_cmd(recipe, target, recipe_option, hosts, inventory, backend, prefix, conda_channel, conda_packages,
                   dry_run, git_mirror, wheelhouse, lock, locked, allow_unverified, no_smoke, force,
                   from_step, insecure, identity_file, known_hosts, as_json):
-    """Provision RECIPE onto the nodes of TARGET: facts, preflight, lock, plan, ansible, results.
+    """Provision RECIPE (default: the embedded reference) onto the nodes of TARGET: facts,
+    preflight, lock, plan, ansible, results.
 
     A step is skipped only when its marker matches and its effect holds on the node now
     (installed distributions and their files, git HEAD and tree, patches, the env file); the
@@ -52,15 +59,23 @@ def provision_cmd(target, recipe, hosts, inventory, backend, prefix, conda_chann
     \b
     Example:
       envbuild provision --target local --prefix /tmp/env --wheelhouse /opt/wheels
-      envbuild provision -t azure-nd96 --hosts azureuser@10.0.0.4,10.0.0.5 --git-mirror ~/mirrors
+      envbuild provision opt-175b-azure -t azure-nd96 --hosts azureuser@10.0.0.4,10.0.0.5 -i ~/.ssh/id_ed25519
+    With --json, stdout is JSON Lines: each event as it happens
+    ({"type": "event", "ts", "host", "step", "kind", "msg"}), then one line
+    {"type": "result", "run_dir", "status", "exit_code", "results", ...}.
     Exit codes: 0 every node ok and the report says PASS; 1 refused by preflight, or the
     report says FAIL (drift, benchmark below threshold, state not verified); 2 bad input;
     3 a node unreachable; 4 a node failed a step (or ansible timed out / stopped early);
     130 interrupted by SIGINT, 143 by SIGTERM (ansible-playbook's process group is stopped,
     run.json records "interrupted" and the step each node was in).
     """
+    from envbuild.cli.progress import ProgressDisplay
     from envbuild.provision import ProvisionOptions, provision
 
+    if recipe and recipe_option and recipe != recipe_option:
+        raise InputError(f"two recipes given: {recipe} (argument) and {recipe_option} (--recipe)",
+                         hint="give the recipe once, as the RECIPE argument")
+    recipe = recipe or recipe_option
     opts = ProvisionOptions(target=target, recipe=recipe, hosts=hosts, inventory=inventory,
                             backend=backend, prefix=prefix, conda_channel=conda_channel,
                             conda_packages=list(conda_packages), dry_run=dry_run, git_mirror=git_mirror,
@@ -69,13 +84,17 @@ def provision_cmd(target, recipe, hosts, inventory, backend, prefix, conda_chann
                             force=force, from_step=from_step,
                             insecure=insecure, identity_file=identity_file,
                             known_hosts=list(known_hosts), argv=["envbuild", *sys.argv[1:]])
-    echo = None if as_json else (lambda line: console.print(line))
-    out = provision(opts, echo=echo)
     if as_json:
-        emit_json({"run_dir": str(out.run_dir), "status": out.status, "exit_code": out.exit_code,
-                   "results": out.results, "command": out.command if dry_run else None,
-                   "plans": {h: p.model_dump(mode="json", by_alias=True) for h, p in out.plans.items()} if dry_run else None})
+        out = provision(opts, echo=None)
+        emit_json_line({"type": "result", "run_dir": str(out.run_dir), "status": out.status,
+                        "exit_code": out.exit_code, "results": out.results,
+                        "command": out.command if dry_run else None,
+                        "plans": {h: p.model_dump(mode="json", by_alias=True) for h, p in out.plans.items()}
+                        if dry_run else None})
     else:
+        with ProgressDisplay(console) as progress:
+            out = provision(opts, echo=progress)
+    if not as_json:
         if dry_run:
             for host, plan in out.plans.items():
                 console.print(f"[bold]{host}[/]  prefix {plan.prefix}  ({plan.backend})")

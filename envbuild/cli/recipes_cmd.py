@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from envbuild.cli import cli
+from envbuild.cli.options import complete_recipe, recipe_argument
 from envbuild.cli.output import console, emit_json
 from envbuild.errors import InputError
 from envbuild.recipes import DATA, all_recipes, load_recipe
@@ -49,7 +50,7 @@ def summary_row(recipe: Recipe) -> dict:
 
 
 @cli.command("recipes")
-@click.argument("recipes", nargs=-1)
+@click.argument("recipes", nargs=-1, shell_complete=complete_recipe)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list (one object per recipe).")
 def recipes_command(recipes: tuple[str, ...], as_json: bool) -> None:
     """List the shipped recipes (or the RECIPES given by name or path); * marks the default.
@@ -196,7 +197,7 @@ def print_recipe(recipe: Recipe) -> None:
 
 
 @cli.command("show")
-@click.argument("recipe", required=False)
+@recipe_argument(required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the full recipe as JSON.")
 @click.option("--schema", "as_schema", is_flag=True, help="Print the recipe JSON Schema (all fields).")
 def show_command(recipe: str | None, as_json: bool, as_schema: bool) -> None:

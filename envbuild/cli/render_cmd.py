@@ -8,12 +8,13 @@ from pathlib import Path
 import click
 
 from envbuild.cli import cli
+from envbuild.cli.options import recipe_argument, target_option
 from envbuild.cli.output import console, emit_json
 
 
 @cli.command("render")
-@click.argument("recipe", required=False)
-@click.option("--target", "-t", required=True, help="Target profile name or YAML path.")
+@recipe_argument(required=False)
+@target_option()
 @click.option("--format", "fmt", required=True,
               type=click.Choice(["ansible", "dockerfile", "apptainer", "shell", "ci"]), help="What to write.")
 @click.option("-o", "--out", "out", default=None, type=click.Path(),

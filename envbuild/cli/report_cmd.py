@@ -9,6 +9,7 @@ import click
 from rich.table import Table
 
 from envbuild.cli import cli
+from envbuild.cli.options import identity_option, target_option
 from envbuild.cli.output import console, emit_json
 from envbuild.errors import CheckFailed, EnvironmentProblem, InputError
 from envbuild.inputs import hosts_option
@@ -51,12 +52,13 @@ def report_cmd(run_dir: Path | None, fmt: str | None, output: Path | None) -> No
 
 
 @cli.command("verify")
-@click.option("--target", help="Verify the newest run made for this target (when --run is not given).")
+@target_option(required=False, help="Verify the newest run made for this target (when --run is not given).")
 @click.option("--hosts", callback=hosts_option,
               help="Nodes to observe: user@host[:port],host2 (default: the run's hosts).")
 @click.option("--inventory", type=click.Path(exists=True, dir_okay=False), help="Ansible inventory (INI or YAML).")
 @click.option("--local", "local", is_flag=True, help="Observe the environment on this machine.")
-@click.option("-i", "--identity", help="SSH private key (for --hosts, or hosts the inventory gives none).")
+@click.option("-i", "--identity", callback=identity_option,
+              help="SSH private key, as ssh -i (for --hosts, or hosts the inventory gives none).")
 @click.option("--known-hosts", "known_hosts", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="known_hosts file to check host keys against (repeatable; default: $ENVBUILD_KNOWN_HOSTS, "
                    "else ~/.ssh/known_hosts and /etc/ssh/ssh_known_hosts, as ssh).")

@@ -5,8 +5,14 @@ markers the playbook emits (``envbuild:start <id>``, ``envbuild:done <id>``), ke
 log, and records what failed (step, command, exit code, message); ``HostTrack.current`` is the
 step a host is in right now (what an interrupted run records), and ``StepTracker.completed``
 says the playbook reached its end (``playbook_on_stats``). ``EventSink`` writes the events to
-``events.jsonl`` (0600, secrets masked) and to the terminal (rich lines, or JSON lines with
-``--json``).
+``events.jsonl`` (0600, secrets masked) and to the terminal (JSON Lines with ``--json``, else
+through ``echo``).
+
+Besides the step events (``KINDS``), the tracker yields transient progress events
+(``TRANSIENT``: the steps a host will run, the task it is in, the output a task returned) as
+runner events arrive; they are never written to events.jsonl nor to the JSON Lines stream, and
+reach only an ``echo`` that has an ``event(Event)`` method (the CLI's progress display,
+``envbuild.cli.progress``), which also receives every step event instead of a text line.
 """
 
 from __future__ import annotations
@@ -20,6 +26,13 @@ from pathlib import Path
 from typing import Callable
 
 LOG_TAIL_LINES = 30
+OUTPUT_LINES = 20  # lines of a task's output in one transient "output" event
+
+#: step events: written to events.jsonl, printed (JSON Lines with --json)
+KINDS = ("start", "ok", "changed", "skipped", "rerun", "failed", "unreachable", "interrupted")
+#: progress only (see the module docstring): "pending" (msg: the step ids the host will run, one
+#: per line), "task" (msg: the Ansible task the host started), "output" (msg: what a task returned)
+TRANSIENT = frozenset({"pending", "task", "output"})
 
 
 @dataclass
@@ -29,11 +42,15 @@ class Event:
     ts: float
     host: str
     step: str | None
-    kind: str  # start | ok | changed | skipped | rerun | failed | unreachable | interrupted
+    kind: str  # one of KINDS, or a TRANSIENT progress kind
     msg: str = ""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
+
+    @property
+    def transient(self) -> bool:
+        return self.kind in TRANSIENT
 
 
 @dataclass
@@ -104,12 +121,16 @@ class StepTracker:
         now = time.time()
         out: list[Event] = []
         msg = str(res.get("msg") or "")
+        logged = len(h.log)
+        if etype == "runner_on_start":
+            return [Event(now, name, h.current, "task", task)]
         if etype == "runner_on_ok":
             self._log(h, task, res)
             if task == "envbuild:state":
                 for sid in res.get("done") or []:
                     h.skipped.append(sid)
                     out.append(Event(now, name, sid, "skipped", "already done (digest matches)"))
+                out.append(Event(now, name, None, "pending", "\n".join(str(x) for x in res.get("pending") or [])))
             elif msg.startswith("envbuild:start "):
                 h.current, h.current_changed = msg.split(" ", 1)[1], False
                 out.append(Event(now, name, h.current, "start", ""))
@@ -137,6 +158,10 @@ class StepTracker:
             h.message = msg.strip()
             h.finished = now
             out.append(Event(now, name, h.current, "unreachable", h.message))
+        text = h.log[logged + 1:]  # what this task printed, after its TASK [...] line
+        if text:
+            lines = "\n".join(text).splitlines()[-OUTPUT_LINES:]
+            out.insert(0, Event(now, name, h.current, "output", "\n".join(lines)))
         return out
 
     @staticmethod
@@ -158,7 +183,9 @@ class StepTracker:
 
 
 class EventSink:
-    """Writes each event to events.jsonl and shows it (rich lines or JSON lines)."""
+    """Writes each step event to events.jsonl and shows it: a JSON line on stdout (``--json``:
+    ``{"type": "event", ...}``), else ``echo.event(ev)`` when ``echo`` has that method (a progress
+    display; it also gets the TRANSIENT events), else ``echo(describe(ev))`` (a text line)."""
 
     def __init__(self, path: Path | None, *, json_lines: bool = False,
                  echo: Callable[[str], None] | None = None) -> None:
@@ -169,18 +196,25 @@ class EventSink:
         self._fh = (open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "a", encoding="utf-8")
                     if path else None)
         self._echo = echo
+        self._on_event: Callable[[Event], None] | None = getattr(echo, "event", None)
         self.redactor = Redactor()
 
     def emit(self, ev: Event) -> None:
         if ev.msg:
             ev = replace(ev, msg=self.redactor.text(ev.msg))
+        if ev.transient:
+            if self._on_event is not None and not self.json_lines:
+                self._on_event(ev)
+            return
         line = ev.to_json()
         if self._fh:
             self._fh.write(line + "\n")
             self._fh.flush()
         if self.json_lines:
-            sys.stdout.write(line + "\n")
+            sys.stdout.write(json.dumps({"type": "event", **asdict(ev)}, sort_keys=True) + "\n")
             sys.stdout.flush()
+        elif self._on_event is not None:
+            self._on_event(ev)
         elif self._echo is not None:
             self._echo(self.describe(ev))
 
