@@ -95,11 +95,14 @@ def select_nodes(opts: ProvisionOptions, target) -> list[Node]:
                      hint="pass --hosts user@h1,h2 or --inventory FILE (or use --target local)")
 
 
-def _load(opts: ProvisionOptions):
+def _load(opts: ProvisionOptions, on_target: Callable[[object], None] | None = None):
+    """(recipe, target) after checking the options; ``on_target(target)`` is called once the
+    options, the target and a named recipe are known good, before the default recipe is read
+    (provision starts reading the nodes there, see ``_Early``)."""
     from envbuild.recipes import default_recipe, load_recipe
     from envbuild.targets import load_target
 
-    recipe = load_recipe(opts.recipe) if opts.recipe else default_recipe()
+    recipe = load_recipe(opts.recipe) if opts.recipe else None
     target = load_target(opts.target)
     if opts.backend not in (None, "venv", "conda"):
         raise InputError(f"unknown backend {opts.backend!r}", hint="use --backend venv or --backend conda")
@@ -110,9 +113,6 @@ def _load(opts: ProvisionOptions):
     if channel and "://" not in channel and "/" in channel and not Path(channel).is_dir():
         raise InputError(f"conda channel {channel}: no such folder",
                          hint="give a channel folder (with noarch/repodata.json), a URL or a channel name")
-    if (channel or opts.conda_packages) and (opts.backend or recipe.environment.kind) != "conda":
-        raise InputError("conda channel/packages given but the environment is not conda",
-                         hint="add --backend conda")
     if opts.force and opts.from_step:
         raise InputError("give --force or --from-step, not both",
                          hint="--force runs every step again; --from-step ID runs again from step ID")
@@ -124,24 +124,49 @@ def _load(opts: ProvisionOptions):
                          hint="give an absolute path, or one under the node's home as ~/...")
     if opts.lock and not Path(opts.lock).is_file():
         raise InputError(f"--lock {opts.lock}: no such file", hint="envbuild lock writes lockfiles/<recipe>/<target>.lock")
+    if recipe is not None:
+        _check_conda(opts, recipe)
+    if on_target is not None:
+        on_target(target)
+    if recipe is None:
+        recipe = default_recipe()
+        _check_conda(opts, recipe)
     return recipe, target
 
 
-def take_lock(opts: ProvisionOptions, recipe, target, say: Callable[[str], None]):
+def _check_conda(opts: ProvisionOptions, recipe) -> None:
+    if (opts.conda_channel or opts.conda_packages) and (opts.backend or recipe.environment.kind) != "conda":
+        raise InputError("conda channel/packages given but the environment is not conda",
+                         hint="add --backend conda")
+
+
+def existing_lock(opts: ProvisionOptions, recipe, target):
+    """(lock, path, text) of --lock or lockfiles/<recipe>/<target>.lock; None when there is none.
+    A stale lock is refused (CheckFailed)."""
+    from envbuild.inputs import find_lock
+    from envbuild.lock.make import lock_path
+
+    lock = find_lock(recipe, target, opts.lock)
+    if lock is None:
+        return None
+    path = Path(opts.lock) if opts.lock else lock_path(recipe.name, target.name)
+    return lock, str(path), path.read_text()
+
+
+def take_lock(opts: ProvisionOptions, recipe, target, say: Callable[[str], None], found=None):
     """(lock, path, text): --lock, else lockfiles/<recipe>/<target>.lock, else lock now.
+    ``found`` is ``existing_lock``'s answer when the caller already asked.
 
     A lock that no longer satisfies the recipe is refused (CheckFailed, exit 1, with the
     command that re-locks), as ``plan`` refuses it; with ``--locked`` a missing lock is too.
     """
     from envbuild.errors import CheckFailed
-    from envbuild.inputs import find_lock
     from envbuild.lock.make import lock_path, make_lock
     from envbuild.lock.serialize import dump_lock, regenerate_command
 
-    lock = find_lock(recipe, target, opts.lock)
-    if lock is not None:
-        path = Path(opts.lock) if opts.lock else lock_path(recipe.name, target.name)
-        return lock, str(path), path.read_text()
+    found = found if found is not None else existing_lock(opts, recipe, target)
+    if found is not None:
+        return found
     path = lock_path(recipe.name, target.name)
     if opts.locked:
         raise CheckFailed(f"no lockfile at {path} and --locked was given",
@@ -180,19 +205,20 @@ def plan_options(opts: ProvisionOptions, recipe) -> "PlanOptions":
 
 def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = None) -> ProvisionOutcome:
     """Provision every node; see the module docstring. ``echo`` prints progress lines."""
-    from envbuild.facts.gather import gather
     from envbuild.plan.build import verdict_summary
     from envbuild.plan.resolve import check_facts, resolve
 
     say = echo or (lambda _m: None)
-    recipe, target = _load(opts)
-    nodes = select_nodes(opts, target)
+    early = _Early(opts)  # facts and a speculative probe of every node, read while we load
+    recipe, target = _load(opts, on_target=early.start)
+    nodes = early.nodes
     options = {k: v for k, v in asdict(opts).items() if k not in ("argv", "target", "recipe")}
     rd = rundir.create(recipe.name, target.name, argv=opts.argv, hosts=[n.name for n in nodes],
                        options=options)
     rd.write("recipe.json", recipe.model_dump(mode="json", by_alias=True))
     sink = EventSink(rd.events, json_lines=opts.json_lines, echo=say)
     results: dict[str, dict] = {}
+    early.read_lock(recipe, target)
 
     insecure = {n.name: n.insecure for n in nodes}  # host keys not checked (recorded, reported)
 
@@ -203,11 +229,8 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
         results[name] = res
         rd.write_node(name, "result.json", res)
 
-    # facts (with $HOME and $PATH), in parallel; unreachable nodes stop here
-    def facts_of(node: Node):
-        return gather(_NodeRunner(node), host=node.name, skip=("pip_list",))
-
-    gathered = ssh.each(nodes, facts_of)
+    # facts (with $HOME and $PATH), in parallel (started by _Early); unreachable nodes stop here
+    gathered = early.facts()
     live: list[Node] = []
     facts = {}
     for node in nodes:
@@ -237,7 +260,7 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
 
     lock = lock_file = lock_text = None
     if feasible:
-        lock, lock_file, lock_text = take_lock(opts, recipe, target, say)
+        lock, lock_file, lock_text = take_lock(opts, recipe, target, say, found=early.lock(recipe, target))
         if lock_text:
             rd.write("lock.lock", lock_text)
         rd.update_run(lock_path=lock_file, lock_digest=getattr(lock, "digest", None))
@@ -281,7 +304,7 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
 
     # one round trip per node: markers, effects and the observed environment; when every step
     # of every node is done and holds, Ansible does not start at all (see _probe)
-    probes = {} if any(rerun_from.values()) else _probe(feasible, plans, rerun_from)
+    probes = {} if any(rerun_from.values()) else early.probes(feasible, plans)
     if probes and all(p is not None and p.nothing_to_do for p in probes.values()):
         try:
             _nothing_to_do(rd, sink, feasible, plans, probes, finish_node)
@@ -463,22 +486,104 @@ def _rerun_events(host: str, state: dict) -> list[Event]:
             for sid, detail in (state.get("effect_failed") or {}).items()]
 
 
-def _probe(nodes: list[Node], plans: dict[str, Plan], rerun_from: dict[str, str | None]) -> dict:
+def _probe_args(plan: Plan) -> tuple:
+    """What a probe of ``plan`` sends: (python, prefix, steps with digests and effects, observe args)."""
+    from envbuild.actions.nodestate import plan_steps
+    from envbuild.observe import expected_state, observe_args
+
+    return (f"{plan.prefix.rstrip('/')}/bin/python", plan.prefix, plan_steps(plan),
+            observe_args(expected_state(None, plan)))
+
+
+def _probe(nodes: list[Node], plans: dict[str, Plan]) -> dict:
     """{node: Probe or None}: each node's step markers, step effects (the checks Ansible's
     envbuild_state makes) and observed environment in one command run by the environment's
     python (None: it could not run, e.g. no environment yet)."""
-    from envbuild.actions.nodestate import parse_probe, plan_steps, probe_command
-    from envbuild.observe import expected_state, observe_args
+    from envbuild.actions.nodestate import parse_probe, probe_command
 
     def one(node: Node):
-        plan = plans[node.name]
-        cmd = probe_command(f"{plan.prefix.rstrip('/')}/bin/python", plan.prefix, plan_steps(plan),
-                            from_step=rerun_from.get(node.name), refresh=True,
-                            observe=observe_args(expected_state(None, plan)))
-        rc, out, _err = ssh.run(node, cmd)
+        python, prefix, steps, observe = _probe_args(plans[node.name])
+        rc, out, _err = ssh.run(node, probe_command(python, prefix, steps, refresh=True, observe=observe))
         return parse_probe(out, node.name) if rc == 0 else None
 
     return {name: (None if isinstance(got, Exception) else got) for name, got in ssh.each(nodes, one).items()}
+
+
+class _Early:
+    """What provision reads from the nodes while it loads the recipe and the lock: the facts,
+    and a speculative probe (``_probe``) of each node's plan in the latest finished run. The
+    probe counts only for a node whose new plan sends exactly what it sent (same prefix, steps,
+    digests, effects): it then observed the node at the same time as the facts, and a no-op
+    costs one round trip. Otherwise the node is probed again with its new plan."""
+
+    def __init__(self, opts: ProvisionOptions):
+        self.opts, self.nodes = opts, []
+        self._pool = None
+        self._facts = self._spec = None
+        self._spec_plans: dict[str, Plan] = {}
+
+    def start(self, target) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from envbuild.facts.gather import gather
+
+        self.nodes = select_nodes(self.opts, target)
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="envbuild-early")
+        self._facts = self._pool.submit(
+            ssh.each, self.nodes, lambda n: gather(_NodeRunner(n), host=n.name, skip=("pip_list",)))
+        if not (self.opts.dry_run or self.opts.force or self.opts.from_step):
+            self._spec_plans = _latest_plans(target.name, [n.name for n in self.nodes])
+            spec = [n for n in self.nodes if n.name in self._spec_plans]
+            if spec:
+                self._spec = self._pool.submit(_probe, spec, self._spec_plans)
+        self._pool.shutdown(wait=False)
+
+    def facts(self) -> dict:
+        return self._facts.result()
+
+    def read_lock(self, recipe, target) -> None:
+        """Read the existing lock now, while the nodes answer (a stale one is refused later,
+        where provision asks for the lock: only when a node is feasible)."""
+        try:
+            self._lock = ("ok", existing_lock(self.opts, recipe, target))
+        except Exception as exc:  # noqa: BLE001 - raised again by lock()
+            self._lock = ("error", exc)
+
+    def lock(self, recipe, target):
+        kind, value = getattr(self, "_lock", ("ok", None))
+        if kind == "error":
+            raise value
+        return value if value is not None else existing_lock(self.opts, recipe, target)
+
+    def probes(self, nodes: list[Node], plans: dict[str, Plan]) -> dict:
+        """{node: Probe or None} for ``plans``: the speculative probe where it probed the same
+        thing, a new probe elsewhere."""
+        spec = self._spec.result() if self._spec is not None else {}
+        out, again = {}, []
+        for node in nodes:
+            old = self._spec_plans.get(node.name)
+            if old is not None and spec.get(node.name) is not None and _probe_args(old) == _probe_args(plans[node.name]):
+                out[node.name] = spec[node.name]
+            else:
+                again.append(node)
+        return {**out, **(_probe(again, plans) if again else {})}
+
+
+def _latest_plans(target: str, names: list[str]) -> dict[str, Plan]:
+    """{node: plan} of the latest finished run for ``target`` (empty when there is none)."""
+    latest = rundir.envbuild_home() / "runs" / "latest"
+    out: dict[str, Plan] = {}
+    try:
+        run = json.loads((latest / "run.json").read_text())
+        if run.get("target") != target:
+            return out
+        for name in names:
+            path = latest / "nodes" / name / "plan.json"
+            if path.is_file():
+                out[name] = Plan.model_validate_json(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return out
 
 
 def _nothing_to_do(rd: rundir.RunDir, sink: EventSink, nodes: list[Node], plans: dict[str, Plan],
