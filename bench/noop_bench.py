@@ -1,0 +1,128 @@
+"""No-op provision bench: a provision with nothing to do, reality check included.
+
+    python bench/noop_bench.py [--nodes local,1,8] [--repeat 5] [--wheelhouse /opt/wheels]
+                               [--root /tmp/envbuild-noop-bench]
+
+Each configuration is provisioned once (cold, when its environments are not there yet from an
+earlier bench run under --root), then ``envbuild provision`` runs --repeat times with nothing to
+do; the figure is the wall time of the whole command (``python -m envbuild provision ...``:
+interpreter start, facts, preflight, lock, plan, the probe of every node -- step markers, the
+effect of every step checked on the node, the observed environment --, the run directory and
+its report). ``local`` is this machine (``--target local``); ``1`` and ``8`` are loopback sshd
+nodes (``envbuild.testbed.sshd``) reached over SSH with host keys checked; they share this
+machine's filesystem, so each gets its own environment (``--prefix ROOT/envs/{node}``), each
+with torch 2.13.0+cpu from the wheelhouse. Goals: <= 1.5 s on one node, <= 2 s on 8.
+
+Writes bench/results/noop.json and prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from envbuild.fsio import write_atomic  # noqa: E402
+
+OUT = Path(__file__).parent / "results" / "noop.json"
+GOALS = {"local": 1.5, "1": 1.5, "8": 2.0}
+
+
+def provision(home: Path, extra: list[str], wheelhouse: str, env: dict) -> dict:
+    argv = [sys.executable, "-m", "envbuild", "provision", "--target", "local", "--wheelhouse", wheelhouse,
+            "--no-smoke", "--json", *extra]
+    t = time.perf_counter()
+    p = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, **env, "ENVBUILD_HOME": str(home)})
+    wall = time.perf_counter() - t
+    out = _result(p.stdout)
+    if out is None:
+        raise SystemExit(f"provision printed no result (rc {p.returncode}): {p.stderr[-1500:]}")
+    run = json.loads((Path(out["run_dir"]) / "run.json").read_text())
+    return {"rc": p.returncode, "wall_s": round(wall, 3), "ansible": run.get("ansible", "started"),
+            "verdict": run.get("verdict"),
+            "changed": sorted({s for r in out["results"].values() for s in r["changed"]}),
+            "statuses": sorted({r["status"] for r in out["results"].values()})}
+
+
+def _result(stdout: str) -> dict | None:
+    """The final result of ``provision --json``: a line {"type": "result", ...}, or the
+    indented object that ends the output."""
+    lines = stdout.splitlines()
+    for line in reversed(lines):
+        with contextlib.suppress(ValueError):
+            data = json.loads(line)
+            if isinstance(data, dict) and data.get("type") == "result":
+                return data
+    start = next((i for i, line in enumerate(lines) if line == "{"), None)
+    return json.loads("\n".join(lines[start:])) if start is not None else None
+
+
+def bench(name: str, home: Path, extra: list[str], env: dict, wheelhouse: str, repeat: int) -> dict:
+    cold = provision(home, extra, wheelhouse, env)  # installs, or repairs, or nothing to do
+    print(f"{name:>6}: first run rc={cold['rc']} {cold['wall_s']:.2f} s ({cold['ansible'][:11]}), "
+          f"changed {cold['changed']}", flush=True)
+    runs = [provision(home, extra, wheelhouse, env) for _ in range(repeat)]
+    walls = [r["wall_s"] for r in runs]
+    row = {"config": name, "first": cold, "noop_wall_s": walls, "median_s": round(statistics.median(walls), 3),
+           "min_s": min(walls), "max_s": max(walls), "goal_s": GOALS.get(name),
+           "all_ok": all(r["rc"] == 0 and r["changed"] == [] and r["verdict"] == "PASS" for r in runs),
+           "ansible_started": sum(not r["ansible"].startswith("not started") for r in runs)}
+    row["meets_goal"] = row["goal_s"] is not None and row["median_s"] <= row["goal_s"]
+    print(f"{name:>6}: no-op median {row['median_s']:.2f} s (min {row['min_s']:.2f}, max {row['max_s']:.2f}) "
+          f"goal {row['goal_s']} s, ok={row['all_ok']}, ansible started {row['ansible_started']}x", flush=True)
+    return row
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--nodes", default="local,1,8", help="configurations: local and/or node counts")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--wheelhouse", default="/opt/wheels")
+    ap.add_argument("--root", default="/tmp/envbuild-noop-bench", help="kept between bench runs (the envs)")
+    a = ap.parse_args()
+    root = Path(a.root)
+    root.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for config in a.nodes.split(","):
+        if config == "local":
+            rows.append(bench("local", root / "home-local", ["--prefix", str(root / "envs" / "local")], {},
+                              a.wheelhouse, a.repeat))
+            continue
+        from envbuild.testbed.sshd import ssh_nodes
+
+        count = int(config)
+        with contextlib.ExitStack() as stack:
+            bed = stack.enter_context(ssh_nodes(count))
+            # the testbed's inventory: its known_hosts, and /usr/bin/python3 for Ansible's modules
+            extra = ["--inventory", str(bed.inventory_path), "--prefix", str(root / "envs" / "{node}")]
+            rows.append(bench(config, root / f"home-{count}", extra, bed.env, a.wheelhouse, a.repeat))
+    result = {"what": "wall time of `envbuild provision` with nothing to do, reality check included",
+              "machine": {"cpus": os.cpu_count(), "cpu": _cpu_model(), "python": platform.python_version()},
+              "recipe": "cpu-reference (torch 2.13.0+cpu, 13 locked packages)", "rows": rows}
+    previous = json.loads(OUT.read_text()) if OUT.exists() else {}
+    by_config = {r["config"]: r for r in previous.get("rows", [])}
+    by_config.update({r["config"]: r for r in rows})
+    result["rows"] = [by_config[k] for k in sorted(by_config, key=lambda c: (c != "local", c.zfill(3)))]
+    write_atomic(OUT, json.dumps(result, indent=2) + "\n")
+    return 0 if all(r["all_ok"] for r in rows) else 1
+
+
+def _cpu_model() -> str:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
