@@ -114,8 +114,11 @@ def create(recipe: str, target: str, *, argv: list[str], hosts: list[str], optio
             n += 1
             path = runs / f"{base}.{n}"
     rd = RunDir(path)
+    from envbuild import __version__
+
     rd.write("run.json", {"schema": RUN_SCHEMA, "run_id": rd.run_id, "recipe": recipe,
-                          "target": target, "argv": rd.redactor.argv(argv), "started": _now(),
+                          "target": target, "envbuild_version": __version__,
+                          "argv": rd.redactor.argv(argv), "started": _now(),
                           "finished": None, "status": "running", "lock_path": None,
                           "lock_digest": None, "hosts": hosts, "options": options})
     return rd

@@ -30,7 +30,7 @@ from typing import Literal
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 
 from envbuild.names import EnvName, Name
 
@@ -199,6 +199,13 @@ class Deviation(Strict):
     source: Source | None = None
 
 
+class PublishedFigure(Strict):
+    """The number the published instructions report for the benchmark's metric, and where."""
+
+    value: float
+    source: str  # URL (paper, README, issue), or a citation with the table/figure
+
+
 class Benchmark(Strict):
     """The recipe's native benchmark and its pass threshold.
 
@@ -214,6 +221,9 @@ class Benchmark(Strict):
           cwd: "{sources.alpa}/osdi22_artifact/megatron"
           parser: megatron-pretrain
           metric: tflops
+          published: {value: 47.5, source: "https://www.usenix.org/conference/osdi22/presentation/zheng-lianmin"}
+
+    ``published`` (optional) is the figure the report plots the measured value against.
     """
 
     command: str
@@ -228,6 +238,16 @@ class Benchmark(Strict):
     env: dict[EnvName, str] = Field(default_factory=dict)
     needs_gpus: int = 0
     why: str = ""
+    published: PublishedFigure | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_unpublished(self, handler):  # noqa: ANN001, ANN202
+        # without a published figure the dump (and so the recipe digest a lock records) is
+        # what it was before the field existed: existing locks stay up to date
+        data = handler(self)
+        if isinstance(data, dict) and data.get("published") is None:
+            data.pop("published", None)
+        return data
 
 
 # Top-level keys that only a target profile has / only a recipe has: a target file passed

@@ -6,6 +6,11 @@ benchmark, judged with the recipe's ``benchmark.threshold``). Each section may c
 ``thresholds: {metric: value}`` in a section adds thresholds for its metrics. The native
 section holds ``metrics`` (from ``envbuild.smoke.native.parse``) and/or ``verdict``
 (``evaluate(...).to_dict()``).
+
+A section measured several times (``envbuild smoke --repeat N``) carries
+``repeat: {n, values: {metric: [v1, v2, ...]}}``; its rows then hold the median as the value and
+a ``Spread`` (median, min, max). The native row carries the recipe's published figure
+(``benchmark.published: {value, source}``) when the recipe has one.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import math
 import re
 from typing import Any
 
-from envbuild.report.model import Benchmark
+from envbuild.report.model import Benchmark, Spread
 
 GPT_METRICS = {"tokens_per_s": "tokens/s", "tflops": "TFLOP/s", "mfu": ""}
 BANDWIDTH = re.compile(r"busbw_gbps$")
@@ -38,10 +43,42 @@ def _num(v: Any) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
-def _row(name: str, value: Any, unit: str, threshold: Any, higher: bool) -> Benchmark:
+def spread(values: Any) -> Spread | None:
+    """Median, min and max of the finite numbers in ``values`` (None for fewer than two).
+
+    >>> spread([3, 1, 2]).model_dump()
+    {'n': 3, 'median': 2.0, 'min': 1.0, 'max': 3.0}
+    """
+    import statistics
+
+    nums = [x for x in (_num(v) for v in values or []) if x is not None and math.isfinite(x)] \
+        if isinstance(values, list) else []
+    if len(nums) < 2:
+        return None
+    return Spread(n=len(nums), median=statistics.median(nums), min=min(nums), max=max(nums))
+
+
+def _repeats(section: dict, key: str) -> Spread | None:
+    rep = section.get("repeat") if isinstance(section.get("repeat"), dict) else {}
+    values = rep.get("values") if isinstance(rep.get("values"), dict) else {}
+    return spread(values.get(key))
+
+
+def _row(name: str, value: Any, unit: str, threshold: Any, higher: bool, sp: Spread | None = None) -> Benchmark:
     v, t = _num(value), _num(threshold)
+    if sp is not None:
+        v = sp.median  # a repeated number is judged by its median
     return Benchmark(name=name, value=v, unit=unit, threshold=t, higher_is_better=higher,
-                     passed=judge(v, t, higher))
+                     passed=judge(v, t, higher), spread=sp)
+
+
+def published_figure(recipe_benchmark: dict | None) -> tuple[float | None, str | None]:
+    """(value, source) of the recipe's ``benchmark.published``; (None, None) without one."""
+    pub = (recipe_benchmark or {}).get("published")
+    if not isinstance(pub, dict):
+        return None, None
+    source = pub.get("source")
+    return _num(pub.get("value")), str(source) if source else None
 
 
 def benchmarks(smoke: dict, recipe_benchmark: dict | None) -> list[Benchmark]:
@@ -51,7 +88,7 @@ def benchmarks(smoke: dict, recipe_benchmark: dict | None) -> list[Benchmark]:
     limits = gpt.get("thresholds") or {}
     for key, unit in GPT_METRICS.items():
         if key in gpt:
-            rows.append(_row(f"gpt.{key}", gpt[key], unit, limits.get(key), True))
+            rows.append(_row(f"gpt.{key}", gpt[key], unit, limits.get(key), True, _repeats(gpt, key)))
     loss = gpt.get("loss") if isinstance(gpt.get("loss"), dict) else {}
     if "last" in loss:  # the training loss after the last step; a non-finite one has no value
         last = _num(loss["last"])
@@ -60,7 +97,7 @@ def benchmarks(smoke: dict, recipe_benchmark: dict | None) -> list[Benchmark]:
     coll = smoke.get("collective") or {}
     limits = coll.get("thresholds") or {}
     for key in sorted(k for k in coll if BANDWIDTH.search(k) and _num(coll[k]) is not None):
-        rows.append(_row(f"collective.{key}", coll[key], "GB/s", limits.get(key), True))
+        rows.append(_row(f"collective.{key}", coll[key], "GB/s", limits.get(key), True, _repeats(coll, key)))
     native = smoke.get("native") or {}
     if native:
         rb = recipe_benchmark or {}
@@ -71,8 +108,10 @@ def benchmarks(smoke: dict, recipe_benchmark: dict | None) -> list[Benchmark]:
         threshold = rb.get("threshold", verdict.get("threshold", native.get("threshold")))
         higher = rb.get("higher_is_better", native.get("higher_is_better", True))
         if metric:
-            rows.append(_row(f"native.{metric}", value, rb.get("unit") or native.get("unit", ""),
-                             threshold, bool(higher)))
+            row = _row(f"native.{metric}", value, rb.get("unit") or native.get("unit", ""),
+                       threshold, bool(higher), _repeats(native, metric))
+            row.published, row.published_source = published_figure(rb)
+            rows.append(row)
     return rows
 
 

@@ -1,8 +1,9 @@
 """collect(run_dir) -> Report: read a run directory and judge it.
 
-Reads run.json, recipe.json, lock.lock and nodes/<host>/{facts,preflight,plan,result,
-observed,smoke}.json (any of the node files may be absent: a refused node has no observed
-state). Only reads; never touches a node.
+Reads run.json, recipe.json, lock.lock, launch.json (a run of ``envbuild launch --submit``)
+and nodes/<host>/{facts,preflight,plan,result,observed,smoke}.json (any of the node files may
+be absent: a refused node has no observed state). Only reads; never touches a node. The
+report's ACM badges are judged from the finished report (``envbuild.report.badges``).
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from envbuild.observe import Observed, compare_expected, expected_state, read_lo
 from envbuild.observe.compare import same_version
 from envbuild.report import bench
 from envbuild.report.fingerprint import node_fingerprint, run_fingerprint
-from envbuild.report.model import (DecisionRow, Deviation, FactsSummary, NodeReport, PatchRow,
-                                   PinRow, Preflight, Reason, RecipeInfo, Report, RunInfo,
+from envbuild.report.model import (DecisionRow, Deviation, FactsSummary, LaunchJob, NodeReport,
+                                   PatchRow, PinRow, Preflight, Reason, RecipeInfo, Report, RunInfo,
                                    StepResult, Verdict)
 from envbuild.userfile import read_json
 
@@ -51,6 +52,7 @@ class RunFile(BaseModel):
     argv: list[str] | None = None
     hosts: list[str] | None = None
     lock_digest: str | None = None
+    envbuild_version: str | None = None
 
 
 def read_run(run_dir: Path) -> dict:
@@ -198,6 +200,24 @@ def node_report(node_dir: Path, lock: dict | None, lock_digest: str | None, reci
     return node, reasons
 
 
+def launch_job(launch: Any) -> LaunchJob | None:
+    """The scheduler job of launch.json (``envbuild.launch.submit``), None without one."""
+    if not isinstance(launch, dict):
+        return None
+    job = launch.get("job") if isinstance(launch.get("job"), dict) else {}
+
+    def text(v: Any) -> str | None:
+        return None if v is None or v == "" else str(v)
+
+    passed = launch.get("passed")
+    return LaunchJob(scheduler=str(launch.get("scheduler") or job.get("scheduler") or "?"),
+                     job_id=text(job.get("job_id")), state=text(job.get("state")),
+                     exit_code=text(job.get("exit_code")), reason=text(job.get("reason")),
+                     node=text(launch.get("node")), passed=passed if isinstance(passed, bool) else None,
+                     replaced=text(launch.get("replaced")), provisioned_run=text(launch.get("provisioned_run")),
+                     output_tail=str(job.get("tail") or ""))
+
+
 def collect(run_dir: str | Path) -> Report:
     """Read one run directory and produce its report with a PASS/FAIL verdict."""
     run_dir = Path(run_dir)
@@ -218,15 +238,23 @@ def collect(run_dir: str | Path) -> Report:
     if not nodes:
         reasons.append(Reason(kind="run", message="no node results in the run directory"))
     published = recipe.get("published") or {}
-    return Report(
+    from envbuild import __version__
+    from envbuild.report.badges import assess
+
+    report = Report(
+        envbuild_version=__version__,
         verdict=Verdict(status="FAIL" if reasons else "PASS", reasons=reasons),
         fingerprint=run_fingerprint([n.fingerprint for n in nodes], lock_digest),
         run=RunInfo(run_id=run.get("run_id", run_dir.name), recipe=run.get("recipe", recipe.get("name", "?")),
                     target=run.get("target", "?"), status=run.get("status", "?"), started=run.get("started"),
-                    finished=run.get("finished"), argv=run.get("argv") or [], hosts=run.get("hosts") or []),
+                    finished=run.get("finished"), argv=run.get("argv") or [], hosts=run.get("hosts") or [],
+                    envbuild_version=run.get("envbuild_version")),
         recipe=RecipeInfo(name=recipe.get("name", run.get("recipe", "?")), title=recipe.get("title", ""),
                           published=published.get("url"), python=recipe.get("python"), lock_digest=lock_digest),
         deviations=[Deviation(id=d["id"], published=d["published"], problem=d["problem"], instead=d["instead"],
                               source=(d.get("source") or {}).get("url")) for d in recipe.get("deviations", [])],
         nodes=nodes,
+        launch=launch_job(load_json(run_dir / "launch.json")),
     )
+    report.badges = assess(report)
+    return report

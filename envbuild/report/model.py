@@ -45,6 +45,7 @@ class RunInfo(_M):
     finished: str | None = None
     argv: list[str] = Field(default_factory=list)
     hosts: list[str] = Field(default_factory=list)
+    envbuild_version: str | None = None  # the envbuild that made the run (run.json; older runs: None)
 
 
 class RecipeInfo(_M):
@@ -123,15 +124,61 @@ class DecisionRow(_M):
     source: str | None = None
 
 
+class Spread(_M):
+    """Repeated measurements of one number (``envbuild smoke --repeat N``)."""
+
+    n: int
+    median: float
+    min: float
+    max: float
+
+
 class Benchmark(_M):
-    """One measured number, with its threshold when there is one."""
+    """One measured number, with its threshold and the published figure when there are any."""
 
     name: str  # "gpt.tokens_per_s", "native.elapsed_time_per_iteration_ms"
-    value: float | None = None
+    value: float | None = None  # the median when the measurement was repeated
     unit: str = ""
     threshold: float | None = None
     higher_is_better: bool = True
     passed: bool | None = None  # None: no threshold
+    published: float | None = None  # the published figure (the recipe's benchmark.published)
+    published_source: str | None = None  # where that figure is published
+    spread: Spread | None = None  # repeated runs: median, min, max
+
+
+class LaunchJob(_M):
+    """The scheduler job of a run made by ``envbuild launch --submit`` (its launch.json)."""
+
+    scheduler: str
+    job_id: str | None = None
+    state: str | None = None  # COMPLETED, FAILED, TIMEOUT, ...
+    exit_code: str | None = None  # Slurm "rc:signal", local "rc"
+    reason: str | None = None
+    node: str | None = None
+    passed: bool | None = None
+    replaced: str | None = None  # what replaced the training command (--smoke-only, --command-override)
+    provisioned_run: str | None = None
+    output_tail: str = ""
+
+
+class BadgeCriterion(_M):
+    """One criterion of an artifact badge, judged on this run's evidence."""
+
+    id: str
+    requirement: str
+    met: bool
+    evidence: str
+
+
+class Badge(_M):
+    """An ACM artifact badge and whether this run's evidence supports it (a reviewer awards it)."""
+
+    id: Literal["available", "functional", "reproduced"]
+    name: str  # "Artifacts Available", "Artifacts Evaluated - Functional", "Results Reproduced"
+    acm: str  # what ACM asks for, in short
+    supported: bool
+    criteria: list[BadgeCriterion] = Field(default_factory=list)
 
 
 class NodeReport(_M):
@@ -158,12 +205,15 @@ class Report(_M):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     schema_: Literal["envbuild.report/1"] = Field(REPORT_SCHEMA, alias="schema")
+    envbuild_version: str | None = None  # the envbuild that wrote this report
     verdict: Verdict
     fingerprint: str | None = None
     run: RunInfo
     recipe: RecipeInfo
     deviations: list[Deviation] = Field(default_factory=list)
     nodes: list[NodeReport] = Field(default_factory=list)
+    launch: LaunchJob | None = None  # a run made by envbuild launch --submit
+    badges: list[Badge] = Field(default_factory=list)  # ACM artifact badges (envbuild.report.badges)
 
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True, indent=2) + "\n"

@@ -1,14 +1,17 @@
 """The report as one self-contained HTML file: inline CSS and SVG, no script, no URL to fetch.
 
-Layout for a five-minute review: the verdict banner and its reasons, a run summary, a
-per-node overview table, the benchmark chart, then per-node details collapsed in <details>.
+Layout for a five-minute review: the verdict banner and its reasons, the ACM badges the run
+supports, a run summary (envbuild version, command line, hosts), a per-node overview table, the
+benchmark chart and table, the launch job (a run of ``envbuild launch --submit``), then
+per-node details collapsed in <details>.
 """
 
 from __future__ import annotations
 
+import shlex
 from html import escape
 
-from envbuild.report.model import NodeReport, Report
+from envbuild.report.model import Benchmark, LaunchJob, NodeReport, Report
 from envbuild.report.plot import bar_chart
 from envbuild.report.render_md import fmt_num, short
 
@@ -24,7 +27,21 @@ th{background:#f2f4f7}td.bad,span.bad{color:#c62828;font-weight:700}td.good,span
 code,pre{font:12px/1.35 ui-monospace,Menlo,Consolas,monospace}pre{background:#f6f8fa;padding:8px;overflow-x:auto;border:1px solid #e1e4e8}
 details{border:1px solid #dde1e6;border-radius:5px;padding:6px 10px;margin:8px 0}
 summary{cursor:pointer;font-weight:600}
+.badges{display:flex;gap:10px;flex-wrap:wrap;margin:10px 0}
+.badge{border:2px solid #8a8f98;border-radius:6px;padding:6px 10px;min-width:250px;background:#f6f7f9}
+.badge.yes{border-color:#2e8540;background:#eef7f0}.badge b{display:block}
+.badge .state{font-size:12px}.yes .state{color:#2e8540}.no .state{color:#6b7280}
+.uncompared{color:#444;font-size:13px}
+td.cmd{font:12px/1.35 ui-monospace,Menlo,Consolas,monospace;word-break:break-all;max-width:900px}
 """
+
+
+def version_text(report: Report) -> str:
+    """The envbuild that made the run, and the one that wrote the report when it differs."""
+    made, wrote = report.run.envbuild_version, report.envbuild_version
+    if made is None:
+        return f"not recorded by the run (report by {wrote or '?'})"
+    return made if wrote in (None, made) else f"{made} (report by {wrote})"
 
 
 def td(value, cls: str = "") -> str:
@@ -97,6 +114,40 @@ def node_details(n: NodeReport) -> str:
     return "\n".join(parts)
 
 
+def badges(report: Report) -> str:
+    """The ACM badges: a card per badge, then the table of criteria with their evidence."""
+    if not report.badges:
+        return ""
+    cards, rows = [], []
+    for b in report.badges:
+        state = "supported by this run" if b.supported else "not supported by this run"
+        cards.append(f'<div class="badge {"yes" if b.supported else "no"}" id="badge-{b.id}"><b>{escape(b.name)}</b>'
+                     f'<span class="state">{"&#10003; " if b.supported else ""}{state}</span></div>')
+        rows += ["<tr>" + td(b.name) + td(c.requirement) + ok_cell(c.met, "met", "not met") + td(c.evidence) + "</tr>"
+                 for c in b.criteria]
+    return ('<h2>ACM artifact badges</h2><div class="badges">' + "".join(cards) + "</div>"
+            "<details><summary>criteria and evidence</summary>"
+            + table(["badge", "criterion", "", "evidence"], rows)
+            + "<p>Reviewers award the badges; this says which ones the run's evidence supports.</p></details>")
+
+
+def launch_section(job: LaunchJob | None) -> str:
+    if job is None:
+        return ""
+    rows = [("scheduler", job.scheduler), ("job", job.job_id), ("state", job.state), ("exit code", job.exit_code),
+            ("reason", job.reason), ("node", job.node), ("training command replaced by", job.replaced),
+            ("provisioned run", job.provisioned_run)]
+    state_ok = None if job.state is None else job.state == "COMPLETED"
+    body = "".join("<tr><th>" + escape(k) + "</th>" + (ok_cell(state_ok, v or "", v or "") if k == "state" else td(v))
+                   + "</tr>" for k, v in rows if v is not None or k in ("state", "exit code"))
+    tail = f"<p>Output tail:</p><pre>{escape(job.output_tail)}</pre>" if job.output_tail else "<p>No output.</p>"
+    return f'<h2>Launch job</h2><table id="launch">{body}</table>{tail}'
+
+
+def spread_text(b: Benchmark) -> str | None:
+    return f"{fmt_num(b.spread.min)} - {fmt_num(b.spread.max)} (n={b.spread.n})" if b.spread else None
+
+
 def render_html(report: Report) -> str:
     """One HTML document, openable with no network."""
     v, run, rec = report.verdict, report.run, report.recipe
@@ -104,11 +155,21 @@ def render_html(report: Report) -> str:
     summary = "<table>" + "".join(["<tr><th>" + escape(k) + "</th>" + td(val) + "</tr>" for k, val in [
         ("run", f"{run.run_id} ({run.status})"), ("recipe", f"{rec.name}: {rec.title}"), ("published", rec.published),
         ("lock digest", rec.lock_digest), ("fleet fingerprint (all nodes)", report.fingerprint or "not observed"),
-        ("started / finished", f"{run.started or '-'} / {run.finished or '-'}")]]) + "</table>"
+        ("started / finished", f"{run.started or '-'} / {run.finished or '-'}"),
+        ("hosts", ", ".join(run.hosts) or ", ".join(n.host for n in report.nodes)),
+        ("envbuild", version_text(report))]])
+    summary += ('<tr><th>command line</th><td class="cmd" id="argv">'
+                + escape(shlex.join(run.argv) if run.argv else "-") + "</td></tr></table>")
     bench_rows = [(n.host, b) for n in report.nodes for b in n.benchmarks]
-    bench = table(["node", "benchmark", "value", "unit", "threshold", "result"],
+    bench = table(["node", "benchmark", "value", "unit", "threshold", "published", "spread (min - max)", "result"],
                   ["<tr>" + td(h) + td(b.name) + td(fmt_num(b.value)) + td(b.unit) + td(fmt_num(b.threshold))
+                   + td(fmt_num(b.published)) + td(spread_text(b))
                    + ok_cell(b.passed, "pass", "FAIL") + "</tr>" for h, b in bench_rows]) if bench_rows else "<p>No benchmark results.</p>"
+    sources = sorted({(b.published, b.published_source) for _, b in bench_rows if b.published_source},
+                     key=lambda x: (x[0] or 0, x[1] or ""))
+    if sources:
+        bench += "<p>Published figures: " + "; ".join(f"{escape(fmt_num(v))} from {escape(src or '')}"
+                                                      for v, src in sources) + "</p>"
     deviations = ""
     if report.deviations:
         deviations = ("<h2>Deviations from the published instructions</h2><details open><summary>"
@@ -125,6 +186,7 @@ def render_html(report: Report) -> str:
 <h1>envbuild report: {escape(run.recipe)} on {escape(run.target)}</h1>
 <div class="verdict {v.status}" id="verdict">Verdict: {v.status}</div>
 {f'<ul class="reasons">{reasons}</ul>' if reasons else '<p>All nodes provisioned, pins observed as locked, no drift, benchmarks within thresholds.</p>'}
+{badges(report)}
 <h2>Run</h2>
 {summary}
 <h2>Nodes</h2>
@@ -132,8 +194,10 @@ def render_html(report: Report) -> str:
 <h2>Benchmarks</h2>
 {bar_chart(bench_rows)}
 {bench}
+{launch_section(report.launch)}
 {deviations}
 <h2>Node details</h2>
 {''.join(node_details(n) for n in report.nodes)}
+<p style="color:#6b7280;font-size:12px">report by envbuild {escape(report.envbuild_version or "?")}</p>
 </body></html>
 """

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from envbuild.report.model import NodeReport, Report
+import shlex
+
+from envbuild.report.model import Badge, LaunchJob, NodeReport, Report
 
 
 def short(value: str | None, n: int = 12) -> str:
@@ -70,14 +72,48 @@ def node_section(n: NodeReport) -> list[str]:
     if n.decisions:
         out += table(["decision", "outcome", "why"], [[d.subject, d.outcome, d.reason] for d in n.decisions]) + [""]
     if n.benchmarks or n.smoke_ok:
-        out += table(["benchmark", "value", "unit", "threshold", "result"],
-                     [[b.name, fmt_num(b.value), b.unit, fmt_num(b.threshold),
+        out += table(["benchmark", "value", "unit", "threshold", "published", "spread (min - max)", "result"],
+                     [[b.name, fmt_num(b.value), b.unit, fmt_num(b.threshold), fmt_num(b.published),
+                       f"{fmt_num(b.spread.min)} - {fmt_num(b.spread.max)} (n={b.spread.n})" if b.spread else None,
                        {True: "pass", False: "**FAIL**", None: "-"}[b.passed]] for b in n.benchmarks]
-                     + [[f"smoke {k}", "ok" if ok else "not ok", "", "", "pass" if ok else "**FAIL**"]
+                     + [[f"smoke {k}", "ok" if ok else "not ok", "", "", "", "", "pass" if ok else "**FAIL**"]
                         for k, ok in n.smoke_ok.items()]) + [""]
     if n.fingerprint:
         out += [f"Node environment fingerprint: `{n.fingerprint}`", ""]
     return out
+
+
+def badges_section(badges: list[Badge]) -> list[str]:
+    """The ACM badges: which ones the run supports, each criterion with its evidence."""
+    if not badges:
+        return []
+    out = ["## ACM artifact badges", "",
+           "Reviewers award the badges; this says which ones the run's evidence supports.", ""]
+    out += table(["badge", "supported by this run", "criteria not met"],
+                 [[b.name, "**yes**" if b.supported else "no",
+                   ", ".join(c.id for c in b.criteria if not c.met) or "-"] for b in badges]) + [""]
+    out += table(["badge", "criterion", "met", "evidence"],
+                 [[b.name, c.requirement, "yes" if c.met else "no", c.evidence] for b in badges for c in b.criteria])
+    return out + [""]
+
+
+def launch_section(job: LaunchJob | None) -> list[str]:
+    if job is None:
+        return []
+    out = ["## Launch job", ""]
+    out += table(["item", "value"], [[k, v] for k, v in [
+        ("scheduler", job.scheduler), ("job", job.job_id), ("state", job.state), ("exit code", job.exit_code),
+        ("reason", job.reason), ("node", job.node), ("training command replaced by", job.replaced),
+        ("provisioned run", job.provisioned_run)] if v is not None or k in ("state", "exit code")]) + [""]
+    if job.output_tail:
+        out += ["Output tail:", "", "```", job.output_tail.rstrip("\n"), "```", ""]
+    return out
+
+
+def version_line(report: Report) -> str:
+    """The envbuild that made the run (the report's own version is in its JSON and HTML: a
+    Markdown report stays the same text whichever envbuild renders it)."""
+    return report.run.envbuild_version or "not recorded by the run"
 
 
 def render_md(report: Report) -> str:
@@ -96,7 +132,11 @@ def render_md(report: Report) -> str:
         ["fleet fingerprint (all nodes)", f"`{report.fingerprint}`" if report.fingerprint else "not observed"],
         ["started / finished", f"{run.started or '-'} / {run.finished or '-'}"],
         ["hosts", ", ".join(run.hosts) or ", ".join(n.host for n in report.nodes)],
+        ["envbuild", version_line(report)],
+        ["command line", f"`{shlex.join(run.argv)}`" if run.argv else None],
     ]) + [""]
+    out += badges_section(report.badges)
+    out += launch_section(report.launch)
     if report.deviations:
         out += ["## Deviations from the published instructions", ""]
         out += table(["id", "published", "problem", "instead"],

@@ -1,0 +1,233 @@
+"""What a reviewer recognises in a report: ACM badges with their evidence, the benchmark chart
+against threshold and published figure (no bar without a reference), the spread of repeated
+runs, the envbuild version, command line and hosts, and the launch job of a submitted run."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from envbuild.recipes import load_recipe
+from envbuild.recipes.schema import Benchmark as RecipeBenchmark
+from envbuild.report import collect, render
+from envbuild.report.badges import CRITERIA, NAMES, REPRODUCED_WITHIN, assess
+from envbuild.report.bench import benchmarks, spread
+from envbuild.report.model import Benchmark, Spread
+from envbuild.report.plot import LABEL_W, VALUE_W, bar_chart
+
+SAMPLE = Path(__file__).parent / "data" / "runs" / "20261122-073000-alpa-megatron-h100-ubuntu2404"
+
+
+def edit(path: Path, fn) -> None:
+    data = json.loads(path.read_text())
+    fn(data)
+    path.write_text(json.dumps(data))
+
+
+@pytest.fixture
+def run(tmp_path) -> Path:
+    dest = tmp_path / SAMPLE.name
+    shutil.copytree(SAMPLE, dest)
+    return dest
+
+
+def make_clean(run: Path) -> None:
+    """gpu-b as gpu-a: no drift, the same numbers; every package with a verified hash."""
+    a, b = run / "nodes" / "gpu-a", run / "nodes" / "gpu-b"
+    obs = json.loads((a / "observed.json").read_text())
+    obs["host"] = "gpu-b"
+    (b / "observed.json").write_text(json.dumps(obs))
+    shutil.copy(a / "smoke.json", b / "smoke.json")
+    for node in (a, b):
+        def hashed(plan):
+            for step in plan["steps"]:
+                if step["params"].get("kind") == "pip_install":
+                    step["params"]["unverified"] = []
+        edit(node / "plan.json", hashed)
+
+
+def badge(report, bid):
+    return next(b for b in report.badges if b.id == bid)
+
+
+# -- badges ----------------------------------------------------------------------------------
+
+def test_badge_table_covers_the_three_acm_badges_with_evidence_for_each_criterion():
+    assert list(NAMES) == ["available", "functional", "reproduced"]
+    assert {c.badge for c in CRITERIA} == set(NAMES)
+    assert len({(c.badge, c.id) for c in CRITERIA}) == len(CRITERIA)
+    report = collect(SAMPLE)
+    assert [b.name for b in report.badges] == ["Artifacts Available", "Artifacts Evaluated - Functional",
+                                                "Results Reproduced"]
+    for b in report.badges:
+        assert b.criteria and all(c.evidence for c in b.criteria)
+        assert b.supported == all(c.met for c in b.criteria)
+
+
+def test_sample_run_supports_no_badge_and_says_why():
+    report = collect(SAMPLE)
+    assert {b.id: [c.id for c in b.criteria if not c.met] for b in report.badges} == {
+        "available": ["archived", "hashed"], "functional": ["installed"], "reproduced": ["functional", "matches"]}
+    installed = next(c for c in badge(report, "functional").criteria if c.id == "installed")
+    assert "gpu-b" in installed.evidence and "gpu-a" not in installed.evidence
+    matches = next(c for c in badge(report, "reproduced").criteria if c.id == "matches")
+    assert "gpu-b: misses the threshold 900" in matches.evidence
+
+
+def test_clean_run_is_functional_and_reproduced_by_its_threshold(run):
+    make_clean(run)
+    report = collect(run)
+    assert report.verdict.status == "PASS"
+    assert badge(report, "functional").supported and badge(report, "reproduced").supported
+    assert [c.id for c in badge(report, "available").criteria if not c.met] == ["archived"]  # a GitHub URL
+    edit(run / "recipe.json", lambda r: r["published"].update(url="https://doi.org/10.5281/zenodo.123"))
+    assert badge(collect(run), "available").supported
+
+
+def test_without_threshold_the_published_figure_decides(run):
+    make_clean(run)  # 812.4 ms on both nodes, lower is better
+    edit(run / "recipe.json", lambda r: r["benchmark"].update(threshold=None))
+    for published, ok in ((780.0, True), (812.4 / (1 + REPRODUCED_WITHIN) - 1, False), (900.0, True)):
+        edit(run / "recipe.json", lambda r, v=published: r["benchmark"]["published"].update(value=v))
+        assert badge(collect(run), "reproduced").supported is ok, published
+    edit(run / "recipe.json", lambda r: r["benchmark"].pop("published"))
+    reproduced = badge(collect(run), "reproduced")
+    assert not reproduced.supported
+    assert "no threshold and no published figure" in next(c for c in reproduced.criteria if c.id == "matches").evidence
+
+
+def test_failed_smoke_or_missing_native_run_is_not_reproduced(run):
+    make_clean(run)
+    edit(run / "nodes" / "gpu-a" / "smoke.json", lambda s: s.pop("native"))
+    report = collect(run)
+    measured = next(c for c in badge(report, "reproduced").criteria if c.id == "measured")
+    assert measured.met  # gpu-b still measured it
+    edit(run / "nodes" / "gpu-b" / "smoke.json", lambda s: s.pop("native"))
+    edit(run / "nodes" / "gpu-b" / "smoke.json", lambda s: s["gpt"].update(ok=False))
+    report = collect(run)
+    assert not badge(report, "functional").supported and not badge(report, "reproduced").supported
+    assert [c.id for c in badge(report, "reproduced").criteria if not c.met] == ["functional", "measured", "matches"]
+
+
+def test_badges_in_every_format():
+    report = collect(SAMPLE)
+    md, html, data = render(report, "md"), render(report, "html"), json.loads(render(report, "json"))
+    assert "## ACM artifact badges" in md and "| Results Reproduced | no | functional, matches |" in md
+    assert 'id="badge-functional"' in html and "not supported by this run" in html
+    assert [b["id"] for b in data["badges"]] == ["available", "functional", "reproduced"]
+    assert assess(report) == report.badges  # pure: the same report, the same badges
+
+
+# -- the chart -------------------------------------------------------------------------------
+
+def bars(svg: str) -> list[float]:
+    return [float(w) for w in re.findall(r'<rect x="\d+" y="\d+" width="([\d.]+)" height="16" fill="#[0-9a-f]+" class="bar"', svg)]
+
+
+def ticks(svg: str, cls: str) -> list[float]:
+    return [float(x) for x in re.findall(rf'<line x1="([\d.]+)" [^>]*class="{cls}"', svg)]
+
+
+def test_no_bar_without_something_to_compare_the_number_is_shown():
+    rows = [("n1", Benchmark(name="gpt.tokens_per_s", value=11349.3, unit="tokens/s")),
+            ("n1", Benchmark(name="gpt.mfu", value=0.59))]
+    html = bar_chart(rows)
+    assert "<svg" not in html and bars(html) == []
+    assert "no bar" in html and "11,349.3 tokens/s" in html and "0.59" in html
+
+
+def test_bars_are_scaled_per_metric_against_threshold_and_published_figure():
+    bar_w = 960 - LABEL_W - VALUE_W
+    rows = [("a", Benchmark(name="native.ms", value=812.4, unit="ms", threshold=900, higher_is_better=False,
+                            passed=True, published=850.0)),
+            ("b", Benchmark(name="native.ms", value=1032.7, unit="ms", threshold=900, higher_is_better=False,
+                            passed=False, published=850.0)),
+            ("a", Benchmark(name="bw", value=21.3, unit="GB/s", threshold=185.0, passed=False))]
+    svg = bar_chart(rows)
+    assert svg.count("<svg") == 1
+    widths = bars(svg)
+    top_ms = 1032.7 * 1.1  # the axis of ms: its largest value or reference, + 10 %
+    assert widths[0] == pytest.approx(bar_w * 812.4 / top_ms, abs=0.1)
+    assert widths[1] == pytest.approx(bar_w * 1032.7 / top_ms, abs=0.1)
+    assert widths[2] == pytest.approx(bar_w * 21.3 / (185 * 1.1), abs=0.1)  # its own scale, not the ms one
+    assert max(widths) < 0.95 * bar_w and min(widths) < 0.2 * bar_w  # not every bar at full width
+    assert ticks(svg, "threshold") == pytest.approx([LABEL_W + bar_w * 900 / top_ms] * 2 + [LABEL_W + bar_w / 1.1],
+                                                    abs=0.1)
+    assert ticks(svg, "published") == pytest.approx([LABEL_W + bar_w * 850 / top_ms] * 2, abs=0.1)
+    assert svg.count('fill="#c62828" class="bar"') == 2 and svg.count('fill="#2e8540" class="bar"') == 1
+
+
+def test_published_figure_alone_draws_a_grey_bar_and_its_tick():
+    svg = bar_chart([("a", Benchmark(name="tflops", value=40.0, published=47.5, published_source="OSDI'22"))])
+    assert len(bars(svg)) == 1 and 'fill="#8a8f98" class="bar"' in svg
+    assert ticks(svg, "threshold") == [] and len(ticks(svg, "published")) == 1
+    assert "published 47.5 (OSDI&#x27;22)" in svg
+
+
+def test_repeated_runs_show_median_and_spread():
+    assert spread([3, 1, 2]) == Spread(n=3, median=2.0, min=1.0, max=3.0)
+    assert spread([5.0]) is None and spread("x") is None and spread([1, float("nan"), 3]).n == 2
+    smoke = {"gpt": {"ok": True, "tokens_per_s": 2.0, "repeat": {"n": 3, "values": {"tokens_per_s": [1.0, 9.0, 3.0]}}}}
+    (row,) = [b for b in benchmarks(smoke, None) if b.name == "gpt.tokens_per_s"]
+    assert row.value == 3.0 and row.spread == Spread(n=3, median=3.0, min=1.0, max=9.0)
+    svg = bar_chart([("a", row.model_copy(update={"threshold": 2.0, "passed": True}))])
+    assert 'class="spread"' in svg and "median of 3, 1-9" in svg
+    report = collect(SAMPLE)
+    (gpu_b,) = [n for n in report.nodes if n.host == "gpu-b"]
+    tps = next(b for b in gpu_b.benchmarks if b.name == "gpt.tokens_per_s")
+    assert tps.spread == Spread(n=3, median=183000.0, min=179500.0, max=184200.0)
+    assert "179,500 - 184,200 (n=3)" in render(report, "html")
+
+
+# -- run facts in the HTML, the published figure, the launch job ----------------------------
+
+def test_html_shows_version_command_line_and_hosts():
+    html = render(collect(SAMPLE), "html")
+    assert re.search(r"<th>envbuild</th><td>0\.1\.0</td>", html)
+    assert re.search(r'id="argv">envbuild provision alpa-megatron --target h100-ubuntu2404<', html)
+    assert re.search(r"<th>hosts</th><td>gpu-a, gpu-b</td>", html)
+    assert "report by envbuild 0.1.0" in html
+
+
+def test_version_not_recorded_by_an_older_run_is_said(run):
+    edit(run / "run.json", lambda r: r.pop("envbuild_version"))
+    assert "not recorded by the run" in render(collect(run), "html")
+    assert "| envbuild | not recorded by the run |" in render(collect(run), "md")
+
+
+def test_recipe_published_figure_reaches_the_native_row():
+    report = collect(SAMPLE)
+    rows = [b for n in report.nodes for b in n.benchmarks if b.name.startswith("native.")]
+    assert {(b.published, b.published_source) for b in rows} == {(850.0, "illustrative figure for the report tests")}
+    assert all(b.published is None for n in report.nodes for b in n.benchmarks if not b.name.startswith("native."))
+
+
+def test_recipe_schema_takes_an_optional_published_figure_without_changing_old_digests():
+    bench = RecipeBenchmark(command="x", parser="envbuild-smoke", metric="m",
+                            published={"value": 47.5, "source": "https://example.org/paper"})
+    assert bench.published.value == 47.5
+    assert bench.model_dump(mode="json")["published"] == {"value": 47.5, "source": "https://example.org/paper"}
+    assert "published" not in RecipeBenchmark(command="x", parser="p", metric="m").model_dump(mode="json")
+    assert "published" not in load_recipe("cpu-reference").model_dump(mode="json")["benchmark"]
+
+
+def test_launch_job_section(run):
+    (run / "launch.json").write_text(json.dumps({
+        "schema": "envbuild.launch/1", "scheduler": "slurm", "script": "job/run.sbatch",
+        "job": {"scheduler": "slurm", "job_id": "42", "state": "FAILED", "exit_code": "1:0", "reason": "NonZeroExitCode",
+                "first_node": "gpu-a", "stdout_path": "job/out", "stderr_path": "job/err", "timings": {},
+                "tail": "step 10 loss 6.1\nRuntimeError: NCCL error <unhandled>"},
+        "replaced": "envbuild smoke all-reduce (--smoke-only)", "node": "gpu-a", "passed": False,
+        "provisioned_run": "/runs/p1", "verified": []}))
+    report = collect(run)
+    assert report.launch is not None and (report.launch.job_id, report.launch.state) == ("42", "FAILED")
+    html, md = render(report, "html"), render(report, "md")
+    assert "<h2>Launch job</h2>" in html and "RuntimeError: NCCL error &lt;unhandled&gt;" in html
+    assert re.search(r'<th>state</th><td class="bad">FAILED</td>', html)
+    assert "## Launch job" in md and "| exit code | 1:0 |" in md and "(--smoke-only)" in md
+    assert json.loads(render(report, "json"))["launch"]["output_tail"].endswith("<unhandled>")
+    assert collect(SAMPLE).launch is None and "Launch job" not in render(collect(SAMPLE), "html")
