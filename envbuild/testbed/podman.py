@@ -59,6 +59,17 @@ class Podman:
         return ["build", "--isolation", "chroot", "--pull=never", "--format", "docker", *ca,
                 "-t", tag, str(context)]
 
+    def provision_args(self) -> list[str]:
+        """``envbuild provision --backend container`` options that make the node's podman this
+        one: its storage, config and temp dir (--engine-env), and the build options of
+        ``build_args`` (--engine-arg): chroot isolation (host network for PyPI), the CA bundle."""
+        ca = [f"--engine-arg=--build-arg=PIP_CERT={BUILD_CA}",
+              f"--engine-arg=--volume={HOST_CA}:{BUILD_CA}:ro"] if HOST_CA.is_file() else []
+        env = []
+        for name in ("CONTAINERS_STORAGE_CONF", "CONTAINERS_CONF", "TMPDIR"):
+            env += ["--engine-env", f"{name}={self.env[name]}"]
+        return ["--engine-arg=--isolation=chroot", *ca, *env]
+
     def import_rootfs(self, rootfs: Path, tag: str) -> None:
         tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
         try:
