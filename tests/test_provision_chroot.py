@@ -127,15 +127,19 @@ def test_killed_run_resumes_at_first_unfinished_step(bed):
             str(bed["recipe"]), "--hosts", bed["cluster"].hosts, "--identity", str(bed["cluster"].key),
             "--insecure", "--prefix", PREFIX, "--wheelhouse", str(WHEELS), "--no-smoke",
             "--lock", str(bed["base"] / "ref.lock")]
-    before = set((bed["home"] / "runs").iterdir())
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    runs = bed["home"] / "runs"
+    before = set(runs.iterdir()) if runs.is_dir() else set()
+    log = bed["base"] / "killed-run.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     events = None
     deadline = time.time() + 600
     try:
         while time.time() < deadline:
+            assert proc.poll() is None, log.read_text()[-3000:]  # it must still be running
             # the run in progress: a new folder (runs/latest moves only when a run finishes)
-            new = [d for d in set((bed["home"] / "runs").iterdir()) - before if d.is_dir() and not d.is_symlink()]
+            new = [d for d in set(runs.iterdir() if runs.is_dir() else ()) - before
+                   if d.is_dir() and not d.is_symlink()]
             latest = new[0] / "events.jsonl" if new else None
             if latest is not None and latest.exists():
                 evs = [json.loads(x) for x in latest.read_text().splitlines() if x.strip()]
@@ -144,7 +148,10 @@ def test_killed_run_resumes_at_first_unfinished_step(bed):
                     break
             time.sleep(0.2)
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         proc.wait()
     assert events is not None, "the run never finished pip:torch"
     rc, out, run, _ = provision(bed)
