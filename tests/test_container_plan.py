@@ -211,3 +211,31 @@ def test_provision_refuses_a_pyxis_node_without_enroot(tmp_path, monkeypatch) ->
     result = json.loads((node / "result.json").read_text())
     assert result["status"] == "refused" and result["failed_step"] == "preflight"
     assert not (tmp_path / "env").exists()
+
+
+@pytest.mark.integration
+def test_plan_json_is_the_container_plan_provision_runs(tmp_path, monkeypatch, capsys) -> None:
+    """`envbuild plan --backend container` prints the plan a dry-run provision writes and would
+    run (same steps and digests in the Ansible inventory), engine options included."""
+    import yaml
+
+    from envbuild.cli import main
+    from envbuild.render.ansible import steps_of
+
+    monkeypatch.setenv("ENVBUILD_HOME", str(tmp_path / "home"))
+    prefix = str(tmp_path / "env")
+    common = ["--backend", "container", "--base", BASE, "--wheelhouse", "/opt/wheels", "--prefix", prefix,
+              "--engine-arg=--isolation=chroot", "--engine-env", "TMPDIR=/var/tmp/x"]
+    assert main(["provision", "--target", "local", "--dry-run", "--json", *common]) in (0, 1)
+    node = next((tmp_path / "home" / "runs").glob("*/nodes/local"))
+    ran = Plan.model_validate_json((node / "plan.json").read_text())
+    inventory = yaml.safe_load((node.parents[1] / "ansible" / "inventory" / "hosts.yml").read_text()
+                               .replace("!unsafe ", ""))
+    executed = steps_of(inventory["all"]["hosts"]["local"])
+    capsys.readouterr()
+    assert main(["plan", "cpu-reference", "--target", "local", "--facts", str(node / "facts.json"),
+                 "--json", *common]) == 0
+    printed = Plan.model_validate(json.loads(capsys.readouterr().out))
+    assert printed == ran and printed.backend == "container"
+    assert [(s.id, s.digest) for s in printed.steps] == [(s["id"], s["digest"]) for s in executed]
+    assert executed[1]["effect"]["check"] == "image" and executed[1]["effect"]["env"] == {"TMPDIR": "/var/tmp/x"}
