@@ -18,6 +18,7 @@ from typing import Callable
 
 from envbuild import rundir
 from envbuild.errors import EnvironmentProblem, InputError
+from envbuild.bundle import offline as bundle_offline
 from envbuild.execute import ansible as ansible_exec
 from envbuild.execute import ssh
 from envbuild.execute.events import Event, EventSink, StepTracker
@@ -54,6 +55,7 @@ class ProvisionOptions:
     allow_unverified: list[str] = field(default_factory=list)  # packages that may lack a hash
     force: bool = False  # run every step again (markers and effects notwithstanding)
     from_step: str | None = None  # run again from this step id, and every step after it
+    bundle: str | None = None  # offline: everything from this bundle (envbuild.bundle.offline)
     argv: list[str] = field(default_factory=list)
 
 
@@ -84,6 +86,8 @@ def select_nodes(opts: ProvisionOptions, target) -> list[Node]:
     if opts.hosts and opts.inventory:
         raise InputError("give --hosts or --inventory, not both")
     known = tuple(opts.known_hosts) or None
+    if opts.hosts and opts.hosts.strip() == "local":  # the controller itself, as --target local
+        return [local_node()]
     if opts.hosts:
         return parse_hosts(opts.hosts, identity_file=opts.identity_file, insecure=opts.insecure,
                            known_hosts=known)
@@ -200,7 +204,8 @@ def plan_options(opts: ProvisionOptions, recipe) -> "PlanOptions":
                        wheelhouse=opts.wheelhouse, smoke=opts.smoke,
                        conda_channel=opts.conda_channel, conda_packages=tuple(opts.conda_packages),
                        fetch_urls=fetch_urls(recipe, opts.git_mirror),
-                       allow_unverified=tuple(opts.allow_unverified))
+                       allow_unverified=tuple(opts.allow_unverified),
+                       bundle=bundle_offline.plan_bundle(opts))
 
 
 def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = None) -> ProvisionOutcome:
@@ -209,6 +214,7 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
     from envbuild.plan.resolve import check_facts, resolve
 
     say = echo or (lambda _m: None)
+    bundle_offline.prepare(opts)  # --bundle: verified whole before any node is read (exit 2)
     early = _Early(opts)  # facts and a speculative probe of every node, read while we load
     recipe, target = _load(opts, on_target=early.start)
     nodes = early.nodes
@@ -273,11 +279,13 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
                        replace(plan_opts, host=node.name, node_python=node.python,
                                prefix=node_prefix(opts.prefix, node.name))).plan
         refuse_unverified(plan, opts.allow_unverified)
+        bundle_offline.check_plan(opts, plan)  # --bundle: it carries all the plan needs (exit 1)
         check_from_step(plan, opts.from_step)
         plans[node.name] = plan
         rd.write_node(node.name, "plan.json", plan.to_json())
 
     cache_dir = str(rundir.envbuild_home() / "cache" / "wheels")
+    bundle_offline.record(opts, rd, cache_dir)  # run.json: offline, the bundle's digest
     connections = {}
     for node in feasible:
         connections[node.name] = connection_vars(node)

@@ -26,6 +26,8 @@ Effects by step kind:
 - ``install_source``: ``pth``: the .pth file in the environment's purelib holds the tree;
   ``editable``/``wheel``: a distribution whose ``direct_url.json`` names the tree is
   installed, its RECORD intact (``source``);
+- ``bundle`` (offline): every file of the bundle's ``node/`` folder is in ``<prefix>/.envbuild/
+  bundle`` with its size, and its sha256 when the check is deep (``files``);
 - ``preflight``, ``system_packages``, ``build``, ``import_check``, ``smoke``: no observable
   effect of their own (their results are what later steps and the smoke check): the marker
   alone decides (``None``).
@@ -116,8 +118,18 @@ class SourceEffect(_E):
     editable: bool
 
 
+class FilesEffect(_E):
+    """Every file of ``files`` (path relative to ``dir`` -> [size, sha256]) is under ``dir``
+    with that size; its sha256 too when the check is deep (when the step records its marker,
+    and ``verify --deep``): the offline bundle's copy on the node."""
+
+    check: Literal["files"] = "files"
+    dir: str
+    files: dict[str, list]
+
+
 Effect = Annotated[Union[InterpreterEffect, DistsEffect, GitEffect, PatchEffect, FileEffect,
-                         PthEffect, SourceEffect], Field(discriminator="check")]
+                         PthEffect, SourceEffect, FilesEffect], Field(discriminator="check")]
 
 
 def canonical(name: str) -> str:
@@ -162,6 +174,8 @@ def effects(plan) -> dict[str, Optional[Effect]]:
                 eff = PthEffect(python=python, name=p.name, content=p.dest + "\n")
             else:
                 eff = SourceEffect(python=python, dest=p.dest, editable=p.mode == "editable")
+        elif p.kind == "bundle":
+            eff = FilesEffect(dir=p.dir, files={f.name: [f.size, f.sha256] for f in p.files})
         out[step.id] = eff
     return out
 

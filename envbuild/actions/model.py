@@ -108,5 +108,16 @@ class Capture(_A):
     timeout: int = 1800
 
 
+class StageDir(_A):
+    """Copy the controller folder ``src`` (an unpacked bundle's ``node/``) to ``dest`` on the
+    node, file by file; ``files`` maps each relative path to its sha256 (checked by the
+    step's effect on the node, not trusted from the copy)."""
+
+    op: Literal["stage"] = "stage"
+    src: str
+    dest: str
+    files: dict[str, str] = Field(default_factory=dict)
+
+
 Action = Annotated[Union[Run, WriteFile, MakeDir, CopyAsset, GitCheckout, ApplyPatch,
-                         BuildWheel, Capture], Field(discriminator="op")]
+                         BuildWheel, Capture, StageDir], Field(discriminator="op")]

@@ -644,6 +644,34 @@ def _check_git(eff, ctx):
     return {"ok": True, "repair": False, "detail": "%s at %s, tracked files as planned" % (dest, head[:12])}
 
 
+def _check_files(eff, ctx):
+    """Each file under ``dir`` with its size (and sha256 when ``ctx.deep``): a bundle's copy."""
+    bad = []
+    for rel, (size, sha) in sorted(eff["files"].items()):
+        path = os.path.join(eff["dir"], rel)
+        try:
+            have = os.stat(path).st_size
+        except OSError:
+            bad.append(rel + " (missing)")
+            continue
+        if have != size:
+            bad.append("%s (%d bytes, want %d)" % (rel, have, size))
+        elif ctx.deep and _sha256_of(path) != sha:
+            bad.append(rel + " (other content)")
+    if bad:
+        return {"ok": False, "repair": False, "detail": "%s: %s" % (eff["dir"], _listed(bad))}
+    return {"ok": True, "repair": False, "detail": "%s: %d file(s)%s" % (
+        eff["dir"], len(eff["files"]), ", sha256 checked" if ctx.deep else ", sizes checked")}
+
+
+def _sha256_of(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 def check_effect(eff, ctx, sid=None):
     """One effect (``envbuild.actions.effects`` as data): {"ok", "detail", "repair"[, "manifest"]}."""
     kind = eff.get("check")
@@ -667,6 +695,8 @@ def check_effect(eff, ctx, sid=None):
             return _check_patch(eff, ctx)
         if kind == "git":
             return _check_git(eff, ctx)
+        if kind == "files":
+            return _check_files(eff, ctx)
     except Exception as exc:  # noqa: BLE001 - a check that cannot run does not hold (fail closed)
         return {"ok": False, "repair": False, "detail": "%s check failed: %s: %s" % (kind, type(exc).__name__, exc)}
     return {"ok": False, "repair": False, "detail": "unknown effect %r" % kind}

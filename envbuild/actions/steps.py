@@ -15,7 +15,7 @@ import json
 import shlex
 
 from envbuild.actions.model import (Action, ApplyPatch, BuildWheel, Capture, CopyAsset,
-                                    GitCheckout, MakeDir, Run, WriteFile)
+                                    GitCheckout, MakeDir, Run, StageDir, WriteFile)
 from envbuild.plan import params as P
 
 PIP = ["-m", "pip", "install", "--no-input", "--disable-pip-version-check"]
@@ -104,7 +104,7 @@ def requirement_line(r: P.Requirement, with_hashes: bool) -> str:
 
 def _pip_tooling(step, p: P.PipToolingParams, prefix: str) -> list[Action]:
     """The locked tooling, hash-checked; without a lock entry, the bare specifiers."""
-    links = [f"--find-links={d}" for d in p.find_links]
+    links = [f"--find-links={d}" for d in p.find_links] + (["--no-index"] if p.no_index else [])
     if all(r.hashes for r in p.requirements):
         path = f"{state_dir(prefix)}/requirements/pip-tooling.txt"
         return [WriteFile(path=path, content="".join(requirement_line(r, True) + "\n" for r in p.requirements)),
@@ -217,7 +217,15 @@ def _smoke(step, p: P.SmokeParams, prefix: str) -> list[Action]:
     return out
 
 
+def _bundle(step, p: P.BundleParams, prefix: str) -> list[Action]:
+    """The bundle's node/ folder onto the node; its files are hash-checked by the effect."""
+    return [MakeDir(path=p.dir),
+            StageDir(src=p.src.rstrip("/") + "/", dest=p.dir.rstrip("/") + "/",
+                     files={f.name: f.sha256 for f in p.files})]
+
+
 _BY_KIND = {
+    "bundle": _bundle,
     "preflight": _preflight, "system_packages": _system_packages, "environment": _environment,
     "pip_tooling": _pip_tooling, "pip_install": _pip_install, "git_source": _git_source,
     "patch": _patch, "build": _build, "apex_build": _apex_build,

@@ -27,6 +27,7 @@ COMMAND_MODULES = [
     "report_cmd",  # envbuild report, verify, diff
     "launch_cmd",  # envbuild launch
     "render_cmd",  # envbuild render
+    "bundle_cmd",  # envbuild bundle
 ]
 
 

@@ -32,6 +32,9 @@ from envbuild.inputs import hosts_option
 @click.option("--locked", is_flag=True, help="Refuse to create a missing lock (a stale lock is always refused).")
 @click.option("--allow-unverified", "allow_unverified", multiple=True, metavar="NAME",
               help="Install package NAME although the lock has no hash for it (repeatable; the report names it).")
+@click.option("--bundle", "bundle", default=None, type=click.Path(),
+              help="Offline: provision from this bundle (envbuild bundle) alone, no index, no mirror. "
+                   "A bundle that does not match its manifest exits 2, one lacking what the plan needs 1.")
 @click.option("--no-smoke", is_flag=True, help="Skip the smoke benchmark step.")
 @click.option("--force", is_flag=True, help="Run every step again, even those done whose effect holds.")
 @click.option("--from-step", "from_step", default=None, metavar="ID",
@@ -45,7 +48,7 @@ from envbuild.inputs import hosts_option
 @click.option("--json", "as_json", is_flag=True,
               help='JSON Lines: one {"type": "event"} object per line, then one {"type": "result"} line.')
 def provision_cmd(recipe, target, recipe_option, hosts, inventory, backend, prefix, conda_channel, conda_packages,
-                  dry_run, git_mirror, wheelhouse, lock, locked, allow_unverified, no_smoke, force,
+                  dry_run, git_mirror, wheelhouse, lock, locked, allow_unverified, bundle, no_smoke, force,
                   from_step, insecure, identity_file, known_hosts, as_json):
     """Provision RECIPE (default: the embedded reference) onto the nodes of TARGET: facts,
     preflight, lock, plan, ansible, results.
@@ -81,7 +84,7 @@ def provision_cmd(recipe, target, recipe_option, hosts, inventory, backend, pref
                             conda_packages=list(conda_packages), dry_run=dry_run, git_mirror=git_mirror,
                             wheelhouse=wheelhouse, lock=lock, locked=locked,
                             allow_unverified=list(allow_unverified), smoke=not no_smoke, json_lines=as_json,
-                            force=force, from_step=from_step,
+                            force=force, from_step=from_step, bundle=bundle,
                             insecure=insecure, identity_file=identity_file,
                             known_hosts=list(known_hosts), argv=["envbuild", *sys.argv[1:]])
     if as_json:

@@ -12,7 +12,7 @@ syntax) is recorded as a ``Decision`` with its reason, and repeated in the step'
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from envbuild.errors import InputError
 from envbuild.facts.model import NodeFacts
@@ -42,6 +42,9 @@ class PlanOptions:
     fetch_urls: dict[str, str] = field(default_factory=dict)  # source URL -> mirror path (resolved)
     node_python: str | None = None  # interpreter for envbuild's helper scripts on the node
     allow_unverified: tuple[str, ...] = ()  # packages that may install without a hash
+    # offline (envbuild.bundle): the node's copy of the bundle; every pip call --no-index from
+    # its wheels (wheelhouse), every git source from its shallow repositories (fetch_urls)
+    bundle: P.BundleParams | None = None
 
 
 SEARCH_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -76,6 +79,10 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
     """The ordered steps for one node. Pure: reads nothing, runs nothing."""
     opts = options or PlanOptions()
     prefix = expand_home(opts.prefix or default_prefix(recipe, target), facts)
+    if opts.bundle is not None:  # offline: the node's copy of the bundle is the only source
+        staged = opts.bundle.model_copy(update={"dir": f"{prefix.rstrip('/')}/.envbuild/bundle"})
+        opts = replace(opts, bundle=staged, wheelhouse=f"{staged.dir}/wheels",
+                       fetch_urls={url: f"{staged.dir}/{rel}" for url, rel in staged.git.items()})
     backend = opts.backend or recipe.environment.kind
     if backend not in ("venv", "conda", "container", "module-venv"):
         raise InputError(f"unknown backend {backend!r}", hint="use --backend venv or --backend conda")
@@ -86,6 +93,11 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
     verdict = opts.verdict or P.PreflightParams(feasible=True, summary="not checked")
     add(Step(id="preflight", title="Preflight compatibility check", params=verdict,
              reason="refuse an infeasible node before installing"))
+    if opts.bundle is not None:
+        add(Step(id="bundle", title=f"offline bundle {opts.bundle.digest[:12]} ({len(opts.bundle.files)} files)",
+                 params=opts.bundle,
+                 reason="no network on the node: every wheel and pinned commit comes from the "
+                        "bundle, copied here and hash-checked before anything installs"))
     if recipe.system_packages:
         add(Step(id="system-packages", title="System packages",
                  params=P.SystemPackagesParams(packages=list(recipe.system_packages)),
@@ -116,7 +128,8 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
         add(Step(id="pip-tooling", title=", ".join(r.requirement for r in reqs),
                  params=P.PipToolingParams(
                      requirements=reqs, unverified=unverified,
-                     find_links=[opts.wheelhouse] if opts.wheelhouse else []),
+                     find_links=[opts.wheelhouse] if opts.wheelhouse else [],
+                     no_index=opts.bundle is not None),
                  reason="; ".join(t.why for t in tools)))
 
     torch = torch_requirement(recipe, facts, lock, decisions)
@@ -238,7 +251,7 @@ def _pip_step(step_id: str, title: str, pkgs: list[LockedPackage], opts: PlanOpt
     index_url = next((p.index_url for p in pkgs if p.index_url), None)
     # Locked from the wheelhouse and a wheelhouse given: install from it alone (air-gapped
     # nodes; no round trips to an index the node may not reach).
-    no_index = bool(opts.wheelhouse) and all(p.from_wheelhouse for p in pkgs)
+    no_index = bool(opts.wheelhouse) and (all(p.from_wheelhouse for p in pkgs) or opts.bundle is not None)
     if no_index:
         index_url = None
         reason += f"; from the wheelhouse {opts.wheelhouse} only (--no-index)"

@@ -35,6 +35,7 @@ StepKind = Literal[
     "env_file",  # write the environment file
     "import_check",  # import modules with the env's python
     "smoke",  # run the smoke benchmark
+    "bundle",  # offline: copy the bundle's wheels and commits to the node (envbuild.bundle)
 ]
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 
 class _P(BaseModel):
@@ -65,6 +65,15 @@ class PipToolingParams(_P):
     requirements: list[Requirement]  # locked versions with their hashes (Lock.tooling)
     find_links: list[str] = Field(default_factory=list)
     unverified: list[str] = Field(default_factory=list)  # names without a hash in the lock
+    no_index: bool = False  # offline (a bundle): pip never asks an index
+
+    @model_serializer(mode="wrap")
+    def _omit_online_default(self, handler):
+        # added later: left out at its default, so plans made before keep their step digests
+        data = handler(self)
+        if isinstance(data, dict) and not self.no_index:
+            data.pop("no_index", None)
+        return data
 
 
 class PipInstallParams(_P):
@@ -164,8 +173,33 @@ class SmokeParams(_P):
     native_skip: str | None = None  # why the recipe's own benchmark does not run here
 
 
+# --- an offline bundle (envbuild.bundle): what the node receives before anything installs ---
+
+
+class StagedFile(_P):
+    """One file of a bundle's ``node/`` folder: its path there, sha256 and size."""
+
+    name: str  # "wheels/six-1.16.0-py2.py3-none-any.whl", "git/apex.git/HEAD"
+    sha256: str
+    size: int
+
+
+class BundleParams(_P):
+    """Copy the bundle's ``node/`` folder (unpacked on the controller at ``src``) to ``dir`` on
+    the node: the wheels pip installs from (--no-index) and the shallow repositories git
+    clones from. ``digest`` is the bundle file's sha256 (recorded in the report)."""
+
+    kind: Literal["bundle"] = "bundle"
+    digest: str
+    src: str  # the controller's unpacked node/ folder
+    dir: str = ""  # <prefix>/.envbuild/bundle on the node (set by the planner)
+    files: list[StagedFile]
+    git: dict[str, str] = Field(default_factory=dict)  # source URL -> "git/<name>.git" in dir
+
+
 StepParams = Annotated[Union[
     PreflightParams, SystemPackagesParams, EnvironmentParams, PipToolingParams, PipInstallParams,
     GitSourceParams, PatchParams, BuildParams, ApexBuildParams, InstallSourceParams,
     EnvFileParams, ImportCheckParams, SmokeParams,
+    BundleParams,
 ], Field(discriminator="kind")]

@@ -60,6 +60,8 @@ def batches(step: Step, prefix: str) -> list[dict]:
         elif op == "copy":
             out.append({"type": "copy", "src": asset_source(data["asset"]), "dest": data["dest"],
                         "mode": data["perm"]})
+        elif op == "stage":  # a whole controller folder (an unpacked bundle's node/), one copy task
+            out.append({"type": "copy", "src": data["src"], "dest": data["dest"], "mode": "0644"})
         elif op == "wheel":
             out.append({"type": "wheel", **{k: v for k, v in data.items() if k != "op"}})
         elif op == "capture":

@@ -55,6 +55,17 @@ class RunFile(BaseModel):
     envbuild_version: str | None = None
 
 
+def _bundle_info(data: Any):
+    """run.json's ``bundle`` (``envbuild.bundle.offline.record``) as the report shows it."""
+    from envbuild.report.model import BundleInfo
+
+    if not isinstance(data, dict) or not data.get("digest"):
+        return None
+    return BundleInfo(digest=str(data["digest"]), file=str(data.get("file") or ""),
+                      bytes=data.get("bytes") if isinstance(data.get("bytes"), int) else None,
+                      offline=bool(data.get("offline", True)))
+
+
 def read_run(run_dir: Path) -> dict:
     """run.json of ``run_dir`` as a dict, checked against ``RunFile``; InputError naming the file."""
     path = run_dir / "run.json"
@@ -248,7 +259,7 @@ def collect(run_dir: str | Path) -> Report:
         run=RunInfo(run_id=run.get("run_id", run_dir.name), recipe=run.get("recipe", recipe.get("name", "?")),
                     target=run.get("target", "?"), status=run.get("status", "?"), started=run.get("started"),
                     finished=run.get("finished"), argv=run.get("argv") or [], hosts=run.get("hosts") or [],
-                    envbuild_version=run.get("envbuild_version")),
+                    envbuild_version=run.get("envbuild_version"), bundle=_bundle_info(run.get("bundle"))),
         recipe=RecipeInfo(name=recipe.get("name", run.get("recipe", "?")), title=recipe.get("title", ""),
                           published=published.get("url"), python=recipe.get("python"), lock_digest=lock_digest),
         deviations=[Deviation(id=d["id"], published=d["published"], problem=d["problem"], instead=d["instead"],

@@ -36,6 +36,15 @@ class Verdict(_M):
     reasons: list[Reason] = Field(default_factory=list)
 
 
+class BundleInfo(_M):
+    """The offline bundle a run was provisioned from (``provision --bundle``)."""
+
+    digest: str  # sha256 of the bundle file
+    file: str
+    bytes: int | None = None
+    offline: bool = True
+
+
 class RunInfo(_M):
     run_id: str
     recipe: str
@@ -45,6 +54,7 @@ class RunInfo(_M):
     finished: str | None = None
     argv: list[str] = Field(default_factory=list)
     hosts: list[str] = Field(default_factory=list)
+    bundle: BundleInfo | None = None  # offline: provisioned from this bundle, no network
     envbuild_version: str | None = None  # the envbuild that made the run (run.json; older runs: None)
 
 

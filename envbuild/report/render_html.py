@@ -157,7 +157,9 @@ def render_html(report: Report) -> str:
         ("lock digest", rec.lock_digest), ("fleet fingerprint (all nodes)", report.fingerprint or "not observed"),
         ("started / finished", f"{run.started or '-'} / {run.finished or '-'}"),
         ("hosts", ", ".join(run.hosts) or ", ".join(n.host for n in report.nodes)),
-        ("envbuild", version_text(report))]])
+        ("envbuild", version_text(report)),
+        *([("offline bundle", f"{run.bundle.digest} ({run.bundle.file}); no network: every wheel and "
+                              "commit from the bundle")] if run.bundle else [])]])
     summary += ('<tr><th>command line</th><td class="cmd" id="argv">'
                 + escape(shlex.join(run.argv) if run.argv else "-") + "</td></tr></table>")
     bench_rows = [(n.host, b) for n in report.nodes for b in n.benchmarks]

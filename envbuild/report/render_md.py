@@ -134,6 +134,8 @@ def render_md(report: Report) -> str:
         ["hosts", ", ".join(run.hosts) or ", ".join(n.host for n in report.nodes)],
         ["envbuild", version_line(report)],
         ["command line", f"`{shlex.join(run.argv)}`" if run.argv else None],
+        *([["offline bundle", f"`{run.bundle.digest}` ({run.bundle.file}); no network: every wheel "
+                              "and commit from the bundle"]] if run.bundle else []),
     ]) + [""]
     out += badges_section(report.badges)
     out += launch_section(report.launch)

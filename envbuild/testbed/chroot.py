@@ -117,6 +117,7 @@ class ChrootNode:
     dir: Path
     proc: subprocess.Popen | None = None
     binds: list = field(default_factory=list)
+    launcher: list = field(default_factory=list)  # argv before unshare, e.g. nsenter --net=... (offline nodes)
 
     @property
     def upper(self) -> Path:
@@ -149,7 +150,7 @@ class ChrootNode:
                               upper=self.dir / "upper", work=self.dir / "work", cfg=cfg,
                               name=self.name, binds="\n".join(binds))
         log = open(self.dir / "sshd.log", "w")
-        self.proc = subprocess.Popen(["unshare", "--mount", "--uts", "--pid", "--fork", "--kill-child",
+        self.proc = subprocess.Popen([*self.launcher, "unshare", "--mount", "--uts", "--pid", "--fork", "--kill-child",
                                       "sh", "-c", script], stdout=log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
         deadline = time.time() + 15

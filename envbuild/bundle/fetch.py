@@ -1,0 +1,89 @@
+"""Get one locked distribution file, its sha256 checked: the only network code of bundling.
+
+The lock names each file's URL and sha256 (``envbuild.lock.schema.Dist``). A file is taken,
+in this order, from the wheelhouse (``--wheelhouse``; always so for ``source: wheelhouse``),
+from the download cache (``$ENVBUILD_CACHE_DIR/dists/<sha256>/<file>``), or downloaded once
+from its URL. Whatever the origin, its bytes must hash to the lock's sha256, or nothing is
+packed (CheckFailed naming the file, the expected and the actual digest).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+import urllib.request
+from pathlib import Path
+
+from envbuild.errors import CheckFailed, EnvironmentProblem, InputError
+from envbuild.lock.schema import LockedPackage
+
+TIMEOUT = 120.0
+
+
+def cache_root() -> Path:
+    root = os.environ.get("ENVBUILD_CACHE_DIR") or Path.home() / ".cache" / "envbuild"
+    return Path(root) / "dists"
+
+
+def _hash(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _check(path: Path, want: str, name: str, origin: str) -> None:
+    got = _hash(path)
+    if got != want:
+        raise CheckFailed(f"{name}: {path.name} from {origin} has sha256 {got}, the lock says {want}",
+                          hint="the file changed since the lock was made: re-lock, or fix the wheelhouse")
+
+
+def _download(url: str, dest: Path, want: str, name: str) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=".part-")
+    h = hashlib.sha256()
+    try:
+        with os.fdopen(fd, "wb") as out:
+            req = urllib.request.Request(url, headers={"User-Agent": "envbuild-bundle"})
+            with urllib.request.urlopen(req, timeout=TIMEOUT) as resp:  # noqa: S310 - lock URLs
+                while block := resp.read(1 << 20):
+                    h.update(block)
+                    out.write(block)
+        if h.hexdigest() != want:
+            raise CheckFailed(f"{name}: {url} downloaded with sha256 {h.hexdigest()}, the lock says {want}",
+                              hint="the index serves other bytes than when the lock was made: re-lock")
+        os.replace(tmp, dest)
+    except OSError as exc:
+        raise EnvironmentProblem(f"{name}: cannot download {url}: {exc}",
+                                 hint="check the network, or pass --wheelhouse DIR holding the file") from None
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def fetch_dist(pkg: LockedPackage, dest: Path, wheelhouse: Path | None) -> str:
+    """Put ``pkg``'s locked file at ``dest`` (hash-checked); returns where it came from."""
+    dist = pkg.dist
+    if dist is None or not pkg.verified or not dist.sha256:
+        raise CheckFailed(f"{pkg.name} {pkg.version}: the lock has no verified file for it",
+                          hint="re-lock with a reachable index or a wheelhouse; a bundle carries only hashed files")
+    name = f"{pkg.name} {pkg.version}"
+    if wheelhouse is not None and (wheelhouse / dist.filename).is_file():
+        _check(wheelhouse / dist.filename, dist.sha256, name, f"the wheelhouse {wheelhouse}")
+        shutil.copyfile(wheelhouse / dist.filename, dest)
+        return "wheelhouse"
+    if pkg.source == "wheelhouse" or not dist.url.startswith(("https://", "http://")):
+        raise InputError(f"{name}: the lock takes {dist.filename} from a wheelhouse",
+                         hint=f"pass --wheelhouse DIR holding {dist.filename}")
+    cached = cache_root() / dist.sha256 / dist.filename
+    origin = "cache"
+    if not cached.is_file():
+        _download(dist.url, cached, dist.sha256, name)
+        origin = "download"
+    _check(cached, dist.sha256, name, f"the cache {cached.parent}")
+    shutil.copyfile(cached, dest)
+    return origin

@@ -1,0 +1,63 @@
+"""A pinned commit as a shallow bare repository, made from the local git mirror.
+
+Why not ``git bundle``: a bundle of a depth-1 history lists the parent commits as
+prerequisites, and ``git clone`` refuses it ("Repository lacks these prerequisite commits");
+a bundle of the full history needs every object of that history, and mirrors may lack some
+(the NVIDIA/apex snapshot misses one blob of its 2019 history), besides being 4 to 8 times
+larger. A depth-1 bare repository (``.git/shallow`` names the pinned commit) is what
+``git clone`` on the node reads as any other remote: the clone has the pinned SHA, its tree,
+and ``refs/heads/<ref>`` pointing at it, so ``ls-remote origin <ref>`` answers the pin.
+
+``shallow_repo(mirror, sha, ref, dest)`` runs git on the controller only.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from envbuild.errors import CheckFailed, EnvironmentProblem
+
+GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "GIT_CONFIG_NOSYSTEM": "1"}
+
+
+def _git(args: list[str], cwd: Path | None = None) -> str:
+    import os
+
+    env = {**os.environ, **GIT_ENV}
+    try:
+        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env=env,
+                              timeout=600, stdin=subprocess.DEVNULL)
+    except FileNotFoundError:
+        raise EnvironmentProblem("git is not installed on the controller", hint="install git") from None
+    if proc.returncode != 0:
+        raise CheckFailed(f"git {' '.join(args[:3])} failed: {(proc.stderr or proc.stdout).strip()[-400:]}")
+    return proc.stdout.strip()
+
+
+def branch_ref(ref: str) -> str:
+    """``main`` -> ``refs/heads/main``; a full ref or a SHA-like ref keeps its meaning."""
+    if ref.startswith("refs/"):
+        return ref
+    return f"refs/heads/{ref}"
+
+
+def shallow_repo(mirror: Path, sha: str, ref: str, dest: Path) -> Path:
+    """``dest`` (a new bare repository) holding ``sha`` at depth 1 as ``ref`` and HEAD."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    _git(["init", "--quiet", "--bare", "--template=", str(dest)])
+    target = branch_ref(ref)
+    _git(["-c", "uploadpack.allowAnySHA1InWant=true", "-c", "protocol.file.allow=always", "fetch",
+          "--quiet", "--no-tags", "--depth", "1", f"file://{Path(mirror).resolve()}", f"{sha}:{target}"],
+         cwd=dest)
+    _git(["symbolic-ref", "HEAD", target], cwd=dest)
+    got = _git(["rev-parse", target], cwd=dest)
+    if got != sha:
+        raise CheckFailed(f"{mirror}: fetched {got} for {sha}")
+    _git(["fsck", "--connectivity-only", "--no-dangling"], cwd=dest)
+    for junk in ("description", "FETCH_HEAD", "config.worktree"):
+        (dest / junk).unlink(missing_ok=True)
+    return dest

@@ -1,0 +1,137 @@
+"""The bundle manifest ("envbuild.bundle/1"): every file of an offline bundle with its sha256.
+
+A bundle is one tar file (``envbuild bundle``). Its first member is ``manifest.json``; every
+other regular file in the tar is listed there with its size and sha256, and nothing else is
+in the tar. ``verify_tree`` checks an unpacked bundle against its manifest and lists every
+difference at once (a changed byte, a missing file, a file the manifest does not name).
+
+Layout inside the tar::
+
+    manifest.json
+    lock.lock  recipe.yaml  target.yaml  plan.json
+    playbooks/...                 the playbook and roles that run the plan (also by hand)
+    node/wheels/<file>            every locked distribution the plan installs (wheel or sdist)
+    node/git/<name>.git/...       a shallow bare repository holding each pinned commit
+    prebuilt/<cache key>/<wheel>  extension wheels from the controller's build cache
+    data/<file>                   data files the recipe names (none yet)
+
+``node/`` is what each node receives (``<prefix>/.envbuild/bundle``).
+
+Example (abridged)::
+
+    {"schema": "envbuild.bundle/1", "recipe": "cpu-reference", "target": "local",
+     "lock_digest": "a6bf...", "files": [{"path": "node/wheels/six-1.16.0-py2.py3-none-any.whl",
+     "sha256": "...", "size": 11053, "kind": "dist", "name": "six", "version": "1.16.0"}]}
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+BUNDLE_SCHEMA = "envbuild.bundle/1"
+MANIFEST = "manifest.json"
+NODE_DIR = "node"
+WHEELS = "node/wheels"
+GIT = "node/git"
+PREBUILT = "prebuilt"
+
+FileKind = Literal["dist", "git", "prebuilt", "lock", "recipe", "target", "plan", "playbook", "data"]
+
+
+class _M(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class BundleFile(_M):
+    """One file of the bundle (``path`` relative to the bundle root, POSIX separators)."""
+
+    path: str
+    sha256: str
+    size: int
+    kind: FileKind
+    name: str | None = None  # dist: the project; git: the source; prebuilt: the cache key
+    version: str | None = None  # dist: the locked version
+
+
+class GitPin(_M):
+    """A pinned commit the bundle carries as a shallow bare repository at ``path``."""
+
+    name: str
+    url: str
+    ref: str
+    sha: str
+    path: str  # node/git/<name>.git
+
+
+class Omitted(_M):
+    """Something the lock names that the bundle does not carry, and why."""
+
+    name: str
+    why: str
+
+
+class Manifest(_M):
+    """What ``envbuild bundle`` packed; ``files`` is sorted by path."""
+
+    schema_: Literal["envbuild.bundle/1"] = Field(BUNDLE_SCHEMA, alias="schema")
+    recipe: str
+    target: str
+    lock_digest: str
+    envbuild_version: str
+    python: str
+    facts_origin: str = ""
+    files: list[BundleFile] = Field(default_factory=list)
+    git: list[GitPin] = Field(default_factory=list)
+    omitted: list[Omitted] = Field(default_factory=list)  # preinstalled / provided by the node
+    needs_network: list[str] = Field(default_factory=list)  # what no bundle can carry (apt)
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    def dists(self) -> list[BundleFile]:
+        return [f for f in self.files if f.kind == "dist"]
+
+    def to_json(self) -> str:
+        return self.model_dump_json(by_alias=True, indent=2) + "\n"
+
+
+def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def tree_files(root: Path) -> list[str]:
+    """Every regular file under ``root`` as a POSIX path relative to it, sorted."""
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def verify_tree(root: Path, manifest: Manifest) -> list[str]:
+    """Every way the files under ``root`` differ from ``manifest`` (empty: they match)."""
+    problems: list[str] = []
+    listed = {f.path: f for f in manifest.files}
+    present = set(tree_files(root)) - {MANIFEST}
+    for path in sorted(present - set(listed)):
+        problems.append(f"{path}: in the bundle but not in its manifest")
+    for path, entry in sorted(listed.items()):
+        file = root / path
+        if path not in present:
+            problems.append(f"{path}: named by the manifest ({entry.kind}"
+                            + (f" {entry.name}" if entry.name else "") + ") but missing from the bundle")
+            continue
+        size = file.stat().st_size
+        if size != entry.size:
+            problems.append(f"{path}: {size} bytes, the manifest says {entry.size}")
+            continue
+        got = sha256_file(file)
+        if got != entry.sha256:
+            problems.append(f"{path}: sha256 {got[:16]}..., the manifest says {entry.sha256[:16]}...")
+    for pin in manifest.git:
+        if not any(f.path.startswith(pin.path + "/") for f in manifest.files):
+            problems.append(f"git {pin.name}: the manifest names {pin.path} but lists none of its files")
+    return problems

@@ -1,0 +1,175 @@
+"""Open a bundle on the controller: unpack, verify every file against the manifest, and say
+what the plan may take from it.
+
+``open_bundle(FILE)`` refuses, before anything is installed anywhere:
+
+- a file that is not a tar, or a tar holding anything but regular files and folders under
+  relative paths (InputError, exit 2);
+- content that does not match the manifest: a changed byte, a file the manifest names that is
+  missing, a file the manifest does not name (InputError, exit 2, every problem listed);
+
+and ``Opened.check_plan(plan)`` refuses a consistent bundle that lacks what a node's plan
+needs (a distribution, a pinned commit), or a plan that needs the network anyway (system
+packages): CheckFailed, exit 1, naming each missing item.
+
+The bundle is unpacked once per content digest into ``$ENVBUILD_HOME/bundles/<digest[:16]>``
+(a second provision from the same bundle plans the same paths, so its steps are unchanged)
+and verified again every time it is opened.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from envbuild.bundle.manifest import MANIFEST, NODE_DIR, Manifest, sha256_file, verify_tree
+from envbuild.errors import CheckFailed, InputError
+from envbuild.lock.schema import normalize
+
+
+@dataclass(frozen=True)
+class Opened:
+    """A verified, unpacked bundle."""
+
+    file: Path
+    digest: str  # sha256 of the bundle file
+    root: Path  # the unpacked folder on the controller
+    manifest: Manifest
+
+    @property
+    def lock_file(self) -> Path:
+        return self.root / "lock.lock"
+
+    @property
+    def recipe_file(self) -> Path:
+        return self.root / "recipe.yaml"
+
+    def stage_params(self):
+        """The plan's ``bundle`` step (the planner puts it at ``<prefix>/.envbuild/bundle``)."""
+        from envbuild.plan.params import BundleParams, StagedFile
+
+        cut = len(NODE_DIR) + 1
+        files = [StagedFile(name=f.path[cut:], sha256=f.sha256, size=f.size)
+                 for f in self.manifest.files if f.path.startswith(NODE_DIR + "/")]
+        return BundleParams(digest=self.digest, src=str(self.root / NODE_DIR), files=files,
+                            git={g.url: g.path[cut:] for g in self.manifest.git})
+
+    def seed_build_cache(self, cache: Path) -> list[str]:
+        """Put the bundle's prebuilt extension wheels into the controller's build cache
+        (``<cache>/<key>/``) unless a wheel is there already; returns the keys seeded."""
+        seeded = []
+        for f in self.manifest.files:
+            if f.kind != "prebuilt" or not f.name:
+                continue
+            dest = cache / f.name
+            if dest.is_dir() and any(dest.glob("*.whl")):
+                continue
+            dest.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(self.root / f.path, dest / PurePosixPath(f.path).name)
+            seeded.append(f.name)
+        return seeded
+
+    def check_plan(self, plan) -> None:
+        """CheckFailed naming everything ``plan`` needs that the bundle does not carry."""
+        have = {(normalize(f.name or ""), f.version) for f in self.manifest.dists()}
+        names = {normalize(f.name or "") for f in self.manifest.dists()}
+        missing: list[str] = []
+        for step in plan.steps:
+            if step.kind == "system_packages":
+                missing.append(f"step {step.id}: apt packages {' '.join(step.params.packages)} "
+                               "(apt needs the network; no bundle carries them)")
+            if step.kind in ("pip_tooling", "pip_install"):
+                for r in step.params.requirements:
+                    key = normalize(r.name)
+                    if (key, r.version) in have:
+                        continue
+                    if r.version[:1].isdigit() or key not in names:
+                        missing.append(f"step {step.id}: {r.name} {r.version} (no such file in the bundle)")
+            if step.kind == "git_source":
+                pin = next((g for g in self.manifest.git if g.url == step.params.url), None)
+                if pin is None or pin.sha != step.params.sha:
+                    got = f"it carries {pin.sha[:12]}" if pin else "not in the bundle"
+                    missing.append(f"step {step.id}: {step.params.url} @ {(step.params.sha or step.params.ref)[:12]} ({got})")
+        if missing:
+            raise CheckFailed(f"the bundle {self.file.name} lacks {len(missing)} thing(s) the plan for "
+                              f"{plan.host} needs:\n  - " + "\n  - ".join(missing),
+                              hint="make the bundle with the same recipe, target and lock as this provision "
+                                   "(envbuild bundle ... --facts FILE of these nodes)")
+
+    def summary(self) -> dict:
+        """What run.json records about the bundle."""
+        return {"file": str(self.file), "digest": self.digest, "offline": True,
+                "recipe": self.manifest.recipe, "target": self.manifest.target,
+                "lock_digest": self.manifest.lock_digest, "files": len(self.manifest.files),
+                "bytes": self.file.stat().st_size,
+                "omitted": [o.model_dump() for o in self.manifest.omitted]}
+
+
+def _members(tar: tarfile.TarFile, file: Path) -> list[tarfile.TarInfo]:
+    out = []
+    for m in tar.getmembers():
+        p = PurePosixPath(m.name)
+        if p.is_absolute() or ".." in p.parts or not m.name or m.name.startswith("./.."):
+            raise InputError(f"{file}: member {m.name!r} is not a relative path inside the bundle",
+                             hint="this is not a bundle made by `envbuild bundle`")
+        if not (m.isfile() or m.isdir()):
+            raise InputError(f"{file}: member {m.name!r} is not a regular file or folder",
+                             hint="this is not a bundle made by `envbuild bundle`")
+        out.append(m)
+    return out
+
+
+def _read_manifest(root: Path, file: Path) -> Manifest:
+    from pydantic import ValidationError
+
+    path = root / MANIFEST
+    if not path.is_file():
+        raise InputError(f"{file}: no {MANIFEST} in the bundle", hint="make it with `envbuild bundle`")
+    try:
+        return Manifest.model_validate(json.loads(path.read_text()))
+    except (ValueError, ValidationError) as exc:
+        raise InputError(f"{file}: {MANIFEST} is not a bundle manifest: {str(exc).splitlines()[0]}",
+                         hint="make the bundle again with `envbuild bundle`") from None
+
+
+def _unpack(file: Path, dest: Path) -> None:
+    part = dest.with_name(dest.name + ".partial")
+    shutil.rmtree(part, ignore_errors=True)
+    part.mkdir(parents=True)
+    try:
+        with tarfile.open(file, "r:*") as tar:
+            members = _members(tar, file)
+            tar.extractall(part, members=members, filter="data")
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        shutil.rmtree(part, ignore_errors=True)
+        raise InputError(f"{file}: not a readable bundle: {exc}", hint="make it with `envbuild bundle`") from None
+    shutil.rmtree(dest, ignore_errors=True)
+    os.replace(part, dest)
+
+
+def open_bundle(file: str | Path, home: Path | None = None) -> Opened:
+    """Unpack ``file`` (once per digest) and verify all of it; see the module docstring."""
+    from envbuild import rundir
+
+    path = Path(file)
+    if not path.is_file():
+        raise InputError(f"--bundle {file}: no such file", hint="give the file `envbuild bundle -o` wrote")
+    digest = sha256_file(path)
+    root = (home or rundir.envbuild_home()) / "bundles" / digest[:16]
+    if not (root / MANIFEST).is_file():
+        _unpack(path, root)
+    manifest = _read_manifest(root, path)
+    problems = verify_tree(root, manifest)
+    if problems:
+        shutil.rmtree(root, ignore_errors=True)  # never plan from a tree that failed once
+        raise InputError(f"{path}: the bundle does not match its manifest ({len(problems)} problem(s)):\n  - "
+                         + "\n  - ".join(problems[:20]) + (f"\n  - ... and {len(problems) - 20} more"
+                                                           if len(problems) > 20 else ""),
+                         hint="the bundle was changed or damaged after `envbuild bundle` made it; "
+                              "make it again, nothing was installed")
+    return Opened(file=path, digest=digest, root=root, manifest=manifest)
+
