@@ -58,7 +58,8 @@ def _export(pairs, fmt: str, wheelhouse, output, lockdir) -> None:
 @recipe_argument(required=False)
 @target_option(required=False)
 @click.option("--all", "every", is_flag=True, help="Every shipped recipe x each of its targets.")
-@click.option("--check", is_flag=True, help="Do not resolve; fail (exit 1) if the lock is stale.")
+@click.option("--check", is_flag=True, help="Do not resolve; fail (exit 1) if the lock is stale "
+              "(with --git-mirror: also if a pinned commit or required ancestor is gone there).")
 @click.option("--git-mirror", type=click.Path(file_okay=False, path_type=Path),
               help="Folder of git mirrors (OWNER/NAME[.git]); also $ENVBUILD_GIT_MIRROR.")
 @click.option("--wheelhouse", type=click.Path(file_okay=False, path_type=Path),
@@ -78,6 +79,7 @@ def lock_cmd(recipe, target, every, check, git_mirror, wheelhouse, output, lockd
     \b
     envbuild lock alpa-megatron --target azure-nd96 --git-mirror /srv/mirror
     envbuild lock alpa-megatron --target azure-nd96 --check
+    envbuild lock --all --check --git-mirror /srv/mirror   # also re-verify every git pin
     envbuild lock --all --check
     envbuild lock cpu-reference --target local --format pylock --wheelhouse /opt/wheels -o pylock.toml
     """
@@ -87,17 +89,22 @@ def lock_cmd(recipe, target, every, check, git_mirror, wheelhouse, output, lockd
         return
     if output and len(pairs) > 1:
         raise InputError("-o/--output names one file but --all writes many", hint="use --lockdir")
-    mirror = None if check else git_mirror_dir(git_mirror)
+    mirror = git_mirror_dir(git_mirror)  # --check with a mirror re-verifies every git pin there
     results, failures = [], []
     for rec, tgt in pairs:
         path = output or lock_path(rec.name, tgt.name, lockdir)
         started = time.monotonic()
         entry = {"recipe": rec.name, "target": tgt.name, "path": str(path)}
         if check:
+            notices: list[str] = []
+            entry["notices"] = notices
+            name = f"{rec.name}/{tgt.name}"
             try:
-                check_lock_file(path, rec, tgt)
+                check_lock_file(path, rec, tgt, git_mirror=mirror,
+                                progress=lambda m, n=name, acc=notices: (acc.append(m), _say(f"{n}: {m}")))
                 entry.update(ok=True, problems=[])
-                _say(f"{rec.name}/{tgt.name}: up to date")
+                _say(f"{rec.name}/{tgt.name}: up to date" + (" (git pins re-verified in the mirror)"
+                                                             if mirror else ""))
             except CheckFailed as exc:
                 entry.update(ok=False, problems=exc.message.split("\n  - ")[1:] or [exc.message])
                 failures.append(exc)

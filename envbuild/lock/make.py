@@ -130,13 +130,27 @@ def write_lock(recipe: Recipe, target: Target, path: Path, *, git_mirror: Path |
     return lock, old != text
 
 
-def check_lock_file(path: Path, recipe: Recipe, target: Target) -> Lock:
-    """Read the lock at ``path``; CheckFailed listing every problem when it is stale."""
+def check_lock_file(path: Path, recipe: Recipe, target: Target, *, git_mirror: Path | None = None,
+                    progress: Progress | None = None) -> Lock:
+    """Read the lock at ``path``; CheckFailed listing every problem when it is stale.
+
+    With ``git_mirror`` every git pin is re-verified there too (``envbuild.lock.gitcheck``):
+    a commit gone from its repository, a required ancestor that no longer holds, or a ref that
+    no longer contains the pin is a problem; a branch that moved on past the pin, or a
+    repository the mirror lacks, is a notice given to ``progress``.
+    """
     if not path.is_file():
         raise CheckFailed(f"no lockfile at {path}",
                           hint=f"create it: {regenerate_command(recipe.name, target.name)}")
     lock = read_lock(path)
     problems = lock_problems(lock, recipe, target)
+    if git_mirror is not None:
+        from envbuild.lock.gitcheck import recheck_git
+
+        git_problems, notices = recheck_git(lock, recipe, git_mirror)
+        problems += git_problems
+        for note in notices:
+            (progress or (lambda _m: None))(note)
     if problems:
         raise CheckFailed(f"{path} is out of date:\n  - " + "\n  - ".join(problems),
                           hint=f"regenerate it: {regenerate_command(recipe.name, target.name)}")
