@@ -67,9 +67,9 @@ def provision(bed, *extra, hosts=None, check_json=True):
     t = time.time()
     p = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=1500)
     took = time.time() - t
-    lines = p.stdout.strip().split("\n")
-    start = next(i for i, line in enumerate(lines) if line == "{")
-    out = json.loads("\n".join(lines[start:]))
+    lines = p.stdout.strip().split("\n")  # JSON Lines: events, then {"type": "result", ...}
+    assert lines and '"type": "result"' in lines[-1], p.stdout[-2000:] + p.stderr[-2000:]
+    out = json.loads(lines[-1])
     run = Path(out["run_dir"])
     if (run / "lock.lock").exists() and not lock.exists():
         lock.write_text((run / "lock.lock").read_text())
