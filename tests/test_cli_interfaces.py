@@ -164,3 +164,13 @@ def test_completion_of_a_path_asks_the_shell_for_files(tmp_path):
            "COMP_CWORD": "2"}
     p = subprocess.run([f"{BIN}/envbuild"], env=env, capture_output=True, text=True, timeout=60)
     assert p.stdout.splitlines() == [f"file,{tmp_path}/mi"], p.stdout + p.stderr
+
+
+def test_other_json_outputs_are_one_document_each(tmp_path):
+    # only provision streams (JSON Lines); every other --json prints one document, messages to stderr
+    for args in (["recipes"], ["show", "cpu-reference"], ["check", "cpu-reference", "-t", "local"],
+                 ["plan", "cpu-reference", "-t", "local"], ["lock", "cpu-reference", "-t", "local", "--check"],
+                 ["launch", "cpu-reference", "-t", "local", "--scheduler", "local"]):
+        p = envbuild(*args, "--json", home=tmp_path / "home")
+        assert p.returncode == 0, (args, p.stderr)
+        json.loads(p.stdout)  # the whole of stdout is one JSON value
