@@ -36,9 +36,11 @@ class Interpreter(_M):
 
 
 class IbDevice(_M):
-    name: str
+    name: str  # "mlx5_0:1" (device:port)
     state: str | None = None
     rate: str | None = None
+    netdev: str | None = None  # the IPoIB or RoCE interface of the port ("ib0", "eth2")
+    ipv4: list[str] = Field(default_factory=list)  # that interface's IPv4 addresses
 
 
 class NodeFacts(_M):
