@@ -6,7 +6,8 @@ nodes; the report (md, json, html) must PASS with the smoke numbers and equal fi
 Then tqdm is changed on one node: ``envbuild verify`` names that node alone, one provision
 repairs that node alone (its pip step's effect did not hold), and ``envbuild diff`` of the
 reports before and after shows no package difference. Last, a broken environment makes the
-smoke step fail on one node with its log tail.
+smoke step fail on one node with its log tail. The HTML report of the real run is rendered in
+headless Chromium and its screenshot checked (size, not blank, the PASS banner's green).
 """
 
 from __future__ import annotations
@@ -14,19 +15,23 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from envbuild import __version__
 from envbuild.testbed import chroot
+from envbuild.testbed.browser import chromium, decode_png, dump_dom, screenshot
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 WHEELS = Path("/opt/wheels")
 PREFIX = "/opt/envs/cpuref"
 OTHER_TQDM = "4.67.1"
+PASS_GREEN = (0x2E, 0x85, 0x40)  # .PASS in envbuild/report/render_html.py
 
 
 def envbuild(bed, *args, timeout=1500) -> subprocess.CompletedProcess:
@@ -114,6 +119,33 @@ def test_report_passes_in_three_formats_with_equal_fingerprints(bed, provisioned
     assert p.returncode == 0
     text = html.read_text()
     assert "PASS" in text and all(n.addr in text for n in bed["nodes"])
+
+
+def test_real_run_report_in_headless_chromium(bed, provisioned):
+    # the report of the run above, as `envbuild report -o` writes it, in a real browser
+    assert chromium(), "chromium is not installed: run .ci/report-deps.sh (apt-get install -y chromium)"
+    html = bed["base"] / "real-report.html"
+    p = envbuild(bed, "report", str(provisioned["run"]), "-o", str(html))
+    assert p.returncode == 0, p.stderr
+    shot = bed["base"] / "real-report.png"
+    r = screenshot(html, shot, 1280, 2400)
+    assert shot.exists(), r.stderr[-2000:]
+    data = shot.read_bytes()
+    png = decode_png(data)
+    assert (png.width, png.height) == (1280, 2400) and len(data) > 30_000
+    non_white = png.count(lambda r, g, b: min(r, g, b) < 235)
+    assert non_white > 0.03 * png.width * png.height, f"only {non_white} non-white pixels"
+    run, row = png.longest_run(PASS_GREEN, rows=range(0, 300, 3))
+    assert run > 1000 and row < 200, f"no PASS banner across the top (longest green run {run} px at row {row})"
+    dom = dump_dom(html, bed["base"] / "dom-profile").stdout
+    assert re.search(r'id="verdict"[^>]*>Verdict: PASS<', dom)
+    assert f"<th>envbuild</th><td>{__version__}</td>" in dom
+    assert re.search(r'id="argv">envbuild provision --target local --hosts \S+ --identity', dom)
+    hosts = re.search(r"<th>hosts</th><td>([^<]*)</td>", dom).group(1).split(", ")
+    assert sorted(hosts) == sorted(n.addr for n in bed["nodes"])
+    assert 'class="badge yes" id="badge-functional"' in dom
+    assert 'class="badge no" id="badge-reproduced"' in dom  # cpu-reference: nothing to compare with
+    assert "no bar: gpt.tokens_per_s" in dom  # no threshold, no published figure: numbers, no bars
 
 
 def test_package_changed_on_one_node_is_named_by_verify_and_diff(bed, provisioned):

@@ -88,7 +88,17 @@ KbdInteractiveAuthentication no
 UsePAM no
 UseDNS no
 Subsystem sftp internal-sftp
-"""
+{setenv}"""
+
+
+def node_setenv() -> str:
+    """``SetEnv PIP_CERT=...`` when this machine's pip trusts a bundle under /etc/ssl/certs (bind-
+    mounted into every node): pip in a node's venv then trusts what the host trusts (e.g. a
+    TLS-inspecting proxy's CA) instead of its vendored certifi. Nothing otherwise."""
+    cert = os.environ.get("PIP_CERT") or ""
+    if cert.startswith("/etc/ssl/certs/") and os.path.isfile(cert) and " " not in cert:
+        return f"SetEnv PIP_CERT={cert}\n"
+    return ""
 
 START = """\
 set -e
@@ -141,7 +151,7 @@ class ChrootNode:
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(cfg / "host_key")],
                        check=True, input="y\n", text=True, capture_output=True)
         shutil.copy(str(self.key) + ".pub", cfg / "authorized_keys")
-        (cfg / "sshd_config").write_text(SSHD_CONFIG.format(addr=self.addr, port=self.port))
+        (cfg / "sshd_config").write_text(SSHD_CONFIG.format(addr=self.addr, port=self.port, setenv=node_setenv()))
         binds = []
         for src, dest, ro in self.binds:
             d = f'"$M"{shlex.quote(dest)}'
