@@ -138,6 +138,15 @@ def test_live_view_on_a_terminal_then_gone():
     assert "start n1" not in text  # the live view shows the running step instead
 
 
+def test_no_total_without_the_plan_from_envbuild_state():
+    # nothing to do: every step reported skipped at once, Ansible never asked: no [n/total]
+    out = io.StringIO()
+    with ProgressDisplay(Console(file=out, width=120, force_terminal=False)) as display:
+        feed(display, Event(1.0, "n1", "env", "skipped", "done"), Event(1.0, "n1", "pip", "skipped", "done"))
+    assert [line.split() for line in out.getvalue().splitlines()] == [["skipped", "n1", "env"],
+                                                                     ["skipped", "n1", "pip"]]
+
+
 def test_fmt_elapsed():
     assert [fmt_elapsed(x) for x in (0.04, 59.96, 61, 3599, 3600 * 2 + 61)] == \
         ["0.0 s", "60.0 s", "1m01s", "59m59s", "2h01m"]

@@ -56,6 +56,7 @@ class NodeProgress:
     host: str
     started: float
     planned: list[str] = field(default_factory=list)  # step ids run or skipped, in order seen
+    known: bool = False  # envbuild:state said which steps run (so ``planned`` is the whole plan)
     done: list[str] = field(default_factory=list)  # ok, changed or skipped
     step: str | None = None
     step_started: float | None = None
@@ -67,10 +68,12 @@ class NodeProgress:
     @property
     def total(self) -> int | None:
         """Steps in the plan, once envbuild:state said which will run (None before)."""
-        return len(self.planned) or None
+        return len(self.planned) if self.known and self.planned else None
 
     def counter(self) -> str:
-        return f"[{len(self.done)}/{self.total or '?'}]"
+        """``[done/total]``; '' while the total is not known (a run in which Ansible did not
+        start reports every step skipped at once)."""
+        return f"[{len(self.done)}/{self.total}]" if self.total else ""
 
 
 class ProgressState:
@@ -91,6 +94,7 @@ class ProgressState:
         n = self.node(ev.host)
         kind, step = ev.kind, ev.step
         if kind == "pending":
+            n.known = True
             for sid in ev.msg.splitlines():
                 if sid and sid not in n.planned:
                     n.planned.append(sid)
@@ -128,7 +132,7 @@ class ProgressState:
         text.append(f" {ev.host:<16} {ev.step or '-'}")
         if ev.kind in ("ok", "changed") and ev.step in n.durations:
             text.append(f"  {fmt_elapsed(n.durations[ev.step])}", style="bold")
-        if ev.kind in ("ok", "changed", "skipped"):
+        if ev.kind in ("ok", "changed", "skipped") and n.counter():
             text.append(f"  {n.counter()}", style="dim")
         if ev.kind in ENDED and ev.step in n.durations:
             text.append(f"  after {fmt_elapsed(n.durations[ev.step])}")
@@ -152,7 +156,8 @@ class ProgressState:
                          ProgressBar(total=n.total or 1, completed=len(n.done) if n.total else 0,
                                      width=20 if width >= 100 else 10, pulse=n.total is None and running,
                                      complete_style="green", finished_style="green"),
-                         Text(n.counter(), style="dim"), Text(step, style=style), Text(elapsed, style="bold"),
+                         Text(n.counter() or f"[{len(n.done)}/?]", style="dim"), Text(step, style=style),
+                         Text(elapsed, style="bold"),
                          Text(n.task, style="dim"))
         finished = sum(1 for n in self.nodes.values() if n.status != "running")
         head = Text(f"provision: {finished} of {len(self.nodes)} node(s) finished, "
