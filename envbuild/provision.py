@@ -45,6 +45,7 @@ class ProvisionOptions:
     wheelhouse: str | None = None
     lock: str | None = None
     smoke: bool = True
+    smoke_preset: str = "tiny"  # tiny (CPU, seconds) or 350m (a ~355M GPT on the GPU: MFU)
     json_lines: bool = False
     insecure: bool = False  # no host key checking (test nodes only)
     identity_file: str | None = None
@@ -201,7 +202,7 @@ def plan_options(opts: ProvisionOptions, recipe) -> "PlanOptions":
     from envbuild.plan.resolve import fetch_urls
 
     return PlanOptions(prefix=opts.prefix, backend=opts.backend, git_mirror=opts.git_mirror,
-                       wheelhouse=opts.wheelhouse, smoke=opts.smoke,
+                       wheelhouse=opts.wheelhouse, smoke=opts.smoke, smoke_preset=opts.smoke_preset,
                        conda_channel=opts.conda_channel, conda_packages=tuple(opts.conda_packages),
                        fetch_urls=fetch_urls(recipe, opts.git_mirror),
                        allow_unverified=tuple(opts.allow_unverified),

@@ -117,6 +117,12 @@ CASES = {
                               ["6424da3b", "--fast_multihead_attn"], set()),
     "apex-fast-mha-git": (make(apex={"build_options": ["--cpp_ext", "--cuda_ext", "--fast_multihead_attn"]},
                                gpus=H100), ["git submodule", "sm_90"], set()),
+    "apex-cuda13-sm70": (make(torch_pkg=torch("2.11.0", "cu130"), nvcc="13.0", driver_version="580.65.06",
+                              driver_cuda="13.0"), ["52e18c89", "sm_70", "nvcc 13.0"], set()),
+    "deepspeed-elastic-agent-torch24": (make({"packages": BASE_RECIPE["packages"] + [
+        {"name": "deepspeed", "version": "0.10.3", "why": "t"}]}, torch_pkg=torch("2.11.0", "cu130"), no_apex=True,
+        nvcc="13.0", driver_version="580.65.06", driver_cuda="13.0"),
+        ["deepspeed 0.10.3", "_get_socket_with_port", "2.11.0"], set()),
     "megatron-fused-kernels-arch": (make(sources=[{"name": "megatron", "url": "https://github.com/NVIDIA/Megatron-LM",
                                                    "ref": "main", "sha": B31E129, "install": "pth", "why": "t"}],
                                          gpus=H100), ["megatron", "sm_70/sm_80", "sm_90", "NVIDIA H100"], set()),

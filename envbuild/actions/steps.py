@@ -58,6 +58,19 @@ def _system_packages(step, p: P.SystemPackagesParams, prefix: str) -> list[Actio
             Run(argv=["apt-get", "install", "-y", "-q", "--no-install-recommends", *p.packages], env=env)]
 
 
+# --system-site-packages over an interpreter that is itself a venv's (the node's own torch venv,
+# /opt/torch/.venv on the H100 node) gives the base interpreter's site-packages, not that venv's:
+# a .pth in the new venv adds the interpreter's own site-packages after the venv's (as a
+# Polaris venv sees the conda module's packages). One line, run by that interpreter: it writes
+# the .pth only when it is a venv's (sys.prefix != sys.base_prefix). Planned only for an
+# interpreter outside the system prefixes (/usr, /bin), where no venv lives.
+BASE_SITE_PTH = ("import pathlib, sys, sysconfig; p = pathlib.Path(sys.argv[1], 'lib', 'python%d.%d' % "
+                 "sys.version_info[:2], 'site-packages', '_envbuild_base_site.pth'); "
+                 "p.write_text(sysconfig.get_paths()['purelib'] + chr(10)) if sys.prefix != sys.base_prefix "
+                 "else p.unlink(missing_ok=True)")
+SYSTEM_PREFIXES = ("/usr/", "/bin/")
+
+
 def venv_argv(interpreter: str, prefix: str, system_site_packages: bool) -> list[str]:
     return [interpreter, "-m", "venv", *(["--system-site-packages"] if system_site_packages else []), prefix]
 
@@ -71,6 +84,9 @@ def _environment(step, p: P.EnvironmentParams, prefix: str) -> list[Action]:
                                  p.conda_module, *venv]))
         else:
             out.append(Run(argv=venv))
+            if p.system_site_packages and p.backend == "venv" and p.interpreter.startswith("/") \
+                    and not p.interpreter.startswith(SYSTEM_PREFIXES):
+                out.append(Run(argv=[p.interpreter, "-c", BASE_SITE_PTH, p.prefix]))
         return out
     # conda
     specs = list(p.conda_specs) or [f"python={p.python}"]

@@ -36,6 +36,8 @@ from envbuild.inputs import hosts_option
               help="Offline: provision from this bundle (envbuild bundle) alone, no index, no mirror. "
                    "A bundle that does not match its manifest exits 2, one lacking what the plan needs 1.")
 @click.option("--no-smoke", is_flag=True, help="Skip the smoke benchmark step.")
+@click.option("--smoke-preset", "smoke_preset", type=click.Choice(["tiny", "350m"]), default="tiny", show_default=True,
+              help="The GPT smoke's size: tiny (CPU, seconds) or 350m (a ~355M GPT on the GPU, for MFU).")
 @click.option("--force", is_flag=True, help="Run every step again, even those done whose effect holds.")
 @click.option("--from-step", "from_step", default=None, metavar="ID",
               help="Run again from step ID (see --dry-run for the ids), and every step after it.")
@@ -48,7 +50,7 @@ from envbuild.inputs import hosts_option
 @click.option("--json", "as_json", is_flag=True,
               help='JSON Lines: one {"type": "event"} object per line, then one {"type": "result"} line.')
 def provision_cmd(recipe, target, recipe_option, hosts, inventory, backend, prefix, conda_channel, conda_packages,
-                  dry_run, git_mirror, wheelhouse, lock, locked, allow_unverified, bundle, no_smoke, force,
+                  dry_run, git_mirror, wheelhouse, lock, locked, allow_unverified, bundle, no_smoke, smoke_preset, force,
                   from_step, insecure, identity_file, known_hosts, as_json):
     """Provision RECIPE (default: the embedded reference) onto the nodes of TARGET: facts,
     preflight, lock, plan, ansible, results.
@@ -83,7 +85,7 @@ def provision_cmd(recipe, target, recipe_option, hosts, inventory, backend, pref
                             backend=backend, prefix=prefix, conda_channel=conda_channel,
                             conda_packages=list(conda_packages), dry_run=dry_run, git_mirror=git_mirror,
                             wheelhouse=wheelhouse, lock=lock, locked=locked,
-                            allow_unverified=list(allow_unverified), smoke=not no_smoke, json_lines=as_json,
+                            allow_unverified=list(allow_unverified), smoke=not no_smoke, smoke_preset=smoke_preset, json_lines=as_json,
                             force=force, from_step=from_step, bundle=bundle,
                             insecure=insecure, identity_file=identity_file,
                             known_hosts=list(known_hosts), argv=["envbuild", *sys.argv[1:]])

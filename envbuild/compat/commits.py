@@ -36,6 +36,8 @@ APEX_TORCH_LIBRARY = "2024-12-01"  # 2863aa02/73375b3b: needs torch.library.cust
 APEX_FAST_MHA_REMOVED = option_row("--fast_multihead_attn").removed  # 526871a2 (#2016)
 APEX_TORCH_SIX_LAST = "2022-05-31"  # 265b451d still imports torch._six (static check)
 APEX_OLD_TORCH_DROPPED = "2023-01-01"  # "latest APEX does not support torch v1.7.1" (Jan 2023)
+APEX_SM70_FLAGS_SINCE = "2022-02-25"  # ddc08039 (#1297): fused_weight_gradient_mlp_cuda, -gencode compute_70
+APEX_NO_SM70_FLAGS = "2025-08-21"  # 26bba57d (#1918): per-extension -gencode flags (compute_70) gone
 
 # NVIDIA Megatron-LM b31e129 and the Alpa branch on top of it: no setup.py, fused kernels
 # JIT-built with explicit gencode sm_70 (+ sm_80 when nvcc major >= 11), no PTX.

@@ -9,11 +9,11 @@ Each row is a :class:`envbuild.compat.rule.Rule` with when/what/why/source/fix/s
 
 from __future__ import annotations
 
-from envbuild.compat import rules_apex, rules_build, rules_node, rules_source, rules_wheel
+from envbuild.compat import rules_apex, rules_build, rules_deepspeed, rules_node, rules_source, rules_wheel
 from envbuild.compat.rule import Rule, Severity
 
 RULES: list[Rule] = [*rules_wheel.RULES, *rules_build.RULES, *rules_apex.RULES, *rules_source.RULES,
-                     *rules_node.RULES]
+                     *rules_node.RULES, *rules_deepspeed.RULES]
 
 
 def rule(rule_id: str) -> Rule:

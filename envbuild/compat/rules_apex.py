@@ -98,6 +98,19 @@ def _fast_mha_git(ctx: Context) -> str | None:
     return msg
 
 
+def _apex_cuda13_sm70(ctx: Context) -> str | None:
+    d = _apex_date(ctx) if ctx.apex else None
+    if not d or "--cuda_ext" not in ctx.apex_options or not cm.APEX_SM70_FLAGS_SINCE <= d[0] < cm.APEX_NO_SM70_FLAGS:
+        return None
+    from envbuild.patches.apex import parse_cuda
+
+    nvcc = parse_cuda(ctx.facts.nvcc, "nvcc") if ctx.facts.nvcc else None
+    if not nvcc or nvcc < (13, 0):
+        return None
+    return (f"{d[1]} builds fused_weight_gradient_mlp_cuda with -gencode arch=compute_70,code=sm_70 "
+            f"under --cuda_ext, and nvcc {ctx.facts.nvcc} cannot target sm_70 (CUDA 13 supports Turing "
+            "sm_75 and newer): the Apex build stops there")
+
 
 RULES: list[Rule] = [
     Rule("apex-sed-noop", "error", "the Azure sed on Apex's setup.py does not match this Apex commit",
@@ -116,6 +129,14 @@ RULES: list[Rule] = [
          "maintainers: master in 2023 no longer supports torch 1.7/1.8 ('1.8.1 would be a bit too old')",
          "https://github.com/NVIDIA/apex/issues/1653", "pin an Apex commit of 2021 to mid-2022 "
          "(e.g. 265b451d or 22.04-dev) for torch 1.8", _apex_too_new),
+    Rule("apex-cuda13-sm70", "error", "this Apex commit cannot be built with nvcc 13",
+         "from ddc08039 (2022-02-25) to 26bba57d (2025-08-21) setup.py adds -gencode "
+         "arch=compute_70,code=sm_70 to fused_weight_gradient_mlp_cuda for every CUDA >= 11.0; CUDA 13.0 "
+         "dropped Maxwell, Pascal and Volta (it supports Turing to Blackwell)",
+         "NVIDIA/apex@52e18c894223800cb611682dce27d88050edf1de:setup.py; "
+         "https://docs.nvidia.com/cuda/cuda-features-archive/index.html",
+         "pin Apex >= 26bba57d (e.g. 6424da3b, built on an H100 with nvcc 13.0), or use a CUDA 12 toolkit",
+         _apex_cuda13_sm70),
     Rule("apex-commit-unknown", "warning", "Apex commit not in the commit table",
          "date-based Apex x torch rows cannot be evaluated", "envbuild/compat/commits.py",
          "pin a known Apex SHA or add the commit and its date to envbuild/compat/commits.py", _apex_unknown),

@@ -1,0 +1,136 @@
+"""h100-megatron-deepspeed: the Polaris stack over the H100 node's own torch (CPU-side checks).
+
+The real node's facts (tests/fixtures/nodes/h100-ubuntu2404-cuda13) decide the plan; the
+published pins (Apex 52e18c89, DeepSpeed 0.10.3) are refused there with the rows that say why;
+the plan builds Apex and DeepSpeed's FusedAdam for sm_90 only, offline from a bundle; the venv
+over the node's torch venv sees that venv's packages; the recipe's patches apply to the pinned
+Megatron-DeepSpeed text.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from envbuild.compat.check import preflight
+from envbuild.facts.assemble import assemble
+from envbuild.facts.profile import refine
+from envbuild.facts.script import split_sections
+from envbuild.recipes import load_recipe
+from envbuild.targets import load_target
+
+CAPTURE = Path(__file__).parent / "fixtures" / "nodes" / "h100-ubuntu2404-cuda13" / "facts-probe.txt"
+HEAD = Path(__file__).parent / "data" / "megatron_ds_e4bac701_pretrain_gpt_head.py.txt"
+RECIPE = "h100-megatron-deepspeed"
+
+
+def node():
+    target = load_target("h100-venv")
+    return target, refine(target, assemble(split_sections(CAPTURE.read_text()), "h100-node"))
+
+
+def test_feasible_on_the_real_h100_and_the_lock_is_current():
+    target, facts = node()
+    verdict = preflight(load_recipe(RECIPE), target, facts)
+    assert verdict.feasible, [v.message for v in verdict.violations]
+    from envbuild.lock.make import check_lock_file
+
+    lock = check_lock_file(Path("lockfiles") / RECIPE / "h100-venv.lock", load_recipe(RECIPE), target)
+    assert {g.name: g.sha[:8] for g in lock.git} == {"megatron-deepspeed": "e4bac701", "apex": "6424da3b"}
+    given = {p.name for p in lock.packages if p.source == "preinstalled"}
+    assert {"torch", "numpy", "setuptools"} <= given  # the node's own: never packed, never installed
+
+
+def test_published_pins_are_refused_on_cuda13_torch211_with_the_reason(tmp_path):
+    text = (Path("envbuild/recipes/data") / f"{RECIPE}.yaml").read_text()
+    text = text.replace('version: "0.18.9"', 'version: "0.10.3"').replace(
+        "sha: 6424da3b4faa6c8f062da4a48c424fff3f02d42d", "sha: 52e18c894223800cb611682dce27d88050edf1de")
+    published = tmp_path / "published.yaml"
+    published.write_text(text)
+    target, facts = node()
+    verdict = preflight(load_recipe(str(published)), target, facts)
+    rows = {v.rule: v.message for v in verdict.violations if v.severity == "error"}
+    assert not verdict.feasible
+    assert "sm_70" in rows["apex-cuda13-sm70"] and "13.0" in rows["apex-cuda13-sm70"]
+    assert "_get_socket_with_port" in rows["deepspeed-elastic-agent-torch24"]
+    assert "2.11.0" in rows["deepspeed-elastic-agent-torch24"]
+    deviations = {d.id for d in load_recipe(RECIPE).deviations}
+    assert {"apex-52e18c89-cuda13", "deepspeed-0.10.3-torch-2.4"} <= deviations
+
+
+def test_the_rows_stay_quiet_where_the_pins_were_published():
+    """On Polaris (nvcc 11.8, torch 2.0.1) nothing of this fires."""
+    target = load_target("polaris")
+    from envbuild.facts.profile import from_target
+
+    verdict = preflight(load_recipe("polaris-megatron-deepspeed"), target, from_target(target))
+    assert not {"apex-cuda13-sm70", "deepspeed-elastic-agent-torch24"} & {v.rule for v in verdict.violations}
+
+
+def test_plan_builds_apex_and_fused_adam_for_sm90_offline():
+    from envbuild.actions.steps import BASE_SITE_PTH, actions
+    from envbuild.lock.make import check_lock_file
+    from envbuild.plan.build import PlanOptions
+    from envbuild.plan.params import BundleParams
+    from envbuild.plan.resolve import resolve
+
+    target, facts = node()
+    recipe = load_recipe(RECIPE)
+    lock = check_lock_file(Path("lockfiles") / RECIPE / "h100-venv.lock", recipe, target)
+    staged = BundleParams(digest="0" * 64, src="/ctl/bundle/node", files=[],
+                          git={s.url: f"git/{s.name}.git" for s in recipe.sources})
+    plan = resolve(recipe, target, facts, lock, PlanOptions(prefix="/opt/envs/md", bundle=staged)).plan
+    steps = {s.id: s for s in plan.steps}
+    assert [s.id for s in plan.steps][:3] == ["preflight", "bundle", "environment"]
+    apex = steps["apex:apex"].params
+    assert apex.env["TORCH_CUDA_ARCH_LIST"] == "9.0"
+    assert int(apex.env["APEX_PARALLEL_BUILD"]) > 1 and apex.env["APEX_CUDA_EXT"] == "1"
+    ds = steps["pip:packages"].params
+    assert "deepspeed" in ds.no_build_isolation and ds.env["DS_BUILD_FUSED_ADAM"] == "1"
+    assert ds.env["TORCH_CUDA_ARCH_LIST"] == "9.0" and ds.no_index
+    assert steps["pip-tooling"].params.no_index
+    for sid in ("git:megatron-deepspeed", "git:apex"):
+        assert steps[sid].params.fetch_url.startswith("/opt/envs/md/.envbuild/bundle/git/")
+    env = steps["environment"]
+    assert env.params.system_site_packages and env.params.interpreter == "/opt/torch/.venv/bin/python"
+    assert any(getattr(a, "argv", [None])[-2:] == [BASE_SITE_PTH, "/opt/envs/md"] for a in actions(env, plan.prefix))
+    assert "torch" not in {r.name for s in plan.steps if s.kind == "pip_install" for r in s.params.requirements}
+
+
+def test_venv_over_a_venv_interpreter_sees_that_venvs_packages(tmp_path):
+    """The H100's python3 is a venv's (/opt/torch/.venv): a --system-site-packages venv made from
+    it alone would not see torch. This test's own interpreter is a venv's too (pydantic in it)."""
+    from envbuild.actions.onnode import run_actions
+    from envbuild.actions.steps import actions
+    from envbuild.plan.model import Step
+    from envbuild.plan.params import EnvironmentParams
+
+    assert sys.prefix != sys.base_prefix, "runs from envbuild's own venv"
+    prefix = str(tmp_path / "env")
+    step = Step(id="environment", title="env", params=EnvironmentParams(
+        backend="venv", prefix=prefix, python="3", interpreter=sys.executable, system_site_packages=True))
+    run_actions([a.model_dump(mode="json") for a in actions(step, prefix)])
+    r = subprocess.run([f"{prefix}/bin/python", "-c", "import pydantic, sys; print(json.dumps(sys.path))"
+                        .replace("json.dumps", "__import__('json').dumps")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    path = json.loads(r.stdout)
+    ours = next(i for i, p in enumerate(path) if p.startswith(prefix))
+    base = path.index(next(p for p in path if p.startswith(sys.prefix) and p.endswith("site-packages")))
+    assert ours < base  # the new venv's own packages shadow the base venv's
+
+
+@pytest.mark.parametrize("patch_id", ["wandb-optional", "ezpz-offline"])
+def test_patches_apply_to_the_pinned_text_once(patch_id):
+    from envbuild.patches.textpatch import apply_text_patch
+
+    p = next(x for x in load_recipe(RECIPE).patches if x.id == patch_id)
+    text = HEAD.read_text()
+    status, after = apply_text_patch(text, p.kind, p.old, p.new, p.count)
+    assert status == "applied" and after != text
+    again, same = apply_text_patch(after, p.kind, p.old, p.new, p.count)
+    assert again == "already-applied" and same == after
+    compile(after.split("\n", 2)[2], "pretrain_gpt.py", "exec")  # still Python
