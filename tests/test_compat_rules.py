@@ -144,6 +144,11 @@ CASES = {
                             ["1.13.1", "sm_89"], {"nvcc-minor-mismatch"}),
     "setuptools-old-torch": (make({"python": "3.9"}, torch_pkg=torch("1.10.1", "cu113"), no_apex=True, **PY39),
                              ["1.10.1", "59.5.0"], set()),
+    "fairscale-version-string-compare": (
+        make({"packages": BASE_RECIPE["packages"] + [{"name": "fairscale", "version": "0.10.0", "why": "t"}]},
+             sources=[{"name": "metaseq", "url": "https://github.com/facebookresearch/metaseq", "ref": "main",
+                       "sha": "5ca6005552b7a049f071754393d5b86185e0db6a", "why": "t"}]),
+        ["'0.10.0'", "package fairscale==0.10.0", "< '0.4.0' is True as strings but False as versions"], set()),
     "numpy2-torch1": (make({"packages": [torch("1.13.1", "cu117"), {"name": "numpy", "version": ">=1.21", "why": "t"}]},
                            nvcc="11.7"), ["1.13.1", ">=1.21", "NumPy 2"], set()),
     "python-absent": (make(pythons=[], conda=[]), ["Python 3.10", "a100-node", "conda"], set()),
@@ -180,6 +185,23 @@ def test_row_fires_with_concrete_values(rule_id):
     assert set(fired) - {rule_id} <= also, f"unexpected rows fired: {sorted(set(fired) - {rule_id} - also)}"
     assert v.feasible == (rule(rule_id).severity == "warning" and all(
         fired[o].severity == "warning" for o in set(fired) - {rule_id}))
+
+
+def test_fairscale_of_the_opt_recipe_compares_right():
+    """The pinned fairscale (19155319 reports 0.4.6) passes metaseq's text comparisons; a
+    commit the table does not know is not judged."""
+    from envbuild.compat.context import Context
+    from envbuild.compat.rules_source import _fairscale_string_version, fairscale_version
+    from envbuild.recipes import load_recipe
+    from envbuild.targets import load_target
+
+    rec, tgt = load_recipe("opt-175b-azure"), load_target("azure-nd96")
+    ctx = Context(recipe=rec, target=tgt, facts=from_target(tgt))
+    assert fairscale_version(ctx) == ("0.4.6", "fairscale @ 19155319")
+    assert _fairscale_string_version(ctx) is None
+    other = rec.model_copy(update={"sources": [s.model_copy(update={"sha": "f" * 40}) if s.name == "fairscale"
+                                               else s for s in rec.sources]})
+    assert _fairscale_string_version(Context(recipe=other, target=tgt, facts=from_target(tgt))) is None
 
 
 def test_torch_not_on_pypi_names_the_pypi_default_for_local_versions():

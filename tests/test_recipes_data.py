@@ -131,7 +131,7 @@ def test_alpa_megatron_pins():
     assert any(p.kind == "apex-cuda-check" and p.component == "apex" for p in r.patches)
     assert r.import_check == ["megatron", "apex", "amp_C"]
     assert set(r.targets) == {"azure-nd96", "h100", "slurm", "local"}
-    assert r.benchmark.parser == "megatron-pretrain"
+    assert r.benchmark.parser == "alpa-benchmark"  # benchmark_gpt_one_case.py's write_tsv result line
 
 
 def test_opt_pins_keep_the_published_metaseq_commit_as_ancestor():

@@ -17,7 +17,7 @@ def log(name: str) -> str:
 
 def test_every_recipe_parser_is_registered():
     assert set(NATIVE_PARSERS) == {"opt-baselines", "megatron-pretrain", "megatron-deepspeed",
-                                   "megatronapp", "envbuild-smoke"}
+                                   "megatronapp", "alpa-benchmark", "envbuild-smoke"}
 
 
 def test_opt_baselines_drops_warmup_and_zero_wps_and_averages():

@@ -28,6 +28,7 @@ COMMAND_MODULES = [
     "launch_cmd",  # envbuild launch
     "render_cmd",  # envbuild render
     "bundle_cmd",  # envbuild bundle
+    "parse_cmd",  # envbuild parse
 ]
 
 

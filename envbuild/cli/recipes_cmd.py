@@ -119,6 +119,14 @@ def _install_text(src: GitSource) -> str:
     return text
 
 
+def _deviation_status(d) -> str:
+    if d.state == "open":
+        return "OPEN: not handled yet"
+    if d.state == "handled":
+        return "handled by " + ", ".join(d.handled_by) + "\ntested by " + ", ".join(d.test)
+    return "unverified: names no code"
+
+
 def _row(table: Table, *cells: str) -> None:
     table.add_row(*(escape(c) for c in cells))
 
@@ -147,6 +155,8 @@ def print_recipe(recipe: Recipe) -> None:
                   f"{', pip ' + env.pip if env.pip else ''}"
                   f"{', setuptools ' + env.setuptools if env.setuptools else ''}; "
                   f"launcher {recipe.launcher}; targets {', '.join(recipe.targets)}")
+    if env.source:
+        _say(f"environment cited from: {_source_text(env.source)}")
     if recipe.resolve_as_of:
         _say(f"unpinned dependencies resolve as of {recipe.resolve_as_of}")
     if recipe.system_packages:
@@ -159,21 +169,28 @@ def print_recipe(recipe: Recipe) -> None:
             _row(table, pkg.name, _version_text(pkg), pkg.why, _source_text(pkg.source))
         console.print(table)
     if recipe.sources:
-        table = _table("git sources", "name", "pin", "install", "why")
+        table = _table("git sources", "name", "pin", "install", "why", "source")
         for src in recipe.sources:
-            _row(table, src.name, _pin_text(src), _install_text(src), src.why)
+            _row(table, src.name, _pin_text(src), _install_text(src), src.why, _source_text(src.source))
         console.print(table)
     if recipe.patches:
-        table = _table("patches", "id", "kind", "where", "why")
+        table = _table("patches", "id", "kind", "where", "why", "source")
         for p in recipe.patches:
             where_text = f"{p.component}:{p.file}" + (f"\nwhen {p.when}" if p.when else "")
-            _row(table, p.id, p.kind, where_text, p.why)
+            _row(table, p.id, p.kind, where_text, p.why, _source_text(p.source))
+        console.print(table)
+    if recipe.data:
+        table = _table("data (fetched, sha256 checked and recorded)", "name", "into", "sha256", "why", "source")
+        for d in recipe.data:
+            digest = d.sha256 or f"unknown ({d.unverified}): the first fetch's is recorded"
+            into = f"{d.component}:{d.path}" + (f" (unpacked: {d.decompress})" if d.decompress else "")
+            _row(table, d.name, f"{d.url}\n-> {into}", digest, d.why, _source_text(d.source))
         console.print(table)
     if recipe.deviations:
         table = _table("deviations from the published instructions", "id", "published", "problem",
-                       "envbuild does")
+                       "envbuild does", "status")
         for d in recipe.deviations:
-            _row(table, d.id, d.published, d.problem, d.instead)
+            _row(table, d.id, d.published, d.problem, d.instead, _deviation_status(d))
         console.print(table)
     if recipe.import_check:
         _say("import check: " + ", ".join(recipe.import_check))
@@ -192,6 +209,11 @@ def print_recipe(recipe: Recipe) -> None:
             _say("  from the target: " + ", ".join(bench.target_env))
         for name, cmd in bench.variants.items():
             _say(f"  variant {name}: {cmd}")
+        if bench.source:
+            _say(f"  cited from: {_source_text(bench.source)}")
+        if bench.published:
+            unit = f" {bench.unit}" if bench.unit else ""
+            _say(f"  published figure: {bench.published.value:g}{unit} ({bench.published.source})")
         if bench.why:
             _say(f"  {bench.why}")
 

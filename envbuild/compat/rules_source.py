@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from packaging.version import InvalidVersion, Version
+
 from envbuild.compat import commits as cm
 from envbuild.compat import cuda_arch as ca
 from envbuild.compat.context import Context
@@ -112,6 +114,53 @@ def _numpy2(ctx: Context) -> str | None:
             f"{ctx.recipe.python} admits NumPy 2")
 
 
+# fairscale commits -> the version they report (fairscale/version.py __version_tuple__, or
+# __version__ in fairscale/__init__.py before it), read at each commit in facebookresearch/fairscale
+FAIRSCALE_VERSIONS = {
+    "191553190d73a5ef4a48687c889d4b1d94532135": "0.4.6",  # fixing_memory_issues_with_keeping_overlap
+    "91132c7e997c5affe97ce002e52cadd798220b06": "0.4.6",  # ..._may24
+    "1bc96fa8c69def6d990e42bfbd75f86146ce29bd": "0.4.6",  # metaseq CI's pin at a1a4e733
+    "8820049331331c773077c257667aa81baf4cc9f9": "0.4.1",  # prefetch_fsdp_params_simple
+}
+# metaseq/trainer.py (a1a4e733 and 5ca60055, under FSDP): the version checks, as strings
+METASEQ_FAIRSCALE_CHECKS = (("<", "0.4.0", "--update-freq > 1 raises 'Please update to fairscale 0.4.0'"),
+                            (">=", "0.3.9", "--use-sharded-state asserts 'requires newer fairscale'"))
+
+
+def fairscale_version(ctx: Context) -> tuple[str | None, str]:
+    """The fairscale version the recipe installs and where that is known from."""
+    for src in ctx.recipe.sources:
+        if "fairscale" in src.name.lower() or "fairscale" in src.url.lower():
+            version = FAIRSCALE_VERSIONS.get(src.sha or "")
+            return version, f"{src.name} @ {(src.sha or src.ref)[:8]}"
+    pkg = ctx.recipe.package("fairscale")
+    if pkg is not None:
+        try:
+            Version(pkg.version)
+            return pkg.version, f"package fairscale=={pkg.version}"
+        except InvalidVersion:
+            return None, f"package fairscale {pkg.version}"
+    return None, ""
+
+
+def _fairscale_string_version(ctx: Context) -> str | None:
+    if not ctx.sources_where(cm.is_metaseq):
+        return None
+    version, where = fairscale_version(ctx)
+    if version is None:
+        return None
+    wrong = []
+    for op, ref, effect in METASEQ_FAIRSCALE_CHECKS:
+        as_text = version < ref if op == "<" else version >= ref
+        as_version = Version(version) < Version(ref) if op == "<" else Version(version) >= Version(ref)
+        if as_text != as_version:
+            wrong.append(f"fairscale.__version__ {op} {ref!r} is {as_text} as strings but {as_version} "
+                         f"as versions ({effect})")
+    if not wrong:
+        return None
+    return f"metaseq compares fairscale {version!r} ({where}) as text: " + "; ".join(wrong)
+
+
 PINS = "shared/docs/PINS.md"
 
 RULES: list[Rule] = [
@@ -142,6 +191,13 @@ RULES: list[Rule] = [
          "torch used setuptools' distutils.version (pytorch PR 69904)",
          "https://github.com/pytorch/pytorch/pull/69904", "set environment.setuptools: '==59.5.0'",
          _setuptools),
+    Rule("fairscale-version-string-compare", "error",
+         "metaseq misjudges the fairscale version (compared as text)",
+         "metaseq/trainer.py checks fairscale.__version__ < \"0.4.0\" and >= \"0.3.9\" as strings, so a "
+         "version such as 0.10.0 or 0.3.10 orders wrongly: a new enough fairscale is refused",
+         "facebookresearch/metaseq@5ca6005552b7a049f071754393d5b86185e0db6a:metaseq/trainer.py",
+         "install a fairscale whose version string orders like its version (the 0.4.x line: 0.4.6 at "
+         "19155319), or patch the comparison to packaging.version", _fairscale_string_version),
     Rule("numpy2-torch1", "error", "NumPy 2 with a torch 1.x wheel",
          "torch 1.x wheels are compiled against the NumPy 1.x ABI ('A module that was compiled using "
          "NumPy 1.x cannot be run in NumPy 2.x')", "https://github.com/xai4space/meteors/issues/20",

@@ -24,6 +24,9 @@ class OptionRow:
     removed_in: str | None = None
     takes_value: bool = False  # --parallel N
     note: str = ""
+    # git submodules the option's build reads: (path, URL in .gitmodules); the plan fetches
+    # them with the checkout (from the git mirror when there) instead of setup.py at build time
+    submodules: tuple[tuple[str, str], ...] = ()
 
     @property
     def env_var(self) -> str:
@@ -48,7 +51,9 @@ OPTIONS: list[OptionRow] = [
               note="#517; builds fused_adam_cuda, which metaseq imports first"),
     OptionRow("--fast_multihead_attn", "2020-02-06", "3f94528e", "2026-07-08", "526871a2",
               note="#697; its build runs git submodule update (needs a git checkout and network); "
-                   "removed by #2016"),
+                   "removed by #2016",
+              # e2083df5 setup.py line 350 and .gitmodules (gitlink ed2ed4d6, branch v1.2.0)
+              submodules=(("apex/contrib/csrc/multihead_attn/cutlass", "https://github.com/NVIDIA/cutlass.git"),)),
     OptionRow("--deprecated_fused_lamb", "2020-03-19", "b222ed2b"),
     OptionRow("--distributed_lamb", "2020-05-30", "45388d48"),
     OptionRow("--distributed_adam", "2020-12-01", "6b7e77b0"),
@@ -76,6 +81,17 @@ ENV_FLAGS_SINCE = date(2025, 7, 22)  # bfb500c8, #1910: APEX_CPP_EXT=1 ... env v
 
 def option_row(flag: str) -> OptionRow | None:
     return next((r for r in OPTIONS if r.flag == flag), None)
+
+
+def submodules_for(options: list[str]) -> list[tuple[str, str]]:
+    """``[(path, url)]`` of the git submodules the build ``options`` need (unknown flags: none)."""
+    out: list[tuple[str, str]] = []
+    for opt in options:
+        row = option_row(opt.partition("=")[0])
+        for sub in (row.submodules if row else ()):
+            if sub not in out:
+                out.append(sub)
+    return out
 
 
 def parse_date(value: str | date | None) -> date | None:

@@ -41,6 +41,16 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def omit_unset(data: object, defaults: dict) -> object:
+    """Drop fields still at their default from a dump, so that a field added to the schema
+    leaves the digest of every recipe that does not use it (and so its lock) unchanged."""
+    if isinstance(data, dict):
+        for key, default in defaults.items():
+            if key in data and data[key] == default:
+                data.pop(key)
+    return data
+
+
 def check_version_spec(value: str) -> str:
     """``value`` when it is a PEP 440 version ("1.8.2"), specifier (">=1.2,<2") or "*"."""
     if value == "*":
@@ -179,7 +189,8 @@ class GitSource(Strict):
 
 
 class Environment(Strict):
-    """Where the packages go."""
+    """Where the packages go. ``source`` cites where the base image, the module or the pip /
+    setuptools pins are stated (at the revision read)."""
 
     kind: Literal["venv", "conda", "container", "module-venv"] = "venv"
     system_site_packages: bool = False
@@ -187,16 +198,156 @@ class Environment(Strict):
     base_image: str | None = None  # e.g. nvcr.io/nvidia/pytorch:23.04-py3
     pip: str | None = None  # pip version spec for the env, e.g. "<23.1"
     setuptools: str | None = None
+    source: Source | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_new(self, handler):  # noqa: ANN001, ANN202
+        return omit_unset(handler(self), {"source": None})
+
+
+CODE_REF_RE = re.compile(r"^envbuild(?:\.[a-z_][a-z0-9_]*)+:[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
+TEST_REF_RE = re.compile(r"^tests/[A-Za-z0-9_/]+\.py::[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]+\])?$")
 
 
 class Deviation(Strict):
-    """A place where the published instructions cannot work as written."""
+    """A place where the published instructions cannot work as written.
+
+    A deviation is a claim about what envbuild does (``instead``), so it names the code that
+    does it and the tests that fail when that behaviour goes:
+
+    * ``handled_by``: ``envbuild.module:function`` (or a class/constant), one or more;
+    * ``test``: ``tests/test_x.py::test_y`` (pytest node ids), one or more;
+    * ``status: open``: envbuild cannot carry it out yet; ``instead`` says what is missing and
+      the report shows the deviation as open ("not handled yet").
+
+    ``tests/test_deviations.py`` imports every ``handled_by`` and collects every ``test`` of
+    the shipped recipes, and refuses a deviation that is neither handled nor open.
+
+    Example::
+
+        - id: legacy-vocab-urls
+          published: "wget .../gpt2-vocab.json"
+          problem: "not checksummed"
+          instead: "the data step checks each file's sha256"
+          handled_by: [envbuild.plan.data:data_steps]
+          test: [tests/test_data_step.py::test_mismatch_is_refused]
+    """
 
     id: str
     published: str  # what the instructions say
     problem: str  # why it cannot work
     instead: str  # what envbuild does
     source: Source | None = None
+    status: Literal["handled", "open"] | None = None  # None: handled when code and test are named
+    handled_by: list[str] = Field(default_factory=list)
+    test: list[str] = Field(default_factory=list)
+
+    @field_validator("handled_by", "test", mode="before")
+    @classmethod
+    def _one_or_many(cls, v: object) -> object:
+        return [v] if isinstance(v, str) else v
+
+    @field_validator("handled_by")
+    @classmethod
+    def _code_refs(cls, v: list[str]) -> list[str]:
+        for ref in v:
+            if not CODE_REF_RE.match(ref):
+                raise ValueError(f"handled_by entries are envbuild.module:function, got {ref!r}")
+        return v
+
+    @field_validator("test")
+    @classmethod
+    def _test_refs(cls, v: list[str]) -> list[str]:
+        for ref in v:
+            if not TEST_REF_RE.match(ref):
+                raise ValueError(f"test entries are tests/test_x.py::test_y, got {ref!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _claim_or_open(self) -> "Deviation":
+        if self.status == "handled" and not (self.handled_by and self.test):
+            raise ValueError("a deviation with status 'handled' names handled_by and test")
+        return self
+
+    @property
+    def state(self) -> str:
+        """``handled`` (code and test named), ``open`` (not handled yet) or ``unverified``
+        (a claim that names no code: refused for shipped recipes by tests/test_deviations.py)."""
+        return deviation_state(self.model_dump())
+
+    @model_serializer(mode="wrap")
+    def _omit_new(self, handler):  # noqa: ANN001, ANN202
+        return omit_unset(handler(self), {"status": None, "handled_by": [], "test": []})
+
+
+def deviation_state(data: dict) -> str:
+    """The state of a deviation given as data (a recipe's, or one read from a run directory)."""
+    if data.get("status") == "open":
+        return "open"
+    return "handled" if data.get("handled_by") and data.get("test") else "unverified"
+
+
+class DataFile(Strict):
+    """A file the published instructions download (vocabulary, merges, a dataset), fetched by
+    the plan's data step into the tree of ``component`` at ``path``: from ``--data-mirror DIR``
+    (``DIR/<file>``) when given, else from ``url``; its sha256 is checked against ``sha256``
+    and recorded on the node (``<prefix>/.envbuild/data/<name>.sha256``). Without a known
+    ``sha256`` (``unverified: <why>``) the first fetch's digest is recorded and every later
+    fetch must match it. ``decompress: xz`` unpacks ``<path>`` to ``<path>`` without ``.xz``
+    after the check.
+
+    Example::
+
+        data:
+          - name: gpt2-vocab
+            url: https://s3.amazonaws.com/models.huggingface.co/bert/gpt2-vocab.json
+            component: megatron-deepspeed
+            path: gpt2-vocab.json
+            sha256: null
+            unverified: "not fetched from here"
+            why: "the README's vocabulary"
+    """
+
+    name: Name
+    url: str
+    component: str
+    path: str
+    file: str | None = None  # the name in a data mirror; default: the URL's last path segment
+    sha256: str | None = None
+    unverified: str | None = None
+    decompress: Literal["xz"] | None = None
+    why: str
+    source: Source | None = None
+
+    @field_validator("path")
+    @classmethod
+    def _inside_tree(cls, v: str) -> str:
+        parts = v.replace("\\", "/").split("/")
+        if not v or v.startswith("/") or ".." in parts:
+            raise ValueError(f"path must be a path inside the source tree, got {v!r}")
+        return v
+
+    @field_validator("sha256")
+    @classmethod
+    def _hex(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"[0-9a-f]{64}", v):
+            raise ValueError(f"sha256 must be 64 lower-case hex digits, got {v!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _checked(self) -> "DataFile":
+        if self.sha256 is None and not self.unverified:
+            raise ValueError("a data file needs 'sha256' or 'unverified: <why>'")
+        if self.decompress == "xz" and not self.path.endswith(".xz"):
+            raise ValueError("decompress: xz needs a path ending in .xz")
+        return self
+
+    @property
+    def mirror_name(self) -> str:
+        """The file's name in a data mirror folder."""
+        from urllib.parse import urlparse
+
+        return self.file or urlparse(self.url).path.rstrip("/").rsplit("/", 1)[-1] or self.name
 
 
 class PublishedFigure(Strict):
@@ -223,7 +374,8 @@ class Benchmark(Strict):
           metric: tflops
           published: {value: 47.5, source: "https://www.usenix.org/conference/osdi22/presentation/zheng-lianmin"}
 
-    ``published`` (optional) is the figure the report plots the measured value against.
+    ``published`` (optional) is the figure the report plots the measured value against;
+    ``source`` (optional) cites where the command and the threshold are stated.
     """
 
     command: str
@@ -239,6 +391,7 @@ class Benchmark(Strict):
     needs_gpus: int = 0
     why: str = ""
     published: PublishedFigure | None = None
+    source: Source | None = None
 
     @model_serializer(mode="wrap")
     def _omit_unpublished(self, handler):  # noqa: ANN001, ANN202
@@ -247,7 +400,7 @@ class Benchmark(Strict):
         data = handler(self)
         if isinstance(data, dict) and data.get("published") is None:
             data.pop("published", None)
-        return data
+        return omit_unset(data, {"source": None})
 
 
 # Top-level keys that only a target profile has / only a recipe has: a target file passed
@@ -278,6 +431,7 @@ class Recipe(Strict):
     patches: list[Patch] = Field(default_factory=list)
     env: dict[EnvName, str] = Field(default_factory=dict)
     deviations: list[Deviation] = Field(default_factory=list)
+    data: list[DataFile] = Field(default_factory=list)  # downloads, fetched and sha256-checked
     benchmark: Benchmark | None = None
     import_check: list[str] = Field(default_factory=list)  # modules that must import after install
     launcher: Literal["local", "slurm", "pbs", "kubernetes", "torchrun"] = "local"
@@ -313,7 +467,14 @@ class Recipe(Strict):
         for p in self.patches:
             if p.component not in names:
                 raise ValueError(f"patch {p.id!r} names component {p.component!r}, not in sources")
+        for d in self.data:
+            if d.component not in names:
+                raise ValueError(f"data {d.name!r} names component {d.component!r}, not in sources")
         return self
+
+    @model_serializer(mode="wrap")
+    def _omit_new(self, handler):  # noqa: ANN001, ANN202
+        return omit_unset(handler(self), {"data": []})
 
     def package(self, name: str) -> Package | None:
         return next((p for p in self.packages if p.name.lower() == name.lower()), None)

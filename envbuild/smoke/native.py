@@ -21,7 +21,20 @@ Formats (see tests/data/native_logs/ for excerpts and their sources):
   TFLOP/s per GPU from the model shape (options, or the ``arguments`` block Megatron prints).
 * ``megatron-deepspeed``: the same lines plus ``samples per second``, ``tokens per gpu per
   second (tgs)`` and ``TFLOPs`` as printed, and DeepSpeed's ``CurrSamplesPerSec=`` timer lines.
+* ``alpa-benchmark``: Alpa's ``write_tsv`` result of benchmark_gpt_one_case.py, either the line
+  rank 0 prints (``exp_name: e2e  ...  method: megatron  value: {'tflops': 47.53, ...}  time_stamp:
+  ...``) or the line it appends to ``megatron_results_e2e.tsv``. No iteration lines exist there.
+* ``megatronapp``: the trace file run_single.sh writes (``bash script/benchmark.sh train >
+  trace_pipeline_P_model_chunks_C.txt``): the vendored Megatron's iteration lines plus the
+  per-rank ``rank R iteration starts/ends at timestamp T%`` lines of its train loop.
 * ``envbuild-smoke``: the JSON object printed by envbuild/smoke/gpt.py or collective.py.
+
+A Slurm output file (``#SBATCH --output=%x-%j.out``) holds the job script's own lines (``set
+-x`` traces, echoes) around the program's; ``srun -l`` labels every task line with ``N: ``.
+Every parser reads such a file as it is: labels are removed first (``strip_task_labels``).
+
+Fixtures: ``tests/data/native_logs/<recipe>/`` were printed by the setups' own code at the
+pinned commits (their README says which function printed each file).
 """
 
 from __future__ import annotations
@@ -38,6 +51,18 @@ FIELD_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9 _()/\-]*?)\s*:\s*(" + NUMBER + r
 ARG_RE = re.compile(r"(?:^|\]:)\s*([a-z_][a-z0-9_]*) \.{2,} (\S.*?)\s*$")  # after a "[default0]:" prefix too
 DS_TIMER_RE = re.compile(r"CurrSamplesPerSec=(" + NUMBER + ")")
 METASEQ_RE = re.compile(r"\|\s*(train_inner|train)\s*\|\s*(\{.*\})\s*$")
+TASK_LABEL_RE = re.compile(r"^\s*\d+: ")  # srun -l / --label
+TRACE_RE = re.compile(r"\brank (\d+) iteration (starts|ends) at timestamp (" + NUMBER + r")%")
+ALPA_PRINTED_RE = re.compile(r"\bmethod: (\S+)\s+value: (\{.*?\})\s+time_stamp: (" + NUMBER + ")")
+
+
+def strip_task_labels(text: str) -> str:
+    """Remove ``srun -l`` task labels (``0: ``) when they start most non-empty lines."""
+    lines = text.splitlines()
+    labelled = sum(1 for line in lines if TASK_LABEL_RE.match(line))
+    if not labelled or labelled * 2 < sum(1 for line in lines if line.strip()):
+        return text
+    return "\n".join(TASK_LABEL_RE.sub("", line, count=1) for line in lines)
 
 
 def _mean(values: list[float]) -> float | None:
@@ -161,9 +186,71 @@ def parse_megatron_deepspeed(text: str, *, warmup: int = 1, **shape: Any) -> dic
     return out
 
 
+def trace_iterations(text: str) -> list[dict[str, Any]]:
+    """MegatronApp's per-rank ``rank R iteration starts/ends at timestamp T%`` lines, paired per
+    rank in order: one row per iteration with its wall time across ranks (first start to last
+    end) and the ranks seen."""
+    starts: dict[int, list[float]] = {}
+    ends: dict[int, list[float]] = {}
+    for m in TRACE_RE.finditer(text):
+        (starts if m.group(2) == "starts" else ends).setdefault(int(m.group(1)), []).append(float(m.group(3)))
+    ranks = sorted(set(starts) & set(ends))
+    n = min((min(len(starts[r]), len(ends[r])) for r in ranks), default=0)
+    rows = []
+    for i in range(n):
+        first = min(starts[r][i] for r in ranks)
+        last = max(ends[r][i] for r in ranks)
+        rows.append({"iteration": i + 1, "ms": (last - first) * 1000.0, "ranks": len(ranks)})
+    return rows
+
+
 def parse_megatronapp(text: str, *, warmup: int = 1, **shape: Any) -> dict[str, Any]:
-    """MegatronApp's run_single.sh output: vendored Megatron core_v0.4.0 iteration lines."""
-    return parse_megatron_pretrain(text, warmup=warmup, **shape)
+    """MegatronApp's trace file: the vendored Megatron core_v0.4.0 iteration lines (last rank),
+    plus the per-rank iteration timestamps of its train loop (``trace_iteration_ms``: first
+    start to last end across ranks, averaged after ``warmup``)."""
+    out = parse_megatron_pretrain(text, warmup=warmup, **shape)
+    rows = trace_iterations(text)
+    kept = rows[warmup:]
+    if kept:
+        out["trace_iterations"] = len(rows)
+        out["trace_ranks"] = kept[-1]["ranks"]
+        out["trace_iteration_ms"] = _mean([r["ms"] for r in kept])
+        out.setdefault("iteration_ms", out["trace_iteration_ms"])
+    return out
+
+
+def parse_alpa_benchmark(text: str) -> dict[str, Any]:
+    """Alpa's result: the ``value`` dict of the line rank 0 prints, else of the TSV line (the
+    last one when there are several cases); ``tflops`` there is per GPU with activation
+    checkpointing counted (compute_gpt_tflops(..., True))."""
+    import ast
+
+    found: list[tuple[str, dict]] = []
+    for line in text.splitlines():
+        m = ALPA_PRINTED_RE.search(line)
+        raw = (m.group(1), m.group(2)) if m else None
+        if raw is None:
+            fields = line.rstrip("\n").split("\t")
+            if len(fields) == 8 and fields[0] and fields[6].startswith("{"):
+                raw = (fields[5], fields[6])
+        if raw is None:
+            continue
+        try:
+            value = ast.literal_eval(raw[1])
+        except (ValueError, SyntaxError):
+            continue
+        if isinstance(value, dict):
+            found.append((raw[0], value))
+    out: dict[str, Any] = {"results": len(found)}
+    if found:
+        method, value = found[-1]
+        out["method"] = method
+        if _num(value.get("tflops")) is not None:
+            out["tflops_per_gpu"] = float(value["tflops"])
+        count = value.get("parameter_count", value.get("param_count"))
+        if _num(count) is not None:
+            out["parameter_count_b"] = float(count)
+    return out
 
 
 def parse_opt_baselines(text: str, *, warmup: int = 1) -> dict[str, Any]:
@@ -192,8 +279,10 @@ def parse_opt_baselines(text: str, *, warmup: int = 1) -> dict[str, Any]:
         losses = [v for v in (_num(r.get("loss")) for r in kept) if v is not None]
         if losses:
             out["loss_first"], out["loss_last"] = losses[0], losses[-1]
-    if summary and _num(summary.get("wps")) is not None:
-        out["wps_summary"] = _num(summary["wps"])
+    # the end-of-epoch line (progress.print(stats, tag="train")) prefixes every key with "train_"
+    summary_wps = _num(summary.get("train_wps", summary.get("wps"))) if summary else None
+    if summary_wps is not None:
+        out["wps_summary"] = summary_wps
     return out
 
 
@@ -242,7 +331,7 @@ def parse(name: str, text: str, **options: Any) -> dict[str, Any]:
         from envbuild.errors import InputError
         raise InputError(f"unknown benchmark parser {name!r}",
                          hint="use one of: " + ", ".join(sorted(NATIVE_PARSERS)))
-    return with_aliases(NATIVE_PARSERS[name](text, **options))
+    return with_aliases(NATIVE_PARSERS[name](strip_task_labels(text), **options))
 
 
 NATIVE_PARSERS: dict[str, Callable[..., dict[str, Any]]] = {
@@ -250,6 +339,7 @@ NATIVE_PARSERS: dict[str, Callable[..., dict[str, Any]]] = {
     "megatron-pretrain": parse_megatron_pretrain,
     "megatron-deepspeed": parse_megatron_deepspeed,
     "megatronapp": parse_megatronapp,
+    "alpa-benchmark": parse_alpa_benchmark,
     "envbuild-smoke": parse_envbuild_smoke,
 }
 

@@ -1,0 +1,112 @@
+"""``envbuild parse``: read a native benchmark's output with the recipe's parser, give a verdict.
+
+Thin: reads the file, calls ``envbuild.smoke.native.parse`` and ``evaluate``, prints.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from pathlib import Path
+
+import click
+
+from envbuild.cli import cli
+from envbuild.cli.options import complete_recipe
+from envbuild.cli.output import emit_json
+from envbuild.errors import InputError
+
+NOTHING_FOUND = 2
+BELOW_THRESHOLD = 1
+
+
+def parse_log(recipe, text: str, warmup: int | None = None) -> dict:
+    """The parse result of ``text`` for ``recipe`` as data: metric, value, unit, threshold,
+    published figure (and the value as a percentage of it), verdict and every metric found.
+
+    ``status`` is ``pass`` (on the right side of the threshold, or no threshold), ``below``
+    (a threshold missed) or ``nothing`` (the metric is not in the text)."""
+    from envbuild.smoke.native import NATIVE_PARSERS, evaluate, parse
+
+    bench = recipe.benchmark
+    if bench is None:
+        raise InputError(f"recipe {recipe.name} has no benchmark to parse",
+                         hint="envbuild show RECIPE lists its benchmark")
+    opts = {}
+    fn = NATIVE_PARSERS.get(bench.parser)
+    if warmup is not None and fn is not None and "warmup" in inspect.signature(fn).parameters:
+        opts["warmup"] = warmup
+    metrics = parse(bench.parser, text, **opts)
+    verdict = evaluate(metrics, bench.metric, bench.threshold, bench.higher_is_better)
+    value = verdict.value
+    status = "nothing" if value is None else ("pass" if verdict.passed else "below")
+    published = None
+    if bench.published is not None:
+        pct = (value / bench.published.value * 100.0
+               if value is not None and bench.published.value else None)
+        published = {"value": bench.published.value, "source": bench.published.source,
+                     "percent": pct if pct is None or math.isfinite(pct) else None}
+    numbers = {k: v for k, v in metrics.items()
+               if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return {"recipe": recipe.name, "parser": bench.parser, "metric": bench.metric, "value": value,
+            "unit": bench.unit, "higher_is_better": bench.higher_is_better,
+            "threshold": bench.threshold,
+            "threshold_source": bench.source.url if bench.source else None,
+            "published": published, "status": status, "reason": verdict.reason, "metrics": numbers}
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.6g}"
+
+
+@cli.command("parse")
+@click.argument("recipe", shell_complete=complete_recipe)
+@click.argument("logfile", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--warmup", type=click.IntRange(0), default=None,
+              help="Logged iterations/updates left out at the start [the parser's: 1].")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def parse_cmd(recipe: str, logfile: Path, warmup: int | None, as_json: bool) -> int:
+    """Read LOGFILE, a native benchmark's output, with RECIPE's parser; print the metric, the
+    threshold, the published figure and a verdict.
+
+    \b
+    LOGFILE is what the setup itself printed: Alpa's benchmark_gpt.py output or its
+    megatron_results_e2e.tsv, Megatron's or Megatron-DeepSpeed's training log, metaseq's
+    opt-baselines output, MegatronApp's trace_pipeline_*.txt, or a Slurm output file
+    (%x-%j.out; srun -l labels are removed).
+    Exit 0: pass (or no threshold); 1: below the threshold; 2: the metric is not in the file.
+
+    \b
+    Example:  envbuild parse opt-175b-azure train.log
+              envbuild parse megatron-deepspeed-slurm megatron_ds_snmg-4242.out --json
+    """
+    from envbuild.cli.recipes_cmd import load_recipe_arg
+
+    rec = load_recipe_arg(recipe)
+    try:
+        text = logfile.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise InputError(f"cannot read {logfile}: {exc.strerror or exc}",
+                         hint="give the benchmark's output file") from None
+    result = parse_log(rec, text, warmup)
+    result["logfile"] = str(logfile)
+    if as_json:
+        emit_json(result)
+    else:
+        unit = f" {result['unit']}" if result["unit"] else ""
+        click.echo(f"{rec.name}: {result['metric']} = {_fmt(result['value'])}{unit} ({result['parser']} parser, {logfile})")
+        if result["threshold"] is None:
+            click.echo("threshold: none")
+        else:
+            rel = ">=" if result["higher_is_better"] else "<="
+            src = f" ({result['threshold_source']})" if result["threshold_source"] else ""
+            click.echo(f"threshold: {rel} {_fmt(result['threshold'])}{unit}{src}")
+        pub = result["published"]
+        if pub is None:
+            click.echo("published: none")
+        else:
+            pct = f", measured = {pub['percent']:.1f} % of it" if pub["percent"] is not None else ""
+            click.echo(f"published: {_fmt(pub['value'])}{unit} ({pub['source']}){pct}")
+        word = {"pass": "PASS", "below": "BELOW THRESHOLD", "nothing": "NOTHING FOUND"}[result["status"]]
+        click.echo(f"verdict: {word}: {result['reason']}")
+    return {"pass": 0, "below": BELOW_THRESHOLD, "nothing": NOTHING_FOUND}[result["status"]]

@@ -1,0 +1,117 @@
+"""Apex --fast_multihead_attn reads the cutlass submodule (NVIDIA/apex@e2083df5 setup.py runs
+`git submodule update --init apex/contrib/csrc/multihead_attn/cutlass` at build time, which
+needs the network). The plan fetches it with the checkout instead, from the git mirror:
+planned for the options that need it, run by the node-side git action and by the rendered
+shell, on repositories the test makes (a superproject whose .gitmodules names an unreachable
+https URL, and mirrors of both)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from envbuild.actions import onnode
+from envbuild.actions.steps import actions
+from envbuild.facts.profile import from_target
+from envbuild.plan.build import PlanOptions, build_plan
+from envbuild.plan.resolve import fetch_urls
+from envbuild.recipes import load_recipe
+from envbuild.render.shell import git_checkout
+from envbuild.targets import load_target
+
+pytestmark = pytest.mark.integration
+
+CUTLASS = "apex/contrib/csrc/multihead_attn/cutlass"
+CUTLASS_URL = "https://github.com/NVIDIA/cutlass.git"
+
+
+def _git(*args: str, cwd: Path) -> str:
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.org",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.org")
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+@pytest.fixture
+def mirror(tmp_path: Path) -> dict:
+    """mirror/NVIDIA/apex.git (a superproject with the cutlass submodule, as at e2083df5) and
+    mirror/NVIDIA/cutlass.git; .gitmodules names the real https URL, which is never reached."""
+    cut = tmp_path / "cutlass-work"
+    cut.mkdir()
+    _git("init", "-q", "-b", "main", cwd=cut)
+    (cut / "cutlass.h").write_text("// cutlass\n")
+    _git("add", ".", cwd=cut)
+    _git("commit", "-qm", "cutlass", cwd=cut)
+    cut_sha = _git("rev-parse", "HEAD", cwd=cut)
+    root = tmp_path / "mirror" / "NVIDIA"
+    root.mkdir(parents=True)
+    _git("clone", "-q", "--bare", str(cut), str(root / "cutlass.git"), cwd=tmp_path)
+    sup = tmp_path / "apex-work"
+    sup.mkdir()
+    _git("init", "-q", "-b", "master", cwd=sup)
+    (sup / "setup.py").write_text("print('apex')\n")
+    _git("add", ".", cwd=sup)
+    _git("commit", "-qm", "base", cwd=sup)
+    _git("-c", "protocol.file.allow=always", "submodule", "add", "-q", str(cut), CUTLASS, cwd=sup)
+    _git("config", "-f", ".gitmodules", f"submodule.{CUTLASS}.url", CUTLASS_URL, cwd=sup)
+    _git("add", ".gitmodules", cwd=sup)
+    _git("commit", "-qm", "cutlass submodule", cwd=sup)
+    sha = _git("rev-parse", "HEAD", cwd=sup)
+    _git("clone", "-q", "--bare", str(sup), str(root / "apex.git"), cwd=tmp_path)
+    return {"root": tmp_path / "mirror", "apex": root / "apex.git", "cutlass": root / "cutlass.git",
+            "sha": sha, "cut_sha": cut_sha, "tmp": tmp_path}
+
+
+def _apex_step(recipe: str, git_mirror: Path | None):
+    rec, tgt = load_recipe(recipe), load_target("azure-nd96")
+    opts = PlanOptions(fetch_urls=fetch_urls(rec, str(git_mirror)) if git_mirror else {})
+    plan = build_plan(rec, tgt, from_target(tgt), None, opts)
+    return next(s for s in plan.steps if s.id == "git:apex")
+
+
+def test_planned_only_for_options_that_read_the_submodule(mirror) -> None:
+    step = _apex_step("opt-175b-azure", mirror["root"])  # --fast_multihead_attn
+    assert step.params.submodules == [CUTLASS]
+    assert step.params.submodule_mirrors == {CUTLASS_URL: str(mirror["cutlass"])}
+    no_mirror = _apex_step("opt-175b-azure", None)
+    assert no_mirror.params.submodules == [CUTLASS] and no_mirror.params.submodule_mirrors == {}
+    alpa = _apex_step("alpa-megatron", mirror["root"])  # --cpp_ext --cuda_ext only
+    assert alpa.params.submodules == [] and "submodules" not in alpa.params.model_dump()
+
+
+def _checkout(mirror, dest: Path) -> dict:
+    return {"op": "git", "fetch_url": str(mirror["apex"]), "url": "https://github.com/NVIDIA/apex",
+            "ref": "master", "sha": mirror["sha"], "dest": str(dest), "submodules": [CUTLASS],
+            "submodule_mirrors": {CUTLASS_URL: str(mirror["cutlass"])}}
+
+
+def test_node_git_action_fetches_the_submodule_from_the_mirror(mirror) -> None:
+    dest = mirror["tmp"] / "node" / "src" / "apex"
+    result = onnode.run_actions([_checkout(mirror, dest)])
+    assert result["changed"]
+    assert (dest / CUTLASS / "cutlass.h").is_file()
+    assert _git("rev-parse", "HEAD", cwd=dest / CUTLASS) == mirror["cut_sha"]
+    assert _git("status", "--porcelain", cwd=dest) == ""  # the tree is the commit (git effect holds)
+    again = onnode.run_actions([_checkout(mirror, dest)])
+    assert not again["changed"]
+
+
+def test_without_the_mirror_copy_the_unreachable_url_fails_loudly(mirror, monkeypatch) -> None:
+    dest = mirror["tmp"] / "node2" / "apex"
+    action = dict(_checkout(mirror, dest), submodule_mirrors={})
+    monkeypatch.setenv("GIT_ALLOW_PROTOCOL", "file")  # never try the network from a test
+    with pytest.raises(onnode.ActionFailed, match="submodule update"):
+        onnode.run_actions([action])
+
+
+def test_rendered_shell_fetches_the_submodule_from_the_mirror(mirror) -> None:
+    step = _apex_step("opt-175b-azure", mirror["root"])
+    act = next(a for a in actions(step, "/unused") if a.op == "git")
+    dest = mirror["tmp"] / "shell" / "apex"
+    act = act.model_copy(update={"dest": str(dest), "fetch_url": str(mirror["apex"]), "sha": mirror["sha"]})
+    script = "set -e\n" + "\n".join(git_checkout(act)) + "\n"
+    subprocess.run(["bash", "-c", script], check=True, capture_output=True, text=True)
+    assert (dest / CUTLASS / "cutlass.h").is_file()
