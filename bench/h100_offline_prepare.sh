@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Prepare .device/ for bench/h100_offline.sh on a machine with network (run from the repo root):
+# the bundle of the H100 recipe, envbuild's own Python dependencies as cp312 wheels (the node's
+# python is 3.12; uv is left out: locking is not done there), a Debian git .deb (used only if
+# the node has no git), and a clean export of this commit's envbuild (what runs there).
+#   bash bench/h100_offline_prepare.sh /path/to/git-mirrors
+set -euo pipefail
+MIRROR=${1:?usage: $0 GIT_MIRROR_DIR}
+mkdir -p .device/whl
+python -m envbuild bundle h100-megatron-deepspeed --target h100-venv --git-mirror "$MIRROR" -o .device/h100.tar
+python - > .device/ebdeps.txt <<'PY'
+import importlib.metadata as md, re
+from packaging.requirements import Requirement
+seen = {}
+def walk(name):
+    key = re.sub(r"[-_.]+", "-", name).lower()
+    if key in seen:
+        return
+    try:
+        d = md.distribution(name)
+    except md.PackageNotFoundError:
+        return
+    seen[key] = d.version
+    for r in d.requires or []:
+        req = Requirement(r)
+        if req.marker is None or req.marker.evaluate({"extra": ""}):
+            walk(req.name)
+for root in ("ansible-core", "ansible-runner", "fabric", "packaging", "pyyaml", "rich", "requests", "pydantic", "click"):
+    walk(root)
+print("\n".join(f"{k}=={v}" for k, v in sorted(seen.items())))
+PY
+python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_39_x86_64 --platform manylinux_2_34_x86_64 --platform manylinux_2_28_x86_64 \
+    --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+    -d .device/whl -r .device/ebdeps.txt
+(cd .device && apt-get download git >/dev/null && mv git_*.deb git.deb)
+rm -rf .device/src && mkdir -p .device/src && git archive HEAD | tar -x -C .device/src
+du -sh .device
