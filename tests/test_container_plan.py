@@ -26,19 +26,19 @@ import pytest
 
 from envbuild.actions.effects import effects
 from envbuild.actions.steps import CONTEXT_LABEL, actions
-from envbuild.facts.profile import from_target
 from envbuild.inputs import find_lock
 from envbuild.plan.build import PlanOptions
 from envbuild.plan.model import Plan
 from envbuild.plan.resolve import check_facts, default_backend, resolve
 from envbuild.recipes import load_recipe
 from envbuild.targets import load_target
+from ib_inventory import profile_facts
 
 BASE = "localhost/envbuild-base:bookworm"
 
 
 def _facts(target, engines: dict[str, str], home: str = "/home/u"):
-    return from_target(target).model_copy(update={"container_engines": engines, "home": home, "host": "n1"})
+    return profile_facts(target).model_copy(update={"container_engines": engines, "home": home, "host": "n1"})
 
 
 def _plan(recipe: str, target: str, engines: dict[str, str], **opts):

@@ -18,13 +18,13 @@ import pytest
 import yaml
 
 from envbuild.errors import InputError
-from envbuild.facts.profile import from_target
 from envbuild.launch import LaunchOptions, render_launch
 from envbuild.launch.k8s import API_VERSION
 from envbuild.plan.build import PlanOptions
 from envbuild.plan.resolve import resolve
 from envbuild.recipes import load_recipe
 from envbuild.targets import load_target
+from ib_inventory import profile_facts
 
 GOLDEN = Path(__file__).parent / "golden" / "launch"
 HEREDOC = re.compile(r"<<'(ENVBUILD_EOF_[0-9a-f]+)'\n(.*?)\n\1\n", re.S)
@@ -65,8 +65,10 @@ def plan_for(recipe, target):
     if recipe.environment.kind == "container":
         from envbuild.render.image import image_plan
 
-        return image_plan(recipe, target, None).plan
-    return resolve(recipe, target, from_target(target), None, PlanOptions(host=target.name)).plan
+        from envbuild.plan.placeholders import inventory_values
+
+        return image_plan(recipe, target, None, inventory=inventory_values([profile_facts(target)])).plan
+    return resolve(recipe, target, profile_facts(target), None, PlanOptions(host=target.name)).plan
 
 
 def render(name: str):

@@ -15,6 +15,7 @@ from envbuild.plan.model import Plan
 from envbuild.plan.resolve import resolve
 from envbuild.recipes import all_recipes, load_recipe
 from envbuild.targets import load_target
+from ib_inventory import profile_facts
 
 GOLDEN = Path(__file__).parent / "golden" / "plans"
 PAIRS = [(r.name, t) for r in all_recipes() for t in r.targets if t != "local"]
@@ -23,7 +24,7 @@ PAIRS = [(r.name, t) for r in all_recipes() for t in r.targets if t != "local"]
 @pytest.mark.parametrize("recipe,target", PAIRS)
 def test_plan_matches_golden(recipe: str, target: str) -> None:
     rec, tgt = load_recipe(recipe), load_target(target)
-    plan = resolve(rec, tgt, from_target(tgt), None, PlanOptions(host=target)).plan
+    plan = resolve(rec, tgt, profile_facts(tgt), None, PlanOptions(host=target)).plan
     text = plan.to_json()
     path = GOLDEN / f"{recipe}--{target}.json"
     if os.environ.get("ENVBUILD_UPDATE_GOLDEN"):
@@ -95,7 +96,7 @@ def test_env_file_carries_target_nccl_variables() -> None:
 def test_plan_json_reads_back_typed(recipe: str, target: str) -> None:
     """A plan read back from its JSON is the same typed plan, with the same digests."""
     rec, tgt = load_recipe(recipe), load_target(target)
-    plan = resolve(rec, tgt, from_target(tgt), None, PlanOptions(host=target)).plan
+    plan = resolve(rec, tgt, profile_facts(tgt), None, PlanOptions(host=target)).plan
     back = Plan.model_validate_json(plan.to_json())
     assert back == plan
     assert [s.digest for s in back.steps] == [s.digest for s in plan.steps]

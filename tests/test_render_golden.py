@@ -24,7 +24,6 @@ import pytest
 import yaml
 
 from envbuild.facts.model import Interpreter
-from envbuild.facts.profile import from_target
 from envbuild.inputs import find_lock
 from envbuild.lock.make import lock_path
 from envbuild.plan.build import SEARCH_PATH
@@ -32,7 +31,9 @@ from envbuild.recipes import all_recipes, load_recipe
 from envbuild.render import apptainer
 from envbuild.render.context import ASSETS
 from envbuild.render.formats import render
+from envbuild.plan.placeholders import inventory_values
 from envbuild.targets import load_target
+from ib_inventory import profile_facts
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTAINERS = ROOT / "containers"
@@ -43,7 +44,7 @@ PAIRS = [(r.name, t) for r in all_recipes() for t in r.targets]
 def node_facts(target):
     """Fixed facts for the shell format: the target's profile, $HOME /root; the local target
     (live facts only) is taken as the CI machine: Debian 12 with /usr/bin/python3.11."""
-    facts = from_target(target).model_copy(update={"home": "/root", "path": SEARCH_PATH})
+    facts = profile_facts(target).model_copy(update={"home": "/root", "path": SEARCH_PATH})
     if target.from_facts:
         facts = facts.model_copy(update={"pythons": [Interpreter(path="/usr/bin/python3.11", version="3.11.2")],
                                          "missing": {}, "os_id": "debian", "os_version": "12"})
@@ -56,7 +57,7 @@ def rendered(recipe: str, target: str, fmt: str) -> dict[str, str]:
     lock = find_lock(rec, tgt, None, ROOT / "lockfiles")
     path = lock_path(rec.name, tgt.name, ROOT / "lockfiles")
     res = render(fmt, rec, tgt, lock, lock_text=path.read_text() if lock is not None else None,
-                 facts=node_facts(tgt))
+                 facts=node_facts(tgt), inventory=inventory_values([node_facts(tgt)]))
     return res.context.golden()
 
 

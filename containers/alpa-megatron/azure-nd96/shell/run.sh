@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision alpa-megatron on azure-nd96 (host azure-nd96, facts profile:azure-nd96),
-# rendered by envbuild 0.1.0 from the plan; lock sha256 01efcdb18af9d4361c0b61d403d8324bd1c41a4a79cfc21074fb3f8a89fea187.
+# rendered by envbuild 0.1.0 from the plan; lock sha256 bfc0cc53737684d4b4812588d8cc0ca95ff3a074524a71b60e716f6b39fbca5a.
 # Regenerate: envbuild render alpa-megatron --target azure-nd96 --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

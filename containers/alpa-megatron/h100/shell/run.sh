@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision alpa-megatron on h100 (host h100, facts profile:h100),
-# rendered by envbuild 0.1.0 from the plan; lock sha256 1c9458dcba0442b6c201444ba023e12c4a900196d030c6a0f115e9c53b28ba85.
+# rendered by envbuild 0.1.0 from the plan; lock sha256 17d709437b344d0146f491fbd4036905f0c5f2254524fb7193c9df8d00044033.
 # Regenerate: envbuild render alpa-megatron --target h100 --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision alpa-megatron on local (host local, facts profile:local),
-# rendered by envbuild 0.1.0 from the plan; lock sha256 26c87e102d6f2cdea57ce033ea75d6d0e9dd418f7b6bf9f3b5c3bba691ff8e36.
+# rendered by envbuild 0.1.0 from the plan; lock sha256 e047f679c1efca839d85d714e5a6f2774afc2e1c3e33e35378da7915ada84727.
 # Regenerate: envbuild render alpa-megatron --target local --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision alpa-megatron on slurm (host slurm, facts profile:slurm),
-# rendered by envbuild 0.1.0 from the plan; lock sha256 656e39d25f8aa3c1220ba6f829fcb841090b5f43ec57cf2e801094752eb4e0b5.
+# rendered by envbuild 0.1.0 from the plan; lock sha256 3063a0731634407c54cc0435c42241deed298713696dcbe926ad526c31e050ac.
 # Regenerate: envbuild render alpa-megatron --target slurm --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

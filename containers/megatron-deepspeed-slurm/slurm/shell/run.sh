@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision megatron-deepspeed-slurm on slurm (host slurm, facts profile:slurm),
-# rendered by envbuild 0.1.0 from the plan; lock sha256 c9ae434b6b96348c12f500fc10824975df8bf5b69d730715910d8fe1b551f28d.
+# rendered by envbuild 0.1.0 from the plan; lock sha256 3dc9ae2bbc456518d76145c0102fd073f11f41810c576b2c84b08b5c9a7b1a74.
 # Regenerate: envbuild render megatron-deepspeed-slurm --target slurm --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
@@ -11,13 +11,6 @@ export FILES
 # why: refuse an infeasible node before installing
 step_preflight() {
   :  # nothing to do on this node
-}
-
-# step system-packages: System packages
-# why: native prerequisites named by the published instructions
-step_system_packages() {
-  env DEBIAN_FRONTEND=noninteractive apt-get update -q
-  env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends wget xz-utils
 }
 
 # step environment: container environment, Python 3.8
@@ -62,9 +55,10 @@ step_git_slurm_scripts() {
 # why: The README clones main unpinned. 87476ced (2022-04-25, "Fix typo (#41)") is the first-parent
 # why: main commit contemporary with the scripts: it has every argument they use (--checkpoint-
 # why: activations, --loss-scale, --deepspeed-activation-checkpointing, --zero-stage) and a
-# why: preprocess_data.py with only --vocab-file, so the README's abbreviated --vocab works. The build
-# why: step is the README's data preparation, producing my-gpt2_text_document.{bin,idx} plus the vocab
-# why: and merges files in the tree, where the batch scripts expect them (their working directory).
+# why: preprocess_data.py with only --vocab-file, so the README's abbreviated --vocab works. The
+# why: README's downloads are the recipe's data (fetched and sha256-checked into the tree by the data
+# why: step); the build step is its preprocessing, producing my-gpt2_text_document.{bin,idx} next to
+# why: the vocab and merges files, where the batch scripts expect them (their working directory).
 step_git_megatron_deepspeed() {
   if [ ! -d /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed/.git ]; then git clone --quiet --no-checkout https://github.com/microsoft/Megatron-DeepSpeed /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed; fi
   { git -C /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed cat-file -e '87476ced43628b623777545ec4db754c4d3274ca^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed fetch --quiet origin 87476ced43628b623777545ec4db754c4d3274ca; }
@@ -72,13 +66,21 @@ step_git_megatron_deepspeed() {
   { test "$(git -C /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed rev-parse HEAD)" = 87476ced43628b623777545ec4db754c4d3274ca || { echo '/root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed: HEAD is not 87476ced43628b623777545ec4db754c4d3274ca' >&2; exit 1; }; }
 }
 
+# step data:megatron-deepspeed: 3 data file(s) for megatron-deepspeed
+# why: the published downloads, each checked against its sha256 and recorded on the node; without a
+# why: digest in the recipe (oscar-1gb, gpt2-vocab, gpt2-merges): the first fetch's digest is recorded
+# why: and later fetches must match it
+step_data_megatron_deepspeed() {
+  mkdir -p /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/data
+  mkdir -p /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/tools && cp "$FILES/assets/tools/fetch_data.py" /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/tools/fetch_data.py && chmod 0644 /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/tools/fetch_data.py
+  /root/.envbuild/envs/megatron-deepspeed-slurm/bin/python /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/tools/fetch_data.py --name oscar-1gb --url https://huggingface.co/bigscience/misc-test-data/resolve/main/stas/oscar-1GB.jsonl.xz --dest /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed/oscar-1GB.jsonl.xz --record-dir /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/data --decompress xz
+  /root/.envbuild/envs/megatron-deepspeed-slurm/bin/python /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/tools/fetch_data.py --name gpt2-vocab --url https://s3.amazonaws.com/models.huggingface.co/bert/gpt2-vocab.json --dest /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed/gpt2-vocab.json --record-dir /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/data
+  /root/.envbuild/envs/megatron-deepspeed-slurm/bin/python /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/tools/fetch_data.py --name gpt2-merges --url https://s3.amazonaws.com/models.huggingface.co/bert/gpt2-merges.txt --dest /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed/gpt2-merges.txt --record-dir /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/data
+}
+
 # step build:megatron-deepspeed: build megatron-deepspeed
 # why: published build step for megatron-deepspeed
 step_build_megatron_deepspeed() {
-  (cd /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed && env PATH=/root/.envbuild/envs/megatron-deepspeed-slurm/bin:"$PATH" bash -ec 'wget -q https://huggingface.co/bigscience/misc-test-data/resolve/main/stas/oscar-1GB.jsonl.xz')
-  (cd /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed && env PATH=/root/.envbuild/envs/megatron-deepspeed-slurm/bin:"$PATH" bash -ec 'xz -d -f oscar-1GB.jsonl.xz')
-  (cd /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed && env PATH=/root/.envbuild/envs/megatron-deepspeed-slurm/bin:"$PATH" bash -ec 'wget -q https://s3.amazonaws.com/models.huggingface.co/bert/gpt2-vocab.json')
-  (cd /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed && env PATH=/root/.envbuild/envs/megatron-deepspeed-slurm/bin:"$PATH" bash -ec 'wget -q https://s3.amazonaws.com/models.huggingface.co/bert/gpt2-merges.txt')
   (cd /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed && env PATH=/root/.envbuild/envs/megatron-deepspeed-slurm/bin:"$PATH" bash -ec 'python tools/preprocess_data.py --input oscar-1GB.jsonl --output-prefix my-gpt2 --vocab gpt2-vocab.json --dataset-impl mmap --tokenizer-type GPT2BPETokenizer --merge-file gpt2-merges.txt --append-eod --workers 8')
 }
 
@@ -129,7 +131,7 @@ step_smoke() {
   if [ -n "$failed" ]; then echo "smoke failed:$failed" >&2; exit 1; fi
 }
 
-STEPS=(preflight system-packages environment pip:packages git:slurm-scripts git:megatron-deepspeed build:megatron-deepspeed env-file import-check smoke)
+STEPS=(preflight environment pip:packages git:slurm-scripts git:megatron-deepspeed data:megatron-deepspeed build:megatron-deepspeed env-file import-check smoke)
 if [ "$#" -gt 0 ]; then STEPS=("$@"); fi
 n=0
 for id in "${STEPS[@]}"; do

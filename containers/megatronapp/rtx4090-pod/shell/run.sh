@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision megatronapp on rtx4090-pod (host rtx4090-pod, facts profile:rtx4090-pod),
-# rendered by envbuild 0.1.0 from the plan; lock sha256 513f10d88be3f7a595c819199ead69225d24ce51abf2af30bc93b8c3133cc117.
+# rendered by envbuild 0.1.0 from the plan; lock sha256 4672f6846dade4a8dbd3ec155d1f758ca3ece9da53307285f7bd4458692b44bf.
 # Regenerate: envbuild render megatronapp --target rtx4090-pod --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

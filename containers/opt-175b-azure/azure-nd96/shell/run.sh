@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision opt-175b-azure on azure-nd96 (host azure-nd96, facts profile:azure-nd96),
-# rendered by envbuild 0.1.0 from the plan; lock sha256 6ceb2ae3a441748180f28c8a1d494247a32392e998c25efad7733d383065d907.
+# rendered by envbuild 0.1.0 from the plan; lock sha256 905272371e266c77781381c13f28850dfeaf6f04dd58adc890b03d72a3ee4e19.
 # Regenerate: envbuild render opt-175b-azure --target azure-nd96 --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
@@ -70,6 +70,7 @@ step_git_apex() {
   { git -C /mnt/envbuild/envs/opt-175b-azure/src/apex cat-file -e 'e2083df5eb96643c61613b9df48dd4eea6b07690^{commit}' 2>/dev/null || git -C /mnt/envbuild/envs/opt-175b-azure/src/apex fetch --quiet origin e2083df5eb96643c61613b9df48dd4eea6b07690; }
   git -C /mnt/envbuild/envs/opt-175b-azure/src/apex -c advice.detachedHead=false checkout --quiet --force e2083df5eb96643c61613b9df48dd4eea6b07690
   { test "$(git -C /mnt/envbuild/envs/opt-175b-azure/src/apex rev-parse HEAD)" = e2083df5eb96643c61613b9df48dd4eea6b07690 || { echo '/mnt/envbuild/envs/opt-175b-azure/src/apex: HEAD is not e2083df5eb96643c61613b9df48dd4eea6b07690' >&2; exit 1; }; }
+  git -C /mnt/envbuild/envs/opt-175b-azure/src/apex submodule update --init -- apex/contrib/csrc/multihead_attn/cutlass
 }
 
 # step patch:apex-cuda-check: patch apex-cuda-check

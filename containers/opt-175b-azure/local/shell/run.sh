@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision opt-175b-azure on local (host local, facts profile:local),
-# rendered by envbuild 0.1.0 from the plan; lock sha256 a6925d72f259fd9aaacfbd00dbf22a33124aaf8efd3d56fd4e1925873c72c192.
+# rendered by envbuild 0.1.0 from the plan; lock sha256 f14b67587fe3811b282e6f373623e8d247f02ea39afc155fa7934911fae20ad9.
 # Regenerate: envbuild render opt-175b-azure --target local --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
@@ -70,6 +70,7 @@ step_git_apex() {
   { git -C /root/.envbuild/envs/opt-175b-azure/src/apex cat-file -e 'e2083df5eb96643c61613b9df48dd4eea6b07690^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/opt-175b-azure/src/apex fetch --quiet origin e2083df5eb96643c61613b9df48dd4eea6b07690; }
   git -C /root/.envbuild/envs/opt-175b-azure/src/apex -c advice.detachedHead=false checkout --quiet --force e2083df5eb96643c61613b9df48dd4eea6b07690
   { test "$(git -C /root/.envbuild/envs/opt-175b-azure/src/apex rev-parse HEAD)" = e2083df5eb96643c61613b9df48dd4eea6b07690 || { echo '/root/.envbuild/envs/opt-175b-azure/src/apex: HEAD is not e2083df5eb96643c61613b9df48dd4eea6b07690' >&2; exit 1; }; }
+  git -C /root/.envbuild/envs/opt-175b-azure/src/apex submodule update --init -- apex/contrib/csrc/multihead_attn/cutlass
 }
 
 # step patch:apex-cuda-check: patch apex-cuda-check

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision polaris-megatron-deepspeed on polaris (host polaris, facts profile:polaris),
-# rendered by envbuild 0.1.0 from the plan; lock sha256 4a9a6fe8a4b8d68d475d4fb9124b03270daabb3ae082cf51ec4183ebab26ad2c.
+# rendered by envbuild 0.1.0 from the plan; lock sha256 180387091588f93419557775ad75a7ba90674e88b5b38a345c3208f323761603.
 # Regenerate: envbuild render polaris-megatron-deepspeed --target polaris --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
