@@ -16,7 +16,9 @@ from envbuild.recipes import load_recipe
 from envbuild.render import dockerfile
 from envbuild.render.bases import CUDA_ROWS, choose
 from envbuild.render.image import image_plan
+from envbuild.plan.placeholders import inventory_values
 from envbuild.targets import load_target
+from ib_inventory import profile_facts
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,6 +27,7 @@ def plan_of(recipe: str, target: str, **kw):
     rec, tgt = load_recipe(recipe), load_target(target)
     lock = find_lock(rec, tgt, None, ROOT / "lockfiles")
     text = (ROOT / "lockfiles" / recipe / f"{target}.lock").read_text() if lock is not None else None
+    kw.setdefault("inventory", inventory_values([profile_facts(tgt)]))  # {inventory.*} patches
     return image_plan(rec, tgt, lock, lock_text=text, **kw)
 
 
