@@ -29,8 +29,14 @@ def test_render_to_file(tmp_path, capsys) -> None:
     assert "#SBATCH --nodes=2" in text and "#SBATCH --time=02:00:00" in text and "#SBATCH --partition=gpu" in text
     assert "--container-image=envbuild-megatron-deepspeed-slurm-slurm.sqsh" in text
     assert stat.S_IMODE(out.stat().st_mode) & 0o100
+    # the image's extension holds the pods' InfiniBand addresses: the plan needs their facts
+    from envbuild.targets import load_target
+    from ib_inventory import profile_facts
+
+    facts = tmp_path / "pods.json"
+    facts.write_text(profile_facts(load_target("rtx4090-pod")).to_json())
     assert main(["launch", "megatronapp", "-t", "rtx4090-pod", "--scheduler", "k8s", "--variant", "two-pods",
-                 "--json"]) == 0
+                 "--facts", str(facts), "--json"]) == 0
     res = json.loads(capsys.readouterr().out.split("\n", 1)[1])
     assert res["nodes"] == 2 and res["name"] == "envbuild-megatronapp.yaml" and "kind: Pod" in res["text"]
 
