@@ -17,7 +17,7 @@ from envbuild.recipes.schema import Deviation, deviation_state
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ("alpa-megatron", "opt-175b-azure", "megatronapp", "polaris-megatron-deepspeed",
-           "megatron-deepspeed-slurm", "cpu-reference")
+           "megatron-deepspeed-slurm", "cpu-reference", "h100-megatron-deepspeed")
 RECIPES = [r for r in all_recipes() if r.name in SHIPPED]
 DEVIATIONS = [(r.name, d) for r in RECIPES for d in r.deviations]
 

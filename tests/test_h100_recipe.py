@@ -134,3 +134,32 @@ def test_patches_apply_to_the_pinned_text_once(patch_id):
     again, same = apply_text_patch(after, p.kind, p.old, p.new, p.count)
     assert again == "already-applied" and same == after
     compile(after.split("\n", 2)[2], "pretrain_gpt.py", "exec")  # still Python
+
+
+def test_the_benchmark_runs_what_the_deviations_say():
+    """flash-attn-v2-not-built, fused-softmax-sm70, single-gpu-synthetic: the command carries them."""
+    from envbuild.smoke.onnode import native_run
+
+    recipe = load_recipe(RECIPE)
+    run = native_run(recipe.benchmark.model_dump(mode="json"), gpus=1,
+                     sources={"megatron-deepspeed": "/e/src/megatron-deepspeed"}, cwd="/e/smoke")
+    cmd = run["argv"][-1]
+    assert run["cwd"] == "/e/src/megatron-deepspeed"
+    assert "--use-flash-attn" not in cmd and "--no-masked-softmax-fusion" in cmd
+    assert "python -m torch.distributed.run --standalone --nproc_per_node 1 pretrain_gpt.py" in cmd
+    assert "--tokenizer-type NullTokenizer" in cmd and "make_builder" in cmd  # synthetic tokens
+    assert "$" not in cmd  # a literal command: every renderer quotes it as it is
+    assert native_run(recipe.benchmark.model_dump(mode="json"), gpus=0, sources={}, cwd="/e")["skip"]
+
+
+def test_every_deviation_names_its_code_and_test():
+    import importlib
+
+    for dev in load_recipe(RECIPE).deviations:
+        assert dev.handled_by and dev.test, dev.id
+        for ref in dev.handled_by:
+            module, _, attr = ref.partition(":")
+            assert getattr(importlib.import_module(module), attr)
+        for node in dev.test:
+            path, _, name = node.partition("::")
+            assert Path(path).name == Path(__file__).name and name in globals(), node
