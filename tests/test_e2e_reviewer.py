@@ -163,7 +163,8 @@ def test_package_changed_on_one_node_is_named_by_verify_and_diff(bed, provisione
     result = {n["node"]: n for n in json.loads(p.stdout)["nodes"]}
     assert {h for h, n in result.items() if n["status"] == "drift"} == {target.addr}
     assert [(d["kind"], d["subject"], d["expected"], d["observed"]) for d in result[target.addr]["drift"]] == [
-        ("package-version", "tqdm", locked_tqdm, OTHER_TQDM)]
+        ("package-version", "tqdm", locked_tqdm, OTHER_TQDM),
+        ("effect-failed", "pip:packages", "effect holds", f"tqdm {OTHER_TQDM} installed, want {locked_tqdm}")]
     assert f"drift on 1 node(s): {target.addr}" in p.stderr
 
     # one provision repairs it: the node's state is the truth, not the step markers; only that
@@ -198,7 +199,7 @@ def test_smoke_failure_fails_the_node_at_step_smoke(bed, provisioned):
     bad.ssh(f"echo 'import sys; sys.modules[\"torch\"] = None' > {block} && rm -f {PREFIX}/.envbuild/state/smoke.done")
     try:
         rc, out, run = provision(bed)
-        assert rc == 4
+        assert rc == 4, json.dumps(out["results"], indent=1)[-3000:]
         res = out["results"][bad.addr]
         assert (res["status"], res["failed_step"]) == ("failed", "smoke")
         assert "smoke failed: gpt" in res["log_tail"] and "torch" in res["log_tail"]
