@@ -520,35 +520,31 @@ def _probe(nodes: list[Node], plans: dict[str, Plan]) -> dict:
 
 class _Early:
     """What provision reads from the nodes while it loads the recipe and the lock: the facts,
-    and a speculative probe (``_probe``) of each node's plan in the latest finished run. The
-    probe counts only for a node whose new plan sends exactly what it sent (same prefix, steps,
-    digests, effects): it then observed the node at the same time as the facts, and a no-op
-    costs one round trip. Otherwise the node is probed again with its new plan."""
+    and, in the same command, a speculative probe (``_probe``) of each node's plan in the
+    latest finished run (``_facts_and_probe``). The probe counts only for a node whose new plan
+    sends exactly what it sent (same prefix, steps, digests, effects): it then observed the
+    node at the same time as the facts, and a no-op costs one round trip. Otherwise the node is
+    probed again with its new plan."""
 
     def __init__(self, opts: ProvisionOptions):
         self.opts, self.nodes = opts, []
         self._pool = None
-        self._facts = self._spec = None
+        self._facts = None
         self._spec_plans: dict[str, Plan] = {}
 
     def start(self, target) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
-        from envbuild.facts.gather import gather
-
         self.nodes = select_nodes(self.opts, target)
-        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="envbuild-early")
-        self._facts = self._pool.submit(
-            ssh.each, self.nodes, lambda n: gather(_NodeRunner(n), host=n.name, skip=("pip_list",)))
         if not (self.opts.dry_run or self.opts.force or self.opts.from_step):
             self._spec_plans = _latest_plans(target.name, [n.name for n in self.nodes])
-            spec = [n for n in self.nodes if n.name in self._spec_plans]
-            if spec:
-                self._spec = self._pool.submit(_probe, spec, self._spec_plans)
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="envbuild-early")
+        self._facts = self._pool.submit(ssh.each, self.nodes, lambda n: _facts_and_probe(n, self._spec_plans.get(n.name)))
         self._pool.shutdown(wait=False)
 
     def facts(self) -> dict:
-        return self._facts.result()
+        """{node: NodeFacts or the exception that kept them}."""
+        return {name: got[0] if isinstance(got, tuple) else got for name, got in self._facts.result().items()}
 
     def read_lock(self, recipe, target) -> None:
         """Read the existing lock now, while the nodes answer (a stale one is refused later,
@@ -567,7 +563,7 @@ class _Early:
     def probes(self, nodes: list[Node], plans: dict[str, Plan]) -> dict:
         """{node: Probe or None} for ``plans``: the speculative probe where it probed the same
         thing, a new probe elsewhere."""
-        spec = self._spec.result() if self._spec is not None else {}
+        spec = {name: got[1] for name, got in self._facts.result().items() if isinstance(got, tuple)}
         out, again = {}, []
         for node in nodes:
             old = self._spec_plans.get(node.name)
@@ -576,6 +572,49 @@ class _Early:
             else:
                 again.append(node)
         return {**out, **(_probe(again, plans) if again else {})}
+
+
+STATE_START, STATE = "envbuild_state_start", "envbuild_state"
+
+
+def _facts_and_probe(node: Node, plan: Plan | None):
+    """(facts, Probe or None) of one node in one command: the facts script with the probe of
+    ``plan`` as two more sections, the first starting it in the background, the last waiting
+    for it, so it runs beside the fact probes (``envbuild.facts.gather``, plus that probe)."""
+    import shlex
+    from datetime import datetime, timezone
+
+    from envbuild.actions.nodestate import parse_probe, probe_command
+    from envbuild.facts.assemble import all_probes, assemble
+    from envbuild.facts.probe import Probe
+    from envbuild.facts.script import build_script, split_sections
+
+    probes = [p for p in all_probes() if p.name != "pip_list"]
+    if plan is not None:
+        python, prefix, steps, observe = _probe_args(plan)
+        cmd = probe_command(python, prefix, steps, refresh=True, observe=observe)
+        t = '"$__eb_t"'
+        probes = [Probe(STATE_START, f"{{ {cmd} >{t}/state.out 2>{t}/state.err; echo $? >{t}/state.rc.tmp; "
+                                     f"mv {t}/state.rc.tmp {t}/state.rc; }} </dev/null >/dev/null 2>&1 &"),
+                  *probes,
+                  Probe(STATE, f"i=0; while [ ! -f {t}/state.rc ] && [ $i -lt 12000 ]; do sleep 0.05; i=$((i+1)); done; "
+                               f"cat {t}/state.out; exit \"$(cat {t}/state.rc 2>/dev/null || echo 124)\"")]
+    result = _NodeRunner(node).run("sh -c " + shlex.quote(build_script(probes)))
+    sections = split_sections(result.stdout)
+    if not sections:
+        raise EnvironmentProblem(
+            f"{node.name}: the facts script printed nothing (exit {result.rc}): "
+            + (result.stderr.strip().splitlines() or ["no error output"])[0],
+            hint="check that /bin/sh works for this user on the node")
+    facts = assemble(sections, node.name, collected_at=datetime.now(timezone.utc).replace(microsecond=0).isoformat())
+    if plan is None:
+        return facts
+    state = sections.get(STATE)
+    try:
+        probe = parse_probe(state.out, node.name) if state is not None and state.rc == 0 else None
+    except EnvironmentProblem:
+        probe = None
+    return facts, probe
 
 
 def _latest_plans(target: str, names: list[str]) -> dict[str, Plan]:
