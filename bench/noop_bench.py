@@ -12,6 +12,9 @@ its report). ``local`` is this machine (``--target local``); ``1`` and ``8`` are
 nodes (``envbuild.testbed.sshd``) reached over SSH with host keys checked; they share this
 machine's filesystem, so each gets its own environment (``--prefix ROOT/envs/{node}``), each
 with torch 2.13.0+cpu from the wheelhouse. Goals: <= 1.5 s on one node, <= 2 s on 8.
+Each row also records the 1-minute load average before and after (other work on a shared
+machine stretches wall times) and the CPU time of the command and its children (for
+``local`` that includes the node side; sshd's sessions are not its children).
 
 Writes bench/results/noop.json and prints a table.
 """
@@ -23,6 +26,7 @@ import contextlib
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -40,14 +44,15 @@ GOALS = {"local": 1.5, "1": 1.5, "8": 2.0}
 def provision(home: Path, extra: list[str], wheelhouse: str, env: dict) -> dict:
     argv = [sys.executable, "-m", "envbuild", "provision", "--target", "local", "--wheelhouse", wheelhouse,
             "--no-smoke", "--json", *extra]
-    t = time.perf_counter()
+    t, r0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     p = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, **env, "ENVBUILD_HOME": str(home)})
-    wall = time.perf_counter() - t
+    wall, r1 = time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)  # the command and its children
     out = _result(p.stdout)
     if out is None:
         raise SystemExit(f"provision printed no result (rc {p.returncode}): {p.stderr[-1500:]}")
     run = json.loads((Path(out["run_dir"]) / "run.json").read_text())
-    return {"rc": p.returncode, "wall_s": round(wall, 3), "ansible": run.get("ansible", "started"),
+    return {"rc": p.returncode, "wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "ansible": run.get("ansible", "started"),
             "verdict": run.get("verdict"),
             "changed": sorted({s for r in out["results"].values() for s in r["changed"]}),
             "statuses": sorted({r["status"] for r in out["results"].values()})}
@@ -70,15 +75,20 @@ def bench(name: str, home: Path, extra: list[str], env: dict, wheelhouse: str, r
     cold = provision(home, extra, wheelhouse, env)  # installs, or repairs, or nothing to do
     print(f"{name:>6}: first run rc={cold['rc']} {cold['wall_s']:.2f} s ({cold['ansible'][:11]}), "
           f"changed {cold['changed']}", flush=True)
+    load_before = os.getloadavg()[0]
     runs = [provision(home, extra, wheelhouse, env) for _ in range(repeat)]
     walls = [r["wall_s"] for r in runs]
     row = {"config": name, "first": cold, "noop_wall_s": walls, "median_s": round(statistics.median(walls), 3),
+           "loadavg_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],  # others' work on the machine
+           "cpu_s_median": round(statistics.median(r["cpu_s"] for r in runs), 3),
            "min_s": min(walls), "max_s": max(walls), "goal_s": GOALS.get(name),
            "all_ok": all(r["rc"] == 0 and r["changed"] == [] and r["verdict"] == "PASS" for r in runs),
            "ansible_started": sum(not r["ansible"].startswith("not started") for r in runs)}
     row["meets_goal"] = row["goal_s"] is not None and row["median_s"] <= row["goal_s"]
     print(f"{name:>6}: no-op median {row['median_s']:.2f} s (min {row['min_s']:.2f}, max {row['max_s']:.2f}) "
-          f"goal {row['goal_s']} s, ok={row['all_ok']}, ansible started {row['ansible_started']}x", flush=True)
+          f"goal {row['goal_s']} s, cpu {row['cpu_s_median']} s, ok={row['all_ok']}, "
+          f"ansible started {row['ansible_started']}x, "
+          f"load {row['loadavg_1min']}", flush=True)
     return row
 
 

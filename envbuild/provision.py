@@ -43,6 +43,7 @@ class ProvisionOptions:
     dry_run: bool = False
     git_mirror: str | None = None
     wheelhouse: str | None = None
+    data_mirror: str | None = None  # the recipe's data files (DIR/<file>), readable on the nodes
     lock: str | None = None
     smoke: bool = True
     smoke_preset: str = "tiny"  # tiny (CPU, seconds) or 350m (a ~355M GPT on the GPU: MFU)
@@ -57,6 +58,11 @@ class ProvisionOptions:
     force: bool = False  # run every step again (markers and effects notwithstanding)
     from_step: str | None = None  # run again from this step id, and every step after it
     bundle: str | None = None  # offline: everything from this bundle (envbuild.bundle.offline)
+    # --backend container (envbuild.plan.container): the image's base, and how the node's engine
+    # is called: extra `build` options (--isolation chroot) and NAME=VALUE environment entries
+    base: str | None = None
+    engine_args: list[str] = field(default_factory=list)
+    engine_env: list[str] = field(default_factory=list)
     argv: list[str] = field(default_factory=list)
 
 
@@ -109,8 +115,9 @@ def _load(opts: ProvisionOptions, on_target: Callable[[object], None] | None = N
 
     recipe = load_recipe(opts.recipe) if opts.recipe else None
     target = load_target(opts.target)
-    if opts.backend not in (None, "venv", "conda"):
-        raise InputError(f"unknown backend {opts.backend!r}", hint="use --backend venv or --backend conda")
+    if opts.backend not in (None, "venv", "conda", "container"):
+        raise InputError(f"unknown backend {opts.backend!r}", hint="use --backend venv, conda or container")
+    _check_engine_options(opts)
     for name, value in (("--wheelhouse", opts.wheelhouse), ("--git-mirror", opts.git_mirror)):
         if value and not Path(value).is_dir():
             raise InputError(f"{name} {value}: no such folder", hint=f"pass an existing folder to {name}")
@@ -201,18 +208,53 @@ def plan_options(opts: ProvisionOptions, recipe) -> "PlanOptions":
     from envbuild.plan.build import PlanOptions
     from envbuild.plan.resolve import fetch_urls
 
-    return PlanOptions(prefix=opts.prefix, backend=opts.backend, git_mirror=opts.git_mirror,
+    from envbuild.plan.resolve import default_backend
+
+    return PlanOptions(prefix=opts.prefix, backend=default_backend(recipe, opts.backend), git_mirror=opts.git_mirror,
                        wheelhouse=opts.wheelhouse, smoke=opts.smoke, smoke_preset=opts.smoke_preset,
                        conda_channel=opts.conda_channel, conda_packages=tuple(opts.conda_packages),
                        fetch_urls=fetch_urls(recipe, opts.git_mirror),
                        allow_unverified=tuple(opts.allow_unverified),
-                       bundle=bundle_offline.plan_bundle(opts))
+                       bundle=bundle_offline.plan_bundle(opts), data_mirror=opts.data_mirror,
+                       **_container_options(opts, recipe))
+
+
+def _check_engine_options(opts: ProvisionOptions) -> None:
+    """--base, --engine-arg and --engine-env only with the container backend (the container
+    recipes' default); --engine-env entries are NAME=VALUE."""
+    if (opts.base or opts.engine_args or opts.engine_env) and opts.backend not in (None, "container"):
+        raise InputError(f"--base/--engine-arg/--engine-env given with --backend {opts.backend}",
+                         hint="they build the image on the node: use --backend container")
+    for entry in opts.engine_env:
+        name = entry.partition("=")[0]
+        if "=" not in entry or not name.replace("_", "a").isalnum() or name[:1].isdigit():
+            raise InputError(f"--engine-env {entry!r}: not NAME=VALUE",
+                             hint="e.g. --engine-env CONTAINERS_STORAGE_CONF=/srv/podman/storage.conf")
+        from envbuild.redact import is_secret_name
+
+        if is_secret_name(name):  # the plan (and plan.json in the run) carries these values
+            raise InputError(f"--engine-env {name}: a secret-named variable would be written into the plan",
+                             hint="set it in the node's own environment (or the engine's config) instead")
+
+
+def _container_options(opts: ProvisionOptions, recipe) -> dict:
+    """PlanOptions fields of the container backend (the default of a container recipe)."""
+    from envbuild.plan.resolve import default_backend
+
+    backend = default_backend(recipe, opts.backend)
+    if backend != "container":
+        if opts.base or opts.engine_args or opts.engine_env:
+            raise InputError(f"--base/--engine-arg/--engine-env: {recipe.name}'s environment is a "
+                             f"{recipe.environment.kind}, not an image", hint="add --backend container")
+        return {}
+    return {"base": opts.base, "engine_args": tuple(opts.engine_args),
+            "engine_env": dict(e.split("=", 1) for e in opts.engine_env)}
 
 
 def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = None) -> ProvisionOutcome:
     """Provision every node; see the module docstring. ``echo`` prints progress lines."""
     from envbuild.plan.build import verdict_summary
-    from envbuild.plan.resolve import check_facts, resolve
+    from envbuild.plan.resolve import check_facts, default_backend, resolve
 
     say = echo or (lambda _m: None)
     bundle_offline.prepare(opts)  # --bundle: verified whole before any node is read (exit 2)
@@ -255,7 +297,8 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
     # preflight each node before anything is installed
     feasible: list[Node] = []
     for node in live:
-        facts[node.name], verdict = check_facts(recipe, target, facts[node.name])
+        facts[node.name], verdict = check_facts(recipe, target, facts[node.name],
+                                                backend=default_backend(recipe, opts.backend))
         rd.write_node(node.name, "preflight.json", verdict.model_dump(mode="json"))
         if verdict.feasible:
             feasible.append(node)
@@ -274,6 +317,9 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
 
     # the same resolution as `envbuild plan` (envbuild.plan.resolve)
     plan_opts = plan_options(opts, recipe)
+    from envbuild.plan.placeholders import inventory_values  # {inventory.*} from every node's facts
+
+    plan_opts = replace(plan_opts, inventory=inventory_values([facts[n.name] for n in feasible]))
     plans: dict[str, Plan] = {}
     for node in feasible:
         plan = resolve(recipe, target, facts[node.name], lock,
@@ -500,6 +546,8 @@ def _probe_args(plan: Plan) -> tuple:
     from envbuild.actions.nodestate import plan_steps
     from envbuild.observe import expected_state, observe_args
 
+    if plan.backend == "container":  # the environment is in the image: the node's python3 checks
+        return ("python3", plan.prefix, plan_steps(plan), None)  # the steps; observed in the image
     return (f"{plan.prefix.rstrip('/')}/bin/python", plan.prefix, plan_steps(plan),
             observe_args(expected_state(None, plan)))
 
@@ -654,6 +702,8 @@ def _nothing_to_do(rd: rundir.RunDir, sink: EventSink, nodes: list[Node], plans:
 
             obs = parse_observed(json.dumps(probe.observed), node.name)
             rd.write_node(node.name, "observed.json", obs.model_dump(mode="json", by_alias=True))
+        elif plans[node.name].backend == "container":  # observed inside the image
+            _observe(rd, node, plans[node.name], None)
 
 
 def _observe(rd: rundir.RunDir, node: Node, plan: Plan, lock_text: str | None) -> None:
@@ -664,14 +714,19 @@ def _observe(rd: rundir.RunDir, node: Node, plan: Plan, lock_text: str | None) -
 
     lock = yaml.safe_load(lock_text) if lock_text else None
     exp = expected_state(lock, plan)
-    rc, out, err = ssh.run(node, observe_command(f"{plan.prefix}/bin/python", observe_args(exp)))
+    cmd = observe_command(f"{plan.prefix}/bin/python", observe_args(exp))
+    if plan.backend == "container":
+        from envbuild.plan.container import image_observe_command
+
+        cmd = image_observe_command(plan)
+    rc, out, err = ssh.run(node, cmd)
     if rc == 0:
         rd.write_node(node.name, "observed.json", parse_observed(out, node.name).model_dump(mode="json", by_alias=True))
 
 
 def _smoke_runs(plan: Plan) -> tuple[list[dict], str | None]:
     """(the plan's smoke runs, why the native benchmark does not run here)."""
-    step = next((s for s in plan.steps if s.kind == "smoke"), None)
+    step = next((s for s in plan.steps if s.kind in ("smoke", "image_smoke")), None)
     if step is None:
         return [], None
     return [r.model_dump(mode="json") for r in step.params.runs], step.params.native_skip

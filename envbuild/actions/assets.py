@@ -15,6 +15,7 @@ GROUPS = {
     "smoke": _ROOT / "smoke",  # the smoke scripts (run with the environment's python)
     "conda": _ROOT / "actions" / "nodefiles",  # rattler_create.py
     "patches": _ROOT / "patches",  # textpatch.py, runnable as a script
+    "tools": _ROOT / "actions" / "nodefiles",  # verify_image.py, apply_patch.py (image contexts)
 }
 
 
@@ -36,3 +37,12 @@ def asset_source(asset: str) -> str:
     if group not in GROUPS or not name or "/" in name or name.startswith("."):
         raise InputError(f"unknown asset {asset!r}")
     return str(GROUPS[group] / name)
+
+
+def asset_of(path: Path) -> str:
+    """The asset name (``<group>/<file>``) of one of envbuild's own files (InputError if none)."""
+    path = Path(path).resolve()
+    for group, folder in reversed(GROUPS.items()):  # "tools" rather than "conda" for nodefiles/
+        if path.parent == folder.resolve():
+            return f"{group}/{path.name}"
+    raise InputError(f"{path} is not one of envbuild's shipped files")

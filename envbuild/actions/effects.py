@@ -26,9 +26,13 @@ Effects by step kind:
 - ``install_source``: ``pth``: the .pth file in the environment's purelib holds the tree;
   ``editable``/``wheel``: a distribution whose ``direct_url.json`` names the tree is
   installed, its RECORD intact (``source``);
+- ``image`` (container backend): the node's engine has the image with the planned labels,
+  the build context's digest among them (``image``); ``image_import``: the squashfs is there
+  (``exists``);
 - ``bundle`` (offline): every file of the bundle's ``node/`` folder is in ``<prefix>/.envbuild/
   bundle`` with its size, and its sha256 when the check is deep (``files``);
-- ``preflight``, ``system_packages``, ``build``, ``import_check``, ``smoke``: no observable
+- ``preflight``, ``system_packages``, ``build``, ``import_check``, ``smoke``, ``image_check``,
+  ``image_smoke``: no observable
   effect of their own (their results are what later steps and the smoke check): the marker
   alone decides (``None``).
 
@@ -118,6 +122,25 @@ class SourceEffect(_E):
     editable: bool
 
 
+class ImageEffect(_E):
+    """The engine ``engine`` (run with ``env``) has the image ``tag`` and it carries every
+    label of ``labels`` with its value (the build context's and the image plan's digests)."""
+
+    check: Literal["image"] = "image"
+    engine: str
+    env: dict[str, str] = Field(default_factory=dict)
+    tag: str
+    labels: dict[str, str]
+
+
+class ExistsEffect(_E):
+    """``path`` is a non-empty file (an enroot squashfs: too large to hash on every check;
+    the step's digest names the image it was imported from)."""
+
+    check: Literal["exists"] = "exists"
+    path: str
+
+
 class FilesEffect(_E):
     """Every file of ``files`` (path relative to ``dir`` -> [size, sha256]) is under ``dir``
     with that size; its sha256 too when the check is deep (when the step records its marker,
@@ -129,7 +152,8 @@ class FilesEffect(_E):
 
 
 Effect = Annotated[Union[InterpreterEffect, DistsEffect, GitEffect, PatchEffect, FileEffect,
-                         PthEffect, SourceEffect, FilesEffect], Field(discriminator="check")]
+                         PthEffect, SourceEffect, ImageEffect, ExistsEffect, FilesEffect],
+                   Field(discriminator="check")]
 
 
 def canonical(name: str) -> str:
@@ -174,6 +198,12 @@ def effects(plan) -> dict[str, Optional[Effect]]:
                 eff = PthEffect(python=python, name=p.name, content=p.dest + "\n")
             else:
                 eff = SourceEffect(python=python, dest=p.dest, editable=p.mode == "editable")
+        elif p.kind == "image":
+            from envbuild.actions.steps import engine_env
+
+            eff = ImageEffect(engine=p.engine.name, env=engine_env(p.engine), tag=p.tag, labels=dict(p.labels))
+        elif p.kind == "image_import":
+            eff = ExistsEffect(path=p.path)
         elif p.kind == "bundle":
             eff = FilesEffect(dir=p.dir, files={f.name: [f.size, f.sha256] for f in p.files})
         out[step.id] = eff

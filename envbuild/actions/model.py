@@ -69,6 +69,10 @@ class GitCheckout(_A):
     ref: str
     sha: str | None
     dest: str
+    # after the checkout: `git submodule update --init <path>` for each, at the commit the tree
+    # records; submodule_mirrors: URL in .gitmodules -> mirror copy (git's url.<m>.insteadOf)
+    submodules: list[str] = Field(default_factory=list)
+    submodule_mirrors: dict[str, str] = Field(default_factory=dict)
 
 
 class ApplyPatch(_A):

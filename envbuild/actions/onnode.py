@@ -150,8 +150,30 @@ def do_git(a):
         raise ActionFailed("after checkout HEAD is %s, expected %s" % (head, sha))
     if fresh:
         os.rename(work, dest)
+    subs = update_submodules(dest, a.get("submodules") or [], a.get("submodule_mirrors") or {})
     note = "ref %s points at %s; using the pinned %s" % (ref, points, sha) if sha and points and points != sha else ""
-    return fresh or dirty or before != head, note
+    return fresh or dirty or before != head or subs, note
+
+
+def update_submodules(repo, paths, mirrors):
+    """``git submodule update --init <path>`` for each path, at the commit the tree records;
+    ``mirrors`` maps a URL of .gitmodules to the mirror copy it is fetched from instead
+    (``url.<mirror>.insteadOf``; file transport allowed for those). True when one changed."""
+    if not paths:
+        return False
+    opts = []
+    for url, mirror in sorted(mirrors.items()):
+        opts += ["-c", "url.%s.insteadOf=%s" % (mirror, url)]
+    if mirrors:  # git refuses file transport for submodules unless allowed
+        opts = ["-c", "protocol.file.allow=always"] + opts
+    changed = False
+    for path in paths:
+        sub = os.path.join(repo, path)
+        before = _git(["rev-parse", "HEAD"], sub)[1] if os.path.exists(os.path.join(sub, ".git")) else None
+        _git_ok(opts + ["submodule", "update", "--init", "--", path], repo)
+        after = _git(["rev-parse", "HEAD"], sub)[1]
+        changed = changed or before != after
+    return changed
 
 
 def do_patch(a, textpatch):
@@ -654,6 +676,37 @@ def _check_git(eff, ctx):
     return {"ok": True, "repair": False, "detail": "%s at %s, tracked files as planned" % (dest, head[:12])}
 
 
+def _check_image(eff, ctx):
+    """The engine has the image and it carries the planned labels (``<engine> image inspect``)."""
+    tag = eff["tag"]
+    try:
+        rc, out, err = _call([eff["engine"], "image", "inspect", tag], _env(eff.get("env"), None, None), timeout=120)
+    except ActionFailed as exc:
+        return {"ok": False, "repair": False, "detail": exc.msg}
+    if rc != 0:
+        return {"ok": False, "repair": False, "detail": "%s has no image %s: %s" % (
+            eff["engine"], tag, (err.strip().splitlines() or [""])[-1][:200])}
+    try:
+        data = json.loads(out)
+        data = data[0] if isinstance(data, list) else data
+        labels = (data.get("Config") or {}).get("Labels") or data.get("Labels") or {}
+    except (ValueError, IndexError, AttributeError):
+        return {"ok": False, "repair": False, "detail": "%s image inspect %s printed no image description" % (eff["engine"], tag)}
+    wrong = ["%s=%s (want %s)" % (k, labels.get(k), v) for k, v in sorted(eff["labels"].items()) if labels.get(k) != v]
+    if wrong:
+        return {"ok": False, "repair": False, "detail": "image %s has other labels: %s" % (tag, _listed(wrong))}
+    return {"ok": True, "repair": False, "detail": "image %s with %d planned label(s)" % (tag, len(eff["labels"]))}
+
+
+def _check_exists(eff, ctx):
+    path = eff["path"]
+    try:
+        size = os.stat(path).st_size
+    except OSError as exc:
+        return {"ok": False, "repair": False, "detail": "%s: %s" % (path, exc.strerror)}
+    return {"ok": size > 0, "repair": False, "detail": "%s (%d bytes)" % (path, size) if size else "%s is empty" % path}
+
+
 def _check_files(eff, ctx):
     """Each file under ``dir`` with its size (and sha256 when ``ctx.deep``): a bundle's copy."""
     bad = []
@@ -705,6 +758,10 @@ def check_effect(eff, ctx, sid=None):
             return _check_patch(eff, ctx)
         if kind == "git":
             return _check_git(eff, ctx)
+        if kind == "image":
+            return _check_image(eff, ctx)
+        if kind == "exists":
+            return _check_exists(eff, ctx)
         if kind == "files":
             return _check_files(eff, ctx)
     except Exception as exc:  # noqa: BLE001 - a check that cannot run does not hold (fail closed)

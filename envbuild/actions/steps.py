@@ -160,7 +160,23 @@ def _pip_install(step, p: P.PipInstallParams, prefix: str) -> list[Action]:
 
 
 def _git_source(step, p: P.GitSourceParams, prefix: str) -> list[Action]:
-    return [GitCheckout(fetch_url=p.fetch_url, url=p.url, ref=p.ref, sha=p.sha, dest=p.dest)]
+    return [GitCheckout(fetch_url=p.fetch_url, url=p.url, ref=p.ref, sha=p.sha, dest=p.dest,
+                        submodules=list(p.submodules), submodule_mirrors=dict(p.submodule_mirrors))]
+
+
+def _data(step, p: P.DataParams, prefix: str) -> list[Action]:
+    """envbuild's stdlib fetcher (tools/fetch_data.py) once per file: mirror or URL, sha256
+    checked and recorded, .xz unpacked (envbuild.plan.data)."""
+    tool = f"{state_dir(prefix)}/tools/fetch_data.py"
+    out: list[Action] = [MakeDir(path=p.record_dir), CopyAsset(asset="tools/fetch_data.py", dest=tool)]
+    for f in p.files:
+        argv = [python_of(prefix), tool, "--name", f.name, "--url", f.url, "--dest", f.dest,
+                "--record-dir", p.record_dir]
+        argv += ["--sha256", f.sha256] if f.sha256 else []
+        argv += ["--mirror", f.mirror] if f.mirror else []
+        argv += ["--decompress", f.decompress] if f.decompress else []
+        out.append(Run(argv=argv))
+    return out
 
 
 def patch_spec(p: P.PatchParams) -> dict:
@@ -233,6 +249,93 @@ def _smoke(step, p: P.SmokeParams, prefix: str) -> list[Action]:
     return out
 
 
+# --- the container backend: the node's engine builds the image and runs the checks in it ---
+
+CONTEXT_LABEL = "io.envbuild.context.sha256"  # given with --label at build time (not in the Dockerfile)
+# a wheel of the node's wheelhouse into the build context: hard link, else copy
+LINK_OR_COPY = 'ln -f "$1" "$2" 2>/dev/null || cp -f "$1" "$2"'
+ENROOT_SCHEME = {"podman": "podman", "docker": "dockerd"}  # enroot import URI schemes
+
+
+def engine_env(e: P.Engine) -> dict[str, str]:
+    """The environment of every command of the engine ``e`` (docker: BuildKit, which the
+    rendered Dockerfile's ``RUN --mount`` needs)."""
+    return {**({"DOCKER_BUILDKIT": "1"} if e.name == "docker" else {}), **e.env}
+
+
+def engine_build_argv(e: P.Engine, tag: str, context: str, labels: dict[str, str]) -> list[str]:
+    """``<engine> build`` of ``context`` tagged ``tag``; podman writes Docker-format images
+    (the Dockerfile's instructions as Docker reads them)."""
+    out = [e.name, "build", *(["--format", "docker"] if e.name == "podman" else []), *e.build_args]
+    for k, v in sorted(labels.items()):
+        out += ["--label", f"{k}={v}"]
+    return out + ["-t", tag, "-f", f"{context.rstrip('/')}/Dockerfile", context]
+
+
+def engine_run_argv(e: P.Engine, tag: str, argv: list[str], *, workdir: str | None = None,
+                    env: dict[str, str] | None = None, mounts: list[tuple[str, str]] = (),
+                    gpus: bool = False, shm_size: str | None = None) -> list[str]:
+    """``<engine> run --rm --network=none ... tag argv``: a throwaway container without a
+    network (the node's network is left alone); GPUs through docker's ``--gpus`` or podman's
+    CDI device; ``mounts`` are ``(node folder, folder in the container)``."""
+    out = [e.name, "run", "--rm", "--network=none"]
+    if gpus:
+        out += ["--gpus", "all"] if e.name == "docker" else ["--device", "nvidia.com/gpu=all"]
+    if shm_size:
+        out += [f"--shm-size={shm_size}"]
+    for src, dst in mounts:
+        out += ["-v", f"{src}:{dst}"]
+    if workdir:
+        out += ["-w", workdir]
+    for k, v in (env or {}).items():
+        out += ["-e", f"{k}={v}"]
+    return out + [tag, *argv]
+
+
+def _image(step, p: P.ImageParams, prefix: str) -> list[Action]:
+    """Write the context afresh (a file left from an older context would be COPY'd too), take
+    the wheels from the node's wheelhouse, build with the context's digest as a label."""
+    ctx = p.context_dir.rstrip("/")
+    out: list[Action] = [Run(argv=["rm", "-rf", ctx]), MakeDir(path=ctx)]
+    out += [WriteFile(path=f"{ctx}/{rel}", content=text, perm=p.modes.get(rel, "0644"))
+            for rel, text in sorted(p.files.items())]
+    out += [CopyAsset(asset=a.asset, dest=f"{ctx}/{rel}", perm=a.perm) for rel, a in sorted(p.assets.items())]
+    if p.wheels:
+        out.append(MakeDir(path=f"{ctx}/wheelhouse"))
+        out += [Run(argv=["sh", "-c", LINK_OR_COPY, "sh", f"{(p.wheelhouse or '.').rstrip('/')}/{name}",
+                          f"{ctx}/wheelhouse/{name}"]) for name in sorted(p.wheels)]
+    out.append(Run(argv=engine_build_argv(p.engine, p.tag, ctx, {CONTEXT_LABEL: p.context_sha256}),
+                   env=engine_env(p.engine)))
+    return out
+
+
+def _image_import(step, p: P.ImageImportParams, prefix: str) -> list[Action]:
+    """``enroot import -o`` refuses an existing file: import beside it, then rename."""
+    part = p.path + ".partial"
+    folder = p.path.rsplit("/", 1)[0] or "/"
+    return [MakeDir(path=folder), Run(argv=["rm", "-f", part]),
+            Run(argv=["enroot", "import", "-o", part, f"{ENROOT_SCHEME[p.engine.name]}://{p.tag}"],
+                env=engine_env(p.engine)),
+            Run(argv=["mv", "-f", part, p.path])]
+
+
+def _image_check(step, p: P.ImageCheckParams, prefix: str) -> list[Action]:
+    return [MakeDir(path=p.dir),
+            Capture(name=p.name, argv=engine_run_argv(p.engine, p.tag, list(p.argv), gpus=p.gpus),
+                    cwd=p.dir, dir=p.dir, env=engine_env(p.engine), timeout=900)]
+
+
+def _image_smoke(step, p: P.ImageSmokeParams, prefix: str) -> list[Action]:
+    out: list[Action] = [MakeDir(path=p.dir)]
+    out += [CopyAsset(asset=f"smoke/{r.script}", dest=f"{p.dir}/{r.script}") for r in p.runs if r.script]
+    for r in p.runs:
+        argv = engine_run_argv(p.engine, p.tag, list(r.argv), workdir=r.cwd, env=dict(r.env),
+                               mounts=[(p.dir, p.image_dir)], gpus=p.gpus, shm_size=p.shm_size)
+        out.append(Capture(name=r.name, argv=argv, cwd=p.dir, dir=p.dir, env=engine_env(p.engine),
+                           timeout=r.timeout))
+    return out
+
+
 def _bundle(step, p: P.BundleParams, prefix: str) -> list[Action]:
     """The bundle's node/ folder onto the node; its files are hash-checked by the effect."""
     return [MakeDir(path=p.dir),
@@ -242,11 +345,13 @@ def _bundle(step, p: P.BundleParams, prefix: str) -> list[Action]:
 
 _BY_KIND = {
     "bundle": _bundle,
+    "image": _image, "image_import": _image_import, "image_check": _image_check,
+    "image_smoke": _image_smoke,
     "preflight": _preflight, "system_packages": _system_packages, "environment": _environment,
     "pip_tooling": _pip_tooling, "pip_install": _pip_install, "git_source": _git_source,
     "patch": _patch, "build": _build, "apex_build": _apex_build,
     "install_source": _install_source, "env_file": _env_file, "import_check": _import_check,
-    "smoke": _smoke,
+    "smoke": _smoke, "data": _data,
 }
 
 

@@ -32,7 +32,10 @@ def _plan(rec, tgt, *, run_dir: Path | None, facts_file, lock_file, prefix, git_
     if container and rec.environment.kind == "container" and not prefix:
         from envbuild.render.image import image_plan
 
-        return image_plan(rec, tgt, lock).plan
+        from envbuild.plan.placeholders import inventory_values  # {inventory.*} patches: --facts
+
+        return image_plan(rec, tgt, lock, inventory=inventory_values(node_facts(tgt, facts_file))
+                          if facts_file else None).plan
     facts = node_facts(tgt, facts_file)[0]
     opts = PlanOptions(prefix=prefix, git_mirror=git_mirror, host=facts.host,
                        fetch_urls=fetch_urls(rec, git_mirror))

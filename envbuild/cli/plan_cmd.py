@@ -15,11 +15,19 @@ from envbuild.cli.output import console, emit_json
 @click.option("--facts", "facts_file", help="Node facts JSON (from `envbuild facts --json -o`).")
 @click.option("--lock", "lock_file", help="Lockfile (default: lockfiles/<recipe>/<target>.lock if present).")
 @click.option("--prefix", help="Environment prefix on the node.")
-@click.option("--backend", type=click.Choice(["venv", "conda"]), help="Override the recipe's environment kind.")
+@click.option("--backend", type=click.Choice(["venv", "conda", "container"]),
+              help="Override the recipe's environment kind (container: its image built on the node).")
+@click.option("--base", metavar="IMAGE", help="--backend container: the image's base.")
+@click.option("--engine-arg", "engine_args", multiple=True, metavar="ARG",
+              help="--backend container: an extra option of the engine's build (repeatable).")
+@click.option("--engine-env", "engine_env", multiple=True, metavar="NAME=VALUE",
+              help="--backend container: environment of the engine's commands (repeatable).")
 @click.option("--git-mirror", help="Folder with OWNER/NAME(.git) mirrors of GitHub repositories.")
 @click.option("--wheelhouse", help="Folder of wheels used as pip find-links.")
+@click.option("--data-mirror", "data_mirror", help="Folder of the recipe's data files (DIR/<file>), read on the node first.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan(s) as JSON.")
-def plan_cmd(recipe, target, facts_file, lock_file, prefix, backend, git_mirror, wheelhouse, as_json):
+def plan_cmd(recipe, target, facts_file, lock_file, prefix, backend, git_mirror, wheelhouse, as_json,
+             base=None, engine_args=(), engine_env=(), data_mirror=None):
     """Show the steps a provision of RECIPE (default: the embedded reference) would run.
 
     \b
@@ -34,10 +42,18 @@ def plan_cmd(recipe, target, facts_file, lock_file, prefix, backend, git_mirror,
 
     rec, tgt = recipe_and_target(recipe, target)
     lock = find_lock(rec, tgt, lock_file)
-    opts = PlanOptions(prefix=prefix, backend=backend, git_mirror=git_mirror, wheelhouse=wheelhouse,
-                       fetch_urls=fetch_urls(rec, git_mirror))
-    plans = [resolve(rec, tgt, facts, lock, replace(opts, host=facts.host)).plan
-             for facts in node_facts(tgt, facts_file)]
+    from envbuild.plan.resolve import default_backend
+
+    opts = PlanOptions(prefix=prefix, backend=default_backend(rec, backend), git_mirror=git_mirror,
+                       wheelhouse=wheelhouse, fetch_urls=fetch_urls(rec, git_mirror), base=base,
+                       data_mirror=data_mirror,
+                       engine_args=tuple(engine_args),
+                       engine_env=dict(e.split("=", 1) for e in engine_env if "=" in e))
+    from envbuild.plan.placeholders import inventory_values
+
+    nodes = node_facts(tgt, facts_file)
+    opts = replace(opts, inventory=inventory_values(nodes))  # {inventory.*}: every node given
+    plans = [resolve(rec, tgt, facts, lock, replace(opts, host=facts.host)).plan for facts in nodes]
     if as_json:
         emit_json([p.model_dump(by_alias=True) for p in plans] if len(plans) > 1
                   else plans[0].model_dump(by_alias=True))

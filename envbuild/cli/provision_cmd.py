@@ -20,7 +20,16 @@ from envbuild.inputs import hosts_option
               help="Same as the RECIPE argument (kept for older scripts).")
 @click.option("--hosts", default=None, callback=hosts_option, help="Nodes: user@h1[:port],h2 ...")
 @click.option("--inventory", default=None, type=click.Path(), help="Ansible YAML inventory of the nodes.")
-@click.option("--backend", type=click.Choice(["venv", "conda"]), default=None, help="Environment kind (default: the recipe's).")
+@click.option("--backend", type=click.Choice(["venv", "conda", "container"]), default=None,
+              help="Environment kind (default: the recipe's; container: the recipe's image built on each node).")
+@click.option("--base", default=None, metavar="IMAGE",
+              help="--backend container: the image's base [the recipe's, else chosen from the torch wheel].")
+@click.option("--engine-arg", "engine_args", multiple=True, metavar="ARG",
+              help="--backend container: an extra option of `podman/docker build` (repeatable), e.g. "
+                   "--engine-arg=--isolation=chroot.")
+@click.option("--engine-env", "engine_env", multiple=True, metavar="NAME=VALUE",
+              help="--backend container: environment of the engine's commands on the nodes (repeatable), "
+                   "e.g. CONTAINERS_STORAGE_CONF=/srv/podman/storage.conf.")
 @click.option("--prefix", default=None, help="Where the environment goes on each node.")
 @click.option("--conda-channel", default=None, help="--backend conda: channel URL or local channel folder.")
 @click.option("--conda-package", "conda_packages", multiple=True,
@@ -28,6 +37,8 @@ from envbuild.inputs import hosts_option
 @click.option("--dry-run", is_flag=True, help="Print the plan per node and the ansible-playbook command; install nothing.")
 @click.option("--git-mirror", default=None, type=click.Path(), help="Folder of git mirrors to clone from.")
 @click.option("--wheelhouse", default=None, type=click.Path(), help="Folder of wheels (find-links) for pip.")
+@click.option("--data-mirror", "data_mirror", default=None, type=click.Path(),
+              help="Folder of the recipe's data files (DIR/<file>), read on the nodes before any download.")
 @click.option("--lock", "lock", default=None, type=click.Path(), help="Lockfile to use (default lockfiles/<recipe>/<target>.lock).")
 @click.option("--locked", is_flag=True, help="Refuse to create a missing lock (a stale lock is always refused).")
 @click.option("--allow-unverified", "allow_unverified", multiple=True, metavar="NAME",
@@ -51,7 +62,8 @@ from envbuild.inputs import hosts_option
               help='JSON Lines: one {"type": "event"} object per line, then one {"type": "result"} line.')
 def provision_cmd(recipe, target, recipe_option, hosts, inventory, backend, prefix, conda_channel, conda_packages,
                   dry_run, git_mirror, wheelhouse, lock, locked, allow_unverified, bundle, no_smoke, smoke_preset, force,
-                  from_step, insecure, identity_file, known_hosts, as_json):
+                  from_step, insecure, identity_file, known_hosts, as_json,
+                  base=None, engine_args=(), engine_env=(), data_mirror=None):
     """Provision RECIPE (default: the embedded reference) onto the nodes of TARGET: facts,
     preflight, lock, plan, ansible, results.
 
@@ -84,11 +96,12 @@ def provision_cmd(recipe, target, recipe_option, hosts, inventory, backend, pref
     opts = ProvisionOptions(target=target, recipe=recipe, hosts=hosts, inventory=inventory,
                             backend=backend, prefix=prefix, conda_channel=conda_channel,
                             conda_packages=list(conda_packages), dry_run=dry_run, git_mirror=git_mirror,
-                            wheelhouse=wheelhouse, lock=lock, locked=locked,
+                            wheelhouse=wheelhouse, lock=lock, locked=locked, data_mirror=data_mirror,
                             allow_unverified=list(allow_unverified), smoke=not no_smoke, smoke_preset=smoke_preset, json_lines=as_json,
                             force=force, from_step=from_step, bundle=bundle,
                             insecure=insecure, identity_file=identity_file,
-                            known_hosts=list(known_hosts), argv=["envbuild", *sys.argv[1:]])
+                            known_hosts=list(known_hosts), argv=["envbuild", *sys.argv[1:]],
+                            base=base, engine_args=list(engine_args), engine_env=list(engine_env))
     if as_json:
         out = provision(opts, echo=None)
         emit_json_line({"type": "result", "run_dir": str(out.run_dir), "status": out.status,

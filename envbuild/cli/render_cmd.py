@@ -20,7 +20,8 @@ from envbuild.cli.output import console, emit_json
 @click.option("-o", "--out", "out", default=None, type=click.Path(),
               help="Folder to write (default: containers/<recipe>/<target>/<format>).")
 @click.option("--base", default=None, help="Base image (dockerfile, apptainer, ci; default: from the recipe).")
-@click.option("--facts", "facts_file", default=None, help="Node facts JSON (ansible, shell; default: the target's profile, live for local).")
+@click.option("--facts", "facts_file", default=None, help="Node facts JSON (ansible, shell; default: the target's profile, live for local; "
+              "every format: the nodes whose facts fill {inventory.*} patch placeholders).")
 @click.option("--lock", "lock_file", default=None, help="Lockfile (default: lockfiles/<recipe>/<target>.lock if present).")
 @click.option("--prefix", default=None, help="Environment prefix on the node (ansible, shell).")
 @click.option("--wheelhouse", default=None, type=click.Path(),
@@ -47,10 +48,14 @@ def render_cmd(recipe, target, fmt, out, base, facts_file, lock_file, prefix, wh
     lock_src = Path(lock_file) if lock_file else lock_path(rec.name, tgt.name, Path("lockfiles"))
     lock_text = lock_src.read_text() if lock is not None and lock_src.is_file() else None
     facts = None if fmt in IMAGE_FORMATS else node_facts(tgt, facts_file)[0]
+    from envbuild.plan.placeholders import inventory_values  # {inventory.*} patches: from --facts
+
+    inventory = inventory_values(node_facts(tgt, facts_file)) if facts_file else None
     folder = Path(out or f"containers/{rec.name}/{tgt.name}/{fmt}")
     res = render(fmt, rec, tgt, lock, lock_text=lock_text, facts=facts, base=base,
                  wheelhouse=wheelhouse, prefix=prefix,
-                 run_dir=str((folder / "run").resolve()), cache_dir=str((folder / "cache").resolve()))
+                 run_dir=str((folder / "run").resolve()), cache_dir=str((folder / "cache").resolve()),
+                 inventory=inventory)
     written = write(res.context, folder, wheelhouse=Path(wheelhouse) if wheelhouse else None)
     if as_json:
         emit_json({"format": fmt, "recipe": rec.name, "target": tgt.name, "out": str(folder),

@@ -45,6 +45,15 @@ class PlanOptions:
     # offline (envbuild.bundle): the node's copy of the bundle; every pip call --no-index from
     # its wheels (wheelhouse), every git source from its shallow repositories (fetch_urls)
     bundle: P.BundleParams | None = None
+    # container backend (envbuild.plan.container): the image's base (None: the recipe's, else
+    # chosen by envbuild.render.bases), and how the node's engine is called (data, not code)
+    base: str | None = None
+    engine_args: tuple[str, ...] = ()  # extra options of `<engine> build`
+    engine_env: dict[str, str] = field(default_factory=dict)  # environment of engine commands
+    # {inventory.<name>} values of the whole run (envbuild.plan.placeholders.inventory_values
+    # over every node's facts); None: the node being planned is the whole inventory
+    inventory: object | None = None
+    data_mirror: str | None = None  # folder of the recipe's data files (DIR/<file>), readable on the node
 
 
 SEARCH_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -285,7 +294,8 @@ def _source_steps(recipe: Recipe, src: GitSource, prefix: str, facts: NodeFacts,
     out = [Step(id=f"git:{src.name}", title=f"{src.name} @ {(src.sha or src.ref)[:12]}",
                 params=P.GitSourceParams(name=src.name, url=src.url,
                                          fetch_url=opts.fetch_urls.get(src.url, src.url),
-                                         ref=src.ref, sha=src.sha, dest=dest),
+                                         ref=src.ref, sha=src.sha, dest=dest,
+                                         **_submodules(src, opts)),
                 reason=src.why)]
     for patch in (p for p in recipe.patches if p.component == src.name):
         decision = None
@@ -299,12 +309,17 @@ def _source_steps(recipe: Recipe, src: GitSource, prefix: str, facts: NodeFacts,
             reason = f"{d.outcome}: {d.reason}"
             if d.outcome in ("unchanged", "cpu-only"):
                 continue
+        old, new = _filled(patch, facts, opts, decisions)
         params = P.PatchParams(id=patch.id, component=src.name, dest=dest, patch_kind=patch.kind,
-                               file=patch.file, old=patch.old, new=patch.new, count=patch.count,
+                               file=patch.file, old=old, new=new, count=patch.count,
                                why=patch.why, decision=decision, nvcc=facts.nvcc,
                                torch_cuda=torch_cuda)
         out.append(Step(id=f"patch:{patch.id}", title=f"patch {patch.id}", params=params,
                         reason=reason))
+    from envbuild.plan.data import data_step  # the recipe's downloads into this tree (sha256-checked)
+
+    if (data := data_step(recipe, src, dest, prefix, opts.data_mirror)) is not None:
+        out.append(data)
     if src.build:
         out.append(Step(id=f"build:{src.name}", title=f"build {src.name}",
                         params=P.BuildParams(name=src.name, dest=dest, commands=list(src.build),
@@ -320,6 +335,34 @@ def _source_steps(recipe: Recipe, src: GitSource, prefix: str, facts: NodeFacts,
                         params=P.InstallSourceParams(name=src.name, dest=dest, mode=src.install),
                         reason=_install_reason(src)))
     return out
+
+
+def _submodules(src: GitSource, opts: PlanOptions) -> dict:
+    """Apex: the submodules its build options read (--fast_multihead_attn: cutlass), fetched
+    with the checkout, from the git mirror's copy when there is one."""
+    if src.install != "apex":
+        return {}
+    from envbuild.patches.apex_options import submodules_for
+
+    subs = submodules_for(list(src.build_options))
+    return {"submodules": [path for path, _ in subs],
+            "submodule_mirrors": {url: opts.fetch_urls[url] for _, url in subs if url in opts.fetch_urls}}
+
+
+def _filled(patch, facts: NodeFacts, opts: PlanOptions, decisions: list[Decision]):
+    """The patch's old/new with {facts.*}/{inventory.*} filled (envbuild.plan.placeholders);
+    InputError naming the patch and the placeholder when one cannot be."""
+    from envbuild.plan.placeholders import fill_patch, inventory_values, placeholders
+
+    names = placeholders(patch.old) + placeholders(patch.new)
+    if not names:
+        return patch.old, patch.new
+    inventory = opts.inventory if opts.inventory is not None else inventory_values([facts])
+    old, new = fill_patch(patch, facts, inventory)
+    decisions.append(Decision(subject=f"patch:{patch.id}", outcome="filled",
+                              reason=f"{', '.join(sorted(set(names)))} from the facts of "
+                                     f"{inventory.nodes} node(s): {new if new != patch.new else old}"))
+    return old, new
 
 
 def _install_reason(src: GitSource) -> str:

@@ -82,6 +82,7 @@ def container_plan(recipe, target, facts, lock, opts: PlanOptions) -> Plan:
     from envbuild.compat.rules_container import build_engine, pyxis
     from envbuild.render import dockerfile
     from envbuild.render.image import image_plan
+    from envbuild.plan.placeholders import inventory_values
     from envbuild.smoke.onnode import native_run, node_runs
 
     prefix = expand_home(opts.prefix or default_prefix(recipe, target), facts)
@@ -91,7 +92,8 @@ def container_plan(recipe, target, facts, lock, opts: PlanOptions) -> Plan:
 
         lock_text = dump_lock(lock, regenerate_command(recipe.name, target.name))
     ip = image_plan(recipe, target, lock, lock_text=lock_text, base=opts.base,
-                    wheelhouse=bool(opts.wheelhouse), smoke_preset=opts.smoke_preset)
+                    wheelhouse=bool(opts.wheelhouse), smoke_preset=opts.smoke_preset,
+                    inventory=opts.inventory if opts.inventory is not None else inventory_values([facts]))
     files, modes, assets, wheels, digest = context_params(dockerfile.render(ip), lock)
 
     found = build_engine(facts.container_engines)

@@ -35,7 +35,12 @@ StepKind = Literal[
     "env_file",  # write the environment file
     "import_check",  # import modules with the env's python
     "smoke",  # run the smoke benchmark
+    "image",  # container backend: build the image on the node (envbuild.plan.container)
+    "image_import",  # container backend: enroot import for pyxis
+    "image_check",  # container backend: the import check inside the image
+    "image_smoke",  # container backend: the smoke runs inside the image
     "bundle",  # offline: copy the bundle's wheels and commits to the node (envbuild.bundle)
+    "data",  # the recipe's downloads into a source tree, sha256-checked (envbuild.plan.data)
 ]
 
 

@@ -96,6 +96,20 @@ class GitSourceParams(_P):
     ref: str
     sha: str | None
     dest: str
+    # submodules the build needs (Apex --fast_multihead_attn: cutlass), initialised after the
+    # checkout; submodule_mirrors: URL in .gitmodules -> the mirror copy to fetch it from
+    submodules: list[str] = Field(default_factory=list)
+    submodule_mirrors: dict[str, str] = Field(default_factory=dict)
+
+    @model_serializer(mode="wrap")
+    def _omit_no_submodules(self, handler):
+        # added later: left out when empty, so plans made before keep their step digests
+        data = handler(self)
+        if isinstance(data, dict):
+            for key in ("submodules", "submodule_mirrors"):
+                if not data.get(key):
+                    data.pop(key, None)
+        return data
 
 
 class PatchParams(_P):
@@ -139,6 +153,28 @@ class InstallSourceParams(_P):
     name: str
     dest: str
     mode: Literal["editable", "wheel", "pth"]
+
+
+class DataFileSpec(_P):
+    """One download of the recipe's ``data`` section (``envbuild.recipes.schema.DataFile``),
+    decided for the node: where it goes, where it comes from, what its sha256 must be."""
+
+    name: str
+    url: str
+    dest: str  # absolute path on the node, inside the component's tree
+    sha256: str | None = None  # None: the first fetch's digest is recorded, later ones must match
+    mirror: str | None = None  # <--data-mirror>/<file> when a data mirror was given
+    decompress: Literal["xz"] | None = None
+
+
+class DataParams(_P):
+    """Fetch the files (mirror first, else the URL), check and record each sha256 in
+    ``record_dir`` (``<name>.sha256``), unpack ``.xz`` files after the check."""
+
+    kind: Literal["data"] = "data"
+    component: str
+    files: list[DataFileSpec]
+    record_dir: str  # <prefix>/.envbuild/data
 
 
 class EnvFileParams(_P):
@@ -197,9 +233,104 @@ class BundleParams(_P):
     git: dict[str, str] = Field(default_factory=dict)  # source URL -> "git/<name>.git" in dir
 
 
+# --- the container backend (envbuild.plan.container): the image is built on the node -------
+
+
+class Engine(_P):
+    """How the node's container engine is called: its name (from the node's facts), the
+    environment of every engine command (podman's CONTAINERS_STORAGE_CONF / CONTAINERS_CONF /
+    TMPDIR, docker's DOCKER_HOST) and extra options of ``build`` (``--isolation chroot``,
+    ``--build-arg ...``): data from ``provision --engine-env / --engine-arg``."""
+
+    name: Literal["podman", "docker"]
+    env: dict[str, str] = Field(default_factory=dict)
+    build_args: list[str] = Field(default_factory=list)
+
+
+class ContextAsset(_P):
+    """One of envbuild's own files in a build context: ``asset`` (``<group>/<file>``, see
+    ``envbuild.actions.assets``) and its sha256, so that the step's digest follows its content."""
+
+    asset: str
+    sha256: str
+    perm: str = "0644"
+
+
+class ImageParams(_P):
+    """Build the image on the node from the rendered context (``envbuild.render.dockerfile``).
+
+    ``files`` are the generated context files with their text (Dockerfile, requirements with
+    hashes, verify files, the lock), ``assets`` envbuild's own files, ``wheels`` the locked
+    wheels taken from the node's ``wheelhouse`` into the context's ``wheelhouse/`` (mounted by
+    the Dockerfile's RUN at build time). ``labels`` are what the built image must carry: the
+    context digest (given to the engine with ``--label``) and the image plan's digest (in the
+    Dockerfile); the step's effect checks them on the node."""
+
+    kind: Literal["image"] = "image"
+    engine: Engine
+    tag: str
+    base: str
+    context_dir: str
+    context_sha256: str
+    files: dict[str, str]
+    modes: dict[str, str] = Field(default_factory=dict)  # relative path -> "0755" (default 0644)
+    assets: dict[str, ContextAsset] = Field(default_factory=dict)
+    wheelhouse: str | None = None  # the node's folder holding ``wheels``
+    wheels: dict[str, str] = Field(default_factory=dict)  # wheel file name -> sha256 (lock)
+    labels: dict[str, str] = Field(default_factory=dict)
+    prefix: str  # the environment inside the image (/opt/envbuild/<recipe>)
+    env_file: str | None = None  # inside the image
+    sources: dict[str, str] = Field(default_factory=dict)  # source name -> tree inside the image
+
+
+class ImageImportParams(_P):
+    """``enroot import`` of the built image into ``path`` (a squashfs that
+    ``srun --container-image`` takes, for Slurm with pyxis)."""
+
+    kind: Literal["image_import"] = "image_import"
+    engine: Engine
+    tag: str
+    path: str
+    context_sha256: str  # the image imported: a rebuilt image is imported again
+
+
+class ImageCheckParams(_P):
+    """The import check inside the image (``argv``: its verify script, which imports
+    ``modules`` and checks the locked versions); stdout/stderr/rc kept in ``dir``."""
+
+    kind: Literal["image_check"] = "image_check"
+    engine: Engine
+    tag: str
+    context_sha256: str
+    modules: list[str]
+    argv: list[str]
+    dir: str  # on the node
+    name: str = "import-check"
+    gpus: bool = False
+
+
+class ImageSmokeParams(_P):
+    """The smoke runs inside the image; the node's ``dir`` (scripts and outputs) is mounted at
+    ``image_dir``, where the runs (planned for the image) expect it."""
+
+    kind: Literal["image_smoke"] = "image_smoke"
+    engine: Engine
+    tag: str
+    context_sha256: str
+    kinds: list[str]
+    preset: str = "tiny"
+    dir: str  # on the node
+    image_dir: str
+    runs: list[SmokeRun] = Field(default_factory=list)
+    native_skip: str | None = None
+    gpus: bool = False
+    shm_size: str | None = None
+
+
 StepParams = Annotated[Union[
     PreflightParams, SystemPackagesParams, EnvironmentParams, PipToolingParams, PipInstallParams,
     GitSourceParams, PatchParams, BuildParams, ApexBuildParams, InstallSourceParams,
     EnvFileParams, ImportCheckParams, SmokeParams,
-    BundleParams,
+    ImageParams, ImageImportParams, ImageCheckParams, ImageSmokeParams,
+    BundleParams, DataParams,
 ], Field(discriminator="kind")]

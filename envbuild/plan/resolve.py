@@ -42,18 +42,48 @@ def fetch_urls(recipe: Recipe, git_mirror: str | None) -> dict[str, str]:
         found = mirror_path(src.url, Path(git_mirror))
         if found:
             out[src.url] = str(found)
+    from envbuild.patches.apex_options import submodules_for  # Apex submodules (cutlass) too
+
+    for _, url in submodules_for(list(recipe.apex.build_options) if recipe.apex else []):
+        if found := mirror_path(url, Path(git_mirror)):
+            out[url] = str(found)
     return out
 
 
-def check_facts(recipe: Recipe, target: Target, facts: NodeFacts) -> tuple[NodeFacts, Verdict]:
-    """``facts`` completed by the target profile, and the preflight verdict on them."""
+def default_backend(recipe: Recipe, backend: str | None) -> str | None:
+    """The backend ``plan`` and ``provision`` use: the one asked for, else ``container`` for a
+    recipe whose environment is a container image (the image is built on the node), else
+    None (the recipe's own environment kind)."""
+    return backend or ("container" if recipe.environment.kind == "container" else None)
+
+
+def check_facts(recipe: Recipe, target: Target, facts: NodeFacts,
+                backend: str | None = None) -> tuple[NodeFacts, Verdict]:
+    """``facts`` completed by the target profile, and the preflight verdict on them.
+    ``backend="container"``: the image is built on the node; the node-side rows are those of a
+    container recipe, plus ``envbuild.compat.rules_container`` (engine, enroot for pyxis)."""
     refined = refine(target, facts)
+    if backend == "container":
+        from envbuild.compat.rules import RULES
+        from envbuild.compat.rules_container import CONTAINER_RULES
+
+        env = recipe.environment.model_copy(update={"kind": "container"})
+        as_image = recipe.model_copy(update={"environment": env})
+        return refined, preflight(as_image, target, refined, rules=[*RULES, *CONTAINER_RULES])
     return refined, preflight(recipe, target, refined)
 
 
 def resolve(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | None,
             options: PlanOptions) -> Resolved:
-    """Refine ``facts``, check them, and plan the node (the plan carries the verdict)."""
+    """Refine ``facts``, check them, and plan the node (the plan carries the verdict).
+    ``options.backend == "container"``: the node plan builds the recipe's image on the node
+    and checks it there (``envbuild.plan.container``)."""
+    if options.backend == "container":
+        refined, verdict = check_facts(recipe, target, facts, backend="container")
+        from envbuild.plan.container import container_plan
+
+        plan = container_plan(recipe, target, refined, lock, replace(options, verdict=verdict_summary(verdict)))
+        return Resolved(facts=refined, verdict=verdict, plan=plan)
     refined, verdict = check_facts(recipe, target, facts)
     plan = build_plan(recipe, target, refined, lock, replace(options, verdict=verdict_summary(verdict)))
     return Resolved(facts=refined, verdict=verdict, plan=plan)

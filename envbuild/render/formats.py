@@ -31,7 +31,8 @@ class Rendered:
 
 def render(fmt: str, recipe, target, lock, *, lock_text: str | None = None, facts=None,
            base: str | None = None, wheelhouse: str | None = None, prefix: str | None = None,
-           connection: dict | None = None, run_dir: str = "run", cache_dir: str = "cache") -> Rendered:
+           connection: dict | None = None, run_dir: str = "run", cache_dir: str = "cache",
+           inventory=None) -> Rendered:
     """Render ``recipe`` for ``target`` as ``fmt``. ``facts``: the node's (node formats;
     default: the target's profile). ``wheelhouse``: a folder of wheels (node formats use it as
     is; image formats mount the context's ``wheelhouse/`` there at build time)."""
@@ -43,7 +44,8 @@ def render(fmt: str, recipe, target, lock, *, lock_text: str | None = None, fact
         from envbuild.render import apptainer, ci, dockerfile
         from envbuild.render.image import image_plan
 
-        ip = image_plan(recipe, target, lock, lock_text=lock_text, base=base, wheelhouse=bool(wheelhouse))
+        ip = image_plan(recipe, target, lock, lock_text=lock_text, base=base, wheelhouse=bool(wheelhouse),
+                        inventory=inventory)
         mod = {"dockerfile": dockerfile, "apptainer": apptainer, "ci": ci}[fmt]
         return Rendered(context=mod.render(ip), plan=ip.plan, feasible=ip.feasible,
                         summary=ip.plan.steps[0].params.summary, base=ip.base.image)
@@ -54,7 +56,8 @@ def render(fmt: str, recipe, target, lock, *, lock_text: str | None = None, fact
 
     node = facts if facts is not None else from_target(target)
     res = resolve(recipe, target, node, lock, PlanOptions(prefix=prefix, wheelhouse=wheelhouse,
-                                                          host=node.host or target.name))
+                                                          host=node.host or target.name,
+                                                          inventory=inventory))
     plan = res.plan
     if fmt == "shell":
         from envbuild.render import script

@@ -191,7 +191,7 @@ def torch_variant(recipe, plan: Plan) -> str | None:
 
 
 def image_plan(recipe, target, lock, *, lock_text: str | None = None, base: str | None = None,
-               wheelhouse: bool = False, smoke_preset: str = "tiny") -> ImagePlan:
+               wheelhouse: bool = False, smoke_preset: str = "tiny", inventory=None) -> ImagePlan:
     """Plan ``recipe`` for an image on ``target``'s hardware. ``wheelhouse``: locked wheels
     from a wheelhouse come from the context's ``wheelhouse/`` folder (mounted at build)."""
     from envbuild.plan.resolve import resolve
@@ -200,7 +200,8 @@ def image_plan(recipe, target, lock, *, lock_text: str | None = None, base: str 
     # the node's scratch disk (cache_dir: PIP_CACHE_DIR, TMPDIR under /mnt) is not in the image
     target = target.model_copy(update={"cache_dir": None}) if target.cache_dir else target
     opts = PlanOptions(prefix=f"{IMAGE_ROOT}/{recipe.name}", host="image", smoke=True,
-                       smoke_preset=smoke_preset, wheelhouse=WHEELHOUSE if wheelhouse else None)
+                       smoke_preset=smoke_preset, wheelhouse=WHEELHOUSE if wheelhouse else None,
+                       inventory=inventory)  # {inventory.*} of the nodes the image is for (patches)
     # first pass on the target's facts: the torch variant decides the base image
     first = resolve(rec, target, image_facts(target, choose(recipe, None, base), recipe.python),
                     lock, opts).plan

@@ -122,6 +122,11 @@ def git_checkout(a: GitCheckout) -> list[str]:
                    f"git -C {d} -c advice.detachedHead=false checkout --quiet --force {q(want)}; }}")
     if a.url != a.fetch_url:
         out.append(f"git -C {d} remote set-url origin {q(a.url)}")
+    for path in a.submodules:  # submodules the build reads, from the mirror when one is given
+        opts = "".join(f"-c {q('url.' + mirror + '.insteadOf=' + url)} "
+                       for url, mirror in sorted(a.submodule_mirrors.items()))
+        allow = "-c protocol.file.allow=always " if a.submodule_mirrors else ""
+        out.append(f"git -C {d} {allow}{opts}submodule update --init -- {q(path)}")
     return out
 
 

@@ -19,6 +19,7 @@ from envbuild.observe import Observed, compare_expected, expected_state, read_lo
 from envbuild.observe.compare import same_version
 from envbuild.report import bench
 from envbuild.report.fingerprint import node_fingerprint, run_fingerprint
+from envbuild.recipes.schema import deviation_state
 from envbuild.report.model import (DecisionRow, Deviation, FactsSummary, LaunchJob, NodeReport,
                                    PatchRow, PinRow, Preflight, Reason, RecipeInfo, Report, RunInfo,
                                    StepResult, Verdict)
@@ -263,7 +264,9 @@ def collect(run_dir: str | Path) -> Report:
         recipe=RecipeInfo(name=recipe.get("name", run.get("recipe", "?")), title=recipe.get("title", ""),
                           published=published.get("url"), python=recipe.get("python"), lock_digest=lock_digest),
         deviations=[Deviation(id=d["id"], published=d["published"], problem=d["problem"], instead=d["instead"],
-                              source=(d.get("source") or {}).get("url")) for d in recipe.get("deviations", [])],
+                              source=(d.get("source") or {}).get("url"), status=deviation_state(d),
+                              handled_by=list(d.get("handled_by") or []))
+                    for d in recipe.get("deviations", [])],
         nodes=nodes,
         launch=launch_job(load_json(run_dir / "launch.json")),
     )

@@ -67,13 +67,21 @@ class RecipeInfo(_M):
 
 
 class Deviation(_M):
-    """Where envbuild departs from the published instructions, and why (from the recipe)."""
+    """Where envbuild departs from the published instructions, and why (from the recipe).
+    ``status``: ``handled`` (the recipe names the code and the test), ``open`` (not handled
+    yet) or ``unverified`` (a claim that names no code)."""
 
     id: str
     published: str
     problem: str
     instead: str
     source: str | None = None
+    status: Literal["handled", "open", "unverified"] = "unverified"
+    handled_by: list[str] = Field(default_factory=list)
+
+    def status_text(self) -> str:
+        return {"handled": "handled (" + ", ".join(self.handled_by) + ")",
+                "open": "OPEN: not handled yet"}.get(self.status, "unverified: names no code")
 
 
 class FactsSummary(_M):

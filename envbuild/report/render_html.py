@@ -176,8 +176,10 @@ def render_html(report: Report) -> str:
     if report.deviations:
         deviations = ("<h2>Deviations from the published instructions</h2><details open><summary>"
                       f"{len(report.deviations)} deviation(s)</summary>"
-                      + table(["id", "published", "problem", "instead"],
-                              ["<tr>" + td(d.id) + td(d.published) + td(d.problem) + td(d.instead) + "</tr>" for d in report.deviations])
+                      + table(["id", "published", "problem", "instead", "status"],
+                              ["<tr>" + td(d.id) + td(d.published) + td(d.problem) + td(d.instead)
+                               + td(d.status_text(), "bad" if d.status == "open" else "") + "</tr>"
+                               for d in report.deviations])
                       + "</details>")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">

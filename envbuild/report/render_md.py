@@ -141,8 +141,8 @@ def render_md(report: Report) -> str:
     out += launch_section(report.launch)
     if report.deviations:
         out += ["## Deviations from the published instructions", ""]
-        out += table(["id", "published", "problem", "instead"],
-                     [[d.id, d.published, d.problem, d.instead] for d in report.deviations]) + [""]
+        out += table(["id", "published", "problem", "instead", "status"],
+                     [[d.id, d.published, d.problem, d.instead, d.status_text()] for d in report.deviations]) + [""]
     out += ["## Nodes", ""]
     for n in report.nodes:
         out += node_section(n)
