@@ -74,6 +74,18 @@ checks() {
 
 verify_to() { $EB verify --local --json > "$STATE/$1" 2>&1; }
 
+helpers_probe() {  # Megatron's dataset index helpers alone, on this run's shapes (a crash shows here)
+  ( cd "$PREFIX/src/megatron-deepspeed" && PYTHONFAULTHANDLER=1 timeout 120 "$PREFIX/bin/python" -c '
+import numpy as np, pybind11, sys
+from megatron.data import helpers
+print("numpy", np.__version__, "pybind11", pybind11.__version__, helpers.__file__, flush=True)
+sizes = np.full(4096, 2049, dtype=np.int32); doc_idx = np.arange(4096, dtype=np.int32)
+s = helpers.build_sample_idx(sizes, doc_idx, 2048, 1, int(sizes.sum()))
+print("build_sample_idx ok", s.shape, s.dtype, s[-1], flush=True)
+' ) > "$STATE/helpers-probe.log" 2>&1
+  local rc=$?; cat "$STATE/helpers-probe.log"; return $rc
+}
+
 drift() {  # change one installed file of a locked package; verify must name it
   local f
   f=$(ls -d "$PREFIX"/lib/python3*/site-packages/hjson/__init__.py "$PREFIX"/lib/python3*/site-packages/tqdm/__init__.py 2>/dev/null | head -1)
@@ -114,6 +126,8 @@ pipeline() {
   phase provision-cold provision prov1.jsonl
   PREFIX=$(python3 -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")][-1]; print(json.load(open(r["run_dir"]+"/nodes/local/plan.json"))["prefix"])' "$STATE/prov1.jsonl" 2>/dev/null)
   export PREFIX; echo "prefix: $PREFIX"
+  python3 -c 'import json,sys; print([json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")][-1]["run_dir"])' "$STATE/prov1.jsonl" > "$STATE/cold_run" 2>/dev/null
+  phase helpers-probe helpers_probe
   phase provision-noop provision prov2.jsonl
   phase verify verify_to verify.json
   phase verify-drift drift
@@ -132,9 +146,11 @@ pipeline() {
 collect() {  # results into $OUT (8 files at most)
   mkdir -p "$OUT"
   "$EBV/bin/python" "$REPO/bench/h100_offline_collect.py" "$STATE" "$OUT/summary.json" || true
-  for f in report.html report.json facts.json nvidia-smi.csv; do [ -f "$STATE/$f" ] && cp "$STATE/$f" "$OUT/"; done
+  for f in report.html report.json facts.json helpers-probe.log; do [ -f "$STATE/$f" ] && cp "$STATE/$f" "$OUT/"; done
   [ -f "$STATE/pipeline.log" ] && tail -c 3000000 "$STATE/pipeline.log" > "$OUT/pipeline.log"
   [ -f "$STATE/apex-default.log" ] && tail -c 2000000 "$STATE/apex-default.log" > "$OUT/apex-default.log"
+  local cold; cold=$(cat "$STATE/cold_run" 2>/dev/null)
+  [ -n "$cold" ] && tar czf "$OUT/run.tgz" -C "$(dirname "$cold")" "$(basename "$cold")" 2>/dev/null
   ls -la "$OUT"
 }
 

@@ -53,6 +53,8 @@ def provision_summary(state: Path, name: str) -> dict | None:
     res = _result(state / name)
     if res is None:
         return {"error": (state / f"{name}.err").read_text()[-2000:] if (state / f"{name}.err").exists() else "no result"}
+    if "run_dir" not in res:
+        return {"error": "no result line yet", "last_event": res}
     run = Path(res["run_dir"])
     node = (res.get("results") or {}).get("local") or {}
     out = {"run_dir": str(run), "status": res.get("status"), "exit_code": res.get("exit_code"),

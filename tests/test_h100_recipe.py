@@ -123,17 +123,26 @@ def test_venv_over_a_venv_interpreter_sees_that_venvs_packages(tmp_path):
     assert ours < base  # the new venv's own packages shadow the base venv's
 
 
-@pytest.mark.parametrize("patch_id", ["wandb-optional", "ezpz-offline"])
-def test_patches_apply_to_the_pinned_text_once(patch_id):
+SAMPLE_IDX = Path(__file__).parent / "data" / "megatron_ds_e4bac701_gpt_dataset_sample_idx.py.txt"
+
+
+@pytest.mark.parametrize("patch_id,excerpt", [("wandb-optional", HEAD), ("ezpz-offline", HEAD),
+                                              ("sample-idx-python", SAMPLE_IDX)])
+def test_patches_apply_to_the_pinned_text_once(patch_id, excerpt):
     from envbuild.patches.textpatch import apply_text_patch
 
     p = next(x for x in load_recipe(RECIPE).patches if x.id == patch_id)
-    text = HEAD.read_text()
+    text = excerpt.read_text()
     status, after = apply_text_patch(text, p.kind, p.old, p.new, p.count)
     assert status == "applied" and after != text
     again, same = apply_text_patch(after, p.kind, p.old, p.new, p.count)
     assert again == "already-applied" and same == after
-    compile(after.split("\n", 2)[2], "pretrain_gpt.py", "exec")  # still Python
+    if excerpt is HEAD:
+        compile(after.split("\n", 2)[2], "pretrain_gpt.py", "exec")  # still Python
+    else:
+        body = "\n".join(line[8:] for line in after.split("\n")[2:])  # the block, dedented
+        compile("if True:\n" + "\n".join("    " + x for x in body.splitlines()), "gpt_dataset.py", "exec")
+        assert "helpers.build_sample_idx" not in after and "_build_sample_idx(sizes, doc_idx" in after
 
 
 def test_the_benchmark_runs_what_the_deviations_say():

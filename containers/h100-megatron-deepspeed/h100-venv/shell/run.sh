@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision h100-megatron-deepspeed on h100-venv (host h100-venv, facts profile:h100-venv),
-# rendered by envbuild 0.1.0 from the plan; lock sha256 14c52e53ad295dfb2ec58aa1c19cdb5c221259497520db6b8655ea7674c1ed26.
+# rendered by envbuild 0.1.0 from the plan; lock sha256 59e9a1b6dea742d787b31e5bc2746e9ebd444179e157fc07cb3781f8f1b894de.
 # Regenerate: envbuild render h100-megatron-deepspeed --target h100-venv --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
@@ -73,6 +73,13 @@ step_patch_wandb_optional() {
 # why: wandb-offline).
 step_patch_ezpz_offline() {
   python3 "$FILES/tools/apply_patch.py" --spec "$FILES/patch-specs/ezpz-offline.json" --dest /root/.envbuild/envs/h100-megatron-deepspeed/src/megatron-deepspeed --diff-dir /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/patches
+}
+
+# step patch:sample-idx-python: patch sample-idx-python
+# why: The C++ build_sample_idx died with SIGSEGV on the H100 node (deviation dataset-helpers-numpy25);
+# why: the same mapping from gpt_dataset.py's own Python function.
+step_patch_sample_idx_python() {
+  python3 "$FILES/tools/apply_patch.py" --spec "$FILES/patch-specs/sample-idx-python.json" --dest /root/.envbuild/envs/h100-megatron-deepspeed/src/megatron-deepspeed --diff-dir /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/patches
 }
 
 # step build:megatron-deepspeed: build megatron-deepspeed
@@ -155,13 +162,13 @@ step_smoke() {
   mkdir -p /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke
   rc=0
   # shellcheck source=/dev/null
-  (cd /root/.envbuild/envs/h100-megatron-deepspeed/src/megatron-deepspeed && if [ -f /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/env.sh ]; then . /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/env.sh; fi && timeout 3600 bash -c 'set -e; mkdir -p /tmp/envbuild-megatron-data; python -c "import sys, numpy as np, torch; from megatron.data import indexed_dataset as d; b = d.make_builder(sys.argv[1] + '"'"'.bin'"'"', impl='"'"'mmap'"'"', vocab_size=50304); r = np.random.default_rng(0); [(b.add_item(torch.from_numpy(r.integers(0, 50303, 2049, dtype=np.int64))), b.end_document()) for _ in range(4096)]; b.finalize(sys.argv[1] + '"'"'.idx'"'"')" /tmp/envbuild-megatron-data/synthetic_text_document; printf '"'"'{"train_batch_size": 16, "train_micro_batch_size_per_gpu": 16, "steps_per_print": 10, "zero_optimization": {"stage": 1}, "bf16": {"enabled": true}, "gradient_clipping": 1.0, "wall_clock_breakdown": false}'"'"' > /tmp/envbuild-megatron-data/ds_config.json; python -m torch.distributed.run --standalone --nproc_per_node 1 pretrain_gpt.py --num-layers 24 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 --max-position-embeddings 2048 --micro-batch-size 16 --global-batch-size 16 --train-iters 40 --lr 1.0e-4 --min-lr 1.0e-5 --lr-decay-style cosine --lr-warmup-iters 2 --weight-decay 0.1 --clip-grad 1.0 --bf16 --data-path /tmp/envbuild-megatron-data/synthetic_text_document --data-impl mmap --split 100,0,0 --tokenizer-type NullTokenizer --vocab-size 50303 --log-interval 5 --eval-iters 0 --eval-interval 1000 --no-masked-softmax-fusion --no-gradient-accumulation-fusion --no-async-tensor-model-parallel-allreduce --distributed-backend nccl --no-pipeline-parallel --deepspeed --deepspeed_config /tmp/envbuild-megatron-data/ds_config.json --zero-stage 1') > /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke/native.out 2> /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke/native.err || rc=$?
+  (cd /root/.envbuild/envs/h100-megatron-deepspeed/src/megatron-deepspeed && if [ -f /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/env.sh ]; then . /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/env.sh; fi && env PYTHONFAULTHANDLER=1 PYTHONUNBUFFERED=1 timeout 3600 bash -c 'set -e; mkdir -p /tmp/envbuild-megatron-data; python -c "import sys, numpy as np, torch; from megatron.data import indexed_dataset as d; b = d.make_builder(sys.argv[1] + '"'"'.bin'"'"', impl='"'"'mmap'"'"', vocab_size=50304); r = np.random.default_rng(0); [(b.add_item(torch.from_numpy(r.integers(0, 50303, 2049, dtype=np.int64))), b.end_document()) for _ in range(4096)]; b.finalize(sys.argv[1] + '"'"'.idx'"'"')" /tmp/envbuild-megatron-data/synthetic_text_document; printf '"'"'{"train_batch_size": 16, "train_micro_batch_size_per_gpu": 16, "steps_per_print": 10, "zero_optimization": {"stage": 1}, "bf16": {"enabled": true}, "gradient_clipping": 1.0, "wall_clock_breakdown": false}'"'"' > /tmp/envbuild-megatron-data/ds_config.json; python -m torch.distributed.run --standalone --nproc_per_node 1 pretrain_gpt.py --num-layers 24 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 --max-position-embeddings 2048 --micro-batch-size 16 --global-batch-size 16 --train-iters 40 --lr 1.0e-4 --min-lr 1.0e-5 --lr-decay-style cosine --lr-warmup-iters 2 --weight-decay 0.1 --clip-grad 1.0 --bf16 --data-path /tmp/envbuild-megatron-data/synthetic_text_document --data-impl mmap --split 100,0,0 --tokenizer-type NullTokenizer --vocab-size 50303 --log-interval 5 --eval-iters 0 --eval-interval 1000 --no-masked-softmax-fusion --no-gradient-accumulation-fusion --no-async-tensor-model-parallel-allreduce --distributed-backend nccl --no-pipeline-parallel --deepspeed --deepspeed_config /tmp/envbuild-megatron-data/ds_config.json --zero-stage 1') > /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke/native.out 2> /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke/native.err || rc=$?
   echo "$rc" > /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke/native.rc
   if [ "$rc" != 0 ]; then failed="$failed native(exit $rc)"; echo 'native failed, see /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke/native.err' >&2; fi
   if [ -n "$failed" ]; then echo "smoke failed:$failed" >&2; exit 1; fi
 }
 
-STEPS=(preflight environment pip-tooling pip:packages git:megatron-deepspeed patch:wandb-optional patch:ezpz-offline build:megatron-deepspeed git:apex apex:apex env-file import-check smoke)
+STEPS=(preflight environment pip-tooling pip:packages git:megatron-deepspeed patch:wandb-optional patch:ezpz-offline patch:sample-idx-python build:megatron-deepspeed git:apex apex:apex env-file import-check smoke)
 if [ "$#" -gt 0 ]; then STEPS=("$@"); fi
 n=0
 for id in "${STEPS[@]}"; do
