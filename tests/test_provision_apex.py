@@ -126,7 +126,8 @@ def test_cpp_ext_wheel_built_once_cached_then_reused(mirror, tmp_path):
     assert next(s for s in plan2["steps"] if s["kind"] == "apex_build")["params"]["cache_key"] == key
     assert "apex:apex" in out["results"]["local"]["changed"]  # installed ...
     assert "running bdist_wheel" not in (run2 / "nodes" / "local" / "log.txt").read_text()  # ... not built
-    assert not (second / ".envbuild" / "wheels" / key).exists()
+    # the cached wheel was copied to the node's wheel folder (nothing else was put there)
+    assert [w.name for w in (second / ".envbuild" / "wheels" / key).iterdir()] == [cached[0].name]
     assert [w.stat().st_mtime_ns for w in (home / "cache" / "wheels" / key).glob("*.whl")] == [wheel_mtime]
     assert "[0, 2, 5] True" in env_python(second, IMPORT_APEX)
 
@@ -152,15 +153,13 @@ def setup_check(tree: Path, cuda_home: Path, torch_cuda: str) -> subprocess.Comp
 @pytest.mark.integration
 @pytest.mark.slow
 def test_minor_mismatch_is_patched_through_the_playbook(mirror, tmp_path):
-    from envbuild.execute import ansible as ex
-    from envbuild.execute.events import EventSink, StepTracker
-    from envbuild.execute.nodes import local_node
     from envbuild.facts.gather import gather_local
     from envbuild.lock.make import make_lock
     from envbuild.plan.build import PlanOptions, build_plan
+    from envbuild.plan.resolve import fetch_urls
     from envbuild.recipes import load_recipe
-    from envbuild.render.ansible import render
     from envbuild.targets import load_target
+    from envbuild.testbed.local_plan import run_local_plan
 
     cuda = fake_nvcc(tmp_path / "cuda-12.4", "12.4")
     unpatched = setup_check(mirror["work"], cuda, "12.1")
@@ -175,7 +174,8 @@ def test_minor_mismatch_is_patched_through_the_playbook(mirror, tmp_path):
     facts = gather_local().model_copy(update={"nvcc": "12.4"})
     lock = make_lock(cpu_recipe, target, git_mirror=mirror["dir"], wheelhouse=WHEELS)
     prefix = tmp_path / "env"
-    opts = PlanOptions(prefix=str(prefix), git_mirror=str(mirror["dir"]), wheelhouse=str(WHEELS), smoke=False)
+    opts = PlanOptions(prefix=str(prefix), git_mirror=str(mirror["dir"]), wheelhouse=str(WHEELS), smoke=False,
+                       fetch_urls=fetch_urls(gpu_recipe, str(mirror["dir"])))
     plan = build_plan(gpu_recipe, target, facts, lock, opts)
     assert {d.subject: d.outcome for d in plan.decisions}["patch:apex-cuda-check"] == "patched"
     assert [s.id for s in plan.steps if s.kind in ("patch", "apex_build")] == ["patch:apex-cuda-check", "apex:apex"]
@@ -183,22 +183,14 @@ def test_minor_mismatch_is_patched_through_the_playbook(mirror, tmp_path):
     cpu_torch = build_plan(cpu_recipe, target, facts, lock, opts).step("pip:torch")
     plan = plan.model_copy(update={"steps": [cpu_torch if s.id == "pip:torch" else s for s in plan.steps]})
 
-    rd = tmp_path / "run"
+    rc, host, _ = run_local_plan(tmp_path, plan)
     cache = tmp_path / "cache"
-    r = render({"local": plan}, [local_node()], run_dir=str(rd), cache_dir=str(cache))
-    r.inventory["all"]["hosts"]["local"]["ansible_remote_tmp"] = str(rd / "remote")
-    job = ex.prepare(rd / "ansible", r, forks=1, insecure=False)
-    tracker = StepTracker()
-    sink = EventSink(rd / "events.jsonl")
-    rc = ex.run(job, sink, tracker)
-    sink.close()
-    host = tracker.hosts["local"]
     assert rc == 0, (host.failed_step, host.message, host.tail())
 
     diff = (prefix / ".envbuild" / "patches" / "apex-cuda-check.diff").read_text()
     assert "-    if (bare_metal_major != torch_binary_major) or (bare_metal_minor != torch_binary_minor):" in diff
     assert "+    if bare_metal_major != torch_binary_major:" in diff
-    key = plan.step("apex:apex").params["cache_key"]
+    key = plan.step("apex:apex").params.cache_key
     assert len(list((cache / key).glob("*.whl"))) == 1
     assert "[0, 2, 5] True" in env_python(prefix, IMPORT_APEX)
 
@@ -210,17 +202,15 @@ def test_minor_mismatch_is_patched_through_the_playbook(mirror, tmp_path):
 
 @pytest.mark.parametrize("date,has_pyproject,pip,head", [
     ("2021-02-23", False, "24.0", ["setup.py", "--cpp_ext", "bdist_wheel", "-d", "/w"]),
-    ("2023-07-01", True, "24.0", ["-m", "pip", "wheel", "-w", "/w"]),
-    ("2025-08-01", True, "24.0", ["-m", "pip", "wheel", "-w", "/w"]),
+    ("2023-07-01", True, "24.0", ["-m", "pip", "wheel", "--no-deps", "-w", "/w"]),
+    ("2025-08-01", True, "24.0", ["-m", "pip", "wheel", "--no-deps", "-w", "/w"]),
 ])
-def test_planned_apex_command_builds_into_the_role_folder(date, has_pyproject, pip, head):
-    """Every era's planned command writes its wheel where the role looks, once."""
+def test_planned_apex_command_builds_into_the_wheel_folder(date, has_pyproject, pip, head):
+    """Every era's planned command writes its wheel where the BuildWheel action looks, once."""
     from envbuild.patches.apex_build import install_command
-    from envbuild.render.ansible import wheel_argv
 
     cmd = install_command(pip_version=pip, options=["--cpp_ext"], apex_date=date,
-                          has_pyproject=has_pyproject, wheel_dir="/tree/.envbuild-wheel")
-    argv = wheel_argv("/e/bin/python", cmd.argv, "/w")
+                          has_pyproject=has_pyproject, wheel_dir="/w", python="/e/bin/python")
+    argv = cmd.argv
     assert argv[0] == "/e/bin/python" and argv[1:1 + len(head)] == head
-    assert "/tree/.envbuild-wheel" not in argv
     assert argv.count("bdist_wheel") + argv.count("wheel") == 1

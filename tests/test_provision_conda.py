@@ -89,7 +89,7 @@ def test_conda_prefix_from_local_channel_with_node_python(tmp_path, monkeypatch,
     res = out.results["local"]
     assert out.exit_code == 0, (res["failed_step"], res["log_tail"][-3000:])
     env = out.plans["local"].step("environment").params
-    assert env["kind"] == "conda" and env["python_from"] == "node" and env["conda_specs"] == ["envbuild-hello"]
+    assert env.backend == "conda" and env.python_from == "node" and env.conda_specs == ["envbuild-hello"]
 
     record = json.loads((prefix / "conda-meta" / "envbuild-hello-1.0-0.json").read_text())
     assert record["name"] == "envbuild-hello" and record["version"] == "1.0"
@@ -109,6 +109,6 @@ def test_python_asked_of_a_channel_without_it_fails_at_environment(tmp_path, mon
     out, prefix = run(tmp_path, monkeypatch, channel, ["python=3.11", "envbuild-hello"])
     res = out.results["local"]
     assert out.exit_code == 4 and res["failed_step"] == "environment"
-    assert out.plans["local"].step("environment").params["python_from"] == "conda"
+    assert out.plans["local"].step("environment").params.python_from == "conda"
     assert "python" in res["log_tail"] and str(channel) in res["log_tail"]
     assert not (prefix / "bin" / "python").exists()

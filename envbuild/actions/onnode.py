@@ -21,6 +21,7 @@ import shutil
 import signal
 import subprocess
 
+LOG_TAIL_CHARS = 4000  # of each command's stdout kept in the step's log
 CAPTURE_SHELL = 'if [ -f "$0" ]; then . "$0"; fi; exec "$@"'
 
 
@@ -219,6 +220,8 @@ def run_actions(actions, node_path=None, textpatch=None, repair=False):
             changed = changed or did
             extra = a.get("repair_args") if repair else None
             log.append(("$ " + " ".join(list(a["argv"]) + list(extra or [])))[:300])
+            if out.strip():  # the command's own output (tail), for the node's log
+                log.append(out.strip()[-LOG_TAIL_CHARS:])
         elif op == "write":
             changed = _write(a["path"], a["content"], a.get("perm") or "0644") or changed
         elif op == "mkdir":

@@ -103,9 +103,9 @@ def _environment(step, p: P.EnvironmentParams, prefix: str) -> list[Action]:
                        stdout=record))
     if p.python_from == "conda":
         out.append(Run(argv=["sh", "-c", 'test -x "$1/bin/python" || { echo "$1/bin/python is '
-                             'missing after installing the conda packages; add python=$2 to the '
-                             'conda specs or leave python out to use the node\'s Python" >&2; exit 1; }',
-                             "sh", p.prefix, p.python], changes=False))
+                             'missing after installing the conda packages from $3; add python=$2 to '
+                             'the conda specs or leave python out to use the node\'s Python" >&2; exit 1; }',
+                             "sh", p.prefix, p.python, p.conda_channel or "conda-forge"], changes=False))
     else:
         out.append(Run(argv=venv))
     return out
