@@ -71,8 +71,12 @@ def ansible_raw(inventory: Path, home: Path, tag: str) -> subprocess.CompletedPr
     ControlPath per ``tag``: a persisted master connection would skip the key exchange)."""
     bin_dir = Path(sys.executable).parent
     a = home / f"ansible-{tag}"
+    from envbuild.execute.ansible import control_path_dir
+
     env = {**os.environ, "HOME": str(home), "ANSIBLE_HOST_KEY_CHECKING": "True", "ANSIBLE_HOME": str(a),
-           "ANSIBLE_LOCAL_TEMP": str(a / "tmp"), "ANSIBLE_SSH_CONTROL_PATH_DIR": str(a / "cp"),
+           "ANSIBLE_LOCAL_TEMP": str(a / "tmp"),
+           # a long pytest folder would pass the 108-byte limit of a Unix socket: provision's rule
+           "ANSIBLE_SSH_CONTROL_PATH_DIR": control_path_dir(a / "cp"),
            "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", "ANSIBLE_NOCOLOR": "1"}
     return subprocess.run([str(bin_dir / "ansible"), "all", "-i", str(inventory), "-m", "raw", "-a", "true"],
                           capture_output=True, text=True, timeout=120, env=env, stdin=subprocess.DEVNULL)
