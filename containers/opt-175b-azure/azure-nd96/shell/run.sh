@@ -20,7 +20,7 @@ step_environment() {
   mkdir -p /mnt/envbuild/envs/opt-175b-azure/.envbuild && cp "$FILES/assets/conda/rattler_create.py" /mnt/envbuild/envs/opt-175b-azure/.envbuild/rattler_create.py && chmod 0644 /mnt/envbuild/envs/opt-175b-azure/.envbuild/rattler_create.py
   mkdir -p /mnt/envbuild/envs/opt-175b-azure/.envbuild
   python3 /mnt/envbuild/envs/opt-175b-azure/.envbuild/rattler_create.py --prefix /mnt/envbuild/envs/opt-175b-azure python=3.9 > /mnt/envbuild/envs/opt-175b-azure/.envbuild/conda-packages.txt
-  sh -c 'test -x "$1/bin/python" || { echo "$1/bin/python is missing after installing the conda packages; add python=$2 to the conda specs or leave python out to use the node'"'"'s Python" >&2; exit 1; }' sh /mnt/envbuild/envs/opt-175b-azure 3.9
+  sh -c 'test -x "$1/bin/python" || { echo "$1/bin/python is missing after installing the conda packages from $3; add python=$2 to the conda specs or leave python out to use the node'"'"'s Python" >&2; exit 1; }' sh /mnt/envbuild/envs/opt-175b-azure 3.9 conda-forge
 }
 
 # step pip-tooling: pip==23.0.1, setuptools==59.5.0, wheel==0.45.1

@@ -20,7 +20,7 @@ step_environment() {
   mkdir -p /root/.envbuild/envs/opt-175b-azure/.envbuild && cp "$FILES/assets/conda/rattler_create.py" /root/.envbuild/envs/opt-175b-azure/.envbuild/rattler_create.py && chmod 0644 /root/.envbuild/envs/opt-175b-azure/.envbuild/rattler_create.py
   mkdir -p /root/.envbuild/envs/opt-175b-azure/.envbuild
   python3 /root/.envbuild/envs/opt-175b-azure/.envbuild/rattler_create.py --prefix /root/.envbuild/envs/opt-175b-azure python=3.9 > /root/.envbuild/envs/opt-175b-azure/.envbuild/conda-packages.txt
-  sh -c 'test -x "$1/bin/python" || { echo "$1/bin/python is missing after installing the conda packages; add python=$2 to the conda specs or leave python out to use the node'"'"'s Python" >&2; exit 1; }' sh /root/.envbuild/envs/opt-175b-azure 3.9
+  sh -c 'test -x "$1/bin/python" || { echo "$1/bin/python is missing after installing the conda packages from $3; add python=$2 to the conda specs or leave python out to use the node'"'"'s Python" >&2; exit 1; }' sh /root/.envbuild/envs/opt-175b-azure 3.9 conda-forge
 }
 
 # step pip-tooling: pip==23.0.1, setuptools==59.5.0, wheel==0.45.1
