@@ -158,6 +158,9 @@ def test_the_benchmark_runs_what_the_deviations_say():
     assert "python -m torch.distributed.run --standalone --nproc_per_node 1 pretrain_gpt.py" in cmd
     assert "--tokenizer-type NullTokenizer" in cmd and "make_builder" in cmd  # synthetic tokens
     assert "$" not in cmd  # a literal command: every renderer quotes it as it is
+    # sequence 2048 x batch 16 ran out of the H100's 80 GB with the unfused softmax (run 2)
+    assert "--seq-length 1024" in cmd and "--micro-batch-size 16" in cmd
+    assert run["env"] == {"PYTHONFAULTHANDLER": "1", "PYTHONUNBUFFERED": "1"}  # a crash keeps its stack
     assert native_run(recipe.benchmark.model_dump(mode="json"), gpus=0, sources={}, cwd="/e")["skip"]
 
 
