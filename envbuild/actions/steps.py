@@ -16,6 +16,7 @@ import shlex
 
 from envbuild.actions.model import (Action, ApplyPatch, BuildWheel, Capture, CopyAsset,
                                     GitCheckout, MakeDir, Run, StageDir, WriteFile)
+from envbuild.names import ENV_NAME_RE
 from envbuild.plan import params as P
 
 PIP = ["-m", "pip", "install", "--no-input", "--disable-pip-version-check"]
@@ -224,7 +225,7 @@ def env_file_text(prefix: str, variables: dict[str, str]) -> str:
              f"export VIRTUAL_ENV={shlex.quote(prefix)}",
              f"export PATH={shlex.quote(prefix.rstrip('/') + '/bin')}:\"$PATH\""]
     for k, v in variables.items():
-        if not k.replace("_", "a").isalnum() or k[:1].isdigit():
+        if not ENV_NAME_RE.match(k):  # the schemas refuse these at load; never write one
             raise ValueError(f"not a POSIX variable name: {k!r}")
         lines.append(f"export {k}={shlex.quote(str(v))}")
     return "\n".join(lines) + "\n"

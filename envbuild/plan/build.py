@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from envbuild.errors import InputError
 from envbuild.facts.model import NodeFacts
+from envbuild.lock.schema import normalize
 from envbuild.plan import params as P
 from envbuild.plan.model import Decision, Plan, Step
 from envbuild.plan.packages import (LockedPackage, Tool, locked_packages, pip_release, tooling,
@@ -147,8 +148,8 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
         # torch's own dependencies first, in a step of their own: a change of the recipe's
         # packages then leaves them (and torch) alone, on a node and in an image's layers
         only_torch = torch_closure(lock)
-        deps = [p for p in rest if _norm(p.name) in only_torch]
-        rest = [p for p in rest if _norm(p.name) not in only_torch]
+        deps = [p for p in rest if normalize(p.name) in only_torch]
+        rest = [p for p in rest if normalize(p.name) not in only_torch]
         if deps:
             add(_pip_step("pip:torch-deps", f"{len(deps)} packages torch needs", deps, opts, recipe,
                           lock is not None, "torch's locked dependencies (none of them named by the "
@@ -183,12 +184,6 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
     return Plan(recipe=recipe.name, target=target.name, host=opts.host, prefix=prefix,
                 backend=backend, lock_digest=_lock_digest(lock), facts_origin=facts.origin,
                 decisions=decisions, steps=steps)
-
-
-def _norm(name: str) -> str:
-    import re
-
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _tool_requirement(tool: Tool, lock: object | None) -> P.Requirement:

@@ -89,10 +89,7 @@ def locked_packages(recipe: Recipe, lock: object | None) -> list[LockedPackage]:
 def torch_closure(lock: object | None) -> set[str]:
     """Normalized names of the locked packages only torch needs (directly or through each
     other), and that the recipe does not ask for itself: they change when torch does."""
-    import re
-
-    def norm(n: str) -> str:
-        return re.sub(r"[-_.]+", "-", n).lower()
+    from envbuild.lock.schema import normalize as norm
 
     entries = {norm(e.name): e for e in _lock_entries(lock)} if lock is not None else {}
     closure: set[str] = set()
