@@ -21,7 +21,7 @@ from envbuild.errors import EnvironmentProblem, InputError
 from envbuild.bundle import offline as bundle_offline
 from envbuild.execute import ansible as ansible_exec
 from envbuild.execute import ssh
-from envbuild.execute.events import Event, EventSink, StepTracker
+from envbuild.execute.events import STATE_TASK, Event, EventSink, StepTracker, task_name
 from envbuild.execute.nodes import Node, connection_vars, load_inventory, local_node, parse_hosts
 from envbuild.plan.model import Plan
 from envbuild.render.ansible import render
@@ -343,7 +343,7 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
     rerun_from = {n: (p.steps[0].id if opts.force and p.steps else opts.from_step) for n, p in plans.items()}
     for name, sid in rerun_from.items():
         if sid:  # the playbook's envbuild_state runs every step again from this one
-            rendered.inventory["all"]["hosts"][name]["envbuild_from_step"] = sid
+            rendered.inventory["all"]["hosts"][name]["provision_from_step"] = sid
     smoke_runs = {n.name: _smoke_runs(plans[n.name]) for n in feasible}
     job = ansible_exec.prepare(rd.ansible, rendered, forks=len(feasible), insecure=opts.insecure)
     command = job.command()
@@ -374,7 +374,7 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
     masked = secret_values(rendered.inventory)  # ansible_password & co. of an inventory
     rd.redactor.add(masked)
     sink.redactor.add(masked)
-    tracker = StateTracker()  # a StepTracker that also keeps each node's envbuild:state answer
+    tracker = StateTracker()  # a StepTracker that also keeps each node's Envbuild state answer
     started = time.time()
     stop = StopRequest()  # SIGINT/SIGTERM from here on: stop ansible's process group, record, exit 128+n
     try:
@@ -508,7 +508,7 @@ def check_from_step(plan: Plan, step_id: str | None) -> None:
 
 
 class StateTracker(StepTracker):
-    """A StepTracker that also keeps each node's ``envbuild:state`` answer: which steps run
+    """A StepTracker that also keeps each node's ``Envbuild state`` answer: which steps run
     again because their effect did not hold, and which run as a repair (pip --force-reinstall)."""
 
     def __init__(self) -> None:
@@ -518,7 +518,7 @@ class StateTracker(StepTracker):
     def feed(self, raw: dict) -> list[Event]:
         events = super().feed(raw)
         data = raw.get("event_data") or {}
-        if raw.get("event") == "runner_on_ok" and data.get("task") == "envbuild:state" and data.get("host"):
+        if raw.get("event") == "runner_on_ok" and task_name(str(data.get("task") or "")) == STATE_TASK and data.get("host"):
             res = data.get("res") or {}
             self.state[data["host"]] = res
             events += _rerun_events(data["host"], res)

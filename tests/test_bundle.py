@@ -101,7 +101,8 @@ def test_bundle_holds_what_the_lock_names_and_nothing_else(bundle):
     assert len(dists) == len(lock.packages) + len(lock.tooling)
     kinds = {f.kind for f in manifest.files}
     assert {"lock", "recipe", "plan", "playbook", "dist"} <= kinds
-    assert "playbooks/provision.yml" in names and "playbooks/module_utils/envbuild_onnode.py" in names
+    assert "playbooks/provision.yml" in names and "playbooks/ansible.cfg" in names
+    assert "playbooks/ansible_collections/envbuild/node/plugins/module_utils/envbuild_onnode.py" in names
     assert summary["sha256"] and summary["bytes"] == out.stat().st_size
     assert manifest.git == [] and manifest.needs_network == []
 

@@ -34,14 +34,14 @@ def raw(event: str, task: str, **res) -> dict:
 def test_tracker_yields_progress_events_as_tasks_start_and_end():
     t = StepTracker()
     got = []
-    for r in (raw("runner_on_start", "envbuild:state"),
-              raw("runner_on_ok", "envbuild:state", done=["preflight"], pending=["environment", "build:x"]),
-              raw("runner_on_ok", "envbuild:start", msg="envbuild:start environment"),
+    for r in (raw("runner_on_start", "Envbuild state"),
+              raw("runner_on_ok", "Envbuild state", done=["preflight"], pending=["environment", "build:x"]),
+              raw("runner_on_ok", "Envbuild start", msg="envbuild:start environment"),
               raw("runner_on_start", "Node actions"),
               raw("runner_on_ok", "Node actions", changed=True, stdout="$ python -m venv /e"),
-              raw("runner_on_ok", "envbuild:done", msg="envbuild:done environment")):
+              raw("runner_on_ok", "Envbuild done", msg="envbuild:done environment")):
         got += [(e.kind, e.step, e.msg) for e in t.feed(r)]
-    assert got == [("task", None, "envbuild:state"), ("skipped", "preflight", "already done (digest matches)"),
+    assert got == [("task", None, "Envbuild state"), ("skipped", "preflight", "already done (digest matches)"),
                    ("pending", None, "environment\nbuild:x"), ("start", "environment", ""),
                    ("task", "environment", "Node actions"), ("output", "environment", "$ python -m venv /e"),
                    ("changed", "environment", "")]

@@ -115,7 +115,7 @@ def test_check_mode_changes_nothing_then_a_missing_package_is_reinstalled(env):
     p = subprocess.run(["sh", "-c", dry.command + " --check"], capture_output=True, text=True,
                        env={**os.environ, "PATH": venv_bin + os.pathsep + os.environ["PATH"]})
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
-    assert "envbuild:state" in p.stdout and "pip:packages" in p.stdout  # it did look, and would run it
+    assert "Envbuild state" in p.stdout and "pip:packages" in p.stdout  # it did look, and would run it
     assert state_snapshot(env["prefix"]) == before  # no marker, no manifest written or touched
     assert not list(env["site"].glob("einops-*.dist-info"))  # nothing installed
 

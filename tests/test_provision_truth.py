@@ -23,7 +23,7 @@ PLAN = Plan(recipe="r", target="local", host="n1", prefix="/p", backend="venv", 
 
 
 def ok(host, msg):
-    return {"event": "runner_on_ok", "event_data": {"host": host, "task": "envbuild:marker", "res": {"msg": msg}}}
+    return {"event": "runner_on_ok", "event_data": {"host": host, "task": "Envbuild start", "res": {"msg": msg}}}
 
 
 STATS = {"event": "playbook_on_stats", "event_data": {"failures": {}, "dark": {}, "ok": {"n1": 3}}}
@@ -48,7 +48,7 @@ def tracked(*raws) -> StepTracker:
     # "failed" with no failed task for this node, and the playbook never ended: not ok
     ([ok("n1", "envbuild:start env-file")], RunResult("failed", 2), ("failed", "env-file")),
     # "successful" but a plan step never reported: not ok
-    ([{"event": "runner_on_ok", "event_data": {"host": "n1", "task": "envbuild:state", "res": {"done": []}}},
+    ([{"event": "runner_on_ok", "event_data": {"host": "n1", "task": "Envbuild state", "res": {"done": []}}},
       STATS], RunResult("successful", 0), ("failed", "env-file")),
     # nothing at all from this node: unreachable
     ([STATS], RunResult("successful", 0), ("unreachable", None)),
@@ -153,7 +153,7 @@ def test_secret_names():
     assert Redactor({}).text("git+https://u:p4ss@host/x.git") == "git+https://u:***@host/x.git"
 
     inventory = {"all": {"hosts": {"n1": {"ansible_become_password": "pw-123456", "ansible_host": "10.0.0.1",
-                                          "ansible_ssh_private_key_file": "/home/u/.ssh/id", "envbuild_prefix": "/p"}}}}
+                                          "ansible_ssh_private_key_file": "/home/u/.ssh/id", "provision_prefix": "/p"}}}}
     assert secret_values(inventory) == {"pw-123456"}
     assert Redactor({}).add({"pw-123456"}).obj(inventory)["all"]["hosts"]["n1"]["ansible_become_password"] == "***"
 

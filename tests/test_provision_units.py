@@ -56,16 +56,16 @@ def test_render_carries_steps_digests_and_actions():
     r = render({"local": plan}, {"local": connection_vars(node)}, {"local": "/usr/bin:/bin"},
                run_dir="/run", cache_dir="/cache")
     hv = r.inventory["all"]["hosts"]["local"]
-    assert hv["ansible_connection"] == "local" and hv["envbuild_prefix"] == "/p"
+    assert hv["ansible_connection"] == "local" and hv["provision_prefix"] == "/p"
     [s] = steps_of(hv)
     assert (s["id"], s["kind"], s["digest"]) == ("env-file", "env_file", step.digest)
     [batch] = s["batches"]
     assert batch["type"] == "node" and batch["actions"][0]["op"] == "write"
     assert "export A=1" in batch["actions"][0]["content"]
-    assert r.extravars == {"envbuild_run_dir": "/run", "envbuild_cache_dir": "/cache"}
+    assert r.extravars == {"provision_run_dir": "/run", "provision_cache_dir": "/cache"}
     # every string of the inventory file is tagged !unsafe; the steps are one JSON string
     text = r.inventory_text()
-    assert "envbuild_plan_json: !unsafe" in text and "envbuild_prefix: !unsafe '/p'" in text
+    assert "provision_plan_json: !unsafe" in text and "provision_prefix: !unsafe '/p'" in text
 
 
 @pytest.mark.integration

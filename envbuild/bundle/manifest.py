@@ -9,7 +9,7 @@ Layout inside the tar::
 
     manifest.json
     lock.lock  recipe.yaml  target.yaml  plan.json
-    playbooks/...                 the playbook and roles that run the plan (also by hand)
+    playbooks/...                 provision.yml, ansible.cfg and the envbuild.node collection (also by hand)
     node/wheels/<file>            every locked distribution the plan installs (wheel or sdist)
     node/git/<name>.git/...       a shallow bare repository holding each pinned commit
     prebuilt/<cache key>/<wheel>  extension wheels from the controller's build cache

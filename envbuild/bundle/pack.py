@@ -33,7 +33,7 @@ from envbuild.plan.model import Plan
 from envbuild.recipes.schema import Recipe
 
 Progress = Callable[[str], None]
-PLAYBOOKS = Path(__file__).resolve().parents[2] / "playbooks"
+PLAYBOOKS = Path(__file__).resolve().parents[1] / "ansible"  # packed as playbooks/ (its collection copied, links resolved)
 
 
 @dataclass

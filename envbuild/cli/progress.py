@@ -27,7 +27,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from envbuild.execute.events import Event
+from envbuild.execute.events import BOOKKEEPING, Event
 
 TAIL_LINES = 8
 STYLES = {"start": "cyan", "ok": "green", "changed": "yellow", "skipped": "dim", "rerun": "yellow",
@@ -56,7 +56,7 @@ class NodeProgress:
     host: str
     started: float
     planned: list[str] = field(default_factory=list)  # step ids run or skipped, in order seen
-    known: bool = False  # envbuild:state said which steps run (so ``planned`` is the whole plan)
+    known: bool = False  # the Envbuild state task said which steps run (so ``planned`` is the whole plan)
     done: list[str] = field(default_factory=list)  # ok, changed or skipped
     step: str | None = None
     step_started: float | None = None
@@ -67,7 +67,7 @@ class NodeProgress:
 
     @property
     def total(self) -> int | None:
-        """Steps in the plan, once envbuild:state said which will run (None before)."""
+        """Steps in the plan, once the Envbuild state task said which will run (None before)."""
         return len(self.planned) if self.known and self.planned else None
 
     def counter(self) -> str:
@@ -99,7 +99,7 @@ class ProgressState:
                 if sid and sid not in n.planned:
                     n.planned.append(sid)
         elif kind == "task":
-            n.task = "" if ev.msg.startswith("envbuild:") else ev.msg
+            n.task = "" if ev.msg.startswith(BOOKKEEPING) else ev.msg
         elif kind == "output":
             n.tail.extend(line[:400] for line in ev.msg.splitlines())
             self.last_output = ev.host

@@ -1,7 +1,9 @@
 """Run the provision playbook with ansible-runner in a private folder under the run directory.
 
 Layout (ansible-runner's own): ``<run>/ansible/{env/, inventory/hosts.yml, artifacts/}``;
-the project is ``playbooks/`` of this checkout (``PLAYBOOKS``). Nothing lands in ``~/.ansible``:
+the project is ``envbuild/ansible/`` of the installed package (``PLAYBOOKS``; ``ENVBUILD_PLAYBOOKS``
+overrides it): ``provision.yml``, which calls the role ``envbuild.node.provision`` of the collection
+in ``ansible_collections/`` beside it (``ANSIBLE_COLLECTIONS_PATH``). Nothing lands in ``~/.ansible``:
 ANSIBLE_HOME, ANSIBLE_LOCAL_TEMP and ANSIBLE_SSH_CONTROL_PATH_DIR all point into the run folder.
 A failing node does not stop the others (no any_errors_fatal; linear strategy).
 
@@ -40,8 +42,9 @@ from envbuild.redact import Redactor, is_secret_name
 from envbuild.render.ansible import Rendered
 
 PLAYBOOKS = Path(os.environ.get("ENVBUILD_PLAYBOOKS")
-                 or Path(__file__).resolve().parents[2] / "playbooks")
+                 or Path(__file__).resolve().parents[1] / "ansible")
 PLAYBOOK = "provision.yml"
+COLLECTION = "ansible_collections/envbuild/node"
 IDENT = "provision"
 GRACE_S = 5.0  # SIGINT to the playbook's process group, then SIGKILL after this long
 POLL_S = 0.25  # how often the runner asks whether to stop
@@ -84,6 +87,7 @@ def ansible_env(private_dir: Path, *, insecure: bool) -> dict[str, str]:
     return {
         "PATH": bin_dir + (os.pathsep + path if path else ""),
         "ANSIBLE_HOME": str(home),
+        "ANSIBLE_COLLECTIONS_PATH": str(PLAYBOOKS),  # its ansible_collections/envbuild/node, and no other
         "ANSIBLE_LOCAL_TEMP": str(home / "tmp"),
         "ANSIBLE_SSH_CONTROL_PATH_DIR": control_path_dir(home / "cp"),
         "ANSIBLE_PIPELINING": "True",
@@ -307,10 +311,11 @@ def _scrub(folder: Path, mask: set[str] | frozenset[str] = frozenset(), limit: i
 
 
 def _playbooks() -> Path:
-    """The playbooks folder; a clear error when envbuild runs outside a checkout."""
-    if not (PLAYBOOKS / PLAYBOOK).is_file():
+    """The Ansible project folder; a clear error when its playbook or collection is missing."""
+    if not (PLAYBOOKS / PLAYBOOK).is_file() or not (PLAYBOOKS / COLLECTION).is_dir():
         raise EnvironmentProblem(
-            f"the Ansible playbooks are not at {PLAYBOOKS}",
-            hint="install envbuild from a checkout (pip install -e .) or set ENVBUILD_PLAYBOOKS "
-                 "to the checkout's playbooks/ folder")
+            f"the Ansible playbook or its collection is not at {PLAYBOOKS} "
+            f"(expected {PLAYBOOK} and {COLLECTION}/)",
+            hint="reinstall envbuild (the package ships envbuild/ansible/), or set ENVBUILD_PLAYBOOKS "
+                 "to a folder holding provision.yml and ansible_collections/envbuild/node")
     return PLAYBOOKS

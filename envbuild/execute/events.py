@@ -1,7 +1,8 @@
 """Progress events: ansible-runner's raw events -> envbuild step events, logs and results.
 
 ``StepTracker.feed(raw)`` is pure bookkeeping (no I/O): it follows each host through the plan
-markers the playbook emits (``envbuild:start <id>``, ``envbuild:done <id>``), keeps each node's
+markers the provision role emits (``envbuild:start <id>``, ``envbuild:done <id>``; its tasks
+``STATE_TASK`` and ``RECORD_TASK``: envbuild/ansible/.../roles/provision/tasks), keeps each node's
 log, and records what failed (step, command, exit code, message); ``HostTrack.current`` is the
 step a host is in right now (what an interrupted run records), and ``StepTracker.completed``
 says the playbook reached its end (``playbook_on_stats``). ``EventSink`` writes the events to
@@ -33,6 +34,16 @@ KINDS = ("start", "ok", "changed", "skipped", "rerun", "failed", "unreachable", 
 #: progress only (see the module docstring): "pending" (msg: the step ids the host will run, one
 #: per line), "task" (msg: the Ansible task the host started), "output" (msg: what a task returned)
 TRANSIENT = frozenset({"pending", "task", "output"})
+#: the provision role's bookkeeping tasks (all named "Envbuild ..."): the state check, whose
+#: result says which steps run, and the marker written after a step (its change is not the step's)
+STATE_TASK = "Envbuild state"
+RECORD_TASK = "Envbuild record"
+BOOKKEEPING = "Envbuild "
+
+
+def task_name(raw_task: str) -> str:
+    """A runner event's task name without the role's prefix (``provision : Envbuild state``)."""
+    return raw_task.split(" : ", 1)[1] if " : " in raw_task else raw_task
 
 
 @dataclass
@@ -117,7 +128,7 @@ class StepTracker:
             return []
         h = self.host(name)
         res = data.get("res") or {}
-        task = str(data.get("task") or "")
+        task = task_name(str(data.get("task") or ""))
         now = time.time()
         out: list[Event] = []
         msg = str(res.get("msg") or "")
@@ -126,7 +137,7 @@ class StepTracker:
             return [Event(now, name, h.current, "task", task)]
         if etype == "runner_on_ok":
             self._log(h, task, res)
-            if task == "envbuild:state":
+            if task == STATE_TASK:
                 for sid in res.get("done") or []:
                     h.skipped.append(sid)
                     out.append(Event(now, name, sid, "skipped", "already done (digest matches)"))
@@ -139,12 +150,12 @@ class StepTracker:
                 (h.changed if h.current_changed else h.ok).append(sid)
                 out.append(Event(now, name, sid, "changed" if h.current_changed else "ok", ""))
                 h.current = None
-            elif res.get("changed") and not task.startswith("envbuild:record"):
+            elif res.get("changed") and task != RECORD_TASK:
                 h.current_changed = True
         elif etype == "runner_on_failed" and not data.get("ignore_errors"):
             fres = _failed_res(res)
             self._log(h, task, fres)
-            h.failed_step = h.current or "envbuild:state"
+            h.failed_step = h.current or "envbuild:state"  # before any step: the state check
             h.command = _cmd_text(fres.get("cmd"))
             h.rc = fres.get("rc")
             h.message = str(fres.get("msg") or "").strip()

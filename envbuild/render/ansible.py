@@ -1,7 +1,8 @@
 """Plan -> Ansible inventory and extra vars, from the plan's actions. Pure.
 
-Per host the playbook (playbooks/provision.yml) reads ``envbuild_prefix``,
-``envbuild_node_path`` and ``envbuild_plan_json``: the steps as one JSON string, each
+Per host the playbook (envbuild/ansible/provision.yml: the role ``envbuild.node.provision``,
+whose meta/argument_specs.yml documents its inputs) reads ``provision_prefix``,
+``provision_node_path`` and ``provision_plan_json``: the steps as one JSON string, each
 ``{id, kind, title, digest, effect, batches}``, where a batch is what one task runs:
 
 - ``{type: node, actions: [...]}``: consecutive node-side actions, one ``envbuild_actions``
@@ -86,13 +87,13 @@ def host_vars(plan: Plan, connection: dict, node_path: str) -> dict:
     (``envbuild.actions.effects``), what the playbook checks before skipping it."""
     effects = effect_data(plan)
     steps = [{**step_vars(s, plan.prefix), "effect": effects[s.id]} for s in plan.steps]
-    return {**connection, "envbuild_prefix": plan.prefix, "envbuild_node_path": node_path,
-            "envbuild_plan_json": json.dumps(steps, sort_keys=True)}
+    return {**connection, "provision_prefix": plan.prefix, "provision_node_path": node_path,
+            "provision_plan_json": json.dumps(steps, sort_keys=True)}
 
 
 def steps_of(inventory_host_vars: dict) -> list[dict]:
     """The steps a rendered host carries (the inverse of ``host_vars``' encoding)."""
-    return json.loads(inventory_host_vars["envbuild_plan_json"])
+    return json.loads(inventory_host_vars["provision_plan_json"])
 
 
 def render(plans: dict[str, Plan], connections: dict[str, dict], node_paths: dict[str, str], *,
@@ -100,7 +101,7 @@ def render(plans: dict[str, Plan], connections: dict[str, dict], node_paths: dic
     """Inventory for the nodes that have a plan, and the run-wide extra vars."""
     hosts = {name: host_vars(plans[name], connections[name], node_paths[name])
              for name in connections if name in plans}
-    extravars = {"envbuild_run_dir": run_dir, "envbuild_cache_dir": cache_dir}
+    extravars = {"provision_run_dir": run_dir, "provision_cache_dir": cache_dir}
     return Rendered(inventory={"all": {"hosts": hosts}}, extravars=extravars)
 
 

@@ -1,0 +1,126 @@
+#!/usr/bin/python
+"""Run a batch of envbuild's primitive actions on the node (module_utils/envbuild_onnode).
+
+The actions are data (argv lists, file contents, a commit to check out, a declarative patch,
+a captured smoke run); this module runs them without a shell and without templating. With
+repair=true (the step's effect did not hold, see envbuild_state) a run action's repair_args
+are added (pip --force-reinstall). In check mode it changes nothing and reports what would run.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: envbuild_actions
+short_description: Run a batch of envbuild's primitive actions on a node
+description:
+  - Runs the node-side actions of one envbuild plan step, in order, without a shell and
+    without templating any value.
+  - An action is a dictionary with an C(op) key.
+    C(run) runs C(argv) (a list) with C(env), C(cwd) and C(path) (folders put first on PATH);
+    C(repair_args) are added to C(argv) when O(repair=true); C(changes=false) marks a command that
+    only checks (it never reports a change).
+    C(write) writes C(content) to C(path) with mode C(perm) (an octal string such as C("0644")).
+    C(mkdir) makes the folder C(path).
+    C(git) puts a tree at C(dest) on commit C(sha) fetched from C(fetch_url) (C(ref) names the branch or tag).
+    C(patch) applies C(spec), a declarative text patch, to a file under C(dest) and keeps its diff in C(diff_dir).
+    C(capture) runs C(argv) in C(cwd) and keeps its output in C(dir)/C(name).{out,err,rc}; the module fails after
+    the batch when a captured run failed.
+  - The actions are what C(envbuild plan) prints for a step; see the envbuild README.
+version_added: "0.1.0"
+author:
+  - envbuild authors
+options:
+  actions:
+    description: The actions, run in order; the first one that fails stops the batch.
+    type: list
+    elements: dict
+    required: true
+  node_path:
+    description: PATH for the commands (the node's login PATH); the node's own PATH when empty.
+    type: str
+  repair:
+    description: Add each C(run) action's C(repair_args) (the step's effect did not hold).
+    type: bool
+    default: false
+attributes:
+  check_mode:
+    support: full
+    description: Runs nothing; reports the operations that would run.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+notes:
+  - Needs only the node's Python standard library.
+"""
+
+EXAMPLES = r"""
+- name: Make a venv and install into it
+  envbuild.node.envbuild_actions:
+    actions:
+      - op: mkdir
+        path: /opt/env
+      - op: run
+        argv: [python3, -m, venv, /opt/env/venv]
+      - op: write
+        path: /opt/env/.envbuild/env.sh
+        content: "export NCCL_IB_PCI_RELAXED_ORDERING=1\n"
+        perm: "0644"
+    node_path: /usr/local/bin:/usr/bin:/bin
+"""
+
+RETURN = r"""
+stdout:
+  description: The commands that ran, each followed by the tail of its output.
+  returned: success
+  type: str
+  sample: "$ /opt/env/venv/bin/python -m pip install --require-hashes -r /opt/env/req.txt"
+would_run:
+  description: The operations of the batch (check mode only).
+  returned: check mode
+  type: list
+  elements: str
+  sample: [mkdir, run]
+cmd:
+  description: The argv of the command that failed.
+  returned: failure of a command
+  type: list
+  elements: str
+rc:
+  description: The exit code of the command that failed.
+  returned: failure of a command
+  type: int
+stderr:
+  description: The standard error of the command that failed.
+  returned: failure of a command
+  type: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.envbuild.node.plugins.module_utils import envbuild_onnode as onnode
+from ansible_collections.envbuild.node.plugins.module_utils import textpatch
+
+
+def main():
+    module = AnsibleModule(argument_spec=dict(
+        actions=dict(type="list", elements="dict", required=True),
+        node_path=dict(type="str", default=None),
+        repair=dict(type="bool", default=False),
+    ), supports_check_mode=True)
+    acts = module.params["actions"]
+    if module.check_mode:
+        would = [a.get("op") for a in acts]
+        module.exit_json(changed=any(a.get("changes", True) or a.get("op") != "run" for a in acts),
+                         would_run=would)
+    try:
+        res = onnode.run_actions(acts, node_path=module.params["node_path"] or None, textpatch=textpatch,
+                                 repair=module.params["repair"])
+    except onnode.ActionFailed as exc:
+        module.fail_json(msg=exc.msg, cmd=exc.cmd, rc=exc.rc, stdout=exc.stdout, stderr=exc.stderr)
+    module.exit_json(changed=res["changed"], stdout="\n".join(res["log"]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,1 +1,0 @@
-../../envbuild/actions/onnode.py

@@ -1,1 +1,0 @@
-../../envbuild/patches/textpatch.py
