@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
@@ -21,24 +22,79 @@ _VERSION_SNIPPET = (
     "import sys; v = sys.version_info; print('%d.%d.%d\\t%s' % (v[0], v[1], v[2], sys.prefix))"
 )
 
+# One interpreter lists them all (fed the candidate paths on stdin): a venv's version and
+# prefix come from its pyvenv.cfg, the lister's own from itself, and every other distinct
+# binary (realpath) is started once; each candidate prints ``path<TAB>X.Y.Z<TAB>sys.prefix``
+# as if it had been started (the shell loop below, which starts each candidate, is the
+# fallback when no python can list). Python 3.2+.
+_LISTER = r"""
+import glob, os, re, subprocess, sys
+NAME = re.compile(r"python([23](\.[0-9]{1,2})?)?$")
+SNIPPET = "import sys; v = sys.version_info; print('%d.%d.%d\\t%s' % (v[0], v[1], v[2], sys.prefix))"
+me = os.path.realpath(sys.executable)
+known = {me: "%d.%d.%d\t%s" % (sys.version_info[:3] + (sys.base_prefix,))}
+def venv(p):
+    for d in (os.path.dirname(p), os.path.dirname(os.path.dirname(p))):
+        cfg = os.path.join(d, "pyvenv.cfg")
+        if os.path.isfile(cfg):
+            with open(cfg) as fh:
+                for line in fh:
+                    k, _, v = line.partition("=")
+                    m = re.match(r"\s*(\d+\.\d+\.\d+)", v)
+                    if k.strip() in ("version", "version_info") and m:
+                        return "%s\t%s" % (m.group(1), d)
+            return None
+    return None
+def paths(text):
+    for word in text.split():  # as the shell's $(...) splits and expands them
+        if any(c in word for c in "*?["):
+            for p in sorted(glob.glob(word)) or [word]:
+                yield p
+        else:
+            yield word
+for p in paths(sys.stdin.read()):
+    if not p or "/shims/" in p or not NAME.match(os.path.basename(p)):
+        continue
+    if not (os.path.isfile(p) and os.access(p, os.X_OK)):
+        continue
+    line = venv(p)
+    if line is None:
+        real = os.path.realpath(p)
+        if real not in known:
+            try:
+                out = subprocess.run([real, "-c", SNIPPET], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     stdin=subprocess.DEVNULL, timeout=30).stdout.decode().strip()
+            except Exception:
+                out = ""
+            known[real] = out if re.match(r"\d+\.\d+\.\d+\t", out) else None
+        line = known[real]
+    if line:
+        print("%s\t%s" % (p, line))
+"""
+
+_CANDIDATES = (
+    "__eb_cands() {\n"
+    "  __eb_ifs=$IFS; IFS=:\n"
+    "  for d in $PATH; do for n in python python3 python3.[0-9] python3.[0-9][0-9]; do echo \"$d/$n\"; done; done\n"
+    "  IFS=$__eb_ifs\n"
+    "  for p in /usr/bin/python3* /usr/local/bin/python3* /opt/*/bin/python3 /opt/*/.venv/bin/python3 "
+    "\"$HOME\"/.pyenv/versions/*/bin/python; do echo \"$p\"; done\n"
+    "}\n"
+)
+# every candidate started (the fallback when no python can run the lister)
+STARTED = (
+    "for p in $(__eb_cands); do\n"
+    "  case \"$p\" in */shims/*) continue;; esac\n"
+    "  case \"${p##*/}\" in python|python[23]|python[23].[0-9]|python[23].[0-9][0-9]) ;; *) continue;; esac\n"
+    "  [ -f \"$p\" ] && [ -x \"$p\" ] || continue\n"
+    f"  v=$(__eb_to \"$p\" -c \"{_VERSION_SNIPPET}\" 2>/dev/null) || continue\n"
+    "  printf '%s\\t%s\\n' \"$p\" \"$v\"\n"
+    "done"
+)
+LISTED = f"if [ -n \"$__eb_py\" ] && __eb_cands | __eb_to \"$__eb_py\" -c {shlex.quote(_LISTER)} 2>/dev/null; then exit 0; fi\n"
+
 PROBES = [
-    Probe(
-        "pythons",
-        "__eb_cands() {\n"
-        "  __eb_ifs=$IFS; IFS=:\n"
-        "  for d in $PATH; do for n in python python3 python3.[0-9] python3.[0-9][0-9]; do echo \"$d/$n\"; done; done\n"
-        "  IFS=$__eb_ifs\n"
-        "  for p in /usr/bin/python3* /usr/local/bin/python3* /opt/*/bin/python3 /opt/*/.venv/bin/python3 "
-        "\"$HOME\"/.pyenv/versions/*/bin/python; do echo \"$p\"; done\n"
-        "}\n"
-        "for p in $(__eb_cands); do\n"
-        "  case \"$p\" in */shims/*) continue;; esac\n"
-        "  case \"${p##*/}\" in python|python[23]|python[23].[0-9]|python[23].[0-9][0-9]) ;; *) continue;; esac\n"
-        "  [ -f \"$p\" ] && [ -x \"$p\" ] || continue\n"
-        f"  v=$(__eb_to \"$p\" -c \"{_VERSION_SNIPPET}\" 2>/dev/null) || continue\n"
-        "  printf '%s\\t%s\\n' \"$p\" \"$v\"\n"
-        "done",
-    ),
+    Probe("pythons", _CANDIDATES + LISTED + STARTED),
     Probe("python_selected", '[ -n "$__eb_py" ] || exit 127\necho "$__eb_py"'),
     Probe(
         "pip_list",
