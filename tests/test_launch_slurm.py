@@ -27,6 +27,7 @@ from envbuild.launch import submit as sub
 from envbuild.plan.build import PlanOptions
 from envbuild.plan.resolve import resolve
 from envbuild.recipes import load_recipe
+from envbuild.smoke.native import parse
 from envbuild.targets import load_target
 from envbuild.testbed.planenv import materialize
 
@@ -101,6 +102,13 @@ def test_replayed_log_is_parsed_with_the_recipes_parser(stand_ins, slurm_cluster
     assert native["parser"] == "megatron-deepspeed" and native["ran"] is True
     assert native["verdict"]["passed"] is True and native["metrics"]["samples_per_second"] > 0
     assert native["replaced"].startswith("--command-override")
+    # sbatch wrote the task's output to --output=<job folder>/%x-%j.out, and that file is what
+    # was read: the job name and id filled in, the parsed metrics those of its text
+    script = (out.run_dir / "job" / out.rendered.filename).read_text()
+    assert f"#SBATCH --output={out.run_dir / 'job'}/%x-%j.out" in script
+    job_out = out.run_dir / "job" / f"envbuild-megatron-deepspeed-slurm-{out.result.job_id}.out"
+    assert Path(out.result.stdout_path) == job_out and job_out.is_file()
+    assert parse(native["parser"], job_out.read_text()) == native["metrics"]
 
 
 def test_failed_job_reports_state_and_tail(stand_ins, slurm_cluster, home) -> None:

@@ -26,6 +26,7 @@ from envbuild import __version__
 from envbuild.errors import InputError
 from envbuild.launch import programs
 from envbuild.render.shell import q
+from envbuild.smoke.capture import capture
 
 SCHEDULERS = ("slurm", "pbs", "k8s", "local")
 TARGET_SCHEDULER = {"slurm": "slurm", "pbs": "pbs", "kubernetes": "k8s"}
@@ -261,6 +262,7 @@ def build_job(recipe, target, plan, opts: LaunchOptions) -> Job:
     parser = bench.parser if bench and bench.parser else ""
     metric = bench.metric if bench else None
 
+    shown: tuple[str, ...] | None = None  # the command as published, where cmds wraps it
     if launcher == "pods":
         cmds = tuple(programs.MEGATRONAPP_MASTER_ADDR + " && " + fill_command(_variant_command(recipe, v), sources)
                      for v in prog.pod_commands)
@@ -276,12 +278,14 @@ def build_job(recipe, target, plan, opts: LaunchOptions) -> Job:
         text = fill_command(command, sources)
         if launcher == "per-node":
             text += " " + " ".join(template_word(w, values) for w in prog.multi_node_args)
-        cmds = (text,)
+        shown = (text,)
+        # the training output on stdout, in the foreground (a trace file, a backgrounded job)
+        cmds = (capture(recipe.name, variant, text),)
         if prog:
             notes.append(f"{launcher}: {prog.why}")
 
     if opts.smoke_only or opts.command_override:
-        original = " / ".join(cmds)
+        original = " / ".join(shown or cmds)
         original = original if len(original) <= 100 else original[:97] + "..."
         files = {}
         notes = []

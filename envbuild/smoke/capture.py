@@ -1,0 +1,108 @@
+"""Where a recipe's native run leaves its training output, and the shell that captures it. Pure.
+
+A recipe's ``benchmark.command`` is what the authors ran. Two published scripts do not leave
+the training output on their own stdout, and the table below says so, row by row, with the
+script that does it:
+
+* ``output_file``: the script sends the training output into a file of its working folder
+  (MegatronApp's ``run_single.sh``: ``bash script/benchmark.sh train >trace_pipeline_4_model_chunks_4.txt``).
+  The capture removes a stale copy first (a file left by an earlier run is never read as this
+  one's), runs the command, then prints the file on stdout after a marker line, so the run's
+  ``.out`` (smoke) or the job's output file (launch) holds it and the recipe's parser reads it.
+* ``backgrounds``: the script starts training with ``&`` as its last command and returns at
+  once (ALCF's ``train-gpt3.sh``: ``elasticDistributed "$@" 2>&1 &``), so a caller would
+  collect an empty output and a success. The capture sources the script in a subshell (the
+  background job becomes the subshell's own), waits for that job and exits with its status;
+  the training's stdout and stderr are the subshell's.
+
+``capture(recipe, variant, command)`` returns the shell text for any command; a command with
+no row comes back unchanged. Used by the smoke step's native run (``envbuild.smoke.onnode``)
+and by ``envbuild launch`` (``envbuild.launch.job``), so both run the same text.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+MARK = "envbuild: the training output is in"
+
+
+@dataclass(frozen=True)
+class Capture:
+    """How the training output of one recipe command is taken (``variant`` None: ``command``)."""
+
+    recipe: str
+    variant: str | None
+    output_file: str | None = None  # relative to the command's working folder
+    backgrounds: bool = False  # the script ends with `training &`: source it, wait for the job
+    source: str = ""
+    why: str = ""
+
+
+CAPTURES: tuple[Capture, ...] = (
+    Capture("megatronapp", None, output_file="trace_pipeline_4_model_chunks_4.txt",
+            source="OpenSQZ/MegatronApp@1bed2a7202162d6eb2725e9769632a682021a6fb:run_single.sh",
+            why="run_single.sh runs `bash script/benchmark.sh train "
+                ">trace_pipeline_${PIPELINE_PARALLEL}_model_chunks_${MODEL_CHUNKS}.txt`; with "
+                "--pipeline_parallel 4 --model_chunks 4 the training output is in that file, not on stdout"),
+    Capture("polaris-megatron-deepspeed", None, backgrounds=True,
+            source="argonne-lcf/Megatron-DeepSpeed@e4bac7019db92cfe49d6eeac00b5721652e516fe:ALCF/train-gpt3.sh",
+            why="train-gpt3.sh ends with `elasticDistributed \"$@\" 2>&1 &`: mpiexec runs in the "
+                "background and the script exits 0 at once"),
+)
+
+
+def row(recipe: str, variant: str | None) -> Capture | None:
+    """The capture row of ``recipe``'s command ``variant`` (None: the command prints its output)."""
+    return next((c for c in CAPTURES if c.recipe == recipe and c.variant == variant), None)
+
+
+def capture(recipe: str, variant: str | None, command: str) -> str:
+    """Shell text that runs ``command`` so that its training output is on stdout and its exit
+    status is the training's (see the module docstring); ``command`` unchanged without a row.
+
+    >>> print(capture("polaris-megatron-deepspeed", None, "./ALCF/train-gpt3.sh"))
+    # train-gpt3.sh starts training in the background and returns: sourced, then its job is awaited
+    ( set +euo pipefail
+      # shellcheck source=/dev/null
+      . ./ALCF/train-gpt3.sh
+      status=$?
+      job="${!:-}"
+      if [ -z "$job" ]; then exit "$status"; fi
+      wait "$job"; status=$?
+      wait
+      exit "$status" )
+    """
+    c = row(recipe, variant)
+    if c is None:
+        return command
+    text = command
+    if c.backgrounds:
+        words = shlex.split(command)
+        if not words or not ("/" in words[0] or words[0].endswith(".sh")):
+            raise ValueError(f"{recipe}: a backgrounding command must start with its script, got {command!r}")
+        name = words[0].rsplit("/", 1)[-1]
+        text = "\n".join([
+            f"# {name} starts training in the background and returns: sourced, then its job is awaited",
+            "( set +euo pipefail",
+            "  # shellcheck source=/dev/null",
+            f"  . {command}",
+            "  status=$?",
+            '  job="${!:-}"',
+            '  if [ -z "$job" ]; then exit "$status"; fi',
+            '  wait "$job"; status=$?',
+            "  wait",
+            '  exit "$status" )'])
+    if c.output_file:
+        f = shlex.quote(c.output_file)
+        text = "\n".join([
+            f"# the command writes its training output into {c.output_file}: a stale copy is removed,",
+            "# the file is printed after the command",
+            f"rm -f -- {f}",
+            "envbuild_rc=0",
+            f"{text} || envbuild_rc=$?",
+            f"if [ -f {f} ]; then echo {shlex.quote(f'{MARK} {c.output_file}:')}; cat -- {f}; "
+            f"else echo {shlex.quote(f'envbuild: {c.output_file} was not written')} >&2; fi",
+            'exit "$envbuild_rc"'])
+    return text

@@ -1,0 +1,171 @@
+"""The native run captures the training output for real (envbuild.smoke.capture).
+
+Two published scripts do not leave it on their own stdout: ALCF's ``train-gpt3.sh`` starts
+training in the background (``elasticDistributed "$@" 2>&1 &``) and exits, and MegatronApp's
+``run_single.sh`` sends it into ``trace_pipeline_4_model_chunks_4.txt``. Here trees of that
+shape are made by the test (the scripts' control flow as published, the training program
+replaced by a replay of the committed output of the setups' own printing code,
+tests/data/native_logs), then run by bash: as the smoke step's native run plans them, and
+through ``envbuild launch --submit`` (local scheduler, over a stand-in environment). The
+GPUs, mpiexec and torchrun are what is absent; the shell around them is what runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from envbuild.recipes import load_recipe
+from envbuild.smoke.capture import CAPTURES, capture, row
+from envbuild.smoke.native import parse
+from envbuild.smoke.onnode import native_run
+
+LOGS = Path(__file__).parent / "data" / "native_logs"
+POLARIS_LOG = LOGS / "polaris-megatron-deepspeed" / "train-gpt3.log"
+TRACE_LOG = LOGS / "megatronapp" / "trace_pipeline_4_model_chunks_4.txt"
+
+
+def polaris_tree(root: Path, delay: float = 1.0) -> Path:
+    """A checkout whose ALCF/train-gpt3.sh ends as the published one: the training function
+    started with ``&`` as the last command (here it prints the committed log after ``delay``
+    seconds and exits with $TRAIN_RC)."""
+    (root / "ALCF").mkdir(parents=True)
+    (root / "ALCF" / "train-gpt3.sh").write_text(
+        "#!/bin/bash --login\n"
+        "echo \"ALCF_DIR: $(pwd)/ALCF\"\n"
+        "elasticDistributed() {\n"
+        f"  sleep {delay}\n"
+        f"  cat {POLARIS_LOG}\n"
+        "  return \"${TRAIN_RC:-0}\"\n"
+        "}\n"
+        "elasticDistributed \"$@\" 2>&1 &\n")
+    (root / "ALCF" / "train-gpt3.sh").chmod(0o755)
+    return root
+
+
+def megatronapp_tree(root: Path, writes: bool = True) -> Path:
+    """A checkout whose run_single.sh ends as the published one (argument loop, then
+    ``bash script/benchmark.sh train >trace_pipeline_${P}_model_chunks_${C}.txt``); here
+    benchmark.sh replays the committed trace (or fails before writing a line)."""
+    (root / "script").mkdir(parents=True)
+    (root / "run_single.sh").write_text(
+        "#!/bin/bash\nPIPELINE_PARALLEL=4\nMODEL_CHUNKS=4\n"
+        "while [[ $# -gt 0 ]]; do\n  case $1 in\n"
+        "    --pipeline_parallel) PIPELINE_PARALLEL=$2; shift 2 ;;\n"
+        "    --model_chunks) MODEL_CHUNKS=$2; shift 2 ;;\n"
+        "    *) echo \"Unknown argument: $1\"; exit 1 ;;\n  esac\ndone\n"
+        "bash script/benchmark.sh train >trace_pipeline_${PIPELINE_PARALLEL}_model_chunks_${MODEL_CHUNKS}.txt\n")
+    body = f"cat {TRACE_LOG}\n" if writes else "echo 'torchrun: no GPU' >&2\nexit 7\n"
+    (root / "script" / "benchmark.sh").write_text("#!/bin/bash\n" + body)
+    return root
+
+
+def _run(run: dict, extra_env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(run["argv"], cwd=run["cwd"], env={**os.environ, **run["env"], **(extra_env or {})},
+                          capture_output=True, text=True, timeout=60)
+
+
+def _bench(name: str) -> dict:
+    return load_recipe(name).benchmark.model_dump(mode="json")
+
+
+def test_every_row_names_a_shipped_recipe_command_and_its_source() -> None:
+    for c in CAPTURES:
+        rec = load_recipe(c.recipe)
+        command = rec.benchmark.command if c.variant is None else rec.benchmark.variants[c.variant]
+        assert c.source and c.why and (c.output_file or c.backgrounds)
+        if c.output_file:
+            assert c.output_file in rec.benchmark.why  # the recipe says where the output goes
+        assert capture(c.recipe, c.variant, command) != command
+    assert capture("alpa-megatron", None, "python x.py") == "python x.py"  # no row: unchanged
+    assert row("megatronapp", "two-pods-master") is None  # run_master.sh prints on stdout
+
+
+def test_polaris_background_training_is_awaited_and_parsed(tmp_path) -> None:
+    tree = polaris_tree(tmp_path / "megatron-deepspeed")
+    # as published: the script returns before training printed anything (a batch job ends
+    # there, its output file read while training has not written it), and a failed training
+    # still exits 0
+    with open(tmp_path / "plain.out", "w") as out:
+        plain = subprocess.run(["bash", "-c", "./ALCF/train-gpt3.sh"], cwd=tree, stdout=out,
+                               stderr=subprocess.STDOUT, env={**os.environ, "TRAIN_RC": "3"}, timeout=60)
+    text = (tmp_path / "plain.out").read_text()
+    assert plain.returncode == 0 and parse("megatron-deepspeed", text).get("samples_per_second") is None
+    run = native_run(_bench("polaris-megatron-deepspeed"), gpus=4, sources={"megatron-deepspeed": str(tree)},
+                     cwd="/unused", recipe="polaris-megatron-deepspeed")
+    proc = _run(run)
+    assert proc.returncode == 0, proc.stderr
+    metrics = parse("megatron-deepspeed", proc.stdout + proc.stderr)
+    assert metrics["samples_per_second"] > 0 and metrics["iterations_logged"] == 10
+    assert "ALCF_DIR:" in proc.stdout  # the script's own lines too
+    # a training that fails fails the run (the background job's status, not the script's 0)
+    failed = _run(run, {"TRAIN_RC": "3"})
+    assert failed.returncode == 3
+
+
+def test_megatronapp_trace_file_is_collected_and_a_stale_one_never_read(tmp_path) -> None:
+    tree = megatronapp_tree(tmp_path / "megatronapp")
+    run = native_run(_bench("megatronapp"), gpus=4, sources={"megatronapp": str(tree)}, cwd="/unused",
+                     recipe="megatronapp")
+    proc = _run(run)
+    assert proc.returncode == 0, proc.stderr
+    assert "envbuild: the training output is in trace_pipeline_4_model_chunks_4.txt:" in proc.stdout
+    metrics = parse("megatronapp", proc.stdout)
+    assert metrics["iteration_time_ms"] > 0 and metrics["trace_ranks"] == 4
+    # the same run without the capture: its stdout holds none of it
+    plain = subprocess.run(["bash", "-c", load_recipe("megatronapp").benchmark.command], cwd=tree,
+                           capture_output=True, text=True, timeout=60)
+    assert parse("megatronapp", plain.stdout).get("iteration_time_ms") is None
+
+    broken = megatronapp_tree(tmp_path / "broken", writes=False)
+    (broken / "trace_pipeline_4_model_chunks_4.txt").write_text(TRACE_LOG.read_text())  # an earlier run's
+    run = native_run(_bench("megatronapp"), gpus=4, sources={"megatronapp": str(broken)}, cwd="/unused",
+                     recipe="megatronapp")
+    proc = _run(run)
+    assert proc.returncode == 7 and "torchrun: no GPU" in proc.stderr
+    # the shell's redirection created the file empty before benchmark.sh failed: nothing parsed
+    assert parse("megatronapp", proc.stdout).get("iteration_time_ms") is None
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("name,target,tree", [
+    ("polaris-megatron-deepspeed", "polaris", polaris_tree),
+    ("megatronapp", "rtx4090-pod", megatronapp_tree),
+])
+def test_launch_submit_collects_the_training_output(tmp_path, monkeypatch, name, target, tree) -> None:
+    """``envbuild launch --submit --scheduler local`` over a stand-in environment (a venv of
+    this interpreter with the plan's env file): the job's output file holds the training
+    output and the run's smoke.json its parsed metric. Polaris's task loads its conda module:
+    no Lmod here, so ``module`` is a no-op shell function (the module's Python is not used)."""
+    from envbuild.facts.profile import from_target
+    from envbuild.launch import LaunchOptions
+    from envbuild.launch import submit as sub
+    from envbuild.plan.build import PlanOptions
+    from envbuild.plan.resolve import resolve
+    from envbuild.targets import load_target
+    from envbuild.testbed.planenv import materialize
+    from ib_inventory import profile_facts
+
+    monkeypatch.setenv("ENVBUILD_HOME", str(tmp_path / "home"))
+    rec, tgt = load_recipe(name), load_target(target)
+    facts = profile_facts(tgt) if name == "megatronapp" else from_target(tgt)
+    plan = resolve(rec, tgt, facts, None, PlanOptions(prefix=str(tmp_path / "env"), host=target,
+                                                      backend="venv")).plan
+    materialize(plan, tmp_path / "files", rec)
+    src = next(s.params.dest for s in plan.steps if s.kind == "git_source" and s.params.name in rec.benchmark.cwd)
+    import shutil
+
+    shutil.rmtree(src)
+    tree(Path(src))
+    env = {"BASH_FUNC_module%%": "() {  :\n}"}
+    out = sub.launch(rec, tgt, plan, LaunchOptions(scheduler="local", gpus_per_node=4), argv=["pytest"],
+                     env=env, timeout=120)
+    assert out.result.state == "COMPLETED", out.result.tail()
+    assert Path(out.result.stdout_path).name == f"envbuild-{name}-local.out"
+    native = json.loads((out.run_dir / "nodes" / out.node / "smoke.json").read_text())["native"]
+    assert native["ran"] and native["parser"] == rec.benchmark.parser
+    assert native["metrics"][rec.benchmark.metric] > 0
