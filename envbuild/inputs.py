@@ -17,8 +17,6 @@ from envbuild.recipes.schema import Recipe
 from envbuild.targets import load_target
 from envbuild.targets.schema import Target
 
-LOCKDIR = Path("lockfiles")
-
 
 def recipe_or_default(name: str | None) -> Recipe:
     return load_recipe(name) if name else default_recipe()
@@ -42,20 +40,27 @@ def node_facts(target: Target, facts_file: str | None = None) -> list[NodeFacts]
     return [from_target(target)]
 
 
+def lock_source(recipe: Recipe, target: Target, lock_file: str | None = None,
+                lockdir: Path | None = None) -> Path:
+    """The lockfile a command reads: --lock, else ``envbuild.lock.make.locate_lock`` (the
+    lockdir -- ``lockdir``, $ENVBUILD_LOCKDIR -- then the locks shipped with envbuild). It may
+    not exist; never a path relative to the working directory unless given so."""
+    from envbuild.lock.make import locate_lock
+
+    return Path(lock_file) if lock_file else locate_lock(recipe.name, target.name, lockdir)
+
+
 def find_lock(recipe: Recipe, target: Target, lock_file: str | None = None,
               lockdir: Path | None = None):
-    """The lock given with --lock, else lockfiles/<recipe>/<target>.lock if present, else None.
+    """The lock at ``lock_source`` (--lock, the lockdir, the shipped locks), None when there is none.
 
     A lock that does not satisfy the recipe is refused (CheckFailed with the regenerate command).
     """
-    from envbuild.lock.make import check_lock_file, lock_path
+    from envbuild.lock.make import check_lock_file
 
-    if lock_file:
-        path = Path(lock_file)
-        if not path.is_file():
-            raise InputError(f"lock file {lock_file} does not exist", hint="check the path or omit --lock")
-        return check_lock_file(path, recipe, target)
-    path = lock_path(recipe.name, target.name, lockdir or LOCKDIR)
+    path = lock_source(recipe, target, lock_file, lockdir)
+    if lock_file and not path.is_file():
+        raise InputError(f"lock file {lock_file} does not exist", hint="check the path or omit --lock")
     if path.is_file():
         return check_lock_file(path, recipe, target)
     return None

@@ -135,7 +135,7 @@ def _load(opts: ProvisionOptions, on_target: Callable[[object], None] | None = N
         raise InputError(f"--prefix {opts.prefix}: not an absolute path",
                          hint="give an absolute path, or one under the node's home as ~/...")
     if opts.lock and not Path(opts.lock).is_file():
-        raise InputError(f"--lock {opts.lock}: no such file", hint="envbuild lock writes lockfiles/<recipe>/<target>.lock")
+        raise InputError(f"--lock {opts.lock}: no such file", hint="envbuild lock writes LOCKDIR/<recipe>/<target>.lock (--lockdir, $ENVBUILD_LOCKDIR)")
     if recipe is not None:
         _check_conda(opts, recipe)
     if on_target is not None:
@@ -153,33 +153,43 @@ def _check_conda(opts: ProvisionOptions, recipe) -> None:
 
 
 def existing_lock(opts: ProvisionOptions, recipe, target):
-    """(lock, path, text) of --lock or lockfiles/<recipe>/<target>.lock; None when there is none.
-    A stale lock is refused (CheckFailed)."""
-    from envbuild.inputs import find_lock
-    from envbuild.lock.make import lock_path
+    """(lock, path, text) of --lock, else the lockdir's or the shipped lock
+    (``envbuild.inputs.lock_source``); None when there is none. A stale lock is refused (CheckFailed)."""
+    from envbuild.inputs import find_lock, lock_source
 
     lock = find_lock(recipe, target, opts.lock)
     if lock is None:
         return None
-    path = Path(opts.lock) if opts.lock else lock_path(recipe.name, target.name)
+    path = lock_source(recipe, target, opts.lock)
     return lock, str(path), path.read_text()
 
 
 def take_lock(opts: ProvisionOptions, recipe, target, say: Callable[[str], None], found=None):
-    """(lock, path, text): --lock, else lockfiles/<recipe>/<target>.lock, else lock now.
+    """(lock, path, text): --lock, else the lockdir's or the shipped lock, else lock now.
     ``found`` is ``existing_lock``'s answer when the caller already asked.
 
     A lock that no longer satisfies the recipe is refused (CheckFailed, exit 1, with the
-    command that re-locks), as ``plan`` refuses it; with ``--locked`` a missing lock is too.
+    command that re-locks), as ``plan`` refuses it; with ``--locked`` a missing lock is too,
+    and so is a shipped recipe's missing lock (its lock ships with it: resolving it anew over
+    the network would install something else than what was tested). Only a recipe of one's own
+    without a lock is locked now, announced (README "Lockfiles").
     """
     from envbuild.errors import CheckFailed
-    from envbuild.lock.make import lock_path, make_lock
+    from envbuild.inputs import lock_source
+    from envbuild.lock.make import LOCKDIR_ENV, SHIPPED_LOCKDIR, make_lock
     from envbuild.lock.serialize import dump_lock, regenerate_command
 
     found = found if found is not None else existing_lock(opts, recipe, target)
     if found is not None:
         return found
-    path = lock_path(recipe.name, target.name)
+    from envbuild.recipes import is_shipped
+    path = lock_source(recipe, target, opts.lock)
+    if is_shipped(recipe):
+        raise CheckFailed(f"no lockfile for the shipped recipe {recipe.name} on {target.name}: "
+                          f"not in ${LOCKDIR_ENV} nor among the shipped locks ({SHIPPED_LOCKDIR})",
+                          hint="the installation lacks envbuild/lockfiles (reinstall envbuild), or "
+                               f"lock it yourself: {regenerate_command(recipe.name, target.name)} "
+                               "--lockdir DIR, then ENVBUILD_LOCKDIR=DIR or --lock FILE")
     if opts.locked:
         raise CheckFailed(f"no lockfile at {path} and --locked was given",
                           hint=f"create it first: {regenerate_command(recipe.name, target.name)}")

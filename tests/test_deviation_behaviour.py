@@ -18,7 +18,7 @@ from envbuild.targets import load_target
 from ib_inventory import profile_facts
 
 ROOT = Path(__file__).resolve().parents[1]
-LOCKS = ROOT / "lockfiles"
+LOCKS = ROOT / "envbuild" / "lockfiles"
 
 
 def _plan(recipe: str, target: str, **opts):

@@ -20,6 +20,7 @@ from envbuild.compat.check import preflight
 from envbuild.facts.assemble import assemble
 from envbuild.facts.profile import refine
 from envbuild.facts.script import split_sections
+from envbuild.lock.make import SHIPPED_LOCKDIR
 from envbuild.recipes import load_recipe
 from envbuild.targets import load_target
 
@@ -39,7 +40,7 @@ def test_feasible_on_the_real_h100_and_the_lock_is_current():
     assert verdict.feasible, [v.message for v in verdict.violations]
     from envbuild.lock.make import check_lock_file
 
-    lock = check_lock_file(Path("lockfiles") / RECIPE / "h100-venv.lock", load_recipe(RECIPE), target)
+    lock = check_lock_file(SHIPPED_LOCKDIR / RECIPE / "h100-venv.lock", load_recipe(RECIPE), target)
     assert {g.name: g.sha[:8] for g in lock.git} == {"megatron-deepspeed": "e4bac701", "apex": "6424da3b"}
     given = {p.name for p in lock.packages if p.source == "preinstalled"}
     assert {"torch", "numpy", "setuptools"} <= given  # the node's own: never packed, never installed
@@ -80,7 +81,7 @@ def test_plan_builds_apex_and_fused_adam_for_sm90_offline():
 
     target, facts = node()
     recipe = load_recipe(RECIPE)
-    lock = check_lock_file(Path("lockfiles") / RECIPE / "h100-venv.lock", recipe, target)
+    lock = check_lock_file(SHIPPED_LOCKDIR / RECIPE / "h100-venv.lock", recipe, target)
     staged = BundleParams(digest="0" * 64, src="/ctl/bundle/node", files=[],
                           git={s.url: f"git/{s.name}.git" for s in recipe.sources})
     plan = resolve(recipe, target, facts, lock, PlanOptions(prefix="/opt/envs/md", bundle=staged)).plan

@@ -110,7 +110,7 @@ def test_labels_name_recipe_lock_and_version(image) -> None:
     from envbuild.targets import load_target
 
     rec, tgt = load_recipe("cpu-reference"), load_target("local")
-    ip = image_plan(rec, tgt, find_lock(rec, tgt, None, ROOT / "lockfiles"), base=BASE, wheelhouse=True)
+    ip = image_plan(rec, tgt, find_lock(rec, tgt), base=BASE, wheelhouse=True)
     assert labels["io.envbuild.recipe"] == "cpu-reference"
     assert labels["io.envbuild.lock.sha256"] == ip.plan.lock_digest
     assert labels["org.opencontainers.image.base.name"] == BASE

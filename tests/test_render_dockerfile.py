@@ -12,6 +12,7 @@ import pytest
 from dockerfile_parse import DockerfileParser
 
 from envbuild.inputs import find_lock
+from envbuild.lock.make import SHIPPED_LOCKDIR
 from envbuild.recipes import load_recipe
 from envbuild.render import dockerfile
 from envbuild.render.bases import CUDA_ROWS, choose
@@ -25,8 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def plan_of(recipe: str, target: str, **kw):
     rec, tgt = load_recipe(recipe), load_target(target)
-    lock = find_lock(rec, tgt, None, ROOT / "lockfiles")
-    text = (ROOT / "lockfiles" / recipe / f"{target}.lock").read_text() if lock is not None else None
+    lock = find_lock(rec, tgt)
+    text = (SHIPPED_LOCKDIR / recipe / f"{target}.lock").read_text() if lock is not None else None
     kw.setdefault("inventory", inventory_values([profile_facts(tgt)]))  # {inventory.*} patches
     return image_plan(rec, tgt, lock, lock_text=text, **kw)
 

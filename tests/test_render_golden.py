@@ -25,7 +25,7 @@ import yaml
 
 from envbuild.facts.model import Interpreter
 from envbuild.inputs import find_lock
-from envbuild.lock.make import lock_path
+from envbuild.lock.make import SHIPPED_LOCKDIR, lock_path
 from envbuild.plan.build import SEARCH_PATH
 from envbuild.recipes import all_recipes, load_recipe
 from envbuild.render import apptainer
@@ -54,8 +54,8 @@ def node_facts(target):
 @lru_cache(maxsize=None)
 def rendered(recipe: str, target: str, fmt: str) -> dict[str, str]:
     rec, tgt = load_recipe(recipe), load_target(target)
-    lock = find_lock(rec, tgt, None, ROOT / "lockfiles")
-    path = lock_path(rec.name, tgt.name, ROOT / "lockfiles")
+    lock = find_lock(rec, tgt)
+    path = lock_path(rec.name, tgt.name, SHIPPED_LOCKDIR)
     res = render(fmt, rec, tgt, lock, lock_text=path.read_text() if lock is not None else None,
                  facts=node_facts(tgt), inventory=inventory_values([node_facts(tgt)]))
     return res.context.golden()

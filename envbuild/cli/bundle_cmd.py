@@ -16,7 +16,7 @@ from envbuild.cli.output import console, emit_json
 @click.option("--facts", "facts_file", default=None, type=click.Path(),
               help="Facts of the nodes (envbuild facts --json -o): the plan they get decides the content.")
 @click.option("--lock", "lock_file", default=None, type=click.Path(),
-              help="Lockfile (default: lockfiles/<recipe>/<target>.lock).")
+              help="Lockfile (default: $ENVBUILD_LOCKDIR's, else the lock shipped with envbuild).")
 @click.option("--wheelhouse", default=None, type=click.Path(),
               help="Folder holding the wheels the lock takes from a wheelhouse (and any others).")
 @click.option("--git-mirror", default=None, type=click.Path(),
@@ -44,8 +44,7 @@ def bundle_cmd(recipe, target, facts_file, lock_file, wheelhouse, git_mirror, pr
     from envbuild.bundle.pack import make_bundle, manifest_summary
     from envbuild.catalog import resolve as resolve_file
     from envbuild.errors import CheckFailed, InputError
-    from envbuild.inputs import find_lock, node_facts, recipe_and_target
-    from envbuild.lock.make import lock_path
+    from envbuild.inputs import find_lock, lock_source, node_facts, recipe_and_target
     from envbuild.plan.build import PlanOptions
     from envbuild.plan.resolve import resolve
     from envbuild.recipes import DATA as RECIPES
@@ -56,7 +55,7 @@ def bundle_cmd(recipe, target, facts_file, lock_file, wheelhouse, git_mirror, pr
         if value and not Path(value).is_dir():
             raise InputError(f"{name} {value}: no such folder", hint=f"pass an existing folder to {name}")
     lock = find_lock(rec, tgt, lock_file)
-    path = Path(lock_file) if lock_file else lock_path(rec.name, tgt.name)
+    path = lock_source(rec, tgt, lock_file)
     if lock is None:
         raise CheckFailed(f"no lockfile at {path}: a bundle packs what a lock names",
                           hint=f"lock first: envbuild lock {rec.name} --target {tgt.name}")

@@ -61,7 +61,7 @@ def _plan(rec, tgt, *, run_dir: Path | None, facts_file, lock_file, prefix, git_
 @click.option("--run", "run", type=click.Path(file_okay=False, path_type=Path),
               help="Provision run whose plan is launched (and verified before --submit) [newest for the target].")
 @click.option("--facts", "facts_file", help="Node facts JSON for the plan (no --run).")
-@click.option("--lock", "lock_file", help="Lockfile (default: lockfiles/<recipe>/<target>.lock if present).")
+@click.option("--lock", "lock_file", help="Lockfile (default: $ENVBUILD_LOCKDIR's, else the shipped lock, if present).")
 @click.option("--prefix", help="Environment prefix on the nodes (no --run) [the plan's default].")
 @click.option("--git-mirror", help="Folder with OWNER/NAME(.git) mirrors (no --run).")
 @click.option("--time", "time_limit", metavar="HH:MM:SS", help="Wall-clock limit of the job.")

@@ -11,7 +11,8 @@ from envbuild.cli import cli
 from envbuild.cli.options import recipe_argument, target_option
 from envbuild.cli.output import emit_json, err_console
 from envbuild.errors import CheckFailed, EnvbuildError, InputError
-from envbuild.lock import check_lock_file, ensure_target, git_mirror_dir, lock_path, write_lock
+from envbuild.lock import (check_lock_file, default_lockdir, ensure_target, git_mirror_dir, locate_lock,
+                           lock_path, write_lock)
 from envbuild.recipes import all_recipes, load_recipe
 from envbuild.targets import load_target
 
@@ -45,7 +46,7 @@ def _export(pairs, fmt: str, wheelhouse, output, lockdir) -> None:
     if len(pairs) != 1:
         raise InputError("--format exports one lock", hint="name RECIPE and --target, not --all")
     rec, tgt = pairs[0]
-    lock = check_lock_file(lock_path(rec.name, tgt.name, lockdir), rec, tgt)
+    lock = check_lock_file(locate_lock(rec.name, tgt.name, lockdir), rec, tgt)
     text = export(lock, fmt, str(wheelhouse.resolve()) if wheelhouse else None)
     if output:
         write_atomic(output, text)
@@ -66,8 +67,9 @@ def _export(pairs, fmt: str, wheelhouse, output, lockdir) -> None:
               help="Folder of wheels used as find-links (their sha256 is recorded).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="Lockfile path (default LOCKDIR/<recipe>/<target>.lock).")
-@click.option("--lockdir", type=click.Path(file_okay=False, path_type=Path), default=Path("lockfiles"),
-              show_default=True, help="Folder of lockfiles.")
+@click.option("--lockdir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Folder of lockfiles to write or check (default: $ENVBUILD_LOCKDIR, else the locks "
+                   "shipped in the envbuild package, envbuild/lockfiles).")
 @click.option("--format", "fmt", type=click.Choice(["envbuild", "pylock", "requirements"]),
               default="envbuild", show_default=True,
               help="pylock: PEP 751 pylock.toml; requirements: a hashed requirements.txt (both from "
@@ -81,6 +83,7 @@ def lock_cmd(recipe, target, every, check, git_mirror, wheelhouse, output, lockd
     envbuild lock alpa-megatron --target azure-nd96 --check
     envbuild lock --all --check --git-mirror /srv/mirror   # also re-verify every git pin
     envbuild lock --all --check
+    envbuild lock my-recipe.yaml --target local --lockdir ~/locks   # then ENVBUILD_LOCKDIR=~/locks
     envbuild lock cpu-reference --target local --format pylock --wheelhouse /opt/wheels -o pylock.toml
     """
     pairs = _pairs(recipe, target, every)
@@ -92,7 +95,7 @@ def lock_cmd(recipe, target, every, check, git_mirror, wheelhouse, output, lockd
     mirror = git_mirror_dir(git_mirror)  # --check with a mirror re-verifies every git pin there
     results, failures = [], []
     for rec, tgt in pairs:
-        path = output or lock_path(rec.name, tgt.name, lockdir)
+        path = output or lock_path(rec.name, tgt.name, default_lockdir(lockdir))
         started = time.monotonic()
         entry = {"recipe": rec.name, "target": tgt.name, "path": str(path)}
         if check:

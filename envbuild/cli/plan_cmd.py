@@ -13,7 +13,7 @@ from envbuild.cli.output import console, emit_json
 @recipe_argument(required=False)
 @target_option()
 @click.option("--facts", "facts_file", help="Node facts JSON (from `envbuild facts --json -o`).")
-@click.option("--lock", "lock_file", help="Lockfile (default: lockfiles/<recipe>/<target>.lock if present).")
+@click.option("--lock", "lock_file", help="Lockfile (default: $ENVBUILD_LOCKDIR's, else the shipped lock, if present).")
 @click.option("--prefix", help="Environment prefix on the node.")
 @click.option("--backend", type=click.Choice(["venv", "conda", "container"]),
               help="Override the recipe's environment kind (container: its image built on the node).")

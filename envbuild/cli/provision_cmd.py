@@ -39,7 +39,7 @@ from envbuild.inputs import hosts_option
 @click.option("--wheelhouse", default=None, type=click.Path(), help="Folder of wheels (find-links) for pip.")
 @click.option("--data-mirror", "data_mirror", default=None, type=click.Path(),
               help="Folder of the recipe's data files (DIR/<file>), read on the nodes before any download.")
-@click.option("--lock", "lock", default=None, type=click.Path(), help="Lockfile to use (default lockfiles/<recipe>/<target>.lock).")
+@click.option("--lock", "lock", default=None, type=click.Path(), help="Lockfile to use (default: $ENVBUILD_LOCKDIR's, else the lock shipped with envbuild).")
 @click.option("--locked", is_flag=True, help="Refuse to create a missing lock (a stale lock is always refused).")
 @click.option("--allow-unverified", "allow_unverified", multiple=True, metavar="NAME",
               help="Install package NAME although the lock has no hash for it (repeatable; the report names it).")

@@ -22,7 +22,7 @@ from envbuild.cli.output import console, emit_json
 @click.option("--base", default=None, help="Base image (dockerfile, apptainer, ci; default: from the recipe).")
 @click.option("--facts", "facts_file", default=None, help="Node facts JSON (ansible, shell; default: the target's profile, live for local; "
               "every format: the nodes whose facts fill {inventory.*} patch placeholders).")
-@click.option("--lock", "lock_file", default=None, help="Lockfile (default: lockfiles/<recipe>/<target>.lock if present).")
+@click.option("--lock", "lock_file", default=None, help="Lockfile (default: $ENVBUILD_LOCKDIR's, else the shipped lock, if present).")
 @click.option("--prefix", default=None, help="Environment prefix on the node (ansible, shell).")
 @click.option("--wheelhouse", default=None, type=click.Path(),
               help="Folder of wheels: node formats use it as find-links; image formats copy the locked ones into the context.")
@@ -38,14 +38,13 @@ def render_cmd(recipe, target, fmt, out, base, facts_file, lock_file, prefix, wh
     Exit 0 when written; 1 when written but preflight refuses the target (the render stops at
     its first command); 2 bad input.
     """
-    from envbuild.inputs import find_lock, node_facts, recipe_and_target
-    from envbuild.lock.make import lock_path
+    from envbuild.inputs import find_lock, lock_source, node_facts, recipe_and_target
     from envbuild.render.context import write
     from envbuild.render.formats import IMAGE_FORMATS, render
 
     rec, tgt = recipe_and_target(recipe, target)
     lock = find_lock(rec, tgt, lock_file)
-    lock_src = Path(lock_file) if lock_file else lock_path(rec.name, tgt.name, Path("lockfiles"))
+    lock_src = lock_source(rec, tgt, lock_file)
     lock_text = lock_src.read_text() if lock is not None and lock_src.is_file() else None
     facts = None if fmt in IMAGE_FORMATS else node_facts(tgt, facts_file)[0]
     from envbuild.plan.placeholders import inventory_values  # {inventory.*} patches: from --facts

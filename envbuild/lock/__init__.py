@@ -1,7 +1,9 @@
 """Lockfiles: every package and git pin of a recipe, resolved for one target.
 
-``envbuild lock RECIPE --target TARGET`` writes ``lockfiles/<recipe>/<target>.lock``;
-``--check`` verifies that an existing lock still satisfies the recipe without resolving.
+``envbuild lock RECIPE --target TARGET`` writes ``LOCKDIR/<recipe>/<target>.lock``, LOCKDIR being
+``--lockdir``, else ``$ENVBUILD_LOCKDIR``, else the locks shipped in the package
+(``envbuild/lockfiles``, ``default_lockdir``); ``--check`` verifies that an existing lock still
+satisfies the recipe without resolving.
 
 Example::
 
@@ -10,13 +12,14 @@ Example::
 """
 
 from envbuild.lock.check import digest, lock_problems
-from envbuild.lock.make import (cache_dir, check_lock_file, ensure_target, git_mirror_dir, lock_path,
-                                make_lock, write_lock)
+from envbuild.lock.make import (SHIPPED_LOCKDIR, cache_dir, check_lock_file, default_lockdir, ensure_target,
+                                git_mirror_dir, locate_lock, lock_path, make_lock, write_lock)
 from envbuild.lock.schema import LOCK_SCHEMA, Dist, Lock, LockedGit, LockedPackage
 from envbuild.lock.serialize import dump_lock, parse_lock, read_lock, regenerate_command
 
 __all__ = [
-    "LOCK_SCHEMA", "Dist", "Lock", "LockedGit", "LockedPackage", "cache_dir", "check_lock_file",
-    "digest", "dump_lock", "ensure_target", "git_mirror_dir", "lock_path", "lock_problems",
+    "LOCK_SCHEMA", "SHIPPED_LOCKDIR", "Dist", "Lock", "LockedGit", "LockedPackage", "cache_dir",
+    "check_lock_file", "default_lockdir", "digest", "dump_lock", "ensure_target", "git_mirror_dir",
+    "locate_lock", "lock_path", "lock_problems",
     "make_lock", "parse_lock", "read_lock", "regenerate_command", "write_lock",
 ]

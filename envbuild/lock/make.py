@@ -27,7 +27,27 @@ from envbuild.recipes.schema import Recipe
 from envbuild.targets.schema import Target
 
 Progress = Callable[[str], None]
-LOCKDIR = Path("lockfiles")
+SHIPPED_LOCKDIR = Path(__file__).resolve().parents[1] / "lockfiles"  # envbuild/lockfiles, in the wheel
+LOCKDIR_ENV = "ENVBUILD_LOCKDIR"
+
+
+def default_lockdir(option: str | Path | None = None) -> Path:
+    """The folder ``envbuild lock`` writes to and provision looks in first: ``--lockdir``, else
+    ``$ENVBUILD_LOCKDIR``, else the locks shipped inside the package (``envbuild/lockfiles``).
+
+    Never the working directory: the same command finds the same lock from any folder.
+    """
+    value = option or os.environ.get(LOCKDIR_ENV)
+    return Path(value) if value else SHIPPED_LOCKDIR
+
+
+def locate_lock(recipe: str, target: str, option: str | Path | None = None) -> Path:
+    """Where the lock of ``recipe`` x ``target`` is: in ``default_lockdir(option)`` if there,
+    else among the shipped locks if there (a shipped recipe keeps its shipped lock when another
+    folder is chosen for one's own locks), else the (missing) path in ``default_lockdir(option)``."""
+    chosen = lock_path(recipe, target, default_lockdir(option))
+    shipped = lock_path(recipe, target, SHIPPED_LOCKDIR)
+    return chosen if chosen.is_file() or not shipped.is_file() else shipped
 
 
 def cache_dir() -> Path:
@@ -56,7 +76,7 @@ def ensure_target(recipe: Recipe, target: Target) -> None:
 
 
 def lock_path(recipe: str, target: str, lockdir: str | Path | None = None) -> Path:
-    """``LOCKDIR/<recipe>/<target>.lock`` (LOCKDIR defaults to ./lockfiles).
+    """``LOCKDIR/<recipe>/<target>.lock``; LOCKDIR is ``lockdir`` or else ``default_lockdir()``.
 
     Both names must be names (``envbuild.names.NAME_RE``): ``../x`` never leaves LOCKDIR.
     """
@@ -65,7 +85,7 @@ def lock_path(recipe: str, target: str, lockdir: str | Path | None = None) -> Pa
             raise InputError(f"{name!r} is not a valid {what} name ({NAME_RULE}); "
                              "it would not stay inside the lockfile folder",
                              hint=f"give the {what} a name such as 'my-{what}' in its YAML file")
-    return Path(lockdir or LOCKDIR) / recipe / f"{target}.lock"
+    return Path(lockdir or default_lockdir()) / recipe / f"{target}.lock"
 
 
 def make_lock(recipe: Recipe, target: Target, *, git_mirror: Path | None = None,

@@ -24,6 +24,14 @@ def all_recipes() -> list[Recipe]:
     return [load_recipe(p) for p in catalog.shipped(DATA).values()]
 
 
+def is_shipped(recipe: Recipe) -> bool:
+    """Whether ``recipe`` is one shipped with envbuild, unchanged (same name, same content)."""
+    from envbuild.lock.check import digest
+
+    path = catalog.shipped(DATA).get(recipe.name)
+    return path is not None and digest(load_recipe(path)) == digest(recipe)
+
+
 def default_recipe() -> Recipe:
     defaults = [r for r in all_recipes() if r.default]
     if len(defaults) != 1:

@@ -35,7 +35,7 @@ def with_version(folder: Path, recipe: str, target: str, package: str, version: 
                  sha256: str, url: str | None = None) -> tuple[Path, Path]:
     """(recipe copy, lock copy) under ``folder`` with ``package`` at ``version`` (see above)."""
     from envbuild.lock.check import digest
-    from envbuild.lock.make import check_lock_file, lock_path
+    from envbuild.lock.make import SHIPPED_LOCKDIR, check_lock_file, lock_path
     from envbuild.lock.schema import normalize
     from envbuild.lock.serialize import dump_lock, regenerate_command
     from envbuild.recipes import load_recipe
@@ -43,7 +43,7 @@ def with_version(folder: Path, recipe: str, target: str, package: str, version: 
 
     original = load_recipe(recipe)
     tgt = load_target(target)
-    lock = check_lock_file(lock_path(recipe, target, ROOT / "lockfiles"), original, tgt)
+    lock = check_lock_file(lock_path(recipe, target, SHIPPED_LOCKDIR), original, tgt)
     old = lock.package(package)
     if old is None:
         raise LookupError(f"{package} is not in the lock of {recipe} for {target}")
