@@ -63,6 +63,7 @@ class ProvisionOptions:
     base: str | None = None
     engine_args: list[str] = field(default_factory=list)
     engine_env: list[str] = field(default_factory=list)
+    installer: str = "auto"  # auto | pip | uv (envbuild.plan.installer)
     argv: list[str] = field(default_factory=list)
 
 
@@ -226,7 +227,17 @@ def plan_options(opts: ProvisionOptions, recipe) -> "PlanOptions":
                        fetch_urls=fetch_urls(recipe, opts.git_mirror),
                        allow_unverified=tuple(opts.allow_unverified),
                        bundle=bundle_offline.plan_bundle(opts), data_mirror=opts.data_mirror,
+                       installer=opts.installer, uv=controller_uv(opts.installer),
                        **_container_options(opts, recipe))
+
+
+def controller_uv(installer: str):
+    """The controller's uv (``envbuild.facts.uvbin``) the planner may push; None for pip."""
+    if installer == "pip":
+        return None
+    from envbuild.facts.uvbin import controller_uv as found
+
+    return found()[1]
 
 
 def _check_engine_options(opts: ProvisionOptions) -> None:
@@ -389,7 +400,13 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
     stop = StopRequest()  # SIGINT/SIGTERM from here on: stop ansible's process group, record, exit 128+n
     try:
         with stop:
-            ran = ansible_exec.execute(job, sink, tracker, stop, mask=masked)
+            # the build logs of local nodes, tailed live into the progress display (remote
+            # nodes keep theirs on the node: envbuild.execute.livelog)
+            from envbuild.execute.livelog import LiveTail, log_paths
+
+            local_logs = {} if opts.json_lines else {n.name: log_paths(plans[n.name]) for n in feasible if n.is_local}
+            with LiveTail(local_logs, sink.emit):
+                ran = ansible_exec.execute(job, sink, tracker, stop, mask=masked)
             duration = round(time.time() - started, 2)
             for node in feasible:
                 t = tracker.hosts.get(node.name)

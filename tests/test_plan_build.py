@@ -12,6 +12,7 @@ from envbuild.facts.model import NodeFacts
 from envbuild.facts.profile import from_target
 from envbuild.plan.build import PlanOptions, build_plan
 from envbuild.plan.model import Plan
+from envbuild.plan.params import UvBinary
 from envbuild.plan.resolve import resolve
 from envbuild.recipes import all_recipes, load_recipe
 from envbuild.targets import load_target
@@ -29,6 +30,23 @@ def test_plan_matches_golden(recipe: str, target: str) -> None:
     path = GOLDEN / f"{recipe}--{target}.json"
     if os.environ.get("ENVBUILD_UPDATE_GOLDEN"):
         path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert path.exists(), f"no golden file {path}; create it with ENVBUILD_UPDATE_GOLDEN=1"
+    assert text == path.read_text(), f"plan changed; review and rerun with ENVBUILD_UPDATE_GOLDEN=1 ({path})"
+
+
+# the controller's uv as data (envbuild.facts.uvbin finds the real one): the plan with uv is
+# as pure as without; nodes of the same architecture and a glibc it runs on get it
+UV = UvBinary(version="0.13.9", sha256="5" * 64, os="linux", arch="x86_64", libc="glibc", glibc_min="2.17")
+
+
+@pytest.mark.parametrize("recipe,target", PAIRS)
+def test_plan_with_uv_matches_golden(recipe: str, target: str) -> None:
+    rec, tgt = load_recipe(recipe), load_target(target)
+    plan = resolve(rec, tgt, profile_facts(tgt), None, PlanOptions(host=target, uv=UV)).plan
+    text = plan.to_json()
+    path = GOLDEN / f"{recipe}--{target}--uv.json"
+    if os.environ.get("ENVBUILD_UPDATE_GOLDEN"):
         path.write_text(text)
     assert path.exists(), f"no golden file {path}; create it with ENVBUILD_UPDATE_GOLDEN=1"
     assert text == path.read_text(), f"plan changed; review and rerun with ENVBUILD_UPDATE_GOLDEN=1 ({path})"

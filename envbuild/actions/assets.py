@@ -19,10 +19,23 @@ GROUPS = {
 }
 
 
+def _uv_folder() -> Path | None:
+    """The folder of the controller's uv binary (``uv/uv``; see envbuild.facts.uvbin): the
+    binary the planner pushed with its sha256, checked on the node by the uv step's effect."""
+    from envbuild.facts.uvbin import find_uv
+
+    found = find_uv()
+    return Path(found).resolve().parent if found and Path(found).name == "uv" else None
+
+
+def _folder(group: str) -> Path | None:
+    return _uv_folder() if group == "uv" else GROUPS.get(group)
+
+
 def asset_path(asset: str) -> Path:
     """The controller-side file of ``asset``; a name, never a path outside its group."""
     group, _, name = asset.partition("/")
-    folder = GROUPS.get(group)
+    folder = _folder(group)
     if folder is None or not name or "/" in name or name.startswith("."):
         raise InputError(f"unknown asset {asset!r}")
     path = folder / name
@@ -34,9 +47,10 @@ def asset_path(asset: str) -> Path:
 def asset_source(asset: str) -> str:
     """Where ``asset`` lies on the controller (pure: no check that it exists)."""
     group, _, name = asset.partition("/")
-    if group not in GROUPS or not name or "/" in name or name.startswith("."):
+    folder = _folder(group)
+    if folder is None or not name or "/" in name or name.startswith("."):
         raise InputError(f"unknown asset {asset!r}")
-    return str(GROUPS[group] / name)
+    return str(folder / name)
 
 
 def asset_of(path: Path) -> str:

@@ -15,9 +15,12 @@ effect is derived from the plan alone, and the node-side checker
 Effects by step kind:
 
 - ``environment``: the interpreter ``<prefix>/bin/python`` exists and runs (``interpreter``);
+- ``uv_tool``: the pushed uv binary has the planned sha256 and mode 0755 (``file``);
 - ``pip_tooling`` / ``pip_install``: every named distribution is installed at its locked
   version, and every file of its RECORD is present with the recorded size and hash
-  (``dists``); ``apex_build``: the ``apex`` distribution likewise, at any version;
+  (``dists``), whichever installer wrote it (pip, or uv: it writes RECORD with the wheel's
+  hashes and ``INSTALLER`` = ``uv``); ``apex_build``: the ``apex`` distribution likewise, at
+  any version;
 - ``git_source``: HEAD is the pinned SHA and no tracked file differs from that commit, except
   the files the plan's patches change, which must equal the commit's text with those patches
   applied in plan order (``git``);
@@ -180,8 +183,10 @@ def effects(plan) -> dict[str, Optional[Effect]]:
         eff: Optional[Effect] = None
         if p.kind == "environment" and p.backend != "container":
             eff = InterpreterEffect(python=python)
-        elif p.kind in ("pip_tooling", "pip_install"):
+        elif p.kind in ("pip_tooling", "pip_install"):  # pip or uv: both write RECORD (uv: INSTALLER=uv)
             eff = _requirements_effect(python, p.requirements)
+        elif p.kind == "uv_tool":
+            eff = FileEffect(path=p.dest, sha256=p.sha256, perm="0755")
         elif p.kind == "apex_build":
             eff = DistsEffect(python=python, dists={canonical(p.dist_name): None})
         elif p.kind == "git_source":

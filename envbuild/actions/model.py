@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 
 class _A(BaseModel):
@@ -33,6 +33,16 @@ class Run(_A):
     # added to argv only when the step runs again because its effect did not hold (decided on
     # the node, see envbuild.actions.effects): e.g. pip's --force-reinstall
     repair_args: list[str] = Field(default_factory=list)
+    # the node file the command's output (stdout and stderr) is written to as it runs: the
+    # step's build log, tailed live on the controller for the local node (envbuild.execute.livelog)
+    log: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_no_log(self, handler):
+        data = handler(self)  # added later: left out when unset, so renders made before stay
+        if isinstance(data, dict) and self.log is None:
+            data.pop("log", None)
+        return data
 
 
 class WriteFile(_A):

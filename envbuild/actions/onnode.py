@@ -10,7 +10,13 @@ as they are, nothing is templated or evaluated.
 and output of the failing action. With ``repair`` (the step runs again because its effect did
 not hold, decided on the node by ``node_state``), a ``run`` action's ``repair_args`` are added
 to its argv (pip's ``--force-reinstall``: pip says "already satisfied" when a distribution's
-metadata is there and its files are not).
+metadata is there and its files are not; uv's ``--reinstall``).
+
+A ``run`` action with ``log`` writes the command's stdout and stderr to that node file line by
+line as it runs (the step's build log, tailed live for local nodes by
+``envbuild.execute.livelog``). While actions run, SIGTERM, SIGHUP and SIGINT of the runner kill
+the running command's whole process group before the runner ends (``_Interrupts``), and every
+command carries PR_SET_PDEATHSIG (SIGKILL) for a runner killed outright.
 
 The second half of the module checks the effects of plan steps (``check_effect``,
 ``node_state``, ``record_step``): what Ansible's ``envbuild_state`` module, the no-op probe of
@@ -20,9 +26,109 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
+import time
 
 LOG_TAIL_CHARS = 4000  # of each command's stdout kept in the step's log
 CAPTURE_SHELL = 'if [ -f "$0" ]; then . "$0"; fi; exec "$@"'
+
+# --- interrupts: a command never outlives the runner -----------------------------------------
+#
+# Commands start in their own session (their own process group), so a signal meant for the
+# runner (Ansible's module process: SIGTERM when a run is stopped, SIGHUP when the SSH session
+# goes, SIGINT) does not reach them by itself. While ``run_actions`` runs, handlers for those
+# signals kill the process group of every command still running (SIGTERM, SIGKILL after
+# KILL_GRACE_S), then let the signal act as it would have (the previous handler, or the default:
+# the runner ends by the signal). A runner killed with SIGKILL runs no handler: each command is
+# started with PR_SET_PDEATHSIG (Linux prctl through ctypes, where available), so the kernel
+# sends it SIGKILL when the runner dies; what that command started itself in its group is
+# reached only by the handlers.
+
+KILL_GRACE_S = 3.0
+INTERRUPTS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP", "SIGINT") if hasattr(signal, n))
+_RUNNING = {}  # pid -> Popen of the commands running now (each leads its own process group)
+_PR_SET_PDEATHSIG = 1
+
+
+def _prctl():
+    """libc's prctl, resolved in the runner (never in the forked child); None off Linux."""
+    try:
+        import ctypes
+        import ctypes.util
+
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        return libc.prctl
+    except Exception:  # noqa: BLE001 - no ctypes, no libc, not Linux: the handlers alone
+        return None
+
+
+_PRCTL = _prctl() if os.uname()[0] == "Linux" else None
+
+
+def _child_setup():
+    """In the child, before exec: SIGKILL when the runner dies (the fallback of the handlers)."""
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+
+
+def kill_running(grace=KILL_GRACE_S):
+    """SIGTERM the process group of every running command, SIGKILL what is left after ``grace``."""
+    groups = list(_RUNNING)
+    for pg in groups:
+        try:
+            os.killpg(pg, signal.SIGTERM)
+        except OSError:
+            pass
+    deadline = time.time() + grace
+    while groups and time.time() < deadline:
+        for pg in list(groups):
+            try:
+                proc = _RUNNING.get(pg)
+                if proc is not None:
+                    proc.poll()  # reap the leader, so its group can be seen to go
+                os.killpg(pg, 0)
+            except OSError:
+                groups.remove(pg)
+        if groups:
+            time.sleep(0.05)
+    for pg in groups:
+        try:
+            os.killpg(pg, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+class _Interrupts(object):
+    """While active: INTERRUPTS kill the running commands' groups first (see above)."""
+
+    def __init__(self):
+        self.previous = {}
+
+    def __enter__(self):
+        if threading.current_thread() is not threading.main_thread():
+            return self  # signal handlers live in the main thread only
+        for sig in INTERRUPTS:
+            try:
+                self.previous[sig] = signal.signal(sig, self._handle)
+            except (ValueError, OSError):
+                pass
+        return self
+
+    def __exit__(self, *exc):
+        for sig, old in self.previous.items():
+            signal.signal(sig, old)
+        self.previous = {}
+        return False
+
+    def _handle(self, signum, frame):
+        kill_running()
+        old = self.previous.get(signum)
+        self.__exit__()
+        if callable(old):
+            old(signum, frame)  # e.g. Python's KeyboardInterrupt for SIGINT
+        elif old != signal.SIG_IGN:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)  # end by the signal, as without the handler
 
 
 class ActionFailed(Exception):
@@ -42,30 +148,84 @@ def _env(extra, path, node_path):
     return env
 
 
-def _call(argv, env, cwd=None, timeout=None):
-    """(rc, stdout, stderr); a timeout kills the whole process group and gives rc 124."""
+def _call(argv, env, cwd=None, timeout=None, log=None):
+    """(rc, stdout, stderr); a timeout kills the whole process group and gives rc 124.
+
+    ``log``: an open binary file that gets every line of stdout and stderr as it comes (the
+    step's build log, see ``_open_log``)."""
     try:
         proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=_child_setup)
     except OSError as exc:  # the program or the folder does not exist
         what = argv[0] if not cwd or os.path.isdir(cwd) else "folder " + cwd
         raise ActionFailed("cannot run %s: %s not found on the node (%s)" % (argv[0], what, exc.strerror),
                            cmd=list(argv), rc=127)
+    _RUNNING[proc.pid] = proc
     try:
-        out, err = proc.communicate(timeout=timeout)
-        rc = proc.returncode
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        rc = 124
+        try:
+            out, err = _communicate(proc, timeout, log)
+            rc = proc.returncode
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, err = _communicate(proc, None, log)
+            rc = 124
     except BaseException:
         try:
             os.killpg(proc.pid, signal.SIGTERM)
         except OSError:
             pass
         raise
+    finally:
+        _RUNNING.pop(proc.pid, None)
     return rc, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+
+def _communicate(proc, timeout, log):
+    """proc.communicate, or with ``log``: both pipes read line by line by two threads, each
+    line written to ``log`` (flushed) as it arrives."""
+    if log is None:
+        return proc.communicate(timeout=timeout)
+    chunks = {"out": [], "err": []}
+    lock = threading.Lock()
+
+    def pump(stream, key):
+        for line in iter(stream.readline, b""):
+            chunks[key].append(line)
+            with lock:
+                try:
+                    log.write(line)
+                    log.flush()
+                except (OSError, ValueError):
+                    pass
+        stream.close()
+
+    readers = [threading.Thread(target=pump, args=(proc.stdout, "out")),
+               threading.Thread(target=pump, args=(proc.stderr, "err"))]
+    for t in readers:
+        t.daemon = True
+        t.start()
+    proc.wait(timeout=timeout)  # TimeoutExpired: the caller kills the group, then calls again
+    for t in readers:
+        t.join()
+    return b"".join(chunks["out"]), b"".join(chunks["err"])
+
+
+def _open_log(path, opened):
+    """The build log at ``path``: truncated the first time a run of this batch writes it
+    (``opened`` holds those paths), appended to after; None when it cannot be opened (the
+    command runs anyway, its output still kept in the step's log)."""
+    if not path:
+        return None
+    try:
+        folder = os.path.dirname(path)
+        if folder and not os.path.isdir(folder):
+            os.makedirs(folder)
+        fh = open(path, "ab" if path in opened else "wb")
+    except OSError:
+        return None
+    opened.add(path)
+    return fh
 
 
 def _write(path, content, mode):
@@ -90,10 +250,18 @@ def _write(path, content, mode):
     return True
 
 
-def do_run(a, node_path, repair=False):
+def do_run(a, node_path, repair=False, logs=None):
     env = _env(a.get("env"), a.get("path"), node_path)
     argv = list(a["argv"]) + (list(a.get("repair_args") or []) if repair else [])
-    rc, out, err = _call(argv, env, cwd=a.get("cwd"))
+    log = _open_log(a.get("log"), logs if logs is not None else set())
+    try:
+        if log is not None:
+            log.write(("$ %s\n" % " ".join(argv)).encode("utf-8", "replace"))
+            log.flush()
+        rc, out, err = _call(argv, env, cwd=a.get("cwd"), log=log)
+    finally:
+        if log is not None:
+            log.close()
     if rc != 0:
         raise ActionFailed("command failed (exit %s): %s" % (rc, (err.strip() or out.strip())[-600:]),
                            cmd=argv, rc=rc, stdout=out, stderr=err)
@@ -211,12 +379,18 @@ def do_capture(a, node_path):
 
 
 def run_actions(actions, node_path=None, textpatch=None, repair=False):
-    """Run node-side actions in order; see the module docstring."""
-    changed, log, captured = False, [], []
+    """Run node-side actions in order; see the module docstring. While they run, SIGTERM,
+    SIGHUP and SIGINT kill the running command's process group first (``_Interrupts``)."""
+    with _Interrupts():
+        return _run_actions(actions, node_path, textpatch, repair)
+
+
+def _run_actions(actions, node_path, textpatch, repair):
+    changed, log, captured, logs = False, [], [], set()
     for a in actions:
         op = a["op"]
         if op == "run":
-            did, out = do_run(a, node_path, repair)
+            did, out = do_run(a, node_path, repair, logs)
             changed = changed or did
             extra = a.get("repair_args") if repair else None
             log.append(("$ " + " ".join(list(a["argv"]) + list(extra or [])))[:300])
@@ -580,8 +754,7 @@ def _check_interpreter(eff, ctx):
 def _check_file(eff, ctx):
     path = eff["path"]
     try:
-        with open(path, "rb") as fh:
-            digest = hashlib.sha256(fh.read()).hexdigest()
+        digest = _sha256_of(path)  # in blocks: the pushed uv binary is ~40 MB
         perm = "%04o" % (os.stat(path).st_mode & 0o7777)
     except OSError as exc:
         return {"ok": False, "repair": False, "detail": "%s: %s" % (path, exc.strerror)}

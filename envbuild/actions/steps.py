@@ -29,6 +29,34 @@ IMPORT_CODE = ("import importlib, sys\n"
                "    print(m, getattr(mod, '__version__', ''))")
 
 
+# uv pip install: the same requirement files, hashes and index options as pip, into the same
+# environment (--python). uv hard-links files from its cache where the cache is on the same
+# filesystem (copying torch instead takes 12 s against 0.7 s here): a file later changed in
+# place in the environment then changes the cache too, so a repair (the step's effect did not
+# hold: a file differs from its RECORD) reinstalls without the cache, from the wheel itself.
+UV_PIP = ["pip", "install", "--no-progress"]
+UV_REPAIR = ["--reinstall", "--no-cache"]
+
+
+def install_argv(prefix: str, installer: str = "pip", uv: str | None = None) -> list[str]:
+    """The install command of a package step: ``<env python> -m pip install ...`` or
+    ``<uv> pip install --python <env python> ...``."""
+    if installer == "uv":
+        if not uv:
+            raise ValueError("a uv install step needs the uv binary's path on the node")
+        return [uv, *UV_PIP, "--python", python_of(prefix)]
+    return [python_of(prefix), *PIP]
+
+
+def repair_args(installer: str = "pip") -> list[str]:
+    return list(UV_REPAIR if installer == "uv" else PIP_REPAIR)
+
+
+def log_path(prefix: str, step_id: str) -> str:
+    """The node file a step's commands write their output to as they run (its build log)."""
+    return f"{state_dir(prefix)}/logs/{step_id.replace(':', '-')}.log"
+
+
 def python_of(prefix: str) -> str:
     return f"{prefix.rstrip('/')}/bin/python"
 
@@ -122,13 +150,21 @@ def requirement_line(r: P.Requirement, with_hashes: bool) -> str:
 def _pip_tooling(step, p: P.PipToolingParams, prefix: str) -> list[Action]:
     """The locked tooling, hash-checked; without a lock entry, the bare specifiers."""
     links = [f"--find-links={d}" for d in p.find_links] + (["--no-index"] if p.no_index else [])
+    install = install_argv(prefix, p.installer, p.uv)
+    log = log_path(prefix, step.id)
     if all(r.hashes for r in p.requirements):
         path = f"{state_dir(prefix)}/requirements/pip-tooling.txt"
         return [WriteFile(path=path, content="".join(requirement_line(r, True) + "\n" for r in p.requirements)),
-                Run(argv=[python_of(prefix), *PIP, "-r", path, "--require-hashes", "--no-deps", *links],
-                    repair_args=PIP_REPAIR)]
-    return [Run(argv=[python_of(prefix), *PIP, *(r.requirement for r in p.requirements), *links],
-                repair_args=PIP_REPAIR)]
+                Run(argv=[*install, "-r", path, "--require-hashes", "--no-deps", *links],
+                    repair_args=repair_args(p.installer), log=log)]
+    return [Run(argv=[*install, *(r.requirement for r in p.requirements), *links],
+                repair_args=repair_args(p.installer), log=log)]
+
+
+def _uv_tool(step, p: P.UvToolParams, prefix: str) -> list[Action]:
+    """The controller's uv (asset ``uv/uv``, see envbuild.actions.assets) onto the node; its
+    sha256 is the step's effect, checked on the node after the copy."""
+    return [MakeDir(path=p.dest.rsplit("/", 1)[0] or "/"), CopyAsset(asset="uv/uv", dest=p.dest, perm="0755")]
 
 
 def _pip_install(step, p: P.PipInstallParams, prefix: str) -> list[Action]:
@@ -154,9 +190,11 @@ def _pip_install(step, p: P.PipInstallParams, prefix: str) -> list[Action]:
     for suffix, reqs, flags in groups:
         path = f"{base}{suffix}.txt"
         with_hashes = "--require-hashes" in flags
+        # builds without isolation stay with pip, even in a uv step (envbuild.plan.installer)
+        installer = p.installer if suffix != "-no-isolation" else "pip"
         out.append(WriteFile(path=path, content="".join(requirement_line(r, with_hashes) + "\n" for r in reqs)))
-        out.append(Run(argv=[python_of(prefix), *PIP, "-r", path, *flags, *index], env=dict(p.env),
-                       repair_args=PIP_REPAIR))
+        out.append(Run(argv=[*install_argv(prefix, installer, p.uv), "-r", path, *flags, *index],
+                       env=dict(p.env), repair_args=repair_args(installer), log=log_path(prefix, step.id)))
     return out
 
 
@@ -192,7 +230,8 @@ def _patch(step, p: P.PatchParams, prefix: str) -> list[Action]:
 def _build(step, p: P.BuildParams, prefix: str) -> list[Action]:
     # The recipe's published build commands are shell by nature; they come from the recipe
     # author (reviewed data), run by bash with the tree as cwd.
-    return [Run(argv=["bash", "-ec", cmd], cwd=p.dest, env=dict(p.env), path=[f"{prefix}/bin"])
+    return [Run(argv=["bash", "-ec", cmd], cwd=p.dest, env=dict(p.env), path=[f"{prefix}/bin"],
+                log=log_path(prefix, step.id))
             for cmd in p.commands]
 
 
@@ -214,8 +253,10 @@ def _install_source(step, p: P.InstallSourceParams, prefix: str) -> list[Action]
                 "pathlib.Path(sysconfig.get_paths()['purelib'], 'envbuild-' + sys.argv[1] + '.pth')"
                 ".write_text(sys.argv[2] + '\\n')")
         return [Run(argv=[py, "-c", code, p.name, p.dest])]
+    # pip: a build without isolation against the environment's own setuptools, as published
     return [Run(argv=[py, *PIP, "--no-deps", "--no-build-isolation",
-                      *(["-e"] if p.mode == "editable" else []), p.dest], repair_args=PIP_REPAIR)]
+                      *(["-e"] if p.mode == "editable" else []), p.dest], repair_args=PIP_REPAIR,
+                log=log_path(prefix, step.id))]
 
 
 def env_file_text(prefix: str, variables: dict[str, str]) -> str:
@@ -349,6 +390,7 @@ _BY_KIND = {
     "image": _image, "image_import": _image_import, "image_check": _image_check,
     "image_smoke": _image_smoke,
     "preflight": _preflight, "system_packages": _system_packages, "environment": _environment,
+    "uv_tool": _uv_tool,
     "pip_tooling": _pip_tooling, "pip_install": _pip_install, "git_source": _git_source,
     "patch": _patch, "build": _build, "apex_build": _apex_build,
     "install_source": _install_source, "env_file": _env_file, "import_check": _import_check,

@@ -25,9 +25,12 @@ from envbuild.cli.output import console, emit_json
 @click.option("--git-mirror", help="Folder with OWNER/NAME(.git) mirrors of GitHub repositories.")
 @click.option("--wheelhouse", help="Folder of wheels used as pip find-links.")
 @click.option("--data-mirror", "data_mirror", help="Folder of the recipe's data files (DIR/<file>), read on the node first.")
+@click.option("--installer", type=click.Choice(["auto", "pip", "uv"]), default="auto", show_default=True,
+              help="Package installs with uv (this machine's uv, pushed to the node) or pip; auto: uv "
+                   "where the node can run it.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan(s) as JSON.")
 def plan_cmd(recipe, target, facts_file, lock_file, prefix, backend, git_mirror, wheelhouse, as_json,
-             base=None, engine_args=(), engine_env=(), data_mirror=None):
+             base=None, engine_args=(), engine_env=(), data_mirror=None, installer="auto"):
     """Show the steps a provision of RECIPE (default: the embedded reference) would run.
 
     \b
@@ -39,6 +42,7 @@ def plan_cmd(recipe, target, facts_file, lock_file, prefix, backend, git_mirror,
     from envbuild.inputs import find_lock, node_facts, recipe_and_target
     from envbuild.plan.build import PlanOptions
     from envbuild.plan.resolve import fetch_urls, resolve
+    from envbuild.provision import controller_uv
 
     rec, tgt = recipe_and_target(recipe, target)
     lock = find_lock(rec, tgt, lock_file)
@@ -46,7 +50,7 @@ def plan_cmd(recipe, target, facts_file, lock_file, prefix, backend, git_mirror,
 
     opts = PlanOptions(prefix=prefix, backend=default_backend(rec, backend), git_mirror=git_mirror,
                        wheelhouse=wheelhouse, fetch_urls=fetch_urls(rec, git_mirror), base=base,
-                       data_mirror=data_mirror,
+                       data_mirror=data_mirror, installer=installer, uv=controller_uv(installer),
                        engine_args=tuple(engine_args),
                        engine_env=dict(e.split("=", 1) for e in engine_env if "=" in e))
     from envbuild.plan.placeholders import inventory_values

@@ -9,8 +9,9 @@ one plain line, with the step's duration and ``[done/total]`` once it ends, and 
 The events come from ``envbuild.execute.events.EventSink``, which calls ``display.event(ev)``
 for each step event and each transient progress event (``pending``, ``task``, ``output``) as
 ansible-runner reports them, and ``display(line)`` for messages. The tail shows what each
-Ansible task returned as soon as it ends (the commands a step ran, a failure's output); a
-command's own output while it runs is not streamed by the node module.
+Ansible task returned as soon as it ends (the commands a step ran, a failure's output), and,
+for a local node, the build log of the running command as it grows (pip/uv output, a build's
+compiler lines: ``envbuild.execute.livelog``); remote nodes' logs stay on the node.
 """
 
 from __future__ import annotations

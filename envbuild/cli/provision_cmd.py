@@ -46,6 +46,9 @@ from envbuild.inputs import hosts_option
 @click.option("--bundle", "bundle", default=None, type=click.Path(),
               help="Offline: provision from this bundle (envbuild bundle) alone, no index, no mirror. "
                    "A bundle that does not match its manifest exits 2, one lacking what the plan needs 1.")
+@click.option("--installer", type=click.Choice(["auto", "pip", "uv"]), default="auto", show_default=True,
+              help="Package installs with uv (pushed to nodes of this machine's OS and architecture) "
+                   "or pip; auto: uv where it can run. Steps that need pip keep it.")
 @click.option("--no-smoke", is_flag=True, help="Skip the smoke benchmark step.")
 @click.option("--smoke-preset", "smoke_preset", type=click.Choice(["tiny", "350m"]), default="tiny", show_default=True,
               help="The GPT smoke's size: tiny (CPU, seconds) or 350m (a ~355M GPT on the GPU, for MFU).")
@@ -63,7 +66,7 @@ from envbuild.inputs import hosts_option
 def provision_cmd(recipe, target, recipe_option, hosts, inventory, backend, prefix, conda_channel, conda_packages,
                   dry_run, git_mirror, wheelhouse, lock, locked, allow_unverified, bundle, no_smoke, smoke_preset, force,
                   from_step, insecure, identity_file, known_hosts, as_json,
-                  base=None, engine_args=(), engine_env=(), data_mirror=None):
+                  base=None, engine_args=(), engine_env=(), data_mirror=None, installer="auto"):
     """Provision RECIPE (default: the embedded reference) onto the nodes of TARGET: facts,
     preflight, lock, plan, ansible, results.
 
@@ -101,7 +104,8 @@ def provision_cmd(recipe, target, recipe_option, hosts, inventory, backend, pref
                             force=force, from_step=from_step, bundle=bundle,
                             insecure=insecure, identity_file=identity_file,
                             known_hosts=list(known_hosts), argv=["envbuild", *sys.argv[1:]],
-                            base=base, engine_args=list(engine_args), engine_env=list(engine_env))
+                            base=base, engine_args=list(engine_args), engine_env=list(engine_env),
+                            installer=installer)
     if as_json:
         out = provision(opts, echo=None)
         emit_json_line({"type": "result", "run_dir": str(out.run_dir), "status": out.status,

@@ -18,6 +18,7 @@ from envbuild.errors import InputError
 from envbuild.facts.model import NodeFacts
 from envbuild.lock.schema import normalize
 from envbuild.plan import params as P
+from envbuild.plan.installer import choose_installer, step_installer
 from envbuild.plan.model import Decision, Plan, Step
 from envbuild.plan.packages import (LockedPackage, Tool, locked_packages, pip_release, tooling,
                                      torch_closure, torch_requirement)
@@ -55,6 +56,10 @@ class PlanOptions:
     # over every node's facts); None: the node being planned is the whole inventory
     inventory: object | None = None
     data_mirror: str | None = None  # folder of the recipe's data files (DIR/<file>), readable on the node
+    # package installer (envbuild.plan.installer): auto | pip | uv, and the controller's uv
+    # (envbuild.facts.uvbin.controller_uv, found by the resolution; None: pip everywhere)
+    installer: str = "auto"
+    uv: P.UvBinary | None = None
 
 
 SEARCH_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -130,6 +135,12 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
     add(Step(id="environment", title=f"{backend} environment, Python {recipe.python}",
              params=env_params, reason=_env_reason(recipe, backend, interp is not None, conda)))
 
+    installer, why = choose_installer(opts.installer, opts.uv, facts, backend, recipe.python)
+    uv_path = f"{prefix.rstrip('/')}/.envbuild/tools/uv" if installer == "uv" else None
+    decisions.append(Decision(subject="installer", outcome=f"uv {opts.uv.version}" if uv_path and opts.uv
+                              else "pip", reason=why))
+    env_at = len(steps)  # the uv step goes right after the environment, if a step uses uv
+
     pip_version, _ = pip_release(recipe.environment.pip)
     tools = tooling(recipe)
     if tools:
@@ -139,8 +150,9 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
                  params=P.PipToolingParams(
                      requirements=reqs, unverified=unverified,
                      find_links=[opts.wheelhouse] if opts.wheelhouse else [],
+                     installer="uv" if uv_path else "pip", uv=uv_path,
                      no_index=opts.bundle is not None),
-                 reason="; ".join(t.why for t in tools)))
+                 reason="; ".join(t.why for t in tools) + ("; with uv pip install" if uv_path else "")))
 
     torch = torch_requirement(recipe, facts, lock, decisions)
     rest = [p for p in locked_packages(recipe, lock) if p.name.lower() != "torch"]
@@ -153,14 +165,19 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
         if deps:
             add(_pip_step("pip:torch-deps", f"{len(deps)} packages torch needs", deps, opts, recipe,
                           lock is not None, "torch's locked dependencies (none of them named by the "
-                          "recipe): installed apart so that they change only with torch"))
+                          "recipe): installed apart so that they change only with torch", uv_path))
         add(_pip_step("pip:torch", f"torch {torch.version}", [torch], opts, recipe, lock is not None,
-                      "torch from the index that carries the variant matched to this node"))
+                      "torch from the index that carries the variant matched to this node", uv_path))
 
     if rest:
         add(_pip_step("pip:packages", f"{len(rest)} Python packages (lock order)", rest, opts,
                       recipe, lock is not None,
-                      "every locked package at its exact version, hash-checked"))
+                      "every locked package at its exact version, hash-checked", uv_path))
+    if uv_path and opts.uv and any(getattr(s.params, "installer", "pip") == "uv" for s in steps):
+        steps.insert(env_at, Step(
+            id="uv", title=f"uv {opts.uv.version}",
+            params=P.UvToolParams(dest=uv_path, version=opts.uv.version, sha256=opts.uv.sha256),
+            reason=why))
 
     for src in recipe.sources:
         steps.extend(_source_steps(recipe, src, prefix, facts, torch, pip_version, lock, opts,
@@ -247,7 +264,7 @@ def _env_reason(recipe: Recipe, backend: str, have_interp: bool, params: dict | 
 
 
 def _pip_step(step_id: str, title: str, pkgs: list[LockedPackage], opts: PlanOptions,
-              recipe: Recipe, locked: bool, reason: str) -> Step:
+              recipe: Recipe, locked: bool, reason: str, uv_path: str | None = None) -> Step:
     find_links = [opts.wheelhouse] if opts.wheelhouse else []
     for p in pkgs:
         if p.find_links and p.find_links not in find_links:
@@ -267,10 +284,14 @@ def _pip_step(step_id: str, title: str, pkgs: list[LockedPackage], opts: PlanOpt
         reason += f"; without a hash in the lock: {', '.join(unverified)}"
     no_iso = [p.name for p in pkgs
               if (d := recipe.package(p.name)) is not None and not d.build_isolation]
+    installer, note = step_installer("uv" if uv_path else "pip", no_build_isolation=no_iso, env=env)
+    if note:
+        reason += f"; {note}"
     return Step(id=step_id, title=title, reason=reason, params=P.PipInstallParams(
         requirements=[p.as_requirement() for p in pkgs], find_links=find_links,
         index_url=index_url, no_index=no_index, env=env, no_deps=locked,
-        no_build_isolation=no_iso, unverified=unverified))
+        no_build_isolation=no_iso, unverified=unverified, installer=installer,
+        uv=uv_path if installer == "uv" else None))
 
 
 def _torch_cuda(torch: LockedPackage | None) -> str | None:

@@ -25,6 +25,7 @@ StepKind = Literal[
     "preflight",  # refuse an infeasible node before anything is installed
     "system_packages",  # apt packages
     "environment",  # create venv / conda prefix / (container: the image)
+    "uv_tool",  # push the controller's uv to the node (envbuild.plan.installer)
     "pip_tooling",  # pin pip/setuptools/wheel in the environment
     "pip_install",  # pip install a lock section, hash-checked
     "git_source",  # clone/fetch at a full SHA and verify it

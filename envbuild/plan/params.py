@@ -60,12 +60,49 @@ class EnvironmentParams(_P):
     helper_python: str | None = None  # conda without a conda tool: runs rattler_create.py
 
 
+Installer = Literal["pip", "uv"]
+
+
+def _omit_pip(data, installer: str, uv: str | None):
+    """``installer``/``uv`` were added later: left out for pip, so plans made before keep
+    their step digests (and golden files)."""
+    if isinstance(data, dict) and installer == "pip":
+        data.pop("installer", None)
+        if uv is None:
+            data.pop("uv", None)
+    return data
+
+
+class UvBinary(_P):
+    """The controller's uv (``uv.find_uv_bin()``), a fact of the controller found by
+    ``envbuild.plan.uvtool.controller_uv``: one binary that the planner may push to a node of
+    the same OS and architecture whose C library can run it."""
+
+    version: str  # "0.13.9"
+    sha256: str
+    os: str  # "linux"
+    arch: str  # "x86_64" (uname -m)
+    libc: Literal["glibc", "musl", "static"]
+    glibc_min: str | None = None  # "2.17": the manylinux tag of its wheel (glibc builds)
+
+
+class UvToolParams(_P):
+    """The controller's uv copied to ``dest`` on the node (mode 0755), checked by sha256."""
+
+    kind: Literal["uv_tool"] = "uv_tool"
+    dest: str
+    version: str
+    sha256: str
+
+
 class PipToolingParams(_P):
     kind: Literal["pip_tooling"] = "pip_tooling"
     requirements: list[Requirement]  # locked versions with their hashes (Lock.tooling)
     find_links: list[str] = Field(default_factory=list)
     unverified: list[str] = Field(default_factory=list)  # names without a hash in the lock
     no_index: bool = False  # offline (a bundle): pip never asks an index
+    installer: Installer = "pip"  # uv: ``uv pip install`` with the binary at ``uv``
+    uv: str | None = None
 
     @model_serializer(mode="wrap")
     def _omit_online_default(self, handler):
@@ -73,7 +110,7 @@ class PipToolingParams(_P):
         data = handler(self)
         if isinstance(data, dict) and not self.no_index:
             data.pop("no_index", None)
-        return data
+        return _omit_pip(data, self.installer, self.uv)
 
 
 class PipInstallParams(_P):
@@ -86,6 +123,12 @@ class PipInstallParams(_P):
     no_deps: bool = True  # the lock holds the whole closure: dependencies are its own entries
     no_build_isolation: list[str] = Field(default_factory=list)  # names built without isolation
     unverified: list[str] = Field(default_factory=list)  # names without a hash in the lock
+    installer: Installer = "pip"  # uv: ``uv pip install`` with the binary at ``uv`` (same hashes)
+    uv: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_pip_default(self, handler):
+        return _omit_pip(handler(self), self.installer, self.uv)
 
 
 class GitSourceParams(_P):
@@ -328,7 +371,8 @@ class ImageSmokeParams(_P):
 
 
 StepParams = Annotated[Union[
-    PreflightParams, SystemPackagesParams, EnvironmentParams, PipToolingParams, PipInstallParams,
+    PreflightParams, SystemPackagesParams, EnvironmentParams, UvToolParams, PipToolingParams,
+    PipInstallParams,
     GitSourceParams, PatchParams, BuildParams, ApexBuildParams, InstallSourceParams,
     EnvFileParams, ImportCheckParams, SmokeParams,
     ImageParams, ImageImportParams, ImageCheckParams, ImageSmokeParams,
