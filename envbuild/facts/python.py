@@ -23,8 +23,8 @@ _VERSION_SNIPPET = (
 )
 
 # One interpreter lists them all (fed the candidate paths on stdin): a venv's version and
-# prefix come from its pyvenv.cfg, the lister's own from itself, and every other distinct
-# binary (realpath) is started once; each candidate prints ``path<TAB>X.Y.Z<TAB>sys.prefix``
+# prefix come from its pyvenv.cfg, the lister's own from itself, a CPython install's from its
+# include/pythonX.Y/patchlevel.h, and any other distinct binary (realpath) is started once; each candidate prints ``path<TAB>X.Y.Z<TAB>sys.prefix``
 # as if it had been started (the shell loop below, which starts each candidate, is the
 # fallback when no python can list). Python 3.2+.
 _LISTER = r"""
@@ -45,6 +45,28 @@ def venv(p):
                         return "%s\t%s" % (m.group(1), d)
             return None
     return None
+def header(real):
+    # a CPython install's own patchlevel.h names its exact version: no need to start it
+    m = re.match(r"python(\d+\.\d+)$", os.path.basename(real))
+    prefix = os.path.dirname(os.path.dirname(real))
+    if not m or os.path.isfile(os.path.join(os.path.dirname(real), "pyvenv.cfg")):
+        return None
+    for inc in (m.group(1), m.group(1) + "m"):
+        try:
+            with open(os.path.join(prefix, "include", "python" + inc, "patchlevel.h")) as fh:
+                v = re.search(r'#define\s+PY_VERSION\s+"(\d+\.\d+\.\d+)', fh.read())
+        except (IOError, OSError):
+            continue
+        if v:
+            return "%s\t%s" % (v.group(1), prefix)
+    return None
+def started(real):
+    try:
+        out = subprocess.run([real, "-c", SNIPPET], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             stdin=subprocess.DEVNULL, timeout=30).stdout.decode().strip()
+    except Exception:
+        return None
+    return out if re.match(r"\d+\.\d+\.\d+\t", out) else None
 def paths(text):
     for word in text.split():  # as the shell's $(...) splits and expands them
         if any(c in word for c in "*?["):
@@ -61,12 +83,7 @@ for p in paths(sys.stdin.read()):
     if line is None:
         real = os.path.realpath(p)
         if real not in known:
-            try:
-                out = subprocess.run([real, "-c", SNIPPET], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     stdin=subprocess.DEVNULL, timeout=30).stdout.decode().strip()
-            except Exception:
-                out = ""
-            known[real] = out if re.match(r"\d+\.\d+\.\d+\t", out) else None
+            known[real] = header(real) or started(real)
         line = known[real]
     if line:
         print("%s\t%s" % (p, line))
