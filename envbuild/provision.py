@@ -214,7 +214,7 @@ def refuse_unverified(plan: Plan, allowed: list[str]) -> None:
                                "one by one with --allow-unverified NAME")
 
 
-def plan_options(opts: ProvisionOptions, recipe) -> "PlanOptions":
+def plan_options(opts: ProvisionOptions, recipe, lock: object | None = None) -> "PlanOptions":
     """The planner's options from provision's (shared with ``envbuild plan``)."""
     from envbuild.plan.build import PlanOptions
     from envbuild.plan.resolve import fetch_urls
@@ -224,7 +224,7 @@ def plan_options(opts: ProvisionOptions, recipe) -> "PlanOptions":
     return PlanOptions(prefix=opts.prefix, backend=default_backend(recipe, opts.backend), git_mirror=opts.git_mirror,
                        wheelhouse=opts.wheelhouse, smoke=opts.smoke, smoke_preset=opts.smoke_preset,
                        conda_channel=opts.conda_channel, conda_packages=tuple(opts.conda_packages),
-                       fetch_urls=fetch_urls(recipe, opts.git_mirror),
+                       fetch_urls=fetch_urls(recipe, opts.git_mirror, lock),
                        allow_unverified=tuple(opts.allow_unverified),
                        bundle=bundle_offline.plan_bundle(opts), data_mirror=opts.data_mirror,
                        installer=opts.installer, uv=controller_uv(opts.installer),
@@ -337,7 +337,7 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
         rd.update_run(lock_path=lock_file, lock_digest=getattr(lock, "digest", None))
 
     # the same resolution as `envbuild plan` (envbuild.plan.resolve)
-    plan_opts = plan_options(opts, recipe)
+    plan_opts = plan_options(opts, recipe, lock)
     from envbuild.plan.placeholders import inventory_values  # {inventory.*} from every node's facts
 
     plan_opts = replace(plan_opts, inventory=inventory_values([facts[n.name] for n in feasible]))

@@ -49,7 +49,7 @@ def plan_cmd(recipe, target, facts_file, lock_file, prefix, backend, git_mirror,
     from envbuild.plan.resolve import default_backend
 
     opts = PlanOptions(prefix=prefix, backend=default_backend(rec, backend), git_mirror=git_mirror,
-                       wheelhouse=wheelhouse, fetch_urls=fetch_urls(rec, git_mirror), base=base,
+                       wheelhouse=wheelhouse, fetch_urls=fetch_urls(rec, git_mirror, lock), base=base,
                        data_mirror=data_mirror, installer=installer, uv=controller_uv(installer),
                        engine_args=tuple(engine_args),
                        engine_env=dict(e.split("=", 1) for e in engine_env if "=" in e))

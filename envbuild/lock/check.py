@@ -97,8 +97,13 @@ def lock_problems(lock: Lock, recipe: Recipe, target: Target) -> list[str]:
         if src.sha and lg.sha != src.sha:
             out.append(f"git {src.name}: recipe pins {src.sha}, lock has {lg.sha}")
     sources = {s.name for s in recipe.sources}
+    pinned = sources | {lg.name for lg in lock.git if lg.required_by}
     for lg in lock.git:
-        if lg.name not in sources:
+        if lg.required_by:  # a git dependency of a source install (envbuild.lock.srclock)
+            if not set(lg.required_by) & pinned:
+                out.append(f"git {lg.name} is locked for {', '.join(lg.required_by)}, which the "
+                           "recipe no longer names")
+        elif lg.name not in sources:
             out.append(f"git {lg.name} is locked but the recipe no longer names it")
     return out
 

@@ -68,6 +68,31 @@ def pypi_versions(name: str, timeout: float = 15.0) -> tuple[str, ...] | None:
     return versions_from_simple_html(resp.text)
 
 
+def cp_wheel_on_pypi(name: str, version: str, python: str, timeout: float = 15.0) -> bool:
+    """Whether PyPI has a wheel of ``name`` ``version`` for CPython ``python`` (``"3.9"``)."""
+    try:
+        resp = requests.get(f"{PYPI_SIMPLE}/{normalize(name)}/", timeout=timeout)
+    except requests.exceptions.RequestException:
+        return False
+    return resp.status_code == 200 and has_cp_wheel(resp.text, name, version, python)
+
+
+def has_cp_wheel(html: str, name: str, version: str, python: str) -> bool:
+    """Whether a PEP 503 page links a wheel of ``version`` tagged for CPython ``python`` (pure)."""
+    tag = "cp" + python.replace(".", "")
+    for href in re.findall(r'href="([^"#]+)', html):
+        filename = href.rsplit("/", 1)[-1]
+        if not filename.endswith(".whl"):
+            continue
+        try:
+            _, ver, _, tags = parse_wheel_filename(filename)
+        except (InvalidWheelFilename, InvalidVersion):
+            continue
+        if str(ver) == version and any(t.interpreter == tag for t in tags):
+            return True
+    return False
+
+
 def versions_from_simple_html(html: str) -> tuple[str, ...]:
     """Distinct versions named by the file links of a PEP 503 project page, oldest first."""
     found: dict[Version, str] = {}

@@ -20,6 +20,7 @@ from envbuild.lock.gitpins import lock_git
 from envbuild.lock.packages import Sorted, locked, sort_packages
 from envbuild.lock.schema import Lock, LockedPackage, Named, PlatformInfo, normalize
 from envbuild.lock.serialize import dump_lock, read_lock, regenerate_command
+from envbuild.lock.srclock import source_dependencies
 from envbuild.lock.uvresolve import UvRequest, platform_tags, python_platform, resolve
 from envbuild.names import NAME_RULE, is_name
 from envbuild.plan.packages import tooling
@@ -98,15 +99,17 @@ def make_lock(recipe: Recipe, target: Target, *, git_mirror: Path | None = None,
     pyplat = python_platform(target.platform.arch, target.platform.glibc)
     git = [lock_git(src, git_mirror, say) for src in recipe.sources]  # cheap checks first
     sorted_ = sort_packages(recipe, target, wheelhouse, say)
+    deps = source_dependencies(recipe, git_mirror, say)  # what the source installs declare
     req = UvRequest(requirements=tuple(sorted_.requirements), python=recipe.python,
                     python_platform=pyplat, exclude_newer=recipe.resolve_as_of,
                     excludes=tuple(sorted_.excludes), find_links=tuple(sorted_.find_links),
                     extra_indexes=tuple(sorted_.extra_indexes),
-                    no_build_metadata=tuple(sorted_.no_build))
+                    no_build_metadata=tuple(sorted_.no_build),
+                    source_requirements=tuple(deps.requirements))
     say(f"resolving {len(req.requirements)} package(s) with uv for Python {recipe.python} "
         f"on {pyplat}" + (f" as of {recipe.resolve_as_of}" if recipe.resolve_as_of else ""))
     prefer = "file://" + str(wheelhouse.resolve()) if wheelhouse else None
-    resolved = resolve(req, cache_dir(), prefer_prefix=prefer, env=sorted_.env)
+    resolved = resolve(req, cache_dir(), prefer_prefix=prefer, env={**deps.env, **sorted_.env})
     say(f"resolved {len(resolved)} package(s); {len(sorted_.given)} recorded as given")
     given = sorted(sorted_.given, key=lambda p: p.source != "preinstalled")  # stable sort
     packages = given + [locked(r, sorted_, wheelhouse) for r in resolved]
@@ -116,7 +119,8 @@ def make_lock(recipe: Recipe, target: Target, *, git_mirror: Path | None = None,
                 python=recipe.python,
                 platform=PlatformInfo(python_platform=pyplat, tags=platform_tags(recipe.python, pyplat)),
                 resolve_as_of=recipe.resolve_as_of, envbuild_version=__version__,
-                packages=packages, tooling=tools, git=git)
+                packages=packages, tooling=tools, git=git + deps.git,
+                declared=deps.declared or None)
 
 
 def lock_tooling(recipe: Recipe, pyplat: str, wheelhouse: Path | None,

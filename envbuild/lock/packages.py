@@ -15,7 +15,7 @@ from typing import Callable
 
 from packaging.version import InvalidVersion, Version
 
-from envbuild.lock.indexes import file_sha256, is_pypi, unreachable, wheelhouse_projects
+from envbuild.lock.indexes import cp_wheel_on_pypi, file_sha256, is_pypi, unreachable, wheelhouse_projects
 from envbuild.lock.schema import Dist, LockedPackage, normalize
 from envbuild.lock.uvresolve import Resolved
 from envbuild.recipes.schema import Package, Recipe
@@ -36,6 +36,7 @@ class Sorted:
     given: list[LockedPackage] = field(default_factory=list)  # preinstalled + unverified
     no_build: list[tuple[str, str]] = field(default_factory=list)  # (name, exact version)
     env: dict[str, str] = field(default_factory=dict)
+    replaces: dict[str, str] = field(default_factory=dict)  # normalized name -> what it stands in for
 
 
 def is_exact(version: str) -> bool:
@@ -110,6 +111,12 @@ def sort_packages(recipe: Recipe, target: Target, wheelhouse: Path | None,
             version = f"{version}+{tag}"
         if pkg.index and not is_pypi(pkg.index) and key not in house:
             down = unreachable(pkg.index)
+            if down and (stand_in := cpu_stand_in(pkg.name, version, tag, recipe.python)):
+                say(f"{pkg.name} {version}: {down}; PyPI's {stand_in} runs on CPU and stands in for it")
+                out.replaces[key] = f"{version} from {pkg.index} ({down.split(' (')[0]})"
+                out.requirements.append(f"{pkg.name}=={stand_in}")
+                out.requested[key] = version
+                continue
             if down:
                 say(f"{pkg.name} {version}: {down}; recorded unverified")
                 out.excludes.append(pkg.name)
@@ -125,6 +132,16 @@ def sort_packages(recipe: Recipe, target: Target, wheelhouse: Path | None,
         out.requirements.append(requirement(pkg.name, version))
         out.requested[key] = version
     return out
+
+
+def cpu_stand_in(name: str, version: str, tag: str | None, python: str) -> str | None:
+    """PyPI's build of the same version for a ``+cpu`` pin whose index is unreachable: the
+    manylinux torch wheels on PyPI (CUDA builds) run on a CPU-only node. None when PyPI has no
+    wheel of that version for the target's Python (torch 1.8.2 is on the LTS index only)."""
+    if tag != "cpu" or not is_exact(version):
+        return None
+    base = version.split("+", 1)[0]
+    return base if cp_wheel_on_pypi(name, base, python) else None
 
 
 def locked(res: Resolved, sorted_: Sorted, wheelhouse: Path | None) -> LockedPackage:
@@ -147,4 +164,4 @@ def locked(res: Resolved, sorted_: Sorted, wheelhouse: Path | None) -> LockedPac
                          required_by=list(res.required_by), requested=sorted_.requested.get(key),
                          dist=Dist(kind=res.kind, filename=filename, url=url, sha256=sha),
                          verified=bool(sha), reason=None if sha else "not verified: no sha256 from the index",
-                         note=note)
+                         note=note, replaces=sorted_.replaces.get(key))

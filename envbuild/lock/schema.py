@@ -85,6 +85,9 @@ class LockedPackage(_M):
     verified: bool
     reason: str | None = None
     note: str | None = None  # e.g. dependencies not resolved (sdist built without isolation)
+    # a stand-in for the recipe's build, e.g. "1.10.1+cpu from https://download.pytorch.org/...":
+    # PyPI's build of the same version (it runs on CPU) where the recipe's index is unreachable
+    replaces: str | None = None
 
 
 class LockedGit(_M):
@@ -100,6 +103,27 @@ class LockedGit(_M):
     commit_date: str | None = None
     subject: str | None = None
     note: str | None = None  # e.g. the ref moved on past the pin
+    # a git dependency of a source install (``name @ git+URL`` in its metadata): the sources
+    # that declare it; None for the recipe's own sources
+    required_by: list[str] | None = None
+
+
+class DeclaredDeps(_M):
+    """What one source install declares as its dependencies, read at its locked commit.
+
+    ``origin``: the file read (``setup.py install_requires``, ``pyproject.toml
+    [project].dependencies``, ``requirements.txt``); ``requirements``: the lines handed to the
+    resolver (their packages carry ``source:<component>`` in ``required_by``); ``dropped``:
+    lines not resolved, with the reason (provided by a source, preinstalled, marker false,
+    a git dependency locked under ``git``); ``unread``: why nothing could be read.
+    """
+
+    component: str
+    sha: str | None = None
+    origin: str | None = None
+    requirements: list[str] | None = None
+    dropped: list[str] | None = None
+    unread: str | None = None
 
 
 class Lock(_M):
@@ -115,6 +139,7 @@ class Lock(_M):
     packages: list[LockedPackage] = Field(default_factory=list)
     tooling: list[LockedPackage] = Field(default_factory=list)  # pip/setuptools/wheel, hashed
     git: list[LockedGit] = Field(default_factory=list)
+    declared: list[DeclaredDeps] | None = None  # source installs' own dependencies, as read
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 

@@ -36,6 +36,9 @@ class UvRequest:
     find_links: tuple[str, ...] = ()
     extra_indexes: tuple[str, ...] = ()
     no_build_metadata: tuple[tuple[str, str], ...] = ()  # (name, version): static empty metadata
+    # (source name, requirement lines): what a source install declares, in a file of its own
+    # (src-<name>.in) so that uv's "# via" names the source that brought each dependency
+    source_requirements: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -83,10 +86,15 @@ def uv_config(req: UvRequest) -> str:
     return "\n".join(out)
 
 
-def uv_command(req: UvRequest, in_file: Path, excludes_file: Path | None, fmt: str,
+SOURCE_IN = "src-{}.in"  # input file of one source's declared dependencies
+
+
+def uv_command(req: UvRequest, in_file: Path | list[Path], excludes_file: Path | None, fmt: str,
                cache_dir: Path, config_file: Path) -> list[str]:
-    """The ``uv pip compile`` argument list (pure); ``config_file`` replaces any user uv.toml."""
-    cmd = ["uv", "pip", "compile", str(in_file), "--config-file", str(config_file), "--quiet", "--no-header",
+    """The ``uv pip compile`` argument list (pure); ``config_file`` replaces any user uv.toml.
+    ``in_file``: the recipe's requirements, then one file per source install."""
+    files = [in_file] if isinstance(in_file, Path) else list(in_file)
+    cmd = ["uv", "pip", "compile", *map(str, files), "--config-file", str(config_file), "--quiet", "--no-header",
            "--python-version", req.python, "--python-platform", req.python_platform,
            "--format", fmt, "--cache-dir", str(cache_dir)]
     if fmt == "requirements.txt":
@@ -127,7 +135,9 @@ def parse_pylock(text: str, prefer_prefix: str | None = None) -> dict[str, tuple
 
 
 def parse_via(text: str) -> dict[str, list[str]]:
-    """``{normalized name: [requirers]}`` from ``# via`` annotations; ``-r FILE`` -> ``recipe``."""
+    """``{normalized name: [requirers]}`` from ``# via`` annotations: ``-r src-NAME.in`` ->
+    ``source:NAME`` (a source install's declared dependency), any other ``-r FILE`` ->
+    ``recipe``."""
     out: dict[str, list[str]] = {}
     current: str | None = None
     in_via = False
@@ -149,8 +159,15 @@ def parse_via(text: str) -> dict[str, list[str]]:
         for item in body.split(","):
             item = item.strip()
             if item:
-                out[current].append("recipe" if item.startswith(("-r", "-c", "-o")) else normalize(item))
+                out[current].append(_requirer(item))
     return {k: sorted(set(v)) for k, v in out.items()}
+
+
+def _requirer(item: str) -> str:
+    if not item.startswith(("-r", "-c", "-o")):
+        return normalize(item)
+    m = re.fullmatch(r"src-(.+)\.in", Path(item[2:].strip()).name)
+    return f"source:{m.group(1)}" if m else "recipe"
 
 
 def install_order(required_by: dict[str, list[str]]) -> list[str]:
@@ -242,11 +259,15 @@ def resolve(req: UvRequest, cache_dir: Path, prefer_prefix: str | None = None,
     ``env``: extra environment for uv (install-time variables some sdists need to build
     their metadata).
     """
-    if not req.requirements:
+    if not req.requirements and not any(lines for _, lines in req.source_requirements):
         return []
     with tempfile.TemporaryDirectory(prefix="envbuild-lock-") as tmp:
         in_file = Path(tmp) / "recipe.in"
         in_file.write_text("\n".join(req.requirements) + "\n")
+        in_files = [in_file]
+        for name, lines in req.source_requirements:
+            in_files.append(Path(tmp) / SOURCE_IN.format(name))
+            in_files[-1].write_text("\n".join(lines) + "\n")
         excl = None
         if req.excludes:
             excl = Path(tmp) / "excludes.txt"
@@ -255,7 +276,7 @@ def resolve(req: UvRequest, cache_dir: Path, prefer_prefix: str | None = None,
         config.write_text(uv_config(req))
         outputs = {}
         for fmt in ("pylock.toml", "requirements.txt"):
-            proc = _run(uv_command(req, in_file, excl, fmt, cache_dir, config), env)
+            proc = _run(uv_command(req, in_files, excl, fmt, cache_dir, config), env)
             if proc.returncode != 0:
                 raise explain_failure(proc.stderr, req)
             outputs[fmt] = proc.stdout

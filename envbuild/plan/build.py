@@ -179,7 +179,7 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
             params=P.UvToolParams(dest=uv_path, version=opts.uv.version, sha256=opts.uv.sha256),
             reason=why))
 
-    for src in recipe.sources:
+    for src in git_dependencies(lock) + list(recipe.sources):  # dependencies first
         steps.extend(_source_steps(recipe, src, prefix, facts, torch, pip_version, lock, opts,
                                    decisions))
 
@@ -201,6 +201,19 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
     return Plan(recipe=recipe.name, target=target.name, host=opts.host, prefix=prefix,
                 backend=backend, lock_digest=_lock_digest(lock), facts_origin=facts.origin,
                 decisions=decisions, steps=steps)
+
+
+def git_dependencies(lock: object | None) -> list[GitSource]:
+    """The git dependencies of the recipe's source installs that the lock pins (ezpz's
+    ambivalent and enrich): built as wheels with --no-deps, their own dependencies being in
+    the lock too (``envbuild.lock.srclock``)."""
+    out = []
+    for pin in getattr(lock, "git", None) or []:
+        if pin.required_by and pin.sha:
+            out.append(GitSource(name=pin.name, url=pin.url, ref=pin.ref, sha=pin.sha, install="wheel",
+                                 why=f"git dependency of {', '.join(pin.required_by)}, pinned by the "
+                                     f"lock ({pin.note or pin.ref})"))
+    return out
 
 
 def _tool_requirement(tool: Tool, lock: object | None) -> P.Requirement:

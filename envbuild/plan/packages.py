@@ -23,6 +23,7 @@ class LockedPackage:
     local_tag: str | None = None  # "cu111", "cpu"
     env: dict[str, str] = field(default_factory=dict)
     from_wheelhouse: bool = False  # the lock took this distribution from a --wheelhouse
+    replaces: str | None = None  # a stand-in for the recipe's build (lock ``replaces``)
 
     @property
     def requirement(self) -> str:
@@ -58,17 +59,21 @@ def _from_lock_entry(entry: object, recipe: Recipe) -> LockedPackage:
     hashes = (dist.sha256,) if dist is not None and getattr(entry, "verified", False) else ()
     source = getattr(entry, "source", "pypi") or "pypi"
     index_url = find_links = None
-    if declared is not None and declared.index:
+    replaces = getattr(entry, "replaces", None)
+    if declared is not None and declared.index and not replaces:
         index_url = declared.index if declared.index_kind == "index-url" else None
         find_links = declared.index if declared.index_kind == "find-links" else None
     elif source.startswith("http") and "pypi.org" not in source:
         index_url = source
     version = str(getattr(entry, "version"))
     local = version.split("+", 1)[1] if "+" in version else None
+    env = dict(declared.env) if declared else {}
+    for requirer in getattr(entry, "required_by", None) or []:  # a source's dependency builds
+        src = recipe.source(requirer.removeprefix("source:")) if requirer.startswith("source:") else None
+        env.update(src.env if src is not None else {})  # with the source's install variables
     return LockedPackage(name=name, version=version, hashes=hashes, index_url=index_url,
-                         find_links=find_links, local_tag=local,
-                         env=dict(declared.env) if declared else {},
-                         from_wheelhouse=source == "wheelhouse")
+                         find_links=find_links, local_tag=local, env=env,
+                         from_wheelhouse=source == "wheelhouse", replaces=replaces)
 
 
 def locked_packages(recipe: Recipe, lock: object | None) -> list[LockedPackage]:
@@ -123,6 +128,10 @@ def torch_requirement(recipe: Recipe, facts: NodeFacts, lock: object | None,
     elif tag:
         decisions.append(Decision(subject="torch-variant", outcome=tag,
                                   reason=f"fixed by the recipe: {declared.why}"))
+    if base.replaces and tag == "cpu":  # the lock's CPU stand-in, as locked (hash-checked)
+        decisions.append(Decision(subject="torch-stand-in", outcome=f"torch {base.version} from PyPI",
+                                  reason=f"replaces torch {base.replaces}; PyPI's build runs on CPU"))
+        return base
     version = base.version.split("+", 1)[0]
     if tag and version[:1].isdigit() and tag != "none":
         version = f"{version}+{tag}"

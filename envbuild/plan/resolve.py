@@ -31,17 +31,19 @@ class Resolved:
         return bool(self.verdict.feasible)
 
 
-def fetch_urls(recipe: Recipe, git_mirror: str | None) -> dict[str, str]:
-    """``{source url: mirror path}`` for the recipe's git sources found in ``git_mirror``."""
+def fetch_urls(recipe: Recipe, git_mirror: str | None, lock: object | None = None) -> dict[str, str]:
+    """``{source url: mirror path}`` for the recipe's git sources found in ``git_mirror``, and
+    for the git dependencies of its source installs that ``lock`` pins."""
     if not git_mirror:
         return {}
     from envbuild.gitsrc import mirror_path
 
     out = {}
-    for src in recipe.sources:
-        found = mirror_path(src.url, Path(git_mirror))
+    urls = [s.url for s in recipe.sources] + [g.url for g in getattr(lock, "git", None) or []]
+    for url in urls:
+        found = mirror_path(url, Path(git_mirror))
         if found:
-            out[src.url] = str(found)
+            out[url] = str(found)
     from envbuild.patches.apex_options import submodules_for  # Apex submodules (cutlass) too
 
     for _, url in submodules_for(list(recipe.apex.build_options) if recipe.apex else []):

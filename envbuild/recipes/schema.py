@@ -163,6 +163,11 @@ class GitSource(Strict):
     build: list[str] = Field(default_factory=list)  # commands run in the tree after patches
     build_options: list[str] = Field(default_factory=list)  # e.g. Apex --cpp_ext --cuda_ext
     env: dict[EnvName, str] = Field(default_factory=dict)
+    # where the lock reads what this source depends on (envbuild.lock.srcdeps), at its SHA:
+    # metadata (pyproject / setup.py / the requirements.txt setup.py reads), requirements
+    # (requirements.txt, which its instructions pip install -r), none. Default: metadata for
+    # editable and wheel installs, none otherwise.
+    dependencies: Literal["metadata", "requirements", "none"] | None = None
     why: str
     source: Source | None = None
 
