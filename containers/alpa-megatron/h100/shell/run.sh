@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision alpa-megatron on h100 (host h100, facts profile:h100),
-# rendered by envbuild 0.1.0 from the plan; lock sha256 17d709437b344d0146f491fbd4036905f0c5f2254524fb7193c9df8d00044033.
+# rendered by envbuild 0.1.0 from the plan; lock sha256 37512259f5d2b3223c09c73e7e7c2029193d70d0a9c5eba118c1b4f62e651023.
 # Regenerate: envbuild render alpa-megatron --target h100 --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision alpa-megatron on slurm (host slurm, facts profile:slurm),
-# rendered by envbuild 0.1.0 from the plan; lock sha256 3063a0731634407c54cc0435c42241deed298713696dcbe926ad526c31e050ac.
+# rendered by envbuild 0.1.0 from the plan; lock sha256 1d76908bc7ac39aed18b0c87c735c7f89287655a42175e9c25629b544390e51f.
 # Regenerate: envbuild render alpa-megatron --target slurm --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

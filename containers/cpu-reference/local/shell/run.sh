@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision cpu-reference on local (host local, facts profile:local),
-# rendered by envbuild 0.1.0 from the plan; lock sha256 4b7c2d737b8fb7c733857f698caebaec31e16cfe2acc64bd6c1799862321613e.
+# rendered by envbuild 0.1.0 from the plan; lock sha256 2914961e63886a8687da601b3457288e63d66d238e5879dd5641104727f35215.
 # Regenerate: envbuild render cpu-reference --target local --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision h100-megatron-deepspeed on h100-venv (host h100-venv, facts profile:h100-venv),
-# rendered by envbuild 0.1.0 from the plan; lock sha256 205026b4ba8a69374fb3e118d65168018f4e7f2f76454b307be0705d7aac1421.
+# rendered by envbuild 0.1.0 from the plan; lock sha256 965652aac7a56b53b120a3330fad6759cf3b880343d5d4501894826f43099f3a.
 # Regenerate: envbuild render h100-megatron-deepspeed --target h100-venv --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision megatron-deepspeed-slurm on slurm (host slurm, facts profile:slurm),
-# rendered by envbuild 0.1.0 from the plan; lock sha256 3dc9ae2bbc456518d76145c0102fd073f11f41810c576b2c84b08b5c9a7b1a74.
+# rendered by envbuild 0.1.0 from the plan; lock sha256 c9ee054b9c1f15c0d2a5d8e46c0efa0977a72a0235212fc961e6062cd95db002.
 # Regenerate: envbuild render megatron-deepspeed-slurm --target slurm --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

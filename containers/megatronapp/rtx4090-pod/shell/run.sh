@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision megatronapp on rtx4090-pod (host rtx4090-pod, facts profile:rtx4090-pod),
-# rendered by envbuild 0.1.0 from the plan; lock sha256 4672f6846dade4a8dbd3ec155d1f758ca3ece9da53307285f7bd4458692b44bf.
+# rendered by envbuild 0.1.0 from the plan; lock sha256 6d3161fb8006e36b5a96edbf76bede6e6d6f585158c866d0a35de9cbb5be9d06.
 # Regenerate: envbuild render megatronapp --target rtx4090-pod --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
@@ -128,7 +128,13 @@ step_smoke() {
   mkdir -p /root/.envbuild/envs/megatronapp/.envbuild/smoke
   rc=0
   # shellcheck source=/dev/null
-  (cd /root/.envbuild/envs/megatronapp/src/megatronapp && if [ -f /root/.envbuild/envs/megatronapp/.envbuild/env.sh ]; then . /root/.envbuild/envs/megatronapp/.envbuild/env.sh; fi && timeout 3600 bash -c 'bash run_single.sh --pipeline_parallel 4 --model_chunks 4') > /root/.envbuild/envs/megatronapp/.envbuild/smoke/native.out 2> /root/.envbuild/envs/megatronapp/.envbuild/smoke/native.err || rc=$?
+  (cd /root/.envbuild/envs/megatronapp/src/megatronapp && if [ -f /root/.envbuild/envs/megatronapp/.envbuild/env.sh ]; then . /root/.envbuild/envs/megatronapp/.envbuild/env.sh; fi && timeout 3600 bash -c '# the command writes its training output into trace_pipeline_4_model_chunks_4.txt: a stale copy is removed,
+# the file is printed after the command
+rm -f -- trace_pipeline_4_model_chunks_4.txt
+envbuild_rc=0
+bash run_single.sh --pipeline_parallel 4 --model_chunks 4 || envbuild_rc=$?
+if [ -f trace_pipeline_4_model_chunks_4.txt ]; then echo '"'"'envbuild: the training output is in trace_pipeline_4_model_chunks_4.txt:'"'"'; cat -- trace_pipeline_4_model_chunks_4.txt; else echo '"'"'envbuild: trace_pipeline_4_model_chunks_4.txt was not written'"'"' >&2; fi
+exit "$envbuild_rc"') > /root/.envbuild/envs/megatronapp/.envbuild/smoke/native.out 2> /root/.envbuild/envs/megatronapp/.envbuild/smoke/native.err || rc=$?
   echo "$rc" > /root/.envbuild/envs/megatronapp/.envbuild/smoke/native.rc
   if [ "$rc" != 0 ]; then failed="$failed native(exit $rc)"; echo 'native failed, see /root/.envbuild/envs/megatronapp/.envbuild/smoke/native.err' >&2; fi
   if [ -n "$failed" ]; then echo "smoke failed:$failed" >&2; exit 1; fi

@@ -23,7 +23,13 @@ if [ "${1:-}" = --smoke ]; then
   mkdir -p /opt/envbuild/megatronapp/.envbuild/smoke
   rc=0
   # shellcheck source=/dev/null
-  (cd /opt/envbuild/megatronapp/src/megatronapp && if [ -f /opt/envbuild/megatronapp/.envbuild/env.sh ]; then . /opt/envbuild/megatronapp/.envbuild/env.sh; fi && timeout 3600 bash -c 'bash run_single.sh --pipeline_parallel 4 --model_chunks 4') > /opt/envbuild/megatronapp/.envbuild/smoke/native.out 2> /opt/envbuild/megatronapp/.envbuild/smoke/native.err || rc=$?
+  (cd /opt/envbuild/megatronapp/src/megatronapp && if [ -f /opt/envbuild/megatronapp/.envbuild/env.sh ]; then . /opt/envbuild/megatronapp/.envbuild/env.sh; fi && timeout 3600 bash -c '# the command writes its training output into trace_pipeline_4_model_chunks_4.txt: a stale copy is removed,
+# the file is printed after the command
+rm -f -- trace_pipeline_4_model_chunks_4.txt
+envbuild_rc=0
+bash run_single.sh --pipeline_parallel 4 --model_chunks 4 || envbuild_rc=$?
+if [ -f trace_pipeline_4_model_chunks_4.txt ]; then echo '"'"'envbuild: the training output is in trace_pipeline_4_model_chunks_4.txt:'"'"'; cat -- trace_pipeline_4_model_chunks_4.txt; else echo '"'"'envbuild: trace_pipeline_4_model_chunks_4.txt was not written'"'"' >&2; fi
+exit "$envbuild_rc"') > /opt/envbuild/megatronapp/.envbuild/smoke/native.out 2> /opt/envbuild/megatronapp/.envbuild/smoke/native.err || rc=$?
   echo "$rc" > /opt/envbuild/megatronapp/.envbuild/smoke/native.rc
   if [ "$rc" != 0 ]; then failed="$failed native(exit $rc)"; echo 'native failed, see /opt/envbuild/megatronapp/.envbuild/smoke/native.err' >&2; fi
   if [ -n "$failed" ]; then echo "smoke failed:$failed" >&2; exit 1; fi

@@ -23,7 +23,16 @@ if [ "${1:-}" = --smoke ]; then
   mkdir -p /opt/envbuild/polaris-megatron-deepspeed/.envbuild/smoke
   rc=0
   # shellcheck source=/dev/null
-  (cd /opt/envbuild/polaris-megatron-deepspeed/src/megatron-deepspeed && if [ -f /opt/envbuild/polaris-megatron-deepspeed/.envbuild/env.sh ]; then . /opt/envbuild/polaris-megatron-deepspeed/.envbuild/env.sh; fi && env MODEL_SIZE_KEY=GPT25B SEQ_LEN=4096 USE_FLASH_ATTN_V2=1 MICRO_BATCH=1 GAS=1 SP_TYPE=megatron ZERO_STAGE=1 timeout 3600 bash -c ./ALCF/train-gpt3.sh) > /opt/envbuild/polaris-megatron-deepspeed/.envbuild/smoke/native.out 2> /opt/envbuild/polaris-megatron-deepspeed/.envbuild/smoke/native.err || rc=$?
+  (cd /opt/envbuild/polaris-megatron-deepspeed/src/megatron-deepspeed && if [ -f /opt/envbuild/polaris-megatron-deepspeed/.envbuild/env.sh ]; then . /opt/envbuild/polaris-megatron-deepspeed/.envbuild/env.sh; fi && env MODEL_SIZE_KEY=GPT25B SEQ_LEN=4096 USE_FLASH_ATTN_V2=1 MICRO_BATCH=1 GAS=1 SP_TYPE=megatron ZERO_STAGE=1 timeout 3600 bash -c '# train-gpt3.sh starts training in the background and returns: sourced, then its job is awaited
+( set +euo pipefail
+  # shellcheck source=/dev/null
+  . ./ALCF/train-gpt3.sh
+  status=$?
+  job="${!:-}"
+  if [ -z "$job" ]; then exit "$status"; fi
+  wait "$job"; status=$?
+  wait
+  exit "$status" )') > /opt/envbuild/polaris-megatron-deepspeed/.envbuild/smoke/native.out 2> /opt/envbuild/polaris-megatron-deepspeed/.envbuild/smoke/native.err || rc=$?
   echo "$rc" > /opt/envbuild/polaris-megatron-deepspeed/.envbuild/smoke/native.rc
   if [ "$rc" != 0 ]; then failed="$failed native(exit $rc)"; echo 'native failed, see /opt/envbuild/polaris-megatron-deepspeed/.envbuild/smoke/native.err' >&2; fi
   if [ -n "$failed" ]; then echo "smoke failed:$failed" >&2; exit 1; fi
