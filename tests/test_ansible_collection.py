@@ -1,0 +1,325 @@
+"""The Ansible collection envbuild.node (envbuild/ansible/) as its users meet it.
+
+- ``ansible-lint --profile production`` and ``yamllint`` pass on the playbook and the
+  collection (the linters come with the ``test`` extra; a test skips, saying so, only where
+  the binary is absent);
+- ``ansible-doc`` renders both modules (DOCUMENTATION, EXAMPLES, RETURN) and the role's
+  argument specs; ``ansible-galaxy collection build`` carries the shared code as files;
+- Molecule's idempotence check: the role converges twice on a real sshd node through
+  envbuild's executor, and Ansible's own stats count no change the second time; a forced rerun
+  of steps that are done changes nothing either (the modules report ``changed`` truthfully);
+- a playbook of the user's own calls the modules by FQCN.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import yaml
+
+import envbuild
+from envbuild.execute import ansible as ex
+from envbuild.execute.events import EventSink, StepTracker
+from envbuild.execute.nodes import connection_vars, parse_hosts
+from envbuild.plan import params as P
+from envbuild.plan.model import Plan, Step
+from envbuild.render.ansible import render
+
+PROJECT = Path(envbuild.__file__).resolve().parent / "ansible"
+COLLECTION = PROJECT / "ansible_collections" / "envbuild" / "node"
+BIN = Path(sys.executable).parent
+NODE_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+def _tool(name: str) -> str:
+    """The linter of this venv (the ``test`` extra installs it), else skip saying so."""
+    path = BIN / name if (BIN / name).exists() else shutil.which(name)
+    if not path:
+        pytest.skip(f"{name} is not installed (pip install -e '.[test]' installs it; CI does)")
+    return str(path)
+
+
+def _clean_env(tmp_path: Path) -> dict[str, str]:
+    """No user configuration: the project's ansible.cfg and .yamllint only."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "YAMLLINT_"))}
+    return {**env, "HOME": str(tmp_path / "home"), "ANSIBLE_HOME": str(tmp_path / "ansible-home"),
+            "PATH": f"{BIN}:{env.get('PATH', '')}", "NO_COLOR": "1"}
+
+
+def test_ansible_lint_production_profile_passes(tmp_path):
+    lint = _tool("ansible-lint")
+    p = subprocess.run([lint, "--profile", "production", "--offline", "--nocolor"], cwd=PROJECT,
+                       capture_output=True, text=True, env=_clean_env(tmp_path), timeout=600)
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out[-4000:]
+    assert "Profile 'production' was required, and it passed" in out, out[-2000:]
+    assert not list(PROJECT.rglob(".ansible")), "ansible-lint left files in the package"
+
+
+def test_yamllint_passes(tmp_path):
+    yl = _tool("yamllint")
+    p = subprocess.run([yl, "--strict", "-c", str(PROJECT / ".yamllint"), "."], cwd=PROJECT,
+                       capture_output=True, text=True, env=_clean_env(tmp_path), timeout=300)
+    assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-2000:]
+    files = [f for f in PROJECT.rglob("*.yml")]
+    assert len(files) >= 9  # it did read the playbook, the role and the collection metadata
+
+
+@pytest.mark.parametrize("module", ["envbuild_actions", "envbuild_state"])
+def test_module_documentation_renders(tmp_path, module):
+    p = subprocess.run([str(BIN / "ansible-doc"), "--json", f"envbuild.node.{module}"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120,
+                       env={**_clean_env(tmp_path), "ANSIBLE_COLLECTIONS_PATH": str(PROJECT)})
+    assert p.returncode == 0, p.stderr[-2000:]
+    doc = json.loads(p.stdout)[f"envbuild.node.{module}"]
+    assert doc["doc"]["short_description"] and doc["doc"]["options"]
+    assert doc["examples"].strip().startswith("- name:")
+    assert doc["return"]
+    spec = {"envbuild_actions": {"actions", "node_path", "repair"},
+            "envbuild_state": {"prefix", "steps", "digests", "effects", "from_step", "record", "digest",
+                               "effect"}}[module]
+    assert set(doc["doc"]["options"]) == spec  # every argument of the module is documented
+
+
+def test_role_argument_specs_document_every_input(tmp_path):
+    p = subprocess.run([str(BIN / "ansible-doc"), "--json", "-t", "role", "envbuild.node.provision"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                       env={**_clean_env(tmp_path), "ANSIBLE_COLLECTIONS_PATH": str(PROJECT)})
+    assert p.returncode == 0, p.stderr[-2000:]
+    options = json.loads(p.stdout)["envbuild.node.provision"]["entry_points"]["main"]["options"]
+    role = COLLECTION / "roles/provision"
+    defaults = yaml.safe_load((role / "defaults/main.yml").read_text())
+    assert set(defaults) <= set(options)
+    assert {k for k, v in options.items() if v.get("required")} == {"provision_plan_json", "provision_prefix"}
+    # every variable the role reads is an input the specs document, or one the role sets itself
+    # (registered, a loop or task variable, or vars/main.yml)
+    own = set(yaml.safe_load((role / "vars/main.yml").read_text()))
+
+    def walk(node):
+        if isinstance(node, list):
+            for x in node:
+                walk(x)
+        elif isinstance(node, dict):
+            if isinstance(node.get("register"), str):
+                own.add(node["register"])
+            own.update((node.get("vars") or {}) if isinstance(node.get("vars"), dict) else {})
+            if isinstance(node.get("loop_control"), dict) and node["loop_control"].get("loop_var"):
+                own.add(node["loop_control"]["loop_var"])
+            for key in ("block", "rescue", "always"):
+                walk(node.get(key))
+
+    texts = []
+    for f in sorted((role / "tasks").glob("*.yml")):
+        walk(yaml.safe_load(f.read_text()))
+        texts.append(f.read_text())
+    texts.append((role / "vars/main.yml").read_text())
+    read = {v for v in re.findall(r"\bprovision_[a-z_]+\b", "".join(texts))
+            if not re.search(rf"\b{v}\.yml\b", "".join(texts))}  # not a file name
+    assert read - own <= set(options), read - own - set(options)
+    assert {"provision_plan_json", "provision_prefix", "provision_node_path"} <= read - own
+    # envbuild's renderer writes exactly these inputs
+    r = render({"h": Plan(recipe="t", target="local", host="h", prefix="/p", backend="venv", steps=[])},
+               {"h": {}}, {"h": NODE_PATH}, run_dir="/run", cache_dir="/cache")
+    written = {k for k in r.inventory["all"]["hosts"]["h"] if k.startswith("provision_")} | set(r.extravars)
+    assert written <= set(options) and written >= {"provision_plan_json", "provision_prefix"}
+
+
+def test_collection_build_carries_the_shared_code_as_files(tmp_path):
+    p = subprocess.run([str(BIN / "ansible-galaxy"), "collection", "build", "--output-path", str(tmp_path), str(COLLECTION)],
+                       capture_output=True, text=True, timeout=120, env=_clean_env(tmp_path))
+    assert p.returncode == 0, p.stderr[-2000:]
+    (built,) = tmp_path.glob("envbuild-node-*.tar.gz")
+    with tarfile.open(built) as tar:
+        for rel, src in (("plugins/module_utils/envbuild_onnode.py", "actions/onnode.py"),
+                         ("plugins/module_utils/textpatch.py", "patches/textpatch.py")):
+            member = tar.getmember(rel)
+            assert member.isfile()  # the link's target, not a link out of the collection
+            assert tar.extractfile(member).read() == (PROJECT.parent / src).read_bytes()
+        names = set(tar.getnames())
+    assert {"roles/provision/meta/argument_specs.yml", "plugins/modules/envbuild_actions.py",
+            "plugins/modules/envbuild_state.py", "meta/runtime.yml"} <= names
+
+
+# --- converge twice (Molecule's idempotence check) on a real sshd node ---------------------
+
+
+def _git(*args, cwd):
+    return subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=cwd,
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def converged(ssh_nodes, tmp_path_factory):
+    """A plan of six steps (venv, git checkout, patch, .pth install, env file, import check) for
+    the first sshd node, and a function that converges it and returns (rc, tracker)."""
+    base = tmp_path_factory.mktemp("converge")
+    repo = base / "repo"
+    repo.mkdir()
+    _git("init", "-q", "-b", "main", cwd=repo)
+    (repo / "mod_x.py").write_text("VALUE = 'old'\n")
+    _git("add", ".", cwd=repo)
+    _git("commit", "-qm", "one", cwd=repo)
+    sha = _git("rev-parse", "HEAD", cwd=repo)
+    prefix = str(base / "env")
+    dest = f"{prefix}/src/x"
+    steps = [
+        Step(id="environment", title="venv", params=P.EnvironmentParams(
+            backend="venv", prefix=prefix, python="3.11", interpreter=sys.executable)),
+        Step(id="git:x", title="x", params=P.GitSourceParams(
+            name="x", url="https://example.invalid/x", fetch_url=str(repo), ref="main", sha=sha, dest=dest)),
+        Step(id="patch:x-value", title="p", params=P.PatchParams(
+            id="x-value", component="x", dest=dest, patch_kind="replace", file="mod_x.py",
+            old="'old'", new="'new'", why="test")),
+        Step(id="install:x", title="x", params=P.InstallSourceParams(name="x", dest=dest, mode="pth")),
+        Step(id="env-file", title="env", params=P.EnvFileParams(
+            path=f"{prefix}/.envbuild/env.sh", vars={"NCCL_IB_PCI_RELAXED_ORDERING": "1"})),
+        Step(id="import-check", title="imp", params=P.ImportCheckParams(modules=["mod_x"])),
+    ]
+    first = ssh_nodes.nodes[0]
+    (node,) = parse_hosts(first.address, identity_file=first.key_path, known_hosts=[first.known_hosts])
+    node = replace(node, python="/usr/bin/python3")  # as the testbed's inventory says (envbuild: from facts)
+    plan = Plan(recipe="t", target="local", host=node.name, prefix=prefix, backend="venv", steps=steps)
+    runs = iter(range(100))
+
+    def converge(from_step: str | None = None):
+        rd = base / f"run{next(runs)}"
+        conn = {**connection_vars(node), "ansible_remote_tmp": str(rd / "remote")}
+        r = render({node.name: plan}, {node.name: conn}, {node.name: NODE_PATH}, run_dir=str(rd),
+                   cache_dir=str(base / "cache"))
+        if from_step:
+            r.inventory["all"]["hosts"][node.name]["provision_from_step"] = from_step
+        job = ex.prepare(rd / "ansible", r, forks=1, insecure=False)
+        tracker = StepTracker()
+        sink = EventSink(rd / "events.jsonl")
+        try:
+            rc = ex.run(job, sink, tracker)
+        finally:
+            sink.close()
+        return rc, tracker
+
+    return {"converge": converge, "host": node.name, "steps": steps, "prefix": prefix}
+
+
+def _counts(tracker: StepTracker, host: str) -> dict[str, int]:
+    """Ansible's own per-host counts from the runner's stats event (playbook_on_stats)."""
+    assert tracker.completed, "the playbook did not reach its end"
+    return {k: int((tracker.stats.get(k) or {}).get(host, 0)) for k in ("ok", "changed", "failures", "dark")}
+
+
+@pytest.mark.integration
+def test_role_converges_twice_and_the_second_run_changes_nothing(converged):
+    host, ids = converged["host"], [s.id for s in converged["steps"]]
+    rc, t1 = converged["converge"]()
+    first = _counts(t1, host)
+    assert rc == 0, (t1.hosts[host].message, t1.hosts[host].tail())
+    assert first["failures"] == 0 and first["dark"] == 0
+    assert first["changed"] > 0 and t1.hosts[host].changed  # the first converge did the work
+    out = subprocess.run([f"{converged['prefix']}/bin/python", "-c", "import mod_x; print(mod_x.VALUE)"],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "new"
+
+    rc, t2 = converged["converge"]()
+    second = _counts(t2, host)
+    assert rc == 0 and second["failures"] == 0 and second["dark"] == 0
+    assert second["changed"] == 0, second  # idempotent: Ansible itself counts no change
+    assert second["ok"] > 0 and t2.hosts[host].skipped == ids
+
+
+@pytest.mark.integration
+def test_forced_rerun_of_done_steps_reports_no_change(converged):
+    """Steps that are done, run again (--from-step patch:x-value): a patch already applied, an
+    env file already written, the import check (a check: ``changes=False``) and each marker
+    already holding its digest report no change, so Ansible counts none; the .pth step's
+    command (``python -c`` writing the file) reports a change, as a command does whenever it
+    runs (Ansible's own command module does the same). From git:x the checkout would undo the
+    patch, which the patch step then redoes: both changes are real and reported."""
+    host = converged["host"]
+    converged["converge"]()  # converged (also when this test runs alone)
+    rc, t = converged["converge"]("patch:x-value")
+    counts = _counts(t, host)
+    assert rc == 0, (t.hosts[host].message, t.hosts[host].tail())
+    assert t.hosts[host].ok == ["patch:x-value", "env-file", "import-check"]
+    assert t.hosts[host].changed == ["install:x"] and counts["changed"] == 1, counts
+
+    rc, t = converged["converge"]("env-file")
+    counts = _counts(t, host)
+    assert rc == 0 and t.hosts[host].ok == ["env-file", "import-check"] and t.hosts[host].changed == []
+    assert counts["changed"] == 0, counts
+
+
+# --- a playbook of the user's own, calling the modules by FQCN -----------------------------
+
+USER_PLAYBOOK = """\
+---
+- name: My own play
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: A folder
+      envbuild.node.envbuild_actions:
+        actions:
+          - {op: mkdir, path: "%(dir)s/made"}
+          - {op: write, path: "%(dir)s/made/hello.txt", content: "hello\\n", perm: "0640"}
+    - name: Record a step as done
+      envbuild.node.envbuild_state:
+        prefix: "%(dir)s/env"
+        record: first
+        digest: abc123
+    - name: Which steps are done
+      envbuild.node.envbuild_state:
+        prefix: "%(dir)s/env"
+        steps: [first, second]
+        digests: [abc123, def456]
+      register: my_state
+    - name: Show
+      ansible.builtin.debug:
+        var: my_state.pending
+"""
+
+
+@pytest.mark.integration
+def test_user_playbook_calls_the_modules_by_fqcn(tmp_path):
+    """Run twice: the first run changes the folder, the file and the marker; the second none."""
+    import ansible_runner
+
+    work = tmp_path / "mine"
+    work.mkdir()
+    play = work / "site.yml"
+    play.write_text(USER_PLAYBOOK % {"dir": tmp_path})
+    results = []
+    for i in range(2):
+        changed: dict[str, bool] = {}
+        pending: list = []
+
+        def seen(ev, changed=changed, pending=pending):
+            data = ev.get("event_data") or {}
+            if ev.get("event") == "runner_on_ok":
+                changed[data.get("task")] = bool((data.get("res") or {}).get("changed"))
+                if data.get("task") == "Which steps are done":
+                    pending.extend(data["res"]["pending"])
+            return True
+
+        (tmp_path / f"runner{i}").mkdir()
+        r = ansible_runner.run(private_data_dir=str(tmp_path / f"runner{i}"), playbook=str(play),
+                               inventory="localhost ansible_connection=local", quiet=True,
+                               envvars={"ANSIBLE_COLLECTIONS_PATH": str(PROJECT),
+                                        "ANSIBLE_HOME": str(tmp_path / "ansible-home"),
+                                        "ANSIBLE_PYTHON_INTERPRETER": sys.executable},
+                               event_handler=seen)
+        assert r.status == "successful", r.stdout.read()[-3000:]
+        results.append((changed, pending, r.stats))
+    (c1, p1, s1), (c2, p2, s2) = results
+    assert c1 == {"A folder": True, "Record a step as done": True, "Which steps are done": False, "Show": False}
+    assert set(c2.values()) == {False} and s2["changed"] == {}
+    assert p1 == p2 == ["second"]
+    assert (tmp_path / "made/hello.txt").read_text() == "hello\n"
+    assert oct((tmp_path / "made/hello.txt").stat().st_mode & 0o777) == "0o640"
