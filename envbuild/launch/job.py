@@ -320,7 +320,11 @@ def build_job(recipe, target, plan, opts: LaunchOptions) -> Job:
             notes.append("--no-container: the recipe's container is not used; the plan's environment "
                          "is sourced on the node itself")
         else:
-            container = opts.container_image or default_image(recipe.name, target.name, opts.scheduler)
+            # the plan's enroot import (image-import step: <prefix>/envbuild-<recipe>-<target>.sqsh)
+            # is the file pyxis runs, not a name relative to the job's folder
+            imported = next((s.params.path for s in plan.steps if s.kind == "image_import"), None)
+            container = opts.container_image or (imported if opts.scheduler == "slurm" else None) \
+                or default_image(recipe.name, target.name, opts.scheduler)
     elif opts.container_image:
         container = opts.container_image
     if opts.scheduler == "k8s" and container is None:
