@@ -1,4 +1,5 @@
-"""Get one locked distribution file, its sha256 checked: the only network code of bundling.
+"""Get one locked distribution file or one recipe data file, its sha256 checked: the only
+network code of bundling.
 
 The lock names each file's URL and sha256 (``envbuild.lock.schema.Dist``). A file is taken,
 in this order, from the wheelhouse (``--wheelhouse``; always so for ``source: wheelhouse``),
@@ -87,3 +88,29 @@ def fetch_dist(pkg: LockedPackage, dest: Path, wheelhouse: Path | None) -> str:
     _check(cached, dist.sha256, name, f"the cache {cached.parent}")
     shutil.copyfile(cached, dest)
     return origin
+
+
+def fetch_data_file(name: str, url: str, want: str | None, dest: Path, mirror: Path | None) -> tuple[str, str]:
+    """A recipe data file at ``dest``: from ``mirror`` (a file of --data-mirror) when it
+    exists, else downloaded from ``url``; its sha256 must be ``want`` (the recipe's) when the
+    recipe gives one. Returns (origin, sha256); nothing is left at ``dest`` on a mismatch."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if mirror is not None and mirror.is_file():
+        shutil.copyfile(mirror, dest)
+        origin = f"the data mirror {mirror.parent}"
+    else:
+        try:
+            req = urllib.request.Request(url, headers={"User-Agent": "envbuild-bundle"})
+            with urllib.request.urlopen(req, timeout=TIMEOUT) as resp, open(dest, "wb") as out:  # noqa: S310
+                shutil.copyfileobj(resp, out, 1 << 20)
+        except OSError as exc:
+            dest.unlink(missing_ok=True)
+            raise EnvironmentProblem(f"data {name}: cannot download {url}: {exc}",
+                                     hint="pass --data-mirror DIR holding the file") from None
+        origin = url
+    got = _hash(dest)
+    if want is not None and got != want:
+        dest.unlink()
+        raise CheckFailed(f"data {name}: {dest.name} from {origin} has sha256 {got}, the recipe says {want}",
+                          hint="the file changed since the recipe recorded its digest: nothing was packed")
+    return origin, got

@@ -61,3 +61,33 @@ def shallow_repo(mirror: Path, sha: str, ref: str, dest: Path) -> Path:
     for junk in ("description", "FETCH_HEAD", "config.worktree"):
         (dest / junk).unlink(missing_ok=True)
     return dest
+
+
+def submodule_commits(mirror: Path, sha: str, paths: list[str]) -> list[tuple[str, str, str]]:
+    """``[(path, url, commit)]`` of the submodules ``paths`` as the tree of ``sha`` records them:
+    the gitlink of each path and its URL in that commit's ``.gitmodules``."""
+    import tempfile
+
+    try:
+        text = _git(["-C", str(mirror), "show", f"{sha}:.gitmodules"])
+    except CheckFailed:
+        raise CheckFailed(f"{mirror} at {sha[:12]} has no .gitmodules, but the plan needs submodules "
+                          f"{', '.join(paths)}") from None
+    with tempfile.NamedTemporaryFile("w", suffix=".gitmodules") as fh:
+        fh.write(text + "\n")
+        fh.flush()
+        listed = _git(["config", "--file", fh.name, "--get-regexp", r"^submodule\..*\.(path|url)$"])
+    keys: dict[str, dict[str, str]] = {}
+    for line in listed.splitlines():
+        key, _, value = line.partition(" ")
+        name, field = key[len("submodule."):].rsplit(".", 1)
+        keys.setdefault(name, {})[field] = value
+    urls = {v["path"]: v.get("url", "") for v in keys.values() if "path" in v}
+    out = []
+    for path in paths:
+        row = _git(["-C", str(mirror), "ls-tree", sha, "--", path]).split()
+        if len(row) < 3 or row[0] != "160000" or path not in urls:
+            raise CheckFailed(f"{mirror} at {sha[:12]}: {path} is not a submodule of that commit",
+                              hint="the option that needs it does not fit this commit; see envbuild check")
+        out.append((path, urls[path], row[2]))
+    return out

@@ -13,7 +13,7 @@ Layout inside the tar::
     node/wheels/<file>            every locked distribution the plan installs (wheel or sdist)
     node/git/<name>.git/...       a shallow bare repository holding each pinned commit
     prebuilt/<cache key>/<wheel>  extension wheels from the controller's build cache
-    data/<file>                   data files the recipe names (none yet)
+    node/data/<file>              the recipe's data files (sha256 checked against the recipe's when packed)
 
 ``node/`` is what each node receives (``<prefix>/.envbuild/bundle``).
 
@@ -37,6 +37,7 @@ MANIFEST = "manifest.json"
 NODE_DIR = "node"
 WHEELS = "node/wheels"
 GIT = "node/git"
+DATA = "node/data"
 PREBUILT = "prebuilt"
 
 FileKind = Literal["dist", "git", "prebuilt", "lock", "recipe", "target", "plan", "playbook", "data"]
@@ -53,12 +54,13 @@ class BundleFile(_M):
     sha256: str
     size: int
     kind: FileKind
-    name: str | None = None  # dist: the project; git: the source; prebuilt: the cache key
+    name: str | None = None  # dist: the project; git: the source; prebuilt: the cache key; data: the recipe's name
     version: str | None = None  # dist: the locked version
 
 
 class GitPin(_M):
-    """A pinned commit the bundle carries as a shallow bare repository at ``path``."""
+    """A pinned commit the bundle carries as a shallow bare repository at ``path`` (a
+    submodule's is named ``<source>:<path in the tree>``)."""
 
     name: str
     url: str

@@ -1,8 +1,13 @@
 """``envbuild bundle``: pack what one recipe's lock names for one target into one tar file.
 
-The plan decides what goes in: each distribution a pip step of the plan installs (torch, the
-locked packages, the build tooling), each git source the plan checks out, and each Apex wheel
-step whose wheel the controller's build cache already holds (same cache key as the plan's).
+The plans decide what goes in (one per node of the target or the facts file; the union of
+what they need): each distribution a pip step installs (torch, the locked packages, the build
+tooling), each git source checked out and the submodules its options read (Apex's cutlass for
+``--fast_multihead_attn``: the commit the pinned tree records, from the git mirror), each data
+file of the recipe's ``data`` section (from ``--data-mirror`` or its URL, its sha256 checked
+against the recipe's while packing and recorded in the manifest, so the node checks the copy
+it gets), and each Apex wheel step whose wheel the controller's build cache already holds
+(same cache key as the plan's).
 Packages the plan does not install (``preinstalled`` in the recipe, ``provided_by`` in the
 lock: a module's or the node's own torch) are recorded under ``omitted`` and not packed.
 
@@ -24,8 +29,8 @@ from typing import Callable
 
 from envbuild import __version__
 from envbuild.bundle import gitpack
-from envbuild.bundle.fetch import fetch_dist
-from envbuild.bundle.manifest import (GIT, MANIFEST, PREBUILT, WHEELS, BundleFile, GitPin,
+from envbuild.bundle.fetch import fetch_data_file, fetch_dist
+from envbuild.bundle.manifest import (DATA, GIT, MANIFEST, PREBUILT, WHEELS, BundleFile, GitPin,
                                       Manifest, Omitted, sha256_file, tree_files)
 from envbuild.errors import CheckFailed, EnvironmentProblem, InputError
 from envbuild.lock.schema import Lock, normalize
@@ -47,12 +52,27 @@ class Packed:
     origins: dict[str, str] = field(default_factory=dict)  # file -> wheelhouse|cache|download
 
 
-def planned_requirements(plan: Plan) -> list[tuple[str, str]]:
-    """``(name, version)`` of every distribution the plan's pip steps install, in plan order."""
+def planned_requirements(plan: Plan | list[Plan]) -> list[tuple[str, str]]:
+    """``(name, version)`` of every distribution the pip steps of the plan(s) install, in plan
+    order, each once."""
     out: list[tuple[str, str]] = []
-    for step in plan.steps:
-        if step.kind in ("pip_tooling", "pip_install"):
-            out += [(r.name, r.version) for r in step.params.requirements]
+    for one in (plan if isinstance(plan, list) else [plan]):
+        for step in one.steps:
+            if step.kind in ("pip_tooling", "pip_install"):
+                out += [(r.name, r.version) for r in step.params.requirements
+                        if (r.name, r.version) not in out]
+    return out
+
+
+def _steps(plans: list[Plan], kind: str) -> list:
+    """The steps of ``kind`` of every plan, each distinct step once (first plan first)."""
+    out, seen = [], set()
+    for plan in plans:
+        for step in plan.steps:
+            key = step.params.model_dump_json() if step.kind == kind else None
+            if key is not None and key not in seen:
+                seen.add(key)
+                out.append(step)
     return out
 
 
@@ -65,7 +85,7 @@ def _lock_entry(lock: Lock, name: str, version: str):
     return None
 
 
-def omitted(lock: Lock, plan: Plan) -> list[Omitted]:
+def omitted(lock: Lock, plan: Plan | list[Plan]) -> list[Omitted]:
     """Lock entries the plan does not install, and why (the node provides them)."""
     planned = {normalize(n) for n, _ in planned_requirements(plan)}
     out = []
@@ -80,10 +100,14 @@ def omitted(lock: Lock, plan: Plan) -> list[Omitted]:
 
 
 def make_bundle(recipe: Recipe, recipe_file: Path, target_file: Path | None, lock: Lock, lock_text: str,
-                plan: Plan, out: Path, *, wheelhouse: Path | None = None, git_mirror: Path | None = None,
+                plan: Plan | list[Plan], out: Path, *, wheelhouse: Path | None = None,
+                git_mirror: Path | None = None, data_mirror: Path | None = None,
                 build_cache: Path | None = None, progress: Progress | None = None) -> Packed:
-    """Write the bundle of ``plan`` (built from ``recipe``, ``lock``) to ``out``."""
+    """Write the bundle of ``plan`` (or of each node's plan: the union of what they need),
+    built from ``recipe`` and ``lock``, to ``out``."""
     say = progress or (lambda _m: None)
+    plans = plan if isinstance(plan, list) else [plan]
+    plan = plans[0]
     if lock.recipe.name != recipe.name:
         raise InputError(f"the lock is for recipe {lock.recipe.name}, not {recipe.name}")
     with tempfile.TemporaryDirectory(prefix="envbuild-bundle-") as tmp:
@@ -96,7 +120,7 @@ def make_bundle(recipe: Recipe, recipe_file: Path, target_file: Path | None, loc
         wheels = root / WHEELS
         wheels.mkdir(parents=True)
         seen: set[str] = set()
-        for name, version in planned_requirements(plan):
+        for name, version in planned_requirements(plans):
             entry = _lock_entry(lock, name, version)
             if entry is None:
                 raise CheckFailed(f"the plan installs {name} {version}, which the lock does not name",
@@ -116,7 +140,7 @@ def make_bundle(recipe: Recipe, recipe_file: Path, target_file: Path | None, loc
 
         # git sources: a shallow bare repository per pinned commit
         pins: list[GitPin] = []
-        for step in (s for s in plan.steps if s.kind == "git_source"):
+        for step in _steps(plans, "git_source"):
             p = step.params
             if not p.sha:
                 raise CheckFailed(f"git source {p.name} has no pinned commit",
@@ -135,15 +159,51 @@ def make_bundle(recipe: Recipe, recipe_file: Path, target_file: Path | None, loc
                 f = root / rel / sub
                 files.append(BundleFile(path=f"{rel}/{sub}", sha256=sha256_file(f), size=f.stat().st_size,
                                         kind="git", name=p.name))
+            # the submodules its options read, at the commits the pinned tree records
+            for path, url, commit in (gitpack.submodule_commits(mirror, p.sha, list(p.submodules))
+                                      if p.submodules else []):
+                if any(g.url == url and g.sha == commit for g in pins):
+                    continue
+                sub_mirror = mirror_path(url, git_mirror)
+                if sub_mirror is None:
+                    raise EnvironmentProblem(f"no git mirror of {url}, the submodule {path} of {p.name}",
+                                             hint="pass --git-mirror DIR holding OWNER/NAME or OWNER+NAME of it too")
+                sub_name = f"{p.name}:{path}"
+                sub_rel = f"{GIT}/{p.name}--{path.replace('/', '-')}.git"
+                gitpack.shallow_repo(sub_mirror, commit, "pinned", root / sub_rel)
+                pins.append(GitPin(name=sub_name, url=url, ref="pinned", sha=commit, path=sub_rel))
+                say(f"git {sub_name} @ {commit[:12]}: the submodule's recorded commit from {sub_mirror}")
+                for sub in tree_files(root / sub_rel):
+                    f = root / sub_rel / sub
+                    files.append(BundleFile(path=f"{sub_rel}/{sub}", sha256=sha256_file(f),
+                                            size=f.stat().st_size, kind="git", name=sub_name))
+
+        # the recipe's data files, sha256-checked against the recipe's digest where it has one
+        by_name = {d.name: d for d in recipe.data}
+        for step in _steps(plans, "data"):
+            for spec in step.params.files:
+                d = by_name[spec.name]
+                rel = f"{DATA}/{d.mirror_name}"
+                if any(f.path == rel for f in files):
+                    continue
+                local = (data_mirror / d.mirror_name) if data_mirror else None
+                origin, digest = fetch_data_file(d.name, d.url, d.sha256, root / rel, local)
+                files.append(BundleFile(path=rel, sha256=digest, size=(root / rel).stat().st_size,
+                                        kind="data", name=d.name))
+                origins[d.mirror_name] = origin
+                say(f"data {d.name}: {d.mirror_name} from {origin}, sha256 "
+                    + ("as the recipe says" if d.sha256 else f"{digest[:16]}... recorded (the recipe has none)"))
 
         # prebuilt extension wheels from the controller's build cache (same cache key)
-        for step in (s for s in plan.steps if s.kind == "apex_build"):
+        for step in _steps(plans, "apex_build"):
             key = step.params.cache_key
             cached = sorted((build_cache / key).glob("*.whl")) if build_cache else []
             if not cached:
                 say(f"{key}: not in the build cache; the node builds it")
                 continue
             dest = root / PREBUILT / key / cached[0].name
+            if dest.exists():
+                continue
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(cached[0], dest)
             files.append(BundleFile(path=f"{PREBUILT}/{key}/{cached[0].name}", sha256=sha256_file(dest),
@@ -158,6 +218,12 @@ def make_bundle(recipe: Recipe, recipe_file: Path, target_file: Path | None, loc
             shutil.copyfile(target_file, root / "target.yaml")
             metas.append(("target.yaml", "target"))
         (root / "plan.json").write_text(plan.to_json())
+        if len(plans) > 1:  # every node's plan, named by host (plan.json is the first's)
+            (root / "plans").mkdir()
+            for i, one in enumerate(plans):
+                name = f"plans/{i:02d}-{''.join(c if c.isalnum() or c in '.-_' else '_' for c in one.host)}.json"
+                (root / name).write_text(one.to_json())
+                metas.append((name, "plan"))
         shutil.copytree(PLAYBOOKS, root / "playbooks", symlinks=False,
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         metas += [(f"playbooks/{p}", "playbook") for p in tree_files(root / "playbooks")]
@@ -169,9 +235,9 @@ def make_bundle(recipe: Recipe, recipe_file: Path, target_file: Path | None, loc
 
         manifest = Manifest(recipe=recipe.name, target=lock.target.name, lock_digest=_lock_digest(lock) or "",
                             envbuild_version=__version__, python=recipe.python, facts_origin=plan.facts_origin,
-                            files=sorted(files, key=lambda f: f.path), git=pins, omitted=omitted(lock, plan),
+                            files=sorted(files, key=lambda f: f.path), git=pins, omitted=omitted(lock, plans),
                             needs_network=[f"system packages: {' '.join(s.params.packages)}"
-                                           for s in plan.steps if s.kind == "system_packages"])
+                                           for s in _steps(plans, "system_packages")])
         (root / MANIFEST).write_text(manifest.to_json())
         _write_tar(root, out)
     return Packed(path=out, sha256=sha256_file(out), size=out.stat().st_size, manifest=manifest,

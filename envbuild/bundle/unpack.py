@@ -9,7 +9,7 @@ what the plan may take from it.
   missing, a file the manifest does not name (InputError, exit 2, every problem listed);
 
 and ``Opened.check_plan(plan)`` refuses a consistent bundle that lacks what a node's plan
-needs (a distribution, a pinned commit), or a plan that needs the network anyway (system
+needs (a distribution, a pinned commit, a submodule its options read, a data file), or a plan that needs the network anyway (system
 packages): CheckFailed, exit 1, naming each missing item.
 
 The bundle is unpacked once per content digest into ``$ENVBUILD_HOME/bundles/<digest[:16]>``
@@ -94,6 +94,13 @@ class Opened:
                 if pin is None or pin.sha != step.params.sha:
                     got = f"it carries {pin.sha[:12]}" if pin else "not in the bundle"
                     missing.append(f"step {step.id}: {step.params.url} @ {(step.params.sha or step.params.ref)[:12]} ({got})")
+                pinned = {g.name for g in self.manifest.git}
+                missing += [f"step {step.id}: submodule {path} of {step.params.name} (not in the bundle)"
+                            for path in step.params.submodules if f"{step.params.name}:{path}" not in pinned]
+            if step.kind == "data":
+                names = {f.name for f in self.manifest.files if f.kind == "data"}
+                missing += [f"step {step.id}: data file {f.name} (not in the bundle)"
+                            for f in step.params.files if f.name not in names]
         if missing:
             raise CheckFailed(f"the bundle {self.file.name} lacks {len(missing)} thing(s) the plan for "
                               f"{plan.host} needs:\n  - " + "\n  - ".join(missing),

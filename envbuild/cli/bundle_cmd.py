@@ -21,16 +21,20 @@ from envbuild.cli.output import console, emit_json
               help="Folder holding the wheels the lock takes from a wheelhouse (and any others).")
 @click.option("--git-mirror", default=None, type=click.Path(),
               help="Folder of git mirrors (OWNER/NAME, OWNER/NAME.git or OWNER+NAME) of the recipe's sources.")
+@click.option("--data-mirror", default=None, type=click.Path(),
+              help="Folder holding the recipe's data files (DIR/<file>); others are downloaded from their URLs.")
 @click.option("--prefix", default=None, help="The environment's prefix on the nodes, as provision will be given.")
 @click.option("-o", "--output", "output", required=True, type=click.Path(),
               help="The bundle file to write (.tar, or .tar.gz / .tgz for gzip).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def bundle_cmd(recipe, target, facts_file, lock_file, wheelhouse, git_mirror, prefix, output, as_json):
+def bundle_cmd(recipe, target, facts_file, lock_file, wheelhouse, git_mirror, data_mirror, prefix, output, as_json):
     """Pack RECIPE (default: the embedded reference) for TARGET into one tar file: a wheel or
     sdist for every locked package the plan installs (hash-checked while packing), each pinned
-    commit as a shallow git repository from the mirror, prebuilt extension wheels the build
-    cache holds, the lock, the recipe, the plan, the playbooks and a manifest with every
-    file's sha256. Packages the node provides (preinstalled, a module's or the node's torch)
+    commit as a shallow git repository from the mirror (with the submodules its options read,
+    as Apex's cutlass for --fast_multihead_attn), the recipe's data files (sha256 checked
+    against the recipe's), prebuilt extension wheels the build cache holds, the lock, the
+    recipe, the plan of every node (of the target, or of --facts), the playbooks and a
+    manifest with every file's sha256. Packages the node provides (preinstalled, a module's or the node's torch)
     are listed as omitted, not packed.
 
     \b
@@ -51,7 +55,7 @@ def bundle_cmd(recipe, target, facts_file, lock_file, wheelhouse, git_mirror, pr
     from envbuild.targets import DATA as TARGETS
 
     rec, tgt = recipe_and_target(recipe, target)
-    for name, value in (("--wheelhouse", wheelhouse), ("--git-mirror", git_mirror)):
+    for name, value in (("--wheelhouse", wheelhouse), ("--git-mirror", git_mirror), ("--data-mirror", data_mirror)):
         if value and not Path(value).is_dir():
             raise InputError(f"{name} {value}: no such folder", hint=f"pass an existing folder to {name}")
     lock = find_lock(rec, tgt, lock_file)
@@ -60,28 +64,31 @@ def bundle_cmd(recipe, target, facts_file, lock_file, wheelhouse, git_mirror, pr
         raise CheckFailed(f"no lockfile at {path}: a bundle packs what a lock names",
                           hint=f"lock first: envbuild lock {rec.name} --target {tgt.name}")
     facts = node_facts(tgt, facts_file)
-    if len({f.host for f in facts}) > 1:
-        console.print(f"{len(facts)} nodes in the facts: the bundle is planned for the first, {facts[0].host}",
-                      markup=False)
-    plan = resolve(rec, tgt, facts[0], lock, PlanOptions(prefix=prefix, host=facts[0].host)).plan
-    if not plan.steps[0].params.feasible:
-        raise CheckFailed(f"preflight refuses {rec.name} on {tgt.name}: {plan.steps[0].params.summary}",
-                          hint="a bundle is made for a node that can run the recipe; see envbuild check")
+    # every node's plan: the bundle carries the union of what they need (nodes may differ)
+    plans = [resolve(rec, tgt, f, lock, PlanOptions(prefix=prefix, host=f.host)).plan for f in facts]
+    for plan in plans:
+        if not plan.steps[0].params.feasible:
+            raise CheckFailed(f"preflight refuses {rec.name} on {tgt.name} ({plan.host}): "
+                              f"{plan.steps[0].params.summary}",
+                              hint="a bundle is made for nodes that can run the recipe; see envbuild check")
     recipe_file = resolve_file(recipe or rec.name, RECIPES, "recipe")
     target_file = resolve_file(target, TARGETS, "target")
     say = (lambda _m: None) if as_json else (lambda m: console.print(m, markup=False))
-    packed = make_bundle(rec, recipe_file, target_file, lock, path.read_text(), plan, Path(output),
+    packed = make_bundle(rec, recipe_file, target_file, lock, path.read_text(), plans, Path(output),
                          wheelhouse=Path(wheelhouse) if wheelhouse else None,
                          git_mirror=Path(git_mirror) if git_mirror else None,
+                         data_mirror=Path(data_mirror) if data_mirror else None,
                          build_cache=rundir.envbuild_home() / "cache" / "wheels", progress=say)
     result = {"bundle": str(packed.path), "sha256": packed.sha256, "bytes": packed.size,
               "recipe": rec.name, "target": tgt.name, "kinds": manifest_summary(packed.manifest),
+              "nodes": [p.host for p in plans],
               "omitted": [o.model_dump() for o in packed.manifest.omitted],
               "needs_network": packed.manifest.needs_network, "origins": packed.origins}
     if as_json:
         emit_json(result)
         return
-    console.print(f"bundle {packed.path}: {packed.size / 2**20:.1f} MiB, sha256 {packed.sha256}", markup=False)
+    console.print(f"bundle {packed.path}: {packed.size / 2**20:.1f} MiB, sha256 {packed.sha256}, "
+                  f"planned for {len(plans)} node(s): {', '.join(p.host for p in plans)}", markup=False)
     for kind, row in result["kinds"].items():
         console.print(f"  {kind:<9} {row['files']:>4} file(s) {row['bytes'] / 2**20:8.1f} MiB", markup=False)
     for o in packed.manifest.omitted:

@@ -97,7 +97,8 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
     if opts.bundle is not None:  # offline: the node's copy of the bundle is the only source
         staged = opts.bundle.model_copy(update={"dir": f"{prefix.rstrip('/')}/.envbuild/bundle"})
         opts = replace(opts, bundle=staged, wheelhouse=f"{staged.dir}/wheels",
-                       fetch_urls={url: f"{staged.dir}/{rel}" for url, rel in staged.git.items()})
+                       fetch_urls={url: f"{staged.dir}/{rel}" for url, rel in staged.git.items()},
+                       data_mirror=f"{staged.dir}/data")
     backend = opts.backend or recipe.environment.kind
     if backend not in ("venv", "conda", "container", "module-venv"):
         raise InputError(f"unknown backend {backend!r}", hint="use --backend venv or --backend conda")
@@ -347,7 +348,9 @@ def _source_steps(recipe: Recipe, src: GitSource, prefix: str, facts: NodeFacts,
                         reason=reason))
     from envbuild.plan.data import data_step  # the recipe's downloads into this tree (sha256-checked)
 
-    if (data := data_step(recipe, src, dest, prefix, opts.data_mirror)) is not None:
+    bundled = ({f.name[len("data/"):]: f.sha256 for f in opts.bundle.files if f.name.startswith("data/")}
+               if opts.bundle is not None else None)
+    if (data := data_step(recipe, src, dest, prefix, opts.data_mirror, bundled)) is not None:
         out.append(data)
     if src.build:
         out.append(Step(id=f"build:{src.name}", title=f"build {src.name}",

@@ -16,12 +16,25 @@ from envbuild.recipes.schema import GitSource, Recipe
 
 
 def data_step(recipe: Recipe, src: GitSource, dest: str, prefix: str,
-              data_mirror: str | None) -> Step | None:
+              data_mirror: str | None, bundled: dict[str, str] | None = None) -> Step | None:
     """The step fetching the recipe's data files for the tree of ``src`` at ``dest`` (None
-    when the recipe downloads nothing into it)."""
+    when the recipe downloads nothing into it). ``bundled``: an offline bundle's data files
+    (``{file: sha256}``, ``data_mirror`` its node copy): each file must have the digest the
+    bundle recorded when packing it (the recipe's, where the recipe has one)."""
     files = [d for d in recipe.data if d.component == src.name]
     if not files:
         return None
+    if bundled is not None:
+        specs = [P.DataFileSpec(name=d.name, url=d.url, dest=f"{dest.rstrip('/')}/{d.path}",
+                                sha256=d.sha256 or bundled.get(d.mirror_name),
+                                mirror=f"{(data_mirror or '').rstrip('/')}/{d.mirror_name}", decompress=d.decompress)
+                 for d in files]
+        return Step(id=f"data:{src.name}", title=f"{len(files)} data file(s) for {src.name}",
+                    params=P.DataParams(component=src.name, files=specs,
+                                        record_dir=f"{prefix.rstrip('/')}/.envbuild/data"),
+                    reason="the bundle's copies of the published downloads, each checked against the "
+                           "sha256 the bundle recorded when packing it (the recipe's where it has one); "
+                           "no network")
     specs = [P.DataFileSpec(name=d.name, url=d.url, dest=f"{dest.rstrip('/')}/{d.path}", sha256=d.sha256,
                             mirror=f"{data_mirror.rstrip('/')}/{d.mirror_name}" if data_mirror else None,
                             decompress=d.decompress)

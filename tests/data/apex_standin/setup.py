@@ -10,6 +10,9 @@ One departure, because no CUDA build of torch can be installed on the CPU test m
 ``torch.version.cuda`` is None, the torch side of the check is read from
 ``$APEX_STANDIN_TORCH_CUDA`` (a test sets it to say "this torch was built for CUDA 12.1"), and
 ``CUDA_HOME`` (which a CPU torch always leaves None) from the environment.
+
+``--fast_multihead_attn`` runs ``git submodule update --init`` for the cutlass submodule as
+Apex's setup.py does, and fails when its header is not there (no CUDA sources are built).
 """
 import os
 import subprocess
@@ -67,6 +70,15 @@ if "--cuda_ext" in sys.argv:
     if torch.utils.cpp_extension.CUDA_HOME is None:
         raise RuntimeError("--cuda_ext was requested, but nvcc was not found (CUDA_HOME unset)")
     check_cuda_torch_binary_vs_bare_metal(torch.utils.cpp_extension.CUDA_HOME)
+
+if "--fast_multihead_attn" in sys.argv:
+    # as Apex's setup.py of that era: the option needs the cutlass submodule, which it
+    # initialises itself (offline this succeeds only when the checkout already holds it)
+    sys.argv.remove("--fast_multihead_attn")
+    subprocess.run(["git", "submodule", "update", "--init", "apex/contrib/csrc/multihead_attn/cutlass"],
+                   check=False, cwd=HERE)
+    if not os.path.exists(os.path.join(HERE, "apex", "contrib", "csrc", "multihead_attn", "cutlass", "cutlass.h")):
+        raise RuntimeError("--fast_multihead_attn was requested, but the cutlass submodule is not checked out")
 
 setup(
     name="apex",
