@@ -58,6 +58,9 @@ class ProvisionOptions:
     force: bool = False  # run every step again (markers and effects notwithstanding)
     from_step: str | None = None  # run again from this step id, and every step after it
     bundle: str | None = None  # offline: everything from this bundle (envbuild.bundle.offline)
+    # a fleet (envbuild.bundle.fleet): wheels downloaded once on the controller and pushed to the
+    # nodes; None: when there is more than one SSH node
+    push_wheels: bool | None = None
     # --backend container (envbuild.plan.container): the image's base, and how the node's engine
     # is called: extra `build` options (--isolation chroot) and NAME=VALUE environment entries
     base: str | None = None
@@ -341,16 +344,24 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
     from envbuild.plan.placeholders import inventory_values  # {inventory.*} from every node's facts
 
     plan_opts = replace(plan_opts, inventory=inventory_values([facts[n.name] for n in feasible]))
-    plans: dict[str, Plan] = {}
-    for node in feasible:
-        plan = resolve(recipe, target, facts[node.name], lock,
-                       replace(plan_opts, host=node.name, node_python=node.python,
-                               prefix=node_prefix(opts.prefix, node.name))).plan
-        refuse_unverified(plan, opts.allow_unverified)
-        bundle_offline.check_plan(opts, plan)  # --bundle: it carries all the plan needs (exit 1)
-        check_from_step(plan, opts.from_step)
-        plans[node.name] = plan
-        rd.write_node(node.name, "plan.json", plan.to_json())
+    def plan_all(plan_opts) -> dict[str, Plan]:
+        plans: dict[str, Plan] = {}
+        for node in feasible:
+            plan = resolve(recipe, target, facts[node.name], lock,
+                           replace(plan_opts, host=node.name, node_python=node.python,
+                                   prefix=node_prefix(opts.prefix, node.name))).plan
+            refuse_unverified(plan, opts.allow_unverified)
+            bundle_offline.check_plan(opts, plan)  # --bundle: it carries all the plan needs (exit 1)
+            check_from_step(plan, opts.from_step)
+            plans[node.name] = plan
+        return plans
+
+    plans = plan_all(plan_opts)
+    pushed = _push_wheels(opts, feasible, plans, lock, rd, say)  # a fleet: wheels fetched once here
+    if pushed is not None:
+        plans = plan_all(replace(plan_opts, fleet=pushed.params))
+    for name, plan in plans.items():
+        rd.write_node(name, "plan.json", plan.to_json())
 
     cache_dir = str(rundir.envbuild_home() / "cache" / "wheels")
     bundle_offline.record(opts, rd, cache_dir)  # run.json: offline, the bundle's digest
@@ -361,6 +372,9 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
             connections[node.name]["ansible_remote_tmp"] = str(rd.ansible / "home" / "remote")
     node_paths = {n.name: (facts[n.name].path or n.node_path) for n in feasible}
     rendered = render(plans, connections, node_paths, run_dir=str(rd.path), cache_dir=cache_dir)
+    from envbuild.bundle.fleet import wheel_builders  # each extension built on one node per kind
+
+    rendered.extravars["provision_wheel_builders"] = wheel_builders(plans)
     rerun_from = {n: (p.steps[0].id if opts.force and p.steps else opts.from_step) for n, p in plans.items()}
     for name, sid in rerun_from.items():
         if sid:  # the playbook's envbuild_state runs every step again from this one
@@ -445,6 +459,29 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
         sink.close()
     status, code = _finish(rd, results, len(nodes))
     return ProvisionOutcome(rd.path, status, code, results, command, plans)
+
+
+def _push_wheels(opts: ProvisionOptions, nodes: list[Node], plans: dict[str, Plan], lock, rd: rundir.RunDir,
+                 say: Callable[[str], None]):
+    """A fleet (``envbuild.bundle.fleet``): every wheel of ``plans`` fetched once into the
+    controller's cache and pushed to the nodes; None (each node uses its index) for one node
+    (unless ``--push-wheels``), the controller itself, an offline bundle, a dry run, or a lock
+    without a verified file for everything planned. run.json's ``fleet`` says which and why."""
+    from envbuild.bundle import fleet
+
+    remote = [n for n in nodes if not n.is_local]
+    want = opts.push_wheels if opts.push_wheels is not None else len(remote) > 1
+    why = ("--no-push-wheels" if opts.push_wheels is False else "one node" if not want
+           else "the controller is the node" if not remote else "an offline bundle" if opts.bundle
+           else "a dry run downloads nothing" if opts.dry_run else fleet.unpushable(plans, lock))
+    if why:
+        rd.update_run(fleet={"pushed": False, "nodes": len(nodes), "why": why})
+        return None
+    say(f"{len(remote)} node(s): every wheel once on the controller, pushed to each node")
+    staged = fleet.stage_wheels(plans, lock, Path(opts.wheelhouse) if opts.wheelhouse else None,
+                                rundir.envbuild_home(), say)
+    rd.update_run(fleet=staged.summary(len(nodes)))
+    return staged
 
 
 def _current(tracker: StepTracker, host: str) -> str | None:

@@ -46,6 +46,9 @@ from envbuild.inputs import hosts_option
 @click.option("--bundle", "bundle", default=None, type=click.Path(),
               help="Offline: provision from this bundle (envbuild bundle) alone, no index, no mirror. "
                    "A bundle that does not match its manifest exits 2, one lacking what the plan needs 1.")
+@click.option("--push-wheels/--no-push-wheels", "push_wheels", default=None,
+              help="Download every wheel once on this machine and push it to the nodes (pip --no-index "
+                   "there, hashes checked). Default: on for more than one SSH node.")
 @click.option("--installer", type=click.Choice(["auto", "pip", "uv"]), default="auto", show_default=True,
               help="Package installs with uv (pushed to nodes of this machine's OS and architecture) "
                    "or pip; auto: uv where it can run. Steps that need pip keep it.")
@@ -65,7 +68,7 @@ from envbuild.inputs import hosts_option
               help='JSON Lines: one {"type": "event"} object per line, then one {"type": "result"} line.')
 def provision_cmd(recipe, target, recipe_option, hosts, inventory, backend, prefix, conda_channel, conda_packages,
                   dry_run, git_mirror, wheelhouse, lock, locked, allow_unverified, bundle, no_smoke, smoke_preset, force,
-                  from_step, insecure, identity_file, known_hosts, as_json,
+                  from_step, insecure, identity_file, known_hosts, as_json, push_wheels=None,
                   base=None, engine_args=(), engine_env=(), data_mirror=None, installer="auto"):
     """Provision RECIPE (default: the embedded reference) onto the nodes of TARGET: facts,
     preflight, lock, plan, ansible, results.
@@ -101,7 +104,7 @@ def provision_cmd(recipe, target, recipe_option, hosts, inventory, backend, pref
                             conda_packages=list(conda_packages), dry_run=dry_run, git_mirror=git_mirror,
                             wheelhouse=wheelhouse, lock=lock, locked=locked, data_mirror=data_mirror,
                             allow_unverified=list(allow_unverified), smoke=not no_smoke, smoke_preset=smoke_preset, json_lines=as_json,
-                            force=force, from_step=from_step, bundle=bundle,
+                            force=force, from_step=from_step, bundle=bundle, push_wheels=push_wheels,
                             insecure=insecure, identity_file=identity_file,
                             known_hosts=list(known_hosts), argv=["envbuild", *sys.argv[1:]],
                             base=base, engine_args=list(engine_args), engine_env=list(engine_env),

@@ -47,6 +47,9 @@ class PlanOptions:
     # offline (envbuild.bundle): the node's copy of the bundle; every pip call --no-index from
     # its wheels (wheelhouse), every git source from its shallow repositories (fetch_urls)
     bundle: P.BundleParams | None = None
+    # a fleet (envbuild.bundle.fleet): the wheels the controller downloaded once and pushes to
+    # every node; pip installs --no-index from the node's copy (``src`` -> <prefix>/.envbuild/fleet)
+    fleet: P.BundleParams | None = None
     # container backend (envbuild.plan.container): the image's base (None: the recipe's, else
     # chosen by envbuild.render.bases), and how the node's engine is called (data, not code)
     base: str | None = None
@@ -99,6 +102,9 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
         opts = replace(opts, bundle=staged, wheelhouse=f"{staged.dir}/wheels",
                        fetch_urls={url: f"{staged.dir}/{rel}" for url, rel in staged.git.items()},
                        data_mirror=f"{staged.dir}/data")
+    if opts.fleet is not None and opts.bundle is None:
+        pushed = opts.fleet.model_copy(update={"dir": f"{prefix.rstrip('/')}/.envbuild/fleet"})
+        opts = replace(opts, fleet=pushed, wheelhouse=f"{pushed.dir}/wheels")
     backend = opts.backend or recipe.environment.kind
     if backend not in ("venv", "conda", "container", "module-venv"):
         raise InputError(f"unknown backend {backend!r}", hint="use --backend venv or --backend conda")
@@ -114,6 +120,11 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
                  params=opts.bundle,
                  reason="no network on the node: every wheel and pinned commit comes from the "
                         "bundle, copied here and hash-checked before anything installs"))
+    if opts.fleet is not None and opts.bundle is None:
+        add(Step(id="wheels", title=f"{len(opts.fleet.files)} wheels pushed from the controller "
+                                    f"({opts.fleet.digest[:12]})", params=opts.fleet,
+                 reason="a fleet: every wheel downloaded once on the controller (sha256 checked "
+                        "against the lock), pushed to each node; pip installs from them --no-index"))
     if recipe.system_packages:
         add(Step(id="system-packages", title="System packages",
                  params=P.SystemPackagesParams(packages=list(recipe.system_packages)),
@@ -152,7 +163,7 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
                      requirements=reqs, unverified=unverified,
                      find_links=[opts.wheelhouse] if opts.wheelhouse else [],
                      installer="uv" if uv_path else "pip", uv=uv_path,
-                     no_index=opts.bundle is not None),
+                     no_index=opts.bundle is not None or opts.fleet is not None),
                  reason="; ".join(t.why for t in tools) + ("; with uv pip install" if uv_path else "")))
 
     torch = torch_requirement(recipe, facts, lock, decisions)
@@ -281,12 +292,13 @@ def _pip_step(step_id: str, title: str, pkgs: list[LockedPackage], opts: PlanOpt
               recipe: Recipe, locked: bool, reason: str, uv_path: str | None = None) -> Step:
     find_links = [opts.wheelhouse] if opts.wheelhouse else []
     for p in pkgs:
-        if p.find_links and p.find_links not in find_links:
+        if p.find_links and p.find_links not in find_links and opts.fleet is None:
             find_links.append(p.find_links)
     index_url = next((p.index_url for p in pkgs if p.index_url), None)
     # Locked from the wheelhouse and a wheelhouse given: install from it alone (air-gapped
     # nodes; no round trips to an index the node may not reach).
-    no_index = bool(opts.wheelhouse) and (all(p.from_wheelhouse for p in pkgs) or opts.bundle is not None)
+    no_index = bool(opts.wheelhouse) and (all(p.from_wheelhouse for p in pkgs) or opts.bundle is not None
+                                          or opts.fleet is not None)
     if no_index:
         index_url = None
         reason += f"; from the wheelhouse {opts.wheelhouse} only (--no-index)"

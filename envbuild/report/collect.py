@@ -18,7 +18,7 @@ from envbuild.fsio import sha256_text
 from envbuild.observe import Observed, compare_expected, expected_state, read_lock
 from envbuild.observe.compare import same_version
 from envbuild.report import bench
-from envbuild.report.fingerprint import node_fingerprint, run_fingerprint
+from envbuild.report.fingerprint import node_fingerprint, node_kind, run_fingerprint
 from envbuild.recipes.schema import deviation_state
 from envbuild.report.model import (DecisionRow, Deviation, FactsSummary, LaunchJob, NodeReport,
                                    PatchRow, PinRow, Preflight, Reason, RecipeInfo, Report, RunInfo,
@@ -167,6 +167,19 @@ def patch_rows(exp, obs: Observed | None, plan: dict) -> list[PatchRow]:
     return rows
 
 
+def _plan_versions(plan: dict) -> tuple[str | None, str | None]:
+    """(python, torch) versions a node's plan installs."""
+    python = torch = None
+    for step in plan.get("steps", []):
+        p = step.get("params") or {}
+        if p.get("kind") == "environment":
+            python = p.get("python")
+        for r in p.get("requirements") or []:
+            if str(r.get("name", "")).lower() == "torch":
+                torch = r.get("version")
+    return python, torch
+
+
 def node_report(node_dir: Path, lock: dict | None, lock_digest: str | None, recipe: dict) -> tuple[NodeReport, list[Reason]]:
     host = node_dir.name
     reasons: list[Reason] = []
@@ -185,6 +198,7 @@ def node_report(node_dir: Path, lock: dict | None, lock_digest: str | None, reci
             reasons.append(Reason(kind="step", host=host, message=f"provision {node.result.status}{where}"
                                   + (f" (rc {node.result.rc})" if node.result.rc is not None else "")))
     plan = plan or {}
+    node.kind = node_kind(facts, *_plan_versions(plan))
     node.decisions = [DecisionRow.model_validate(d) for d in plan.get("decisions", [])]
     node.insecure = bool(result and result.get("insecure"))
     node.unverified = unverified_packages(plan)

@@ -213,6 +213,7 @@ class NodeReport(_M):
     benchmarks: list[Benchmark] = Field(default_factory=list)
     smoke_ok: dict[str, bool] = Field(default_factory=dict)  # gpt/collective/apex -> ok
     fingerprint: str | None = None
+    kind: str | None = None  # node kind: arch, glibc, CUDA, GPUs, torch, python (envbuild.bundle.fleet.node_kind)
     insecure: bool = False  # SSH host keys were not checked for this node (--insecure)
     unverified: list[str] = Field(default_factory=list)  # installed without a hash (--allow-unverified)
 

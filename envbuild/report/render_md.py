@@ -110,6 +110,19 @@ def launch_section(job: LaunchJob | None) -> list[str]:
     return out
 
 
+def fleet_section(nodes: list) -> list[str]:
+    """More than one node: one row per node (status, the step it failed at, drift, node kind,
+    environment fingerprint)."""
+    if len(nodes) < 2:
+        return []
+    rows = [[n.host, n.result.status if n.result else "not run",
+             f"`{n.result.failed_step}`" if n.result and n.result.failed_step else "-",
+             str(len(n.drift)) if n.observed else "not observed",
+             f"`{n.kind}`" if n.kind else "-", f"`{n.fingerprint[:16]}`" if n.fingerprint else "-"]
+            for n in nodes]
+    return ["## Fleet", ""] + table(["node", "status", "failed step", "drift", "node kind", "fingerprint"], rows) + [""]
+
+
 def version_line(report: Report) -> str:
     """The envbuild that made the run (the report's own version is in its JSON and HTML: a
     Markdown report stays the same text whichever envbuild renders it)."""
@@ -143,6 +156,7 @@ def render_md(report: Report) -> str:
         out += ["## Deviations from the published instructions", ""]
         out += table(["id", "published", "problem", "instead", "status"],
                      [[d.id, d.published, d.problem, d.instead, d.status_text()] for d in report.deviations]) + [""]
+    out += fleet_section(report.nodes)
     out += ["## Nodes", ""]
     for n in report.nodes:
         out += node_section(n)

@@ -230,3 +230,44 @@ def ssh_nodes(count: int = 3, *, first_address: int = 2, base_dir: str | None = 
     finally:
         bed.stop()
         shutil.rmtree(bed.dir, ignore_errors=True)
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (from /proc), children first listed last."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def kill_node(bed: SshTestbed, name: str) -> list[int]:
+    """Node ``name`` dies: its sshd and every session under it (the commands they run
+    included) get SIGKILL, as when a machine loses power. Returns the pids killed."""
+    import os
+    import signal
+
+    index = next(i for i, n in enumerate(bed.nodes) if n.name == name)
+    proc = bed._procs[index]
+    pids = [proc.pid, *_descendants(proc.pid)]
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    proc.wait(timeout=5)
+    return pids
+
+
+def restart_node(bed: SshTestbed, name: str) -> SshNode:
+    """Start node ``name``'s sshd again (same address, port and host key) after ``kill_node``."""
+    index = next(i for i, n in enumerate(bed.nodes) if n.name == name)
+    node = bed.nodes[index]
+    if bed._procs[index].poll() is None:
+        return node
+    _start_sshd(bed, index, bed.dir / name, node.host, node.port, bed.dir / "authorized_keys")
+    return node
