@@ -28,6 +28,7 @@ APEX_DEFAULT=${APEX_DEFAULT:-1}
 EBV=${EBV:-/root/ebvenv}
 OUT=${OUT:-$STATE/out}
 REPO=${EB_SRC:-$(pwd)}  # envbuild's code: a clean export of the commit (prepare) when given
+DEV=${DEV:-$(pwd)/.device}  # what prepare made: wheels, git .deb (absolute: the pipeline runs elsewhere)
 export LC_ALL=C.UTF-8 LANG=C.UTF-8 PYTHONUNBUFFERED=1 ENVBUILD_HOME=${ENVBUILD_HOME:-/root/.envbuild}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 EB="$EBV/bin/python -m envbuild"
@@ -47,12 +48,12 @@ phase() {  # phase NAME CMD...: run, record wall seconds and exit code
 setup() {
   if ! command -v git >/dev/null; then
     echo "no git on the node: using the carried Debian git"
-    mkdir -p /opt/gitroot && dpkg -x .device/git.deb /opt/gitroot
+    mkdir -p /opt/gitroot && dpkg -x "$DEV/git.deb" /opt/gitroot
   fi
   # envbuild's own venv, from the carried wheels; envbuild itself from this checkout (.pth)
   if [ ! -x "$EBV/bin/python" ]; then
     /usr/bin/python3 -m venv --without-pip "$EBV" || return 1
-    python3 -m pip --python "$EBV/bin/python" install -q --no-index --no-deps .device/whl/*.whl || return 1
+    python3 -m pip --python "$EBV/bin/python" install -q --no-index --no-deps "$DEV"/whl/*.whl || return 1
     echo "$REPO" > "$("$EBV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/envbuild-checkout.pth"
   fi
   $EB --version
@@ -158,7 +159,12 @@ case "${1:-}" in
   start)
     if [ -f "$STATE/started" ]; then echo "pipeline already started $(cat "$STATE/started")"; exit 0; fi
     mkdir -p "$STATE"
-    setsid nohup bash "$0" pipeline > "$STATE/pipeline.log" 2>&1 < /dev/null &
+    # The pipeline runs from copies under $STATE: the device tool replaces the carried folder
+    # (.device/) at each call, and a controller whose working directory vanished mid-run fails
+    # (run 3's first smoke: ansible's fetch raised ENOENT from getcwd).
+    rm -rf "$STATE/src" && cp -r "$REPO" "$STATE/src" && cp "$BUNDLE" "$STATE/bundle.tar" || exit 1
+    ( cd "$STATE/src" && EB_SRC="$STATE/src" BUNDLE="$STATE/bundle.tar" DEV="$DEV" \
+        setsid nohup bash "$STATE/src/bench/h100_offline.sh" pipeline > "$STATE/pipeline.log" 2>&1 < /dev/null & )
     sleep 2; echo "pipeline started" ;;
   wait)
     limit=${2:-560}; t0=$(date +%s); seen=0
