@@ -102,14 +102,20 @@ class Redactor:
         return out
 
 
+def secret_key(key: Any) -> bool:
+    """A mapping key whose value is a credential (``ansible_password``, ``ansible_become_pass``),
+    not the place of one (``ansible_ssh_private_key_file``)."""
+    return (isinstance(key, str) and is_secret_name(key.upper())
+            and not key.upper().endswith(("_FILE", "_PATH", "_DIR", "_SOCK")))  # where, not what
+
+
 def secret_values(mapping: Any) -> set[str]:
     """Every string value, at any depth, stored under a secret-looking key (``ansible_password``,
     ``ansible_become_pass``...): what to mask once an inventory has been written."""
     found: set[str] = set()
     if isinstance(mapping, Mapping):
         for k, v in mapping.items():
-            if (isinstance(v, str) and isinstance(k, str) and is_secret_name(k.upper())
-                    and not k.upper().endswith(("_FILE", "_PATH", "_DIR", "_SOCK"))):  # where, not what
+            if isinstance(v, str) and secret_key(k):
                 found.add(v)
             else:
                 found |= secret_values(v)

@@ -6,6 +6,7 @@ A real local provision (ansible-playbook runs) with tokens in the controller's e
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import stat
@@ -61,16 +62,43 @@ def test_no_secret_in_the_run_dir_private_modes_and_plain_verify(tmp_path):
     assert r.returncode == 0 and "Verdict: PASS" in r.stdout, r.stdout[-2000:] + r.stderr
 
 
-def test_inventory_password_is_scrubbed_from_the_run_dir(tmp_path):
-    recipe, mirror = slow_recipe(tmp_path, ["true"])
+def test_inventory_password_never_enters_the_run_dir(tmp_path):
+    """Not scrubbed afterwards: never there. The build step looks while the playbook runs: no
+    file under ENVBUILD_HOME holds the password; one 0600 file outside it does, and Ansible
+    merges it with the run's inventory; after the run it is gone."""
+    password = "inv-sekrit-99"
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    home, tmp = tmp_path / "home", tmp_path / "tmp"
+    tmp.mkdir()
+    b64 = base64.b64encode(password.encode()).decode()  # the recipe (and so the plan) never holds it
+    look = (f'pw=$(echo {b64} | base64 -d); '
+            f'{{ grep -rlF "$pw" {home} || true; }} > {seen}/in_home.txt; '
+            f'for f in $(grep -rlF "$pw" /dev/shm {tmp} 2>/dev/null); do stat -c "%a %n" "$f"; done > {seen}/files.txt; '
+            f'ANSIBLE_HOME={seen}/ah {Path(sys.executable).parent}/ansible-inventory '
+            f'-i {home}/runs/*/ansible/inventory/hosts.yml -i "$(cut -d" " -f2 {seen}/files.txt)" '
+            f'--host box > {seen}/merged.json')
+    recipe, mirror = slow_recipe(tmp_path, [look])
     inv = tmp_path / "nodes.yaml"
     inv.write_text("all:\n  hosts:\n    box:\n      ansible_connection: local\n"
                    f"      ansible_python_interpreter: {sys.executable}\n"
-                   "      ansible_become_password: inv-sekrit-99\n")
-    home = tmp_path / "home"
+                   f"      ansible_become_password: {password}\n      ansible_password: {password}\n")
     p = subprocess.run(provision_argv(recipe, mirror, tmp_path / "env", "--inventory", str(inv)),
-                       capture_output=True, text=True, timeout=600, env={**os.environ, "ENVBUILD_HOME": str(home)})
+                       capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "ENVBUILD_HOME": str(home), "TMPDIR": str(tmp)})
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-2000:]
+    # during the run
+    assert (seen / "in_home.txt").read_text() == ""
+    [line] = (seen / "files.txt").read_text().splitlines()
+    mode, path = line.split(" ", 1)
+    assert mode == "600" and not Path(path).is_relative_to(home)
+    merged = json.loads((seen / "merged.json").read_text())
+    assert merged["ansible_become_password"] == password and merged["ansible_connection"] == "local"
+    # after it
+    assert not Path(path).exists()
     files = [f for f in home.rglob("*") if f.is_file() and not f.is_symlink()]
-    assert any(f.name == "hosts.yml" or f.name == "hosts.json" for f in files)
-    assert [str(f) for f in files if b"inv-sekrit-99" in f.read_bytes()] == []
+    [hosts] = [f for f in files if f.name == "hosts.yml"]
+    assert "box:" in hosts.read_text() and "ansible_password" not in hosts.read_text()
+    assert "ansible_become_password" not in hosts.read_text()
+    assert [str(f) for f in files if password.encode() in f.read_bytes()] == []
+    assert "***" not in hosts.read_text()  # nothing was scrubbed there: it was never written

@@ -21,7 +21,11 @@ Secrets: ansible-runner writes the environment it starts ansible-playbook with t
 ``artifacts/<ident>/command``. The controller's secret-named variables (``envbuild.redact``)
 are therefore not passed to ansible-playbook at all, and after the run every artifact file is
 scrubbed of secret values and URL passwords. Credentials a play needs must be passed to it
-explicitly, with ``no_log``.
+explicitly, with ``no_log``. An inventory's credentials (``ansible_password``,
+``ansible_become_password``...) never enter the run folder: ``inventory/hosts.yml`` is written
+without them, and they reach ansible-playbook as a second inventory (``-i``) in a 0600 file
+outside the run folder (``/dev/shm`` where there is one, else the temporary folder), made when
+the playbook starts and removed when it ends (``_secret_inventory``).
 """
 
 from __future__ import annotations
@@ -30,8 +34,10 @@ import os
 import shlex
 import signal
 import sys
+import tempfile
 import time
-from dataclasses import dataclass
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from envbuild.errors import EnvironmentProblem
@@ -59,12 +65,15 @@ class AnsibleJob:
     extravars: Path
     envvars: dict[str, str]
     forks: int
+    secret_inventory: str = field(default="", repr=False)  # credentials; kept in memory only
 
     def command(self) -> str:
-        """The same run by hand."""
+        """The same run by hand (with ``-i PASSWORDS.yml``, one's own file of the inventory's
+        credentials, when it has some: they are not written anywhere)."""
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(self.envvars.items())
                        if k.startswith("ANSIBLE_") and k != "ANSIBLE_HOME")
-        return (f"{env} ansible-playbook -i {shlex.quote(str(self.inventory))} "
+        secrets = " -i PASSWORDS.yml" if self.secret_inventory else ""
+        return (f"{env} ansible-playbook -i {shlex.quote(str(self.inventory))}{secrets} "
                 f"{shlex.quote(str(PLAYBOOKS / PLAYBOOK))} -e @{shlex.quote(str(self.extravars))} "
                 f"--forks {self.forks}")
 
@@ -110,7 +119,37 @@ def prepare(private_dir: Path, rendered: Rendered, *, forks: int, insecure: bool
     for key in ("ANSIBLE_LOCAL_TEMP", "ANSIBLE_SSH_CONTROL_PATH_DIR"):
         Path(env[key]).mkdir(parents=True, exist_ok=True)
     return AnsibleJob(private_dir=private_dir, inventory=inv, extravars=extra, envvars=env,
-                      forks=max(1, forks))
+                      forks=max(1, forks), secret_inventory=rendered.secret_inventory_text())
+
+
+def _secret_folder(private_dir: Path) -> Path:
+    """Where the credentials' inventory lives while the playbook runs: memory (``/dev/shm``)
+    where possible, else the temporary folder; never under the run folder."""
+    run = private_dir.resolve().parent
+    for folder in (Path("/dev/shm"), Path(tempfile.gettempdir())):
+        if folder.is_dir() and os.access(folder, os.W_OK | os.X_OK) and not folder.resolve().is_relative_to(run):
+            return folder
+    raise EnvironmentProblem("no folder outside the run directory for the inventory's passwords",
+                             hint="set TMPDIR to a writable folder outside ENVBUILD_HOME")
+
+
+@contextmanager
+def _secret_inventory(job: AnsibleJob):
+    """The inventories to pass: the run folder's, and while the playbook runs a 0600 file of
+    the credentials outside the run folder (removed on the way out, exceptions included)."""
+    if not job.secret_inventory:
+        yield str(job.inventory)
+        return
+    fd, name = tempfile.mkstemp(prefix="envbuild-inventory-", suffix=".yml", dir=_secret_folder(job.private_dir))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:  # mkstemp: mode 0600, this user only
+            out.write(job.secret_inventory)
+        yield [str(job.inventory), name]
+    finally:
+        try:
+            os.unlink(name)
+        except FileNotFoundError:
+            pass
 
 
 @dataclass
@@ -166,16 +205,18 @@ def execute(job: AnsibleJob, sink: EventSink, tracker: StepTracker,
                 return True  # nothing to ask politely: the runner kills its child's group now
         return time.monotonic() - stopping[0] >= GRACE_S or not _signal_group(group, 0)
 
-    config = RunnerConfig(
-        private_data_dir=str(job.private_dir), project_dir=str(_playbooks()), playbook=PLAYBOOK,
-        inventory=str(job.inventory), envvars=job.envvars, forks=job.forks, quiet=True, ident=IDENT,
-        suppress_env_files=True,
-        settings={"suppress_ansible_output": True, "suppress_output_file": False, "pexpect_timeout": POLL_S})
+    project = str(_playbooks())
+    secrets = ExitStack()  # the credentials' file, removed in the finally below
     saved = os.environ.get("PATH")
     os.environ["PATH"] = job.envvars["PATH"]  # ansible-runner looks ansible-playbook up here
     started, before = time.time(), set(_children())
     reaper = _subreaper(True)
     try:
+        config = RunnerConfig(
+            private_data_dir=str(job.private_dir), project_dir=project, playbook=PLAYBOOK,
+            inventory=secrets.enter_context(_secret_inventory(job)), envvars=job.envvars, forks=job.forks,
+            quiet=True, ident=IDENT, suppress_env_files=True,
+            settings={"suppress_ansible_output": True, "suppress_output_file": False, "pexpect_timeout": POLL_S})
         config.prepare()
         config.env = _without_controller_secrets(config.env, job.envvars)
         runner = Runner(config, event_handler=handler, cancel_callback=cancel)
@@ -185,6 +226,7 @@ def execute(job: AnsibleJob, sink: EventSink, tracker: StepTracker,
         else:
             runner.run()
     finally:
+        secrets.close()  # the credentials' file is gone before anything else
         if saved is not None:
             os.environ["PATH"] = saved
         if stop.requested:

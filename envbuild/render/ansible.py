@@ -41,7 +41,14 @@ class Rendered:
     extravars: dict  # -e @extravars
 
     def inventory_text(self) -> str:
-        return dump_unsafe(self.inventory)
+        """The inventory less its credentials (``split_secrets``): what the run folder holds."""
+        return dump_unsafe(split_secrets(self.inventory)[0])
+
+    def secret_inventory_text(self) -> str:
+        """An inventory of only the hosts' credentials (``ansible_password``...), "" when there
+        are none: never written into the run folder (``envbuild.execute.ansible``)."""
+        secrets = split_secrets(self.inventory)[1]
+        return dump_unsafe(secrets) if secrets["all"]["hosts"] else ""
 
     def extravars_text(self) -> str:
         return dump_unsafe(self.extravars)
@@ -103,6 +110,27 @@ def render(plans: dict[str, Plan], connections: dict[str, dict], node_paths: dic
              for name in connections if name in plans}
     extravars = {"provision_run_dir": run_dir, "provision_cache_dir": cache_dir}
     return Rendered(inventory={"all": {"hosts": hosts}}, extravars=extravars)
+
+
+def split_secrets(inventory: dict) -> tuple[dict, dict]:
+    """(the inventory without its hosts' credential variables, an inventory of only those).
+
+    Ansible merges two inventories that name the same hosts, so ``-i public -i secret`` gives
+    each host all of its variables.
+
+    >>> split_secrets({"all": {"hosts": {"n1": {"ansible_host": "h", "ansible_password": "pw"}}}})
+    ({'all': {'hosts': {'n1': {'ansible_host': 'h'}}}}, {'all': {'hosts': {'n1': {'ansible_password': 'pw'}}}})
+    """
+    from envbuild.redact import secret_key
+
+    public: dict = {}
+    secret: dict = {}
+    for name, hostvars in inventory["all"]["hosts"].items():
+        public[name] = {k: v for k, v in hostvars.items() if not (isinstance(v, str) and secret_key(k))}
+        hidden = {k: v for k, v in hostvars.items() if isinstance(v, str) and secret_key(k)}
+        if hidden:
+            secret[name] = hidden
+    return {"all": {"hosts": public}}, {"all": {"hosts": secret}}
 
 
 class _UnsafeDumper(yaml.SafeDumper):
