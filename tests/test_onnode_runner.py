@@ -137,3 +137,17 @@ def test_log_paths_name_each_steps_long_commands():
         Step(id="pip:packages", title="p", params=P.PipInstallParams(requirements=reqs)),
         Step(id="env-file", title="e", params=P.EnvFileParams(path="/e/.envbuild/env.sh", vars={}))])
     assert log_paths(plan) == {"/e/.envbuild/logs/pip-packages.log": "pip:packages"}
+
+
+def test_env_from_fills_a_variable_the_node_does_not_set(tmp_path, monkeypatch):
+    # uv reads SSL_CERT_FILE, pip PIP_CERT: a node that tells its pip which CA to trust tells uv too
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.setenv("PIP_CERT", "/etc/ssl/certs/proxy.pem")
+    monkeypatch.setenv("UV_INDEX_URL", "https://mirror.example/simple")
+    monkeypatch.setenv("PIP_INDEX_URL", "https://other.example/simple")
+    out = onnode.run_actions([{"op": "run", "argv": ["sh", "-c", 'echo "$SSL_CERT_FILE $UV_INDEX_URL"'],
+                               "env_from": {"SSL_CERT_FILE": ["PIP_CERT"], "UV_INDEX_URL": ["PIP_INDEX_URL"]}}])
+    assert out["log"][-1] == "/etc/ssl/certs/proxy.pem https://mirror.example/simple"
+    from envbuild.actions.steps import env_from
+
+    assert env_from("uv")["SSL_CERT_FILE"][0] == "PIP_CERT" and env_from("pip") == {}

@@ -36,12 +36,18 @@ class Run(_A):
     # the node file the command's output (stdout and stderr) is written to as it runs: the
     # step's build log, tailed live on the controller for the local node (envbuild.execute.livelog)
     log: str | None = None
+    # NAME -> [NODE_VAR, ...]: when NAME is not set in the node's environment, it takes the
+    # value of the first NODE_VAR that is (uv trusting the CA bundle and the index the node's
+    # pip is configured with through PIP_CERT, PIP_INDEX_URL, ...; see envbuild.actions.steps)
+    env_from: dict[str, list[str]] = Field(default_factory=dict)
 
     @model_serializer(mode="wrap")
     def _omit_no_log(self, handler):
         data = handler(self)  # added later: left out when unset, so renders made before stay
         if isinstance(data, dict) and self.log is None:
             data.pop("log", None)
+        if isinstance(data, dict) and not self.env_from:
+            data.pop("env_from", None)
         return data
 
 

@@ -252,6 +252,11 @@ def _write(path, content, mode):
 
 def do_run(a, node_path, repair=False, logs=None):
     env = _env(a.get("env"), a.get("path"), node_path)
+    for name, sources in sorted((a.get("env_from") or {}).items()):
+        if not env.get(name):  # unset on the node: the first of its sources that is set
+            found = [env[s] for s in sources if env.get(s)]
+            if found:
+                env[name] = found[0]
     argv = list(a["argv"]) + (list(a.get("repair_args") or []) if repair else [])
     log = _open_log(a.get("log"), logs if logs is not None else set())
     try:
@@ -587,8 +592,11 @@ def _record_rows(site, dist_info):
     return rows
 
 
-def check_record(site, dist_info, recorded=None, deep=False):
+def check_record(site, dist_info, recorded=None, deep=False, excused=()):
     """(broken paths, files hashed, manifest entry) for one installed distribution.
+
+    ``excused``: RECORD paths that the published wheel itself gets wrong (the effect's
+    ``record_defects``); they must exist, their size and hash are not compared.
 
     ``recorded`` is this distribution's manifest entry; with it and not ``deep``, files whose
     stat is unchanged are trusted without reading RECORD."""
@@ -621,7 +629,7 @@ def check_record(site, dist_info, recorded=None, deep=False):
             broken.append(shown + " (missing)")
             continue
         files.append([rel] + _stat_key(st))
-        if (only is not None and rel not in only) or rel in trusted:
+        if (only is not None and rel not in only) or rel in trusted or rel in excused:
             continue
         if size is not None and st.st_size != size:
             broken.append("%s (size %d, recorded %d)" % (shown, st.st_size, size))
@@ -682,7 +690,8 @@ def _check_dists(eff, ctx, manifest):
             continue
         if dist_info.endswith(".egg-info"):
             continue  # no RECORD to check: the version is all the evidence
-        broken, n, entry = check_record(site, dist_info, recorded.get(name), ctx.deep)
+        broken, n, entry = check_record(site, dist_info, recorded.get(name), ctx.deep,
+                                        (eff.get("record_defects") or {}).get(name, ()))
         hashed += n
         if broken:
             repair = True

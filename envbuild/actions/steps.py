@@ -36,6 +36,18 @@ IMPORT_CODE = ("import importlib, sys\n"
 # hold: a file differs from its RECORD) reinstalls without the cache, from the wheel itself.
 UV_PIP = ["pip", "install", "--no-progress"]
 UV_REPAIR = ["--reinstall", "--no-cache"]
+# What the node's pip is configured with through its environment, for uv (which reads none of
+# PIP_*): the CA bundle pip trusts (PIP_CERT, else what requests reads; a TLS-inspecting proxy's
+# CA), the index and find-links it uses, its timeout. A variable uv's own name already sets is
+# left alone, and an option on the command line wins over both, as with pip. pip.conf files are
+# not read (see envbuild.plan.installer).
+UV_ENV_FROM_PIP = {
+    "SSL_CERT_FILE": ["PIP_CERT", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"],
+    "UV_INDEX_URL": ["PIP_INDEX_URL"],
+    "UV_EXTRA_INDEX_URL": ["PIP_EXTRA_INDEX_URL"],
+    "UV_FIND_LINKS": ["PIP_FIND_LINKS"],
+    "UV_HTTP_TIMEOUT": ["PIP_DEFAULT_TIMEOUT", "PIP_TIMEOUT"],
+}
 
 
 def install_argv(prefix: str, installer: str = "pip", uv: str | None = None) -> list[str]:
@@ -50,6 +62,10 @@ def install_argv(prefix: str, installer: str = "pip", uv: str | None = None) -> 
 
 def repair_args(installer: str = "pip") -> list[str]:
     return list(UV_REPAIR if installer == "uv" else PIP_REPAIR)
+
+
+def env_from(installer: str = "pip") -> dict[str, list[str]]:
+    return {k: list(v) for k, v in UV_ENV_FROM_PIP.items()} if installer == "uv" else {}
 
 
 def log_path(prefix: str, step_id: str) -> str:
@@ -156,9 +172,9 @@ def _pip_tooling(step, p: P.PipToolingParams, prefix: str) -> list[Action]:
         path = f"{state_dir(prefix)}/requirements/pip-tooling.txt"
         return [WriteFile(path=path, content="".join(requirement_line(r, True) + "\n" for r in p.requirements)),
                 Run(argv=[*install, "-r", path, "--require-hashes", "--no-deps", *links],
-                    repair_args=repair_args(p.installer), log=log)]
+                    repair_args=repair_args(p.installer), log=log, env_from=env_from(p.installer))]
     return [Run(argv=[*install, *(r.requirement for r in p.requirements), *links],
-                repair_args=repair_args(p.installer), log=log)]
+                repair_args=repair_args(p.installer), log=log, env_from=env_from(p.installer))]
 
 
 def _uv_tool(step, p: P.UvToolParams, prefix: str) -> list[Action]:
@@ -194,7 +210,8 @@ def _pip_install(step, p: P.PipInstallParams, prefix: str) -> list[Action]:
         installer = p.installer if suffix != "-no-isolation" else "pip"
         out.append(WriteFile(path=path, content="".join(requirement_line(r, with_hashes) + "\n" for r in reqs)))
         out.append(Run(argv=[*install_argv(prefix, installer, p.uv), "-r", path, *flags, *index],
-                       env=dict(p.env), repair_args=repair_args(installer), log=log_path(prefix, step.id)))
+                       env=dict(p.env), repair_args=repair_args(installer), log=log_path(prefix, step.id),
+                       env_from=env_from(installer)))
     return out
 
 

@@ -11,6 +11,11 @@ behaviour keeps pip even then (see ``step_installer``).
 ``--installer pip|uv|auto`` (``auto``: uv where it can run) chooses; ``uv`` refuses a node
 where it cannot.
 
+pip's configuration on the node reaches uv where it is in the environment (PIP_CERT and the CA
+bundle variables, PIP_INDEX_URL, PIP_EXTRA_INDEX_URL, PIP_FIND_LINKS, PIP_DEFAULT_TIMEOUT:
+``envbuild.actions.steps.UV_ENV_FROM_PIP``), not where it is in a pip.conf file, which uv does
+not read: a node that configures its pip only there needs ``--installer pip``.
+
     >>> from envbuild.facts.model import NodeFacts
     >>> from envbuild.plan.params import UvBinary
     >>> uv = UvBinary(version="0.13.9", sha256="0" * 64, os="linux", arch="x86_64", libc="glibc", glibc_min="2.17")
