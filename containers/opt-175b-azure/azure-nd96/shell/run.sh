@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision opt-175b-azure on azure-nd96 (host azure-nd96, facts profile:azure-nd96),
-# rendered by envbuild 0.1.0 from the plan; lock sha256 089462ffe2a1b5ea32c4ddf1d2cf3098b082ab281c7da6d4a559d2dfd1308985.
+# rendered by envbuild 0.1.0 from the plan; lock sha256 aed63b9fba1662c399acec08e8bdd81ed1bcbb73f8e3677d6b7c69d5eae11f68.
 # Regenerate: envbuild render opt-175b-azure --target azure-nd96 --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision opt-175b-azure on local (host local, facts profile:local),
-# rendered by envbuild 0.1.0 from the plan; lock sha256 7413683876d248320eb99d19efac379b25206976946ab03404bdf010e22dc6cf.
+# rendered by envbuild 0.1.0 from the plan; lock sha256 9aad59cf2fde0d7a40a27c4efbc96e58fc1a0ca04ec82a97429c9a2e1167e445.
 # Regenerate: envbuild render opt-175b-azure --target local --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision polaris-megatron-deepspeed on polaris (host polaris, facts profile:polaris),
-# rendered by envbuild 0.1.0 from the plan; lock sha256 b5b23166b0fe10d4f8e6f27a658fd36c8f2dc14efecf764dca953544ca8aff54.
+# rendered by envbuild 0.1.0 from the plan; lock sha256 0edb8f5c9255b3e2b8edbe2d54ae438384562d909a2029088d2365ec278133f7.
 # Regenerate: envbuild render polaris-megatron-deepspeed --target polaris --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
