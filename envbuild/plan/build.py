@@ -148,7 +148,7 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
              params=env_params, reason=_env_reason(recipe, backend, interp is not None, conda)))
 
     installer, why = choose_installer(opts.installer, opts.uv, facts, backend, recipe.python)
-    uv_path = f"{prefix.rstrip('/')}/.envbuild/tools/uv" if installer == "uv" else None
+    uv_path = uv_dest(facts, prefix, opts.uv) if installer == "uv" else None
     decisions.append(Decision(subject="installer", outcome=f"uv {opts.uv.version}" if uv_path and opts.uv
                               else "pip", reason=why))
     env_at = len(steps)  # the uv step goes right after the environment, if a step uses uv
@@ -226,6 +226,15 @@ def git_dependencies(lock: object | None) -> list[GitSource]:
                                  why=f"git dependency of {', '.join(pin.required_by)}, pinned by the "
                                      f"lock ({pin.note or pin.ref})"))
     return out
+
+
+def uv_dest(facts: NodeFacts, prefix: str, uv: P.UvBinary | None) -> str:
+    """Where the pushed uv lives on the node: one copy per binary in the node user's cache
+    (``~/.cache/envbuild/uv/<sha256[:16]>/uv``, shared by every environment of the node, so a
+    second environment does not push it again), or in the environment when $HOME is not known."""
+    if facts.home and uv is not None:
+        return f"{facts.home.rstrip('/')}/.cache/envbuild/uv/{uv.sha256[:16]}/uv"
+    return f"{prefix.rstrip('/')}/.envbuild/tools/uv"
 
 
 def _tool_requirement(tool: Tool, lock: object | None) -> P.Requirement:

@@ -1,0 +1,108 @@
+"""envbuild provision of cpu-reference onto an isolated chroot node, installing with uv.
+
+The node has its own /usr and Python (Debian 12); the controller's uv is pushed to it as a
+plan step and checked by sha256; every package of the lock is installed by uv (each
+distribution's INSTALLER says so); a second provision finds every step done, the pushed uv
+included, and starts no Ansible; ``--installer pip`` on a fresh prefix installs with pip.
+torch 2.13.0 CPU comes from /opt/wheels (bind-mounted read-only).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from envbuild.facts.uvbin import controller_uv
+from envbuild.testbed import chroot
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+WHEELS = Path("/opt/wheels")
+
+
+@pytest.fixture(scope="module")
+def bed(tmp_path_factory):
+    why = chroot.why_no_wheel_cluster(WHEELS)
+    if why:
+        pytest.skip(why)
+    if controller_uv()[1] is None:
+        pytest.skip("no uv binary on this controller")
+    base = tmp_path_factory.mktemp("uvnode")
+    cluster = chroot.wheel_cluster(base, 1, base=190, wheels=WHEELS, prefix="uvn")
+    nodes = cluster.__enter__()
+    try:
+        yield {"node": nodes[0], "cluster": cluster, "base": base}
+    finally:
+        cluster.stop()
+
+
+def provision(bed, prefix: str, *extra: str) -> tuple[int, dict]:
+    lock = bed["base"] / "cpu.lock"
+    argv = [sys.executable, "-m", "envbuild", "provision", "cpu-reference", "--target", "local",
+            "--hosts", bed["cluster"].hosts, "--identity", str(bed["cluster"].key), "--insecure",
+            "--prefix", prefix, "--wheelhouse", str(WHEELS), "--no-smoke", "--json", *extra]
+    if lock.exists():
+        argv += ["--lock", str(lock)]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=1500,
+                       env={**os.environ, "ENVBUILD_HOME": str(bed["base"] / "home")})
+    lines = p.stdout.strip().split("\n")
+    assert lines and '"type": "result"' in lines[-1], p.stdout[-2000:] + p.stderr[-2000:]
+    out = json.loads(lines[-1])
+    run = Path(out["run_dir"])
+    if (run / "lock.lock").exists() and not lock.exists():
+        lock.write_text((run / "lock.lock").read_text())
+    return p.returncode, out
+
+
+def installers(node, prefix: str) -> dict[str, str]:
+    out = node.ssh(f"cd {prefix}/lib/python3*/site-packages && for d in *.dist-info; do "
+                   "printf '%s %s\\n' \"$d\" \"$(cat $d/INSTALLER)\"; done").stdout
+    return {line.split()[0].split("-")[0].lower(): line.split()[1] for line in out.splitlines()}
+
+
+def test_cold_provision_installs_every_locked_package_with_uv(bed):
+    node, prefix = bed["node"], "/opt/envs/uvref"
+    rc, out = provision(bed, prefix)
+    res = out["results"][node.spec] if node.spec in out["results"] else next(iter(out["results"].values()))
+    assert rc == 0 and res["status"] == "ok", res
+    run = Path(out["run_dir"])
+    plan = json.loads(next(run.glob("nodes/*/plan.json")).read_text())
+    ids = [s["id"] for s in plan["steps"]]
+    assert "uv" in ids and ids.index("uv") == ids.index("environment") + 1
+    assert next(d for d in plan["decisions"] if d["subject"] == "installer")["outcome"].startswith("uv ")
+    # uv really ran: every distribution of the lock says INSTALLER uv
+    got = installers(node, prefix)
+    for name in ("torch", "numpy", "einops", "regex", "tqdm", "pip", "filelock", "jinja2"):
+        assert got.get(name) == "uv", (name, got)
+    path, uv = controller_uv()
+    tool = next(s for s in plan["steps"] if s["id"] == "uv")["params"]["dest"]
+    assert tool == f"/root/.cache/envbuild/uv/{uv.sha256[:16]}/uv"  # one copy per node, in $HOME
+    pushed = node.ssh(f"sha256sum {tool}").stdout.split()[0]
+    assert pushed == uv.sha256 == hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    assert node.ssh(f"{prefix}/bin/python -c 'import torch, numpy; print(torch.__version__)'").stdout.startswith("2.13.0")
+    log = node.ssh(f"head -1 {prefix}/.envbuild/logs/pip-torch.log").stdout
+    assert log.startswith(f"$ {tool} pip install") and "--require-hashes" in log
+
+    # nothing to do the second time: every effect holds (uv's sha256 and the uv-installed RECORDs)
+    rc, out = provision(bed, prefix)
+    res = next(iter(out["results"].values()))
+    assert rc == 0 and res["status"] == "ok" and not res["changed"], res
+
+
+def test_installer_pip_installs_with_pip(bed):
+    node, prefix = bed["node"], "/opt/envs/pipref"
+    rc, out = provision(bed, prefix, "--installer", "pip")
+    res = next(iter(out["results"].values()))
+    assert rc == 0 and res["status"] == "ok", res
+    got = installers(node, prefix)
+    assert got.get("torch") == "pip" and got.get("numpy") == "pip", got
+    run = Path(out["run_dir"])
+    plan = json.loads(next(run.glob("nodes/*/plan.json")).read_text())
+    assert "uv" not in [s["id"] for s in plan["steps"]]
+    assert next(d for d in plan["decisions"] if d["subject"] == "installer")["outcome"] == "pip"
