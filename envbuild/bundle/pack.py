@@ -99,6 +99,25 @@ def omitted(lock: Lock, plan: Plan | list[Plan]) -> list[Omitted]:
     return out
 
 
+def node_plans(recipe: Recipe, target, facts: list, lock: Lock, prefix: str | None) -> list[Plan]:
+    """The plan of every node (``facts``: one per node), as provision would make them: the
+    ``{inventory.*}`` values (MegatronApp's InfiniBand addresses) from all the nodes. CheckFailed
+    naming the node when preflight refuses one."""
+    from envbuild.plan.build import PlanOptions
+    from envbuild.plan.placeholders import inventory_values
+    from envbuild.plan.resolve import resolve
+
+    inventory = inventory_values(facts)
+    plans = [resolve(recipe, target, f, lock, PlanOptions(prefix=prefix, host=f.host, inventory=inventory)).plan
+             for f in facts]
+    for plan in plans:
+        if not plan.steps[0].params.feasible:
+            raise CheckFailed(f"preflight refuses {recipe.name} on {target.name} ({plan.host}): "
+                              f"{plan.steps[0].params.summary}",
+                              hint="a bundle is made for nodes that can run the recipe; see envbuild check")
+    return plans
+
+
 def make_bundle(recipe: Recipe, recipe_file: Path, target_file: Path | None, lock: Lock, lock_text: str,
                 plan: Plan | list[Plan], out: Path, *, wheelhouse: Path | None = None,
                 git_mirror: Path | None = None, data_mirror: Path | None = None,

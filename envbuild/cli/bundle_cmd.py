@@ -45,12 +45,10 @@ def bundle_cmd(recipe, target, facts_file, lock_file, wheelhouse, git_mirror, da
     2 bad input; 3 no network for a download or no git mirror for a source.
     """
     from envbuild import rundir
-    from envbuild.bundle.pack import make_bundle, manifest_summary
+    from envbuild.bundle.pack import make_bundle, manifest_summary, node_plans
     from envbuild.catalog import resolve as resolve_file
     from envbuild.errors import CheckFailed, InputError
     from envbuild.inputs import find_lock, lock_source, node_facts, recipe_and_target
-    from envbuild.plan.build import PlanOptions
-    from envbuild.plan.resolve import resolve
     from envbuild.recipes import DATA as RECIPES
     from envbuild.targets import DATA as TARGETS
 
@@ -64,13 +62,7 @@ def bundle_cmd(recipe, target, facts_file, lock_file, wheelhouse, git_mirror, da
         raise CheckFailed(f"no lockfile at {path}: a bundle packs what a lock names",
                           hint=f"lock first: envbuild lock {rec.name} --target {tgt.name}")
     facts = node_facts(tgt, facts_file)
-    # every node's plan: the bundle carries the union of what they need (nodes may differ)
-    plans = [resolve(rec, tgt, f, lock, PlanOptions(prefix=prefix, host=f.host)).plan for f in facts]
-    for plan in plans:
-        if not plan.steps[0].params.feasible:
-            raise CheckFailed(f"preflight refuses {rec.name} on {tgt.name} ({plan.host}): "
-                              f"{plan.steps[0].params.summary}",
-                              hint="a bundle is made for nodes that can run the recipe; see envbuild check")
+    plans = node_plans(rec, tgt, facts, lock, prefix)
     recipe_file = resolve_file(recipe or rec.name, RECIPES, "recipe")
     target_file = resolve_file(target, TARGETS, "target")
     say = (lambda _m: None) if as_json else (lambda m: console.print(m, markup=False))
