@@ -120,3 +120,34 @@ def test_controller_uv_is_the_binary_uv_finds():
     from envbuild.actions.assets import asset_path
 
     assert str(asset_path("uv/uv")) == str(__import__("pathlib").Path(path).resolve())
+
+
+def test_plan_command_shows_the_installer_decision_and_obeys_installer_pip(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "ENVBUILD_HOME": str(tmp_path)}
+    facts = tmp_path / "facts.json"
+    from envbuild.facts.load import dump_facts
+
+    facts.write_text(dump_facts([NodeFacts(host="n1", arch="x86_64", glibc="2.36", home="/home/u",
+                                           pythons=[{"version": "3.11.2", "path": "/usr/bin/python3.11"}])],
+                                as_list=False))
+
+    def plan(*extra):
+        p = subprocess.run([sys.executable, "-m", "envbuild", "plan", "cpu-reference", "--target", "local",
+                            "--facts", str(facts), "--json", *extra], capture_output=True, text=True, env=env)
+        assert p.returncode == 0, p.stderr
+        data = json.loads(p.stdout)
+        return next(d for d in data["decisions"] if d["subject"] == "installer"), [s["id"] for s in data["steps"]]
+
+    decision, ids = plan("--installer", "pip")
+    assert decision["outcome"] == "pip" and "uv" not in ids
+    path, found = controller_uv()
+    if found is None:
+        return
+    decision, ids = plan()
+    assert decision["outcome"] == f"uv {found.version}" and "uv" in ids
+
