@@ -29,6 +29,7 @@ COMMAND_MODULES = [
     "render_cmd",  # envbuild render
     "bundle_cmd",  # envbuild bundle
     "parse_cmd",  # envbuild parse
+    "imports_cmd",  # envbuild imports
 ]
 
 

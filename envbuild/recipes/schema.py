@@ -193,6 +193,22 @@ class GitSource(Strict):
         return self
 
 
+class EntryScript(Strict):
+    """A Python program the setup's launch commands run, read for its imports.
+
+    Example::
+
+        entry_scripts:
+          - component: metaseq
+            path: metaseq_cli/train.py
+            why: "opt-baselines --local runs it in a subprocess"
+    """
+
+    component: Name  # one of sources[].name
+    path: str  # relative to the component's tree
+    why: str = ""
+
+
 class Environment(Strict):
     """Where the packages go. ``source`` cites where the base image, the module or the pip /
     setuptools pins are stated (at the revision read)."""
@@ -439,6 +455,9 @@ class Recipe(Strict):
     data: list[DataFile] = Field(default_factory=list)  # downloads, fetched and sha256-checked
     benchmark: Benchmark | None = None
     import_check: list[str] = Field(default_factory=list)  # modules that must import after install
+    # the Python programs the setup's launch commands run; `envbuild imports` reads their
+    # imports at the pinned commits into envbuild/recipes/imports/<name>.yaml
+    entry_scripts: list[EntryScript] = Field(default_factory=list)
     launcher: Literal["local", "slurm", "pbs", "kubernetes", "torchrun"] = "local"
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)

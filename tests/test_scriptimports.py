@@ -1,0 +1,121 @@
+"""The entry-script import extractor (envbuild.scriptimports) and its generated fact files.
+
+The parser on script text; the generator on a git repository the test makes (mirror layout);
+the committed fact files against the real mirrors when this machine has them
+(ENVBUILD_GIT_MIRROR), since CI has no GitHub.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from envbuild.errors import CheckFailed, InputError
+from envbuild.recipes import all_recipes
+from envbuild.recipes.schema import Recipe
+from envbuild.scriptimports import dump, generate, read_fact, script_imports
+
+SCRIPT = '''
+"""A training entry script of the usual shape."""
+from __future__ import annotations
+import os, sys
+import torch.nn.functional as F
+from megatron import get_args
+from . import local_helper
+try:
+    import wandb
+except ImportError:
+    wandb = None
+try:
+    from apex.optimizers import FusedAdam
+except (ModuleNotFoundError, AttributeError):
+    FusedAdam = None
+try:
+    import deepspeed
+finally:
+    pass
+import wandb
+
+
+def main():
+    from megatron.training import pretrain
+    import numpy as np
+'''
+
+
+def test_every_absolute_import_once_with_guarded_ones_optional():
+    got = [(m.name, m.optional) for m in script_imports(SCRIPT)]
+    assert got == [("os", False), ("sys", False), ("torch.nn.functional", False),
+                   ("megatron", False), ("wandb", False), ("apex.optimizers", True),
+                   ("deepspeed", False), ("megatron.training", False), ("numpy", False)]
+
+
+def test_a_script_that_does_not_parse_is_named():
+    with pytest.raises(InputError, match=r"repo:bad.py:1"):
+        script_imports("import (\n", "repo:bad.py")
+
+
+def _git(*args: str, cwd: Path) -> str:
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.org",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.org")
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def _recipe(sha: str, path: str = "tools/train.py") -> Recipe:
+    return Recipe.model_validate({
+        "schema": 1, "name": "tiny", "title": "t", "description": "d",
+        "published": {"url": "https://example.org"}, "python": "3.11", "targets": ["lab"],
+        "sources": [{"name": "fork", "url": "https://github.com/acme/fork", "ref": "main",
+                     "sha": sha, "install": "none", "why": "test"}],
+        "entry_scripts": [{"component": "fork", "path": path}]})
+
+
+@pytest.mark.integration
+def test_generator_reads_the_script_at_the_pinned_commit(tmp_path: Path):
+    work = tmp_path / "work"
+    (work / "tools").mkdir(parents=True)
+    _git("init", "-q", "-b", "main", cwd=work)
+    (work / "tools" / "train.py").write_text(SCRIPT)
+    _git("add", "-A", cwd=work)
+    _git("commit", "-q", "-m", "pinned", cwd=work)
+    pinned = _git("rev-parse", "HEAD", cwd=work)
+    (work / "tools" / "train.py").write_text("import later_only\n")  # after the pin: not read
+    _git("commit", "-q", "-am", "later", cwd=work)
+    _git("clone", "-q", "--bare", str(work), str(tmp_path / "mirror" / "acme+fork" / "repo"), cwd=tmp_path)
+    fact = generate(_recipe(pinned), tmp_path / "mirror")
+    [script] = fact["scripts"]
+    assert (script["repo"], script["sha"], script["path"]) == ("https://github.com/acme/fork", pinned, "tools/train.py")
+    assert script["modules"] == ["os", "sys", "torch.nn.functional", "megatron", "wandb", "deepspeed",
+                                 "megatron.training", "numpy"]
+    assert script["optional"] == ["apex.optimizers"]
+    assert dump(fact).startswith("# DO NOT EDIT") and "envbuild imports tiny --git-mirror DIR" in dump(fact)
+    with pytest.raises(CheckFailed, match="does not exist at"):
+        generate(_recipe(pinned, "tools/absent.py"), tmp_path / "mirror")
+
+
+def test_every_recipe_with_entry_scripts_has_its_fact_file():
+    for rec in all_recipes():
+        fact = read_fact(rec.name)
+        if not rec.entry_scripts:
+            assert fact is None
+            continue
+        assert fact is not None, f"no import fact for {rec.name}: run envbuild imports {rec.name}"
+        assert [(s["component"], s["path"]) for s in fact["scripts"]] == \
+            [(e.component, e.path) for e in rec.entry_scripts]
+        for script in fact["scripts"]:  # the commit read is the recipe's pin
+            assert script["sha"] == rec.source(script["component"]).sha
+
+
+@pytest.mark.integration
+def test_committed_fact_files_are_what_the_mirror_gives():
+    mirror = os.environ.get("ENVBUILD_GIT_MIRROR")
+    if not mirror or not Path(mirror).is_dir():
+        pytest.skip("no git mirror of the setups' repositories here (CI has no GitHub): "
+                    "set ENVBUILD_GIT_MIRROR to re-read the scripts")
+    for rec in all_recipes():
+        if rec.entry_scripts:
+            assert generate(rec, Path(mirror)) == read_fact(rec.name), rec.name
