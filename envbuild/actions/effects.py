@@ -52,7 +52,7 @@ import hashlib
 import re
 from typing import Annotated, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from envbuild.plan import params as P
 
@@ -77,6 +77,15 @@ class DistsEffect(_E):
     check: Literal["dists"] = "dists"
     python: str
     dists: dict[str, Optional[str]]  # canonical name -> exact version or None
+    # canonical name -> RECORD paths wrong in the published wheel itself (envbuild.compat.wheel_records)
+    record_defects: dict[str, list[str]] = Field(default_factory=dict)
+
+    @model_serializer(mode="wrap")
+    def _no_empty_defects(self, handler):  # the usual effect stays as it was: no empty key
+        data = handler(self)
+        if not data.get("record_defects"):
+            data.pop("record_defects", None)
+        return data
 
 
 class GitEffect(_E):
@@ -165,11 +174,16 @@ def canonical(name: str) -> str:
 
 
 def _requirements_effect(python: str, reqs: list[P.Requirement]) -> DistsEffect:
+    from envbuild.compat.wheel_records import record_defects
+
     dists: dict[str, Optional[str]] = {}
+    defects: dict[str, list[str]] = {}
     for r in reqs:
         exact = r.requirement.replace(" ", "").endswith("==" + r.version)
         dists[canonical(r.name)] = r.version if exact and _EXACT.match(r.version) else None
-    return DistsEffect(python=python, dists=dists)
+        if paths := record_defects(canonical(r.name), r.hashes):
+            defects[canonical(r.name)] = paths
+    return DistsEffect(python=python, dists=dists, record_defects=defects)
 
 
 def effects(plan) -> dict[str, Optional[Effect]]:
