@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision alpa-megatron on azure-nd96 (host azure-nd96, facts profile:azure-nd96),
-# rendered by envbuild 0.1.0 from the plan; lock sha256 9d05f71924a48dec0f85b0f04d24925b0abc7867c4f11e8e3905326b49c282ba.
+# rendered by envbuild 0.1.0 from the plan; lock sha256 23d05b9b692c6201c73539f4cf5f48e8bc0b4fed2b84120caa3520d7bfee19dc.
 # Regenerate: envbuild render alpa-megatron --target azure-nd96 --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision alpa-megatron on h100 (host h100, facts profile:h100),
-# rendered by envbuild 0.1.0 from the plan; lock sha256 37512259f5d2b3223c09c73e7e7c2029193d70d0a9c5eba118c1b4f62e651023.
+# rendered by envbuild 0.1.0 from the plan; lock sha256 46e050de2737cf0143f8c54f9a77512a02d4bb0fa340aa900c4a98363a336168.
 # Regenerate: envbuild render alpa-megatron --target h100 --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

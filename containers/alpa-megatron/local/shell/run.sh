@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision alpa-megatron on local (host local, facts profile:local),
-# rendered by envbuild 0.1.0 from the plan; lock sha256 7df0217cb302941eaeb91fc5ce3fb5193b6252cdc5d4caf42175ca4c16ed2d22.
+# rendered by envbuild 0.1.0 from the plan; lock sha256 90f68c6332ce4d9247fbf1352b4cd5888551098910dfabb7ecd04e52f3bdaee3.
 # Regenerate: envbuild render alpa-megatron --target local --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

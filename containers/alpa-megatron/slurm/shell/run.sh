@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision alpa-megatron on slurm (host slurm, facts profile:slurm),
-# rendered by envbuild 0.1.0 from the plan; lock sha256 1d76908bc7ac39aed18b0c87c735c7f89287655a42175e9c25629b544390e51f.
+# rendered by envbuild 0.1.0 from the plan; lock sha256 4493b47a81b0c49302c53d1b1c4bc0729d11e93e6c72c5fdbb64adebf18d1e73.
 # Regenerate: envbuild render alpa-megatron --target slurm --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

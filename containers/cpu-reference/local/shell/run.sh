@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision cpu-reference on local (host local, facts profile:local),
-# rendered by envbuild 0.1.0 from the plan; lock sha256 2914961e63886a8687da601b3457288e63d66d238e5879dd5641104727f35215.
+# rendered by envbuild 0.1.0 from the plan; lock sha256 f1713c41552a64b8b239b5c493b43f1c6739396d0dc5655479e12d1b2beba539.
 # Regenerate: envbuild render cpu-reference --target local --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

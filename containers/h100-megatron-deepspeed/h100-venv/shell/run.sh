@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision h100-megatron-deepspeed on h100-venv (host h100-venv, facts profile:h100-venv),
-# rendered by envbuild 0.1.0 from the plan; lock sha256 965652aac7a56b53b120a3330fad6759cf3b880343d5d4501894826f43099f3a.
+# rendered by envbuild 0.1.0 from the plan; lock sha256 8f6ed4be38f8fd45616a842bc1697f2c23242577c125f9789c5ab20cc204991b.
 # Regenerate: envbuild render h100-megatron-deepspeed --target h100-venv --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision megatron-deepspeed-slurm on slurm (host slurm, facts profile:slurm),
-# rendered by envbuild 0.1.0 from the plan; lock sha256 a16defecf0f33ac78165faeb84e0701c2d961fbc82816e1b890eb3b99836c3c4.
+# rendered by envbuild 0.1.0 from the plan; lock sha256 0b281f541e149549a06942ffaa65178f22285e90e1162967d5e0742c4a576e1f.
 # Regenerate: envbuild render megatron-deepspeed-slurm --target slurm --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision megatronapp on rtx4090-pod (host rtx4090-pod, facts profile:rtx4090-pod),
-# rendered by envbuild 0.1.0 from the plan; lock sha256 6d3161fb8006e36b5a96edbf76bede6e6d6f585158c866d0a35de9cbb5be9d06.
+# rendered by envbuild 0.1.0 from the plan; lock sha256 ff70ac3d8854bd1d46d79d4007fbb891116409df37d23544229ff2896cfe040e.
 # Regenerate: envbuild render megatronapp --target rtx4090-pod --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision opt-175b-azure on azure-nd96 (host azure-nd96, facts profile:azure-nd96),
-# rendered by envbuild 0.1.0 from the plan; lock sha256 aed63b9fba1662c399acec08e8bdd81ed1bcbb73f8e3677d6b7c69d5eae11f68.
+# rendered by envbuild 0.1.0 from the plan; lock sha256 927f0d96c838d69c6f5377d107879349caa2973fdaa347151bed498407e2869d.
 # Regenerate: envbuild render opt-175b-azure --target azure-nd96 --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

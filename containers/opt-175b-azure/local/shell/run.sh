@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision opt-175b-azure on local (host local, facts profile:local),
-# rendered by envbuild 0.1.0 from the plan; lock sha256 9aad59cf2fde0d7a40a27c4efbc96e58fc1a0ca04ec82a97429c9a2e1167e445.
+# rendered by envbuild 0.1.0 from the plan; lock sha256 043bf2af939d0fca1ea8e9f5cdf0ec598b2c5f4074ac887d181daff7a7a9f0dd.
 # Regenerate: envbuild render opt-175b-azure --target local --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

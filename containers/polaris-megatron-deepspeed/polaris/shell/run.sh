@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision polaris-megatron-deepspeed on polaris (host polaris, facts profile:polaris),
-# rendered by envbuild 0.1.0 from the plan; lock sha256 0edb8f5c9255b3e2b8edbe2d54ae438384562d909a2029088d2365ec278133f7.
+# rendered by envbuild 0.1.0 from the plan; lock sha256 6f4892a5923f22b3897e9a8a66d377c94cee6215eb82133babbd84a440c135d9.
 # Regenerate: envbuild render polaris-megatron-deepspeed --target polaris --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
