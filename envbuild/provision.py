@@ -203,6 +203,26 @@ def take_lock(opts: ProvisionOptions, recipe, target, say: Callable[[str], None]
     return lock, None, dump_lock(lock, regenerate_command(recipe.name, target.name))
 
 
+def refuse_unreachable_indexes(nodes: list[Node], plans: dict[str, Plan]) -> None:
+    """EnvironmentProblem (exit 3) naming each index URL a node cannot reach and ``--wheelhouse``,
+    instead of pip's retries minutes later (``envbuild.facts.reach``: one probe per node that
+    installs from an index other than PyPI; none when the wheelhouse or bundle serves it all)."""
+    from envbuild.facts import reach
+
+    problems: list[str] = []
+    for node in nodes:
+        urls = reach.remote_indexes(plans[node.name])
+        if urls:
+            rc, out, err = ssh.run(node, reach.probe_command(urls, node.python or "python3"),
+                                   timeout=reach.TIMEOUT_S * len(urls) + 30)
+            problems += [f"{node.name} cannot reach {url} ({why})"
+                         for url, why in reach.unreachable(urls, rc, out, err).items()]
+    if problems:
+        raise EnvironmentProblem("package index unreachable, nothing installed:\n  - " + "\n  - ".join(problems),
+                                 hint="give the wheels another way: --wheelhouse DIR (a folder of wheels on the "
+                                      "node, e.g. the CPU torch wheel), or --bundle FILE from `envbuild bundle`")
+
+
 def refuse_unverified(plan: Plan, allowed: list[str]) -> None:
     """A package without a hash in the lock installs only when named by --allow-unverified."""
     from envbuild.errors import CheckFailed
@@ -405,6 +425,11 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
 
     from envbuild.interrupt import StopRequest, signal_name, signum_of
     from envbuild.redact import secret_values
+    try:  # before anything installs: every package index the plans name answers on its node
+        refuse_unreachable_indexes(feasible, plans)
+    except BaseException:
+        sink.close()
+        raise
 
     masked = secret_values(rendered.inventory)  # ansible_password & co. of an inventory
     rd.redactor.add(masked)

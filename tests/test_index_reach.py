@@ -1,0 +1,59 @@
+"""A node that cannot reach a package index its plan names is refused before anything installs,
+with the URL and the flag that fixes it (``envbuild.facts.reach``).
+
+download.pytorch.org is not reachable from this machine: the embedded default (torch from the
+CPU index) is refused for real in a second, instead of pip's retries; with ``--wheelhouse`` the
+torch step installs from the wheelhouse alone and names no index, so nothing is probed.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from envbuild.facts import reach
+from envbuild.inputs import find_lock, node_facts
+from envbuild.plan.build import PlanOptions
+from envbuild.plan.resolve import resolve
+from envbuild.recipes import default_recipe
+from envbuild.targets import load_target
+
+TORCH_CPU = "https://download.pytorch.org/whl/cpu"
+# the probe's output on this machine (no route to download.pytorch.org, PyPI reachable)
+CAPTURED = ("fail\thttps://download.pytorch.org/whl/cpu\t<urlopen error [Errno -2] Name or service not known>\n"
+            "ok\thttps://pypi.org/simple/six/\n")
+
+
+def test_parser_reads_the_captured_probe():
+    urls = [TORCH_CPU, "https://pypi.org/simple/six/"]
+    assert reach.unreachable(urls, 0, CAPTURED, "") == {TORCH_CPU: "<urlopen error [Errno -2] Name or service not known>"}
+    # a URL the probe never answered for is unreachable, with the probe's own error
+    assert reach.unreachable(urls, 127, "", "sh: 1: python3: not found\n") == {
+        u: "sh: 1: python3: not found" for u in urls}
+
+
+def _plan(wheelhouse: str | None):
+    rec = default_recipe()
+    tgt = load_target(rec.targets[0])
+    facts = node_facts(tgt)[0]
+    return resolve(rec, tgt, facts, find_lock(rec, tgt), PlanOptions(prefix="/tmp/x", wheelhouse=wheelhouse)).plan
+
+
+def test_the_default_plan_names_the_torch_index_unless_a_wheelhouse_serves_it():
+    assert TORCH_CPU in reach.remote_indexes(_plan(None))
+    assert reach.remote_indexes(_plan("/opt/wheels")) == []
+
+
+@pytest.mark.integration
+def test_an_unreachable_index_is_refused_before_anything_installs(tmp_path):
+    prefix = tmp_path / "prefix"
+    p = subprocess.run([sys.executable, "-m", "envbuild", "provision", "--target", "local", "--prefix", str(prefix)],
+                       capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                       env={**os.environ, "ENVBUILD_HOME": str(tmp_path / "home")})
+    assert p.returncode == 3, p.stdout[-2000:] + p.stderr[-2000:]
+    assert f"local cannot reach {TORCH_CPU}" in p.stderr and "--wheelhouse" in p.stderr, p.stderr
+    assert not prefix.exists()  # not even the venv
+    assert not list((tmp_path / "home").rglob("job_events"))  # ansible never started
