@@ -147,8 +147,9 @@ def made(tmp_path_factory):
                         "-o", str(base / "bad.tar"), home=home, timeout=900)
     finally:
         server.stop()
-    return {"base": base, "mirror": mirror, "recipe": recipe, "lock": lock, "bundle": out,
-            "summary": json.loads(p.stdout), "bad": bad, "home": home}
+    yield {"base": base, "mirror": mirror, "recipe": recipe, "lock": lock, "bundle": out,
+           "summary": json.loads(p.stdout), "bad": bad, "home": home}
+    shutil.rmtree(base, ignore_errors=True)  # ~0.4 GB (torch twice): not kept for later runs
 
 
 def _manifest(path: Path) -> Manifest:
@@ -247,6 +248,7 @@ def node(made, tmp_path_factory):
         yield {"cluster": cluster, "node": nodes[0]}
     finally:
         cluster.stop()
+        shutil.rmtree(base, ignore_errors=True)  # the node's overlay (~1 GB)
 
 
 def _provision(made, node, bundle: Path, prefix: str = PREFIX) -> subprocess.CompletedProcess:
