@@ -101,11 +101,24 @@ def generate(recipe: Recipe, mirror_dir: Path) -> dict:
             raise CheckFailed(f"{entry.path} does not exist at {src.sha[:12]} in {src.url}",
                               hint="fix entry_scripts[].path in the recipe")
         found = script_imports(proc.stdout, f"{entry.component}:{entry.path}")
+        tops = _tree_tops(repo, src.sha, [str(Path(entry.path).parent), ""])
         scripts.append({"component": entry.component, "repo": src.url, "sha": src.sha,
                         "path": entry.path,
                         "modules": [m.name for m in found if not m.optional],
-                        "optional": [m.name for m in found if m.optional]})
+                        "optional": [m.name for m in found if m.optional],
+                        "local": [m.name for m in found if m.name.split(".", 1)[0] in tops]})
     return {"schema": "envbuild.imports/1", "recipe": recipe.name, "scripts": scripts}
+
+
+def _tree_tops(repo: Path, sha: str, roots: list[str]) -> set[str]:
+    """Module names a script finds in its own tree: the entries of its folder and of the
+    repository root (``X/`` or ``X.py``), as Python's sys.path[0] and a run from the root."""
+    out: set[str] = set()
+    for root in dict.fromkeys(r for r in roots if r != "."):
+        spec = f"{sha}:{root}" if root else sha
+        proc = gitsrc.run_git(["ls-tree", "--name-only", spec], cwd=repo, check=False)
+        out.update(n.removesuffix(".py") for n in proc.stdout.split())
+    return out
 
 
 def fact_path(recipe: str) -> Path:

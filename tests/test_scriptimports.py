@@ -80,6 +80,8 @@ def test_generator_reads_the_script_at_the_pinned_commit(tmp_path: Path):
     (work / "tools").mkdir(parents=True)
     _git("init", "-q", "-b", "main", cwd=work)
     (work / "tools" / "train.py").write_text(SCRIPT)
+    (work / "megatron").mkdir()
+    (work / "megatron" / "__init__.py").write_text("")  # the fork's own package, at the root
     _git("add", "-A", cwd=work)
     _git("commit", "-q", "-m", "pinned", cwd=work)
     pinned = _git("rev-parse", "HEAD", cwd=work)
@@ -92,6 +94,7 @@ def test_generator_reads_the_script_at_the_pinned_commit(tmp_path: Path):
     assert script["modules"] == ["os", "sys", "torch.nn.functional", "megatron", "wandb", "deepspeed",
                                  "megatron.training", "numpy"]
     assert script["optional"] == ["apex.optimizers"]
+    assert script["local"] == ["megatron", "megatron.training"]  # found in the tree itself
     assert dump(fact).startswith("# DO NOT EDIT") and "envbuild imports tiny --git-mirror DIR" in dump(fact)
     with pytest.raises(CheckFailed, match="does not exist at"):
         generate(_recipe(pinned, "tools/absent.py"), tmp_path / "mirror")

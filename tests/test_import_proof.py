@@ -1,0 +1,134 @@
+"""Proof by import on a CPU node: each recipe's Python environment, built by the real executor
+(ansible-runner, local connection) from its lock, imports what its entry scripts import.
+
+The modules come from the committed import fact (``envbuild imports``, read from the scripts at
+the pinned commits). torch is the lock's CPU stand-in where the recipe pins a ``+cpu`` build
+that only an unreachable index carries (PyPI's build of the same version). What cannot be had
+here is skipped or recorded with the reason: a torch provided by an image or module, a Python
+missing on this machine, a source whose commit no git mirror holds (CI has no GitHub: set
+ENVBUILD_GIT_MIRROR to check the sources out and import them too), Apex's CUDA extensions.
+pip's cache is shared between runs: $ENVBUILD_CACHE_DIR/import-proof-pip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from envbuild.lock import lock_path, read_lock
+from envbuild.lock.schema import normalize
+from envbuild.recipes import all_recipes
+from envbuild.scriptimports import read_fact
+from envbuild.targets import load_target
+from envbuild.testbed.importproof import import_modules, interpreter, node_path_with, proof_plan
+from envbuild.testbed.local_plan import run_local_plan
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+RECIPES = [r for r in all_recipes() if r.entry_scripts]
+
+
+def _cpu_target(recipe):
+    """The recipe's CPU target (no GPUs), else its first target."""
+    targets = [load_target(t) for t in recipe.targets]
+    return next((t for t in targets if t.gpus is None), targets[0])
+
+
+def _why_not(recipe, lock) -> str | None:
+    """Why this recipe's environment cannot be built here, from its lock (None: it can)."""
+    torch = lock.package("torch")
+    if torch is None:
+        return "the recipe installs no torch"
+    if torch.source == "preinstalled":
+        given = [f"{p.name} {p.version}" for p in lock.packages if p.source == "preinstalled"]
+        return (f"{', '.join(given)} come with {torch.provided_by or 'the base environment'}; the lock "
+                "does not install them and no CPU stand-in for that base is built here")
+    if not torch.verified:
+        return f"torch {torch.version}: {torch.reason}"
+    if interpreter(recipe.python) is None:
+        return f"Python {recipe.python} is not on this machine"
+    return None
+
+
+def _top(module: str) -> str:
+    return module.split(".", 1)[0]
+
+
+@pytest.mark.parametrize("recipe", RECIPES, ids=[r.name for r in RECIPES])
+def test_entry_script_imports_on_cpu(recipe, tmp_path, monkeypatch, record_property):
+    target = _cpu_target(recipe)
+    lock = read_lock(lock_path(recipe.name, target.name))
+    fact = read_fact(recipe.name)
+    assert fact is not None, f"run envbuild imports {recipe.name} --git-mirror DIR"
+    if why := _why_not(recipe, lock):
+        pytest.skip(f"{recipe.name}/{target.name}: {why}")
+    cache = Path(os.environ.get("ENVBUILD_CACHE_DIR") or Path.home() / ".cache" / "envbuild")
+    monkeypatch.setenv("PIP_CACHE_DIR", str(cache / "import-proof-pip"))  # one wheel cache
+    mirror = os.environ.get("ENVBUILD_GIT_MIRROR")
+    prefix = tmp_path / "env"
+    plan, left = proof_plan(recipe, target, lock, str(prefix), mirror if mirror and Path(mirror).is_dir() else None)
+    python = interpreter(recipe.python)
+    started = time.monotonic()
+    rc, host, events = run_local_plan(tmp_path, plan,
+                                      node_path=node_path_with(python, recipe.python, tmp_path / "bin"))
+    built = time.monotonic() - started
+    failed = [e for e in events if e.get("kind") == "failed"]
+    assert rc == 0, f"the environment did not build: {json.dumps(failed)[-3000:]}"
+
+    checked_out = {s.params.name for s in plan.steps if s.kind == "git_source"}
+    sources = {normalize(s.name) for s in recipe.sources}
+    by_path, results = {}, {}
+    for script in fact["scripts"]:
+        by_path[script["path"]] = script
+        modules = script["modules"] + script["optional"]
+        root = prefix / "src" / script["component"]
+        if script["component"] in checked_out:  # imported as the script does: its folder first
+            here = root / Path(script["path"]).parent
+            results[script["path"]] = import_modules(str(prefix / "bin" / "python"), modules,
+                                                     cwd=str(root), paths=[str(here), str(root)])
+            continue
+        # no tree here: the modules it provides are not exercised, every other one is
+        local = set(script["local"]) | {m for m in modules if normalize(_top(m)) in sources}
+        for module in sorted(local):
+            left.append(_unexercised(module, f"{script['component']}'s tree is not checked out here"))
+        work = tmp_path / "elsewhere"
+        work.mkdir(exist_ok=True)
+        results[script["path"]] = import_modules(str(prefix / "bin" / "python"),
+                                                 [m for m in modules if m not in local],
+                                                 cwd=str(work), paths=[])
+    cuda_only = {"amp_C", "fused_adam_cuda", "xentropy_cuda", "fused_layer_norm_cuda",
+                 "scaled_upper_triang_masked_softmax_cuda", "scaled_masked_softmax_cuda",
+                 "fused_mix_prec_layer_norm_cuda", "fused_weight_gradient_mlp_cuda",
+                 "apex"} if any(s.install == "apex" for s in recipe.sources) else set()
+    unproven, proven = [], 0
+    for path, result in results.items():
+        optional = set(by_path[path]["optional"])
+        for module, got in result.items():
+            if got["ok"]:
+                proven += 1
+            elif module in optional:
+                left.append(_unexercised(module, f"optional in {path} ({got['error']})"))
+            elif got.get("missing") and _top(got["missing"]) in cuda_only:
+                left.append(_unexercised(module, f"needs {got['missing']}: Apex's CUDA build"))
+            elif got.get("missing") and normalize(_top(got["missing"])) in sources - checked_out:
+                left.append(_unexercised(module, f"needs {got['missing']}, whose source tree is "
+                                                 "not checked out here"))
+            else:
+                unproven.append(f"{path}: import {module}: {got['error']}")
+    record_property("import_proof", json.dumps({
+        "recipe": recipe.name, "target": target.name, "build_s": round(built, 1),
+        "proven": proven, "unexercised": [[u.what, u.why] for u in left]}))
+    print(f"\n{recipe.name}: {proven} imports proven in an environment built in {built:.0f} s; "
+          f"not exercised: " + "; ".join(f"{u.what} ({u.why})" for u in left))
+    assert not unproven, "imports that fail for a reason other than absent hardware:\n" + "\n".join(unproven)
+    assert proven > 0
+
+
+def _unexercised(what: str, why: str):
+    from envbuild.testbed.importproof import Unexercised
+
+    return Unexercised(what, why)
