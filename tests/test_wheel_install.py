@@ -1,0 +1,89 @@
+"""The built wheel provisions on its own: installed into a fresh venv outside the checkout, run
+from a folder outside it, ``envbuild provision --target local`` (README's first commands) gives a
+PASS report with the lock, playbook and collection the wheel carries.
+
+The wheel is built from this checkout (``pip wheel --no-deps``: setuptools from the pip cache or
+PyPI); envbuild's dependencies come from PyPI through uv's cache, torch from ``/opt/wheels``
+(the CI image's CPU wheel, as in the README). Nothing of the checkout is importable in the run:
+no PYTHONPATH, no VIRTUAL_ENV, the venv's own bin first on PATH.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[1]
+WHEELHOUSE = Path("/opt/wheels")
+
+
+def run(argv: list, **kw) -> subprocess.CompletedProcess:
+    r = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=900, **kw)
+    assert r.returncode == 0, f"{argv}: exit {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
+    return r
+
+
+def test_wheel_holds_what_provisioning_reads(built_wheel):
+    names = set(zipfile.ZipFile(built_wheel).namelist())
+    shipped = {p.relative_to(ROOT).as_posix() for p in (ROOT / "envbuild" / "lockfiles").rglob("*.lock")}
+    assert shipped and shipped <= names, f"locks missing from the wheel: {sorted(shipped - names)}"
+    ansible = ROOT / "envbuild" / "ansible"
+    wanted = {p.relative_to(ROOT).as_posix() for p in ansible.rglob("*")
+              if p.is_file() and "__pycache__" not in p.parts and not p.name.startswith(".")}
+    assert wanted and wanted <= names, f"envbuild/ansible files missing: {sorted(wanted - names)}"
+    # module_utils are links in the checkout; in the wheel they are the files themselves
+    with zipfile.ZipFile(built_wheel) as z:
+        for link in (ansible / "ansible_collections").rglob("*"):
+            if link.is_symlink():
+                info = z.getinfo(link.relative_to(ROOT).as_posix())
+                assert (info.external_attr >> 16) & 0o170000 == 0o100000, f"{info.filename} is not a file"
+                assert z.read(info) == link.resolve().read_bytes()
+
+
+@pytest.fixture(scope="module")
+def built_wheel(tmp_path_factory) -> Path:
+    dist = tmp_path_factory.mktemp("dist")
+    run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", dist, ROOT])
+    (wheel,) = dist.glob("envbuild-*.whl")
+    return wheel
+
+
+def test_installed_wheel_provisions_the_default_from_outside_the_checkout(built_wheel, tmp_path):
+    from uv import find_uv_bin
+
+    venv = tmp_path / "venv"
+    run([shutil.which("python3") or sys.executable, "-m", "venv", venv])
+    py = venv / "bin" / "python"
+    uv = find_uv_bin()
+    if uv:  # uv's cache makes this seconds; pip's cache would too, slower
+        run([uv, "pip", "install", "-q", "--python", py, built_wheel])
+    else:
+        run([py, "-m", "pip", "install", "-q", built_wheel])
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "ENVBUILD_LOCKDIR")}
+    env.update(PATH=f"{venv / 'bin'}:/usr/local/bin:/usr/bin:/bin", ENVBUILD_HOME=str(tmp_path / "home"))
+    where = run([py, "-c", "import envbuild; print(envbuild.__file__)"], cwd=elsewhere, env=env).stdout
+    assert Path(where.strip()).is_relative_to(venv), where
+
+    envbuild = venv / "bin" / "envbuild"
+    prov = run([envbuild, "provision", "--target", "local", "--prefix", tmp_path / "prefix",
+                "--wheelhouse", WHEELHOUSE], cwd=elsewhere, env=env)
+    said = prov.stdout + prov.stderr
+    assert "local: ok" in said, said[-2000:]
+    run_dir = Path(said.rsplit("run directory: ", 1)[1].split()[0])
+    record = json.loads((run_dir / "run.json").read_text())
+    assert Path(record["lock_path"]).is_relative_to(venv), record["lock_path"]  # the wheel's lock
+    assert "no lockfile" not in said  # nothing was resolved anew
+    report = run([envbuild, "report"], cwd=elsewhere, env=env).stdout
+    assert "## Verdict: PASS" in report, report[:2000]
+    assert not (elsewhere / "lockfiles").exists() and list(elsewhere.iterdir()) == []
