@@ -182,11 +182,11 @@ def take_lock(opts: ProvisionOptions, recipe, target, say: Callable[[str], None]
     from envbuild.inputs import lock_source
     from envbuild.lock.make import LOCKDIR_ENV, SHIPPED_LOCKDIR, make_lock
     from envbuild.lock.serialize import dump_lock, regenerate_command
+    from envbuild.recipes import is_shipped
 
     found = found if found is not None else existing_lock(opts, recipe, target)
     if found is not None:
         return found
-    from envbuild.recipes import is_shipped
     path = lock_source(recipe, target, opts.lock)
     if is_shipped(recipe):
         raise CheckFailed(f"no lockfile for the shipped recipe {recipe.name} on {target.name}: "
