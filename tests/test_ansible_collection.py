@@ -323,3 +323,46 @@ def test_user_playbook_calls_the_modules_by_fqcn(tmp_path):
     assert p1 == p2 == ["second"]
     assert (tmp_path / "made/hello.txt").read_text() == "hello\n"
     assert oct((tmp_path / "made/hello.txt").stat().st_mode & 0o777) == "0o640"
+
+
+# --- ENVBUILD_PLAYBOOKS: another copy of the project ---------------------------------------
+
+OVERRIDE_RUN = """\
+import json, sys
+from pathlib import Path
+from envbuild.execute import ansible as ex
+from envbuild.plan import params as P
+from envbuild.plan.model import Plan, Step
+from envbuild.testbed.local_plan import run_local_plan
+
+tmp = Path(sys.argv[1])
+prefix = str(tmp / "env")
+plan = Plan(recipe="t", target="local", host="local", prefix=prefix, backend="venv", steps=[
+    Step(id="environment", title="venv", params=P.EnvironmentParams(
+        backend="venv", prefix=prefix, python="3.11", interpreter=sys.executable)),
+    Step(id="env-file", title="env", params=P.EnvFileParams(path=prefix + "/.envbuild/env.sh", vars={"A": "1"}))])
+rc, host, _ = run_local_plan(tmp, plan)
+print(json.dumps({"rc": rc, "playbooks": str(ex.PLAYBOOKS), "done": host.changed + host.ok,
+                  "collections": ex.ansible_env(tmp, insecure=False)["ANSIBLE_COLLECTIONS_PATH"]}))
+"""
+
+
+@pytest.mark.integration
+def test_envbuild_playbooks_runs_another_copy_and_names_what_is_missing(tmp_path):
+    copy = tmp_path / "project"
+    shutil.copytree(PROJECT, copy, symlinks=False)  # the links' files, as in a bundle or a wheel
+    env = {**os.environ, "ENVBUILD_PLAYBOOKS": str(copy)}
+    p = subprocess.run([sys.executable, "-c", OVERRIDE_RUN, str(tmp_path)], capture_output=True, text=True,
+                       env=env, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert out == {"rc": 0, "playbooks": str(copy), "done": ["environment", "env-file"],
+                   "collections": str(copy)}
+    command = (tmp_path / "run/ansible/artifacts/provision/command").read_text()
+    assert str(copy) in command and str(PROJECT) not in command  # the copy's playbook ran
+
+    shutil.rmtree(copy / "ansible_collections")
+    p = subprocess.run([sys.executable, "-c", "from envbuild.execute import ansible as ex; ex._playbooks()"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode != 0
+    assert "ansible_collections/envbuild/node" in p.stderr and str(copy) in p.stderr
