@@ -394,7 +394,10 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
     rendered = render(plans, connections, node_paths, run_dir=str(rd.path), cache_dir=cache_dir)
     from envbuild.bundle.fleet import wheel_builders  # each extension built on one node per kind
 
-    rendered.extravars["provision_wheel_builders"] = wheel_builders(plans)
+    rendered.extravars["provision_wheel_builders"] = builders = wheel_builders(plans)
+    for key in builders:  # a marker left by a failed build would not make the others wait
+        if not any((Path(cache_dir) / key).glob("*.whl")):
+            (Path(cache_dir) / key / ".built").unlink(missing_ok=True)
     rerun_from = {n: (p.steps[0].id if opts.force and p.steps else opts.from_step) for n, p in plans.items()}
     for name, sid in rerun_from.items():
         if sid:  # the playbook's envbuild_state runs every step again from this one

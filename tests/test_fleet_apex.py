@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from envbuild.testbed import sshd
+from envbuild.testbed import sshd, uvcache
 from test_provision_apex import IMPORT_APEX, WHEELS, env_python, mirror, recipe_yaml  # noqa: F401
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -23,6 +24,7 @@ def test_extension_built_on_one_node_per_kind(mirror, tmp_path):  # noqa: F811
     recipe = tmp_path / "apex-standin.yaml"
     recipe.write_text(recipe_yaml(mirror["sha"], options=["--cpp_ext"]))
     home, envs = tmp_path / "home", tmp_path / "envs"
+    before = uvcache.archives()
     with sshd.ssh_nodes(2, first_address=60) as bed:
         argv = [sys.executable, "-m", "envbuild", "provision", "--target", "local", "--recipe", str(recipe),
                 "--inventory", str(bed.inventory_path), "--git-mirror", str(mirror["dir"]),
@@ -49,3 +51,5 @@ def test_extension_built_on_one_node_per_kind(mirror, tmp_path):  # noqa: F811
     kinds = {line.split("|")[1].strip(): line.split("|")[5].strip()
              for line in report.split("## Fleet", 1)[1].split("\n## ", 1)[0].splitlines() if line.startswith("| node")}
     assert kinds["node1"] == kinds["node2"] != "-"
+    shutil.rmtree(envs, ignore_errors=True)
+    uvcache.prune_new(before)  # the nodes share this machine's uv cache

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -28,7 +29,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from envbuild.testbed import sshd
+from envbuild.testbed import sshd, uvcache
 
 pytestmark = pytest.mark.integration
 
@@ -40,9 +41,12 @@ def bed(tmp_path_factory):
     if not any(WHEELS.glob("torch-2.13.0*cp311*.whl")):
         pytest.skip("no torch 2.13.0 cp311 wheel in /opt/wheels")
     base = tmp_path_factory.mktemp("fleet")
+    before = uvcache.archives()
     with sshd.ssh_nodes(4, first_address=40) as nodes:
         yield {"nodes": nodes, "base": base, "home": base / "home", "cache": base / "cache",
                "envs": base / "envs"}
+    shutil.rmtree(base / "envs", ignore_errors=True)  # each node's environment, then the uv
+    uvcache.prune_new(before)  # archives only they linked to (the nodes share this machine's cache)
 
 
 def provision(bed, on_event=None):
