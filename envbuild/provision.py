@@ -213,7 +213,8 @@ def refuse_unreachable_indexes(nodes: list[Node], plans: dict[str, Plan]) -> Non
     for node in nodes:
         urls = reach.remote_indexes(plans[node.name])
         if urls:
-            rc, out, err = ssh.run(node, reach.probe_command(urls, node.python or "python3"),
+            wants = {u: reach.wheels_from(plans[node.name], u) for u in urls}
+            rc, out, err = ssh.run(node, reach.probe_command(urls, node.python or "python3", wants),
                                    timeout=reach.TIMEOUT_S * len(urls) + 30)
             problems += [f"{node.name} cannot reach {url} ({why})"
                          for url, why in reach.unreachable(urls, rc, out, err).items()]
@@ -425,14 +426,14 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
             sink.close()
         status, code = _finish(rd, results, len(nodes))
         return ProvisionOutcome(rd.path, status, code, results, command, plans)
-
-    from envbuild.interrupt import StopRequest, signal_name, signum_of
-    from envbuild.redact import secret_values
     try:  # before anything installs: every package index the plans name answers on its node
         refuse_unreachable_indexes(feasible, plans)
     except BaseException:
         sink.close()
         raise
+
+    from envbuild.interrupt import StopRequest, signal_name, signum_of
+    from envbuild.redact import secret_values
 
     masked = secret_values(rendered.inventory)  # ansible_password & co. of an inventory
     rd.redactor.add(masked)

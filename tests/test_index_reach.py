@@ -50,10 +50,42 @@ def test_the_default_plan_names_the_torch_index_unless_a_wheelhouse_serves_it():
 @pytest.mark.integration
 def test_an_unreachable_index_is_refused_before_anything_installs(tmp_path):
     prefix = tmp_path / "prefix"
+    # a fresh machine: no pip config or PIP_FIND_LINKS that would serve torch from a local folder
+    env = {k: v for k, v in os.environ.items() if k != "PIP_FIND_LINKS"}
     p = subprocess.run([sys.executable, "-m", "envbuild", "provision", "--target", "local", "--prefix", str(prefix)],
                        capture_output=True, text=True, timeout=300, cwd=tmp_path,
-                       env={**os.environ, "ENVBUILD_HOME": str(tmp_path / "home")})
+                       env={**env, "ENVBUILD_HOME": str(tmp_path / "home"), "PIP_CONFIG_FILE": os.devnull})
     assert p.returncode == 3, p.stdout[-2000:] + p.stderr[-2000:]
     assert f"local cannot reach {TORCH_CPU}" in p.stderr and "--wheelhouse" in p.stderr, p.stderr
     assert not prefix.exists()  # not even the venv
     assert not list((tmp_path / "home").rglob("job_events"))  # ansible never started
+
+
+def test_the_wheels_the_plan_takes_from_the_index_are_named():
+    assert "torch-2.13.0" in reach.wheels_from(_plan(None), TORCH_CPU)
+
+
+def test_a_local_find_links_answer_is_not_unreachable():
+    out = f"local\t{TORCH_CPU}\t/opt/wheels\n"
+    assert reach.parse(out) == {TORCH_CPU: None}
+    assert reach.unreachable([TORCH_CPU], 0, out, "") == {}
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("has_wheel", [True, False])
+def test_the_nodes_pip_find_links_serve_an_unreachable_index(tmp_path, has_wheel):
+    """The real probe against the real (unreachable) torch index: a node whose pip finds the
+    planned torch wheel in a find-links folder (PIP_FIND_LINKS, or find-links in pip.conf) is
+    served locally, as pip itself would be after its retries; an empty folder is not."""
+    links = tmp_path / "wheels"
+    links.mkdir()
+    if has_wheel:
+        (links / "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl").write_bytes(b"")
+    env = {**os.environ, "PIP_FIND_LINKS": str(links), "PIP_CONFIG_FILE": os.devnull}
+    cmd = reach.probe_command([TORCH_CPU], sys.executable, {TORCH_CPU: ["torch-2.13.0"]})
+    p = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, timeout=60, env=env)
+    got = reach.unreachable([TORCH_CPU], p.returncode, p.stdout, p.stderr)
+    if has_wheel:
+        assert got == {} and p.stdout.startswith("local\t"), p.stdout + p.stderr
+    else:
+        assert TORCH_CPU in got, p.stdout + p.stderr

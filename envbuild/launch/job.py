@@ -73,7 +73,7 @@ class Job:
     nproc_per_node: int  # ranks per node the launcher starts (GPUs, or 2 CPU ranks for the smoke)
     mode: str  # once | per-node | per-rank | pods
     commands: tuple[str, ...]  # shell text; one per pod for "pods", else one
-    env_file: str
+    env_file: str | None  # None: the container image carries the environment
     cwd: str
     env: tuple[tuple[str, str], ...]  # (name, shell word)
     module: str | None = None
@@ -143,8 +143,12 @@ def _sources(plan) -> dict[str, str]:
     return {s.params.name: s.params.dest for s in plan.steps if s.kind == "git_source"}
 
 
-def _env_file(plan) -> str:
+def _env_file(plan) -> str | None:
+    """The env file the plan writes; None for a container node plan (its image sets the
+    environment: the job runs inside it)."""
     steps = [s for s in plan.steps if s.kind == "env_file"]
+    if not steps and any(s.kind == "image" for s in plan.steps):
+        return None
     if not steps:
         raise InputError(f"the plan for {plan.recipe} has no env-file step",
                          hint="plan it again with this envbuild (envbuild plan ... --json)")
@@ -372,8 +376,11 @@ def task_script(job: Job, prelude: list[str], command: str | None = None) -> str
     if job.module:  # a batch shell may lack the module function: the login profile defines it
         lines += ["# shellcheck source=/dev/null", "type module > /dev/null 2>&1 || . /etc/profile",
                   f"module load {q(job.module)}"]
-    lines += ["# the environment file the plan's env-file step writes",
-              "# shellcheck source=/dev/null", f". {path_word(job.env_file)}"]
+    if job.env_file:
+        lines += ["# the environment file the plan's env-file step writes",
+                  "# shellcheck source=/dev/null", f". {path_word(job.env_file)}"]
+    else:
+        lines += ["# the environment is the container image's own (built from the plan)"]
     lines += [f"export {k}={v}" for k, v in job.env]
     lines.append(f"cd {path_word(job.cwd)}")
     if job.replaced:
