@@ -203,13 +203,14 @@ def take_lock(opts: ProvisionOptions, recipe, target, say: Callable[[str], None]
     return lock, None, dump_lock(lock, regenerate_command(recipe.name, target.name))
 
 
-def refuse_unreachable_indexes(nodes: list[Node], plans: dict[str, Plan]) -> None:
+def refuse_unreachable_indexes(nodes: list[Node], plans: dict[str, Plan]) -> dict[str, dict[str, str]]:
     """EnvironmentProblem (exit 3) naming each index URL a node cannot reach and ``--wheelhouse``,
     instead of pip's retries minutes later (``envbuild.facts.reach``: one probe per node that
     installs from an index other than PyPI; none when the wheelhouse or bundle serves it all)."""
     from envbuild.facts import reach
 
     problems: list[str] = []
+    local: dict[str, dict[str, str]] = {}  # node -> {url: find-links folder that serves it}
     for node in nodes:
         urls = reach.remote_indexes(plans[node.name])
         if urls:
@@ -218,10 +219,13 @@ def refuse_unreachable_indexes(nodes: list[Node], plans: dict[str, Plan]) -> Non
                                    timeout=reach.TIMEOUT_S * len(urls) + 30)
             problems += [f"{node.name} cannot reach {url} ({why})"
                          for url, why in reach.unreachable(urls, rc, out, err).items()]
+            if served := reach.local_dirs(out):
+                local[node.name] = served
     if problems:
         raise EnvironmentProblem("package index unreachable, nothing installed:\n  - " + "\n  - ".join(problems),
                                  hint="give the wheels another way: --wheelhouse DIR (a folder of wheels on the "
                                       "node, e.g. the CPU torch wheel), or --bundle FILE from `envbuild bundle`")
+    return local
 
 
 def refuse_unverified(plan: Plan, allowed: list[str]) -> None:
@@ -378,6 +382,21 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
         return plans
 
     plans = plan_all(plan_opts)
+    if not opts.dry_run and feasible:  # before anything installs: every index the plans name answers
+        try:
+            local = refuse_unreachable_indexes(feasible, plans)
+        except BaseException:
+            sink.close()
+            raise
+        folders = {d for served in local.values() for d in served.values()}
+        if local and len(folders) == 1 and opts.wheelhouse is None:
+            # pip would fall back to that folder after its retries, uv would not: install from it
+            folder = folders.pop()
+            say(f"{', '.join(sorted({u for s in local.values() for u in s}))} unreachable; the node's pip "
+                f"find-links folder {folder} holds every wheel planned from it: installing from it "
+                f"(as --wheelhouse {folder})")
+            plan_opts = replace(plan_opts, wheelhouse=folder)
+            plans = plan_all(plan_opts)
     pushed = _push_wheels(opts, feasible, plans, lock, rd, say)  # a fleet: wheels fetched once here
     if pushed is not None:
         plans = plan_all(replace(plan_opts, fleet=pushed.params))
@@ -426,11 +445,6 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
             sink.close()
         status, code = _finish(rd, results, len(nodes))
         return ProvisionOutcome(rd.path, status, code, results, command, plans)
-    try:  # before anything installs: every package index the plans name answers on its node
-        refuse_unreachable_indexes(feasible, plans)
-    except BaseException:
-        sink.close()
-        raise
 
     from envbuild.interrupt import StopRequest, signal_name, signum_of
     from envbuild.redact import secret_values

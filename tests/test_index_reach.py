@@ -8,6 +8,7 @@ torch step installs from the wheelhouse alone and names no index, so nothing is 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -89,3 +90,23 @@ def test_the_nodes_pip_find_links_serve_an_unreachable_index(tmp_path, has_wheel
         assert got == {} and p.stdout.startswith("local\t"), p.stdout + p.stderr
     else:
         assert TORCH_CPU in got, p.stdout + p.stderr
+
+
+@pytest.mark.integration
+def test_an_index_served_by_the_nodes_find_links_installs_from_them_with_uv(tmp_path):
+    """uv does not fall back to pip's find-links as pip does: the provision plans the steps of
+    an unreachable index that the node's find-links serve as a wheelhouse of that folder."""
+    prefix = tmp_path / "prefix"
+    env = {**os.environ, "PIP_FIND_LINKS": "/opt/wheels", "PIP_CONFIG_FILE": os.devnull,
+           "ENVBUILD_HOME": str(tmp_path / "home")}
+    p = subprocess.run([sys.executable, "-m", "envbuild", "provision", "--target", "local", "--prefix", str(prefix),
+                        "--installer", "uv", "--no-smoke"],
+                       capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-2000:]
+    assert "find-links folder /opt/wheels holds every wheel" in p.stdout + p.stderr
+    run = sorted((tmp_path / "home" / "runs").glob("2*"))[-1]
+    plan = json.loads((run / "nodes" / "local" / "plan.json").read_text())
+    torch = next(s for s in plan["steps"] if s["id"] == "pip:torch")
+    assert torch["params"]["no_index"] is True and "/opt/wheels" in torch["params"]["find_links"]
+    installer = (next(prefix.glob("lib/python3*/site-packages/torch-*.dist-info")) / "INSTALLER").read_text()
+    assert installer.strip() == "uv"

@@ -117,6 +117,16 @@ def parse(output: str) -> dict[str, str | None]:
     return out
 
 
+def local_dirs(output: str) -> dict[str, str]:
+    """{url: the find-links folder that serves it} for each ``local`` answer (pure)."""
+    out: dict[str, str] = {}
+    for line in output.splitlines():
+        parts = line.split("\t")
+        if len(parts) >= 3 and parts[0] == "local":
+            out[parts[1]] = parts[2]
+    return out
+
+
 def unreachable(urls: list[str], rc: int, stdout: str, stderr: str) -> dict[str, str]:
     """{url: reason} for every URL the node could not reach; a URL the probe never answered for
     (python3 missing, the probe killed) counts as unreachable with the probe's own error."""
