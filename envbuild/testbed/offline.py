@@ -27,6 +27,15 @@ def _ip(*args: str) -> None:
     subprocess.run(["ip", *args], check=True, capture_output=True, text=True)
 
 
+def stale_links(prefix: str) -> list[str]:
+    """Host links that already hold an address in ``prefix``: the controller's end of a veth
+    pair left by a run that was killed before it could delete its namespaces. Its address
+    would make this node's route ambiguous (sshd then never answers on the new pair)."""
+    out = subprocess.run(["ip", "-o", "-4", "addr", "show", "to", prefix],
+                         capture_output=True, text=True).stdout
+    return [line.split()[1].split("@")[0] for line in out.splitlines() if len(line.split()) > 1]
+
+
 class OfflineCluster:
     """``n`` chroot nodes, each in a network namespace without a default route."""
 
@@ -47,6 +56,8 @@ class OfflineCluster:
     def _net(self, i: int) -> None:
         ns, host_if = self.namespaces[i], f"{self.tag}{i + 1}h"
         subprocess.run(["ip", "netns", "delete", ns], capture_output=True)
+        for link in stale_links(f"10.241.{self.base + i}.0/30"):  # a killed earlier run's pair
+            subprocess.run(["ip", "link", "delete", link], capture_output=True)
         _ip("netns", "add", ns)
         _ip("link", "add", host_if, "type", "veth", "peer", "name", "eth0", "netns", ns)
         _ip("addr", "add", f"10.241.{self.base + i}.1/30", "dev", host_if)
