@@ -127,7 +127,7 @@ step_smoke() {
   if [ "$rc" != 0 ]; then failed="$failed collective(exit $rc)"; echo 'collective failed, see /root/.envbuild/envs/megatronapp/.envbuild/smoke/collective.err' >&2; fi
   mkdir -p /root/.envbuild/envs/megatronapp/.envbuild/smoke
   rc=0
-  # shellcheck source=/dev/null
+  # shellcheck source=/dev/null disable=SC2016
   (cd /root/.envbuild/envs/megatronapp/src/megatronapp && if [ -f /root/.envbuild/envs/megatronapp/.envbuild/env.sh ]; then . /root/.envbuild/envs/megatronapp/.envbuild/env.sh; fi && timeout 3600 bash -c '# the command writes its training output into trace_pipeline_4_model_chunks_4.txt: a stale copy is removed,
 # the file is printed after the command
 rm -f -- trace_pipeline_4_model_chunks_4.txt

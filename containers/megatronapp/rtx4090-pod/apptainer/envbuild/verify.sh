@@ -22,7 +22,7 @@ if [ "${1:-}" = --smoke ]; then
   if [ "$rc" != 0 ]; then failed="$failed collective(exit $rc)"; echo 'collective failed, see /opt/envbuild/megatronapp/.envbuild/smoke/collective.err' >&2; fi
   mkdir -p /opt/envbuild/megatronapp/.envbuild/smoke
   rc=0
-  # shellcheck source=/dev/null
+  # shellcheck source=/dev/null disable=SC2016
   (cd /opt/envbuild/megatronapp/src/megatronapp && if [ -f /opt/envbuild/megatronapp/.envbuild/env.sh ]; then . /opt/envbuild/megatronapp/.envbuild/env.sh; fi && timeout 3600 bash -c '# the command writes its training output into trace_pipeline_4_model_chunks_4.txt: a stale copy is removed,
 # the file is printed after the command
 rm -f -- trace_pipeline_4_model_chunks_4.txt

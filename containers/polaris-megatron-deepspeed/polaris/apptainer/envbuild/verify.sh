@@ -22,7 +22,7 @@ if [ "${1:-}" = --smoke ]; then
   if [ "$rc" != 0 ]; then failed="$failed collective(exit $rc)"; echo 'collective failed, see /opt/envbuild/polaris-megatron-deepspeed/.envbuild/smoke/collective.err' >&2; fi
   mkdir -p /opt/envbuild/polaris-megatron-deepspeed/.envbuild/smoke
   rc=0
-  # shellcheck source=/dev/null
+  # shellcheck source=/dev/null disable=SC2016
   (cd /opt/envbuild/polaris-megatron-deepspeed/src/megatron-deepspeed && if [ -f /opt/envbuild/polaris-megatron-deepspeed/.envbuild/env.sh ]; then . /opt/envbuild/polaris-megatron-deepspeed/.envbuild/env.sh; fi && env MODEL_SIZE_KEY=GPT25B SEQ_LEN=4096 USE_FLASH_ATTN_V2=1 MICRO_BATCH=1 GAS=1 SP_TYPE=megatron ZERO_STAGE=1 timeout 3600 bash -c '# train-gpt3.sh starts training in the background and returns: sourced, then its job is awaited
 ( set +euo pipefail
   # shellcheck source=/dev/null
