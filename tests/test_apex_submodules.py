@@ -15,6 +15,7 @@ import pytest
 
 from envbuild.actions import onnode
 from envbuild.actions.steps import actions
+from envbuild.compat.check import preflight
 from envbuild.facts.profile import from_target
 from envbuild.plan.build import PlanOptions, build_plan
 from envbuild.plan.resolve import fetch_urls
@@ -80,6 +81,20 @@ def test_planned_only_for_options_that_read_the_submodule(mirror) -> None:
     assert no_mirror.params.submodules == [CUTLASS] and no_mirror.params.submodule_mirrors == {}
     alpa = _apex_step("alpa-megatron", mirror["root"])  # --cpp_ext --cuda_ext only
     assert alpa.params.submodules == [] and "submodules" not in alpa.params.model_dump()
+
+
+def test_the_compat_rule_says_what_the_plan_fetches(mirror) -> None:
+    """apex-fast-mha-git tells the reviewer that envbuild checks cutlass out with Apex: the path
+    and URL it names are the ones the plan's git step fetches (from the mirror's copy here)."""
+    rec, tgt = load_recipe("opt-175b-azure"), load_target("azure-nd96")
+    row = next(v for v in preflight(rec, tgt, from_target(tgt)).warnings if v.rule == "apex-fast-mha-git")
+    step = _apex_step("opt-175b-azure", mirror["root"])
+    assert step.params.submodules and step.params.submodule_mirrors
+    for path in step.params.submodules:
+        assert path in row.message and "checks it out with Apex" in row.message
+    for url in step.params.submodule_mirrors:
+        assert url in row.message
+    assert "envbuild.plan.build:_submodules" in row.why and "--git-mirror" in row.fix
 
 
 def _checkout(mirror, dest: Path) -> dict:

@@ -116,7 +116,8 @@ CASES = {
                                    nvcc="13.0", driver_version="580.65.06", driver_cuda="13.0"),
                               ["6424da3b", "--fast_multihead_attn"], set()),
     "apex-fast-mha-git": (make(apex={"build_options": ["--cpp_ext", "--cuda_ext", "--fast_multihead_attn"]},
-                               gpus=H100), ["git submodule", "sm_90"], set()),
+                               gpus=H100), ["apex/contrib/csrc/multihead_attn/cutlass", "checks it out with Apex",
+                                             "sm_90"], set()),
     "apex-cuda13-sm70": (make(torch_pkg=torch("2.11.0", "cu130"), nvcc="13.0", driver_version="580.65.06",
                               driver_cuda="13.0"), ["52e18c89", "sm_70", "nvcc 13.0"], set()),
     "deepspeed-elastic-agent-torch24": (make({"packages": BASE_RECIPE["packages"] + [

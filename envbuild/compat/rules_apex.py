@@ -90,9 +90,17 @@ def _fast_mha_removed(ctx: Context) -> str | None:
 def _fast_mha_git(ctx: Context) -> str | None:
     if "--fast_multihead_attn" not in ctx.apex_options or _fast_mha_removed(ctx):
         return None
+    from envbuild.patches.apex_options import submodules_for
+
+    # the submodules the plan checks out with Apex (envbuild.plan.build:_submodules reads the
+    # same table), so the message names what the git step really fetches
+    subs = submodules_for(ctx.apex_options)
+    paths = ", ".join(path for path, _ in subs)
+    urls = ", ".join(url for _, url in subs)
+    msg = (f"--fast_multihead_attn builds from the submodule {paths}; envbuild checks it out with "
+           f"Apex, before setup.py's own `git submodule update`, from the git mirror's or the bundle's "
+           f"copy of {urls} when given, otherwise from that URL (needs the network)")
     off = [cc for cc in ctx.facts.archs if not ca.binary_runs(["7.0", "8.0", "8.6"], [], cc)]
-    msg = ("--fast_multihead_attn runs `git submodule update --init` for cutlass at build time "
-           "(needs a git checkout and network)")
     if off:
         msg += "; its kernels are built for sm_70/sm_80/sm_86 only, not " + ", ".join(ca.sm(c) for c in off)
     return msg
@@ -149,8 +157,10 @@ RULES: list[Rule] = [
          "526871a2 (#2016, 2026-07-08) removed these extensions; setup.py rejects the options",
          "https://github.com/NVIDIA/apex/pull/2016", "pin an older Apex SHA or drop the options",
          _fast_mha_removed),
-    Rule("apex-fast-mha-git", "warning", "--fast_multihead_attn needs a git checkout at build time",
-         "its setup step runs git submodule update for cutlass and builds sm_70/80/86 only",
-         "NVIDIA/apex@265b451d:setup.py", "build from a git clone with network, or drop the option",
+    Rule("apex-fast-mha-git", "warning", "--fast_multihead_attn reads Apex's cutlass submodule",
+         "its setup.py runs `git submodule update --init` for cutlass at build time and builds sm_70/80/86 "
+         "only; envbuild checks the submodule out with the Apex checkout (envbuild.plan.build:_submodules)",
+         "NVIDIA/apex@265b451d:setup.py", "offline: --git-mirror holding NVIDIA/cutlass, or --bundle; "
+         "for other GPUs drop the option",
          _fast_mha_git),
 ]
