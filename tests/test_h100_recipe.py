@@ -156,9 +156,12 @@ def test_the_benchmark_runs_what_the_deviations_say():
     cmd = run["argv"][-1]
     assert run["cwd"] == "/e/src/megatron-deepspeed"
     assert "--use-flash-attn" not in cmd and "--no-masked-softmax-fusion" in cmd
-    assert "python -m torch.distributed.run --standalone --nproc_per_node 1 pretrain_gpt.py" in cmd
+    # one data-parallel rank per GPU of the node, the global batch (Megatron's and DeepSpeed's)
+    # 16 per rank: the one-GPU run of the H100 and the two-rank run of an H200 pair
+    assert 'NGPU=$(python -c "import torch; print(max(1, torch.cuda.device_count()))")' in cmd
+    assert "GBS=$((16 * NGPU))" in cmd and "--global-batch-size \"$GBS\"" in cmd
+    assert "python -m torch.distributed.run --standalone --nproc_per_node \"$NGPU\" pretrain_gpt.py" in cmd
     assert "--tokenizer-type NullTokenizer" in cmd and "make_builder" in cmd  # synthetic tokens
-    assert "$" not in cmd  # a literal command: every renderer quotes it as it is
     # sequence 2048 x batch 16 ran out of the H100's 80 GB with the unfused softmax (run 2)
     assert "--seq-length 1024" in cmd and "--micro-batch-size 16" in cmd
     assert run["env"] == {"PYTHONFAULTHANDLER": "1", "PYTHONUNBUFFERED": "1"}  # a crash keeps its stack
