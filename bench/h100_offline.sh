@@ -121,6 +121,11 @@ pipeline() {
     export PATH="/opt/gitroot/usr/bin:$PATH" GIT_EXEC_PATH=/opt/gitroot/usr/lib/git-core
   fi
   git --version
+  # NVLink multicast stays off on shared multi-GPU hosts (device KINDS.md): the variables above
+  # reach every step through ansible's environment, and NCCL also reads /etc/nccl.conf
+  grep -qs '^NCCL_NVLS_ENABLE=0' /etc/nccl.conf || echo 'NCCL_NVLS_ENABLE=0' >> /etc/nccl.conf
+  { echo "gpus: $(nvidia-smi -L | wc -l)"; grep -E 'MemTotal|MemAvailable' /proc/meminfo;
+    echo "cgroup memory.max: $(cat /sys/fs/cgroup/memory.max 2>/dev/null)"; nproc; } > "$STATE/node.txt"
   nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv > "$STATE/nvidia-smi.csv" 2>&1
   phase facts $EB facts --local --json -o "$STATE/facts.json"
   phase checks checks
@@ -147,7 +152,7 @@ pipeline() {
 collect() {  # results into $OUT (8 files at most)
   mkdir -p "$OUT"
   "$EBV/bin/python" "$REPO/bench/h100_offline_collect.py" "$STATE" "$OUT/summary.json" || true
-  for f in report.html report.json facts.json helpers-probe.log; do [ -f "$STATE/$f" ] && cp "$STATE/$f" "$OUT/"; done
+  for f in report.html report.json facts.json node.txt; do [ -f "$STATE/$f" ] && cp "$STATE/$f" "$OUT/"; done
   [ -f "$STATE/pipeline.log" ] && tail -c 3000000 "$STATE/pipeline.log" > "$OUT/pipeline.log"
   [ -f "$STATE/apex-default.log" ] && tail -c 2000000 "$STATE/apex-default.log" > "$OUT/apex-default.log"
   local cold; cold=$(cat "$STATE/cold_run" 2>/dev/null)
@@ -162,8 +167,9 @@ case "${1:-}" in
     # The pipeline runs from copies under $STATE: the device tool replaces the carried folder
     # (.device/) at each call, and a controller whose working directory vanished mid-run fails
     # (run 3's first smoke: ansible's fetch raised ENOENT from getcwd).
-    rm -rf "$STATE/src" && cp -r "$REPO" "$STATE/src" && cp "$BUNDLE" "$STATE/bundle.tar" || exit 1
-    ( cd "$STATE/src" && EB_SRC="$STATE/src" BUNDLE="$STATE/bundle.tar" DEV="$DEV" \
+    rm -rf "$STATE/src" "$STATE/dev" && cp -r "$REPO" "$STATE/src" && cp "$BUNDLE" "$STATE/bundle.tar" \
+        && cp -r "$DEV" "$STATE/dev" || exit 1
+    ( cd "$STATE/src" && EB_SRC="$STATE/src" BUNDLE="$STATE/bundle.tar" DEV="$STATE/dev" \
         setsid nohup bash "$STATE/src/bench/h100_offline.sh" pipeline > "$STATE/pipeline.log" 2>&1 < /dev/null & )
     sleep 2; echo "pipeline started" ;;
   wait)
