@@ -37,8 +37,9 @@ def _plan(rec, tgt, *, run_dir: Path | None, facts_file, lock_file, prefix, git_
         return image_plan(rec, tgt, lock, inventory=inventory_values(node_facts(tgt, facts_file))
                           if facts_file else None).plan
     facts = node_facts(tgt, facts_file)[0]
+    # the lock's git pins too (git dependencies of source installs), as plan and provision do
     opts = PlanOptions(prefix=prefix, git_mirror=git_mirror, host=facts.host,
-                       fetch_urls=fetch_urls(rec, git_mirror))
+                       fetch_urls=fetch_urls(rec, git_mirror, lock))
     return resolve(rec, tgt, facts, lock, opts).plan
 
 
