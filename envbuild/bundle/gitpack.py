@@ -37,10 +37,12 @@ def _git(args: list[str], cwd: Path | None = None) -> str:
 
 
 def branch_ref(ref: str) -> str:
-    """``main`` -> ``refs/heads/main``; a full ref or a SHA-like ref keeps its meaning."""
+    """``main`` -> ``refs/heads/main``; a full ref keeps its meaning. ``HEAD`` (a git dependency
+    the lock pinned on its default branch) -> ``refs/heads/pinned``: git would take a branch
+    named HEAD as ambiguous with HEAD itself; the repository's HEAD points at it either way."""
     if ref.startswith("refs/"):
         return ref
-    return f"refs/heads/{ref}"
+    return "refs/heads/pinned" if ref == "HEAD" else f"refs/heads/{ref}"
 
 
 def shallow_repo(mirror: Path, sha: str, ref: str, dest: Path) -> Path:

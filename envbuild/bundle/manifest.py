@@ -11,7 +11,8 @@ Layout inside the tar::
     lock.lock  recipe.yaml  target.yaml  plan.json
     playbooks/...                 provision.yml, ansible.cfg and the envbuild.node collection (also by hand)
     node/wheels/<file>            every locked distribution the plan installs (wheel or sdist)
-    node/git/<name>.git/...       a shallow bare repository holding each pinned commit
+    node/git/<name>.git/...       a shallow bare repository holding each pinned commit (the recipe's
+                                  sources, the git dependencies of source installs the lock pins)
     prebuilt/<cache key>/<wheel>  extension wheels from the controller's build cache
     node/data/<file>              the recipe's data files (sha256 checked against the recipe's when packed)
 
@@ -67,6 +68,9 @@ class GitPin(_M):
     ref: str
     sha: str
     path: str  # node/git/<name>.git
+    # a git dependency of source installs (the lock's git pin with required_by: ezpz's
+    # ambivalent and enrich): the sources that declare it
+    required_by: list[str] | None = None
 
 
 class Omitted(_M):

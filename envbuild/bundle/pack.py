@@ -2,7 +2,8 @@
 
 The plans decide what goes in (one per node of the target or the facts file; the union of
 what they need): each distribution a pip step installs (torch, the locked packages, the build
-tooling), each git source checked out and the submodules its options read (Apex's cutlass for
+tooling), each git source checked out (the git dependencies of source installs that the lock
+pins among them: ezpz's ambivalent and enrich) and the submodules its options read (Apex's cutlass for
 ``--fast_multihead_attn``: the commit the pinned tree records, from the git mirror), each data
 file of the recipe's ``data`` section (from ``--data-mirror`` or its URL, its sha256 checked
 against the recipe's while packing and recorded in the manifest, so the node checks the copy
@@ -157,7 +158,14 @@ def make_bundle(recipe: Recipe, recipe_file: Path, target_file: Path | None, loc
                                     size=dest.stat().st_size, kind="dist", name=entry.name,
                                     version=entry.version))
 
-        # git sources: a shallow bare repository per pinned commit
+        # git sources: a shallow bare repository per pinned commit (the plan's git steps: the
+        # recipe's sources and the git dependencies of its source installs the lock pins)
+        unpinned = [f"{g.name} (git dependency of {', '.join(g.required_by)})" for g in lock.git
+                    if g.required_by and not g.sha]
+        if unpinned:
+            raise CheckFailed(f"the lock pins no commit of {', '.join(unpinned)}: a bundle carries commits",
+                              hint=f"re-lock with a git mirror that holds them: envbuild lock {recipe.name} "
+                                   f"--target {lock.target.name} --git-mirror DIR")
         pins: list[GitPin] = []
         for step in _steps(plans, "git_source"):
             p = step.params
@@ -172,8 +180,11 @@ def make_bundle(recipe: Recipe, recipe_file: Path, target_file: Path | None, loc
                                          hint="pass --git-mirror DIR holding OWNER/NAME or OWNER+NAME")
             rel = f"{GIT}/{p.name}.git"
             gitpack.shallow_repo(mirror, p.sha, p.ref, root / rel)
-            pins.append(GitPin(name=p.name, url=p.url, ref=p.ref, sha=p.sha, path=rel))
-            say(f"git {p.name} @ {p.sha[:12]}: depth-1 repository from {mirror}")
+            locked = lock.git_pin(p.name)  # a git dependency of source installs: who declares it
+            deps_of = locked.required_by if locked is not None and locked.url == p.url else None
+            pins.append(GitPin(name=p.name, url=p.url, ref=p.ref, sha=p.sha, path=rel, required_by=deps_of))
+            say(f"git {p.name} @ {p.sha[:12]}: depth-1 repository from {mirror}"
+                + (f" (git dependency of {', '.join(deps_of)})" if deps_of else ""))
             for sub in tree_files(root / rel):
                 f = root / rel / sub
                 files.append(BundleFile(path=f"{rel}/{sub}", sha256=sha256_file(f), size=f.stat().st_size,

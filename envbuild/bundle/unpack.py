@@ -9,7 +9,8 @@ what the plan may take from it.
   missing, a file the manifest does not name (InputError, exit 2, every problem listed);
 
 and ``Opened.check_plan(plan)`` refuses a consistent bundle that lacks what a node's plan
-needs (a distribution, a pinned commit, a submodule its options read, a data file), or a plan that needs the network anyway (system
+needs (a distribution, a pinned commit, a git dependency of a source install, a submodule its
+options read, a data file), or a plan that needs the network anyway (system
 packages): CheckFailed, exit 1, naming each missing item.
 
 The bundle is unpacked once per content digest into ``$ENVBUILD_HOME/bundles/<digest[:16]>``
@@ -93,7 +94,9 @@ class Opened:
                 pin = next((g for g in self.manifest.git if g.url == step.params.url), None)
                 if pin is None or pin.sha != step.params.sha:
                     got = f"it carries {pin.sha[:12]}" if pin else "not in the bundle"
-                    missing.append(f"step {step.id}: {step.params.url} @ {(step.params.sha or step.params.ref)[:12]} ({got})")
+                    dep = self._dependency_of(step.params.name, step.params.url)
+                    missing.append(f"step {step.id}: {step.params.url} @ {(step.params.sha or step.params.ref)[:12]} "
+                                   + (f"(git dependency {step.params.name} of {dep}: {got})" if dep else f"({got})"))
                 pinned = {g.name for g in self.manifest.git}
                 missing += [f"step {step.id}: submodule {path} of {step.params.name} (not in the bundle)"
                             for path in step.params.submodules if f"{step.params.name}:{path}" not in pinned]
@@ -106,6 +109,13 @@ class Opened:
                               f"{plan.host} needs:\n  - " + "\n  - ".join(missing),
                               hint="make the bundle with the same recipe, target and lock as this provision "
                                    "(envbuild bundle ... --facts FILE of these nodes)")
+
+    def _dependency_of(self, name: str, url: str) -> str | None:
+        """``"ezpz"`` when the bundle's lock pins ``name`` as a git dependency of source installs."""
+        from envbuild.lock import read_lock
+
+        pin = read_lock(self.lock_file).git_pin(name) if self.lock_file.is_file() else None
+        return ", ".join(pin.required_by) if pin is not None and pin.url == url and pin.required_by else None
 
     def summary(self) -> dict:
         """What run.json records about the bundle."""
