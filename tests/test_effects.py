@@ -209,6 +209,10 @@ def test_git_effect_accepts_the_patched_text_only(tmp_path):
     (repo / "b.py").write_text("B = 2\n")
     assert "local changes: b.py" in check(tmp_path, eff)["detail"]
     assert "want " in check(tmp_path, {**eff, "sha": "f" * 40})["detail"]
+    # deviation run-single-edits-tree: the next provision's git step checks the pinned commit out again
+    run("remote", "add", "origin", str(repo))
+    changed, _ = onnode.do_git({"dest": str(repo), "sha": sha, "ref": None, "fetch_url": str(repo)})
+    assert changed and (repo / "b.py").read_text() == "B = 1\n" and check(tmp_path, eff)["ok"]
 
 
 def test_probe_command_runs_the_same_check_in_one_process(tmp_path):

@@ -138,6 +138,12 @@ def test_patches_apply_to_the_pinned_text_once(patch_id, excerpt):
     assert status == "applied" and after != text
     again, same = apply_text_patch(after, p.kind, p.old, p.new, p.count)
     assert again == "already-applied" and same == after
+    if patch_id == "wandb-optional":  # deviation ezpz-wandb-offline: W&B off in the env file the run sources
+        from envbuild.plan.build import build_plan
+
+        target, facts = node()
+        env = next(s for s in build_plan(load_recipe(RECIPE), target, facts).steps if s.kind == "env_file")
+        assert env.params.vars["WANDB_MODE"] == "disabled"
     if excerpt is HEAD:
         compile(after.split("\n", 2)[2], "pretrain_gpt.py", "exec")  # still Python
     else:

@@ -176,6 +176,11 @@ def test_published_launchers(rendered) -> None:
     assert "module load conda/2023-10-04" in pbs
     assert 'mpiexec -n "$((ENVBUILD_NNODES * 4))" --ppn 4 --hostfile "$PBS_NODEFILE"' in pbs
     assert "#PBS -l select=2:ncpus=32:ngpus=4" in pbs
+    # deviations hosfile-typo and single-job-guard: the job runs the training script once (it
+    # calls mpiexec over $PBS_NODEFILE itself) and hands it no HOSTFILE
+    for name in ("polaris-megatron-deepspeed--polaris--pbs", "polaris-megatron-deepspeed--polaris--pbs-2nodes"):
+        native = rendered[name].text
+        assert native.count("./ALCF/train-gpt3.sh\n") == 1 and "HOSTFILE" not in native, name
 
 
 def test_replacement_is_said_in_the_script(rendered) -> None:

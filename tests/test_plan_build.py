@@ -73,6 +73,10 @@ def test_apex_check_relaxed_for_same_major_minor_mismatch() -> None:
     assert patch.outcome == "patched"
     assert "11.4" in patch.reason and "11.3" in patch.reason
     assert any(s.kind == "patch" and s.params.patch_kind == "apex-cuda-check" for s in plan.steps)
+    # deviation torch-1.10.0-cu116: cu113 up to CUDA 11.x, cu111 below 11.3, never a cu116 wheel
+    for nvcc, tag in (("11.6", "cu113"), ("11.2", "cu111")):
+        other = build_plan(rec, tgt, _nd96_with_nvcc(nvcc), None)
+        assert next(d for d in other.decisions if d.subject == "torch-variant").outcome == tag, nvcc
 
 
 def test_apex_check_not_patched_when_versions_equal() -> None:

@@ -34,6 +34,8 @@ def test_native_benchmark_runs_only_where_it_can():
     run = native_run(alpa, gpus=1, sources={"alpa": "/e/src/alpa"}, cwd="/x")
     assert run["cwd"] == "/e/src/alpa/osdi22_artifact/megatron"
     assert run["env"] == {"PYTHONPATH": "/e/src/alpa"} and run["argv"][:2] == ["bash", "-c"]
+    # deviation efs-cluster-driver: the script's single-node branch, no ips file, no ssh, no ~/efs
+    assert run["argv"][-1].startswith("python benchmark_gpt.py ") and "run_megatron_benchmark" not in run["argv"][-1]
     runs = node_runs("/e", {"kinds": ["gpt"], "preset": "350m"}, alpa, gpus=1, sources={"alpa": "/e/src/alpa"})
     assert [r["name"] for r in runs] == ["gpt", "native"]
 
