@@ -6,7 +6,7 @@
 #   bash bench/h100_offline_prepare.sh /path/to/git-mirrors
 set -euo pipefail
 MIRROR=${1:?usage: $0 GIT_MIRROR_DIR}
-mkdir -p .device/whl
+rm -rf .device/whl && mkdir -p .device/whl  # one wheel per package: a stale one conflicts
 python -m envbuild bundle h100-megatron-deepspeed --target h100-venv --git-mirror "$MIRROR" -o .device/h100.tar
 python - > .device/ebdeps.txt <<'PY'
 import importlib.metadata as md, re
