@@ -233,3 +233,51 @@ def test_cpu_stand_in_is_recorded_and_planned_as_locked():
     step = next(s for s in plan.steps if s.id == "pip:torch").params
     assert step.requirements[0].requirement == "torch==1.10.1" and step.requirements[0].hashes
     assert any(d.subject == "torch-stand-in" for d in plan.decisions)
+
+
+# ---- build requirements: sources build with --no-build-isolation ---------------------------
+
+def test_build_requires_from_build_system_else_setuptools():
+    from envbuild.lock.srcdeps import LEGACY_BUILD_REQUIRES, read_build_requires
+
+    hatch = read_build_requires({"pyproject.toml": '[build-system]\nrequires = ["hatchling", '
+                                                   '"hatch-vcs>=0.3"]\nbuild-backend = "hatchling.build"\n'})
+    assert hatch.origin == "pyproject.toml [build-system].requires"
+    assert hatch.requirements == ("hatchling", "hatch-vcs>=0.3")
+    legacy = read_build_requires({"setup.py": SETUP_NAMED})
+    assert legacy.requirements == LEGACY_BUILD_REQUIRES == ("setuptools>=40.8.0",)
+    no_system = read_build_requires({"pyproject.toml": '[project]\nname = "x"\n'})
+    assert no_system.requirements == LEGACY_BUILD_REQUIRES  # PEP 518's default backend
+    assert read_build_requires({"requirements.txt": "six\n"}).unread  # nothing that pip builds
+
+
+@pytest.mark.integration
+def test_build_requirements_of_sources_and_git_dependencies_are_locked(tmp_path, monkeypatch):
+    """ezpz's shape: the source builds with setuptools (setup.py), its git dependency with
+    hatchling; both build without isolation, so the lock resolves hatchling (and its own
+    dependencies) with hashes, names the build that needs it, and leaves out the tooling."""
+    monkeypatch.setenv("ENVBUILD_CACHE_DIR", str(tmp_path / "cache"))
+    tool = _repo(tmp_path, "acme", "tool", [("2024-01-20T10:00:00Z", {
+        "setup.py": 'from setuptools import setup\nsetup(name="tool", install_requires='
+                    '["helper @ git+https://github.com/acme/helper"])\n'})])
+    _repo(tmp_path, "acme", "helper", [("2023-12-29T10:00:00Z", {"pyproject.toml": (
+        '[build-system]\nrequires = ["hatchling==1.21.1", "torch"]\nbuild-backend = "hatchling.build"\n'
+        '[project]\nname = "helper"\nversion = "0.1"\ndependencies = []\n')})])
+    rec = _recipe([{"name": "tool", "url": "https://github.com/acme/tool", "sha": tool[0],
+                    "install": "wheel"}],
+                  packages=[{"name": "torch", "version": "2.0.1", "preinstalled": True}])
+    got = source_dependencies(rec, tmp_path / "mirror", lambda _m: None, frozenset({"wheel"}))
+    assert dict(got.build) == {"tool": ("setuptools>=40.8.0",), "helper": ("hatchling==1.21.1",)}
+    helper = next(d for d in got.declared if d.component == "helper")
+    assert helper.build_origin == "pyproject.toml [build-system].requires"
+    assert helper.build_requires == ["hatchling==1.21.1"]  # torch: preinstalled, left out
+    with_tooling = source_dependencies(rec, tmp_path / "mirror", lambda _m: None,
+                                       frozenset({"setuptools"}))
+    assert dict(with_tooling.build) == {"helper": ("hatchling==1.21.1",)}  # the tooling pins it
+
+    lock = make_lock(rec, load_target(DATA / "lab.yaml"), git_mirror=tmp_path / "mirror")
+    hatchling = lock.package("hatchling")
+    assert hatchling.version == "1.21.1" and hatchling.required_by == ["build:helper"]
+    assert hatchling.dist.sha256 and hatchling.verified
+    assert "build:tool" in lock.package("setuptools").required_by
+    assert "hatchling" in lock.package("pluggy").required_by  # hatchling's own dependency

@@ -99,13 +99,15 @@ def make_lock(recipe: Recipe, target: Target, *, git_mirror: Path | None = None,
     pyplat = python_platform(target.platform.arch, target.platform.glibc)
     git = [lock_git(src, git_mirror, say) for src in recipe.sources]  # cheap checks first
     sorted_ = sort_packages(recipe, target, wheelhouse, say)
-    deps = source_dependencies(recipe, git_mirror, say)  # what the source installs declare
+    tool_names = frozenset(normalize(t.name) for t in tooling(recipe))
+    deps = source_dependencies(recipe, git_mirror, say, tool_names)  # what the source installs declare
     req = UvRequest(requirements=tuple(sorted_.requirements), python=recipe.python,
                     python_platform=pyplat, exclude_newer=recipe.resolve_as_of,
                     excludes=tuple(sorted_.excludes), find_links=tuple(sorted_.find_links),
                     extra_indexes=tuple(sorted_.extra_indexes),
                     no_build_metadata=tuple(sorted_.no_build),
-                    source_requirements=tuple(deps.requirements))
+                    source_requirements=tuple(deps.requirements),
+                    build_requirements=tuple(deps.build))
     say(f"resolving {len(req.requirements)} package(s) with uv for Python {recipe.python} "
         f"on {pyplat}" + (f" as of {recipe.resolve_as_of}" if recipe.resolve_as_of else ""))
     prefer = "file://" + str(wheelhouse.resolve()) if wheelhouse else None

@@ -115,7 +115,9 @@ class DeclaredDeps(_M):
     [project].dependencies``, ``requirements.txt``); ``requirements``: the lines handed to the
     resolver (their packages carry ``source:<component>`` in ``required_by``); ``dropped``:
     lines not resolved, with the reason (provided by a source, preinstalled, marker false,
-    a git dependency locked under ``git``); ``unread``: why nothing could be read.
+    a git dependency locked under ``git``); ``unread``: why nothing could be read;
+    ``build_requires``: what building the tree needs (``[build-system].requires``, or
+    setuptools for a setup.py), resolved like its dependencies, less the build tooling.
     """
 
     component: str
@@ -124,6 +126,10 @@ class DeclaredDeps(_M):
     requirements: list[str] | None = None
     dropped: list[str] | None = None
     unread: str | None = None
+    # what building the tree needs in the environment (it builds with --no-build-isolation):
+    # the lines resolved (their packages carry build:<component>), and where they were read
+    build_origin: str | None = None
+    build_requires: list[str] | None = None
 
 
 class Lock(_M):

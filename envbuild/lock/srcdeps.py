@@ -135,6 +135,24 @@ def read_declared(files: dict[str, str], mode: str) -> Declared:
     return Declared(None, unread="no pyproject.toml, setup.py or requirements.txt at this commit")
 
 
+# pip's build backend for a tree that names none (PEP 517/518: setup.py, or a pyproject.toml
+# without [build-system]); the tree builds with --no-build-isolation, so it must be installed
+LEGACY_BUILD_REQUIRES = ("setuptools>=40.8.0",)
+
+
+def read_build_requires(files: dict[str, str]) -> Declared:
+    """What building a tree needs in the environment, from its metadata files' text (pure):
+    ``[build-system].requires`` of its pyproject.toml, else setuptools as pip's legacy backend
+    (PEP 518) when it has a setup.py or a pyproject.toml."""
+    if "pyproject.toml" in files:
+        system = tomllib.loads(files["pyproject.toml"]).get("build-system") or {}
+        if "requires" in system:
+            return Declared("pyproject.toml [build-system].requires", tuple(str(r) for r in system["requires"]))
+    if "setup.py" in files or "pyproject.toml" in files:
+        return Declared("no [build-system]: pip's setuptools backend (PEP 518)", LEGACY_BUILD_REQUIRES)
+    return Declared(None, unread="nothing to build from at this commit")
+
+
 def target_markers(python: str) -> dict[str, str]:
     """The marker environment of the target: its Python on Linux x86_64, CPython."""
     return {"python_version": python, "python_full_version": f"{python}.0",

@@ -16,7 +16,8 @@ from typing import Callable
 
 from envbuild import gitsrc
 from envbuild.lock.schema import DeclaredDeps, LockedGit, normalize
-from envbuild.lock.srcdeps import default_branch_as_of, read_declared, split, tree_files
+from envbuild.lock.srcdeps import (default_branch_as_of, read_build_requires, read_declared, split,
+                                   tree_files)
 from envbuild.recipes.schema import GitSource, Recipe
 
 Progress = Callable[[str], None]
@@ -27,6 +28,7 @@ class SourceLock:
     """The resolver's extra inputs and the lock's records of what was read."""
 
     requirements: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
+    build: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)  # build requirements
     declared: list[DeclaredDeps] = field(default_factory=list)
     git: list[LockedGit] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
@@ -47,8 +49,14 @@ def provided(recipe: Recipe) -> dict[str, str]:
     return out
 
 
-def source_dependencies(recipe: Recipe, mirror_dir: Path | None, say: Progress) -> SourceLock:
-    """Read every source's declared dependencies and lock its git dependencies (see module)."""
+def source_dependencies(recipe: Recipe, mirror_dir: Path | None, say: Progress,
+                        tools: frozenset[str] = frozenset()) -> SourceLock:
+    """Read every source's declared dependencies and lock its git dependencies (see module).
+
+    A tree that pip builds (``metadata`` mode: the recipe's editable or wheel installs and
+    every git dependency) builds with ``--no-build-isolation``, so what its build needs
+    (``[build-system].requires``) is resolved too, less what the recipe provides and the build
+    tooling (``tools``: normalized names the lock's tooling pins)."""
     out = SourceLock()
     given = provided(recipe)
     pending = [(s.name, s.url, s.sha, dependency_mode(s)) for s in recipe.sources]
@@ -67,7 +75,9 @@ def source_dependencies(recipe: Recipe, mirror_dir: Path | None, say: Progress) 
             say(f"dependencies of {name}: not read ({why})")
             out.declared.append(DeclaredDeps(component=name, sha=sha, unread=f"not read: {why}"))
             continue
-        declared = read_declared(tree_files(repo, sha), mode)
+        files = tree_files(repo, sha)
+        declared = read_declared(files, mode)
+        build_lines, build = _build_requires(files, recipe.python, given, tools), read_build_requires(files)
         index, gitdeps, dropped = split(declared.requirements, recipe.python)
         lines = []
         for req in index:
@@ -96,10 +106,21 @@ def source_dependencies(recipe: Recipe, mirror_dir: Path | None, say: Progress) 
         say(f"dependencies of {name} @ {sha[:12]}: {len(lines)} from {declared.origin or declared.unread}")
         out.declared.append(DeclaredDeps(component=name, sha=sha, origin=declared.origin,
                                          requirements=lines or None, dropped=dropped or None,
-                                         unread=declared.unread))
+                                         unread=declared.unread, build_origin=build.origin,
+                                         build_requires=build_lines or None))
         if lines:
             out.requirements.append((name, tuple(lines)))
+        if build_lines:
+            out.build.append((name, tuple(build_lines)))
     return out
+
+
+def _build_requires(files: dict[str, str], python: str, given: dict[str, str],
+                    tools: frozenset[str]) -> list[str]:
+    """The build requirement lines to resolve: those of the target's Python, less what the
+    recipe provides and the build tooling (installed before, at the version the lock pins)."""
+    index, _git, _skipped = split(read_build_requires(files).requirements, python)
+    return [str(r) for r in index if normalize(r.name) not in given and normalize(r.name) not in tools]
 
 
 def _lock_git_dependency(name: str, url: str, ref: str | None, required_by: str,

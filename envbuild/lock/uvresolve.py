@@ -39,6 +39,9 @@ class UvRequest:
     # (source name, requirement lines): what a source install declares, in a file of its own
     # (src-<name>.in) so that uv's "# via" names the source that brought each dependency
     source_requirements: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # (source name, requirement lines): what a source build needs in the environment (it is
+    # built with --no-build-isolation), in build-<name>.in: "# via" says build:<name>
+    build_requirements: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,7 @@ def uv_config(req: UvRequest) -> str:
 
 
 SOURCE_IN = "src-{}.in"  # input file of one source's declared dependencies
+BUILD_IN = "build-{}.in"  # input file of one source's build requirements
 
 
 def uv_command(req: UvRequest, in_file: Path | list[Path], excludes_file: Path | None, fmt: str,
@@ -136,8 +140,8 @@ def parse_pylock(text: str, prefer_prefix: str | None = None) -> dict[str, tuple
 
 def parse_via(text: str) -> dict[str, list[str]]:
     """``{normalized name: [requirers]}`` from ``# via`` annotations: ``-r src-NAME.in`` ->
-    ``source:NAME`` (a source install's declared dependency), any other ``-r FILE`` ->
-    ``recipe``."""
+    ``source:NAME`` (a source install's declared dependency), ``-r build-NAME.in`` ->
+    ``build:NAME`` (what building that source needs), any other ``-r FILE`` -> ``recipe``."""
     out: dict[str, list[str]] = {}
     current: str | None = None
     in_via = False
@@ -166,8 +170,12 @@ def parse_via(text: str) -> dict[str, list[str]]:
 def _requirer(item: str) -> str:
     if not item.startswith(("-r", "-c", "-o")):
         return normalize(item)
-    m = re.fullmatch(r"src-(.+)\.in", Path(item[2:].strip()).name)
-    return f"source:{m.group(1)}" if m else "recipe"
+    name = Path(item[2:].strip()).name
+    if m := re.fullmatch(r"src-(.+)\.in", name):
+        return f"source:{m.group(1)}"
+    if m := re.fullmatch(r"build-(.+)\.in", name):
+        return f"build:{m.group(1)}"
+    return "recipe"
 
 
 def install_order(required_by: dict[str, list[str]]) -> list[str]:
@@ -259,15 +267,17 @@ def resolve(req: UvRequest, cache_dir: Path, prefer_prefix: str | None = None,
     ``env``: extra environment for uv (install-time variables some sdists need to build
     their metadata).
     """
-    if not req.requirements and not any(lines for _, lines in req.source_requirements):
+    if not req.requirements and not any(lines for _, lines in req.source_requirements
+                                        + req.build_requirements):
         return []
     with tempfile.TemporaryDirectory(prefix="envbuild-lock-") as tmp:
         in_file = Path(tmp) / "recipe.in"
         in_file.write_text("\n".join(req.requirements) + "\n")
         in_files = [in_file]
-        for name, lines in req.source_requirements:
-            in_files.append(Path(tmp) / SOURCE_IN.format(name))
-            in_files[-1].write_text("\n".join(lines) + "\n")
+        for pattern, groups in ((SOURCE_IN, req.source_requirements), (BUILD_IN, req.build_requirements)):
+            for name, lines in groups:
+                in_files.append(Path(tmp) / pattern.format(name))
+                in_files[-1].write_text("\n".join(lines) + "\n")
         excl = None
         if req.excludes:
             excl = Path(tmp) / "excludes.txt"
