@@ -69,8 +69,8 @@ def _from_lock_entry(entry: object, recipe: Recipe) -> LockedPackage:
     local = version.split("+", 1)[1] if "+" in version else None
     env = dict(declared.env) if declared else {}
     for requirer in getattr(entry, "required_by", None) or []:  # a source's dependency builds
-        kind, _, name = requirer.partition(":")
-        src = recipe.source(name) if kind in ("source", "build") else None
+        kind, _, component = requirer.partition(":")
+        src = recipe.source(component) if kind in ("source", "build") else None
         env.update(src.env if src is not None else {})  # with the source's install variables
     return LockedPackage(name=name, version=version, hashes=hashes, index_url=index_url,
                          find_links=find_links, local_tag=local, env=env,
