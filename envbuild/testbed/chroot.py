@@ -189,6 +189,15 @@ def free_port(addr: str) -> int:
         return s.getsockname()[1]
 
 
+def write_known_hosts(path: Path, nodes: list[ChrootNode], host) -> None:
+    """known_hosts with each started node's host key, under the name ``host(node)`` gives."""
+    lines = []
+    for node in nodes:
+        kind, key = (node.dir / "cfg" / "host_key.pub").read_text().split()[:2]
+        lines.append(f"{host(node)} {kind} {key}")
+    path.write_text("\n".join(lines) + "\n")
+
+
 class ChrootCluster:
     """``n`` chroot nodes on 127.0.0.(base+i); a context manager that always stops them."""
 
@@ -216,11 +225,7 @@ class ChrootCluster:
         except BaseException:
             self.stop()
             raise
-        lines = []
-        for node in self.nodes:
-            kind, key = (node.dir / "cfg" / "host_key.pub").read_text().split()[:2]
-            lines.append(f"[{node.addr}]:{node.port} {kind} {key}")
-        self.known_hosts.write_text("\n".join(lines) + "\n")
+        write_known_hosts(self.known_hosts, self.nodes, lambda n: f"[{n.addr}]:{n.port}")
         return self.nodes
 
     def __exit__(self, *exc) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from envbuild.testbed.chroot import ChrootNode, client_key, rootfs
+from envbuild.testbed.chroot import ChrootNode, client_key, rootfs, write_known_hosts
 
 
 def _ip(*args: str) -> None:
@@ -75,11 +75,7 @@ class OfflineCluster:
         except BaseException:
             self.stop()
             raise
-        lines = []
-        for node in self.nodes:
-            kind, key = (node.dir / "cfg" / "host_key.pub").read_text().split()[:2]
-            lines.append(f"{node.addr} {kind} {key}")
-        self.known_hosts.write_text("\n".join(lines) + "\n")
+        write_known_hosts(self.known_hosts, self.nodes, lambda n: n.addr)  # port 22
         return self.nodes
 
     def __exit__(self, *exc) -> None:
