@@ -52,6 +52,31 @@ def test_alpa_torch_1_8_2_comes_from_the_lts_find_links() -> None:
     assert "https://download.pytorch.org/whl/lts/1.8/torch_lts.html" in torch.find_links
 
 
+def test_alpa_torch_dependencies_are_pinned_beside_it() -> None:
+    """torch comes --no-deps from an index the lock cannot read: the package its import needs
+    (typing_extensions) is a locked, hash-checked recipe package of every target's plan."""
+    for target in load_recipe("alpa-megatron").targets:
+        lock = read_lock(LOCKS / "alpa-megatron" / f"{target}.lock")
+        tgt = load_target(target)
+        plan = build_plan(load_recipe("alpa-megatron"), tgt, profile_facts(tgt), lock, PlanOptions(prefix="/e"))
+        assert _step(plan, "pip:torch").params.no_deps
+        reqs = {r.name: r for s in plan.steps if s.kind == "pip_install" for r in s.params.requirements}
+        assert reqs["typing-extensions"].requirement == "typing-extensions==3.10.0.2"
+        assert reqs["typing-extensions"].hashes == [lock.package("typing-extensions").dist.sha256]
+
+
+def test_polaris_mpi4py_is_the_modules_own() -> None:
+    """ezpz's mpi4py is the module's Cray MPICH build: locked as preinstalled, never installed."""
+    lock = read_lock(LOCKS / "polaris-megatron-deepspeed" / "polaris.lock")
+    assert lock.package("mpi4py").source == "preinstalled"
+    assert lock.package("mpi4py").provided_by == "module conda/2023-10-04"
+    tgt = load_target("polaris")
+    plan = build_plan(load_recipe("polaris-megatron-deepspeed"), tgt, profile_facts(tgt), lock,
+                      PlanOptions(prefix="/e"))
+    names = {r.name for s in plan.steps if s.kind == "pip_install" for r in s.params.requirements}
+    assert "ezpz" not in names and "mpi4py" not in names and "einops" in names
+
+
 def test_apex_is_pinned_built_by_setup_py_with_its_flags_under_an_old_pip() -> None:
     plan = _plan("alpa-megatron", "azure-nd96")
     assert _step(plan, "git:apex").params.sha == "e2083df5eb96643c61613b9df48dd4eea6b07690"

@@ -3,10 +3,14 @@
 
 The modules come from the committed import fact (``envbuild imports``, read from the scripts at
 the pinned commits). torch is the lock's CPU stand-in where the recipe pins a ``+cpu`` build
-that only an unreachable index carries (PyPI's build of the same version). What cannot be had
-here is skipped or recorded with the reason: a torch provided by an image or module, a Python
-missing on this machine, a source whose commit no git mirror holds (CI has no GitHub: set
-ENVBUILD_GIT_MIRROR to check the sources out and import them too), Apex's CUDA extensions.
+that only an unreachable index carries (PyPI's build of the same version). What an image, a
+module or a node's venv provides, and what is pinned on an unreachable index, is replaced by the
+stand-in the lock records for it (``stand_in``: PyPI's release of that version, or the nearest
+one with why): the preinstalled ones in a stand-in of the base environment that the plan's
+environment is made over (``envbuild.testbed.importproof``). What cannot be had here is
+recorded with the reason: a package with no public stand-in (NVIDIA's Apex, Transformer Engine),
+a Python missing on this machine, a source whose commit no git mirror holds (CI has no GitHub:
+set ENVBUILD_GIT_MIRROR to check the sources out and import them too), Apex's CUDA extensions.
 pip's cache is shared between runs: $ENVBUILD_CACHE_DIR/import-proof-pip.
 """
 
@@ -24,7 +28,8 @@ from envbuild.lock.schema import normalize
 from envbuild.recipes import all_recipes
 from envbuild.scriptimports import read_fact
 from envbuild.targets import load_target
-from envbuild.testbed.importproof import import_modules, interpreter, node_path_with, proof_plan
+from envbuild.testbed.importproof import base_is_a_venv, build_base, import_modules, interpreter
+from envbuild.testbed.importproof import node_path_with, proof_plan, stand_ins
 from envbuild.testbed.local_plan import run_local_plan
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -43,12 +48,9 @@ def _why_not(recipe, lock) -> str | None:
     torch = lock.package("torch")
     if torch is None:
         return "the recipe installs no torch"
-    if torch.source == "preinstalled":
-        given = [f"{p.name} {p.version}" for p in lock.packages if p.source == "preinstalled"]
-        return (f"{', '.join(given)} come with {torch.provided_by or 'the base environment'}; the lock "
-                "does not install them and no CPU stand-in for that base is built here")
-    if not torch.verified:
-        return f"torch {torch.version}: {torch.reason}"
+    if (torch.source == "preinstalled" or not torch.verified) and (
+            torch.stand_in is None or torch.stand_in.version is None):
+        return f"torch {torch.version}: {torch.reason}; the lock records no CPU stand-in for it"
     if interpreter(recipe.python) is None:
         return f"Python {recipe.python} is not on this machine"
     return None
@@ -70,9 +72,17 @@ def test_entry_script_imports_on_cpu(recipe, tmp_path, monkeypatch, record_prope
     monkeypatch.setenv("PIP_CACHE_DIR", str(cache / "import-proof-pip"))  # one wheel cache
     mirror = os.environ.get("ENVBUILD_GIT_MIRROR")
     prefix = tmp_path / "env"
-    plan, left = proof_plan(recipe, target, lock, str(prefix), mirror if mirror and Path(mirror).is_dir() else None)
     python = interpreter(recipe.python)
+    stand = stand_ins(lock)
     started = time.monotonic()
+    base_python = None
+    if stand.base:  # the image's / module's / node venv's packages, as PyPI releases
+        base_python = build_base(python, tmp_path / "base", stand.base, base_is_a_venv(recipe))
+    based = time.monotonic() - started
+    plan, left = proof_plan(recipe, target, lock, str(prefix),
+                            mirror if mirror and Path(mirror).is_dir() else None,
+                            base_python=base_python, stand=stand)
+    left += stand.left
     rc, host, events = run_local_plan(tmp_path, plan,
                                       node_path=node_path_with(python, recipe.python, tmp_path / "bin"))
     built = time.monotonic() - started
@@ -112,6 +122,9 @@ def test_entry_script_imports_on_cpu(recipe, tmp_path, monkeypatch, record_prope
                 proven += 1
             elif module in optional:
                 left.append(_unexercised(module, f"optional in {path} ({got['error']})"))
+            elif got.get("missing") and normalize(_top(got["missing"])) in stand.absent:
+                left.append(_unexercised(module, f"needs {got['missing']}, which only the base "
+                                                 "environment has (no public stand-in)"))
             elif got.get("missing") and _top(got["missing"]) in cuda_only:
                 left.append(_unexercised(module, f"needs {got['missing']}: Apex's CUDA build"))
             elif got.get("missing") and normalize(_top(got["missing"])) in sources - checked_out:
@@ -121,9 +134,13 @@ def test_entry_script_imports_on_cpu(recipe, tmp_path, monkeypatch, record_prope
                 unproven.append(f"{path}: import {module}: {got['error']}")
     record_property("import_proof", json.dumps({
         "recipe": recipe.name, "target": target.name, "build_s": round(built, 1),
-        "proven": proven, "unexercised": [[u.what, u.why] for u in left]}))
-    print(f"\n{recipe.name}: {proven} imports proven in an environment built in {built:.0f} s; "
-          f"not exercised: " + "; ".join(f"{u.what} ({u.why})" for u in left))
+        "base_s": round(based, 1), "proven": proven,
+        "stand_ins": [[d.outcome, d.reason] for d in stand.decisions],
+        "unexercised": [[u.what, u.why] for u in left]}))
+    print(f"\n{recipe.name}: {proven} imports proven in an environment built in {built:.0f} s "
+          f"(base stand-in {based:.0f} s); stand-ins: "
+          + "; ".join(f"{d.outcome} ({d.reason})" for d in stand.decisions)
+          + "; not exercised: " + "; ".join(f"{u.what} ({u.why})" for u in left))
     assert not unproven, "imports that fail for a reason other than absent hardware:\n" + "\n".join(unproven)
     assert proven > 0
 

@@ -29,6 +29,21 @@ RECORD_DEFECTS: dict[str, RecordDefect] = {
         why="the wheel's METADATA is 24828 bytes, its own RECORD says 24834 (read from the "
             "wheel: zipfile info vs RECORD row); found by the CPU import proof of opt-175b-azure",
         source="https://pypi.org/project/torch/1.10.1/#files"),
+    "e7ad1649adb7dc2a450e70a3e51240b84fa4746c69c8f98989ce0c254f9fba3a": RecordDefect(
+        dist="torch", wheel="torch-1.8.1-cp38-cp38-manylinux1_x86_64.whl",
+        paths=("torch-1.8.1.dist-info/METADATA",),
+        why="the wheel's METADATA is 23676 bytes, its own RECORD says 23682 (read from the "
+            "wheel: zipfile info vs RECORD row); found by the CPU import proof of alpa-megatron, "
+            "whose lock records this wheel as the stand-in for torch 1.8.2",
+        source="https://pypi.org/project/torch/1.8.1/#files"),
+    "bdd2b45bf079d9ad90377048e2747a0c82351989a2165821f0c96831b4a2a54b": RecordDefect(
+        dist="numpy", wheel="numpy-1.26.3-cp310-cp310-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+        paths=("numpy/distutils/__pycache__/conv_template.cpython-310.pyc",),
+        why="the wheel ships a .pyc of conv_template.py compiled elsewhere (8269 bytes, in its "
+            "RECORD); pip compiles the .py at install and replaces it (8329 bytes here), so the "
+            "installed file never matches (read from the wheel); found by the CPU import proof "
+            "of polaris-megatron-deepspeed",
+        source="https://pypi.org/project/numpy/1.26.3/#files"),
 }
 
 

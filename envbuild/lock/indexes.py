@@ -77,6 +77,35 @@ def cp_wheel_on_pypi(name: str, version: str, python: str, timeout: float = 15.0
     return resp.status_code == 200 and has_cp_wheel(resp.text, name, version, python)
 
 
+def pypi_cp_wheel(name: str, version: str, python: str, arch: str,
+                  timeout: float = 15.0) -> tuple[str, str, str] | None:
+    """``(filename, url, sha256)`` of PyPI's Linux wheel of ``name`` ``version`` for CPython
+    ``python`` on ``arch``; None when it has none or PyPI does not answer."""
+    try:
+        resp = requests.get(f"{PYPI_SIMPLE}/{normalize(name)}/", timeout=timeout)
+    except requests.exceptions.RequestException:
+        return None
+    return linux_cp_wheel(resp.text, version, python, arch) if resp.status_code == 200 else None
+
+
+def linux_cp_wheel(html: str, version: str, python: str, arch: str) -> tuple[str, str, str] | None:
+    """The first wheel a PEP 503 page links for ``version``, CPython ``python``, Linux ``arch``,
+    with the sha256 of its link (pure)."""
+    tag = "cp" + python.replace(".", "")
+    for href, sha in re.findall(r'href="([^"#]+)#sha256=([0-9a-f]{64})', html):
+        filename = href.rsplit("/", 1)[-1]
+        if not filename.endswith(".whl"):
+            continue
+        try:
+            _, ver, _, tags = parse_wheel_filename(filename)
+        except (InvalidWheelFilename, InvalidVersion):
+            continue
+        if str(ver) == version and any(t.interpreter == tag and "linux" in t.platform
+                                       and t.platform.endswith(arch) for t in tags):
+            return filename, href, sha
+    return None
+
+
 def has_cp_wheel(html: str, name: str, version: str, python: str) -> bool:
     """Whether a PEP 503 page links a wheel of ``version`` tagged for CPython ``python`` (pure)."""
     tag = "cp" + python.replace(".", "")

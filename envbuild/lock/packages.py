@@ -15,8 +15,10 @@ from typing import Callable
 
 from packaging.version import InvalidVersion, Version
 
-from envbuild.lock.indexes import cp_wheel_on_pypi, file_sha256, is_pypi, unreachable, wheelhouse_projects
-from envbuild.lock.schema import Dist, LockedPackage, normalize
+from envbuild.lock.indexes import cp_wheel_on_pypi, file_sha256, is_pypi, pypi_cp_wheel, pypi_versions
+from envbuild.lock.indexes import unreachable, wheelhouse_projects
+from envbuild.lock.schema import Dist, LockedPackage, StandIn, normalize
+from envbuild.lock.standins import row_for, stand_in
 from envbuild.lock.uvresolve import Resolved
 from envbuild.recipes.schema import Package, Recipe
 from envbuild.targets.schema import Target
@@ -97,7 +99,8 @@ def sort_packages(recipe: Recipe, target: Target, wheelhouse: Path | None,
             out.given.append(LockedPackage(
                 name=pkg.name, version=pkg.version, source="preinstalled", required_by=["recipe"],
                 provided_by=provider(recipe), verified=False,
-                reason=f"not resolved: provided by {provider(recipe)}"))
+                reason=f"not resolved: provided by {provider(recipe)}",
+                stand_in=_cpu_stand_in(pkg.name, pkg.version)))
             continue
         version = pkg.version
         tag, why, chosen = cuda_variant(pkg, target)
@@ -122,7 +125,9 @@ def sort_packages(recipe: Recipe, target: Target, wheelhouse: Path | None,
                 out.excludes.append(pkg.name)
                 out.given.append(LockedPackage(name=pkg.name, version=version, source=pkg.index,
                                                required_by=["recipe"], verified=False,
-                                               reason=f"not verified: {down.split(' (')[0]}"))
+                                               reason=f"not verified: {down.split(' (')[0]}",
+                                               stand_in=_cpu_stand_in(pkg.name, pkg.version,
+                                                                      (recipe.python, target.platform.arch))))
                 continue
             links = out.find_links if pkg.index_kind == "find-links" else out.extra_indexes
             if pkg.index not in links:
@@ -132,6 +137,20 @@ def sort_packages(recipe: Recipe, target: Target, wheelhouse: Path | None,
         out.requirements.append(requirement(pkg.name, version))
         out.requested[key] = version
     return out
+
+
+def _cpu_stand_in(name: str, pinned: str, wheel_for: tuple[str, str] | None = None) -> StandIn:
+    """What stands in on a CPU test node for a package the lock does not install (table, else
+    PyPI's same version: ``envbuild.lock.standins``). ``wheel_for`` (python, arch): the plan's
+    own step installs it, so the lock records its wheel and sha256 too."""
+    found = stand_in(name, pinned, lambda n, v: v in (pypi_versions(n) or ()))
+    if found.version is None or wheel_for is None:
+        return found
+    wheel = pypi_cp_wheel(name, found.version, *wheel_for)
+    if wheel is None:
+        return found
+    filename, url, sha = wheel
+    return found.model_copy(update={"dist": Dist(kind="wheel", filename=filename, url=url, sha256=sha)})
 
 
 def cpu_stand_in(name: str, version: str, tag: str | None, python: str) -> str | None:
@@ -164,4 +183,5 @@ def locked(res: Resolved, sorted_: Sorted, wheelhouse: Path | None) -> LockedPac
                          required_by=list(res.required_by), requested=sorted_.requested.get(key),
                          dist=Dist(kind=res.kind, filename=filename, url=url, sha256=sha),
                          verified=bool(sha), reason=None if sha else "not verified: no sha256 from the index",
-                         note=note, replaces=sorted_.replaces.get(key))
+                         note=note, replaces=sorted_.replaces.get(key),
+                         stand_in=row_for(res.name, sorted_.requested.get(key)))

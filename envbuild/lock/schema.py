@@ -67,6 +67,19 @@ class Dist(_M):
     sha256: str
 
 
+class StandIn(_M):
+    """What stands in, on a CPU test node, for a package the lock does not install from a
+    reachable source (``preinstalled`` by an image, module or base environment, or pinned on an
+    unreachable index): PyPI's release ``version`` (None: nothing public can stand in, and the
+    proof names the package as not exercised), with why and the page that says so. Read only by
+    the CPU import proof (``envbuild.testbed.importproof``); the real plan never installs it."""
+
+    version: str | None = None
+    why: str
+    source: str
+    dist: Dist | None = None  # the wheel, for a stand-in the plan's own step installs (hash-checked)
+
+
 class LockedPackage(_M):
     """One Python package at an exact version.
 
@@ -88,6 +101,8 @@ class LockedPackage(_M):
     # a stand-in for the recipe's build, e.g. "1.10.1+cpu from https://download.pytorch.org/...":
     # PyPI's build of the same version (it runs on CPU) where the recipe's index is unreachable
     replaces: str | None = None
+    # a preinstalled or unreachable package: what stands in for it on a CPU test node
+    stand_in: StandIn | None = None
 
 
 class LockedGit(_M):

@@ -8,20 +8,33 @@ Every step left out is named with the reason (``Unexercised``) and so is every s
 commit the git mirror lacks. ``import_modules`` runs the environment's python once over the
 module list from the recipe's import fact (``envbuild.scriptimports``) and returns, per
 module, ``ok`` or the exception, with the missing module's name for a ModuleNotFoundError.
+
+What the lock does not install from a reachable source is replaced by its ``stand_in``
+(``envbuild.lock.standins``), read from the lock, never chosen here (``stand_ins``): a
+preinstalled package (an image's, a module's, a node venv's) goes into a stand-in of that base
+environment (``build_base``): a copy of the recipe's Python holding them in its own
+site-packages for an image or a module, a venv of it for a node's venv. The plan's environment
+is made over it as the real plan does (``--system-site-packages``; over a venv, the base's site
+folder put on the path by the plan's .pth); a package pinned on an unreachable index is installed by
+its own plan step at the stand-in's version from PyPI (no hash: hash-checked when the lock records its wheel).
+A package with no public stand-in (NVIDIA's Apex, Transformer Engine) is named as not exercised.
 """
 
 from __future__ import annotations
 
 import glob
 import json
+import os
+import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from envbuild.facts.profile import from_target
 from envbuild.plan.build import PlanOptions, build_plan
-from envbuild.plan.model import Plan
+from envbuild.lock.schema import normalize
+from envbuild.plan.model import Decision, Plan
 from envbuild.plan.resolve import fetch_urls
 from envbuild.recipes.schema import Recipe
 from envbuild.targets.schema import Target
@@ -42,6 +55,103 @@ class Unexercised:
     why: str
 
 
+@dataclass
+class StandIns:
+    """The lock's stand-ins, sorted by where the proof puts them."""
+
+    base: list[str] = field(default_factory=list)  # requirements of the base stand-in
+    in_plan: dict[str, tuple[str, list[str]]] = field(default_factory=dict)  # name -> (version, hashes)
+    decisions: list[Decision] = field(default_factory=list)  # each replacement, for the report
+    left: list[Unexercised] = field(default_factory=list)  # no public stand-in
+    absent: set[str] = field(default_factory=set)  # normalized names of those
+
+
+def stand_ins(lock) -> StandIns:
+    """Where each package the lock does not install from a reachable source stands in from."""
+    out = StandIns()
+    for entry in lock.packages:
+        preinstalled = entry.source == "preinstalled"
+        if entry.stand_in is None:
+            continue
+        given = f"{entry.name} {entry.version}" + (f" from {entry.provided_by}" if preinstalled else
+                                                   "" if entry.verified else f" from {entry.source}")
+        if entry.stand_in.version is None:
+            out.left.append(Unexercised(entry.name, f"{given}: no public stand-in ({entry.stand_in.why})"))
+            out.absent.add(normalize(entry.name))
+            continue
+        if entry.verified and not preinstalled:  # installed as locked: nothing to stand in for
+            continue
+        if preinstalled:
+            out.base.append(f"{entry.name}=={entry.stand_in.version}")
+        else:
+            dist = entry.stand_in.dist
+            out.in_plan[normalize(entry.name)] = (entry.stand_in.version, [dist.sha256] if dist else [])
+        out.decisions.append(Decision(
+            subject=f"{entry.name}-stand-in",
+            outcome=f"{entry.name} {entry.stand_in.version} from PyPI",
+            reason=f"stands in for {given}: {entry.stand_in.why} ({entry.stand_in.source})"))
+    # torch first: a package that builds against it (DeepSpeed's sdist) finds it installed
+    out.base.sort(key=lambda r: normalize(r.split("==")[0]) not in ("torch", "torchvision"))
+    return out
+
+
+def base_is_a_venv(recipe: Recipe) -> bool:
+    """Whether the recipe's base environment is a venv (a node's own, as h100-megatron-deepspeed
+    builds on) rather than an interpreter installation (an image's or a module's python)."""
+    return not (recipe.environment.base_image or recipe.environment.conda_module)
+
+
+def build_base(python: str, prefix: Path, requirements: list[str], as_venv: bool) -> str:
+    """The base environment's stand-in, holding ``requirements`` from PyPI (torch and
+    torchvision first, then the rest built against them without isolation); returns its python.
+
+    ``as_venv``: a venv of ``python`` (a node's venv); otherwise a copy of ``python``'s
+    installation with the packages in its own site-packages, the shape of an image's or a
+    module's python. The copy leaves out files of site-packages that no installed distribution
+    owns (on this machine a .pth the sandbox injects, which appends its proxy CA to any certifi
+    and so changes files the plan installs); nothing of the original is changed."""
+    if as_venv:
+        subprocess.run([python, "-m", "venv", str(prefix)], check=True)
+        base = str(prefix / "bin" / "python")
+    else:
+        base = _copy_interpreter(Path(python), prefix)
+    pip = [base, "-m", "pip", "install", "--disable-pip-version-check", "--no-input",
+           "--progress-bar", "off"]
+    first = [r for r in requirements if normalize(r.split("==")[0]) in ("torch", "torchvision")]
+    rest = [r for r in requirements if r not in first]
+    env = {**os.environ, "DS_BUILD_OPS": "0"}  # DeepSpeed's sdist: no C++/CUDA ops at install
+    if first:
+        subprocess.run([*pip, *first], check=True, env=env)
+    if rest:
+        subprocess.run([*pip, "setuptools", "wheel"], check=True, env=env)
+        subprocess.run([*pip, "--no-build-isolation", *rest], check=True, env=env)
+    return base
+
+
+def _copy_interpreter(python: Path, prefix: Path) -> str:
+    """A copy of the installation ``python`` belongs to (its test suite left out)."""
+    probe = subprocess.run([str(python), "-c", "import sys, sysconfig; print(sys.base_prefix); "
+                            "print(sysconfig.get_paths()['purelib']); print(sys.version_info[0], "
+                            "sys.version_info[1])"], check=True, capture_output=True, text=True)
+    root, purelib, version = probe.stdout.splitlines()
+    major, minor = version.split()
+    site = Path(purelib)
+    owned = {site / line.split(",", 1)[0] for record in site.glob("*.dist-info/RECORD")
+             for line in record.read_text().splitlines() if line}
+    stdlib = Path(root) / "lib" / f"python{major}.{minor}"
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        here = Path(folder)
+        if here == stdlib:
+            return {"test"} & set(names)
+        if here == site:
+            return {n for n in names if (site / n).is_file() and site / n not in owned}
+        return set()
+
+    shutil.copytree(root, prefix, symlinks=True, ignore=ignore)
+    return str(prefix / "bin" / f"python{major}.{minor}")
+
+
 def interpreter(version: str) -> str | None:
     """A CPython ``version`` (``"3.9"``) here: this one, else pyenv's, else None."""
     if f"{sys.version_info.major}.{sys.version_info.minor}" == version:
@@ -50,9 +160,12 @@ def interpreter(version: str) -> str | None:
     return found[-1] if found else None
 
 
-def proof_plan(recipe: Recipe, target: Target, lock, prefix: str,
-               mirror: str | None) -> tuple[Plan, list[Unexercised]]:
-    """The recipe's plan on a CPU node of ``target``, cut to its Python environment."""
+def proof_plan(recipe: Recipe, target: Target, lock, prefix: str, mirror: str | None,
+               base_python: str | None = None,
+               stand: StandIns | None = None) -> tuple[Plan, list[Unexercised]]:
+    """The recipe's plan on a CPU node of ``target``, cut to its Python environment; with
+    ``base_python`` (the base stand-in's interpreter) the environment is made over that base;
+    packages in ``stand.in_plan`` are installed by their step at the stand-in's version."""
     facts = from_target(target).model_copy(update={"gpus": []})
     opts = PlanOptions(prefix=prefix, backend="venv", smoke=False,
                        fetch_urls=fetch_urls(recipe, mirror, lock))
@@ -76,13 +189,43 @@ def proof_plan(recipe: Recipe, target: Target, lock, prefix: str,
     for step in plan.steps:
         component = getattr(step.params, "name", None) or getattr(step.params, "component", None)
         if step.kind in KEPT and component not in absent | cuda_built:
-            kept.append(step)
+            if (used := _with_stand_ins(step, base_python, stand)) is not None:
+                kept.append(used)
         elif step.kind in WHY_LEFT_OUT:
             params = step.params
             left.append(Unexercised(step.id, WHY_LEFT_OUT[step.kind].format(
                 options=" ".join(getattr(params, "options", []) or []),
                 id=getattr(params, "id", step.id), why=(getattr(params, "why", "") or "")[:80])))
-    return plan.model_copy(update={"steps": kept}), left
+    decisions = list(plan.decisions) + (list(stand.decisions) if stand else [])
+    return plan.model_copy(update={"steps": kept, "decisions": decisions}), left
+
+
+def _with_stand_ins(step, base_python: str | None, stand: StandIns | None):
+    """``step`` over the base stand-in (environment) or with the in-plan stand-ins (pip)."""
+    if step.kind == "environment" and base_python is not None:
+        return step.model_copy(update={"params": step.params.model_copy(update={
+            "backend": "venv", "interpreter": base_python, "system_site_packages": True,
+            "conda_module": None, "base_image": None})})
+    if step.kind == "pip_install" and stand is not None and (stand.in_plan or stand.absent):
+        reqs = [_stand_in_requirement(r, *stand.in_plan[normalize(r.name)])
+                if normalize(r.name) in stand.in_plan else r for r in step.params.requirements
+                if normalize(r.name) not in stand.absent]  # no public stand-in: named, not installed
+        swapped = {normalize(r.name) for r in step.params.requirements} & (set(stand.in_plan) | stand.absent)
+        if not reqs:
+            return None
+        if swapped:
+            return step.model_copy(update={"params": step.params.model_copy(update={
+                "requirements": reqs, "index_url": None, "find_links": [], "no_index": False,
+                "unverified": [n for n in step.params.unverified if normalize(n) not in swapped],
+                "no_build_isolation": [n for n in step.params.no_build_isolation
+                                       if normalize(n) not in stand.absent]})})
+    return step
+
+
+def _stand_in_requirement(req, version: str, hashes: list[str]):
+    """``req`` at the stand-in's version from PyPI, hash-checked when the lock has its wheel."""
+    return req.model_copy(update={"version": version, "hashes": hashes, "index_url": None,
+                                  "find_links": None, "requirement": f"{req.name}=={version}"})
 
 
 PROBE = r"""

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision alpa-megatron on local (host local, facts profile:local),
-# rendered by envbuild 0.1.0 from the plan; lock sha256 90f68c6332ce4d9247fbf1352b4cd5888551098910dfabb7ecd04e52f3bdaee3.
+# rendered by envbuild 0.1.0 from the plan; lock sha256 51750023626995cfc84b6aee2832657c086edbd2be77c25560146196b9c99c83.
 # Regenerate: envbuild render alpa-megatron --target local --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
@@ -51,16 +51,17 @@ ENVBUILD_EOF_3d88385f0fa9
   /root/.envbuild/envs/alpa-megatron/bin/python -m pip install --no-input --disable-pip-version-check -r /root/.envbuild/envs/alpa-megatron/.envbuild/requirements/pip-torch-unverified.txt --no-deps --find-links=https://download.pytorch.org/whl/lts/1.8/torch_lts.html
 }
 
-# step pip:packages: 5 Python packages (lock order)
+# step pip:packages: 6 Python packages (lock order)
 # why: every locked package at its exact version, hash-checked
 step_pip_packages() {
-  mkdir -p /root/.envbuild/envs/alpa-megatron/.envbuild/requirements && cat > /root/.envbuild/envs/alpa-megatron/.envbuild/requirements/pip-packages.txt <<'ENVBUILD_EOF_0be1745ece1f' && chmod 0644 /root/.envbuild/envs/alpa-megatron/.envbuild/requirements/pip-packages.txt
+  mkdir -p /root/.envbuild/envs/alpa-megatron/.envbuild/requirements && cat > /root/.envbuild/envs/alpa-megatron/.envbuild/requirements/pip-packages.txt <<'ENVBUILD_EOF_e7d387dc5fa3' && chmod 0644 /root/.envbuild/envs/alpa-megatron/.envbuild/requirements/pip-packages.txt
 ninja==1.10.2 --hash=sha256:431cdf623d1effe4a797b8102f0fe8598fbb7243ba1b8bc43e54320e6e6b0c13
 numpy==1.21.4 --hash=sha256:4c9c23158b87ed0e70d9a50c67e5c0b3f75bcf2581a8e34668d4e9d7474d76c6
 pybind11==2.8.1 --hash=sha256:4ecbc2a0d4d1f3636edd8296705cc164991b704f3389ebcfa52986a0101f913b
 regex==2021.11.10 --hash=sha256:85bfa6a5413be0ee6c5c4a663668a2cad2cbecdee367630d097d7823041bdeec
 six==1.16.0 --hash=sha256:8abb2f1d86890a2dfb989f9a77cfcfd3e47c2a354b01111771326f8aa26e0254
-ENVBUILD_EOF_0be1745ece1f
+typing-extensions==3.10.0.2 --hash=sha256:f1d25edafde516b146ecd0613dabcc61409817af4766fbbcfb8d1ad4ec441a34
+ENVBUILD_EOF_e7d387dc5fa3
   /root/.envbuild/envs/alpa-megatron/bin/python -m pip install --no-input --disable-pip-version-check -r /root/.envbuild/envs/alpa-megatron/.envbuild/requirements/pip-packages.txt --require-hashes --no-deps
 }
 

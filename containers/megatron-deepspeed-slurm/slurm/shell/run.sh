@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision megatron-deepspeed-slurm on slurm (host slurm, facts profile:slurm),
-# rendered by envbuild 0.1.0 from the plan; lock sha256 0b281f541e149549a06942ffaa65178f22285e90e1162967d5e0742c4a576e1f.
+# rendered by envbuild 0.1.0 from the plan; lock sha256 00a8433d012c2a1ba215de06e05ac3a15ffeb9e1257c57244262cbdc8c82c268.
 # Regenerate: envbuild render megatron-deepspeed-slurm --target slurm --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
@@ -22,10 +22,10 @@ step_environment() {
   python3 -m venv --system-site-packages /root/.envbuild/envs/megatron-deepspeed-slurm
 }
 
-# step pip:packages: 11 Python packages (lock order)
+# step pip:packages: 12 Python packages (lock order)
 # why: every locked package at its exact version, hash-checked
 step_pip_packages() {
-  mkdir -p /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/requirements && cat > /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/requirements/pip-packages.txt <<'ENVBUILD_EOF_605f704a3f5d' && chmod 0644 /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/requirements/pip-packages.txt
+  mkdir -p /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/requirements && cat > /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/requirements/pip-packages.txt <<'ENVBUILD_EOF_43b163a93da3' && chmod 0644 /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/requirements/pip-packages.txt
 hjson==3.0.2 --hash=sha256:5546438bf4e1b52bc964c6a47c4ed10fa5fba8a1b264e22efa893e333baad2db
 ninja==1.10.2.3 --hash=sha256:279836285975e3519392c93c26e75755e8a8a7fafec9f4ecbb0293119ee0f9c6
 psutil==5.9.0 --hash=sha256:1070a9b287846a21a5d572d6dddd369517510b68710fca56b0e9e02fd24bed9a
@@ -34,10 +34,11 @@ pybind11==2.9.2 --hash=sha256:20f56674da31c96bca7569b91e60f2bd30d693f0728541412e
 pyparsing==3.0.8 --hash=sha256:ef7b523f6356f763771559412c0d7134753f037822dad1b16945b7b846f7ad06
 packaging==21.3 --hash=sha256:ef103e05f519cdc783ae24ea4e2e0f508a9c99b2d4969652eed6a2e1ea5bd522
 regex==2022.4.24 --hash=sha256:b7ba3c304a4a5d8112dbd30df8b3e4ef59b4b07807957d3c410d9713abaee9a8
+setuptools==62.1.0 --hash=sha256:26ead7d1f93efc0f8c804d9fafafbe4a44b179580a7105754b245155f9af05a8
 six==1.16.0 --hash=sha256:8abb2f1d86890a2dfb989f9a77cfcfd3e47c2a354b01111771326f8aa26e0254
 tqdm==4.64.0 --hash=sha256:74a2cdefe14d11442cedf3ba4e21a3b84ff9a2dbdc6cfae2c34addb2a14a5ea6
 deepspeed==0.6.3 --hash=sha256:eb5ed5a12ad8a1388ad15358204f05d833ade1e9af0530e6e6aa613bead67a49
-ENVBUILD_EOF_605f704a3f5d
+ENVBUILD_EOF_43b163a93da3
   /root/.envbuild/envs/megatron-deepspeed-slurm/bin/python -m pip install --no-input --disable-pip-version-check -r /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/requirements/pip-packages.txt --require-hashes --no-deps
 }
 

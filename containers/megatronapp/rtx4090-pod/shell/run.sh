@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision megatronapp on rtx4090-pod (host rtx4090-pod, facts profile:rtx4090-pod),
-# rendered by envbuild 0.1.0 from the plan; lock sha256 ff70ac3d8854bd1d46d79d4007fbb891116409df37d23544229ff2896cfe040e.
+# rendered by envbuild 0.1.0 from the plan; lock sha256 64357b8c4a9d89407aa59e5127097946f27c2a8648a106ab9d76d7e9f2deb9c7.
 # Regenerate: envbuild render megatronapp --target rtx4090-pod --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
@@ -29,10 +29,10 @@ step_environment() {
   python3 -m venv --system-site-packages /root/.envbuild/envs/megatronapp
 }
 
-# step pip:packages: 10 Python packages (lock order)
+# step pip:packages: 11 Python packages (lock order)
 # why: every locked package at its exact version, hash-checked
 step_pip_packages() {
-  mkdir -p /root/.envbuild/envs/megatronapp/.envbuild/requirements && cat > /root/.envbuild/envs/megatronapp/.envbuild/requirements/pip-packages.txt <<'ENVBUILD_EOF_3ea35d1cec7b' && chmod 0644 /root/.envbuild/envs/megatronapp/.envbuild/requirements/pip-packages.txt
+  mkdir -p /root/.envbuild/envs/megatronapp/.envbuild/requirements && cat > /root/.envbuild/envs/megatronapp/.envbuild/requirements/pip-packages.txt <<'ENVBUILD_EOF_4435a0cb3eea' && chmod 0644 /root/.envbuild/envs/megatronapp/.envbuild/requirements/pip-packages.txt
 click==8.1.8 --hash=sha256:63c132bbbed01578a06712a2d1f497bb62d9c1c0d329b7903a866228027263b2
 et-xmlfile==2.0.0 --hash=sha256:7a91720bc756843502c3b7504c77b8fe44217c85c537d85037f0f536151b2caa
 joblib==1.4.2 --hash=sha256:06d478d5674cbc267e7496a410ee875abd68e4340feff4490bcb7afb88060ae6
@@ -40,10 +40,11 @@ netifaces==0.11.0 --hash=sha256:c92ff9ac7c2282009fe0dcb67ee3cd17978cffbe0c8f4b47
 openpyxl==3.1.5 --hash=sha256:5282c12b107bffeef825f4617dc029afaf41d0ea60823bbb665ef3079dc79de2
 pybind11==2.13.6 --hash=sha256:237c41e29157b962835d356b370ededd57594a26d5894a795960f0047cb5caf5
 regex==2024.11.6 --hash=sha256:d1cee317bfc014c2419a76bcc87f071405e3966da434e03e13beb45f8aced1a6
+setuptools==75.3.2 --hash=sha256:90ab613b6583fc02d5369cbca13ea26ea0e182d1df2d943ee9cbe81d4c61add9
 six==1.17.0 --hash=sha256:4721f391ed90541fddacab5acf947aa0d3dc7d27b2e1e8eda2be8970586c3274
 tqdm==4.67.1 --hash=sha256:26445eca388f82e72884e0d580d5464cd801a3ea01e63e5601bdff9ba6a48de2
 nltk==3.9.1 --hash=sha256:4fa26829c5b00715afe3061398a8989dc643b92ce7dd93fb4585a70930d168a1
-ENVBUILD_EOF_3ea35d1cec7b
+ENVBUILD_EOF_4435a0cb3eea
   /root/.envbuild/envs/megatronapp/bin/python -m pip install --no-input --disable-pip-version-check -r /root/.envbuild/envs/megatronapp/.envbuild/requirements/pip-packages.txt --require-hashes --no-deps
 }
 
