@@ -97,7 +97,8 @@ def split(bed, home: Path) -> dict:
     SSH command that does nothing (connection and the node user's shell start-up), the facts
     script alone, the state probe alone, and both in one command (what provision runs)."""
     os.environ.update(bed.env)
-    from envbuild import provision as P
+    from envbuild.provision.early import NodeRunner, facts_and_probe
+    from envbuild.provision.noop import probe_args
     from envbuild.actions.nodestate import probe_command
     from envbuild.execute import ssh
     from envbuild.execute.nodes import read_inventory
@@ -109,13 +110,13 @@ def split(bed, home: Path) -> dict:
     plans = {n.name: Plan.model_validate_json((latest / n.name / "plan.json").read_text()) for n in nodes}
 
     def probe(n):
-        python, prefix, steps, observe = P._probe_args(plans[n.name])
+        python, prefix, steps, observe = probe_args(plans[n.name])
         return ssh.run(n, probe_command(python, prefix, steps, observe=observe))[0]
 
     jobs = {"ssh_true": lambda n: ssh.run(n, "true")[0],
-            "facts_only": lambda n: gather(P._NodeRunner(n), host=n.name, skip=("pip_list",)),
+            "facts_only": lambda n: gather(NodeRunner(n), host=n.name, skip=("pip_list",)),
             "probe_only": probe,
-            "facts_and_probe": lambda n: P._facts_and_probe(n, plans[n.name])}
+            "facts_and_probe": lambda n: facts_and_probe(n, plans[n.name])}
     out = {}
     for name, fn in jobs.items():
         times = []

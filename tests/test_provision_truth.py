@@ -15,7 +15,7 @@ from envbuild.execute.events import Event, EventSink, StepTracker
 from envbuild.fsio import write_atomic
 from envbuild.interrupt import Interrupted, StopRequest, exit_code, signum_of
 from envbuild.plan.model import Plan, Step
-from envbuild.provision import _exit, _finish, _node_status
+from envbuild.provision.results import exit_code as _exit, finish as _finish, node_status as _node_status
 from envbuild.redact import Redactor, is_secret_name, mask_env, secret_values
 
 STEP = Step(id="env-file", title="e", params={"kind": "env_file", "path": "/p/.envbuild/env.sh", "vars": {}})

@@ -1,0 +1,49 @@
+"""What a provision records from a node after its steps: the observed environment and the
+smoke results."""
+
+from __future__ import annotations
+
+from envbuild import rundir
+from envbuild.execute import ssh
+from envbuild.execute.nodes import Node
+from envbuild.plan.model import Plan
+
+
+def observe(rd: rundir.RunDir, node: Node, plan: Plan, lock_text: str | None) -> None:
+    """observed.json from the live node (envbuild.observe's node script)."""
+    import yaml
+
+    from envbuild.observe import expected_state, observe_args, observe_command, parse_observed
+
+    lock = yaml.safe_load(lock_text) if lock_text else None
+    exp = expected_state(lock, plan)
+    cmd = observe_command(f"{plan.prefix}/bin/python", observe_args(exp))
+    if plan.backend == "container":
+        from envbuild.plan.container import image_observe_command
+
+        cmd = image_observe_command(plan)
+    rc, out, err = ssh.run(node, cmd)
+    if rc == 0:
+        rd.write_node(node.name, "observed.json", parse_observed(out, node.name).model_dump(mode="json", by_alias=True))
+
+
+def smoke_runs(plan: Plan) -> tuple[list[dict], str | None]:
+    """(the plan's smoke runs, why the native benchmark does not run here)."""
+    step = next((s for s in plan.steps if s.kind in ("smoke", "image_smoke")), None)
+    if step is None:
+        return [], None
+    return [r.model_dump(mode="json") for r in step.params.runs], step.params.native_skip
+
+
+def merge_smoke(rd: rundir.RunDir, host: str, runs: tuple[list[dict], str | None], recipe) -> None:
+    """nodes/<host>/smoke.json from the role's fetched outputs (nothing when smoke did not run)."""
+    from envbuild.smoke.onnode import collect_node, dumps
+
+    names = [r["name"] for r in runs[0]]
+    folder = rd.node(host) / "smoke"
+    if not names or not folder.is_dir():
+        return
+    bench = recipe.benchmark.model_dump(mode="json") if recipe.benchmark else None
+    results = collect_node(folder, names, bench, runs[1])
+    if results:
+        rd.write_node(host, "smoke.json", dumps(results))

@@ -1,0 +1,143 @@
+"""What provision reads from the nodes while it loads the recipe and the lock: facts and a
+speculative no-op probe, in one command per node."""
+
+from __future__ import annotations
+
+import json
+
+from envbuild import rundir
+from envbuild.errors import EnvironmentProblem
+from envbuild.execute import ssh
+from envbuild.execute.nodes import Node
+from envbuild.plan.model import Plan
+from envbuild.provision.lockfile import existing_lock
+from envbuild.provision.noop import probe_args, probe_nodes
+from envbuild.provision.options import ProvisionOptions, select_nodes
+
+
+class NodeRunner:
+    """Adapter: envbuild.facts' Runner protocol over our Node (local or Fabric)."""
+
+    def __init__(self, node: Node):
+        self.node, self.name = node, node.name
+
+    def run(self, command: str, *, timeout: int = 300):
+        from envbuild.facts.runners import Result
+
+        return Result(*ssh.run(self.node, command, timeout=timeout))
+
+
+class Early:
+    """What provision reads from the nodes while it loads the recipe and the lock: the facts,
+    and, in the same command, a speculative probe (``probe_nodes``) of each node's plan in the
+    latest finished run (``facts_and_probe``). The probe counts only for a node whose new plan
+    sends exactly what it sent (same prefix, steps, digests, effects): it then observed the
+    node at the same time as the facts, and a no-op costs one round trip. Otherwise the node is
+    probed again with its new plan."""
+
+    def __init__(self, opts: ProvisionOptions):
+        self.opts, self.nodes = opts, []
+        self._pool = None
+        self._facts = None
+        self._spec_plans: dict[str, Plan] = {}
+
+    def start(self, target) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.nodes = select_nodes(self.opts, target)
+        if not (self.opts.dry_run or self.opts.force or self.opts.from_step):
+            self._spec_plans = _latest_plans(target.name, [n.name for n in self.nodes])
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="envbuild-early")
+        self._facts = self._pool.submit(ssh.each, self.nodes, lambda n: facts_and_probe(n, self._spec_plans.get(n.name)))
+        self._pool.shutdown(wait=False)
+
+    def facts(self) -> dict:
+        """{node: NodeFacts or the exception that kept them}."""
+        return {name: got[0] if isinstance(got, tuple) else got for name, got in self._facts.result().items()}
+
+    def read_lock(self, recipe, target) -> None:
+        """Read the existing lock now, while the nodes answer (a stale one is refused later,
+        where provision asks for the lock: only when a node is feasible)."""
+        try:
+            self._lock = ("ok", existing_lock(self.opts, recipe, target))
+        except Exception as exc:  # noqa: BLE001 - raised again by lock()
+            self._lock = ("error", exc)
+
+    def lock(self, recipe, target):
+        kind, value = getattr(self, "_lock", ("ok", None))
+        if kind == "error":
+            raise value
+        return value if value is not None else existing_lock(self.opts, recipe, target)
+
+    def probes(self, nodes: list[Node], plans: dict[str, Plan]) -> dict:
+        """{node: Probe or None} for ``plans``: the speculative probe where it probed the same
+        thing, a new probe elsewhere."""
+        spec = {name: got[1] for name, got in self._facts.result().items() if isinstance(got, tuple)}
+        out, again = {}, []
+        for node in nodes:
+            old = self._spec_plans.get(node.name)
+            if old is not None and spec.get(node.name) is not None and probe_args(old) == probe_args(plans[node.name]):
+                out[node.name] = spec[node.name]
+            else:
+                again.append(node)
+        return {**out, **(probe_nodes(again, plans) if again else {})}
+
+
+STATE_START, STATE = "envbuild_state_start", "envbuild_state"
+
+
+def facts_and_probe(node: Node, plan: Plan | None):
+    """(facts, Probe or None) of one node in one command: the facts script with the probe of
+    ``plan`` as two more sections, the first starting it in the background, the last waiting
+    for it, so it runs beside the fact probes (``envbuild.facts.gather``, plus that probe)."""
+    import shlex
+    from datetime import datetime, timezone
+
+    from envbuild.actions.nodestate import parse_probe, probe_command
+    from envbuild.facts.assemble import all_probes, assemble
+    from envbuild.facts.probe import Probe
+    from envbuild.facts.script import build_script, split_sections
+
+    probes = [p for p in all_probes() if p.name != "pip_list"]
+    if plan is not None:
+        python, prefix, steps, observe = probe_args(plan)
+        cmd = probe_command(python, prefix, steps, refresh=True, observe=observe)
+        t = '"$__eb_t"'
+        probes = [Probe(STATE_START, f"{{ {cmd} >{t}/state.out 2>{t}/state.err; echo $? >{t}/state.rc.tmp; "
+                                     f"mv {t}/state.rc.tmp {t}/state.rc; }} </dev/null >/dev/null 2>&1 &"),
+                  *probes,
+                  Probe(STATE, f"i=0; while [ ! -f {t}/state.rc ] && [ $i -lt 12000 ]; do sleep 0.05; i=$((i+1)); done; "
+                               f"cat {t}/state.out; exit \"$(cat {t}/state.rc 2>/dev/null || echo 124)\"")]
+    result = NodeRunner(node).run("sh -c " + shlex.quote(build_script(probes)))
+    sections = split_sections(result.stdout)
+    if not sections:
+        raise EnvironmentProblem(
+            f"{node.name}: the facts script printed nothing (exit {result.rc}): "
+            + (result.stderr.strip().splitlines() or ["no error output"])[0],
+            hint="check that /bin/sh works for this user on the node")
+    facts = assemble(sections, node.name, collected_at=datetime.now(timezone.utc).replace(microsecond=0).isoformat())
+    if plan is None:
+        return facts
+    state = sections.get(STATE)
+    try:
+        probe = parse_probe(state.out, node.name) if state is not None and state.rc == 0 else None
+    except EnvironmentProblem:
+        probe = None
+    return facts, probe
+
+
+def _latest_plans(target: str, names: list[str]) -> dict[str, Plan]:
+    """{node: plan} of the latest finished run for ``target`` (empty when there is none)."""
+    latest = rundir.envbuild_home() / "runs" / "latest"
+    out: dict[str, Plan] = {}
+    try:
+        run = json.loads((latest / "run.json").read_text())
+        if run.get("target") != target:
+            return out
+        for name in names:
+            path = latest / "nodes" / name / "plan.json"
+            if path.is_file():
+                out[name] = Plan.model_validate_json(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return out

@@ -1,0 +1,56 @@
+"""The lock a provision installs: the one given or shipped, refused when stale, made now only
+for a recipe of one's own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from envbuild.provision.options import ProvisionOptions
+
+
+def existing_lock(opts: ProvisionOptions, recipe, target):
+    """(lock, path, text) of --lock, else the lockdir's or the shipped lock
+    (``envbuild.inputs.lock_source``); None when there is none. A stale lock is refused (CheckFailed)."""
+    from envbuild.inputs import find_lock, lock_source
+
+    lock = find_lock(recipe, target, opts.lock)
+    if lock is None:
+        return None
+    path = lock_source(recipe, target, opts.lock)
+    return lock, str(path), path.read_text()
+
+
+def take_lock(opts: ProvisionOptions, recipe, target, say: Callable[[str], None], found=None):
+    """(lock, path, text): --lock, else the lockdir's or the shipped lock, else lock now.
+    ``found`` is ``existing_lock``'s answer when the caller already asked.
+
+    A lock that no longer satisfies the recipe is refused (CheckFailed, exit 1, with the
+    command that re-locks), as ``plan`` refuses it; with ``--locked`` a missing lock is too,
+    and so is a shipped recipe's missing lock (its lock ships with it: resolving it anew over
+    the network would install something else than what was tested). Only a recipe of one's own
+    without a lock is locked now, announced (README "Lockfiles").
+    """
+    from envbuild.errors import CheckFailed
+    from envbuild.inputs import lock_source
+    from envbuild.lock.make import LOCKDIR_ENV, SHIPPED_LOCKDIR, make_lock
+    from envbuild.lock.serialize import dump_lock, regenerate_command
+    from envbuild.recipes import is_shipped
+
+    found = found if found is not None else existing_lock(opts, recipe, target)
+    if found is not None:
+        return found
+    path = lock_source(recipe, target, opts.lock)
+    if is_shipped(recipe):
+        raise CheckFailed(f"no lockfile for the shipped recipe {recipe.name} on {target.name}: "
+                          f"not in ${LOCKDIR_ENV} nor among the shipped locks ({SHIPPED_LOCKDIR})",
+                          hint="the installation lacks envbuild/lockfiles (reinstall envbuild), or "
+                               f"lock it yourself: {regenerate_command(recipe.name, target.name)} "
+                               "--lockdir DIR, then ENVBUILD_LOCKDIR=DIR or --lock FILE")
+    if opts.locked:
+        raise CheckFailed(f"no lockfile at {path} and --locked was given",
+                          hint=f"create it first: {regenerate_command(recipe.name, target.name)}")
+    say(f"no lockfile at {path}: locking {recipe.name} for {target.name} now")
+    lock = make_lock(recipe, target, git_mirror=Path(opts.git_mirror) if opts.git_mirror else None,
+                     wheelhouse=Path(opts.wheelhouse) if opts.wheelhouse else None, progress=say)
+    return lock, None, dump_lock(lock, regenerate_command(recipe.name, target.name))

@@ -1,0 +1,65 @@
+"""The no-op check: one probe per node (step markers, effects, observed environment); when
+every step of every node is done and holds, the run is recorded without starting Ansible."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Callable
+
+from envbuild import rundir
+from envbuild.execute import ssh
+from envbuild.execute.events import Event, EventSink
+from envbuild.execute.nodes import Node
+from envbuild.plan.model import Plan
+from envbuild.provision.collect import observe
+from envbuild.provision.tracker import rerun_fields
+
+
+def probe_args(plan: Plan) -> tuple:
+    """What a probe of ``plan`` sends: (python, prefix, steps with digests and effects, observe args)."""
+    from envbuild.actions.nodestate import plan_steps
+    from envbuild.observe import expected_state, observe_args
+
+    if plan.backend == "container":  # the environment is in the image: the node's python3 checks
+        return ("python3", plan.prefix, plan_steps(plan), None)  # the steps; observed in the image
+    return (f"{plan.prefix.rstrip('/')}/bin/python", plan.prefix, plan_steps(plan),
+            observe_args(expected_state(None, plan)))
+
+
+def probe_nodes(nodes: list[Node], plans: dict[str, Plan]) -> dict:
+    """{node: Probe or None}: each node's step markers, step effects (the checks Ansible's
+    envbuild_state makes) and observed environment in one command run by the environment's
+    python (None: it could not run, e.g. no environment yet)."""
+    from envbuild.actions.nodestate import parse_probe, probe_command
+
+    def one(node: Node):
+        python, prefix, steps, observe = probe_args(plans[node.name])
+        rc, out, _err = ssh.run(node, probe_command(python, prefix, steps, refresh=True, observe=observe))
+        return parse_probe(out, node.name) if rc == 0 else None
+
+    return {name: (None if isinstance(got, Exception) else got) for name, got in ssh.each(nodes, one).items()}
+
+
+def nothing_to_do(rd: rundir.RunDir, sink: EventSink, nodes: list[Node], plans: dict[str, Plan],
+                   probes: dict, finish_node: Callable[..., None]) -> None:
+    """Record a run in which every step of every node was done and its effect held: what
+    Ansible would have recorded (every step skipped), the observed state, no Ansible."""
+    rd.update_run(ansible="not started: every step done and its effect holds on every node")
+    for node in nodes:
+        probe, now = probes[node.name], time.time()
+        effects = probe.state.get("effects") or {}
+        lines = []
+        for step in plans[node.name].steps:
+            detail = (effects.get(step.id) or {}).get("detail") or "marker only (no observable effect)"
+            sink.emit(Event(now, node.name, step.id, "skipped", f"done; {detail}"))
+            lines.append(f"skipped {step.id}: done; {detail}")
+        rd.write_node(node.name, "log.txt", "\n".join(lines) + "\n")
+        finish_node(node.name, "ok", skipped=[s.id for s in plans[node.name].steps], **rerun_fields(probe.state))
+        if probe.observed is not None:
+            from envbuild.observe import parse_observed
+
+            obs = parse_observed(json.dumps(probe.observed), node.name)
+            rd.write_node(node.name, "observed.json", obs.model_dump(mode="json", by_alias=True))
+        elif plans[node.name].backend == "container":  # observed inside the image
+            observe(rd, node, plans[node.name], None)

@@ -1,0 +1,114 @@
+"""A run's outcome, fail closed: each node's status after the playbook, an interrupted run,
+the finished run's verdict, and the exit code (0 only when every node is ok and the report
+says PASS)."""
+
+from __future__ import annotations
+
+from envbuild import rundir
+from envbuild.execute import ansible as ansible_exec
+from envbuild.execute.events import StepTracker
+from envbuild.plan.model import Plan
+
+EXIT = {"failed": 4, "unreachable": 3, "refused": 1}
+
+
+def current_step(tracker: StepTracker, host: str) -> str | None:
+    t = tracker.hosts.get(host)
+    return t.current if t else None
+
+
+def node_status(host: str, t, ran: ansible_exec.RunResult, tracker: StepTracker,
+                 plan: Plan) -> tuple[str, str | None, str]:
+    """(status, step, why) of one node after the playbook: ok only when ansible-runner's status,
+    the playbook's end and every plan step say so (fail closed)."""
+    if t is not None and t.unreachable:
+        return "unreachable", t.failed_step, t.message
+    if t is not None and t.failed_step:
+        return "failed", t.failed_step, t.message
+    current = t.current if t is not None else None
+    done = set(t.changed) | set(t.ok) | set(t.skipped) if t is not None else set()
+    missing = [s.id for s in plan.steps if s.id not in done]
+    if (ran.signum is not None or ran.status == "canceled") and (current or missing):
+        from envbuild.interrupt import signal_name
+
+        return "interrupted", current, f"interrupted by {signal_name(ran.signum or 2)}" + (f" during {current}" if current else "")
+    if t is None:
+        return "unreachable", None, "ansible reported nothing for this host"
+    if ran.status == "timeout":
+        return "failed", current or "ansible", "ansible-runner timed out"
+    if not tracker.completed:
+        return "failed", current or "ansible", f"ansible-playbook ended ({ran.status}, rc {ran.rc}) before this node finished"
+    if any((tracker.stats.get(k) or {}).get(host) for k in ("failures", "dark")):
+        return "failed", current or "ansible", "ansible counted a failure on this node outside the plan's steps"
+    if missing:
+        return "failed", missing[0], f"ansible reported no result for step(s): {', '.join(missing)}"
+    return "ok", None, ""
+
+
+def record_interrupted(rd: rundir.RunDir, results: dict[str, dict], hosts: list[str], tracker: StepTracker,
+                 signum: int) -> None:
+    """Record an interrupted run: each node not yet finished is "interrupted" at the step it was in."""
+    from envbuild.interrupt import signal_name
+
+    name = signal_name(signum)
+    for host in hosts:
+        res = results.get(host)
+        if res is not None and res["status"] != "interrupted":
+            continue  # it had finished (ok, failed, unreachable) before the signal
+        step = (res or {}).get("failed_step") or current_step(tracker, host)
+        res = {"command": None, "rc": None, "log_tail": "", "changed": [], "skipped": [], "duration_s": 0.0,
+               **(res or {}), "status": "interrupted", "failed_step": step, "signal": name}
+        results[host] = res
+        rd.write_node(host, "result.json", res)
+    rd.update_run(finished=rundir._now(), status="interrupted", signal=name,
+                  interrupted_at={h: results[h].get("failed_step") for h in hosts})
+
+
+def finish(rd: rundir.RunDir, results: dict[str, dict], n: int) -> tuple[str, int]:
+    """A finished (non-dry, uninterrupted) run: status, the report's verdict, runs/latest.
+    The exit code follows the verdict: a run whose report says FAIL never exits 0."""
+    status = _overall(results, n)
+    rd.update_run(finished=rundir._now(), status=status)
+    code = exit_code(results)
+    try:
+        from envbuild.report import collect
+
+        verdict = collect(rd.path).verdict
+        rd.update_run(verdict=verdict.status, verdict_reasons=[r.model_dump(mode="json") for r in verdict.reasons])
+        failed = verdict.status != "PASS"
+    except Exception as exc:  # noqa: BLE001 - a run that cannot be judged did not pass
+        rd.update_run(verdict="FAIL", verdict_reasons=[{"kind": "report", "message": f"{type(exc).__name__}: {exc}"}])
+        failed = True
+    rd.publish()
+    return status, (code or 1) if failed else code
+
+
+def _overall(results: dict[str, dict], n: int) -> str:
+    ok = sum(1 for r in results.values() if r["status"] == "ok")
+    return "ok" if ok == n else "failed" if ok == 0 else "partial"
+
+
+def exit_code(results: dict[str, dict]) -> int:
+    """4 a node failed a step (or ansible timed out / ended early), 3 unreachable, 1 refused;
+    0 only when every node is ok. (Interrupts exit 128 + signal; see provision().)"""
+    statuses = {r["status"] for r in results.values()}
+    for status in ("failed", "error", "unreachable", "refused"):
+        if status in statuses:
+            return EXIT.get(status, 4)
+    return 0 if statuses <= {"ok"} else 4
+
+
+class NodeResults(dict):
+    """{node: result} of a run; ``finish`` sets one and writes its ``nodes/<node>/result.json``."""
+
+    def __init__(self, rd: rundir.RunDir, insecure: dict[str, bool]):
+        super().__init__()
+        self.rd, self.insecure = rd, insecure  # insecure: host keys not checked (recorded, reported)
+
+    def finish(self, name: str, status: str, **extra) -> None:
+        res = {"status": status, "failed_step": None, "command": None, "rc": None, "log_tail": "",
+               "changed": [], "skipped": [], "duration_s": 0.0,
+               "insecure": self.insecure.get(name, False), **extra}
+        self[name] = res
+        self.rd.write_node(name, "result.json", res)
+

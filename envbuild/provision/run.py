@@ -1,0 +1,144 @@
+"""``provision(opts)``: the phases of a run in order (see the package docstring)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Callable
+
+from envbuild import rundir
+from envbuild.bundle import offline as bundle_offline
+from envbuild.execute import ansible as ansible_exec
+from envbuild.execute.events import Event, EventSink
+from envbuild.execute.nodes import Node, connection_vars
+from envbuild.plan.model import Plan
+from envbuild.provision.early import Early
+from envbuild.provision.lockfile import take_lock
+from envbuild.provision.noop import nothing_to_do
+from envbuild.provision.options import ProvisionOptions, ProvisionOutcome, load, plan_options
+from envbuild.provision.playbook import run_playbook
+from envbuild.provision.replan import plan_nodes
+from envbuild.provision.results import NodeResults, exit_code, finish
+from envbuild.render.ansible import render
+
+
+def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = None) -> ProvisionOutcome:
+    """Provision every node; see the package docstring. ``echo`` prints progress lines."""
+    from envbuild.plan.placeholders import inventory_values  # {inventory.*} from every node's facts
+
+    say = echo or (lambda _m: None)
+    bundle_offline.prepare(opts)  # --bundle: verified whole before any node is read (exit 2)
+    early = Early(opts)  # facts and a speculative probe of every node, read while we load
+    recipe, target = load(opts, on_target=early.start)
+    nodes = early.nodes
+    options = {k: v for k, v in asdict(opts).items() if k not in ("argv", "target", "recipe")}
+    rd = rundir.create(recipe.name, target.name, argv=opts.argv, hosts=[n.name for n in nodes],
+                       options=options)
+    rd.write("recipe.json", recipe.model_dump(mode="json", by_alias=True))
+    sink = EventSink(rd.events, json_lines=opts.json_lines, echo=say)
+    results = NodeResults(rd, {n.name: n.insecure for n in nodes})
+    try:
+        early.read_lock(recipe, target)
+        facts, feasible = _preflight(opts, recipe, target, nodes, early.facts(), rd, sink, results)
+        lock = lock_file = lock_text = None
+        if feasible:
+            lock, lock_file, lock_text = take_lock(opts, recipe, target, say, found=early.lock(recipe, target))
+            if lock_text:
+                rd.write("lock.lock", lock_text)
+            rd.update_run(lock_path=lock_file, lock_digest=getattr(lock, "digest", None))
+        plan_opts = replace(plan_options(opts, recipe, lock),
+                            inventory=inventory_values([facts[n.name] for n in feasible]))
+        plans = plan_nodes(opts, recipe, target, facts, feasible, lock, plan_opts, rd, say)
+        for name, plan in plans.items():
+            rd.write_node(name, "plan.json", plan.to_json())
+        rendered, job, rerun_from = _prepare_job(opts, rd, facts, feasible, plans)
+        command = job.command()
+
+        def outcome(status: str, code: int) -> ProvisionOutcome:
+            return ProvisionOutcome(rd.path, status, code, results, command, plans)
+
+        def finished() -> ProvisionOutcome:  # the events are complete before the report reads them
+            sink.close()
+            return outcome(*finish(rd, results, len(nodes)))
+
+        if opts.dry_run:  # nothing installed: status "dry-run", never runs/latest, never a verdict
+            rd.update_run(finished=rundir._now(), status="dry-run")
+            return outcome("dry-run", exit_code(results))
+        if not feasible:
+            return finished()
+        # one round trip per node: markers, effects and the observed environment; when every step
+        # of every node is done and holds, Ansible does not start at all (envbuild.provision.noop)
+        probes = {} if any(rerun_from.values()) else early.probes(feasible, plans)
+        if probes and all(p is not None and p.nothing_to_do for p in probes.values()):
+            nothing_to_do(rd, sink, feasible, plans, probes, results.finish)
+            return finished()
+        signum = run_playbook(job, rendered, rd, sink, results, feasible, plans, recipe=recipe,
+                              lock_text=lock_text, json_lines=opts.json_lines)
+        if signum is not None:
+            return outcome("interrupted", 128 + signum)
+        return finished()
+    finally:
+        sink.close()
+
+
+def _preflight(opts: ProvisionOptions, recipe, target, nodes: list[Node], gathered: dict, rd: rundir.RunDir,
+               sink: EventSink, results: NodeResults) -> tuple[dict, list[Node]]:
+    """({node: facts}, the nodes preflight finds feasible): each node's facts recorded (an
+    unreachable node stops here) and checked against the recipe before anything is installed."""
+    from envbuild.plan.build import verdict_summary
+    from envbuild.plan.resolve import check_facts, default_backend
+
+    live: list[Node] = []
+    facts = {}
+    for node in nodes:
+        got = gathered[node.name]
+        if isinstance(got, Exception):
+            msg = str(got)
+            sink.emit(Event(time.time(), node.name, None, "unreachable", msg))
+            rd.write_node(node.name, "log.txt", msg + "\n")
+            results.finish(node.name, "unreachable", log_tail=msg)
+            continue
+        facts[node.name] = got
+        rd.write_node(node.name, "facts.json", got.model_dump(mode="json", by_alias=True))
+        live.append(node)
+
+    feasible: list[Node] = []
+    for node in live:
+        facts[node.name], verdict = check_facts(recipe, target, facts[node.name],
+                                                backend=default_backend(recipe, opts.backend))
+        rd.write_node(node.name, "preflight.json", verdict.model_dump(mode="json"))
+        if verdict.feasible:
+            feasible.append(node)
+        else:
+            msg = verdict_summary(verdict).summary
+            sink.emit(Event(time.time(), node.name, "preflight", "failed", f"refused: {msg}"))
+            results.finish(node.name, "refused", failed_step="preflight",
+                           log_tail=verdict.model_dump_json()[-2000:])
+    return facts, feasible
+
+
+def _prepare_job(opts: ProvisionOptions, rd: rundir.RunDir, facts: dict, nodes: list[Node],
+                 plans: dict[str, Plan]):
+    """(rendered playbook inputs, the prepared ansible-runner job, {node: step to run again from})."""
+    from envbuild.bundle.fleet import wheel_builders  # each extension built on one node per kind
+
+    cache_dir = str(rundir.envbuild_home() / "cache" / "wheels")
+    bundle_offline.record(opts, rd, cache_dir)  # run.json: offline, the bundle's digest
+    connections = {}
+    for node in nodes:
+        connections[node.name] = connection_vars(node)
+        if node.is_local:  # the local node keeps Ansible's remote temp inside the run folder
+            connections[node.name]["ansible_remote_tmp"] = str(rd.ansible / "home" / "remote")
+    node_paths = {n.name: (facts[n.name].path or n.node_path) for n in nodes}
+    rendered = render(plans, connections, node_paths, run_dir=str(rd.path), cache_dir=cache_dir)
+    rendered.extravars["provision_wheel_builders"] = builders = wheel_builders(plans)
+    for key in builders:  # a marker left by a failed build would not make the others wait
+        if not any((Path(cache_dir) / key).glob("*.whl")):
+            (Path(cache_dir) / key / ".built").unlink(missing_ok=True)
+    rerun_from = {n: (p.steps[0].id if opts.force and p.steps else opts.from_step) for n, p in plans.items()}
+    for name, sid in rerun_from.items():
+        if sid:  # the playbook's envbuild_state runs every step again from this one
+            rendered.inventory["all"]["hosts"][name]["provision_from_step"] = sid
+    job = ansible_exec.prepare(rd.ansible, rendered, forks=len(nodes), insecure=opts.insecure)
+    return rendered, job, rerun_from
