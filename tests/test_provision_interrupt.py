@@ -50,8 +50,8 @@ def slow_recipe(tmp_path: Path, build: list[str]) -> tuple[Path, Path]:
     return recipe, mirror
 
 
-def sleepers() -> list[int]:
-    """Pids of processes running ``sleep SLEEP`` (a /proc scan, no ps)."""
+def sleepers(duration: str = SLEEP) -> list[int]:
+    """Pids of processes running ``sleep duration`` (a /proc scan, no ps)."""
     found = []
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
@@ -60,7 +60,7 @@ def sleepers() -> list[int]:
             argv = (d / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if len(argv) >= 2 and argv[0].endswith(b"sleep") and argv[1] == SLEEP.encode():
+        if len(argv) >= 2 and argv[0].endswith(b"sleep") and argv[1] == duration.encode():
             found.append(int(d.name))
     return found
 
@@ -74,28 +74,35 @@ def default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # a background shell may have left it ignored
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_interrupt_mid_ansible_stops_children_and_records_the_step(tmp_path, sig):
-    recipe, mirror = slow_recipe(tmp_path, [f"sleep {SLEEP}"])
-    home = tmp_path / "home"
+def interrupted(tmp_path: Path, argv: list[str], env: dict[str, str], ready, sig: int,
+                what: str) -> tuple[int, str, float]:
+    """Run ``argv``, send ``sig`` once ``ready()`` says so: (exit code, output, seconds to exit)."""
     log = (tmp_path / "out.txt").open("w")
-    proc = subprocess.Popen(provision_argv(recipe, mirror, tmp_path / "env"), stdout=log,
-                            stderr=subprocess.STDOUT, env={**os.environ, "ENVBUILD_HOME": str(home)},
-                            preexec_fn=default_sigint)
+    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, preexec_fn=default_sigint)
     try:
         deadline = time.time() + 300
-        while not sleepers():
+        while not ready():
             assert proc.poll() is None, (tmp_path / "out.txt").read_text()[-3000:]
-            assert time.time() < deadline, "the build step never started"
-            time.sleep(0.2)
+            assert time.time() < deadline, f"{what} never started"
+            time.sleep(0.1)
+        t0 = time.monotonic()
         proc.send_signal(sig)
         rc = proc.wait(timeout=60)
+        took = time.monotonic() - t0
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
         log.close()
-    out = (tmp_path / "out.txt").read_text()
+    return rc, (tmp_path / "out.txt").read_text(), took
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_interrupt_mid_ansible_stops_children_and_records_the_step(tmp_path, sig):
+    recipe, mirror = slow_recipe(tmp_path, [f"sleep {SLEEP}"])
+    home = tmp_path / "home"
+    rc, out, _took = interrupted(tmp_path, provision_argv(recipe, mirror, tmp_path / "env"),
+                                 {**os.environ, "ENVBUILD_HOME": str(home)}, sleepers, sig, "the build step")
     assert rc == 128 + sig, out[-3000:]
     assert sleepers() == [], "the build's sleep survived the interrupt"
 
@@ -123,5 +130,74 @@ def test_dry_run_is_not_latest_and_not_ok(tmp_path):
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     [run] = [d for d in (home / "runs").iterdir() if d.is_dir()]
     assert json.loads((run / "run.json").read_text())["status"] == "dry-run"
+    assert not (home / "runs" / "latest").exists()
+    assert not (tmp_path / "env").exists()
+
+
+HUNG_GPU = "986.75"  # how long the hung nvidia-smi sleeps (no other process sleeps for that)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_interrupt_while_reading_facts_records_the_run_as_interrupted(tmp_path, sig):
+    """A signal while provision reads the node's facts (here: nvidia-smi hangs, as it does on a
+    GPU in a bad state; the one double, standing for absent hardware) ends the run at once as
+    "interrupted" at "facts", exit 128 + signal, the hung command stopped, never a pass."""
+    recipe, mirror = slow_recipe(tmp_path, ["true"])
+    home, gpu = tmp_path / "home", tmp_path / "gpu-bin"
+    gpu.mkdir()
+    (gpu / "nvidia-smi").write_text(f"#!/bin/sh\nexec sleep {HUNG_GPU}\n")
+    (gpu / "nvidia-smi").chmod(0o755)
+    running: list[dict] = []
+
+    def reading_facts() -> bool:  # nvidia-smi hangs and the run folder says "running"
+        found = list((home / "runs").glob("*/run.json")) if sleepers(HUNG_GPU) else []
+        running[:] = [json.loads(p.read_text()) for p in found]
+        return bool(found)
+
+    rc, out, took = interrupted(tmp_path, provision_argv(recipe, mirror, tmp_path / "env"),
+                                {**os.environ, "ENVBUILD_HOME": str(home), "PATH": f"{gpu}:{os.environ['PATH']}"},
+                                reading_facts, sig, "nvidia-smi of the facts")
+    assert [r["status"] for r in running] == ["running"]  # the phase under test
+    assert rc == 128 + sig, out[-3000:]
+    from envbuild.facts.script import PROBE_TIMEOUT_S
+
+    assert took < PROBE_TIMEOUT_S / 3, f"the process took {took:.1f} s to stop"  # not the hung probe's timeout
+    assert sleepers(HUNG_GPU) == [], "the hung nvidia-smi survived the interrupt"
+
+    [run] = [p for p in (home / "runs").iterdir() if p.is_dir()]
+    meta = json.loads((run / "run.json").read_text())
+    assert meta["status"] == "interrupted" and meta["signal"] == signal.Signals(sig).name, meta
+    assert meta["phase"] == "facts" and meta["interrupted_at"] == {"local": "facts"}
+    assert meta["finished"] is not None
+    res = json.loads((run / "nodes" / "local" / "result.json").read_text())
+    assert res["status"] == "interrupted" and res["failed_step"] == "facts"
+    events = [json.loads(x) for x in (run / "events.jsonl").read_text().splitlines()]
+    assert {"host": "local", "step": "facts", "kind": "interrupted"}.items() <= events[-1].items()
+    assert not (run / "nodes" / "local" / "facts.json").exists()  # nothing half-read recorded
+    assert not list(run.rglob("*.tmp*")), "a file was left half-written"
+    assert not (home / "runs" / "latest").exists()
+    assert not (tmp_path / "env").exists()
+
+    from envbuild.report import collect
+
+    assert collect(run).verdict.status == "FAIL"
+
+
+def test_error_while_planning_records_the_run_as_an_error(tmp_path):
+    """An error after the run folder exists and before Ansible starts (here: --from-step names
+    no step of the plan, found while planning) ends the run as "error" at "plan", with the
+    exit code of its error (2: bad input), not "running" and not a pass."""
+    recipe, mirror = slow_recipe(tmp_path, ["true"])
+    home = tmp_path / "home"
+    p = subprocess.run(provision_argv(recipe, mirror, tmp_path / "env", "--from-step", "no-such-step"),
+                       capture_output=True, text=True, timeout=300, env={**os.environ, "ENVBUILD_HOME": str(home)})
+    assert p.returncode == 2, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "--from-step no-such-step: no such step" in p.stdout + p.stderr
+    [run_json] = list((home / "runs").glob("*/run.json"))
+    meta = json.loads(run_json.read_text())
+    assert meta["status"] == "error" and meta["phase"] == "plan", meta
+    assert "no-such-step" in meta["error"]
+    res = json.loads((run_json.parent / "nodes" / "local" / "result.json").read_text())
+    assert res["status"] == "error" and res["failed_step"] == "plan"
     assert not (home / "runs" / "latest").exists()
     assert not (tmp_path / "env").exists()

@@ -281,17 +281,10 @@ def _subreaper(on: bool) -> bool:
 
 def _children() -> dict[int, float]:
     """{pid: start time in clock ticks} of this process's children (from /proc)."""
-    me, out = os.getpid(), {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            fields = Path("/proc", name, "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[1]) == me:  # ppid
-            out[int(name)] = float(fields[19])  # starttime
-    return out
+    from envbuild.execute.procfs import stats
+
+    me = os.getpid()
+    return {pid: float(fields[19]) for pid, fields in stats().items() if int(fields[1]) == me}  # ppid, starttime
 
 
 def _sweep_orphans(before: set[int], started: float) -> None:

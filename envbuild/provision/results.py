@@ -4,9 +4,11 @@ says PASS)."""
 
 from __future__ import annotations
 
+import time
+
 from envbuild import rundir
 from envbuild.execute import ansible as ansible_exec
-from envbuild.execute.events import StepTracker
+from envbuild.execute.events import Event, EventSink, StepTracker
 from envbuild.plan.model import Plan
 
 EXIT = {"failed": 4, "unreachable": 3, "refused": 1}
@@ -112,3 +114,24 @@ class NodeResults(dict):
         self[name] = res
         self.rd.write_node(name, "result.json", res)
 
+
+def record_stopped(rd: rundir.RunDir, sink: EventSink, results: NodeResults, hosts: list[str], phase: str,
+                   exc: BaseException) -> None:
+    """Record a run stopped before Ansible started, in ``phase`` (facts, preflight, lock, plan,
+    render, probe), by a signal or an error: each node without a result yet is "interrupted"
+    (or "error") at ``phase``, and so is the run: never "running", never a pass, never latest."""
+    from envbuild.interrupt import signal_name, signum_of
+
+    signum = signum_of(exc)
+    status = "error" if signum is None else "interrupted"
+    why = f"{type(exc).__name__}: {exc}" if signum is None else f"interrupted by {signal_name(signum)}"
+    extra = {} if signum is None else {"signal": signal_name(signum)}
+    stopped = [h for h in hosts if h not in results]
+    for host in stopped:
+        sink.emit(Event(time.time(), host, phase, "failed" if signum is None else "interrupted", why))
+        results.finish(host, status, failed_step=phase, log_tail=why, **extra)
+    if signum is None:
+        rd.update_run(finished=rundir._now(), status=status, phase=phase, error=why)
+    else:
+        rd.update_run(finished=rundir._now(), status=status, phase=phase, **extra,
+                      interrupted_at={h: phase for h in stopped})

@@ -11,6 +11,7 @@ from envbuild import rundir
 from envbuild.bundle import offline as bundle_offline
 from envbuild.execute import ansible as ansible_exec
 from envbuild.execute.events import Event, EventSink
+from envbuild.execute.local import stop_all
 from envbuild.execute.nodes import Node, connection_vars
 from envbuild.plan.model import Plan
 from envbuild.provision.early import Early
@@ -19,7 +20,7 @@ from envbuild.provision.noop import nothing_to_do
 from envbuild.provision.options import ProvisionOptions, ProvisionOutcome, load, plan_options
 from envbuild.provision.playbook import run_playbook
 from envbuild.provision.replan import plan_nodes
-from envbuild.provision.results import NodeResults, exit_code, finish
+from envbuild.provision.results import NodeResults, exit_code, finish, record_stopped
 from envbuild.render.ansible import render
 
 
@@ -30,28 +31,38 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
     say = echo or (lambda _m: None)
     bundle_offline.prepare(opts)  # --bundle: verified whole before any node is read (exit 2)
     early = Early(opts)  # facts and a speculative probe of every node, read while we load
-    recipe, target = load(opts, on_target=early.start)
-    nodes = early.nodes
-    options = {k: v for k, v in asdict(opts).items() if k not in ("argv", "target", "recipe")}
-    rd = rundir.create(recipe.name, target.name, argv=opts.argv, hosts=[n.name for n in nodes],
-                       options=options)
-    rd.write("recipe.json", recipe.model_dump(mode="json", by_alias=True))
+    try:
+        recipe, target = load(opts, on_target=early.start)
+        nodes = early.nodes
+        options = {k: v for k, v in asdict(opts).items() if k not in ("argv", "target", "recipe")}
+        rd = rundir.create(recipe.name, target.name, argv=opts.argv, hosts=[n.name for n in nodes],
+                           options=options)
+    except BaseException:
+        stop_all()  # the facts commands still running on the controller (see below)
+        raise
     sink = EventSink(rd.events, json_lines=opts.json_lines, echo=say)
     results = NodeResults(rd, {n.name: n.insecure for n in nodes})
+    phase = "facts"  # what the run is doing, until Ansible records its own end (run_playbook)
     try:
+        rd.write("recipe.json", recipe.model_dump(mode="json", by_alias=True))
         early.read_lock(recipe, target)
-        facts, feasible = _preflight(opts, recipe, target, nodes, early.facts(), rd, sink, results)
+        gathered = early.facts()
+        phase = "preflight"
+        facts, feasible = _preflight(opts, recipe, target, nodes, gathered, rd, sink, results)
+        phase = "lock"
         lock = lock_file = lock_text = None
         if feasible:
             lock, lock_file, lock_text = take_lock(opts, recipe, target, say, found=early.lock(recipe, target))
             if lock_text:
                 rd.write("lock.lock", lock_text)
             rd.update_run(lock_path=lock_file, lock_digest=getattr(lock, "digest", None))
+        phase = "plan"
         plan_opts = replace(plan_options(opts, recipe, lock),
                             inventory=inventory_values([facts[n.name] for n in feasible]))
         plans = plan_nodes(opts, recipe, target, facts, feasible, lock, plan_opts, rd, say)
         for name, plan in plans.items():
             rd.write_node(name, "plan.json", plan.to_json())
+        phase = "render"
         rendered, job, rerun_from = _prepare_job(opts, rd, facts, feasible, plans)
         command = job.command()
 
@@ -59,6 +70,8 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
             return ProvisionOutcome(rd.path, status, code, results, command, plans)
 
         def finished() -> ProvisionOutcome:  # the events are complete before the report reads them
+            nonlocal phase
+            phase = "finish"
             sink.close()
             return outcome(*finish(rd, results, len(nodes)))
 
@@ -69,15 +82,27 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
             return finished()
         # one round trip per node: markers, effects and the observed environment; when every step
         # of every node is done and holds, Ansible does not start at all (envbuild.provision.noop)
+        phase = "probe"
         probes = {} if any(rerun_from.values()) else early.probes(feasible, plans)
         if probes and all(p is not None and p.nothing_to_do for p in probes.values()):
+            phase = "finish"
             nothing_to_do(rd, sink, feasible, plans, probes, results.finish)
             return finished()
+        phase = "ansible"
         signum = run_playbook(job, rendered, rd, sink, results, feasible, plans, recipe=recipe,
                               lock_text=lock_text, json_lines=opts.json_lines)
         if signum is not None:
             return outcome("interrupted", 128 + signum)
         return finished()
+    except BaseException as exc:  # an interrupt or an error before Ansible is never "running", never "ok"
+        if phase != "ansible":  # run_playbook records its own end
+            # the facts may still be read in the background (Early): stop the commands that
+            # read them on the controller, so that the process exits now. Not done here: a
+            # remote node's facts command runs to its end first (each probe at most
+            # envbuild.facts.script.PROBE_TIMEOUT_S), as Python waits for the SSH threads
+            stop_all()
+            record_stopped(rd, sink, results, [n.name for n in nodes], phase, exc)
+        raise
     finally:
         sink.close()
 
