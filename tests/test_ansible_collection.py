@@ -140,6 +140,8 @@ def test_collection_build_carries_the_shared_code_as_files(tmp_path):
     (built,) = tmp_path.glob("envbuild-node-*.tar.gz")
     with tarfile.open(built) as tar:
         for rel, src in (("plugins/module_utils/envbuild_onnode.py", "actions/onnode.py"),
+                         ("plugins/module_utils/envbuild_onnode_effects.py", "actions/onnode_effects.py"),
+                         ("plugins/module_utils/envbuild_onnode_steps.py", "actions/onnode_steps.py"),
                          ("plugins/module_utils/textpatch.py", "patches/textpatch.py")):
             member = tar.getmember(rel)
             assert member.isfile()  # the link's target, not a link out of the collection

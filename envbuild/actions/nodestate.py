@@ -1,7 +1,7 @@
 """The node's state in one round trip: step markers, step effects and the observed environment.
 
 ``probe_command(python, prefix, steps, ...)`` is one shell command (pure) that runs
-``envbuild.actions.onnode.node_state`` -- the same function Ansible's ``envbuild_state``
+``envbuild.actions.onnode_steps.node_state`` -- the same function Ansible's ``envbuild_state``
 module runs -- and, optionally, the observe script (``envbuild.observe.node_script``) in one
 process of the environment's own interpreter, and prints one JSON document.
 ``parse_probe(text)`` reads it back. ``envbuild provision`` uses it to see that nothing is to
@@ -24,28 +24,32 @@ from pathlib import Path
 
 from envbuild.errors import EnvironmentProblem
 
-ONNODE = Path(__file__).with_name("onnode.py")
+# the node-side files, loaded in this order under their names in the Ansible collection
+# (module_utils), as they import each other so (see onnode_effects.py)
+ONNODE = {name: Path(__file__).with_name(f"{name}.py") for name in ("onnode", "onnode_effects", "onnode_steps")}
 TEXTPATCH = Path(__file__).resolve().parents[1] / "patches" / "textpatch.py"
 OBSERVE = Path(__file__).resolve().parents[1] / "observe" / "node_script.py"
 BEGIN = "::envbuild-state::"
 
-# Runs on the node (any Python >= 3.6): the three sources arrive compressed in argv[1], the
-# arguments as JSON in argv[2]; nothing is written to the node's disk (with refresh, only
-# the state folder's manifests).
+# Runs on the node (any Python >= 3.6): the sources arrive compressed in argv[1] (in load
+# order), the arguments as JSON in argv[2]; nothing is written to the node's disk (with
+# refresh, only the state folder's manifests). Each module is registered under its name in the
+# collection, where the node-side files import each other from.
 _BOOT = r"""
 import base64, json, sys, types, zlib
 srcs = json.loads(zlib.decompress(base64.b64decode(sys.argv[1])).decode("utf-8"))
 args = json.loads(base64.b64decode(sys.argv[2]).decode("utf-8"))
 mods = {}
-for name in ("textpatch", "envbuild_onnode", "envbuild_observe"):
-    mod = types.ModuleType(name)
+for name, src in srcs:
+    full = "ansible_collections.envbuild.node.plugins.module_utils." + name
+    mod = types.ModuleType(full)
     mod.__dict__["__file__"] = "<envbuild:%s>" % name
-    sys.modules[name] = mod
-    exec(compile(srcs[name], "<envbuild:%s>" % name, "exec"), mod.__dict__)
+    sys.modules[full] = mod
+    exec(compile(src, "<envbuild:%s>" % name, "exec"), mod.__dict__)
     mods[name] = mod
-out = {"state": mods["envbuild_onnode"].node_state(args["prefix"], args["steps"], from_step=args.get("from_step"),
-                                                   deep=args.get("deep", False), textpatch=mods["textpatch"],
-                                                   refresh=args.get("refresh", False))}
+out = {"state": mods["envbuild_onnode_steps"].node_state(
+    args["prefix"], args["steps"], from_step=args.get("from_step"), deep=args.get("deep", False),
+    textpatch=mods["textpatch"], refresh=args.get("refresh", False))}
 if args.get("observe") is not None:
     obs = mods["envbuild_observe"]
     out["observed"] = obs.observe(obs.parse_args(args["observe"]))
@@ -80,8 +84,8 @@ def plan_steps(plan) -> list[dict]:
 
 
 def _sources() -> str:
-    texts = {"envbuild_onnode": ONNODE.read_text(), "textpatch": TEXTPATCH.read_text(),
-             "envbuild_observe": OBSERVE.read_text()}
+    texts = [["textpatch", TEXTPATCH.read_text()], ["envbuild_observe", OBSERVE.read_text()],
+             *([f"envbuild_{name}", path.read_text()] for name, path in ONNODE.items())]
     return base64.b64encode(zlib.compress(json.dumps(texts).encode(), 9)).decode()
 
 

@@ -3,7 +3,7 @@
 
 A step is done when its marker ``<prefix>/.envbuild/state/<id>.done`` holds the step's digest
 **and** its effect holds on the node now (``effect``: data from ``envbuild.actions.effects``,
-checked by ``module_utils/envbuild_onnode.check_effect``: distributions and their RECORD
+checked by ``module_utils/envbuild_onnode_effects.check_effect``: distributions and their RECORD
 files, git HEAD and tree, patches, file digests). The first step that is not done runs again
 with every step after it; ``repair`` names the pending steps whose actions must force a
 reinstall (pip says "already satisfied" when metadata is there and files are not);
@@ -137,6 +137,7 @@ effect:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.envbuild.node.plugins.module_utils import envbuild_onnode as onnode
+from ansible_collections.envbuild.node.plugins.module_utils import envbuild_onnode_steps as node_steps
 from ansible_collections.envbuild.node.plugins.module_utils import textpatch
 
 
@@ -155,9 +156,9 @@ def main():
     if p["record"]:
         if module.check_mode:  # check mode changes nothing on the node, markers included
             module.exit_json(changed=False, recorded=None)
-        before = onnode.read_marker(onnode.state_dir_of(p["prefix"]), p["record"])
+        before = node_steps.read_marker(node_steps.state_dir_of(p["prefix"]), p["record"])
         try:
-            detail = onnode.record_step(p["prefix"], p["record"], p["digest"], p["effect"] or None, textpatch)
+            detail = node_steps.record_step(p["prefix"], p["record"], p["digest"], p["effect"] or None, textpatch)
         except onnode.ActionFailed as exc:
             module.fail_json(msg=exc.msg)
         module.exit_json(changed=before != p["digest"], recorded=p["record"], effect=detail)
@@ -166,8 +167,8 @@ def main():
              for i, (sid, digest) in enumerate(zip(p["steps"], p["digests"]))]
     if p["from_step"] and p["from_step"] not in p["steps"]:
         module.fail_json(msg="--from-step %s: no such step (steps: %s)" % (p["from_step"], ", ".join(p["steps"])))
-    res = onnode.node_state(p["prefix"], steps, from_step=p["from_step"] or None, textpatch=textpatch,
-                            refresh=not module.check_mode)
+    res = node_steps.node_state(p["prefix"], steps, from_step=p["from_step"] or None, textpatch=textpatch,
+                               refresh=not module.check_mode)
     module.exit_json(changed=False, **res)
 
 

@@ -1,0 +1,1 @@
+../../../../../../actions/onnode_effects.py

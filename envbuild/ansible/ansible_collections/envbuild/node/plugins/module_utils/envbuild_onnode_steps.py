@@ -1,0 +1,1 @@
+../../../../../../actions/onnode_steps.py
