@@ -502,6 +502,10 @@ def _sha256_of(path):
     return h.hexdigest()
 
 
+CHECKS = {"interpreter": _check_interpreter, "file": _check_file, "pth": _check_pth, "patch": _check_patch,
+          "git": _check_git, "image": _check_image, "exists": _check_exists, "files": _check_files}
+
+
 def check_effect(eff, ctx, sid=None):
     """One effect (``envbuild.actions.effects`` as data): {"ok", "detail", "repair"[, "manifest"]}."""
     kind = eff.get("check")
@@ -515,22 +519,8 @@ def check_effect(eff, ctx, sid=None):
                 res["manifest"]["effect"] = eff
                 res["rewrite"] = res["manifest"] != manifest  # stats changed, contents verified
             return res
-        if kind == "interpreter":
-            return _check_interpreter(eff, ctx)
-        if kind == "file":
-            return _check_file(eff, ctx)
-        if kind == "pth":
-            return _check_pth(eff, ctx)
-        if kind == "patch":
-            return _check_patch(eff, ctx)
-        if kind == "git":
-            return _check_git(eff, ctx)
-        if kind == "image":
-            return _check_image(eff, ctx)
-        if kind == "exists":
-            return _check_exists(eff, ctx)
-        if kind == "files":
-            return _check_files(eff, ctx)
+        if kind in CHECKS:
+            return CHECKS[kind](eff, ctx)
     except Exception as exc:  # noqa: BLE001 - a check that cannot run does not hold (fail closed)
         return {"ok": False, "repair": False, "detail": "%s check failed: %s: %s" % (kind, type(exc).__name__, exc)}
     return {"ok": False, "repair": False, "detail": "unknown effect %r" % kind}
