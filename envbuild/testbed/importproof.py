@@ -35,6 +35,7 @@ from envbuild.facts.profile import from_target
 from envbuild.plan.build import PlanOptions, build_plan
 from envbuild.lock.schema import normalize
 from envbuild.plan.model import Decision, Plan
+from envbuild.plan.placeholders import placeholders
 from envbuild.plan.resolve import fetch_urls
 from envbuild.recipes.schema import Recipe
 from envbuild.targets.schema import Target
@@ -169,8 +170,19 @@ def proof_plan(recipe: Recipe, target: Target, lock, prefix: str, mirror: str | 
     facts = from_target(target).model_copy(update={"gpus": []})
     opts = PlanOptions(prefix=prefix, backend="venv", smoke=False,
                        fetch_urls=fetch_urls(recipe, mirror, lock))
-    plan = build_plan(recipe, target, facts, lock, opts)
+    # a patch filled from the run's nodes ({inventory.ib_addresses}: their InfiniBand
+    # addresses) cannot be planned for a CPU node without them; like every patch, it is not
+    # applied here, so it is left out before planning and named
     left: list[Unexercised] = []
+    kept_patches = []
+    for patch in recipe.patches:
+        held = placeholders(patch.old) + placeholders(patch.new)
+        if any(h.startswith("inventory.") for h in held):
+            left.append(Unexercised(f"patch:{patch.id}", f"filled from the run's nodes "
+                                    f"({', '.join(held)}): a CPU node has none"))
+        else:
+            kept_patches.append(patch)
+    plan = build_plan(recipe.model_copy(update={"patches": kept_patches}), target, facts, lock, opts)
     def unpinned(name: str) -> bool:  # the lock could not find the commit in the mirror
         pin = lock.git_pin(name) if lock is not None else None
         return pin is not None and not pin.verified
