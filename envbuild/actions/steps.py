@@ -106,12 +106,16 @@ def _system_packages(step, p: P.SystemPackagesParams, prefix: str) -> list[Actio
 # --system-site-packages over an interpreter that is itself a venv's (the node's own torch venv,
 # /opt/torch/.venv on the H100 node) gives the base interpreter's site-packages, not that venv's:
 # a .pth in the new venv adds the interpreter's own site-packages after the venv's (as a
-# Polaris venv sees the conda module's packages). One line, run by that interpreter: it writes
+# Polaris venv sees the conda module's packages), through site.addsitedir so that the base's
+# own .pth files run too, as a system site's do (setuptools' distutils shim on Python 3.12, which
+# DeepSpeed's import needs: the CPU import proof of h100-megatron-deepspeed failed without it;
+# editable installs of the base venv). One line, run by that interpreter: it writes
 # the .pth only when it is a venv's (sys.prefix != sys.base_prefix). Planned only for an
 # interpreter outside the system prefixes (/usr, /bin), where no venv lives.
 BASE_SITE_PTH = ("import pathlib, sys, sysconfig; p = pathlib.Path(sys.argv[1], 'lib', 'python%d.%d' % "
                  "sys.version_info[:2], 'site-packages', '_envbuild_base_site.pth'); "
-                 "p.write_text(sysconfig.get_paths()['purelib'] + chr(10)) if sys.prefix != sys.base_prefix "
+                 "p.write_text('import site; site.addsitedir(%r)' % sysconfig.get_paths()['purelib'] + chr(10)) "
+                 "if sys.prefix != sys.base_prefix "
                  "else p.unlink(missing_ok=True)")
 SYSTEM_PREFIXES = ("/usr/", "/bin/")
 
