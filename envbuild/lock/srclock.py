@@ -16,8 +16,8 @@ from typing import Callable
 
 from envbuild import gitsrc
 from envbuild.lock.schema import DeclaredDeps, LockedGit, normalize
-from envbuild.lock.srcdeps import (default_branch_as_of, read_build_requires, read_declared, split,
-                                   tree_files)
+from envbuild.lock.srcdeps import (Declared, default_branch_as_of, read_build_requires,
+                                   read_declared, split, tree_files)
 from envbuild.recipes.schema import GitSource, Recipe
 
 Progress = Callable[[str], None]
@@ -77,7 +77,8 @@ def source_dependencies(recipe: Recipe, mirror_dir: Path | None, say: Progress,
             continue
         files = tree_files(repo, sha)
         declared = read_declared(files, mode)
-        build_lines, build = _build_requires(files, recipe.python, given, tools), read_build_requires(files)
+        build = read_build_requires(files)
+        build_lines = _build_requires(build, recipe.python, given, tools)
         index, gitdeps, dropped = split(declared.requirements, recipe.python)
         lines = []
         for req in index:
@@ -115,11 +116,11 @@ def source_dependencies(recipe: Recipe, mirror_dir: Path | None, say: Progress,
     return out
 
 
-def _build_requires(files: dict[str, str], python: str, given: dict[str, str],
+def _build_requires(build: Declared, python: str, given: dict[str, str],
                     tools: frozenset[str]) -> list[str]:
     """The build requirement lines to resolve: those of the target's Python, less what the
     recipe provides and the build tooling (installed before, at the version the lock pins)."""
-    index, _git, _skipped = split(read_build_requires(files).requirements, python)
+    index, _git, _skipped = split(build.requirements, python)
     return [str(r) for r in index if normalize(r.name) not in given and normalize(r.name) not in tools]
 
 
