@@ -34,3 +34,53 @@ def slurm_cluster():
             yield cluster
     except EnvironmentProblem as exc:
         pytest.fail(f"the Slurm test cluster could not start: {exc} ({exc.hint})", pytrace=False)
+
+
+def _proofs_all(config) -> bool:
+    import os
+
+    return "proof" in (config.getoption("markexpr") or "") or os.environ.get("ENVBUILD_PROOFS") == "all"
+
+
+def _proof_selection(config):
+    from envbuild.testbed.proofrecord import proof_pairs, select
+
+    cached = getattr(config, "_envbuild_proofs", None)
+    if cached is None:
+        cached = config._envbuild_proofs = select(proof_pairs(), run_all=_proofs_all(config))
+    return cached
+
+
+def pytest_report_header(config):
+    """Which CPU import proofs this run carries out, and why (envbuild.testbed.proofrecord)."""
+    return [_proof_selection(config).header()]
+
+
+@pytest.fixture(scope="session")
+def proof_selection(pytestconfig):
+    """The import proofs this run carries out (changed inputs, the rotation's turn, or all)."""
+    return _proof_selection(pytestconfig)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    terminalreporter.write_line(_proof_selection(config).header())
+
+
+# Resources one machine has once: tests that start them run in one xdist worker, one after the
+# other (`--dist loadgroup`). Every other module is its own group, so a module-scoped fixture
+# (a cluster, a provisioned node) is made once, in the worker that runs the whole module.
+EXCLUSIVE = {
+    # slurmctld/slurmd listen on fixed ports (6817/6818) and the session cluster is one per worker
+    "slurm": {"slurm_cluster"},
+}
+EXCLUSIVE_MODULES = {
+    "slurm": {"test_testbed_slurm.py", "test_launch_slurm.py"},
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        module = item.path.name
+        group = next((g for g, names in EXCLUSIVE.items() if names & set(item.fixturenames)), None)
+        group = group or next((g for g, mods in EXCLUSIVE_MODULES.items() if module in mods), None)
+        item.add_marker(pytest.mark.xdist_group(group or module))

@@ -1,4 +1,4 @@
-"""``envbuild check`` end to end through the real CLI process: exit codes, JSON, errors."""
+"""``envbuild check`` end to end through the CLI (in-process, tests/clirun.py): exit codes, JSON, errors."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from clirun import envbuild
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data"
 RECIPE = str(DATA / "compat" / "baseline-recipe.yaml")
@@ -15,8 +17,7 @@ TARGET = str(DATA / "compat" / "a100-node.yaml")
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "envbuild", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "COLUMNS": "200"})
+    return envbuild(*args, cwd=ROOT, env={**os.environ, "COLUMNS": "200"})
 
 
 def test_feasible_exits_zero_with_verdict_line():

@@ -27,20 +27,14 @@ from envbuild.lock import lock_path, read_lock
 from envbuild.lock.schema import normalize
 from envbuild.recipes import all_recipes
 from envbuild.scriptimports import read_fact
-from envbuild.targets import load_target
-from envbuild.testbed.importproof import base_is_a_venv, build_base, import_modules, interpreter
+from envbuild.testbed.importproof import base_is_a_venv, cached_base, import_modules, interpreter
 from envbuild.testbed.importproof import node_path_with, proof_plan, stand_ins
 from envbuild.testbed.local_plan import run_local_plan
+from envbuild.testbed.proofrecord import cpu_target, head_commit, inputs_digest, write_record
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.proof]
 
 RECIPES = [r for r in all_recipes() if r.entry_scripts]
-
-
-def _cpu_target(recipe):
-    """The recipe's CPU target (no GPUs), else its first target."""
-    targets = [load_target(t) for t in recipe.targets]
-    return next((t for t in targets if t.gpus is None), targets[0])
 
 
 def _why_not(recipe, lock) -> str | None:
@@ -61,8 +55,10 @@ def _top(module: str) -> str:
 
 
 @pytest.mark.parametrize("recipe", RECIPES, ids=[r.name for r in RECIPES])
-def test_entry_script_imports_on_cpu(recipe, tmp_path, monkeypatch, record_property):
-    target = _cpu_target(recipe)
+def test_entry_script_imports_on_cpu(recipe, tmp_path, monkeypatch, record_property, proof_selection):
+    target = cpu_target(recipe)
+    if recipe.name in proof_selection.skip:
+        pytest.skip(f"{recipe.name}: {proof_selection.skip[recipe.name]}")
     lock = read_lock(lock_path(recipe.name, target.name))
     fact = read_fact(recipe.name)
     assert fact is not None, f"run envbuild imports {recipe.name} --git-mirror DIR"
@@ -76,8 +72,8 @@ def test_entry_script_imports_on_cpu(recipe, tmp_path, monkeypatch, record_prope
     stand = stand_ins(lock)
     started = time.monotonic()
     base_python = None
-    if stand.base:  # the image's / module's / node venv's packages, as PyPI releases
-        base_python = build_base(python, tmp_path / "base", stand.base, base_is_a_venv(recipe))
+    if stand.base:  # the image's / module's / node venv's packages, as PyPI releases, cached
+        base_python, _built = cached_base(python, stand.base, base_is_a_venv(recipe))
     based = time.monotonic() - started
     plan, left = proof_plan(recipe, target, lock, str(prefix),
                             mirror if mirror and Path(mirror).is_dir() else None,
@@ -147,6 +143,14 @@ def test_entry_script_imports_on_cpu(recipe, tmp_path, monkeypatch, record_prope
           + "; not exercised: " + "; ".join(f"{u.what} ({u.why})" for u in left))
     assert not unproven, "imports that fail for a reason other than absent hardware:\n" + "\n".join(unproven)
     assert proven > 0
+    if os.environ.get("ENVBUILD_RECORD_PROOFS") == "1":
+        write_record(recipe.name, {
+            "target": target.name, "inputs": inputs_digest(recipe.name, target.name),
+            "date": time.strftime("%Y-%m-%d"), "commit": head_commit(),
+            "command": f"ENVBUILD_RECORD_PROOFS=1 python -m pytest -m proof tests/test_import_proof.py -k {recipe.name}",
+            "proven": proven, "build_s": round(built, 1), "base_s": round(based, 1),
+            "stand_ins": [d.outcome for d in stand.decisions],
+            "unexercised": [f"{u.what}: {u.why}" for u in left]})
 
 
 def _patched_imports(recipe, script) -> dict[str, str]:

@@ -15,6 +15,7 @@ Example::
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shlex
 import shutil
@@ -59,12 +60,16 @@ def rootfs() -> Path:
     root = cache_dir() / f"rootfs-{SUITE}"
     if (root / "usr/sbin/sshd").exists():
         return root
-    part = root.with_name(root.name + ".partial")
-    shutil.rmtree(part, ignore_errors=True)
-    part.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["debootstrap", "--variant=minbase", f"--include={PACKAGES}", SUITE, str(part),
-                    apt_mirror()], check=True, capture_output=True, text=True)
-    os.replace(part, root)
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with open(root.with_name(root.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # test workers started together bootstrap it once
+        if (root / "usr/sbin/sshd").exists():
+            return root
+        part = root.with_name(root.name + ".partial")
+        shutil.rmtree(part, ignore_errors=True)
+        subprocess.run(["debootstrap", "--variant=minbase", f"--include={PACKAGES}", SUITE, str(part),
+                        apt_mirror()], check=True, capture_output=True, text=True)
+        os.replace(part, root)
     return root
 
 

@@ -22,7 +22,9 @@ A package with no public stand-in (NVIDIA's Apex, Transformer Engine) is named a
 
 from __future__ import annotations
 
+import fcntl
 import glob
+import hashlib
 import json
 import os
 import shutil
@@ -100,6 +102,38 @@ def base_is_a_venv(recipe: Recipe) -> bool:
     """Whether the recipe's base environment is a venv (a node's own, as h100-megatron-deepspeed
     builds on) rather than an interpreter installation (an image's or a module's python)."""
     return not (recipe.environment.base_image or recipe.environment.conda_module)
+
+
+BASE_FORMAT = 1  # bump when build_base makes a different base from the same inputs
+
+
+def base_cache_root() -> Path:
+    root = os.environ.get("ENVBUILD_CACHE_DIR") or Path.home() / ".cache" / "envbuild"
+    return Path(root) / "proof-bases"
+
+
+def cached_base(python: str, requirements: list[str], as_venv: bool) -> tuple[str, bool]:
+    """The base stand-in for (``python``, ``requirements``, ``as_venv``), built once per
+    machine under ``base_cache_root()/<key>`` and reused by every later proof (returns its
+    python and whether this call built it). The key hashes the interpreter's path and version,
+    the requirements and ``BASE_FORMAT``; a folder without its completion marker (a build that
+    was interrupted) is built again. Proofs only read it: their environment is made over it
+    (``--system-site-packages``), so what they install lands in their own prefix."""
+    version = subprocess.run([python, "-c", "import sys; print(sys.version)"], check=True,
+                             capture_output=True, text=True).stdout.strip()
+    key = hashlib.sha256(json.dumps([str(Path(python).resolve()), version, sorted(requirements),
+                                     as_venv, BASE_FORMAT]).encode()).hexdigest()[:20]
+    root = base_cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    prefix, done = root / key, root / key / ".envbuild-base"
+    with open(root / f"{key}.lock", "w") as lockfile:
+        fcntl.flock(lockfile, fcntl.LOCK_EX)  # two workers wanting one base build it once
+        if done.is_file():
+            return done.read_text().strip(), False
+        shutil.rmtree(prefix, ignore_errors=True)
+        base = build_base(python, prefix, requirements, as_venv)
+        done.write_text(base + "\n")
+        return base, True
 
 
 def build_base(python: str, prefix: Path, requirements: list[str], as_venv: bool) -> str:

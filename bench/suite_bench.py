@@ -1,0 +1,114 @@
+"""The test suite's wall time, as CI runs it: the README's test command, timed.
+
+    python bench/suite_bench.py [--label warm|new] [--out bench/results/suite.json] [-- EXTRA...]
+
+Runs exactly the command between the README's ``<!-- test-command -->`` markers (what
+``.ci/run`` runs) in a shell from the checkout's root, with a JUnit XML report added, then
+records one row in bench/results/suite.json: wall time, the numbers of tests passed, failed,
+skipped and errored, every skip with its reason, the 25 slowest tests, the 1-minute load
+average before and after (sampled every 10 s while it runs: mean and max), the machine (cores,
+memory), the commit, and the label (``warm``: a machine that ran the suite before and keeps its
+caches; ``new``: caches emptied first -- the caller's job, e.g. a fresh HOME and cache dirs).
+Nothing is asserted: the figures are measured and kept (rows append; the newest is last).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import threading
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "bench" / "results" / "suite.json"
+
+
+def test_command() -> str:
+    lines, inside = [], False
+    for line in (ROOT / "README.md").read_text().splitlines():
+        if line.strip() == "<!-- test-command -->":
+            inside = True
+        elif line.strip() == "<!-- /test-command -->":
+            break
+        elif inside and not line.startswith("```"):
+            lines.append(line)
+    command = "\n".join(lines).strip()
+    if not command:
+        sys.exit("README.md has no test command block")
+    return command
+
+
+def load1() -> float:
+    return float(Path("/proc/loadavg").read_text().split()[0])
+
+
+def junit_summary(path: Path) -> dict:
+    tree = ET.parse(path)
+    cases = tree.getroot().iter("testcase")
+    out = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0, "skips": [], "slowest": []}
+    timed = []
+    for case in cases:
+        name = f"{case.get('classname')}::{case.get('name')}"
+        timed.append((float(case.get("time") or 0), name))
+        if (skip := case.find("skipped")) is not None:
+            out["skipped"] += 1
+            out["skips"].append({"test": name, "reason": skip.get("message") or skip.text or ""})
+        elif case.find("failure") is not None:
+            out["failed"] += 1
+        elif case.find("error") is not None:
+            out["errors"] += 1
+        else:
+            out["passed"] += 1
+    out["tests"] = out["passed"] + out["failed"] + out["errors"] + out["skipped"]
+    out["slowest"] = [{"test": n, "s": round(t, 1)} for t, n in sorted(timed, reverse=True)[:25]]
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--label", default="warm", choices=["warm", "new"])
+    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("extra", nargs="*", help="extra pytest arguments (after --)")
+    args = ap.parse_args()
+    xml = Path(os.environ.get("TMPDIR", "/tmp")) / f"suite-bench-{os.getpid()}.xml"
+    command = f"{test_command()} --junitxml={xml} {' '.join(args.extra)}".strip()
+    samples, stop = [load1()], threading.Event()
+
+    def sample():
+        while not stop.wait(10):
+            samples.append(load1())
+
+    threading.Thread(target=sample, daemon=True).start()
+    before = load1()
+    started = time.monotonic()
+    rc = subprocess.run(["bash", "-c", command], cwd=ROOT).returncode
+    wall = time.monotonic() - started
+    stop.set()
+    after = load1()
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    mem = next((int(line.split()[1]) // 1024 for line in Path("/proc/meminfo").read_text().splitlines()
+                if line.startswith("MemTotal:")), None)
+    row = {"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "label": args.label, "command": command,
+           "exit": rc, "wall_s": round(wall, 1), "commit": commit,
+           "machine": {"cores": os.cpu_count(), "mem_mib": mem, "python": platform.python_version()},
+           "load1": {"before": before, "after": after, "mean": round(sum(samples) / len(samples), 2),
+                     "max": max(samples)},
+           **(junit_summary(xml) if xml.is_file() else {"junit": "not written"})}
+    rows = json.loads(args.out.read_text()).get("runs", []) if args.out.is_file() else []
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"about": __doc__.split("\n")[0], "runs": rows + [row]}, indent=1) + "\n")
+    print(f"suite: {row['wall_s']} s, exit {rc}, {row.get('tests')} tests "
+          f"({row.get('passed')} passed, {row.get('skipped')} skipped, {row.get('failed')} failed), "
+          f"load1 mean {row['load1']['mean']}")
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
