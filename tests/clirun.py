@@ -38,6 +38,8 @@ def envbuild(*argv: str, env: dict | None = None, cwd=None, input: str | None = 
         with runner.isolation(input=input) as streams:
             try:
                 rc = main([str(a) for a in argv])
+            except SystemExit as exc:  # a command that exits with its own code (the console script's sys.exit)
+                rc = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
             finally:
                 sys.stdout.flush()
                 sys.stderr.flush()

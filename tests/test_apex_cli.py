@@ -7,13 +7,13 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from clirun import envbuild as run_envbuild
 
 SHAPES = Path(__file__).parent / "data" / "apex_shapes"
 
 
 def envbuild(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "envbuild", *args], capture_output=True, text=True,
-                          cwd=Path(__file__).parent.parent)
+    return run_envbuild(*args, cwd=Path(__file__).parent.parent)
 
 
 def apex_copy(tmp_path: Path, shape: str = "d_master_version") -> Path:

@@ -12,12 +12,13 @@ import pytest
 from envbuild.facts.gather import gather_local
 from envbuild.facts.load import load_facts
 from envbuild.testbed.doubles import install_gpu_doubles
+from clirun import envbuild as run_envbuild
 
 H100 = Path(__file__).parent / "fixtures" / "nodes" / "h100-ubuntu2404-cuda13"
 
 
 def envbuild(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "envbuild", *args], capture_output=True, text=True, env=env)
+    return run_envbuild(*args, env=env)
 
 
 @pytest.fixture

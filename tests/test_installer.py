@@ -17,6 +17,7 @@ from envbuild.plan.model import Plan, Step
 from envbuild.plan.resolve import resolve
 from envbuild.recipes import load_recipe
 from envbuild.targets import load_target
+from clirun import envbuild as run_envbuild
 
 UV = P.UvBinary(version="0.13.9", sha256="5" * 64, os="linux", arch="x86_64", libc="glibc", glibc_min="2.17")
 NODE = NodeFacts(host="n1", arch="x86_64", glibc="2.36")
@@ -137,8 +138,8 @@ def test_plan_command_shows_the_installer_decision_and_obeys_installer_pip(tmp_p
                                 as_list=False))
 
     def plan(*extra):
-        p = subprocess.run([sys.executable, "-m", "envbuild", "plan", "cpu-reference", "--target", "local",
-                            "--facts", str(facts), "--json", *extra], capture_output=True, text=True, env=env)
+        p = run_envbuild("plan", "cpu-reference", "--target", "local", "--facts", str(facts), "--json",
+                         *extra, env=env)
         assert p.returncode == 0, p.stderr
         data = json.loads(p.stdout)
         return next(d for d in data["decisions"] if d["subject"] == "installer"), [s["id"] for s in data["steps"]]

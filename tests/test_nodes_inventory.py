@@ -14,6 +14,7 @@ from envbuild.errors import InputError
 from envbuild.execute.hostkeys import host_key_check
 from envbuild.execute.nodes import INSECURE_SSH_ARGS, connection_vars, parse_hosts, read_inventory
 from envbuild.execute.ssh import jump_hosts
+from clirun import envbuild as run_envbuild
 
 COMMON = "-o ProxyJump=jump@10.0.0.1:2222 -o ServerAliveInterval=30"
 HOSTS = {
@@ -154,7 +155,7 @@ def test_bad_ports_exit_2_on_the_command_line(tmp_path):
     inv.write_text("all:\n  hosts:\n    n1: {ansible_host: 127.0.0.2, ansible_port: 70000}\n")
     for args in (["facts", "--hosts", "root@127.0.0.2:99999"], ["facts", "--hosts", "127.0.0.2:0"],
                  ["facts", "--inventory", str(inv)]):
-        r = subprocess.run([sys.executable, "-m", "envbuild", *args], capture_output=True, text=True, timeout=120)
+        r = run_envbuild(*args)
         assert r.returncode == 2, (args, r.stderr)
         assert "not a TCP port" in r.stderr and "hint: ports are 1-65535" in r.stderr
     assert "ansible_port" in r.stderr and "n1" in r.stderr

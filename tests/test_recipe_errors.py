@@ -6,14 +6,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from clirun import envbuild as run_envbuild
 
 BAD = Path(__file__).parent / "data" / "bad_recipes"
 ROOT = Path(__file__).parent.parent
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "envbuild", *args], cwd=ROOT, text=True,
-                          capture_output=True, timeout=120)
+    return run_envbuild(*args, cwd=ROOT)
 
 
 def error_lines(proc: subprocess.CompletedProcess) -> tuple[str, str]:

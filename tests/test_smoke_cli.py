@@ -5,11 +5,11 @@ import subprocess
 import sys
 
 import pytest
+from clirun import envbuild as run_envbuild
 
 
 def envbuild(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "envbuild", *args], capture_output=True, text=True,
-                          timeout=timeout)
+    return run_envbuild(*args)
 
 
 @pytest.mark.slow

@@ -17,16 +17,25 @@ from envbuild.cli.output import emit_json
 from envbuild.errors import InputError
 
 NOTHING_FOUND = 2
-BELOW_THRESHOLD = 1
+BELOW_THRESHOLD = 1  # also a run that did not complete
+NOT_JUDGED = 5
+EXIT = {"pass": 0, "below": BELOW_THRESHOLD, "incomplete": BELOW_THRESHOLD, "nothing": NOTHING_FOUND,
+        "not-judged": NOT_JUDGED}
+VERDICT_WORDS = {"pass": "PASS", "below": "FAIL", "incomplete": "FAIL", "nothing": "NOTHING FOUND",
+                 "not-judged": "NOT JUDGED"}
 
 
 def parse_log(recipe, text: str, warmup: int | None = None) -> dict:
     """The parse result of ``text`` for ``recipe`` as data: metric, value, unit, threshold,
     published figure (and the value as a percentage of it), verdict and every metric found.
 
-    ``status`` is ``pass`` (on the right side of the threshold, or no threshold), ``below``
-    (a threshold missed) or ``nothing`` (the metric is not in the text)."""
-    from envbuild.smoke.native import NATIVE_PARSERS, evaluate, parse
+    ``status`` is ``pass`` (the run completed and the metric is on the right side of the
+    threshold), ``not-judged`` (completed, no threshold), ``below`` (a threshold missed),
+    ``incomplete`` (the run stopped early, diverged or printed an error:
+    ``envbuild.smoke.completion``, whatever its throughput) or ``nothing`` (the metric is not in
+    the text)."""
+    from envbuild.smoke.completion import judge
+    from envbuild.smoke.native import NATIVE_PARSERS, parse
 
     bench = recipe.benchmark
     if bench is None:
@@ -37,9 +46,12 @@ def parse_log(recipe, text: str, warmup: int | None = None) -> dict:
     if warmup is not None and fn is not None and "warmup" in inspect.signature(fn).parameters:
         opts["warmup"] = warmup
     metrics = parse(bench.parser, text, **opts)
-    verdict = evaluate(metrics, bench.metric, bench.threshold, bench.higher_is_better)
+    verdict = judge(bench.parser, text, metrics, bench.metric, bench.threshold, bench.higher_is_better)
     value = verdict.value
-    status = "nothing" if value is None else ("pass" if verdict.passed else "below")
+    done = verdict.completion or {}
+    status = ("nothing" if value is None and done.get("state") in (None, "complete") else
+              "incomplete" if done.get("state") not in (None, "complete") else
+              {"pass": "pass", "not-judged": "not-judged"}.get(verdict.status, "below"))
     published = None
     if bench.published is not None:
         pct = (value / bench.published.value * 100.0
@@ -52,7 +64,8 @@ def parse_log(recipe, text: str, warmup: int | None = None) -> dict:
             "unit": bench.unit, "higher_is_better": bench.higher_is_better,
             "threshold": bench.threshold,
             "threshold_source": bench.source.url if bench.source else None,
-            "published": published, "status": status, "reason": verdict.reason, "metrics": numbers}
+            "published": published, "status": status, "verdict": VERDICT_WORDS[status],
+            "reason": verdict.reason, "completion": verdict.completion, "metrics": numbers}
 
 
 def _fmt(value: float | None) -> str:
@@ -74,7 +87,10 @@ def parse_cmd(recipe: str, logfile: Path, warmup: int | None, as_json: bool) -> 
     megatron_results_e2e.tsv, Megatron's or Megatron-DeepSpeed's training log, metaseq's
     opt-baselines output, MegatronApp's trace_pipeline_*.txt, or a Slurm output file
     (%x-%j.out; srun -l labels are removed).
-    Exit 0: pass (or no threshold); 1: below the threshold; 2: the metric is not in the file.
+    The run must have completed (its planned iterations or updates, its end-of-training line,
+    no non-finite loss, NaN iterations or error lines) to pass, whatever its throughput.
+    Exit 0: PASS; 1: FAIL (below the threshold, or the run did not complete); 2: the metric is
+    not in the file; 5: NOT JUDGED (completed, the recipe sets no threshold).
 
     \b
     Example:  envbuild parse opt-175b-azure train.log
@@ -107,6 +123,8 @@ def parse_cmd(recipe: str, logfile: Path, warmup: int | None, as_json: bool) -> 
         else:
             pct = f", measured = {pub['percent']:.1f} % of it" if pub["percent"] is not None else ""
             click.echo(f"published: {_fmt(pub['value'])}{unit} ({pub['source']}){pct}")
-        word = {"pass": "PASS", "below": "BELOW THRESHOLD", "nothing": "NOTHING FOUND"}[result["status"]]
-        click.echo(f"verdict: {word}: {result['reason']}")
-    return {"pass": 0, "below": BELOW_THRESHOLD, "nothing": NOTHING_FOUND}[result["status"]]
+        done = result["completion"] or {}
+        if done:
+            click.echo(f"completion: {done['state']}: {done['detail']}")
+        click.echo(f"verdict: {result['verdict']}: {result['reason']}")
+    return EXIT[result["status"]]

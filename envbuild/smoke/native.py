@@ -10,6 +10,8 @@ Example::
     >>> m = parse_megatron_deepspeed(open("train.log").read())
     >>> evaluate(m, "samples_per_s", 50.0).passed
     True
+    >>> envbuild.smoke.completion.judge("megatron-deepspeed", text, m, "samples_per_s", 50.0).status
+    'pass'
 
 Formats (see tests/data/native_logs/ for excerpts and their sources):
 
@@ -346,13 +348,19 @@ NATIVE_PARSERS: dict[str, Callable[..., dict[str, Any]]] = {
 
 @dataclass(frozen=True)
 class Verdict:
-    """The outcome of comparing one metric with a threshold."""
+    """The outcome of judging one metric: ``status`` is ``pass`` (the run completed and the
+    metric met its threshold), ``not-judged`` (completed, no threshold to judge against) or
+    ``fail`` (a threshold missed, the metric absent, or the run did not complete: stopped early,
+    diverged, errored); ``passed`` is True, None or False for them. ``completion`` is how the
+    run ended (``envbuild.smoke.completion``), when it was read."""
 
-    passed: bool
+    passed: bool | None
     metric: str
     value: float | None
     threshold: float | None
     reason: str
+    status: str = "pass"
+    completion: dict | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -362,18 +370,22 @@ def evaluate(metrics: dict[str, Any], metric: str, threshold: float | None,
              higher_is_better: bool = True) -> Verdict:
     """Pass when ``metrics[metric]`` is on the right side of ``threshold`` (inclusive).
 
-    A missing or non-finite metric fails, naming the metrics that were found; no threshold
-    passes with the value recorded.
+    A missing or non-finite metric fails, naming the metrics that were found; without a
+    threshold the value is recorded, not judged (``passed`` None). Whether the run completed is
+    ``judge``'s part.
     """
     value = metrics.get(metric)
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
         found = ", ".join(sorted(k for k, v in metrics.items() if isinstance(v, (int, float)))) or "none"
         return Verdict(False, metric, None, threshold,
-                       f"metric {metric!r} not found in the log (metrics found: {found})")
+                       f"metric {metric!r} not found in the log (metrics found: {found})", "fail")
     if threshold is None:
-        return Verdict(True, metric, float(value), None, f"{metric} = {value:.6g} (no threshold set)")
+        return Verdict(None, metric, float(value), None,
+                       f"{metric} = {value:.6g}: not judged (no threshold set)", "not-judged")
     ok = value >= threshold if higher_is_better else value <= threshold
     rel = ">=" if higher_is_better else "<="
     word = "meets" if ok else "misses"
     return Verdict(ok, metric, float(value), threshold,
-                   f"{metric} = {value:.6g} {word} the threshold {rel} {threshold:.6g}")
+                   f"{metric} = {value:.6g} {word} the threshold {rel} {threshold:.6g}",
+                   "pass" if ok else "fail")
+
