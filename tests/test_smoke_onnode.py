@@ -57,7 +57,14 @@ def test_smoke_json_from_real_gpt_output_has_the_native_section(tmp_path):
     native = smoke["native"]
     assert native["ran"] and native["parser"] == "envbuild-smoke"
     assert native["metrics"]["tokens_per_second"] == smoke["gpt"]["tokens_per_s"]
-    assert native["verdict"]["passed"] is True and native["verdict"]["threshold"] is None
+    # completed (the smoke record says ok, its loss finite); cpu-reference sets no threshold
+    assert native["verdict"]["status"] == "not-judged" and native["verdict"]["passed"] is None
+    assert native["verdict"]["threshold"] is None and native["verdict"]["completion"]["state"] == "complete"
+
+
+def collect_node_with(folder, native_log: str, recipe: str) -> dict:
+    _fetched(folder, "native", 0, native_log)
+    return collect_node(folder, ["native"], bench(recipe))
 
 
 def test_failed_script_and_native_log_parsed_from_fetched_files(tmp_path):
@@ -71,7 +78,9 @@ def test_failed_script_and_native_log_parsed_from_fetched_files(tmp_path):
     _fetched(tmp_path, "native", 0, log)
     smoke = collect_node(tmp_path, ["native"], bench("megatronapp"))
     assert smoke["native"]["metrics"]["iteration_time_ms"] == 800.0
-    assert smoke["native"]["verdict"]["passed"] is True
+    assert smoke["native"]["verdict"]["status"] == "not-judged"  # iteration 3 of 3; no threshold
+    cut = collect_node_with(tmp_path, log.splitlines(keepends=True)[0], "megatronapp")
+    assert cut["native"]["verdict"]["status"] == "fail" and "2 of 3" in cut["native"]["verdict"]["reason"]
     skipped = collect_node(tmp_path, ["gpt"], bench("megatronapp"), skip="needs 4 GPUs, the node has 0")
     assert skipped["native"] == {**{k: skipped["native"][k] for k in ("parser", "metric", "unit", "threshold",
                                                                       "higher_is_better")},

@@ -10,6 +10,7 @@ import click
 from envbuild.cli import cli
 from envbuild.cli.options import recipe_argument, target_option
 from envbuild.cli.output import console, emit_json
+from envbuild.cli.parse_cmd import NOT_JUDGED
 from envbuild.errors import CheckFailed, EnvironmentProblem, InputError
 
 
@@ -140,7 +141,8 @@ def launch_cmd(recipe, target, scheduler, nodes, gpus_per_node, variant, out, su
                          provisioned=provisioned, verdicts=verdicts)
     res = outcome.result
     if as_json:
-        emit_json({"run": str(outcome.run_dir), "passed": outcome.passed, "job": res.to_dict(),
+        emit_json({"run": str(outcome.run_dir), "passed": outcome.passed, "status": outcome.status,
+                   "job": res.to_dict(),
                    "node": outcome.node, "results": outcome.smoke})
     else:
         console.print(f"job {res.job_id} ({res.scheduler}): {res.state}, exit {res.exit_code}; run {outcome.run_dir}")
@@ -156,6 +158,9 @@ def launch_cmd(recipe, target, scheduler, nodes, gpus_per_node, variant, out, su
         raise CheckFailed(f"job {res.job_id} {res.state} (exit {res.exit_code})"
                           + (f": {res.reason}" if res.reason else "") + "\n" + res.tail(),
                           hint=f"the job's output is in {outcome.run_dir / 'job'}")
+    if outcome.status == "not-judged":
+        click.echo("verdict: NOT JUDGED: the run completed; the recipe sets no threshold to judge it by", err=True)
+        return NOT_JUDGED
     if not outcome.passed:
         raise CheckFailed("the job finished but its result does not pass",
                           hint=f"envbuild report {outcome.run_dir}")

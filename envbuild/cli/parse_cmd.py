@@ -49,7 +49,7 @@ def parse_log(recipe, text: str, warmup: int | None = None) -> dict:
     verdict = judge(bench.parser, text, metrics, bench.metric, bench.threshold, bench.higher_is_better)
     value = verdict.value
     done = verdict.completion or {}
-    status = ("nothing" if value is None and done.get("state") in (None, "complete") else
+    status = ("nothing" if value is None else
               "incomplete" if done.get("state") not in (None, "complete") else
               {"pass": "pass", "not-judged": "not-judged"}.get(verdict.status, "below"))
     published = None

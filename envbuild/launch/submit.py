@@ -30,7 +30,8 @@ from envbuild.errors import EnvironmentProblem
 from envbuild.launch import Rendered, render_job
 from envbuild.launch.job import Job, LaunchOptions, build_job
 from envbuild.smoke import read_result
-from envbuild.smoke.native import evaluate, parse
+from envbuild.smoke.completion import judge
+from envbuild.smoke.native import parse
 
 TERMINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
             "PREEMPTED", "BOOT_FAIL", "DEADLINE", "SPECIAL_EXIT", "REVOKED"}
@@ -216,7 +217,8 @@ def results(job: Job, recipe, result: JobResult) -> dict[str, Any]:
         native = {**section, "ran": False, "reason": job.replaced}
     else:
         metrics = parse(section["parser"], text) if section["parser"] else {}
-        verdict = evaluate(metrics, section["metric"], section["threshold"], bool(section["higher_is_better"]))
+        verdict = judge(section["parser"], text, metrics, section["metric"], section["threshold"],
+                        bool(section["higher_is_better"]), rc=result.rc, job_state=result.state)
         native = {**section, "ran": True, "source": "job", "rc": result.rc, "metrics": metrics,
                   "verdict": verdict.to_dict()}
         if job.replaced:
@@ -240,14 +242,21 @@ class Outcome:
     node: str
 
     @property
-    def passed(self) -> bool:
+    def status(self) -> str:
+        """``pass``, ``not-judged`` (the run completed; no threshold to judge it by) or ``fail``."""
         if not self.result.ok:
-            return False
+            return "fail"
         sections = [v for v in self.smoke.values() if isinstance(v, dict)]
         if any("error" in s or s.get("ok") is False for s in sections):
-            return False
+            return "fail"
         native = self.smoke.get("native") or {}
-        return not native.get("ran") or bool((native.get("verdict") or {}).get("passed"))
+        if not native.get("ran"):
+            return "pass" if any(s.get("ok") for s in sections) else "not-judged"
+        return (native.get("verdict") or {}).get("status") or "fail"
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "pass"
 
 
 def launch(recipe, target, plan, options: LaunchOptions, *, argv: list[str],

@@ -216,8 +216,13 @@ def node_report(node_dir: Path, lock: dict | None, lock_digest: str | None, reci
     if smoke:
         node.benchmarks = bench.benchmarks(smoke, recipe.get("benchmark"))
         node.smoke_ok = bench.section_ok(smoke)
+        native = smoke.get("native") if isinstance(smoke.get("native"), dict) else {}
+        done = (native.get("verdict") or {}).get("completion") if isinstance(native.get("verdict"), dict) else None
+        if isinstance(done, dict) and done.get("state") not in (None, "complete"):
+            reasons.append(Reason(kind="benchmark", host=host, message=f"the benchmark run did not complete "
+                                  f"({done.get('state')}: {done.get('detail')})"))
         for b in node.benchmarks:
-            if b.passed is False:
+            if b.passed is False and b.threshold is not None:
                 cmp = "below" if b.higher_is_better else "above"
                 got = f"{b.name} = {b.value:g} {b.unit}".rstrip() if b.value is not None else f"{b.name} missing"
                 reasons.append(Reason(kind="benchmark", host=host, message=f"{got}, {cmp} threshold {b.threshold:g}"

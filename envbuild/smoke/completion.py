@@ -218,6 +218,9 @@ def judge(parser: str, text: str, metrics: dict[str, Any], metric: str, threshol
     threshold (``evaluate``): PASS, NOT JUDGED without a threshold, FAIL below it."""
     done = completion(parser, text, planned=planned, rc=rc, job_state=job_state)
     measured = evaluate(metrics, metric, threshold, higher_is_better)
+    if measured.value is None:  # nothing measured: say what was found, and how the run ended
+        why = "" if done.complete else f"; the run did not complete ({done.state}: {done.detail})"
+        return Verdict(False, metric, None, threshold, measured.reason + why, "fail", done.to_dict())
     if not done.complete:
         return Verdict(False, metric, measured.value, threshold,
                        f"the run did not complete ({done.state}: {done.detail})", "fail", done.to_dict())

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from envbuild.smoke import SMOKE_SCRIPTS, read_result, smoke_command
-from envbuild.smoke.native import evaluate, parse
+from envbuild.smoke.completion import judge
+from envbuild.smoke.native import parse
 
 SMOKE_TIMEOUT_S = 1800
 NATIVE_TIMEOUT_S = 3600
@@ -121,8 +122,10 @@ def native_section(benchmark: dict | None, outputs: dict[str, tuple[int, str, st
     if got is None:
         return {**section, "ran": False, "reason": skip or f"no {source} output"}
     rc, out, err = got
-    metrics = parse(parser, out + ("\n" + err if source == "native" else ""))
-    verdict = evaluate(metrics, metric, section["threshold"], bool(section["higher_is_better"]))
+    text = out + ("\n" + err if source == "native" else "")
+    metrics = parse(parser, text)
+    verdict = judge(parser, text, metrics, metric, section["threshold"], bool(section["higher_is_better"]),
+                    rc=rc if source == "native" else None)
     return {**section, "ran": True, "source": source, "rc": rc, "metrics": metrics,
             "verdict": verdict.to_dict()}
 
