@@ -78,15 +78,33 @@ def test_cli_pass_with_threshold_and_published_figure(capsys) -> None:
     out = capsys.readouterr().out
     assert rc == 0
     assert "words_per_second = 275524 words/s" in out and "threshold: >= 200000 words/s" in out
-    assert "published: 200000 words/s" in out and "measured = 137.8 % of it" in out
-    assert "verdict: PASS" in out
+    assert "published: 200000 words/s" in out and "not compared: the recipe does not say which GPU" in out
+    assert "% of it" not in out and "verdict: PASS" in out
+
+
+def test_published_figure_is_compared_only_on_the_same_gpu_model(tmp_path, capsys) -> None:
+    data = load_recipe("alpa-megatron").model_dump(mode="json", by_alias=True)
+    data["benchmark"]["published"]["gpu"] = "Tesla V100-SXM2-16GB"
+    recipe = tmp_path / "alpa-v100.yaml"
+    recipe.write_text(yaml.safe_dump(data))
+    log = str(LOGS / "alpa-megatron" / "benchmark_gpt.out")
+    main(["parse", str(recipe), log, "--gpu", "Tesla V100-SXM2-16GB", "--json"])
+    same = json.loads(capsys.readouterr().out)["published"]
+    assert same["compared"] and same["percent"] == pytest.approx(113.4, rel=1e-3)
+    for other in ("NVIDIA A100-SXM4-80GB", "Tesla V100-PCIE-32GB", None):
+        main(["parse", str(recipe), log, "--json", *(["--gpu", other] if other else [])])
+        got = json.loads(capsys.readouterr().out)["published"]
+        assert got["percent"] is None and not got["compared"], other
+    main(["parse", str(recipe), log, "--gpu", "NVIDIA A100-SXM4-80GB"])
+    out = capsys.readouterr().out
+    assert "% of it" not in out and "different GPU models" in out
 
 
 def test_cli_json_with_a_published_figure(capsys) -> None:
     rc = main(["parse", "alpa-megatron", str(LOGS / "alpa-megatron" / "megatron_results_e2e.tsv"), "--json"])
     res = json.loads(capsys.readouterr().out)
     assert rc == 5 and res["status"] == "not-judged" and res["verdict"] == "NOT JUDGED" and res["threshold"] is None
-    assert res["published"]["value"] == 47.53 and res["published"]["percent"] == pytest.approx(113.4, rel=1e-3)
+    assert res["published"]["value"] == 47.53 and res["published"]["percent"] is None  # which GPU: unknown
 
 
 def test_cli_below_threshold_exits_1(tmp_path, capsys) -> None:

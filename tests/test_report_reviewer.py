@@ -206,6 +206,16 @@ def test_recipe_published_figure_reaches_the_native_row():
     assert all(b.published is None for n in report.nodes for b in n.benchmarks if not b.name.startswith("native."))
 
 
+def test_a_published_figure_from_another_gpu_model_is_not_compared(run):
+    edit(run / "recipe.json", lambda r: r["benchmark"]["published"].update(gpu="Tesla V100-SXM2-16GB"))
+    report = collect(run)
+    rows = [b for n in report.nodes for b in n.benchmarks if b.name.startswith("native.")]
+    assert rows and all(b.published is None and "different GPU models" in b.published_not_compared for b in rows)
+    assert "not compared (published on Tesla V100-SXM2-16GB" in render(report, "md")
+    matches = next(c for c in badge(report, "reproduced").criteria if c.id == "matches")
+    assert "within" not in matches.evidence
+
+
 def test_recipe_schema_takes_an_optional_published_figure_without_changing_old_digests():
     bench = RecipeBenchmark(command="x", parser="envbuild-smoke", metric="m",
                             published={"value": 47.5, "source": "https://example.org/paper"})

@@ -25,9 +25,13 @@ VERDICT_WORDS = {"pass": "PASS", "below": "FAIL", "incomplete": "FAIL", "nothing
                  "not-judged": "NOT JUDGED"}
 
 
-def parse_log(recipe, text: str, warmup: int | None = None) -> dict:
+def parse_log(recipe, text: str, warmup: int | None = None, gpu: str | None = None) -> dict:
     """The parse result of ``text`` for ``recipe`` as data: metric, value, unit, threshold,
     published figure (and the value as a percentage of it), verdict and every metric found.
+
+    The measured value is a percentage of the published figure only when ``gpu`` (the run's
+    GPU) is the model the figure was measured on (``envbuild.smoke.hardware``); otherwise the
+    result says why it is not compared.
 
     ``status`` is ``pass`` (the run completed and the metric is on the right side of the
     threshold), ``not-judged`` (completed, no threshold), ``below`` (a threshold missed),
@@ -35,6 +39,7 @@ def parse_log(recipe, text: str, warmup: int | None = None) -> dict:
     ``envbuild.smoke.completion``, whatever its throughput) or ``nothing`` (the metric is not in
     the text)."""
     from envbuild.smoke.completion import judge
+    from envbuild.smoke.hardware import comparison
     from envbuild.smoke.native import NATIVE_PARSERS, parse
 
     bench = recipe.benchmark
@@ -54,10 +59,12 @@ def parse_log(recipe, text: str, warmup: int | None = None) -> dict:
               {"pass": "pass", "not-judged": "not-judged"}.get(verdict.status, "below"))
     published = None
     if bench.published is not None:
+        same = comparison(bench.published.gpu, gpu)
         pct = (value / bench.published.value * 100.0
-               if value is not None and bench.published.value else None)
+               if same.comparable and value is not None and bench.published.value else None)
         published = {"value": bench.published.value, "source": bench.published.source,
-                     "percent": pct if pct is None or math.isfinite(pct) else None}
+                     "gpu": bench.published.gpu, "run_gpu": gpu, "compared": same.comparable,
+                     "why": same.why, "percent": pct if pct is None or math.isfinite(pct) else None}
     numbers = {k: v for k, v in metrics.items()
                if isinstance(v, (int, float)) and not isinstance(v, bool)}
     return {"recipe": recipe.name, "parser": bench.parser, "metric": bench.metric, "value": value,
@@ -77,8 +84,11 @@ def _fmt(value: float | None) -> str:
 @click.argument("logfile", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--warmup", type=click.IntRange(0), default=None,
               help="Logged iterations/updates left out at the start [the parser's: 1].")
+@click.option("--gpu", default=None, metavar="MODEL",
+              help="The GPU the run was measured on, as nvidia-smi names it: the published figure is "
+                   "compared only when it was measured on the same model.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def parse_cmd(recipe: str, logfile: Path, warmup: int | None, as_json: bool) -> int:
+def parse_cmd(recipe: str, logfile: Path, warmup: int | None, gpu: str | None, as_json: bool) -> int:
     """Read LOGFILE, a native benchmark's output, with RECIPE's parser; print the metric, the
     threshold, the published figure and a verdict.
 
@@ -104,7 +114,7 @@ def parse_cmd(recipe: str, logfile: Path, warmup: int | None, as_json: bool) -> 
     except OSError as exc:
         raise InputError(f"cannot read {logfile}: {exc.strerror or exc}",
                          hint="give the benchmark's output file") from None
-    result = parse_log(rec, text, warmup)
+    result = parse_log(rec, text, warmup, gpu)
     result["logfile"] = str(logfile)
     if as_json:
         emit_json(result)
@@ -121,7 +131,8 @@ def parse_cmd(recipe: str, logfile: Path, warmup: int | None, as_json: bool) -> 
         if pub is None:
             click.echo("published: none")
         else:
-            pct = f", measured = {pub['percent']:.1f} % of it" if pub["percent"] is not None else ""
+            pct = (f", measured = {pub['percent']:.1f} % of it ({pub['why']})" if pub["percent"] is not None
+                   else f"; not compared: {pub['why']}")
             click.echo(f"published: {_fmt(pub['value'])}{unit} ({pub['source']}){pct}")
         done = result["completion"] or {}
         if done:

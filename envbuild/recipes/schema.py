@@ -376,6 +376,13 @@ class PublishedFigure(Strict):
 
     value: float
     source: str  # URL (paper, README, issue), or a citation with the table/figure
+    # the GPU the figure was measured on, as nvidia-smi names it ("Tesla V100-SXM2-16GB"): a run
+    # is compared with the figure only on the same model (envbuild.smoke.hardware)
+    gpu: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_unset(self, handler):  # noqa: ANN001, ANN202
+        return omit_unset(handler(self), {"gpu": None})  # older recipes' digests unchanged
 
 
 class Benchmark(Strict):

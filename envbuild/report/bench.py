@@ -10,7 +10,8 @@ section holds ``metrics`` (from ``envbuild.smoke.native.parse``) and/or ``verdic
 A section measured several times (``envbuild smoke --repeat N``) carries
 ``repeat: {n, values: {metric: [v1, v2, ...]}}``; its rows then hold the median as the value and
 a ``Spread`` (median, min, max). The native row carries the recipe's published figure
-(``benchmark.published: {value, source}``) when the recipe has one.
+(``benchmark.published: {value, source, gpu}``) when the recipe has one and the node's GPU is
+the model it was measured on; otherwise the row says why it is not compared.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import re
 from typing import Any
 
 from envbuild.report.model import Benchmark, Spread
+from envbuild.smoke.hardware import comparison
 
 GPT_METRICS = {"tokens_per_s": "tokens/s", "tflops": "TFLOP/s", "mfu": ""}
 BANDWIDTH = re.compile(r"busbw_gbps$")
@@ -72,6 +74,17 @@ def _row(name: str, value: Any, unit: str, threshold: Any, higher: bool, sp: Spr
                      passed=judge(v, t, higher), spread=sp)
 
 
+def published_for(recipe_benchmark: dict | None, gpu: str | None) -> tuple[float | None, str | None, str | None]:
+    """(value, source, why not compared) of the recipe's published figure for a node whose GPU
+    is ``gpu``: the value only when the figure was measured on the same GPU model."""
+    value, source = published_figure(recipe_benchmark)
+    if value is None:
+        return None, None, None
+    pub = (recipe_benchmark or {}).get("published") or {}
+    same = comparison(pub.get("gpu"), gpu)
+    return (value, source, None) if same.comparable else (None, source, same.why)
+
+
 def published_figure(recipe_benchmark: dict | None) -> tuple[float | None, str | None]:
     """(value, source) of the recipe's ``benchmark.published``; (None, None) without one."""
     pub = (recipe_benchmark or {}).get("published")
@@ -81,8 +94,9 @@ def published_figure(recipe_benchmark: dict | None) -> tuple[float | None, str |
     return _num(pub.get("value")), str(source) if source else None
 
 
-def benchmarks(smoke: dict, recipe_benchmark: dict | None) -> list[Benchmark]:
-    """Rows for every number worth a reviewer's look, in a stable order."""
+def benchmarks(smoke: dict, recipe_benchmark: dict | None, gpu: str | None = None) -> list[Benchmark]:
+    """Rows for every number worth a reviewer's look, in a stable order (``gpu``: the node's,
+    for the comparison with the published figure)."""
     rows: list[Benchmark] = []
     gpt = smoke.get("gpt") or {}
     limits = gpt.get("thresholds") or {}
@@ -110,7 +124,7 @@ def benchmarks(smoke: dict, recipe_benchmark: dict | None) -> list[Benchmark]:
         if metric:
             row = _row(f"native.{metric}", value, rb.get("unit") or native.get("unit", ""),
                        threshold, bool(higher), _repeats(native, metric))
-            row.published, row.published_source = published_figure(rb)
+            row.published, row.published_source, row.published_not_compared = published_for(rb, gpu)
             rows.append(row)
     return rows
 

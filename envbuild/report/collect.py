@@ -214,7 +214,8 @@ def node_report(node_dir: Path, lock: dict | None, lock_digest: str | None, reci
         reasons.append(Reason(kind="unobserved", host=host, message="no observed.json: installed state not verified"))
     node.patches = patch_rows(exp, obs, plan)
     if smoke:
-        node.benchmarks = bench.benchmarks(smoke, recipe.get("benchmark"))
+        node.benchmarks = bench.benchmarks(smoke, recipe.get("benchmark"),
+                                           node.facts.gpu if node.facts is not None else None)
         node.smoke_ok = bench.section_ok(smoke)
         native = smoke.get("native") if isinstance(smoke.get("native"), dict) else {}
         done = (native.get("verdict") or {}).get("completion") if isinstance(native.get("verdict"), dict) else None

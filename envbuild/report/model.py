@@ -162,6 +162,9 @@ class Benchmark(_M):
     passed: bool | None = None  # None: no threshold
     published: float | None = None  # the published figure (the recipe's benchmark.published)
     published_source: str | None = None  # where that figure is published
+    # why the published figure is not compared (measured on another GPU model, or unknown):
+    # ``published`` is then None (envbuild.smoke.hardware)
+    published_not_compared: str | None = None
     spread: Spread | None = None  # repeated runs: median, min, max
 
 

@@ -13,7 +13,7 @@ from html import escape
 
 from envbuild.report.model import Benchmark, LaunchJob, NodeReport, Report
 from envbuild.report.plot import bar_chart
-from envbuild.report.render_md import fmt_num, short
+from envbuild.report.render_md import fmt_num, published_text, short
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1180px;color:#1d232b;padding:0 16px}
@@ -165,7 +165,7 @@ def render_html(report: Report) -> str:
     bench_rows = [(n.host, b) for n in report.nodes for b in n.benchmarks]
     bench = table(["node", "benchmark", "value", "unit", "threshold", "published", "spread (min - max)", "result"],
                   ["<tr>" + td(h) + td(b.name) + td(fmt_num(b.value)) + td(b.unit) + td(fmt_num(b.threshold))
-                   + td(fmt_num(b.published)) + td(spread_text(b))
+                   + td(published_text(b)) + td(spread_text(b))
                    + ok_cell(b.passed, "pass", "FAIL") + "</tr>" for h, b in bench_rows]) if bench_rows else "<p>No benchmark results.</p>"
     sources = sorted({(b.published, b.published_source) for _, b in bench_rows if b.published_source},
                      key=lambda x: (x[0] or 0, x[1] or ""))

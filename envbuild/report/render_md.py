@@ -31,6 +31,13 @@ def fmt_num(v: float | None) -> str:
     return f"{v:.4g}" if abs(v) < 1000 else f"{v:,.1f}".removesuffix(".0")
 
 
+def published_text(b) -> str:
+    """The published figure of a benchmark row, or why it is not compared with it."""
+    if b.published is None and b.published_not_compared:
+        return f"not compared ({b.published_not_compared})"
+    return fmt_num(b.published)
+
+
 def node_section(n: NodeReport) -> list[str]:
     out = [f"### {n.host}", ""]
     f = n.facts
@@ -73,7 +80,7 @@ def node_section(n: NodeReport) -> list[str]:
         out += table(["decision", "outcome", "why"], [[d.subject, d.outcome, d.reason] for d in n.decisions]) + [""]
     if n.benchmarks or n.smoke_ok:
         out += table(["benchmark", "value", "unit", "threshold", "published", "spread (min - max)", "result"],
-                     [[b.name, fmt_num(b.value), b.unit, fmt_num(b.threshold), fmt_num(b.published),
+                     [[b.name, fmt_num(b.value), b.unit, fmt_num(b.threshold), published_text(b),
                        f"{fmt_num(b.spread.min)} - {fmt_num(b.spread.max)} (n={b.spread.n})" if b.spread else None,
                        {True: "pass", False: "**FAIL**", None: "-"}[b.passed]] for b in n.benchmarks]
                      + [[f"smoke {k}", "ok" if ok else "not ok", "", "", "", "", "pass" if ok else "**FAIL**"]

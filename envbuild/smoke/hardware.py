@@ -1,0 +1,57 @@
+"""Whether a measured figure may be compared with a published one: only on the same GPU model.
+
+A recipe's published figure names the GPU it was measured on (``benchmark.published.gpu``);
+a run's GPU comes from its node's facts (nvidia-smi's name) or, for ``envbuild parse``, from
+``--gpu``. ``comparison(published_gpu, run_gpu)`` says whether the two are the same model
+(``FAMILIES``: the model token of the name, with its memory size where both names give one)
+and, when they are not or one is unknown, why no comparison is made. Nothing normalises across
+models: an A100 figure is never a percentage of a V100 one.
+
+    >>> comparison("Tesla V100-SXM2-16GB", "NVIDIA A100-SXM4-80GB").comparable
+    False
+    >>> comparison("NVIDIA A100-SXM4-80GB", "NVIDIA A100 80GB PCIe").comparable
+    False
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# model tokens as nvidia-smi and vendors write them; the first that matches names the model
+FAMILIES = ["H200", "H100", "H800", "GH200", "A100", "A800", "A10G", "A10", "A30", "A40", "L40S", "L40",
+            "L4", "V100", "P100", "T4", "RTX 4090", "RTX 3090", "RTX A6000", "MI300X", "MI250X"]
+MEMORY = re.compile(r"(\d+)\s*GB", re.I)
+FORM = re.compile(r"\b(SXM\d?|PCIE|NVL)\b", re.I)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    comparable: bool
+    why: str
+
+
+def model(name: str | None) -> tuple[str | None, str | None, str | None]:
+    """(model token, memory, form factor) of a GPU name; None where the name does not say."""
+    if not name:
+        return None, None, None
+    upper = name.upper().replace("-", " ")
+    family = next((f for f in FAMILIES if re.search(rf"\b{re.escape(f)}\b", upper)), None)
+    mem = MEMORY.search(name)
+    form = FORM.search(name.replace("-", " "))
+    return family, mem.group(1) if mem else None, form.group(1).upper() if form else None
+
+
+def comparison(published_gpu: str | None, run_gpu: str | None) -> Comparison:
+    if not published_gpu:
+        return Comparison(False, "the recipe does not say which GPU its published figure was measured on")
+    if not run_gpu:
+        return Comparison(False, f"published on {published_gpu}; this run's GPU is not known")
+    (pf, pm, pform), (rf, rm, rform) = model(published_gpu), model(run_gpu)
+    if pf is None or rf is None or pf != rf:
+        return Comparison(False, f"published on {published_gpu}, measured on {run_gpu}: different GPU models")
+    if pm and rm and pm != rm:
+        return Comparison(False, f"published on {published_gpu}, measured on {run_gpu}: {pm} GB and {rm} GB")
+    if pform and rform and pform != rform:
+        return Comparison(False, f"published on {published_gpu}, measured on {run_gpu}: {pform} and {rform}")
+    return Comparison(True, f"both on {pf}")
