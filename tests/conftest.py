@@ -51,9 +51,6 @@ def _proof_selection(config):
     return cached
 
 
-def pytest_report_header(config):
-    """Which CPU import proofs this run carries out, and why (envbuild.testbed.proofrecord)."""
-    return [_proof_selection(config).header()]
 
 
 @pytest.fixture(scope="session")
@@ -63,7 +60,11 @@ def proof_selection(pytestconfig):
 
 
 def pytest_terminal_summary(terminalreporter, config):
-    terminalreporter.write_line(_proof_selection(config).header())
+    """Which CPU import proofs this run carried out, and why (envbuild.testbed.proofrecord)."""
+    reports = [r for key, got in terminalreporter.stats.items() if key != "deselected"
+               for r in got if hasattr(r, "nodeid")]
+    if any("test_import_proof.py" in r.nodeid for r in reports):  # also as xdist's controller
+        terminalreporter.write_line(_proof_selection(config).header())
 
 
 # Resources one machine has once: tests that start them run in one xdist worker, one after the
@@ -75,6 +76,8 @@ EXCLUSIVE = {
 }
 EXCLUSIVE_MODULES = {
     "slurm": {"test_testbed_slurm.py", "test_launch_slurm.py"},
+    # one podman store per session (podman_store): the modules that build in it share a worker
+    "podman": {"test_image_build.py", "test_provision_container.py"},
 }
 
 
@@ -84,3 +87,25 @@ def pytest_collection_modifyitems(config, items):
         group = next((g for g, names in EXCLUSIVE.items() if names & set(item.fixturenames)), None)
         group = group or next((g for g, mods in EXCLUSIVE_MODULES.items() if module in mods), None)
         item.add_marker(pytest.mark.xdist_group(group or module))
+
+
+@pytest.fixture(scope="session")
+def podman_store(tmp_path_factory):
+    """One podman storage for the session (``envbuild.testbed.podman.Podman``) with the base
+    image ``localhost/envbuild-base:bookworm`` imported once from the chroot testbed's cached
+    rootfs: the image tests and the container backend's provisions share its layers, so the
+    context both build is built cold once (tests/test_image_build.py first, in its xdist group).
+    Skips, saying why, where podman or the rootfs cannot run."""
+    from envbuild.testbed.chroot import rootfs, why_unavailable
+    from envbuild.testbed.podman import Podman, why_unavailable as no_podman
+
+    why = no_podman() or why_unavailable()
+    if why:
+        pytest.skip(why)
+    podman = Podman(tmp_path_factory.mktemp("podman") / "store")
+    podman.import_rootfs(rootfs(), PODMAN_BASE)
+    yield podman
+    podman.remove_all()
+
+
+PODMAN_BASE = "localhost/envbuild-base:bookworm"

@@ -55,6 +55,7 @@ def _clean_env(tmp_path: Path) -> dict[str, str]:
             "PATH": f"{BIN}:{env.get('PATH', '')}", "NO_COLOR": "1"}
 
 
+@pytest.mark.lint
 def test_ansible_lint_production_profile_passes(tmp_path):
     lint = _tool("ansible-lint")
     p = subprocess.run([lint, "--profile", "production", "--offline", "--nocolor"], cwd=PROJECT,
@@ -65,6 +66,7 @@ def test_ansible_lint_production_profile_passes(tmp_path):
     assert not list(PROJECT.rglob(".ansible")), "ansible-lint left files in the package"
 
 
+@pytest.mark.lint
 def test_yamllint_passes(tmp_path):
     yl = _tool("yamllint")
     p = subprocess.run([yl, "--strict", "-c", str(PROJECT / ".yamllint"), "."], cwd=PROJECT,

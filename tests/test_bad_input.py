@@ -265,6 +265,7 @@ def test_foreign_lock_schema_is_still_a_check_that_says_no(tmp_path, capsys):
 SUBPROCESS = ["recipe-binary", "recipe-deep-flow", "recipe-alias-bomb", "facts-deep-json"]
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("name", SUBPROCESS)
 def test_separate_process_prints_no_traceback(name, tmp_path):
     _, content, where, command, expected, _ = next(c for c in CASES if c[0] == name)

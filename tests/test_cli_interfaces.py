@@ -19,6 +19,7 @@ from pathlib import Path
 import click
 import pytest
 
+from clirun import envbuild as run_envbuild
 from envbuild.cli import _register, cli
 from envbuild.recipes import recipe_names
 from envbuild.targets import target_names
@@ -27,9 +28,9 @@ BIN = str(Path(sys.executable).parent)
 
 
 def envbuild(*args: str, home: Path | None = None, env: dict | None = None, timeout: int = 300):
+    """``envbuild ARGS`` in this process (tests/clirun.py), as a subprocess would see it."""
     full = {**os.environ, **({"ENVBUILD_HOME": str(home)} if home else {}), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "envbuild", *args], capture_output=True, text=True,
-                          env=full, timeout=timeout)
+    return run_envbuild(*args, env=full)
 
 
 def commands() -> dict[str, click.Command]:
@@ -126,6 +127,7 @@ def completions(*words: str) -> list[str]:
     return [x for x in p.stdout.splitlines() if x]
 
 
+@pytest.mark.process
 def test_bash_completion_script_is_emitted():
     p = subprocess.run([f"{BIN}/envbuild"], env={**os.environ, "_ENVBUILD_COMPLETE": "bash_source"},
                        capture_output=True, text=True, timeout=60)
@@ -152,12 +154,14 @@ def test_every_command_completes_shipped_recipe_and_target_names():
     assert offered("provision", "-r", "cpu") == ["cpu-reference"]
 
 
+@pytest.mark.process
 def test_bash_completes_recipe_and_target_names():
     # the documented script, sourced in a real bash
     assert sorted(completions("envbuild", "provision", "''")) == sorted(recipe_names())
     assert completions("envbuild", "check", "cpu-reference", "-t", "az") == ["azure-nd96"]
 
 
+@pytest.mark.process
 def test_completion_of_a_path_asks_the_shell_for_files(tmp_path):
     # click's protocol: "type,value" lines; "file" makes bash complete file names itself
     env = {**os.environ, "_ENVBUILD_COMPLETE": "bash_complete", "COMP_WORDS": f"envbuild show {tmp_path}/mi",

@@ -1,3 +1,4 @@
+import pytest
 """`envbuild recipes` and `envbuild show` through the real CLI entry point."""
 
 import json
@@ -85,6 +86,7 @@ def test_show_without_recipe_is_bad_input(capsys):
     assert err.startswith("error: ") and "hint: " in err
 
 
+@pytest.mark.process
 def test_console_script_runs_from_a_fresh_process(tmp_path):
     """The installed entry point (or python -m) in a clean process, from another directory."""
     exe = shutil.which("envbuild")

@@ -44,6 +44,7 @@ def test_named_code_exists(ref: str) -> None:
     assert _resolve(ref) is not None
 
 
+@pytest.mark.process
 def test_named_tests_are_collected() -> None:
     """pytest itself collects every named test (a renamed or deleted test fails here)."""
     wanted = sorted({t for _, d in DEVIATIONS for t in d.test})

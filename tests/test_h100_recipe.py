@@ -102,6 +102,7 @@ def test_plan_builds_apex_and_fused_adam_for_sm90_offline():
     assert "torch" not in {r.name for s in plan.steps if s.kind == "pip_install" for r in s.params.requirements}
 
 
+@pytest.mark.process
 def test_venv_over_a_venv_interpreter_sees_that_venvs_packages(tmp_path):
     """The H100's python3 is a venv's (/opt/torch/.venv): a --system-site-packages venv made from
     it alone would not see torch. This test's own interpreter is a venv's too (pydantic in it)."""

@@ -26,8 +26,6 @@ from pathlib import Path
 
 import pytest
 
-from envbuild.testbed.podman import Podman
-
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,21 +54,17 @@ def render_context(out: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def image(tmp_path_factory):
+def image(tmp_path_factory, podman_store):
     why = why_no_podman()
     if why:
         pytest.skip(why)
-    from envbuild.testbed.chroot import rootfs
-
-    root = tmp_path_factory.mktemp("podman")
-    podman = Podman(root / "podman")
-    podman.import_rootfs(rootfs(), BASE)
+    root = tmp_path_factory.mktemp("image")
+    podman = podman_store  # the session's store (conftest), base imported once
     ctx = render_context(root / "context")
     t0 = time.monotonic()
     build = podman(*podman.build_args(ctx, TAG), timeout=1200)
     yield {"podman": podman, "context": ctx, "log": build.stdout + build.stderr,
            "build_s": time.monotonic() - t0, "root": root}
-    podman.remove_all()
 
 
 def test_every_run_step_is_executed(image) -> None:

@@ -115,6 +115,7 @@ def _scripts(rendered) -> dict[str, str]:
     return out
 
 
+@pytest.mark.lint
 def test_shellcheck_every_generated_script(rendered, tmp_path) -> None:
     scripts = _scripts(rendered)
     assert len(scripts) > 2 * len(CASES) - 4
@@ -125,6 +126,7 @@ def test_shellcheck_every_generated_script(rendered, tmp_path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+@pytest.mark.lint
 def test_manifests_validate_against_the_kubernetes_schema(rendered) -> None:
     import kubernetes_validate
 

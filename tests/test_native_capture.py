@@ -85,6 +85,7 @@ def test_every_row_names_a_shipped_recipe_command_and_its_source() -> None:
     assert row("megatronapp", "two-pods-master") is None  # run_master.sh prints on stdout
 
 
+@pytest.mark.process
 def test_polaris_background_training_is_awaited_and_parsed(tmp_path) -> None:
     tree = polaris_tree(tmp_path / "megatron-deepspeed")
     # as published: the script returns before training printed anything (a batch job ends

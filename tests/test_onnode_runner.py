@@ -22,6 +22,8 @@ import pytest
 from envbuild.actions import onnode
 from envbuild.execute.livelog import LiveTail, log_paths
 
+pytestmark = pytest.mark.process
+
 ROOT = Path(__file__).resolve().parents[1]
 RUNNER = ("import json, sys; sys.path.insert(0, sys.argv[1]); from envbuild.actions import onnode; "
           "onnode.run_actions(json.loads(sys.argv[2]))")

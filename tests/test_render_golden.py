@@ -85,6 +85,7 @@ def test_render_is_pure_and_stable() -> None:
     assert rendered("alpa-megatron", "azure-nd96", "dockerfile") == a
 
 
+@pytest.mark.lint
 def test_committed_dockerfiles_pass_hadolint() -> None:
     files = sorted(CONTAINERS.glob("*/*/dockerfile/Dockerfile"))
     assert len(files) == len(PAIRS)
@@ -110,6 +111,7 @@ def _shell_bodies() -> list[tuple[str, str]]:
     return out
 
 
+@pytest.mark.lint
 def test_generated_shell_passes_shellcheck(tmp_path: Path) -> None:
     bodies = _shell_bodies()
     assert len(bodies) == 6 * len(PAIRS)

@@ -7,6 +7,8 @@ import sys
 import pytest
 from clirun import envbuild as run_envbuild
 
+pytestmark = pytest.mark.torch
+
 
 def envbuild(*args, timeout=300):
     return run_envbuild(*args)

@@ -9,6 +9,8 @@ import pytest
 
 from envbuild.smoke import SMOKE_SCRIPTS, local_runner, run_smoke, smoke_command
 
+pytestmark = pytest.mark.torch
+
 
 def run_script(kind, *args, timeout=240):
     p = subprocess.run([sys.executable, str(SMOKE_SCRIPTS[kind]), *args], capture_output=True,

@@ -9,6 +9,9 @@ stopped early, diverged, was cancelled or crashed, whatever its throughput.
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import re
 from pathlib import Path
 
@@ -77,12 +80,14 @@ def with_threshold(tmp_path: Path, recipe: str, threshold) -> str:
 
 
 def verdict_of(tmp_path: Path, recipe: str, text: str, threshold="as-shipped") -> tuple[int, str]:
+    """(exit code, verdict word) of ``envbuild parse RECIPE LOG --json``."""
     log = tmp_path / "run.log"
     log.write_text(text)
     rec = recipe if threshold == "as-shipped" else with_threshold(tmp_path, recipe, threshold)
-    rc = main(["parse", rec, str(log)])
-    result = parse_log(load_recipe(rec), text)
-    return rc, result["verdict"]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rc = main(["parse", rec, str(log), "--json"])
+    return rc, json.loads(out.getvalue())["verdict"]
 
 
 @pytest.mark.parametrize("recipe", sorted(FILES))
