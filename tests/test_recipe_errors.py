@@ -102,3 +102,18 @@ def test_target_file_given_as_recipe(path):
     err, hint = error_lines(run_cli("show", str(path)))
     assert re.search(rf"{re.escape(path.name)}:\d+: this is a target profile \(.*gpus.*\), not a recipe", err), err
     assert "--target" in hint
+
+
+@pytest.mark.parametrize("value", [".nan", ".inf", "-.inf"])
+def test_a_threshold_that_is_not_a_finite_number_is_refused_naming_its_line(tmp_path, value):
+    import yaml
+
+    from envbuild.recipes import load_recipe
+
+    data = load_recipe("opt-175b-azure").model_dump(mode="json", by_alias=True)
+    data["benchmark"]["threshold"] = 1.0
+    path = tmp_path / "r.yaml"
+    path.write_text(yaml.safe_dump(data).replace("threshold: 1.0", f"threshold: {value}"))
+    error, _hint = error_lines(run_cli("show", str(path)))
+    assert f"{path}:{line_of(path, 'threshold: ' + value)}: benchmark.threshold" in error
+    assert "finite number" in error

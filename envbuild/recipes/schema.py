@@ -26,7 +26,7 @@ Example (abridged)::
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -35,6 +35,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serial
 from envbuild.names import EnvName, Name
 
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
+
+
+# a number a verdict is computed from: NaN and the infinities are refused where the file is read
+FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
 
 
 class Strict(BaseModel):
@@ -374,7 +378,7 @@ class DataFile(Strict):
 class PublishedFigure(Strict):
     """The number the published instructions report for the benchmark's metric, and where."""
 
-    value: float
+    value: FiniteFloat
     source: str  # URL (paper, README, issue), or a citation with the table/figure
     # the GPU the figure was measured on, as nvidia-smi names it ("Tesla V100-SXM2-16GB"): a run
     # is compared with the figure only on the same model (envbuild.smoke.hardware)
@@ -412,7 +416,7 @@ class Benchmark(Strict):
     variants: dict[str, str] = Field(default_factory=dict)  # name -> alternative command
     parser: str  # name of a parser in envbuild.smoke.native
     metric: str
-    threshold: float | None = None
+    threshold: FiniteFloat | None = None  # .nan / .inf refused: a verdict against them means nothing
     unit: str = ""
     higher_is_better: bool = True
     env: dict[EnvName, str] = Field(default_factory=dict)
