@@ -120,7 +120,7 @@ def resolve_ref(url_or_path: str | Path, ref: str, *, timeout: float = LS_REMOTE
                 return proc.stdout.strip()
         raise InputError(f"ref {ref!r} not found in {repo}",
                          hint=f"known branches: {', '.join(branches(repo)[:12]) or '(none)'}")
-    proc = run_git(["ls-remote", str(url_or_path), ref, f"{ref}^{{}}"], timeout=timeout)
+    proc = run_git(["ls-remote", "--", str(url_or_path), ref, f"{ref}^{{}}"], timeout=timeout)
     rows = [line.split("\t") for line in proc.stdout.splitlines() if "\t" in line]
     peeled = [sha for sha, name in rows if name.endswith("^{}")]
     exact = peeled or [sha for sha, name in rows if name in (f"refs/heads/{ref}", f"refs/tags/{ref}")]
@@ -174,9 +174,9 @@ def checkout_at(source: str | Path, dest: str | Path, sha: str) -> Path:
         raise InputError(f"not a full commit SHA: {sha!r}", hint="pin 40 hex digits")
     if not (dest / ".git").exists():
         dest.parent.mkdir(parents=True, exist_ok=True)
-        run_git(["clone", "--no-checkout", str(source), str(dest)], timeout=3600)
+        run_git(["clone", "--no-checkout", "--", str(source), str(dest)], timeout=3600)
     if not has_commit(dest, sha):
-        run_git(["fetch", "--quiet", str(source), sha], cwd=dest, timeout=3600)
+        run_git(["fetch", "--quiet", "--", str(source), sha], cwd=dest, timeout=3600)
     run_git(["-c", "advice.detachedHead=false", "checkout", "--quiet", "--force", sha], cwd=dest)
     head = run_git(["rev-parse", "HEAD"], cwd=dest).stdout.strip()
     if head != sha:

@@ -117,3 +117,18 @@ def test_a_threshold_that_is_not_a_finite_number_is_refused_naming_its_line(tmp_
     error, _hint = error_lines(run_cli("show", str(path)))
     assert f"{path}:{line_of(path, 'threshold: ' + value)}: benchmark.threshold" in error
     assert "finite number" in error
+
+
+@pytest.mark.parametrize("url", ["--upload-pack=touch /tmp/envbuild-pwned", "-oProxyCommand=sh", "ext::sh -c id"])
+def test_a_git_url_git_would_read_as_an_option_or_a_helper_is_refused(tmp_path, url):
+    import yaml
+
+    from envbuild.recipes import load_recipe
+
+    data = load_recipe("alpa-megatron").model_dump(mode="json", by_alias=True)
+    data["sources"][0]["url"] = url
+    path = tmp_path / "r.yaml"
+    path.write_text(yaml.safe_dump(data))
+    error, _hint = error_lines(run_cli("show", str(path)))
+    assert "sources.0.url" in error and "url must be" in error and str(path) in error
+    assert not Path("/tmp/envbuild-pwned").exists()

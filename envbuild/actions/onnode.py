@@ -302,15 +302,15 @@ def do_git(a):
             raise ActionFailed("%s exists and is not a git tree; move it away" % dest)
         shutil.rmtree(work, ignore_errors=True)
         os.makedirs(os.path.dirname(work) or ".", exist_ok=True)
-        _git_ok(["clone", "--quiet", "--no-checkout", src, work])
+        _git_ok(["clone", "--quiet", "--no-checkout", "--", src, work])
     else:
         _git_ok(["remote", "set-url", "origin", src], work)
     before = _git(["rev-parse", "HEAD"], work)[1]
     dirty = not fresh and bool(_git(["status", "--porcelain", "--untracked-files=no"], work)[1])
     if sha and not _has(work, sha):
         _git(["fetch", "--quiet", "origin", "+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"], work)
-        _git(["fetch", "--quiet", "origin", sha], work)
-    rc, listed, _ = _git(["ls-remote", "origin", ref], work) if ref else (1, "", "")
+        _git(["fetch", "--quiet", "origin", "--", sha], work)
+    rc, listed, _ = _git(["ls-remote", "origin", "--", ref], work) if ref else (1, "", "")
     points = listed.split()[0] if rc == 0 and listed else None
     if sha and not _has(work, sha):
         if fresh:

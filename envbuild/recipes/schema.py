@@ -149,6 +149,11 @@ class Patch(Strict):
         return self
 
 
+# where git may fetch a source from: a URL of a known scheme, scp-like user@host:path, or an
+# absolute local path; never something git would read as an option ("--upload-pack=...")
+GIT_URL_RE = re.compile(r"^(?:(?:https?|ssh|git|file)://[^\s]+|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^\s-][^\s]*|/[^\s]*)$")
+
+
 class GitSource(Strict):
     """A git component pinned to a full SHA.
 
@@ -174,6 +179,21 @@ class GitSource(Strict):
     dependencies: Literal["metadata", "requirements", "none"] | None = None
     why: str
     source: Source | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _git_url(cls, v: str) -> str:
+        if not GIT_URL_RE.match(v):
+            raise ValueError(f"url must be an https://, ssh://, git://, file:// URL, user@host:path or an "
+                             f"absolute path, got {v!r}")
+        return v
+
+    @field_validator("ref")
+    @classmethod
+    def _git_ref(cls, v: str) -> str:
+        if v.startswith("-") or not v.strip():
+            raise ValueError(f"ref must be a branch, tag or commit name, got {v!r}")
+        return v
 
     @field_validator("sha")
     @classmethod

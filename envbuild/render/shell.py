@@ -108,11 +108,11 @@ def git_checkout(a: GitCheckout) -> list[str]:
     and verify HEAD; ``url`` recorded as origin."""
     d = q(a.dest)
     want = a.sha or a.ref
-    out = [f"if [ ! -d {q(a.dest + '/.git')} ]; then git clone --quiet --no-checkout "
+    out = [f"if [ ! -d {q(a.dest + '/.git')} ]; then git clone --quiet --no-checkout -- "
            f"{q(a.fetch_url)} {d}; fi"]
     if a.sha:
         out.append(f"{{ git -C {d} cat-file -e {q(a.sha + '^{commit}')} 2>/dev/null || "
-                   f"git -C {d} fetch --quiet origin {q(a.sha)}; }}")
+                   f"git -C {d} fetch --quiet origin -- {q(a.sha)}; }}")
         out.append(f"git -C {d} -c advice.detachedHead=false checkout --quiet --force {q(a.sha)}")
         out.append(f'{{ test "$(git -C {d} rev-parse HEAD)" = {q(a.sha)} || '
                    f"{{ echo {q(f'{a.dest}: HEAD is not {a.sha}')} >&2; exit 1; }}; }}")

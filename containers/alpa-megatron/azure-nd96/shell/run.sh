@@ -70,8 +70,8 @@ ENVBUILD_EOF_e7d387dc5fa3
 # why: through a .pth entry, like the artifact's PYTHONPATH; the checkout stays writable because fused
 # why: kernels are JIT-built into megatron/fused_kernels/build.
 step_git_megatron() {
-  if [ ! -d /mnt/envbuild/envs/alpa-megatron/src/megatron/.git ]; then git clone --quiet --no-checkout https://github.com/zhisbug/Megatron-LM /mnt/envbuild/envs/alpa-megatron/src/megatron; fi
-  { git -C /mnt/envbuild/envs/alpa-megatron/src/megatron cat-file -e 'c28bbd208d16ffea61fa3c545e66b3a9d87f9d84^{commit}' 2>/dev/null || git -C /mnt/envbuild/envs/alpa-megatron/src/megatron fetch --quiet origin c28bbd208d16ffea61fa3c545e66b3a9d87f9d84; }
+  if [ ! -d /mnt/envbuild/envs/alpa-megatron/src/megatron/.git ]; then git clone --quiet --no-checkout -- https://github.com/zhisbug/Megatron-LM /mnt/envbuild/envs/alpa-megatron/src/megatron; fi
+  { git -C /mnt/envbuild/envs/alpa-megatron/src/megatron cat-file -e 'c28bbd208d16ffea61fa3c545e66b3a9d87f9d84^{commit}' 2>/dev/null || git -C /mnt/envbuild/envs/alpa-megatron/src/megatron fetch --quiet origin -- c28bbd208d16ffea61fa3c545e66b3a9d87f9d84; }
   git -C /mnt/envbuild/envs/alpa-megatron/src/megatron -c advice.detachedHead=false checkout --quiet --force c28bbd208d16ffea61fa3c545e66b3a9d87f9d84
   { test "$(git -C /mnt/envbuild/envs/alpa-megatron/src/megatron rev-parse HEAD)" = c28bbd208d16ffea61fa3c545e66b3a9d87f9d84 || { echo '/mnt/envbuild/envs/alpa-megatron/src/megatron: HEAD is not c28bbd208d16ffea61fa3c545e66b3a9d87f9d84' >&2; exit 1; }; }
 }
@@ -98,8 +98,8 @@ step_install_megatron() {
 # why: #1252 we need to pin"); it has FusedAdam/FusedSGD, multi_tensor_apply and amp_C, which b31e129
 # why: imports, and predates the Apex changes that dropped torch 1.x. --cuda_ext is required for amp_C.
 step_git_apex() {
-  if [ ! -d /mnt/envbuild/envs/alpa-megatron/src/apex/.git ]; then git clone --quiet --no-checkout https://github.com/NVIDIA/apex /mnt/envbuild/envs/alpa-megatron/src/apex; fi
-  { git -C /mnt/envbuild/envs/alpa-megatron/src/apex cat-file -e 'e2083df5eb96643c61613b9df48dd4eea6b07690^{commit}' 2>/dev/null || git -C /mnt/envbuild/envs/alpa-megatron/src/apex fetch --quiet origin e2083df5eb96643c61613b9df48dd4eea6b07690; }
+  if [ ! -d /mnt/envbuild/envs/alpa-megatron/src/apex/.git ]; then git clone --quiet --no-checkout -- https://github.com/NVIDIA/apex /mnt/envbuild/envs/alpa-megatron/src/apex; fi
+  { git -C /mnt/envbuild/envs/alpa-megatron/src/apex cat-file -e 'e2083df5eb96643c61613b9df48dd4eea6b07690^{commit}' 2>/dev/null || git -C /mnt/envbuild/envs/alpa-megatron/src/apex fetch --quiet origin -- e2083df5eb96643c61613b9df48dd4eea6b07690; }
   git -C /mnt/envbuild/envs/alpa-megatron/src/apex -c advice.detachedHead=false checkout --quiet --force e2083df5eb96643c61613b9df48dd4eea6b07690
   { test "$(git -C /mnt/envbuild/envs/alpa-megatron/src/apex rev-parse HEAD)" = e2083df5eb96643c61613b9df48dd4eea6b07690 || { echo '/mnt/envbuild/envs/alpa-megatron/src/apex: HEAD is not e2083df5eb96643c61613b9df48dd4eea6b07690' >&2; exit 1; }; }
 }
@@ -129,8 +129,8 @@ step_apex_apex() {
 # why: synthetic all-ones batches, --fp16 --loss-scale 8, DDP-impl local) and its TFLOPS formula in
 # why: benchmark/util.py (imports only numpy); clone only, used from the checkout.
 step_git_alpa() {
-  if [ ! -d /mnt/envbuild/envs/alpa-megatron/src/alpa/.git ]; then git clone --quiet --no-checkout https://github.com/alpa-projects/alpa /mnt/envbuild/envs/alpa-megatron/src/alpa; fi
-  { git -C /mnt/envbuild/envs/alpa-megatron/src/alpa cat-file -e 'e0ae8bf849ead61e65197cbeb24ce6435712e170^{commit}' 2>/dev/null || git -C /mnt/envbuild/envs/alpa-megatron/src/alpa fetch --quiet origin e0ae8bf849ead61e65197cbeb24ce6435712e170; }
+  if [ ! -d /mnt/envbuild/envs/alpa-megatron/src/alpa/.git ]; then git clone --quiet --no-checkout -- https://github.com/alpa-projects/alpa /mnt/envbuild/envs/alpa-megatron/src/alpa; fi
+  { git -C /mnt/envbuild/envs/alpa-megatron/src/alpa cat-file -e 'e0ae8bf849ead61e65197cbeb24ce6435712e170^{commit}' 2>/dev/null || git -C /mnt/envbuild/envs/alpa-megatron/src/alpa fetch --quiet origin -- e0ae8bf849ead61e65197cbeb24ce6435712e170; }
   git -C /mnt/envbuild/envs/alpa-megatron/src/alpa -c advice.detachedHead=false checkout --quiet --force e0ae8bf849ead61e65197cbeb24ce6435712e170
   { test "$(git -C /mnt/envbuild/envs/alpa-megatron/src/alpa rev-parse HEAD)" = e0ae8bf849ead61e65197cbeb24ce6435712e170 || { echo '/mnt/envbuild/envs/alpa-megatron/src/alpa: HEAD is not e0ae8bf849ead61e65197cbeb24ce6435712e170' >&2; exit 1; }; }
 }

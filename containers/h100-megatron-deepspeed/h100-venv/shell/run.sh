@@ -54,8 +54,8 @@ ENVBUILD_EOF_49d0d8b105b3
 # why: The commit of ALCF/README.md (as polaris-megatron-deepspeed); clone only, the benchmark runs
 # why: from its root.
 step_git_megatron_deepspeed() {
-  if [ ! -d /root/.envbuild/envs/h100-megatron-deepspeed/src/megatron-deepspeed/.git ]; then git clone --quiet --no-checkout https://github.com/argonne-lcf/Megatron-DeepSpeed /root/.envbuild/envs/h100-megatron-deepspeed/src/megatron-deepspeed; fi
-  { git -C /root/.envbuild/envs/h100-megatron-deepspeed/src/megatron-deepspeed cat-file -e 'e4bac7019db92cfe49d6eeac00b5721652e516fe^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/h100-megatron-deepspeed/src/megatron-deepspeed fetch --quiet origin e4bac7019db92cfe49d6eeac00b5721652e516fe; }
+  if [ ! -d /root/.envbuild/envs/h100-megatron-deepspeed/src/megatron-deepspeed/.git ]; then git clone --quiet --no-checkout -- https://github.com/argonne-lcf/Megatron-DeepSpeed /root/.envbuild/envs/h100-megatron-deepspeed/src/megatron-deepspeed; fi
+  { git -C /root/.envbuild/envs/h100-megatron-deepspeed/src/megatron-deepspeed cat-file -e 'e4bac7019db92cfe49d6eeac00b5721652e516fe^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/h100-megatron-deepspeed/src/megatron-deepspeed fetch --quiet origin -- e4bac7019db92cfe49d6eeac00b5721652e516fe; }
   git -C /root/.envbuild/envs/h100-megatron-deepspeed/src/megatron-deepspeed -c advice.detachedHead=false checkout --quiet --force e4bac7019db92cfe49d6eeac00b5721652e516fe
   { test "$(git -C /root/.envbuild/envs/h100-megatron-deepspeed/src/megatron-deepspeed rev-parse HEAD)" = e4bac7019db92cfe49d6eeac00b5721652e516fe || { echo '/root/.envbuild/envs/h100-megatron-deepspeed/src/megatron-deepspeed: HEAD is not e4bac7019db92cfe49d6eeac00b5721652e516fe' >&2; exit 1; }; }
 }
@@ -95,8 +95,8 @@ step_build_megatron_deepspeed() {
 # why: has everything Megatron-DeepSpeed imports (apex.normalization FusedLayerNorm and
 # why: MixedFusedRMSNorm, apex.optimizers FusedAdam, amp_C, multi_tensor_apply).
 step_git_apex() {
-  if [ ! -d /root/.envbuild/envs/h100-megatron-deepspeed/src/apex/.git ]; then git clone --quiet --no-checkout https://github.com/NVIDIA/apex /root/.envbuild/envs/h100-megatron-deepspeed/src/apex; fi
-  { git -C /root/.envbuild/envs/h100-megatron-deepspeed/src/apex cat-file -e '6424da3b4faa6c8f062da4a48c424fff3f02d42d^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/h100-megatron-deepspeed/src/apex fetch --quiet origin 6424da3b4faa6c8f062da4a48c424fff3f02d42d; }
+  if [ ! -d /root/.envbuild/envs/h100-megatron-deepspeed/src/apex/.git ]; then git clone --quiet --no-checkout -- https://github.com/NVIDIA/apex /root/.envbuild/envs/h100-megatron-deepspeed/src/apex; fi
+  { git -C /root/.envbuild/envs/h100-megatron-deepspeed/src/apex cat-file -e '6424da3b4faa6c8f062da4a48c424fff3f02d42d^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/h100-megatron-deepspeed/src/apex fetch --quiet origin -- 6424da3b4faa6c8f062da4a48c424fff3f02d42d; }
   git -C /root/.envbuild/envs/h100-megatron-deepspeed/src/apex -c advice.detachedHead=false checkout --quiet --force 6424da3b4faa6c8f062da4a48c424fff3f02d42d
   { test "$(git -C /root/.envbuild/envs/h100-megatron-deepspeed/src/apex rev-parse HEAD)" = 6424da3b4faa6c8f062da4a48c424fff3f02d42d || { echo '/root/.envbuild/envs/h100-megatron-deepspeed/src/apex: HEAD is not 6424da3b4faa6c8f062da4a48c424fff3f02d42d' >&2; exit 1; }; }
 }

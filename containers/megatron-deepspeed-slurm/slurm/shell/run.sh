@@ -46,8 +46,8 @@ ENVBUILD_EOF_43b163a93da3
 # why: The published batch scripts megatron_ds_snmg.slurm / megatron_ds_mnmg.slurm (the repository's
 # why: whole history is two commits of 2022-05-04).
 step_git_slurm_scripts() {
-  if [ ! -d /root/.envbuild/envs/megatron-deepspeed-slurm/src/slurm-scripts/.git ]; then git clone --quiet --no-checkout https://github.com/woojinsoh/Megatron-DeepSpeed-Slurm /root/.envbuild/envs/megatron-deepspeed-slurm/src/slurm-scripts; fi
-  { git -C /root/.envbuild/envs/megatron-deepspeed-slurm/src/slurm-scripts cat-file -e '1b53975055fa7275c7c0786d98e180bafc5047ee^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/megatron-deepspeed-slurm/src/slurm-scripts fetch --quiet origin 1b53975055fa7275c7c0786d98e180bafc5047ee; }
+  if [ ! -d /root/.envbuild/envs/megatron-deepspeed-slurm/src/slurm-scripts/.git ]; then git clone --quiet --no-checkout -- https://github.com/woojinsoh/Megatron-DeepSpeed-Slurm /root/.envbuild/envs/megatron-deepspeed-slurm/src/slurm-scripts; fi
+  { git -C /root/.envbuild/envs/megatron-deepspeed-slurm/src/slurm-scripts cat-file -e '1b53975055fa7275c7c0786d98e180bafc5047ee^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/megatron-deepspeed-slurm/src/slurm-scripts fetch --quiet origin -- 1b53975055fa7275c7c0786d98e180bafc5047ee; }
   git -C /root/.envbuild/envs/megatron-deepspeed-slurm/src/slurm-scripts -c advice.detachedHead=false checkout --quiet --force 1b53975055fa7275c7c0786d98e180bafc5047ee
   { test "$(git -C /root/.envbuild/envs/megatron-deepspeed-slurm/src/slurm-scripts rev-parse HEAD)" = 1b53975055fa7275c7c0786d98e180bafc5047ee || { echo '/root/.envbuild/envs/megatron-deepspeed-slurm/src/slurm-scripts: HEAD is not 1b53975055fa7275c7c0786d98e180bafc5047ee' >&2; exit 1; }; }
 }
@@ -61,8 +61,8 @@ step_git_slurm_scripts() {
 # why: step); the build step is its preprocessing, producing my-gpt2_text_document.{bin,idx} next to
 # why: the vocab and merges files, where the batch scripts expect them (their working directory).
 step_git_megatron_deepspeed() {
-  if [ ! -d /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed/.git ]; then git clone --quiet --no-checkout https://github.com/microsoft/Megatron-DeepSpeed /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed; fi
-  { git -C /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed cat-file -e '87476ced43628b623777545ec4db754c4d3274ca^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed fetch --quiet origin 87476ced43628b623777545ec4db754c4d3274ca; }
+  if [ ! -d /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed/.git ]; then git clone --quiet --no-checkout -- https://github.com/microsoft/Megatron-DeepSpeed /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed; fi
+  { git -C /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed cat-file -e '87476ced43628b623777545ec4db754c4d3274ca^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed fetch --quiet origin -- 87476ced43628b623777545ec4db754c4d3274ca; }
   git -C /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed -c advice.detachedHead=false checkout --quiet --force 87476ced43628b623777545ec4db754c4d3274ca
   { test "$(git -C /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed rev-parse HEAD)" = 87476ced43628b623777545ec4db754c4d3274ca || { echo '/root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed: HEAD is not 87476ced43628b623777545ec4db754c4d3274ca' >&2; exit 1; }; }
 }

@@ -55,8 +55,8 @@ ENVBUILD_EOF_4435a0cb3eea
 # why: then builds and installs the shm_tensor_new_rdma extension (`python setup.py install`, as
 # why: published: it needs the image's torch, so no isolated build).
 step_git_megatronapp() {
-  if [ ! -d /root/.envbuild/envs/megatronapp/src/megatronapp/.git ]; then git clone --quiet --no-checkout https://github.com/OpenSQZ/MegatronApp /root/.envbuild/envs/megatronapp/src/megatronapp; fi
-  { git -C /root/.envbuild/envs/megatronapp/src/megatronapp cat-file -e '1bed2a7202162d6eb2725e9769632a682021a6fb^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/megatronapp/src/megatronapp fetch --quiet origin 1bed2a7202162d6eb2725e9769632a682021a6fb; }
+  if [ ! -d /root/.envbuild/envs/megatronapp/src/megatronapp/.git ]; then git clone --quiet --no-checkout -- https://github.com/OpenSQZ/MegatronApp /root/.envbuild/envs/megatronapp/src/megatronapp; fi
+  { git -C /root/.envbuild/envs/megatronapp/src/megatronapp cat-file -e '1bed2a7202162d6eb2725e9769632a682021a6fb^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/megatronapp/src/megatronapp fetch --quiet origin -- 1bed2a7202162d6eb2725e9769632a682021a6fb; }
   git -C /root/.envbuild/envs/megatronapp/src/megatronapp -c advice.detachedHead=false checkout --quiet --force 1bed2a7202162d6eb2725e9769632a682021a6fb
   { test "$(git -C /root/.envbuild/envs/megatronapp/src/megatronapp rev-parse HEAD)" = 1bed2a7202162d6eb2725e9769632a682021a6fb || { echo '/root/.envbuild/envs/megatronapp/src/megatronapp: HEAD is not 1bed2a7202162d6eb2725e9769632a682021a6fb' >&2; exit 1; }; }
 }

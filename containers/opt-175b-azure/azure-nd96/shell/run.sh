@@ -191,8 +191,8 @@ ENVBUILD_EOF_1b525effa717
 # why: optim/fused_adam.py imports first; --xentropy and --fast_multihead_attn are the guide's flags
 # why: (the latter fetches the cutlass submodule at build time).
 step_git_apex() {
-  if [ ! -d /mnt/envbuild/envs/opt-175b-azure/src/apex/.git ]; then git clone --quiet --no-checkout https://github.com/NVIDIA/apex /mnt/envbuild/envs/opt-175b-azure/src/apex; fi
-  { git -C /mnt/envbuild/envs/opt-175b-azure/src/apex cat-file -e 'e2083df5eb96643c61613b9df48dd4eea6b07690^{commit}' 2>/dev/null || git -C /mnt/envbuild/envs/opt-175b-azure/src/apex fetch --quiet origin e2083df5eb96643c61613b9df48dd4eea6b07690; }
+  if [ ! -d /mnt/envbuild/envs/opt-175b-azure/src/apex/.git ]; then git clone --quiet --no-checkout -- https://github.com/NVIDIA/apex /mnt/envbuild/envs/opt-175b-azure/src/apex; fi
+  { git -C /mnt/envbuild/envs/opt-175b-azure/src/apex cat-file -e 'e2083df5eb96643c61613b9df48dd4eea6b07690^{commit}' 2>/dev/null || git -C /mnt/envbuild/envs/opt-175b-azure/src/apex fetch --quiet origin -- e2083df5eb96643c61613b9df48dd4eea6b07690; }
   git -C /mnt/envbuild/envs/opt-175b-azure/src/apex -c advice.detachedHead=false checkout --quiet --force e2083df5eb96643c61613b9df48dd4eea6b07690
   { test "$(git -C /mnt/envbuild/envs/opt-175b-azure/src/apex rev-parse HEAD)" = e2083df5eb96643c61613b9df48dd4eea6b07690 || { echo '/mnt/envbuild/envs/opt-175b-azure/src/apex: HEAD is not e2083df5eb96643c61613b9df48dd4eea6b07690' >&2; exit 1; }; }
   git -C /mnt/envbuild/envs/opt-175b-azure/src/apex submodule update --init -- apex/contrib/csrc/multihead_attn/cutlass
@@ -225,8 +225,8 @@ step_apex_apex() {
 # why: build is repeatable; `envbuild lock` verifies it against the mirror. Editable because fused
 # why: kernels JIT-compile into megatron/fused_kernels/build.
 step_git_megatron() {
-  if [ ! -d /mnt/envbuild/envs/opt-175b-azure/src/megatron/.git ]; then git clone --quiet --no-checkout https://github.com/ngoyal2707/Megatron-LM /mnt/envbuild/envs/opt-175b-azure/src/megatron; fi
-  { git -C /mnt/envbuild/envs/opt-175b-azure/src/megatron cat-file -e 'fa6c0860b62e4ed2ac13a513e7d950d72f576a44^{commit}' 2>/dev/null || git -C /mnt/envbuild/envs/opt-175b-azure/src/megatron fetch --quiet origin fa6c0860b62e4ed2ac13a513e7d950d72f576a44; }
+  if [ ! -d /mnt/envbuild/envs/opt-175b-azure/src/megatron/.git ]; then git clone --quiet --no-checkout -- https://github.com/ngoyal2707/Megatron-LM /mnt/envbuild/envs/opt-175b-azure/src/megatron; fi
+  { git -C /mnt/envbuild/envs/opt-175b-azure/src/megatron cat-file -e 'fa6c0860b62e4ed2ac13a513e7d950d72f576a44^{commit}' 2>/dev/null || git -C /mnt/envbuild/envs/opt-175b-azure/src/megatron fetch --quiet origin -- fa6c0860b62e4ed2ac13a513e7d950d72f576a44; }
   git -C /mnt/envbuild/envs/opt-175b-azure/src/megatron -c advice.detachedHead=false checkout --quiet --force fa6c0860b62e4ed2ac13a513e7d950d72f576a44
   { test "$(git -C /mnt/envbuild/envs/opt-175b-azure/src/megatron rev-parse HEAD)" = fa6c0860b62e4ed2ac13a513e7d950d72f576a44 || { echo '/mnt/envbuild/envs/opt-175b-azure/src/megatron: HEAD is not fa6c0860b62e4ed2ac13a513e7d950d72f576a44' >&2; exit 1; }; }
 }
@@ -245,8 +245,8 @@ step_install_megatron() {
 # why: e2083df5. build_ext --inplace puts the Cython .so files in the tree, which opt-baselines' code
 # why: snapshot copies. install_requires lists `sklearn`, which needs the brownout variable to install.
 step_git_metaseq() {
-  if [ ! -d /mnt/envbuild/envs/opt-175b-azure/src/metaseq/.git ]; then git clone --quiet --no-checkout https://github.com/facebookresearch/metaseq /mnt/envbuild/envs/opt-175b-azure/src/metaseq; fi
-  { git -C /mnt/envbuild/envs/opt-175b-azure/src/metaseq cat-file -e '5ca6005552b7a049f071754393d5b86185e0db6a^{commit}' 2>/dev/null || git -C /mnt/envbuild/envs/opt-175b-azure/src/metaseq fetch --quiet origin 5ca6005552b7a049f071754393d5b86185e0db6a; }
+  if [ ! -d /mnt/envbuild/envs/opt-175b-azure/src/metaseq/.git ]; then git clone --quiet --no-checkout -- https://github.com/facebookresearch/metaseq /mnt/envbuild/envs/opt-175b-azure/src/metaseq; fi
+  { git -C /mnt/envbuild/envs/opt-175b-azure/src/metaseq cat-file -e '5ca6005552b7a049f071754393d5b86185e0db6a^{commit}' 2>/dev/null || git -C /mnt/envbuild/envs/opt-175b-azure/src/metaseq fetch --quiet origin -- 5ca6005552b7a049f071754393d5b86185e0db6a; }
   git -C /mnt/envbuild/envs/opt-175b-azure/src/metaseq -c advice.detachedHead=false checkout --quiet --force 5ca6005552b7a049f071754393d5b86185e0db6a
   { test "$(git -C /mnt/envbuild/envs/opt-175b-azure/src/metaseq rev-parse HEAD)" = 5ca6005552b7a049f071754393d5b86185e0db6a || { echo '/mnt/envbuild/envs/opt-175b-azure/src/metaseq: HEAD is not 5ca6005552b7a049f071754393d5b86185e0db6a' >&2; exit 1; }; }
 }
@@ -268,8 +268,8 @@ step_install_metaseq() {
 # why: v0.4.6 + 5 commits; reports version 0.4.6 either way (the version tuple is tracked), which
 # why: satisfies metaseq's string comparisons in trainer.py.
 step_git_fairscale() {
-  if [ ! -d /mnt/envbuild/envs/opt-175b-azure/src/fairscale/.git ]; then git clone --quiet --no-checkout https://github.com/facebookresearch/fairscale /mnt/envbuild/envs/opt-175b-azure/src/fairscale; fi
-  { git -C /mnt/envbuild/envs/opt-175b-azure/src/fairscale cat-file -e '191553190d73a5ef4a48687c889d4b1d94532135^{commit}' 2>/dev/null || git -C /mnt/envbuild/envs/opt-175b-azure/src/fairscale fetch --quiet origin 191553190d73a5ef4a48687c889d4b1d94532135; }
+  if [ ! -d /mnt/envbuild/envs/opt-175b-azure/src/fairscale/.git ]; then git clone --quiet --no-checkout -- https://github.com/facebookresearch/fairscale /mnt/envbuild/envs/opt-175b-azure/src/fairscale; fi
+  { git -C /mnt/envbuild/envs/opt-175b-azure/src/fairscale cat-file -e '191553190d73a5ef4a48687c889d4b1d94532135^{commit}' 2>/dev/null || git -C /mnt/envbuild/envs/opt-175b-azure/src/fairscale fetch --quiet origin -- 191553190d73a5ef4a48687c889d4b1d94532135; }
   git -C /mnt/envbuild/envs/opt-175b-azure/src/fairscale -c advice.detachedHead=false checkout --quiet --force 191553190d73a5ef4a48687c889d4b1d94532135
   { test "$(git -C /mnt/envbuild/envs/opt-175b-azure/src/fairscale rev-parse HEAD)" = 191553190d73a5ef4a48687c889d4b1d94532135 || { echo '/mnt/envbuild/envs/opt-175b-azure/src/fairscale: HEAD is not 191553190d73a5ef4a48687c889d4b1d94532135' >&2; exit 1; }; }
 }

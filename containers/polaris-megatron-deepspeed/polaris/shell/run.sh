@@ -99,8 +99,8 @@ ENVBUILD_EOF_e155264da1af
 # why: git dependency of ezpz, pinned by the lock (ezpz declares no ref: the default branch as of
 # why: resolve_as_of 2024-01-26)
 step_git_ambivalent() {
-  if [ ! -d /root/.envbuild/envs/polaris-megatron-deepspeed/src/ambivalent/.git ]; then git clone --quiet --no-checkout https://github.com/saforem2/ambivalent /root/.envbuild/envs/polaris-megatron-deepspeed/src/ambivalent; fi
-  { git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/ambivalent cat-file -e 'e130acf2ae471b2a4768dcb48e680187ce6bb716^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/ambivalent fetch --quiet origin e130acf2ae471b2a4768dcb48e680187ce6bb716; }
+  if [ ! -d /root/.envbuild/envs/polaris-megatron-deepspeed/src/ambivalent/.git ]; then git clone --quiet --no-checkout -- https://github.com/saforem2/ambivalent /root/.envbuild/envs/polaris-megatron-deepspeed/src/ambivalent; fi
+  { git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/ambivalent cat-file -e 'e130acf2ae471b2a4768dcb48e680187ce6bb716^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/ambivalent fetch --quiet origin -- e130acf2ae471b2a4768dcb48e680187ce6bb716; }
   git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/ambivalent -c advice.detachedHead=false checkout --quiet --force e130acf2ae471b2a4768dcb48e680187ce6bb716
   { test "$(git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/ambivalent rev-parse HEAD)" = e130acf2ae471b2a4768dcb48e680187ce6bb716 || { echo '/root/.envbuild/envs/polaris-megatron-deepspeed/src/ambivalent: HEAD is not e130acf2ae471b2a4768dcb48e680187ce6bb716' >&2; exit 1; }; }
 }
@@ -115,8 +115,8 @@ step_install_ambivalent() {
 # why: git dependency of ezpz, pinned by the lock (ezpz declares no ref: the default branch as of
 # why: resolve_as_of 2024-01-26)
 step_git_enrich() {
-  if [ ! -d /root/.envbuild/envs/polaris-megatron-deepspeed/src/enrich/.git ]; then git clone --quiet --no-checkout https://github.com/saforem2/enrich /root/.envbuild/envs/polaris-megatron-deepspeed/src/enrich; fi
-  { git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/enrich cat-file -e '68bf148e723cf4772536764e043569e6a4e6ed42^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/enrich fetch --quiet origin 68bf148e723cf4772536764e043569e6a4e6ed42; }
+  if [ ! -d /root/.envbuild/envs/polaris-megatron-deepspeed/src/enrich/.git ]; then git clone --quiet --no-checkout -- https://github.com/saforem2/enrich /root/.envbuild/envs/polaris-megatron-deepspeed/src/enrich; fi
+  { git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/enrich cat-file -e '68bf148e723cf4772536764e043569e6a4e6ed42^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/enrich fetch --quiet origin -- 68bf148e723cf4772536764e043569e6a4e6ed42; }
   git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/enrich -c advice.detachedHead=false checkout --quiet --force 68bf148e723cf4772536764e043569e6a4e6ed42
   { test "$(git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/enrich rev-parse HEAD)" = 68bf148e723cf4772536764e043569e6a4e6ed42 || { echo '/root/.envbuild/envs/polaris-megatron-deepspeed/src/enrich: HEAD is not 68bf148e723cf4772536764e043569e6a4e6ed42' >&2; exit 1; }; }
 }
@@ -133,8 +133,8 @@ step_install_enrich() {
 # why: entry script to pretrain_gpt_alcf.py, which the README does not mention. Clone only: the scripts
 # why: source ALCF/*.sh by relative path and run from the repo root.
 step_git_megatron_deepspeed() {
-  if [ ! -d /root/.envbuild/envs/polaris-megatron-deepspeed/src/megatron-deepspeed/.git ]; then git clone --quiet --no-checkout https://github.com/argonne-lcf/Megatron-DeepSpeed /root/.envbuild/envs/polaris-megatron-deepspeed/src/megatron-deepspeed; fi
-  { git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/megatron-deepspeed cat-file -e 'e4bac7019db92cfe49d6eeac00b5721652e516fe^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/megatron-deepspeed fetch --quiet origin e4bac7019db92cfe49d6eeac00b5721652e516fe; }
+  if [ ! -d /root/.envbuild/envs/polaris-megatron-deepspeed/src/megatron-deepspeed/.git ]; then git clone --quiet --no-checkout -- https://github.com/argonne-lcf/Megatron-DeepSpeed /root/.envbuild/envs/polaris-megatron-deepspeed/src/megatron-deepspeed; fi
+  { git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/megatron-deepspeed cat-file -e 'e4bac7019db92cfe49d6eeac00b5721652e516fe^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/megatron-deepspeed fetch --quiet origin -- e4bac7019db92cfe49d6eeac00b5721652e516fe; }
   git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/megatron-deepspeed -c advice.detachedHead=false checkout --quiet --force e4bac7019db92cfe49d6eeac00b5721652e516fe
   { test "$(git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/megatron-deepspeed rev-parse HEAD)" = e4bac7019db92cfe49d6eeac00b5721652e516fe || { echo '/root/.envbuild/envs/polaris-megatron-deepspeed/src/megatron-deepspeed: HEAD is not e4bac7019db92cfe49d6eeac00b5721652e516fe' >&2; exit 1; }; }
 }
@@ -144,8 +144,8 @@ step_git_megatron_deepspeed() {
 # why: commit contemporary with it (hatchling, provides ezpz.dist setup_torch / get_world_size /
 # why: setup_wandb / get_rank). PyPI's "ezpz" is an unrelated 2016 package, so never by name.
 step_git_ezpz() {
-  if [ ! -d /root/.envbuild/envs/polaris-megatron-deepspeed/src/ezpz/.git ]; then git clone --quiet --no-checkout https://github.com/saforem2/ezpz /root/.envbuild/envs/polaris-megatron-deepspeed/src/ezpz; fi
-  { git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/ezpz cat-file -e 'ae490bd966be99cb2327a5f6da0c9c3b48456e65^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/ezpz fetch --quiet origin ae490bd966be99cb2327a5f6da0c9c3b48456e65; }
+  if [ ! -d /root/.envbuild/envs/polaris-megatron-deepspeed/src/ezpz/.git ]; then git clone --quiet --no-checkout -- https://github.com/saforem2/ezpz /root/.envbuild/envs/polaris-megatron-deepspeed/src/ezpz; fi
+  { git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/ezpz cat-file -e 'ae490bd966be99cb2327a5f6da0c9c3b48456e65^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/ezpz fetch --quiet origin -- ae490bd966be99cb2327a5f6da0c9c3b48456e65; }
   git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/ezpz -c advice.detachedHead=false checkout --quiet --force ae490bd966be99cb2327a5f6da0c9c3b48456e65
   { test "$(git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/ezpz rev-parse HEAD)" = ae490bd966be99cb2327a5f6da0c9c3b48456e65 || { echo '/root/.envbuild/envs/polaris-megatron-deepspeed/src/ezpz: HEAD is not ae490bd966be99cb2327a5f6da0c9c3b48456e65' >&2; exit 1; }; }
 }
