@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -76,3 +77,14 @@ def test_cli_missing_wheelhouse_is_exit_2(tmp_path):
     assert p.returncode == 2
     assert p.stderr.startswith("error: --wheelhouse") and "hint:" in p.stderr
     assert "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("prefix", ["/", "/usr", "/usr/local/", "/root", "~", "/opt/envs/../../etc"])
+def test_a_system_folder_or_a_path_that_goes_up_is_refused_as_a_prefix(prefix, tmp_path):
+    from clirun import envbuild as run_envbuild
+
+    for argv in (["plan", "cpu-reference", "-t", "local", "--prefix", prefix],
+                 ["provision", "--target", "local", "--prefix", prefix, "--dry-run"]):
+        p = run_envbuild(*argv, env={**os.environ, "ENVBUILD_HOME": str(tmp_path / "home")})
+        assert p.returncode == 2 and f"--prefix {prefix}:" in p.stderr and "hint:" in p.stderr, (argv, p.stderr)
+    assert not (tmp_path / "home" / "runs").exists()  # nothing half-written

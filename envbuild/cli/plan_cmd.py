@@ -7,6 +7,8 @@ import click
 from envbuild.cli import cli
 from envbuild.cli.options import recipe_argument, target_option
 from envbuild.cli.output import console, emit_json
+from envbuild.errors import InputError
+from envbuild.plan.build import prefix_problem
 
 
 @cli.command("plan")
@@ -48,6 +50,9 @@ def plan_cmd(recipe, target, facts_file, lock_file, prefix, backend, git_mirror,
     lock = find_lock(rec, tgt, lock_file)
     from envbuild.plan.resolve import default_backend
 
+    if prefix and (why := prefix_problem(prefix)):
+        raise InputError(f"--prefix {prefix}: {why}",
+                         hint="give the environment a folder of its own, e.g. /opt/envs/<recipe> or ~/.envbuild/envs/<recipe>")
     opts = PlanOptions(prefix=prefix, backend=default_backend(rec, backend), git_mirror=git_mirror,
                        wheelhouse=wheelhouse, fetch_urls=fetch_urls(rec, git_mirror, lock), base=base,
                        data_mirror=data_mirror, installer=installer, uv=controller_uv(installer),

@@ -86,6 +86,25 @@ def expand_home(path: str, facts: NodeFacts) -> str:
     return path
 
 
+# folders of the system or of every user: an environment made there (and repaired, i.e. files
+# removed and replaced) would take over what the node itself runs on
+SYSTEM_DIRS = frozenset({"/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/media",
+                         "/mnt", "/opt", "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr",
+                         "/usr/bin", "/usr/lib", "/usr/local", "/usr/local/bin", "/usr/local/lib", "/usr/sbin",
+                         "/var", "/var/lib", "/var/tmp", "~", "~/"})
+
+
+def prefix_problem(prefix: str) -> str | None:
+    """Why ``prefix`` cannot be an environment's folder (None: it can): a system folder, the home
+    folder itself, or a path with ``..`` in it."""
+    norm = "/" + "/".join(p for p in prefix.split("/") if p) if prefix.startswith("/") else prefix.rstrip("/") or "~"
+    if ".." in prefix.split("/"):
+        return "it goes up with '..'"
+    if norm in SYSTEM_DIRS or prefix.rstrip("/") in SYSTEM_DIRS:
+        return "it is a system folder (or the home folder itself), not one of its own"
+    return None
+
+
 def default_prefix(recipe: Recipe, target: Target) -> str:
     """``<cache_dir>/envbuild/envs/<recipe>`` on targets with a scratch disk, else under ~."""
     base = f"{target.cache_dir.rstrip('/')}/envbuild" if target.cache_dir else "~/.envbuild"

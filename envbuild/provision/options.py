@@ -10,6 +10,7 @@ from typing import Callable
 from envbuild.bundle import offline as bundle_offline
 from envbuild.errors import InputError
 from envbuild.execute.nodes import Node, load_inventory, local_node, parse_hosts
+from envbuild.plan.build import prefix_problem
 from envbuild.plan.model import Plan
 
 
@@ -109,6 +110,9 @@ def load(opts: ProvisionOptions, on_target: Callable[[object], None] | None = No
     if opts.prefix and not opts.prefix.startswith(("/", "~/")):
         raise InputError(f"--prefix {opts.prefix}: not an absolute path",
                          hint="give an absolute path, or one under the node's home as ~/...")
+    if opts.prefix and (why := prefix_problem(opts.prefix.replace("{node}", "node"))):
+        raise InputError(f"--prefix {opts.prefix}: {why}",
+                         hint="give the environment a folder of its own, e.g. /opt/envs/<recipe> or ~/.envbuild/envs/<recipe>")
     if opts.lock and not Path(opts.lock).is_file():
         raise InputError(f"--lock {opts.lock}: no such file", hint="envbuild lock writes LOCKDIR/<recipe>/<target>.lock (--lockdir, $ENVBUILD_LOCKDIR)")
     if recipe is not None:
