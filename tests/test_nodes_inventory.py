@@ -166,3 +166,17 @@ def test_local_connection_in_an_inventory(tmp_path):
     inv.write_text("all:\n  hosts:\n    ctl: {ansible_connection: local, ansible_become: true}\n")
     (n,) = read_inventory(inv)
     assert n.is_local and connection_vars(n) == {"ansible_connection": "local", "ansible_become": True}
+
+
+@pytest.mark.process  # a segmentation fault would take the test process with it
+@pytest.mark.parametrize("shape", ["json", "yaml"])
+def test_a_deeply_nested_inventory_is_refused_not_a_crash(tmp_path, shape):
+    inv = tmp_path / f"deep.{shape}"
+    if shape == "json":
+        inv.write_text('{"all": ' + "[" * 200000 + "]" * 200000 + "}")
+    else:
+        inv.write_text("all:\n  hosts:\n    n1: {ansible_host: 127.0.0.2, x: " + "[" * 500 + "]" * 500 + "}\n")
+    r = subprocess.run([sys.executable, "-m", "envbuild", "facts", "--inventory", str(inv)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, (r.returncode, r.stderr[-500:])
+    assert "more than 64 levels deep" in r.stderr and "Traceback" not in r.stderr

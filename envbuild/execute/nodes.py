@@ -28,6 +28,8 @@ from pathlib import Path
 
 from envbuild.errors import InputError
 from envbuild.inputs import validate_text
+from envbuild.userfile import loads_json, read_text
+from envbuild.yamlsrc import load_yaml
 
 DEFAULT_NODE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 KNOWN_HOSTS_ENV = "ENVBUILD_KNOWN_HOSTS"  # known_hosts files (os.pathsep between several)
@@ -158,6 +160,7 @@ def read_inventory(path: str | os.PathLike, *, user: str | None = None, port: in
     path = Path(path)
     if not path.is_file():
         raise InputError(f"inventory {path} does not exist", hint="pass an Ansible INI, YAML or JSON inventory file")
+    _within_limits(path)
     kh = _known_hosts(known_hosts)
     nodes = []
     for name, hv in _ansible_hosts(path, limit):
@@ -183,6 +186,22 @@ def read_inventory(path: str | os.PathLike, *, user: str | None = None, port: in
 
 
 load_inventory = read_inventory  # the name provision.py knows
+
+
+def _within_limits(path: Path) -> None:
+    """Refuse, before Ansible parses it, an inventory envbuild's readers would refuse: too big,
+    not UTF-8 text, or nested past ``MAX_DEPTH`` (Ansible's parsers recurse until the
+    interpreter's C stack overflows: a segmentation fault, not an error)."""
+    text = read_text(path, "inventory", hint="pass an Ansible INI, YAML or JSON inventory file")
+    if text.lstrip().startswith("{"):  # a JSON inventory
+        loads_json(text, path, "JSON inventory")
+        return
+    try:
+        load_yaml(path, text)
+    except InputError as exc:
+        if "nested more than" in exc.message or "aliases" in exc.message:
+            raise
+        # not YAML: an INI inventory, which cannot nest; Ansible reads it
 
 
 def connection_vars(node: Node) -> dict:
