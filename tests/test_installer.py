@@ -61,7 +61,8 @@ def test_pip_variables_keep_pip_and_builds_without_isolation_get_their_own_pip_c
         no_build_isolation=["ds"], installer="uv", uv="/e/.envbuild/tools/uv", find_links=["/w"],
         no_index=True))
     runs = [a for a in actions(step, "/e") if a.op == "run"]
-    assert runs[0].argv[:6] == ["/e/.envbuild/tools/uv", "pip", "install", "--no-progress", "--python", "/e/bin/python"]
+    assert runs[0].argv[:8] == ["/e/.envbuild/tools/uv", "pip", "install", "--no-progress", "--link-mode", "copy",
+                                "--python", "/e/bin/python"]
     assert "--require-hashes" in runs[0].argv and runs[0].argv[-2:] == ["--no-index", "--find-links=/w"]
     assert runs[0].repair_args == ["--reinstall", "--no-cache"]
     assert runs[1].argv[:3] == ["/e/bin/python", "-m", "pip"] and "--no-build-isolation" in runs[1].argv

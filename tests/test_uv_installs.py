@@ -137,3 +137,26 @@ def test_a_file_changed_in_place_is_repaired_by_uv(tmp_path, uv):
     assert subprocess.run([py, "-c", "import ebfix; print(ebfix.VALUE)"], capture_output=True,
                           text=True, check=True).stdout.strip() == "good"
     assert installer_of(plan.prefix, "ebfix") == "uv"
+
+
+def test_installed_files_share_no_inode_with_uvs_cache(tmp_path, uv):
+    """Copies, not links: an in-place edit in one environment cannot change uv's cache, nor any
+    other environment made from it (two environments from one cache, every file st_nlink 1)."""
+    house = tmp_path / "house"
+    good = hashed_wheel(house, "ebcopy", "1.0", "good")
+    req = P.Requirement(name="ebcopy", version="1.0", requirement="ebcopy==1.0", hashes=[sha256(good)])
+    prefixes = []
+    for n in ("a", "b"):
+        plan = uv_plan(tmp_path / n, uv, house, [req])
+        plan = plan.model_copy(update={"steps": [s.model_copy(update={"params": s.params.model_copy(update={
+            "env": {"UV_CACHE_DIR": str(tmp_path / "uvcache")}})}) if s.id == "pip:packages" else s
+            for s in plan.steps]})
+        rc, host, _ = run_local_plan(tmp_path / f"r-{n}", plan)
+        assert rc == 0, host.tail()
+        prefixes.append(plan.prefix)
+    files = [p for prefix in prefixes for p in (site(prefix)).rglob("*") if p.is_file()
+             and "ebcopy" in str(p.relative_to(site(prefix)))]
+    assert files and all(p.stat().st_nlink == 1 for p in files), [(str(p), p.stat().st_nlink) for p in files]
+    with open(site(prefixes[0]) / "ebcopy.py", "r+") as fh:
+        fh.write("VALUE = 'bad!'\n")
+    assert "good" in (site(prefixes[1]) / "ebcopy.py").read_text()

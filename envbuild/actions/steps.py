@@ -30,11 +30,12 @@ IMPORT_CODE = ("import importlib, sys\n"
 
 
 # uv pip install: the same requirement files, hashes and index options as pip, into the same
-# environment (--python). uv hard-links files from its cache where the cache is on the same
-# filesystem (copying torch instead takes 12 s against 0.7 s here): a file later changed in
-# place in the environment then changes the cache too, so a repair (the step's effect did not
-# hold: a file differs from its RECORD) reinstalls without the cache, from the wheel itself.
-UV_PIP = ["pip", "install", "--no-progress"]
+# environment (--python). Files are copied from uv's cache (--link-mode copy), never hard-linked:
+# with links, an in-place edit in one environment changes the cache and every environment on
+# the machine made from it (copying torch takes ~12 s against 0.7 s for links, the price of
+# environments that are their own). A repair (the step's effect did not hold: a file differs
+# from its RECORD) reinstalls without the cache, from the wheel itself.
+UV_PIP = ["pip", "install", "--no-progress", "--link-mode", "copy"]
 UV_REPAIR = ["--reinstall", "--no-cache"]
 # What the node's pip is configured with through its environment, for uv (which reads none of
 # PIP_*): the CA bundle pip trusts (PIP_CERT, else what requests reads; a TLS-inspecting proxy's
