@@ -8,6 +8,24 @@ import pytest
 from envbuild.errors import EnvironmentProblem
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _own_envbuild_home(tmp_path_factory):
+    """Each test process (each xdist worker) gets its own ENVBUILD_HOME unless the environment
+    names one: two workers never share runs/ and its ``latest`` link. A test that sets its own
+    (monkeypatch, env=) still wins. The download and proof caches (ENVBUILD_CACHE_DIR) stay the
+    machine's, shared."""
+    import os
+
+    if "ENVBUILD_HOME" in os.environ:
+        yield
+        return
+    os.environ["ENVBUILD_HOME"] = str(tmp_path_factory.mktemp("envbuild-home"))
+    try:
+        yield
+    finally:
+        os.environ.pop("ENVBUILD_HOME", None)
+
+
 @pytest.fixture(scope="session")
 def ssh_nodes():
     """A running ``envbuild.testbed.sshd.SshTestbed`` with 3 nodes (127.0.0.2-4)."""
