@@ -241,3 +241,33 @@ def test_launch_job_section(run):
     assert "## Launch job" in md and "| exit code | 1:0 |" in md and "(--smoke-only)" in md
     assert json.loads(render(report, "json"))["launch"]["output_tail"].endswith("<unhandled>")
     assert collect(SAMPLE).launch is None and "Launch job" not in render(collect(SAMPLE), "html")
+
+
+def _noop_copy(first: Path, name: str) -> Path:
+    """A later run of the same environment that had nothing to do: no smoke.json, nothing changed."""
+    later = first.parent / name
+    shutil.copytree(first, later)
+    for node in (later / "nodes").iterdir():
+        (node / "smoke.json").unlink(missing_ok=True)
+        edit(node / "result.json", lambda r: r.update(changed=[], duration_s=2.0))
+    edit(later / "run.json", lambda r: r.update(run_id=name))
+    return later
+
+
+def test_a_run_with_nothing_to_do_carries_the_evidence_of_the_same_environment_forward(tmp_path):
+    runs = tmp_path / "runs"
+    first = runs / SAMPLE.name
+    shutil.copytree(SAMPLE, first)
+    later = _noop_copy(first, "20261123-080000-alpa-megatron-h100-ubuntu2404")
+    cold, noop = collect(first), collect(later)
+    assert [n.benchmarks for n in noop.nodes] == [n.benchmarks for n in cold.nodes]
+    assert [n.smoke_ok for n in noop.nodes] == [n.smoke_ok for n in cold.nodes]
+    assert noop.verdict.status == cold.verdict.status
+    assert [(b.id, b.supported) for b in noop.badges] == [(b.id, b.supported) for b in cold.badges]
+    assert {n.evidence_from for n in noop.nodes} == {first.name}
+    assert f"from run `{first.name}`" in render(noop, "md") and "carried forward" in render(noop, "html")
+    # another environment (a package at another version): its evidence is not this one's
+    edit(first / "nodes" / "gpu-a" / "observed.json", lambda o: o["packages"].update(torch="0.0.1"))
+    again = collect(later)
+    gpu_a = next(n for n in again.nodes if n.host == "gpu-a")
+    assert gpu_a.evidence_from is None and not gpu_a.benchmarks

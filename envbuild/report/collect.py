@@ -213,6 +213,9 @@ def node_report(node_dir: Path, lock: dict | None, lock_digest: str | None, reci
     elif not node.result or node.result.status == "ok":
         reasons.append(Reason(kind="unobserved", host=host, message="no observed.json: installed state not verified"))
     node.patches = patch_rows(exp, obs, plan)
+    if not smoke and node.fingerprint and node.result is not None and node.result.status == "ok" \
+            and not (result or {}).get("changed"):
+        smoke, node.evidence_from = carried_smoke(node_dir, node.fingerprint)
     if smoke:
         node.benchmarks = bench.benchmarks(smoke, recipe.get("benchmark"),
                                            node.facts.gpu if node.facts is not None else None)
@@ -230,6 +233,29 @@ def node_report(node_dir: Path, lock: dict | None, lock_digest: str | None, reci
                                       if b.value is not None else f"{got} (threshold {b.threshold:g})"))
         reasons += [Reason(kind="smoke", host=host, message=f"smoke {k} not ok") for k, ok in node.smoke_ok.items() if not ok]
     return node, reasons
+
+
+def carried_smoke(node_dir: Path, fingerprint: str) -> tuple[dict | None, str | None]:
+    """(smoke.json, run id) of the newest earlier run in the same runs folder whose node of the
+    same name has the same environment fingerprint and a smoke.json: what still holds for an
+    environment a run found with nothing to do. (None, None) when there is none."""
+    run_dir, host = node_dir.parent.parent, node_dir.name
+    runs = sorted((p for p in run_dir.parent.iterdir() if p.is_dir() and not p.is_symlink()
+                   and p.name < run_dir.name), reverse=True) if run_dir.parent.is_dir() else []
+    for earlier in runs:
+        there = earlier / "nodes" / host
+        try:
+            smoke, observed = load_json(there / "smoke.json"), load_json(there / "observed.json")
+            if not smoke or not observed:
+                continue
+            lock_file = earlier / "lock.lock"
+            digest = read_run(earlier).get("lock_digest") or (
+                sha256_text(lock_file.read_text()) if lock_file.exists() else None)
+            if node_fingerprint(Observed.model_validate(observed), digest) == fingerprint:
+                return smoke, earlier.name
+        except (InputError, ValidationError, OSError):
+            continue
+    return None, None
 
 
 def launch_job(launch: Any) -> LaunchJob | None:

@@ -215,6 +215,9 @@ class NodeReport(_M):
     drift: list[Drift] = Field(default_factory=list)
     benchmarks: list[Benchmark] = Field(default_factory=list)
     smoke_ok: dict[str, bool] = Field(default_factory=dict)  # gpt/collective/apex -> ok
+    # the run whose smoke and benchmarks these are, when this run had nothing to do and they
+    # carry forward from the newest earlier run of the same environment fingerprint
+    evidence_from: str | None = None
     fingerprint: str | None = None
     kind: str | None = None  # node kind: arch, glibc, CUDA, GPUs, torch, python (envbuild.bundle.fleet.node_kind)
     insecure: bool = False  # SSH host keys were not checked for this node (--insecure)

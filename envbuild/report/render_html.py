@@ -162,11 +162,15 @@ def render_html(report: Report) -> str:
                               "commit from the bundle")] if run.bundle else [])]])
     summary += ('<tr><th>command line</th><td class="cmd" id="argv">'
                 + escape(shlex.join(run.argv) if run.argv else "-") + "</td></tr></table>")
+    carried = [f"{n.host}: from run {n.evidence_from}" for n in report.nodes if n.evidence_from]
     bench_rows = [(n.host, b) for n in report.nodes for b in n.benchmarks]
     bench = table(["node", "benchmark", "value", "unit", "threshold", "published", "spread (min - max)", "result"],
                   ["<tr>" + td(h) + td(b.name) + td(fmt_num(b.value)) + td(b.unit) + td(fmt_num(b.threshold))
                    + td(published_text(b)) + td(spread_text(b))
                    + ok_cell(b.passed, "pass", "FAIL") + "</tr>" for h, b in bench_rows]) if bench_rows else "<p>No benchmark results.</p>"
+    if carried:
+        bench = (f"<p>Smoke and benchmarks carried forward ({escape('; '.join(carried))}): this run had nothing "
+                 "to do and the environment's fingerprint is the same.</p>") + bench
     sources = sorted({(b.published, b.published_source) for _, b in bench_rows if b.published_source},
                      key=lambda x: (x[0] or 0, x[1] or ""))
     if sources:

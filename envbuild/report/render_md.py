@@ -78,6 +78,9 @@ def node_section(n: NodeReport) -> list[str]:
                      [[p.id, p.component, p.decision, p.status, p.reason] for p in n.patches]) + [""]
     if n.decisions:
         out += table(["decision", "outcome", "why"], [[d.subject, d.outcome, d.reason] for d in n.decisions]) + [""]
+    if n.evidence_from:
+        out += [f"Smoke and benchmarks: from run `{n.evidence_from}` (this run had nothing to do; the "
+                "environment's fingerprint is the same)", ""]
     if n.benchmarks or n.smoke_ok:
         out += table(["benchmark", "value", "unit", "threshold", "published", "spread (min - max)", "result"],
                      [[b.name, fmt_num(b.value), b.unit, fmt_num(b.threshold), published_text(b),
