@@ -95,3 +95,16 @@ def test_run_smoke_with_a_runner_collects_results_by_kind():
 def test_run_smoke_reports_a_script_that_printed_nothing():
     res = run_smoke(sys.executable, ["gpt"], "tiny", lambda argv: (1, "", "ImportError: No module named 'torch'"))
     assert res["gpt"]["ok"] is False and "torch" in res["gpt"]["error"]
+
+
+def test_a_rendezvous_that_cannot_connect_fails_within_its_timeout_naming_the_address():
+    """No silent wait until the smoke's 30-minute limit: a rank whose group cannot form (here a
+    TCP store on a port nothing serves) fails within --timeout, saying where it waited."""
+    code = ("import sys, time; sys.path.insert(0, sys.argv[1]); import collective; t = time.time()\n"
+            "try:\n    collective.worker(1, 2, 'tcp://127.0.0.1:9', 'gloo', 'cpu', [1024], 1, 0, None, 5.0)\n"
+            "except RuntimeError as exc:\n    print(round(time.time() - t), exc)\n")
+    p = subprocess.run([sys.executable, "-c", code, str(SMOKE_SCRIPTS["collective"].parent)],
+                       capture_output=True, text=True, timeout=240)
+    took, _, message = p.stdout.strip().partition(" ")
+    assert took.isdigit() and int(took) < 60, p.stdout + p.stderr
+    assert "could not join the process group at tcp://127.0.0.1:9 within 5 s" in message

@@ -15,6 +15,7 @@ Output: one JSON object, schema ``envbuild.smoke/1``, ``kind: collective``.
 """
 
 import argparse
+import datetime
 import json
 import os
 import socket
@@ -28,6 +29,7 @@ import torch.distributed as dist
 SCHEMA = "envbuild.smoke/1"
 GPU_SIZES = [1 << 20, 16 << 20, 128 << 20]
 CPU_SIZES = [64 << 10, 1 << 20, 8 << 20]
+CONNECT_TIMEOUT_S = 60.0  # joining the group and each collective; the sizes above take well under it
 
 # NVLink multicast (NVLS) is left off: on shared hosts it can take GPUs out of service.
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
@@ -74,14 +76,27 @@ def measure(rank, world, device, sizes, iters, warmup):
     return rows
 
 
-def worker(rank, world, init_method, backend, device_kind, sizes, iters, warmup, out_path):
-    """One rank: join the group, measure, rank 0 writes the JSON result to ``out_path``."""
+def worker(rank, world, init_method, backend, device_kind, sizes, iters, warmup, out_path,
+           timeout_s=CONNECT_TIMEOUT_S):
+    """One rank: join the group, measure, rank 0 writes the JSON result to ``out_path``.
+
+    Joining and every collective are bounded by ``timeout_s``: a rendezvous that cannot connect
+    (a host whose loopback is down, a peer that never comes) fails within it, naming the
+    address it waited on, instead of sitting silent until the smoke's own limit."""
     if device_kind == "cuda":
         torch.cuda.set_device(rank % torch.cuda.device_count())
         device = torch.device("cuda", torch.cuda.current_device())
     else:
         device = torch.device("cpu")
-    dist.init_process_group(backend, init_method=init_method, world_size=world, rank=rank)
+    where = init_method if init_method != "env://" else "env:// (%s:%s)" % (
+        os.environ.get("MASTER_ADDR", "?"), os.environ.get("MASTER_PORT", "?"))
+    try:
+        dist.init_process_group(backend, init_method=init_method, world_size=world, rank=rank,
+                                timeout=datetime.timedelta(seconds=timeout_s))
+    except Exception as exc:  # noqa: BLE001 - one line a reviewer can act on
+        raise RuntimeError("rank %d could not join the process group at %s within %.0f s (%s: %s)" % (
+            rank, where, timeout_s, type(exc).__name__, str(exc).strip().splitlines()[-1][:200]
+            if str(exc).strip() else "")) from None
     try:
         rows = measure(rank, world, device, sizes, iters, warmup)
     finally:
@@ -126,7 +141,7 @@ def _spawn_entry(rank, *args):
     worker(rank, *args)
 
 
-def run(nproc=None, device="auto", sizes=None, iters=20, warmup=5):
+def run(nproc=None, device="auto", sizes=None, iters=20, warmup=5, timeout_s=CONNECT_TIMEOUT_S):
     """Spawn ranks on this host (or join a launcher's group) and return the result dict."""
     use_cuda = device == "cuda" or (device == "auto" and torch.cuda.is_available())
     backend = "nccl" if use_cuda else "gloo"
@@ -138,7 +153,7 @@ def run(nproc=None, device="auto", sizes=None, iters=20, warmup=5):
             torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank)) % torch.cuda.device_count())
         fd, path = tempfile.mkstemp(suffix=".json")
         os.close(fd)
-        worker(rank, world, "env://", backend, kind, sizes, iters, warmup, path if rank == 0 else None)
+        worker(rank, world, "env://", backend, kind, sizes, iters, warmup, path if rank == 0 else None, timeout_s)
         if rank != 0:
             os.unlink(path)
             return None
@@ -156,7 +171,7 @@ def run(nproc=None, device="auto", sizes=None, iters=20, warmup=5):
     os.unlink(path)
     try:
         import torch.multiprocessing as mp
-        mp.spawn(_spawn_entry, args=(nproc, init, backend, kind, sizes, iters, warmup, path),
+        mp.spawn(_spawn_entry, args=(nproc, init, backend, kind, sizes, iters, warmup, path, timeout_s),
                  nprocs=nproc, join=True)
         with open(path) as fh:
             return json.load(fh)
@@ -172,11 +187,13 @@ def main(argv=None):
     p.add_argument("--sizes", help="comma-separated message sizes in bytes")
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--timeout", type=float, default=CONNECT_TIMEOUT_S,
+                   help="seconds to join the group and for each collective (default %(default)s)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else None
     try:
-        result = run(args.nproc, args.device, sizes, args.iters, args.warmup)
+        result = run(args.nproc, args.device, sizes, args.iters, args.warmup, args.timeout)
     except Exception as exc:  # noqa: BLE001 - report as JSON, not a traceback
         result = {"schema": SCHEMA, "kind": "collective", "ok": False, "torch": torch.__version__,
                   "error": "%s: %s" % (type(exc).__name__, str(exc).strip().splitlines()[-1] if str(exc).strip() else "")}
