@@ -26,7 +26,7 @@ from envbuild.facts.runners import LocalRunner, Runner
 from envbuild.observe import (Drift, Observed, compare_expected, expected_state, observe_args,
                               parse_observed, read_lock)
 from envbuild.plan.model import Plan
-from envbuild.report.collect import load_json, read_run
+from envbuild.report.collect import load_json, read_run, run_lock_digest
 from envbuild.report.fingerprint import node_fingerprint
 from envbuild.rundir import envbuild_home
 
@@ -142,7 +142,7 @@ def verify_node(run_dir: Path, runner: Runner, lock: dict | None, *, deep: bool 
     summary = "" if drift else (f"{len(exp.packages)} packages, {len(exp.git)} commits, {len(exp.patches)} patches, "
                                 f"{len(baseline.extensions) if baseline else 0} extensions as recorded")
     return NodeVerdict(name, "drift" if drift else "clean", drift, message=summary,
-                       fingerprint=node_fingerprint(obs, run.get("lock_digest")))
+                       fingerprint=node_fingerprint(obs, run.get("lock_digest") or run_lock_digest(run_dir / "lock.lock")))
 
 
 def effect_drift(state: dict, host: str) -> list[Drift]:

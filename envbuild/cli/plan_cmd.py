@@ -82,7 +82,7 @@ def print_plan(plan) -> None:
                       + (f" (errors: {', '.join(verdict.errors)})" if verdict.errors else "")
                       + (f" (warnings: {', '.join(verdict.warnings)})" if verdict.warnings else ""))
     if plan.lock_digest:
-        console.print(f"lock sha256 {plan.lock_digest[:16]}")
+        console.print(f"lock digest {plan.lock_digest}")
     else:
         console.print("[yellow]no lockfile: packages from the recipe's specifiers, no hashes[/]")
     table = Table(show_lines=False)

@@ -338,7 +338,7 @@ def build_job(recipe, target, plan, opts: LaunchOptions) -> Job:
     header = (f"envbuild launch: {recipe.name} on {target.name} through {opts.scheduler}"
               + (f" (variant {variant})" if variant else "") + f", {nodes} node(s) x {gpus} GPU(s)",
               f"rendered by envbuild {__version__} from the plan for {plan.host} (facts {plan.facts_origin}; "
-              f"lock sha256 {plan.lock_digest[:16] if plan.lock_digest else 'none'})",
+              f"lock digest {plan.lock_digest or 'none'})",
               *([f"regenerate: {opts.regenerate}"] if opts.regenerate else []))
     return Job(recipe=recipe.name, target=target.name, scheduler=opts.scheduler, variant=variant,
                name=f"envbuild-{recipe.name}", nodes=nodes, gpus_per_node=gpus, nproc_per_node=nproc,

@@ -15,11 +15,11 @@ from envbuild.lock.check import digest, lock_problems
 from envbuild.lock.make import (SHIPPED_LOCKDIR, cache_dir, check_lock_file, default_lockdir, ensure_target,
                                 git_mirror_dir, locate_lock, lock_path, make_lock, write_lock)
 from envbuild.lock.schema import LOCK_SCHEMA, Dist, Lock, LockedGit, LockedPackage
-from envbuild.lock.serialize import dump_lock, parse_lock, read_lock, regenerate_command
+from envbuild.lock.serialize import dump_lock, lock_digest, parse_lock, read_lock, regenerate_command
 
 __all__ = [
     "LOCK_SCHEMA", "SHIPPED_LOCKDIR", "Dist", "Lock", "LockedGit", "LockedPackage", "cache_dir",
     "check_lock_file", "default_lockdir", "digest", "dump_lock", "ensure_target", "git_mirror_dir",
-    "locate_lock", "lock_path", "lock_problems",
+    "locate_lock", "lock_digest", "lock_path", "lock_problems",
     "make_lock", "parse_lock", "read_lock", "regenerate_command", "write_lock",
 ]

@@ -7,12 +7,14 @@ a file that is no lockfile at all (no ``schema: envbuild.lock/N``) is bad input 
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from envbuild.errors import CheckFailed, InputError
+from envbuild.fsio import canonical_json
 from envbuild.lock.schema import KNOWN_SCHEMAS, Lock
 from envbuild.userfile import read_text
 from envbuild.yamlsrc import load_yaml, validate
@@ -45,6 +47,13 @@ def regenerate_command(recipe: str, target: str, *, git_mirror: bool = False,
     if wheelhouse:
         cmd += " --wheelhouse DIR"
     return cmd
+
+
+def lock_digest(lock: Lock) -> str:
+    """The lock's one identifier: sha256 over its canonical JSON (the model, not the file's
+    bytes, so a comment or a reformatting does not change it). The plan, the renders' labels,
+    launch headers, run.json, verify and the report all print this one."""
+    return hashlib.sha256(canonical_json(lock.model_dump(by_alias=True)).encode()).hexdigest()
 
 
 def _plain(lock: Lock) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from envbuild.errors import InputError
 from envbuild.facts.model import NodeFacts
 from envbuild.lock.schema import normalize
+from envbuild.lock.serialize import lock_digest
 from envbuild.plan import params as P
 from envbuild.plan.installer import choose_installer, step_installer
 from envbuild.plan.model import Decision, Plan, Step
@@ -507,11 +508,7 @@ def _digest(obj: object) -> str:
 
 
 def _lock_digest(lock: object | None) -> str | None:
-    """sha256 over the lock's canonical JSON (None without a lock)."""
+    """The lock's identifier (``envbuild.lock.serialize.lock_digest``); None without a lock."""
     if lock is None or not hasattr(lock, "model_dump"):
         return None
-    import hashlib
-
-    from envbuild.fsio import canonical_json
-
-    return hashlib.sha256(canonical_json(lock.model_dump(by_alias=True)).encode()).hexdigest()
+    return lock_digest(lock)

@@ -13,6 +13,7 @@ from envbuild.execute import ansible as ansible_exec
 from envbuild.execute.events import Event, EventSink
 from envbuild.execute.local import stop_all
 from envbuild.execute.nodes import Node, connection_vars
+from envbuild.lock.serialize import lock_digest
 from envbuild.plan.model import Plan
 from envbuild.provision.early import Early
 from envbuild.provision.lockfile import take_lock
@@ -55,7 +56,7 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
             lock, lock_file, lock_text = take_lock(opts, recipe, target, say, found=early.lock(recipe, target))
             if lock_text:
                 rd.write("lock.lock", lock_text)
-            rd.update_run(lock_path=lock_file, lock_digest=getattr(lock, "digest", None))
+            rd.update_run(lock_path=lock_file, lock_digest=lock_digest(lock) if lock is not None else None)
         phase = "plan"
         plan_opts = replace(plan_options(opts, recipe, lock),
                             inventory=inventory_values([facts[n.name] for n in feasible]))

@@ -49,7 +49,7 @@ def render(ip: ImagePlan) -> Context:
     out = _bootstrap(ip.base.image) + [
         "",
         f"# Image of {ip.recipe.name} for {ip.target.name}, rendered by envbuild {__version__}; "
-        f"lock sha256 {ip.plan.lock_digest or 'none'}.",
+        f"lock digest {ip.plan.lock_digest or 'none'}.",
         f"# Regenerate: envbuild render {ip.recipe.name} --target {ip.target.name} --format apptainer",
         "# Build:      apptainer build envbuild.sif envbuild.def   (in this folder)",
         f"# base: {ip.base.image}: {_label(ip.base.why)} ({ip.base.source})",

@@ -135,7 +135,7 @@ def render(ip: ImagePlan) -> Context:
     w.lines += ["# hadolint global ignore=DL3059 # reason: one RUN per plan step, so that a changed "
                 "step rebuilds from its own layer on",
                 f"# Image of {rec.name} for {ip.target.name}, rendered by envbuild from the plan",
-                f"# (lock sha256 {plan.lock_digest or 'none: no lockfile, versions from the recipe'}).",
+                f"# (lock digest {plan.lock_digest or 'none: no lockfile, versions from the recipe'}).",
                 f"# Regenerate: envbuild render {rec.name} --target {ip.target.name} --format dockerfile",
                 "# Build:      docker build -t IMAGE .     (podman build: add --format docker)",
                 "# Verify:     docker run --rm IMAGE sh " + f"{ip.files_dir}/verify.sh --smoke",

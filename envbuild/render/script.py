@@ -37,7 +37,7 @@ def render(plan, *, regenerate: str = "") -> Context:
     files: dict = {}
     lines = ["#!/usr/bin/env bash",
              f"# Provision {plan.recipe} on {plan.target} (host {plan.host}, facts {plan.facts_origin}),",
-             f"# rendered by envbuild {__version__} from the plan; lock sha256 {plan.lock_digest or 'none'}.",
+             f"# rendered by envbuild {__version__} from the plan; lock digest {plan.lock_digest or 'none'}.",
              *([f"# Regenerate: {regenerate}"] if regenerate else []),
              "# usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)",
              "set -euo pipefail",

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from envbuild.errors import InputError
-from envbuild.fsio import sha256_text
+from envbuild.lock.serialize import lock_digest, parse_lock
 from envbuild.observe import Observed, compare_expected, expected_state, read_lock
 from envbuild.observe.compare import same_version
 from envbuild.report import bench
@@ -235,6 +235,15 @@ def node_report(node_dir: Path, lock: dict | None, lock_digest: str | None, reci
     return node, reasons
 
 
+def run_lock_digest(lock_file: Path) -> str | None:
+    """The lock's identifier (``envbuild.lock.lock_digest``) for a run whose run.json predates
+    recording it; None when the file is not a lock envbuild reads."""
+    try:
+        return lock_digest(parse_lock(lock_file.read_text(), lock_file))
+    except (InputError, OSError, ValueError):
+        return None
+
+
 def carried_smoke(node_dir: Path, fingerprint: str) -> tuple[dict | None, str | None]:
     """(smoke.json, run id) of the newest earlier run in the same runs folder whose node of the
     same name has the same environment fingerprint and a smoke.json: what still holds for an
@@ -250,7 +259,7 @@ def carried_smoke(node_dir: Path, fingerprint: str) -> tuple[dict | None, str | 
                 continue
             lock_file = earlier / "lock.lock"
             digest = read_run(earlier).get("lock_digest") or (
-                sha256_text(lock_file.read_text()) if lock_file.exists() else None)
+                run_lock_digest(lock_file) if lock_file.exists() else None)
             if node_fingerprint(Observed.model_validate(observed), digest) == fingerprint:
                 return smoke, earlier.name
         except (InputError, ValidationError, OSError):
@@ -283,7 +292,7 @@ def collect(run_dir: str | Path) -> Report:
     recipe = load_json(run_dir / "recipe.json") or {}
     lock_file = run_dir / "lock.lock"
     lock = read_lock(lock_file) if lock_file.exists() else None
-    lock_digest = run.get("lock_digest") or (sha256_text(lock_file.read_text()) if lock else None)
+    lock_digest = run.get("lock_digest") or (run_lock_digest(lock_file) if lock else None)
     reasons: list[Reason] = []
     if run.get("status") != "ok":
         reasons.append(Reason(kind="run", message=f"run status is {run.get('status')!r}, not 'ok'"))

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # envbuild launch: alpa-megatron on azure-nd96 through local, 1 node(s) x 1 GPU(s)
-# rendered by envbuild 0.1.0 from the plan for azure-nd96 (facts profile:azure-nd96; lock sha256
+# rendered by envbuild 0.1.0 from the plan for azure-nd96 (facts profile:azure-nd96; lock digest
 # none)
 # NOTE: once: benchmark_gpt.py --nproc_per_node 1 starts torch.distributed.launch itself
 # NOTE: source:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # envbuild launch: cpu-reference on local through local, 1 node(s) x 0 GPU(s)
-# rendered by envbuild 0.1.0 from the plan for local (facts profile:local; lock sha256 none)
+# rendered by envbuild 0.1.0 from the plan for local (facts profile:local; lock digest none)
 # NOTE: once: envbuild's own GPT smoke, one process
 # NOTE: source: envbuild/smoke/gpt.py
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision alpa-megatron on h100 (host h100, facts profile:h100),
-# rendered by envbuild 0.1.0 from the plan; lock sha256 188224f87579733b7ab3852eed300946eaada837a8c35940c8a506f726912bc2.
+# rendered by envbuild 0.1.0 from the plan; lock digest 188224f87579733b7ab3852eed300946eaada837a8c35940c8a506f726912bc2.
 # Regenerate: envbuild render alpa-megatron --target h100 --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision alpa-megatron on slurm (host slurm, facts profile:slurm),
-# rendered by envbuild 0.1.0 from the plan; lock sha256 5c1d833b14766f7b2b1c8a4d45e4379393c16e531c598840e8aa89d990e06ea2.
+# rendered by envbuild 0.1.0 from the plan; lock digest 5c1d833b14766f7b2b1c8a4d45e4379393c16e531c598840e8aa89d990e06ea2.
 # Regenerate: envbuild render alpa-megatron --target slurm --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision megatronapp on rtx4090-pod (host rtx4090-pod, facts profile:rtx4090-pod),
-# rendered by envbuild 0.1.0 from the plan; lock sha256 e86574172178507ad78ba2a4537ecf75c931c63d8d00393364230fbaeb3f9dfc.
+# rendered by envbuild 0.1.0 from the plan; lock digest e86574172178507ad78ba2a4537ecf75c931c63d8d00393364230fbaeb3f9dfc.
 # Regenerate: envbuild render megatronapp --target rtx4090-pod --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
