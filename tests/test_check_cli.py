@@ -80,3 +80,16 @@ def test_local_target_without_facts_gathers_this_machine():
     v = json.loads(p.stdout)
     assert v["target"] == "local" and v["origin"] == "collected"
     assert len(v["passed"]) + len(v["violations"]) > 30
+
+
+def test_plan_of_an_infeasible_node_prints_the_plan_and_exits_one_as_check_does():
+    facts = str(DATA / "facts" / "h100-node.json")
+    for extra in ([], ["--json"]):
+        p = run("plan", RECIPE, "-t", TARGET, "--facts", facts, *extra)
+        assert p.returncode == 1, p.stderr
+        assert "infeasible on" in p.stderr and "hint: envbuild check" in p.stderr
+        if extra:
+            assert json.loads(p.stdout)["steps"][0]["params"]["feasible"] is False
+        else:
+            assert "preflight: INFEASIBLE" in p.stdout
+    assert run("plan", RECIPE, "-t", TARGET).returncode == 0  # feasible: 0

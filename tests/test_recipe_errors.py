@@ -130,5 +130,5 @@ def test_a_git_url_git_would_read_as_an_option_or_a_helper_is_refused(tmp_path, 
     path = tmp_path / "r.yaml"
     path.write_text(yaml.safe_dump(data))
     error, _hint = error_lines(run_cli("show", str(path)))
-    assert "sources.0.url" in error and "url must be" in error and str(path) in error
+    assert "sources[0].url" in error and "url must be" in error and str(path) in error
     assert not Path("/tmp/envbuild-pwned").exists()

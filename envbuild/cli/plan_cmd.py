@@ -8,6 +8,8 @@ from envbuild.cli import cli
 from envbuild.cli.options import recipe_argument, target_option
 from envbuild.cli.output import console, emit_json
 from envbuild.errors import InputError
+
+INFEASIBLE = 1  # as `envbuild check` exits for an infeasible node
 from envbuild.plan.build import prefix_problem
 
 
@@ -66,9 +68,15 @@ def plan_cmd(recipe, target, facts_file, lock_file, prefix, backend, git_mirror,
     if as_json:
         emit_json([p.model_dump(by_alias=True) for p in plans] if len(plans) > 1
                   else plans[0].model_dump(by_alias=True))
-        return
-    for plan in plans:
-        print_plan(plan)
+    else:
+        for plan in plans:
+            print_plan(plan)
+    refused = [p.host for p in plans if p.steps and p.steps[0].kind == "preflight" and not p.steps[0].params.feasible]
+    if refused:  # the plan is printed, and the exit says what `check` says: infeasible
+        click.echo(f"error: preflight: {rec.name} is infeasible on {', '.join(refused)} "
+                   f"(the plan above would be refused)", err=True)
+        click.echo(f"hint: envbuild check {rec.name} --target {tgt.name} lists every violated rule", err=True)
+        return INFEASIBLE
 
 
 def print_plan(plan) -> None:
