@@ -85,26 +85,14 @@ def pytest_terminal_summary(terminalreporter, config):
         terminalreporter.write_line(_proof_selection(config).header())
 
 
-# Resources one machine has once: tests that start them run in one xdist worker, one after the
-# other (`--dist loadgroup`). Every other module is its own group, so a module-scoped fixture
-# (a cluster, a provisioned node) is made once, in the worker that runs the whole module.
-EXCLUSIVE = {
-    # slurmctld/slurmd listen on fixed ports (6817/6818) and the session cluster is one per worker
-    "slurm": {"slurm_cluster"},
-}
-EXCLUSIVE_MODULES = {
-    "slurm": {"test_testbed_slurm.py", "test_launch_slurm.py"},
-    # one podman store per session (podman_store): the modules that build in it share a worker
-    "podman": {"test_image_build.py", "test_provision_container.py"},
-}
-
-
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        module = item.path.name
-        group = next((g for g, names in EXCLUSIVE.items() if names & set(item.fixturenames)), None)
-        group = group or next((g for g, mods in EXCLUSIVE_MODULES.items() if module in mods), None)
-        item.add_marker(pytest.mark.xdist_group(group or module))
+# xdist: the README's command runs two workers with ``--dist loadfile``: each test module runs
+# whole in one worker, so its module-scoped fixture (a cluster, a provisioned node) is made once.
+# (``--dist loadgroup`` with per-module groups would also keep the resources a machine has once
+# together, but pytest 9 derives node ids from ``Node._id``; xdist 3.8's loadgroup writes
+# ``item._nodeid`` and so groups nothing.) Nothing the testbed starts is exclusive across
+# modules: sshd nodes take free ports, chroot and offline clusters have per-module address
+# ranges, each Slurm cluster lives in its own network namespaces, each podman store in its own
+# folder.
 
 
 @pytest.fixture(scope="session")

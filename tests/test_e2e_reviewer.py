@@ -92,7 +92,8 @@ def test_provision_runs_the_smoke_on_every_node(bed, provisioned):
         native = smoke["native"]
         assert (native["parser"], native["metric"]) == ("envbuild-smoke", "tokens_per_second")
         assert native["metrics"]["tokens_per_second"] == smoke["gpt"]["tokens_per_s"]
-        assert native["verdict"]["passed"] is True
+        # the smoke completed (record ok, loss finite); cpu-reference sets no threshold: not judged
+        assert native["verdict"]["status"] == "not-judged" and native["verdict"]["completion"]["state"] == "complete"
         # the scripts ran on the node itself, from its prefix
         listing = node.ssh(f"ls {PREFIX}/.envbuild/smoke").stdout.split()
         assert {"gpt.py", "collective.py", "gpt.out", "collective.rc"} <= set(listing)
