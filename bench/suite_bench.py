@@ -1,6 +1,9 @@
 """The test suite's wall time, as CI runs it: the README's test command, timed.
 
-    python bench/suite_bench.py [--label warm|new] [--out bench/results/suite.json] [-- EXTRA...]
+    python bench/suite_bench.py [--label warm|new] [--ci] [--out bench/results/suite.json] [-- EXTRA...]
+
+``--ci`` runs ``bash .ci/run`` instead (Debian packages, the venv, then the same command; the
+JUnit report is asked for through PYTEST_ADDOPTS), so the row is CI's whole run as CI runs it.
 
 Runs exactly the command between the README's ``<!-- test-command -->`` markers (what
 ``.ci/run`` runs) in a shell from the checkout's root, with a JUnit XML report added, then
@@ -74,10 +77,16 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--label", default="warm", choices=["warm", "new"])
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--ci", action="store_true", help="run bash .ci/run (CI's whole run)")
     ap.add_argument("extra", nargs="*", help="extra pytest arguments (after --)")
     args = ap.parse_args()
     xml = Path(os.environ.get("TMPDIR", "/tmp")) / f"suite-bench-{os.getpid()}.xml"
-    command = f"{test_command()} --junitxml={xml} {' '.join(args.extra)}".strip()
+    env = dict(os.environ)
+    if args.ci:
+        command = "bash .ci/run"
+        env["PYTEST_ADDOPTS"] = f"{env.get('PYTEST_ADDOPTS', '')} --junitxml={xml} {' '.join(args.extra)}".strip()
+    else:
+        command = f"{test_command()} --junitxml={xml} {' '.join(args.extra)}".strip()
     samples, stop = [load1()], threading.Event()
 
     def sample():
@@ -87,7 +96,7 @@ def main() -> int:
     threading.Thread(target=sample, daemon=True).start()
     before = load1()
     started = time.monotonic()
-    rc = subprocess.run(["bash", "-c", command], cwd=ROOT).returncode
+    rc = subprocess.run(["bash", "-c", command], cwd=ROOT, env=env).returncode
     wall = time.monotonic() - started
     stop.set()
     after = load1()
@@ -95,7 +104,8 @@ def main() -> int:
                             text=True).stdout.strip()
     mem = next((int(line.split()[1]) // 1024 for line in Path("/proc/meminfo").read_text().splitlines()
                 if line.startswith("MemTotal:")), None)
-    row = {"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "label": args.label, "command": command,
+    row = {"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "label": args.label,
+           "command": command + (f" (PYTEST_ADDOPTS={env['PYTEST_ADDOPTS']})" if args.ci else ""),
            "exit": rc, "wall_s": round(wall, 1), "commit": commit,
            "machine": {"cores": os.cpu_count(), "mem_mib": mem, "python": platform.python_version()},
            "load1": {"before": before, "after": after, "mean": round(sum(samples) / len(samples), 2),
