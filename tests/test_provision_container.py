@@ -1,8 +1,8 @@
 """`envbuild provision --backend container` for real: cpu-reference's image built on this
 machine (the local node) by podman through the playbook, checked and smoke-tested inside it.
 
-One podman storage for the session (``podman_store`` in conftest: under a temp dir, its own
-storage.conf, containers.conf and TMPDIR, shared with tests/test_image_build.py), the base image imported from the chroot testbed's cached debootstrap rootfs (bookworm
+One podman storage for the module (under a temp dir, its own storage.conf, containers.conf and
+TMPDIR), the base image imported from the chroot testbed's cached debootstrap rootfs (bookworm
 minbase with python3-venv), given with ``--base``; the podman options are data passed on the
 command line (``--engine-arg=--isolation=chroot``: host network so pip reaches PyPI inside the
 build, the host's CA bundle as PIP_CERT; ``--engine-env`` for the storage), never hard-coded.
@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from envbuild.testbed.podman import Podman
+
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,12 +46,17 @@ def _why_not() -> str | None:
 
 
 @pytest.fixture(scope="module")
-def node(tmp_path_factory, podman_store):
+def node(tmp_path_factory):
     why = _why_not()
     if why:
         pytest.skip(why)
+    from envbuild.testbed.chroot import rootfs
+
+    # a store of its own, not the session's (podman_store): the first provision must build cold,
+    # so that the rebuild after a changed lock is seen to reuse the layers before the change
     root = tmp_path_factory.mktemp("container-backend")
-    podman = podman_store  # the session's store (conftest): the base and the image tests' layers
+    podman = Podman(root / "podman")
+    podman.import_rootfs(rootfs(), BASE)
     mp = pytest.MonkeyPatch()
     mp.setenv("ENVBUILD_HOME", str(root / "home"))
     mp.chdir(ROOT)
@@ -58,6 +65,7 @@ def node(tmp_path_factory, podman_store):
         yield state
     finally:
         mp.undo()
+        podman.remove_all()
 
 
 def provision(node, *extra: str) -> tuple[int, Path, float]:

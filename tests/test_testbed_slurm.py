@@ -39,9 +39,24 @@ def test_failing_job_reports_state_and_exit_code(slurm_cluster, tmp_path) -> Non
     assert (tmp_path / f"fail-{job}.out").read_text() == "about to fail\n"
 
 
-def test_cluster_tears_down_everything(tmp_path) -> None:
-    """A cluster of its own (one node, no GPU): after the context no process or namespace is left."""
-    with slurm_cluster(1, gpus_per_node=0, cpus_per_node=2, base_dir=str(tmp_path)) as c:
+def test_cluster_tears_down_everything() -> None:
+    """A cluster of its own (one node, no GPU): after the context no process or namespace is left.
+
+    Its folder is a short one under /tmp, not tmp_path: under an xdist worker tmp_path is deep
+    enough that munged's socket path passes the 108 bytes of a Unix socket address (munged
+    then exits 1)."""
+    import shutil
+    import tempfile
+
+    base = tempfile.mkdtemp(prefix="ebslurm-")
+    try:
+        _tears_down(base)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _tears_down(base: str) -> None:
+    with slurm_cluster(1, gpus_per_node=0, cpus_per_node=2, base_dir=base) as c:
         assert c.idle_nodes() == ["node1"]
         namespaces = list(c._namespaces)
         munge_socket = c.dir / "munge" / "munge.socket"
