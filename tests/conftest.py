@@ -99,9 +99,9 @@ def pytest_terminal_summary(terminalreporter, config):
 def podman_store(tmp_path_factory):
     """One podman storage for the session (``envbuild.testbed.podman.Podman``) with the base
     image ``localhost/envbuild-base:bookworm`` imported once from the chroot testbed's cached
-    rootfs: the image tests and the container backend's provisions share its layers, so the
-    context both build is built cold once (tests/test_image_build.py first, in its xdist group).
-    Skips, saying why, where podman or the rootfs cannot run."""
+    rootfs, for the image tests (tests/test_image_build.py). The container backend's tests keep
+    a store of their own: their first build must be cold. Skips, saying why, where podman or the
+    rootfs cannot run."""
     from envbuild.testbed.chroot import rootfs, why_unavailable
     from envbuild.testbed.podman import Podman, why_unavailable as no_podman
 
