@@ -9,9 +9,13 @@ Exit codes (documented in the README):
     2  bad input: malformed recipe/target/facts file, unknown name, bad option
     3  environment problem: host unreachable, git mirror missing, tool not installed
     4  a build or install step failed on a node
+    5  not judged: nothing failed, but no threshold decided the verdict (NOT_JUDGED)
 """
 
 from __future__ import annotations
+
+
+NOT_JUDGED = 5  # the exit code of a verdict that is neither PASS nor FAIL (parse, launch, report, provision)
 
 
 class EnvbuildError(Exception):

@@ -52,6 +52,11 @@ def test_each_short_flag_has_one_meaning_across_commands():
     assert meanings["-o"] <= {"--output", "--out"}, meanings["-o"]
     for short, longs in meanings.items():
         assert len(longs) == 1 or short == "-o", f"{short} means {sorted(longs)}"
+    # one spelling: every -o is --output first (help shows it); --out only as an old alias
+    for name, cmd in commands().items():
+        for p in cmd.params:
+            if isinstance(p, click.Option) and "-o" in p.opts:
+                assert [o for o in p.opts if o.startswith("--")][0] == "--output", (name, p.opts)
 
 
 COMPLETED = ("provision", "check", "plan", "lock", "show", "render", "launch", "verify")

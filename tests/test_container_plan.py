@@ -93,7 +93,7 @@ def test_megatron_deepspeed_slurm_builds_imports_and_checks_in_the_image() -> No
     from envbuild.launch.job import default_image
 
     imp = plan.step("image-import").params
-    assert imp.path == f"{plan.prefix}/{default_image(rec.name, tgt.name, 'slurm')}"
+    assert imp.path == default_image(rec.name, tgt.name, "slurm", plan.prefix) and imp.path.startswith(plan.prefix + "/")
     assert imp.path.endswith("/envbuild-megatron-deepspeed-slurm-slurm.sqsh")
     assert ["enroot", "import", "-o", imp.path + ".partial", f"podman://{image.tag}"] in _runs(plan.step("image-import"))
     assert ["mv", "-f", imp.path + ".partial", imp.path] in _runs(plan.step("image-import"))

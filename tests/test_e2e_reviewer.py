@@ -90,10 +90,11 @@ def test_provision_runs_the_smoke_on_every_node(bed, provisioned):
         assert math.isfinite(smoke["gpt"]["loss"]["last"])
         assert smoke["collective"]["ok"] and smoke["collective"]["world_size"] == 2
         native = smoke["native"]
-        assert (native["parser"], native["metric"]) == ("envbuild-smoke", "tokens_per_second")
-        assert native["metrics"]["tokens_per_second"] == smoke["gpt"]["tokens_per_s"]
-        # the smoke completed (record ok, loss finite); cpu-reference sets no threshold: not judged
-        assert native["verdict"]["status"] == "not-judged" and native["verdict"]["completion"]["state"] == "complete"
+        assert (native["parser"], native["metric"], native["threshold"]) == ("envbuild-smoke", "mfu", 0.10)
+        assert native["metrics"]["mfu"] == smoke["gpt"]["mfu"]
+        # the smoke completed (record ok, loss finite) and its MFU of the node's own measured
+        # matmul peak met cpu-reference's floor
+        assert native["verdict"]["status"] == "pass" and native["verdict"]["completion"]["state"] == "complete"
         # the scripts ran on the node itself, from its prefix
         listing = node.ssh(f"ls {PREFIX}/.envbuild/smoke").stdout.split()
         assert {"gpt.py", "collective.py", "gpt.out", "collective.rc"} <= set(listing)
@@ -108,7 +109,7 @@ def test_report_passes_in_three_formats_with_equal_fingerprints(bed, provisioned
     assert len(prints) == 1 and None not in prints
     for n in nodes:
         rows = {b["name"]: b["value"] for b in n["benchmarks"]}
-        assert rows["gpt.tokens_per_s"] > 0 and rows["native.tokens_per_second"] > 0
+        assert rows["gpt.tokens_per_s"] > 0 and rows["native.mfu"] >= 0.10
         assert math.isfinite(rows["gpt.loss_last"])
         assert n["smoke_ok"] == {"collective": True, "gpt": True}
         assert not n["drift"] and all(p["ok"] for p in n["pins"])
@@ -171,7 +172,9 @@ def test_package_changed_on_one_node_is_named_by_verify_and_diff(bed, provisione
     # one provision repairs it: the node's state is the truth, not the step markers; only that
     # node runs pip:packages again (its effect did not hold), with every step after it
     rc, out, run_after = provision(bed, "--no-smoke")
-    assert rc == 0, out["results"]
+    # every node ok; the repaired node's smoke did not run again (--no-smoke), so nothing
+    # carries its evidence forward: NOT JUDGED, exit 5
+    assert rc == 5, out["results"]
     for node in bed["nodes"]:
         res = out["results"][node.addr]
         if node is target:
@@ -185,7 +188,8 @@ def test_package_changed_on_one_node_is_named_by_verify_and_diff(bed, provisione
     after = bed["base"] / "after.json"
     p = envbuild(bed, "report", str(run_after), "-o", str(after))
     report = json.loads(after.read_text())
-    assert report["verdict"]["status"] == "PASS"
+    assert report["verdict"]["status"] == "NOT JUDGED" and report["verdict"]["reasons"] == []
+    assert any(f"{target.addr}: the recipe's benchmark did not run" in n for n in report["verdict"]["not_judged"])
     p = envbuild(bed, "diff", str(provisioned["before"]), str(after), "--json")
     diffs = json.loads(p.stdout)
     assert [d for d in diffs["differences"] if d["area"] in ("package", "fingerprint")] == []

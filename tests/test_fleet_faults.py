@@ -124,7 +124,7 @@ def test_faults_then_a_rerun_touches_only_what_is_missing(bed):
     second, _ = provision(bed)
     res2 = second["results"]
     assert {r["status"] for r in res2.values()} == {"ok"}, res2
-    assert second["exit_code"] == 0
+    assert second["exit_code"] == 5  # --no-smoke: every node ok, nothing judged (NOT JUDGED, exit 5)
     plan = json.loads((Path(second["run_dir"]) / "nodes" / "node4" / "plan.json").read_text())
     plan_ids = [s["id"] for s in plan["steps"]]
     assert res2["node1"]["changed"] == []

@@ -150,7 +150,7 @@ def test_image_holds_what_provision_installs(image, tmp_path, monkeypatch) -> No
     prefix = tmp_path / "env"
     outcome = provision(ProvisionOptions(target="local", prefix=str(prefix), wheelhouse=str(WHEELS), smoke=False))
     res = outcome.results["local"]
-    assert outcome.exit_code in (0, 1) and res["status"] == "ok", (res.get("failed_step"), res.get("log_tail", "")[-2000:])
+    assert outcome.exit_code in (1, 5) and res["status"] == "ok", (res.get("failed_step"), res.get("log_tail", "")[-2000:])
 
     def run_in_image(*argv):
         return image["podman"]("run", "--rm", "--network=none", TAG, *argv)

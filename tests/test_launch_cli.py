@@ -27,7 +27,8 @@ def test_render_to_file(tmp_path, capsys) -> None:
                  "--variant", "multi-node", "-o", str(out), "--time", "02:00:00", "--partition", "gpu"]) == 0
     text = out.read_text()
     assert "#SBATCH --nodes=2" in text and "#SBATCH --time=02:00:00" in text and "#SBATCH --partition=gpu" in text
-    assert "--container-image=envbuild-megatron-deepspeed-slurm-slurm.sqsh" in text
+    # the enroot import in the plan's prefix: a path, which pyxis reads as a file
+    assert "--container-image=/opt/envbuild/megatron-deepspeed-slurm/envbuild-megatron-deepspeed-slurm-slurm.sqsh" in text
     assert stat.S_IMODE(out.stat().st_mode) & 0o100
     # the image's extension holds the pods' InfiniBand addresses: the plan needs their facts
     from envbuild.targets import load_target
@@ -71,12 +72,14 @@ def test_local_run_is_parsed_with_the_recipes_parser(tmp_path, home, capsys) -> 
     rc = main(["launch", "cpu-reference", "-t", "local", "--scheduler", "local", "--prefix", str(prefix),
                "--submit", "--json", "--timeout", "300"])
     captured = capsys.readouterr()
-    # the run completed; cpu-reference sets no threshold: NOT JUDGED (exit 5), never PASS
-    assert rc == 5, captured.err
+    # the run completed and cpu-reference's floor (mfu of the measured matmul peak) judged it
     res = json.loads(captured.out)
     native = res["results"]["native"]
-    assert res["status"] == "not-judged" and not res["passed"]
-    assert native["parser"] == "envbuild-smoke" and native["verdict"]["status"] == "not-judged"
+    verdict = native["verdict"]
+    assert native["parser"] == "envbuild-smoke" and verdict["metric"] == "mfu" and verdict["threshold"] == 0.10
+    assert verdict["status"] == ("pass" if verdict["value"] >= 0.10 else "fail")
+    assert rc == (0 if verdict["status"] == "pass" else 1), captured.err
+    assert res["status"] == verdict["status"] and res["passed"] is (verdict["status"] == "pass")
     assert native["metrics"]["tokens_per_second"] > 0
     run = Path(res["run"])
     assert (home / "runs" / "latest").resolve() == run
@@ -108,14 +111,14 @@ def test_verified_run_is_submitted_and_drifted_nodes_are_refused(provisioned, ho
     args = ["launch", "cpu-reference", "-t", "local", "--scheduler", "local", "--submit", "--json",
             "--command-override", "echo verified-then-ran"]
     # the newest provision run of the recipe is found and verified clean, then the job runs; it
-    # exits 1 because the replaced command prints no tokens_per_second for the recipe's parser
+    # exits 1 because the replaced command prints no mfu for the recipe's parser
     assert main(args) == 1
     captured = capsys.readouterr()
     assert "the job finished but its result does not pass" in captured.err
     res = json.loads(captured.out)
     assert res["job"]["state"] == "COMPLETED"
     assert "verified-then-ran" in Path(res["job"]["stdout_path"]).read_text()
-    assert "tokens_per_second' not found" in res["results"]["native"]["verdict"]["reason"]
+    assert "mfu' not found" in res["results"]["native"]["verdict"]["reason"]
     launch = json.loads((Path(res["run"]) / "launch.json").read_text())
     assert launch["provisioned_run"] == str(run) and launch["verified"][0]["status"] == "clean"
     assert (Path(res["run"]) / "nodes" / "local" / "observed.json").exists()  # the evidence comes along

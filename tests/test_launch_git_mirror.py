@@ -69,5 +69,6 @@ def test_launch_plan_takes_the_git_dependencies_from_the_mirror(mirror, capsys) 
     want = {s["params"]["name"]: s["params"] for s in printed["steps"] if s["kind"] == "git_source"}
     assert {n: p.model_dump(mode="json") for n, p in git.items()} == want
     # the command itself renders with the mirror
-    assert main(["launch", RECIPE, "-t", TARGET, "--scheduler", "pbs", "--git-mirror", root,
+    assert main(["launch", RECIPE, "-t", TARGET, "--scheduler", "pbs", "--account", "p", "--partition", "debug",
+                 "--git-mirror", root,
                  "-o", str(Path(root).parent / "job.pbs")]) == 0

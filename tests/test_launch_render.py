@@ -45,12 +45,14 @@ CASES = {  # name: (recipe, target, options)
     "megatron-deepspeed-slurm--slurm--slurm-multi-node-smoke": (
         "megatron-deepspeed-slurm", "slurm",
         dict(scheduler="slurm", variant="multi-node", smoke_only=True, no_container=True, gpus_per_node=2)),
-    "polaris-megatron-deepspeed--polaris--pbs": ("polaris-megatron-deepspeed", "polaris", dict(scheduler="pbs")),
+    "polaris-megatron-deepspeed--polaris--pbs": ("polaris-megatron-deepspeed", "polaris",
+                                                 dict(scheduler="pbs", account="myproject", partition="debug")),
     "polaris-megatron-deepspeed--polaris--pbs-2nodes": ("polaris-megatron-deepspeed", "polaris",
                                                         dict(scheduler="pbs", nodes=2, account="myproject",
                                                              partition="prod")),
     "polaris-megatron-deepspeed--polaris--pbs-smoke": ("polaris-megatron-deepspeed", "polaris",
-                                                       dict(scheduler="pbs", nodes=2, smoke_only=True)),
+                                                       dict(scheduler="pbs", nodes=2, smoke_only=True,
+                                                            account="myproject", partition="debug")),
     "megatronapp--rtx4090-pod--k8s": ("megatronapp", "rtx4090-pod", dict(scheduler="k8s")),
     "megatronapp--rtx4090-pod--k8s-two-pods": ("megatronapp", "rtx4090-pod", dict(scheduler="k8s", variant="two-pods")),
     "megatronapp--rtx4090-pod--k8s-smoke": ("megatronapp", "rtx4090-pod",
@@ -166,7 +168,7 @@ def test_activation_is_the_plans_env_file_and_nothing_installs(rendered) -> None
 def test_published_launchers(rendered) -> None:
     snmg = rendered["megatron-deepspeed-slurm--slurm--slurm"].text
     assert 'deepspeed --num_gpus "$ENVBUILD_GPUS_PER_NODE"' in snmg and "--tensor-model-parallel-size 4" in snmg
-    assert "srun --nodes=1 --ntasks=1 --container-image=envbuild-megatron-deepspeed-slurm-slurm.sqsh" in snmg
+    assert "srun --nodes=1 --ntasks=1 --container-image=/opt/envbuild/megatron-deepspeed-slurm/envbuild-megatron-deepspeed-slurm-slurm.sqsh" in snmg
     mnmg = rendered["megatron-deepspeed-slurm--slurm--slurm-multi-node"].text
     assert "#SBATCH --nodes=2" in mnmg and "--rdzv_backend c10d" in mnmg and "--pipeline-model-parallel-size 2" in mnmg
     assert 'ENVBUILD_MASTER_PORT="$((SLURM_JOB_ID % 16384 + 49152))"' in mnmg
@@ -211,6 +213,10 @@ def _job(recipe, target, **kw):
     ("alpa-megatron", "h100", dict(scheduler="k8s"), "needs an image"),
     ("alpa-megatron", "slurm", dict(scheduler="slurm", output_dir="out dir"), "scheduler directive"),
     ("alpa-megatron", "slurm", dict(scheduler="slurm", smoke_only=True, command_override="true"), "not both"),
+    # Polaris's qsub refuses a job without -A and -q: the flags that fix it are named
+    ("polaris-megatron-deepspeed", "polaris", dict(scheduler="pbs"), "pass --account PROJECT --partition QUEUE"),
+    ("polaris-megatron-deepspeed", "polaris", dict(scheduler="pbs", account="p"), "without a queue (partition)"),
+    ("megatron-deepspeed-slurm", "slurm", dict(scheduler="slurm", nodes=2), "use --variant multi-node for 2 nodes"),
 ])
 def test_refusals_say_why(recipe, target, kw, words) -> None:
     with pytest.raises(InputError) as exc:

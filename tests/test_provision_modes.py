@@ -89,7 +89,7 @@ def test_editable_wheel_and_build_step(tmp_path):
     assert lines and lines[-1].get("type") == "result", p.stdout[-2000:] + p.stderr[-2000:]
     out = lines[-1]
     res = out["results"]["local"]
-    assert p.returncode == 0, (res["failed_step"], res["log_tail"][-3000:])
+    assert p.returncode == 5, (res["failed_step"], res["log_tail"][-3000:])  # no smoke: nothing judged (NOT JUDGED, exit 5)
     assert {"install:editpkg", "install:wheelpkg", "build:extpkg", "install:extpkg"} <= set(res["changed"])
 
     def py(code):

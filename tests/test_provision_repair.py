@@ -42,7 +42,7 @@ def env(tmp_path_factory):
         mp.setenv("ENVBUILD_HOME", str(root / "home"))
         prefix = root / "env"
         out = provision(ProvisionOptions(target="local", prefix=str(prefix), wheelhouse=WHEELS, smoke=False))
-        assert out.exit_code == 0, out.results
+        assert out.exit_code == 5, out.results  # no smoke: nothing judged (NOT JUDGED, exit 5)
         yield {"root": root, "prefix": prefix, "site": prefix / "lib" / "python3.11" / "site-packages",
                "python": str(prefix / "bin" / "python")}
 
@@ -81,9 +81,9 @@ def latest(env) -> Path:
 
 
 def repaired(env, case: str, out, res, ran: list[str], broken: list[str], repair: list[str]) -> None:
-    """Assert one provision repaired ``case``: exit 0, the steps that ran, the steps whose effect
+    """Assert one provision repaired ``case``: exit 5 (no smoke: NOT JUDGED), the steps that ran, the steps whose effect
     did not hold, the steps reinstalled, and a clean verify after it."""
-    assert out.exit_code == 0, res
+    assert out.exit_code == 5, res
     assert res["changed"] == ran, res
     assert sorted(res["effect_failed"]) == sorted(broken), res["effect_failed"]
     assert res["repair"] == repair, res
@@ -187,15 +187,15 @@ def test_noop_starts_no_ansible_and_from_step_and_force(env, capsys):
     t = time.time()
     out, res, events = again(env)
     took = time.time() - t
-    assert out.exit_code == 0 and res["skipped"] == ids(out) and res["changed"] == []
+    assert out.exit_code == 5 and res["skipped"] == ids(out) and res["changed"] == []
     run = json.loads((out.run_dir / "run.json").read_text())
-    assert run["ansible"].startswith("not started") and run["verdict"] == "PASS"
+    assert run["ansible"].startswith("not started") and run["verdict"] == "NOT JUDGED"  # no smoke ever ran
     assert (out.run_dir / "nodes" / "local" / "observed.json").is_file()
     assert not (out.run_dir / "ansible" / "artifacts").exists()
     assert all(e["kind"] == "skipped" for e in events) and took < 10, took
 
     out, res, _ = again(env, from_step="env-file")
-    assert out.exit_code == 0 and res["changed"] == from_(out, "env-file"), res
+    assert out.exit_code == 5 and res["changed"] == from_(out, "env-file"), res
     assert res["skipped"] == earlier(out, "env-file")
 
     from envbuild.cli import main
@@ -208,7 +208,7 @@ def test_noop_starts_no_ansible_and_from_step_and_force(env, capsys):
     assert code == 2 and "pip:nope" in err and "pip:torch, pip:packages" in err
 
     out, res, _ = again(env, force=True)
-    assert out.exit_code == 0 and sorted(res["changed"]) == sorted(ids(out)) and res["skipped"] == [], res
+    assert out.exit_code == 5 and sorted(res["changed"]) == sorted(ids(out)) and res["skipped"] == [], res
 
 
 # --- git trees, through the real playbook on a tiny local repository ---------------------------

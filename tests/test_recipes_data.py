@@ -195,7 +195,8 @@ def test_cpu_reference_is_small_and_needs_no_git():
     torch = r.package("torch")
     assert (torch.version, torch.cuda) == ("2.13.0", "cpu")
     assert {"torch", "numpy", "einops"} <= set(r.import_check)
-    assert r.benchmark.parser == "envbuild-smoke" and r.benchmark.threshold is None
+    # judged by a same-hardware ratio (MFU of the measured matmul peak), never by a CPU-specific rate
+    assert (r.benchmark.parser, r.benchmark.metric, r.benchmark.threshold) == ("envbuild-smoke", "mfu", 0.10)
 
 
 @pytest.mark.integration

@@ -88,12 +88,19 @@ def test_clean_run_is_functional_and_reproduced_by_its_threshold(run):
     assert badge(collect(run), "available").supported
 
 
-def test_without_threshold_the_published_figure_decides(run):
+def test_without_threshold_the_run_is_not_judged_whatever_the_published_figure(run):
     make_clean(run)  # 812.4 ms on both nodes, lower is better
     edit(run / "recipe.json", lambda r: r["benchmark"].update(threshold=None))
-    for published, ok in ((780.0, True), (812.4 / (1 + REPRODUCED_WITHIN) - 1, False), (900.0, True)):
+    for published, near in ((780.0, "within"), (812.4 / (1 + REPRODUCED_WITHIN) - 1, "not within"),
+                            (900.0, "within")):
         edit(run / "recipe.json", lambda r, v=published: r["benchmark"]["published"].update(value=v))
-        assert badge(collect(run), "reproduced").supported is ok, published
+        report = collect(run)
+        assert report.verdict.status == "NOT JUDGED" and not report.verdict.reasons, published
+        assert all("the recipe sets no threshold" in n for n in report.verdict.not_judged)
+        reproduced = badge(report, "reproduced")
+        assert not reproduced.supported, published
+        evidence = next(c for c in reproduced.criteria if c.id == "matches").evidence
+        assert f"gpu-a: not judged, the recipe sets no threshold ({near} 10%" in evidence
     edit(run / "recipe.json", lambda r: r["benchmark"].pop("published"))
     reproduced = badge(collect(run), "reproduced")
     assert not reproduced.supported

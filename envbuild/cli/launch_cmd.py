@@ -10,8 +10,7 @@ import click
 from envbuild.cli import cli
 from envbuild.cli.options import recipe_argument, target_option
 from envbuild.cli.output import console, emit_json
-from envbuild.cli.parse_cmd import NOT_JUDGED
-from envbuild.errors import CheckFailed, EnvironmentProblem, InputError
+from envbuild.errors import NOT_JUDGED, CheckFailed, EnvironmentProblem, InputError
 
 
 def _plan(rec, tgt, *, run_dir: Path | None, facts_file, lock_file, prefix, git_mirror, container: bool):
@@ -159,7 +158,10 @@ def launch_cmd(recipe, target, scheduler, nodes, gpus_per_node, variant, out, su
                           + (f": {res.reason}" if res.reason else "") + "\n" + res.tail(),
                           hint=f"the job's output is in {outcome.run_dir / 'job'}")
     if outcome.status == "not-judged":
-        click.echo("verdict: NOT JUDGED: the run completed; the recipe sets no threshold to judge it by", err=True)
+        why = ((outcome.smoke.get("native") or {}).get("verdict") or {}).get("reason") \
+            or "the recipe's benchmark did not run in this job (" + ((outcome.smoke.get("native") or {}).get("reason")
+                                                                     or "smoke only") + ")"
+        click.echo(f"verdict: NOT JUDGED: the job completed; {why}", err=True)
         return NOT_JUDGED
     if not outcome.passed:
         raise CheckFailed("the job finished but its result does not pass",

@@ -14,11 +14,10 @@ import click
 from envbuild.cli import cli
 from envbuild.cli.options import complete_recipe
 from envbuild.cli.output import emit_json
-from envbuild.errors import InputError
+from envbuild.errors import NOT_JUDGED, InputError
 
 NOTHING_FOUND = 2
 BELOW_THRESHOLD = 1  # also a run that did not complete
-NOT_JUDGED = 5
 EXIT = {"pass": 0, "below": BELOW_THRESHOLD, "incomplete": BELOW_THRESHOLD, "nothing": NOTHING_FOUND,
         "not-judged": NOT_JUDGED}
 VERDICT_WORDS = {"pass": "PASS", "below": "FAIL", "incomplete": "FAIL", "nothing": "NOTHING FOUND",

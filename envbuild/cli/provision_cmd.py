@@ -52,7 +52,7 @@ from envbuild.inputs import hosts_option
 @click.option("--installer", type=click.Choice(["auto", "pip", "uv"]), default="auto", show_default=True,
               help="Package installs with uv (pushed to nodes of this machine's OS and architecture) "
                    "or pip; auto: uv where it can run. Steps that need pip keep it.")
-@click.option("--no-smoke", is_flag=True, help="Skip the smoke benchmark step.")
+@click.option("--no-smoke", is_flag=True, help="Skip the smoke benchmark step (nothing is then measured: the verdict is NOT JUDGED, exit 5).")
 @click.option("--smoke-preset", "smoke_preset", type=click.Choice(["tiny", "350m"]), default="tiny", show_default=True,
               help="The GPT smoke's size: tiny (CPU, seconds) or 350m (a ~355M GPT on the GPU, for MFU).")
 @click.option("--force", is_flag=True, help="Run every step again, even those done whose effect holds.")
@@ -87,7 +87,9 @@ def provision_cmd(recipe, target, recipe_option, hosts, inventory, backend, pref
     ({"type": "event", "ts", "host", "step", "kind", "msg"}), then one line
     {"type": "result", "run_dir", "status", "exit_code", "results", ...}.
     Exit codes: 0 every node ok and the report says PASS; 1 refused by preflight, or the
-    report says FAIL (drift, benchmark below threshold, state not verified); 2 bad input;
+    report says FAIL (drift, benchmark below threshold, state not verified); 5 every node ok
+    and nothing failed, but the report says NOT JUDGED (--no-smoke, a recipe without a
+    threshold, a benchmark that needs GPUs the node lacks); 2 bad input;
     3 a node unreachable; 4 a node failed a step (or ansible timed out / stopped early);
     130 interrupted by SIGINT, 143 by SIGTERM (ansible-playbook's process group is stopped,
     run.json records "interrupted" and the step each node was in).
@@ -142,6 +144,21 @@ def provision_cmd(recipe, target, recipe_option, hosts, inventory, backend, pref
             console.print(f"interrupted: exit {out.exit_code}; the run is not runs/latest", markup=False)
         elif dry_run:
             console.print("dry run: nothing installed; the run is not runs/latest", markup=False)
+        else:
+            verdict_line(out.run_dir)
         console.print(f"run directory: {out.run_dir}", markup=False)
     if out.exit_code:
         raise click.exceptions.Exit(out.exit_code)
+
+
+
+def verdict_line(run_dir) -> None:
+    """The finished run's verdict as provision recorded it in run.json (one line)."""
+    from envbuild.report.collect import read_run
+
+    run = read_run(run_dir)
+    if run.get("verdict"):
+        notes = [str(r.get("message")) for r in run.get("verdict_reasons") or [] if isinstance(r, dict)]
+        notes += [str(n) for n in run.get("verdict_not_judged") or []]
+        more = f" (+{len(notes) - 1} more: envbuild report)" if len(notes) > 1 else ""
+        console.print(f"verdict: {run['verdict']}" + (f": {notes[0]}{more}" if notes else ""), markup=False)

@@ -17,8 +17,8 @@ from envbuild.cli.output import console, emit_json
 @target_option()
 @click.option("--format", "fmt", required=True,
               type=click.Choice(["ansible", "dockerfile", "apptainer", "shell", "ci"]), help="What to write.")
-@click.option("-o", "--out", "out", default=None, type=click.Path(),
-              help="Folder to write (default: containers/<recipe>/<target>/<format>).")
+@click.option("-o", "--output", "--out", "out", default=None, type=click.Path(),
+              help="Folder to write (default: containers/<recipe>/<target>/<format>); --out is the old spelling.")
 @click.option("--base", default=None, help="Base image (dockerfile, apptainer, ci; default: from the recipe).")
 @click.option("--facts", "facts_file", default=None, help="Node facts JSON (ansible, shell; default: the target's profile, live for local; "
               "every format: the nodes whose facts fill {inventory.*} patch placeholders).")

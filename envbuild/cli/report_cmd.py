@@ -11,7 +11,7 @@ from rich.table import Table
 from envbuild.cli import cli
 from envbuild.cli.options import identity_option, target_option
 from envbuild.cli.output import console, emit_json
-from envbuild.errors import CheckFailed, EnvironmentProblem, InputError
+from envbuild.errors import NOT_JUDGED, CheckFailed, EnvironmentProblem, InputError
 from envbuild.inputs import hosts_option
 
 
@@ -23,7 +23,8 @@ from envbuild.inputs import hosts_option
 def report_cmd(run_dir: Path | None, fmt: str | None, output: Path | None) -> None:
     """Write the verification report of a run (default: $ENVBUILD_HOME/runs/latest).
 
-    Exit 0: the verdict is PASS; 1: FAIL (the report, written all the same, says why).
+    Exit 0: the verdict is PASS; 1: FAIL; 5: NOT JUDGED (nothing failed, but no threshold decided
+    it: the report says what was not measured). The report is written all the same.
 
     \b
     envbuild report                                  # Markdown of the latest run
@@ -47,8 +48,8 @@ def report_cmd(run_dir: Path | None, fmt: str | None, output: Path | None) -> No
         sys.stdout.write(text)
     if report.verdict.status != "PASS":
         sys.stdout.flush()
-        click.echo(f"verdict: {report.verdict.status} ({len(report.verdict.reasons)} reason(s))", err=True)
-        raise click.exceptions.Exit(1)
+        click.echo(report.verdict.summary(), err=True)
+        raise click.exceptions.Exit(NOT_JUDGED if report.verdict.status == "NOT JUDGED" else 1)
 
 
 @cli.command("verify")

@@ -56,8 +56,8 @@ def _summary(kind: str, r: dict) -> str:
               help="Which smoke scripts to run (repeatable) [gpt, collective].")
 @click.option("--repeat", type=click.IntRange(1, 100), default=1, show_default=True,
               help="Run gpt and collective N times: each number is the median, with min and max.")
-@click.option("-o", "--out", "--output", "out", type=click.Path(dir_okay=False),
-              help="Write the results (smoke.json) here.")
+@click.option("-o", "--output", "--out", "out", type=click.Path(dir_okay=False),
+              help="Write the results (smoke.json) here (--out: the old spelling).")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 def smoke_cmd(local: bool, python: str | None, preset: str, kinds: tuple[str, ...], repeat: int, out: str | None,
               as_json: bool) -> None:

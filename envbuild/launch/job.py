@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 
 from envbuild import __version__
 from envbuild.errors import InputError
-from envbuild.launch import programs
+from envbuild.launch import programs, pyxis, sites
+from envbuild.plan.container import sqsh_path
 from envbuild.render.shell import q
 from envbuild.smoke.capture import capture
 
@@ -168,6 +169,14 @@ def _module(plan) -> str | None:
 def _check_scheduler(opts: LaunchOptions, target) -> None:
     if opts.scheduler not in SCHEDULERS:
         raise InputError(f"unknown scheduler {opts.scheduler!r}", hint="use one of: " + ", ".join(SCHEDULERS))
+    site = sites.site(target.name, opts.scheduler)
+    if site is not None:
+        missing = [flag for flag, value in (("--account", opts.account), ("--partition", opts.partition))
+                   if flag in site.required and not value]
+        if missing:
+            raise InputError(f"{site.scheduler} on {target.name} refuses a job without "
+                             + " and ".join(sites.WHAT[f] for f in missing),
+                             hint=f"pass {' '.join(f'{f} {sites.EXAMPLE[f]}' for f in missing)} ({site.source})")
     native = TARGET_SCHEDULER.get(target.scheduler or "")
     if native and opts.scheduler not in (native, "local"):
         raise InputError(f"target {target.name} runs its jobs through {target.scheduler}, not {opts.scheduler}",
@@ -196,8 +205,12 @@ def _counts(prog: programs.Program | None, opts: LaunchOptions, target, recipe) 
         if nodes < prog.min_nodes or (prog.max_nodes is not None and nodes > prog.max_nodes):
             span = f"{prog.min_nodes}" + ("+" if prog.max_nodes is None else
                                          f"..{prog.max_nodes}" if prog.max_nodes != prog.min_nodes else "")
+            fits = [p.variant for p in programs.PROGRAMS if p.recipe == recipe.name and p.variant
+                    and p.variant != prog.variant and p.min_nodes <= nodes
+                    and (p.max_nodes is None or nodes <= p.max_nodes)]
             raise InputError(f"{recipe.name}{' ' + prog.variant if prog.variant else ''} runs on {span} node(s), "
-                             f"not {nodes}", hint=f"{prog.why} ({prog.source})")
+                             f"not {nodes}", hint=(f"use --variant {fits[0]} for {nodes} nodes; " if fits else "")
+                             + f"{prog.why} ({prog.source})")
     target_gpus = target.gpus.count if target.gpus else 0
     fixed = prog.gpus_per_node if prog else None
     gpus = opts.gpus_per_node if opts.gpus_per_node is not None else (fixed or target_gpus
@@ -328,9 +341,12 @@ def build_job(recipe, target, plan, opts: LaunchOptions) -> Job:
             # is the file pyxis runs, not a name relative to the job's folder
             imported = next((s.params.path for s in plan.steps if s.kind == "image_import"), None)
             container = opts.container_image or (imported if opts.scheduler == "slurm" else None) \
-                or default_image(recipe.name, target.name, opts.scheduler)
+                or default_image(recipe.name, target.name, opts.scheduler, plan.prefix)
     elif opts.container_image:
         container = opts.container_image
+    if container and opts.scheduler == "slurm" and (problem := pyxis.image_problem(container)):
+        raise InputError(problem, hint=f"name the file by its path: --container-image ./{container} "
+                         f"(relative to the job's folder) or an absolute path ({pyxis.SOURCE})")
     if opts.scheduler == "k8s" and container is None:
         raise InputError(f"a Kubernetes pod needs an image; {recipe.name}'s environment is a {recipe.environment.kind}",
                          hint="pass --container-image IMAGE (an image with the environment built in)")
@@ -359,11 +375,12 @@ def _torchrun(launcher: str, program: str) -> str:
             f'--rdzv_endpoint "$ENVBUILD_MASTER_ADDR:$ENVBUILD_MASTER_PORT" {program}')
 
 
-def default_image(recipe: str, target: str, scheduler: str) -> str:
+def default_image(recipe: str, target: str, scheduler: str, prefix: str = "") -> str:
     """The image envbuild builds for the recipe (``envbuild/<recipe>:<target>``, as the CI
-    workflow tags it); for pyxis its enroot import next to the job (a squashfs path)."""
+    workflow tags it); for pyxis the enroot import of it in the plan's ``prefix``, an absolute
+    path (pyxis pulls a bare name from a registry: ``envbuild.launch.pyxis``)."""
     if scheduler == "slurm":
-        return f"envbuild-{recipe}-{target}.sqsh"
+        return sqsh_path(prefix or "/", recipe, target)
     return f"envbuild/{recipe}:{target}"
 
 

@@ -250,13 +250,14 @@ class Outcome:
         if any("error" in s or s.get("ok") is False for s in sections):
             return "fail"
         native = self.smoke.get("native") or {}
-        if not native.get("ran"):
-            return "pass" if any(s.get("ok") for s in sections) else "not-judged"
+        if not native.get("ran"):  # a smoke-only job, or no benchmark: what ran held, nothing was judged
+            return "not-judged"
         return (native.get("verdict") or {}).get("status") or "fail"
 
     @property
-    def passed(self) -> bool:
-        return self.status == "pass"
+    def passed(self) -> bool | None:
+        """True PASS, False FAIL, None NOT JUDGED (launch.json's ``passed``)."""
+        return {"pass": True, "fail": False}.get(self.status)
 
 
 def launch(recipe, target, plan, options: LaunchOptions, *, argv: list[str],
@@ -292,7 +293,7 @@ def launch(recipe, target, plan, options: LaunchOptions, *, argv: list[str],
     outcome = Outcome(rd.path, rendered, result, smoke, node)
     rd.write("launch.json", {"schema": "envbuild.launch/1", "scheduler": options.scheduler,
                              "script": str(script), "job": result.to_dict(), "replaced": job.replaced,
-                             "node": node, "passed": outcome.passed,
+                             "node": node, "passed": outcome.passed, "status": outcome.status,
                              "provisioned_run": str(provisioned) if provisioned else None,
                              "verified": [v.to_dict() for v in verdicts or []]})
     rd.update_run(status="ok" if result.ok else "failed", finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"), hosts=[node],

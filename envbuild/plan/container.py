@@ -13,8 +13,8 @@ any recipe provisioned with ``--backend container [--base IMAGE]``, a node gets:
   context, so the step's digest and the image's ``io.envbuild.context.sha256`` label: the
   image is built again; the step's effect is the image with its planned labels on the node.
 - ``image-import`` (Slurm targets with pyxis only): ``enroot import`` of the image into
-  ``<prefix>/envbuild-<recipe>-<target>.sqsh``, the name ``envbuild launch`` passes to
-  ``srun --container-image`` (``envbuild.launch.job.default_image``).
+  ``<prefix>/envbuild-<recipe>-<target>.sqsh``, the path ``envbuild launch`` passes to
+  ``srun --container-image`` (``sqsh_path``; ``envbuild.launch.job.default_image``).
 - ``import-check``: the image's verify script (imports, locked versions, source trees) in a
   throwaway container without network; its output is kept like a smoke run's.
 - ``smoke``: the smoke runs planned for the image, each in its own container, the node's smoke
@@ -46,11 +46,10 @@ def image_tag(recipe, target_name: str) -> str:
     return f"localhost/envbuild/{recipe.name}:{target_name}"
 
 
-def sqsh_path(prefix: str, recipe, target_name: str) -> str:
-    """Where the enroot import goes: the prefix, under the name ``envbuild launch`` uses."""
-    from envbuild.launch.job import default_image
-
-    return f"{prefix.rstrip('/')}/{default_image(recipe.name, target_name, 'slurm')}"
+def sqsh_path(prefix: str, recipe_name: str, target_name: str) -> str:
+    """Where the enroot import goes and what ``envbuild launch`` passes to pyxis: an absolute
+    path in the prefix (pyxis reads a name starting with '/' as a file, envbuild.launch.pyxis)."""
+    return f"{prefix.rstrip('/')}/envbuild-{recipe_name}-{target_name}.sqsh"
 
 
 def _sha256(data: bytes) -> str:
@@ -130,7 +129,7 @@ def container_plan(recipe, target, facts, lock, opts: PlanOptions) -> Plan:
     if pyxis(target):
         steps.append(Step(
             id="image-import", title=f"enroot import of {tag}",
-            params=P.ImageImportParams(engine=engine, tag=tag, path=sqsh_path(prefix, recipe, target.name),
+            params=P.ImageImportParams(engine=engine, tag=tag, path=sqsh_path(prefix, recipe.name, target.name),
                                        context_sha256=digest),
             reason=f"{target.name} runs jobs with srun --container-image (pyxis), which takes a "
                    "squashfs imported by enroot, not an image of the node's engine "

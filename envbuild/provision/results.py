@@ -8,6 +8,7 @@ import time
 
 from envbuild import rundir
 from envbuild.execute import ansible as ansible_exec
+from envbuild.errors import NOT_JUDGED
 from envbuild.execute.events import Event, EventSink, StepTracker
 from envbuild.plan.model import Plan
 
@@ -68,7 +69,7 @@ def record_interrupted(rd: rundir.RunDir, results: dict[str, dict], hosts: list[
 
 def finish(rd: rundir.RunDir, results: dict[str, dict], n: int) -> tuple[str, int]:
     """A finished (non-dry, uninterrupted) run: status, the report's verdict, runs/latest.
-    The exit code follows the verdict: a run whose report says FAIL never exits 0."""
+    The exit code follows the verdict: 0 only for PASS (``verdict_exit``)."""
     status = _overall(results, n)
     rd.update_run(finished=rundir._now(), status=status)
     code = exit_code(results)
@@ -76,13 +77,20 @@ def finish(rd: rundir.RunDir, results: dict[str, dict], n: int) -> tuple[str, in
         from envbuild.report import collect
 
         verdict = collect(rd.path).verdict
-        rd.update_run(verdict=verdict.status, verdict_reasons=[r.model_dump(mode="json") for r in verdict.reasons])
-        failed = verdict.status != "PASS"
+        rd.update_run(verdict=verdict.status, verdict_reasons=[r.model_dump(mode="json") for r in verdict.reasons],
+                      verdict_not_judged=verdict.not_judged)
+        word = verdict.status
     except Exception as exc:  # noqa: BLE001 - a run that cannot be judged did not pass
         rd.update_run(verdict="FAIL", verdict_reasons=[{"kind": "report", "message": f"{type(exc).__name__}: {exc}"}])
-        failed = True
+        word = "FAIL"
     rd.publish()
-    return status, (code or 1) if failed else code
+    return status, verdict_exit(code, word)
+
+
+def verdict_exit(code: int, verdict: str) -> int:
+    """The node's exit code when one is set; else 1 for FAIL, 5 (NOT_JUDGED) for NOT JUDGED,
+    0 only for PASS."""
+    return code or {"PASS": 0, "NOT JUDGED": NOT_JUDGED}.get(verdict, 1)
 
 
 def _overall(results: dict[str, dict], n: int) -> str:

@@ -113,7 +113,7 @@ def benchmarks(smoke: dict, recipe_benchmark: dict | None, gpu: str | None = Non
     for key in sorted(k for k in coll if BANDWIDTH.search(k) and _num(coll[k]) is not None):
         rows.append(_row(f"collective.{key}", coll[key], "GB/s", limits.get(key), True, _repeats(coll, key)))
     native = smoke.get("native") or {}
-    if native:
+    if native and native.get("ran") is not False:  # a benchmark that did not run has no row: not judged
         rb = recipe_benchmark or {}
         verdict = native.get("verdict") if isinstance(native.get("verdict"), dict) else {}
         metric = rb.get("metric") or verdict.get("metric") or native.get("metric")

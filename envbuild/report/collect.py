@@ -221,6 +221,8 @@ def node_report(node_dir: Path, lock: dict | None, lock_digest: str | None, reci
                                            node.facts.gpu if node.facts is not None else None)
         node.smoke_ok = bench.section_ok(smoke)
         native = smoke.get("native") if isinstance(smoke.get("native"), dict) else {}
+        if native.get("ran") is False:
+            node.benchmark_not_run = str(native.get("reason") or "not run")
         done = (native.get("verdict") or {}).get("completion") if isinstance(native.get("verdict"), dict) else None
         if isinstance(done, dict) and done.get("state") not in (None, "complete"):
             reasons.append(Reason(kind="benchmark", host=host, message=f"the benchmark run did not complete "
@@ -233,6 +235,27 @@ def node_report(node_dir: Path, lock: dict | None, lock_digest: str | None, reci
                                       if b.value is not None else f"{got} (threshold {b.threshold:g})"))
         reasons += [Reason(kind="smoke", host=host, message=f"smoke {k} not ok") for k, ok in node.smoke_ok.items() if not ok]
     return node, reasons
+
+
+def not_judged(nodes: list[NodeReport], recipe: dict, launch: LaunchJob | None) -> list[str]:
+    """What keeps a run with no failure from a PASS: each node's benchmark that did not run,
+    ran without a threshold, or was not compared; [] when every node's was judged."""
+    bench_spec = recipe.get("benchmark") if isinstance(recipe.get("benchmark"), dict) else None
+    if not bench_spec:
+        return ["the recipe declares no benchmark: nothing was measured against a threshold"]
+    out = []
+    for n in nodes:
+        rows = [b for b in n.benchmarks if b.name.startswith("native.")]
+        if not rows:
+            why = n.benchmark_not_run or ("no smoke ran" if not n.smoke_ok else "no result in smoke.json")
+            out.append(f"{n.host}: the recipe's benchmark did not run ({why})")
+        for b in rows:
+            if b.threshold is None:
+                got = f"{b.name} = {b.value:.4g} {b.unit}".rstrip() if b.value is not None else b.name
+                out.append(f"{n.host}: {got} recorded, not judged: the recipe sets no threshold")
+    if launch is not None and launch.passed is None:
+        out.append(f"{launch.scheduler} job {launch.job_id or '?'}: {launch.replaced or 'no figure judged'}")
+    return out
 
 
 def run_lock_digest(lock_file: Path) -> str | None:
@@ -285,8 +308,15 @@ def launch_job(launch: Any) -> LaunchJob | None:
                      output_tail=str(job.get("tail") or ""))
 
 
+def verdict(reasons: list[Reason], notes: list[str]) -> Verdict:
+    """FAIL with any reason; else NOT JUDGED with any note; else PASS (one rule, for every view)."""
+    if reasons:
+        return Verdict(status="FAIL", reasons=reasons, not_judged=notes)
+    return Verdict(status="NOT JUDGED" if notes else "PASS", not_judged=notes)
+
+
 def collect(run_dir: str | Path) -> Report:
-    """Read one run directory and produce its report with a PASS/FAIL verdict."""
+    """Read one run directory and produce its report with its verdict (PASS / NOT JUDGED / FAIL)."""
     run_dir = Path(run_dir)
     run = read_run(run_dir)
     recipe = load_json(run_dir / "recipe.json") or {}
@@ -304,13 +334,17 @@ def collect(run_dir: str | Path) -> Report:
         reasons += why
     if not nodes:
         reasons.append(Reason(kind="run", message="no node results in the run directory"))
+    launch = launch_job(load_json(run_dir / "launch.json"))
+    if launch is not None and launch.passed is False:
+        reasons.append(Reason(kind="run", message=f"{launch.scheduler} job {launch.job_id or '?'} did not pass"
+                              + (f" (state {launch.state})" if launch.state else "")))
     published = recipe.get("published") or {}
     from envbuild import __version__
     from envbuild.report.badges import assess
 
     report = Report(
         envbuild_version=__version__,
-        verdict=Verdict(status="FAIL" if reasons else "PASS", reasons=reasons),
+        verdict=verdict(reasons, not_judged(nodes, recipe, launch)),
         fingerprint=run_fingerprint([n.fingerprint for n in nodes], lock_digest),
         run=RunInfo(run_id=run.get("run_id", run_dir.name), recipe=run.get("recipe", recipe.get("name", "?")),
                     target=run.get("target", "?"), status=run.get("status", "?"), started=run.get("started"),
@@ -323,7 +357,7 @@ def collect(run_dir: str | Path) -> Report:
                               handled_by=list(d.get("handled_by") or []))
                     for d in recipe.get("deviations", [])],
         nodes=nodes,
-        launch=launch_job(load_json(run_dir / "launch.json")),
+        launch=launch,
     )
     report.badges = assess(report)
     return report

@@ -31,9 +31,24 @@ class Reason(_M):
     message: str
 
 
+VerdictStatus = Literal["PASS", "NOT JUDGED", "FAIL"]
+
+
 class Verdict(_M):
-    status: Literal["PASS", "FAIL"]
+    """PASS: every node provisioned and was observed as locked, the smoke passed, and the
+    recipe's benchmark completed on every node and met its threshold. FAIL: something shown
+    failed (``reasons``). NOT JUDGED: nothing failed, but no threshold decided the run
+    (``not_judged`` says what was not measured or not compared)."""
+
+    status: VerdictStatus
     reasons: list[Reason] = Field(default_factory=list)
+    not_judged: list[str] = Field(default_factory=list)
+
+    def summary(self) -> str:
+        """One line for a terminal: the status and its first reason or note."""
+        first = self.reasons[0].message if self.reasons else self.not_judged[0] if self.not_judged else ""
+        more = len(self.reasons or self.not_judged) - 1
+        return f"verdict: {self.status}" + (f": {first}" if first else "") + (f" (+{more} more)" if more > 0 else "")
 
 
 class BundleInfo(_M):
@@ -218,6 +233,7 @@ class NodeReport(_M):
     # the run whose smoke and benchmarks these are, when this run had nothing to do and they
     # carry forward from the newest earlier run of the same environment fingerprint
     evidence_from: str | None = None
+    benchmark_not_run: str | None = None  # why the recipe's benchmark did not run here (smoke.json)
     fingerprint: str | None = None
     kind: str | None = None  # node kind: arch, glibc, CUDA, GPUs, torch, python (envbuild.bundle.fleet.node_kind)
     insecure: bool = False  # SSH host keys were not checked for this node (--insecure)

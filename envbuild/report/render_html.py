@@ -13,13 +13,13 @@ from html import escape
 
 from envbuild.report.model import Benchmark, LaunchJob, NodeReport, Report
 from envbuild.report.plot import bar_chart
-from envbuild.report.render_md import fmt_num, published_text, short
+from envbuild.report.render_md import PASS_TEXT, fmt_num, published_text, short
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1180px;color:#1d232b;padding:0 16px}
 h1{font-size:22px;margin:0 0 12px}h2{font-size:17px;margin:26px 0 8px;border-bottom:1px solid #dde1e6;padding-bottom:4px}
 .verdict{padding:14px 18px;border-radius:6px;color:#fff;font-size:20px;font-weight:700}
-.PASS{background:#2e8540}.FAIL{background:#c62828}
+.PASS{background:#2e8540}.FAIL{background:#c62828}.NOT-JUDGED{background:#8a6d00}
 .reasons{margin:8px 0 0;padding-left:20px}.reasons li{margin:2px 0}
 table{border-collapse:collapse;margin:6px 0 10px;font-size:13px}
 th,td{border:1px solid #d4d9df;padding:3px 8px;text-align:left;vertical-align:top}
@@ -152,6 +152,7 @@ def render_html(report: Report) -> str:
     """One HTML document, openable with no network."""
     v, run, rec = report.verdict, report.run, report.recipe
     reasons = "".join(f"<li>{escape(r.kind)}{escape(f' [{r.host}]' if r.host else '')}: {escape(r.message)}</li>" for r in v.reasons)
+    reasons += "".join(f"<li>not judged: {escape(note)}</li>" for note in v.not_judged)
     summary = "<table>" + "".join(["<tr><th>" + escape(k) + "</th>" + td(val) + "</tr>" for k, val in [
         ("run", f"{run.run_id} ({run.status})"), ("recipe", f"{rec.name}: {rec.title}"), ("published", rec.published),
         ("lock digest", rec.lock_digest), ("fleet fingerprint (all nodes)", report.fingerprint or "not observed"),
@@ -192,8 +193,8 @@ def render_html(report: Report) -> str:
 <style>{CSS}</style></head>
 <body>
 <h1>envbuild report: {escape(run.recipe)} on {escape(run.target)}</h1>
-<div class="verdict {v.status}" id="verdict">Verdict: {v.status}</div>
-{f'<ul class="reasons">{reasons}</ul>' if reasons else '<p>All nodes provisioned, pins observed as locked, no drift, benchmarks within thresholds.</p>'}
+<div class="verdict {v.status.replace(' ', '-')}" id="verdict">Verdict: {v.status}</div>
+{f'<ul class="reasons">{reasons}</ul>' if reasons else f'<p>{escape(PASS_TEXT)}</p>'}
 {badges(report)}
 <h2>Run</h2>
 {summary}

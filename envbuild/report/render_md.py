@@ -25,6 +25,10 @@ def table(headers: list[str], rows: list[list]) -> list[str]:
     return out
 
 
+PASS_TEXT = ("All nodes provisioned, every pin observed as locked, no drift, the smoke passed and the "
+             "recipe's benchmark completed and met its threshold on every node.")
+
+
 def fmt_num(v: float | None) -> str:
     if v is None:
         return "-"
@@ -143,10 +147,11 @@ def render_md(report: Report) -> str:
     """Markdown text of ``report`` (what the golden test compares)."""
     v, run, rec = report.verdict, report.run, report.recipe
     out = [f"# envbuild report: {run.recipe} on {run.target}", "", f"## Verdict: {v.status}", ""]
-    if v.reasons:
-        out += [f"- {r.kind}" + (f" [{r.host}]" if r.host else "") + f": {r.message}" for r in v.reasons] + [""]
+    if v.reasons or v.not_judged:
+        out += [f"- {r.kind}" + (f" [{r.host}]" if r.host else "") + f": {r.message}" for r in v.reasons]
+        out += [f"- not judged: {note}" for note in v.not_judged] + [""]
     else:
-        out += ["All nodes provisioned, every pin observed as locked, no drift, benchmarks within thresholds.", ""]
+        out += [PASS_TEXT, ""]
     out += table(["item", "value"], [
         ["run", f"`{run.run_id}` ({run.status})"],
         ["recipe", f"{rec.name}: {rec.title}" if rec.title else rec.name],

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision cpu-reference on local (host local, facts profile:local),
-# rendered by envbuild 0.1.0 from the plan; lock digest 427f3624bfaf95dc673dc6f622662c623638ea22a16e8f84c10801b2a50df5fe.
+# rendered by envbuild 0.1.0 from the plan; lock digest ca072b955ba123dc94adbfaec1c63d3b07ca491e12f87d869827f4e3003ec670.
 # Regenerate: envbuild render cpu-reference --target local --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
