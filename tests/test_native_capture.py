@@ -30,17 +30,29 @@ TRACE_LOG = LOGS / "megatronapp" / "trace_pipeline_4_model_chunks_4.txt"
 
 
 def polaris_tree(root: Path, delay: float = 1.0) -> Path:
-    """A checkout whose ALCF/train-gpt3.sh ends as the published one: the training function
-    started with ``&`` as the last command (here it prints the committed log after ``delay``
-    seconds and exits with $TRAIN_RC)."""
+    """A checkout whose ALCF scripts end as the published ones (train-gpt3.sh and launch.sh at
+    e4bac70): ``elasticDistributed "$@" 2>&1 &`` is the last command, and elasticDistributed
+    names ``OUTPUT_LOG=outputs/.../logs/<user>-<host>-nhosts<N>-ngpu<G>-<stamp>.log``, appends
+    that path to ``logfiles``, runs the training ``>> "$OUTPUT_LOG" 2>&1 &`` and waits for it.
+    The training (here: the committed log after ``delay`` seconds, exit $TRAIN_RC) writes
+    nothing on stdout; the scripts' echo lines do."""
     (root / "ALCF").mkdir(parents=True)
     (root / "ALCF" / "train-gpt3.sh").write_text(
         "#!/bin/bash --login\n"
         "echo \"ALCF_DIR: $(pwd)/ALCF\"\n"
-        "elasticDistributed() {\n"
+        "launchJob() {\n"
         f"  sleep {delay}\n"
         f"  cat {POLARIS_LOG}\n"
         "  return \"${TRAIN_RC:-0}\"\n"
+        "}\n"
+        "elasticDistributed() {\n"
+        "  OUTPUT_LOG=\"$(pwd)/outputs/run/logs/$USER-$(uname -n)-nhosts1-ngpu4-$(date +%s%N).log\"\n"
+        "  echo \"Writing logs to: ${OUTPUT_LOG}\"\n"
+        "  mkdir -p \"$(dirname \"${OUTPUT_LOG}\")\"\n"
+        "  echo \"${OUTPUT_LOG}\" >> \"$(pwd)/logfiles\"\n"
+        "  launchJob \"$@\" >> \"${OUTPUT_LOG}\" 2>&1 &\n"
+        "  PID=$!\n"
+        "  wait $PID\n"
         "}\n"
         "elasticDistributed \"$@\" 2>&1 &\n")
     (root / "ALCF" / "train-gpt3.sh").chmod(0o755)
@@ -103,9 +115,14 @@ def test_polaris_background_training_is_awaited_and_parsed(tmp_path) -> None:
     metrics = parse("megatron-deepspeed", proc.stdout + proc.stderr)
     assert metrics["samples_per_second"] > 0 and metrics["iterations_logged"] == 10
     assert "ALCF_DIR:" in proc.stdout  # the script's own lines too
-    # a training that fails fails the run (the background job's status, not the script's 0)
+    logs = (tree / "logfiles").read_text().split()
+    assert f"envbuild: the training output is in {logs[-1]}:" in proc.stdout
+    # a training that fails fails the run (the background job's status, not the script's 0),
+    # and the log of the earlier run, still listed in logfiles, is not read as this one's
+    (tree / "ALCF" / "train-gpt3.sh").write_text("#!/bin/bash\nfalse &\n")
     failed = _run(run, {"TRAIN_RC": "3"})
-    assert failed.returncode == 3
+    assert failed.returncode == 1 and "named no new log in logfiles" in failed.stderr
+    assert parse("megatron-deepspeed", failed.stdout).get("samples_per_second") is None
 
 
 def test_megatronapp_trace_file_is_collected_and_a_stale_one_never_read(tmp_path) -> None:
@@ -170,3 +187,55 @@ def test_launch_submit_collects_the_training_output(tmp_path, monkeypatch, name,
     native = json.loads((out.run_dir / "nodes" / out.node / "smoke.json").read_text())["native"]
     assert native["ran"] and native["parser"] == rec.benchmark.parser
     assert native["metrics"][rec.benchmark.metric] > 0
+
+
+POLARIS_COMMIT = "e4bac7019db92cfe49d6eeac00b5721652e516fe"
+
+
+@pytest.mark.process
+def test_the_published_alcf_scripts_at_their_commit_leave_the_output_where_it_is_read(tmp_path) -> None:
+    """The published train-gpt3.sh, launch.sh, setup.sh, args.sh and model.sh themselves, at
+    the recipe's pinned commit, from a git mirror (ENVBUILD_GIT_MIRROR; CI has no GitHub, so
+    there this is skipped). Stand-ins only for what a Polaris node has and this one lacks:
+    ``hostname`` (a Polaris compute node name: the scripts branch on ``x3*``), ``nvidia-smi -L``
+    (the target's 4 GPUs), ``mpiexec`` (prints the committed Megatron-DeepSpeed log), ``conda``
+    and the Lmod ``module`` function. Without the capture the job's stdout holds no iteration
+    line; with it, every one."""
+    from envbuild.gitsrc import mirror_path
+
+    mirror = mirror_path("https://github.com/argonne-lcf/Megatron-DeepSpeed", os.environ.get("ENVBUILD_GIT_MIRROR"))
+    if mirror is None:
+        pytest.skip("no git mirror of argonne-lcf/Megatron-DeepSpeed (set ENVBUILD_GIT_MIRROR; CI has no GitHub)")
+    tree, bin_dir = tmp_path / "megatron-deepspeed", tmp_path / "bin"
+    tree.mkdir()
+    bin_dir.mkdir()
+    archive = subprocess.run(["git", "-C", str(mirror), "archive", POLARIS_COMMIT, "ALCF", "pretrain_gpt.py"],
+                             capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
+    stand_ins = {
+        "hostname": "echo x3006c0s13b0n0",
+        "nvidia-smi": 'for i in 0 1 2 3; do echo "GPU $i: NVIDIA A100-SXM4-40GB (UUID: GPU-$i)"; done',
+        "mpiexec": f"echo \"mpiexec stand-in: $*\" >&2\ncat {POLARIS_LOG}",
+        "conda": "exit 0",
+    }
+    for name, body in stand_ins.items():
+        (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    (tmp_path / "nodefile").write_text("x3006c0s13b0n0\n")
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "PBS_NODEFILE": str(tmp_path / "nodefile"),
+           "BASH_FUNC_module%%": "() {  :\n}"}
+    command = load_recipe("polaris-megatron-deepspeed").benchmark.command
+    plain = subprocess.run(["bash", "-c", f"( . {command}; wait ${{!:-0}}; wait )"], cwd=tree,
+                           env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
+    plain_metrics = parse("megatron-deepspeed", plain.stdout)
+    assert "Writing logs to:" in plain.stdout and not plain_metrics.get("iterations_logged")
+    assert plain_metrics.get("samples_per_second") is None
+    run = native_run(_bench("polaris-megatron-deepspeed"), gpus=4, sources={"megatron-deepspeed": str(tree)},
+                     cwd="/unused", recipe="polaris-megatron-deepspeed")
+    proc = subprocess.run(run["argv"], cwd=run["cwd"], env={**os.environ, **run["env"], **env},
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    log = (tree / "logfiles").read_text().split()[-1]
+    assert "/outputs/" in log and "/logs/" in log and "-nhosts1-ngpu4-" in log  # launch.sh's own naming
+    assert f"envbuild: the training output is in {log}:" in proc.stdout
+    assert parse("megatron-deepspeed", proc.stdout)["iterations_logged"] == 10

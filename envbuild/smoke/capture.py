@@ -9,6 +9,12 @@ script that does it:
   The capture removes a stale copy first (a file left by an earlier run is never read as this
   one's), runs the command, then prints the file on stdout after a marker line, so the run's
   ``.out`` (smoke) or the job's output file (launch) holds it and the recipe's parser reads it.
+* ``log_index``: the script writes the training output into a log file of its own naming and
+  appends that file's path to an index file of its working folder (ALCF's ``launch.sh`` at the
+  pinned commit: ``OUTPUT_LOG=${OUTPUT_DIR}/logs/$USER-$HOST-nhosts<N>-ngpu<G>-$TSTAMP.log``,
+  ``echo "${OUTPUT_LOG}" >> "${PARENT}/logfiles"``, ``launchJob "$@" >> "${OUTPUT_LOG}" 2>&1``).
+  The capture counts the index's lines before the command and prints the log named by the
+  first new line after it (an entry left by an earlier run is never read as this one's).
 * ``backgrounds``: the script starts training with ``&`` as its last command and returns at
   once (ALCF's ``train-gpt3.sh``: ``elasticDistributed "$@" 2>&1 &``), so a caller would
   collect an empty output and a success. The capture sources the script in a subshell (the
@@ -35,6 +41,7 @@ class Capture:
     recipe: str
     variant: str | None
     output_file: str | None = None  # relative to the command's working folder
+    log_index: str | None = None  # a file (working folder) the script appends its log's path to
     backgrounds: bool = False  # the script ends with `training &`: source it, wait for the job
     source: str = ""
     why: str = ""
@@ -46,10 +53,13 @@ CAPTURES: tuple[Capture, ...] = (
             why="run_single.sh runs `bash script/benchmark.sh train "
                 ">trace_pipeline_${PIPELINE_PARALLEL}_model_chunks_${MODEL_CHUNKS}.txt`; with "
                 "--pipeline_parallel 4 --model_chunks 4 the training output is in that file, not on stdout"),
-    Capture("polaris-megatron-deepspeed", None, backgrounds=True,
-            source="argonne-lcf/Megatron-DeepSpeed@e4bac7019db92cfe49d6eeac00b5721652e516fe:ALCF/train-gpt3.sh",
+    Capture("polaris-megatron-deepspeed", None, backgrounds=True, log_index="logfiles",
+            source="argonne-lcf/Megatron-DeepSpeed@e4bac7019db92cfe49d6eeac00b5721652e516fe:ALCF/train-gpt3.sh "
+                   "and ALCF/launch.sh (elasticDistributed)",
             why="train-gpt3.sh ends with `elasticDistributed \"$@\" 2>&1 &`: mpiexec runs in the "
-                "background and the script exits 0 at once"),
+                "background and the script exits 0 at once; launch.sh's elasticDistributed sends the "
+                "training output to $OUTPUT_LOG (outputs/.../logs/<user>-<host>-nhosts<N>-ngpu<G>-<stamp>.log) "
+                "and appends that path to logfiles; stdout holds only the scripts' echo lines"),
 )
 
 
@@ -63,6 +73,10 @@ def capture(recipe: str, variant: str | None, command: str) -> str:
     status is the training's (see the module docstring); ``command`` unchanged without a row.
 
     >>> print(capture("polaris-megatron-deepspeed", None, "./ALCF/train-gpt3.sh"))
+    # the training output goes to a log the script names and appends to logfiles: the
+    # log named by the first new line of the index is printed after the command
+    envbuild_seen=$(wc -l 2>/dev/null < logfiles || echo 0)
+    envbuild_rc=0
     # train-gpt3.sh starts training in the background and returns: sourced, then its job is awaited
     ( set +euo pipefail
       # shellcheck source=/dev/null
@@ -72,7 +86,15 @@ def capture(recipe: str, variant: str | None, command: str) -> str:
       if [ -z "$job" ]; then exit "$status"; fi
       wait "$job"; status=$?
       wait
-      exit "$status" )
+      exit "$status" ) || envbuild_rc=$?
+    envbuild_log=$(tail -n +"$((envbuild_seen + 1))" logfiles 2>/dev/null | head -n 1)
+    if [ -n "$envbuild_log" ] && [ -f "$envbuild_log" ]; then
+      echo 'envbuild: the training output is in' "$envbuild_log:"
+      cat -- "$envbuild_log"
+    else
+      echo 'envbuild: the command named no new log in logfiles' >&2
+    fi
+    exit "$envbuild_rc"
     """
     c = row(recipe, variant)
     if c is None:
@@ -94,6 +116,22 @@ def capture(recipe: str, variant: str | None, command: str) -> str:
             '  wait "$job"; status=$?',
             "  wait",
             '  exit "$status" )'])
+    if c.log_index:
+        index = shlex.quote(c.log_index)
+        text = "\n".join([
+            f"# the training output goes to a log the script names and appends to {c.log_index}: the",
+            "# log named by the first new line of the index is printed after the command",
+            f"envbuild_seen=$(wc -l 2>/dev/null < {index} || echo 0)",
+            "envbuild_rc=0",
+            f"{text} || envbuild_rc=$?",
+            f'envbuild_log=$(tail -n +"$((envbuild_seen + 1))" {index} 2>/dev/null | head -n 1)',
+            'if [ -n "$envbuild_log" ] && [ -f "$envbuild_log" ]; then',
+            f"  echo {shlex.quote(MARK)} \"$envbuild_log:\"",
+            '  cat -- "$envbuild_log"',
+            "else",
+            f"  echo {shlex.quote(f'envbuild: the command named no new log in {c.log_index}')} >&2",
+            "fi",
+            'exit "$envbuild_rc"'])
     if c.output_file:
         f = shlex.quote(c.output_file)
         text = "\n".join([
