@@ -23,7 +23,11 @@ if [ "${1:-}" = --smoke ]; then
   mkdir -p /opt/envbuild/polaris-megatron-deepspeed/.envbuild/smoke
   rc=0
   # shellcheck source=/dev/null disable=SC2016
-  (cd /opt/envbuild/polaris-megatron-deepspeed/src/megatron-deepspeed && if [ -f /opt/envbuild/polaris-megatron-deepspeed/.envbuild/env.sh ]; then . /opt/envbuild/polaris-megatron-deepspeed/.envbuild/env.sh; fi && env MODEL_SIZE_KEY=GPT25B SEQ_LEN=4096 USE_FLASH_ATTN_V2=1 MICRO_BATCH=1 GAS=1 SP_TYPE=megatron ZERO_STAGE=1 timeout 3600 bash -c '# train-gpt3.sh starts training in the background and returns: sourced, then its job is awaited
+  (cd /opt/envbuild/polaris-megatron-deepspeed/src/megatron-deepspeed && if [ -f /opt/envbuild/polaris-megatron-deepspeed/.envbuild/env.sh ]; then . /opt/envbuild/polaris-megatron-deepspeed/.envbuild/env.sh; fi && env MODEL_SIZE_KEY=GPT25B SEQ_LEN=4096 USE_FLASH_ATTN_V2=1 MICRO_BATCH=1 GAS=1 SP_TYPE=megatron ZERO_STAGE=1 timeout 3600 bash -c '# the training output goes to a log the script names and appends to logfiles: the
+# log named by the first new line of the index is printed after the command
+envbuild_seen=$(wc -l 2>/dev/null < logfiles || echo 0)
+envbuild_rc=0
+# train-gpt3.sh starts training in the background and returns: sourced, then its job is awaited
 ( set +euo pipefail
   # shellcheck source=/dev/null
   . ./ALCF/train-gpt3.sh
@@ -32,7 +36,15 @@ if [ "${1:-}" = --smoke ]; then
   if [ -z "$job" ]; then exit "$status"; fi
   wait "$job"; status=$?
   wait
-  exit "$status" )') > /opt/envbuild/polaris-megatron-deepspeed/.envbuild/smoke/native.out 2> /opt/envbuild/polaris-megatron-deepspeed/.envbuild/smoke/native.err || rc=$?
+  exit "$status" ) || envbuild_rc=$?
+envbuild_log=$(tail -n +"$((envbuild_seen + 1))" logfiles 2>/dev/null | head -n 1)
+if [ -n "$envbuild_log" ] && [ -f "$envbuild_log" ]; then
+  echo '"'"'envbuild: the training output is in'"'"' "$envbuild_log:"
+  cat -- "$envbuild_log"
+else
+  echo '"'"'envbuild: the command named no new log in logfiles'"'"' >&2
+fi
+exit "$envbuild_rc"') > /opt/envbuild/polaris-megatron-deepspeed/.envbuild/smoke/native.out 2> /opt/envbuild/polaris-megatron-deepspeed/.envbuild/smoke/native.err || rc=$?
   echo "$rc" > /opt/envbuild/polaris-megatron-deepspeed/.envbuild/smoke/native.rc
   if [ "$rc" != 0 ]; then failed="$failed native(exit $rc)"; echo 'native failed, see /opt/envbuild/polaris-megatron-deepspeed/.envbuild/smoke/native.err' >&2; fi
   if [ -n "$failed" ]; then echo "smoke failed:$failed" >&2; exit 1; fi
