@@ -212,3 +212,87 @@ def test_bundle_lacking_what_the_plan_needs_is_refused(bundle, tmp_path):
         opened.check_plan(plan.model_copy(update={"steps": steps}))
     assert "six 1.16.0" in str(err.value) and err.value.exit_code == 1
     shutil.rmtree(tmp_path / "bundles", ignore_errors=True)
+
+
+def _repack(src: Path, dest: Path, wheel: str) -> None:
+    """``src`` re-packed as an attacker would: the wheel ``wheel`` replaced by other bytes, and
+    the lock's and the manifest's sha256 and size made to match (a consistent bundle)."""
+    import hashlib
+    import io
+
+    with tarfile.open(src) as tin:
+        members = {m.name: (m, tin.extractfile(m).read() if m.isfile() else None) for m in tin.getmembers()}
+    old = members[wheel][1]
+    new = old + b"\0added code"
+    old_sha, new_sha = hashlib.sha256(old).hexdigest(), hashlib.sha256(new).hexdigest()
+    lock = members["lock.lock"][1].replace(old_sha.encode(), new_sha.encode())
+    manifest = json.loads(members[MANIFEST][1])
+    for f in manifest["files"]:
+        if f["path"] == wheel:
+            f.update(sha256=new_sha, size=len(new))
+        if f["path"] == "lock.lock":
+            f.update(sha256=hashlib.sha256(lock).hexdigest(), size=len(lock))
+    data = {wheel: new, "lock.lock": lock, MANIFEST: json.dumps(manifest).encode()}
+    with tarfile.open(dest, "w", format=tarfile.PAX_FORMAT) as tout:
+        for name, (m, body) in members.items():
+            body = data.get(name, body)
+            if body is not None:
+                m.size = len(body)
+            tout.addfile(m, None if body is None else io.BytesIO(body))
+
+
+def test_a_repacked_bundle_is_refused_unless_its_file_is_pinned(bundle, tmp_path, monkeypatch):
+    """A bundle whose wheel was replaced and whose lock and manifest were re-hashed is
+    consistent with itself: its lock is not the lock envbuild holds for cpu-reference on
+    local, so provision refuses it (exit 1) before any node is read. A user who made a bundle
+    from a lock of their own pins the file (--bundle-sha256); a wrong pin is refused before a
+    byte is unpacked."""
+    import hashlib
+
+    from envbuild.bundle import offline as bundle_offline
+    from envbuild.errors import CheckFailed
+    from envbuild.provision.options import ProvisionOptions
+
+    monkeypatch.setenv("ENVBUILD_HOME", str(tmp_path / "home"))
+    out, _ = bundle
+    bad = tmp_path / "repacked.tar"
+    _repack(out, bad, _first_wheel(out))
+    with pytest.raises(CheckFailed) as err:
+        bundle_offline.prepare(ProvisionOptions(target="local", bundle=str(bad)))
+    assert err.value.exit_code == 1 and "not the lock envbuild holds for cpu-reference on local" in err.value.message
+    digest = hashlib.sha256(bad.read_bytes()).hexdigest()
+    assert f"--bundle-sha256 {digest}" in err.value.hint
+    # the shipped bundle passes; the re-packed one only when the user pins that very file
+    bundle_offline.prepare(ProvisionOptions(target="local", bundle=str(out)))
+    opts = ProvisionOptions(target="local", bundle=str(bad), bundle_sha256=digest)
+    assert bundle_offline.prepare(opts).digest == digest and opts.locked
+    wrong = ProvisionOptions(target="local", bundle=str(out), bundle_sha256="0" * 64)
+    bundle_offline._OPENED.clear()
+    with pytest.raises(CheckFailed) as err:
+        bundle_offline.prepare(wrong)
+    assert "not the pinned" in err.value.message and "nothing was unpacked" in err.value.hint
+
+
+def test_a_member_larger_than_its_manifest_entry_is_refused_before_unpacking(bundle, tmp_path):
+    """A member whose tar header says more bytes than the manifest (a small compressed file
+    that would expand on disk) is refused before anything is written."""
+    import io
+
+    from envbuild.bundle.unpack import open_bundle
+    from envbuild.errors import InputError
+
+    out, _ = bundle
+    wheel = _first_wheel(out)
+    big = tmp_path / "big.tar.gz"
+    with tarfile.open(out) as tin, tarfile.open(big, "w:gz", format=tarfile.PAX_FORMAT) as tout:
+        for m in tin.getmembers():
+            body = tin.extractfile(m).read() if m.isfile() else None
+            if m.name == wheel:
+                body = body + b"\0" * (64 * 2**20)  # 64 MiB of zeros: a few KiB compressed
+                m.size = len(body)
+            tout.addfile(m, None if body is None else io.BytesIO(body))
+    assert big.stat().st_size < out.stat().st_size + 2**20
+    with pytest.raises(InputError) as err:
+        open_bundle(big, home=tmp_path / "home")
+    assert f"{wheel}: {64 * 2**20 + len(tarfile.open(out).extractfile(wheel).read())} bytes" in err.value.message
+    assert not list((tmp_path / "home" / "bundles").glob("*/*"))  # nothing unpacked

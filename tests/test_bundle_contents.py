@@ -253,8 +253,10 @@ def node(made, tmp_path_factory):
 
 def _provision(made, node, bundle: Path, prefix: str = PREFIX) -> subprocess.CompletedProcess:
     c = node["cluster"]
+    # a bundle of the test's own recipe and lock (no lock envbuild holds): pinned by its sha256
     return _envbuild("provision", "--target", "local", "--bundle", str(bundle), "--hosts", c.hosts,
                      "--identity", str(c.key), "--known-hosts", str(c.known_hosts), "--prefix", prefix,
+                     "--bundle-sha256", hashlib.sha256(bundle.read_bytes()).hexdigest(),
                      "--no-smoke", "--json", home=made["home"])
 
 

@@ -1,7 +1,9 @@
 """``envbuild provision --bundle FILE``: the hooks provision calls, in this order.
 
 1. ``prepare(opts)``, before any node is contacted: open and verify the whole bundle
-   (``envbuild.bundle.unpack``); the recipe and the lock come from the bundle, never from an
+   (``envbuild.bundle.unpack``; ``--bundle-sha256`` pins the file before a byte is unpacked);
+   its lock must be the lock envbuild holds for its recipe and target, unless the file is
+   pinned (``trusted_lock``); the recipe and the lock come from the bundle, never from an
    index or a mirror (``--recipe``/``--target``, when given, must name what it was made for).
 2. ``plan_bundle(opts)``: the plan's ``bundle`` step (``PlanOptions.bundle``): pip installs
    ``--no-index`` from the node's copy of the wheels, git clones the node's copy of the
@@ -17,18 +19,46 @@ from __future__ import annotations
 from pathlib import Path
 
 from envbuild.bundle.unpack import Opened, open_bundle
-from envbuild.errors import InputError
+from envbuild.errors import CheckFailed, InputError
 
 _OPENED: dict[tuple[str, int, int], Opened] = {}
 
 
-def opened(path: str) -> Opened:
+def opened(path: str, expect_sha256: str | None = None) -> Opened:
     """The verified bundle at ``path`` (verified once per process and file state)."""
     st = Path(path).stat() if Path(path).is_file() else None
     key = (str(Path(path).resolve()), st.st_size if st else -1, st.st_mtime_ns if st else -1)
     if key not in _OPENED:
-        _OPENED[key] = open_bundle(path)
+        _OPENED[key] = open_bundle(path, expect_sha256=expect_sha256)
     return _OPENED[key]
+
+
+def trusted_lock(b: Opened, pinned: bool) -> None:
+    """The bundle's lock must be the lock envbuild holds for its recipe and target (the user's
+    lockdir, else the shipped one), byte for byte by its digest; a bundle made from a lock of
+    the user's own is accepted only when the user pinned the bundle file (``--bundle-sha256``).
+    A re-packed bundle (a wheel replaced, lock and manifest re-hashed) fails here: its lock is
+    not the one envbuild holds. CheckFailed, exit 1."""
+    from envbuild.inputs import lock_source
+    from envbuild.lock.serialize import lock_digest, parse_lock
+    from envbuild.recipes import load_recipe
+    from envbuild.targets import load_target
+
+    theirs = lock_digest(parse_lock(b.lock_file.read_text(), b.lock_file))
+    try:
+        held = lock_source(load_recipe(b.manifest.recipe), load_target(b.manifest.target), None)
+    except InputError:
+        held = None
+    ours = lock_digest(parse_lock(held.read_text(), held)) if held is not None and held.is_file() else None
+    if theirs == ours or pinned:
+        return
+    where = (f"the lock envbuild holds for {b.manifest.recipe} on {b.manifest.target} ({held}, lock digest "
+             f"{ours[:12]})" if ours else f"no lock envbuild holds ({b.manifest.recipe} on {b.manifest.target} "
+             "has none in the lockdir or the shipped locks)")
+    raise CheckFailed(f"the bundle {b.file.name} carries lock digest {theirs[:12]}, not {where}: its wheels and "
+                      "commits are not the ones envbuild pinned",
+                      hint=f"make the bundle again with `envbuild bundle`; if you made it from a lock of your own, "
+                           f"pin the file you made: --bundle-sha256 {b.digest}")
 
 
 def prepare(opts) -> Opened | None:
@@ -38,7 +68,8 @@ def prepare(opts) -> Opened | None:
     for flag, value in (("--git-mirror", opts.git_mirror), ("--wheelhouse", opts.wheelhouse), ("--lock", opts.lock)):
         if value:
             raise InputError(f"--bundle and {flag} given", hint=f"the bundle carries what {flag} would give; drop {flag}")
-    b = opened(opts.bundle)
+    b = opened(opts.bundle, getattr(opts, "bundle_sha256", None))
+    trusted_lock(b, pinned=bool(getattr(opts, "bundle_sha256", None)))
     m = b.manifest
     if opts.recipe:
         from envbuild.recipes import load_recipe

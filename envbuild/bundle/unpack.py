@@ -153,6 +153,35 @@ def _read_manifest(root: Path, file: Path) -> Manifest:
                          hint="make the bundle again with `envbuild bundle`") from None
 
 
+def _declared(tar: tarfile.TarFile, members: list[tarfile.TarInfo], file: Path) -> None:
+    """Refuse, before a byte is written, a member the manifest does not name or whose size is
+    not the manifest's (with the free-space check in ``_unpack``: a small compressed file never
+    expands into gigabytes on disk; the sha256 of each file is checked after unpacking)."""
+    man = next((m for m in members if PurePosixPath(m.name).as_posix() == MANIFEST), None)
+    if man is None or man.size > MAX_MANIFEST:
+        raise InputError(f"{file}: no readable {MANIFEST} in the bundle", hint="make it with `envbuild bundle`")
+    raw = tar.extractfile(man)
+    try:
+        manifest = Manifest.model_validate(json.loads(raw.read() if raw else b""))
+    except (ValueError, TypeError) as exc:
+        raise InputError(f"{file}: {MANIFEST} is not a bundle manifest: {str(exc).splitlines()[0]}",
+                         hint="make the bundle again with `envbuild bundle`") from None
+    sizes = {f.path: f.size for f in manifest.files}
+    bad = []
+    for m in members:
+        name = PurePosixPath(m.name).as_posix()
+        if m.isfile() and name != MANIFEST and (name not in sizes or m.size != sizes[name]):
+            bad.append(f"{name}: {m.size} bytes" + (", not in the manifest" if name not in sizes
+                                                     else f", the manifest says {sizes[name]}"))
+    if bad:
+        raise InputError(f"{file}: the bundle does not match its manifest ({len(bad)} problem(s)):\n  - "
+                         + "\n  - ".join(bad[:20]), hint="the bundle was changed after `envbuild bundle` made it; "
+                         "nothing was unpacked")
+
+
+MAX_MANIFEST = 64 * 2**20
+
+
 def _unpack(file: Path, dest: Path) -> None:
     part = dest.with_name(dest.name + ".partial")
     shutil.rmtree(part, ignore_errors=True)
@@ -160,7 +189,15 @@ def _unpack(file: Path, dest: Path) -> None:
     try:
         with tarfile.open(file, "r:*") as tar:
             members = _members(tar, file)
+            _declared(tar, members, file)
+            total = sum(m.size for m in members if m.isfile())
+            if total > shutil.disk_usage(part).free:
+                raise InputError(f"{file}: unpacks to {total} bytes, more than the free space under {part.parent}",
+                                 hint="free space first; nothing was unpacked")
             tar.extractall(part, members=members, filter="data")
+    except InputError:
+        shutil.rmtree(part, ignore_errors=True)
+        raise
     except (tarfile.TarError, EOFError, OSError) as exc:
         shutil.rmtree(part, ignore_errors=True)
         raise InputError(f"{file}: not a readable bundle: {exc}", hint="make it with `envbuild bundle`") from None
@@ -168,14 +205,20 @@ def _unpack(file: Path, dest: Path) -> None:
     os.replace(part, dest)
 
 
-def open_bundle(file: str | Path, home: Path | None = None) -> Opened:
-    """Unpack ``file`` (once per digest) and verify all of it; see the module docstring."""
+def open_bundle(file: str | Path, home: Path | None = None, expect_sha256: str | None = None) -> Opened:
+    """Unpack ``file`` (once per digest) and verify all of it; see the module docstring.
+    ``expect_sha256`` (``--bundle-sha256``): the file's digest must be this one, checked before
+    a byte is unpacked (CheckFailed, exit 1)."""
     from envbuild import rundir
 
     path = Path(file)
     if not path.is_file():
         raise InputError(f"--bundle {file}: no such file", hint="give the file `envbuild bundle -o` wrote")
     digest = sha256_file(path)
+    if expect_sha256 is not None and digest != expect_sha256.strip().lower():
+        raise CheckFailed(f"--bundle {path}: its sha256 is {digest}, not the pinned {expect_sha256}",
+                          hint="this is not the bundle you pinned: use the file `envbuild bundle` printed "
+                               "that digest for; nothing was unpacked")
     root = (home or rundir.envbuild_home()) / "bundles" / digest[:16]
     if not (root / MANIFEST).is_file():
         _unpack(path, root)

@@ -43,6 +43,9 @@ from envbuild.inputs import hosts_option
 @click.option("--locked", is_flag=True, help="Refuse to create a missing lock (a stale lock is always refused).")
 @click.option("--allow-unverified", "allow_unverified", multiple=True, metavar="NAME",
               help="Install package NAME although the lock has no hash for it (repeatable; the report names it).")
+@click.option("--bundle-sha256", "bundle_sha256", default=None, metavar="HEX",
+              help="Pin the --bundle file: its sha256 (printed by `envbuild bundle`) must be this, checked "
+                   "before it is unpacked; needed for a bundle made from a lock envbuild does not hold.")
 @click.option("--bundle", "bundle", default=None, type=click.Path(),
               help="Offline: provision from this bundle (envbuild bundle) alone, no index, no mirror. "
                    "A bundle that does not match its manifest exits 2, one lacking what the plan needs 1.")
@@ -69,7 +72,7 @@ from envbuild.inputs import hosts_option
 def provision_cmd(recipe, target, recipe_option, hosts, inventory, backend, prefix, conda_channel, conda_packages,
                   dry_run, git_mirror, wheelhouse, lock, locked, allow_unverified, bundle, no_smoke, smoke_preset, force,
                   from_step, insecure, identity_file, known_hosts, as_json, push_wheels=None,
-                  base=None, engine_args=(), engine_env=(), data_mirror=None, installer="auto"):
+                  base=None, engine_args=(), engine_env=(), data_mirror=None, installer="auto", bundle_sha256=None):
     """Provision RECIPE (default: the embedded reference) onto the nodes of TARGET: facts,
     preflight, lock, plan, ansible, results.
 
@@ -106,7 +109,7 @@ def provision_cmd(recipe, target, recipe_option, hosts, inventory, backend, pref
                             conda_packages=list(conda_packages), dry_run=dry_run, git_mirror=git_mirror,
                             wheelhouse=wheelhouse, lock=lock, locked=locked, data_mirror=data_mirror,
                             allow_unverified=list(allow_unverified), smoke=not no_smoke, smoke_preset=smoke_preset, json_lines=as_json,
-                            force=force, from_step=from_step, bundle=bundle, push_wheels=push_wheels,
+                            force=force, from_step=from_step, bundle=bundle, bundle_sha256=bundle_sha256, push_wheels=push_wheels,
                             insecure=insecure, identity_file=identity_file,
                             known_hosts=list(known_hosts), argv=["envbuild", *sys.argv[1:]],
                             base=base, engine_args=list(engine_args), engine_env=list(engine_env),

@@ -42,6 +42,7 @@ class ProvisionOptions:
     force: bool = False  # run every step again (markers and effects notwithstanding)
     from_step: str | None = None  # run again from this step id, and every step after it
     bundle: str | None = None  # offline: everything from this bundle (envbuild.bundle.offline)
+    bundle_sha256: str | None = None  # --bundle-sha256: the bundle file's digest, pinned by the user
     # a fleet (envbuild.bundle.fleet): wheels downloaded once on the controller and pushed to the
     # nodes; None: when there is more than one SSH node
     push_wheels: bool | None = None
