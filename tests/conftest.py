@@ -16,6 +16,10 @@ def _own_envbuild_home(tmp_path_factory):
     machine's, shared."""
     import os
 
+    if "ENVBUILD_LOCK_DIR" not in os.environ:
+        # the prefix locks too (envbuild.execute.prefixlock): two workers' test clusters in their
+        # own network namespaces may reuse one address and prefix, and are not one node
+        os.environ["ENVBUILD_LOCK_DIR"] = str(tmp_path_factory.mktemp("envbuild-locks"))
     if "ENVBUILD_HOME" in os.environ:
         yield
         return

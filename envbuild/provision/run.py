@@ -10,6 +10,7 @@ from typing import Callable
 from envbuild import rundir
 from envbuild.bundle import offline as bundle_offline
 from envbuild.execute import ansible as ansible_exec
+from envbuild.execute import prefixlock
 from envbuild.execute.events import Event, EventSink
 from envbuild.execute.local import stop_all
 from envbuild.execute.nodes import Node, connection_vars
@@ -81,20 +82,22 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
             return outcome("dry-run", exit_code(results))
         if not feasible:
             return finished()
-        # one round trip per node: markers, effects and the observed environment; when every step
-        # of every node is done and holds, Ansible does not start at all (envbuild.provision.noop)
-        phase = "probe"
-        probes = {} if any(rerun_from.values()) else early.probes(feasible, plans)
-        if probes and all(p is not None and p.nothing_to_do for p in probes.values()):
-            phase = "finish"
-            nothing_to_do(rd, sink, feasible, plans, probes, results.finish)
+        phase = "prefix-lock"  # one provision of a prefix per node at a time (envbuild.execute.prefixlock)
+        with prefixlock.held([(n, plans[n.name].prefix) for n in feasible if n.name in plans], rd.path.name):
+            # one round trip per node: markers, effects and the observed environment; when every
+            # step of every node is done and holds, Ansible does not start (envbuild.provision.noop)
+            phase = "probe"
+            probes = {} if any(rerun_from.values()) else early.probes(feasible, plans)
+            if probes and all(p is not None and p.nothing_to_do for p in probes.values()):
+                phase = "finish"
+                nothing_to_do(rd, sink, feasible, plans, probes, results.finish)
+                return finished()
+            phase = "ansible"
+            signum = run_playbook(job, rendered, rd, sink, results, feasible, plans, recipe=recipe,
+                                  lock_text=lock_text, json_lines=opts.json_lines)
+            if signum is not None:
+                return outcome("interrupted", 128 + signum)
             return finished()
-        phase = "ansible"
-        signum = run_playbook(job, rendered, rd, sink, results, feasible, plans, recipe=recipe,
-                              lock_text=lock_text, json_lines=opts.json_lines)
-        if signum is not None:
-            return outcome("interrupted", 128 + signum)
-        return finished()
     except BaseException as exc:  # an interrupt or an error before Ansible is never "running", never "ok"
         if phase != "ansible":  # run_playbook records its own end
             # the facts may still be read in the background (Early): stop the commands that
