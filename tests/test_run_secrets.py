@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -64,8 +65,9 @@ def test_no_secret_in_the_run_dir_private_modes_and_plain_verify(tmp_path):
 
 def test_inventory_password_never_enters_the_run_dir(tmp_path):
     """Not scrubbed afterwards: never there. The build step looks while the playbook runs: no
-    file under ENVBUILD_HOME holds the password; one 0600 file outside it does, and Ansible
-    merges it with the run's inventory; after the run it is gone."""
+    file anywhere holds the password (under ENVBUILD_HOME, /dev/shm or the temporary folder);
+    a link outside ENVBUILD_HOME to envbuild's 0600 memory file serves it, and Ansible merges it
+    with the run's inventory; after the run the link is gone."""
     password = "inv-sekrit-99"
     seen = tmp_path / "seen"
     seen.mkdir()
@@ -74,11 +76,14 @@ def test_inventory_password_never_enters_the_run_dir(tmp_path):
     b64 = base64.b64encode(password.encode()).decode()  # the recipe (and so the plan) never holds it
     look = (f'pw=$(echo {b64} | base64 -d); '
             f'{{ grep -rlF "$pw" {home} || true; }} > {seen}/in_home.txt; '
-            f'for f in $(grep -rlF "$pw" /dev/shm {tmp} 2>/dev/null); do stat -c "%a %n" "$f"; done > {seen}/files.txt; '
+            f'{{ grep -rlF "$pw" /dev/shm {tmp} 2>/dev/null || true; }} > {seen}/regular.txt; '
+            f'find /dev/shm {tmp} -maxdepth 2 -path "*/envbuild-inventory-*" -type l -newer {seen}/start '
+            f'-exec stat -L -c "%a %n" {{}} + > {seen}/files.txt; '
             f'ANSIBLE_HOME={seen}/ah {Path(sys.executable).parent}/ansible-inventory '
             f'-i {home}/runs/*/ansible/inventory/hosts.yml -i "$(cut -d" " -f2 {seen}/files.txt)" '
             f'--host box > {seen}/merged.json')
     recipe, mirror = slow_recipe(tmp_path, [look])
+    (seen / "start").touch()  # this run's pipe is newer (a killed run may have left an empty one)
     inv = tmp_path / "nodes.yaml"
     inv.write_text("all:\n  hosts:\n    box:\n      ansible_connection: local\n"
                    f"      ansible_python_interpreter: {sys.executable}\n"
@@ -89,6 +94,7 @@ def test_inventory_password_never_enters_the_run_dir(tmp_path):
     assert p.returncode == 5, p.stdout[-3000:] + p.stderr[-2000:]  # no smoke: nothing judged (NOT JUDGED, exit 5)
     # during the run
     assert (seen / "in_home.txt").read_text() == ""
+    assert (seen / "regular.txt").read_text() == ""  # grep -r does not follow the link
     [line] = (seen / "files.txt").read_text().splitlines()
     mode, path = line.split(" ", 1)
     assert mode == "600" and not Path(path).is_relative_to(home)
@@ -102,3 +108,50 @@ def test_inventory_password_never_enters_the_run_dir(tmp_path):
     assert "ansible_become_password" not in hosts.read_text()
     assert [str(f) for f in files if password.encode() in f.read_bytes()] == []
     assert "***" not in hosts.read_text()  # nothing was scrubbed there: it was never written
+
+
+def test_a_killed_controller_leaves_no_credentials_on_disk(tmp_path):
+    """``kill -9`` of envbuild while the playbook runs: the link to its memory file may be left
+    behind, dangling; no file under /dev/shm, the temporary folder or ENVBUILD_HOME holds the
+    password, and nothing left can be read for it."""
+    import signal
+    import time
+
+    password = "kill9-sekrit-42"
+    home, tmp = tmp_path / "home", tmp_path / "tmp"
+    tmp.mkdir()
+    started = tmp_path / "started"
+    recipe, mirror = slow_recipe(tmp_path, [f"touch {started}", "sleep 60"])
+    inv = tmp_path / "nodes.yaml"
+    inv.write_text("all:\n  hosts:\n    box:\n      ansible_connection: local\n"
+                   f"      ansible_python_interpreter: {sys.executable}\n"
+                   f"      ansible_become_password: {password}\n")
+    before = set(Path("/dev/shm").glob("envbuild-inventory-*"))
+    proc = subprocess.Popen(provision_argv(recipe, mirror, tmp_path / "env", "--inventory", str(inv)),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                            env={**os.environ, "ENVBUILD_HOME": str(home), "TMPDIR": str(tmp)})
+    try:
+        deadline = time.time() + 300
+        while not started.exists() and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+        assert started.exists(), "the build step never started"
+        proc.send_signal(signal.SIGKILL)  # the controller only: its playbook is orphaned
+        proc.wait(timeout=30)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    leaks, left = [], sorted(set(Path("/dev/shm").glob("envbuild-inventory-*")) - before)
+    for root in (Path("/dev/shm"), tmp, home):
+        for path in root.rglob("*"):
+            try:
+                if path.is_file() and password.encode() in path.read_bytes():  # follows links
+                    leaks.append(str(path))
+            except (PermissionError, FileNotFoundError, OSError):
+                continue
+    assert leaks == []
+    for folder in left:  # what the killed run left: a dangling link to a memory file now gone
+        assert [p.name for p in folder.iterdir()] == ["credentials.yml"]
+        assert (folder / "credentials.yml").is_symlink() and not (folder / "credentials.yml").exists()
+        shutil.rmtree(folder)

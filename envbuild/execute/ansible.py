@@ -23,15 +23,17 @@ are therefore not passed to ansible-playbook at all, and after the run every art
 scrubbed of secret values and URL passwords. Credentials a play needs must be passed to it
 explicitly, with ``no_log``. An inventory's credentials (``ansible_password``,
 ``ansible_become_password``...) never enter the run folder: ``inventory/hosts.yml`` is written
-without them, and they reach ansible-playbook as a second inventory (``-i``) in a 0600 file
-outside the run folder (``/dev/shm`` where there is one, else the temporary folder), made when
-the playbook starts and removed when it ends (``_secret_inventory``).
+without them, and they reach ansible-playbook as a second inventory (``-i``): a link outside
+the run folder (``/dev/shm`` where there is one, else the temporary folder) to an anonymous
+memory file of this process, so they are never in a file, not even after a ``kill -9``
+(``_secret_inventory``).
 """
 
 from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import signal
 import sys
 import tempfile
@@ -135,21 +137,31 @@ def _secret_folder(private_dir: Path) -> Path:
 
 @contextmanager
 def _secret_inventory(job: AnsibleJob):
-    """The inventories to pass: the run folder's, and while the playbook runs a 0600 file of
-    the credentials outside the run folder (removed on the way out, exceptions included)."""
+    """The inventories to pass: the run folder's, and while the playbook runs the credentials
+    in an anonymous memory file of this process (``memfd_create``, mode 0600, close-on-exec),
+    reached through a link ``credentials.yml -> /proc/<pid>/fd/<n>`` in a 0700 folder outside
+    the run folder. Readers (Ansible may read an inventory source more than once) open it like
+    a file; only this user (or root) may. The credentials are never in a file: when this
+    process ends, even by SIGKILL, the memory file is gone and a link left behind dangles. The
+    link and its folder are removed on the way out, exceptions included."""
     if not job.secret_inventory:
         yield str(job.inventory)
         return
-    fd, name = tempfile.mkstemp(prefix="envbuild-inventory-", suffix=".yml", dir=_secret_folder(job.private_dir))
+    fd = os.memfd_create("envbuild-credentials", os.MFD_CLOEXEC)
+    folder = None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:  # mkstemp: mode 0600, this user only
-            out.write(job.secret_inventory)
-        yield [str(job.inventory), name]
+        os.fchmod(fd, 0o600)
+        data = memoryview(job.secret_inventory.encode("utf-8"))
+        while data:
+            data = data[os.write(fd, data):]
+        folder = tempfile.mkdtemp(prefix="envbuild-inventory-", dir=_secret_folder(job.private_dir))  # 0700
+        link = os.path.join(folder, "credentials.yml")  # the name tells Ansible's YAML plugin it is YAML
+        os.symlink(f"/proc/{os.getpid()}/fd/{fd}", link)
+        yield [str(job.inventory), link]
     finally:
-        try:
-            os.unlink(name)
-        except FileNotFoundError:
-            pass
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+        os.close(fd)
 
 
 @dataclass
