@@ -6,11 +6,11 @@ nothing here raises for a missing tool or a GPU-less node.
 
 from __future__ import annotations
 
-from envbuild.facts import conda, containers, cuda, gpu, host, ib, nccl, osinfo, python, user
+from envbuild.facts import conda, containers, cuda, gpu, host, ib, nccl, osinfo, pipconf, python, user
 from envbuild.facts.model import NodeFacts
 from envbuild.facts.probe import Probe, Section
 
-FACT_MODULES = (gpu, cuda, osinfo, host, user, python, conda, ib, nccl, containers)
+FACT_MODULES = (gpu, cuda, osinfo, host, user, pipconf, python, conda, ib, nccl, containers)
 
 
 def all_probes() -> list[Probe]:
@@ -70,6 +70,9 @@ def assemble(sections: dict[str, Section], host_name: str, *, collected_at: str 
     if not u.get("HOME", "").startswith("/"):
         f["home"] = None
         missing["home"] = sec("user_env").why("$HOME") if not sec("user_env").ok else "$HOME is not set"
+
+    # pip's configuration files (keys only) and the variables standing in for them
+    f["pip_config"], f["pip_config_env"] = pipconf.parse_pip_config(sec("pip_config").out)
 
     # Python
     f["pythons"] = python.parse_pythons(sec("pythons").out)

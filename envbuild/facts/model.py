@@ -66,6 +66,8 @@ class NodeFacts(_M):
     memory_gib: float | None = None
     pythons: list[Interpreter] = Field(default_factory=list)
     pip_packages: dict[str, str] = Field(default_factory=dict)
+    pip_config: dict[str, list[str]] = Field(default_factory=dict)  # pip.conf file -> section.key set there
+    pip_config_env: list[str] = Field(default_factory=list)  # variables standing in for them (facts.pipconf)
     conda: list[str] = Field(default_factory=list)  # conda/mamba/micromamba executables
     modules: list[str] = Field(default_factory=list)  # environment modules available
     infiniband: list[IbDevice] = Field(default_factory=list)

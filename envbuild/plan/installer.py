@@ -14,7 +14,8 @@ where it cannot.
 pip's configuration on the node reaches uv where it is in the environment (PIP_CERT and the CA
 bundle variables, PIP_INDEX_URL, PIP_EXTRA_INDEX_URL, PIP_FIND_LINKS, PIP_DEFAULT_TIMEOUT:
 ``envbuild.actions.steps.UV_ENV_FROM_PIP``), not where it is in a pip.conf file, which uv does
-not read: a node that configures its pip only there needs ``--installer pip``.
+not read: ``auto`` picks pip on a node whose pip.conf sets a certificate, index, trusted host or
+proxy that no variable stands in for (``envbuild.facts.pipconf``), and says which.
 
     >>> from envbuild.facts.model import NodeFacts
     >>> from envbuild.plan.params import UvBinary
@@ -29,6 +30,7 @@ not read: a node that configures its pip only there needs ``--installer pip``.
 from __future__ import annotations
 
 from envbuild.errors import InputError
+from envbuild.facts.pipconf import unseen_by_uv
 from envbuild.plan.params import UvBinary
 
 INSTALLERS = ("auto", "pip", "uv")
@@ -74,6 +76,10 @@ def choose_installer(requested: str, uv: UvBinary | None, facts, backend: str,
         raise InputError(f"unknown installer {requested!r}", hint="use --installer auto, pip or uv")
     if requested == "pip":
         return "pip", "pip: asked for (--installer pip)"
+    unseen = unseen_by_uv(getattr(facts, "pip_config", None) or {}, getattr(facts, "pip_config_env", None) or [])
+    if requested == "auto" and unseen and why_not_uv(uv, facts, backend, python) is None:
+        return "pip", (f"pip: the node's pip reads {'; '.join(unseen)}, a pip.conf setting uv does not read "
+                       "(uv takes pip's settings from the environment only); --installer uv to use uv anyway")
     why = why_not_uv(uv, facts, backend, python)
     if why is None:
         assert uv is not None
