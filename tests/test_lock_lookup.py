@@ -74,3 +74,17 @@ def test_a_changed_copy_of_a_shipped_recipe_is_not_shipped(tmp_path):
     assert rec.title in text
     path.write_text(text.replace(rec.title, rec.title + " (mine)", 1))
     assert not is_shipped(load_recipe(str(path)))
+
+
+def test_an_installed_envbuild_writes_its_locks_under_envbuild_home(tmp_path, monkeypatch) -> None:
+    """From site-packages, ``envbuild lock`` writes to $ENVBUILD_HOME/locks (a pip upgrade would
+    drop a lock written into the package); from a source checkout, into envbuild/lockfiles."""
+    from envbuild.lock import make
+
+    monkeypatch.delenv("ENVBUILD_LOCKDIR", raising=False)
+    monkeypatch.setenv("ENVBUILD_HOME", str(tmp_path / "home"))
+    assert make.default_lockdir() == make.SHIPPED_LOCKDIR and not make.installed_package()
+    site = tmp_path / "lib" / "python3.11" / "site-packages" / "envbuild" / "lockfiles"
+    monkeypatch.setattr(make, "SHIPPED_LOCKDIR", site)
+    assert make.installed_package(site) and make.default_lockdir() == tmp_path / "home" / "locks"
+    assert make.default_lockdir(tmp_path / "mine") == tmp_path / "mine"  # --lockdir still wins

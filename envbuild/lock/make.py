@@ -32,14 +32,27 @@ SHIPPED_LOCKDIR = Path(__file__).resolve().parents[1] / "lockfiles"  # envbuild/
 LOCKDIR_ENV = "ENVBUILD_LOCKDIR"
 
 
+def installed_package(folder: Path = SHIPPED_LOCKDIR) -> bool:
+    """Whether ``folder`` lies in an installed package (site-packages), not a source checkout."""
+    return any(part in ("site-packages", "dist-packages") for part in folder.parts)
+
+
 def default_lockdir(option: str | Path | None = None) -> Path:
     """The folder ``envbuild lock`` writes to and provision looks in first: ``--lockdir``, else
-    ``$ENVBUILD_LOCKDIR``, else the locks shipped inside the package (``envbuild/lockfiles``).
+    ``$ENVBUILD_LOCKDIR``, else, from a source checkout, the locks shipped inside the package
+    (``envbuild/lockfiles``, reviewed and committed), and from an installed envbuild
+    ``$ENVBUILD_HOME/locks`` (never into site-packages, where a pip upgrade would drop it).
 
     Never the working directory: the same command finds the same lock from any folder.
     """
     value = option or os.environ.get(LOCKDIR_ENV)
-    return Path(value) if value else SHIPPED_LOCKDIR
+    if value:
+        return Path(value)
+    if installed_package(SHIPPED_LOCKDIR):
+        from envbuild.rundir import envbuild_home
+
+        return envbuild_home() / "locks"
+    return SHIPPED_LOCKDIR
 
 
 def locate_lock(recipe: str, target: str, option: str | Path | None = None) -> Path:

@@ -112,7 +112,6 @@ class ImagePlan:
         out = {
             "org.opencontainers.image.title": f"envbuild {rec.name} ({self.target.name})",
             "org.opencontainers.image.description": " ".join(rec.title.split()),
-            "org.opencontainers.image.source": rec.published.url,
             "org.opencontainers.image.base.name": self.base.image,
             "org.opencontainers.image.version": __version__,
             "io.envbuild.recipe": rec.name,
@@ -121,6 +120,9 @@ class ImagePlan:
             "io.envbuild.plan.sha256": plan_digest(self.plan),
             "io.envbuild.version": __version__,
         }
+        url = rec.published.url
+        # the OCI spec's source is a URL; envbuild's own reference is "envbuild:README.md#..."
+        out["org.opencontainers.image.source" if url.startswith(("https://", "http://")) else "io.envbuild.published"] = url
         for name, sha in self.sources().items():
             out[f"io.envbuild.source.{name}"] = sha
         return out
