@@ -146,7 +146,8 @@ def test_real_run_report_in_headless_chromium(bed, provisioned):
     hosts = re.search(r"<th>hosts</th><td>([^<]*)</td>", dom).group(1).split(", ")
     assert sorted(hosts) == sorted(n.addr for n in bed["nodes"])
     assert 'class="badge yes" id="badge-functional"' in dom
-    assert 'class="badge no" id="badge-reproduced"' in dom  # cpu-reference: nothing to compare with
+    # cpu-reference is judged by its MFU floor on each node's own measured peak, met above
+    assert 'class="badge yes" id="badge-reproduced"' in dom
     assert "no bar: gpt.tokens_per_s" in dom  # no threshold, no published figure: numbers, no bars
 
 
