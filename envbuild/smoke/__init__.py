@@ -25,6 +25,7 @@ import subprocess
 from pathlib import Path
 from typing import Callable, Sequence
 
+from envbuild.smoke.floors import floors_for
 from envbuild.smoke.native import NATIVE_PARSERS, Verdict, evaluate, parse
 
 HERE = Path(__file__).parent
@@ -84,6 +85,9 @@ def read_result(kind: str, rc: int, out: str, err: str) -> dict:
             if obj.get("schema") == SCHEMA:
                 obj.setdefault("ok", rc == 0)
                 obj["rc"] = rc
+                floors = floors_for(obj)  # judged by the report like any threshold (smoke.floors)
+                if floors and "thresholds" not in obj:
+                    obj["thresholds"] = floors
                 return obj
     tail = (err or out).strip().splitlines()[-1:] or [""]
     return {"schema": SCHEMA, "kind": kind, "ok": False, "rc": rc,
