@@ -118,29 +118,28 @@ def capture(recipe: str, variant: str | None, command: str) -> str:
             '  exit "$status" )'])
     if c.log_index:
         index = shlex.quote(c.log_index)
-        text = "\n".join([
+        text = _run_then([
             f"# the training output goes to a log the script names and appends to {c.log_index}: the",
             "# log named by the first new line of the index is printed after the command",
-            f"envbuild_seen=$(wc -l 2>/dev/null < {index} || echo 0)",
-            "envbuild_rc=0",
-            f"{text} || envbuild_rc=$?",
+            f"envbuild_seen=$(wc -l 2>/dev/null < {index} || echo 0)"], text, [
             f'envbuild_log=$(tail -n +"$((envbuild_seen + 1))" {index} 2>/dev/null | head -n 1)',
             'if [ -n "$envbuild_log" ] && [ -f "$envbuild_log" ]; then',
             f"  echo {shlex.quote(MARK)} \"$envbuild_log:\"",
             '  cat -- "$envbuild_log"',
             "else",
             f"  echo {shlex.quote(f'envbuild: the command named no new log in {c.log_index}')} >&2",
-            "fi",
-            'exit "$envbuild_rc"'])
+            "fi"])
     if c.output_file:
         f = shlex.quote(c.output_file)
-        text = "\n".join([
+        text = _run_then([
             f"# the command writes its training output into {c.output_file}: a stale copy is removed,",
             "# the file is printed after the command",
-            f"rm -f -- {f}",
-            "envbuild_rc=0",
-            f"{text} || envbuild_rc=$?",
+            f"rm -f -- {f}"], text, [
             f"if [ -f {f} ]; then echo {shlex.quote(f'{MARK} {c.output_file}:')}; cat -- {f}; "
-            f"else echo {shlex.quote(f'envbuild: {c.output_file} was not written')} >&2; fi",
-            'exit "$envbuild_rc"'])
+            f"else echo {shlex.quote(f'envbuild: {c.output_file} was not written')} >&2; fi"])
     return text
+
+
+def _run_then(before: list[str], text: str, after: list[str]) -> str:
+    """``before``, then ``text`` with its exit status kept, then ``after``, then that status."""
+    return "\n".join([*before, "envbuild_rc=0", f"{text} || envbuild_rc=$?", *after, 'exit "$envbuild_rc"'])
