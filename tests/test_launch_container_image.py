@@ -22,7 +22,7 @@ def test_sbatch_runs_the_imported_sqsh_of_the_node_plan() -> None:
     rec, tgt, res = _plan("megatron-deepspeed-slurm", "slurm", {"podman": "4.9.3", "enroot": "3.5.0"})
     plan = res.plan
     path = plan.step("image-import").params.path
-    assert path.startswith(plan.prefix + "/") and path.endswith(default_image(rec.name, tgt.name, "slurm"))
+    assert path.startswith(plan.prefix + "/") and path == default_image(rec.name, tgt.name, "slurm", plan.prefix)
     job = build_job(rec, tgt, plan, LaunchOptions(scheduler="slurm"))
     assert job.container_image == path
     assert f"--container-image={path}" in render_job(job).text

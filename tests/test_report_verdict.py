@@ -131,3 +131,32 @@ def test_damaged_run_file_is_input_error(run, capsys):
     (run / "nodes" / "gpu-a" / "smoke.json").write_text("{not json")
     assert main(["report", str(run)]) == 2
     assert "smoke.json: not valid JSON" in capsys.readouterr().err
+
+
+def test_a_failed_native_verdict_fails_without_a_threshold_and_a_missing_run_is_not_judged(run):
+    """A native verdict of fail (its metric not in the output) is FAIL even where the recipe
+    sets no threshold; a benchmark that did not run is NOT JUDGED, never FAIL or PASS."""
+    make_clean(run)
+    recipe = json.loads((run / "recipe.json").read_text())
+    recipe["benchmark"]["threshold"] = None
+    (run / "recipe.json").write_text(json.dumps(recipe))
+    smoke_file = run / "nodes" / "gpu-a" / "smoke.json"
+    smoke = json.loads(smoke_file.read_text())
+    native = smoke["native"]
+    native["metrics"] = {}
+    native["threshold"] = None
+    native["verdict"] = {"status": "fail", "metric": "elapsed_time_per_iteration_ms", "value": None, "threshold": None,
+                         "passed": False, "reason": "metric not found in the log (metrics found: none)",
+                         "completion": {"state": "complete", "detail": "ok"}}
+    smoke_file.write_text(json.dumps(smoke))
+    report = collect(run)
+    assert report.verdict.status == "FAIL"
+    assert [(r.kind, r.host, r.message) for r in report.verdict.reasons] == [
+        ("benchmark", "gpu-a", "metric not found in the log (metrics found: none)")]
+    smoke["native"] = {"parser": "megatron-pretrain", "metric": "elapsed_time_per_iteration_ms", "ran": False,
+                       "reason": "needs 8 GPUs, the node has 0"}
+    smoke_file.write_text(json.dumps(smoke))
+    report = collect(run)
+    assert report.verdict.status == "NOT JUDGED" and report.verdict.reasons == []
+    assert "gpu-a: the recipe's benchmark did not run (needs 8 GPUs, the node has 0)" in report.verdict.not_judged
+    assert main(["report", str(run)]) == 5

@@ -153,6 +153,9 @@ def _read_manifest(root: Path, file: Path) -> Manifest:
                          hint="make the bundle again with `envbuild bundle`") from None
 
 
+MAX_MANIFEST = 64 * 2**20  # a manifest larger than this is not one `envbuild bundle` wrote
+
+
 def _declared(tar: tarfile.TarFile, members: list[tarfile.TarInfo], file: Path) -> None:
     """Refuse, before a byte is written, a member the manifest does not name or whose size is
     not the manifest's (with the free-space check in ``_unpack``: a small compressed file never
@@ -177,9 +180,6 @@ def _declared(tar: tarfile.TarFile, members: list[tarfile.TarInfo], file: Path) 
         raise InputError(f"{file}: the bundle does not match its manifest ({len(bad)} problem(s)):\n  - "
                          + "\n  - ".join(bad[:20]), hint="the bundle was changed after `envbuild bundle` made it; "
                          "nothing was unpacked")
-
-
-MAX_MANIFEST = 64 * 2**20
 
 
 def _unpack(file: Path, dest: Path) -> None:

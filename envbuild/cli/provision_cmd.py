@@ -154,7 +154,6 @@ def provision_cmd(recipe, target, recipe_option, hosts, inventory, backend, pref
         raise click.exceptions.Exit(out.exit_code)
 
 
-
 def verdict_line(run_dir) -> None:
     """The finished run's verdict as provision recorded it in run.json (one line)."""
     from envbuild.report.collect import read_run

@@ -375,12 +375,14 @@ def _torchrun(launcher: str, program: str) -> str:
             f'--rdzv_endpoint "$ENVBUILD_MASTER_ADDR:$ENVBUILD_MASTER_PORT" {program}')
 
 
-def default_image(recipe: str, target: str, scheduler: str, prefix: str = "") -> str:
+def default_image(recipe: str, target: str, scheduler: str, prefix: str | None = None) -> str:
     """The image envbuild builds for the recipe (``envbuild/<recipe>:<target>``, as the CI
     workflow tags it); for pyxis the enroot import of it in the plan's ``prefix``, an absolute
     path (pyxis pulls a bare name from a registry: ``envbuild.launch.pyxis``)."""
     if scheduler == "slurm":
-        return sqsh_path(prefix or "/", recipe, target)
+        if not prefix:
+            raise ValueError("a Slurm image is the enroot import in the plan's prefix: give the prefix")
+        return sqsh_path(prefix, recipe, target)
     return f"envbuild/{recipe}:{target}"
 
 

@@ -76,11 +76,11 @@ def choose_installer(requested: str, uv: UvBinary | None, facts, backend: str,
         raise InputError(f"unknown installer {requested!r}", hint="use --installer auto, pip or uv")
     if requested == "pip":
         return "pip", "pip: asked for (--installer pip)"
-    unseen = unseen_by_uv(getattr(facts, "pip_config", None) or {}, getattr(facts, "pip_config_env", None) or [])
-    if requested == "auto" and unseen and why_not_uv(uv, facts, backend, python) is None:
+    why = why_not_uv(uv, facts, backend, python)
+    unseen = unseen_by_uv(facts.pip_config, facts.pip_config_env)
+    if requested == "auto" and unseen and why is None:
         return "pip", (f"pip: the node's pip reads {'; '.join(unseen)}, a pip.conf setting uv does not read "
                        "(uv takes pip's settings from the environment only); --installer uv to use uv anyway")
-    why = why_not_uv(uv, facts, backend, python)
     if why is None:
         assert uv is not None
         return "uv", (f"uv {uv.version} ({uv.arch}, {uv.libc}) pushed to the node with its sha256: "

@@ -223,7 +223,9 @@ def node_report(node_dir: Path, lock: dict | None, lock_digest: str | None, reci
         native = smoke.get("native") if isinstance(smoke.get("native"), dict) else {}
         if native.get("ran") is False:
             node.benchmark_not_run = str(native.get("reason") or "not run")
-        done = (native.get("verdict") or {}).get("completion") if isinstance(native.get("verdict"), dict) else None
+        judged = native.get("verdict") if isinstance(native.get("verdict"), dict) else {}
+        done = judged.get("completion")
+        before = len(reasons)
         if isinstance(done, dict) and done.get("state") not in (None, "complete"):
             reasons.append(Reason(kind="benchmark", host=host, message=f"the benchmark run did not complete "
                                   f"({done.get('state')}: {done.get('detail')})"))
@@ -233,6 +235,8 @@ def node_report(node_dir: Path, lock: dict | None, lock_digest: str | None, reci
                 got = f"{b.name} = {b.value:g} {b.unit}".rstrip() if b.value is not None else f"{b.name} missing"
                 reasons.append(Reason(kind="benchmark", host=host, message=f"{got}, {cmp} threshold {b.threshold:g}"
                                       if b.value is not None else f"{got} (threshold {b.threshold:g})"))
+        if judged.get("status") == "fail" and len(reasons) == before:  # e.g. its metric not in the output
+            reasons.append(Reason(kind="benchmark", host=host, message=str(judged.get("reason") or "benchmark failed")))
         reasons += [Reason(kind="smoke", host=host, message=f"smoke {k} not ok") for k, ok in node.smoke_ok.items() if not ok]
     return node, reasons
 
@@ -334,10 +338,7 @@ def collect(run_dir: str | Path) -> Report:
         reasons += why
     if not nodes:
         reasons.append(Reason(kind="run", message="no node results in the run directory"))
-    launch = launch_job(load_json(run_dir / "launch.json"))
-    if launch is not None and launch.passed is False:
-        reasons.append(Reason(kind="run", message=f"{launch.scheduler} job {launch.job_id or '?'} did not pass"
-                              + (f" (state {launch.state})" if launch.state else "")))
+    launch = launch_job(load_json(run_dir / "launch.json"))  # its failures are the run's and its node's
     published = recipe.get("published") or {}
     from envbuild import __version__
     from envbuild.report.badges import assess
