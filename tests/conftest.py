@@ -30,6 +30,49 @@ def _own_envbuild_home(tmp_path_factory):
         os.environ.pop("ENVBUILD_HOME", None)
 
 
+@pytest.fixture(scope="module")
+def module_tmp(tmp_path_factory):
+    """``module_tmp(name)``: a new folder, like ``tmp_path_factory.mktemp(name)``, deleted when the
+    module's tests are done (after the fixtures that asked for it are torn down). The chroot, offline
+    and container clusters leave GBs each (~20 GB over the suite); pytest itself deletes factory
+    folders only at the session's end, so a machine with less free disk filled up before the suite
+    ended. ``ENVBUILD_KEEP_TMP=1`` keeps them for a look afterwards. A folder with something still
+    mounted inside is left where it is: deleting through a bind mount would reach the host's files."""
+    import os
+
+    made = []
+
+    def make(name: str):
+        path = tmp_path_factory.mktemp(name)
+        made.append(path)
+        return path
+
+    yield make
+    if os.environ.get("ENVBUILD_KEEP_TMP"):
+        return
+    for path in made:
+        _remove_tree(path)
+
+
+def _remove_tree(path) -> None:
+    import shutil
+    import subprocess
+    import warnings
+
+    def mounted() -> list[str]:
+        with open("/proc/self/mounts") as f:
+            points = [line.split()[1].replace("\\040", " ") for line in f]
+        return [m for m in points if m == str(path) or m.startswith(f"{path}/")]
+
+    for point in sorted(mounted(), key=len, reverse=True):
+        subprocess.run(["umount", "-l", point], capture_output=True)
+    left = mounted()
+    if left:
+        warnings.warn(f"{path} kept: still mounted inside it: {left[:3]}")
+        return
+    shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def ssh_nodes():
     """A running ``envbuild.testbed.sshd.SshTestbed`` with 3 nodes (127.0.0.2-4)."""

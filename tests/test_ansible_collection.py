@@ -162,10 +162,10 @@ def _git(*args, cwd):
 
 
 @pytest.fixture(scope="module")
-def converged(ssh_nodes, tmp_path_factory):
+def converged(ssh_nodes, module_tmp):
     """A plan of six steps (venv, git checkout, patch, .pth install, env file, import check) for
     the first sshd node, and a function that converges it and returns (rc, tracker)."""
-    base = tmp_path_factory.mktemp("converge")
+    base = module_tmp("converge")
     repo = base / "repo"
     repo.mkdir()
     _git("init", "-q", "-b", "main", cwd=repo)

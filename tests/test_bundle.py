@@ -59,13 +59,13 @@ def bundle(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def offline(tmp_path_factory):
+def offline(module_tmp):
     why = chroot.why_unavailable()
     if why:
         pytest.skip(why)
     from envbuild.testbed.offline import OfflineCluster
 
-    base = tmp_path_factory.mktemp("offline")
+    base = module_tmp("offline")
     cluster = OfflineCluster(base / "nodes", 2, tag=f"ebo{os.getpid() % 10000}", base=10)
     nodes = cluster.__enter__()
     try:

@@ -117,11 +117,11 @@ def _recipe(sha: str, url: str, vocab_sha: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def made(tmp_path_factory):
+def made(module_tmp):
     """The mirror, the recipe, its lock and its bundle (the data server stopped afterwards)."""
     if not any(WHEELS.glob("torch-2.13.0*cp311*.whl")):
         pytest.skip(f"no torch 2.13.0 cp311 wheel in {WHEELS}")
-    base = tmp_path_factory.mktemp("contents")
+    base = module_tmp("contents")
     mirror = _mirror(base)
     www = base / "www"
     www.mkdir()
@@ -235,13 +235,13 @@ def test_union_of_node_plans_and_what_a_plan_lacks(made, tmp_path) -> None:
 
 
 @pytest.fixture(scope="module")
-def node(made, tmp_path_factory):
+def node(made, module_tmp):
     why = chroot.why_unavailable()
     if why:
         pytest.skip(why)
     from envbuild.testbed.offline import OfflineCluster
 
-    base = tmp_path_factory.mktemp("contents-node")
+    base = module_tmp("contents-node")
     cluster = OfflineCluster(base / "nodes", 1, tag=f"ebc{os.getpid() % 10000}", base=40)
     nodes = cluster.__enter__()
     try:

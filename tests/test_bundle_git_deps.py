@@ -71,9 +71,9 @@ def _project(name: str, version: str, deps: list[str], code: str) -> dict[str, s
 
 
 @pytest.fixture(scope="module")
-def made(tmp_path_factory):
+def made(module_tmp):
     """The mirror, the recipe, its lock and its bundle."""
-    base = tmp_path_factory.mktemp("gitdeps")
+    base = module_tmp("gitdeps")
     # helper: one commit before the recipe's date (the pin), one after it (not taken)
     helper = _repo(base, "helper", [
         ("2024-01-10T10:00:00Z", _project("helper", "0.1", [], 'VALUE = "helper 0.1"\n')),
@@ -173,13 +173,13 @@ def test_a_bundle_without_the_git_dependency_is_refused_naming_it(made, tmp_path
 
 
 @pytest.fixture(scope="module")
-def node(made, tmp_path_factory):
+def node(made, module_tmp):
     why = chroot.why_unavailable()
     if why:
         pytest.skip(why)
     from envbuild.testbed.offline import OfflineCluster
 
-    base = tmp_path_factory.mktemp("gitdeps-node")
+    base = module_tmp("gitdeps-node")
     cluster = OfflineCluster(base / "nodes", 1, tag=f"ebg{os.getpid() % 10000}", base=50)
     nodes = cluster.__enter__()
     try:

@@ -155,11 +155,11 @@ def test_fmt_elapsed():
 # -- a real provision -----------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def slow(tmp_path_factory):
+def slow(module_tmp):
     sys.path.insert(0, str(Path(__file__).parent))
     from test_provision_interrupt import slow_recipe
 
-    base = tmp_path_factory.mktemp("progress")
+    base = module_tmp("progress")
     recipe, mirror = slow_recipe(base, ["sleep 2.5"])
     return {"base": base, "recipe": recipe, "mirror": mirror}
 

@@ -51,11 +51,11 @@ def provision(bed, *extra) -> tuple[int, dict, Path]:
 
 
 @pytest.fixture(scope="module")
-def bed(tmp_path_factory):
+def bed(module_tmp):
     why = chroot.why_no_wheel_cluster(WHEELS)
     if why:
         pytest.skip(why)
-    base = tmp_path_factory.mktemp("e2e")
+    base = module_tmp("e2e")
     cluster = chroot.wheel_cluster(base, 3, base=100, prefix="rnode", wheels=WHEELS)
     nodes = cluster.__enter__()
     state = {"nodes": nodes, "cluster": cluster, "base": base, "home": base / "home",

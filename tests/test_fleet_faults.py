@@ -37,10 +37,10 @@ WHEELS = Path("/opt/wheels")
 
 
 @pytest.fixture(scope="module")
-def bed(tmp_path_factory):
+def bed(module_tmp):
     if not any(WHEELS.glob("torch-2.13.0*cp311*.whl")):
         pytest.skip("no torch 2.13.0 cp311 wheel in /opt/wheels")
-    base = tmp_path_factory.mktemp("fleet")
+    base = module_tmp("fleet")
     before = uvcache.archives()
     with sshd.ssh_nodes(4, first_address=40) as nodes:
         yield {"nodes": nodes, "base": base, "home": base / "home", "cache": base / "cache",

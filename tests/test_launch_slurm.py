@@ -36,9 +36,9 @@ LOGS = Path(__file__).parent / "data" / "native_logs"
 
 
 @pytest.fixture(scope="module")
-def stand_ins(tmp_path_factory):
+def stand_ins(module_tmp):
     """``{recipe: (recipe, target, plan)}`` with each plan's stand-in environment built once."""
-    root = tmp_path_factory.mktemp("launch-envs")
+    root = module_tmp("launch-envs")
     out = {}
     for name, target in (("alpa-megatron", "slurm"), ("opt-175b-azure", "azure-nd96"),
                          ("megatron-deepspeed-slurm", "slurm")):

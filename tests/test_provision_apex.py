@@ -55,11 +55,11 @@ def recipe_yaml(sha: str, *, options: list[str], torch_cuda: str = "cpu", env: d
 
 
 @pytest.fixture(scope="module")
-def mirror(tmp_path_factory):
+def mirror(module_tmp):
     """``<mirror>/NVIDIA/apex.git`` holding the stand-in as one 2021-dated commit."""
     if not any(WHEELS.glob("torch-2.13.0*cp311*.whl")):
         pytest.skip("no torch 2.13.0 cp311 wheel in /opt/wheels")
-    base = tmp_path_factory.mktemp("apexmirror")
+    base = module_tmp("apexmirror")
     work = base / "work"
     shutil.copytree(STANDIN, work)
     git("init", "-q", "-b", "master", cwd=work)

@@ -40,11 +40,11 @@ import_check: [torch, six]
 
 
 @pytest.fixture(scope="module")
-def bed(tmp_path_factory):
+def bed(module_tmp):
     why = chroot.why_no_wheel_cluster(WHEELS)
     if why:
         pytest.skip(why)
-    base = tmp_path_factory.mktemp("chroot")
+    base = module_tmp("chroot")
     cluster = chroot.wheel_cluster(base, 3, base=80, wheels=WHEELS)
     nodes = cluster.__enter__()
     (base / "ref.yaml").write_text(RECIPE)

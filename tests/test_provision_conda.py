@@ -60,10 +60,10 @@ def conda_package(path: Path, name: str, version: str, files: dict[str, bytes]) 
 
 
 @pytest.fixture(scope="module")
-def channel(tmp_path_factory) -> Path:
+def channel(module_tmp) -> Path:
     from rattler.index import index_fs
 
-    root = tmp_path_factory.mktemp("channel")
+    root = module_tmp("channel")
     (root / "noarch").mkdir()
     conda_package(root / "noarch" / "envbuild-hello-1.0-0.tar.bz2", "envbuild-hello", "1.0",
                   {"bin/envbuild-hello": HELLO, "share/envbuild-hello/hello.txt": b"hello from conda\n"})

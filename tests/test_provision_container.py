@@ -46,7 +46,7 @@ def _why_not() -> str | None:
 
 
 @pytest.fixture(scope="module")
-def node(tmp_path_factory):
+def node(module_tmp):
     why = _why_not()
     if why:
         pytest.skip(why)
@@ -54,7 +54,7 @@ def node(tmp_path_factory):
 
     # a store of its own, not the session's (podman_store): the first provision must build cold,
     # so that the rebuild after a changed lock is seen to reuse the layers before the change
-    root = tmp_path_factory.mktemp("container-backend")
+    root = module_tmp("container-backend")
     podman = Podman(root / "podman")
     podman.import_rootfs(rootfs(), BASE)
     mp = pytest.MonkeyPatch()

@@ -35,9 +35,9 @@ CASES: dict[str, bool] = {}  # drift case -> repaired by one provision (the clos
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory):
+def env(module_tmp):
     """One provisioned cpu-reference environment, shared by the cases below (in order)."""
-    root = tmp_path_factory.mktemp("repair")
+    root = module_tmp("repair")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("ENVBUILD_HOME", str(root / "home"))
         prefix = root / "env"
@@ -220,10 +220,10 @@ def git(*args, cwd):
 
 
 @pytest.fixture(scope="module")
-def tree(tmp_path_factory):
+def tree(module_tmp):
     """A venv with a git source (pinned at the first of two commits), a patch, a .pth install
     and an env file, provisioned once through the playbook; plus a run folder for verify."""
-    root = tmp_path_factory.mktemp("gittree")
+    root = module_tmp("gittree")
     repo = root / "repo"
     repo.mkdir()
     git("init", "-q", "-b", "main", cwd=repo)

@@ -27,13 +27,13 @@ WHEELS = Path("/opt/wheels")
 
 
 @pytest.fixture(scope="module")
-def bed(tmp_path_factory):
+def bed(module_tmp):
     why = chroot.why_no_wheel_cluster(WHEELS)
     if why:
         pytest.skip(why)
     if controller_uv()[1] is None:
         pytest.skip("no uv binary on this controller")
-    base = tmp_path_factory.mktemp("uvnode")
+    base = module_tmp("uvnode")
     cluster = chroot.wheel_cluster(base, 1, base=190, wheels=WHEELS, prefix="uvn")
     nodes = cluster.__enter__()
     try:

@@ -23,9 +23,9 @@ RUN_ID = "20261122-090000-tiny-local"
 
 
 @pytest.fixture(scope="module")
-def fleet(tmp_path_factory, ssh_nodes):
+def fleet(module_tmp, ssh_nodes):
     """The shared sshd nodes, a venv per node, and a run directory that expects what is installed."""
-    root = tmp_path_factory.mktemp("verify")
+    root = module_tmp("verify")
     home = root / "home"
     run = home / "runs" / RUN_ID
     bed = ssh_nodes
