@@ -56,7 +56,8 @@ def test_effects_are_a_pure_function_of_the_plan():
     eff = effect_data(plan)
     assert eff == effect_data(plan)  # pure
     assert eff["preflight"] is None and eff["import-check"] is None
-    assert eff["environment"] == {"check": "interpreter", "python": "/e/bin/python"}
+    assert eff["environment"] == {"check": "interpreter", "python": "/e/bin/python", "prefix": "/e", "venv": True,
+                                  "system_site_packages": False}
     assert eff["pip:torch"] == {"check": "dists", "python": "/e/bin/python", "dists": {"torch": "2.13.0+cpu"}}
     assert eff["pip-tooling"]["dists"] == {"wheel": None}  # a specifier: any version, files intact
     assert eff["git:x"]["sha"] == "a" * 40 and [p["id"] for p in eff["git:x"]["patches"]] == ["p1"]

@@ -183,6 +183,72 @@ def test_half_installed_torch_is_not_accepted(env):
     assert (env["site"] / "torch" / "nn" / "modules" / "linear.py").is_file()
 
 
+def _environment_case(env, case: str, why: str) -> None:
+    """The environment step's effect no longer holds (``why`` in its detail): verify says so, and
+    one provision makes the venv again over its folder (the packages stay) and runs what follows."""
+    assert drift_of(latest(env)) == [("effect-failed", "environment")], case
+    out, res, _ = again(env)
+    assert why in res["effect_failed"]["environment"], res["effect_failed"]
+    repaired(env, case, out, res, ran=from_(out, "environment"), broken=["environment"], repair=[])
+    probe = subprocess.run([env["python"], "-c", "import sys, torch; print(sys.prefix)"],
+                           capture_output=True, text=True, check=True)
+    assert Path(probe.stdout.strip()) == env["prefix"]
+
+
+def test_an_interpreter_that_is_not_the_prefixs_own_is_replaced(env, tmp_path):
+    """bin/python a wrapper around another environment's interpreter: installs would land there,
+    outside the prefix. The effect compares sys.prefix; the venv is made again."""
+    other = tmp_path / "other"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(other)], check=True)
+    py = env["prefix"] / "bin" / "python"
+    py.unlink()
+    py.write_text(f'#!/bin/sh\nexec {other}/bin/python "$@"\n')
+    py.chmod(0o755)
+    _environment_case(env, "interpreter replaced", "not the environment's own interpreter")
+    assert py.is_symlink()
+
+
+def test_a_venv_without_pyvenv_cfg_is_made_again(env):
+    """Without pyvenv.cfg bin/python is the base interpreter itself (sys.prefix outside the prefix)."""
+    cfg = env["prefix"] / "pyvenv.cfg"
+    cfg.unlink()
+    _environment_case(env, "pyvenv.cfg removed", "pyvenv.cfg is missing")
+    assert cfg.is_file()
+
+
+def test_system_site_packages_switched_on_is_switched_off(env):
+    cfg = env["prefix"] / "pyvenv.cfg"
+    cfg.write_text(cfg.read_text().replace("include-system-site-packages = false",
+                                           "include-system-site-packages = true"))
+    _environment_case(env, "system site packages switched on", "include-system-site-packages = true")
+    assert "include-system-site-packages = false" in cfg.read_text()
+
+
+def test_a_foreign_pth_file_is_removed(env):
+    """A .pth no package owns runs its import lines at every start of the interpreter."""
+    evil = env["site"] / "zz-evil.pth"
+    evil.write_text("import os; os.environ.setdefault('ENVBUILD_PTH_RAN', '1')\n")
+    _environment_case(env, "foreign .pth file", "zz-evil.pth")
+    assert not evil.exists()
+    assert (env["site"] / "distutils-precedence.pth").exists() == any(env["site"].glob("setuptools-*.dist-info"))
+
+
+def test_a_metadata_version_edit_is_reinstalled(env):
+    """METADATA edited to another version: uv reads the folder's name and says "satisfied", so the
+    step runs as a repair (reinstall)."""
+    [info] = env["site"].glob("tqdm-*.dist-info")
+    meta = info / "METADATA"
+    text = meta.read_text()
+    locked = next(line for line in text.splitlines() if line.startswith("Version: "))
+    meta.write_text(text.replace(locked, "Version: 0.0.1", 1))
+    assert ("package-version", "tqdm") in drift_of(latest(env))
+    out, res, _ = again(env)
+    assert "METADATA was changed" in res["effect_failed"]["pip:packages"], res["effect_failed"]
+    repaired(env, "METADATA version edited", out, res, ran=from_(out, "pip:packages"),
+             broken=["pip:packages"], repair=["pip:packages"])
+    assert locked in meta.read_text().splitlines()
+
+
 def test_noop_starts_no_ansible_and_from_step_and_force(env, capsys):
     t = time.time()
     out, res, events = again(env)
@@ -302,4 +368,4 @@ def test_reverted_patch(tree):
 def test_every_drift_case_was_repaired_by_one_provision():
     tried, fixed = len(CASES), sum(CASES.values())
     print(f"\ndrift cases tried: {tried}, repaired by one provision: {fixed}: {sorted(CASES)}")
-    assert tried == 9 and fixed == tried, CASES
+    assert tried == 14 and fixed == tried, CASES

@@ -14,7 +14,9 @@ effect is derived from the plan alone, and the node-side checker
 
 Effects by step kind:
 
-- ``environment``: the interpreter ``<prefix>/bin/python`` exists and runs (``interpreter``);
+- ``environment``: the interpreter ``<prefix>/bin/python`` exists, runs and is the prefix's own
+  (``sys.prefix``); a venv's ``pyvenv.cfg`` has the planned system-site setting and no ``.pth``
+  file in it is foreign (``interpreter``);
 - ``uv_tool``: the pushed uv binary has the planned sha256 and mode 0755 (``file``);
 - ``pip_tooling`` / ``pip_install``: every named distribution is installed at its locked
   version, and every file of its RECORD is present with the recorded size and hash
@@ -64,10 +66,17 @@ class _E(BaseModel):
 
 
 class InterpreterEffect(_E):
-    """``python`` exists and runs."""
+    """``python`` exists, runs and is the environment's own: its ``sys.prefix`` is ``prefix``.
+    For a venv (``venv``) also: ``pyvenv.cfg`` says ``include-system-site-packages`` as planned,
+    and every ``.pth`` file in its purelib is owned by an installed distribution's RECORD or is
+    envbuild's own (``envbuild-*.pth``, ``_envbuild_*.pth``): a .pth line that starts with
+    ``import`` runs at every start of the interpreter."""
 
     check: Literal["interpreter"] = "interpreter"
     python: str
+    prefix: Optional[str] = None
+    venv: bool = False
+    system_site_packages: bool = False
 
 
 class DistsEffect(_E):
@@ -196,7 +205,8 @@ def effects(plan) -> dict[str, Optional[Effect]]:
         p = step.params
         eff: Optional[Effect] = None
         if p.kind == "environment" and p.backend != "container":
-            eff = InterpreterEffect(python=python)
+            eff = InterpreterEffect(python=python, prefix=plan.prefix, venv=p.backend in ("venv", "module-venv"),
+                                    system_site_packages=p.system_site_packages)
         elif p.kind in ("pip_tooling", "pip_install"):  # pip or uv: both write RECORD (uv: INSTALLER=uv)
             eff = _requirements_effect(python, p.requirements)
         elif p.kind == "uv_tool":

@@ -64,7 +64,8 @@ class EffectContext(object):
         import sysconfig
 
         if os.path.abspath(python) == os.path.abspath(sys.executable):
-            info = {"ok": True, "sys_path": list(sys.path), "purelib": sysconfig.get_paths()["purelib"]}
+            info = {"ok": True, "sys_path": list(sys.path), "purelib": sysconfig.get_paths()["purelib"],
+                    "prefix": sys.prefix}
         elif not os.path.isfile(python):
             info = {"ok": False, "error": "%s does not exist" % python}
         else:
@@ -268,7 +269,14 @@ def _check_dists(eff, ctx, manifest):
             continue
         site, dist_info, version = found
         if not same_version(want, version):
-            problems.append("%s %s installed, want %s" % (name, version, want))
+            # the folder's name says the wanted version and METADATA another: METADATA was
+            # edited, and installers that read the folder's name (uv) say "satisfied"
+            named = dist_info.rpartition(".")[0].rpartition("-")[2]
+            altered = bool(want) and same_version(want, named)
+            problems.append("%s %s installed, want %s%s" % (name, version, want, (
+                " (its METADATA was changed: the folder %s says %s; reinstall)" % (dist_info, named))
+                if altered else ""))
+            repair = repair or altered
             continue
         if dist_info.endswith(".egg-info"):
             continue  # no RECORD to check: the version is all the evidence
@@ -338,8 +346,64 @@ def _check_source(eff, ctx, manifest):
 
 def _check_interpreter(eff, ctx):
     env = ctx.env(eff["python"])
-    return {"ok": bool(env.get("ok")), "repair": False,
-            "detail": "%s runs" % eff["python"] if env.get("ok") else env.get("error", "")}
+    if not env.get("ok"):
+        return {"ok": False, "repair": False, "detail": env.get("error", "")}
+    fail = lambda why: {"ok": False, "repair": False, "detail": "%s: %s" % (eff["python"], why)}  # noqa: E731
+    prefix = eff.get("prefix")
+    cfg_path = os.path.join(os.path.expanduser(prefix or ""), "pyvenv.cfg")
+    if prefix and os.path.realpath(env.get("prefix") or "") != os.path.realpath(os.path.expanduser(prefix)):
+        why = "not the environment's own interpreter: its sys.prefix is %s, not %s" % (env.get("prefix"), prefix)
+        if eff.get("venv") and not os.path.isfile(cfg_path):
+            why += " (%s is missing)" % cfg_path
+        return fail(why)
+    if eff.get("venv"):
+        have = venv_config(cfg_path).get("include-system-site-packages", "false").lower() == "true"
+        if have != bool(eff.get("system_site_packages")):
+            return fail("%s says include-system-site-packages = %s, planned %s" % (
+                cfg_path, str(have).lower(), str(bool(eff.get("system_site_packages"))).lower()))
+        foreign = foreign_pth(env["purelib"])
+        if foreign:
+            return fail("%d .pth file(s) in %s that no installed package owns (a .pth runs at every start): %s"
+                        % (len(foreign), env["purelib"], _listed(foreign)))
+    return {"ok": True, "repair": False, "detail": "%s runs, sys.prefix %s" % (eff["python"], env.get("prefix"))}
+
+
+def venv_config(path):
+    """``pyvenv.cfg`` as {key: value}; {} when it cannot be read."""
+    out = {}
+    try:
+        with open(path) as fh:
+            for line in fh:
+                key, sep, value = line.partition("=")
+                if sep:
+                    out[key.strip().lower()] = value.strip()
+    except OSError:
+        pass
+    return out
+
+
+def foreign_pth(site):
+    """The ``.pth`` files directly in ``site`` that no ``*.dist-info/RECORD`` there lists and that
+    are not envbuild's own (``envbuild-*``, ``_envbuild_*``); ``easy-install.pth`` is owned while
+    an ``.egg-link`` (a legacy develop install) is there. The same rule as the environment step's
+    pruning action (``envbuild.actions.steps.PRUNE_PTH``; tests/test_venv_integrity.py keeps
+    the two equal)."""
+    try:
+        names = sorted(os.listdir(site))
+    except OSError:
+        return []
+    own = set()
+    for entry in names:
+        if entry.endswith(".dist-info"):
+            try:
+                with open(os.path.join(site, entry, "RECORD"), newline="", encoding="utf-8") as fh:
+                    own.update(row[0] for row in csv.reader(fh) if row)
+            except (OSError, ValueError):
+                continue
+    if any(n.endswith(".egg-link") for n in names):
+        own.add("easy-install.pth")
+    return [n for n in names if n.endswith(".pth") and n not in own
+            and not n.startswith(("envbuild-", "_envbuild_"))]
 
 
 def _check_file(eff, ctx):

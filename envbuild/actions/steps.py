@@ -121,6 +121,25 @@ BASE_SITE_PTH = ("import pathlib, sys, sysconfig; p = pathlib.Path(sys.argv[1], 
 SYSTEM_PREFIXES = ("/usr/", "/bin/")
 
 
+# A venv is made again over its own folder: its interpreter links and pyvenv.cfg go first, so that
+# `python -m venv` makes them anew (it leaves an existing link alone, wherever it points, and a
+# wrapper script in bin/python would keep the environment outside the prefix); the packages stay.
+# Then every .pth file in the venv's purelib that no installed distribution's RECORD lists and
+# that is not envbuild's own is removed (a .pth runs at every start of the interpreter). The same
+# rule as the node-side check (envbuild.actions.onnode_effects.foreign_pth); tests keep them equal.
+PRUNE_PTH = ("import csv, pathlib, sysconfig; s = pathlib.Path(sysconfig.get_paths()['purelib']); "
+             "own = {r[0] for f in s.glob('*.dist-info/RECORD') for r in csv.reader(f.open(newline='')) if r}; "
+             "own |= {'easy-install.pth'} if any(s.glob('*.egg-link')) else set(); "
+             "[print('envbuild: removed', p, '(a .pth no installed package owns)') or p.unlink() "
+             "for p in sorted(s.glob('*.pth')) if p.name not in own and not p.name.startswith(('envbuild-', '_envbuild_'))]")
+
+
+def venv_links(prefix: str, python: str) -> list[str]:
+    """The files ``python -m venv`` makes that say whose environment it is."""
+    root = prefix.rstrip("/")
+    return [f"{root}/pyvenv.cfg", f"{root}/bin/python", f"{root}/bin/python3", f"{root}/bin/python{python}"]
+
+
 def venv_argv(interpreter: str, prefix: str, system_site_packages: bool) -> list[str]:
     return [interpreter, "-m", "venv", *(["--system-site-packages"] if system_site_packages else []), prefix]
 
@@ -129,6 +148,7 @@ def _environment(step, p: P.EnvironmentParams, prefix: str) -> list[Action]:
     out: list[Action] = [MakeDir(path=f"{state_dir(p.prefix)}/state")]
     venv = venv_argv(p.interpreter, p.prefix, p.system_site_packages)
     if p.backend in ("venv", "module-venv", "container"):  # container: a venv over the image's python
+        out.append(Run(argv=["rm", "-f", *venv_links(p.prefix, p.python)]))
         if p.conda_module:  # the module's python: load it, then make the venv (argv as data)
             out.append(Run(argv=["bash", "-c", 'module load "$1" && shift && exec "$@"', "bash",
                                  p.conda_module, *venv]))
@@ -137,6 +157,7 @@ def _environment(step, p: P.EnvironmentParams, prefix: str) -> list[Action]:
             if p.system_site_packages and p.backend == "venv" and p.interpreter.startswith("/") \
                     and not p.interpreter.startswith(SYSTEM_PREFIXES):
                 out.append(Run(argv=[p.interpreter, "-c", BASE_SITE_PTH, p.prefix]))
+        out.append(Run(argv=[python_of(p.prefix), "-c", PRUNE_PTH]))
         return out
     # conda
     specs = list(p.conda_specs) or [f"python={p.python}"]

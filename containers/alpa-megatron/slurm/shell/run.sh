@@ -24,7 +24,9 @@ step_system_packages() {
 # why: recipe asks for Python 3.8
 step_environment() {
   mkdir -p /root/.envbuild/envs/alpa-megatron/.envbuild/state
+  rm -f /root/.envbuild/envs/alpa-megatron/pyvenv.cfg /root/.envbuild/envs/alpa-megatron/bin/python /root/.envbuild/envs/alpa-megatron/bin/python3 /root/.envbuild/envs/alpa-megatron/bin/python3.8
   /usr/bin/python3.8 -m venv /root/.envbuild/envs/alpa-megatron
+  /root/.envbuild/envs/alpa-megatron/bin/python -c "import csv, pathlib, sysconfig; s = pathlib.Path(sysconfig.get_paths()['purelib']); own = {r[0] for f in s.glob('*.dist-info/RECORD') for r in csv.reader(f.open(newline='')) if r}; own |= {'easy-install.pth'} if any(s.glob('*.egg-link')) else set(); [print('envbuild: removed', p, '(a .pth no installed package owns)') or p.unlink() for p in sorted(s.glob('*.pth')) if p.name not in own and not p.name.startswith(('envbuild-', '_envbuild_'))]"
 }
 
 # step pip-tooling: pip==23.0.1, setuptools==59.5.0, wheel==0.45.1

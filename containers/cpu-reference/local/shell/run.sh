@@ -17,7 +17,9 @@ step_preflight() {
 # why: recipe asks for Python 3.11
 step_environment() {
   mkdir -p /root/.envbuild/envs/cpu-reference/.envbuild/state
+  rm -f /root/.envbuild/envs/cpu-reference/pyvenv.cfg /root/.envbuild/envs/cpu-reference/bin/python /root/.envbuild/envs/cpu-reference/bin/python3 /root/.envbuild/envs/cpu-reference/bin/python3.11
   /usr/bin/python3.11 -m venv /root/.envbuild/envs/cpu-reference
+  /root/.envbuild/envs/cpu-reference/bin/python -c "import csv, pathlib, sysconfig; s = pathlib.Path(sysconfig.get_paths()['purelib']); own = {r[0] for f in s.glob('*.dist-info/RECORD') for r in csv.reader(f.open(newline='')) if r}; own |= {'easy-install.pth'} if any(s.glob('*.egg-link')) else set(); [print('envbuild: removed', p, '(a .pth no installed package owns)') or p.unlink() for p in sorted(s.glob('*.pth')) if p.name not in own and not p.name.startswith(('envbuild-', '_envbuild_'))]"
 }
 
 # step pip-tooling: pip==24.0

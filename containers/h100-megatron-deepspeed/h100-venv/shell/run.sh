@@ -18,7 +18,9 @@ step_preflight() {
 # why: setup)
 step_environment() {
   mkdir -p /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/state
+  rm -f /root/.envbuild/envs/h100-megatron-deepspeed/pyvenv.cfg /root/.envbuild/envs/h100-megatron-deepspeed/bin/python /root/.envbuild/envs/h100-megatron-deepspeed/bin/python3 /root/.envbuild/envs/h100-megatron-deepspeed/bin/python3.12
   /usr/bin/python3.12 -m venv --system-site-packages /root/.envbuild/envs/h100-megatron-deepspeed
+  /root/.envbuild/envs/h100-megatron-deepspeed/bin/python -c "import csv, pathlib, sysconfig; s = pathlib.Path(sysconfig.get_paths()['purelib']); own = {r[0] for f in s.glob('*.dist-info/RECORD') for r in csv.reader(f.open(newline='')) if r}; own |= {'easy-install.pth'} if any(s.glob('*.egg-link')) else set(); [print('envbuild: removed', p, '(a .pth no installed package owns)') or p.unlink() for p in sorted(s.glob('*.pth')) if p.name not in own and not p.name.startswith(('envbuild-', '_envbuild_'))]"
 }
 
 # step pip-tooling: pip==24.0, wheel==0.45.1

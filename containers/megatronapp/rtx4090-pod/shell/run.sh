@@ -26,7 +26,9 @@ step_system_packages() {
 # why: plan's
 step_environment() {
   mkdir -p /root/.envbuild/envs/megatronapp/.envbuild/state
+  rm -f /root/.envbuild/envs/megatronapp/pyvenv.cfg /root/.envbuild/envs/megatronapp/bin/python /root/.envbuild/envs/megatronapp/bin/python3 /root/.envbuild/envs/megatronapp/bin/python3.8
   python3 -m venv --system-site-packages /root/.envbuild/envs/megatronapp
+  /root/.envbuild/envs/megatronapp/bin/python -c "import csv, pathlib, sysconfig; s = pathlib.Path(sysconfig.get_paths()['purelib']); own = {r[0] for f in s.glob('*.dist-info/RECORD') for r in csv.reader(f.open(newline='')) if r}; own |= {'easy-install.pth'} if any(s.glob('*.egg-link')) else set(); [print('envbuild: removed', p, '(a .pth no installed package owns)') or p.unlink() for p in sorted(s.glob('*.pth')) if p.name not in own and not p.name.startswith(('envbuild-', '_envbuild_'))]"
 }
 
 # step pip:packages: 11 Python packages (lock order)
