@@ -58,6 +58,17 @@ def canonical_json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
+def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
+    """sha256 of a file, read in blocks: the one file hash of the controller side."""
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
 def sha256_text(text: str) -> str:
     import hashlib
 

@@ -162,23 +162,3 @@ def commit_info(repo: str | Path, sha: str) -> tuple[str, str]:
     date, _, subject = proc.stdout.rstrip("\n").partition("\x00")
     return date, subject
 
-
-def checkout_at(source: str | Path, dest: str | Path, sha: str) -> Path:
-    """Clone ``source`` (URL or mirror path) into ``dest`` and check out ``sha`` detached.
-
-    An existing clone at ``dest`` is fetched into instead. The checked-out HEAD is verified to
-    equal ``sha``.
-    """
-    dest = Path(dest)
-    if not SHA_RE.match(sha):
-        raise InputError(f"not a full commit SHA: {sha!r}", hint="pin 40 hex digits")
-    if not (dest / ".git").exists():
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        run_git(["clone", "--no-checkout", "--", str(source), str(dest)], timeout=3600)
-    if not has_commit(dest, sha):
-        run_git(["fetch", "--quiet", "--", str(source), sha], cwd=dest, timeout=3600)
-    run_git(["-c", "advice.detachedHead=false", "checkout", "--quiet", "--force", sha], cwd=dest)
-    head = run_git(["rev-parse", "HEAD"], cwd=dest).stdout.strip()
-    if head != sha:
-        raise GitError(f"checkout of {sha} in {dest} gave {head}", hint="the clone is damaged; remove it")
-    return dest

@@ -13,7 +13,6 @@ environment variable name reaches a shell (``export NAME=...``), so it is a POSI
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from typing import Annotated
 
 from pydantic import AfterValidator
@@ -22,6 +21,12 @@ NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 NAME_RULE = "lower-case letters, digits, '.', '_' and '-', starting with a letter or digit"
 ENV_NAME_RULE = "letters, digits and '_', not starting with a digit"
+
+
+def project_name(name: str) -> str:
+    """A distribution's PEP 503 normalized name, the one normaliser of the controller side (the
+    node-side files, standard library only, keep their own copy): ``Foo_Bar.baz`` -> ``foo-bar-baz``."""
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def is_name(value: object) -> bool:
@@ -33,14 +38,6 @@ def check_name(value: str, what: str = "name") -> str:
     if not is_name(value):
         raise ValueError(f"{value!r} is not a valid {what} ({NAME_RULE})")
     return value
-
-
-def check_env_names(env: Mapping[str, object], what: str = "env") -> Mapping[str, object]:
-    """``env`` when every key is a POSIX environment variable name, else ValueError."""
-    for key in env:
-        if not isinstance(key, str) or not ENV_NAME_RE.fullmatch(key):
-            raise ValueError(f"{what}: {key!r} is not an environment variable name ({ENV_NAME_RULE})")
-    return env
 
 
 def check_env_name(value: str) -> str:

@@ -1,12 +1,9 @@
 """Secrets never reach a run directory, a log or a report.
 
-Three tools, used wherever envbuild writes environment-like data:
+Two tools, used wherever envbuild writes environment-like data:
 
 - ``is_secret_name(name)``: an environment variable whose name looks like a credential
   (``HF_TOKEN``, ``AWS_SECRET_ACCESS_KEY``, ``DB_PASSWORD``, ``GITHUB_PAT`` ...).
-- ``child_env(environ)``: the environment handed to ansible-playbook: the controller's, less
-  every secret-named variable (ansible-runner writes its whole environment to
-  ``artifacts/<ident>/command``, so a secret given to it would land in the run directory).
 - ``Redactor``: replaces the *values* of the controller's secret-named variables, and the
   password part of URLs, in any text or JSON-like object before it is written.
 
@@ -43,12 +40,6 @@ def is_secret_name(name: str) -> bool:
 def mask_env(env: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of ``env`` with the value of every secret-named variable replaced by ``***``."""
     return {k: (MASK if is_secret_name(str(k)) and v not in (None, "") else v) for k, v in env.items()}
-
-
-def child_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``environ`` (default ``os.environ``) without its secret-named variables."""
-    env = os.environ if environ is None else environ
-    return {k: v for k, v in env.items() if not is_secret_name(k)}
 
 
 class Redactor:

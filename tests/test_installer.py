@@ -127,8 +127,6 @@ def test_controller_uv_is_the_binary_uv_finds():
 def test_plan_command_shows_the_installer_decision_and_obeys_installer_pip(tmp_path):
     import json
     import os
-    import subprocess
-    import sys
 
     env = {**os.environ, "ENVBUILD_HOME": str(tmp_path)}
     facts = tmp_path / "facts.json"

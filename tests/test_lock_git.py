@@ -147,14 +147,6 @@ def test_recipe_marked_unverified_keeps_pin_when_mirror_lacks_ref(mirror):
     assert "branch head not established" in locked.reason
 
 
-def test_checkout_at_clones_exact_commit(mirror, tmp_path):
-    dest = gitsrc.checkout_at(mirror["repo"], tmp_path / "clone", mirror["head"])
-    assert (dest / "c.txt").is_file()
-    again = gitsrc.checkout_at(mirror["repo"], dest, mirror["base"])
-    assert not (again / "c.txt").exists()
-    assert _git("rev-parse", "HEAD", cwd=again) == mirror["base"]
-
-
 def test_mirror_lacking_ref_and_commit_records_unverified(mirror):
     locked = lock_git(_src(ref="fairseq_v3", sha="a" * 40), mirror["root"])
     assert not locked.verified and locked.sha == "a" * 40

@@ -56,6 +56,7 @@ from typing import Annotated, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
+from envbuild.names import project_name
 from envbuild.plan import params as P
 
 _EXACT = re.compile(r"^[0-9][0-9A-Za-z.+!_-]*$")
@@ -177,9 +178,7 @@ Effect = Annotated[Union[InterpreterEffect, DistsEffect, GitEffect, PatchEffect,
                    Field(discriminator="check")]
 
 
-def canonical(name: str) -> str:
-    """PEP 503 normalized distribution name."""
-    return re.sub(r"[-_.]+", "-", name).lower()
+canonical = project_name
 
 
 def _requirements_effect(python: str, reqs: list[P.Requirement]) -> DistsEffect:

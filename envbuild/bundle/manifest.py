@@ -27,12 +27,12 @@ Example (abridged)::
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from envbuild.fsio import sha256_file as fsio_sha256_file
 BUNDLE_SCHEMA = "envbuild.bundle/1"
 MANIFEST = "manifest.json"
 NODE_DIR = "node"
@@ -104,12 +104,7 @@ class Manifest(_M):
         return self.model_dump_json(by_alias=True, indent=2) + "\n"
 
 
-def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(chunk):
-            h.update(block)
-    return h.hexdigest()
+sha256_file = fsio_sha256_file
 
 
 def tree_files(root: Path) -> list[str]:

@@ -76,8 +76,3 @@ def cuda_of_tag(tag: str | None) -> str | None:
         return None
     return f"{int(digits[:-1])}.{digits[-1]}"
 
-
-def tag_of_cuda(cuda: str) -> str:
-    """``"11.3"`` -> ``"cu113"``."""
-    major, minor = vtuple(cuda)[:2]
-    return f"cu{major}{minor}"

@@ -103,24 +103,6 @@ def run(node: Node, command: str, *, timeout: float = 300) -> tuple[int, str, st
         close(conn)
 
 
-def put_text(node: Node, text: str, remote_path: str) -> None:
-    """Write ``text`` to ``remote_path`` on the node (parent folder must exist)."""
-    if node.is_local:
-        from envbuild.fsio import write_atomic
-
-        write_atomic(remote_path, text)
-        return
-    import io
-
-    conn = connection(node)
-    try:
-        conn.put(io.BytesIO(text.encode()), remote_path)
-    except Exception as exc:  # noqa: BLE001
-        raise failure(node, exc, conn) from None
-    finally:
-        close(conn)
-
-
 def each(nodes: list[Node], fn: Callable[[Node], T]) -> dict[str, T | Exception]:
     """Run ``fn(node)`` for every node in parallel; exceptions are returned, not raised."""
     out: dict[str, T | Exception] = {}

@@ -11,12 +11,12 @@ A command (``uv --version``) and its wheel's tags, read by a pure parser:
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import subprocess
 from functools import lru_cache
 
+from envbuild.fsio import sha256_file
 from envbuild.plan.params import UvBinary
 
 _VERSION = re.compile(r"^uv\s+(\d+\.\d+\.\d+\S*)(?:\s+\((?P<triple>[^)\s]+)[^)]*\))?", re.M)
@@ -61,12 +61,7 @@ def find_uv() -> str | None:
         return None
 
 
-def _sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+_sha256 = sha256_file
 
 
 @lru_cache(maxsize=4)

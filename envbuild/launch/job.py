@@ -411,7 +411,7 @@ def task_script(job: Job, prelude: list[str], command: str | None = None) -> str
 def say(text: str, redirect: str = "") -> list[str]:
     """``echo`` a note (one quoted word: a ``$`` in it is printed, not expanded)."""
     word = q("envbuild: " + text)
-    return ([f"# shellcheck disable=SC2016  # printed as written"] if "$" in word or "`" in word else []) \
+    return (["# shellcheck disable=SC2016  # printed as written"] if "$" in word or "`" in word else []) \
         + [f"echo {word}" + (f" {redirect}" if redirect else "")]
 
 

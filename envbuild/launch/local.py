@@ -22,7 +22,6 @@ def output_paths(job: Job) -> tuple[str, str, str]:
 def render(job: Job) -> str:
     if job.nodes != 1:
         raise InputError("--scheduler local runs on this node only", hint="leave --nodes out (or 1)")
-    opts = job.options
     out = job.output_dir.rstrip("/") or "."
     port = str(job.master_port) if job.master_port else str(PORT)
     base = f'"$JOB_DIR"/{q(job.name + "-local")}'

@@ -7,7 +7,6 @@ to name the versions that exist when a pin asks for one that does not.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -19,6 +18,7 @@ from packaging.utils import parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from envbuild.lock.schema import normalize
+from envbuild.fsio import sha256_file
 
 PROBE_TIMEOUT = 6.0
 PYPI_SIMPLE = "https://pypi.org/simple"
@@ -156,13 +156,7 @@ def describe_versions(versions: tuple[str, ...] | None, around: str | None = Non
     return ", ".join(shown) + more
 
 
-def file_sha256(path: Path) -> str:
-    """sha256 of a file, read in blocks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+file_sha256 = sha256_file
 
 
 def wheelhouse_projects(folder: Path) -> dict[str, list[Path]]:

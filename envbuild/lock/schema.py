@@ -36,6 +36,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from envbuild.names import project_name
 LOCK_SCHEMA = "envbuild.lock/1"
 KNOWN_SCHEMAS = (LOCK_SCHEMA,)
 
@@ -173,8 +174,4 @@ class Lock(_M):
         return next((g for g in self.git if g.name == name), None)
 
 
-def normalize(name: str) -> str:
-    """PEP 503 normalized project name."""
-    import re
-
-    return re.sub(r"[-_.]+", "-", name).lower()
+normalize = project_name  # the name the lock modules import it by

@@ -8,19 +8,17 @@ the lock being JSON or YAML (with a comment header) and of sections nesting the 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from envbuild.errors import InputError
+from envbuild.names import project_name
 
 NOT_APPLIED = {"unchanged", "skipped", "skip", "refused", "not-applicable", "already-applied", "expect"}
 
 
-def canonical(name: str) -> str:
-    """PEP 503 normalized distribution name."""
-    return re.sub(r"[-_.]+", "-", name).lower()
+canonical = project_name
 
 
 @dataclass

@@ -35,12 +35,6 @@ class OptionRow:
             return "APEX_PARALLEL_BUILD"
         return "APEX_" + self.flag.lstrip("-").upper()
 
-    def present_on(self, day: date) -> bool:
-        if day < date.fromisoformat(self.added):
-            return False
-        return self.removed is None or day < date.fromisoformat(self.removed)
-
-
 OPTIONS: list[OptionRow] = [
     OptionRow("--cuda_ext", "2018-10-23", "81eef1ef"),
     OptionRow("--cpp_ext", "2018-10-29", "e0bc5d62"),

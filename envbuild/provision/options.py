@@ -10,7 +10,7 @@ from typing import Callable
 from envbuild.bundle import offline as bundle_offline
 from envbuild.errors import InputError
 from envbuild.execute.nodes import Node, load_inventory, local_node, parse_hosts
-from envbuild.plan.build import prefix_problem
+from envbuild.plan.build import PlanOptions, prefix_problem
 from envbuild.plan.model import Plan
 
 
@@ -132,9 +132,8 @@ def _check_conda(opts: ProvisionOptions, recipe) -> None:
                          hint="add --backend conda")
 
 
-def plan_options(opts: ProvisionOptions, recipe, lock: object | None = None) -> "PlanOptions":
+def plan_options(opts: ProvisionOptions, recipe, lock: object | None = None) -> PlanOptions:
     """The planner's options from provision's (shared with ``envbuild plan``)."""
-    from envbuild.plan.build import PlanOptions
     from envbuild.plan.resolve import fetch_urls
 
     from envbuild.plan.resolve import default_backend
