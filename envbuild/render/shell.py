@@ -71,12 +71,25 @@ def heredoc_delimiter(content: str) -> str:
         n += 1
 
 
+# Build parallelism the planner sized for the target's cores and memory (envbuild.patches.apex_build):
+# a script or image build may run on a smaller machine (a 4-core CI runner building the image of a
+# 96-core target), so the rendered value is the planned one or the builder's core count, the lower.
+CAPPED_BY_CORES = frozenset({"MAX_JOBS"})
+
+
 def env_words(env: dict[str, str], path: list[str]) -> list[str]:
-    """``K=V`` words for ``env`` (values quoted) plus ``PATH=<dirs>:"$PATH"`` for ``path``."""
+    """``K=V`` words for ``env`` (values quoted) plus ``PATH=<dirs>:"$PATH"`` for ``path``.
+
+    >>> env_words({"MAX_JOBS": "96", "X": "a b"}, [])
+    ['MAX_JOBS="$(( $(nproc) < 96 ? $(nproc) : 96 ))"', "X='a b'"]
+    """
     words = []
     for k, v in env.items():
         if not k.replace("_", "a").isalnum() or k[:1].isdigit():
             raise ValueError(f"not a POSIX variable name: {k!r}")
+        if k in CAPPED_BY_CORES and str(v).isdigit():
+            words.append(f'{k}="$(( $(nproc) < {v} ? $(nproc) : {v} ))"')
+            continue
         words.append(f"{k}={q(str(v))}")
     if path:
         words.append("PATH=" + q(":".join(path)) + ':"$PATH"')

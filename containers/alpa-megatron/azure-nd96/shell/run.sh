@@ -122,7 +122,7 @@ step_patch_apex_cuda_check() {
 # why: keeping 285 GiB headroom (96 cores, 1 GPU arch(s); NVIDIA/apex#1882)
 step_apex_apex() {
   mkdir -p /mnt/envbuild/envs/alpa-megatron/.envbuild/wheels/apex-e2083df5eb96-366fcbb822ce555372e8
-  (cd /mnt/envbuild/envs/alpa-megatron/src/apex && env MAX_JOBS=96 PIP_DISABLE_PIP_VERSION_CHECK=1 TORCH_CUDA_ARCH_LIST=8.0 PATH=/mnt/envbuild/envs/alpa-megatron/bin:"$PATH" /mnt/envbuild/envs/alpa-megatron/bin/python setup.py --cpp_ext --cuda_ext bdist_wheel -d /mnt/envbuild/envs/alpa-megatron/.envbuild/wheels/apex-e2083df5eb96-366fcbb822ce555372e8)
+  (cd /mnt/envbuild/envs/alpa-megatron/src/apex && env MAX_JOBS="$(( $(nproc) < 96 ? $(nproc) : 96 ))" PIP_DISABLE_PIP_VERSION_CHECK=1 TORCH_CUDA_ARCH_LIST=8.0 PATH=/mnt/envbuild/envs/alpa-megatron/bin:"$PATH" /mnt/envbuild/envs/alpa-megatron/bin/python setup.py --cpp_ext --cuda_ext bdist_wheel -d /mnt/envbuild/envs/alpa-megatron/.envbuild/wheels/apex-e2083df5eb96-366fcbb822ce555372e8)
   /mnt/envbuild/envs/alpa-megatron/bin/python -m pip install --no-input --disable-pip-version-check --no-deps --no-index --force-reinstall --find-links=/mnt/envbuild/envs/alpa-megatron/.envbuild/wheels/apex-e2083df5eb96-366fcbb822ce555372e8 apex
 }
 

@@ -123,7 +123,7 @@ step_patch_apex_cuda_check() {
 # why: (cache_key)
 step_apex_apex() {
   mkdir -p /root/.envbuild/envs/alpa-megatron/.envbuild/wheels/apex-e2083df5eb96-f0aa51ed03d3469e4bc5
-  (cd /root/.envbuild/envs/alpa-megatron/src/apex && env MAX_JOBS=1 PIP_DISABLE_PIP_VERSION_CHECK=1 TORCH_CUDA_ARCH_LIST=9.0 PATH=/root/.envbuild/envs/alpa-megatron/bin:"$PATH" /root/.envbuild/envs/alpa-megatron/bin/python setup.py --cpp_ext --cuda_ext bdist_wheel -d /root/.envbuild/envs/alpa-megatron/.envbuild/wheels/apex-e2083df5eb96-f0aa51ed03d3469e4bc5)
+  (cd /root/.envbuild/envs/alpa-megatron/src/apex && env MAX_JOBS="$(( $(nproc) < 1 ? $(nproc) : 1 ))" PIP_DISABLE_PIP_VERSION_CHECK=1 TORCH_CUDA_ARCH_LIST=9.0 PATH=/root/.envbuild/envs/alpa-megatron/bin:"$PATH" /root/.envbuild/envs/alpa-megatron/bin/python setup.py --cpp_ext --cuda_ext bdist_wheel -d /root/.envbuild/envs/alpa-megatron/.envbuild/wheels/apex-e2083df5eb96-f0aa51ed03d3469e4bc5)
   /root/.envbuild/envs/alpa-megatron/bin/python -m pip install --no-input --disable-pip-version-check --no-deps --no-index --force-reinstall --find-links=/root/.envbuild/envs/alpa-megatron/.envbuild/wheels/apex-e2083df5eb96-f0aa51ed03d3469e4bc5 apex
 }
 

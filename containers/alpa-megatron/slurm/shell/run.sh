@@ -124,7 +124,7 @@ step_patch_apex_cuda_check() {
 # why: (cache_key)
 step_apex_apex() {
   mkdir -p /root/.envbuild/envs/alpa-megatron/.envbuild/wheels/apex-e2083df5eb96-6a7c336446bb9dc2fe00
-  (cd /root/.envbuild/envs/alpa-megatron/src/apex && env MAX_JOBS=1 PIP_DISABLE_PIP_VERSION_CHECK=1 TORCH_CUDA_ARCH_LIST=8.0 PATH=/root/.envbuild/envs/alpa-megatron/bin:"$PATH" /root/.envbuild/envs/alpa-megatron/bin/python setup.py --cpp_ext --cuda_ext bdist_wheel -d /root/.envbuild/envs/alpa-megatron/.envbuild/wheels/apex-e2083df5eb96-6a7c336446bb9dc2fe00)
+  (cd /root/.envbuild/envs/alpa-megatron/src/apex && env MAX_JOBS="$(( $(nproc) < 1 ? $(nproc) : 1 ))" PIP_DISABLE_PIP_VERSION_CHECK=1 TORCH_CUDA_ARCH_LIST=8.0 PATH=/root/.envbuild/envs/alpa-megatron/bin:"$PATH" /root/.envbuild/envs/alpa-megatron/bin/python setup.py --cpp_ext --cuda_ext bdist_wheel -d /root/.envbuild/envs/alpa-megatron/.envbuild/wheels/apex-e2083df5eb96-6a7c336446bb9dc2fe00)
   /root/.envbuild/envs/alpa-megatron/bin/python -m pip install --no-input --disable-pip-version-check --no-deps --no-index --force-reinstall --find-links=/root/.envbuild/envs/alpa-megatron/.envbuild/wheels/apex-e2083df5eb96-6a7c336446bb9dc2fe00 apex
 }
 

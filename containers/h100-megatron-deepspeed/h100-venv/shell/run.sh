@@ -45,11 +45,11 @@ pydantic-core==2.46.3 --hash=sha256:fb528e295ed31570ac3dcc9bfdd6e0150bc11ce6168a
 typing-inspection==0.4.2 --hash=sha256:4ed1cacbdc298c220f1bd249ed5287caa16f34d44ef4e9c3d0cbad5b521545e7
 pydantic==2.13.3 --hash=sha256:6db14ac8dfc9a1e57f87ea2c0de670c251240f43cb0c30a5130e9720dc612927
 ENVBUILD_EOF_cc852d7bd27c
-  env DS_BUILD_OPS=0 DS_BUILD_FUSED_ADAM=1 TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=8 /root/.envbuild/envs/h100-megatron-deepspeed/bin/python -m pip install --no-input --disable-pip-version-check -r /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/requirements/pip-packages.txt --require-hashes --no-deps
+  env DS_BUILD_OPS=0 DS_BUILD_FUSED_ADAM=1 TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS="$(( $(nproc) < 8 ? $(nproc) : 8 ))" /root/.envbuild/envs/h100-megatron-deepspeed/bin/python -m pip install --no-input --disable-pip-version-check -r /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/requirements/pip-packages.txt --require-hashes --no-deps
   mkdir -p /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/requirements && cat > /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/requirements/pip-packages-no-isolation.txt <<'ENVBUILD_EOF_49d0d8b105b3' && chmod 0644 /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/requirements/pip-packages-no-isolation.txt
 deepspeed==0.18.9
 ENVBUILD_EOF_49d0d8b105b3
-  env DS_BUILD_OPS=0 DS_BUILD_FUSED_ADAM=1 TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=8 /root/.envbuild/envs/h100-megatron-deepspeed/bin/python -m pip install --no-input --disable-pip-version-check -r /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/requirements/pip-packages-no-isolation.txt --no-build-isolation --no-deps
+  env DS_BUILD_OPS=0 DS_BUILD_FUSED_ADAM=1 TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS="$(( $(nproc) < 8 ? $(nproc) : 8 ))" /root/.envbuild/envs/h100-megatron-deepspeed/bin/python -m pip install --no-input --disable-pip-version-check -r /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/requirements/pip-packages-no-isolation.txt --no-build-isolation --no-deps
 }
 
 # step git:megatron-deepspeed: megatron-deepspeed @ e4bac7019db9
@@ -110,7 +110,7 @@ step_git_apex() {
 # why: cores, 1 GPU arch(s); NVIDIA/apex#1882)
 step_apex_apex() {
   mkdir -p /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/wheels/apex-6424da3b4faa-837967d631b5195728b8
-  (cd /root/.envbuild/envs/h100-megatron-deepspeed/src/apex && env APEX_CPP_EXT=1 APEX_CUDA_EXT=1 APEX_PARALLEL_BUILD=4 MAX_JOBS=4 PIP_DISABLE_PIP_VERSION_CHECK=1 TORCH_CUDA_ARCH_LIST=9.0 PATH=/root/.envbuild/envs/h100-megatron-deepspeed/bin:"$PATH" /root/.envbuild/envs/h100-megatron-deepspeed/bin/python -m pip wheel --no-deps -w /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/wheels/apex-6424da3b4faa-837967d631b5195728b8 -v --no-cache-dir --no-build-isolation .)
+  (cd /root/.envbuild/envs/h100-megatron-deepspeed/src/apex && env APEX_CPP_EXT=1 APEX_CUDA_EXT=1 APEX_PARALLEL_BUILD=4 MAX_JOBS="$(( $(nproc) < 4 ? $(nproc) : 4 ))" PIP_DISABLE_PIP_VERSION_CHECK=1 TORCH_CUDA_ARCH_LIST=9.0 PATH=/root/.envbuild/envs/h100-megatron-deepspeed/bin:"$PATH" /root/.envbuild/envs/h100-megatron-deepspeed/bin/python -m pip wheel --no-deps -w /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/wheels/apex-6424da3b4faa-837967d631b5195728b8 -v --no-cache-dir --no-build-isolation .)
   /root/.envbuild/envs/h100-megatron-deepspeed/bin/python -m pip install --no-input --disable-pip-version-check --no-deps --no-index --force-reinstall --find-links=/root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/wheels/apex-6424da3b4faa-837967d631b5195728b8 apex
 }
 

@@ -214,7 +214,7 @@ step_patch_apex_cuda_check() {
 # why: keeping 285 GiB headroom (96 cores, 1 GPU arch(s); NVIDIA/apex#1882)
 step_apex_apex() {
   mkdir -p /mnt/envbuild/envs/opt-175b-azure/.envbuild/wheels/apex-e2083df5eb96-0acf9a42ea143f13fc81
-  (cd /mnt/envbuild/envs/opt-175b-azure/src/apex && env MAX_JOBS=96 PIP_DISABLE_PIP_VERSION_CHECK=1 TORCH_CUDA_ARCH_LIST=8.0 PATH=/mnt/envbuild/envs/opt-175b-azure/bin:"$PATH" /mnt/envbuild/envs/opt-175b-azure/bin/python setup.py --cpp_ext --cuda_ext --deprecated_fused_adam --xentropy --fast_multihead_attn bdist_wheel -d /mnt/envbuild/envs/opt-175b-azure/.envbuild/wheels/apex-e2083df5eb96-0acf9a42ea143f13fc81)
+  (cd /mnt/envbuild/envs/opt-175b-azure/src/apex && env MAX_JOBS="$(( $(nproc) < 96 ? $(nproc) : 96 ))" PIP_DISABLE_PIP_VERSION_CHECK=1 TORCH_CUDA_ARCH_LIST=8.0 PATH=/mnt/envbuild/envs/opt-175b-azure/bin:"$PATH" /mnt/envbuild/envs/opt-175b-azure/bin/python setup.py --cpp_ext --cuda_ext --deprecated_fused_adam --xentropy --fast_multihead_attn bdist_wheel -d /mnt/envbuild/envs/opt-175b-azure/.envbuild/wheels/apex-e2083df5eb96-0acf9a42ea143f13fc81)
   /mnt/envbuild/envs/opt-175b-azure/bin/python -m pip install --no-input --disable-pip-version-check --no-deps --no-index --force-reinstall --find-links=/mnt/envbuild/envs/opt-175b-azure/.envbuild/wheels/apex-e2083df5eb96-0acf9a42ea143f13fc81 apex
 }
 

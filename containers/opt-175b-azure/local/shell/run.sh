@@ -212,7 +212,7 @@ step_patch_apex_cuda_check() {
 # why: (cache_key)
 step_apex_apex() {
   mkdir -p /root/.envbuild/envs/opt-175b-azure/.envbuild/wheels/apex-e2083df5eb96-f129581eb499a6b35ea2
-  (cd /root/.envbuild/envs/opt-175b-azure/src/apex && env MAX_JOBS=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PATH=/root/.envbuild/envs/opt-175b-azure/bin:"$PATH" /root/.envbuild/envs/opt-175b-azure/bin/python setup.py --cpp_ext --cuda_ext --deprecated_fused_adam --xentropy --fast_multihead_attn bdist_wheel -d /root/.envbuild/envs/opt-175b-azure/.envbuild/wheels/apex-e2083df5eb96-f129581eb499a6b35ea2)
+  (cd /root/.envbuild/envs/opt-175b-azure/src/apex && env MAX_JOBS="$(( $(nproc) < 1 ? $(nproc) : 1 ))" PIP_DISABLE_PIP_VERSION_CHECK=1 PATH=/root/.envbuild/envs/opt-175b-azure/bin:"$PATH" /root/.envbuild/envs/opt-175b-azure/bin/python setup.py --cpp_ext --cuda_ext --deprecated_fused_adam --xentropy --fast_multihead_attn bdist_wheel -d /root/.envbuild/envs/opt-175b-azure/.envbuild/wheels/apex-e2083df5eb96-f129581eb499a6b35ea2)
   /root/.envbuild/envs/opt-175b-azure/bin/python -m pip install --no-input --disable-pip-version-check --no-deps --no-index --force-reinstall --find-links=/root/.envbuild/envs/opt-175b-azure/.envbuild/wheels/apex-e2083df5eb96-f129581eb499a6b35ea2 apex
 }
 

@@ -90,11 +90,11 @@ urllib3==2.1.0 --hash=sha256:55901e917a5896a349ff771be919f8bd99aff50b79fe58fec59
 requests==2.31.0 --hash=sha256:58cd2187c01e70e6e26505bca751777aa9f2ee0b7f4300988b709f44e013003f
 xarray==2024.1.1 --hash=sha256:0bec81303b088c8df4f075e1579c00cfd7e5069688e4434007f0b8d7df17fc1c
 ENVBUILD_EOF_326f5f9a045c
-  env FLASH_ATTENTION_FORCE_BUILD=TRUE MAX_JOBS=8 /root/.envbuild/envs/polaris-megatron-deepspeed/bin/python -m pip install --no-input --disable-pip-version-check -r /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/requirements/pip-packages.txt --require-hashes --no-deps
+  env FLASH_ATTENTION_FORCE_BUILD=TRUE MAX_JOBS="$(( $(nproc) < 8 ? $(nproc) : 8 ))" /root/.envbuild/envs/polaris-megatron-deepspeed/bin/python -m pip install --no-input --disable-pip-version-check -r /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/requirements/pip-packages.txt --require-hashes --no-deps
   mkdir -p /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/requirements && cat > /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/requirements/pip-packages-no-isolation.txt <<'ENVBUILD_EOF_e155264da1af' && chmod 0644 /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/requirements/pip-packages-no-isolation.txt
 flash-attn==2.4.2
 ENVBUILD_EOF_e155264da1af
-  env FLASH_ATTENTION_FORCE_BUILD=TRUE MAX_JOBS=8 /root/.envbuild/envs/polaris-megatron-deepspeed/bin/python -m pip install --no-input --disable-pip-version-check -r /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/requirements/pip-packages-no-isolation.txt --no-build-isolation --no-deps
+  env FLASH_ATTENTION_FORCE_BUILD=TRUE MAX_JOBS="$(( $(nproc) < 8 ? $(nproc) : 8 ))" /root/.envbuild/envs/polaris-megatron-deepspeed/bin/python -m pip install --no-input --disable-pip-version-check -r /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/requirements/pip-packages-no-isolation.txt --no-build-isolation --no-deps
 }
 
 # step git:ambivalent: ambivalent @ e130acf2ae47
