@@ -134,3 +134,25 @@ def test_wheelhouse_wheels_are_mounted_not_copied() -> None:
     text = ctx.files["Dockerfile"]
     assert "--mount=type=bind,source=wheelhouse,target=/opt/envbuild/wheelhouse" in text
     assert "COPY wheelhouse" not in text
+
+
+def test_a_package_without_a_hash_fails_the_render_unless_accepted_by_name(tmp_path):
+    """OPT's torch 1.10.1+cu113 has no verified hash in its lock: provision refuses it without
+    --allow-unverified torch, and so does every render (nothing written); accepted, the CI
+    workflow's own render names it too."""
+    from clirun import envbuild
+
+    out = tmp_path / "ctx"
+    p = envbuild("render", "opt-175b-azure", "--target", "azure-nd96", "--format", "dockerfile", "-o", str(out))
+    assert p.returncode == 1 and "no verified hash in the lock: torch" in p.stderr and "--allow-unverified" in p.stderr
+    assert not out.exists()
+    p = envbuild("render", "opt-175b-azure", "--target", "azure-nd96", "--format", "dockerfile", "-o", str(out),
+                 "--allow-unverified", "torch")
+    assert p.returncode == 0, p.stderr
+    assert (out / "Dockerfile").is_file()
+    wf = tmp_path / "ci"
+    p = envbuild("render", "opt-175b-azure", "--target", "azure-nd96", "--format", "ci", "-o", str(wf),
+                 "--allow-unverified", "torch")
+    assert p.returncode == 0, p.stderr
+    text = "\n".join(f.read_text() for f in wf.rglob("*.yml"))
+    assert "--format dockerfile -o build/context --allow-unverified torch" in text

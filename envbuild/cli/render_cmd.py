@@ -26,8 +26,10 @@ from envbuild.cli.output import console, emit_json
 @click.option("--prefix", default=None, help="Environment prefix on the node (ansible, shell).")
 @click.option("--wheelhouse", default=None, type=click.Path(),
               help="Folder of wheels: node formats use it as find-links; image formats copy the locked ones into the context.")
+@click.option("--allow-unverified", "allow_unverified", multiple=True, metavar="NAME",
+              help="Accept a package the lock has no verified hash for (repeat per package), as provision does.")
 @click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
-def render_cmd(recipe, target, fmt, out, base, facts_file, lock_file, prefix, wheelhouse, as_json):
+def render_cmd(recipe, target, fmt, out, base, facts_file, lock_file, prefix, wheelhouse, allow_unverified, as_json):
     """Write RECIPE's plan for TARGET in FORMAT (default recipe: the embedded reference).
 
     \b
@@ -36,7 +38,9 @@ def render_cmd(recipe, target, fmt, out, base, facts_file, lock_file, prefix, wh
       envbuild render alpa-megatron --target azure-nd96 --format apptainer
       envbuild render cpu-reference --target local --format shell -o /tmp/sh && bash /tmp/sh/run.sh
     Exit 0 when written; 1 when written but preflight refuses the target (the render stops at
-    its first command); 2 bad input.
+    its first command), or nothing written because a package has no verified hash in the lock
+    and was not accepted by --allow-unverified NAME (an image build checks hashes as provision
+    does); 2 bad input.
     """
     from envbuild.inputs import find_lock, lock_source, node_facts, recipe_and_target
     from envbuild.render.context import write
@@ -55,6 +59,9 @@ def render_cmd(recipe, target, fmt, out, base, facts_file, lock_file, prefix, wh
                  wheelhouse=wheelhouse, prefix=prefix,
                  run_dir=str((folder / "run").resolve()), cache_dir=str((folder / "cache").resolve()),
                  inventory=inventory)
+    from envbuild.provision.replan import refuse_unverified
+
+    refuse_unverified(res.plan, list(allow_unverified))  # before a file is written
     written = write(res.context, folder, wheelhouse=Path(wheelhouse) if wheelhouse else None)
     if as_json:
         emit_json({"format": fmt, "recipe": rec.name, "target": tgt.name, "out": str(folder),

@@ -23,8 +23,13 @@ def workflow(ip: ImagePlan) -> dict:
     gpu = bool(ip.plan and any(s.kind == "smoke" for s in ip.plan.steps)) and bool(getattr(ip.target, "gpus", None))
     verify = f"{ip.files_dir}/verify.sh"
     run = "docker run --rm" + (" --gpus all" if gpu else "") + " --network=none"
+    # rendering this workflow needed each package without a hash accepted by name
+    # (--allow-unverified): the build context it renders names the same ones
+    unverified = sorted({n for st in (ip.plan.steps if ip.plan else []) if st.kind in ("pip_install", "pip_tooling")
+                         for n in st.params.unverified})
     render = (f"envbuild render {rec} --target {tgt} --format dockerfile -o build/context"
-              + (" --wheelhouse \"$WHEELHOUSE\"" if ip.wheelhouse else ""))
+              + (" --wheelhouse \"$WHEELHOUSE\"" if ip.wheelhouse else "")
+              + "".join(f" --allow-unverified {n}" for n in unverified))
     steps = [
         {"uses": "actions/checkout@v4"},
         {"uses": "actions/setup-python@v5", "with": {"python-version": "3.11"}},
