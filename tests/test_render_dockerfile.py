@@ -156,3 +156,17 @@ def test_a_package_without_a_hash_fails_the_render_unless_accepted_by_name(tmp_p
     assert p.returncode == 0, p.stderr
     text = "\n".join(f.read_text() for f in wf.rglob("*.yml"))
     assert "--format dockerfile -o build/context --allow-unverified torch" in text
+
+
+def test_the_nodes_own_settings_are_given_at_run_time_not_baked_into_env():
+    """Azure ND96's NCCL/UCX settings, its topology file on the host and its /mnt cache are the
+    node's: the image's ENV holds only the environment's, host.env the node's (docker --env-file)."""
+    ctx = dockerfile.render(plan_of("opt-175b-azure", "azure-nd96"))
+    env = dfp(ctx.files["Dockerfile"]).envs
+    assert env["VIRTUAL_ENV"] == "/opt/envbuild/opt-175b-azure"
+    assert not {"NCCL_TOPO_FILE", "PIP_CACHE_DIR", "NCCL_SOCKET_IFNAME"} & set(env), env
+    host = dict(line.split("=", 1) for line in ctx.files["host.env"].splitlines())
+    assert host["NCCL_TOPO_FILE"] == "/opt/microsoft/ndv4-topo.xml" and host["PIP_CACHE_DIR"] == "/mnt/.cache/pip"
+    assert "docker run --env-file host.env" in ctx.files["Dockerfile"].replace("\n# ", " ")
+    # a target without settings of its own: no host.env
+    assert "host.env" not in dockerfile.render(plan_of("cpu-reference", "local")).files

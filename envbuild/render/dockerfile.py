@@ -175,7 +175,12 @@ def render(ip: ImagePlan) -> Context:
         w.lines.append(f"COPY envbuild.lock {ip.state}/envbuild.lock")
     env = {"VIRTUAL_ENV": ip.prefix, "PATH": f"{ip.prefix}/bin:$PATH"}
     ef = ip.env_file()
-    env.update(ef.vars if ef else {})
+    host = ip.host_env()
+    env.update({k: v for k, v in (ef.vars if ef else {}).items() if k not in host})
+    if host:  # the node's settings, given at run time: `docker run --env-file host.env` (values verbatim)
+        w.files["host.env"] = "".join(f"{k}={v}\n" for k, v in host.items())
+        w.lines += _comment(f"{ip.target.name}'s own settings ({', '.join(host)}) are the node's, not the "
+                            f"image's: on such a node, docker run --env-file host.env (this folder's)")
     w.lines += ["ENV " + " \\\n    ".join(f"{k}={dq(v) if k != 'PATH' else dq(ip.prefix + '/bin') + ':$PATH'}"
                                            for k, v in env.items())]
     w.lines += ["LABEL " + " \\\n      ".join(f"{k}={dq(v)}" for k, v in ip.labels().items())]

@@ -102,6 +102,17 @@ class ImagePlan:
     def env_file(self) -> P.EnvFileParams | None:
         return next((s.params for s in self.plan.steps if s.kind == "env_file"), None)
 
+    def host_env(self) -> dict[str, str]:
+        """The env file's variables that are the target node's, not the environment's: the
+        target's ``env`` (NCCL/UCX settings, a topology file on the host) and the cache folders
+        from its ``cache_dir``, unless the recipe sets them itself. An image carries them as a
+        file to pass at run time on such a node, never in its ``ENV``."""
+        ef = self.env_file()
+        if ef is None:
+            return {}
+        host = set(self.target.env) | ({"PIP_CACHE_DIR", "TMPDIR"} if self.target.cache_dir else set())
+        return {k: v for k, v in ef.vars.items() if k in host and k not in self.recipe.env}
+
     def sources(self) -> dict[str, str]:
         """``{name: sha}`` of the git sources (labels, verify)."""
         return {s.params.name: s.params.sha or s.params.ref for s in self.plan.steps
