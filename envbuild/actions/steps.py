@@ -302,12 +302,22 @@ def _install_source(step, p: P.InstallSourceParams, prefix: str) -> list[Action]
                 log=log_path(prefix, step.id))]
 
 
+def home_word(path: str) -> str | None:
+    """A path under the user's home (``~`` or ``~/...``, a prefix planned without the node's
+    facts) as one shell word that still means the home folder, ``"$HOME"/'...'`` (no shell
+    expands ``~`` inside quotes); None for any other path."""
+    if path == "~" or path.startswith("~/"):
+        return '"$HOME"' + ("/" + shlex.quote(path[2:]) if path[2:] else "")
+    return None
+
+
 def env_file_text(prefix: str, variables: dict[str, str]) -> str:
     """The environment file: every value shell-quoted; names are POSIX names (the recipe
     and target schemas refuse others)."""
+    bin_dir = prefix.rstrip("/") + "/bin"
     lines = ["# written by envbuild; source it before running the recipe",
-             f"export VIRTUAL_ENV={shlex.quote(prefix)}",
-             f"export PATH={shlex.quote(prefix.rstrip('/') + '/bin')}:\"$PATH\""]
+             f"export VIRTUAL_ENV={home_word(prefix) or shlex.quote(prefix)}",
+             f"export PATH={home_word(bin_dir) or shlex.quote(bin_dir)}:\"$PATH\""]
     for k, v in variables.items():
         if not ENV_NAME_RE.match(k):  # the schemas refuse these at load; never write one
             raise ValueError(f"not a POSIX variable name: {k!r}")

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envbuild.actions.assets import asset_path
+from envbuild.actions.steps import home_word
 from envbuild.actions.model import (ApplyPatch, BuildWheel, Capture, CopyAsset, GitCheckout,
                                     MakeDir, Run, WriteFile)
 
@@ -33,7 +34,16 @@ from envbuild.actions.model import (ApplyPatch, BuildWheel, Capture, CopyAsset, 
 
 def q(value: str) -> str:
     """``shlex.quote``, but a value holding single quotes and nothing a double-quoted word
-    expands (``$ ` \\ ! "``) is double-quoted, which reads better than ``'"'"'``."""
+    expands (``$ ` \\ ! "``) is double-quoted, which reads better than ``'"'"'``; a path that
+    starts with ``~/`` (a prefix under the user's home, as Polaris's) keeps meaning the home
+    folder: ``"$HOME"/...`` (the shell expands no ``~`` inside quotes).
+
+    >>> print(q("~/.envbuild/envs/x y"), q("/opt/a b"))
+    "$HOME"/'.envbuild/envs/x y' '/opt/a b'
+    """
+    home = home_word(value)
+    if home:
+        return home
     if "'" in value and not any(c in value for c in '$`\\!"'):
         return '"' + value + '"'
     return shlex.quote(value)
