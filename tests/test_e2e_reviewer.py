@@ -200,9 +200,16 @@ def test_smoke_failure_fails_the_node_at_step_smoke(bed, provisioned):
     bad = bed["nodes"][2]
     site = f"{PREFIX}/lib/python3.11/site-packages"
     # torch made unimportable without touching its files (a hidden or deleted torch is repaired
-    # by the next provision: its effect does not hold), so that the smoke itself fails
+    # by the next provision: its effect does not hold), so that the smoke itself fails: a package
+    # installed by hand beside the lock's ships a .pth that blocks torch. A .pth no package owns
+    # would be removed by the environment step (tests/test_provision_repair.py); this one is its
+    # package's, listed in its RECORD, so the node keeps it and the smoke must catch it.
     block = f"{site}/zz_envbuild_test_block_torch.pth"
-    bad.ssh(f"echo 'import sys; sys.modules[\"torch\"] = None' > {block} && rm -f {PREFIX}/.envbuild/state/smoke.done")
+    info = f"{site}/zz_block_torch-1.0.dist-info"
+    bad.ssh(f"echo 'import sys; sys.modules[\"torch\"] = None' > {block} && mkdir -p {info} && "
+            f"printf 'Metadata-Version: 2.1\\nName: zz-block-torch\\nVersion: 1.0\\n' > {info}/METADATA && "
+            f"printf 'zz_envbuild_test_block_torch.pth,,\\nzz_block_torch-1.0.dist-info/METADATA,,\\n' > {info}/RECORD && "
+            f"rm -f {PREFIX}/.envbuild/state/smoke.done")
     try:
         rc, out, run = provision(bed)
         assert rc == 4, json.dumps(out["results"], indent=1)[-3000:]
@@ -219,4 +226,4 @@ def test_smoke_failure_fails_the_node_at_step_smoke(bed, provisioned):
         assert {(r["kind"], r["host"]) for r in report["verdict"]["reasons"]} >= {
             ("step", bad.addr), ("smoke", bad.addr)}
     finally:
-        bad.ssh(f"rm -f {block}")
+        bad.ssh(f"rm -rf {block} {info}")
