@@ -153,7 +153,7 @@ def test_second_provision_from_bundle_changes_nothing(offline, bundle):
 
 
 def _sha256(path: Path) -> str:
-    from envbuild.bundle.manifest import sha256_file
+    from envbuild.fsio import sha256_file
 
     return sha256_file(path)
 

@@ -13,7 +13,7 @@ from packaging.version import Version
 
 from envbuild.errors import InputError
 from envbuild.lock import make_lock
-from envbuild.lock.indexes import file_sha256
+from envbuild.fsio import sha256_file
 from envbuild.lock.uvresolve import install_order, parse_via, platform_tags, python_platform
 from envbuild.recipes.schema import Recipe
 from envbuild.targets import load_target
@@ -159,7 +159,7 @@ def test_wheelhouse_serves_off_index_package(lab, tmp_path):
         {"name": "six", "version": "1.16.0"}]), lab, wheelhouse=house)
     probe = lock.package("envbuild-probe")
     assert probe.verified and probe.source == "wheelhouse"
-    assert probe.dist.sha256 == file_sha256(wheel) and probe.dist.filename == wheel.name
+    assert probe.dist.sha256 == sha256_file(wheel) and probe.dist.filename == wheel.name
     assert str(tmp_path) not in yaml.safe_dump(lock.model_dump(mode="json"))  # no machine paths
     assert lock.package("six").source == "pypi"
 

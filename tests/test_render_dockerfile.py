@@ -170,3 +170,13 @@ def test_the_nodes_own_settings_are_given_at_run_time_not_baked_into_env():
     assert "docker run --env-file host.env" in ctx.files["Dockerfile"].replace("\n# ", " ")
     # a target without settings of its own: no host.env
     assert "host.env" not in dockerfile.render(plan_of("cpu-reference", "local")).files
+
+
+def test_a_node_setting_with_a_line_break_is_refused_not_split_into_two_variables():
+    from envbuild.errors import InputError
+
+    ip = plan_of("opt-175b-azure", "azure-nd96")
+    ef = ip.env_file()
+    object.__setattr__(ef, "vars", {**ef.vars, "NCCL_SOCKET_IFNAME": "eth0\nLD_PRELOAD=/tmp/x.so"})
+    with pytest.raises(InputError, match="NCCL_SOCKET_IFNAME holds a line break"):
+        dockerfile.render(ip)

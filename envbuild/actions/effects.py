@@ -178,8 +178,6 @@ Effect = Annotated[Union[InterpreterEffect, DistsEffect, GitEffect, PatchEffect,
                    Field(discriminator="check")]
 
 
-canonical = project_name
-
 
 def _requirements_effect(python: str, reqs: list[P.Requirement]) -> DistsEffect:
     from envbuild.compat.wheel_records import record_defects
@@ -188,9 +186,9 @@ def _requirements_effect(python: str, reqs: list[P.Requirement]) -> DistsEffect:
     defects: dict[str, list[str]] = {}
     for r in reqs:
         exact = r.requirement.replace(" ", "").endswith("==" + r.version)
-        dists[canonical(r.name)] = r.version if exact and _EXACT.match(r.version) else None
-        if paths := record_defects(canonical(r.name), r.hashes):
-            defects[canonical(r.name)] = paths
+        dists[project_name(r.name)] = r.version if exact and _EXACT.match(r.version) else None
+        if paths := record_defects(project_name(r.name), r.hashes):
+            defects[project_name(r.name)] = paths
     return DistsEffect(python=python, dists=dists, record_defects=defects)
 
 
@@ -211,7 +209,7 @@ def effects(plan) -> dict[str, Optional[Effect]]:
         elif p.kind == "uv_tool":
             eff = FileEffect(path=p.dest, sha256=p.sha256, perm="0755")
         elif p.kind == "apex_build":
-            eff = DistsEffect(python=python, dists={canonical(p.dist_name): None})
+            eff = DistsEffect(python=python, dists={project_name(p.dist_name): None})
         elif p.kind == "git_source":
             later = [s.params for s in plan.steps
                      if s.kind == "patch" and s.params.component == p.name and s.params.dest == p.dest]

@@ -32,7 +32,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from envbuild.fsio import sha256_file as fsio_sha256_file
+from envbuild.fsio import sha256_file
+
 BUNDLE_SCHEMA = "envbuild.bundle/1"
 MANIFEST = "manifest.json"
 NODE_DIR = "node"
@@ -103,8 +104,6 @@ class Manifest(_M):
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True, indent=2) + "\n"
 
-
-sha256_file = fsio_sha256_file
 
 
 def tree_files(root: Path) -> list[str]:

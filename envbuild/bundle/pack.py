@@ -32,8 +32,9 @@ from envbuild import __version__
 from envbuild.bundle import gitpack
 from envbuild.bundle.fetch import fetch_data_file, fetch_dist
 from envbuild.bundle.manifest import (DATA, GIT, MANIFEST, PREBUILT, WHEELS, BundleFile, GitPin,
-                                      Manifest, Omitted, sha256_file, tree_files)
+                                      Manifest, Omitted, tree_files)
 from envbuild.errors import CheckFailed, EnvironmentProblem, InputError
+from envbuild.fsio import sha256_file
 from envbuild.lock.schema import Lock, normalize
 from envbuild.plan.model import Plan
 from envbuild.recipes.schema import Recipe

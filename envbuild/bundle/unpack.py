@@ -27,8 +27,9 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from envbuild.bundle.manifest import MANIFEST, NODE_DIR, Manifest, sha256_file, verify_tree
+from envbuild.bundle.manifest import MANIFEST, NODE_DIR, Manifest, verify_tree
 from envbuild.errors import CheckFailed, InputError
+from envbuild.fsio import sha256_file
 from envbuild.lock.schema import normalize
 
 

@@ -61,8 +61,6 @@ def find_uv() -> str | None:
         return None
 
 
-_sha256 = sha256_file
-
 
 @lru_cache(maxsize=4)
 def _described(path: str, size: int, mtime_ns: int) -> UvBinary | None:
@@ -80,7 +78,7 @@ def _described(path: str, size: int, mtime_ns: int) -> UvBinary | None:
             wheel = dist.read_text("WHEEL")
     except Exception:  # noqa: BLE001 - no uv distribution: the version line alone
         wheel = None
-    return parse_uv(out, wheel, _sha256(path))
+    return parse_uv(out, wheel, sha256_file(path))
 
 
 def controller_uv() -> tuple[str | None, UvBinary | None]:

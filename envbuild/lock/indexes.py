@@ -18,7 +18,6 @@ from packaging.utils import parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from envbuild.lock.schema import normalize
-from envbuild.fsio import sha256_file
 
 PROBE_TIMEOUT = 6.0
 PYPI_SIMPLE = "https://pypi.org/simple"
@@ -155,8 +154,6 @@ def describe_versions(versions: tuple[str, ...] | None, around: str | None = Non
     more = "" if len(shown) == len(versions) else f" ({len(versions)} in all)"
     return ", ".join(shown) + more
 
-
-file_sha256 = sha256_file
 
 
 def wheelhouse_projects(folder: Path) -> dict[str, list[Path]]:

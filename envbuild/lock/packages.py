@@ -15,7 +15,8 @@ from typing import Callable
 
 from packaging.version import InvalidVersion, Version
 
-from envbuild.lock.indexes import cp_wheel_on_pypi, file_sha256, is_pypi, pypi_cp_wheel, pypi_versions
+from envbuild.fsio import sha256_file
+from envbuild.lock.indexes import cp_wheel_on_pypi, is_pypi, pypi_cp_wheel, pypi_versions
 from envbuild.lock.indexes import unreachable, wheelhouse_projects
 from envbuild.lock.schema import Dist, LockedPackage, StandIn, normalize
 from envbuild.lock.standins import row_for, stand_in
@@ -169,7 +170,7 @@ def locked(res: Resolved, sorted_: Sorted, wheelhouse: Path | None) -> LockedPac
     filename = url.rsplit("/", 1)[-1]
     if url.startswith("file://") or url.startswith("/"):
         path = Path(url.removeprefix("file://"))
-        sha = file_sha256(path) if path.is_file() else sha
+        sha = sha256_file(path) if path.is_file() else sha
         source, url = "wheelhouse", f"wheelhouse/{filename}"
     elif not is_pypi(url):
         source = next((i for i in sorted_.find_links + sorted_.extra_indexes

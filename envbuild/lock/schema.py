@@ -37,6 +37,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from envbuild.names import project_name
+
 LOCK_SCHEMA = "envbuild.lock/1"
 KNOWN_SCHEMAS = (LOCK_SCHEMA,)
 

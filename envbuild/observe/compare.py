@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from envbuild.observe.expected import Expected, canonical, expected_state
+from envbuild.names import project_name
+from envbuild.observe.expected import Expected, expected_state
 from envbuild.observe.model import Drift, Observed
 
 PRESENT = {"applied", "already-applied", "recorded"}
@@ -43,7 +44,7 @@ def compare_expected(exp: Expected, observed: Observed, baseline: Observed | Non
     """Like ``compare`` with the expectation already built."""
     host = observed.host
     drift: list[Drift] = []
-    installed = {canonical(k): v for k, v in observed.packages.items()}
+    installed = {project_name(k): v for k, v in observed.packages.items()}
     for name, version in exp.packages.items():
         have = installed.get(name)
         if have is None:

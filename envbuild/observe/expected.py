@@ -18,8 +18,6 @@ from envbuild.names import project_name
 NOT_APPLIED = {"unchanged", "skipped", "skip", "refused", "not-applicable", "already-applied", "expect"}
 
 
-canonical = project_name
-
 
 @dataclass
 class Expected:
@@ -80,7 +78,7 @@ def lock_packages(lock: dict) -> dict[str, str]:
         for row in rows:
             if isinstance(row, dict) and row.get("name") and row.get("version"):
                 version = str(row["version"]).lstrip("=")
-                out[canonical(str(row["name"]))] = version
+                out[project_name(str(row["name"]))] = version
     return dict(sorted(out.items()))
 
 
@@ -129,5 +127,5 @@ def expected_state(lock: dict | None, plan: Any | None) -> Expected:
         elif p.kind == "pip_install" and not lock:
             for req in p.requirements:
                 if req.version[:1].isdigit():
-                    exp.packages[canonical(req.name)] = req.version
+                    exp.packages[project_name(req.name)] = req.version
     return exp

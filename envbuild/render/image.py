@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from envbuild import __version__
+from envbuild.errors import InputError
 from envbuild.actions.steps import actions as step_actions, python_of
 from envbuild.facts.model import Interpreter, NodeFacts
 from envbuild.plan import params as P
@@ -111,7 +112,12 @@ class ImagePlan:
         if ef is None:
             return {}
         host = set(self.target.env) | ({"PIP_CACHE_DIR", "TMPDIR"} if self.target.cache_dir else set())
-        return {k: v for k, v in ef.vars.items() if k in host and k not in self.recipe.env}
+        out = {k: v for k, v in ef.vars.items() if k in host and k not in self.recipe.env}
+        for k, v in out.items():  # docker --env-file takes a line per variable, values verbatim
+            if "\n" in v or "\r" in v:
+                raise InputError(f"target {self.target.name}: env {k} holds a line break",
+                                 hint="an environment value is one line")
+        return out
 
     def sources(self) -> dict[str, str]:
         """``{name: sha}`` of the git sources (labels, verify)."""
