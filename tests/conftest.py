@@ -3,6 +3,8 @@
 It never skips: without sshd it fails with the install command (CI installs it).
 """
 
+from pathlib import Path
+
 import pytest
 
 from envbuild.errors import EnvironmentProblem
@@ -142,23 +144,111 @@ def pytest_terminal_summary(terminalreporter, config):
 # folder.
 
 
+def run_shared(tmp_path_factory):
+    """A folder that every xdist worker of this run sees (the parent of the workers' basetemps;
+    without xdist, the basetemp). Resources made once per run live there, each built under its
+    own file lock by whichever worker asks first (``once_per_run``); the controller removes
+    them when the run ends (``pytest_sessionfinish``)."""
+    import os
+
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+def once_per_run(tmp_path_factory, name: str, make):
+    """``make(folder)`` once per run, whichever worker asks first; every caller gets what it
+    returned (JSON-able), read from ``<run_shared>/<name>.json``. A failed ``make`` writes
+    nothing: the next caller tries again (and fails the same way, with its own traceback)."""
+    import fcntl
+    import json
+
+    shared = run_shared(tmp_path_factory)
+    done = shared / f"{name}.json"
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            folder = shared / name
+            folder.mkdir(exist_ok=True)
+            value = make(folder)
+            done.with_suffix(".part").write_text(json.dumps(value))
+            done.with_suffix(".part").replace(done)
+        return json.loads(done.read_text())
+
+
+def pytest_sessionfinish(session):
+    """The controller (or a run without xdist) removes the run's shared podman store: its
+    overlay layers are GBs and root-owned (``podman system reset`` unmounts them first)."""
+    if hasattr(session.config, "workerinput"):
+        return  # an xdist worker: the other may still use it
+    from envbuild.testbed.podman import Podman
+
+    factory = session.config._tmp_path_factory if hasattr(session.config, "_tmp_path_factory") else None
+    if factory is None:
+        return
+    store = factory.getbasetemp() / "shared" / "podman"
+    if (store / "storage.conf").exists():
+        Podman(store).remove_all()
+
+
 @pytest.fixture(scope="session")
 def podman_store(tmp_path_factory):
-    """One podman storage for the session (``envbuild.testbed.podman.Podman``) with the base
-    image ``localhost/envbuild-base:bookworm`` imported once from the chroot testbed's cached
-    rootfs, for the image tests (tests/test_image_build.py). The container backend's tests keep
-    a store of their own: their first build must be cold. Skips, saying why, where podman or the
-    rootfs cannot run."""
+    """One podman storage for the whole run (``envbuild.testbed.podman.Podman``, shared by the
+    xdist workers) with the base image ``localhost/envbuild-base:bookworm`` imported once from
+    the chroot testbed's cached rootfs. Skips, saying why, where podman or the rootfs cannot run."""
     from envbuild.testbed.chroot import rootfs, why_unavailable
-    from envbuild.testbed.podman import Podman, why_unavailable as no_podman
+    from envbuild.testbed.podman import Podman
+    from envbuild.testbed.podman import why_unavailable as no_podman
 
     why = no_podman() or why_unavailable()
     if why:
         pytest.skip(why)
-    podman = Podman(tmp_path_factory.mktemp("podman") / "store")
-    podman.import_rootfs(rootfs(), PODMAN_BASE)
-    yield podman
-    podman.remove_all()
+
+    def base(folder):
+        Podman(folder.parent / "podman").import_rootfs(rootfs(), PODMAN_BASE)
+        return PODMAN_BASE
+
+    once_per_run(tmp_path_factory, "podman-base", base)
+    return Podman(run_shared(tmp_path_factory) / "podman")
 
 
 PODMAN_BASE = "localhost/envbuild-base:bookworm"
+IMAGE_WHEELS = Path("/opt/wheels")
+IMAGE_TAG = "localhost/envbuild/cpu-reference:test"
+
+
+@pytest.fixture(scope="session")
+def image(tmp_path_factory, podman_store):
+    """cpu-reference's image, built once per run into ``podman_store`` from the context that
+    ``envbuild render cpu-reference --format dockerfile --base PODMAN_BASE --wheelhouse
+    /opt/wheels`` writes (the cold build: its log says what ran). The image tests
+    (tests/test_image_build.py) check it; the container backend (tests/test_provision_container.py)
+    builds the same context through the playbook and must reuse its layers."""
+    import time
+
+    if not any(IMAGE_WHEELS.glob("torch-2.13.0+cpu-*.whl")):
+        pytest.skip(f"no CPU torch wheel in {IMAGE_WHEELS}")
+
+    def build(folder):
+        ctx = render_image_context(folder / "context")
+        t0 = time.monotonic()
+        out = podman_store(*podman_store.build_args(ctx, IMAGE_TAG), timeout=1200)
+        return {"context": str(ctx), "log": out.stdout + out.stderr, "build_s": time.monotonic() - t0}
+
+    made = once_per_run(tmp_path_factory, "image-cpu-reference", build)
+    return {**made, "podman": podman_store, "context": Path(made["context"]), "tag": IMAGE_TAG}
+
+
+def render_image_context(out: Path) -> Path:
+    import shutil
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    exe = root / ".venv/bin/envbuild"
+    r = subprocess.run([str(exe) if exe.exists() else shutil.which("envbuild") or "envbuild",
+                        "render", "cpu-reference", "--target", "local", "--format", "dockerfile",
+                        "-o", str(out), "--base", PODMAN_BASE, "--wheelhouse", str(IMAGE_WHEELS), "--json"],
+                       cwd=root, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return out

@@ -42,14 +42,14 @@ def render_cmd(recipe, target, fmt, out, base, facts_file, lock_file, prefix, wh
     and was not accepted by --allow-unverified NAME (an image build checks hashes as provision
     does); 2 bad input.
     """
-    from envbuild.inputs import find_lock, lock_source, node_facts, recipe_and_target
+    from envbuild.inputs import find_lock, node_facts, recipe_and_target
+    from envbuild.lock.serialize import image_lock_text
     from envbuild.render.context import write
     from envbuild.render.formats import IMAGE_FORMATS, render
 
     rec, tgt = recipe_and_target(recipe, target)
     lock = find_lock(rec, tgt, lock_file)
-    lock_src = lock_source(rec, tgt, lock_file)
-    lock_text = lock_src.read_text() if lock is not None and lock_src.is_file() else None
+    lock_text = image_lock_text(lock, rec.name, tgt.name) if lock is not None else None
     facts = None if fmt in IMAGE_FORMATS else node_facts(tgt, facts_file)[0]
     from envbuild.plan.placeholders import inventory_values  # {inventory.*} patches: from --facts
 

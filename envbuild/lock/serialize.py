@@ -49,6 +49,14 @@ def regenerate_command(recipe: str, target: str, *, git_mirror: bool = False,
     return cmd
 
 
+def image_lock_text(lock: Lock, recipe: str, target: str) -> str:
+    """The lock as an image carries it (``envbuild.lock`` in the build context): the canonical
+    dump of the model, whatever the user's file looked like (comments, the machine it was made
+    on), so that ``envbuild render`` and the container backend write one context, and podman's
+    cache gives one image for both."""
+    return dump_lock(lock, regenerate_command(recipe, target))
+
+
 def lock_digest(lock: Lock) -> str:
     """The lock's one identifier: sha256 over its canonical JSON (the model, not the file's
     bytes, so a comment or a reformatting does not change it). The plan, the renders' labels,

@@ -87,9 +87,9 @@ def container_plan(recipe, target, facts, lock, opts: PlanOptions) -> Plan:
     prefix = expand_home(opts.prefix or default_prefix(recipe, target), facts)
     lock_text = None
     if lock is not None and hasattr(lock, "model_dump"):
-        from envbuild.lock.serialize import dump_lock, regenerate_command
+        from envbuild.lock.serialize import image_lock_text
 
-        lock_text = dump_lock(lock, regenerate_command(recipe.name, target.name))
+        lock_text = image_lock_text(lock, recipe.name, target.name)
     ip = image_plan(recipe, target, lock, lock_text=lock_text, base=opts.base,
                     wheelhouse=bool(opts.wheelhouse), smoke_preset=opts.smoke_preset,
                     inventory=opts.inventory if opts.inventory is not None else inventory_values([facts]))

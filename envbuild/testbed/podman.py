@@ -85,3 +85,15 @@ class Podman:
         """Unmount and delete the storage (podman's overlay mounts first)."""
         self("system", "reset", "--force", check=False, timeout=120)
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def build_steps(log: str) -> list[tuple[str, bool]]:
+    """``(instruction, from cache)`` for each ``STEP i/n: INSTRUCTION`` of a ``podman build``
+    log, in order: a step is from the cache when ``--> Using cache`` follows its STEP line."""
+    steps: list[tuple[str, bool]] = []
+    for line in log.splitlines():
+        if line.startswith("STEP ") and ": " in line:
+            steps.append((line.split(": ", 1)[1], False))
+        elif line.startswith("--> Using cache") and steps:
+            steps[-1] = (steps[-1][0], True)
+    return steps
