@@ -73,3 +73,43 @@ def sha256_text(text: str) -> str:
     import hashlib
 
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def write_tar(folder: str | os.PathLike, names: list[str], dest: str | os.PathLike) -> Path:
+    """An uncompressed tar of ``names`` (files, relative to ``folder``) and of every folder
+    under ``folder`` (empty ones too: a bare git repository needs its ``refs/``), nothing else
+    of it, at ``dest``, made once: an existing ``dest`` is kept. Members are sorted, owned by uid 0 with
+    no owner names, files 0644 and folders 0755, so the same files give the same bytes. Written
+    beside ``dest`` and renamed: a reader sees a whole archive or none. Used for a folder staged
+    on nodes (``envbuild.actions.model.StageDir.archive``): one transfer, not one per file."""
+    import tarfile
+
+    folder, dest = Path(folder), Path(dest)
+    if dest.is_file():
+        return dest
+
+    def owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        info.uid = info.gid = 0
+        info.uname = info.gname = ""
+        info.mtime = 0
+        info.mode = 0o755 if info.isdir() else 0o644
+        return info
+
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh, tarfile.open(fileobj=fh, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            subdirs = [os.path.relpath(os.path.join(top, d), folder)
+                       for top, dirs, _ in os.walk(folder) for d in dirs]
+            for name in sorted(set(names) | set(subdirs)):
+                if Path(name).is_absolute() or ".." in Path(name).parts:
+                    raise ValueError(f"{name!r} is not a path inside {folder}")
+                tar.add(folder / name, arcname=name, recursive=False, filter=owned)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, dest)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return dest

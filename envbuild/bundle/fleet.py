@@ -6,7 +6,8 @@ several nodes: each distribution a node's pip steps install is fetched once into
 controller's download cache (``envbuild.bundle.fetch``: wheelhouse, cache, else the lock's URL;
 sha256 checked against the lock whatever the origin), linked into one folder per set of files
 (``$ENVBUILD_HOME/fleet/<digest[:16]>/wheels``) and planned as the ``wheels`` step
-(``PlanOptions.fleet``): copied to ``<prefix>/.envbuild/fleet`` on each node, pip installs
+(``PlanOptions.fleet``): copied to ``<prefix>/.envbuild/fleet`` on each node as one archive
+(``<folder>.tar``, made once per set of files), pip installs
 ``--no-index`` from it, the hashes in the pip steps as before. The bytes taken from the index
 therefore do not grow with the number of nodes (``Staged.downloaded_bytes`` says how many).
 
@@ -28,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from envbuild.bundle.pack import _lock_entry, planned_requirements
-from envbuild.fsio import canonical_json, sha256_text
+from envbuild.fsio import canonical_json, sha256_text, write_tar
 
 
 @dataclass
@@ -105,7 +106,8 @@ def stage_wheels(plans: dict, lock, wheelhouse: Path | None, home: Path, say=lam
         staged.origins[fn], staged.sizes[fn] = origin, dest.stat().st_size
         say(f"{fn}: {origin}, sha256 ok")
     done.write_text(digest)
-    staged.params = BundleParams(digest=digest, src=str(root), git={},
+    archive = write_tar(root, [name for name, _ in files], root.with_name(root.name + ".tar"))
+    staged.params = BundleParams(digest=digest, src=str(root), archive=str(archive), git={},
                                  files=[StagedFile(name=name, sha256=sha, size=staged.sizes[name[7:]])
                                         for name, sha in files])
     return staged

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from envbuild.bundle.unpack import Opened, open_bundle
 from envbuild.errors import CheckFailed, InputError
+from envbuild.fsio import write_tar
 
 _OPENED: dict[tuple[str, int, int], Opened] = {}
 
@@ -83,6 +84,8 @@ def prepare(opts) -> Opened | None:
         raise InputError(f"the bundle was made for target {m.target}, not {opts.target}",
                          hint=f"provision with --target {m.target}, or make a bundle for {opts.target}")
     opts.recipe, opts.lock, opts.locked = str(b.recipe_file), str(b.lock_file), True
+    staged = b.stage_params()
+    write_tar(staged.src, [f.name for f in staged.files], staged.archive)  # what each node receives
     return b
 
 

@@ -57,7 +57,10 @@ class Opened:
         cut = len(NODE_DIR) + 1
         files = [StagedFile(name=f.path[cut:], sha256=f.sha256, size=f.size)
                  for f in self.manifest.files if f.path.startswith(NODE_DIR + "/")]
+        # the node/ folder's archive sits beside the unpacked tree, never in it (the tree must
+        # hold exactly what the manifest lists)
         return BundleParams(digest=self.digest, src=str(self.root / NODE_DIR), files=files,
+                            archive=str(node_archive(self.root)),
                             git={g.url: g.path[cut:] for g in self.manifest.git})
 
     def seed_build_cache(self, cache: Path) -> list[str]:
@@ -183,6 +186,12 @@ def _declared(tar: tarfile.TarFile, members: list[tarfile.TarInfo], file: Path) 
                          "nothing was unpacked")
 
 
+def node_archive(root: Path) -> Path:
+    """The tar of an unpacked bundle's ``node/`` folder (``Opened.stage_params``): beside the
+    tree, never in it, and removed whenever the tree is."""
+    return root.with_name(root.name + ".node.tar")
+
+
 def _unpack(file: Path, dest: Path) -> None:
     part = dest.with_name(dest.name + ".partial")
     shutil.rmtree(part, ignore_errors=True)
@@ -203,6 +212,7 @@ def _unpack(file: Path, dest: Path) -> None:
         shutil.rmtree(part, ignore_errors=True)
         raise InputError(f"{file}: not a readable bundle: {exc}", hint="make it with `envbuild bundle`") from None
     shutil.rmtree(dest, ignore_errors=True)
+    node_archive(dest).unlink(missing_ok=True)
     os.replace(part, dest)
 
 
@@ -227,6 +237,7 @@ def open_bundle(file: str | Path, home: Path | None = None, expect_sha256: str |
     problems = verify_tree(root, manifest)
     if problems:
         shutil.rmtree(root, ignore_errors=True)  # never plan from a tree that failed once
+        node_archive(root).unlink(missing_ok=True)
         raise InputError(f"{path}: the bundle does not match its manifest ({len(problems)} problem(s)):\n  - "
                          + "\n  - ".join(problems[:20]) + (f"\n  - ... and {len(problems) - 20} more"
                                                            if len(problems) > 20 else ""),

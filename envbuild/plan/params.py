@@ -271,6 +271,9 @@ class BundleParams(_P):
     kind: Literal["bundle"] = "bundle"
     digest: str
     src: str  # the controller's unpacked node/ folder
+    # the controller's tar of ``files`` under ``src`` (envbuild.fsio.write_tar), made by whoever
+    # made ``src``: the node receives it in one transfer, not a copy per file ("" = per file)
+    archive: str = ""
     dir: str = ""  # <prefix>/.envbuild/bundle on the node (set by the planner)
     files: list[StagedFile]
     git: dict[str, str] = Field(default_factory=dict)  # source URL -> "git/<name>.git" in dir

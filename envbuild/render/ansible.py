@@ -8,6 +8,9 @@ whose meta/argument_specs.yml documents its inputs) reads ``provision_prefix``,
 - ``{type: node, actions: [...]}``: consecutive node-side actions, one ``envbuild_actions``
   module call (run, write, mkdir, git, patch);
 - ``{type: copy, src, dest, mode}``: one of envbuild's files from the controller;
+- ``{type: stage, archive, dest}``: a staged folder (a bundle's ``node/``, a fleet's wheels)
+  as the one tar its params name (``BundleParams.archive``), copied and unpacked into ``dest``
+  (one transfer, not one per file; the step's effect checks every file's sha256 on the node);
 - ``{type: wheel, ...}``: a wheel built once per cache key (controller wheel cache);
 - ``{type: capture, actions, fetch}``: the smoke runs, their outputs brought back, then the
   step fails if one of them did.
@@ -68,7 +71,9 @@ def batches(step: Step, prefix: str) -> list[dict]:
         elif op == "copy":
             out.append({"type": "copy", "src": asset_source(data["asset"]), "dest": data["dest"],
                         "mode": data["perm"]})
-        elif op == "stage":  # a whole controller folder (an unpacked bundle's node/), one copy task
+        elif op == "stage" and getattr(step.params, "archive", ""):  # one archive, unpacked on the node
+            out.append({"type": "stage", "archive": step.params.archive, "dest": data["dest"]})
+        elif op == "stage":  # a whole controller folder with no archive of it: one copy task
             out.append({"type": "copy", "src": data["src"], "dest": data["dest"], "mode": "0644"})
         elif op == "wheel":
             out.append({"type": "wheel", **{k: v for k, v in data.items() if k != "op"}})

@@ -1,0 +1,69 @@
+"""A staged folder (a fleet's pushed wheels, a bundle's node/ folder) travels to each node as
+one tar (``envbuild.fsio.write_tar``), named by the step's params (``BundleParams.archive``)."""
+
+from __future__ import annotations
+
+import tarfile
+
+import pytest
+
+from envbuild.fsio import sha256_file, write_tar
+from envbuild.plan.model import Step
+from envbuild.plan.params import BundleParams, StagedFile
+from envbuild.render.ansible import batches
+
+
+def tree(tmp_path):
+    root = tmp_path / "node"
+    (root / "wheels").mkdir(parents=True)
+    (root / "git" / "apex.git" / "refs" / "heads").mkdir(parents=True)  # empty, as git leaves it
+    (root / "wheels" / "six-1.16.0-py2.py3-none-any.whl").write_bytes(b"wheel")
+    (root / "git" / "apex.git" / "HEAD").write_text("ref: refs/heads/master\n")
+    (root / "stray.txt").write_text("not declared")
+    return root, ["wheels/six-1.16.0-py2.py3-none-any.whl", "git/apex.git/HEAD"]
+
+
+def test_the_archive_holds_the_declared_files_and_every_folder_nothing_else(tmp_path):
+    root, names = tree(tmp_path)
+    tar = write_tar(root, names, tmp_path / "node.tar")
+    with tarfile.open(tar) as t:
+        members = {m.name: m for m in t.getmembers()}
+    assert set(members) == {*names, "wheels", "git", "git/apex.git", "git/apex.git/refs",
+                            "git/apex.git/refs/heads"}
+    assert {(m.uid, m.gid, m.uname, m.mtime) for m in members.values()} == {(0, 0, "", 0)}
+    assert not list(tmp_path.glob(".node.tar.*"))  # no temporary file left beside it
+
+
+def test_the_same_files_give_the_same_bytes_and_an_existing_archive_is_kept(tmp_path):
+    root, names = tree(tmp_path)
+    first = sha256_file(write_tar(root, names, tmp_path / "a.tar"))
+    (root / "wheels" / "six-1.16.0-py2.py3-none-any.whl").touch()  # a new mtime only
+    assert sha256_file(write_tar(root, names, tmp_path / "b.tar")) == first
+    (tmp_path / "a.tar").write_bytes(b"kept")
+    assert write_tar(root, names, tmp_path / "a.tar").read_bytes() == b"kept"
+
+
+@pytest.mark.parametrize("name", ["../outside", "/etc/passwd"])
+def test_a_name_outside_the_folder_is_refused(tmp_path, name):
+    root, names = tree(tmp_path)
+    with pytest.raises(ValueError):
+        write_tar(root, [*names, name], tmp_path / "x.tar")
+    assert not (tmp_path / "x.tar").exists()
+
+
+def _step(archive: str) -> Step:
+    params = BundleParams(digest="d" * 64, src="/home/u/.envbuild/fleet/abc", archive=archive,
+                          dir="/opt/env/.envbuild/fleet",
+                          files=[StagedFile(name="wheels/six-1.16.0-py2.py3-none-any.whl", sha256="0" * 64, size=5)])
+    return Step(id="wheels", title="wheels", params=params, reason="test")
+
+
+def test_a_staged_folder_with_an_archive_is_one_unpack_task():
+    [batch] = [b for b in batches(_step("/home/u/.envbuild/fleet/abc.tar"), "/opt/env") if b["type"] != "node"]
+    assert batch == {"type": "stage", "archive": "/home/u/.envbuild/fleet/abc.tar",
+                     "dest": "/opt/env/.envbuild/fleet/"}
+
+
+def test_a_staged_folder_without_an_archive_is_copied_file_by_file():
+    [batch] = [b for b in batches(_step(""), "/opt/env") if b["type"] != "node"]
+    assert batch["type"] == "copy" and batch["src"] == "/home/u/.envbuild/fleet/abc/"
