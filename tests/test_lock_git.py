@@ -153,6 +153,19 @@ def test_mirror_lacking_ref_and_commit_records_unverified(mirror):
     assert locked.reason.startswith("not verified: neither ref fairseq_v3 nor the pinned commit")
 
 
-def test_mirror_lacking_ref_but_holding_commit(mirror):
-    locked = lock_git(_src(ref="gone-branch", sha=mirror["head"]), mirror["root"])
-    assert locked.verified and locked.sha == mirror["head"] and "not in the mirror" in locked.note
+def test_mirror_lacking_ref_but_holding_commit_is_unverified(mirror):
+    """A commit of another branch planted as the pin of a branch the mirror lacks (issue 21: a
+    2020 commit of ``fairseq`` pinned as ``fairseq_v3`` locked as verified): the mirror cannot
+    tell whether the commit is on the ref, so the pin stays unverified, saying why."""
+    locked = lock_git(_src(ref="fairseq_v3", sha=mirror["other"]), mirror["root"])
+    assert not locked.verified and locked.sha == mirror["other"]
+    assert locked.reason.startswith("not verified: ref fairseq_v3 is not in the mirror")
+    assert locked.commit_date  # the commit is there: its date and subject are still recorded
+
+
+def test_mirror_lacking_ref_still_refuses_a_missing_required_ancestor(mirror):
+    with pytest.raises(CheckFailed, match="required ancestor"):
+        lock_git(_src(ref="gone-branch", sha=mirror["other"], requires_ancestors=[mirror["base"]]), mirror["root"])
+    locked = lock_git(_src(ref="gone-branch", sha=mirror["head"], requires_ancestors=[mirror["base"]]),
+                      mirror["root"])
+    assert not locked.verified and locked.ancestors_checked == [mirror["base"]]

@@ -28,8 +28,9 @@ def lock_from_mirror(src: GitSource, repo: Path, say: Progress = lambda _m: None
     """Resolve and check one component against a local mirror; failures raise CheckFailed.
 
     The recipe's SHA must be the ref's head, or an ancestor of it (a branch that moved on
-    since the pin); any other SHA is an error naming both. A mirror that lacks both the ref
-    and the commit cannot tell: the pin is recorded unverified.
+    since the pin); any other SHA is an error naming both. A mirror that lacks the ref cannot
+    tell whether the pin is on it: the pin is recorded unverified (with the commit's date and
+    its required ancestors checked when the commit is there).
     """
     try:
         sha = gitsrc.resolve_ref(repo, src.ref)
@@ -41,10 +42,15 @@ def lock_from_mirror(src: GitSource, repo: Path, say: Progress = lambda _m: None
             say(f"git {src.name}: neither {src.ref} nor {src.sha[:12]} is in {repo}; recorded unverified")
             return _unverified(src, f"neither ref {src.ref} nor the pinned commit is in the mirror of "
                                     f"{src.url} (an incomplete mirror neither confirms nor refutes it)")
-        sha = src.sha  # the branch is gone, the pinned commit is still there
-        note = f"ref {src.ref} is not in the mirror; the pinned commit is (not checked to be on it)"
-    else:
+        # the commit is there but the ref is not: a commit of another branch would pass for
+        # the pin, so the pin is checked (ancestors) but recorded unverified, saying why
+        sha = src.sha
         note = None
+        unsure = (f"ref {src.ref} is not in the mirror of {src.url}; the pinned commit is, but whether "
+                  f"it is on {src.ref} cannot be told without the ref")
+        say(f"git {src.name}: {src.ref} is not in {repo}; {src.sha[:12]} is: recorded unverified")
+    else:
+        note = unsure = None
     if src.sha is not None and sha != src.sha:
         if gitsrc.has_commit(repo, src.sha) and gitsrc.is_ancestor(repo, src.sha, sha):
             # a branch that moved on still contains the pin: the pin is what gets locked
@@ -65,7 +71,8 @@ def lock_from_mirror(src: GitSource, repo: Path, say: Progress = lambda _m: None
                 hint="the fork is not based on the commit the recipe says; check ref and requires_ancestors")
         checked.append(anc)
     date, subject = gitsrc.commit_info(repo, sha)
-    return LockedGit(name=src.name, url=src.url, ref=src.ref, sha=sha, verified=True,
+    return LockedGit(name=src.name, url=src.url, ref=src.ref, sha=sha, verified=unsure is None,
+                     reason=f"not verified: {unsure}" if unsure else None,
                      ancestors_checked=checked, commit_date=date, subject=subject, note=note)
 
 
