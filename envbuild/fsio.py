@@ -6,8 +6,9 @@ import json
 import os
 import stat
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, Iterator
 
 
 def write_atomic(path: str | os.PathLike, data: str | bytes, mode: int | None = None) -> Path:
@@ -25,13 +26,22 @@ def write_atomic(path: str | os.PathLike, data: str | bytes, mode: int | None = 
         final = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
         final = mode if mode is not None else 0o666 & ~_umask()
+    with _replacing(path, final) as fh:
+        fh.write(raw)
+        fh.flush()
+        os.fsync(fh.fileno())
+    return path
+
+
+@contextmanager
+def _replacing(path: Path, mode: int) -> Iterator[BinaryIO]:
+    """A temporary file beside ``path`` (0600 while written), given ``mode`` and renamed onto
+    ``path`` when the block ends, removed when it raises."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(raw)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, final)
+            yield fh
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -39,7 +49,6 @@ def write_atomic(path: str | os.PathLike, data: str | bytes, mode: int | None = 
         except FileNotFoundError:
             pass
         raise
-    return path
 
 
 def _umask() -> int:
@@ -95,21 +104,10 @@ def write_tar(folder: str | os.PathLike, names: list[str], dest: str | os.PathLi
         info.mode = 0o755 if info.isdir() else 0o644
         return info
 
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh, tarfile.open(fileobj=fh, mode="w", format=tarfile.PAX_FORMAT) as tar:
-            subdirs = [os.path.relpath(os.path.join(top, d), folder)
-                       for top, dirs, _ in os.walk(folder) for d in dirs]
-            for name in sorted(set(names) | set(subdirs)):
-                if Path(name).is_absolute() or ".." in Path(name).parts:
-                    raise ValueError(f"{name!r} is not a path inside {folder}")
-                tar.add(folder / name, arcname=name, recursive=False, filter=owned)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, dest)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    subdirs = [os.path.relpath(os.path.join(top, d), folder) for top, dirs, _ in os.walk(folder) for d in dirs]
+    with _replacing(dest, 0o644) as fh, tarfile.open(fileobj=fh, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name in sorted(set(names) | set(subdirs)):
+            if Path(name).is_absolute() or ".." in Path(name).parts:
+                raise ValueError(f"{name!r} is not a path inside {folder}")
+            tar.add(folder / name, arcname=name, recursive=False, filter=owned)
     return dest
