@@ -87,14 +87,23 @@ def sha256_text(text: str) -> str:
 def write_tar(folder: str | os.PathLike, names: list[str], dest: str | os.PathLike) -> Path:
     """An uncompressed tar of ``names`` (files, relative to ``folder``) and of every folder
     under ``folder`` (empty ones too: a bare git repository needs its ``refs/``), nothing else
-    of it, at ``dest``, made once: an existing ``dest`` is kept. Members are sorted, owned by uid 0 with
-    no owner names, files 0644 and folders 0755, so the same files give the same bytes. Written
-    beside ``dest`` and renamed: a reader sees a whole archive or none. Used for a folder staged
-    on nodes (``envbuild.actions.model.StageDir.archive``): one transfer, not one per file."""
+    of it, at ``dest``. Members are sorted, owned by uid 0 with no owner names, files 0644 and
+    folders 0755, so the same files give the same bytes. Written beside ``dest`` and renamed: a
+    reader sees a whole archive or none. An existing ``dest`` is kept only when it holds exactly
+    these members, as plain files and folders of these sizes (read from its headers): anything
+    else there (another member, a link, a path that climbs out) is made again, never unpacked on
+    a node. The contents are checked on the node (each file's sha256, the step's effect). Used for
+    a folder staged on nodes (``envbuild.plan.params.BundleParams.archive``): one transfer, not
+    one per file."""
     import tarfile
 
     folder, dest = Path(folder), Path(dest)
-    if dest.is_file():
+    for name in names:
+        if Path(name).is_absolute() or ".." in Path(name).parts:
+            raise ValueError(f"{name!r} is not a path inside {folder}")
+    subdirs = [os.path.relpath(os.path.join(top, d), folder) for top, dirs, _ in os.walk(folder) for d in dirs]
+    want = {**{d: None for d in subdirs}, **{n: (folder / n).stat().st_size for n in names}}
+    if dest.is_file() and _tar_members(dest) == want:
         return dest
 
     def owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
@@ -104,10 +113,24 @@ def write_tar(folder: str | os.PathLike, names: list[str], dest: str | os.PathLi
         info.mode = 0o755 if info.isdir() else 0o644
         return info
 
-    subdirs = [os.path.relpath(os.path.join(top, d), folder) for top, dirs, _ in os.walk(folder) for d in dirs]
     with _replacing(dest, 0o644) as fh, tarfile.open(fileobj=fh, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for name in sorted(set(names) | set(subdirs)):
-            if Path(name).is_absolute() or ".." in Path(name).parts:
-                raise ValueError(f"{name!r} is not a path inside {folder}")
+        for name in sorted(want):
             tar.add(folder / name, arcname=name, recursive=False, filter=owned)
     return dest
+
+
+def _tar_members(path: Path) -> dict[str, int | None] | None:
+    """``{name: size}`` of a tar's plain files (None for its folders); None when it holds
+    anything else (a link, a device, an absolute or climbing name) or cannot be read."""
+    import tarfile
+
+    out: dict[str, int | None] = {}
+    try:
+        with tarfile.open(path, "r:") as tar:
+            for m in tar:
+                if Path(m.name).is_absolute() or ".." in Path(m.name).parts or not (m.isfile() or m.isdir()):
+                    return None
+                out[m.name] = m.size if m.isfile() else None
+    except (tarfile.TarError, OSError):
+        return None
+    return out

@@ -34,13 +34,53 @@ def test_the_archive_holds_the_declared_files_and_every_folder_nothing_else(tmp_
     assert not list(tmp_path.glob(".node.tar.*"))  # no temporary file left beside it
 
 
-def test_the_same_files_give_the_same_bytes_and_an_existing_archive_is_kept(tmp_path):
+def test_the_same_files_give_the_same_bytes_and_a_matching_archive_is_kept(tmp_path):
     root, names = tree(tmp_path)
     first = sha256_file(write_tar(root, names, tmp_path / "a.tar"))
     (root / "wheels" / "six-1.16.0-py2.py3-none-any.whl").touch()  # a new mtime only
     assert sha256_file(write_tar(root, names, tmp_path / "b.tar")) == first
-    (tmp_path / "a.tar").write_bytes(b"kept")
-    assert write_tar(root, names, tmp_path / "a.tar").read_bytes() == b"kept"
+    kept = (tmp_path / "a.tar").stat().st_mtime_ns
+    write_tar(root, names, tmp_path / "a.tar")
+    assert (tmp_path / "a.tar").stat().st_mtime_ns == kept
+
+
+def _planted(tmp_path, root, names, add):
+    """An archive at ``tmp_path/p.tar`` with every member of the right one (so only what
+    ``add(tar)`` puts in differs from it)."""
+    clean = write_tar(root, names, tmp_path / "right.tar")
+    with tarfile.open(clean) as src, tarfile.open(tmp_path / "p.tar", "w") as tar:
+        for m in src.getmembers():
+            tar.addfile(m, src.extractfile(m) if m.isfile() else None)
+        add(tar)
+    return tmp_path / "p.tar"
+
+
+def _link(tar, name, target, kind=tarfile.SYMTYPE):
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = kind, target
+    tar.addfile(info)
+
+
+@pytest.mark.parametrize("add", [
+    lambda tar: _link(tar, "wheels/evil", "/etc/passwd"),  # a link out of the folder
+    lambda tar: tar.addfile(tarfile.TarInfo("../climb")),  # a name that climbs out
+    lambda tar: tar.addfile(tarfile.TarInfo("extra.whl")),  # a member nobody declared
+], ids=["symlink", "climbing-name", "undeclared"])
+def test_an_existing_archive_with_anything_else_is_made_again(tmp_path, add):
+    root, names = tree(tmp_path)
+    planted = _planted(tmp_path, root, names, add)
+    assert sha256_file(planted) != sha256_file(tmp_path / "right.tar")
+    write_tar(root, names, planted)
+    assert sha256_file(planted) == sha256_file(write_tar(root, names, tmp_path / "clean.tar"))
+
+
+def test_an_existing_archive_with_another_size_is_made_again(tmp_path):
+    root, names = tree(tmp_path)
+    write_tar(root, names, tmp_path / "a.tar")
+    (root / "wheels" / "six-1.16.0-py2.py3-none-any.whl").write_bytes(b"another wheel")
+    write_tar(root, names, tmp_path / "a.tar")
+    with tarfile.open(tmp_path / "a.tar") as t:
+        assert t.getmember("wheels/six-1.16.0-py2.py3-none-any.whl").size == len(b"another wheel")
 
 
 @pytest.mark.parametrize("name", ["../outside", "/etc/passwd"])
