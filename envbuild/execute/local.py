@@ -48,12 +48,21 @@ def stop_all() -> None:
 
 
 def kill_session(sid: int) -> None:
-    """SIGKILL every process of session ``sid`` (a Linux /proc scan; elsewhere its leader only)."""
+    """SIGKILL every process of session ``sid`` (a Linux /proc scan; elsewhere its leader only),
+    scanning again until none is left alive: a process forked while the previous scan ran
+    (a probe starting its next command) would otherwise survive, keep the command's output
+    pipes open and leave the caller waiting for their end."""
+    import time
+
     from envbuild.execute.procfs import stats
 
-    pids = {sid} | {pid for pid, fields in stats().items() if int(fields[3]) == sid}  # session
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+    for _ in range(100):
+        alive = {pid for pid, fields in stats().items() if int(fields[3]) == sid and fields[0] != "Z"}
+        for pid in alive | ({sid} if not alive else set()):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        if not alive:
+            return
+        time.sleep(0.01)
