@@ -72,7 +72,8 @@ def bed(module_tmp):
 @pytest.fixture(scope="module")
 def provisioned(bed):
     rc, out, run = provision(bed)
-    assert rc == 0, json.dumps(out["results"], indent=1)[-4000:]
+    verdict = {k: v for k, v in json.loads((run / "run.json").read_text()).items() if k.startswith("verdict")}
+    assert rc == 0, json.dumps(verdict, indent=1) + json.dumps(out["results"], indent=1)[-3000:]
     before = bed["base"] / "before.json"
     p = envbuild(bed, "report", str(run), "-o", str(before))
     assert p.returncode == 0, p.stderr

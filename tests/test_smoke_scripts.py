@@ -37,6 +37,15 @@ def test_gpt_tiny_numbers_are_sane(gpt_tiny):
     assert r["mfu"] == pytest.approx(r["tflops"] / r["peak_tflops"])
 
 
+def test_gpt_tiny_peak_is_sampled_beside_every_timed_step(gpt_tiny):
+    # the judged peak is the median of matmul samples taken right after each step (2 per step),
+    # not the before/after figures, which are only recorded
+    peak = gpt_tiny["peak_matmul"]
+    assert peak["samples"] == 2 * gpt_tiny["config"]["steps"]
+    assert peak["tflops"] == gpt_tiny["peak_tflops"] == pytest.approx(2.0 * peak["n"] ** 3 / peak["median_s"] / 1e12)
+    assert peak["before_tflops"] > 0 and peak["after_tflops"] > 0
+
+
 def test_gpt_tiny_flops_formula_uses_the_counted_parameters(gpt_tiny):
     c = gpt_tiny["config"]
     assert gpt_tiny["params_matmul"] == gpt_tiny["params"] - c["seq"] * c["hidden"]

@@ -25,8 +25,12 @@ What it measures, in one JSON object (schema ``envbuild.smoke/1``, ``kind: gpt``
   (counted for the full S x S matrix, not halved for the causal mask). Recomputation is not
   counted (this is model FLOPs, not hardware FLOPs).
 * ``peak_tflops``: a square matmul in the same dtype measured in the same process (warmup,
-  several rotating input sets of random data, synchronised, median of repeats), once before
-  and once after the training steps; the higher of the two is the peak.
+  several rotating input sets of random data, synchronised): a short sample after each timed
+  step, and the median of those samples is the peak. Paired with the steps, the peak sees what
+  the steps saw (a shared CPU's other work, a hot GPU's clock), so the ratio is a same-hardware,
+  same-moment figure: a peak taken while the CPU was idle and steps timed while it was busy
+  made a healthy stack look broken (MFU 0.10 instead of 0.3 with three runs on 2 cores). The
+  peaks before and after the steps are recorded beside it (``peak_matmul``).
 * ``mfu`` = tflops / peak_tflops (against the measured peak, not a datasheet figure).
 * ``loss``: the per-step losses on one fixed batch the model learns to predict; they must be
   finite and should fall.
@@ -166,36 +170,54 @@ def median(values):
     return v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
 
 
+class MatmulPeak(object):
+    """An n x n x n matmul in ``dtype`` on ``device``: inputs made and warmed once, then sampled."""
+
+    def __init__(self, device, dtype, n=None):
+        self.device, self.dtype = device, dtype
+        self.n = n if n is not None else (8192 if device.type == "cuda" else 1024)
+        self.chunk = 10 if device.type == "cuda" else 1
+        sets = 3
+        gen = torch.Generator(device="cpu").manual_seed(1234)
+        self.pairs = [(torch.randn(self.n, self.n, generator=gen).to(device=device, dtype=dtype),
+                       torch.randn(self.n, self.n, generator=gen).to(device=device, dtype=dtype))
+                      for _ in range(sets)]
+        self.out = torch.empty(self.n, self.n, device=device, dtype=dtype)
+        self.calls = 0
+        for _ in range(3):
+            self._mm()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+
+    def _mm(self):
+        a, b = self.pairs[self.calls % len(self.pairs)]
+        self.calls += 1
+        torch.mm(a, b, out=self.out)
+
+    def sample(self, repeats):
+        """Seconds per matmul call, one figure per repeat (each the mean of ``chunk`` calls)."""
+        timer = Timer(self.device)
+        timer.mark()
+        for _ in range(repeats):
+            for _ in range(self.chunk):
+                self._mm()
+            timer.mark()
+        if not bool(torch.isfinite(self.out.float().sum())):
+            raise RuntimeError("matmul peak run produced non-finite output")
+        return [t / self.chunk for t in timer.intervals()]
+
+    def result(self, per_call):
+        t = median(per_call)
+        return {"n": self.n, "dtype": str(self.dtype).replace("torch.", ""), "median_s": t,
+                "samples": len(per_call), "tflops": 2.0 * self.n ** 3 / t / 1e12}
+
+
 def measure_peak(device, dtype, n=None, repeats=None):
     """TFLOP/s of an n x n x n matmul in ``dtype``: warmup, rotating random inputs, median."""
-    if n is None:
-        n = 8192 if device.type == "cuda" else 1024
+    probe = MatmulPeak(device, dtype, n)
     if repeats is None:
         repeats = 30 if device.type == "cuda" else 5
-    sets = 3
-    gen = torch.Generator(device="cpu").manual_seed(1234)
-    pairs = [(torch.randn(n, n, generator=gen).to(device=device, dtype=dtype),
-              torch.randn(n, n, generator=gen).to(device=device, dtype=dtype)) for _ in range(sets)]
-    out = torch.empty(n, n, device=device, dtype=dtype)
-    for i in range(3):
-        torch.mm(pairs[i % sets][0], pairs[i % sets][1], out=out)
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    per_call = []
-    chunk = 10 if device.type == "cuda" else 1
-    for r in range(repeats):
-        timer = Timer(device)
-        timer.mark()
-        for i in range(chunk):
-            a, b = pairs[(r * chunk + i) % sets]
-            torch.mm(a, b, out=out)
-        timer.mark()
-        per_call.append(timer.intervals()[0] / chunk)
-    if not bool(torch.isfinite(out.float().sum())):
-        raise RuntimeError("matmul peak run produced non-finite output")
-    t = median(per_call)
-    return {"n": n, "dtype": str(dtype).replace("torch.", ""), "median_s": t,
-            "tflops": 2.0 * n ** 3 / t / 1e12}
+    return probe.result(probe.sample(repeats))
 
 
 def pick_dtype(name, device):
@@ -296,9 +318,11 @@ def run(cfg):
         opt.zero_grad(set_to_none=True)
         return loss.detach()
 
-    # The matmul peak is taken before (cool card) and after (warm card) the timed steps; MFU
-    # uses the higher of the two, so a card that slows when hot does not inflate the MFU.
-    peak_before = measure_peak(device, dtype, n=cfg.get("peak_n"))
+    # The matmul peak is sampled right after every timed step, so steps and peak share the
+    # machine's state (other work on a shared CPU, a GPU's clock); the peaks before and after
+    # the steps are recorded beside it.
+    probe = MatmulPeak(device, dtype, n=cfg.get("peak_n"))
+    peak_before = probe.result(probe.sample(30 if device.type == "cuda" else 5))
 
     losses = []
     t0 = time.perf_counter()
@@ -316,17 +340,19 @@ def run(cfg):
         torch.cuda.reset_peak_memory_stats(device)
     warmup_s = time.perf_counter() - t0
 
-    timer = Timer(device)
-    timer.mark()
+    step_times, paired = [], []
     for _ in range(cfg["steps"]):
+        timer = Timer(device)
+        timer.mark()
         losses.append(step())
         timer.mark()
-    step_times = timer.intervals()
+        step_times.extend(timer.intervals())
+        paired.extend(probe.sample(2))
     loss_values = [float(x) for x in losses]
     mem = torch.cuda.max_memory_allocated(device) / 2 ** 30 if device.type == "cuda" else None
 
-    peak_after = measure_peak(device, dtype, n=cfg.get("peak_n"))
-    peak = dict(max((peak_before, peak_after), key=lambda r: r["tflops"]))
+    peak_after = probe.result(probe.sample(30 if device.type == "cuda" else 5))
+    peak = probe.result(paired)
     peak["before_tflops"], peak["after_tflops"] = peak_before["tflops"], peak_after["tflops"]
     fpt = flops_per_token(n_mm, cfg["layers"], cfg["hidden"], cfg["seq"])
     tokens_per_step = cfg["batch"] * cfg["seq"]
