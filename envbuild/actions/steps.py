@@ -144,14 +144,28 @@ def venv_argv(interpreter: str, prefix: str, system_site_packages: bool) -> list
     return [interpreter, "-m", "venv", *(["--system-site-packages"] if system_site_packages else []), prefix]
 
 
+# After `module load`, the module's own `python3` (first on PATH) makes the venv, as the site's
+# instructions do (ALCF: module load conda/...; python3 -m venv --system-site-packages ...), not
+# an interpreter found before the module was loaded: that one would not see the module's torch
+# and DeepSpeed. It refuses when the module's Python is not the recipe's version.
+MODULE_VENV = ('import sys, venv; want = sys.argv[1]; have = "%d.%d" % sys.version_info[:2]; '
+               'sys.exit("envbuild: the module python3 (" + sys.executable + ") is Python " + have + ", '
+               'the recipe asks for " + want) if have != want else venv.main(sys.argv[2:])')
+
+
+def module_venv_argv(module: str, python: str, prefix: str, system_site_packages: bool) -> list[str]:
+    """``module load MODULE``, then its ``python3`` makes the venv (module and paths stay argv words)."""
+    return ["bash", "-c", 'module load "$1" && shift && exec "$@"', "bash", module,
+            "python3", "-c", MODULE_VENV, python, *venv_argv("python3", prefix, system_site_packages)[3:]]
+
+
 def _environment(step, p: P.EnvironmentParams, prefix: str) -> list[Action]:
     out: list[Action] = [MakeDir(path=f"{state_dir(p.prefix)}/state")]
     venv = venv_argv(p.interpreter, p.prefix, p.system_site_packages)
     if p.backend in ("venv", "module-venv", "container"):  # container: a venv over the image's python
         out.append(Run(argv=["rm", "-f", *venv_links(p.prefix, p.python)]))
-        if p.conda_module:  # the module's python: load it, then make the venv (argv as data)
-            out.append(Run(argv=["bash", "-c", 'module load "$1" && shift && exec "$@"', "bash",
-                                 p.conda_module, *venv]))
+        if p.conda_module:  # the module's python3: load it, then make the venv (argv as data)
+            out.append(Run(argv=module_venv_argv(p.conda_module, p.python, p.prefix, p.system_site_packages)))
         else:
             out.append(Run(argv=venv))
             if p.system_site_packages and p.backend == "venv" and p.interpreter.startswith("/") \

@@ -154,7 +154,9 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
     conda = _conda_params(recipe, opts) if backend == "conda" else {}
     env_params = P.EnvironmentParams(
         backend=backend, prefix=prefix, python=recipe.python,
-        interpreter=("python3" if backend == "container" else
+        # a container's python3, or the module's python3 once the module is loaded (a path
+        # found in the facts is the node's own Python, not the module's)
+        interpreter=("python3" if backend in ("container", "module-venv") else
                      interp.path if interp else f"python{recipe.python}"),
         # a container's environment is a venv over the image's python: its preinstalled
         # packages (torch, Apex in NGC images) stay visible, the plan's go into the venv

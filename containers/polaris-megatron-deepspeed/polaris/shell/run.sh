@@ -19,7 +19,7 @@ step_preflight() {
 step_environment() {
   mkdir -p /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/state
   rm -f /root/.envbuild/envs/polaris-megatron-deepspeed/pyvenv.cfg /root/.envbuild/envs/polaris-megatron-deepspeed/bin/python /root/.envbuild/envs/polaris-megatron-deepspeed/bin/python3 /root/.envbuild/envs/polaris-megatron-deepspeed/bin/python3.10
-  bash -c 'module load "$1" && shift && exec "$@"' bash conda/2023-10-04 /usr/bin/python3.10 -m venv --system-site-packages /root/.envbuild/envs/polaris-megatron-deepspeed
+  bash -c 'module load "$1" && shift && exec "$@"' bash conda/2023-10-04 python3 -c 'import sys, venv; want = sys.argv[1]; have = "%d.%d" % sys.version_info[:2]; sys.exit("envbuild: the module python3 (" + sys.executable + ") is Python " + have + ", the recipe asks for " + want) if have != want else venv.main(sys.argv[2:])' 3.10 --system-site-packages /root/.envbuild/envs/polaris-megatron-deepspeed
   /root/.envbuild/envs/polaris-megatron-deepspeed/bin/python -c "import csv, pathlib, sysconfig; s = pathlib.Path(sysconfig.get_paths()['purelib']); own = {r[0] for f in s.glob('*.dist-info/RECORD') for r in csv.reader(f.open(newline='')) if r}; own |= {'easy-install.pth'} if any(s.glob('*.egg-link')) else set(); [print('envbuild: removed', p, '(a .pth no installed package owns)') or p.unlink() for p in sorted(s.glob('*.pth')) if p.name not in own and not p.name.startswith(('envbuild-', '_envbuild_'))]"
 }
 
