@@ -175,7 +175,8 @@ def test_megatronapp_two_pods_write_the_master_address_before_their_scripts() ->
     from envbuild.launch.programs import MEGATRONAPP_MASTER_ADDR
     from test_launch_render import render
 
-    _, master, worker = yaml.safe_load_all(render("megatronapp--rtx4090-pod--k8s-two-pods").text)
-    for pod, script in ((master, "run_master.sh"), (worker, "run_worker.sh")):
-        cmd = pod["spec"]["containers"][0]["command"][2]
-        assert MEGATRONAPP_MASTER_ADDR in cmd and cmd.index(MEGATRONAPP_MASTER_ADDR) < cmd.index(script)
+    _, job = yaml.safe_load_all(render("megatronapp--rtx4090-pod--k8s-two-pods").text)
+    cmd = job["spec"]["template"]["spec"]["containers"][0]["command"][2]
+    for script in ("run_master.sh", "run_worker.sh"):  # one branch per node rank
+        line = next(x for x in cmd.splitlines() if x.rstrip().endswith(script))
+        assert MEGATRONAPP_MASTER_ADDR in line and line.index(MEGATRONAPP_MASTER_ADDR) < line.index(script)

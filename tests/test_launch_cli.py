@@ -37,9 +37,10 @@ def test_render_to_file(tmp_path, capsys) -> None:
     facts = tmp_path / "pods.json"
     facts.write_text(profile_facts(load_target("rtx4090-pod")).to_json())
     assert main(["launch", "megatronapp", "-t", "rtx4090-pod", "--scheduler", "k8s", "--variant", "two-pods",
-                 "--facts", str(facts), "--json"]) == 0
+                 "--facts", str(facts), "--image", "registry.example.org/m:1", "--json"]) == 0
     res = json.loads(capsys.readouterr().out.split("\n", 1)[1])
-    assert res["nodes"] == 2 and res["name"] == "envbuild-megatronapp.yaml" and "kind: Pod" in res["text"]
+    assert res["nodes"] == 2 and res["name"] == "envbuild-megatronapp.yaml" and "kind: Job" in res["text"]
+    assert "image: registry.example.org/m:1" in res["text"]
 
 
 @pytest.mark.parametrize("args,words", [

@@ -61,6 +61,6 @@ def test_a_bare_sqsh_name_is_refused_with_the_path_to_give() -> None:
     rec, tgt, res = _plan("megatron-deepspeed-slurm", "slurm", {"podman": "4.9.3", "enroot": "3.5.0"})
     with pytest.raises(InputError) as err:
         build_job(rec, tgt, res.plan, LaunchOptions(scheduler="slurm", container_image="mine.sqsh"))
-    assert "docker://mine.sqsh" in err.value.message and "--container-image ./mine.sqsh" in err.value.hint
+    assert "docker://mine.sqsh" in err.value.message and "--image ./mine.sqsh" in err.value.hint
     ok = build_job(rec, tgt, res.plan, LaunchOptions(scheduler="slurm", container_image="nvcr.io#nvidia/pytorch:22.02-py3"))
     assert ok.container_image == "nvcr.io#nvidia/pytorch:22.02-py3"  # a registry image stays a URI

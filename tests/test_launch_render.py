@@ -29,6 +29,7 @@ from ib_inventory import profile_facts
 GOLDEN = Path(__file__).parent / "golden" / "launch"
 HEREDOC = re.compile(r"<<'(ENVBUILD_EOF_[0-9a-f]+)'\n(.*?)\n\1\n", re.S)
 
+IMAGE = "registry.example.org/envbuild/megatronapp:rtx4090-pod"  # pushed there (the pods pull it)
 CASES = {  # name: (recipe, target, options)
     "alpa-megatron--slurm--slurm": ("alpa-megatron", "slurm", dict(scheduler="slurm")),
     "alpa-megatron--slurm--slurm-8gpu-2nodes": ("alpa-megatron", "slurm",
@@ -53,10 +54,11 @@ CASES = {  # name: (recipe, target, options)
     "polaris-megatron-deepspeed--polaris--pbs-smoke": ("polaris-megatron-deepspeed", "polaris",
                                                        dict(scheduler="pbs", nodes=2, smoke_only=True,
                                                             account="myproject", partition="debug")),
-    "megatronapp--rtx4090-pod--k8s": ("megatronapp", "rtx4090-pod", dict(scheduler="k8s")),
-    "megatronapp--rtx4090-pod--k8s-two-pods": ("megatronapp", "rtx4090-pod", dict(scheduler="k8s", variant="two-pods")),
+    "megatronapp--rtx4090-pod--k8s": ("megatronapp", "rtx4090-pod", dict(scheduler="k8s", container_image=IMAGE)),
+    "megatronapp--rtx4090-pod--k8s-two-pods": ("megatronapp", "rtx4090-pod",
+                                               dict(scheduler="k8s", variant="two-pods", container_image=IMAGE)),
     "megatronapp--rtx4090-pod--k8s-smoke": ("megatronapp", "rtx4090-pod",
-                                            dict(scheduler="k8s", nodes=2, smoke_only=True)),
+                                            dict(scheduler="k8s", nodes=2, smoke_only=True, container_image=IMAGE)),
     "cpu-reference--local--local": ("cpu-reference", "local", dict(scheduler="local")),
 }
 
@@ -107,7 +109,8 @@ def _scripts(rendered) -> dict[str, str]:
     for name, r in rendered.items():
         if r.filename.endswith(".yaml"):
             for doc in yaml.safe_load_all(r.text):
-                for c in doc.get("spec", {}).get("containers", []):
+                pod = doc.get("spec", {}).get("template", {}).get("spec", {})
+                for c in pod.get("containers", []):
                     out[f"{name}-{doc['metadata']['name']}.sh"] = c["command"][2]
             continue
         out[f"{name}.sh"] = r.text
@@ -133,26 +136,66 @@ def test_manifests_validate_against_the_kubernetes_schema(rendered) -> None:
     import kubernetes_validate
 
     docs = [d for r in rendered.values() if r.filename.endswith(".yaml") for d in yaml.safe_load_all(r.text)]
-    assert {d["kind"] for d in docs} == {"Pod", "Service"}
+    assert {d["kind"] for d in docs} == {"Job", "Service"}
     for doc in docs:
         kubernetes_validate.validate(doc, API_VERSION, strict=True)  # raises on any schema error
 
 
-def test_two_pods_master_and_worker(rendered) -> None:
-    svc, master, worker = yaml.safe_load_all(rendered["megatronapp--rtx4090-pod--k8s-two-pods"].text)
-    assert svc["spec"]["clusterIP"] == "None" and svc["spec"]["selector"]["app.kubernetes.io/component"] == "master"
-    for rank, pod in enumerate((master, worker)):
-        c = pod["spec"]["containers"][0]
-        env = {e["name"]: e["value"] for e in c["env"]}
-        assert env["ENVBUILD_MASTER_ADDR"] == env["MASTER_ADDR"] == svc["metadata"]["name"]
-        assert env["ENVBUILD_NODE_RANK"] == str(rank) and env["ENVBUILD_MASTER_PORT"] == "6000"
-        assert c["resources"]["limits"] == {"cpu": "16", "memory": "200Gi", "nvidia.com/gpu": 4,
-                                            "rdma/hca_shared_devices_a": 1}
-        assert pod["spec"]["volumes"] == [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}}]
-        assert c["volumeMounts"] == [{"name": "dshm", "mountPath": "/dev/shm"}]
-        assert ". /opt/envbuild/megatronapp/.envbuild/env.sh" in c["command"][2]
-    assert c["command"][2].rstrip().endswith("bash run_worker.sh")
-    assert master["spec"]["containers"][0]["command"][2].rstrip().endswith("bash run_master.sh")
+def test_two_pods_are_one_indexed_job_on_two_nodes(rendered) -> None:
+    svc, job = yaml.safe_load_all(rendered["megatronapp--rtx4090-pod--k8s-two-pods"].text)
+    spec, pod = job["spec"], job["spec"]["template"]["spec"]
+    assert (job["kind"], spec["completionMode"], spec["completions"], spec["parallelism"], spec["backoffLimit"]) \
+        == ("Job", "Indexed", 2, 2, 0)
+    # pod i is <job>-i.<service>: the Service selects the job's pods and is their subdomain
+    assert svc["spec"]["clusterIP"] == "None" and svc["spec"]["publishNotReadyAddresses"] is True
+    assert svc["spec"]["selector"] == job["spec"]["template"]["metadata"]["labels"]
+    assert pod["subdomain"] == svc["metadata"]["name"]
+    # every pod on its own node
+    (term,) = pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert term == {"labelSelector": {"matchLabels": job["spec"]["template"]["metadata"]["labels"]},
+                    "topologyKey": "kubernetes.io/hostname"}
+    (c,) = pod["containers"]
+    env = {e["name"]: e.get("value", e.get("valueFrom")) for e in c["env"]}
+    master = f"{job['metadata']['name']}-0.{svc['metadata']['name']}"
+    assert env["ENVBUILD_MASTER_ADDR"] == env["MASTER_ADDR"] == master and env["ENVBUILD_MASTER_PORT"] == "6000"
+    # the rank is the completion index the Job controller gives each pod
+    assert env["ENVBUILD_NODE_RANK"] == {"fieldRef": {"fieldPath":
+                                                      "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}
+    assert c["image"] == IMAGE
+    assert c["resources"]["limits"] == {"cpu": "16", "memory": "200Gi", "nvidia.com/gpu": 4,
+                                        "rdma/hca_shared_devices_a": 1}
+    assert pod["volumes"] == [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}}]
+    assert c["volumeMounts"] == [{"name": "dshm", "mountPath": "/dev/shm"}]
+    assert ". /opt/envbuild/megatronapp/.envbuild/env.sh" in c["command"][2]
+
+
+@pytest.mark.parametrize("rank,script", [("0", "run_master.sh"), ("1", "run_worker.sh")])
+def test_two_pods_rank_picks_master_or_worker_script(rendered, tmp_path, rank, script) -> None:
+    """The pod script runs for real with bash: each rank runs its own published script, any
+    other rank is refused (the scripts are stand-ins that print their name)."""
+    _, job = yaml.safe_load_all(rendered["megatronapp--rtx4090-pod--k8s-two-pods"].text)
+    text = job["spec"]["template"]["spec"]["containers"][0]["command"][2]
+    body = text[text.index('case "$ENVBUILD_NODE_RANK" in'):]
+    for name in ("run_master.sh", "run_worker.sh"):
+        (tmp_path / name).write_text(f"echo ran {name}\n")
+    (tmp_path / "examples" / "megatron4.0").mkdir(parents=True)
+    (tmp_path / "examples/megatron4.0/pretrain_gpt_distributed_small.sh").write_text("MASTER_ADDR=192.168.0.2\n")
+    env = {"PATH": os.environ["PATH"], "ENVBUILD_NODE_RANK": rank, "ENVBUILD_MASTER_ADDR": "envbuild-megatronapp-0.rdzv"}
+    p = subprocess.run(["bash", "-c", body], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout == f"ran {script}\n", p.stderr
+    edited = (tmp_path / "examples/megatron4.0/pretrain_gpt_distributed_small.sh").read_text()
+    assert edited == "MASTER_ADDR=envbuild-megatronapp-0.rdzv\n"
+    p = subprocess.run(["bash", "-c", body], cwd=tmp_path, env={**env, "ENVBUILD_NODE_RANK": "2"},
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and "no command for node rank 2" in p.stderr
+
+
+def test_kubernetes_needs_a_pushed_image() -> None:
+    recipe, target = load_recipe("megatronapp"), load_target("rtx4090-pod")
+    with pytest.raises(InputError) as err:
+        render_launch(recipe, target, plan_for(recipe, target), LaunchOptions(scheduler="k8s"))
+    assert "pulls its image from a registry" in err.value.message
+    assert "podman push" in err.value.hint and "--image" in err.value.hint
 
 
 def test_activation_is_the_plans_env_file_and_nothing_installs(rendered) -> None:

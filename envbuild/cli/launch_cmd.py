@@ -47,7 +47,7 @@ def _plan(rec, tgt, *, run_dir: Path | None, facts_file, lock_file, prefix, git_
 @recipe_argument()
 @target_option()
 @click.option("--scheduler", type=click.Choice(["slurm", "pbs", "k8s", "local"]), required=True,
-              help="Render for Slurm (sbatch), PBS (qsub), Kubernetes (Pods) or this node.")
+              help="Render for Slurm (sbatch), PBS (qsub), Kubernetes (an Indexed Job) or this node.")
 @click.option("--nodes", type=click.IntRange(1), help="Nodes (pods) [the published run's].")
 @click.option("--gpus-per-node", type=click.IntRange(0), help="GPUs per node [the published run's, else the target's].")
 @click.option("--variant", help="A benchmark variant of the recipe (envbuild show RECIPE), or two-pods (k8s).")
@@ -57,7 +57,9 @@ def _plan(rec, tgt, *, run_dir: Path | None, facts_file, lock_file, prefix, git_
 @click.option("--smoke-only", is_flag=True,
               help="Replace the training command by envbuild's CPU smoke (all-reduce over every rank); said in the script.")
 @click.option("--command-override", metavar="CMD", help="Replace the training command by CMD; said in the script.")
-@click.option("--container-image", metavar="IMAGE", help="Image for pyxis/Kubernetes [envbuild's image of the recipe].")
+@click.option("--image", "--container-image", "container_image", metavar="IMAGE",
+              help="Image the job runs: a registry reference for Kubernetes (required there), a .sqsh path or "
+                   "registry reference for pyxis [Slurm: the enroot import the provision made].")
 @click.option("--no-container", is_flag=True, help="Run a container recipe without its container (the plan's environment on the node).")
 @click.option("--run", "run", type=click.Path(file_okay=False, path_type=Path),
               help="Provision run whose plan is launched (and verified before --submit) [newest for the target].")
@@ -86,8 +88,9 @@ def launch_cmd(recipe, target, scheduler, nodes, gpus_per_node, variant, out, su
     tail are printed) or its result misses the recipe's threshold.
     Examples:
       envbuild launch megatron-deepspeed-slurm -t slurm --scheduler slurm --variant multi-node -o mnmg.sbatch
-      envbuild launch polaris-megatron-deepspeed -t polaris --scheduler pbs --nodes 2
-      envbuild launch megatronapp -t rtx4090-pod --scheduler k8s --variant two-pods -o pods.yaml
+      envbuild launch polaris-megatron-deepspeed -t polaris --scheduler pbs --nodes 2 --account PROJECT --partition prod
+      envbuild launch megatronapp -t rtx4090-pod --scheduler k8s --variant two-pods \\
+        --image registry.example.org/envbuild/megatronapp:rtx4090-pod --facts pods.json -o pods.yaml
       envbuild launch alpa-megatron -t slurm --scheduler slurm --smoke-only --gpus-per-node 2 --submit
     """
     from envbuild.launch import LaunchOptions, render_launch

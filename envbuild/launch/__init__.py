@@ -6,7 +6,7 @@ output into a run directory::
 
     recipe + target + plan ──> job.build_job ──> Job ──┬─> slurm.render  (sbatch script)
        (envbuild.plan.resolve,   (programs.py:         ├─> pbs.render    (qsub script)
-        or a run's plan.json)     how each recipe      ├─> k8s.render    (Service + Pods)
+        or a run's plan.json)     how each recipe      ├─> k8s.render    (Indexed Job + Service)
                                   runs on nodes)       └─> local.render  (bash script)
 
     >>> from envbuild.launch import LaunchOptions, render_launch

@@ -340,16 +340,23 @@ def build_job(recipe, target, plan, opts: LaunchOptions) -> Job:
             # the plan's enroot import (image-import step: <prefix>/envbuild-<recipe>-<target>.sqsh)
             # is the file pyxis runs, not a name relative to the job's folder
             imported = next((s.params.path for s in plan.steps if s.kind == "image_import"), None)
+            if opts.scheduler == "k8s" and not opts.container_image:
+                tag = default_image(recipe.name, target.name, "k8s")
+                raise InputError(f"a Kubernetes pod pulls its image from a registry; {tag} is only the local "
+                                 "tag of the image envbuild builds", hint=push_hint(recipe.name, target.name))
             container = opts.container_image or (imported if opts.scheduler == "slurm" else None) \
                 or default_image(recipe.name, target.name, opts.scheduler, plan.prefix)
+            if opts.scheduler == "k8s":
+                notes.append(f"image: {container}, the image envbuild builds for {recipe.name} on {target.name}, "
+                             "pushed there before kubectl apply (" + push_hint(recipe.name, target.name) + ")")
     elif opts.container_image:
         container = opts.container_image
     if container and opts.scheduler == "slurm" and (problem := pyxis.image_problem(container)):
-        raise InputError(problem, hint=f"name the file by its path: --container-image ./{container} "
+        raise InputError(problem, hint=f"name the file by its path: --image ./{container} "
                          f"(relative to the job's folder) or an absolute path ({pyxis.SOURCE})")
     if opts.scheduler == "k8s" and container is None:
         raise InputError(f"a Kubernetes pod needs an image; {recipe.name}'s environment is a {recipe.environment.kind}",
-                         hint="pass --container-image IMAGE (an image with the environment built in)")
+                         hint="pass --image IMAGE (an image with the environment built in)")
 
     header = (f"envbuild launch: {recipe.name} on {target.name} through {opts.scheduler}"
               + (f" (variant {variant})" if variant else "") + f", {nodes} node(s) x {gpus} GPU(s)",
@@ -384,6 +391,13 @@ def default_image(recipe: str, target: str, scheduler: str, prefix: str | None =
             raise ValueError("a Slurm image is the enroot import in the plan's prefix: give the prefix")
         return sqsh_path(prefix, recipe, target)
     return f"envbuild/{recipe}:{target}"
+
+
+def push_hint(recipe: str, target: str) -> str:
+    """How the image a pod runs gets into a registry: build it from envbuild's render, push it."""
+    tag = default_image(recipe, target, "k8s")
+    return (f"build it with `envbuild render {recipe} -t {target} --format dockerfile -o ctx && podman build "
+            f"-t {tag} ctx`, push it with `podman push {tag} REGISTRY/{tag}`, then pass --image REGISTRY/{tag}")
 
 
 def task_script(job: Job, prelude: list[str], command: str | None = None) -> str:

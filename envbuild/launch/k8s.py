@@ -1,13 +1,24 @@
-"""Job -> Kubernetes manifests: a headless Service for the first pod and one Pod per node. Pure.
+"""Job -> Kubernetes manifests: one Indexed Job (a pod per node) and, across nodes, the headless
+Service that names its pods. Pure.
+
+The workload is a ``batch/v1`` Job with ``completionMode: Indexed``: ``completions`` and
+``parallelism`` are the node count, ``backoffLimit: 0`` (a failed rank fails the run; a
+restarted rank would join a rendezvous that has moved on), and each pod reads its node rank
+from the completion index the Job controller writes into its annotations. The pods' template
+sets ``subdomain`` to the Service's name, so pod *i* resolves as ``<job>-<i>.<service>``
+(Kubernetes: "Job with Pod-to-Pod Communication"); the first pod's name reaches the others in
+``ENVBUILD_MASTER_ADDR`` (and ``MASTER_ADDR``). The Service publishes not-ready addresses, so
+the names resolve while the pods start. A required pod anti-affinity on
+``kubernetes.io/hostname`` places every pod of the job on its own node (the GPUs and the
+InfiniBand port of a node belong to one rank group).
 
 Each pod asks for the target's GPUs (``nvidia.com/gpu``), CPUs, memory, the RDMA device
 resource where the target has InfiniBand (with IPC_LOCK, which RDMA memory registration
-needs), and a memory-backed ``/dev/shm`` of the target's size. The first pod's address
-reaches the others as the Service's name in ``ENVBUILD_MASTER_ADDR`` (and ``MASTER_ADDR``);
-the Service publishes not-ready addresses so the name resolves while the master starts.
-Each pod runs the task script (the plan's env file, the recipe's variables, its command)
-with ``bash -c``. No Kubernetes API runs in the test suite: the manifests are golden-tested
-and validated offline against the Kubernetes schema (kubernetes-validate).
+needs), and a memory-backed ``/dev/shm`` of the target's size. Each pod runs the task script
+(the plan's env file, the recipe's variables, its command; where ranks run different commands,
+a ``case`` on the rank) with ``bash -c``. No Kubernetes API runs in the test suite: the
+manifests are golden-tested and validated offline against the Kubernetes schema
+(kubernetes-validate).
 """
 
 from __future__ import annotations
@@ -15,36 +26,44 @@ from __future__ import annotations
 import yaml
 
 from envbuild.launch.job import Job, heredoc, task_script
+from envbuild.render.shell import q
 
 API_VERSION = "1.30"  # the Kubernetes schema the manifests are validated against
 PORT = 29500
+INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"  # set by the Job controller (Indexed)
+HOSTNAME_KEY = "kubernetes.io/hostname"
 
 
-def _names(job: Job) -> list[str]:
-    if job.nodes == 1:
-        return [job.name]
-    return [f"{job.name}-master"] + [f"{job.name}-worker" + (f"-{i}" if job.nodes > 2 else "")
-                                     for i in range(1, job.nodes)]
+def _labels(job: Job) -> dict:
+    return {"app.kubernetes.io/name": job.name, "app.kubernetes.io/managed-by": "envbuild"}
 
 
-def _labels(job: Job, role: str) -> dict:
-    return {"app.kubernetes.io/name": job.name, "app.kubernetes.io/component": role,
-            "app.kubernetes.io/managed-by": "envbuild"}
+def _command(job: Job) -> str:
+    """The command every pod runs: the job's one command, or a ``case`` on the node rank where
+    the ranks run different commands (MegatronApp's master and worker scripts)."""
+    if job.mode != "pods" or len(set(job.commands)) == 1:
+        return job.commands[0]
+    lines = ['case "$ENVBUILD_NODE_RANK" in']
+    for rank, command in enumerate(job.commands):
+        lines += [f"  {rank})", f"    {command}", "    ;;"]
+    lines += ["  *)", "    echo " + q("envbuild: no command for node rank ") + '"$ENVBUILD_NODE_RANK" >&2',
+              "    exit 2", "    ;;", "esac"]
+    return "\n".join(lines)
 
 
 def manifests(job: Job) -> list[dict]:
     opts = job.options
+    namespace = opts.namespace if opts else "default"
     port = job.master_port if job.master_port else PORT
-    names = _names(job)
-    master = names[0]
     service = f"{job.name}-rdzv"
+    master = f"{job.name}-0.{service}" if job.nodes > 1 else "127.0.0.1"
+    labels = _labels(job)
     docs: list[dict] = []
     if job.nodes > 1:
         docs.append({"apiVersion": "v1", "kind": "Service",
-                     "metadata": {"name": service, "namespace": opts.namespace if opts else "default",
-                                  "labels": _labels(job, "rendezvous")},
-                     "spec": {"clusterIP": "None", "publishNotReadyAddresses": True,
-                              "selector": _labels(job, "master"),
+                     "metadata": {"name": service, "namespace": namespace,
+                                  "labels": {**labels, "app.kubernetes.io/component": "rendezvous"}},
+                     "spec": {"clusterIP": "None", "publishNotReadyAddresses": True, "selector": labels,
                               "ports": [{"name": "rendezvous", "port": port, "targetPort": port}]}})
     limits: dict = {"cpu": str(job.cpu_cores) if job.cpu_cores else None,
                     "memory": f"{job.memory_gib}Gi" if job.memory_gib else None}
@@ -56,38 +75,43 @@ def manifests(job: Job) -> list[dict]:
     prelude = []
     for name, content in sorted(job.files.items()):
         prelude += heredoc(f'"$JOB_DIR"/{name}', content)
-    for rank, name in enumerate(names):
-        role = "master" if rank == 0 and job.nodes > 1 else ("worker" if job.nodes > 1 else "main")
-        command = job.commands[rank] if job.mode == "pods" else job.commands[0]
-        script = task_script(job, ['mkdir -p "$JOB_DIR"', *prelude], command)
-        env = [{"name": "ENVBUILD_JOB_ID", "value": job.name},
-               {"name": "ENVBUILD_NNODES", "value": str(job.nodes)},
-               {"name": "ENVBUILD_NODE_RANK", "value": str(rank)},
-               {"name": "ENVBUILD_GPUS_PER_NODE", "value": str(job.gpus_per_node)},
-               {"name": "ENVBUILD_NPROC_PER_NODE", "value": str(job.nproc_per_node)},
-               {"name": "ENVBUILD_MASTER_ADDR", "value": service if job.nodes > 1 else "127.0.0.1"},
-               {"name": "ENVBUILD_MASTER_PORT", "value": str(port)},
-               {"name": "MASTER_ADDR", "value": service if job.nodes > 1 else "127.0.0.1"},
-               {"name": "JOB_DIR", "value": "/tmp/envbuild-job"}]
-        container = {"name": "main", "image": job.container_image, "command": ["bash", "-c", script],
-                     "env": env, "resources": {"limits": limits},
-                     "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}]}
-        if job.infiniband:
-            container["securityContext"] = {"capabilities": {"add": ["IPC_LOCK"]}}
-        shm = {"medium": "Memory"} | ({"sizeLimit": job.shm_size} if job.shm_size else {})
-        docs.append({"apiVersion": "v1", "kind": "Pod",
-                     "metadata": {"name": name, "namespace": opts.namespace if opts else "default",
-                                  "labels": _labels(job, role),
-                                  "annotations": {"envbuild/recipe": job.recipe, "envbuild/target": job.target,
-                                                  **({"envbuild/replaced": job.replaced} if job.replaced else {})}},
-                     "spec": {"restartPolicy": "Never", "containers": [container],
-                              "volumes": [{"name": "dshm", "emptyDir": shm}]}})
-    assert master  # the first pod is the rendezvous host
+    script = task_script(job, ['mkdir -p "$JOB_DIR"', *prelude], _command(job))
+    rank = {"name": "ENVBUILD_NODE_RANK",
+            "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{INDEX_ANNOTATION}']"}}}
+    env = [{"name": "ENVBUILD_JOB_ID", "value": job.name},
+           {"name": "ENVBUILD_NNODES", "value": str(job.nodes)},
+           rank,
+           {"name": "ENVBUILD_GPUS_PER_NODE", "value": str(job.gpus_per_node)},
+           {"name": "ENVBUILD_NPROC_PER_NODE", "value": str(job.nproc_per_node)},
+           {"name": "ENVBUILD_MASTER_ADDR", "value": master},
+           {"name": "ENVBUILD_MASTER_PORT", "value": str(port)},
+           {"name": "MASTER_ADDR", "value": master},
+           {"name": "JOB_DIR", "value": "/tmp/envbuild-job"}]
+    container = {"name": "main", "image": job.container_image, "command": ["bash", "-c", script],
+                 "env": env, "resources": {"limits": limits},
+                 "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}]}
+    if job.infiniband:
+        container["securityContext"] = {"capabilities": {"add": ["IPC_LOCK"]}}
+    shm = {"medium": "Memory"} | ({"sizeLimit": job.shm_size} if job.shm_size else {})
+    pod: dict = {"restartPolicy": "Never"}
+    if job.nodes > 1:
+        pod["subdomain"] = service
+        pod["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": labels}, "topologyKey": HOSTNAME_KEY}]}}
+    pod |= {"containers": [container], "volumes": [{"name": "dshm", "emptyDir": shm}]}
+    docs.append({"apiVersion": "batch/v1", "kind": "Job",
+                 "metadata": {"name": job.name, "namespace": namespace, "labels": labels,
+                              "annotations": {"envbuild/recipe": job.recipe, "envbuild/target": job.target,
+                                              **({"envbuild/replaced": job.replaced} if job.replaced else {})}},
+                 "spec": {"completionMode": "Indexed", "completions": job.nodes, "parallelism": job.nodes,
+                          "backoffLimit": 0,
+                          "template": {"metadata": {"labels": labels}, "spec": pod}}})
     return docs
 
 
 class _Dumper(yaml.SafeDumper):
-    pass
+    def ignore_aliases(self, data) -> bool:  # every mapping written out: no &id001 anchors
+        return True
 
 
 def _str(dumper, value: str):

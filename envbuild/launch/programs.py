@@ -126,7 +126,7 @@ PROGRAMS: tuple[Program, ...] = (
             source="OpenSQZ/MegatronApp@1bed2a7202162d6eb2725e9769632a682021a6fb:run_master.sh, "
                    "run_worker.sh, examples/megatron4.0/pretrain_gpt_distributed_small.sh",
             why="master (NODE_RANK 0) and worker (NODE_RANK 1) pods of 4 GPUs each; the training "
-                "script hard-codes MASTER_ADDR, so envbuild writes the master Service's name into it "
+                "script hard-codes MASTER_ADDR, so envbuild writes the first pod's name into it "
                 "in both pods before run_master.sh / run_worker.sh"),
     Program("cpu-reference", None, "once", source="envbuild/smoke/gpt.py",
             why="envbuild's own GPT smoke, one process"),
