@@ -190,6 +190,34 @@ def test_two_pods_rank_picks_master_or_worker_script(rendered, tmp_path, rank, s
     assert p.returncode == 2 and "no command for node rank 2" in p.stderr
 
 
+def test_two_pods_fill_the_addresses_before_their_scripts(rendered, tmp_path) -> None:
+    """The pod script writes envbuild/launch/ib_addresses.py into the job folder and sets
+    MEGATRONAPP_IB_ADDRESSES from it before the environment and the rank's script; the Service
+    publishes the port pod 0 gathers on. Those lines run here for real in bash (one node, this
+    machine's /sys: no InfiniBand, so the node's ranks get 127.0.0.1)."""
+    from envbuild.launch import ib_addresses
+
+    svc, job = yaml.safe_load_all(rendered["megatronapp--rtx4090-pod--k8s-two-pods"].text)
+    assert {"name": "ib-addresses", "port": ib_addresses.PORT, "targetPort": ib_addresses.PORT} \
+        in svc["spec"]["ports"]
+    text = job["spec"]["template"]["spec"]["containers"][0]["command"][2]
+    start = text.index('cat > "$JOB_DIR"/ib_addresses.py')
+    end = text.index("export MEGATRONAPP_IB_ADDRESSES\n") + len("export MEGATRONAPP_IB_ADDRESSES\n")
+    assert end < text.index(". /opt/envbuild/megatronapp/.envbuild/env.sh") < text.index('case "$ENVBUILD_NODE_RANK"')
+    lines = "set -euo pipefail\n" + text[start:end] + 'echo "$MEGATRONAPP_IB_ADDRESSES"\n'
+    env = {"PATH": os.environ["PATH"], "JOB_DIR": str(tmp_path), "ENVBUILD_NNODES": "1", "ENVBUILD_NODE_RANK": "0",
+           "ENVBUILD_NPROC_PER_NODE": "4"}
+    p = subprocess.run(["bash", "-c", lines], env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and p.stdout == "127.0.0.1,127.0.0.1,127.0.0.1,127.0.0.1\n", p.stderr
+    assert (tmp_path / "ib_addresses.py").read_text() == Path(ib_addresses.__file__).read_text()
+    # a node of two without an address stops the pod before anything runs
+    p = subprocess.run(["bash", "-c", lines], env={**env, "ENVBUILD_NNODES": "2", "ENVBUILD_NODE_RANK": "1"},
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and p.stdout == "" and "no IPv4 address" in p.stderr
+    # the smoke replaces the training command: nothing reads the addresses
+    assert "MEGATRONAPP_IB_ADDRESSES" not in rendered["megatronapp--rtx4090-pod--k8s-smoke"].text
+
+
 def test_kubernetes_needs_a_pushed_image() -> None:
     recipe, target = load_recipe("megatronapp"), load_target("rtx4090-pod")
     with pytest.raises(InputError) as err:

@@ -19,8 +19,10 @@ makes the file parse). What was read where:
 * OpenSQZ/MegatronApp@1bed2a72 setup.py: a CppExtension whose extra_compile_args list holds
   ``"-D_GLIBCXX_USE_CXX11_ABI=0",`` on a line of its own.
 
-The MegatronApp address patch is applied the way a node applies it: from the plan's patch
-step (placeholders filled from the nodes' facts), through envbuild.patches.textpatch.
+MegatronApp's address patch makes the extension read its list at run time (tests/
+test_ib_addresses.py runs it); the plan-time placeholder ``{inventory.ib_addresses}`` is tested
+here on the same file with tests/ib_inventory.planned_addresses_recipe, applied the way a node
+applies it: from the plan's patch step, through envbuild.patches.textpatch.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from envbuild.plan.build import PlanOptions, build_plan
 from envbuild.plan.placeholders import inventory_values
 from envbuild.recipes import all_recipes, load_recipe
 from envbuild.targets import load_target
-from ib_inventory import with_ib
+from ib_inventory import planned_addresses_recipe, with_ib
 
 MEGATRON_TRAINING = '''\
 import torch
@@ -182,7 +184,7 @@ def test_every_patch_of_the_five_setups_has_a_tree() -> None:
     assert patches == set(TREES)
 
 
-@pytest.mark.parametrize("key", [k for k in TREES if k[1] != "ib-addresses"], ids="/".join)
+@pytest.mark.parametrize("key", list(TREES), ids="/".join)
 def test_patch_applies_and_compiles(tmp_path, key) -> None:
     recipe, pid = key
     patch = next(p for p in load_recipe(recipe).patches if p.id == pid)
@@ -228,7 +230,7 @@ def _pod(host: str, address: str):
 
 
 def _address_patch_step(nodes, inventory=True):
-    rec, tgt = load_recipe("megatronapp"), load_target("rtx4090-pod")
+    rec, tgt = planned_addresses_recipe(), load_target("rtx4090-pod")
     opts = PlanOptions(backend="venv", host=nodes[0].host,
                        inventory=inventory_values(nodes) if inventory else None)
     plan = build_plan(rec, tgt, nodes[0], None, opts)
@@ -257,7 +259,7 @@ def test_single_pod_without_an_inventory_is_its_own_inventory(tmp_path) -> None:
 
 
 def test_unfilled_placeholder_is_refused_naming_patch_and_placeholder() -> None:
-    rec, tgt = load_recipe("megatronapp"), load_target("rtx4090-pod")
+    rec, tgt = planned_addresses_recipe(), load_target("rtx4090-pod")
     node = from_target(tgt).model_copy(update={"host": "pod-0"})  # InfiniBand, no address known
     with pytest.raises(InputError) as err:
         build_plan(rec, tgt, node, None, PlanOptions(backend="venv"))

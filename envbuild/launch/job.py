@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from envbuild import __version__
 from envbuild.errors import InputError
@@ -35,6 +36,8 @@ SMOKE_PARSER = "envbuild-smoke"
 VAR = re.compile(r"\$(ENVBUILD_[A-Z_]+)")
 FIELD = re.compile(r"\{(cwd|job_dir|sources\.[A-Za-z0-9_.-]+)\}")
 SAFE_PATH = re.compile(r"^[A-Za-z0-9_./%~+=:,@-]+$")
+ADDRESS_SCRIPT = "ib_addresses.py"  # envbuild/launch/ib_addresses.py, written into the job folder
+ADDRESS_SOURCE = Path(__file__).with_name(ADDRESS_SCRIPT)
 DEFAULT_RDMA = "rdma/hca_shared_devices_a"  # Mellanox k8s-rdma-shared-dev-plugin example/test-hca-pod.yaml
 
 
@@ -92,6 +95,7 @@ class Job:
     infiniband: bool = False
     scheduler_options: tuple[str, ...] = ()
     master_port: int | None = None  # None: the scheduler's default
+    address_var: str | None = None  # filled at start with every rank's InfiniBand address
     header: tuple[str, ...] = ()
     options: LaunchOptions | None = None
 
@@ -328,6 +332,13 @@ def build_job(recipe, target, plan, opts: LaunchOptions) -> Job:
             mode = "pods" if opts.scheduler == "k8s" else ("once" if nodes == 1 else "per-node")
             cmds = (opts.command_override,) * (nodes if mode == "pods" else 1)
         notes.append(replaced)
+    address_var = None
+    if prog and prog.address_var and nodes > 1 and not (opts.smoke_only or opts.command_override):
+        address_var = prog.address_var
+        files[ADDRESS_SCRIPT] = ADDRESS_SOURCE.read_text()
+        notes.append(f"{address_var}: every rank's InfiniBand address, found by each node when it starts "
+                     f"($JOB_DIR/{ADDRESS_SCRIPT}: its first active InfiniBand/RoCE port's IPv4 address, "
+                     "gathered by node 0 over TCP and handed to every node in rank order)")
     if prog and prog.source:
         notes.append(f"source: {prog.source}")
 
@@ -373,7 +384,7 @@ def build_job(recipe, target, plan, opts: LaunchOptions) -> Job:
                memory_gib=target.memory_gib, shm_size=target.shm_size, infiniband=bool(target.infiniband),
                scheduler_options=(prog.scheduler_options.get(opts.scheduler, ()) if prog else ()),
                master_port=opts.master_port or (prog.master_port if prog else None),
-               header=header, options=opts)
+               address_var=address_var, header=header, options=opts)
 
 
 def _torchrun(launcher: str, program: str) -> str:

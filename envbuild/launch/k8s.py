@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import yaml
 
-from envbuild.launch.job import Job, heredoc, task_script
+from envbuild.launch.ib_addresses import PORT as ADDRESS_PORT
+from envbuild.launch.job import ADDRESS_SCRIPT, Job, heredoc, task_script
 from envbuild.render.shell import q
 
 API_VERSION = "1.30"  # the Kubernetes schema the manifests are validated against
@@ -64,7 +65,9 @@ def manifests(job: Job) -> list[dict]:
                      "metadata": {"name": service, "namespace": namespace,
                                   "labels": {**labels, "app.kubernetes.io/component": "rendezvous"}},
                      "spec": {"clusterIP": "None", "publishNotReadyAddresses": True, "selector": labels,
-                              "ports": [{"name": "rendezvous", "port": port, "targetPort": port}]}})
+                              "ports": [{"name": "rendezvous", "port": port, "targetPort": port}]
+                              + ([{"name": "ib-addresses", "port": ADDRESS_PORT, "targetPort": ADDRESS_PORT}]
+                                 if job.address_var else [])}})
     limits: dict = {"cpu": str(job.cpu_cores) if job.cpu_cores else None,
                     "memory": f"{job.memory_gib}Gi" if job.memory_gib else None}
     if job.gpus_per_node:
@@ -75,6 +78,10 @@ def manifests(job: Job) -> list[dict]:
     prelude = []
     for name, content in sorted(job.files.items()):
         prelude += heredoc(f'"$JOB_DIR"/{name}', content)
+    if job.address_var:  # before the environment: the script needs only the image's python3
+        prelude += [f"# {job.address_var}: every rank's InfiniBand address, gathered by pod 0 at start",
+                    f'{job.address_var}="$(python3 "$JOB_DIR"/{ADDRESS_SCRIPT} --per-node '
+                    f'"$ENVBUILD_NPROC_PER_NODE" --port {ADDRESS_PORT})"', f"export {job.address_var}"]
     script = task_script(job, ['mkdir -p "$JOB_DIR"', *prelude], _command(job))
     rank = {"name": "ENVBUILD_NODE_RANK",
             "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{INDEX_ANNOTATION}']"}}}

@@ -50,6 +50,9 @@ class Program:
     files: dict[str, str] = field(default_factory=dict)  # job-folder files written before start
     scheduler_options: dict[str, tuple[str, ...]] = field(default_factory=dict)
     master_port: int | None = None  # the port the published scripts fix for the first node
+    # a variable each node fills at start with every rank's InfiniBand address, across nodes
+    # (envbuild/launch/ib_addresses.py), for a program that reads its ranks' addresses from it
+    address_var: str | None = None
     source: str = ""
     why: str = ""
 
@@ -123,6 +126,7 @@ PROGRAMS: tuple[Program, ...] = (
             why="run_single.sh: one pod, torchrun over its 4 GPUs (PP 4, 4 model chunks)"),
     Program("megatronapp", "two-pods", "pods", nodes=2, min_nodes=2, max_nodes=2, gpus_per_node=4,
             pod_commands=("two-pods-master", "two-pods-worker"), master_port=6000,
+            address_var="MEGATRONAPP_IB_ADDRESSES",  # the recipe's ib-addresses patch reads it
             source="OpenSQZ/MegatronApp@1bed2a7202162d6eb2725e9769632a682021a6fb:run_master.sh, "
                    "run_worker.sh, examples/megatron4.0/pretrain_gpt_distributed_small.sh",
             why="master (NODE_RANK 0) and worker (NODE_RANK 1) pods of 4 GPUs each; the training "

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision megatronapp on rtx4090-pod (host rtx4090-pod, facts profile:rtx4090-pod),
-# rendered by envbuild 0.1.0 from the plan; lock digest e86574172178507ad78ba2a4537ecf75c931c63d8d00393364230fbaeb3f9dfc.
+# rendered by envbuild 0.1.0 from the plan; lock digest e3f01410df44c98995d6d213dd4393c9b2ada39f903d2870c0c206d866709803.
 # Regenerate: envbuild render megatronapp --target rtx4090-pod --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
@@ -65,9 +65,12 @@ step_git_megatronapp() {
 
 # step patch:ib-addresses: patch ib-addresses
 # why: The extension hard-codes the InfiniBand IPs of the authors' 8 ranks (192.168.0.2 x4, 192.168.0.7
-# why: x4); the README says to edit them per cluster. The placeholder is filled at plan time with one
-# why: C++ string literal per global rank ("10.0.0.1", "10.0.0.1", ...), from the inventory. TCP ports
-# why: 20000+rank / 30000+rank stay as published.
+# why: x4); the README says to edit them per cluster. Compiled in, they would tie an image to one set
+# why: of nodes, and Kubernetes does not say which node a pod lands on. The list is read when the
+# why: extension loads instead, from MEGATRONAPP_IB_ADDRESSES, which envbuild's launch fills at pod
+# why: start (envbuild/launch/ib_addresses.py): the image is the same for every pod and every cluster.
+# why: The uses stay as published (ips[rank] != ips[next_rank], ips[next_rank].c_str()); TCP ports
+# why: 20000+rank / 30000+rank too.
 step_patch_ib_addresses() {
   python3 "$FILES/tools/apply_patch.py" --spec "$FILES/patch-specs/ib-addresses.json" --dest /root/.envbuild/envs/megatronapp/src/megatronapp --diff-dir /root/.envbuild/envs/megatronapp/.envbuild/patches
 }
