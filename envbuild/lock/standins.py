@@ -67,6 +67,10 @@ STAND_INS: tuple[StandInRow, ...] = (
                "the module installs wandb unpinned on the day it was built (2023-10-04); "
                "0.15.11 was current that morning (0.15.12 came out that afternoon)",
                "https://pypi.org/project/wandb/0.15.11/"),
+    StandInRow("transformers", "*", "4.34.0",
+               "the module installs transformers unpinned; 4.34.0 (2023-10-03) was current from the "
+               "module's date (2023-10-04) to its last build commit (2023-10-11); 4.34.1 came 2023-10-18",
+               "https://pypi.org/project/transformers/4.34.0/"),
     StandInRow("flash-attn", "2.4.2", None,
                "a CUDA extension: its sdist compiles CUDA kernels with nvcc against a CUDA torch "
                "(FLASH_ATTENTION_FORCE_BUILD); nothing of it builds or imports on a CPU node",
