@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision polaris-megatron-deepspeed on polaris (host polaris, facts profile:polaris),
-# rendered by envbuild 0.1.0 from the plan; lock digest 4536398fd1132e998f3a4e799141c539c2ed7910e0f18e34e0577670851aa4c1.
+# rendered by envbuild 0.1.0 from the plan; lock digest abc6e03304a08ff2bc505efbc457fc4fa9ce34972bb373571327704459ce00d7.
 # Regenerate: envbuild render polaris-megatron-deepspeed --target polaris --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
