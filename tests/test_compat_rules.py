@@ -266,3 +266,38 @@ def test_pip_syntax_new_apex_with_old_pip_names_the_plan_choice():
     v = preflight(*make(env={"pip": "<23.1"}))
     msg = next(x.message for x in v.warnings if x.rule == "apex-pip-option-syntax")
     assert "52e18c89" in msg and "<23.1" in msg and "--global-option" in msg
+
+
+def test_metaseq_fairseq_branch_is_decided_by_the_commits_history():
+    """metaseq-megatron-branch reads the metaseq source's requires_ancestors (which the lock
+    checks against the mirror), not a list of SHAs: the shipped pin (5ca60055, listing itself)
+    passes; an older metaseq commit other than the guide's a1a4e733 with fairseq_v3 fails, and so
+    does a metaseq containing the switch with fairseq_v2."""
+    from envbuild.compat.context import Context
+    from envbuild.compat.rules_source import _metaseq_megatron
+    from envbuild.recipes import load_recipe
+    from envbuild.targets import load_target
+
+    rec, tgt = load_recipe("opt-175b-azure"), load_target("azure-nd96")
+    facts = from_target(tgt)
+
+    def judged(**metaseq) -> str | None:
+        other = rec.model_copy(update={"sources": [s.model_copy(update=metaseq) if s.name == "metaseq" else s
+                                                   for s in rec.sources]})
+        return _metaseq_megatron(Context(recipe=other, target=tgt, facts=facts))
+
+    assert judged() is None
+    # 2022-06 metaseq, before the switch: nothing shows it contains 5ca60055
+    older = judged(sha="e" * 40, requires_ancestors=[])
+    assert older is not None and "not shown to contain 5ca60055" in older and "fairseq_v3" in older
+    fairseq_v2 = rec.model_copy(update={"sources": [s.model_copy(update={"ref": "fairseq_v2", "sha": "d" * 40})
+                                                    if s.name == "megatron" else s for s in rec.sources]})
+    msg = _metaseq_megatron(Context(recipe=fairseq_v2, target=tgt, facts=facts))
+    assert msg is not None and "contains 5ca60055" in msg and "fairseq_v2" in msg
+    # the shipped locks recorded the ancestry the rule relies on, checked against the mirror
+    from envbuild.lock import lock_path
+    from envbuild.lock.serialize import read_lock
+
+    for target in ("azure-nd96", "local"):
+        pin = read_lock(lock_path("opt-175b-azure", target)).git_pin("metaseq")
+        assert "5ca6005552b7a049f071754393d5b86185e0db6a" in pin.ancestors_checked and pin.verified

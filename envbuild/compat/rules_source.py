@@ -38,20 +38,22 @@ def _megatron_no_setup(ctx: Context) -> str | None:
     return None
 
 
-METASEQ_POST_V3 = (cm.METASEQ_V3_SWITCH, "78e15df5", "4de251ffca9a0717561f22bd721ee1ba7a8a5783",
-                   "f7ffa5fd61cf90f498a36d365c13dd7f1a912ff7")
-
-
 def _metaseq_megatron(ctx: Context) -> str | None:
+    """Decided by the metaseq commit's history, not by a list of SHAs: metaseq needs Megatron
+    fairseq_v3 from 5ca60055 (the switch) on. A recipe shows its metaseq commit contains the
+    switch by listing it in the source's ``requires_ancestors``, which ``envbuild lock`` checks
+    against the git mirror (``git merge-base --is-ancestor``) and records."""
     megatron = [s for s in ctx.recipe.sources if cm.is_fairseq_v2(s) or cm.is_fairseq_v3(s)]
     for ms in ctx.sources_where(cm.is_metaseq):
-        sha = ms.sha or ""
+        sha = (ms.sha or ms.ref or "")[:8]
+        switched = cm.METASEQ_V3_SWITCH in ms.requires_ancestors
         for mg in megatron:
-            if sha == cm.METASEQ_A1A4E733 and cm.is_fairseq_v3(mg):
-                return (f"metaseq a1a4e733 predates the switch to Megatron fairseq_v3 (5ca60055); "
-                        f"{mg.name} is fairseq_v3")
-            if any(sha.startswith(p[:8]) for p in METASEQ_POST_V3) and cm.is_fairseq_v2(mg):
-                return f"metaseq {sha[:8]} needs Megatron fairseq_v3 (#460, #523); {mg.name} is fairseq_v2"
+            if cm.is_fairseq_v3(mg) and not switched:
+                return (f"{mg.name} is Megatron fairseq_v3, which metaseq needs only from 5ca60055 (the switch) "
+                        f"on; {ms.name} {sha} is not shown to contain 5ca60055 (its requires_ancestors)")
+            if cm.is_fairseq_v2(mg) and switched:
+                return (f"{ms.name} {sha} contains 5ca60055 (requires_ancestors), after which metaseq needs "
+                        f"Megatron fairseq_v3 (#460, #523); {mg.name} is fairseq_v2")
     return None
 
 
@@ -175,8 +177,9 @@ RULES: list[Rule] = [
          "install: pth (put the tree on sys.path)", _megatron_no_setup),
     Rule("metaseq-megatron-branch", "error", "metaseq commit and Megatron fairseq branch disagree",
          "metaseq switched to fairseq_v3 in 5ca60055 (#460); older metaseq calls fairseq_v2 APIs",
-         "https://github.com/facebookresearch/metaseq/issues/523", "a1a4e733 -> fairseq_v2; >= 5ca60055 "
-         "-> fairseq_v3 (fa6c0860)", _metaseq_megatron),
+         "https://github.com/facebookresearch/metaseq/issues/523",
+         f"metaseq containing {cm.METASEQ_V3_SWITCH[:8]} (list it in the metaseq source's requires_ancestors: "
+         "the lock checks it) -> fairseq_v3 (fa6c0860); older metaseq (a1a4e733) -> fairseq_v2", _metaseq_megatron),
     Rule("metaseq-sklearn-brownout", "error", "metaseq's 'sklearn' requirement refuses to install",
          "the deprecated sklearn PyPI package raises on install since 2023-12-01",
          "https://pypi.org/project/sklearn/0.0.post7/", f"set {SKLEARN_ENV}=True in the metaseq source's env",

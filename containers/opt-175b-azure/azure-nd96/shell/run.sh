@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision opt-175b-azure on azure-nd96 (host azure-nd96, facts profile:azure-nd96),
-# rendered by envbuild 0.1.0 from the plan; lock digest 77b07b3d84b52d077047815bd250e25d3cd5b35cc95a54a04b8f68f9312cf920.
+# rendered by envbuild 0.1.0 from the plan; lock digest b344854fa77466048900c4f8cd294b6c0fc34ce7966da8a86c307613b678976b.
 # Regenerate: envbuild render opt-175b-azure --target azure-nd96 --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
