@@ -29,8 +29,9 @@ What it measures, in one JSON object (schema ``envbuild.smoke/1``, ``kind: gpt``
   step, and the median of those samples is the peak. Paired with the steps, the peak sees what
   the steps saw (a shared CPU's other work, a hot GPU's clock), so the ratio is a same-hardware,
   same-moment figure: a peak taken while the CPU was idle and steps timed while it was busy
-  made a healthy stack look broken (MFU 0.10 instead of 0.3 with three runs on 2 cores). The
-  peaks before and after the steps are recorded beside it (``peak_matmul``).
+  made a healthy stack look broken (three runs at once on 2 cores: MFU as low as 0.064 that
+  way, 0.19 at the lowest paired). The peaks before and after the steps are recorded beside
+  it (``peak_matmul``).
 * ``mfu`` = tflops / peak_tflops (against the measured peak, not a datasheet figure).
 * ``loss``: the per-step losses on one fixed batch the model learns to predict; they must be
   finite and should fall.
@@ -210,14 +211,6 @@ class MatmulPeak(object):
         t = median(per_call)
         return {"n": self.n, "dtype": str(self.dtype).replace("torch.", ""), "median_s": t,
                 "samples": len(per_call), "tflops": 2.0 * self.n ** 3 / t / 1e12}
-
-
-def measure_peak(device, dtype, n=None, repeats=None):
-    """TFLOP/s of an n x n x n matmul in ``dtype``: warmup, rotating random inputs, median."""
-    probe = MatmulPeak(device, dtype, n)
-    if repeats is None:
-        repeats = 30 if device.type == "cuda" else 5
-    return probe.result(probe.sample(repeats))
 
 
 def pick_dtype(name, device):
