@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from envbuild.cli import main
-from envbuild.lock.serialize import read_lock
+from envbuild.lock.serialize import dump_lock, read_lock
 from envbuild.lock.uvresolve import uv_binary
 
 LOCK = Path(__file__).parents[1] / "envbuild" / "lockfiles" / "cpu-reference" / "local.lock"
@@ -37,9 +37,34 @@ def expected() -> dict[str, str]:
     return {p.name.lower(): p.version for p in lock.packages}
 
 
-def test_export_without_a_wheelhouse_for_wheelhouse_packages_is_bad_input(tmp_path, capsys):
-    rc = main(["lock", "cpu-reference", "--target", "local", "--format", "pylock"])
-    assert rc == 2 and "--wheelhouse" in capsys.readouterr().err
+def test_export_without_a_wheelhouse_names_the_upstream_url_and_no_local_path(tmp_path):
+    """torch's bytes were read from a wheelhouse when the lock was made; the export names where
+    the same bytes live upstream, with their sha256, and no path of this machine."""
+    out = tmp_path / "pylock.toml"
+    assert main(["lock", "cpu-reference", "--target", "local", "--format", "pylock", "-o", str(out)]) in (0, None)
+    text = out.read_text()
+    torch = read_lock(LOCK).package("torch")
+    assert torch.from_wheelhouse and torch.wheelhouse.upstream == "derived"
+    url = "https://download.pytorch.org/whl/cpu/torch-2.13.0%2Bcpu-cp311-cp311-manylinux_2_28_x86_64.whl"
+    assert torch.dist.url == url and f'url = "{url}"' in text and torch.dist.sha256 in text
+    assert "path =" not in text and "/opt/wheels" not in text and "wheelhouse/" not in text
+
+
+def test_a_lock_from_before_upstream_urls_needs_the_wheelhouse(tmp_path, capsys):
+    """An older lock recorded a wheelhouse file as ``wheelhouse/<file>``: only the folder can
+    say where its bytes are."""
+    lock = read_lock(LOCK)
+    packages = [p if p.name != "torch" else p.model_copy(update={
+        "source": "wheelhouse", "wheelhouse": None,
+        "dist": p.dist.model_copy(update={"url": f"wheelhouse/{p.dist.filename}"})}) for p in lock.packages]
+    folder = tmp_path / "locks" / "cpu-reference"
+    folder.mkdir(parents=True)
+    (folder / "local.lock").write_text(dump_lock(lock.model_copy(update={"packages": packages}), "envbuild lock"))
+    assert read_lock(folder / "local.lock").package("torch").from_wheelhouse
+    rc = main(["lock", "cpu-reference", "--target", "local", "--lockdir", str(tmp_path / "locks"),
+               "--format", "pylock"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--wheelhouse" in err and "no upstream URL" in err
 
 
 def test_uv_binary_is_found_without_path(monkeypatch):

@@ -158,7 +158,11 @@ def test_wheelhouse_serves_off_index_package(lab, tmp_path):
          "index": "http://127.0.0.1:9/simple/"},
         {"name": "six", "version": "1.16.0"}]), lab, wheelhouse=house)
     probe = lock.package("envbuild-probe")
-    assert probe.verified and probe.source == "wheelhouse"
+    assert probe.verified and probe.from_wheelhouse and probe.source == "http://127.0.0.1:9/simple/"
+    # the bytes came from the wheelhouse; the lock names them upstream (the page does not answer:
+    # a flat find-links page links its files beside itself)
+    assert probe.dist.url == f"http://127.0.0.1:9/simple/{wheel.name}"
+    assert probe.wheelhouse.upstream == "derived" and "find-links" in probe.wheelhouse.how
     assert probe.dist.sha256 == sha256_file(wheel) and probe.dist.filename == wheel.name
     assert str(tmp_path) not in yaml.safe_dump(lock.model_dump(mode="json"))  # no machine paths
     assert lock.package("six").source == "pypi"

@@ -3,8 +3,9 @@
 Pure functions of the lock. What those formats cannot say is left out with a comment:
 packages provided by an image or a module (``provided_by``), entries without a file or a
 verified hash, the git source trees (built by plan steps, not installed by pip) and the build
-tooling. A wheel taken from a wheelhouse is written with its path under ``wheelhouse`` (the
-lock records only its file name): give the folder where the reader will find it.
+tooling. Every file is written with its upstream URL, also one whose bytes the lock read from
+a wheelhouse; with ``wheelhouse`` given, such files are written as paths in that folder instead
+(a lock made before upstream URLs were recorded needs it).
 
     >>> from envbuild.lock.schema import Lock
     >>> print(to_requirements(Lock.model_validate({"schema": "envbuild.lock/1",
@@ -39,10 +40,11 @@ def _exported(lock: Lock) -> tuple[list[LockedPackage], list[str]]:
 
 def _location(p: LockedPackage, wheelhouse: str | None) -> tuple[str, str]:
     """("url" or "path", value) of the entry's file."""
-    if p.source == "wheelhouse":
+    if p.from_wheelhouse and (wheelhouse or not p.dist.url.startswith(("https://", "http://"))):
         if not wheelhouse:
-            raise InputError(f"{p.name} {p.version} comes from a wheelhouse",
-                             hint="pass --wheelhouse DIR: where the reader finds "
+            raise InputError(f"{p.name} {p.version} comes from a wheelhouse and the lock names no "
+                             "upstream URL for it (made before envbuild recorded one)",
+                             hint="re-lock it, or pass --wheelhouse DIR: where the reader finds "
                                   f"{p.dist.filename}")
         return "path", f"{wheelhouse.rstrip('/')}/{p.dist.filename}"
     return "url", p.dist.url

@@ -18,8 +18,9 @@ from packaging.version import InvalidVersion, Version
 from envbuild.fsio import sha256_file
 from envbuild.lock.indexes import cp_wheel_on_pypi, is_pypi, pypi_cp_wheel, pypi_versions
 from envbuild.lock.indexes import unreachable, wheelhouse_projects
-from envbuild.lock.schema import Dist, LockedPackage, StandIn, normalize
+from envbuild.lock.schema import Dist, FromWheelhouse, LockedPackage, StandIn, normalize
 from envbuild.lock.standins import row_for, stand_in
+from envbuild.lock.upstream import upstream
 from envbuild.lock.uvresolve import Resolved
 from envbuild.recipes.schema import Package, Recipe
 from envbuild.targets.schema import Target
@@ -40,6 +41,7 @@ class Sorted:
     no_build: list[tuple[str, str]] = field(default_factory=list)  # (name, exact version)
     env: dict[str, str] = field(default_factory=dict)
     replaces: dict[str, str] = field(default_factory=dict)  # normalized name -> what it stands in for
+    indexes: dict[str, tuple[str, str]] = field(default_factory=dict)  # normalized name -> (index, kind)
 
 
 def is_exact(version: str) -> bool:
@@ -113,6 +115,8 @@ def sort_packages(recipe: Recipe, target: Target, wheelhouse: Path | None,
             continue
         if tag and pkg.index and not is_pypi(pkg.index) and is_exact(version) and "+" not in version:
             version = f"{version}+{tag}"
+        if pkg.index and not is_pypi(pkg.index):
+            out.indexes[key] = (pkg.index, pkg.index_kind)  # where a wheelhouse file's bytes live
         if pkg.index and not is_pypi(pkg.index) and key not in house:
             down = unreachable(pkg.index)
             if down and (stand_in := cpu_stand_in(pkg.name, version, tag, recipe.python)):
@@ -168,14 +172,18 @@ def locked(res: Resolved, sorted_: Sorted, wheelhouse: Path | None) -> LockedPac
     """A resolved package as a lock entry (source, chosen file, sha256, who requires it)."""
     url, sha, source = res.url, res.sha256, "pypi"
     filename = url.rsplit("/", 1)[-1]
+    key = normalize(res.name)
+    house = None
     if url.startswith("file://") or url.startswith("/"):
         path = Path(url.removeprefix("file://"))
         sha = sha256_file(path) if path.is_file() else sha
-        source, url = "wheelhouse", f"wheelhouse/{filename}"
+        index, kind = sorted_.indexes.get(key, (None, "index-url"))
+        found = upstream(res.name, filename, sha, index, kind)
+        source, url = index or "pypi", found.url
+        house = FromWheelhouse(upstream=found.status, how=found.how)
     elif not is_pypi(url):
         source = next((i for i in sorted_.find_links + sorted_.extra_indexes
                        if url.startswith(i.rsplit("/", 1)[0])), url.rsplit("/", 1)[0])
-    key = normalize(res.name)
     note = None
     if any(normalize(n) == key for n, _ in sorted_.no_build):
         note = ("dependencies not resolved: built with --no-build-isolation against the "
@@ -185,4 +193,4 @@ def locked(res: Resolved, sorted_: Sorted, wheelhouse: Path | None) -> LockedPac
                          dist=Dist(kind=res.kind, filename=filename, url=url, sha256=sha),
                          verified=bool(sha), reason=None if sha else "not verified: no sha256 from the index",
                          note=note, replaces=sorted_.replaces.get(key),
-                         stand_in=row_for(res.name, sorted_.requested.get(key)))
+                         stand_in=row_for(res.name, sorted_.requested.get(key)), wheelhouse=house)

@@ -82,10 +82,22 @@ class StandIn(_M):
     dist: Dist | None = None  # the wheel, for a stand-in the plan's own step installs (hash-checked)
 
 
+class FromWheelhouse(_M):
+    """The locked bytes were read from a ``--wheelhouse`` when the lock was made; ``dist.url``
+    names the same bytes upstream (``envbuild.lock.upstream``). ``upstream``: ``checked`` when
+    the index listed the file with this sha256, ``derived`` when the URL follows from the
+    index's known layout and the index could not be asked."""
+
+    upstream: Literal["checked", "listed", "derived"]
+    how: str
+
+
 class LockedPackage(_M):
     """One Python package at an exact version.
 
-    ``source``: ``pypi``, an index / find-links URL, ``wheelhouse`` or ``preinstalled``.
+    ``source``: ``pypi``, an index / find-links URL, or ``preinstalled`` (``wheelhouse`` in
+    locks made before upstream URLs were recorded). ``wheelhouse``: set when the bytes were read
+    from a wheelhouse; ``dist.url`` is still the upstream URL.
     ``required_by``: ``recipe`` for packages the recipe names, else the locked packages that
     depend on it. ``requested``: the recipe's version spec (top-level packages only).
     """
@@ -105,6 +117,12 @@ class LockedPackage(_M):
     replaces: str | None = None
     # a preinstalled or unreachable package: what stands in for it on a CPU test node
     stand_in: StandIn | None = None
+    wheelhouse: FromWheelhouse | None = None
+
+    @property
+    def from_wheelhouse(self) -> bool:
+        """The bytes were taken from a wheelhouse at lock time (an older lock: ``source``)."""
+        return self.wheelhouse is not None or self.source == "wheelhouse"
 
 
 class LockedGit(_M):

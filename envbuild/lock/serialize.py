@@ -60,8 +60,9 @@ def image_lock_text(lock: Lock, recipe: str, target: str) -> str:
 def lock_digest(lock: Lock) -> str:
     """The lock's one identifier: sha256 over its canonical JSON (the model, not the file's
     bytes, so a comment or a reformatting does not change it). The plan, the renders' labels,
-    launch headers, run.json, verify and the report all print this one."""
-    return hashlib.sha256(canonical_json(lock.model_dump(by_alias=True)).encode()).hexdigest()
+    launch headers, run.json, verify and the report all print this one. Fields left unset are
+    left out, as in the file, so a new optional field does not change the digest of every lock."""
+    return hashlib.sha256(canonical_json(lock.model_dump(by_alias=True, exclude_none=True)).encode()).hexdigest()
 
 
 def _plain(lock: Lock) -> dict[str, Any]:

@@ -74,7 +74,7 @@ def _from_lock_entry(entry: object, recipe: Recipe) -> LockedPackage:
         env.update(src.env if src is not None else {})  # with the source's install variables
     return LockedPackage(name=name, version=version, hashes=hashes, index_url=index_url,
                          find_links=find_links, local_tag=local, env=env,
-                         from_wheelhouse=source == "wheelhouse", replaces=replaces)
+                         from_wheelhouse=bool(getattr(entry, "from_wheelhouse", False)), replaces=replaces)
 
 
 def locked_packages(recipe: Recipe, lock: object | None) -> list[LockedPackage]:

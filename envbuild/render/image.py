@@ -239,7 +239,7 @@ def image_plan(recipe, target, lock, *, lock_text: str | None = None, base: str 
     wheels = []
     if wheelhouse and lock is not None:
         wheels = sorted(p.dist.filename for p in getattr(lock, "packages", [])
-                        if getattr(p, "source", None) == "wheelhouse" and p.dist is not None)
+                        if getattr(p, "from_wheelhouse", False) and p.dist is not None)
     return ImagePlan(recipe=recipe, target=target, base=chosen, plan=plan, lock_text=lock_text,
                      wheelhouse=wheels, notes=notes)
 

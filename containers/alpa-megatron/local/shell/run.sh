@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision alpa-megatron on local (host local, facts profile:local),
-# rendered by envbuild 0.1.0 from the plan; lock digest 51750023626995cfc84b6aee2832657c086edbd2be77c25560146196b9c99c83.
+# rendered by envbuild 0.1.0 from the plan; lock digest b2c1214dda54bbf36a667bf827ab3477455b2239a9d4329b59df68489ed17464.
 # Regenerate: envbuild render alpa-megatron --target local --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision alpa-megatron on slurm (host slurm, facts profile:slurm),
-# rendered by envbuild 0.1.0 from the plan; lock digest 5c1d833b14766f7b2b1c8a4d45e4379393c16e531c598840e8aa89d990e06ea2.
+# rendered by envbuild 0.1.0 from the plan; lock digest 1b4c820e73e2f78d2f514052c59c6d0c1c75a029b35d706b1625269c1f4ec112.
 # Regenerate: envbuild render alpa-megatron --target slurm --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

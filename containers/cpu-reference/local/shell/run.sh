@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision cpu-reference on local (host local, facts profile:local),
-# rendered by envbuild 0.1.0 from the plan; lock digest ca072b955ba123dc94adbfaec1c63d3b07ca491e12f87d869827f4e3003ec670.
+# rendered by envbuild 0.1.0 from the plan; lock digest c22eb2098f3ea2df6b78327df5dc3494166f3e7f6e99163dd9174c05c07ef5fd.
 # Regenerate: envbuild render cpu-reference --target local --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision megatron-deepspeed-slurm on slurm (host slurm, facts profile:slurm),
-# rendered by envbuild 0.1.0 from the plan; lock digest 00a8433d012c2a1ba215de06e05ac3a15ffeb9e1257c57244262cbdc8c82c268.
+# rendered by envbuild 0.1.0 from the plan; lock digest 90f032174668020055c6e8a04a72a6a375e80e3dbb831098e09e5e8cdff6d8f1.
 # Regenerate: envbuild render megatron-deepspeed-slurm --target slurm --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision megatronapp on rtx4090-pod (host rtx4090-pod, facts profile:rtx4090-pod),
-# rendered by envbuild 0.1.0 from the plan; lock digest 0fd7a124d6ff0ba3880c7613ba28cdc6279b8dd3fc8d9462286317aa659539ce.
+# rendered by envbuild 0.1.0 from the plan; lock digest 6eef7903743f9a749dba5d082d5a1fb973d59546dd61c6d773737b207ae966d8.
 # Regenerate: envbuild render megatronapp --target rtx4090-pod --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

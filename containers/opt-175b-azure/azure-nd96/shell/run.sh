@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision opt-175b-azure on azure-nd96 (host azure-nd96, facts profile:azure-nd96),
-# rendered by envbuild 0.1.0 from the plan; lock digest b344854fa77466048900c4f8cd294b6c0fc34ce7966da8a86c307613b678976b.
+# rendered by envbuild 0.1.0 from the plan; lock digest 76d1ec95e35ace743a020c86914f1ecc25dcb129757698846ecd32945ef1a372.
 # Regenerate: envbuild render opt-175b-azure --target azure-nd96 --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision opt-175b-azure on local (host local, facts profile:local),
-# rendered by envbuild 0.1.0 from the plan; lock digest de8e3852bc271355bf489c19cd3c2a75cd59284a3224b2009351e6c193b46720.
+# rendered by envbuild 0.1.0 from the plan; lock digest 0d963f616fc671fbaa2327349d55324c156cf5549ededb98a485cad50fbd191f.
 # Regenerate: envbuild render opt-175b-azure --target local --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

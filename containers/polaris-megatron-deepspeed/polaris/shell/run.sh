@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision polaris-megatron-deepspeed on polaris (host polaris, facts profile:polaris),
-# rendered by envbuild 0.1.0 from the plan; lock digest abc6e03304a08ff2bc505efbc457fc4fa9ce34972bb373571327704459ce00d7.
+# rendered by envbuild 0.1.0 from the plan; lock digest 60eac5e8b074b62d602c42081a3c96b67662d4de1791dac52a0bcf3c722bf2bd.
 # Regenerate: envbuild render polaris-megatron-deepspeed --target polaris --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
