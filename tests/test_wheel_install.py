@@ -20,6 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from envbuild.execute.prefixlock import lock_dir
+from envbuild.testbed.writes import created, outside, traced
+
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,8 +79,11 @@ def test_installed_wheel_provisions_the_default_from_outside_the_checkout(built_
     assert Path(where.strip()).is_relative_to(venv), where
 
     envbuild = venv / "bin" / "envbuild"
-    prov = run([envbuild, "provision", "--target", "local", "--prefix", tmp_path / "prefix",
-                "--wheelhouse", WHEELHOUSE], cwd=elsewhere, env=env)
+    env["ENVBUILD_CACHE_DIR"] = str(tmp_path / "cache")
+    trace = tmp_path / "strace.txt"
+    argv = [str(a) for a in (envbuild, "provision", "--target", "local", "--prefix", tmp_path / "prefix",
+                             "--wheelhouse", WHEELHOUSE)]
+    prov = run(traced(argv, trace) or argv, cwd=elsewhere, env=env)
     said = prov.stdout + prov.stderr
     assert "local: ok" in said, said[-2000:]
     run_dir = Path(said.rsplit("run directory: ", 1)[1].split()[0])
@@ -87,3 +93,13 @@ def test_installed_wheel_provisions_the_default_from_outside_the_checkout(built_
     report = run([envbuild, "report"], cwd=elsewhere, env=env).stdout
     assert "## Verdict: PASS" in report, report[:2000]
     assert not (elsewhere / "lockfiles").exists() and list(elsewhere.iterdir()) == []
+
+    # every file the run left lies in the prefix, ENVBUILD_HOME (the run directory), envbuild's
+    # cache, the prefix locks or the node's uv cache: none in the working folder, none in /tmp
+    if not trace.is_file():
+        pytest.skip("strace not installed: the files the run left were not traced (.ci/apt-packages.txt has it)")
+    uv_cache = run([find_uv_bin(), "cache", "dir"], env=env).stdout.strip()
+    allowed = [tmp_path / "prefix", tmp_path / "home", tmp_path / "cache", lock_dir(), Path(uv_cache),
+               Path("/dev"), Path("/proc")]
+    left = outside(created(trace.read_text()), allowed)
+    assert left == [], left[:40]

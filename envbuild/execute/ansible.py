@@ -82,7 +82,8 @@ class AnsibleJob:
 
 def control_path_dir(wanted: Path) -> str:
     """``wanted``, or a short /tmp folder named after it when the socket path would pass the
-    108-byte limit of Unix sockets (ssh adds ~30 characters to the folder)."""
+    108-byte limit of Unix sockets (ssh adds ~30 characters to the folder); ``execute`` removes
+    that folder when the playbook ends."""
     if len(str(wanted)) <= 70:
         return str(wanted)
     import hashlib
@@ -248,6 +249,9 @@ def execute(job: AnsibleJob, sink: EventSink, tracker: StepTracker,
         if reaper:
             _subreaper(False)
         _scrub(job.private_dir, mask)  # artifacts, inventory, leftovers in ansible's home
+        control = Path(job.envvars.get("ANSIBLE_SSH_CONTROL_PATH_DIR", job.private_dir))
+        if not control.resolve().is_relative_to(job.private_dir.resolve()):
+            shutil.rmtree(control, ignore_errors=True)  # the short /tmp folder of a long run path
     result = RunResult(status=str(runner.status), rc=runner.rc, signum=stop.signum if stop.requested else None)
     if result.signum is None and (result.rc == 127 or (result.status == "failed" and not tracker.hosts)):
         stdout = ""
