@@ -100,11 +100,22 @@ def interrupted(tmp_path: Path, argv: list[str], env: dict[str, str], ready, sig
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_interrupt_mid_ansible_stops_children_and_records_the_step(tmp_path, sig):
     recipe, mirror = slow_recipe(tmp_path, [f"sleep {SLEEP}"])
-    home = tmp_path / "home"
+    home, tmp = tmp_path / "home", tmp_path / "tmp"
+    tmp.mkdir()
     rc, out, _took = interrupted(tmp_path, provision_argv(recipe, mirror, tmp_path / "env"),
-                                 {**os.environ, "ENVBUILD_HOME": str(home)}, sleepers, sig, "the build step")
+                                 {**os.environ, "ENVBUILD_HOME": str(home), "TMPDIR": str(tmp)}, sleepers, sig,
+                                 "the build step")
     assert rc == 128 + sig, out[-3000:]
     assert sleepers() == [], "the build's sleep survived the interrupt"
+    assert sorted(p.name for p in tmp.iterdir()) == []  # no module payload or temporary file left behind
+    # what the killed module left is in the prefix's temporary folder, emptied by the next run's
+    # state check (envbuild_state, which calls fresh_tmp)
+    from envbuild.actions.onnode_steps import fresh_tmp, tmp_dir_of
+
+    node_tmp = Path(tmp_dir_of(str(tmp_path / "env")))
+    left = sorted(p.name for p in node_tmp.iterdir())
+    assert all(name.startswith("ansible_") or name.startswith(("pip-", "tmp")) for name in left), left
+    assert fresh_tmp(str(tmp_path / "env")) == left and list(node_tmp.iterdir()) == []
 
     [run] = [p for p in (home / "runs").iterdir() if p.is_dir() and not p.is_symlink()]
     meta = json.loads((run / "run.json").read_text())

@@ -24,6 +24,38 @@ def state_dir_of(prefix):
     return os.path.join(os.path.expanduser(prefix), ".envbuild", "state")
 
 
+def tmp_dir_of(prefix):
+    """The node's temporary folder for envbuild's runs: inside the prefix, so that what a
+    killed run leaves (Ansible's module payloads, pip's and uv's build folders) stays there."""
+    return os.path.join(os.path.expanduser(prefix), ".envbuild", "tmp")
+
+
+def fresh_tmp(prefix, keep=None):
+    """Empty the prefix's temporary folder of what earlier runs left, then make sure it exists
+    (the caller holds the prefix's lock: no other run of it is going on). ``keep``: a path of
+    the running process inside it (its own module payload), with the entry that holds it kept.
+    Returns the names removed."""
+    import shutil
+
+    folder = tmp_dir_of(prefix)
+    removed = []
+    if os.path.isdir(folder) and not os.path.islink(folder):
+        for name in sorted(os.listdir(folder)):
+            path = os.path.join(folder, name)
+            if keep and os.path.realpath(keep).startswith(os.path.realpath(path) + os.sep):
+                continue
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                os.unlink(path)
+            removed.append(name)
+    elif os.path.lexists(folder):
+        os.unlink(folder)  # a file or a link where the folder belongs
+    if not os.path.isdir(folder):
+        os.makedirs(folder, 0o700)
+    return removed
+
+
 def read_marker(state, sid):
     try:
         with open(os.path.join(state, sid + ".done")) as fh:

@@ -27,7 +27,9 @@ description:
   - Without O(record), reads each step's marker under O(prefix)/.envbuild/state and checks the
     step's effect on the node now (installed distributions and their RECORD files, git HEAD and
     tree, patches, file digests). The first step that is not done, and every step after it,
-    are returned in RV(pending). Changes nothing (RV(ignore:changed) is always false).
+    are returned in RV(pending). Outside check mode it empties C(<prefix>/.envbuild/tmp), the
+    temporary folder of the node's tasks, of what earlier (killed) runs left; it changes
+    nothing else (RV(ignore:changed) is always false).
   - With O(record), checks the effect of that step in full (every RECORD hash), keeps the
     manifest that makes later checks fast, then writes the step's marker with O(digest).
     Fails when the effect does not hold. Reports a change only when the marker changed.
@@ -125,6 +127,13 @@ prefix:
   description: The prefix, with ~ expanded.
   returned: without record
   type: str
+tmp_cleared:
+  description: >-
+    What earlier runs left in C(<prefix>/.envbuild/tmp), the temporary folder of the node's
+    tasks, removed before the steps run (never in check mode).
+  returned: without record
+  type: list
+  elements: str
 recorded:
   description: The step recorded (null in check mode).
   returned: with record
@@ -167,9 +176,10 @@ def main():
              for i, (sid, digest) in enumerate(zip(p["steps"], p["digests"]))]
     if p["from_step"] and p["from_step"] not in p["steps"]:
         module.fail_json(msg="--from-step %s: no such step (steps: %s)" % (p["from_step"], ", ".join(p["steps"])))
+    cleared = [] if module.check_mode else node_steps.fresh_tmp(p["prefix"], keep=__file__)
     res = node_steps.node_state(p["prefix"], steps, from_step=p["from_step"] or None, textpatch=textpatch,
                                refresh=not module.check_mode)
-    module.exit_json(changed=False, **res)
+    module.exit_json(changed=False, tmp_cleared=cleared, **res)
 
 
 if __name__ == "__main__":
