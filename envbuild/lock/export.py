@@ -42,8 +42,9 @@ def _location(p: LockedPackage, wheelhouse: str | None) -> tuple[str, str]:
     """("url" or "path", value) of the entry's file."""
     if p.from_wheelhouse and (wheelhouse or not p.dist.url.startswith(("https://", "http://"))):
         if not wheelhouse:
+            why = p.wheelhouse.how if p.wheelhouse else "the lock was made before envbuild recorded one"
             raise InputError(f"{p.name} {p.version} comes from a wheelhouse and the lock names no "
-                             "upstream URL for it (made before envbuild recorded one)",
+                             f"upstream URL for it ({why})",
                              hint="re-lock it, or pass --wheelhouse DIR: where the reader finds "
                                   f"{p.dist.filename}")
         return "path", f"{wheelhouse.rstrip('/')}/{p.dist.filename}"

@@ -179,7 +179,7 @@ def locked(res: Resolved, sorted_: Sorted, wheelhouse: Path | None) -> LockedPac
         sha = sha256_file(path) if path.is_file() else sha
         index, kind = sorted_.indexes.get(key, (None, "index-url"))
         found = upstream(res.name, filename, sha, index, kind)
-        source, url = index or "pypi", found.url
+        source, url = index or "pypi", found.url or f"wheelhouse/{filename}"
         house = FromWheelhouse(upstream=found.status, how=found.how)
     elif not is_pypi(url):
         source = next((i for i in sorted_.find_links + sorted_.extra_indexes

@@ -86,9 +86,10 @@ class FromWheelhouse(_M):
     """The locked bytes were read from a ``--wheelhouse`` when the lock was made; ``dist.url``
     names the same bytes upstream (``envbuild.lock.upstream``). ``upstream``: ``checked`` when
     the index listed the file with this sha256, ``derived`` when the URL follows from the
-    index's known layout and the index could not be asked."""
+    index's known layout and the index could not be asked, ``none`` when no upstream could be
+    named (``dist.url`` is then ``wheelhouse/<file>``: exporting or bundling needs the folder)."""
 
-    upstream: Literal["checked", "listed", "derived"]
+    upstream: Literal["checked", "listed", "derived", "none"]
     how: str
 
 

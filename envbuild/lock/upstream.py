@@ -4,13 +4,15 @@ A ``--wheelhouse`` is only a place to find bytes; the lock records the file's up
 (and the sha256 of the bytes), so that a lock made with a wheelhouse exports, bundles and
 installs elsewhere without naming a local path.
 
-* The index answers: its page for the project (a PEP 503 page, or the find-links page itself)
-  must link the file; the link is the URL, and when the link carries ``#sha256=`` it must equal
-  the wheelhouse file's (``checked``). A wheelhouse file the index does not list, or lists with
-  other bytes, is refused: the lock would name bytes nobody else can get.
+* The index answers: when its page for the project (a PEP 503 page, or the find-links page
+  itself) links the file, the link is the URL, and when the link carries ``#sha256=`` it must
+  equal the wheelhouse file's (``checked``; other bytes under the same name are refused).
 * The index does not answer from here: the URL is derived from a known layout (``derived``):
   a flat find-links page links its files beside itself, and PyTorch's indexes keep every file
-  under the index folder (rows below, with sources). An index of unknown layout is refused.
+  under the index folder (rows below, with sources).
+* Neither (a wheel built locally, a ``+cpu`` build the recipe names no index for, an index of
+  unknown layout that does not answer): ``none``, with why; the lock keeps the file name, and
+  exporting or bundling it needs the wheelhouse again.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from urllib.parse import quote, unquote, urljoin, urlparse
 
 import requests
 
-from envbuild.errors import CheckFailed, InputError
+from envbuild.errors import CheckFailed
 from envbuild.lock.indexes import PYPI_SIMPLE, is_pypi, unreachable
 from envbuild.lock.schema import normalize
 
@@ -54,8 +56,8 @@ LAYOUTS = (
 class Upstream:
     """The upstream URL of a wheelhouse file and how it was found."""
 
-    url: str
-    status: str  # checked: listed with this sha256; listed: linked without one; derived: a layout
+    url: str | None  # None: no upstream could be named (status none)
+    status: str  # checked: listed with this sha256; listed: linked without one; derived: a layout; none
     how: str
 
 
@@ -114,9 +116,9 @@ def upstream(project: str, filename: str, sha256: str, index: str | None, kind: 
     if html is not None:
         found = linked(html, page, filename)
         if found is None:
-            raise CheckFailed(f"{project}: the wheelhouse file {filename} is not listed by {page}",
-                              hint="a lock names files its index serves: use the index's own file, "
-                                   "or give the package the index (or find-links page) that serves it")
+            return Upstream(url=None, status="none",
+                            how=f"{page} does not list {filename}: known here by its sha256 only "
+                                "(give the package the index that serves it to record where it lives)")
         url, listed = found
         if listed is not None and listed != sha256:
             raise CheckFailed(f"{project}: the wheelhouse file {filename} is not the file {page} "
@@ -126,8 +128,7 @@ def upstream(project: str, filename: str, sha256: str, index: str | None, kind: 
                         how=f"listed by {page}" + (" with this sha256" if listed else " (no sha256 on the page)"))
     guess = derived(index, kind, filename)
     if guess is None:
-        raise InputError(f"{project}: the upstream URL of the wheelhouse file {filename} cannot be "
-                         f"named: {down}",
-                         hint="lock where the package's index answers (a lock records where its "
-                              "bytes come from, not a local path)")
+        return Upstream(url=None, status="none",
+                        how=f"no upstream URL: {down}, and its layout is not known here (lock where "
+                            "the index answers to record where the file lives)")
     return Upstream(url=guess.url, status="derived", how=f"{guess.how}; not compared with the index: {down}")
