@@ -97,6 +97,22 @@ def test_layer_order_lock_dependent_last() -> None:
     assert kinds.index("RUN") < next(n for n, i in enumerate(items) if "pip-packages" in i["value"])
 
 
+def test_a_base_pinned_by_digest_keeps_its_rows_facts_and_is_labelled_so() -> None:
+    pinned = "nvidia/cuda:11.1.1-cudnn8-devel-ubuntu20.04@sha256:" + "ab" * 32
+    ip = plan_of("alpa-megatron", "azure-nd96", base=pinned)
+    assert ip.base.image == pinned and ip.base.digest == "sha256:" + "ab" * 32
+    assert ip.base.nvcc == "11.1" and ip.base.apt_python  # the row of its tag
+    text = dockerfile.render(ip).files["Dockerfile"]
+    assert f"FROM {pinned} AS env" in text
+    labels = dfp(text).labels
+    assert labels["org.opencontainers.image.base.digest"] == "sha256:" + "ab" * 32
+    assert "io.envbuild.base.pinned" not in labels
+    tag = dfp(dockerfile.render(plan_of("alpa-megatron", "azure-nd96")).files["Dockerfile"]).labels
+    assert tag["io.envbuild.base.pinned"].startswith("no: a tag") and "org.opencontainers.image.base.digest" not in tag
+    bad = plan_of("cpu-reference", "local", base="localhost/b@sha256:123").base
+    assert bad.digest is None  # not a sha256 digest: a tag-like reference, labelled unpinned
+
+
 def test_labels_and_verify_files() -> None:
     ip = plan_of("alpa-megatron", "azure-nd96")
     ctx = dockerfile.render(ip)

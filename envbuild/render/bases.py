@@ -9,12 +9,13 @@ else, for a CPU torch, a Debian python image of the recipe's Python.
 A row also says which facts a node *inside* the image has (OS, nvcc, where the recipe's Python
 is) and which apt packages the image still needs before the plan's steps can run (the CUDA
 devel images carry no Python). A ``--base`` image is taken as it is: it must provide the
-recipe's Python with venv (and git when the recipe has git sources).
+recipe's Python with venv (and git when the recipe has git sources). A row names a tag, not a
+digest; ``--base NAME@sha256:HEX`` pins the image by content, and the render's labels say which.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 CUDA_TAGS = "https://gitlab.com/nvidia/container-images/cuda/-/blob/master/doc/supported-tags.md"
 CUDA_EOL = "https://gitlab.com/nvidia/container-images/cuda/-/blob/master/doc/support-policy.md"
@@ -34,6 +35,17 @@ class BaseImage:
     source: str
     why: str = ""
     provides: tuple[str, ...] = field(default_factory=tuple)  # packages the image ships (torch...)
+
+    @property
+    def digest(self) -> str | None:
+        """The content digest the reference pins (``NAME@sha256:HEX``), None for a tag: a tag
+        may be moved or deleted by its registry. No row records a digest: none was read from a
+        registry (none is reachable where the rows were written); ``--base NAME@sha256:HEX``
+        pins one."""
+        _, _, digest = self.image.partition("@")
+        hexpart = digest.removeprefix("sha256:")
+        return digest if digest.startswith("sha256:") and len(hexpart) == 64 and all(
+            c in "0123456789abcdef" for c in hexpart) else None
 
 
 def _cuda(version: str, ubuntu: str, pythons: tuple[str, ...], cudnn: str = "cudnn8") -> BaseImage:
@@ -90,9 +102,10 @@ def python_image(minor: str) -> BaseImage:
 def given(image: str, python: str) -> BaseImage:
     """A ``--base`` image: known rows keep their facts, others are taken as providing
     ``python{minor}`` on PATH."""
-    known = NGC_ROWS.get(image) or next((r for r in CUDA_ROWS.values() if r.image == image), None)
+    name = image.partition("@")[0]  # a row's facts hold for its tag pinned by digest too
+    known = NGC_ROWS.get(name) or next((r for r in CUDA_ROWS.values() if r.image == name), None)
     if known:
-        return known
+        return known if name == image else replace(known, image=image)
     return BaseImage(image=image, os_id="", os_version="", nvcc=None, pythons=(python,),
                      python_path="python{v}", apt_python=False, source="--base",
                      why=f"given with --base: it must provide Python {python} with venv "

@@ -130,6 +130,9 @@ class ImagePlan:
             "org.opencontainers.image.title": f"envbuild {rec.name} ({self.target.name})",
             "org.opencontainers.image.description": " ".join(rec.title.split()),
             "org.opencontainers.image.base.name": self.base.image,
+            **({"org.opencontainers.image.base.digest": self.base.digest} if self.base.digest else
+               {"io.envbuild.base.pinned": "no: a tag, which its registry may move or delete; "
+                                           "render with --base NAME@sha256:HEX to pin it"}),
             "org.opencontainers.image.version": __version__,
             "io.envbuild.recipe": rec.name,
             "io.envbuild.target": self.target.name,
