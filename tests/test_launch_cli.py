@@ -41,6 +41,11 @@ def test_render_to_file(tmp_path, capsys) -> None:
     res = json.loads(capsys.readouterr().out.split("\n", 1)[1])
     assert res["nodes"] == 2 and res["name"] == "envbuild-megatronapp.yaml" and "kind: Job" in res["text"]
     assert "image: registry.example.org/m:1" in res["text"]
+    assert main(["launch", "megatronapp", "-t", "rtx4090-pod", "--scheduler", "k8s", "--variant", "two-pods",
+                 "--image", "registry.example.org/m:1", "--k8s-workload", "jobset", "--json"]) == 0
+    said = capsys.readouterr().out
+    res = json.loads(said[said.index("{"):])
+    assert "kind: JobSet" in res["text"] and "kind: Service" not in res["text"]
 
 
 @pytest.mark.parametrize("args,words", [
@@ -49,6 +54,7 @@ def test_render_to_file(tmp_path, capsys) -> None:
     (["alpa-megatron", "-t", "slurm", "--scheduler", "slurm", "--variant", "nope"], "no variant 'nope'"),
     (["opt-175b-azure", "-t", "azure-nd96", "--scheduler", "pbs"], "runs its jobs through slurm"),
     (["alpa-megatron", "-t", "slurm", "--scheduler", "local", "--nodes", "2"], "runs on 1 node"),
+    (["alpa-megatron", "-t", "slurm", "--scheduler", "slurm", "--k8s-workload", "jobset"], "Kubernetes option"),
 ])
 def test_bad_input_is_exit_2(args, words, capsys) -> None:
     assert main(["launch", *args]) == 2

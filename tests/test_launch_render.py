@@ -57,6 +57,9 @@ CASES = {  # name: (recipe, target, options)
     "megatronapp--rtx4090-pod--k8s": ("megatronapp", "rtx4090-pod", dict(scheduler="k8s", container_image=IMAGE)),
     "megatronapp--rtx4090-pod--k8s-two-pods": ("megatronapp", "rtx4090-pod",
                                                dict(scheduler="k8s", variant="two-pods", container_image=IMAGE)),
+    "megatronapp--rtx4090-pod--k8s-two-pods-jobset": ("megatronapp", "rtx4090-pod",
+                                                      dict(scheduler="k8s", variant="two-pods", container_image=IMAGE,
+                                                           k8s_workload="jobset")),
     "megatronapp--rtx4090-pod--k8s-smoke": ("megatronapp", "rtx4090-pod",
                                             dict(scheduler="k8s", nodes=2, smoke_only=True, container_image=IMAGE)),
     "cpu-reference--local--local": ("cpu-reference", "local", dict(scheduler="local")),
@@ -109,7 +112,8 @@ def _scripts(rendered) -> dict[str, str]:
     for name, r in rendered.items():
         if r.filename.endswith(".yaml"):
             for doc in yaml.safe_load_all(r.text):
-                pod = doc.get("spec", {}).get("template", {}).get("spec", {})
+                jobs = [rj["template"] for rj in doc["spec"]["replicatedJobs"]] if doc["kind"] == "JobSet" else [doc]
+                pod = jobs[0].get("spec", {}).get("template", {}).get("spec", {})
                 for c in pod.get("containers", []):
                     out[f"{name}-{doc['metadata']['name']}.sh"] = c["command"][2]
             continue
@@ -123,7 +127,8 @@ def _scripts(rendered) -> dict[str, str]:
 @pytest.mark.lint
 def test_shellcheck_every_generated_script(rendered, tmp_path) -> None:
     scripts = _scripts(rendered)
-    assert len(scripts) > 2 * len(CASES) - 4
+    assert all(any(key.startswith(f"{case}.") or key.startswith(f"{case}-") for key in scripts) for case in CASES)
+    assert sum(key.endswith(tuple(f"-task{i}.sh" for i in range(9))) for key in scripts) >= 10  # heredocs found
     for name, text in scripts.items():
         (tmp_path / name).write_text(text)
     proc = subprocess.run(["shellcheck", "--shell=bash", "--severity=style", *sorted(scripts)],
@@ -136,9 +141,43 @@ def test_manifests_validate_against_the_kubernetes_schema(rendered) -> None:
     import kubernetes_validate
 
     docs = [d for r in rendered.values() if r.filename.endswith(".yaml") for d in yaml.safe_load_all(r.text)]
-    assert {d["kind"] for d in docs} == {"Job", "Service"}
+    assert {d["kind"] for d in docs} == {"Job", "Service", "JobSet"}
     for doc in docs:
+        if doc["kind"] == "JobSet":  # a CRD the schema does not know: its Job template is a batch/v1 Job
+            for rj in doc["spec"]["replicatedJobs"]:
+                doc = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": rj["name"]},
+                       "spec": rj["template"]["spec"]}
+                kubernetes_validate.validate(doc, API_VERSION, strict=True)
+            continue
         kubernetes_validate.validate(doc, API_VERSION, strict=True)  # raises on any schema error
+
+
+def test_a_jobset_runs_the_same_indexed_job_and_names_pod_0_as_its_controller_does(rendered) -> None:
+    """--k8s-workload jobset: one JobSet whose one replicated job is the Job the default renders
+    (same pods, same rank source, same anti-affinity), no Service of our own (the JobSet
+    controller makes it, named after the JobSet), and MASTER_ADDR the hostname JobSet gives
+    pod 0: <jobset>-<replicated job>-0-0.<jobset>."""
+    (jobset,) = yaml.safe_load_all(rendered["megatronapp--rtx4090-pod--k8s-two-pods-jobset"].text)
+    _, job = yaml.safe_load_all(rendered["megatronapp--rtx4090-pod--k8s-two-pods"].text)
+    assert (jobset["apiVersion"], jobset["kind"]) == ("jobset.x-k8s.io/v1alpha2", "JobSet")
+    spec = jobset["spec"]
+    assert spec["failurePolicy"] == {"maxRestarts": 0}
+    assert spec["network"] == {"enableDNSHostnames": True, "publishNotReadyAddresses": True}
+    (rj,) = spec["replicatedJobs"]
+    inner = rj["template"]["spec"]
+    assert rj["replicas"] == 1 and (inner["completionMode"], inner["completions"], inner["backoffLimit"]) == \
+        ("Indexed", 2, 0)
+    pod, default_pod = inner["template"]["spec"], job["spec"]["template"]["spec"]
+    assert "subdomain" not in pod and pod["affinity"] == default_pod["affinity"]
+    env = {e["name"]: e.get("value", e.get("valueFrom")) for e in pod["containers"][0]["env"]}
+    default_env = {e["name"]: e.get("value", e.get("valueFrom")) for e in default_pod["containers"][0]["env"]}
+    name = jobset["metadata"]["name"]
+    assert env["MASTER_ADDR"] == env["ENVBUILD_MASTER_ADDR"] == f"{name}-{rj['name']}-0-0.{name}"
+    assert env["ENVBUILD_NODE_RANK"] == default_env["ENVBUILD_NODE_RANK"]
+    assert {k: v for k, v in env.items() if "MASTER_ADDR" not in k} == \
+        {k: v for k, v in default_env.items() if "MASTER_ADDR" not in k}
+    assert pod["containers"][0]["command"][2].replace(env["MASTER_ADDR"], "M") == \
+        default_pod["containers"][0]["command"][2].replace(default_env["MASTER_ADDR"], "M")
 
 
 def test_two_pods_are_one_indexed_job_on_two_nodes(rendered) -> None:

@@ -71,13 +71,16 @@ def _plan(rec, tgt, *, run_dir: Path | None, facts_file, lock_file, prefix, git_
 @click.option("--partition", help="Slurm partition / PBS queue.")
 @click.option("--account", help="Slurm account / PBS project.")
 @click.option("--namespace", default="default", show_default=True, help="Kubernetes namespace.")
+@click.option("--k8s-workload", type=click.Choice(["job", "jobset"]), default=None,
+              help="Kubernetes workload: an Indexed Job and its headless Service [job], or a JobSet "
+                   "(needs the JobSet controller in the cluster).")
 @click.option("--master-port", type=click.IntRange(1, 65535), help="Rendezvous port [scheduler default].")
 @click.option("--timeout", type=click.IntRange(1), default=3600, show_default=True,
               help="--submit: cancel the job after this many seconds.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def launch_cmd(recipe, target, scheduler, nodes, gpus_per_node, variant, out, submit, smoke_only,
                command_override, container_image, no_container, run, facts_file, lock_file, prefix,
-               git_mirror, time_limit, partition, account, namespace, master_port, timeout, as_json):
+               git_mirror, time_limit, partition, account, namespace, k8s_workload, master_port, timeout, as_json):
     """Render RECIPE's published run for a scheduler; with --submit run it and collect the result.
 
     \b
@@ -99,13 +102,17 @@ def launch_cmd(recipe, target, scheduler, nodes, gpus_per_node, variant, out, su
     from envbuild.targets import load_target
 
     rec, tgt = load_recipe(recipe), load_target(target)
+    if k8s_workload and scheduler != "k8s":
+        raise InputError(f"--k8s-workload is a Kubernetes option; the scheduler is {scheduler}",
+                         hint="drop --k8s-workload, or use --scheduler k8s")
     if submit and scheduler not in ("slurm", "local"):
         raise InputError(f"--submit runs slurm and local jobs; {scheduler} is render-only here",
                          hint="write the file with -o and submit it yourself (qsub / kubectl apply -f)")
     opts = LaunchOptions(scheduler=scheduler, nodes=nodes, gpus_per_node=gpus_per_node, variant=variant,
                          smoke_only=smoke_only, command_override=command_override,
                          container_image=container_image, no_container=no_container, time_limit=time_limit,
-                         partition=partition, account=account, namespace=namespace, master_port=master_port)
+                         partition=partition, account=account, namespace=namespace,
+                         k8s_workload=k8s_workload or "job", master_port=master_port)
     provisioned = sub.provisioned_run(rec.name, tgt.name, run) if (submit or run) else None
     plan = _plan(rec, tgt, run_dir=provisioned, facts_file=facts_file, lock_file=lock_file, prefix=prefix,
                  git_mirror=git_mirror, container=not no_container)

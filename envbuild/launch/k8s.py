@@ -19,6 +19,12 @@ needs), and a memory-backed ``/dev/shm`` of the target's size. Each pod runs the
 a ``case`` on the rank) with ``bash -c``. No Kubernetes API runs in the test suite: the
 manifests are golden-tested and validated offline against the Kubernetes schema
 (kubernetes-validate).
+
+``--k8s-workload jobset`` renders the same Indexed Job as the one replicated job of a JobSet
+(``jobset.x-k8s.io/v1alpha2``, for clusters that run the JobSet controller): the controller
+makes the headless Service and the pods' hostnames, ``failurePolicy.maxRestarts: 0`` keeps a
+failed rank a failed run. kubernetes-validate knows no CRD: the Job template inside is
+validated as a ``batch/v1`` Job.
 """
 
 from __future__ import annotations
@@ -33,6 +39,11 @@ API_VERSION = "1.30"  # the Kubernetes schema the manifests are validated agains
 PORT = 29500
 INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"  # set by the Job controller (Indexed)
 HOSTNAME_KEY = "kubernetes.io/hostname"
+# JobSet (kubernetes-sigs/jobset, its CRD installed in the cluster): the same Indexed Job as its
+# one replicated job; pod hostnames <jobset>-<replicated job>-<job index>-<pod index>.<jobset>
+# (site/static/examples/simple/jobset-with-network.yaml of kubernetes-sigs/jobset)
+JOBSET_API = "jobset.x-k8s.io/v1alpha2"
+REPLICATED_JOB = "node"
 
 
 def _labels(job: Job) -> dict:
@@ -55,12 +66,16 @@ def _command(job: Job) -> str:
 def manifests(job: Job) -> list[dict]:
     opts = job.options
     namespace = opts.namespace if opts else "default"
+    jobset = bool(opts and opts.k8s_workload == "jobset")
     port = job.master_port if job.master_port else PORT
-    service = f"{job.name}-rdzv"
-    master = f"{job.name}-0.{service}" if job.nodes > 1 else "127.0.0.1"
+    # a JobSet's controller makes the headless Service (named after the JobSet) and each pod's
+    # hostname, <jobset>-<replicated job>-<job index>-<pod index>
+    service = job.name if jobset else f"{job.name}-rdzv"
+    first = f"{job.name}-{REPLICATED_JOB}-0-0" if jobset else f"{job.name}-0"
+    master = f"{first}.{service}" if job.nodes > 1 else "127.0.0.1"
     labels = _labels(job)
     docs: list[dict] = []
-    if job.nodes > 1:
+    if job.nodes > 1 and not jobset:
         docs.append({"apiVersion": "v1", "kind": "Service",
                      "metadata": {"name": service, "namespace": namespace,
                                   "labels": {**labels, "app.kubernetes.io/component": "rendezvous"}},
@@ -102,17 +117,24 @@ def manifests(job: Job) -> list[dict]:
     shm = {"medium": "Memory"} | ({"sizeLimit": job.shm_size} if job.shm_size else {})
     pod: dict = {"restartPolicy": "Never"}
     if job.nodes > 1:
-        pod["subdomain"] = service
+        if not jobset:
+            pod["subdomain"] = service
         pod["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
             {"labelSelector": {"matchLabels": labels}, "topologyKey": HOSTNAME_KEY}]}}
     pod |= {"containers": [container], "volumes": [{"name": "dshm", "emptyDir": shm}]}
-    docs.append({"apiVersion": "batch/v1", "kind": "Job",
-                 "metadata": {"name": job.name, "namespace": namespace, "labels": labels,
-                              "annotations": {"envbuild/recipe": job.recipe, "envbuild/target": job.target,
-                                              **({"envbuild/replaced": job.replaced} if job.replaced else {})}},
-                 "spec": {"completionMode": "Indexed", "completions": job.nodes, "parallelism": job.nodes,
-                          "backoffLimit": 0,
-                          "template": {"metadata": {"labels": labels}, "spec": pod}}})
+    metadata = {"name": job.name, "namespace": namespace, "labels": labels,
+                "annotations": {"envbuild/recipe": job.recipe, "envbuild/target": job.target,
+                                **({"envbuild/replaced": job.replaced} if job.replaced else {})}}
+    spec = {"completionMode": "Indexed", "completions": job.nodes, "parallelism": job.nodes,
+            "backoffLimit": 0, "template": {"metadata": {"labels": labels}, "spec": pod}}
+    if jobset:
+        docs.append({"apiVersion": JOBSET_API, "kind": "JobSet", "metadata": metadata,
+                     "spec": {"failurePolicy": {"maxRestarts": 0},
+                              "network": {"enableDNSHostnames": True, "publishNotReadyAddresses": True},
+                              "replicatedJobs": [{"name": REPLICATED_JOB, "replicas": 1,
+                                                  "template": {"metadata": {"labels": labels}, "spec": spec}}]}})
+    else:
+        docs.append({"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": spec})
     return docs
 
 
