@@ -57,11 +57,21 @@ def test_verify_and_smoke_inside_the_image(image) -> None:
     assert "smoke passed" in out.stdout
 
 
+def test_the_run_stage_is_not_root_and_cannot_change_the_environment(image) -> None:
+    """The image runs as envbuild (uid 10001): the smoke above wrote its folder, but the
+    environment installed by root stays as built."""
+    script = (f"id -u; id -g; test -w {PREFIX}/.envbuild/smoke && echo smoke-writable; "
+              f"{PREFIX}/bin/python -m pip uninstall -y -q einops >/dev/null 2>&1 || echo refused")
+    out = image["podman"]("run", "--rm", "--network=none", TAG, "sh", "-c", script, check=False)
+    assert out.stdout.split() == ["10001", "10001", "smoke-writable", "refused"], out.stdout + out.stderr
+
+
 def test_verify_fails_on_a_drifted_package(image) -> None:
-    """Fail closed: a package at another version than the lock's is reported."""
+    """Fail closed: a package at another version than the lock's is reported (the drift made
+    by root, who alone may change the environment)."""
     script = (f"{PREFIX}/bin/python -m pip uninstall -y -q einops && "
               f"sh {PREFIX}/.envbuild/files/verify.sh")
-    out = image["podman"]("run", "--rm", "--network=none", TAG, "sh", "-c", script, check=False)
+    out = image["podman"]("run", "--rm", "--network=none", "--user", "0", TAG, "sh", "-c", script, check=False)
     assert out.returncode == 1
     assert "einops==0.8.2 is not installed" in out.stdout
 

@@ -17,6 +17,11 @@ tooling and the pip installs, ``devel`` (from ``env``) checks out and patches th
 tree and builds its wheel with the plan's ``TORCH_CUDA_ARCH_LIST``, ``runtime`` (from
 ``env``) copies the wheel (``COPY --from=devel``) and installs it.
 
+The steps run as root; the image runs as ``envbuild`` (uid 10001, ``USER 10001:10001``),
+which owns only what a run writes: the smoke's folder and the source trees in the image
+(Megatron compiles its dataset helpers into its tree at first use). The environment stays as
+built: drift needs root (``docker run --user 0``).
+
 Every RUN body comes from ``envbuild.render.shell``; no install syntax is written here.
 """
 
@@ -35,6 +40,7 @@ PIP_STEPS = ("pip_tooling", "pip_install", "install_source", "apex_build")  # st
 PIP_CACHE = "/root/.cache/pip"
 IGNORE_APT = ("# hadolint ignore=DL3008,DL3009 # reason: the published apt package names, "
               "unpinned (one version per distribution release); the lists are removed below")
+RUN_USER, RUN_UID = "envbuild", 10001  # above the ranges distributions give (ubuntu's own user is 1000)
 IGNORE_CD = ("# hadolint ignore=DL3003 # reason: an action runs in its own folder in a "
              "subshell; WORKDIR would carry over to every later instruction")
 
@@ -163,6 +169,15 @@ def render(ip: ImagePlan) -> Context:
         if step.id not in devel_ids:
             w.step(step, acts, devel_wheels=bool(devel))
 
+    # the run stage's user: not root. The steps above ran as root; what a run writes (the
+    # smoke's folder, the source trees whose helpers compile at first use) belongs to it.
+    owned = [f"{ip.state}/smoke", *sorted(ip.verify_spec()["sources"])]  # the trees the run stage has
+    w.lines += ["", f"# the run stage's user: {RUN_USER} (uid {RUN_UID}); the smoke's folder and the source trees "
+                    "are its own",
+                f"RUN useradd --uid {RUN_UID} --user-group --create-home --shell /bin/sh {RUN_USER} && \\",
+                "    mkdir -p " + " ".join(q(o) for o in owned) + " && \\",
+                f"    chown -R {RUN_USER}:{RUN_USER} " + " ".join(q(o) for o in owned)]
+
     # verify files, lock, environment, labels: last, so that none of them invalidates a layer
     w.lines += ["", "# verify.sh [--smoke] checks the image against the lock (imports, versions, "
                     "source trees)"]
@@ -184,6 +199,7 @@ def render(ip: ImagePlan) -> Context:
     w.lines += ["ENV " + " \\\n    ".join(f"{k}={dq(v) if k != 'PATH' else dq(ip.prefix + '/bin') + ':$PATH'}"
                                            for k, v in env.items())]
     w.lines += ["LABEL " + " \\\n      ".join(f"{k}={dq(v)}" for k, v in ip.labels().items())]
+    w.lines += [f"USER {RUN_UID}:{RUN_UID}", f"WORKDIR /home/{RUN_USER}"]  # numeric: no passwd lookup on the host
     w.lines += [f"CMD [\"sh\", \"{ip.files_dir}/verify.sh\"]"]
     w.files["Dockerfile"] = "\n".join(w.lines) + "\n"
     modes = {"envbuild/verify.sh": 0o755}
