@@ -156,3 +156,48 @@ def test_the_script_needs_only_the_standard_library() -> None:
     names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     names |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     assert names <= set(sys.stdlib_module_names), names - set(sys.stdlib_module_names)
+
+
+def _fleet_tree(root: Path, devices: list[tuple[str, list[str], str, str]]) -> Path:
+    """A /sys of several devices: (device, port states, "roce"/"ipoib", interface stem)."""
+    for dev, states, kind, stem in devices:
+        for i, state in enumerate(states, start=1):
+            port = root / "class" / "infiniband" / dev / "ports" / str(i)
+            port.mkdir(parents=True)
+            (port / "state").write_text(state + "\n")
+            (port / "rate").write_text("400 Gb/sec (4X NDR)\n")
+            if kind == "roce":
+                (port / "gid_attrs" / "ndevs").mkdir(parents=True)
+                (port / "gid_attrs" / "ndevs" / "0").write_text(f"{stem}{i}\n")
+            else:
+                (root / "class" / "infiniband" / dev / "device" / "net" / f"{stem}{i}").mkdir(parents=True)
+    return root
+
+
+@pytest.mark.parametrize("devices", [
+    # an H100 node's twelve HCAs: mlx5_10 sorts before mlx5_2 in both places, the first down
+    [(f"mlx5_{n}", ["1: DOWN" if n == 0 else "4: ACTIVE"], "ipoib", f"ib{n}_") for n in range(12)],
+    # RoCE with its second port the only active one, next to an IPoIB device
+    [("mlx5_0", ["1: DOWN", "4: ACTIVE"], "roce", "eth"), ("mlx5_1", ["4: ACTIVE"], "ipoib", "ib")],
+    [("mlx5_0", ["1: DOWN"], "roce", "eth")],  # no active port: no address either way
+], ids=["twelve-ipoib", "roce-second-port", "all-down"])
+def test_the_pods_rule_and_the_facts_rule_pick_the_same_address(tmp_path, devices) -> None:
+    """The address a pod finds at start (launch/ib_addresses.py, reading /sys) is the one the
+    node's facts name (facts/ib.py, parsing the probe's output): the probe's own commands run
+    here over the same tree, /sys rewritten to it, every interface given an address."""
+    from envbuild.facts.ib import PROBES, ib_address, parse_sys_infiniband
+
+    root = _fleet_tree(tmp_path / "sys", devices)
+    script = PROBES[0].command.replace("/sys/", f"{root}/").replace("ip -o -4 addr show", "true")
+    text = subprocess.run(["sh", "-c", script], capture_output=True, text=True, check=True).stdout
+    text = text.replace(f"{root}/", "/sys/")
+    active = ib_addresses.port_interfaces(str(root))
+    every = sorted({line.rsplit("/", 1)[-1] for line in text.splitlines() if "/device/net/" in line}
+                   | {line.rsplit(":", 1)[-1] for line in text.splitlines() if "/ndevs/0:" in line})
+    address = {netdev: f"10.1.{i}.7" for i, netdev in enumerate(every)}
+    ip_lines = "".join(f"{i + 2}: {n}    inet {a}/16 brd 10.1.255.255 scope global {n}\n"
+                       for i, (n, a) in enumerate(address.items()))
+    facts = ib_address(parse_sys_infiniband(text + ip_lines))
+    pod = ib_addresses.own_address(str(root), address_of=address.get)
+    assert pod == facts
+    assert (pod is None) == (not active)

@@ -88,10 +88,16 @@ def parse_sys_infiniband(text: str) -> list[IbDevice]:
     ]
 
 
+def natural(name: str) -> list:
+    """Sort key that puts "mlx5_2:1" before "mlx5_10:1" (``envbuild/launch/ib_addresses.py``,
+    which a pod runs at start, orders the ports the same way)."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
 def ib_address(devices: list[IbDevice]) -> str | None:
-    """The node's RDMA CM address: the first IPv4 address of an ACTIVE port (ports sorted by
-    name, "mlx5_0:1" before "mlx5_1:1"), or None when no active port has one."""
-    for dev in sorted(devices, key=lambda d: d.name):
+    """The node's RDMA CM address: the first IPv4 address of an ACTIVE port (ports in natural
+    order, "mlx5_2:1" before "mlx5_10:1"), or None when no active port has one."""
+    for dev in sorted(devices, key=lambda d: natural(d.name)):
         if (dev.state or "").upper().endswith("ACTIVE") and dev.ipv4:
             return dev.ipv4[0]
     return None

@@ -24,6 +24,7 @@ import argparse
 import fcntl
 import ipaddress
 import os
+import re
 import socket
 import struct
 import sys
@@ -53,11 +54,17 @@ def interface_address(name):
         s.close()
 
 
+def natural(name):
+    """Sort key that puts mlx5_2 before mlx5_10 (the facts' ``envbuild.facts.ib`` uses the same)."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
 def port_interfaces(sys_root="/sys"):
-    """``[(port, interface)]`` of the active InfiniBand/RoCE ports, in device and port order."""
+    """``[(port, interface)]`` of the active InfiniBand/RoCE ports, in device and port order
+    (natural: mlx5_2 before mlx5_10)."""
     base = os.path.join(sys_root, "class", "infiniband")
     out = []
-    for dev in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+    for dev in sorted(os.listdir(base), key=natural) if os.path.isdir(base) else []:
         ports_dir = os.path.join(base, dev, "ports")
         ports = sorted((p for p in os.listdir(ports_dir) if p.isdigit()), key=int) if os.path.isdir(ports_dir) else []
         net_dir = os.path.join(base, dev, "device", "net")
