@@ -60,6 +60,9 @@ CASES = {  # name: (recipe, target, options)
     "megatronapp--rtx4090-pod--k8s-two-pods-jobset": ("megatronapp", "rtx4090-pod",
                                                       dict(scheduler="k8s", variant="two-pods", container_image=IMAGE,
                                                            k8s_workload="jobset")),
+    "megatronapp--rtx4090-pod--k8s-two-pods-pytorchjob": ("megatronapp", "rtx4090-pod",
+                                                          dict(scheduler="k8s", variant="two-pods",
+                                                               container_image=IMAGE, k8s_workload="pytorchjob")),
     "megatronapp--rtx4090-pod--k8s-smoke": ("megatronapp", "rtx4090-pod",
                                             dict(scheduler="k8s", nodes=2, smoke_only=True, container_image=IMAGE)),
     "cpu-reference--local--local": ("cpu-reference", "local", dict(scheduler="local")),
@@ -112,8 +115,11 @@ def _scripts(rendered) -> dict[str, str]:
     for name, r in rendered.items():
         if r.filename.endswith(".yaml"):
             for doc in yaml.safe_load_all(r.text):
-                jobs = [rj["template"] for rj in doc["spec"]["replicatedJobs"]] if doc["kind"] == "JobSet" else [doc]
-                pod = jobs[0].get("spec", {}).get("template", {}).get("spec", {})
+                if doc["kind"] == "PyTorchJob":
+                    pod = doc["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+                else:
+                    jobs = [rj["template"] for rj in doc["spec"]["replicatedJobs"]] if doc["kind"] == "JobSet" else [doc]
+                    pod = jobs[0].get("spec", {}).get("template", {}).get("spec", {})
                 for c in pod.get("containers", []):
                     out[f"{name}-{doc['metadata']['name']}.sh"] = c["command"][2]
             continue
@@ -141,8 +147,14 @@ def test_manifests_validate_against_the_kubernetes_schema(rendered) -> None:
     import kubernetes_validate
 
     docs = [d for r in rendered.values() if r.filename.endswith(".yaml") for d in yaml.safe_load_all(r.text)]
-    assert {d["kind"] for d in docs} == {"Job", "Service", "JobSet"}
+    assert {d["kind"] for d in docs} == {"Job", "Service", "JobSet", "PyTorchJob"}
     for doc in docs:
+        if doc["kind"] == "PyTorchJob":  # a CRD: each replica's pod template is a v1 Pod's
+            for role, replica in doc["spec"]["pytorchReplicaSpecs"].items():
+                pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": role.lower(), **replica["template"]["metadata"]},
+                       "spec": replica["template"]["spec"]}
+                kubernetes_validate.validate(pod, API_VERSION, strict=True)
+            continue
         if doc["kind"] == "JobSet":  # a CRD the schema does not know: its Job template is a batch/v1 Job
             for rj in doc["spec"]["replicatedJobs"]:
                 doc = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": rj["name"]},
@@ -345,3 +357,30 @@ def test_values_are_quoted() -> None:
     assert say(job.replaced)[-1].startswith("echo 'envbuild: --command-override")
     assert "\necho 'a b' $HOME\n" in text  # the command is the user's shell text, as given
     assert '. "$HOME"/.envbuild/envs/alpa-megatron/.envbuild/env.sh' in text
+
+
+def test_a_pytorchjob_has_a_master_and_workers_ranked_by_the_operator(rendered, tmp_path) -> None:
+    """--k8s-workload pytorchjob: a Master replica and N-1 Workers of the default's pod (the
+    container named pytorch, its port pytorchjob-port, no subdomain, no rank annotation); the
+    node rank is the operator's RANK, read by the pod script itself (run here in bash)."""
+    (pj,) = yaml.safe_load_all(rendered["megatronapp--rtx4090-pod--k8s-two-pods-pytorchjob"].text)
+    assert (pj["apiVersion"], pj["kind"]) == ("kubeflow.org/v1", "PyTorchJob")
+    assert pj["spec"]["runPolicy"] == {"backoffLimit": 0, "cleanPodPolicy": "None"}
+    replicas = pj["spec"]["pytorchReplicaSpecs"]
+    assert {k: v["replicas"] for k, v in replicas.items()} == {"Master": 1, "Worker": 1}
+    assert replicas["Master"]["template"] == replicas["Worker"]["template"]
+    pod = replicas["Master"]["template"]["spec"]
+    (c,) = pod["containers"]
+    assert c["name"] == "pytorch" and c["ports"] == [{"name": "pytorchjob-port", "containerPort": 6000}]
+    assert "subdomain" not in pod and "podAntiAffinity" in pod["affinity"]
+    env = {e["name"]: e.get("value", e.get("valueFrom")) for e in c["env"]}
+    assert "MASTER_ADDR" not in env and "ENVBUILD_NODE_RANK" not in env  # the operator's to set
+    assert env["ENVBUILD_MASTER_ADDR"] == f"{pj['metadata']['name']}-master-0"
+    script = c["command"][2]
+    line = next(x for x in script.splitlines() if x.startswith("export ENVBUILD_NODE_RANK="))
+    p = subprocess.run(["bash", "-c", f'{line}\necho "$ENVBUILD_NODE_RANK"'], env={"PATH": os.environ["PATH"], "RANK": "1"},
+                       capture_output=True, text=True)
+    assert p.stdout == "1\n"
+    p = subprocess.run(["bash", "-c", line], env={"PATH": os.environ["PATH"]}, capture_output=True, text=True)
+    assert p.returncode != 0 and "the training operator sets RANK" in p.stderr
+    assert script.index(line) < script.index('case "$ENVBUILD_NODE_RANK" in')

@@ -71,9 +71,9 @@ def _plan(rec, tgt, *, run_dir: Path | None, facts_file, lock_file, prefix, git_
 @click.option("--partition", help="Slurm partition / PBS queue.")
 @click.option("--account", help="Slurm account / PBS project.")
 @click.option("--namespace", default="default", show_default=True, help="Kubernetes namespace.")
-@click.option("--k8s-workload", type=click.Choice(["job", "jobset"]), default=None,
-              help="Kubernetes workload: an Indexed Job and its headless Service [job], or a JobSet "
-                   "(needs the JobSet controller in the cluster).")
+@click.option("--k8s-workload", type=click.Choice(["job", "jobset", "pytorchjob"]), default=None,
+              help="Kubernetes workload: an Indexed Job and its headless Service [job], a JobSet "
+                   "(needs the JobSet controller) or a Kubeflow PyTorchJob (needs the training operator).")
 @click.option("--master-port", type=click.IntRange(1, 65535), help="Rendezvous port [scheduler default].")
 @click.option("--timeout", type=click.IntRange(1), default=3600, show_default=True,
               help="--submit: cancel the job after this many seconds.")

@@ -31,7 +31,7 @@ from envbuild.render.shell import q
 from envbuild.smoke.capture import capture
 
 SCHEDULERS = ("slurm", "pbs", "k8s", "local")
-K8S_WORKLOADS = ("job", "jobset")
+K8S_WORKLOADS = ("job", "jobset", "pytorchjob")
 TARGET_SCHEDULER = {"slurm": "slurm", "pbs": "pbs", "kubernetes": "k8s"}
 SMOKE_PARSER = "envbuild-smoke"
 VAR = re.compile(r"\$(ENVBUILD_[A-Z_]+)")
@@ -59,7 +59,7 @@ class LaunchOptions:
     partition: str | None = None  # Slurm partition / PBS queue
     account: str | None = None
     namespace: str = "default"  # Kubernetes
-    k8s_workload: str = "job"  # Kubernetes: "job" (an Indexed Job) or "jobset" (JobSet's CRD)
+    k8s_workload: str = "job"  # Kubernetes: "job" (an Indexed Job), "jobset" or "pytorchjob" (CRDs)
     rdma_resource: str = DEFAULT_RDMA
     master_port: int | None = None  # None: the scheduler's default
     regenerate: str = ""  # the command line that renders this again, for the header

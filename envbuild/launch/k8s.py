@@ -23,8 +23,11 @@ manifests are golden-tested and validated offline against the Kubernetes schema
 ``--k8s-workload jobset`` renders the same Indexed Job as the one replicated job of a JobSet
 (``jobset.x-k8s.io/v1alpha2``, for clusters that run the JobSet controller): the controller
 makes the headless Service and the pods' hostnames, ``failurePolicy.maxRestarts: 0`` keeps a
-failed rank a failed run. kubernetes-validate knows no CRD: the Job template inside is
-validated as a ``batch/v1`` Job.
+failed rank a failed run. ``--k8s-workload pytorchjob`` renders a Kubeflow ``PyTorchJob``
+(``kubeflow.org/v1``): one Master and N-1 Worker replicas of the same pod; the operator names
+the master ``<job>-master-0`` and gives each pod its ``RANK``, which becomes the node rank.
+kubernetes-validate knows no CRD: the Job template of a JobSet is validated as a ``batch/v1``
+Job, a PyTorchJob's pod templates as a ``v1`` Pod.
 """
 
 from __future__ import annotations
@@ -44,6 +47,11 @@ HOSTNAME_KEY = "kubernetes.io/hostname"
 # (site/static/examples/simple/jobset-with-network.yaml of kubernetes-sigs/jobset)
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 REPLICATED_JOB = "node"
+# PyTorchJob (Kubeflow's training operator, its CRD installed): a Master replica and N-1 Worker
+# replicas; the operator sets MASTER_ADDR (<job>-master-0), MASTER_PORT (the container's port
+# named pytorchjob-port), WORLD_SIZE and RANK (master 0, workers 1..) in every pod
+# (https://www.kubeflow.org/docs/components/trainer/legacy-v1/user-guides/pytorch/)
+PYTORCHJOB_API = "kubeflow.org/v1"
 
 
 def _labels(job: Job) -> dict:
@@ -66,16 +74,18 @@ def _command(job: Job) -> str:
 def manifests(job: Job) -> list[dict]:
     opts = job.options
     namespace = opts.namespace if opts else "default"
-    jobset = bool(opts and opts.k8s_workload == "jobset")
+    workload = opts.k8s_workload if opts else "job"
+    jobset, pytorchjob = workload == "jobset", workload == "pytorchjob"
     port = job.master_port if job.master_port else PORT
     # a JobSet's controller makes the headless Service (named after the JobSet) and each pod's
-    # hostname, <jobset>-<replicated job>-<job index>-<pod index>
+    # hostname, <jobset>-<replicated job>-<job index>-<pod index>; the training operator makes
+    # a Service per replica, the master's <job>-master-0
     service = job.name if jobset else f"{job.name}-rdzv"
     first = f"{job.name}-{REPLICATED_JOB}-0-0" if jobset else f"{job.name}-0"
-    master = f"{first}.{service}" if job.nodes > 1 else "127.0.0.1"
+    master = (f"{job.name}-master-0" if pytorchjob else f"{first}.{service}") if job.nodes > 1 else "127.0.0.1"
     labels = _labels(job)
     docs: list[dict] = []
-    if job.nodes > 1 and not jobset:
+    if job.nodes > 1 and not (jobset or pytorchjob):
         docs.append({"apiVersion": "v1", "kind": "Service",
                      "metadata": {"name": service, "namespace": namespace,
                                   "labels": {**labels, "app.kubernetes.io/component": "rendezvous"}},
@@ -97,27 +107,32 @@ def manifests(job: Job) -> list[dict]:
         prelude += [f"# {job.address_var}: every rank's InfiniBand address, gathered by pod 0 at start",
                     f'{job.address_var}="$(python3 "$JOB_DIR"/{ADDRESS_SCRIPT} --per-node '
                     f'"$ENVBUILD_NPROC_PER_NODE" --port {ADDRESS_PORT})"', f"export {job.address_var}"]
+    if pytorchjob:  # the operator's RANK: the master 0, worker i i+1
+        prelude = ["# the node rank: the training operator's RANK (master 0, worker i: i+1)",
+                   'export ENVBUILD_NODE_RANK="${RANK:?the training operator sets RANK}"', *prelude]
     script = task_script(job, ['mkdir -p "$JOB_DIR"', *prelude], _command(job))
-    rank = {"name": "ENVBUILD_NODE_RANK",
-            "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{INDEX_ANNOTATION}']"}}}
+    rank = [] if pytorchjob else [{"name": "ENVBUILD_NODE_RANK", "valueFrom": {
+        "fieldRef": {"fieldPath": f"metadata.annotations['{INDEX_ANNOTATION}']"}}}]
     env = [{"name": "ENVBUILD_JOB_ID", "value": job.name},
            {"name": "ENVBUILD_NNODES", "value": str(job.nodes)},
-           rank,
+           *rank,
            {"name": "ENVBUILD_GPUS_PER_NODE", "value": str(job.gpus_per_node)},
            {"name": "ENVBUILD_NPROC_PER_NODE", "value": str(job.nproc_per_node)},
            {"name": "ENVBUILD_MASTER_ADDR", "value": master},
            {"name": "ENVBUILD_MASTER_PORT", "value": str(port)},
-           {"name": "MASTER_ADDR", "value": master},
+           *([] if pytorchjob else [{"name": "MASTER_ADDR", "value": master}]),  # the operator sets its own
            {"name": "JOB_DIR", "value": "/tmp/envbuild-job"}]
-    container = {"name": "main", "image": job.container_image, "command": ["bash", "-c", script],
-                 "env": env, "resources": {"limits": limits},
+    container = {"name": "pytorch" if pytorchjob else "main", "image": job.container_image,
+                 "command": ["bash", "-c", script], "env": env, "resources": {"limits": limits},
                  "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}]}
+    if pytorchjob:  # the operator's MASTER_PORT is this port's
+        container["ports"] = [{"name": "pytorchjob-port", "containerPort": port}]
     if job.infiniband:
         container["securityContext"] = {"capabilities": {"add": ["IPC_LOCK"]}}
     shm = {"medium": "Memory"} | ({"sizeLimit": job.shm_size} if job.shm_size else {})
     pod: dict = {"restartPolicy": "Never"}
     if job.nodes > 1:
-        if not jobset:
+        if not (jobset or pytorchjob):  # their controllers name the pods
             pod["subdomain"] = service
         pod["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
             {"labelSelector": {"matchLabels": labels}, "topologyKey": HOSTNAME_KEY}]}}
@@ -127,7 +142,15 @@ def manifests(job: Job) -> list[dict]:
                                 **({"envbuild/replaced": job.replaced} if job.replaced else {})}}
     spec = {"completionMode": "Indexed", "completions": job.nodes, "parallelism": job.nodes,
             "backoffLimit": 0, "template": {"metadata": {"labels": labels}, "spec": pod}}
-    if jobset:
+    if pytorchjob:
+        template = {"metadata": {"labels": labels}, "spec": pod}
+        replicas = {"Master": {"replicas": 1, "restartPolicy": "Never", "template": template}}
+        if job.nodes > 1:
+            replicas["Worker"] = {"replicas": job.nodes - 1, "restartPolicy": "Never", "template": template}
+        docs.append({"apiVersion": PYTORCHJOB_API, "kind": "PyTorchJob", "metadata": metadata,
+                     "spec": {"runPolicy": {"backoffLimit": 0, "cleanPodPolicy": "None"},
+                              "pytorchReplicaSpecs": replicas}})
+    elif jobset:
         docs.append({"apiVersion": JOBSET_API, "kind": "JobSet", "metadata": metadata,
                      "spec": {"failurePolicy": {"maxRestarts": 0},
                               "network": {"enableDNSHostnames": True, "publishNotReadyAddresses": True},
