@@ -8,8 +8,9 @@ JUnit report is asked for through PYTEST_ADDOPTS), so the row is CI's whole run 
 Runs exactly the command between the README's ``<!-- test-command -->`` markers (what
 ``.ci/run`` runs) in a shell from the checkout's root, with a JUnit XML report added, then
 records one row in bench/results/suite.json: wall time, the numbers of tests passed, failed,
-skipped and errored, every skip with its reason, the 25 slowest tests, the 1-minute load
-average before and after (sampled every 10 s while it runs: mean and max), the machine (cores,
+skipped and errored, every skip with its reason, the 25 slowest tests, every module's test
+time (read back by tests/conftest.py: the order the modules are handed to the workers in), the
+1-minute load average before and after (sampled every 10 s while it runs: mean and max), the machine (cores,
 memory), the commit, and the label (``warm``: a machine that ran the suite before and keeps its
 caches; ``new``: caches emptied first -- the caller's job, e.g. a fresh HOME and cache dirs).
 Nothing is asserted: the figures are measured and kept (rows append; the newest is last).
@@ -54,11 +55,14 @@ def load1() -> float:
 def junit_summary(path: Path) -> dict:
     tree = ET.parse(path)
     cases = tree.getroot().iter("testcase")
-    out = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0, "skips": [], "slowest": []}
+    out = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0, "skips": [], "slowest": [], "modules": {}}
     timed = []
+    modules: dict[str, float] = {}
     for case in cases:
         name = f"{case.get('classname')}::{case.get('name')}"
         timed.append((float(case.get("time") or 0), name))
+        module = module_of(case.get("classname") or "")
+        modules[module] = modules.get(module, 0.0) + float(case.get("time") or 0)
         if (skip := case.find("skipped")) is not None:
             out["skipped"] += 1
             out["skips"].append({"test": name, "reason": skip.get("message") or skip.text or ""})
@@ -70,7 +74,19 @@ def junit_summary(path: Path) -> dict:
             out["passed"] += 1
     out["tests"] = out["passed"] + out["failed"] + out["errors"] + out["skipped"]
     out["slowest"] = [{"test": n, "s": round(t, 1)} for t, n in sorted(timed, reverse=True)[:25]]
+    # every module's test time (setup and teardown of its fixtures included), longest first: the
+    # order tests/conftest.py hands modules to the xdist workers in (tests/README.md)
+    out["modules"] = {m: round(t, 1) for m, t in sorted(modules.items(), key=lambda x: -x[1])}
     return out
+
+
+def module_of(classname: str) -> str:
+    """``tests.test_x`` or ``tests.test_x.TestClass`` -> ``tests/test_x.py`` (JUnit's classname)."""
+    parts = classname.split(".")
+    for i in range(len(parts), 0, -1):
+        if parts[i - 1].startswith("test_"):
+            return "/".join(parts[:i]) + ".py"
+    return classname
 
 
 def main() -> int:

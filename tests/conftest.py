@@ -134,6 +134,42 @@ def pytest_terminal_summary(terminalreporter, config):
         terminalreporter.write_line(_proof_selection(config).header())
 
 
+SUITE_RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results" / "suite.json"
+
+
+def measured_module_times(path: Path = SUITE_RESULTS) -> dict[str, float]:
+    """Each test module's time in the newest row of bench/results/suite.json that has them
+    (``modules``, written by bench/suite_bench.py from the run's JUnit report), else {}."""
+    import json
+
+    try:
+        runs = json.loads(path.read_text()).get("runs", [])
+    except (OSError, ValueError):
+        return {}
+    return next((dict(r["modules"]) for r in reversed(runs) if r.get("modules")), {})
+
+
+def longest_first(items: list, times: dict[str, float]) -> list:
+    """``items`` grouped by module, the modules in the order of their measured time, longest
+    first; a module with no measured time (new since the row) goes before all of them, as it
+    may be long. Within a module the order is pytest's. Stable: equal times keep file order."""
+    order: dict[str, list] = {}
+    for item in items:
+        order.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    known = [m for m in order if m in times]
+    ranked = [m for m in order if m not in times] + sorted(known, key=lambda m: -times[m])
+    return [item for module in ranked for item in order[module]]
+
+
+def pytest_collection_modifyitems(config, items):
+    """Hand the modules to the xdist workers longest first (the README's command passes
+    ``--no-loadscope-reorder``, so xdist keeps this order). xdist's default orders modules by
+    their number of tests, which left the two longest single-test modules (a 4-node fleet, an
+    extension built per node kind: ~100 s each) to the end of the run, one worker idle while
+    the other ran them. The times are measured (bench/suite_bench.py), never asserted."""
+    items[:] = longest_first(items, measured_module_times())
+
+
 # xdist: the README's command runs two workers with ``--dist loadfile``: each test module runs
 # whole in one worker, so its module-scoped fixture (a cluster, a provisioned node) is made once.
 # (``--dist loadgroup`` with per-module groups would also keep the resources a machine has once
