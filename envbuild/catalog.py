@@ -16,7 +16,7 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def shipped(folder: Path) -> dict[str, Path]:
-    return {p.stem: p for p in sorted(folder.glob("*.yaml"))}
+    return {p.stem: p for p in sorted(folder.glob("*.yaml"), key=lambda p: p.stem)}  # by name: "a" before "a-b"
 
 
 def resolve(name_or_path: str | Path, folder: Path, what: str) -> Path:

@@ -35,6 +35,8 @@ def test_alpa_megatron_infeasible_on_h100_naming_sm90_and_cu111():
     arch = next(x for x in v.errors if x.rule == "wheel-lacks-gpu-arch")
     assert "sm_90" in arch.message and "cu111" in arch.message and "CUDA 11.1" in arch.message
     assert "megatron-fused-kernels-arch" in {x.rule for x in v.errors}
+    # and names the shipped variant for sm_90 (alpa-megatron-h100, locked for h100-venv)
+    assert [(x.recipe, x.targets) for x in v.variants] == [("alpa-megatron-h100", ["h100-venv"])]
 
 
 def test_alpa_megatron_infeasible_on_the_captured_h100_node():

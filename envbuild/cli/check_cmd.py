@@ -23,6 +23,9 @@ def print_verdict(v: Verdict) -> None:
     if v.torch_reason:
         console.print(f"  torch variant: {v.torch_variant} ({v.torch_reason})")
     console.print(f"  facts: {v.origin}; {len(v.passed)} rule(s) passed")
+    for x in v.variants:
+        console.print(f"  variant for this GPU: {x.recipe} ({x.title}): "
+                      f"envbuild check {x.recipe} --target {' | '.join(x.targets)}")
     if not v.violations:
         return
     table = Table(show_lines=True)
@@ -60,6 +63,9 @@ def check(recipe: str, target_name: str, facts_path: str | None, as_json: bool) 
     bad = [v for v in verdicts if not v.feasible]
     if bad:
         rules = sorted({x.rule for v in bad for x in v.errors})
+        variants = sorted({x.recipe for v in bad for x in v.variants})
+        hint = "apply the fixes listed for each error rule, or pick another target"
+        if variants:
+            hint += f", or the variant recipe {' / '.join(variants)}"
         raise CheckFailed(f"{rec.name} is infeasible on {tgt.name} "
-                          f"({len(bad)} of {len(verdicts)} node(s)): {', '.join(rules)}",
-                          hint="apply the fixes listed for each error rule, or pick another target")
+                          f"({len(bad)} of {len(verdicts)} node(s)): {', '.join(rules)}", hint=hint)

@@ -27,6 +27,40 @@ class Violation(BaseModel):
     fix: str
 
 
+class Variant(BaseModel):
+    """A shipped recipe that moves this one to other hardware (its ``variant_of``), locked for
+    targets whose GPU architecture is one of the node's."""
+
+    model_config = ConfigDict(frozen=True)
+
+    recipe: str
+    targets: list[str]
+    title: str
+
+
+def variants_for(recipe: Recipe, facts: NodeFacts) -> list[Variant]:
+    """The shipped variants of ``recipe`` (``variant_of: <recipe>``) with a target whose GPU
+    compute capability the node has: what ``envbuild check`` names when ``recipe`` is refused.
+
+        variants_for(load_recipe("alpa-megatron"), h100_facts)  # [alpa-megatron-h100 on h100-venv]
+    """
+    from envbuild.recipes import all_recipes
+    from envbuild.targets import load_target
+
+    found = []
+    for other in all_recipes():
+        if other.variant_of != recipe.name:
+            continue
+        fit = []
+        for name in other.targets:
+            gpus = load_target(name).gpus
+            if gpus is not None and gpus.compute_capability in facts.archs:
+                fit.append(name)
+        if fit:
+            found.append(Variant(recipe=other.name, targets=fit, title=other.title))
+    return found
+
+
 class Verdict(BaseModel):
     """The preflight result for one node: feasible when no error row is violated."""
 
@@ -39,6 +73,7 @@ class Verdict(BaseModel):
     torch_reason: str | None
     violations: list[Violation]
     passed: list[str]
+    variants: list[Variant] = []  # named when infeasible: shipped variants for the node's GPU
 
     @property
     def errors(self) -> list[Violation]:
@@ -83,12 +118,14 @@ def preflight(recipe: Recipe, target: Target, facts: NodeFacts, rules: list[Rule
         else:
             passed.append(r.id)
     found.sort(key=lambda v: v.severity != "error")
+    feasible = not any(v.severity == "error" for v in found)
     return Verdict(
-        feasible=not any(v.severity == "error" for v in found),
+        feasible=feasible,
         recipe=recipe.name, target=target.name, host=facts.host, origin=facts.origin,
         torch_variant=ctx.torch.label if ctx.torch else None,
         torch_reason=ctx.torch.reason if ctx.torch else None,
         violations=found, passed=passed,
+        variants=[] if feasible else variants_for(recipe, facts),
     )
 
 

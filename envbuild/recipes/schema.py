@@ -490,6 +490,9 @@ class Recipe(Strict):
     # imports at the pinned commits into envbuild/recipes/imports/<name>.yaml
     entry_scripts: list[EntryScript] = Field(default_factory=list)
     launcher: Literal["local", "slurm", "pbs", "kubernetes", "torchrun"] = "local"
+    # the shipped recipe this one moves to other hardware or software (alpa-megatron-h100 ->
+    # alpa-megatron): `envbuild check` of that recipe names this one where it is refused
+    variant_of: Name | None = None
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -529,7 +532,7 @@ class Recipe(Strict):
 
     @model_serializer(mode="wrap")
     def _omit_new(self, handler):  # noqa: ANN001, ANN202
-        return omit_unset(handler(self), {"data": []})
+        return omit_unset(handler(self), {"data": [], "variant_of": None})
 
     def package(self, name: str) -> Package | None:
         return next((p for p in self.packages if p.name.lower() == name.lower()), None)

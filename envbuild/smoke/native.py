@@ -56,6 +56,9 @@ METASEQ_RE = re.compile(r"\|\s*(train_inner|train)\s*\|\s*(\{.*\})\s*$")
 TASK_LABEL_RE = re.compile(r"^\s*\d+: ")  # srun -l / --label
 TRACE_RE = re.compile(r"\brank (\d+) iteration (starts|ends) at timestamp (" + NUMBER + r")%")
 ALPA_PRINTED_RE = re.compile(r"\bmethod: (\S+)\s+value: (\{.*?\})\s+time_stamp: (" + NUMBER + ")")
+# NumPy >= 2 writes a scalar as np.float64(152.5) where 1.x wrote 152.5 (Alpa's value dict holds
+# np.mean's result): the number inside is kept
+NUMPY_SCALAR_RE = re.compile(r"\b(?:np|numpy)\.(?:float|int|uint)\d*\((" + NUMBER + r"|nan|inf)\)")
 
 
 def strip_task_labels(text: str) -> str:
@@ -238,7 +241,7 @@ def parse_alpa_benchmark(text: str) -> dict[str, Any]:
         if raw is None:
             continue
         try:
-            value = ast.literal_eval(raw[1])
+            value = ast.literal_eval(NUMPY_SCALAR_RE.sub(r"\1", raw[1]))
         except (ValueError, SyntaxError):
             continue
         if isinstance(value, dict):

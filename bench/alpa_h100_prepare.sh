@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Prepare DEST (default .device/alpa) for bench/h100_offline.sh with the alpa-megatron-h100
+# recipe, on a machine with network (run from the repo root): the bundle, envbuild's own Python
+# dependencies as cp312 wheels, a Debian git .deb (used only if the node has no git), and a
+# clean export of this commit's envbuild (what runs there). As bench/h100_offline_prepare.sh.
+#   bash bench/alpa_h100_prepare.sh /path/to/git-mirrors [DEST]
+set -euo pipefail
+MIRROR=${1:?usage: $0 GIT_MIRROR_DIR [DEST]}
+DEST=${2:-.device/alpa}
+rm -rf "$DEST/whl" && mkdir -p "$DEST/whl"  # one wheel per package: a stale one conflicts
+python -m envbuild bundle alpa-megatron-h100 --target h100-venv --git-mirror "$MIRROR" -o "$DEST/bundle.tar"
+python - > "$DEST/ebdeps.txt" <<'PY'
+import importlib.metadata as md, re
+from packaging.requirements import Requirement
+seen = {}
+def walk(name):
+    key = re.sub(r"[-_.]+", "-", name).lower()
+    if key in seen:
+        return
+    try:
+        d = md.distribution(name)
+    except md.PackageNotFoundError:
+        return
+    seen[key] = d.version
+    for r in d.requires or []:
+        req = Requirement(r)
+        if req.marker is None or req.marker.evaluate({"extra": ""}):
+            walk(req.name)
+for root in ("ansible-core", "ansible-runner", "fabric", "packaging", "pyyaml", "rich", "requests", "pydantic", "click"):
+    walk(root)
+print("\n".join(f"{k}=={v}" for k, v in sorted(seen.items())))
+PY
+python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_39_x86_64 --platform manylinux_2_34_x86_64 --platform manylinux_2_28_x86_64 \
+    --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+    -d "$DEST/whl" -r "$DEST/ebdeps.txt"
+(cd "$DEST" && apt-get download git >/dev/null && mv git_*.deb git.deb)
+rm -rf "$DEST/src" && mkdir -p "$DEST/src" && git archive HEAD | tar -x -C "$DEST/src"
+du -sh "$DEST"

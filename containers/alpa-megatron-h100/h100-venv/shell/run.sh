@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# Provision alpa-megatron-h100 on h100-venv (host h100-venv, facts profile:h100-venv),
+# rendered by envbuild 0.1.0 from the plan; lock digest ffa5fb2e6915a334a98123c91c8069994a93465613d55cb87cb084a0859697b1.
+# Regenerate: envbuild render alpa-megatron-h100 --target h100-venv --format shell
+# usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
+set -euo pipefail
+FILES="$(cd "$(dirname "$0")" && pwd)/files"
+export FILES
+
+# step preflight: Preflight compatibility check
+# why: refuse an infeasible node before installing
+step_preflight() {
+  :  # nothing to do on this node
+}
+
+# step environment: venv environment, Python 3.12
+# why: recipe asks for Python 3.12; --system-site-packages on top of the module's packages (published
+# why: setup)
+step_environment() {
+  mkdir -p /root/.envbuild/envs/alpa-megatron-h100/.envbuild/state
+  rm -f /root/.envbuild/envs/alpa-megatron-h100/pyvenv.cfg /root/.envbuild/envs/alpa-megatron-h100/bin/python /root/.envbuild/envs/alpa-megatron-h100/bin/python3 /root/.envbuild/envs/alpa-megatron-h100/bin/python3.12
+  /usr/bin/python3.12 -m venv --system-site-packages /root/.envbuild/envs/alpa-megatron-h100
+  /root/.envbuild/envs/alpa-megatron-h100/bin/python -c "import csv, pathlib, sysconfig; s = pathlib.Path(sysconfig.get_paths()['purelib']); own = {r[0] for f in s.glob('*.dist-info/RECORD') for r in csv.reader(f.open(newline='')) if r}; own |= {'easy-install.pth'} if any(s.glob('*.egg-link')) else set(); [print('envbuild: removed', p, '(a .pth no installed package owns)') or p.unlink() for p in sorted(s.glob('*.pth')) if p.name not in own and not p.name.startswith(('envbuild-', '_envbuild_'))]"
+}
+
+# step pip-tooling: pip==24.0, wheel==0.45.1
+# why: pip pinned to 24.0 so build-option syntax is known; apex built with --no-build-isolation:
+# why: setuptools < 70.1 needs the wheel package (< 0.46) for bdist_wheel and editable installs;
+# why: without it pip fails with "invalid command 'bdist_wheel'"
+step_pip_tooling() {
+  mkdir -p /root/.envbuild/envs/alpa-megatron-h100/.envbuild/requirements && cat > /root/.envbuild/envs/alpa-megatron-h100/.envbuild/requirements/pip-tooling.txt <<'ENVBUILD_EOF_93b40a7a3b9c' && chmod 0644 /root/.envbuild/envs/alpa-megatron-h100/.envbuild/requirements/pip-tooling.txt
+pip==24.0 --hash=sha256:ba0d021a166865d2265246961bec0152ff124de910c5cc39f1156ce3fa7c69dc
+wheel==0.45.1 --hash=sha256:708e7481cc80179af0e556bbf0cc00b8444c7321e2700b8d8580231d13017248
+ENVBUILD_EOF_93b40a7a3b9c
+  /root/.envbuild/envs/alpa-megatron-h100/bin/python -m pip install --no-input --disable-pip-version-check -r /root/.envbuild/envs/alpa-megatron-h100/.envbuild/requirements/pip-tooling.txt --require-hashes --no-deps
+}
+
+# step git:megatron: megatron @ c28bbd208d16
+# why: alpa-megatron's Megatron: NVIDIA b31e129 + 55fd45c, d71f762, c28bbd2 (tie_embedding disabled).
+# why: No setup.py (deleted in 6c00f448), so on sys.path through a .pth; the checkout stays writable
+# why: because the fused kernels are JIT-built into megatron/fused_kernels/build.
+step_git_megatron() {
+  if [ ! -d /root/.envbuild/envs/alpa-megatron-h100/src/megatron/.git ]; then git clone --quiet --no-checkout -- https://github.com/zhisbug/Megatron-LM /root/.envbuild/envs/alpa-megatron-h100/src/megatron; fi
+  { git -C /root/.envbuild/envs/alpa-megatron-h100/src/megatron cat-file -e 'c28bbd208d16ffea61fa3c545e66b3a9d87f9d84^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/alpa-megatron-h100/src/megatron fetch --quiet origin -- c28bbd208d16ffea61fa3c545e66b3a9d87f9d84; }
+  git -C /root/.envbuild/envs/alpa-megatron-h100/src/megatron -c advice.detachedHead=false checkout --quiet --force c28bbd208d16ffea61fa3c545e66b3a9d87f9d84
+  { test "$(git -C /root/.envbuild/envs/alpa-megatron-h100/src/megatron rev-parse HEAD)" = c28bbd208d16ffea61fa3c545e66b3a9d87f9d84 || { echo '/root/.envbuild/envs/alpa-megatron-h100/src/megatron: HEAD is not c28bbd208d16ffea61fa3c545e66b3a9d87f9d84' >&2; exit 1; }; }
+}
+
+# step patch:tie-embedding-disabled: patch tie-embedding-disabled
+# why: The baseline's one behavioural change, as in alpa-megatron: c28bbd2 guards the embedding-group
+# why: all-reduce with a literal False.
+step_patch_tie_embedding_disabled() {
+  python3 "$FILES/tools/apply_patch.py" --spec "$FILES/patch-specs/tie-embedding-disabled.json" --dest /root/.envbuild/envs/alpa-megatron-h100/src/megatron --diff-dir /root/.envbuild/envs/alpa-megatron-h100/.envbuild/patches
+}
+
+# step patch:torch-six-inf: patch torch-six-inf
+# why: clip_grads.py imports inf from torch._six, which torch 2.0 removed; torch.inf is the same
+# why: float('inf').
+step_patch_torch_six_inf() {
+  python3 "$FILES/tools/apply_patch.py" --spec "$FILES/patch-specs/torch-six-inf.json" --dest /root/.envbuild/envs/alpa-megatron-h100/src/megatron --diff-dir /root/.envbuild/envs/alpa-megatron-h100/.envbuild/patches
+}
+
+# step patch:numpy-float-alias: patch numpy-float-alias
+# why: indexed_dataset.py (imported by megatron.training through megatron.data) names np.float at
+# why: module level; NumPy 1.24 removed the alias. np.float was the builtin float itself, so the
+# why: builtin gives the same dtype table and the same dict keys.
+step_patch_numpy_float_alias() {
+  python3 "$FILES/tools/apply_patch.py" --spec "$FILES/patch-specs/numpy-float-alias.json" --dest /root/.envbuild/envs/alpa-megatron-h100/src/megatron --diff-dir /root/.envbuild/envs/alpa-megatron-h100/.envbuild/patches
+}
+
+# step patch:fused-kernels-sm90: patch fused-kernels-sm90
+# why: The fused softmax and layer-norm kernels are JIT-built with a fixed -gencode for sm_70 (plus
+# why: sm_80 for nvcc >= 11, kept); nvcc 13 no longer accepts compute_70, and neither cubin runs on
+# why: sm_90. The H100's own arch replaces sm_70; the kernels' code is unchanged.
+step_patch_fused_kernels_sm90() {
+  python3 "$FILES/tools/apply_patch.py" --spec "$FILES/patch-specs/fused-kernels-sm90.json" --dest /root/.envbuild/envs/alpa-megatron-h100/src/megatron --diff-dir /root/.envbuild/envs/alpa-megatron-h100/.envbuild/patches
+}
+
+# step patch:jit-modules-by-name: patch jit-modules-by-name
+# why: Megatron loads its fused kernels with cpp_extension.load() and then imports them by name
+# why: (fused_layer_norm.py: importlib.import_module("fused_mix_prec_layer_norm_cuda"),
+# why: fused_softmax.py: import scaled_masked_softmax_cuda). torch 1.8 loaded them with imp, which
+# why: registered them in sys.modules; torch 2.x execs a module from a file spec and does not, so the
+# why: first layer norm failed on the H100 with ModuleNotFoundError. The loaded module is put in
+# why: sys.modules under its name.
+step_patch_jit_modules_by_name() {
+  python3 "$FILES/tools/apply_patch.py" --spec "$FILES/patch-specs/jit-modules-by-name.json" --dest /root/.envbuild/envs/alpa-megatron-h100/src/megatron --diff-dir /root/.envbuild/envs/alpa-megatron-h100/.envbuild/patches
+}
+
+# step build:megatron: build megatron
+# why: published build step for megatron
+step_build_megatron() {
+  (cd /root/.envbuild/envs/alpa-megatron-h100/src/megatron && env PATH=/root/.envbuild/envs/alpa-megatron-h100/bin:"$PATH" bash -ec 'python3 -c "import subprocess, sysconfig; subprocess.check_call(['"'"'make'"'"', '"'"'-C'"'"', '"'"'megatron/data'"'"', '"'"'LIBEXT='"'"' + sysconfig.get_config_var('"'"'EXT_SUFFIX'"'"')])"')
+}
+
+# step install:megatron: install megatron (pth)
+# why: no setup.py at this commit: a .pth entry puts the tree on sys.path
+step_install_megatron() {
+  /root/.envbuild/envs/alpa-megatron-h100/bin/python -c 'import sys, sysconfig, pathlib; pathlib.Path(sysconfig.get_paths()['"'"'purelib'"'"'], '"'"'envbuild-'"'"' + sys.argv[1] + '"'"'.pth'"'"').write_text(sys.argv[2] + '"'"'\n'"'"')' megatron /root/.envbuild/envs/alpa-megatron-h100/src/megatron
+}
+
+# step git:apex: apex @ 6424da3b4faa
+# why: alpa-megatron's Apex e2083df5 predates torch 2 and CUDA 13 (deviation apex-e2083df5-cuda13).
+# why: 6424da3b (2026-07-08) builds against torch 2.11.0+cu130 with nvcc 13.0 on this node type
+# why: (docs/results/h100-offline.md, h100-megatron-deepspeed) and still has what b31e129 imports:
+# why: apex.optimizers FusedAdam and FusedSGD (over amp_C), apex.multi_tensor_apply, amp_C
+# why: (multi_tensor_l2norm, multi_tensor_scale). --cuda_ext builds amp_C; Apex 6424da3b has no switch
+# why: that builds amp_C alone, so its other core extensions are built too.
+step_git_apex() {
+  if [ ! -d /root/.envbuild/envs/alpa-megatron-h100/src/apex/.git ]; then git clone --quiet --no-checkout -- https://github.com/NVIDIA/apex /root/.envbuild/envs/alpa-megatron-h100/src/apex; fi
+  { git -C /root/.envbuild/envs/alpa-megatron-h100/src/apex cat-file -e '6424da3b4faa6c8f062da4a48c424fff3f02d42d^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/alpa-megatron-h100/src/apex fetch --quiet origin -- 6424da3b4faa6c8f062da4a48c424fff3f02d42d; }
+  git -C /root/.envbuild/envs/alpa-megatron-h100/src/apex -c advice.detachedHead=false checkout --quiet --force 6424da3b4faa6c8f062da4a48c424fff3f02d42d
+  { test "$(git -C /root/.envbuild/envs/alpa-megatron-h100/src/apex rev-parse HEAD)" = 6424da3b4faa6c8f062da4a48c424fff3f02d42d || { echo '/root/.envbuild/envs/alpa-megatron-h100/src/apex: HEAD is not 6424da3b4faa6c8f062da4a48c424fff3f02d42d' >&2; exit 1; }; }
+}
+
+# step apex:apex: build Apex wheel (apex)
+# why: Apex 2026-07-08 reads APEX_* env vars (since 2025-07-22, bfb500c8); pyproject.toml -> --no-
+# why: build-isolation so the build sees the installed torch; 4 extension(s) x 4 job(s) x 1 nvcc
+# why: thread(s) = 16 concurrent nvcc at ~3 GiB each within 109 of 128 GiB, keeping 19 GiB headroom (16
+# why: cores, 1 GPU arch(s); NVIDIA/apex#1882)
+step_apex_apex() {
+  mkdir -p /root/.envbuild/envs/alpa-megatron-h100/.envbuild/wheels/apex-6424da3b4faa-837967d631b5195728b8
+  (cd /root/.envbuild/envs/alpa-megatron-h100/src/apex && env APEX_CPP_EXT=1 APEX_CUDA_EXT=1 APEX_PARALLEL_BUILD=4 MAX_JOBS="$(( $(nproc) < 4 ? $(nproc) : 4 ))" PIP_DISABLE_PIP_VERSION_CHECK=1 TORCH_CUDA_ARCH_LIST=9.0 PATH=/root/.envbuild/envs/alpa-megatron-h100/bin:"$PATH" /root/.envbuild/envs/alpa-megatron-h100/bin/python -m pip wheel --no-deps -w /root/.envbuild/envs/alpa-megatron-h100/.envbuild/wheels/apex-6424da3b4faa-837967d631b5195728b8 -v --no-cache-dir --no-build-isolation .)
+  /root/.envbuild/envs/alpa-megatron-h100/bin/python -m pip install --no-input --disable-pip-version-check --no-deps --no-index --force-reinstall --find-links=/root/.envbuild/envs/alpa-megatron-h100/.envbuild/wheels/apex-6424da3b4faa-837967d631b5195728b8 apex
+}
+
+# step git:alpa: alpa @ e0ae8bf849ea
+# why: Alpa's benchmark driver and TFLOPS formula (benchmark/util.py), as in alpa-megatron; clone only,
+# why: used from the checkout.
+step_git_alpa() {
+  if [ ! -d /root/.envbuild/envs/alpa-megatron-h100/src/alpa/.git ]; then git clone --quiet --no-checkout -- https://github.com/alpa-projects/alpa /root/.envbuild/envs/alpa-megatron-h100/src/alpa; fi
+  { git -C /root/.envbuild/envs/alpa-megatron-h100/src/alpa cat-file -e 'e0ae8bf849ead61e65197cbeb24ce6435712e170^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/alpa-megatron-h100/src/alpa fetch --quiet origin -- e0ae8bf849ead61e65197cbeb24ce6435712e170; }
+  git -C /root/.envbuild/envs/alpa-megatron-h100/src/alpa -c advice.detachedHead=false checkout --quiet --force e0ae8bf849ead61e65197cbeb24ce6435712e170
+  { test "$(git -C /root/.envbuild/envs/alpa-megatron-h100/src/alpa rev-parse HEAD)" = e0ae8bf849ead61e65197cbeb24ce6435712e170 || { echo '/root/.envbuild/envs/alpa-megatron-h100/src/alpa: HEAD is not e0ae8bf849ead61e65197cbeb24ce6435712e170' >&2; exit 1; }; }
+}
+
+# step patch:launch-to-run: patch launch-to-run
+# why: From torch 2.0 torch.distributed.launch passes --local-rank=N (dashed) to the script; Megatron
+# why: b31e129's parser only knows --local_rank and parse_args() refuses the rest.
+# why: torch.distributed.run (torchrun) takes the same options and passes the rank in the environment
+# why: (LOCAL_RANK, RANK, WORLD_SIZE), which Megatron's initialize reads.
+step_patch_launch_to_run() {
+  python3 "$FILES/tools/apply_patch.py" --spec "$FILES/patch-specs/launch-to-run.json" --dest /root/.envbuild/envs/alpa-megatron-h100/src/alpa --diff-dir /root/.envbuild/envs/alpa-megatron-h100/.envbuild/patches
+}
+
+# step env-file: Environment file
+# why: recipe and node-type variables (e.g. NCCL/UCX on Azure ND96)
+step_env_file() {
+  mkdir -p /root/.envbuild/envs/alpa-megatron-h100/.envbuild && cat > /root/.envbuild/envs/alpa-megatron-h100/.envbuild/env.sh <<'ENVBUILD_EOF_59817bb70567' && chmod 0644 /root/.envbuild/envs/alpa-megatron-h100/.envbuild/env.sh
+# written by envbuild; source it before running the recipe
+export VIRTUAL_ENV=/root/.envbuild/envs/alpa-megatron-h100
+export PATH=/root/.envbuild/envs/alpa-megatron-h100/bin:"$PATH"
+export CUDA_DEVICE_MAX_CONNECTIONS=1
+ENVBUILD_EOF_59817bb70567
+}
+
+# step import-check: Import check
+# why: fail now, not at the first training step
+step_import_check() {
+  /root/.envbuild/envs/alpa-megatron-h100/bin/python -c "import importlib, sys
+for m in sys.argv[1:]:
+    mod = importlib.import_module(m)
+    print(m, getattr(mod, '__version__', ''))" megatron apex amp_C apex.optimizers megatron.optimizer
+}
+
+# step smoke: Smoke benchmark
+# why: prove the environment trains
+step_smoke() {
+  failed=''
+  mkdir -p /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke
+  mkdir -p /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke && cp "$FILES/assets/smoke/gpt.py" /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/gpt.py && chmod 0644 /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/gpt.py
+  mkdir -p /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke && cp "$FILES/assets/smoke/collective.py" /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/collective.py && chmod 0644 /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/collective.py
+  mkdir -p /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke && cp "$FILES/assets/smoke/apex_check.py" /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/apex_check.py && chmod 0644 /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/apex_check.py
+  mkdir -p /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke
+  rc=0
+  # shellcheck source=/dev/null
+  (cd /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke && if [ -f /root/.envbuild/envs/alpa-megatron-h100/.envbuild/env.sh ]; then . /root/.envbuild/envs/alpa-megatron-h100/.envbuild/env.sh; fi && timeout 1800 /root/.envbuild/envs/alpa-megatron-h100/bin/python /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/gpt.py --json --preset tiny) > /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/gpt.out 2> /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/gpt.err || rc=$?
+  echo "$rc" > /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/gpt.rc
+  if [ "$rc" != 0 ]; then failed="$failed gpt(exit $rc)"; echo 'gpt failed, see /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/gpt.err' >&2; fi
+  mkdir -p /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke
+  rc=0
+  # shellcheck source=/dev/null
+  (cd /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke && if [ -f /root/.envbuild/envs/alpa-megatron-h100/.envbuild/env.sh ]; then . /root/.envbuild/envs/alpa-megatron-h100/.envbuild/env.sh; fi && timeout 1800 /root/.envbuild/envs/alpa-megatron-h100/bin/python /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/collective.py --json --device cpu --nproc 2) > /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/collective.out 2> /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/collective.err || rc=$?
+  echo "$rc" > /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/collective.rc
+  if [ "$rc" != 0 ]; then failed="$failed collective(exit $rc)"; echo 'collective failed, see /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/collective.err' >&2; fi
+  mkdir -p /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke
+  rc=0
+  # shellcheck source=/dev/null
+  (cd /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke && if [ -f /root/.envbuild/envs/alpa-megatron-h100/.envbuild/env.sh ]; then . /root/.envbuild/envs/alpa-megatron-h100/.envbuild/env.sh; fi && timeout 1800 /root/.envbuild/envs/alpa-megatron-h100/bin/python /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/apex_check.py --json --require) > /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/apex.out 2> /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/apex.err || rc=$?
+  echo "$rc" > /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/apex.rc
+  if [ "$rc" != 0 ]; then failed="$failed apex(exit $rc)"; echo 'apex failed, see /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/apex.err' >&2; fi
+  mkdir -p /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke
+  rc=0
+  # shellcheck source=/dev/null
+  (cd /root/.envbuild/envs/alpa-megatron-h100/src/alpa/osdi22_artifact/megatron && if [ -f /root/.envbuild/envs/alpa-megatron-h100/.envbuild/env.sh ]; then . /root/.envbuild/envs/alpa-megatron-h100/.envbuild/env.sh; fi && env PYTHONPATH=/root/.envbuild/envs/alpa-megatron-h100/src/alpa PYTHONFAULTHANDLER=1 PYTHONUNBUFFERED=1 timeout 3600 bash -c 'python benchmark_gpt.py --nproc_per_node 1') > /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/native.out 2> /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/native.err || rc=$?
+  echo "$rc" > /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/native.rc
+  if [ "$rc" != 0 ]; then failed="$failed native(exit $rc)"; echo 'native failed, see /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/native.err' >&2; fi
+  if [ -n "$failed" ]; then echo "smoke failed:$failed" >&2; exit 1; fi
+}
+
+STEPS=(preflight environment pip-tooling git:megatron patch:tie-embedding-disabled patch:torch-six-inf patch:numpy-float-alias patch:fused-kernels-sm90 patch:jit-modules-by-name build:megatron install:megatron git:apex apex:apex git:alpa patch:launch-to-run env-file import-check smoke)
+if [ "$#" -gt 0 ]; then STEPS=("$@"); fi
+n=0
+for id in "${STEPS[@]}"; do
+  n=$((n + 1))
+  fn="step_${id//[^a-zA-Z0-9]/_}"
+  if ! declare -F "$fn" >/dev/null; then echo "no step $id" >&2; exit 2; fi
+  echo "==> [$n/${#STEPS[@]}] $id"
+  "$fn"
+done
+echo "==> done"

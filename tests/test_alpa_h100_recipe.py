@@ -1,0 +1,187 @@
+"""alpa-megatron-h100: Alpa's Megatron baseline over the H100 node's own torch (CPU-side checks).
+
+The real node's facts (tests/fixtures/nodes/h100-ubuntu2404-cuda13) decide the plan; the
+published pins (torch 1.8.2+cu111, Apex e2083df5) are refused there with the rows that say why
+and `check` of alpa-megatron names this variant; every source change is a recipe patch that
+applies once to the pinned text (excerpts in tests/data/alpa_h100/); the H100 run's own output
+(docs/results/alpa-megatron/) is read by `envbuild parse`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from envbuild.compat.check import preflight
+from envbuild.facts.assemble import assemble
+from envbuild.facts.profile import refine
+from envbuild.facts.script import split_sections
+from envbuild.lock.make import SHIPPED_LOCKDIR, check_lock_file
+from envbuild.recipes import load_recipe
+from envbuild.targets import load_target
+
+CAPTURE = Path(__file__).parent / "fixtures" / "nodes" / "h100-ubuntu2404-cuda13" / "facts-probe.txt"
+EXCERPTS = Path(__file__).parent / "data" / "alpa_h100"
+RESULTS = Path(__file__).parent.parent / "docs" / "results" / "alpa-megatron"
+RECIPE = "alpa-megatron-h100"
+
+
+def node():
+    target = load_target("h100-venv")
+    return target, refine(target, assemble(split_sections(CAPTURE.read_text()), "h100-node"))
+
+
+def test_feasible_on_the_real_h100_and_the_lock_is_current():
+    target, facts = node()
+    recipe = load_recipe(RECIPE)
+    verdict = preflight(recipe, target, facts)
+    assert verdict.feasible, [v.message for v in verdict.violations]
+    assert recipe.variant_of == "alpa-megatron"
+    lock = check_lock_file(SHIPPED_LOCKDIR / RECIPE / "h100-venv.lock", recipe, target)
+    assert {g.name: g.sha[:8] for g in lock.git} == {"megatron": "c28bbd20", "apex": "6424da3b", "alpa": "e0ae8bf8"}
+    given = {p.name for p in lock.packages if p.source == "preinstalled"}
+    assert {"torch", "numpy", "ninja"} <= given  # the node's own: never packed, never installed
+
+
+def test_published_pins_are_refused_on_the_h100_node_with_the_reason(tmp_path):
+    target, facts = node()
+    published = preflight(load_recipe("alpa-megatron"), target, facts)
+    rows = {v.rule: v.message for v in published.errors}
+    assert "sm_90" in rows["wheel-lacks-gpu-arch"] and "cu111" in rows["wheel-lacks-gpu-arch"]
+    assert "sm_70/sm_80" in rows["megatron-fused-kernels-arch"]
+    assert [v.recipe for v in published.variants] == [RECIPE] and published.variants[0].targets == ["h100-venv"]
+    # this recipe with alpa-megatron's Apex pin: refused for torch._six
+    text = (Path("envbuild/recipes/data") / f"{RECIPE}.yaml").read_text().replace(
+        "sha: 6424da3b4faa6c8f062da4a48c424fff3f02d42d", "sha: e2083df5eb96643c61613b9df48dd4eea6b07690")
+    old_apex = tmp_path / "old-apex.yaml"
+    old_apex.write_text(text)
+    verdict = preflight(load_recipe(str(old_apex)), target, facts)
+    assert not verdict.feasible
+    assert "torch._six" in {v.rule: v.message for v in verdict.errors}["apex-torch-six"]
+
+
+def test_the_gencode_row_reads_the_patched_arch(tmp_path):
+    """Without the fused-kernels-sm90 patch the row refuses the H100; with it, it is quiet."""
+    target, facts = node()
+    text = (Path("envbuild/recipes/data") / f"{RECIPE}.yaml").read_text()
+    start = text.index("  - id: fused-kernels-sm90\n    kind: replace")
+    end = text.index("  - id: jit-modules-by-name\n    kind: replace")
+    stripped = tmp_path / "no-gencode-patch.yaml"
+    stripped.write_text(text[:start] + text[end:].replace(
+        "    file: megatron/fused_kernels/__init__.py\n    old: |2\n",
+        "    file: megatron/model/fused_softmax.py\n    old: |2\n", 1))
+    rows = {v.rule for v in preflight(load_recipe(str(stripped)), target, facts).errors}
+    assert "megatron-fused-kernels-arch" in rows
+    assert "megatron-fused-kernels-arch" not in {v.rule for v in preflight(load_recipe(RECIPE), target, facts).errors}
+
+
+PATCHED = {
+    "tie-embedding-disabled": "training.py.txt",
+    "torch-six-inf": "clip_grads.py.txt",
+    "numpy-float-alias": "indexed_dataset.py.txt",
+    "fused-kernels-sm90": "fused_kernels_init.py.txt",
+    "jit-modules-by-name": "fused_kernels_init.py.txt",
+    "launch-to-run": "benchmark_gpt.py.txt",
+}
+
+
+def test_every_patch_has_an_excerpt():
+    assert {p.id for p in load_recipe(RECIPE).patches} == set(PATCHED)
+
+
+@pytest.mark.parametrize("patch_id", sorted(PATCHED))
+def test_patches_apply_to_the_pinned_text_once(patch_id):
+    from envbuild.patches.textpatch import apply_text_patch
+
+    p = next(x for x in load_recipe(RECIPE).patches if x.id == patch_id)
+    text = (EXCERPTS / PATCHED[patch_id]).read_text()
+    status, after = apply_text_patch(text, p.kind, p.old, p.new, p.count)
+    if p.kind == "expect":
+        assert status == "already-applied" and after == text
+        return
+    assert status == "applied" and after != text
+    again, same = apply_text_patch(after, p.kind, p.old, p.new, p.count)
+    assert again == "already-applied" and same == after
+    gone = {"torch-six-inf": "from torch._six", "numpy-float-alias": "np.float",
+            "fused-kernels-sm90": "compute_70", "launch-to-run": "torch.distributed.launch"}
+    if patch_id in gone:
+        assert gone[patch_id] not in after
+
+
+def _patched_loader() -> str:
+    from envbuild.patches.textpatch import apply_text_patch
+
+    text = (EXCERPTS / "fused_kernels_init.py.txt").read_text().split("\n", 2)[2]
+    for p in load_recipe(RECIPE).patches:
+        if p.file == "megatron/fused_kernels/__init__.py":
+            status, text = apply_text_patch(text, p.kind, p.old, p.new, p.count)
+            assert status == "applied", (p.id, status)
+    return text
+
+
+def _run_loader(body: str, name: str) -> tuple[object, dict]:
+    """Megatron's helper inside a load(): a stand-in cpp_extension.load records its arguments and
+    returns a fresh module, as torch 2.x's does (nothing put in sys.modules)."""
+    seen: dict = {}
+
+    def fake_load(**kw):
+        seen.update(kw)
+        return types.ModuleType(kw["name"])
+
+    src = "def load(args, buildpath, cc_flag):\n" + body + "\n    return _cpp_extention_load_helper(NAME, ['k.cu'], [])\n"
+    ns = {"cpp_extension": types.SimpleNamespace(load=fake_load), "NAME": name}
+    exec(compile(src, "fused_kernels/__init__.py", "exec"), ns)
+    return ns["load"](types.SimpleNamespace(rank=0), "/tmp/build", []), seen
+
+
+def test_patched_kernel_loader_registers_modules_by_name():
+    name = "envbuild_test_fused_kernel"
+    sys.modules.pop(name, None)
+    try:
+        unpatched = (EXCERPTS / "fused_kernels_init.py.txt").read_text().split("\n", 2)[2]
+        _run_loader(unpatched, name)
+        with pytest.raises(ModuleNotFoundError):  # the H100's first run: No module named ...
+            importlib.import_module(name)
+        module, seen = _run_loader(_patched_loader(), name)
+        assert importlib.import_module(name) is module  # what fused_layer_norm.py does
+        flags = seen["extra_cuda_cflags"]
+        assert flags[flags.index("-gencode") + 1] == "arch=compute_90,code=sm_90"
+    finally:
+        sys.modules.pop(name, None)
+
+
+def test_the_h100_run_is_parsed_beside_the_v100_figure(capsys):
+    """The raw output of the H100 run (docs/results/alpa-megatron/h100-native.out, NumPy 2
+    prints np.float64(...)) is read by `envbuild parse`; the V100 figure is shown, not compared."""
+    from envbuild.cli import main
+    from envbuild.errors import NOT_JUDGED
+
+    log = RESULTS / "h100-native.out"
+    rc = main(["parse", RECIPE, str(log), "--gpu", "NVIDIA H100 80GB HBM3", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == NOT_JUDGED and out["status"] == "not-judged"
+    line = next(x for x in log.read_text().splitlines() if "method: megatron" in x)
+    printed = float(line.split("np.float64(")[1].split(")")[0])
+    assert out["value"] == pytest.approx(printed) and out["metrics"]["results"] == 1
+    assert out["published"]["value"] == 47.53 and out["published"]["gpu"] == "Tesla V100-SXM2-16GB"
+    assert out["published"]["compared"] is False and out["published"]["percent"] is None
+    assert json.loads((RESULTS / "h100-parse.json").read_text())["value"] == out["value"]
+
+
+def test_check_of_alpa_megatron_on_an_sm90_node_names_the_variant(capsys):
+    from envbuild.cli import main
+
+    rc = main(["check", "alpa-megatron", "--target", "h100"])
+    out = capsys.readouterr()
+    assert rc == 1
+    assert "variant for this GPU: alpa-megatron-h100" in out.out
+    assert "envbuild check alpa-megatron-h100 --target h100-venv" in out.out
+    assert "variant recipe alpa-megatron-h100" in out.err
+    rc = main(["check", "alpa-megatron", "--target", "h100", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert data["variants"][0]["recipe"] == "alpa-megatron-h100"
