@@ -165,8 +165,9 @@ def pytest_collection_modifyitems(config, items):
     """Hand the modules to the xdist workers longest first (the README's command passes
     ``--no-loadscope-reorder``, so xdist keeps this order). xdist's default orders modules by
     their number of tests, which left the two longest single-test modules (a 4-node fleet, an
-    extension built per node kind: ~100 s each) to the end of the run, one worker idle while
-    the other ran them. The times are measured (bench/suite_bench.py), never asserted."""
+    extension built per node kind: 100 to 370 s each) to the end of the run. Whether this order
+    is faster on the whole has not been measured against xdist's (tests/README.md). The times
+    are measured (bench/suite_bench.py), never asserted."""
     items[:] = longest_first(items, measured_module_times())
 
 
