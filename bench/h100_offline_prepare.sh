@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# Prepare .device/ for bench/h100_offline.sh on a machine with network (run from the repo root):
-# the bundle of the H100 recipe, envbuild's own Python dependencies as cp312 wheels (the node's
-# python is 3.12; uv is left out: locking is not done there), a Debian git .deb (used only if
-# the node has no git), and a clean export of this commit's envbuild (what runs there).
+# Prepare DEST (default .device/) for bench/h100_offline.sh on a machine with network (run from
+# the repo root): the bundle of RECIPE (default h100-megatron-deepspeed) for TARGET (default
+# h100-venv) at BUNDLE (default DEST/h100.tar), envbuild's own Python dependencies as cp312 wheels
+# (the node's python is 3.12; uv is left out: locking is not done there), a Debian git .deb (used
+# only if the node has no git), and a clean export of this commit's envbuild (what runs there).
 #   bash bench/h100_offline_prepare.sh /path/to/git-mirrors
+#   RECIPE=alpa-megatron-h100 DEST=.device/alpa BUNDLE=.device/alpa/bundle.tar bash bench/h100_offline_prepare.sh /path/to/git-mirrors
 set -euo pipefail
 MIRROR=${1:?usage: $0 GIT_MIRROR_DIR}
-rm -rf .device/whl && mkdir -p .device/whl  # one wheel per package: a stale one conflicts
-python -m envbuild bundle h100-megatron-deepspeed --target h100-venv --git-mirror "$MIRROR" -o .device/h100.tar
-python - > .device/ebdeps.txt <<'PY'
+RECIPE=${RECIPE:-h100-megatron-deepspeed}
+TARGET=${TARGET:-h100-venv}
+DEST=${DEST:-.device}
+BUNDLE=${BUNDLE:-$DEST/h100.tar}
+rm -rf "$DEST/whl" && mkdir -p "$DEST/whl"  # one wheel per package: a stale one conflicts
+python -m envbuild bundle "$RECIPE" --target "$TARGET" --git-mirror "$MIRROR" -o "$BUNDLE"
+python - > "$DEST/ebdeps.txt" <<'PY'
 import importlib.metadata as md, re
 from packaging.requirements import Requirement
 seen = {}
@@ -32,7 +38,7 @@ PY
 python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_39_x86_64 --platform manylinux_2_34_x86_64 --platform manylinux_2_28_x86_64 \
     --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-    -d .device/whl -r .device/ebdeps.txt
-(cd .device && apt-get download git >/dev/null && mv git_*.deb git.deb)
-rm -rf .device/src && mkdir -p .device/src && git archive HEAD | tar -x -C .device/src
-du -sh .device
+    -d "$DEST/whl" -r "$DEST/ebdeps.txt"
+(cd "$DEST" && apt-get download git >/dev/null && mv git_*.deb git.deb)
+rm -rf "$DEST/src" && mkdir -p "$DEST/src" && git archive HEAD | tar -x -C "$DEST/src"
+du -sh "$DEST"

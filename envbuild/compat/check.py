@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -38,19 +40,29 @@ class Variant(BaseModel):
     title: str
 
 
+@functools.lru_cache(maxsize=1)
+def _shipped_variants() -> dict[str, tuple[Recipe, ...]]:
+    """The shipped recipes that name a ``variant_of``, by that name: read once per process (the
+    shipped files do not change while it runs), not once per refused node of a fleet."""
+    from envbuild.recipes import all_recipes
+
+    out: dict[str, list[Recipe]] = {}
+    for other in all_recipes():
+        if other.variant_of:
+            out.setdefault(other.variant_of, []).append(other)
+    return {name: tuple(found) for name, found in out.items()}
+
+
 def variants_for(recipe: Recipe, facts: NodeFacts) -> list[Variant]:
     """The shipped variants of ``recipe`` (``variant_of: <recipe>``) with a target whose GPU
     compute capability the node has: what ``envbuild check`` names when ``recipe`` is refused.
 
         variants_for(load_recipe("alpa-megatron"), h100_facts)  # [alpa-megatron-h100 on h100-venv]
     """
-    from envbuild.recipes import all_recipes
     from envbuild.targets import load_target
 
     found = []
-    for other in all_recipes():
-        if other.variant_of != recipe.name:
-            continue
+    for other in _shipped_variants().get(recipe.name, ()):
         fit = []
         for name in other.targets:
             gpus = load_target(name).gpus
