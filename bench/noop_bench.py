@@ -100,8 +100,8 @@ def split(bed, home: Path) -> dict:
     from envbuild.provision.early import NodeRunner, facts_and_probe
     from envbuild.provision.noop import probe_args
     from envbuild.actions.nodestate import probe_command
-    from envbuild.execute import ssh
-    from envbuild.execute.nodes import read_inventory
+    from envbuild.connect import ssh
+    from envbuild.connect.nodes import read_inventory
     from envbuild.facts.gather import gather
     from envbuild.plan.model import Plan
 

@@ -1,4 +1,5 @@
-"""Find shipped or user-supplied YAML documents (recipes, targets) by name or path."""
+"""Find shipped or user-supplied YAML documents (recipes, targets) by name or path, and the
+digest that says whether two of them are the same document (``digest``)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,17 @@ from typing import TypeVar
 from pydantic import BaseModel
 
 from envbuild.errors import InputError
+from envbuild.fsio import canonical_json, sha256_text
 from envbuild.names import NAME_RULE, is_name
 from envbuild.yamlsrc import load_yaml, validate
 
 M = TypeVar("M", bound=BaseModel)
+
+
+def digest(model: BaseModel) -> str:
+    """sha256 over the canonical JSON of a recipe or target model: what a lock records of the
+    recipe and target it was made for, and what says a recipe is a shipped one unchanged."""
+    return sha256_text(canonical_json(model.model_dump(mode="json", by_alias=True)))
 
 
 def shipped(folder: Path) -> dict[str, Path]:

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from envbuild.actions.nodestate import parse_probe, plan_steps, probe_command
+from envbuild.connect.runners import LocalRunner, Runner
 from envbuild.errors import EnvironmentProblem, InputError
-from envbuild.facts.runners import LocalRunner, Runner
 from envbuild.observe import (Drift, Observed, compare_expected, expected_state, observe_args,
                               parse_observed, read_lock)
 from envbuild.plan.model import Plan

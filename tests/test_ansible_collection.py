@@ -27,9 +27,9 @@ import pytest
 import yaml
 
 import envbuild
+from envbuild.connect.nodes import connection_vars, parse_hosts
 from envbuild.execute import ansible as ex
 from envbuild.execute.events import EventSink, StepTracker
-from envbuild.execute.nodes import connection_vars, parse_hosts
 from envbuild.plan import params as P
 from envbuild.plan.model import Plan, Step
 from envbuild.render.ansible import render

@@ -293,7 +293,7 @@ def test_lock_path_refuses_names_that_leave_the_lock_folder(tmp_path):
 @pytest.mark.parametrize("value,ok", [("22", 22), (2222, 2222), ("65535", 65535), (1, 1), ("0", None),
                                       (0, None), (99999, None), ("-1", None), ("x", None), (True, None)])
 def test_validate_port(value, ok):
-    from envbuild.inputs import validate_port
+    from envbuild.connect.nodes import validate_port
 
     if ok is not None:
         assert validate_port(value, "--hosts h") == ok
@@ -303,7 +303,7 @@ def test_validate_port(value, ok):
 
 
 def test_validate_text_refuses_a_list_where_one_value_belongs():
-    from envbuild.inputs import validate_text
+    from envbuild.connect.nodes import validate_text
 
     assert validate_text("10.0.0.1", "inv.yaml: host n1: ansible_host") == "10.0.0.1"
     for bad in (["a", "b"], {"a": 1}, None, "", True):
@@ -314,7 +314,7 @@ def test_validate_text_refuses_a_list_where_one_value_belongs():
 def test_hosts_option_refuses_an_empty_value():
     from types import SimpleNamespace
 
-    from envbuild.inputs import hosts_option
+    from envbuild.cli.options import hosts_option
 
     param = SimpleNamespace(name="hosts")
     assert hosts_option(None, param, None) is None

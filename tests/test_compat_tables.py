@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from envbuild.compat import cuda_arch as ca
+from envbuild import cuda_arch as ca
 from envbuild.compat.commits import APEX_COMMITS
 from envbuild.compat.rules import RULES
 from envbuild.compat.torch_wheels import WHEELS, choose_variant, find, variants

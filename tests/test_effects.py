@@ -20,7 +20,7 @@ from envbuild.actions import onnode, onnode_effects, onnode_steps
 from envbuild.actions.effects import effect_data, effects
 from envbuild.actions.nodestate import parse_probe, plan_steps, probe_command
 from envbuild.actions.steps import actions, env_file_text
-from envbuild.execute.local import run_local
+from envbuild.connect.local import run_local
 from envbuild.patches import textpatch
 from envbuild.plan import params as P
 from envbuild.plan.model import Plan, Step

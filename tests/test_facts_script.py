@@ -3,9 +3,9 @@
 import shlex
 from pathlib import Path
 
+from envbuild.connect.runners import LocalRunner
 from envbuild.facts.assemble import all_probes, assemble
 from envbuild.facts.probe import Probe, Section
-from envbuild.facts.runners import LocalRunner
 from envbuild.facts.script import build_script, split_sections
 
 NODES = Path(__file__).parent / "fixtures" / "nodes"

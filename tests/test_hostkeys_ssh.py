@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from envbuild.execute import ssh
-from envbuild.execute.nodes import connection_vars, read_inventory
+from envbuild.connect import ssh
+from envbuild.connect.nodes import connection_vars, read_inventory
 from envbuild.testbed.sshd import free_port, rekey, ssh_nodes
 
 pytestmark = pytest.mark.integration

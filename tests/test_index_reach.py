@@ -17,6 +17,7 @@ import pytest
 
 from envbuild.facts import reach
 from envbuild.inputs import find_lock, node_facts
+from envbuild.plan import indexes
 from envbuild.plan.build import PlanOptions
 from envbuild.plan.resolve import resolve
 from envbuild.recipes import default_recipe
@@ -44,8 +45,8 @@ def _plan(wheelhouse: str | None):
 
 
 def test_the_default_plan_names_the_torch_index_unless_a_wheelhouse_serves_it():
-    assert TORCH_CPU in reach.remote_indexes(_plan(None))
-    assert reach.remote_indexes(_plan("/opt/wheels")) == []
+    assert TORCH_CPU in indexes.remote_indexes(_plan(None))
+    assert indexes.remote_indexes(_plan("/opt/wheels")) == []
 
 
 @pytest.mark.integration
@@ -63,7 +64,7 @@ def test_an_unreachable_index_is_refused_before_anything_installs(tmp_path):
 
 
 def test_the_wheels_the_plan_takes_from_the_index_are_named():
-    assert "torch-2.13.0" in reach.wheels_from(_plan(None), TORCH_CPU)
+    assert "torch-2.13.0" in indexes.wheels_from(_plan(None), TORCH_CPU)
 
 
 def test_a_local_find_links_answer_is_not_unreachable():

@@ -8,7 +8,7 @@ import pytest
 from envbuild.actions.effects import effects
 from envbuild.actions.steps import actions
 from envbuild.errors import InputError
-from envbuild.facts.model import NodeFacts
+from envbuild.facts.model import NodeFacts, UvBinary
 from envbuild.facts.uvbin import controller_uv, parse_uv
 from envbuild.plan import params as P
 from envbuild.plan.build import PlanOptions
@@ -19,7 +19,7 @@ from envbuild.recipes import load_recipe
 from envbuild.targets import load_target
 from clirun import envbuild as run_envbuild
 
-UV = P.UvBinary(version="0.13.9", sha256="5" * 64, os="linux", arch="x86_64", libc="glibc", glibc_min="2.17")
+UV = UvBinary(version="0.13.9", sha256="5" * 64, os="linux", arch="x86_64", libc="glibc", glibc_min="2.17")
 NODE = NodeFacts(host="n1", arch="x86_64", glibc="2.36")
 
 

@@ -9,9 +9,9 @@ import subprocess
 
 from envbuild.facts import pipconf
 from envbuild.facts.model import NodeFacts
+from envbuild.facts.model import UvBinary
 from envbuild.facts.script import build_script, split_sections
 from envbuild.plan.installer import choose_installer
-from envbuild.plan.params import UvBinary
 
 UV = UvBinary(version="0.13.9", sha256="0" * 64, os="linux", arch="x86_64", libc="glibc", glibc_min="2.17")
 

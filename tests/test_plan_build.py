@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from envbuild.facts.model import NodeFacts
+from envbuild.facts.model import UvBinary
 from envbuild.facts.profile import from_target
 from envbuild.plan.build import PlanOptions, build_plan
 from envbuild.plan.model import Plan
-from envbuild.plan.params import UvBinary
 from envbuild.plan.resolve import resolve
 from envbuild.recipes import all_recipes, load_recipe
 from envbuild.targets import load_target

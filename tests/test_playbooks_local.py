@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from envbuild.connect.nodes import connection_vars, local_node
 from envbuild.execute import ansible as ex
 from envbuild.execute.events import EventSink, StepTracker
-from envbuild.execute.nodes import connection_vars, local_node
 from envbuild.plan import params as P
 from envbuild.plan.model import Plan, Step
 from envbuild.render.ansible import render

@@ -13,9 +13,9 @@ import time
 
 import pytest
 
+from envbuild.connect.nodes import Node
 from envbuild.errors import EnvironmentProblem
 from envbuild.execute import prefixlock
-from envbuild.execute.nodes import Node
 
 WHEELS = "/opt/wheels"
 
@@ -39,7 +39,7 @@ def test_a_held_prefix_is_refused_and_another_is_not(tmp_path, monkeypatch) -> N
 
 def test_a_killed_holder_leaves_no_stale_lock(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("ENVBUILD_LOCK_DIR", str(tmp_path / "locks"))
-    code = ("import sys, time\nfrom envbuild.execute import prefixlock\nfrom envbuild.execute.nodes import Node\n"
+    code = ("import sys, time\nfrom envbuild.execute import prefixlock\nfrom envbuild.connect.nodes import Node\n"
             f"with prefixlock.held([(Node(name='local', connection='local'), {str(tmp_path / 'env')!r})], 'killed'):\n"
             "    print('held', flush=True)\n    time.sleep(600)\n")
     holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from envbuild.facts.runners import LocalRunner
+from envbuild.connect.runners import LocalRunner
 from envbuild.plan import params as P
 from envbuild.plan.model import Plan, Step
 from envbuild.provision import ProvisionOptions, provision

@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from envbuild import rundir
+from envbuild.connect.nodes import connection_vars, load_inventory, local_node, parse_hosts
 from envbuild.errors import InputError
-from envbuild.execute.nodes import connection_vars, load_inventory, local_node, parse_hosts
 from envbuild.plan import params as P
 from envbuild.plan.model import Plan, Step
 from envbuild.render.ansible import render, steps_of

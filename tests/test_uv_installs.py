@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from envbuild.facts.model import UvBinary
 from envbuild.facts.uvbin import controller_uv
 from envbuild.plan import params as P
 from envbuild.plan.model import Plan, Step
@@ -65,7 +66,7 @@ def installer_of(prefix: str, name: str) -> str:
     return next(site(prefix).glob(f"{name}-*.dist-info")).joinpath("INSTALLER").read_text().strip()
 
 
-def uv_plan(tmp_path: Path, uv: P.UvBinary, house: Path, reqs: list[P.Requirement], *,
+def uv_plan(tmp_path: Path, uv: UvBinary, house: Path, reqs: list[P.Requirement], *,
             no_isolation: tuple[str, ...] = ()) -> Plan:
     prefix = str(tmp_path / "env")
     tool = f"{prefix}/.envbuild/tools/uv"

@@ -7,12 +7,11 @@ from rich.console import Console
 from rich.table import Table
 
 from envbuild.cli import cli
-from envbuild.cli.options import identity_option
+from envbuild.cli.options import hosts_option, identity_option
 from envbuild.cli.output import console
 from envbuild.errors import EnvironmentProblem, InputError
 from envbuild.facts.model import NodeFacts
 from envbuild.fsio import write_atomic
-from envbuild.inputs import hosts_option
 
 
 @cli.command("facts")

@@ -72,3 +72,12 @@ def target_option(required: bool = True, help: str = "Target profile name or YAM
 def recipe_argument(required: bool = True):
     """The positional RECIPE (a shipped name or a YAML path), with completion."""
     return click.argument("recipe", required=required, shell_complete=complete_recipe)
+
+
+def hosts_option(ctx, param, value: str | None) -> str | None:  # noqa: ANN001 - click's callback
+    """click callback for ``--hosts``: given but empty (``--hosts ''``) is an InputError."""
+    if value is not None and not value.replace(",", "").strip():
+        raise InputError(f"--{param.name}: no host given (the value is empty)",
+                         hint="e.g. --hosts root@10.0.0.1,10.0.0.2:2222; leave the option out for none")
+    return value
+

@@ -7,10 +7,9 @@ import sys
 import click
 
 from envbuild.cli import cli
-from envbuild.cli.options import complete_recipe, identity_option, recipe_argument, target_option
+from envbuild.cli.options import complete_recipe, hosts_option, identity_option, recipe_argument, target_option
 from envbuild.cli.output import console, emit_json_line
 from envbuild.errors import InputError
-from envbuild.inputs import hosts_option
 
 
 @cli.command("provision")

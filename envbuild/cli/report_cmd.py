@@ -9,10 +9,9 @@ import click
 from rich.table import Table
 
 from envbuild.cli import cli
-from envbuild.cli.options import identity_option, target_option
+from envbuild.cli.options import hosts_option, identity_option, target_option
 from envbuild.cli.output import console, emit_json
 from envbuild.errors import NOT_JUDGED, CheckFailed, EnvironmentProblem, InputError
-from envbuild.inputs import hosts_option
 
 
 @cli.command("report")
@@ -82,8 +81,8 @@ def verify_cmd(target, hosts, inventory, local, identity, known_hosts, insecure,
     envbuild verify --local
     envbuild verify --inventory nodes.yaml --run ~/.envbuild/runs/20250101-120000-r-t
     """
-    from envbuild.execute.nodes import parse_hosts, read_inventory
-    from envbuild.facts.runners import LocalRunner, SshRunner
+    from envbuild.connect.nodes import parse_hosts, read_inventory
+    from envbuild.connect.runners import LocalRunner, SshRunner
     from envbuild.report.collect import read_run
     from envbuild.verify import exit_code, ran_on_controller, resolve_run, verify
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from envbuild.compat import commits as cm
-from envbuild.compat import cuda_arch as ca
+from envbuild import cuda_arch as ca
 from envbuild.compat.context import Context
 from envbuild.compat.rule import Rule
-from envbuild.compat.versions import admits, version_lt
 from envbuild.compat.rules_build import APEX_CHECK
+from envbuild.versions import admits, version_lt
 
 
 def _apex_sed_noop(ctx: Context) -> str | None:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from envbuild.compat import cuda_arch as ca
+from envbuild import cuda_arch as ca
 from envbuild.compat.context import Context
 from envbuild.compat.rule import Rule
-from envbuild.compat.versions import vtuple
+from envbuild.versions import vtuple
 
 
 APEX_CHECK = "check_cuda_torch_binary_vs_bare_metal"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from envbuild.compat.context import Context
 from envbuild.compat.rule import Rule
-from envbuild.compat.versions import version_lt
+from envbuild.versions import version_lt
 
 # deepspeed/elasticity/elastic_agent.py imports `log` and `_get_socket_with_port` from
 # torch.distributed.elastic.agent.server.api up to 0.14.3; 0.14.4 (deepspeedai/DeepSpeed#5654)

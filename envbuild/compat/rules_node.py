@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from envbuild.compat.context import Context
 from envbuild.compat.rule import Rule
-from envbuild.compat.versions import vtuple
+from envbuild.versions import vtuple
 
 RDMA_PACKAGES = ("libibverbs", "librdmacm", "rdma-core", "perftest", "ibverbs")
 

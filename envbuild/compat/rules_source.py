@@ -5,10 +5,10 @@ from __future__ import annotations
 from packaging.version import InvalidVersion, Version
 
 from envbuild.compat import commits as cm
-from envbuild.compat import cuda_arch as ca
+from envbuild import cuda_arch as ca
 from envbuild.compat.context import Context
 from envbuild.compat.rule import Rule
-from envbuild.compat.versions import admits, version_lt, vtuple
+from envbuild.versions import admits, version_lt, vtuple
 
 
 def _fused_disabled(ctx: Context, src) -> bool:

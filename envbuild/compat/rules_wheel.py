@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from envbuild.compat import cuda_arch as ca
+from envbuild import cuda_arch as ca
 from envbuild.compat.context import Context
 from envbuild.compat.rule import Rule
 from envbuild.compat.torch_wheels import ISSUE_75992, LTS_INDEX, WHEELS, variants
-from envbuild.compat.versions import vtuple
+from envbuild.versions import vtuple
 
 
 def _installs_torch(ctx: Context) -> bool:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from envbuild.compat.versions import cuda_of_tag, split_local, vtuple
 from envbuild.facts.model import NodeFacts
+from envbuild.versions import cuda_of_tag, split_local, vtuple
 
 BUILDER = "https://github.com/pytorch/builder"  # manywheel/build.sh, build_cuda.sh per release branch
 LTS_INDEX = "https://download.pytorch.org/whl/lts/1.8/torch_lts.html"
@@ -146,7 +146,7 @@ def find(version: str, tag: str) -> TorchWheel | None:
 
 def node_cuda(facts: NodeFacts) -> tuple[str | None, str]:
     """The CUDA a wheel must fit on this node and which fact gave it (nvcc, else driver)."""
-    from envbuild.compat.cuda_arch import driver_cuda
+    from envbuild.cuda_arch import driver_cuda
 
     if facts.nvcc:
         return facts.nvcc, f"nvcc {facts.nvcc}"

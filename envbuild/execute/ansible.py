@@ -297,7 +297,7 @@ def _subreaper(on: bool) -> bool:
 
 def _children() -> dict[int, float]:
     """{pid: start time in clock ticks} of this process's children (from /proc)."""
-    from envbuild.execute.procfs import stats
+    from envbuild.connect.procfs import stats
 
     me = os.getpid()
     return {pid: float(fields[19]) for pid, fields in stats().items() if int(fields[1]) == me}  # ppid, starttime

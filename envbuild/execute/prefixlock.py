@@ -30,7 +30,7 @@ def lock_dir() -> Path:
 
 
 def key(node, prefix: str) -> str:
-    """The lock's name for ``prefix`` on ``node`` (an ``envbuild.execute.nodes.Node``)."""
+    """The lock's name for ``prefix`` on ``node`` (an ``envbuild.connect.nodes.Node``)."""
     where = (f"local:{os.path.realpath(prefix)}" if node.is_local
              else f"{node.user or ''}@{node.host}:{node.port or 22}:{prefix.rstrip('/') or '/'}")
     return hashlib.sha256(where.encode()).hexdigest()[:32]

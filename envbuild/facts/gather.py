@@ -1,6 +1,6 @@
 """Gather node facts: run the probe script once per node, split it, assemble ``NodeFacts``.
 
->>> from envbuild.facts.runners import LocalRunner
+>>> from envbuild.connect.runners import LocalRunner
 >>> facts = gather(LocalRunner())          # doctest: +SKIP
 >>> facts.has_gpu, facts.glibc             # doctest: +SKIP
 (False, '2.36')
@@ -12,11 +12,11 @@ import shlex
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 
+from envbuild.connect.nodes import Node
+from envbuild.connect.runners import LocalRunner, Runner, SshRunner
 from envbuild.errors import EnvironmentProblem
-from envbuild.execute.nodes import Node
 from envbuild.facts.assemble import all_probes, assemble
 from envbuild.facts.model import NodeFacts
-from envbuild.facts.runners import LocalRunner, Runner, SshRunner
 from envbuild.facts.script import build_script, split_sections
 
 

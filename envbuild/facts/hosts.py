@@ -1,5 +1,5 @@
 """Which nodes to gather: ``--hosts`` lists and Ansible inventories, read by
-``envbuild.execute.nodes`` (the node model provision and verify use too).
+``envbuild.connect.nodes`` (the node model provision and verify use too).
 
 The one difference: a node given by ``--hosts`` with a port other than 22 is named
 ``host:port`` in facts, so two nodes on one address stay apart::
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from envbuild.execute import nodes as _nodes
-from envbuild.execute.nodes import Node, read_inventory
+from envbuild.connect import nodes as _nodes
+from envbuild.connect.nodes import Node, read_inventory
 
 __all__ = ["parse_hosts", "read_inventory", "label"]
 
@@ -25,7 +25,7 @@ def label(node: Node) -> str:
 
 def parse_hosts(text: str, *, user: str | None = None, port: int | None = 22, identity: str | None = None,
                 insecure: bool = False, known_hosts: tuple[str, ...] | None = None) -> list[Node]:
-    """``[user@]host[:port],...`` as nodes named by ``label``; see ``execute.nodes.parse_hosts``."""
+    """``[user@]host[:port],...`` as nodes named by ``label``; see ``connect.nodes.parse_hosts``."""
     found = _nodes.parse_hosts(text, user=user, port=port, identity_file=identity, insecure=insecure,
                                known_hosts=known_hosts)
     return [replace(n, name=label(n)) for n in found]

@@ -96,3 +96,18 @@ class NodeFacts(_M):
 
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True, indent=2, exclude_none=False) + "\n"
+
+
+class UvBinary(BaseModel):
+    """The controller's uv (``uv.find_uv_bin()``), a fact of the controller found by
+    ``envbuild.facts.uvbin.controller_uv``: one binary that the planner may push to a node of
+    the same OS and architecture whose C library can run it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: str  # "0.13.9"
+    sha256: str
+    os: str  # "linux"
+    arch: str  # "x86_64" (uname -m)
+    libc: Literal["glibc", "musl", "static"]
+    glibc_min: str | None = None  # "2.17": the manylinux tag of its wheel (glibc builds)

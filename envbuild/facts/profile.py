@@ -12,7 +12,7 @@ assumes nothing.
 
 from __future__ import annotations
 
-from envbuild.compat.cuda_arch import max_cuda_for_driver
+from envbuild.cuda_arch import max_cuda_for_driver
 from envbuild.facts.model import Gpu, IbDevice, Interpreter, NodeFacts
 from envbuild.targets.schema import Target
 

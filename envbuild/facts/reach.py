@@ -2,7 +2,7 @@
 
 A pip step with ``--index-url https://download.pytorch.org/whl/cpu`` on a node that cannot
 reach that host ends, minutes later, in pip's retry output. The plan names every such URL
-(``remote_indexes``); before anything is installed the node fetches each once, with its own
+(``envbuild.plan.indexes.remote_indexes``); before anything is installed the node fetches each once, with its own
 Python and its own proxy settings (``probe_command``), and ``unreachable`` reads the answer. A
 step that installs from a wheelhouse or bundle alone (``--no-index``) names no URL, so
 ``--wheelhouse`` with the wheels in it skips the check. PyPI itself, the implicit default, is
@@ -21,8 +21,6 @@ pip.conf points at a local wheel folder. The probe looks in those folders for a 
 from __future__ import annotations
 
 import shlex
-
-from envbuild.plan.model import Plan
 
 TIMEOUT_S = 10  # per URL: a reachable index answers in well under a second
 
@@ -69,34 +67,6 @@ for arg in sys.argv[1:]:
 """ % TIMEOUT_S
 
 
-def remote_indexes(plan: Plan) -> list[str]:
-    """The http(s) index and find-links URLs the plan's package steps install from (pure)."""
-    urls: list[str] = []
-    for step in plan.steps:
-        if step.kind not in ("pip_install", "pip_tooling") or getattr(step.params, "no_index", False):
-            continue
-        p = step.params
-        for url in [getattr(p, "index_url", None), *(getattr(p, "find_links", None) or [])]:
-            if url and url.startswith(("http://", "https://")) and url not in urls:
-                urls.append(url)
-    return urls
-
-
-def wheels_from(plan: Plan, url: str) -> list[str]:
-    """``name-version`` (wheel file name style, lower case) of each package the plan installs
-    from ``url`` (pure); empty when one of them is not pinned to one version."""
-    wants: list[str] = []
-    for step in plan.steps:
-        if step.kind not in ("pip_install", "pip_tooling"):
-            continue
-        p = step.params
-        for r in getattr(p, "requirements", None) or []:
-            if url not in (r.index_url, r.find_links, getattr(p, "index_url", None), *(getattr(p, "find_links", None) or [])):
-                continue
-            if not r.version or not r.version[0].isdigit():
-                return []
-            wants.append(f"{r.name.replace('-', '_').lower()}-{r.version.split('+')[0]}")
-    return sorted(set(wants))
 
 
 def probe_command(urls: list[str], python: str = "python3", wants: dict[str, list[str]] | None = None) -> str:

@@ -16,8 +16,8 @@ import re
 import subprocess
 from functools import lru_cache
 
+from envbuild.facts.model import UvBinary
 from envbuild.fsio import sha256_file
-from envbuild.plan.params import UvBinary
 
 _VERSION = re.compile(r"^uv\s+(\d+\.\d+\.\d+\S*)(?:\s+\((?P<triple>[^)\s]+)[^)]*\))?", re.M)
 _MANYLINUX = re.compile(r"^Tag:\s*\S+-\S+-manylinux_(\d+)_(\d+)_", re.M)

@@ -341,8 +341,8 @@ def provisioned_run(recipe: str, target: str, run: str | Path | None) -> Path | 
 def verify_nodes(run_dir: Path) -> list:
     """``envbuild.verify`` on the nodes of a provision run (this machine for a local run, else
     its hosts over SSH with host keys checked)."""
-    from envbuild.execute.nodes import parse_hosts
-    from envbuild.facts.runners import LocalRunner, SshRunner
+    from envbuild.connect.nodes import parse_hosts
+    from envbuild.connect.runners import LocalRunner, SshRunner
     from envbuild.report.collect import read_run
     from envbuild.verify import ran_on_controller, verify
 

@@ -11,7 +11,8 @@ Example::
     lock = make_lock(load_recipe("cpu-reference"), load_target("local"))
 """
 
-from envbuild.lock.check import digest, lock_problems
+from envbuild.catalog import digest
+from envbuild.lock.check import lock_problems
 from envbuild.lock.make import (SHIPPED_LOCKDIR, cache_dir, check_lock_file, default_lockdir, ensure_target,
                                 git_mirror_dir, locate_lock, lock_path, make_lock, write_lock)
 from envbuild.lock.schema import LOCK_SCHEMA, Dist, Lock, LockedGit, LockedPackage

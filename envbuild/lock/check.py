@@ -10,15 +10,10 @@ from __future__ import annotations
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from envbuild.fsio import canonical_json, sha256_text
+from envbuild.catalog import digest
 from envbuild.lock.schema import Lock, LockedPackage, normalize
 from envbuild.recipes.schema import Package, Recipe
 from envbuild.targets.schema import Target
-
-
-def digest(model: Recipe | Target) -> str:
-    """sha256 over the canonical JSON of a recipe or target model."""
-    return sha256_text(canonical_json(model.model_dump(mode="json", by_alias=True)))
 
 
 def _version_problem(pkg: Package, lp: LockedPackage) -> str | None:
@@ -113,7 +108,7 @@ def _tooling_problems(lock: Lock, recipe: Recipe) -> list[str]:
     from packaging.specifiers import SpecifierSet
     from packaging.version import Version
 
-    from envbuild.plan.packages import tooling
+    from envbuild.lock.tooling import tooling
 
     out = []
     for tool in tooling(recipe):

@@ -13,17 +13,18 @@ from pathlib import Path
 from typing import Callable
 
 from envbuild import __version__
+from envbuild.catalog import digest
 from envbuild.errors import CheckFailed, InputError
 from envbuild.fsio import write_atomic
-from envbuild.lock.check import digest, lock_problems
+from envbuild.lock.check import lock_problems
 from envbuild.lock.gitpins import lock_git
 from envbuild.lock.packages import Sorted, locked, sort_packages
 from envbuild.lock.schema import Lock, LockedPackage, Named, PlatformInfo, normalize
 from envbuild.lock.serialize import dump_lock, read_lock, regenerate_command
 from envbuild.lock.srclock import source_dependencies
+from envbuild.lock.tooling import tooling
 from envbuild.lock.uvresolve import UvRequest, platform_tags, python_platform, resolve
 from envbuild.names import NAME_RULE, is_name
-from envbuild.plan.packages import tooling
 from envbuild.recipes.schema import Recipe
 from envbuild.targets.schema import Target
 
@@ -140,7 +141,7 @@ def make_lock(recipe: Recipe, target: Target, *, git_mirror: Path | None = None,
 
 def lock_tooling(recipe: Recipe, pyplat: str, wheelhouse: Path | None,
                  say: Progress) -> list[LockedPackage]:
-    """pip/setuptools/wheel as the plan installs them (``envbuild.plan.packages.tooling``),
+    """pip/setuptools/wheel as the plan installs them (``envbuild.lock.tooling.tooling``),
     resolved on their own (no dependencies) with a hash each."""
     tools = tooling(recipe)
     if not tools:

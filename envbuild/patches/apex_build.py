@@ -52,7 +52,7 @@ def arch_list(compute_capabilities: Iterable[object], *, ptx: bool = False, nvcc
     if not ccs:
         raise InputError("no compute capability given", hint="pass the GPUs' capabilities, e.g. 8.0")
     if nvcc:
-        from envbuild.compat.cuda_arch import min_cuda_for_arch
+        from envbuild.cuda_arch import min_cuda_for_arch
         from envbuild.patches.apex import parse_cuda
 
         have = parse_cuda(nvcc, "nvcc")

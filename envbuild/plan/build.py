@@ -15,14 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from envbuild.errors import InputError
-from envbuild.facts.model import NodeFacts
+from envbuild.facts.model import NodeFacts, UvBinary
 from envbuild.lock.schema import normalize
 from envbuild.lock.serialize import lock_digest
+from envbuild.lock.tooling import Tool, pip_release, tooling
 from envbuild.plan import params as P
 from envbuild.plan.installer import choose_installer, step_installer
 from envbuild.plan.model import Decision, Plan, Step
-from envbuild.plan.packages import (LockedPackage, Tool, locked_packages, pip_release, tooling,
-                                     torch_closure, torch_requirement)
+from envbuild.plan.packages import LockedPackage, locked_packages, torch_closure, torch_requirement
 from envbuild.recipes.schema import GitSource, Recipe
 from envbuild.targets.schema import Target
 
@@ -63,7 +63,7 @@ class PlanOptions:
     # package installer (envbuild.plan.installer): auto | pip | uv, and the controller's uv
     # (envbuild.facts.uvbin.controller_uv, found by the resolution; None: pip everywhere)
     installer: str = "auto"
-    uv: P.UvBinary | None = None
+    uv: UvBinary | None = None
 
 
 SEARCH_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -250,7 +250,7 @@ def git_dependencies(lock: object | None) -> list[GitSource]:
     return out
 
 
-def uv_dest(facts: NodeFacts, prefix: str, uv: P.UvBinary | None) -> str:
+def uv_dest(facts: NodeFacts, prefix: str, uv: UvBinary | None) -> str:
     """Where the pushed uv lives on the node: one copy per binary in the node user's cache
     (``~/.cache/envbuild/uv/<sha256[:16]>/uv``, shared by every environment of the node, so a
     second environment does not push it again), or in the environment when $HOME is not known."""

@@ -18,7 +18,7 @@ not read: ``auto`` picks pip on a node whose pip.conf sets a certificate, index,
 proxy that no variable stands in for (``envbuild.facts.pipconf``), and says which.
 
     >>> from envbuild.facts.model import NodeFacts
-    >>> from envbuild.plan.params import UvBinary
+    >>> from envbuild.facts.model import UvBinary
     >>> uv = UvBinary(version="0.13.9", sha256="0" * 64, os="linux", arch="x86_64", libc="glibc", glibc_min="2.17")
     >>> node = NodeFacts(host="n1", arch="x86_64", glibc="2.36")
     >>> choose_installer("auto", uv, node, "venv", "3.11")[0]
@@ -30,8 +30,8 @@ proxy that no variable stands in for (``envbuild.facts.pipconf``), and says whic
 from __future__ import annotations
 
 from envbuild.errors import InputError
+from envbuild.facts.model import UvBinary
 from envbuild.facts.pipconf import unseen_by_uv
-from envbuild.plan.params import UvBinary
 
 INSTALLERS = ("auto", "pip", "uv")
 UV_BACKENDS = ("venv", "module-venv")

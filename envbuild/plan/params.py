@@ -73,19 +73,6 @@ def _omit_pip(data, installer: str, uv: str | None):
     return data
 
 
-class UvBinary(_P):
-    """The controller's uv (``uv.find_uv_bin()``), a fact of the controller found by
-    ``envbuild.plan.uvtool.controller_uv``: one binary that the planner may push to a node of
-    the same OS and architecture whose C library can run it."""
-
-    version: str  # "0.13.9"
-    sha256: str
-    os: str  # "linux"
-    arch: str  # "x86_64" (uname -m)
-    libc: Literal["glibc", "musl", "static"]
-    glibc_min: str | None = None  # "2.17": the manylinux tag of its wheel (glibc builds)
-
-
 class UvToolParams(_P):
     """The controller's uv copied to ``dest`` on the node (mode 0755), checked by sha256."""
 

@@ -4,8 +4,8 @@ smoke results."""
 from __future__ import annotations
 
 from envbuild import rundir
-from envbuild.execute import ssh
-from envbuild.execute.nodes import Node
+from envbuild.connect import ssh
+from envbuild.connect.nodes import Node
 from envbuild.plan.model import Plan
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 from envbuild import rundir
+from envbuild.connect import ssh
+from envbuild.connect.nodes import Node
 from envbuild.errors import EnvironmentProblem
-from envbuild.execute import ssh
-from envbuild.execute.nodes import Node
 from envbuild.plan.model import Plan
 from envbuild.provision.lockfile import existing_lock
 from envbuild.provision.noop import probe_args, probe_nodes
@@ -22,7 +22,7 @@ class NodeRunner:
         self.node, self.name = node, node.name
 
     def run(self, command: str, *, timeout: int = 300):
-        from envbuild.facts.runners import Result
+        from envbuild.connect.runners import Result
 
         return Result(*ssh.run(self.node, command, timeout=timeout))
 

@@ -8,9 +8,9 @@ import time
 from typing import Callable
 
 from envbuild import rundir
-from envbuild.execute import ssh
+from envbuild.connect import ssh
+from envbuild.connect.nodes import Node
 from envbuild.execute.events import Event, EventSink
-from envbuild.execute.nodes import Node
 from envbuild.plan.model import Plan
 from envbuild.provision.collect import observe
 from envbuild.provision.tracker import rerun_fields

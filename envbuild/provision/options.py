@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Callable
 
 from envbuild.bundle import offline as bundle_offline
+from envbuild.connect.nodes import Node, load_inventory, local_node, parse_hosts
 from envbuild.errors import InputError
-from envbuild.execute.nodes import Node, load_inventory, local_node, parse_hosts
 from envbuild.plan.build import PlanOptions, prefix_problem
 from envbuild.plan.model import Plan
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import time
 
 from envbuild import rundir
+from envbuild.connect.nodes import Node
 from envbuild.execute import ansible as ansible_exec
 from envbuild.execute.events import Event, EventSink
-from envbuild.execute.nodes import Node
 from envbuild.plan.model import Plan
 from envbuild.provision.collect import merge_smoke, observe, smoke_runs
 from envbuild.provision.results import NodeResults, current_step, node_status, record_interrupted

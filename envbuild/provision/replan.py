@@ -9,9 +9,10 @@ from typing import Callable
 
 from envbuild import rundir
 from envbuild.bundle import offline as bundle_offline
+from envbuild.connect import ssh
+from envbuild.connect.nodes import Node
 from envbuild.errors import EnvironmentProblem
-from envbuild.execute import ssh
-from envbuild.execute.nodes import Node
+from envbuild.plan import indexes
 from envbuild.plan.model import Plan
 from envbuild.provision.options import ProvisionOptions, check_from_step, node_prefix
 
@@ -25,9 +26,9 @@ def refuse_unreachable_indexes(nodes: list[Node], plans: dict[str, Plan]) -> dic
     problems: list[str] = []
     local: dict[str, dict[str, str]] = {}  # node -> {url: find-links folder that serves it}
     for node in nodes:
-        urls = reach.remote_indexes(plans[node.name])
+        urls = indexes.remote_indexes(plans[node.name])
         if urls:
-            wants = {u: reach.wheels_from(plans[node.name], u) for u in urls}
+            wants = {u: indexes.wheels_from(plans[node.name], u) for u in urls}
             rc, out, err = ssh.run(node, reach.probe_command(urls, node.python or "python3", wants),
                                    timeout=reach.TIMEOUT_S * len(urls) + 30)
             problems += [f"{node.name} cannot reach {url} ({why})"

@@ -9,11 +9,11 @@ from typing import Callable
 
 from envbuild import rundir
 from envbuild.bundle import offline as bundle_offline
+from envbuild.connect.local import stop_all
+from envbuild.connect.nodes import Node, connection_vars
 from envbuild.execute import ansible as ansible_exec
 from envbuild.execute import prefixlock
 from envbuild.execute.events import Event, EventSink
-from envbuild.execute.local import stop_all
-from envbuild.execute.nodes import Node, connection_vars
 from envbuild.lock.serialize import lock_digest
 from envbuild.plan.model import Plan
 from envbuild.provision.early import Early

@@ -26,10 +26,8 @@ def all_recipes() -> list[Recipe]:
 
 def is_shipped(recipe: Recipe) -> bool:
     """Whether ``recipe`` is one shipped with envbuild, unchanged (same name, same content)."""
-    from envbuild.lock.check import digest
-
     path = catalog.shipped(DATA).get(recipe.name)
-    return path is not None and digest(load_recipe(path)) == digest(recipe)
+    return path is not None and catalog.digest(load_recipe(path)) == catalog.digest(recipe)
 
 
 def default_recipe() -> Recipe:

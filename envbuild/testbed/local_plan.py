@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from envbuild.connect.nodes import connection_vars, local_node
 from envbuild.execute import ansible as ex
 from envbuild.execute.events import EventSink, HostTrack, StepTracker
-from envbuild.execute.nodes import connection_vars, local_node
 from envbuild.plan.model import Plan
 from envbuild.render.ansible import render
 

@@ -34,7 +34,7 @@ def pypi_wheel(name: str, version: str, index: str = "https://pypi.org/simple") 
 def with_version(folder: Path, recipe: str, target: str, package: str, version: str,
                  sha256: str, url: str | None = None) -> tuple[Path, Path]:
     """(recipe copy, lock copy) under ``folder`` with ``package`` at ``version`` (see above)."""
-    from envbuild.lock.check import digest
+    from envbuild.catalog import digest
     from envbuild.lock.make import SHIPPED_LOCKDIR, check_lock_file, lock_path
     from envbuild.lock.schema import normalize
     from envbuild.lock.serialize import dump_lock, regenerate_command

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision alpa-megatron on azure-nd96 (host azure-nd96, facts profile:azure-nd96),
-# rendered by envbuild 0.1.0 from the plan; lock digest 4248611db6e8b2e8b7fe25046d251d79f47522fbd9eadc11e1dc16c3a959969a.
+# rendered by envbuild 0.1.0 from the plan; lock digest 1cfc188a147d5ed4d2d869664c23b823ea7f7098964302a18f3a48cd11d7c65f.
 # Regenerate: envbuild render alpa-megatron --target azure-nd96 --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

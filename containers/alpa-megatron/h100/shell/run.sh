@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision alpa-megatron on h100 (host h100, facts profile:h100),
-# rendered by envbuild 0.1.0 from the plan; lock digest be32f7b13cf591529456deac20d611282f1bc67cb48902fabae5d54242fdc66f.
+# rendered by envbuild 0.1.0 from the plan; lock digest 9bff4c845975bb98dfcb0540e28958996549ac0bbb3e48f2796245391165a0f3.
 # Regenerate: envbuild render alpa-megatron --target h100 --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision alpa-megatron on local (host local, facts profile:local),
-# rendered by envbuild 0.1.0 from the plan; lock digest b2c1214dda54bbf36a667bf827ab3477455b2239a9d4329b59df68489ed17464.
+# rendered by envbuild 0.1.0 from the plan; lock digest 4f8bbdc96e774234395f6f51ee6e52a77acb18946bcd7d6e4f2396b436d14464.
 # Regenerate: envbuild render alpa-megatron --target local --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision alpa-megatron on slurm (host slurm, facts profile:slurm),
-# rendered by envbuild 0.1.0 from the plan; lock digest 1b4c820e73e2f78d2f514052c59c6d0c1c75a029b35d706b1625269c1f4ec112.
+# rendered by envbuild 0.1.0 from the plan; lock digest 81af4e81e757b6ba515375b79fa23c90008de9b07a0970274240a5c38fbaeead.
 # Regenerate: envbuild render alpa-megatron --target slurm --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

@@ -1,4 +1,4 @@
-"""Small version helpers shared by the compatibility tables (pure functions, no I/O)."""
+"""Small version helpers shared by the compatibility tables, the facts and the patches (pure functions, no I/O)."""
 
 from __future__ import annotations
 

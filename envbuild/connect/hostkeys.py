@@ -23,8 +23,8 @@ import sys
 import threading
 from dataclasses import dataclass
 
+from envbuild.connect.nodes import Node, ssh_options
 from envbuild.errors import EnvironmentProblem
-from envbuild.execute.nodes import Node, ssh_options
 
 USER_KNOWN_HOSTS = ("~/.ssh/known_hosts",)
 GLOBAL_KNOWN_HOSTS = ("/etc/ssh/ssh_known_hosts",)

@@ -54,7 +54,7 @@ def kill_session(sid: int) -> None:
     pipes open and leave the caller waiting for their end."""
     import time
 
-    from envbuild.execute.procfs import stats
+    from envbuild.connect.procfs import stats
 
     for _ in range(100):
         alive = {pid for pid, fields in stats().items() if int(fields[3]) == sid and fields[0] != "Z"}

@@ -1,7 +1,7 @@
 """The only code that touches a node: run one shell command, return (rc, stdout, stderr).
 
 ``LocalRunner`` uses subprocess; ``SshRunner`` uses one Fabric connection to a ``Node``
-(``envbuild.execute.nodes``, the one node model of facts, provision and verify). An unreachable
+(``envbuild.connect.nodes``, the one node model of facts, provision and verify). An unreachable
 host, or one whose host key is unknown or changed, raises ``EnvironmentProblem`` naming the
 host, the reason and what to try.
 """
@@ -13,8 +13,8 @@ import subprocess
 from dataclasses import dataclass
 from typing import Protocol
 
+from envbuild.connect.nodes import Node
 from envbuild.errors import EnvironmentProblem
-from envbuild.execute.nodes import Node
 
 DEFAULT_TIMEOUT_S = 600
 
@@ -55,10 +55,10 @@ class LocalRunner:
 
 class SshRunner:
     """Runs commands on an SSH ``Node`` over one Fabric connection (opened lazily, closed by
-    ``close``); host keys checked as ``envbuild.execute.hostkeys`` says."""
+    ``close``); host keys checked as ``envbuild.connect.hostkeys`` says."""
 
     def __init__(self, node: Node, *, connect_timeout: int = 10):
-        from envbuild.execute.ssh import connection
+        from envbuild.connect.ssh import connection
 
         self.node = node
         self.name = node.name
@@ -67,7 +67,7 @@ class SshRunner:
     def run(self, command: str, *, timeout: int = DEFAULT_TIMEOUT_S) -> Result:
         from invoke.exceptions import CommandTimedOut
 
-        from envbuild.execute.ssh import failure
+        from envbuild.connect.ssh import failure
 
         try:
             self.conn.open()
@@ -84,6 +84,6 @@ class SshRunner:
         return Result(r.return_code, r.stdout, r.stderr)
 
     def close(self) -> None:
-        from envbuild.execute.ssh import close
+        from envbuild.connect.ssh import close
 
         close(self.conn)

@@ -2,7 +2,7 @@
 
 Used before and after the playbook (facts, HOME lookup, observed state, verify); the playbook
 itself runs through ansible-runner (``envbuild.execute.ansible``). A connection reads the same
-``Node`` Ansible gets: host keys checked as ssh checks them (``envbuild.execute.hostkeys``),
+``Node`` Ansible gets: host keys checked as ssh checks them (``envbuild.connect.hostkeys``),
 ``ProxyJump``/``-J``/``ProxyCommand`` from the node's ansible ssh args honoured, the key and
 ``ansible_password`` used.
 """
@@ -15,10 +15,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Callable, TypeVar
 
+from envbuild.connect import hostkeys
+from envbuild.connect.local import run_local
+from envbuild.connect.nodes import Node, ssh_options
 from envbuild.errors import EnvironmentProblem
-from envbuild.execute import hostkeys
-from envbuild.execute.local import run_local
-from envbuild.execute.nodes import Node, ssh_options
 
 T = TypeVar("T")
 CONNECT_TIMEOUT = 10

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from envbuild.compat.versions import major_minor, vtuple
+from envbuild.versions import major_minor, vtuple
 
 NVIDIA_RELEASE_NOTES = "https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html"
 ZENN_TABLE = "https://zenn.dev/eduidl/articles/cuda-comparability"

@@ -4,8 +4,8 @@ A ``Node`` is read from ``--hosts`` (``parse_hosts``), from an Ansible inventory
 Ansible reads (INI, YAML, JSON; ``read_inventory`` uses Ansible's own InventoryManager), or is
 the controller itself (``local_node``). Every ``ansible_*`` variable of an inventory host is
 kept (``ansible_vars``) and goes back to Ansible unchanged through ``connection_vars``; Fabric
-reads the same node (``envbuild.execute.ssh``), host keys checked as ssh checks them
-(``envbuild.execute.hostkeys``).
+reads the same node (``envbuild.connect.ssh``), host keys checked as ssh checks them
+(``envbuild.connect.hostkeys``).
 
 Example::
 
@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from envbuild.errors import InputError
-from envbuild.inputs import validate_text
 from envbuild.userfile import loads_json, read_text
 from envbuild.yamlsrc import load_yaml
 
@@ -102,13 +101,6 @@ def local_node() -> Node:
     return Node(name="local", host="localhost", connection="local", python=sys.executable)
 
 
-def check_port(value, where: str) -> int:
-    """``value`` as a TCP port (1..65535), else InputError (exit 2) naming ``where``."""
-    from envbuild.inputs import validate_port
-
-    return validate_port(value, where)
-
-
 def known_hosts_from_env() -> tuple[str, ...]:
     """Files named by $ENVBUILD_KNOWN_HOSTS (os.pathsep between several), ~ expanded."""
     raw = os.environ.get(KNOWN_HOSTS_ENV, "")
@@ -129,7 +121,7 @@ def parse_hosts(spec: str, *, user: str | None = None, port: int | None = None,
     """
     kh = _known_hosts(known_hosts)
     if port is not None:
-        port = check_port(port, "--port")
+        port = validate_port(port, "--port")
     nodes: list[Node] = []
     for raw in [s.strip() for s in spec.split(",") if s.strip()]:
         m = _HOST_RE.match(raw)
@@ -137,7 +129,7 @@ def parse_hosts(spec: str, *, user: str | None = None, port: int | None = None,
             raise InputError(f"--hosts: cannot read {raw!r}", hint=HOSTS_HINT)
         user = m["user"] or user
         host = m["v6"] or m["host"]
-        p = check_port(m["port"], f"--hosts {raw}") if m["port"] is not None else port
+        p = validate_port(m["port"], f"--hosts {raw}") if m["port"] is not None else port
         name = host if p is None or not any(n.host == host for n in nodes) else raw
         nodes.append(Node(name=name, host=host, user=user, port=p, identity_file=identity_file,
                           insecure=insecure, known_hosts=kh))
@@ -173,7 +165,7 @@ def read_inventory(path: str | os.PathLike, *, user: str | None = None, port: in
         nodes.append(Node(
             name=name, host=validate_text(first("host") or name, f"{where}: ansible_host"),
             user=validate_text(first("user"), f"{where}: ansible_user") if first("user") is not None else user,
-            port=check_port(p, f"{where}: ansible_port") if p is not None else port,
+            port=validate_port(p, f"{where}: ansible_port") if p is not None else port,
             connection=str(first("connection") or "ssh"),
             python=str(first("python")) if first("python") is not None else None,
             identity_file=os.path.expanduser(str(key)) if key else identity_file,
@@ -331,3 +323,31 @@ def _unique(nodes: list[Node]) -> None:
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise InputError(f"host named twice: {', '.join(dup)}", hint="list each node once")
+
+
+def validate_port(value: object, where: str) -> int:
+    """``value`` (an int or a string of digits) as a TCP port 1..65535, else InputError naming ``where``.
+
+    >>> validate_port("2222", "--hosts h:2222")
+    2222
+    """
+    text = str(value).strip() if isinstance(value, (int, str)) and not isinstance(value, bool) else ""
+    port = int(text) if text.isascii() and text.isdigit() and len(text) <= 5 else 0
+    if not 0 < port < 65536:
+        raise InputError(f"{where}: port {value!r} is not a TCP port (1-65535)", hint="ports are 1-65535")
+    return port
+
+def validate_text(value: object, where: str) -> str:
+    """A value that must be one plain value (ansible_host, ansible_user, a host name) as text.
+
+    A list or mapping where one value belongs (``ansible_host: [a, b]``) is an InputError
+    naming ``where``, instead of a host literally called "['a', 'b']".
+
+    >>> validate_text(10, "inventory.yaml: host n1: ansible_port")
+    '10'
+    """
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool) and str(value).strip():
+        return str(value)
+    got = f"a {type(value).__name__}" if not isinstance(value, str) else "empty"
+    raise InputError(f"{where}: expected one value (a string), got {got}: {value!r}"[:300],
+                     hint="write a single value, e.g. ansible_host: 10.0.0.1")
