@@ -133,6 +133,53 @@ def test_interrupt_mid_ansible_stops_children_and_records_the_step(tmp_path, sig
     assert collect(run).verdict.status == "FAIL"
 
 
+def playbooks_of(run_root: Path) -> list[int]:
+    """Pids of ansible-playbook processes whose command line names a folder under ``run_root``."""
+    found = []
+    for d in Path("/proc").iterdir():
+        try:
+            argv = (d / "cmdline").read_bytes().split(b"\0") if d.name.isdigit() else []
+        except OSError:
+            continue
+        if any(a.endswith(b"ansible-playbook") for a in argv[:2]) and str(run_root).encode() in b" ".join(argv):
+            found.append(int(d.name))
+    return found
+
+
+def test_a_killed_provision_takes_its_playbook_with_it(tmp_path):
+    """SIGKILL (an OOM kill, ``kill -9``) gives envbuild no chance to stop anything: the playbook,
+    started in its own session by ansible-runner, went on alone (and spun, its terminal gone, at
+    a quarter of a core until the machine's end). It now ends with envbuild (PR_SET_PDEATHSIG)."""
+    recipe, mirror = slow_recipe(tmp_path, [f"sleep {SLEEP}"])
+    home = tmp_path / "home"
+    log = (tmp_path / "out.txt").open("w")
+    proc = subprocess.Popen(provision_argv(recipe, mirror, tmp_path / "env"), stdout=log, stderr=subprocess.STDOUT,
+                            env={**os.environ, "ENVBUILD_HOME": str(home)})
+    try:
+        deadline = time.time() + 300
+        while not sleepers():
+            assert proc.poll() is None, (tmp_path / "out.txt").read_text()[-3000:]
+            assert time.time() < deadline, "the build step never started"
+            time.sleep(0.1)
+        assert playbooks_of(home), "no ansible-playbook of this run is running"
+        proc.kill()
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        log.close()
+    deadline = time.time() + 30
+    while playbooks_of(home) and time.time() < deadline:
+        time.sleep(0.2)
+    left = playbooks_of(home)
+    for pid in left:  # leave nothing running for the rest of the suite
+        os.kill(pid, signal.SIGKILL)
+    assert left == [], "the playbook outlived the envbuild process that started it"
+    for pid in sleepers():
+        os.kill(pid, signal.SIGKILL)
+
+
 def test_dry_run_is_not_latest_and_not_ok(tmp_path):
     recipe, mirror = slow_recipe(tmp_path, ["true"])
     home = tmp_path / "home"

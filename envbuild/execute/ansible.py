@@ -232,6 +232,7 @@ def execute(job: AnsibleJob, sink: EventSink, tracker: StepTracker,
             settings={"suppress_ansible_output": True, "suppress_output_file": False, "pexpect_timeout": POLL_S})
         config.prepare()
         config.env = _without_controller_secrets(config.env, job.envvars)
+        config.env["PATH"] = _dies_with_us(job.private_dir / "bin", job.envvars["PATH"]) + config.env["PATH"]
         runner = Runner(config, event_handler=handler, cancel_callback=cancel)
         if own_stop:
             with stop:
@@ -240,6 +241,7 @@ def execute(job: AnsibleJob, sink: EventSink, tracker: StepTracker,
             runner.run()
     finally:
         secrets.close()  # the credentials' file is gone before anything else
+        shutil.rmtree(job.private_dir / "bin", ignore_errors=True)  # _dies_with_us's wrapper
         if saved is not None:
             os.environ["PATH"] = saved
         if stop.requested:
@@ -262,6 +264,32 @@ def execute(job: AnsibleJob, sink: EventSink, tracker: StepTracker,
         raise EnvironmentProblem(f"ansible-playbook did not run (rc {result.rc}): {stdout.strip()[-400:]}",
                                  hint="check that ansible-core is installed in this Python's environment")
     return result
+
+
+_PDEATHSIG_WRAPPER = """#!{python}
+# envbuild: ansible-playbook that gets SIGTERM when the envbuild process that started it ends,
+# however it ends (a SIGKILL, an OOM kill): an orphaned playbook went on changing the nodes.
+import ctypes, os, signal, sys
+ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+if os.getppid() != {parent}:
+    sys.exit(143)  # envbuild ended before the line above: nothing would stop this playbook
+os.execv({real!r}, [{real!r}, *sys.argv[1:]])
+"""
+
+
+def _dies_with_us(folder: Path, path: str) -> str:
+    """A folder holding an ``ansible-playbook`` that runs the real one (found on ``path``) after
+    asking Linux to end it when this process ends (PR_SET_PDEATHSIG, kept across exec), as
+    ``os.pathsep``-ended text to put first on the runner's PATH; "" where that cannot be asked
+    (not Linux, no ansible-playbook on ``path``: the runner then says so itself)."""
+    real = shutil.which("ansible-playbook", path=path)
+    if not sys.platform.startswith("linux") or real is None:
+        return ""
+    folder.mkdir(parents=True, exist_ok=True)
+    wrapper = folder / "ansible-playbook"
+    wrapper.write_text(_PDEATHSIG_WRAPPER.format(python=sys.executable, parent=os.getpid(), real=real))
+    wrapper.chmod(0o700)
+    return str(folder) + os.pathsep
 
 
 def _without_controller_secrets(env: dict[str, str], ours: dict[str, str]) -> dict[str, str]:
