@@ -15,7 +15,9 @@ environment variables and the labels (lock digest) come last.
 Multi-stage when the plan builds extension wheels (Apex): the ``env`` stage holds the base
 tooling and the pip installs, ``devel`` (from ``env``) checks out and patches the extension's
 tree and builds its wheel with the plan's ``TORCH_CUDA_ARCH_LIST``, ``runtime`` (from
-``env``) copies the wheel (``COPY --from=devel``) and installs it.
+``env``) copies the wheel (``COPY --from=devel``) and installs it. Build parallelism
+(``MAX_JOBS``) is a build argument declared right before the RUN that reads it: unset, the
+build machine's cores, at most the planned value; ``--build-arg MAX_JOBS=N`` sets it.
 
 The steps run as root; the image runs as ``envbuild`` (uid 10001, ``USER 10001:10001``),
 which owns only what a run writes: the smoke's folder and the source trees in the image
@@ -28,12 +30,13 @@ Every RUN body comes from ``envbuild.render.shell``; no install syntax is writte
 from __future__ import annotations
 
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 from envbuild.actions.model import BuildWheel, CopyAsset, GitCheckout, WriteFile
 from envbuild.render.context import Context
 from envbuild.render.image import WHEELHOUSE, ImagePlan, verify_files, verify_sh
-from envbuild.render.shell import commands, q, shipped
+from envbuild.render.shell import CAPPED_BY_CORES, build_arg_check, commands, q, shipped
 
 JOIN = " && \\\n    "
 PIP_STEPS = ("pip_tooling", "pip_install", "install_source", "apex_build")  # steps that run pip
@@ -64,6 +67,9 @@ class _Writer:
         self.lines: list[str] = []
         self.files: dict[str, str] = {}
         self.copies: dict[str, Path] = {}
+        # build parallelism is a build argument: the build machine sizes it (envbuild.render.shell)
+        self.where = replace(ip.where, build_args=CAPPED_BY_CORES)
+        self.declared: set[str] = set()  # build arguments declared in the current stage
 
     def ship(self, rel: str, item) -> str:
         """Put one shipped file in the context under envbuild/; its context path."""
@@ -75,9 +81,20 @@ class _Writer:
         return ctx
 
     def run(self, acts: list, wheelhouse: bool, pip_cache: bool = False) -> None:
-        cmds = commands(acts, self.ip.where)
+        cmds = commands(acts, self.where)
         if any("\n" in c for c in cmds):  # pragma: no cover - heredocs are COPY'd, never RUN
             raise ValueError("a RUN body cannot hold a heredoc")
+        args = [k for k in sorted(CAPPED_BY_CORES) if any(f'{k}="${{{k}:-' in c for c in cmds)]
+        for k in args:
+            if k not in self.declared:  # declared right before its first use: earlier layers stay cached
+                self.declared.add(k)
+                self.lines += _comment(
+                    f"{k}: build parallelism, sized on the build machine when the image is built: "
+                    f"unset or empty, its cores ($(nproc)), at most the value planned for "
+                    f"{self.ip.target.name}'s cores and memory (the number in the RUN below); "
+                    f"--build-arg {k}=N sets it (a value above the planned one risks running out of "
+                    f"memory)") + [f"ARG {k}="]
+        cmds = [build_arg_check(k) for k in args] + cmds
         if any(c.startswith("apt-get install") or " apt-get install" in c for c in cmds):
             cmds.append("rm -rf /var/lib/apt/lists/*")
             self.lines.append(IGNORE_APT)
@@ -121,6 +138,7 @@ class _Writer:
         flush()
 
     def stage_args(self) -> None:
+        self.declared = set()  # an ARG holds in the stage that declares it
         self.lines += ["# PIP_CERT: a CA bundle for pip behind a TLS-inspecting proxy "
                        "(--build-arg PIP_CERT=PATH with the bundle mounted); unset otherwise",
                        "ARG PIP_CERT"]
