@@ -419,3 +419,34 @@ def test_every_launch_help_example_that_renders_runs_as_written(tmp_path) -> Non
             assert (tmp_path / argv[argv.index("-o") + 1]).read_text().startswith("#"), argv
     image = k8s[0][k8s[0].index("--image") + 1]
     assert f"image: {image}" in (tmp_path / k8s[0][k8s[0].index("-o") + 1]).read_text()
+
+
+def test_a_container_job_prepares_the_data_its_image_does_not_hold_before_training() -> None:
+    """megatron-deepspeed-slurm's image holds no copy of its undigested downloads: each task runs
+    the image's prepare.sh after the environment and before the training command, said in a
+    NOTE; the plan of a provisioned container node names the same script (its image context has
+    it). --smoke-only (no training data read) and --no-container (the node's own data step) do not."""
+    from envbuild.plan.resolve import default_backend
+    from envbuild.render.image import prepare_script
+
+    rec, tgt = load_recipe("megatron-deepspeed-slurm"), load_target("slurm")
+    plan = plan_for(rec, tgt)
+    script = "/opt/envbuild/megatron-deepspeed-slurm/.envbuild/files/prepare.sh"
+    assert prepare_script(plan) == script
+    for variant in (None, "multi-node"):
+        text = render_launch(rec, tgt, plan, LaunchOptions(scheduler="slurm", variant=variant)).text
+        task = HEREDOC.findall(text)[-1][1].splitlines()
+        assert task.index(f"sh {script}") < next(n for n, x in enumerate(task) if x.startswith("cd "))
+        assert f"# NOTE: data: {script} runs first" in text
+    smoke = render_launch(rec, tgt, plan, LaunchOptions(scheduler="slurm", variant="multi-node", smoke_only=True,
+                                                        gpus_per_node=2)).text
+    assert "prepare.sh" not in smoke
+    assert "prepare.sh" not in render_launch(rec, tgt, plan, LaunchOptions(scheduler="slurm", no_container=True)).text
+    node = resolve(rec, tgt, profile_facts(tgt).model_copy(update={"container_engines": {"podman": "4.3.1"}}),
+                   None, PlanOptions(backend=default_backend(rec, None), host="n1")).plan
+    assert node.backend == "container" and prepare_script(node) == script
+    # an image without such data has no prepare step: the k8s recipe's pods start training directly
+    pod = render_launch(load_recipe("megatronapp"), load_target("rtx4090-pod"),
+                        plan_for(load_recipe("megatronapp"), load_target("rtx4090-pod")),
+                        LaunchOptions(scheduler="k8s", container_image=IMAGE)).text
+    assert "prepare.sh" not in pod

@@ -33,9 +33,9 @@ import textwrap
 from dataclasses import replace
 from pathlib import Path
 
-from envbuild.actions.model import BuildWheel, CopyAsset, GitCheckout, WriteFile
+from envbuild.actions.model import BuildWheel, CopyAsset, GitCheckout, MakeDir, WriteFile
 from envbuild.render.context import Context
-from envbuild.render.image import WHEELHOUSE, ImagePlan, verify_files, verify_sh
+from envbuild.render.image import PREPARE, WHEELHOUSE, ImagePlan, prepare_sh, verify_files, verify_sh
 from envbuild.render.shell import CAPPED_BY_CORES, build_arg_check, commands, q, shipped
 
 JOIN = " && \\\n    "
@@ -148,7 +148,8 @@ def render(ip: ImagePlan) -> Context:
     """The build context of ``ip`` (``envbuild.render.image.image_plan``)."""
     w = _Writer(ip)
     rec, plan = ip.recipe, ip.plan
-    steps = ip.build_steps()
+    steps = ip.build_steps(run_time_data=True)
+    run_time = ip.run_time_steps()  # data without a recorded sha256: prepare.sh, not a layer
     devel = ip.devel_dests()
     devel_ids = {s.id for s, acts in steps
                  if any(isinstance(a, GitCheckout) and a.dest in devel for a in acts)
@@ -164,7 +165,7 @@ def render(ip: ImagePlan) -> Context:
                 "# Build:      docker build -t IMAGE .     (podman build: add --format docker)",
                 "# Verify:     docker run --rm IMAGE sh " + f"{ip.files_dir}/verify.sh --smoke",
                 *_comment(f"base: {ip.base.image}: {ip.base.why} ({ip.base.source})", "# ")]
-    for note in ip.notes:
+    for note in ip.notes + ([ip.run_time_note()] if run_time else []):
         w.lines += _comment(note, "# note: ")
     if not ip.feasible:
         w.lines += _comment("PREFLIGHT REFUSED THIS TARGET: " + plan.steps[0].params.summary
@@ -190,6 +191,9 @@ def render(ip: ImagePlan) -> Context:
     # the run stage's user: not root. The steps above ran as root; what a run writes (the
     # smoke's folder, the source trees whose helpers compile at first use) belongs to it.
     owned = [f"{ip.state}/smoke", *sorted(ip.verify_spec()["sources"])]  # the trees the run stage has
+    # prepare.sh writes its record folder and its copy of the fetch tool, as the run stage's user
+    owned += sorted({a.path if isinstance(a, MakeDir) else str(Path(a.dest).parent)
+                     for _, acts in run_time for a in acts if isinstance(a, (MakeDir, CopyAsset))} - set(owned))
     w.lines += ["", f"# the run stage's user: {RUN_USER} (uid {RUN_UID}); the smoke's folder and the source trees "
                     "are its own",
                 f"RUN useradd --uid {RUN_UID} --user-group --create-home --shell /bin/sh {RUN_USER} && \\",
@@ -202,6 +206,17 @@ def render(ip: ImagePlan) -> Context:
     for rel, item in sorted(verify_files(ip).items()):
         w.ship(rel, item)
     w.files["envbuild/verify.sh"] = verify_sh(ip, q(ip.files_dir))
+    modes = {"envbuild/verify.sh": 0o755}
+    if run_time:
+        w.lines += _comment(f"{PREPARE} fetches the data files the image does not hold (no sha256 in the recipe: "
+                            + ", ".join(f.name for s, _ in run_time if s.kind == "data" for f in s.params.files)
+                            + ") and runs the steps that read them, when a container starts: "
+                            f"docker run IMAGE sh -c 'sh {ip.files_dir}/{PREPARE} && exec COMMAND'")
+        for _, acts in run_time:
+            for rel, item in shipped(acts).items():
+                w.ship(rel, item)
+        w.files[f"envbuild/{PREPARE}"] = prepare_sh(ip, q(ip.files_dir))
+        modes[f"envbuild/{PREPARE}"] = 0o755
     w.lines.append(f"COPY envbuild/ {ip.files_dir}/")
     if ip.lock_text is not None:
         w.files["envbuild.lock"] = ip.lock_text
@@ -220,5 +235,4 @@ def render(ip: ImagePlan) -> Context:
     w.lines += [f"USER {RUN_UID}:{RUN_UID}", f"WORKDIR /home/{RUN_USER}"]  # numeric: no passwd lookup on the host
     w.lines += [f"CMD [\"sh\", \"{ip.files_dir}/verify.sh\"]"]
     w.files["Dockerfile"] = "\n".join(w.lines) + "\n"
-    modes = {"envbuild/verify.sh": 0o755}
     return Context(files=w.files, copies=w.copies, modes=modes, wheels=list(ip.wheelhouse))
