@@ -162,3 +162,126 @@ def test_step_actions_run_on_the_node(server, tmp_path) -> None:
     onnode.run_actions([a for a in acts if a["op"] != "copy"])
     assert (prefix / "src" / "tree" / "vocab.json").read_text() == '{"!": 0}\n'
     assert (prefix / ".envbuild" / "data" / "vocab.sha256").is_file()
+
+
+# --- an image bakes a data file only with a recorded sha256 (envbuild.render.image.split_data) ---
+
+
+def _mds(digests: dict[str, str] | None = None, install: str | None = None) -> Recipe:
+    """megatron-deepspeed-slurm, with the sha256 of some data files recorded (or the tree's install changed)."""
+    rec = load_recipe("megatron-deepspeed-slurm")
+    data = [d.model_copy(update={"sha256": (digests or {}).get(d.name, d.sha256)}) for d in rec.data]
+    sources = [s.model_copy(update={"install": install}) if install and s.name == "megatron-deepspeed" else s
+               for s in rec.sources]
+    return rec.model_copy(update={"data": data, "sources": sources})
+
+
+def _context(rec: Recipe):
+    from envbuild.render import dockerfile
+    from envbuild.render.image import image_plan
+
+    return dockerfile.render(image_plan(rec, load_target("slurm"), None))
+
+
+def _runs_of(text: str) -> str:
+    """Every RUN instruction of a Dockerfile, continuation lines joined."""
+    return "\n".join(block for block in text.replace("\\\n", " ").split("\n") if block.startswith("RUN "))
+
+
+def test_data_without_a_recorded_digest_is_fetched_when_the_container_starts_not_baked() -> None:
+    """megatron-deepspeed-slurm's three downloads have no sha256 in the recipe: no layer fetches
+    them or runs the preprocessing that reads them; the image's prepare.sh does both, and the
+    Dockerfile says so (a note at the top, a comment at the COPY)."""
+    ctx = _context(load_recipe("megatron-deepspeed-slurm"))
+    text = ctx.files["Dockerfile"]
+    runs = _runs_of(text)
+    assert "fetch_data.py" not in runs and "preprocess_data.py" not in runs and "oscar-1GB" not in runs
+    assert "# note: data without a sha256 in the recipe (oscar-1gb, gpt2-vocab, gpt2-merges) is not baked" in text
+    assert "prepare.sh fetches the data files the image does not hold" in text
+    prepare = ctx.files["envbuild/prepare.sh"].splitlines()
+    fetches = [n for n, line in enumerate(prepare) if "fetch_data.py --name" in line]
+    assert [prepare[n].split("--name ")[1].split()[0] for n in fetches] == ["oscar-1gb", "gpt2-vocab", "gpt2-merges"]
+    assert not any("--sha256" in prepare[n] for n in fetches)
+    build = next(n for n, line in enumerate(prepare) if "preprocess_data.py" in line)
+    assert build > max(fetches) and prepare[0] == "#!/bin/sh" and "set -eu" in prepare
+    assert ctx.modes["envbuild/prepare.sh"] == 0o755
+    assert "envbuild/assets/tools/fetch_data.py" in ctx.copies
+    # the run stage's user writes the records and its copy of the fetch tool
+    chown = next(line for line in text.splitlines() if line.strip().startswith("chown -R envbuild:envbuild"))
+    assert "/.envbuild/data" in chown and "/.envbuild/tools" in chown
+
+
+def test_data_with_a_recorded_digest_is_baked_and_checked_at_build() -> None:
+    """With every digest recorded the files and the preprocessing are layers again, each fetch
+    checked against its sha256, and there is no prepare.sh; with one recorded (oscar), only that
+    file is baked and the rest, with the build step that reads them, wait for run time."""
+    every = {"oscar-1gb": "a" * 64, "gpt2-vocab": "b" * 64, "gpt2-merges": "c" * 64}
+    ctx = _context(_mds(every))
+    runs = _runs_of(ctx.files["Dockerfile"])
+    for name, sha in every.items():
+        assert f"--name {name} " in runs and f"--sha256 {sha}" in runs
+    assert "preprocess_data.py" in runs and "envbuild/prepare.sh" not in ctx.files
+    assert "not baked" not in ctx.files["Dockerfile"]
+
+    ctx = _context(_mds({"oscar-1gb": "a" * 64}))
+    runs = _runs_of(ctx.files["Dockerfile"])
+    assert f"--name oscar-1gb " in runs and "--sha256 " + "a" * 64 in runs and "gpt2-vocab" not in runs
+    assert "preprocess_data.py" not in runs
+    prepare = ctx.files["envbuild/prepare.sh"]
+    assert "--name gpt2-vocab " in prepare and "--name gpt2-merges " in prepare and "oscar-1gb" not in prepare.split("set -eu")[1]
+    assert "preprocess_data.py" in prepare
+    assert "# step data:megatron-deepspeed: 2 data file(s) for megatron-deepspeed" in prepare
+
+
+def test_a_tree_installed_after_data_without_a_digest_is_refused_with_the_fix() -> None:
+    from envbuild.errors import InputError
+
+    with pytest.raises(InputError) as exc:
+        _context(_mds(install="editable"))
+    assert "install:megatron-deepspeed needs the tree" in str(exc.value)
+    assert "record each file's sha256 in the recipe's data section" in exc.value.hint
+
+
+def test_prepare_sh_runs_in_a_container_layout_fetching_recording_and_building(server, tmp_path) -> None:
+    """The rendered prepare.sh, run as a container runs it: the context's envbuild/ folder where
+    the Dockerfile's COPY puts it, the image's prefix moved under tmp (the only edit), the URL a
+    loopback server. The file is fetched and its digest recorded and printed; the tree's build
+    step reads it; a later fetch of other bytes is refused."""
+    www, url = server
+    (www / "vocab.json").write_text('{"!": 0}\n')
+    rec = Recipe.model_validate({
+        "schema": 1, "name": "tiny", "title": "t", "description": "d", "published": {"url": "https://x.org"},
+        "python": "3.11", "targets": ["local"],
+        "sources": [{"name": "tree", "url": "https://github.com/acme/tree", "ref": "main", "sha": "0" * 40,
+                     "install": "none", "build": ["wc -c < vocab.json > built.txt"], "why": "w"}],
+        "data": [{"name": "vocab", "url": f"{url}/vocab.json", "component": "tree", "path": "vocab.json",
+                  "sha256": None, "unverified": "test", "why": "w"}]})
+    from envbuild.render import dockerfile
+    from envbuild.render.image import image_plan
+
+    ip = image_plan(rec, load_target("local"), None)
+    ctx = dockerfile.render(ip)
+    assert "vocab.json" not in _runs_of(ctx.files["Dockerfile"])
+    prefix = tmp_path / "opt" / "tiny"
+    files = prefix / ".envbuild" / "files"
+    for rel, text in ctx.files.items():
+        if rel.startswith("envbuild/"):
+            (files / rel[len("envbuild/"):]).parent.mkdir(parents=True, exist_ok=True)
+            (files / rel[len("envbuild/"):]).write_text(text.replace(ip.prefix, str(prefix)))
+    for rel, path in ctx.copies.items():
+        if rel.startswith("envbuild/"):
+            (files / rel[len("envbuild/"):]).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(path, files / rel[len("envbuild/"):])
+    (prefix / "bin").mkdir()
+    (prefix / "bin" / "python").symlink_to(sys.executable)
+    (prefix / "src" / "tree").mkdir(parents=True)  # the checkout, baked
+    run = subprocess.run(["sh", str(files / "prepare.sh")], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    printed = json.loads(run.stdout.splitlines()[-1])
+    assert printed["checked"] == "first-fetch" and printed["sha256"] == _sha(b'{"!": 0}\n')
+    assert (prefix / ".envbuild" / "data" / "vocab.sha256").read_text().split()[0] == printed["sha256"]
+    assert (prefix / "src" / "tree" / "built.txt").read_text().strip() == "9"
+    (prefix / "src" / "tree" / "vocab.json").unlink()
+    (www / "vocab.json").write_text('{"?": 1}\n')
+    again = subprocess.run(["sh", str(files / "prepare.sh")], capture_output=True, text=True, timeout=60)
+    assert again.returncode == 1 and "not the one recorded by the first fetch" in again.stderr

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -384,3 +385,68 @@ def test_a_pytorchjob_has_a_master_and_workers_ranked_by_the_operator(rendered, 
     p = subprocess.run(["bash", "-c", line], env={"PATH": os.environ["PATH"]}, capture_output=True, text=True)
     assert p.returncode != 0 and "the training operator sets RANK" in p.stderr
     assert script.index(line) < script.index('case "$ENVBUILD_NODE_RANK" in')
+
+
+def _help_examples(command: str) -> list[list[str]]:
+    """The command lines under "Examples:" in ``envbuild COMMAND --help``, continuation lines joined."""
+    from envbuild.cli import _register, cli
+
+    _register()
+    text = cli.commands[command].help
+    lines, joined = text[text.index("Examples:"):].splitlines()[1:], []
+    for line in (x.strip() for x in lines):
+        if not line.startswith("envbuild ") and not (joined and joined[-1].endswith("\\")):
+            break
+        joined.append(joined.pop()[:-1] + line if joined and joined[-1].endswith("\\") else line)
+    return [shlex.split(x)[1:] for x in joined]
+
+
+def test_every_launch_help_example_that_renders_runs_as_written(tmp_path) -> None:
+    """What `envbuild launch --help` shows is what a user runs: each example that only renders
+    (no --submit) exits 0 as written, in an empty folder, and writes its -o file. The Kubernetes
+    one needs no facts: the pods find their InfiniBand addresses when they start."""
+    from clirun import envbuild
+
+    examples = _help_examples("launch")
+    k8s = [a for a in examples if "k8s" in a]
+    assert k8s and all("--facts" not in a and "--image" in a for a in k8s), examples
+    rendering = [a for a in examples if "--submit" not in a]
+    assert len(rendering) >= 3, examples
+    for argv in rendering:
+        res = envbuild(*argv, cwd=tmp_path, env={**os.environ, "ENVBUILD_HOME": str(tmp_path / "home")})
+        assert res.returncode == 0, (argv, res.stderr)
+        if "-o" in argv:
+            assert (tmp_path / argv[argv.index("-o") + 1]).read_text().startswith("#"), argv
+    image = k8s[0][k8s[0].index("--image") + 1]
+    assert f"image: {image}" in (tmp_path / k8s[0][k8s[0].index("-o") + 1]).read_text()
+
+
+def test_a_container_job_prepares_the_data_its_image_does_not_hold_before_training() -> None:
+    """megatron-deepspeed-slurm's image holds no copy of its undigested downloads: each task runs
+    the image's prepare.sh after the environment and before the training command, said in a
+    NOTE; the plan of a provisioned container node names the same script (its image context has
+    it). --smoke-only (no training data read) and --no-container (the node's own data step) do not."""
+    from envbuild.plan.resolve import default_backend
+    from envbuild.render.image import prepare_script
+
+    rec, tgt = load_recipe("megatron-deepspeed-slurm"), load_target("slurm")
+    plan = plan_for(rec, tgt)
+    script = "/opt/envbuild/megatron-deepspeed-slurm/.envbuild/files/prepare.sh"
+    assert prepare_script(plan) == script
+    for variant in (None, "multi-node"):
+        text = render_launch(rec, tgt, plan, LaunchOptions(scheduler="slurm", variant=variant)).text
+        task = HEREDOC.findall(text)[-1][1].splitlines()
+        assert task.index(f"sh {script}") < next(n for n, x in enumerate(task) if x.startswith("cd "))
+        assert f"# NOTE: data: {script} runs first" in text
+    smoke = render_launch(rec, tgt, plan, LaunchOptions(scheduler="slurm", variant="multi-node", smoke_only=True,
+                                                        gpus_per_node=2)).text
+    assert "prepare.sh" not in smoke
+    assert "prepare.sh" not in render_launch(rec, tgt, plan, LaunchOptions(scheduler="slurm", no_container=True)).text
+    node = resolve(rec, tgt, profile_facts(tgt).model_copy(update={"container_engines": {"podman": "4.3.1"}}),
+                   None, PlanOptions(backend=default_backend(rec, None), host="n1")).plan
+    assert node.backend == "container" and prepare_script(node) == script
+    # an image without such data has no prepare step: the k8s recipe's pods start training directly
+    pod = render_launch(load_recipe("megatronapp"), load_target("rtx4090-pod"),
+                        plan_for(load_recipe("megatronapp"), load_target("rtx4090-pod")),
+                        LaunchOptions(scheduler="k8s", container_image=IMAGE)).text
+    assert "prepare.sh" not in pod

@@ -5,6 +5,9 @@ the output)."""
 from __future__ import annotations
 
 import io
+import os
+import re
+import subprocess
 
 from pathlib import Path
 
@@ -196,3 +199,58 @@ def test_a_node_setting_with_a_line_break_is_refused_not_split_into_two_variable
     object.__setattr__(ef, "vars", {**ef.vars, "NCCL_SOCKET_IFNAME": "eth0\nLD_PRELOAD=/tmp/x.so"})
     with pytest.raises(InputError, match="NCCL_SOCKET_IFNAME holds a line break"):
         dockerfile.render(ip)
+
+
+def _stages(items: list[dict]) -> list[tuple[str, dict]]:
+    """(stage name, instruction) for each instruction, in order."""
+    out, stage = [], None
+    for i in items:
+        if i["instruction"] == "FROM":
+            stage = i["value"].split()[-1]
+        out.append((stage, i))
+    return out
+
+
+@pytest.mark.parametrize("recipe,target", [("opt-175b-azure", "azure-nd96"), ("alpa-megatron", "h100")])
+def test_build_parallelism_is_a_build_argument_sized_on_the_build_machine(recipe, target) -> None:
+    """The Apex build's MAX_JOBS is `ARG MAX_JOBS=` in the stage that builds it, declared right
+    before that RUN: unset or empty, the build machine's cores capped by the planned value (96
+    for ND96's cores and memory, 1 for the H100 profile's); `--build-arg MAX_JOBS=N` wins; a
+    value that is not a positive whole number stops the build with a message. The RUN's own
+    words run in bash here, with the variable as Docker sets it for each case."""
+    ip = plan_of(recipe, target)
+    planned = next(s.params.env["MAX_JOBS"] for s in ip.plan.steps if s.kind == "apex_build")
+    items = _stages(parsed(ip))
+    n_run, (stage, run) = next((n, x) for n, x in enumerate(items)
+                               if x[1]["instruction"] == "RUN" and "MAX_JOBS" in x[1]["value"])
+    args = [(n, x) for n, x in enumerate(items) if x[1]["instruction"] == "ARG" and x[1]["value"] == "MAX_JOBS="]
+    assert len(args) == 1 and args[0][1][0] == stage == "devel" and args[0][0] < n_run, args
+    assert all(i["instruction"] != "RUN" for _, i in items[args[0][0] + 1:n_run])  # no layer between
+    body = run["value"]
+    word = re.search(r'MAX_JOBS="\$\{MAX_JOBS:-\$\(\( \$\(nproc\) < (\d+) \? \$\(nproc\) : \1 \)\)\}"', body)
+    assert word and word.group(1) == planned, body
+    check = re.search(r'case "\$\{MAX_JOBS:-1\}" in .*? esac', body).group(0)
+    script = f"{check} && env {word.group(0)} sh -c 'echo \"$MAX_JOBS\"'"
+    cores = int(subprocess.run(["nproc"], capture_output=True, text=True, check=True).stdout)
+    for shell in ("bash", "sh"):  # sh: what a RUN runs in
+        for given, want in [(None, min(cores, int(planned))), ("", min(cores, int(planned))), ("4", 4), ("200", 200)]:
+            env = {k: v for k, v in os.environ.items() if k != "MAX_JOBS"} | ({} if given is None else {"MAX_JOBS": given})
+            out = subprocess.run([shell, "-c", script], env=env, capture_output=True, text=True)
+            assert out.returncode == 0 and int(out.stdout) == want, (shell, given, out)
+        for bad in ("abc", "0", "-3", "4 5"):
+            out = subprocess.run([shell, "-c", script], env={**os.environ, "MAX_JOBS": bad}, capture_output=True,
+                                 text=True)
+            assert out.returncode == 2 and out.stdout == "", (shell, bad, out)
+            assert f"--build-arg MAX_JOBS={bad}: not a positive whole number" in out.stderr
+
+
+def test_build_parallelism_is_declared_once_per_stage_and_only_in_the_dockerfile() -> None:
+    """Polaris's two pip steps that build flash-attention share one ARG in their stage; the
+    Apptainer definition (no build arguments) keeps the capped value."""
+    ip = plan_of("polaris-megatron-deepspeed", "polaris")
+    text = dockerfile.render(ip).files["Dockerfile"]
+    assert text.count("\nARG MAX_JOBS=\n") == 1 and text.count('MAX_JOBS="${MAX_JOBS:-$(( $(nproc) < 8') == 2
+    from envbuild.render import apptainer
+
+    definition = apptainer.render(ip).files["envbuild.def"]
+    assert 'MAX_JOBS="$(( $(nproc) < 8 ? $(nproc) : 8 ))"' in definition and "${MAX_JOBS" not in definition

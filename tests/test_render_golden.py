@@ -104,6 +104,8 @@ def _shell_bodies() -> list[tuple[str, str]]:
         out.append((str(run), run.read_text()))
     for verify in sorted(CONTAINERS.glob("*/*/dockerfile/envbuild/verify.sh")):
         out.append((str(verify), verify.read_text()))
+    for prepare in sorted(CONTAINERS.glob("*/*/dockerfile/envbuild/prepare.sh")):  # data fetched at run time
+        out.append((str(prepare), prepare.read_text()))
     for d in sorted(CONTAINERS.glob("*/*/apptainer/envbuild.def")):
         sections = apptainer.parse(d.read_text())["sections"]
         for name in ("%post", "%test", "%environment", "%runscript"):
@@ -114,7 +116,7 @@ def _shell_bodies() -> list[tuple[str, str]]:
 @pytest.mark.lint
 def test_generated_shell_passes_shellcheck(tmp_path: Path) -> None:
     bodies = _shell_bodies()
-    assert len(bodies) == 6 * len(PAIRS)
+    assert len(bodies) == 6 * len(PAIRS) + len(list(CONTAINERS.glob("*/*/dockerfile/envbuild/prepare.sh")))
     paths = []
     for i, (name, text) in enumerate(bodies):
         p = tmp_path / f"{i}.sh"

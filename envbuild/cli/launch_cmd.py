@@ -93,7 +93,7 @@ def launch_cmd(recipe, target, scheduler, nodes, gpus_per_node, variant, out, su
       envbuild launch megatron-deepspeed-slurm -t slurm --scheduler slurm --variant multi-node -o mnmg.sbatch
       envbuild launch polaris-megatron-deepspeed -t polaris --scheduler pbs --nodes 2 --account PROJECT --partition prod
       envbuild launch megatronapp -t rtx4090-pod --scheduler k8s --variant two-pods \\
-        --image registry.example.org/envbuild/megatronapp:rtx4090-pod --facts pods.json -o pods.yaml
+        --image registry.example.org/envbuild/megatronapp:rtx4090-pod -o pods.yaml
       envbuild launch alpa-megatron -t slurm --scheduler slurm --smoke-only --gpus-per-node 2 --submit
     """
     from envbuild.launch import LaunchOptions, render_launch

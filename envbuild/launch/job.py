@@ -27,6 +27,7 @@ from envbuild import __version__
 from envbuild.errors import InputError
 from envbuild.launch import programs, pyxis, sites
 from envbuild.plan.container import sqsh_path
+from envbuild.render.image import prepare_script
 from envbuild.render.shell import q
 from envbuild.smoke.capture import capture
 
@@ -98,6 +99,7 @@ class Job:
     scheduler_options: tuple[str, ...] = ()
     master_port: int | None = None  # None: the scheduler's default
     address_var: str | None = None  # filled at start with every rank's InfiniBand address
+    prepare: str | None = None  # the image's prepare.sh (data without a recorded sha256), run first
     header: tuple[str, ...] = ()
     options: LaunchOptions | None = None
 
@@ -370,6 +372,14 @@ def build_job(recipe, target, plan, opts: LaunchOptions) -> Job:
     if opts.scheduler == "k8s" and container is None:
         raise InputError(f"a Kubernetes pod needs an image; {recipe.name}'s environment is a {recipe.environment.kind}",
                          hint="pass --image IMAGE (an image with the environment built in)")
+    # the recipe's image holds no copy of data without a recorded sha256: its prepare.sh fetches
+    # it (and runs the steps that read it) in each container before the training command
+    prepare = (prepare_script(plan) if container and recipe.environment.kind == "container"
+               and not opts.no_container and not opts.smoke_only else None)
+    if prepare:
+        notes.append(f"data: {prepare} runs first in each container: it fetches the data files the image "
+                     "does not hold (no sha256 in the recipe; the first fetch's digest is printed) and runs "
+                     "the steps that read them")
 
     header = (f"envbuild launch: {recipe.name} on {target.name} through {opts.scheduler}"
               + (f" (variant {variant})" if variant else "") + f", {nodes} node(s) x {gpus} GPU(s)",
@@ -386,7 +396,7 @@ def build_job(recipe, target, plan, opts: LaunchOptions) -> Job:
                memory_gib=target.memory_gib, shm_size=target.shm_size, infiniband=bool(target.infiniband),
                scheduler_options=(prog.scheduler_options.get(opts.scheduler, ()) if prog else ()),
                master_port=opts.master_port or (prog.master_port if prog else None),
-               address_var=address_var, header=header, options=opts)
+               address_var=address_var, prepare=prepare, header=header, options=opts)
 
 
 def _torchrun(launcher: str, program: str) -> str:
@@ -428,6 +438,9 @@ def task_script(job: Job, prelude: list[str], command: str | None = None) -> str
     else:
         lines += ["# the environment is the container image's own (built from the plan)"]
     lines += [f"export {k}={v}" for k, v in job.env]
+    if job.prepare:
+        lines += ["# data the image does not hold (no recorded sha256): fetched and prepared in this container",
+                  f"sh {path_word(job.prepare)}"]
     lines.append(f"cd {path_word(job.cwd)}")
     if job.replaced:
         lines += say(job.replaced, ">&2")

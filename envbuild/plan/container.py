@@ -113,7 +113,8 @@ def container_plan(recipe, target, facts, lock, opts: PlanOptions) -> Plan:
     verdict = opts.verdict or P.PreflightParams(feasible=True, summary="not checked")
     steps = [Step(id="preflight", title="Preflight compatibility check", params=verdict,
                   reason="refuse an infeasible node before building")]
-    notes = "; ".join(ip.notes)
+    run_time = ip.run_time_note()  # data the image fetches when a container starts (no sha256 recorded)
+    notes = "; ".join(ip.notes + ([run_time] if run_time else []))
     steps.append(Step(
         id="image", title=f"image {tag} ({engine.name} build from {ip.base.image})",
         params=P.ImageParams(engine=engine, tag=tag, base=ip.base.image,

@@ -15,7 +15,9 @@ environment variables and the labels (lock digest) come last.
 Multi-stage when the plan builds extension wheels (Apex): the ``env`` stage holds the base
 tooling and the pip installs, ``devel`` (from ``env``) checks out and patches the extension's
 tree and builds its wheel with the plan's ``TORCH_CUDA_ARCH_LIST``, ``runtime`` (from
-``env``) copies the wheel (``COPY --from=devel``) and installs it.
+``env``) copies the wheel (``COPY --from=devel``) and installs it. Build parallelism
+(``MAX_JOBS``) is a build argument declared right before the RUN that reads it: unset, the
+build machine's cores, at most the planned value; ``--build-arg MAX_JOBS=N`` sets it.
 
 The steps run as root; the image runs as ``envbuild`` (uid 10001, ``USER 10001:10001``),
 which owns only what a run writes: the smoke's folder and the source trees in the image
@@ -28,12 +30,13 @@ Every RUN body comes from ``envbuild.render.shell``; no install syntax is writte
 from __future__ import annotations
 
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
-from envbuild.actions.model import BuildWheel, CopyAsset, GitCheckout, WriteFile
+from envbuild.actions.model import BuildWheel, CopyAsset, GitCheckout, MakeDir, WriteFile
 from envbuild.render.context import Context
-from envbuild.render.image import WHEELHOUSE, ImagePlan, verify_files, verify_sh
-from envbuild.render.shell import commands, q, shipped
+from envbuild.render.image import PREPARE, WHEELHOUSE, ImagePlan, prepare_sh, verify_files, verify_sh
+from envbuild.render.shell import CAPPED_BY_CORES, build_arg_check, commands, q, shipped
 
 JOIN = " && \\\n    "
 PIP_STEPS = ("pip_tooling", "pip_install", "install_source", "apex_build")  # steps that run pip
@@ -64,6 +67,9 @@ class _Writer:
         self.lines: list[str] = []
         self.files: dict[str, str] = {}
         self.copies: dict[str, Path] = {}
+        # build parallelism is a build argument: the build machine sizes it (envbuild.render.shell)
+        self.where = replace(ip.where, build_args=CAPPED_BY_CORES)
+        self.declared: set[str] = set()  # build arguments declared in the current stage
 
     def ship(self, rel: str, item) -> str:
         """Put one shipped file in the context under envbuild/; its context path."""
@@ -75,9 +81,20 @@ class _Writer:
         return ctx
 
     def run(self, acts: list, wheelhouse: bool, pip_cache: bool = False) -> None:
-        cmds = commands(acts, self.ip.where)
+        cmds = commands(acts, self.where)
         if any("\n" in c for c in cmds):  # pragma: no cover - heredocs are COPY'd, never RUN
             raise ValueError("a RUN body cannot hold a heredoc")
+        args = [k for k in sorted(CAPPED_BY_CORES) if any(f'{k}="${{{k}:-' in c for c in cmds)]
+        for k in args:
+            if k not in self.declared:  # declared right before its first use: earlier layers stay cached
+                self.declared.add(k)
+                self.lines += _comment(
+                    f"{k}: build parallelism, sized on the build machine when the image is built: "
+                    f"unset or empty, its cores ($(nproc)), at most the value planned for "
+                    f"{self.ip.target.name}'s cores and memory (the number in the RUN below); "
+                    f"--build-arg {k}=N sets it (a value above the planned one risks running out of "
+                    f"memory)") + [f"ARG {k}="]
+        cmds = [build_arg_check(k) for k in args] + cmds
         if any(c.startswith("apt-get install") or " apt-get install" in c for c in cmds):
             cmds.append("rm -rf /var/lib/apt/lists/*")
             self.lines.append(IGNORE_APT)
@@ -121,6 +138,7 @@ class _Writer:
         flush()
 
     def stage_args(self) -> None:
+        self.declared = set()  # an ARG holds in the stage that declares it
         self.lines += ["# PIP_CERT: a CA bundle for pip behind a TLS-inspecting proxy "
                        "(--build-arg PIP_CERT=PATH with the bundle mounted); unset otherwise",
                        "ARG PIP_CERT"]
@@ -130,7 +148,8 @@ def render(ip: ImagePlan) -> Context:
     """The build context of ``ip`` (``envbuild.render.image.image_plan``)."""
     w = _Writer(ip)
     rec, plan = ip.recipe, ip.plan
-    steps = ip.build_steps()
+    steps = ip.build_steps(run_time_data=True)
+    run_time = ip.run_time_steps()  # data without a recorded sha256: prepare.sh, not a layer
     devel = ip.devel_dests()
     devel_ids = {s.id for s, acts in steps
                  if any(isinstance(a, GitCheckout) and a.dest in devel for a in acts)
@@ -146,7 +165,7 @@ def render(ip: ImagePlan) -> Context:
                 "# Build:      docker build -t IMAGE .     (podman build: add --format docker)",
                 "# Verify:     docker run --rm IMAGE sh " + f"{ip.files_dir}/verify.sh --smoke",
                 *_comment(f"base: {ip.base.image}: {ip.base.why} ({ip.base.source})", "# ")]
-    for note in ip.notes:
+    for note in ip.notes + ([ip.run_time_note()] if run_time else []):
         w.lines += _comment(note, "# note: ")
     if not ip.feasible:
         w.lines += _comment("PREFLIGHT REFUSED THIS TARGET: " + plan.steps[0].params.summary
@@ -172,6 +191,9 @@ def render(ip: ImagePlan) -> Context:
     # the run stage's user: not root. The steps above ran as root; what a run writes (the
     # smoke's folder, the source trees whose helpers compile at first use) belongs to it.
     owned = [f"{ip.state}/smoke", *sorted(ip.verify_spec()["sources"])]  # the trees the run stage has
+    # prepare.sh writes its record folder and its copy of the fetch tool, as the run stage's user
+    owned += sorted({a.path if isinstance(a, MakeDir) else str(Path(a.dest).parent)
+                     for _, acts in run_time for a in acts if isinstance(a, (MakeDir, CopyAsset))} - set(owned))
     w.lines += ["", f"# the run stage's user: {RUN_USER} (uid {RUN_UID}); the smoke's folder and the source trees "
                     "are its own",
                 f"RUN useradd --uid {RUN_UID} --user-group --create-home --shell /bin/sh {RUN_USER} && \\",
@@ -184,6 +206,17 @@ def render(ip: ImagePlan) -> Context:
     for rel, item in sorted(verify_files(ip).items()):
         w.ship(rel, item)
     w.files["envbuild/verify.sh"] = verify_sh(ip, q(ip.files_dir))
+    modes = {"envbuild/verify.sh": 0o755}
+    if run_time:
+        w.lines += _comment(f"{PREPARE} fetches the data files the image does not hold (no sha256 in the recipe: "
+                            + ", ".join(f.name for s, _ in run_time if s.kind == "data" for f in s.params.files)
+                            + ") and runs the steps that read them, when a container starts: "
+                            f"docker run IMAGE sh -c 'sh {ip.files_dir}/{PREPARE} && exec COMMAND'")
+        for _, acts in run_time:
+            for rel, item in shipped(acts).items():
+                w.ship(rel, item)
+        w.files[f"envbuild/{PREPARE}"] = prepare_sh(ip, q(ip.files_dir))
+        modes[f"envbuild/{PREPARE}"] = 0o755
     w.lines.append(f"COPY envbuild/ {ip.files_dir}/")
     if ip.lock_text is not None:
         w.files["envbuild.lock"] = ip.lock_text
@@ -202,5 +235,4 @@ def render(ip: ImagePlan) -> Context:
     w.lines += [f"USER {RUN_UID}:{RUN_UID}", f"WORKDIR /home/{RUN_USER}"]  # numeric: no passwd lookup on the host
     w.lines += [f"CMD [\"sh\", \"{ip.files_dir}/verify.sh\"]"]
     w.files["Dockerfile"] = "\n".join(w.lines) + "\n"
-    modes = {"envbuild/verify.sh": 0o755}
     return Context(files=w.files, copies=w.copies, modes=modes, wheels=list(ip.wheelhouse))

@@ -12,12 +12,19 @@ through ``--system-site-packages``, so every step's ``<prefix>/bin/python`` exis
 
 The plan's steps then split in two: install steps run at build time; the import check and the
 smoke run inside the built image (``verify.sh``), where a GPU recipe has its GPUs.
+
+A Dockerfile bakes a data file only when the recipe records its sha256: a layer would otherwise
+keep whatever the build machine downloaded, unchecked and for good. The files without one, and
+the build steps of their tree that follow them (they read the files: Megatron-DeepSpeed's
+preprocessing), run when a container starts instead, from ``prepare.sh`` in the image
+(``run_time_steps``; ``envbuild launch`` runs it before the training command).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,11 +36,12 @@ from envbuild.plan import params as P
 from envbuild.plan.build import SEARCH_PATH, PlanOptions
 from envbuild.plan.model import Plan, Step
 from envbuild.render.bases import BaseImage, choose
-from envbuild.render.shell import Where
+from envbuild.render.shell import Where, commands
 
 IMAGE_ROOT = "/opt/envbuild"
 WHEELHOUSE = "/opt/envbuild/wheelhouse"  # where a context's wheelhouse/ is mounted at build time
 VERIFY_STEPS = ("import_check", "smoke")  # run inside the built image, not at build time
+PREPARE = "prepare.sh"  # in the files folder: the run-time steps (data without a recorded sha256)
 GLIBC = {("ubuntu", "18.04"): "2.27", ("ubuntu", "20.04"): "2.31", ("ubuntu", "22.04"): "2.35",
          ("ubuntu", "24.04"): "2.39", ("debian", "12"): "2.36"}
 VERIFY_TOOL = Path(__file__).resolve().parents[1] / "actions" / "nodefiles" / "verify_image.py"
@@ -86,7 +94,9 @@ class ImagePlan:
                     params=P.SystemPackagesParams(packages=pkgs),
                     reason=f"{self.base.image} has no Python {py} venv (or git) of its own")
 
-    def build_steps(self) -> list[tuple[Step, list]]:
+    def build_steps(self, run_time_data: bool = False) -> list[tuple[Step, list]]:
+        """The steps the image build runs; ``run_time_data``: without those of
+        ``run_time_steps`` (a data file without a recorded sha256 is not baked)."""
         out = []
         steps = self.plan.steps
         if not self.feasible:  # an infeasible verdict stops the build at its first RUN
@@ -94,8 +104,30 @@ class ImagePlan:
         tool = self.tooling()
         if tool is not None:
             out.append((tool, step_actions(tool, self.prefix)))
-        out += [(s, step_actions(s, self.prefix)) for s in steps[1:] if s.kind not in VERIFY_STEPS]
+        built = [s for s in steps[1:] if s.kind not in VERIFY_STEPS]
+        if run_time_data:
+            built = split_data(built)[0]
+        out += [(s, step_actions(s, self.prefix)) for s in built]
         return out
+
+    def run_time_steps(self) -> list[tuple[Step, list]]:
+        """What ``prepare.sh`` runs when a container starts: the data files without a recorded
+        sha256 and the build steps of their tree after them (``split_data``)."""
+        return [(s, step_actions(s, self.prefix)) for s in run_time_steps(self.plan)]
+
+    def run_time_note(self) -> str | None:
+        """The note an image with run-time steps carries (Dockerfile, container plan, launch)."""
+        steps = run_time_steps(self.plan)
+        if not steps:
+            return None
+        files = [f.name for s in steps if s.kind == "data" for f in s.params.files]
+        after = [s.id for s in steps if s.kind != "data"]
+        return (f"data without a sha256 in the recipe ({', '.join(files)}) is not baked into a layer: "
+                f"{self.files_dir}/{PREPARE} fetches it when a container starts (network needed there; "
+                f"the first fetch's sha256 is recorded in the container and printed, later fetches must "
+                f"match it)" + (f" and runs {', '.join(after)}, which reads it" if after else "")
+                + "; envbuild launch runs it before the training command. Record the sha256 in the "
+                "recipe's data section to bake the file")
 
     def verify_steps(self) -> list[tuple[Step, list]]:
         return [(s, step_actions(s, self.prefix)) for s in self.plan.steps if s.kind in VERIFY_STEPS]
@@ -166,6 +198,59 @@ class ImagePlan:
         from envbuild.actions.model import BuildWheel
 
         return {a.cwd for _, acts in self.build_steps() for a in acts if isinstance(a, BuildWheel)}
+
+
+def split_data(steps: list[Step]) -> tuple[list[Step], list[Step]]:
+    """``steps`` as (baked, run time): a data step's files without a sha256 go to run time (a
+    data step with some of each is split in two), and so does every later build step of their
+    tree, which reads them (the planner puts a tree's build commands after its data for that
+    reason: ``envbuild.plan.data``). Any other later step of that tree (an install) cannot wait
+    for run time: InputError."""
+    trees = {s.params.name: s.params.dest for s in steps if s.kind == "git_source"}
+    baked: list[Step] = []
+    later: list[Step] = []
+    waiting: dict[str, str] = {}  # tree -> the data step whose files it waits for
+    for s in steps:
+        if s.kind == "data":
+            files = list(s.params.files)
+            unchecked = [f for f in files if not f.sha256]
+            checked = [f for f in files if f.sha256]
+            if checked:
+                baked.append(_data_part(s, checked) if unchecked else s)
+            if unchecked:
+                later.append(_data_part(s, unchecked) if checked else s)
+                waiting[trees.get(s.params.component, "")] = s.id
+        elif getattr(s.params, "dest", None) in waiting:
+            if s.kind != "build":
+                raise InputError(f"step {s.id} needs the tree {s.params.dest} built, after "
+                                 f"{waiting[s.params.dest]}, whose data files have no sha256 in the recipe "
+                                 "and are fetched when a container starts, not baked into the image",
+                                 hint="record each file's sha256 in the recipe's data section "
+                                      "(sha256: HEX), so the image bakes it")
+            later.append(s)
+        else:
+            baked.append(s)
+    return baked, later
+
+
+def _data_part(step: Step, files: list) -> Step:
+    params = step.params.model_copy(update={"files": files})
+    return step.model_copy(update={"params": params,
+                                   "title": f"{len(files)} data file(s) for {params.component}"})
+
+
+def run_time_steps(plan: Plan) -> list[Step]:
+    """The steps of an image's ``plan`` that its ``prepare.sh`` runs (``split_data``)."""
+    return split_data([s for s in plan.steps if s.kind not in VERIFY_STEPS])[1]
+
+
+def prepare_script(plan: Plan) -> str | None:
+    """Where the image of ``plan`` has its ``prepare.sh`` (None: it has none): ``plan`` is an
+    image's (``image_plan(...).plan``) or a container node's (its ``image`` step's context)."""
+    image = next((s.params for s in plan.steps if s.kind == "image"), None)
+    if image is not None:
+        return f"{image.prefix}/.envbuild/files/{PREPARE}" if f"envbuild/{PREPARE}" in image.files else None
+    return f"{plan.prefix}/.envbuild/files/{PREPARE}" if run_time_steps(plan) else None
 
 
 def plan_digest(plan: Plan) -> str:
@@ -266,6 +351,21 @@ def verify_sh(ip: ImagePlan, files: str) -> str:
             for cmd in commands(acts, where):
                 lines.append("  " + cmd)
         lines += ["  " + capture_failures(), "  echo 'smoke passed'", "fi"]
+    return "\n".join(lines) + "\n"
+
+
+def prepare_sh(ip: ImagePlan, files: str) -> str:
+    """``prepare.sh``: the run-time steps (``ImagePlan.run_time_steps``), run inside the image
+    before the training command."""
+    where = Where(files=files, python=python_of(ip.prefix))
+    lines = ["#!/bin/sh",
+             f"# envbuild {__version__}: prepares a container of the image of {ip.recipe.name} "
+             f"({ip.target.name}) before its run.",
+             "# usage: prepare.sh   (inside the container, before the training command; envbuild launch runs it)",
+             *("# " + line for line in textwrap.wrap(ip.run_time_note() or "", 96)),
+             "set -eu"]
+    for step, acts in ip.run_time_steps():
+        lines += [f"# step {step.id}: {step.title}", *commands(acts, where)]
     return "\n".join(lines) + "\n"
 
 

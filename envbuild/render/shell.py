@@ -62,6 +62,9 @@ class Where:
 
     files: str
     python: str = "python3"
+    # variables of CAPPED_BY_CORES the build may set itself (a Dockerfile's ARG): when set and
+    # not empty, the given value is used as it is; otherwise the capped planned value
+    build_args: frozenset[str] = frozenset()
 
     def file(self, rel: str) -> str:
         """A shell word for ``<files>/<rel>`` (``rel`` is envbuild's own relative name)."""
@@ -84,21 +87,26 @@ def heredoc_delimiter(content: str) -> str:
 # Build parallelism the planner sized for the target's cores and memory (envbuild.patches.apex_build):
 # a script or image build may run on a smaller machine (a 4-core CI runner building the image of a
 # 96-core target), so the rendered value is the planned one or the builder's core count, the lower.
+# A Dockerfile makes it a build argument (Where.build_args): `--build-arg MAX_JOBS=N` sets it.
 CAPPED_BY_CORES = frozenset({"MAX_JOBS"})
 
 
-def env_words(env: dict[str, str], path: list[str]) -> list[str]:
-    """``K=V`` words for ``env`` (values quoted) plus ``PATH=<dirs>:"$PATH"`` for ``path``.
+def env_words(env: dict[str, str], path: list[str], given: frozenset[str] = frozenset()) -> list[str]:
+    """``K=V`` words for ``env`` (values quoted) plus ``PATH=<dirs>:"$PATH"`` for ``path``;
+    a variable of CAPPED_BY_CORES in ``given`` keeps the value the build set, when not empty.
 
     >>> env_words({"MAX_JOBS": "96", "X": "a b"}, [])
     ['MAX_JOBS="$(( $(nproc) < 96 ? $(nproc) : 96 ))"', "X='a b'"]
+    >>> env_words({"MAX_JOBS": "96"}, [], frozenset({"MAX_JOBS"}))
+    ['MAX_JOBS="${MAX_JOBS:-$(( $(nproc) < 96 ? $(nproc) : 96 ))}"']
     """
     words = []
     for k, v in env.items():
         if not k.replace("_", "a").isalnum() or k[:1].isdigit():
             raise ValueError(f"not a POSIX variable name: {k!r}")
         if k in CAPPED_BY_CORES and str(v).isdigit():
-            words.append(f'{k}="$(( $(nproc) < {v} ? $(nproc) : {v} ))"')
+            capped = f"$(( $(nproc) < {v} ? $(nproc) : {v} ))"
+            words.append(f'{k}="${{{k}:-{capped}}}"' if k in given else f'{k}="{capped}"')
             continue
         words.append(f"{k}={q(str(v))}")
     if path:
@@ -106,10 +114,17 @@ def env_words(env: dict[str, str], path: list[str]) -> list[str]:
     return words
 
 
+def build_arg_check(name: str) -> str:
+    """A command that stops the build when the build argument ``name`` is set to anything but
+    a positive whole number (empty or unset: the capped planned value)."""
+    return (f'case "${{{name}:-1}}" in *[!0-9]*|0*) echo "--build-arg {name}=${{{name}}}: not a positive '
+            f'whole number (leave it unset: the build machine cores, at most the planned value)" >&2; exit 2;; esac')
+
+
 def argv_line(argv: list[str], env: dict[str, str] | None = None, path: list[str] | None = None,
-              cwd: str | None = None) -> str:
+              cwd: str | None = None, given: frozenset[str] = frozenset()) -> str:
     """``(cd CWD && env K=V ... argv)``; only the parts that are needed."""
-    words = env_words(env or {}, path or [])
+    words = env_words(env or {}, path or [], given)
     line = " ".join((["env", *words] if words else []) + [q(a) for a in argv])
     return f"(cd {q(cwd)} && {line})" if cwd else line
 
@@ -166,8 +181,8 @@ def apply_patch(a: ApplyPatch, where: Where) -> str:
                      "--dest", q(a.dest), "--diff-dir", q(a.diff_dir)])
 
 
-def build_wheel(a: BuildWheel) -> list[str]:
-    return [f"mkdir -p {q(a.outdir)}", argv_line(a.argv, a.env, a.path, a.cwd)]
+def build_wheel(a: BuildWheel, given: frozenset[str] = frozenset()) -> list[str]:
+    return [f"mkdir -p {q(a.outdir)}", argv_line(a.argv, a.env, a.path, a.cwd, given)]
 
 
 def capture(a: Capture) -> list[str]:
@@ -201,7 +216,7 @@ def commands(actions: list, where: Where) -> list[str]:
     out: list[str] = []
     for a in actions:
         if isinstance(a, Run):
-            line = argv_line(a.argv, a.env, a.path, a.cwd)
+            line = argv_line(a.argv, a.env, a.path, a.cwd, where.build_args)
             if a.stdout:
                 out.append(f"mkdir -p {q(str(Path(a.stdout).parent))}")
                 line += f" > {q(a.stdout)}"
@@ -218,7 +233,7 @@ def commands(actions: list, where: Where) -> list[str]:
         elif isinstance(a, ApplyPatch):
             out.append(apply_patch(a, where))
         elif isinstance(a, BuildWheel):
-            out.extend(build_wheel(a))
+            out.extend(build_wheel(a, where.build_args))
         elif isinstance(a, Capture):
             out.extend(capture(a))
         else:  # pragma: no cover - every op of envbuild.actions.model is handled above
