@@ -84,7 +84,10 @@ class _Writer:
         cmds = commands(acts, self.where)
         if any("\n" in c for c in cmds):  # pragma: no cover - heredocs are COPY'd, never RUN
             raise ValueError("a RUN body cannot hold a heredoc")
-        args = [k for k in sorted(CAPPED_BY_CORES) if any(f'{k}="${{{k}:-' in c for c in cmds)]
+        # the build arguments these actions read: a capped variable in an action's environment
+        # (envbuild.render.shell.env_words renders it as "${K:-capped}"), not found in the text
+        args = sorted({k for a in acts for k, v in (getattr(a, "env", None) or {}).items()
+                       if k in CAPPED_BY_CORES and str(v).isdigit()})
         for k in args:
             if k not in self.declared:  # declared right before its first use: earlier layers stay cached
                 self.declared.add(k)
