@@ -370,3 +370,15 @@ def test_envbuild_playbooks_runs_another_copy_and_names_what_is_missing(tmp_path
                        capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode != 0
     assert "ansible_collections/envbuild/node" in p.stderr and str(copy) in p.stderr
+
+
+def test_the_playbook_runs_with_the_projects_config(tmp_path):
+    """envbuild's ansible-playbook reads the project's ansible.cfg from any working folder: its
+    poll interval (no ANSIBLE_* variable sets it) is what ansible-config reports there."""
+    env = {**os.environ, **ex.ansible_env(tmp_path, insecure=False)}
+    p = subprocess.run([str(Path(sys.executable).parent / "ansible-config"), "dump", "--only-changed",
+                        "--format", "json"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    changed = {row["name"]: row for row in json.loads(p.stdout) if "name" in row}
+    poll = changed["DEFAULT_INTERNAL_POLL_INTERVAL"]
+    assert poll["value"] == 0.02 and str(PROJECT / "ansible.cfg") in str(poll.get("origin")), poll
