@@ -59,6 +59,24 @@ def test_each_short_flag_has_one_meaning_across_commands():
                 assert [o for o in p.opts if o.startswith("--")][0] == "--output", (name, p.opts)
 
 
+def test_each_command_is_found_in_the_module_the_table_names():
+    """main() imports only the module COMMANDS names for the command it runs: a command missing
+    from the table, or named with the wrong module, would not exist when run by name."""
+    from envbuild import cli as cli_pkg
+
+    code = ("import sys, envbuild.cli as c; c._register(sys.argv[1:]); "
+            "print(' '.join(sorted(m for m in sys.modules if m.startswith('envbuild.cli.') and m.endswith('_cmd'))), "
+            "'|', ' '.join(sorted(c.cli.commands)))")
+    registered = commands()
+    assert set(cli_pkg.COMMANDS) == set(registered)
+    for name, module in cli_pkg.COMMANDS.items():
+        p = subprocess.run([sys.executable, "-c", code, name, "--help"], capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr[-2000:]
+        modules, names = (part.split() for part in p.stdout.strip().split("|"))
+        assert modules == [f"envbuild.cli.{module}"], (name, modules)  # only its own module
+        assert name in names, (name, names)
+
+
 COMPLETED = ("provision", "check", "plan", "lock", "show", "render", "launch", "verify")
 
 

@@ -15,22 +15,27 @@ import click
 from envbuild import __version__
 from envbuild.errors import EnvbuildError
 
-COMMAND_MODULES = [
-    "recipes_cmd",  # envbuild recipes, envbuild show
-    "facts_cmd",  # envbuild facts
-    "check_cmd",  # envbuild check
-    "lock_cmd",  # envbuild lock
-    "plan_cmd",  # envbuild plan
-    "apex_cmd",  # envbuild apex-patch
-    "provision_cmd",  # envbuild provision
-    "smoke_cmd",  # envbuild smoke
-    "report_cmd",  # envbuild report, verify, diff
-    "launch_cmd",  # envbuild launch
-    "render_cmd",  # envbuild render
-    "bundle_cmd",  # envbuild bundle
-    "parse_cmd",  # envbuild parse
-    "imports_cmd",  # envbuild imports
-]
+#: each command's module (``envbuild/cli/<module>.py`` registers it on ``cli``); a run imports
+#: only the module of the command it runs (importing all of them took a second of every
+#: command's start), --help and completion import them all. tests/test_cli_interfaces.py
+#: keeps this table equal to what the modules register.
+COMMANDS = {
+    "recipes": "recipes_cmd", "show": "recipes_cmd",
+    "facts": "facts_cmd",
+    "check": "check_cmd",
+    "lock": "lock_cmd",
+    "plan": "plan_cmd",
+    "apex-patch": "apex_cmd",
+    "provision": "provision_cmd",
+    "smoke": "smoke_cmd",
+    "report": "report_cmd", "verify": "report_cmd", "diff": "report_cmd",
+    "launch": "launch_cmd",
+    "render": "render_cmd",
+    "bundle": "bundle_cmd",
+    "parse": "parse_cmd",
+    "imports": "imports_cmd",
+}
+COMMAND_MODULES = list(dict.fromkeys(COMMANDS.values()))  # in the order help lists them
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -47,16 +52,21 @@ def cli(ctx: click.Context, debug: bool) -> None:
     ctx.obj["debug"] = debug
 
 
-def _register() -> None:
-    for name in COMMAND_MODULES:  # a command module that cannot be imported is a bug: fail loudly
+def _register(args: list[str] | None = None) -> None:
+    """Import the command modules: only the one of the command ``args`` name (its first word
+    that is not an option), else all of them. A module that cannot be imported is a bug: it
+    fails loudly."""
+    words = [a for a in (args or []) if not a.startswith("-")]
+    wanted = [COMMANDS[words[0]]] if words and words[0] in COMMANDS else COMMAND_MODULES
+    for name in wanted:
         importlib.import_module(f"envbuild.cli.{name}")
 
 
 def main(argv: list[str] | None = None) -> int:
     from envbuild.interrupt import Interrupted, raise_on_sigterm, signal_name
 
-    _register()
     args = list(sys.argv[1:] if argv is None else argv)
+    _register(args)
     debug = "--debug" in args
     raise_on_sigterm()  # SIGTERM ends a command like Ctrl-C does (recorded, exit 143), never silently
     try:
