@@ -86,7 +86,7 @@ def test_module_documentation_renders(tmp_path, module):
     assert doc["doc"]["short_description"] and doc["doc"]["options"]
     assert doc["examples"].strip().startswith("- name:")
     assert doc["return"]
-    spec = {"envbuild_actions": {"actions", "node_path", "repair"},
+    spec = {"envbuild_actions": {"actions", "node_path", "repair", "record"},
             "envbuild_state": {"prefix", "steps", "digests", "effects", "from_step", "record", "digest",
                                "effect"}}[module]
     assert set(doc["doc"]["options"]) == spec  # every argument of the module is documented

@@ -13,7 +13,10 @@ whose meta/argument_specs.yml documents its inputs) reads ``provision_prefix``,
   (one transfer, not one per file; the step's effect checks every file's sha256 on the node);
 - ``{type: wheel, ...}``: a wheel built once per cache key (controller wheel cache);
 - ``{type: capture, actions, fetch}``: the smoke runs, their outputs brought back, then the
-  step fails if one of them did.
+  step fails if one of them did;
+- ``{type: record}``: the step recorded done (its effect checked in full, then its marker).
+  A step whose last batch is a node batch records itself there instead (``record: true``:
+  the same module run, one Ansible task and one Python start less per step).
 
 Every value is data. The steps travel as one JSON string that the playbook reads with
 ``from_json``: the string is ``!unsafe`` and so is everything parsed from it, and JSON keeps
@@ -89,9 +92,13 @@ def batches(step: Step, prefix: str) -> list[dict]:
 
 
 def step_vars(step: Step, prefix: str) -> dict:
-    """One step as the playbook sees it."""
-    return {"id": step.id, "kind": step.kind, "title": step.title, "digest": step.digest,
-            "batches": batches(step, prefix)}
+    """One step as the playbook sees it; its last batch records it done."""
+    out = batches(step, prefix)
+    if out and out[-1]["type"] == "node":
+        out[-1]["record"] = True
+    else:
+        out.append({"type": "record"})
+    return {"id": step.id, "kind": step.kind, "title": step.title, "digest": step.digest, "batches": out}
 
 
 def host_vars(plan: Plan, connection: dict, node_path: str) -> dict:

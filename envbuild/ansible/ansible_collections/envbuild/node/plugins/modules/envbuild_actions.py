@@ -4,7 +4,9 @@
 The actions are data (argv lists, file contents, a commit to check out, a declarative patch,
 a captured smoke run); this module runs them without a shell and without templating. With
 repair=true (the step's effect did not hold, see envbuild_state) a run action's repair_args
-are added (pip --force-reinstall). In check mode it changes nothing and reports what would run.
+are added (pip --force-reinstall). With record (the batch is its step's last), the step is then
+recorded done as envbuild_state's record does, in the same module run. In check mode it changes
+nothing and reports what would run.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -44,6 +46,14 @@ options:
     description: Add each C(run) action's C(repair_args) (the step's effect did not hold).
     type: bool
     default: false
+  record:
+    description:
+      - After every action succeeded, record the step done as M(envbuild.node.envbuild_state)
+        does with its O(envbuild.node.envbuild_state#module:record) option (its effect checked
+        in full, then its marker written), in this module run instead of a task of its own.
+      - A dictionary with C(prefix), C(id), C(digest) and C(effect) (null for none). Nothing is
+        recorded in check mode. The marker is bookkeeping, not a change of the node.
+    type: dict
 attributes:
   check_mode:
     support: full
@@ -72,6 +82,14 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+recorded:
+  description: The step recorded done (with O(record)).
+  returned: success with O(record)
+  type: str
+effect:
+  description: What the full effect check of the recorded step found.
+  returned: success with O(record)
+  type: str
 stdout:
   description: The commands that ran, each followed by the tail of its output.
   returned: success
@@ -100,6 +118,7 @@ stderr:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.envbuild.node.plugins.module_utils import envbuild_onnode as onnode
+from ansible_collections.envbuild.node.plugins.module_utils import envbuild_onnode_steps as node_steps
 from ansible_collections.envbuild.node.plugins.module_utils import textpatch
 
 
@@ -108,6 +127,7 @@ def main():
         actions=dict(type="list", elements="dict", required=True),
         node_path=dict(type="str", default=None),
         repair=dict(type="bool", default=False),
+        record=dict(type="dict", default=None),
     ), supports_check_mode=True)
     acts = module.params["actions"]
     if module.check_mode:
@@ -119,7 +139,16 @@ def main():
                                  repair=module.params["repair"])
     except onnode.ActionFailed as exc:
         module.fail_json(msg=exc.msg, cmd=exc.cmd, rc=exc.rc, stdout=exc.stdout, stderr=exc.stderr)
-    module.exit_json(changed=res["changed"], stdout="\n".join(res["log"]))
+    out = {}
+    rec = module.params["record"]
+    if rec:
+        try:
+            out["effect"] = node_steps.record_step(rec["prefix"], rec["id"], rec["digest"], rec.get("effect") or None,
+                                                   textpatch)
+        except onnode.ActionFailed as exc:
+            module.fail_json(msg=exc.msg, stdout="\n".join(res["log"]))
+        out["recorded"] = rec["id"]
+    module.exit_json(changed=res["changed"], stdout="\n".join(res["log"]), **out)
 
 
 if __name__ == "__main__":
