@@ -342,6 +342,7 @@ def _job(recipe, target, **kw):
     ("polaris-megatron-deepspeed", "polaris", dict(scheduler="pbs"), "https://docs.alcf.anl.gov/polaris/running-jobs/"),
     ("polaris-megatron-deepspeed", "polaris", dict(scheduler="pbs", account="p", partition="debug\n#PBS -W x"),
      "scheduler directive cannot hold"),
+    ("alpa-megatron", "slurm", dict(scheduler="slurm", account="a b"), "scheduler directive cannot hold"),
     ("megatron-deepspeed-slurm", "slurm", dict(scheduler="slurm", nodes=2), "use --variant multi-node for 2 nodes"),
 ])
 def test_refusals_say_why(recipe, target, kw, words) -> None:

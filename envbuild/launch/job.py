@@ -192,10 +192,14 @@ def _job_settings(opts: LaunchOptions, target) -> tuple[LaunchOptions, tuple[str
     without what ``jobs.requires`` names (the site's scheduler would reject it), naming the
     flags and the site's source. Returns the options with the values filled in, and header
     lines saying which came from the profile."""
+    flags = {"account": opts.account, "queue": opts.partition}
+    for k, value in flags.items():  # the profile's values are checked by its schema (JobWord)
+        if value and not SAFE_PATH.match(value):
+            raise InputError(f"{JOB_FLAGS[k][0]} {value!r} has characters a scheduler directive cannot hold",
+                             hint="use a name of letters, digits and ._-")
     if opts.scheduler != TARGET_SCHEDULER.get(target.scheduler or ""):
         return opts, ()
     jobs = target.jobs
-    flags = {"account": opts.account, "queue": opts.partition}
     values = {k: v or getattr(jobs, k) for k, v in flags.items()}
     missing = [k for k in JOB_FLAGS if k in jobs.requires and not values[k]]
     if missing:
@@ -204,10 +208,6 @@ def _job_settings(opts: LaunchOptions, target) -> tuple[LaunchOptions, tuple[str
                          hint=f"pass {' '.join(f'{JOB_FLAGS[k][0]} {JOB_FLAGS[k][1]}' for k in missing)}, or set "
                          + ", ".join(f"jobs.{k}" for k in missing) + " in your own copy of the target file"
                          + (f" ({jobs.source})" if jobs.source else ""))
-    for k, value in values.items():
-        if value and not SAFE_PATH.match(value):
-            raise InputError(f"{JOB_FLAGS[k][0]} {value!r} has characters a scheduler directive cannot hold",
-                             hint="use a name of letters, digits and ._-")
     header = tuple(f"{k} {values[k]}: from the target profile (jobs.{k})" for k in JOB_FLAGS
                    if values[k] and not flags[k])
     return replace(opts, account=values["account"], partition=values["queue"]), header
