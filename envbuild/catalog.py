@@ -19,8 +19,12 @@ M = TypeVar("M", bound=BaseModel)
 
 def digest(model: BaseModel) -> str:
     """sha256 over the canonical JSON of a recipe or target model: what a lock records of the
-    recipe and target it was made for, and what says a recipe is a shipped one unchanged."""
-    return sha256_text(canonical_json(model.model_dump(mode="json", by_alias=True)))
+    recipe and target it was made for, and what says a recipe is a shipped one unchanged.
+
+    A model's ``DIGEST_EXCLUDE`` (a class attribute: field names) is left out: a target's
+    ``jobs`` section says how jobs are submitted, not what the environment is."""
+    exclude = set(getattr(type(model), "DIGEST_EXCLUDE", ()))
+    return sha256_text(canonical_json(model.model_dump(mode="json", by_alias=True, exclude=exclude or None)))
 
 
 def shipped(folder: Path) -> dict[str, Path]:

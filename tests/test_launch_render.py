@@ -24,7 +24,7 @@ from envbuild.launch.k8s import API_VERSION
 from envbuild.plan.build import PlanOptions
 from envbuild.plan.resolve import resolve
 from envbuild.recipes import load_recipe
-from envbuild.targets import load_target
+from envbuild.targets import DATA, load_target
 from ib_inventory import profile_facts
 
 GOLDEN = Path(__file__).parent / "golden" / "launch"
@@ -339,12 +339,66 @@ def _job(recipe, target, **kw):
     # Polaris's qsub refuses a job without -A and -q: the flags that fix it are named
     ("polaris-megatron-deepspeed", "polaris", dict(scheduler="pbs"), "pass --account PROJECT --partition QUEUE"),
     ("polaris-megatron-deepspeed", "polaris", dict(scheduler="pbs", account="p"), "without a queue (partition)"),
+    ("polaris-megatron-deepspeed", "polaris", dict(scheduler="pbs"), "https://docs.alcf.anl.gov/polaris/running-jobs/"),
+    ("polaris-megatron-deepspeed", "polaris", dict(scheduler="pbs", account="p", partition="debug\n#PBS -W x"),
+     "scheduler directive cannot hold"),
+    ("alpa-megatron", "slurm", dict(scheduler="slurm", account="a b"), "scheduler directive cannot hold"),
     ("megatron-deepspeed-slurm", "slurm", dict(scheduler="slurm", nodes=2), "use --variant multi-node for 2 nodes"),
 ])
 def test_refusals_say_why(recipe, target, kw, words) -> None:
     with pytest.raises(InputError) as exc:
         _job(recipe, target, **kw)
     assert words in str(exc.value) + str(exc.value.hint or "")
+
+
+def _own_polaris(tmp_path, **jobs) -> Path:
+    """An operator's copy of the shipped polaris target file with its own jobs defaults."""
+    data = yaml.safe_load((DATA / "polaris.yaml").read_text())
+    data["jobs"].update(jobs)
+    path = tmp_path / "my-polaris.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def _pbs(target, **kw) -> str:
+    rec, tgt = load_recipe("polaris-megatron-deepspeed"), load_target(target)
+    return render_launch(rec, tgt, plan_for(rec, tgt), LaunchOptions(scheduler="pbs", **kw)).text
+
+
+def test_a_target_file_with_account_and_queue_needs_no_flags(tmp_path) -> None:
+    """jobs.account and jobs.queue in the operator's own target file become #PBS -A and -q, and
+    the header says they came from the profile; with the same values as flags the directives
+    are the shipped golden's."""
+    text = _pbs(str(_own_polaris(tmp_path, account="myproject", queue="debug")))
+    assert "#PBS -q debug\n#PBS -A myproject\n" in text
+    assert "# account myproject: from the target profile (jobs.account)" in text
+    assert "# queue debug: from the target profile (jobs.queue)" in text
+    flags = _pbs("polaris", account="myproject", partition="debug")
+    assert [x for x in text.splitlines() if x.startswith("#PBS")] == \
+        [x for x in flags.splitlines() if x.startswith("#PBS")]
+
+
+def test_flags_win_over_the_target_profile(tmp_path) -> None:
+    text = _pbs(str(_own_polaris(tmp_path, account="myproject", queue="debug")), account="other", partition="prod")
+    assert "#PBS -q prod\n#PBS -A other\n" in text
+    assert "myproject" not in text and "from the target profile" not in text
+    # one from each: the flag's queue, the profile's account
+    text = _pbs(str(_own_polaris(tmp_path, account="myproject", queue="debug")), partition="prod")
+    assert "#PBS -q prod\n#PBS -A myproject\n" in text
+    assert "(jobs.account)" in text and "(jobs.queue)" not in text
+
+
+def test_a_profile_default_only_fills_what_it_has(tmp_path) -> None:
+    with pytest.raises(InputError) as exc:
+        _pbs(str(_own_polaris(tmp_path, account="myproject")))
+    assert "without a queue (partition)" in str(exc.value) and "account" not in str(exc.value)
+    assert exc.value.hint.startswith("pass --partition QUEUE, or set jobs.queue in your own copy")
+
+
+def test_the_site_requirement_is_for_its_scheduler_only() -> None:
+    """Polaris's qsub needs -A and -q; a script run on the node itself (local) does not."""
+    job = _job("polaris-megatron-deepspeed", "polaris", scheduler="local")
+    assert job.options.account is None and job.options.partition is None
 
 
 def test_values_are_quoted() -> None:

@@ -5,9 +5,12 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
+from envbuild.catalog import digest
+from envbuild.errors import InputError
 from envbuild.recipes import all_recipes
-from envbuild.targets import load_target, target_names
+from envbuild.targets import DATA, load_target, target_names
 from envbuild.targets.schema import Target
 
 FIXTURES = Path("/work/shared/fixtures/nodes/h100-ubuntu2404-cuda13")
@@ -92,3 +95,29 @@ def test_every_recipe_has_a_target_offering_its_python():
     for r in all_recipes():
         profiles = [load_target(n) for n in r.targets]
         assert any(t.from_facts or r.python in t.python for t in profiles), r.name
+
+
+def _user_target(tmp_path, name: str, **changes) -> Target:
+    """A user's copy of a shipped target file, with top-level sections replaced."""
+    data = yaml.safe_load((DATA / f"{name}.yaml").read_text())
+    data.update(changes)
+    path = tmp_path / f"{name}-copy.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return load_target(path)
+
+
+def test_the_lock_digest_leaves_out_how_jobs_are_submitted(tmp_path):
+    """A target's jobs section (account, queue) is not the environment: a copy of polaris with
+    its own account and queue keeps the shipped lock's digest; a different CUDA does not."""
+    shipped = load_target("polaris")
+    own = _user_target(tmp_path, "polaris", jobs={"requires": ["account"], "account": "myproj", "queue": "debug"})
+    assert own.jobs.account == "myproj" and own != shipped
+    assert digest(own) == digest(shipped)
+    other_cuda = _user_target(tmp_path, "polaris", cuda={"toolkit": "12.1", "driver_cuda": "12.1"})
+    assert digest(other_cuda) != digest(shipped)
+
+
+@pytest.mark.parametrize("word", ["my project", "debug\n#PBS -W x", "-q", ""])
+def test_a_jobs_value_is_one_directive_word(tmp_path, word):
+    with pytest.raises(InputError):
+        _user_target(tmp_path, "polaris", jobs={"queue": word})

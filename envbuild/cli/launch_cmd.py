@@ -68,8 +68,8 @@ def _plan(rec, tgt, *, run_dir: Path | None, facts_file, lock_file, prefix, git_
 @click.option("--prefix", help="Environment prefix on the nodes (no --run) [the plan's default].")
 @click.option("--git-mirror", help="Folder with OWNER/NAME(.git) mirrors (no --run).")
 @click.option("--time", "time_limit", metavar="HH:MM:SS", help="Wall-clock limit of the job.")
-@click.option("--partition", help="Slurm partition / PBS queue.")
-@click.option("--account", help="Slurm account / PBS project.")
+@click.option("--partition", help="Slurm partition / PBS queue [the target's jobs.queue].")
+@click.option("--account", help="Slurm account / PBS project [the target's jobs.account].")
 @click.option("--namespace", default="default", show_default=True, help="Kubernetes namespace.")
 @click.option("--k8s-workload", type=click.Choice(["job", "jobset", "pytorchjob"]), default=None,
               help="Kubernetes workload: an Indexed Job and its headless Service [job], a JobSet "
@@ -89,6 +89,9 @@ def launch_cmd(recipe, target, scheduler, nodes, gpus_per_node, variant, out, su
     are refused (exit 1); the job's output lands in a run directory, parsed with the recipe's
     own parser, read by `envbuild report`. Exit 1 when the job fails (its state and output
     tail are printed) or its result misses the recipe's threshold.
+    A target's jobs section says what its scheduler requires of every job (Polaris: an account
+    and a queue); set jobs.account and jobs.queue in your own copy of the target file to leave
+    the flags out.
     Examples:
       envbuild launch megatron-deepspeed-slurm -t slurm --scheduler slurm --variant multi-node -o mnmg.sbatch
       envbuild launch polaris-megatron-deepspeed -t polaris --scheduler pbs --nodes 2 --account PROJECT --partition prod

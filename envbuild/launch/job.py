@@ -20,12 +20,12 @@ the user gives; both are written at the top of the script and printed by the job
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from envbuild import __version__
 from envbuild.errors import InputError
-from envbuild.launch import programs, pyxis, sites
+from envbuild.launch import programs, pyxis
 from envbuild.plan.container import sqsh_path
 from envbuild.render.image import prepare_script
 from envbuild.render.shell import q
@@ -41,6 +41,9 @@ SAFE_PATH = re.compile(r"^[A-Za-z0-9_./%~+=:,@-]+$")
 ADDRESS_SCRIPT = "ib_addresses.py"  # envbuild/launch/ib_addresses.py, written into the job folder
 ADDRESS_SOURCE = Path(__file__).with_name(ADDRESS_SCRIPT)
 DEFAULT_RDMA = "rdma/hca_shared_devices_a"  # Mellanox k8s-rdma-shared-dev-plugin example/test-hca-pod.yaml
+# a target's jobs field -> (the launch flag that gives it, an example value, what it is)
+JOB_FLAGS = {"account": ("--account", "PROJECT", "a project (account)"),
+             "queue": ("--partition", "QUEUE", "a queue (partition)")}
 
 
 @dataclass(frozen=True)
@@ -177,18 +180,37 @@ def _module(plan) -> str | None:
 def _check_scheduler(opts: LaunchOptions, target) -> None:
     if opts.scheduler not in SCHEDULERS:
         raise InputError(f"unknown scheduler {opts.scheduler!r}", hint="use one of: " + ", ".join(SCHEDULERS))
-    site = sites.site(target.name, opts.scheduler)
-    if site is not None:
-        missing = [flag for flag, value in (("--account", opts.account), ("--partition", opts.partition))
-                   if flag in site.required and not value]
-        if missing:
-            raise InputError(f"{site.scheduler} on {target.name} refuses a job without "
-                             + " and ".join(sites.WHAT[f] for f in missing),
-                             hint=f"pass {' '.join(f'{f} {sites.EXAMPLE[f]}' for f in missing)} ({site.source})")
     native = TARGET_SCHEDULER.get(target.scheduler or "")
     if native and opts.scheduler not in (native, "local"):
         raise InputError(f"target {target.name} runs its jobs through {target.scheduler}, not {opts.scheduler}",
                          hint=f"use --scheduler {native} (or local, to run on this node)")
+
+
+def _job_settings(opts: LaunchOptions, target) -> tuple[LaunchOptions, tuple[str, ...]]:
+    """The account and queue a job is submitted with, when it goes through the target's own
+    scheduler: the flags win, then the target profile's ``jobs`` defaults. Refuses a job still
+    without what ``jobs.requires`` names (the site's scheduler would reject it), naming the
+    flags and the site's source. Returns the options with the values filled in, and header
+    lines saying which came from the profile."""
+    flags = {"account": opts.account, "queue": opts.partition}
+    for k, value in flags.items():  # the profile's values are checked by its schema (JobWord)
+        if value and not SAFE_PATH.match(value):
+            raise InputError(f"{JOB_FLAGS[k][0]} {value!r} has characters a scheduler directive cannot hold",
+                             hint="use a name of letters, digits and ._-")
+    if opts.scheduler != TARGET_SCHEDULER.get(target.scheduler or ""):
+        return opts, ()
+    jobs = target.jobs
+    values = {k: v or getattr(jobs, k) for k, v in flags.items()}
+    missing = [k for k in JOB_FLAGS if k in jobs.requires and not values[k]]
+    if missing:
+        raise InputError(f"{target.scheduler} on {target.name} refuses a job without "
+                         + " and ".join(JOB_FLAGS[k][2] for k in missing),
+                         hint=f"pass {' '.join(f'{JOB_FLAGS[k][0]} {JOB_FLAGS[k][1]}' for k in missing)}, or set "
+                         + ", ".join(f"jobs.{k}" for k in missing) + " in your own copy of the target file"
+                         + (f" ({jobs.source})" if jobs.source else ""))
+    header = tuple(f"{k} {values[k]}: from the target profile (jobs.{k})" for k in JOB_FLAGS
+                   if values[k] and not flags[k])
+    return replace(opts, account=values["account"], partition=values["queue"]), header
 
 
 def _variant_command(recipe, variant: str | None) -> str:
@@ -243,6 +265,7 @@ def _counts(prog: programs.Program | None, opts: LaunchOptions, target, recipe) 
 def build_job(recipe, target, plan, opts: LaunchOptions) -> Job:
     """Decide the launch of ``recipe`` on ``target`` from ``plan`` (``envbuild.plan.model.Plan``)."""
     _check_scheduler(opts, target)
+    opts, from_profile = _job_settings(opts, target)
     if opts.smoke_only and opts.command_override:
         raise InputError("give --smoke-only or --command-override, not both")
     if not SAFE_PATH.match(opts.output_dir):
@@ -385,6 +408,7 @@ def build_job(recipe, target, plan, opts: LaunchOptions) -> Job:
               + (f" (variant {variant})" if variant else "") + f", {nodes} node(s) x {gpus} GPU(s)",
               f"rendered by envbuild {__version__} from the plan for {plan.host} (facts {plan.facts_origin}; "
               f"lock digest {plan.lock_digest or 'none'})",
+              *from_profile,
               *([f"regenerate: {opts.regenerate}"] if opts.regenerate else []))
     return Job(recipe=recipe.name, target=target.name, scheduler=opts.scheduler, variant=variant,
                name=f"envbuild-{recipe.name}", nodes=nodes, gpus_per_node=gpus, nproc_per_node=nproc,

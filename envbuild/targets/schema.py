@@ -6,11 +6,14 @@ from a laptop), and what it refines when facts arrive (``envbuild facts``).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from envbuild.names import EnvName, Name
+
+# a project or queue name as a scheduler directive holds it (``#PBS -A x``, ``#SBATCH --partition=x``)
+JobWord = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.,@+-]*$")]
 
 
 class Strict(BaseModel):
@@ -38,6 +41,29 @@ class Platform(Strict):
     arch: Literal["x86_64", "aarch64"] = "x86_64"
 
 
+class Jobs(Strict):
+    """How jobs are submitted on this target: what its scheduler requires of every job, and an
+    operator's defaults. Read by ``envbuild launch`` (flags win, then these defaults); where a
+    required value is still missing, launch refuses and names the flag that gives it.
+
+    Not part of the lock's target digest (``Target.DIGEST_EXCLUDE``): it says how jobs are
+    submitted, not what the environment is, so setting an account does not make a lock stale.
+
+    Example, in your own copy of a shipped target::
+
+        jobs:
+          requires: [account, queue]   # qsub refuses a job without -A and -q
+          account: MYPROJECT           # --account, #PBS -A / #SBATCH --account
+          queue: debug                 # --partition, #PBS -q / #SBATCH --partition
+          source: "https://docs.alcf.anl.gov/polaris/running-jobs/"
+    """
+
+    requires: list[Literal["account", "queue"]] = Field(default_factory=list)
+    account: JobWord | None = None  # the project (PBS -A) or Slurm account
+    queue: JobWord | None = None  # the PBS queue (-q) or Slurm partition
+    source: str = ""  # where the site says what it requires
+
+
 class Target(Strict):
     """One class of node (a VM type, a cluster, a pod shape)."""
 
@@ -61,5 +87,10 @@ class Target(Strict):
     cache_dir: str | None = None  # where pip/build caches go (/mnt on Azure)
     from_facts: bool = False  # "local": everything comes from live facts
     sources: list[str] = Field(default_factory=list)
+    jobs: Jobs = Jobs()
+
+    # fields left out of ``catalog.digest`` (what a lock records of its target): they describe
+    # how jobs are submitted, not the environment a lock is made for
+    DIGEST_EXCLUDE: ClassVar[frozenset[str]] = frozenset({"jobs"})
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
