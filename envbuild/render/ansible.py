@@ -7,7 +7,8 @@ whose meta/argument_specs.yml documents its inputs) reads ``provision_prefix``,
 
 - ``{type: node, actions: [...]}``: consecutive node-side actions, one ``envbuild_actions``
   module call (run, write, mkdir, git, patch);
-- ``{type: copy, src, dest, mode}``: one of envbuild's files from the controller;
+- ``{type: copy, src, dest, mode}``: one of envbuild's files from the controller (the node
+  batch before it makes its folder);
 - ``{type: stage, archive, dest}``: a staged folder (a bundle's ``node/``, a fleet's wheels)
   as the one tar its params name (``BundleParams.archive``), copied and unpacked into ``dest``
   (one transfer, not one per file; the step's effect checks every file's sha256 on the node);
@@ -29,12 +30,14 @@ never templates a value from a recipe, lock, facts or inventory
 from __future__ import annotations
 
 import json
+import posixpath
 from dataclasses import dataclass
 
 import yaml
 
 from envbuild.actions.assets import asset_source
 from envbuild.actions.effects import effect_data
+from envbuild.actions.model import MakeDir
 from envbuild.actions.steps import actions as step_actions
 from envbuild.plan.model import Plan, Step
 
@@ -72,11 +75,14 @@ def batches(step: Step, prefix: str) -> list[dict]:
             else:
                 out.append({"type": "node", "actions": [data]})
         elif op == "copy":
+            _folder_first(out, posixpath.dirname(data["dest"]))
             out.append({"type": "copy", "src": asset_source(data["asset"]), "dest": data["dest"],
                         "mode": data["perm"]})
         elif op == "stage" and getattr(step.params, "archive", ""):  # one archive, unpacked on the node
+            _folder_first(out, data["dest"])
             out.append({"type": "stage", "archive": step.params.archive, "dest": data["dest"]})
         elif op == "stage":  # a whole controller folder with no archive of it: one copy task
+            _folder_first(out, posixpath.dirname(data["dest"].rstrip("/")))
             out.append({"type": "copy", "src": data["src"], "dest": data["dest"], "mode": "0644"})
         elif op == "wheel":
             out.append({"type": "wheel", **{k: v for k, v in data.items() if k != "op"}})
@@ -89,6 +95,17 @@ def batches(step: Step, prefix: str) -> list[dict]:
         else:  # pragma: no cover - every op of envbuild.actions.model is handled above
             raise ValueError(f"no Ansible batch for action {op!r}")
     return out
+
+
+def _folder_first(out: list[dict], folder: str) -> None:
+    """A copy or an unpack needs its folder on the node: a ``mkdir`` at the end of the node batch
+    before it (one action more in a module run that happens anyway, not an Ansible task of its
+    own), else a node batch of its own."""
+    mkdir = MakeDir(path=folder).model_dump(mode="json")
+    if out and out[-1]["type"] == "node":
+        out[-1]["actions"].append(mkdir)
+    else:
+        out.append({"type": "node", "actions": [mkdir]})
 
 
 def step_vars(step: Step, prefix: str) -> dict:
