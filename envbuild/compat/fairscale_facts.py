@@ -42,11 +42,13 @@ REPO = "https://github.com/facebookresearch/fairscale"
 # the tree has one (__init__.py then only imports its tuple), else __init__.py
 PATHS = ("fairscale/version.py", "fairscale/__init__.py")
 REGENERATE = "python -m envbuild.compat.fairscale_facts --git-mirror DIR (or set ENVBUILD_GIT_MIRROR)"
-# commits no shipped recipe pins that the facts keep: branches and pins the metaseq docs name
+# commits no shipped recipe pins that the facts keep: the fairscale pins metaseq's own files name
 ALSO_READ = {
-    "91132c7e997c5affe97ce002e52cadd798220b06": "fixing_memory_issues_with_keeping_overlap_may24",
-    "1bc96fa8c69def6d990e42bfbd75f86146ce29bd": "metaseq CI's pin at a1a4e733",
-    "8820049331331c773077c257667aa81baf4cc9f9": "prefetch_fsdp_params_simple",
+    "91132c7e997c5affe97ce002e52cadd798220b06":
+        "head of fixing_memory_issues_with_keeping_overlap_may24; metaseq@a5783a1:Dockerfile names it",
+    "1bc96fa8c69def6d990e42bfbd75f86146ce29bd": "metaseq CI's pin (metaseq@a1a4e733:.circleci/config.yml)",
+    "8820049331331c773077c257667aa81baf4cc9f9":
+        "head of prefetch_fsdp_params_simple; metaseq@4fba1df:Dockerfile clones that branch",
 }
 
 
