@@ -42,6 +42,8 @@ REPO = "https://github.com/facebookresearch/fairscale"
 # the tree has one (__init__.py then only imports its tuple), else __init__.py
 PATHS = ("fairscale/version.py", "fairscale/__init__.py")
 REGENERATE = "python -m envbuild.compat.fairscale_facts --git-mirror DIR (or set ENVBUILD_GIT_MIRROR)"
+# reads the pins of one more recipe (a shipped name or a recipe file) into the facts file
+READ_RECIPE = "python -m envbuild.compat.fairscale_facts RECIPE --git-mirror DIR (or set ENVBUILD_GIT_MIRROR)"
 # commits no shipped recipe pins that the facts keep: the fairscale pins metaseq's own files name
 ALSO_READ = {
     "91132c7e997c5affe97ce002e52cadd798220b06":
