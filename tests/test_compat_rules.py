@@ -150,6 +150,13 @@ CASES = {
              sources=[{"name": "metaseq", "url": "https://github.com/facebookresearch/metaseq", "ref": "main",
                        "sha": "5ca6005552b7a049f071754393d5b86185e0db6a", "why": "t"}]),
         ["'0.10.0'", "package fairscale==0.10.0", "< '0.4.0' is True as strings but False as versions"], set()),
+    "fairscale-version-unknown": (
+        make(sources=[{"name": "metaseq", "url": "https://github.com/facebookresearch/metaseq", "ref": "main",
+                       "sha": "5ca6005552b7a049f071754393d5b86185e0db6a", "why": "t"},
+                      {"name": "fairscale", "url": "https://github.com/facebookresearch/fairscale", "ref": "main",
+                       "sha": "f" * 40, "install": "wheel", "why": "t"}]),
+        ["fairscale declares at ffffffffffff is unknown", "fairscale_versions.yaml",
+         "python -m envbuild.compat.fairscale_facts RECIPE --git-mirror DIR", "ENVBUILD_GIT_MIRROR"], set()),
     "numpy2-torch1": (make({"packages": [torch("1.13.1", "cu117"), {"name": "numpy", "version": ">=1.21", "why": "t"}]},
                            nvcc="11.7"), ["1.13.1", ">=1.21", "NumPy 2"], set()),
     "python-absent": (make(pythons=[], conda=[]), ["Python 3.10", "a100-node", "conda"], set()),
@@ -189,20 +196,35 @@ def test_row_fires_with_concrete_values(rule_id):
 
 
 def test_fairscale_of_the_opt_recipe_compares_right():
-    """The pinned fairscale (19155319 reports 0.4.6) passes metaseq's text comparisons; a
-    commit the table does not know is not judged."""
+    """The pinned fairscale (19155319 declares 0.4.6 in fairscale/version.py) passes metaseq's
+    text comparisons; a commit the facts do not know is not judged, and says so (a warning)."""
     from envbuild.compat.context import Context
-    from envbuild.compat.rules_source import _fairscale_string_version, fairscale_version
+    from envbuild.compat.rules_source import _fairscale_string_version, _fairscale_unknown, fairscale_version
     from envbuild.recipes import load_recipe
     from envbuild.targets import load_target
 
     rec, tgt = load_recipe("opt-175b-azure"), load_target("azure-nd96")
     ctx = Context(recipe=rec, target=tgt, facts=from_target(tgt))
-    assert fairscale_version(ctx) == ("0.4.6", "fairscale @ 19155319")
-    assert _fairscale_string_version(ctx) is None
+    assert fairscale_version(ctx) == ("0.4.6", "fairscale @ 19155319 (fairscale/version.py)")
+    assert _fairscale_string_version(ctx) is None and _fairscale_unknown(ctx) is None
     other = rec.model_copy(update={"sources": [s.model_copy(update={"sha": "f" * 40}) if s.name == "fairscale"
                                                else s for s in rec.sources]})
-    assert _fairscale_string_version(Context(recipe=other, target=tgt, facts=from_target(tgt))) is None
+    ctx = Context(recipe=other, target=tgt, facts=from_target(tgt))
+    assert _fairscale_string_version(ctx) is None
+    assert "fairscale declares at ffffffffffff is unknown" in _fairscale_unknown(ctx)
+    v = preflight(other, tgt, from_target(tgt))
+    assert "fairscale-version-unknown" in {x.rule for x in v.warnings}
+    assert "fairscale-version-string-compare" in v.passed
+
+
+def test_fairscale_versions_are_the_facts_read_from_the_tree():
+    """Each commit's version comes from the committed facts, which name the file it was read
+    from; 88200493 predates fairscale/version.py."""
+    from envbuild.compat.rules_source import FAIRSCALE_FACTS
+
+    got = {sha[:8]: (row.version, row.path) for sha, row in FAIRSCALE_FACTS.items()}
+    assert got == {"19155319": ("0.4.6", "fairscale/version.py"), "91132c7e": ("0.4.6", "fairscale/version.py"),
+                   "1bc96fa8": ("0.4.6", "fairscale/version.py"), "88200493": ("0.4.1", "fairscale/__init__.py")}
 
 
 def test_torch_not_on_pypi_names_the_pypi_default_for_local_versions():

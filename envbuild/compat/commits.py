@@ -83,6 +83,10 @@ def is_metaseq(src: GitSource) -> bool:
     return "metaseq" in src.name.lower() or "metaseq" in src.url.lower()
 
 
+def is_fairscale(src: GitSource) -> bool:
+    return "fairscale" in src.name.lower() or "fairscale" in src.url.lower()
+
+
 def is_fairseq_v3(src: GitSource) -> bool:
     return src.ref == "fairseq_v3" or _match(src.sha, MEGATRON_FAIRSEQ_V3)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from packaging.version import InvalidVersion, Version
 
 from envbuild.compat import commits as cm
+from envbuild.compat import fairscale_facts
 from envbuild import cuda_arch as ca
 from envbuild.compat.context import Context
 from envbuild.compat.rule import Rule
@@ -116,14 +117,9 @@ def _numpy2(ctx: Context) -> str | None:
             f"{ctx.recipe.python} admits NumPy 2")
 
 
-# fairscale commits -> the version they report (fairscale/version.py __version_tuple__, or
-# __version__ in fairscale/__init__.py before it), read at each commit in facebookresearch/fairscale
-FAIRSCALE_VERSIONS = {
-    "191553190d73a5ef4a48687c889d4b1d94532135": "0.4.6",  # fixing_memory_issues_with_keeping_overlap
-    "91132c7e997c5affe97ce002e52cadd798220b06": "0.4.6",  # ..._may24
-    "1bc96fa8c69def6d990e42bfbd75f86146ce29bd": "0.4.6",  # metaseq CI's pin at a1a4e733
-    "8820049331331c773077c257667aa81baf4cc9f9": "0.4.1",  # prefetch_fsdp_params_simple
-}
+# fairscale commits -> the version fairscale declares there and the file it was read from
+# (envbuild/compat/fairscale_versions.yaml, read from the tree at each commit in a git mirror)
+FAIRSCALE_FACTS = fairscale_facts.load()
 # metaseq/trainer.py (a1a4e733 and 5ca60055, under FSDP): the version checks, as strings
 METASEQ_FAIRSCALE_CHECKS = (("<", "0.4.0", "--update-freq > 1 raises 'Please update to fairscale 0.4.0'"),
                             (">=", "0.3.9", "--use-sharded-state asserts 'requires newer fairscale'"))
@@ -132,9 +128,10 @@ METASEQ_FAIRSCALE_CHECKS = (("<", "0.4.0", "--update-freq > 1 raises 'Please upd
 def fairscale_version(ctx: Context) -> tuple[str | None, str]:
     """The fairscale version the recipe installs and where that is known from."""
     for src in ctx.recipe.sources:
-        if "fairscale" in src.name.lower() or "fairscale" in src.url.lower():
-            version = FAIRSCALE_VERSIONS.get(src.sha or "")
-            return version, f"{src.name} @ {(src.sha or src.ref)[:8]}"
+        if cm.is_fairscale(src):
+            row = FAIRSCALE_FACTS.get(src.sha or "")
+            where = f"{src.name} @ {(src.sha or src.ref)[:8]}"
+            return (row.version, f"{where} ({row.path})") if row else (None, where)
     pkg = ctx.recipe.package("fairscale")
     if pkg is not None:
         try:
@@ -143,6 +140,19 @@ def fairscale_version(ctx: Context) -> tuple[str | None, str]:
         except InvalidVersion:
             return None, f"package fairscale {pkg.version}"
     return None, ""
+
+
+def _fairscale_unknown(ctx: Context) -> str | None:
+    """A pinned fairscale commit without a row: metaseq's comparisons cannot be judged."""
+    if not ctx.sources_where(cm.is_metaseq):
+        return None
+    src = next(iter(ctx.sources_where(cm.is_fairscale)), None)  # the one fairscale_version reads
+    if src is None or (src.sha or "") in FAIRSCALE_FACTS:
+        return None
+    pin = src.sha[:12] if src.sha else f"{src.ref} (no sha)"
+    return (f"the version {src.name} declares at {pin} is unknown (no row in "
+            f"envbuild/compat/{fairscale_facts.FACT_PATH.name}), so metaseq's text comparisons of "
+            f"fairscale.__version__ are not judged; read it from a mirror: {fairscale_facts.READ_RECIPE}")
 
 
 def _fairscale_string_version(ctx: Context) -> str | None:
@@ -201,6 +211,13 @@ RULES: list[Rule] = [
          "facebookresearch/metaseq@5ca6005552b7a049f071754393d5b86185e0db6a:metaseq/trainer.py",
          "install a fairscale whose version string orders like its version (the 0.4.x line: 0.4.6 at "
          "19155319), or patch the comparison to packaging.version", _fairscale_string_version),
+    Rule("fairscale-version-unknown", "warning", "the fairscale version at the pinned commit is unknown",
+         "fairscale-version-string-compare judges the version fairscale declares at its commit "
+         "(fairscale/version.py __version_tuple__, or __version__ in fairscale/__init__.py before it), read "
+         "from the tree in a git mirror and committed; a commit without a row cannot be judged",
+         "envbuild/compat/fairscale_versions.yaml",
+         f"read it from a mirror: {fairscale_facts.READ_RECIPE} (it reads the fairscale pins of the shipped "
+         "recipes and of each RECIPE named, and writes the file)", _fairscale_unknown),
     Rule("numpy2-torch1", "error", "NumPy 2 with a torch 1.x wheel",
          "torch 1.x wheels are compiled against the NumPy 1.x ABI ('A module that was compiled using "
          "NumPy 1.x cannot be run in NumPy 2.x')", "https://github.com/xai4space/meteors/issues/20",
