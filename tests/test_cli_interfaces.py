@@ -77,6 +77,18 @@ def test_each_command_is_found_in_the_module_the_table_names():
         assert name in names, (name, names)
 
 
+@pytest.mark.parametrize("argv", [["--help"], ["--help", "provision"], ["-h", "launch"], ["--debug", "--help"]])
+def test_the_groups_help_lists_every_command(argv):
+    """Whatever follows it, --help before the command shows the group's help: every command."""
+    code = "import sys, envbuild.cli as c; sys.exit(c.main(sys.argv[1:]))"
+    p = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    listed = p.stdout.split("Commands:", 1)[1]
+    from envbuild import cli as cli_pkg
+    missing = [name for name in cli_pkg.COMMANDS if f"  {name} " not in listed and f"  {name}\n" not in listed]
+    assert not missing, (argv, missing, listed)
+
+
 COMPLETED = ("provision", "check", "plan", "lock", "show", "render", "launch", "verify")
 
 

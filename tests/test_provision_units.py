@@ -65,12 +65,12 @@ def test_render_carries_steps_digests_and_actions():
     assert batch["record"] is True  # the step's last batch is a node batch: it records the step itself
     assert "export A=1" in batch["actions"][0]["content"]
     assert r.extravars == {"provision_run_dir": "/run", "provision_cache_dir": "/cache"}
-    # a step with no node batch last (here: none at all) gets a record batch of its own
+    # a step with no node batch last (here: none at all) carries no record flag: the role records it
     bare = Step(id="preflight", title="p", params=P.PreflightParams(feasible=True))
     [only] = steps_of(render({"local": plan.model_copy(update={"steps": [bare]})}, {"local": connection_vars(node)},
                              {"local": "/usr/bin:/bin"}, run_dir="/run", cache_dir="/cache")
                       .inventory["all"]["hosts"]["local"])
-    assert only["batches"] == [{"type": "record"}]
+    assert only["batches"] == []
     # every string of the inventory file is tagged !unsafe; the steps are one JSON string
     text = r.inventory_text()
     assert "provision_plan_json: !unsafe" in text and "provision_prefix: !unsafe '/p'" in text

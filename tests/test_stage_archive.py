@@ -107,3 +107,33 @@ def test_a_staged_folder_with_an_archive_is_one_unpack_task():
 def test_a_staged_folder_without_an_archive_is_copied_file_by_file():
     [batch] = [b for b in batches(_step(""), "/opt/env") if b["type"] != "node"]
     assert batch["type"] == "copy" and batch["src"] == "/home/u/.envbuild/fleet/abc/"
+
+
+def test_a_copy_finds_its_folder_made_by_the_node_batch_before_it():
+    """Copies and unpacks have no folder task: the node batch before them makes the folder (once
+    per step), or a node batch of its own does when the step starts with one."""
+    from envbuild.render.ansible import _folder_first
+
+    out: list[dict] = []
+    made: set[str] = set()
+    _folder_first(out, "/opt/env/.envbuild/assets", made)  # the step starts with a copy
+    assert out == [{"type": "node", "actions": [{"op": "mkdir", "path": "/opt/env/.envbuild/assets"}]}]
+    out.append({"type": "copy", "src": "a", "dest": "/opt/env/.envbuild/assets/a", "mode": "0644"})
+    _folder_first(out, "/opt/env/.envbuild/assets/", made)  # a second copy there: nothing more
+    assert len(out) == 2
+    out.append({"type": "node", "actions": [{"op": "run", "argv": ["true"]}]})
+    _folder_first(out, "/opt/env/other", made)  # after a node batch: its last action
+    assert out[-1]["actions"][-1] == {"op": "mkdir", "path": "/opt/env/other"} and len(out) == 3
+
+
+def test_every_batch_type_has_its_task_file():
+    """The role includes each batch type's file from a fixed table: every type the renderer
+    writes (and the role's own record batch) names a file that exists."""
+    import yaml
+
+    from envbuild.execute.ansible import COLLECTION, PLAYBOOKS
+    role = PLAYBOOKS / COLLECTION / "roles" / "provision"
+    table = yaml.safe_load((role / "vars" / "main.yml").read_text())["provision_batch_tasks"]
+    assert set(table) == {"node", "copy", "stage", "wheel", "capture", "record"}
+    for kind, name in table.items():
+        assert (role / "tasks" / name).is_file(), (kind, name)

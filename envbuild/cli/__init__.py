@@ -54,10 +54,14 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 def _register(args: list[str] | None = None) -> None:
     """Import the command modules: only the one of the command ``args`` name (its first word
-    that is not an option), else all of them. A module that cannot be imported is a bug: it
-    fails loudly."""
-    words = [a for a in (args or []) if not a.startswith("-")]
-    wanted = [COMMANDS[words[0]]] if words and words[0] in COMMANDS else COMMAND_MODULES
+    that is not an option), else all of them; all of them too when ``--help`` comes before the
+    command (click shows the group's help, which lists every command). A module that cannot be
+    imported is a bug: it fails loudly."""
+    args = args or []
+    first = next((i for i, a in enumerate(args) if not a.startswith("-")), len(args))
+    helped = any(a in ("-h", "--help") for a in args[:first])
+    wanted = [COMMANDS[args[first]]] if first < len(args) and args[first] in COMMANDS and not helped \
+        else COMMAND_MODULES
     for name in wanted:
         importlib.import_module(f"envbuild.cli.{name}")
 

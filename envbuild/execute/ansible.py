@@ -5,7 +5,7 @@ the project is ``envbuild/ansible/`` of the installed package (``PLAYBOOKS``; ``
 overrides it): ``provision.yml``, which calls the role ``envbuild.node.provision`` of the collection
 in ``ansible_collections/`` beside it (``ANSIBLE_COLLECTIONS_PATH``). Nothing lands in ``~/.ansible``:
 ANSIBLE_HOME, ANSIBLE_LOCAL_TEMP and ANSIBLE_SSH_CONTROL_PATH_DIR all point into the run folder.
-A failing node does not stop the others (no any_errors_fatal; linear strategy).
+A failing node does not stop the others (no any_errors_fatal; the free strategy: each node runs its own steps).
 
 ``execute()`` returns ansible-runner's status (successful, failed, canceled, timeout) and the
 signal that stopped the run, if any. ansible-playbook runs in its own session (ansible-runner
@@ -100,7 +100,8 @@ def ansible_env(private_dir: Path, *, insecure: bool) -> dict[str, str]:
         "PATH": bin_dir + (os.pathsep + path if path else ""),
         "ANSIBLE_HOME": str(home),
         "ANSIBLE_COLLECTIONS_PATH": str(PLAYBOOKS),  # its ansible_collections/envbuild/node, and no other
-        # the project's ansible.cfg, wherever the playbook runs from: its internal_poll_interval
+        # the project's ansible.cfg and no other (a user's ~/.ansible.cfg or /etc/ansible one does
+        # not change envbuild's runs), wherever the playbook runs from: its internal_poll_interval
         # has no ANSIBLE_* variable (Ansible's default, 1 ms, spins the controller's CPU while
         # a node installs: 11 s of CPU in a 40 s provision of one node, 3 s with 20 ms)
         "ANSIBLE_CONFIG": str(PLAYBOOKS / "ansible.cfg"),
@@ -395,10 +396,11 @@ def _scrub(folder: Path, mask: set[str] | frozenset[str] = frozenset(), limit: i
 
 def _playbooks() -> Path:
     """The Ansible project folder; a clear error when its playbook or collection is missing."""
-    if not (PLAYBOOKS / PLAYBOOK).is_file() or not (PLAYBOOKS / COLLECTION).is_dir():
+    if not (PLAYBOOKS / PLAYBOOK).is_file() or not (PLAYBOOKS / COLLECTION).is_dir() \
+            or not (PLAYBOOKS / "ansible.cfg").is_file():
         raise EnvironmentProblem(
-            f"the Ansible playbook or its collection is not at {PLAYBOOKS} "
-            f"(expected {PLAYBOOK} and {COLLECTION}/)",
+            f"the Ansible playbook, its config or its collection is not at {PLAYBOOKS} "
+            f"(expected {PLAYBOOK}, ansible.cfg and {COLLECTION}/)",
             hint="reinstall envbuild (the package ships envbuild/ansible/), or set ENVBUILD_PLAYBOOKS "
-                 "to a folder holding provision.yml and ansible_collections/envbuild/node")
+                 "to a folder holding provision.yml, ansible.cfg and ansible_collections/envbuild/node")
     return PLAYBOOKS

@@ -35,7 +35,9 @@ KINDS = ("start", "ok", "changed", "skipped", "rerun", "failed", "unreachable", 
 #: per line), "task" (msg: the Ansible task the host started), "output" (msg: what a task returned)
 TRANSIENT = frozenset({"pending", "task", "output"})
 #: the provision role's bookkeeping tasks (all named "Envbuild ..."): the state check, whose
-#: result says which steps run, and the marker written after a step (its change is not the step's)
+#: result says which steps run, and the marker written after a step whose last batch is not a
+#: node batch (its change is not the step's; a last node batch writes the marker itself and
+#: reports only its actions' change)
 STATE_TASK = "Envbuild state"
 RECORD_TASK = "Envbuild record"
 BOOKKEEPING = "Envbuild "

@@ -15,9 +15,9 @@ whose meta/argument_specs.yml documents its inputs) reads ``provision_prefix``,
 - ``{type: wheel, ...}``: a wheel built once per cache key (controller wheel cache);
 - ``{type: capture, actions, fetch}``: the smoke runs, their outputs brought back, then the
   step fails if one of them did;
-- ``{type: record}``: the step recorded done (its effect checked in full, then its marker).
-  A step whose last batch is a node batch records itself there instead (``record: true``:
-  the same module run, one Ansible task and one Python start less per step).
+- a last node batch carries ``record: true``: it records its step done in the same module
+  run (its effect checked in full, then its marker), one Ansible task and one Python start
+  less per step; the role records every other step with a task of its own.
 
 Every value is data. The steps travel as one JSON string that the playbook reads with
 ``from_json``: the string is ``!unsafe`` and so is everything parsed from it, and JSON keeps
@@ -66,23 +66,26 @@ class Rendered:
 def batches(step: Step, prefix: str) -> list[dict]:
     """The step's actions grouped into the playbook's task batches."""
     out: list[dict] = []
+    made: set[str] = set()  # folders the step's node batches make before a copy needs them
     for act in step_actions(step, prefix):
         data = act.model_dump(mode="json")
         op = data["op"]
+        if op == "mkdir":
+            made.add(data["path"].rstrip("/"))
         if op in NODE_OPS:
             if out and out[-1]["type"] == "node":
                 out[-1]["actions"].append(data)
             else:
                 out.append({"type": "node", "actions": [data]})
         elif op == "copy":
-            _folder_first(out, posixpath.dirname(data["dest"]))
+            _folder_first(out, posixpath.dirname(data["dest"]), made)
             out.append({"type": "copy", "src": asset_source(data["asset"]), "dest": data["dest"],
                         "mode": data["perm"]})
         elif op == "stage" and getattr(step.params, "archive", ""):  # one archive, unpacked on the node
-            _folder_first(out, data["dest"])
+            _folder_first(out, data["dest"], made)
             out.append({"type": "stage", "archive": step.params.archive, "dest": data["dest"]})
         elif op == "stage":  # a whole controller folder with no archive of it: one copy task
-            _folder_first(out, posixpath.dirname(data["dest"].rstrip("/")))
+            _folder_first(out, posixpath.dirname(data["dest"].rstrip("/")), made)
             out.append({"type": "copy", "src": data["src"], "dest": data["dest"], "mode": "0644"})
         elif op == "wheel":
             out.append({"type": "wheel", **{k: v for k, v in data.items() if k != "op"}})
@@ -97,10 +100,14 @@ def batches(step: Step, prefix: str) -> list[dict]:
     return out
 
 
-def _folder_first(out: list[dict], folder: str) -> None:
+def _folder_first(out: list[dict], folder: str, made: set[str]) -> None:
     """A copy or an unpack needs its folder on the node: a ``mkdir`` at the end of the node batch
     before it (one action more in a module run that happens anyway, not an Ansible task of its
-    own), else a node batch of its own."""
+    own), else a node batch of its own; nothing when an earlier action of the step made it."""
+    folder = folder.rstrip("/") or "/"
+    if folder in made:
+        return
+    made.add(folder)
     mkdir = MakeDir(path=folder).model_dump(mode="json")
     if out and out[-1]["type"] == "node":
         out[-1]["actions"].append(mkdir)
@@ -109,12 +116,10 @@ def _folder_first(out: list[dict], folder: str) -> None:
 
 
 def step_vars(step: Step, prefix: str) -> dict:
-    """One step as the playbook sees it; its last batch records it done."""
+    """One step as the playbook sees it; a last node batch records it done."""
     out = batches(step, prefix)
     if out and out[-1]["type"] == "node":
         out[-1]["record"] = True
-    else:
-        out.append({"type": "record"})
     return {"id": step.id, "kind": step.kind, "title": step.title, "digest": step.digest, "batches": out}
 
 

@@ -51,9 +51,24 @@ options:
       - After every action succeeded, record the step done as M(envbuild.node.envbuild_state)
         does with its O(envbuild.node.envbuild_state#module:record) option (its effect checked
         in full, then its marker written), in this module run instead of a task of its own.
-      - A dictionary with C(prefix), C(id), C(digest) and C(effect) (null for none). Nothing is
-        recorded in check mode. The marker is bookkeeping, not a change of the node.
+      - Nothing is recorded in check mode. The marker is bookkeeping, not a change of the node.
     type: dict
+    suboptions:
+      prefix:
+        description: The environment's prefix on the node (the marker lives in its C(.envbuild/state)).
+        type: str
+        required: true
+      id:
+        description: The step id.
+        type: str
+        required: true
+      digest:
+        description: The step's digest, written into its marker.
+        type: str
+        required: true
+      effect:
+        description: The step's effect (data from envbuild), checked in full first; null for none.
+        type: raw
 attributes:
   check_mode:
     support: full
@@ -83,12 +98,12 @@ EXAMPLES = r"""
 
 RETURN = r"""
 recorded:
-  description: The step recorded done (with O(record)).
-  returned: success with O(record)
+  description: The step recorded done.
+  returned: success with O(record), outside check mode
   type: str
 effect:
   description: What the full effect check of the recorded step found.
-  returned: success with O(record)
+  returned: success with O(record), outside check mode
   type: str
 stdout:
   description: The commands that ran, each followed by the tail of its output.
@@ -127,7 +142,12 @@ def main():
         actions=dict(type="list", elements="dict", required=True),
         node_path=dict(type="str", default=None),
         repair=dict(type="bool", default=False),
-        record=dict(type="dict", default=None),
+        record=dict(type="dict", default=None, options=dict(
+            prefix=dict(type="str", required=True),
+            id=dict(type="str", required=True),
+            digest=dict(type="str", required=True),
+            effect=dict(type="raw", default=None),
+        )),
     ), supports_check_mode=True)
     acts = module.params["actions"]
     if module.check_mode:
@@ -147,6 +167,9 @@ def main():
                                                    textpatch)
         except onnode.ActionFailed as exc:
             module.fail_json(msg=exc.msg, stdout="\n".join(res["log"]))
+        except Exception as exc:  # the state folder unwritable, a malformed effect: said, with the log
+            module.fail_json(msg="recording step %s failed: %s: %s" % (rec["id"], type(exc).__name__, exc),
+                             stdout="\n".join(res["log"]))
         out["recorded"] = rec["id"]
     module.exit_json(changed=res["changed"], stdout="\n".join(res["log"]), **out)
 
