@@ -113,3 +113,35 @@ def test_missing_interpreter_is_named(tmp_path):
     assert rc != 0 and host.failed_step == "environment"
     assert "python3.4" in host.message and "not found on the node" in host.message
     assert not Path(prefix, "bin/python").exists()
+
+
+def test_a_step_whose_effect_does_not_hold_is_not_recorded(tmp_path):
+    """The marker of a step whose last batch is a node batch is written inside that module run,
+    after the effect is checked in full: an effect that does not hold after the actions ran
+    fails that step (by name, with the reason), writes no marker, and runs nothing after it."""
+    prefix = str(tmp_path / "env")
+    steps = [env_step(prefix),
+             Step(id="env-file", title="env", params=P.EnvFileParams(path=f"{prefix}/.envbuild/env.sh", vars={"A": "1"})),
+             Step(id="import-check", title="imp", params=P.ImportCheckParams(modules=["json"]))]
+    plan = Plan(recipe="t", target="local", host="local", prefix=prefix, backend="venv", steps=steps)
+    rd = tmp_path / "run"
+    node = local_node()
+    r = render({"local": plan}, {"local": {**connection_vars(node), "ansible_remote_tmp": str(rd / "remote")}},
+               {"local": node.node_path}, run_dir=str(rd), cache_dir=str(tmp_path / "cache"))
+    hv = r.inventory["all"]["hosts"]["local"]
+    planned = json.loads(hv["provision_plan_json"])
+    [env_file] = [s for s in planned if s["id"] == "env-file"]
+    assert env_file["batches"][-1]["record"] is True  # recorded inside its node batch
+    env_file["effect"] = {**env_file["effect"], "sha256": "0" * 64}  # what the actions cannot give
+    hv["provision_plan_json"] = json.dumps(planned)
+    job = ex.prepare(rd / "ansible", r, forks=1, insecure=False)
+    tracker = StepTracker()
+    sink = EventSink(rd / "events.jsonl")
+    rc = ex.run(job, sink, tracker)
+    sink.close()
+    host = tracker.hosts["local"]
+    assert rc != 0 and host.failed_step == "env-file", (host.failed_step, host.message)
+    assert "ran but its effect does not hold" in host.message
+    state = Path(prefix, ".envbuild/state")
+    assert (state / "environment.done").exists() and not (state / "env-file.done").exists()
+    assert not (state / "import-check.done").exists()
