@@ -75,7 +75,7 @@ def _remove_tree(path) -> None:
     # renamed at once, then deleted by an rm of its own while the next tests run: a cluster's
     # folder (GBs, 100k+ files, its inodes long out of the cache on this disk) took a module's
     # teardown up to 76 s; pytest_sessionfinish waits for every one of them
-    trash = path.with_name(f".{path.name}.deleting")
+    trash = path.with_name(f".{path.name}.deleting-{len(_DELETING)}")
     try:
         path.rename(trash)
         _DELETING.append(subprocess.Popen(["nice", "-n", "10", "rm", "-rf", "--one-file-system", str(trash)],
@@ -85,6 +85,13 @@ def _remove_tree(path) -> None:
 
 
 _DELETING: list = []  # the rm processes of _remove_tree, waited for when the session ends
+
+
+@pytest.fixture(scope="session")
+def remove_tree():
+    """``remove_tree(path)``: the folder is gone at once (renamed) and deleted in the background,
+    as module_tmp's folders are (``_remove_tree``); for teardowns that free GBs mid-module."""
+    return lambda path: _remove_tree(Path(path))
 
 
 def _wait_for_deletions() -> None:

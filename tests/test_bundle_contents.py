@@ -117,7 +117,7 @@ def _recipe(sha: str, url: str, vocab_sha: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def made(module_tmp):
+def made(module_tmp, remove_tree):
     """The mirror, the recipe, its lock and its bundle (the data server stopped afterwards)."""
     if not any(WHEELS.glob("torch-2.13.0*cp311*.whl")):
         pytest.skip(f"no torch 2.13.0 cp311 wheel in {WHEELS}")
@@ -149,7 +149,7 @@ def made(module_tmp):
         server.stop()
     yield {"base": base, "mirror": mirror, "recipe": recipe, "lock": lock, "bundle": out,
            "summary": json.loads(p.stdout), "bad": bad, "home": home}
-    shutil.rmtree(base, ignore_errors=True)  # ~0.4 GB (torch twice): not kept for later runs
+    remove_tree(base)  # ~0.4 GB (torch twice): not kept for later runs
 
 
 def _manifest(path: Path) -> Manifest:
@@ -235,7 +235,7 @@ def test_union_of_node_plans_and_what_a_plan_lacks(made, tmp_path) -> None:
 
 
 @pytest.fixture(scope="module")
-def node(made, module_tmp):
+def node(made, module_tmp, remove_tree):
     why = chroot.why_unavailable()
     if why:
         pytest.skip(why)
@@ -248,7 +248,7 @@ def node(made, module_tmp):
         yield {"cluster": cluster, "node": nodes[0]}
     finally:
         cluster.stop()
-        shutil.rmtree(base, ignore_errors=True)  # the node's overlay (~1 GB)
+        remove_tree(base)  # the node's overlay (~1 GB)
 
 
 def _provision(made, node, bundle: Path, prefix: str = PREFIX) -> subprocess.CompletedProcess:

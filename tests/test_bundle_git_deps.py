@@ -16,7 +16,6 @@ import hashlib
 import io
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -71,7 +70,7 @@ def _project(name: str, version: str, deps: list[str], code: str) -> dict[str, s
 
 
 @pytest.fixture(scope="module")
-def made(module_tmp):
+def made(module_tmp, remove_tree):
     """The mirror, the recipe, its lock and its bundle."""
     base = module_tmp("gitdeps")
     # helper: one commit before the recipe's date (the pin), one after it (not taken)
@@ -98,7 +97,7 @@ def made(module_tmp):
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
     yield {"base": base, "recipe": recipe, "lock": lock, "bundle": out, "home": home,
            "helper": helper, "tool": tool[0]}
-    shutil.rmtree(base, ignore_errors=True)
+    remove_tree(base)
 
 
 def _manifest(path: Path) -> Manifest:
@@ -173,7 +172,7 @@ def test_a_bundle_without_the_git_dependency_is_refused_naming_it(made, tmp_path
 
 
 @pytest.fixture(scope="module")
-def node(made, module_tmp):
+def node(made, module_tmp, remove_tree):
     why = chroot.why_unavailable()
     if why:
         pytest.skip(why)
@@ -186,7 +185,7 @@ def node(made, module_tmp):
         yield {"cluster": cluster, "node": nodes[0]}
     finally:
         cluster.stop()
-        shutil.rmtree(base, ignore_errors=True)
+        remove_tree(base)
 
 
 def _provision(made, node, bundle: Path, prefix: str = PREFIX) -> subprocess.CompletedProcess:

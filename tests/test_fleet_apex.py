@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +19,7 @@ from test_provision_apex import IMPORT_APEX, WHEELS, env_python, mirror, recipe_
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
-def test_extension_built_on_one_node_per_kind(mirror, tmp_path):  # noqa: F811
+def test_extension_built_on_one_node_per_kind(mirror, tmp_path, remove_tree):  # noqa: F811
     recipe = tmp_path / "apex-standin.yaml"
     recipe.write_text(recipe_yaml(mirror["sha"], options=["--cpp_ext"]))
     home, envs = tmp_path / "home", tmp_path / "envs"
@@ -51,5 +50,5 @@ def test_extension_built_on_one_node_per_kind(mirror, tmp_path):  # noqa: F811
     kinds = {line.split("|")[1].strip(): line.split("|")[5].strip()
              for line in report.split("## Fleet", 1)[1].split("\n## ", 1)[0].splitlines() if line.startswith("| node")}
     assert kinds["node1"] == kinds["node2"] != "-"
-    shutil.rmtree(envs, ignore_errors=True)
+    remove_tree(envs)
     uvcache.prune_new(before)  # the nodes share this machine's uv cache

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -37,7 +36,7 @@ WHEELS = Path("/opt/wheels")
 
 
 @pytest.fixture(scope="module")
-def bed(module_tmp):
+def bed(module_tmp, remove_tree):
     if not any(WHEELS.glob("torch-2.13.0*cp311*.whl")):
         pytest.skip("no torch 2.13.0 cp311 wheel in /opt/wheels")
     base = module_tmp("fleet")
@@ -45,7 +44,7 @@ def bed(module_tmp):
     with sshd.ssh_nodes(4, first_address=40) as nodes:
         yield {"nodes": nodes, "base": base, "home": base / "home", "cache": base / "cache",
                "envs": base / "envs"}
-    shutil.rmtree(base / "envs", ignore_errors=True)  # each node's environment, then the uv
+    remove_tree(base / "envs")  # each node's environment, then the uv
     uvcache.prune_new(before)  # archives only they linked to (the nodes share this machine's cache)
 
 
