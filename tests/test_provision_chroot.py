@@ -168,3 +168,13 @@ def test_unreachable_host_is_reported(bed):
     res = out["results"]["127.0.0.1"]
     assert res["status"] == "unreachable" and "127.0.0.1" in res["log_tail"]
     assert not (run / "nodes" / "127.0.0.1" / "plan.json").exists()
+
+
+def test_each_node_of_a_cluster_runs_on_a_cpu_of_its_own(bed):
+    """Test nodes are pinned as real nodes are separate: torch in each node sizes its threads
+    to its own CPU, so two nodes' smokes at once are not oversubscribed threads."""
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("this machine has one CPU; the nodes share it")
+    seen = [n.ssh("grep Cpus_allowed_list /proc/self/status; nproc").stdout.split() for n in bed["nodes"]]
+    assert [s[-1] for s in seen] == ["1", "1"]
+    assert seen[0][1] != seen[1][1], seen

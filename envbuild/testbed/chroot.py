@@ -133,6 +133,7 @@ class ChrootNode:
     proc: subprocess.Popen | None = None
     binds: list = field(default_factory=list)
     launcher: list = field(default_factory=list)  # argv before unshare, e.g. nsenter --net=... (offline nodes)
+    cpus: list[int] | None = None  # the CPUs the node's processes may use (None: all of this machine's)
 
     @property
     def upper(self) -> Path:
@@ -165,7 +166,8 @@ class ChrootNode:
                               upper=self.dir / "upper", work=self.dir / "work", cfg=cfg,
                               name=self.name, binds="\n".join(binds))
         log = open(self.dir / "sshd.log", "w")
-        self.proc = subprocess.Popen([*self.launcher, "unshare", "--mount", "--uts", "--pid", "--fork", "--kill-child",
+        pin = ["taskset", "-c", ",".join(map(str, self.cpus))] if self.cpus else []
+        self.proc = subprocess.Popen([*self.launcher, *pin, "unshare", "--mount", "--uts", "--pid", "--fork", "--kill-child",
                                       "sh", "-c", script], stdout=log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
         deadline = time.time() + 15
@@ -186,6 +188,21 @@ class ChrootNode:
             os.kill(self.proc.pid, signal.SIGKILL)
             self.proc.wait(timeout=10)
         self.proc = None
+
+
+def node_cpus(i: int, n: int) -> list[int] | None:
+    """The CPUs node ``i`` of ``n`` may use: one of this machine's each, round robin, when the
+    cluster has several nodes (None, all of them, for a cluster of one).
+
+    Real nodes do not share CPUs. Test nodes on one small machine do, and a torch in each starts
+    as many threads as the machine has cores: two nodes' smokes at once on 2 cores are
+    oversubscribed threads, which the smoke's MFU floor exists to catch (0.08 in a CI run;
+    pinned, 0.40-0.56 with a busy loop beside them). torch sizes its thread pool from the
+    affinity mask, so a pinned node runs as a one-core node would."""
+    if n < 2:
+        return None
+    mine = sorted(os.sched_getaffinity(0))
+    return [mine[i % len(mine)]]
 
 
 def free_port(addr: str) -> int:
@@ -215,7 +232,7 @@ class ChrootCluster:
             addr = f"127.0.{base // 250}.{base % 250 + i + 2}"
             self.nodes.append(ChrootNode(name=f"{prefix}{i + 1}", addr=addr, port=free_port(addr),
                                          key=self.key, dir=self.folder / f"{prefix}{i + 1}",
-                                         binds=list(binds or [])))
+                                         binds=list(binds or []), cpus=node_cpus(i, n)))
 
     @property
     def known_hosts(self) -> Path:

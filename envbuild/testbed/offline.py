@@ -20,7 +20,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from envbuild.testbed.chroot import ChrootNode, client_key, rootfs, write_known_hosts
+from envbuild.testbed.chroot import ChrootNode, client_key, node_cpus, rootfs, write_known_hosts
 
 
 def _ip(*args: str) -> None:
@@ -50,7 +50,8 @@ class OfflineCluster:
             addr = f"10.241.{base + i}.2"
             self.nodes.append(ChrootNode(name=f"{tag}{i + 1}", addr=addr, port=22, key=self.key,
                                          dir=self.folder / f"{tag}{i + 1}",
-                                         launcher=["nsenter", f"--net=/run/netns/{ns}"]))
+                                         launcher=["nsenter", f"--net=/run/netns/{ns}"],
+                                         cpus=node_cpus(i, n)))
             self.namespaces.append(ns)
 
     def _net(self, i: int) -> None:
