@@ -41,10 +41,10 @@ def node_facts(target: Target, facts_file: str | None = None) -> list[NodeFacts]
 
 def lock_source(recipe: Recipe, target: Target, lock_file: str | None = None,
                 lockdir: Path | None = None) -> Path:
-    """The lockfile a command reads: --lock, else ``envbuild.lock.make.locate_lock`` (the
+    """The lockfile a command reads: --lock, else ``envbuild.lock.location.locate_lock`` (the
     lockdir -- ``lockdir``, $ENVBUILD_LOCKDIR -- then the locks shipped with envbuild). It may
     not exist; never a path relative to the working directory unless given so."""
-    from envbuild.lock.make import locate_lock
+    from envbuild.lock.location import locate_lock
 
     return Path(lock_file) if lock_file else locate_lock(recipe.name, target.name, lockdir)
 
@@ -55,7 +55,7 @@ def find_lock(recipe: Recipe, target: Target, lock_file: str | None = None,
 
     A lock that does not satisfy the recipe is refused (CheckFailed with the regenerate command).
     """
-    from envbuild.lock.make import check_lock_file
+    from envbuild.lock.check import check_lock_file
 
     path = lock_source(recipe, target, lock_file, lockdir)
     if lock_file and not path.is_file():

@@ -21,7 +21,8 @@ from envbuild.compat.check import preflight
 from envbuild.facts.assemble import assemble
 from envbuild.facts.profile import refine
 from envbuild.facts.script import split_sections
-from envbuild.lock.make import SHIPPED_LOCKDIR, check_lock_file
+from envbuild.lock.check import check_lock_file
+from envbuild.lock.location import SHIPPED_LOCKDIR
 from envbuild.recipes import load_recipe
 from envbuild.targets import load_target
 

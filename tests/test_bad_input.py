@@ -281,7 +281,7 @@ def test_separate_process_prints_no_traceback(name, tmp_path):
 
 
 def test_lock_path_refuses_names_that_leave_the_lock_folder(tmp_path):
-    from envbuild.lock.make import lock_path
+    from envbuild.lock.location import lock_path
 
     assert lock_path("cpu-reference", "local", tmp_path) == tmp_path / "cpu-reference" / "local.lock"
     for recipe_name, target_name in (("../x", "local"), ("cpu-reference", "../../t"), ("a/b", "t"),

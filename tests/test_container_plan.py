@@ -160,7 +160,7 @@ def test_a_changed_lock_changes_the_image_step_and_its_label(tmp_path) -> None:
     one = resolve(rec, tgt, facts, find_lock(rec, tgt), opts).plan
     again = resolve(rec, tgt, facts, find_lock(rec, tgt), opts).plan
     assert one == again  # pure and stable
-    from envbuild.lock.make import check_lock_file
+    from envbuild.lock.check import check_lock_file
     from envbuild.testbed.relock import with_version
 
     rec_path, lock_path = with_version(tmp_path, "cpu-reference", "local", "tqdm", "4.67.1", "ab" * 32)

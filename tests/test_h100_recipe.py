@@ -20,7 +20,7 @@ from envbuild.compat.check import preflight
 from envbuild.facts.assemble import assemble
 from envbuild.facts.profile import refine
 from envbuild.facts.script import split_sections
-from envbuild.lock.make import SHIPPED_LOCKDIR
+from envbuild.lock.location import SHIPPED_LOCKDIR
 from envbuild.recipes import load_recipe
 from envbuild.targets import load_target
 
@@ -38,7 +38,7 @@ def test_feasible_on_the_real_h100_and_the_lock_is_current():
     target, facts = node()
     verdict = preflight(load_recipe(RECIPE), target, facts)
     assert verdict.feasible, [v.message for v in verdict.violations]
-    from envbuild.lock.make import check_lock_file
+    from envbuild.lock.check import check_lock_file
 
     lock = check_lock_file(SHIPPED_LOCKDIR / RECIPE / "h100-venv.lock", load_recipe(RECIPE), target)
     assert {g.name: g.sha[:8] for g in lock.git} == {"megatron-deepspeed": "e4bac701", "apex": "6424da3b"}
@@ -74,7 +74,7 @@ def test_the_rows_stay_quiet_where_the_pins_were_published():
 
 def test_plan_builds_apex_and_fused_adam_for_sm90_offline():
     from envbuild.actions.steps import BASE_SITE_PTH, actions
-    from envbuild.lock.make import check_lock_file
+    from envbuild.lock.check import check_lock_file
     from envbuild.plan.build import PlanOptions
     from envbuild.plan.params import BundleParams
     from envbuild.plan.resolve import resolve

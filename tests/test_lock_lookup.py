@@ -14,8 +14,8 @@ import pytest
 from envbuild.cli import main
 from envbuild.errors import CheckFailed
 from envbuild.inputs import find_lock
-from envbuild.lock import make as lockmake
-from envbuild.lock.make import LOCKDIR_ENV, SHIPPED_LOCKDIR, locate_lock
+from envbuild.lock import location as lockmake
+from envbuild.lock.location import LOCKDIR_ENV, SHIPPED_LOCKDIR, locate_lock
 from envbuild.provision import ProvisionOptions, take_lock
 from envbuild.recipes import DATA, default_recipe, is_shipped, load_recipe
 from envbuild.targets import load_target
@@ -79,7 +79,7 @@ def test_a_changed_copy_of_a_shipped_recipe_is_not_shipped(tmp_path):
 def test_an_installed_envbuild_writes_its_locks_under_envbuild_home(tmp_path, monkeypatch) -> None:
     """From site-packages, ``envbuild lock`` writes to $ENVBUILD_HOME/locks (a pip upgrade would
     drop a lock written into the package); from a source checkout, into envbuild/lockfiles."""
-    from envbuild.lock import make
+    from envbuild.lock import location as make
 
     monkeypatch.delenv("ENVBUILD_LOCKDIR", raising=False)
     monkeypatch.setenv("ENVBUILD_HOME", str(tmp_path / "home"))

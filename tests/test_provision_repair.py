@@ -266,6 +266,17 @@ def test_noop_starts_no_ansible_and_from_step_and_force(env, capsys):
     assert not (out.run_dir / "ansible" / "artifacts").exists()
     assert all(e["kind"] == "skipped" for e in events) and took < 10, took
 
+    # The same no-op as a command: it reads the lock and never loads what makes one (the
+    # resolvers, the package-index client): each import is start-up time of every provision.
+    p = subprocess.run([sys.executable, "-X", "importtime", "-m", "envbuild", "provision", "--target", "local",
+                        "--prefix", str(env["prefix"]), "--wheelhouse", WHEELS, "--no-smoke", "--json"],
+                       capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "ENVBUILD_HOME": str(env["root"] / "home")})
+    assert p.returncode == 5, p.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in p.stderr.splitlines() if line.startswith("import time:")}
+    assert "envbuild.provision.run" in imported and "envbuild.lock.check" in imported
+    assert not imported & {"envbuild.lock.make", "envbuild.lock.uvresolve", "requests"}, sorted(imported)
+
     out, res, _ = again(env, from_step="env-file")
     assert out.exit_code == 5 and res["changed"] == from_(out, "env-file"), res
     assert res["skipped"] == earlier(out, "env-file")

@@ -15,7 +15,7 @@ import pytest
 from dockerfile_parse import DockerfileParser
 
 from envbuild.inputs import find_lock
-from envbuild.lock.make import SHIPPED_LOCKDIR
+from envbuild.lock.location import SHIPPED_LOCKDIR
 from envbuild.recipes import load_recipe
 from envbuild.render import dockerfile
 from envbuild.render.bases import CUDA_ROWS, choose

@@ -25,7 +25,7 @@ import yaml
 
 from envbuild.facts.model import Interpreter
 from envbuild.inputs import find_lock
-from envbuild.lock.make import SHIPPED_LOCKDIR, lock_path
+from envbuild.lock.location import SHIPPED_LOCKDIR, lock_path
 from envbuild.plan.build import SEARCH_PATH
 from envbuild.recipes import all_recipes, load_recipe
 from envbuild.render import apptainer

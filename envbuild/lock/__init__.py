@@ -11,16 +11,29 @@ Example::
     lock = make_lock(load_recipe("cpu-reference"), load_target("local"))
 """
 
-from envbuild.catalog import digest
-from envbuild.lock.check import lock_problems
-from envbuild.lock.make import (SHIPPED_LOCKDIR, cache_dir, check_lock_file, default_lockdir, ensure_target,
-                                git_mirror_dir, locate_lock, lock_path, make_lock, write_lock)
-from envbuild.lock.schema import LOCK_SCHEMA, Dist, Lock, LockedGit, LockedPackage
-from envbuild.lock.serialize import dump_lock, lock_digest, parse_lock, read_lock, regenerate_command
+# The names below are loaded from their modules on first use (PEP 562), so importing one
+# submodule (``envbuild.lock.schema`` for the lock model) does not import the resolvers, the
+# index client and the git pinning that making a lock needs: a no-op provision reads a lock and
+# never makes one.
+_FROM = {
+    "digest": "envbuild.catalog",
+    **dict.fromkeys(("check_lock_file", "lock_problems"), "envbuild.lock.check"),
+    **dict.fromkeys(("SHIPPED_LOCKDIR", "cache_dir", "default_lockdir", "git_mirror_dir", "locate_lock", "lock_path"),
+                    "envbuild.lock.location"),
+    **dict.fromkeys(("ensure_target", "make_lock", "write_lock"), "envbuild.lock.make"),
+    **dict.fromkeys(("LOCK_SCHEMA", "Dist", "Lock", "LockedGit", "LockedPackage"), "envbuild.lock.schema"),
+    **dict.fromkeys(("dump_lock", "lock_digest", "parse_lock", "read_lock", "regenerate_command"),
+                    "envbuild.lock.serialize"),
+}
 
-__all__ = [
-    "LOCK_SCHEMA", "SHIPPED_LOCKDIR", "Dist", "Lock", "LockedGit", "LockedPackage", "cache_dir",
-    "check_lock_file", "default_lockdir", "digest", "dump_lock", "ensure_target", "git_mirror_dir",
-    "locate_lock", "lock_digest", "lock_path", "lock_problems",
-    "make_lock", "parse_lock", "read_lock", "regenerate_command", "write_lock",
-]
+__all__ = sorted(_FROM)
+
+
+def __getattr__(name: str):
+    if name not in _FROM:
+        raise AttributeError(f"module 'envbuild.lock' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(_FROM[name]), name)
+    globals()[name] = value
+    return value

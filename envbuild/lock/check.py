@@ -7,13 +7,20 @@ locked top-level entry the recipe dropped, python or resolve date changed.
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Callable
+
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envbuild.catalog import digest
+from envbuild.errors import CheckFailed
 from envbuild.lock.schema import Lock, LockedPackage, normalize
+from envbuild.lock.serialize import read_lock, regenerate_command
 from envbuild.recipes.schema import Package, Recipe
 from envbuild.targets.schema import Target
+
+Progress = Callable[[str], None]
 
 
 def _version_problem(pkg: Package, lp: LockedPackage) -> str | None:
@@ -121,3 +128,30 @@ def _tooling_problems(lock: Lock, recipe: Recipe) -> list[str]:
     out += [f"tooling {t.name} is locked but no longer needed" for t in lock.tooling
             if normalize(t.name) not in wanted]
     return out
+
+
+def check_lock_file(path: Path, recipe: Recipe, target: Target, *, git_mirror: Path | None = None,
+                    progress: Progress | None = None) -> Lock:
+    """Read the lock at ``path``; CheckFailed listing every problem when it is stale.
+
+    With ``git_mirror`` every git pin is re-verified there too (``envbuild.lock.gitcheck``):
+    a commit gone from its repository, a required ancestor that no longer holds, or a ref that
+    no longer contains the pin is a problem; a branch that moved on past the pin, or a
+    repository the mirror lacks, is a notice given to ``progress``.
+    """
+    if not path.is_file():
+        raise CheckFailed(f"no lockfile at {path}",
+                          hint=f"create it: {regenerate_command(recipe.name, target.name)}")
+    lock = read_lock(path)
+    problems = lock_problems(lock, recipe, target)
+    if git_mirror is not None:
+        from envbuild.lock.gitcheck import recheck_git
+
+        git_problems, notices = recheck_git(lock, recipe, git_mirror)
+        problems += git_problems
+        for note in notices:
+            (progress or (lambda _m: None))(note)
+    if problems:
+        raise CheckFailed(f"{path} is out of date:\n  - " + "\n  - ".join(problems),
+                          hint=f"regenerate it: {regenerate_command(recipe.name, target.name)}")
+    return lock

@@ -1,4 +1,5 @@
-"""Make, write and check a lock for one recipe on one target.
+"""Make and write a lock for one recipe on one target (where locks live:
+``envbuild.lock.location``; checking one: ``envbuild.lock.check``).
 
 ``make_lock`` is the whole resolution: packages through uv for the target's Python and
 platform, git components through a mirror (or an ``ls-remote`` that fails fast). The result
@@ -8,99 +9,30 @@ mirror, so two runs give the same bytes.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Callable
 
 from envbuild import __version__
 from envbuild.catalog import digest
-from envbuild.errors import CheckFailed, InputError
+from envbuild.errors import InputError
 from envbuild.fsio import write_atomic
-from envbuild.lock.check import lock_problems
 from envbuild.lock.gitpins import lock_git
+from envbuild.lock.location import cache_dir
 from envbuild.lock.packages import Sorted, locked, sort_packages
 from envbuild.lock.schema import Lock, LockedPackage, Named, PlatformInfo, normalize
-from envbuild.lock.serialize import dump_lock, read_lock, regenerate_command
+from envbuild.lock.serialize import dump_lock, regenerate_command
 from envbuild.lock.srclock import source_dependencies
 from envbuild.lock.tooling import tooling
 from envbuild.lock.uvresolve import UvRequest, platform_tags, python_platform, resolve
-from envbuild.names import NAME_RULE, is_name
 from envbuild.recipes.schema import Recipe
 from envbuild.targets.schema import Target
 
 Progress = Callable[[str], None]
-SHIPPED_LOCKDIR = Path(__file__).resolve().parents[1] / "lockfiles"  # envbuild/lockfiles, in the wheel
-LOCKDIR_ENV = "ENVBUILD_LOCKDIR"
-
-
-def installed_package(folder: Path = SHIPPED_LOCKDIR) -> bool:
-    """Whether ``folder`` lies in an installed package (site-packages), not a source checkout."""
-    return any(part in ("site-packages", "dist-packages") for part in folder.parts)
-
-
-def default_lockdir(option: str | Path | None = None) -> Path:
-    """The folder ``envbuild lock`` writes to and provision looks in first: ``--lockdir``, else
-    ``$ENVBUILD_LOCKDIR``, else, from a source checkout, the locks shipped inside the package
-    (``envbuild/lockfiles``, reviewed and committed), and from an installed envbuild
-    ``$ENVBUILD_HOME/locks`` (never into site-packages, where a pip upgrade would drop it).
-
-    Never the working directory: the same command finds the same lock from any folder.
-    """
-    value = option or os.environ.get(LOCKDIR_ENV)
-    if value:
-        return Path(value)
-    if installed_package(SHIPPED_LOCKDIR):
-        from envbuild.rundir import envbuild_home
-
-        return envbuild_home() / "locks"
-    return SHIPPED_LOCKDIR
-
-
-def locate_lock(recipe: str, target: str, option: str | Path | None = None) -> Path:
-    """Where the lock of ``recipe`` x ``target`` is: in ``default_lockdir(option)`` if there,
-    else among the shipped locks if there (a shipped recipe keeps its shipped lock when another
-    folder is chosen for one's own locks), else the (missing) path in ``default_lockdir(option)``."""
-    chosen = lock_path(recipe, target, default_lockdir(option))
-    shipped = lock_path(recipe, target, SHIPPED_LOCKDIR)
-    return chosen if chosen.is_file() or not shipped.is_file() else shipped
-
-
-def cache_dir() -> Path:
-    """Where uv's HTTP cache lives: $ENVBUILD_CACHE_DIR/uv, else ~/.cache/envbuild/uv."""
-    root = os.environ.get("ENVBUILD_CACHE_DIR") or Path.home() / ".cache" / "envbuild"
-    return Path(root) / "uv"
-
-
-def git_mirror_dir(option: str | Path | None) -> Path | None:
-    """The git mirror from ``--git-mirror`` or ``ENVBUILD_GIT_MIRROR``; must exist if given."""
-    value = option or os.environ.get("ENVBUILD_GIT_MIRROR")
-    if not value:
-        return None
-    path = Path(value)
-    if not path.is_dir():
-        raise InputError(f"git mirror {path} is not a directory",
-                         hint="pass the folder that holds OWNER/NAME(.git) repositories")
-    return path
-
-
 def ensure_target(recipe: Recipe, target: Target) -> None:
     """InputError unless the recipe lists ``target`` among its targets."""
     if target.name not in recipe.targets:
         raise InputError(f"recipe {recipe.name} is not made for target {target.name!r}",
                          hint=f"its targets are: {', '.join(recipe.targets) or '(none)'}")
-
-
-def lock_path(recipe: str, target: str, lockdir: str | Path | None = None) -> Path:
-    """``LOCKDIR/<recipe>/<target>.lock``; LOCKDIR is ``lockdir`` or else ``default_lockdir()``.
-
-    Both names must be names (``envbuild.names.NAME_RE``): ``../x`` never leaves LOCKDIR.
-    """
-    for what, name in (("recipe", recipe), ("target", target)):
-        if not is_name(name):
-            raise InputError(f"{name!r} is not a valid {what} name ({NAME_RULE}); "
-                             "it would not stay inside the lockfile folder",
-                             hint=f"give the {what} a name such as 'my-{what}' in its YAML file")
-    return Path(lockdir or default_lockdir()) / recipe / f"{target}.lock"
 
 
 def make_lock(recipe: Recipe, target: Target, *, git_mirror: Path | None = None,
@@ -168,30 +100,3 @@ def write_lock(recipe: Recipe, target: Target, path: Path, *, git_mirror: Path |
     if old != text:
         write_atomic(path, text)
     return lock, old != text
-
-
-def check_lock_file(path: Path, recipe: Recipe, target: Target, *, git_mirror: Path | None = None,
-                    progress: Progress | None = None) -> Lock:
-    """Read the lock at ``path``; CheckFailed listing every problem when it is stale.
-
-    With ``git_mirror`` every git pin is re-verified there too (``envbuild.lock.gitcheck``):
-    a commit gone from its repository, a required ancestor that no longer holds, or a ref that
-    no longer contains the pin is a problem; a branch that moved on past the pin, or a
-    repository the mirror lacks, is a notice given to ``progress``.
-    """
-    if not path.is_file():
-        raise CheckFailed(f"no lockfile at {path}",
-                          hint=f"create it: {regenerate_command(recipe.name, target.name)}")
-    lock = read_lock(path)
-    problems = lock_problems(lock, recipe, target)
-    if git_mirror is not None:
-        from envbuild.lock.gitcheck import recheck_git
-
-        git_problems, notices = recheck_git(lock, recipe, git_mirror)
-        problems += git_problems
-        for note in notices:
-            (progress or (lambda _m: None))(note)
-    if problems:
-        raise CheckFailed(f"{path} is out of date:\n  - " + "\n  - ".join(problems),
-                          hint=f"regenerate it: {regenerate_command(recipe.name, target.name)}")
-    return lock

@@ -43,7 +43,7 @@ KNOWN_SCHEMAS = (LOCK_SCHEMA,)
 
 
 class _M(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
 
 class Named(_M):
@@ -183,7 +183,7 @@ class Lock(_M):
     git: list[LockedGit] = Field(default_factory=list)
     declared: list[DeclaredDeps] | None = None  # source installs' own dependencies, as read
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, populate_by_name=True)
 
     def package(self, name: str) -> LockedPackage | None:
         """The locked package called ``name`` (PEP 503 normalized comparison)."""

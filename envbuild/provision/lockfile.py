@@ -33,7 +33,7 @@ def take_lock(opts: ProvisionOptions, recipe, target, say: Callable[[str], None]
     """
     from envbuild.errors import CheckFailed
     from envbuild.inputs import lock_source
-    from envbuild.lock.make import LOCKDIR_ENV, SHIPPED_LOCKDIR, make_lock
+    from envbuild.lock.location import LOCKDIR_ENV, SHIPPED_LOCKDIR
     from envbuild.lock.serialize import dump_lock, regenerate_command
     from envbuild.recipes import is_shipped
 
@@ -51,6 +51,8 @@ def take_lock(opts: ProvisionOptions, recipe, target, say: Callable[[str], None]
         raise CheckFailed(f"no lockfile at {path} and --locked was given",
                           hint=f"create it first: {regenerate_command(recipe.name, target.name)}")
     say(f"no lockfile at {path}: locking {recipe.name} for {target.name} now")
+    from envbuild.lock.make import make_lock  # the resolvers: only when locking now
+
     lock = make_lock(recipe, target, git_mirror=Path(opts.git_mirror) if opts.git_mirror else None,
                      wheelhouse=Path(opts.wheelhouse) if opts.wheelhouse else None, progress=say)
     return lock, None, dump_lock(lock, regenerate_command(recipe.name, target.name))

@@ -35,7 +35,8 @@ def with_version(folder: Path, recipe: str, target: str, package: str, version: 
                  sha256: str, url: str | None = None) -> tuple[Path, Path]:
     """(recipe copy, lock copy) under ``folder`` with ``package`` at ``version`` (see above)."""
     from envbuild.catalog import digest
-    from envbuild.lock.make import SHIPPED_LOCKDIR, check_lock_file, lock_path
+    from envbuild.lock.check import check_lock_file
+    from envbuild.lock.location import SHIPPED_LOCKDIR, lock_path
     from envbuild.lock.schema import normalize
     from envbuild.lock.serialize import dump_lock, regenerate_command
     from envbuild.recipes import load_recipe

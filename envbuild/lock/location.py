@@ -1,0 +1,77 @@
+"""Where locks live: the shipped ones, the folder ``envbuild lock`` writes to, one lock's
+path, and the caches and git mirror that locking reads. Light to import: a command that only
+reads a lock (a no-op provision) never loads the resolvers of ``envbuild.lock.make``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from envbuild.errors import InputError
+from envbuild.names import NAME_RULE, is_name
+
+SHIPPED_LOCKDIR = Path(__file__).resolve().parents[1] / "lockfiles"  # envbuild/lockfiles, in the wheel
+LOCKDIR_ENV = "ENVBUILD_LOCKDIR"
+
+
+def installed_package(folder: Path = SHIPPED_LOCKDIR) -> bool:
+    """Whether ``folder`` lies in an installed package (site-packages), not a source checkout."""
+    return any(part in ("site-packages", "dist-packages") for part in folder.parts)
+
+
+def default_lockdir(option: str | Path | None = None) -> Path:
+    """The folder ``envbuild lock`` writes to and provision looks in first: ``--lockdir``, else
+    ``$ENVBUILD_LOCKDIR``, else, from a source checkout, the locks shipped inside the package
+    (``envbuild/lockfiles``, reviewed and committed), and from an installed envbuild
+    ``$ENVBUILD_HOME/locks`` (never into site-packages, where a pip upgrade would drop it).
+
+    Never the working directory: the same command finds the same lock from any folder.
+    """
+    value = option or os.environ.get(LOCKDIR_ENV)
+    if value:
+        return Path(value)
+    if installed_package(SHIPPED_LOCKDIR):
+        from envbuild.rundir import envbuild_home
+
+        return envbuild_home() / "locks"
+    return SHIPPED_LOCKDIR
+
+
+def locate_lock(recipe: str, target: str, option: str | Path | None = None) -> Path:
+    """Where the lock of ``recipe`` x ``target`` is: in ``default_lockdir(option)`` if there,
+    else among the shipped locks if there (a shipped recipe keeps its shipped lock when another
+    folder is chosen for one's own locks), else the (missing) path in ``default_lockdir(option)``."""
+    chosen = lock_path(recipe, target, default_lockdir(option))
+    shipped = lock_path(recipe, target, SHIPPED_LOCKDIR)
+    return chosen if chosen.is_file() or not shipped.is_file() else shipped
+
+
+def cache_dir() -> Path:
+    """Where uv's HTTP cache lives: $ENVBUILD_CACHE_DIR/uv, else ~/.cache/envbuild/uv."""
+    root = os.environ.get("ENVBUILD_CACHE_DIR") or Path.home() / ".cache" / "envbuild"
+    return Path(root) / "uv"
+
+
+def git_mirror_dir(option: str | Path | None) -> Path | None:
+    """The git mirror from ``--git-mirror`` or ``ENVBUILD_GIT_MIRROR``; must exist if given."""
+    value = option or os.environ.get("ENVBUILD_GIT_MIRROR")
+    if not value:
+        return None
+    path = Path(value)
+    if not path.is_dir():
+        raise InputError(f"git mirror {path} is not a directory",
+                         hint="pass the folder that holds OWNER/NAME(.git) repositories")
+    return path
+
+
+def lock_path(recipe: str, target: str, lockdir: str | Path | None = None) -> Path:
+    """``LOCKDIR/<recipe>/<target>.lock``; LOCKDIR is ``lockdir`` or else ``default_lockdir()``.
+
+    Both names must be names (``envbuild.names.NAME_RE``): ``../x`` never leaves LOCKDIR.
+    """
+    for what, name in (("recipe", recipe), ("target", target)):
+        if not is_name(name):
+            raise InputError(f"{name!r} is not a valid {what} name ({NAME_RULE}); "
+                             "it would not stay inside the lockfile folder",
+                             hint=f"give the {what} a name such as 'my-{what}' in its YAML file")
+    return Path(lockdir or default_lockdir()) / recipe / f"{target}.lock"
