@@ -63,7 +63,7 @@ _EXACT = re.compile(r"^[0-9][0-9A-Za-z.+!_-]*$")
 
 
 class _E(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
 
 class InterpreterEffect(_E):

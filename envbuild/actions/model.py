@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 
 class _A(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
 
 class Run(_A):

@@ -46,7 +46,7 @@ FileKind = Literal["dist", "git", "prebuilt", "lock", "recipe", "target", "plan"
 
 
 class _M(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
 
 class BundleFile(_M):
@@ -96,7 +96,7 @@ class Manifest(_M):
     omitted: list[Omitted] = Field(default_factory=list)  # preinstalled / provided by the node
     needs_network: list[str] = Field(default_factory=list)  # what no bundle can carry (apt)
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, populate_by_name=True)
 
     def dists(self) -> list[BundleFile]:
         return [f for f in self.files if f.kind == "dist"]

@@ -18,7 +18,7 @@ from envbuild.targets.schema import Target
 class Violation(BaseModel):
     """One violated row, with the concrete values of this node and recipe."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     rule: str
     severity: Literal["error", "warning"]
@@ -33,7 +33,7 @@ class Variant(BaseModel):
     """A shipped recipe that moves this one to other hardware (its ``variant_of``), locked for
     targets whose GPU architecture is one of the node's."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     recipe: str
     targets: list[str]

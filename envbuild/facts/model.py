@@ -14,7 +14,7 @@ FACTS_SCHEMA = "envbuild.facts/1"
 
 
 class _M(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
 
 class Gpu(_M):
@@ -79,7 +79,7 @@ class NodeFacts(_M):
     user: str | None = None
     missing: dict[str, str] = Field(default_factory=dict)  # fact -> why it was not gathered
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", populate_by_name=True)
 
     @property
     def has_gpu(self) -> bool:
@@ -103,7 +103,7 @@ class UvBinary(BaseModel):
     ``envbuild.facts.uvbin.controller_uv``: one binary that the planner may push to a node of
     the same OS and architecture whose C library can run it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     version: str  # "0.13.9"
     sha256: str

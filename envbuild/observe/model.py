@@ -31,7 +31,7 @@ DriftKind = Literal[
 class ObservedPatch(BaseModel):
     """A patch recorded under <prefix>/.envbuild/patches/ and whether the tree still has it."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     id: str
     component: str | None = None
@@ -41,7 +41,7 @@ class ObservedPatch(BaseModel):
 
 
 class Extension(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     path: str
     sha256: str
@@ -50,7 +50,7 @@ class Extension(BaseModel):
 class Observed(BaseModel):
     """What is really installed in one environment on one node."""
 
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    model_config = ConfigDict(defer_build=True, extra="ignore", populate_by_name=True)
 
     schema_: Literal["envbuild.observed/1"] = Field(OBSERVED_SCHEMA, alias="schema")
     host: str | None = None  # the node's hostname; not part of the fingerprint
@@ -73,7 +73,7 @@ class Observed(BaseModel):
 class Drift(BaseModel):
     """One difference between what the run recorded/locked and what is on the node now."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     kind: DriftKind
     subject: str  # package name, source name, patch id, .so path, variable

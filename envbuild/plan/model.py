@@ -49,7 +49,7 @@ class Step(BaseModel):
     """One idempotent unit of work on a node; ``params`` is the typed model of its kind
     (``envbuild.plan.params``)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     id: str  # stable, unique in the plan, e.g. "git:megatron"
     kind: StepKind = "preflight"  # always params.kind (set by the validator)
@@ -78,7 +78,7 @@ class Step(BaseModel):
 class Decision(BaseModel):
     """A choice the planner made from facts (patch applied or not, torch variant, ...)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     subject: str  # "apex-cuda-check", "torch-variant", ...
     outcome: str  # "patched", "unchanged", "refused", "cu113", ...
@@ -89,7 +89,7 @@ class Decision(BaseModel):
 class Plan(BaseModel):
     """Everything one node needs, in order."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, populate_by_name=True)
 
     schema_: Literal["envbuild.plan/2"] = Field(PLAN_SCHEMA, alias="schema")
     recipe: str

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 
 class _P(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
 
 class Requirement(_P):

@@ -42,7 +42,7 @@ FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
 
 def omit_unset(data: object, defaults: dict) -> object:
@@ -494,7 +494,7 @@ class Recipe(Strict):
     # alpa-megatron): `envbuild check` of that recipe names this one where it is refused
     variant_of: Name | None = None
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, populate_by_name=True)
 
     @model_validator(mode="before")
     @classmethod

@@ -41,7 +41,7 @@ def load_json(path: Path) -> Any:
 class RunFile(BaseModel):
     """What the report reads from run.json (``envbuild.rundir`` writes more; extra keys pass)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(defer_build=True, extra="allow")
 
     schema_: str | None = Field(None, alias="schema")
     run_id: str

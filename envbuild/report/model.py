@@ -20,7 +20,7 @@ SCHEMA_FILE = Path(__file__).with_name("report.schema.json")
 
 
 class _M(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
 
 class Reason(_M):
@@ -243,7 +243,7 @@ class NodeReport(_M):
 class Report(_M):
     """Everything a reviewer needs to accept or reject one run."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", populate_by_name=True)
 
     schema_: Literal["envbuild.report/1"] = Field(REPORT_SCHEMA, alias="schema")
     envbuild_version: str | None = None  # the envbuild that wrote this report

@@ -17,7 +17,7 @@ JobWord = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.,@+
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
 
 class GpuSpec(Strict):
@@ -93,4 +93,4 @@ class Target(Strict):
     # how jobs are submitted, not the environment a lock is made for
     DIGEST_EXCLUDE: ClassVar[frozenset[str]] = frozenset({"jobs"})
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, populate_by_name=True)
