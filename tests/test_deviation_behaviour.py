@@ -172,8 +172,10 @@ def test_mds_lock_pins_deepspeed_and_the_contemporary_megatron_deepspeed() -> No
 def test_megatronapp_two_pods_write_the_master_address_before_their_scripts() -> None:
     import yaml
 
-    from envbuild.launch.programs import MEGATRONAPP_MASTER_ADDR
     from test_launch_render import render
+
+    MEGATRONAPP_MASTER_ADDR = load_recipe("megatronapp").run_of("two-pods").pod_setup
+    assert "MASTER_ADDR=$ENVBUILD_MASTER_ADDR" in MEGATRONAPP_MASTER_ADDR
 
     _, job = yaml.safe_load_all(render("megatronapp--rtx4090-pod--k8s-two-pods").text)
     cmd = job["spec"]["template"]["spec"]["containers"][0]["command"][2]

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from envbuild.recipes import load_recipe
-from envbuild.smoke.capture import CAPTURES, capture, row
+from envbuild.smoke.capture import capture
 from envbuild.smoke.native import parse
 from envbuild.smoke.onnode import native_run
 
@@ -85,16 +85,22 @@ def _bench(name: str) -> dict:
     return load_recipe(name).benchmark.model_dump(mode="json")
 
 
-def test_every_row_names_a_shipped_recipe_command_and_its_source() -> None:
-    for c in CAPTURES:
-        rec = load_recipe(c.recipe)
-        command = rec.benchmark.command if c.variant is None else rec.benchmark.variants[c.variant]
-        assert c.source and c.why and (c.output_file or c.backgrounds)
-        if c.output_file:
-            assert c.output_file in rec.benchmark.why  # the recipe says where the output goes
-        assert capture(c.recipe, c.variant, command) != command
-    assert capture("alpa-megatron", None, "python x.py") == "python x.py"  # no row: unchanged
-    assert row("megatronapp", "two-pods-master") is None  # run_master.sh prints on stdout
+def test_every_output_a_shipped_recipe_names_is_captured_and_sourced() -> None:
+    from envbuild.recipes import DATA
+
+    load = load_recipe
+    outputs = [(name, key, run.output) for name in sorted(p.stem for p in DATA.glob("*.yaml"))
+               for key, run in load(name).run.items() if run.output is not None]
+    assert {(n, k) for n, k, _ in outputs} == {("megatronapp", "default"), ("polaris-megatron-deepspeed", "default")}
+    for name, key, out in outputs:
+        rec = load(name)
+        command = rec.benchmark.command if key == "default" else rec.benchmark.variants[key]
+        assert out.source and out.why and (out.file or out.backgrounds)
+        if out.file:
+            assert out.file in rec.benchmark.why  # the recipe says where the output goes
+        assert capture(out, command) != command
+    assert capture(None, "python x.py") == "python x.py"  # output on stdout: unchanged
+    assert load("megatronapp").output_of("two-pods-master") is None  # run_master.sh prints on stdout
 
 
 @pytest.mark.process
@@ -109,7 +115,7 @@ def test_polaris_background_training_is_awaited_and_parsed(tmp_path) -> None:
     text = (tmp_path / "plain.out").read_text()
     assert plain.returncode == 0 and parse("megatron-deepspeed", text).get("samples_per_second") is None
     run = native_run(_bench("polaris-megatron-deepspeed"), gpus=4, sources={"megatron-deepspeed": str(tree)},
-                     cwd="/unused", recipe="polaris-megatron-deepspeed")
+                     cwd="/unused", output=load_recipe("polaris-megatron-deepspeed").output_of(None))
     proc = _run(run)
     assert proc.returncode == 0, proc.stderr
     metrics = parse("megatron-deepspeed", proc.stdout + proc.stderr)
@@ -128,7 +134,7 @@ def test_polaris_background_training_is_awaited_and_parsed(tmp_path) -> None:
 def test_megatronapp_trace_file_is_collected_and_a_stale_one_never_read(tmp_path) -> None:
     tree = megatronapp_tree(tmp_path / "megatronapp")
     run = native_run(_bench("megatronapp"), gpus=4, sources={"megatronapp": str(tree)}, cwd="/unused",
-                     recipe="megatronapp")
+                     output=load_recipe("megatronapp").output_of(None))
     proc = _run(run)
     assert proc.returncode == 0, proc.stderr
     assert "envbuild: the training output is in trace_pipeline_4_model_chunks_4.txt:" in proc.stdout
@@ -142,7 +148,7 @@ def test_megatronapp_trace_file_is_collected_and_a_stale_one_never_read(tmp_path
     broken = megatronapp_tree(tmp_path / "broken", writes=False)
     (broken / "trace_pipeline_4_model_chunks_4.txt").write_text(TRACE_LOG.read_text())  # an earlier run's
     run = native_run(_bench("megatronapp"), gpus=4, sources={"megatronapp": str(broken)}, cwd="/unused",
-                     recipe="megatronapp")
+                     output=load_recipe("megatronapp").output_of(None))
     proc = _run(run)
     assert proc.returncode == 7 and "torchrun: no GPU" in proc.stderr
     # the shell's redirection created the file empty before benchmark.sh failed: nothing parsed
@@ -231,7 +237,7 @@ def test_the_published_alcf_scripts_at_their_commit_leave_the_output_where_it_is
     assert "Writing logs to:" in plain.stdout and not plain_metrics.get("iterations_logged")
     assert plain_metrics.get("samples_per_second") is None
     run = native_run(_bench("polaris-megatron-deepspeed"), gpus=4, sources={"megatron-deepspeed": str(tree)},
-                     cwd="/unused", recipe="polaris-megatron-deepspeed")
+                     cwd="/unused", output=load_recipe("polaris-megatron-deepspeed").output_of(None))
     proc = subprocess.run(run["argv"], cwd=run["cwd"], env={**os.environ, **run["env"], **env},
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -5,8 +5,8 @@ executor module (``envbuild.launch.submit``) submits them, follows the job and c
 output into a run directory::
 
     recipe + target + plan ──> job.build_job ──> Job ──┬─> slurm.render  (sbatch script)
-       (envbuild.plan.resolve,   (programs.py:         ├─> pbs.render    (qsub script)
-        or a run's plan.json)     how each recipe      ├─> k8s.render    (Indexed Job + Service)
+       (envbuild.plan.resolve,   (the recipe's run:    ├─> pbs.render    (qsub script)
+        or a run's plan.json)     how each command     ├─> k8s.render    (Indexed Job + Service)
                                   runs on nodes)       └─> local.render  (bash script)
 
     >>> from envbuild.launch import LaunchOptions, render_launch

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Every rank's InfiniBand IPv4 address, found when the job's pods start. Standard library only.
 
-Copied into a multi-node job (``envbuild.launch.programs``: a row's ``address_var``) and run
+Copied into a multi-node job (a recipe run's ``address_var``, ``envbuild.recipes.schema.Run``) and run
 by each node before the training command::
 
     VAR="$(python3 "$JOB_DIR"/ib_addresses.py --per-node "$ENVBUILD_NPROC_PER_NODE")"

@@ -25,8 +25,9 @@ from pathlib import Path
 
 from envbuild import __version__
 from envbuild.errors import InputError
-from envbuild.launch import programs, pyxis
+from envbuild.launch import pyxis
 from envbuild.plan.container import sqsh_path
+from envbuild.recipes.schema import Run
 from envbuild.render.image import prepare_script
 from envbuild.render.shell import q
 from envbuild.smoke.capture import capture
@@ -221,13 +222,13 @@ def _variant_command(recipe, variant: str | None) -> str:
     if variant is None:
         return bench.command
     if variant not in bench.variants:
-        known = sorted(bench.variants) + programs.variants(recipe.name)
+        known = sorted(bench.variants) + sorted(k for k, r in recipe.run.items() if r.launcher == "pods")
         raise InputError(f"recipe {recipe.name} has no variant {variant!r}",
                          hint="variants: " + (", ".join(known) or "none (leave --variant out)"))
     return bench.variants[variant]
 
 
-def _counts(prog: programs.Program | None, opts: LaunchOptions, target, recipe) -> tuple[int, int]:
+def _counts(prog: Run | None, variant: str | None, opts: LaunchOptions, target, recipe) -> tuple[int, int]:
     nodes = opts.nodes or (prog.nodes if prog else 1)
     if nodes < 1:
         raise InputError("--nodes must be at least 1")
@@ -235,10 +236,9 @@ def _counts(prog: programs.Program | None, opts: LaunchOptions, target, recipe) 
         if nodes < prog.min_nodes or (prog.max_nodes is not None and nodes > prog.max_nodes):
             span = f"{prog.min_nodes}" + ("+" if prog.max_nodes is None else
                                          f"..{prog.max_nodes}" if prog.max_nodes != prog.min_nodes else "")
-            fits = [p.variant for p in programs.PROGRAMS if p.recipe == recipe.name and p.variant
-                    and p.variant != prog.variant and p.min_nodes <= nodes
-                    and (p.max_nodes is None or nodes <= p.max_nodes)]
-            raise InputError(f"{recipe.name}{' ' + prog.variant if prog.variant else ''} runs on {span} node(s), "
+            fits = [name for name, p in recipe.run.items() if name not in ("default", variant)
+                    and p.min_nodes <= nodes and (p.max_nodes is None or nodes <= p.max_nodes)]
+            raise InputError(f"{recipe.name}{' ' + variant if variant else ''} runs on {span} node(s), "
                              f"not {nodes}", hint=(f"use --variant {fits[0]} for {nodes} nodes; " if fits else "")
                              + f"{prog.why} ({prog.source})")
     target_gpus = target.gpus.count if target.gpus else 0
@@ -249,7 +249,7 @@ def _counts(prog: programs.Program | None, opts: LaunchOptions, target, recipe) 
         raise InputError("--gpus-per-node must be 0 or more")
     if prog and not (opts.smoke_only or opts.command_override):
         if fixed is not None and gpus != fixed:
-            raise InputError(f"the published command of {recipe.name}{' ' + prog.variant if prog.variant else ''} "
+            raise InputError(f"the published command of {recipe.name}{' ' + variant if variant else ''} "
                              f"runs {fixed} GPU(s) per node, not {gpus}",
                              hint="pick the variant for that GPU count, or leave --gpus-per-node out")
         total = gpus * nodes
@@ -271,7 +271,7 @@ def build_job(recipe, target, plan, opts: LaunchOptions) -> Job:
     if not SAFE_PATH.match(opts.output_dir):
         raise InputError(f"output folder {opts.output_dir!r} has characters a scheduler directive cannot hold",
                          hint="use a path of letters, digits and ./_-")
-    pods_row = programs.program(recipe.name, opts.variant)
+    pods_row = recipe.run_of(opts.variant)
     variant = opts.variant
     if pods_row is not None and pods_row.launcher == "pods":
         if opts.scheduler != "k8s":
@@ -279,8 +279,8 @@ def build_job(recipe, target, plan, opts: LaunchOptions) -> Job:
         command = ""
     else:
         command = _variant_command(recipe, variant)
-    prog = programs.program(recipe.name, variant)
-    nodes, gpus = _counts(prog, opts, target, recipe)
+    prog = recipe.run_of(variant)
+    nodes, gpus = _counts(prog, variant, opts, target, recipe)
     bench = recipe.benchmark
     sources = _sources(plan)
     env_file = _env_file(plan)
@@ -312,7 +312,7 @@ def build_job(recipe, target, plan, opts: LaunchOptions) -> Job:
 
     shown: tuple[str, ...] | None = None  # the command as published, where cmds wraps it
     if launcher == "pods":
-        cmds = tuple(programs.MEGATRONAPP_MASTER_ADDR + " && " + fill_command(_variant_command(recipe, v), sources)
+        cmds = tuple((f"{prog.pod_setup} && " if prog.pod_setup else "") + fill_command(_variant_command(recipe, v), sources)
                      for v in prog.pod_commands)
         notes.append(f"pods: {prog.why}")
     elif launcher in ("deepspeed", "torchrun"):
@@ -328,7 +328,7 @@ def build_job(recipe, target, plan, opts: LaunchOptions) -> Job:
             text += " " + " ".join(template_word(w, values) for w in prog.multi_node_args)
         shown = (text,)
         # the training output on stdout, in the foreground (a trace file, a backgrounded job)
-        cmds = (capture(recipe.name, variant, text),)
+        cmds = (capture(prog.output if prog else None, text),)
         if prog:
             notes.append(f"{launcher}: {prog.why}")
 
@@ -418,7 +418,7 @@ def build_job(recipe, target, plan, opts: LaunchOptions) -> Job:
                parser=parser, metric=metric, output_dir=opts.output_dir,
                cpus_per_task=prog.cpus_per_task if prog else None, cpu_cores=target.cpu_cores,
                memory_gib=target.memory_gib, shm_size=target.shm_size, infiniband=bool(target.infiniband),
-               scheduler_options=(prog.scheduler_options.get(opts.scheduler, ()) if prog else ()),
+               scheduler_options=(tuple(prog.scheduler_options.get(opts.scheduler, ())) if prog else ()),
                master_port=opts.master_port or (prog.master_port if prog else None),
                address_var=address_var, prepare=prepare, header=header, options=opts)
 

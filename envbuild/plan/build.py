@@ -283,8 +283,8 @@ def _smoke_step(recipe: Recipe, prefix: str, env_file: str, steps: list[Step], f
     sources = {s.params.name: s.params.dest for s in steps if s.kind == "git_source"}
     gpus = len(facts.gpus)
     runs = node_runs(prefix, {"kinds": kinds, "preset": opts.smoke_preset}, bench, gpus=gpus,
-                     sources=sources, recipe=recipe.name)
-    native = native_run(bench, gpus=gpus, sources=sources, cwd=smoke_dir(prefix), recipe=recipe.name)
+                     sources=sources, output=recipe.output_of(None))
+    native = native_run(bench, gpus=gpus, sources=sources, cwd=smoke_dir(prefix), output=recipe.output_of(None))
     return Step(id="smoke", title="Smoke benchmark", reason="prove the environment trains",
                 params=P.SmokeParams(kinds=kinds, preset=opts.smoke_preset, dir=smoke_dir(prefix),
                                      env_file=env_file, runs=[P.SmokeRun(**r) for r in runs],

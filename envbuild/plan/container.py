@@ -148,9 +148,9 @@ def container_plan(recipe, target, facts, lock, opts: PlanOptions) -> Plan:
     if opts.smoke and smoke is not None:
         bench = recipe.benchmark.model_dump(mode="json") if recipe.benchmark else None
         params = {"kinds": smoke.params.kinds, "preset": smoke.params.preset}
-        runs = node_runs(ip.prefix, params, bench, gpus=len(facts.gpus), sources=sources, recipe=recipe.name)
+        runs = node_runs(ip.prefix, params, bench, gpus=len(facts.gpus), sources=sources, output=recipe.output_of(None))
         skip = native_run(bench, gpus=len(facts.gpus), sources=sources, cwd=smoke.params.dir,
-                          recipe=recipe.name).get("skip")
+                          output=recipe.output_of(None)).get("skip")
         if recipe.launcher in SCHEDULED:
             runs = [r for r in runs if r["name"] != "native"]
             skip = (f"the recipe's benchmark is a {recipe.launcher} job: `envbuild launch {recipe.name} "

@@ -26,7 +26,7 @@ Example (abridged)::
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -455,6 +455,109 @@ class Benchmark(Strict):
         return omit_unset(data, {"source": None})
 
 
+class RunOutput(Strict):
+    """Where a published script leaves its training output when it is not on its stdout
+    (``envbuild.smoke.capture`` turns this into the shell around the command).
+
+    * ``file``: it sends the output into this file of its working folder;
+    * ``log_index``: it writes the output into a log of its own naming and appends that log's
+      path to this index file of its working folder;
+    * ``backgrounds``: it starts training with ``&`` as its last command and returns at once.
+    """
+
+    file: str | None = None
+    log_index: str | None = None
+    backgrounds: bool = False
+    source: str = Field(min_length=1)  # where the published script does it: owner/repo@sha:path
+    why: str = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _something(self) -> "RunOutput":
+        if not (self.file or self.log_index or self.backgrounds):
+            raise ValueError("say where the output is: file, log_index or backgrounds: true")
+        for what in (self.file, self.log_index):
+            if what is not None and (what.startswith("/") or ".." in what.split("/") or not what.strip()):
+                raise ValueError(f"{what!r} must be a path inside the command's working folder")
+        return self
+
+
+Launcher = Literal["once", "deepspeed", "torchrun", "per-node", "pods"]
+
+
+class Run(Strict):
+    """How one published command runs on a cluster (``envbuild launch``), with its source.
+
+    * ``once``: the command runs once, on the first node, and starts its own ranks;
+    * ``deepspeed``: the DeepSpeed launcher on one node, ``--num_gpus`` = GPUs per node;
+    * ``torchrun``: one task per node, each a ``torchrun`` joining a c10d rendezvous on the
+      first node;
+    * ``per-node``: one task per node running the command with ``multi_node_args`` appended;
+    * ``pods``: one pod per node, each running the benchmark variant ``pod_commands`` names
+      for its rank, after ``pod_setup``.
+
+    ``argv`` (deepspeed, torchrun: the program and its arguments, argv words quoted when
+    rendered) may hold ``{cwd}`` and ``{job_dir}``; ``multi_node_args`` and ``pod_setup`` may
+    use ``$ENVBUILD_NNODES``, ``$ENVBUILD_NODE_RANK``, ``$ENVBUILD_MASTER_ADDR``,
+    ``$ENVBUILD_MASTER_PORT``, ``$ENVBUILD_GPUS_PER_NODE`` and ``$ENVBUILD_JOB_ID``, set by
+    each scheduler's script. ``files`` are written into the job's folder before the start.
+
+    Example::
+
+        run:
+          default:
+            launcher: once
+            gpus_per_node: 1
+            total_gpus: [1]
+            source: alpa-projects/alpa@e0ae8bf8...:osdi22_artifact/megatron/benchmark_gpt.py
+            why: benchmark_gpt.py --nproc_per_node 1 starts torch.distributed.launch itself
+    """
+
+    launcher: Launcher
+    argv: list[str] = Field(default_factory=list)
+    nodes: int = Field(default=1, ge=1)  # default node count
+    min_nodes: int = Field(default=1, ge=1)
+    max_nodes: int | None = Field(default=1, ge=1)  # null: any
+    gpus_per_node: int | None = Field(default=None, ge=0)  # fixed by the published command
+    total_gpus: list[int] = Field(default_factory=list)  # the GPU counts it has a configuration for
+    gpu_multiple: int = Field(default=1, ge=1)  # total GPUs: a multiple (tensor x pipeline size)
+    cpus_per_task: int | None = Field(default=None, ge=1)
+    multi_node_args: list[str] = Field(default_factory=list)  # per-node: appended when nodes > 1
+    pod_commands: list[str] = Field(default_factory=list)  # pods: the benchmark variant of each rank
+    pod_setup: str | None = None  # pods: shell run in each pod's working folder before its command
+    files: dict[str, str] = Field(default_factory=dict)  # job-folder files, written before the start
+    scheduler_options: dict[Literal["slurm", "pbs", "k8s"], list[str]] = Field(default_factory=dict)
+    master_port: int | None = Field(default=None, ge=1, le=65535)  # fixed by the published scripts
+    # a variable each node fills at start with every rank's InfiniBand address, across nodes
+    # (envbuild/launch/ib_addresses.py), for a program that reads its ranks' addresses from it
+    address_var: EnvName | None = None
+    output: RunOutput | None = None  # where the training output is, when not on stdout
+    source: str = Field(min_length=1)
+    why: str = Field(min_length=1)
+
+    @field_validator("files")
+    @classmethod
+    def _plain_names(cls, v: dict[str, str]) -> dict[str, str]:
+        for name in v:
+            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+                raise ValueError(f"file name {name!r}: one plain name in the job's folder")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Run":
+        if self.max_nodes is not None and not self.min_nodes <= self.nodes <= self.max_nodes:
+            raise ValueError(f"nodes {self.nodes} is outside min_nodes..max_nodes "
+                             f"({self.min_nodes}..{self.max_nodes})")
+        if self.nodes < self.min_nodes:
+            raise ValueError(f"nodes {self.nodes} is below min_nodes {self.min_nodes}")
+        if (self.launcher in ("deepspeed", "torchrun")) != bool(self.argv):
+            raise ValueError("argv is the program of a deepspeed or torchrun launch, and only of those")
+        if (self.launcher == "pods") != bool(self.pod_commands):
+            raise ValueError("pod_commands name each pod's command of a pods launch, and only of those")
+        if self.multi_node_args and self.launcher != "per-node":
+            raise ValueError("multi_node_args are appended by a per-node launch only")
+        return self
+
+
 # Top-level keys that only a target profile has / only a recipe has: a target file passed
 # where a recipe is expected gets one clear error instead of a list of unknown fields.
 TARGET_ONLY = frozenset({"platform", "gpus", "cuda", "cpu_cores", "memory_gib", "scheduler",
@@ -493,6 +596,13 @@ class Recipe(Strict):
     # the shipped recipe this one moves to other hardware or software (alpa-megatron-h100 ->
     # alpa-megatron): `envbuild check` of that recipe names this one where it is refused
     variant_of: Name | None = None
+    # how each published command runs on a cluster: "default" (benchmark.command), a
+    # benchmark variant's name, or a layout of its own (pods running variants)
+    run: dict[Name, Run] = Field(default_factory=dict)
+
+    # how jobs are started says nothing of what is installed: not part of the digest a lock
+    # records (``catalog.digest``), so a recipe's locks stay current when its runs change
+    DIGEST_EXCLUDE: ClassVar[frozenset[str]] = frozenset({"run"})
 
     model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, populate_by_name=True)
 
@@ -528,11 +638,31 @@ class Recipe(Strict):
         for d in self.data:
             if d.component not in names:
                 raise ValueError(f"data {d.name!r} names component {d.component!r}, not in sources")
+        commands = {"default", *(self.benchmark.variants if self.benchmark else {})}
+        for key, run in self.run.items():
+            if self.benchmark is None:
+                raise ValueError(f"run.{key}: the recipe has no benchmark command to run")
+            if run.launcher == "pods":
+                unknown = [c for c in run.pod_commands if c not in self.benchmark.variants]
+                if unknown:
+                    raise ValueError(f"run.{key}.pod_commands names {', '.join(unknown)}, not among benchmark.variants")
+            elif key not in commands:
+                raise ValueError(f"run.{key}: neither 'default' nor a benchmark variant "
+                                 f"({', '.join(sorted(commands))}); only a pods layout has a name of its own")
         return self
 
     @model_serializer(mode="wrap")
     def _omit_new(self, handler):  # noqa: ANN001, ANN202
-        return omit_unset(handler(self), {"data": [], "variant_of": None})
+        return omit_unset(handler(self), {"data": [], "variant_of": None, "run": {}})
+
+    def run_of(self, variant: str | None) -> Run | None:
+        """How ``variant`` (None: the benchmark's own command) runs on a cluster, if said."""
+        return self.run.get(variant or "default")
+
+    def output_of(self, variant: str | None) -> RunOutput | None:
+        """Where ``variant``'s training output is when not on its stdout (None: on stdout)."""
+        run = self.run_of(variant)
+        return run.output if run else None
 
     def package(self, name: str) -> Package | None:
         return next((p for p in self.packages if p.name.lower() == name.lower()), None)

@@ -1,10 +1,10 @@
-"""Where a recipe's native run leaves its training output, and the shell that captures it. Pure.
+"""The shell that captures a published command's training output where the script leaves it. Pure.
 
 A recipe's ``benchmark.command`` is what the authors ran. Two published scripts do not leave
-the training output on their own stdout, and the table below says so, row by row, with the
-script that does it:
+the training output on their own stdout; the recipe says so in its run's ``output``
+(``envbuild.recipes.schema.RunOutput``), with the script that does it:
 
-* ``output_file``: the script sends the training output into a file of its working folder
+* ``file``: the script sends the training output into a file of its working folder
   (MegatronApp's ``run_single.sh``: ``bash script/benchmark.sh train >trace_pipeline_4_model_chunks_4.txt``).
   The capture removes a stale copy first (a file left by an earlier run is never read as this
   one's), runs the command, then prints the file on stdout after a marker line, so the run's
@@ -21,58 +21,26 @@ script that does it:
   background job becomes the subshell's own), waits for that job and exits with its status;
   the training's stdout and stderr are the subshell's.
 
-``capture(recipe, variant, command)`` returns the shell text for any command; a command with
-no row comes back unchanged. Used by the smoke step's native run (``envbuild.smoke.onnode``)
+``capture(output, command)`` returns the shell text for any command; a command whose run
+says nothing of its output comes back unchanged. Used by the smoke step's native run (``envbuild.smoke.onnode``)
 and by ``envbuild launch`` (``envbuild.launch.job``), so both run the same text.
 """
 
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
+
+from envbuild.recipes.schema import RunOutput
 
 MARK = "envbuild: the training output is in"
 
 
-@dataclass(frozen=True)
-class Capture:
-    """How the training output of one recipe command is taken (``variant`` None: ``command``)."""
-
-    recipe: str
-    variant: str | None
-    output_file: str | None = None  # relative to the command's working folder
-    log_index: str | None = None  # a file (working folder) the script appends its log's path to
-    backgrounds: bool = False  # the script ends with `training &`: source it, wait for the job
-    source: str = ""
-    why: str = ""
-
-
-CAPTURES: tuple[Capture, ...] = (
-    Capture("megatronapp", None, output_file="trace_pipeline_4_model_chunks_4.txt",
-            source="OpenSQZ/MegatronApp@1bed2a7202162d6eb2725e9769632a682021a6fb:run_single.sh",
-            why="run_single.sh runs `bash script/benchmark.sh train "
-                ">trace_pipeline_${PIPELINE_PARALLEL}_model_chunks_${MODEL_CHUNKS}.txt`; with "
-                "--pipeline_parallel 4 --model_chunks 4 the training output is in that file, not on stdout"),
-    Capture("polaris-megatron-deepspeed", None, backgrounds=True, log_index="logfiles",
-            source="argonne-lcf/Megatron-DeepSpeed@e4bac7019db92cfe49d6eeac00b5721652e516fe:ALCF/train-gpt3.sh "
-                   "and ALCF/launch.sh (elasticDistributed)",
-            why="train-gpt3.sh ends with `elasticDistributed \"$@\" 2>&1 &`: mpiexec runs in the "
-                "background and the script exits 0 at once; launch.sh's elasticDistributed sends the "
-                "training output to $OUTPUT_LOG (outputs/.../logs/<user>-<host>-nhosts<N>-ngpu<G>-<stamp>.log) "
-                "and appends that path to logfiles; stdout holds only the scripts' echo lines"),
-)
-
-
-def row(recipe: str, variant: str | None) -> Capture | None:
-    """The capture row of ``recipe``'s command ``variant`` (None: the command prints its output)."""
-    return next((c for c in CAPTURES if c.recipe == recipe and c.variant == variant), None)
-
-
-def capture(recipe: str, variant: str | None, command: str) -> str:
+def capture(c: RunOutput | None, command: str) -> str:
     """Shell text that runs ``command`` so that its training output is on stdout and its exit
-    status is the training's (see the module docstring); ``command`` unchanged without a row.
+    status is the training's (see the module docstring); ``command`` unchanged when ``c`` is None.
 
-    >>> print(capture("polaris-megatron-deepspeed", None, "./ALCF/train-gpt3.sh"))
+    >>> out = RunOutput(backgrounds=True, log_index="logfiles", source="s", why="w")
+    >>> print(capture(out, "./ALCF/train-gpt3.sh"))
     # the training output goes to a log the script names and appends to logfiles: the
     # log named by the first new line of the index is printed after the command
     envbuild_seen=$(wc -l 2>/dev/null < logfiles || echo 0)
@@ -96,14 +64,13 @@ def capture(recipe: str, variant: str | None, command: str) -> str:
     fi
     exit "$envbuild_rc"
     """
-    c = row(recipe, variant)
     if c is None:
         return command
     text = command
     if c.backgrounds:
         words = shlex.split(command)
         if not words or not ("/" in words[0] or words[0].endswith(".sh")):
-            raise ValueError(f"{recipe}: a backgrounding command must start with its script, got {command!r}")
+            raise ValueError(f"a backgrounding command must start with its script, got {command!r}")
         name = words[0].rsplit("/", 1)[-1]
         text = "\n".join([
             f"# {name} starts training in the background and returns: sourced, then its job is awaited",
@@ -129,14 +96,14 @@ def capture(recipe: str, variant: str | None, command: str) -> str:
             "else",
             f"  echo {shlex.quote(f'envbuild: the command named no new log in {c.log_index}')} >&2",
             "fi"])
-    if c.output_file:
-        f = shlex.quote(c.output_file)
+    if c.file:
+        f = shlex.quote(c.file)
         text = _run_then([
-            f"# the command writes its training output into {c.output_file}: a stale copy is removed,",
+            f"# the command writes its training output into {c.file}: a stale copy is removed,",
             "# the file is printed after the command",
             f"rm -f -- {f}"], text, [
-            f"if [ -f {f} ]; then echo {shlex.quote(f'{MARK} {c.output_file}:')}; cat -- {f}; "
-            f"else echo {shlex.quote(f'envbuild: {c.output_file} was not written')} >&2; fi"])
+            f"if [ -f {f} ]; then echo {shlex.quote(f'{MARK} {c.file}:')}; cat -- {f}; "
+            f"else echo {shlex.quote(f'envbuild: {c.file} was not written')} >&2; fi"])
     return text
 
 

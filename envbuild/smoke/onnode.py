@@ -20,11 +20,14 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envbuild.smoke import SMOKE_SCRIPTS, read_result, smoke_command
 from envbuild.smoke.completion import judge
 from envbuild.smoke.native import parse
+
+if TYPE_CHECKING:
+    from envbuild.recipes.schema import RunOutput
 
 SMOKE_TIMEOUT_S = 1800
 NATIVE_TIMEOUT_S = 3600
@@ -38,7 +41,7 @@ def smoke_dir(prefix: str) -> str:
 
 
 def node_runs(prefix: str, params: dict, benchmark: dict | None = None, *, gpus: int = 0,
-              sources: dict[str, str] | None = None, recipe: str = "") -> list[dict]:
+              sources: dict[str, str] | None = None, output: RunOutput | None = None) -> list[dict]:
     """The runs of one node's smoke step: ``[{name, script, argv, cwd, env, timeout}]``.
 
     ``params`` are the plan step's (``kinds``, ``preset``); the scripts run with the
@@ -51,20 +54,21 @@ def node_runs(prefix: str, params: dict, benchmark: dict | None = None, *, gpus:
              "argv": smoke_command(python, kind, params.get("preset") or "tiny", where, require=True),
              "cwd": where, "env": {}, "timeout": SMOKE_TIMEOUT_S}
             for kind in params.get("kinds") or [] if kind in SMOKE_SCRIPTS]
-    native = native_run(benchmark, gpus=gpus, sources=sources or {}, cwd=where, recipe=recipe)
+    native = native_run(benchmark, gpus=gpus, sources=sources or {}, cwd=where, output=output)
     if "argv" in native:
         runs.append(native)
     return runs
 
 
 def native_run(benchmark: dict | None, *, gpus: int, sources: dict[str, str], cwd: str,
-               recipe: str = "") -> dict:
+               output: RunOutput | None = None) -> dict:
     """The recipe's own benchmark as a run, or ``{"skip": reason}`` when it cannot run here.
 
     A benchmark parsed with ``envbuild-smoke`` is the gpt smoke itself (nothing more to run).
     Others run when the node has the GPUs they need and every ``{sources.<name>}`` they name
     is a checkout of this plan. The command runs in the foreground with its training output on
-    stdout: ``recipe``'s row in ``envbuild.smoke.capture`` (a trace file, a backgrounded job).
+    stdout, taken where the recipe's run says it is (``output``: a trace file, a backgrounded job;
+``envbuild.smoke.capture``).
     """
     if not benchmark or not benchmark.get("command"):
         return {"skip": "the recipe has no benchmark"}
@@ -84,7 +88,7 @@ def native_run(benchmark: dict | None, *, gpus: int, sources: dict[str, str], cw
     from envbuild.smoke.capture import capture
 
     return {"name": "native", "script": None,
-            "argv": ["bash", "-c", capture(recipe, None, fill(benchmark["command"]))],
+            "argv": ["bash", "-c", capture(output, fill(benchmark["command"]))],
             "cwd": fill(benchmark.get("cwd") or cwd),
             "env": {k: fill(str(v)) for k, v in (benchmark.get("env") or {}).items()},
             "timeout": NATIVE_TIMEOUT_S}
