@@ -141,10 +141,10 @@ def test_collection_build_carries_the_shared_code_as_files(tmp_path):
     assert p.returncode == 0, p.stderr[-2000:]
     (built,) = tmp_path.glob("envbuild-node-*.tar.gz")
     with tarfile.open(built) as tar:
-        for rel, src in (("plugins/module_utils/envbuild_onnode.py", "actions/onnode.py"),
-                         ("plugins/module_utils/envbuild_onnode_effects.py", "actions/onnode_effects.py"),
-                         ("plugins/module_utils/envbuild_onnode_steps.py", "actions/onnode_steps.py"),
-                         ("plugins/module_utils/textpatch.py", "patches/textpatch.py")):
+        for rel, src in (("plugins/module_utils/envbuild_onnode.py", "node/actions.py"),
+                         ("plugins/module_utils/envbuild_onnode_effects.py", "node/effects.py"),
+                         ("plugins/module_utils/envbuild_onnode_steps.py", "node/state.py"),
+                         ("plugins/module_utils/textpatch.py", "node/textpatch.py")):
             member = tar.getmember(rel)
             assert member.isfile()  # the link's target, not a link out of the collection
             assert tar.extractfile(member).read() == (PROJECT.parent / src).read_bytes()

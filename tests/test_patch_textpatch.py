@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from envbuild.patches.textpatch import apply_text_patch, unified_diff
+from envbuild.node.textpatch import apply_text_patch, unified_diff
 
 SRC = "import os\nDEBUG = False\nLEVEL = 1\n"
 
@@ -83,7 +83,7 @@ def test_textpatch_imports_only_the_standard_library():
     """It ships to nodes as an Ansible module_utils: no envbuild, no third-party imports."""
     import sys
 
-    path = Path(__file__).parent.parent / "envbuild/patches/textpatch.py"
+    path = Path(__file__).parent.parent / "envbuild/node/textpatch.py"
     tree = ast.parse(path.read_text())
     names = set()
     for node in ast.walk(tree):

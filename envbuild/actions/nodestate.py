@@ -1,8 +1,8 @@
 """The node's state in one round trip: step markers, step effects and the observed environment.
 
 ``probe_command(python, prefix, steps, ...)`` is one shell command (pure) that runs
-``envbuild.actions.onnode_steps.node_state`` -- the same function Ansible's ``envbuild_state``
-module runs -- and, optionally, the observe script (``envbuild.observe.node_script``) in one
+``envbuild.node.state.node_state`` -- the same function Ansible's ``envbuild_state``
+module runs -- and, optionally, the observe script (``envbuild.node.observe``) in one
 process of the environment's own interpreter, and prints one JSON document.
 ``parse_probe(text)`` reads it back. ``envbuild provision`` uses it to see that nothing is to
 be done (then Ansible does not start at all); ``envbuild verify`` to check the same effects a
@@ -25,10 +25,12 @@ from pathlib import Path
 from envbuild.errors import EnvironmentProblem
 
 # the node-side files, loaded in this order under their names in the Ansible collection
-# (module_utils), as they import each other so (see onnode_effects.py)
-ONNODE = {name: Path(__file__).with_name(f"{name}.py") for name in ("onnode", "onnode_effects", "onnode_steps")}
-TEXTPATCH = Path(__file__).resolve().parents[1] / "patches" / "textpatch.py"
-OBSERVE = Path(__file__).resolve().parents[1] / "observe" / "node_script.py"
+# (module_utils), as they import each other so (see envbuild/node/effects.py)
+NODE = Path(__file__).resolve().parents[1] / "node"
+ONNODE = {name: NODE / f"{file}.py" for name, file in (("onnode", "actions"), ("onnode_effects", "effects"),
+                                                        ("onnode_steps", "state"))}
+TEXTPATCH = NODE / "textpatch.py"
+OBSERVE = NODE / "observe.py"
 BEGIN = "::envbuild-state::"
 
 # Runs on the node (any Python >= 3.6): the sources arrive compressed in argv[1] (in load

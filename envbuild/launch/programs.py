@@ -51,7 +51,7 @@ class Program:
     scheduler_options: dict[str, tuple[str, ...]] = field(default_factory=dict)
     master_port: int | None = None  # the port the published scripts fix for the first node
     # a variable each node fills at start with every rank's InfiniBand address, across nodes
-    # (envbuild/launch/ib_addresses.py), for a program that reads its ranks' addresses from it
+    # (envbuild/node/ib_addresses.py), for a program that reads its ranks' addresses from it
     address_var: str | None = None
     source: str = ""
     why: str = ""

@@ -15,7 +15,7 @@ from envbuild.observe.compare import compare, compare_expected
 from envbuild.observe.expected import Expected, expected_state, read_lock
 from envbuild.observe.model import OBSERVED_SCHEMA, Drift, Observed, parse_observed
 
-SCRIPT = Path(__file__).with_name("node_script.py")
+SCRIPT = Path(__file__).resolve().parents[1] / "node" / "observe.py"
 
 __all__ = ["OBSERVED_SCHEMA", "Drift", "Expected", "Observed", "compare", "compare_expected",
            "expected_state", "observe_args", "observe_command", "observe_script", "parse_observed",

@@ -1,1 +1,1 @@
-../../../../../../actions/onnode.py
+../../../../../../node/actions.py

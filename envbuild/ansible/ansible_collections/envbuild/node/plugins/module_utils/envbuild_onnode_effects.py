@@ -1,1 +1,1 @@
-../../../../../../actions/onnode_effects.py
+../../../../../../node/effects.py

@@ -1,1 +1,1 @@
-../../../../../../actions/onnode_steps.py
+../../../../../../node/state.py

@@ -1,1 +1,1 @@
-../../../../../../patches/textpatch.py
+../../../../../../node/textpatch.py

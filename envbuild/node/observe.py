@@ -6,8 +6,8 @@ imports envbuild on the node.
 
 Usage::
 
-    PYTHON node_script.py --prefix /opt/env [--source NAME=DIR ...] [--env-file FILE]
-                          [--all-so]
+    PYTHON observe.py --prefix /opt/env [--source NAME=DIR ...] [--env-file FILE]
+                      [--all-so]
 
 Output: one JSON document, schema "envbuild.observed/1" (see envbuild.observe.model).
 """

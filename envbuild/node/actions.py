@@ -18,8 +18,8 @@ line as it runs (the step's build log, tailed live for local nodes by
 the running command's whole process group before the runner ends (``_Interrupts``), and every
 command carries PR_SET_PDEATHSIG (SIGKILL) for a runner killed outright.
 
-The effects of plan steps are checked by ``onnode_effects.py`` (``check_effect``) and
-``onnode_steps.py`` (``node_state``, ``record_step``), shipped beside this file.
+The effects of plan steps are checked by ``effects.py`` (``check_effect``) and
+``state.py`` (``node_state``, ``record_step``), shipped beside this file.
 """
 import os
 import shutil

@@ -1,5 +1,5 @@
 """Which plan steps must run on a node, and marking a step done: step markers under
-``<prefix>/.envbuild/state`` checked with the steps' effects (``onnode_effects``).
+``<prefix>/.envbuild/state`` checked with the steps' effects (``effects``).
 
 Standard library only: it runs under the node's Python, shipped to Ansible as
 ``module_utils/envbuild_onnode_steps.py`` (a symlink to this file). ``node_state`` is what
@@ -12,12 +12,12 @@ import os
 
 try:  # as the collection's module_utils (what AnsiballZ packs; the state probe loads them so too)
     from ansible_collections.envbuild.node.plugins.module_utils.envbuild_onnode import ActionFailed
-except ImportError:  # as envbuild.actions on the controller
-    from envbuild.actions.onnode import ActionFailed
+except ImportError:  # as envbuild.node on the controller
+    from envbuild.node.actions import ActionFailed
 try:  # as the collection's module_utils (what AnsiballZ packs; the state probe loads them so too)
     from ansible_collections.envbuild.node.plugins.module_utils.envbuild_onnode_effects import EffectContext, check_effect
-except ImportError:  # as envbuild.actions on the controller
-    from envbuild.actions.onnode_effects import EffectContext, check_effect
+except ImportError:  # as envbuild.node on the controller
+    from envbuild.node.effects import EffectContext, check_effect
 
 
 def state_dir_of(prefix):

@@ -1,10 +1,10 @@
 """Check the effects of plan steps on a node: the second half of the node side of
-``envbuild.actions`` (the first, running actions, is ``onnode.py``).
+``envbuild.actions`` (the first, running actions, is ``actions.py``).
 
-Standard library only, like ``onnode.py``: it runs under the node's Python, shipped to Ansible
+Standard library only, like ``actions.py``: it runs under the node's Python, shipped to Ansible
 as ``module_utils/envbuild_onnode_effects.py`` (a symlink to this file). ``check_effect(eff,
 EffectContext(state_dir, textpatch))`` interprets one effect of ``envbuild.actions.effects``
-(data; nothing is evaluated); ``onnode_steps`` decides with it which steps run and when a step
+(data; nothing is evaluated); ``state`` decides with it which steps run and when a step
 is done.
 """
 import base64
@@ -15,8 +15,8 @@ import os
 
 try:  # as the collection's module_utils (what AnsiballZ packs; the state probe loads them so too)
     from ansible_collections.envbuild.node.plugins.module_utils.envbuild_onnode import ActionFailed, _call, _env
-except ImportError:  # as envbuild.actions on the controller
-    from envbuild.actions.onnode import ActionFailed, _call, _env
+except ImportError:  # as envbuild.node on the controller
+    from envbuild.node.actions import ActionFailed, _call, _env
 
 # ``check_effect(effect, ctx)`` interprets one effect of ``envbuild.actions.effects`` (data)
 # and returns {"ok", "detail", "repair"}; ``repair`` says the step's normal actions would not
