@@ -1,7 +1,7 @@
 """Run primitive actions on a node: the node-side half of ``envbuild.actions``.
 
-Standard library only (it runs under the node's Python, shipped to Ansible as
-``module_utils/envbuild_onnode.py``, a symlink to this file). Every action arrives as JSON
+Standard library only (it runs under the node's Python, in Ansible's module_utils: see
+``envbuild/node/__init__.py``). Every action arrives as JSON
 data (``envbuild.actions.model``): argv lists run without a shell, file contents are written
 as they are, nothing is templated or evaluated.
 

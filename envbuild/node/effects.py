@@ -1,8 +1,8 @@
 """Check the effects of plan steps on a node: the second half of the node side of
 ``envbuild.actions`` (the first, running actions, is ``actions.py``).
 
-Standard library only, like ``actions.py``: it runs under the node's Python, shipped to Ansible
-as ``module_utils/envbuild_onnode_effects.py`` (a symlink to this file). ``check_effect(eff,
+Standard library only, like ``actions.py``: it runs under the node's Python, in Ansible's
+module_utils or loaded by ``boot.py`` (see ``envbuild/node/__init__.py``). ``check_effect(eff,
 EffectContext(state_dir, textpatch))`` interprets one effect of ``envbuild.actions.effects``
 (data; nothing is evaluated); ``state`` decides with it which steps run and when a step
 is done.
@@ -13,10 +13,7 @@ import hashlib
 import json
 import os
 
-try:  # as the collection's module_utils (what AnsiballZ packs; the state probe loads them so too)
-    from ansible_collections.envbuild.node.plugins.module_utils.envbuild_onnode import ActionFailed, _call, _env
-except ImportError:  # as envbuild.node on the controller
-    from envbuild.node.actions import ActionFailed, _call, _env
+from .actions import ActionFailed, _call, _env
 
 # ``check_effect(effect, ctx)`` interprets one effect of ``envbuild.actions.effects`` (data)
 # and returns {"ok", "detail", "repair"}; ``repair`` says the step's normal actions would not

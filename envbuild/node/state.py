@@ -1,8 +1,8 @@
 """Which plan steps must run on a node, and marking a step done: step markers under
 ``<prefix>/.envbuild/state`` checked with the steps' effects (``effects``).
 
-Standard library only: it runs under the node's Python, shipped to Ansible as
-``module_utils/envbuild_onnode_steps.py`` (a symlink to this file). ``node_state`` is what
+Standard library only: it runs under the node's Python, in Ansible's module_utils or loaded by
+``boot.py`` (see ``envbuild/node/__init__.py``). ``node_state`` is what
 Ansible's ``envbuild_state`` module, the no-op probe of ``envbuild provision`` and
 ``envbuild verify`` run on the node; ``record_step`` writes a step's marker only once its
 effect holds.
@@ -10,14 +10,8 @@ effect holds.
 import json
 import os
 
-try:  # as the collection's module_utils (what AnsiballZ packs; the state probe loads them so too)
-    from ansible_collections.envbuild.node.plugins.module_utils.envbuild_onnode import ActionFailed
-except ImportError:  # as envbuild.node on the controller
-    from envbuild.node.actions import ActionFailed
-try:  # as the collection's module_utils (what AnsiballZ packs; the state probe loads them so too)
-    from ansible_collections.envbuild.node.plugins.module_utils.envbuild_onnode_effects import EffectContext, check_effect
-except ImportError:  # as envbuild.node on the controller
-    from envbuild.node.effects import EffectContext, check_effect
+from .actions import ActionFailed
+from .effects import EffectContext, check_effect
 
 
 def state_dir_of(prefix):

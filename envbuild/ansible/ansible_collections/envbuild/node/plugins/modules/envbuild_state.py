@@ -3,7 +3,7 @@
 
 A step is done when its marker ``<prefix>/.envbuild/state/<id>.done`` holds the step's digest
 **and** its effect holds on the node now (``effect``: data from ``envbuild.actions.effects``,
-checked by ``module_utils/envbuild_onnode_effects.check_effect``: distributions and their RECORD
+checked by ``module_utils/envbuild_node/effects.check_effect``: distributions and their RECORD
 files, git HEAD and tree, patches, file digests). The first step that is not done runs again
 with every step after it; ``repair`` names the pending steps whose actions must force a
 reinstall (pip says "already satisfied" when metadata is there and files are not);
@@ -145,9 +145,11 @@ effect:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.envbuild.node.plugins.module_utils import envbuild_onnode as onnode
-from ansible_collections.envbuild.node.plugins.module_utils import envbuild_onnode_steps as node_steps
-from ansible_collections.envbuild.node.plugins.module_utils import textpatch
+# envbuild's node package (envbuild/node/, linked as module_utils/envbuild_node/): a module
+# imports module_utils by the collection's full name, the name Ansible gives them
+from ansible_collections.envbuild.node.plugins.module_utils.envbuild_node import actions as node_actions
+from ansible_collections.envbuild.node.plugins.module_utils.envbuild_node import state as node_steps
+from ansible_collections.envbuild.node.plugins.module_utils.envbuild_node import textpatch
 
 
 def main():
@@ -168,7 +170,7 @@ def main():
         before = node_steps.read_marker(node_steps.state_dir_of(p["prefix"]), p["record"])
         try:
             detail = node_steps.record_step(p["prefix"], p["record"], p["digest"], p["effect"] or None, textpatch)
-        except onnode.ActionFailed as exc:
+        except node_actions.ActionFailed as exc:
             module.fail_json(msg=exc.msg)
         module.exit_json(changed=before != p["digest"], recorded=p["record"], effect=detail)
     effects = list(p["effects"] or [])
