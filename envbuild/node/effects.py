@@ -3,7 +3,7 @@
 
 Standard library only, like ``actions.py``: it runs under the node's Python, in Ansible's
 module_utils or loaded by ``boot.py`` (see ``envbuild/node/__init__.py``). ``check_effect(eff,
-EffectContext(state_dir, textpatch))`` interprets one effect of ``envbuild.actions.effects``
+EffectContext(state_dir))`` interprets one effect of ``envbuild.actions.effects``
 (data; nothing is evaluated); ``state`` decides with it which steps run and when a step
 is done.
 """
@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 
+from . import textpatch
 from .actions import ActionFailed, _call, _env
 
 # ``check_effect(effect, ctx)`` interprets one effect of ``envbuild.actions.effects`` (data)
@@ -49,8 +50,8 @@ class EffectContext(object):
     """Caches shared by the checks of one node: each environment's search path and
     distributions, the manifests recorded under the state folder."""
 
-    def __init__(self, state_dir, textpatch=None, deep=False):
-        self.state_dir, self.textpatch, self.deep = state_dir, textpatch, deep
+    def __init__(self, state_dir, deep=False):
+        self.state_dir, self.deep = state_dir, deep
         self._envs, self._dists = {}, {}
 
     def env(self, python):
@@ -439,8 +440,8 @@ def _check_patch(eff, ctx):
             text = fh.read()
     except OSError as exc:
         return {"ok": False, "repair": False, "detail": "patch %s: %s: %s" % (spec["id"], path, exc.strerror)}
-    status, _ = ctx.textpatch.apply_text_patch(text, spec["kind"], spec.get("old") or None,
-                                               spec.get("new") or None, int(spec.get("count") or 1))
+    status, _ = textpatch.apply_text_patch(text, spec["kind"], spec.get("old") or None,
+                                           spec.get("new") or None, int(spec.get("count") or 1))
     ok = status == "already-applied"
     return {"ok": ok, "repair": False,
             "detail": "patch %s %s" % (spec["id"], "applied" if ok else "not applied (%s)" % status)}
@@ -488,8 +489,8 @@ def _check_git(eff, ctx):
             continue
         want = base
         for spec in (s for s in eff["patches"] if s["file"] == rel):
-            status, want = ctx.textpatch.apply_text_patch(want, spec["kind"], spec.get("old") or None,
-                                                          spec.get("new") or None, int(spec.get("count") or 1))
+            status, want = textpatch.apply_text_patch(want, spec["kind"], spec.get("old") or None,
+                                                      spec.get("new") or None, int(spec.get("count") or 1))
         try:
             with open(os.path.join(dest, rel), encoding="utf-8", errors="surrogateescape") as fh:
                 have = fh.read()

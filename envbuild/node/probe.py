@@ -15,14 +15,14 @@ import base64
 import json
 import sys
 
-from . import observe, state, textpatch
+from . import observe, state
 
 
 def main(argv):
     args = json.loads(base64.b64decode(argv[0]).decode("utf-8"))
     out = {"state": state.node_state(
         args["prefix"], args["steps"], from_step=args.get("from_step"), deep=args.get("deep", False),
-        textpatch=textpatch, refresh=args.get("refresh", False))}
+        refresh=args.get("refresh", False))}
     if args.get("observe") is not None:
         out["observed"] = observe.observe(observe.parse_args(args["observe"]))
     sys.stdout.write("%s\n" % (args["begin"],))

@@ -136,7 +136,6 @@ from ansible.module_utils.basic import AnsibleModule
 # imports module_utils by the collection's full name, the name Ansible gives them
 from ansible_collections.envbuild.node.plugins.module_utils.envbuild_node import actions as node_actions
 from ansible_collections.envbuild.node.plugins.module_utils.envbuild_node import state as node_steps
-from ansible_collections.envbuild.node.plugins.module_utils.envbuild_node import textpatch
 
 
 def main():
@@ -157,7 +156,7 @@ def main():
         module.exit_json(changed=any(a.get("changes", True) or a.get("op") != "run" for a in acts),
                          would_run=would)
     try:
-        res = node_actions.run_actions(acts, node_path=module.params["node_path"] or None, textpatch=textpatch,
+        res = node_actions.run_actions(acts, node_path=module.params["node_path"] or None,
                                        repair=module.params["repair"])
     except node_actions.ActionFailed as exc:
         module.fail_json(msg=exc.msg, cmd=exc.cmd, rc=exc.rc, stdout=exc.stdout, stderr=exc.stderr)
@@ -165,8 +164,7 @@ def main():
     rec = module.params["record"]
     if rec:
         try:
-            out["effect"] = node_steps.record_step(rec["prefix"], rec["id"], rec["digest"], rec.get("effect") or None,
-                                                   textpatch)
+            out["effect"] = node_steps.record_step(rec["prefix"], rec["id"], rec["digest"], rec.get("effect") or None)
         except node_actions.ActionFailed as exc:
             module.fail_json(msg=exc.msg, stdout="\n".join(res["log"]))
         except Exception as exc:  # the state folder unwritable, a malformed effect: said, with the log

@@ -149,7 +149,6 @@ from ansible.module_utils.basic import AnsibleModule
 # imports module_utils by the collection's full name, the name Ansible gives them
 from ansible_collections.envbuild.node.plugins.module_utils.envbuild_node import actions as node_actions
 from ansible_collections.envbuild.node.plugins.module_utils.envbuild_node import state as node_steps
-from ansible_collections.envbuild.node.plugins.module_utils.envbuild_node import textpatch
 
 
 def main():
@@ -169,7 +168,7 @@ def main():
             module.exit_json(changed=False, recorded=None)
         before = node_steps.read_marker(node_steps.state_dir_of(p["prefix"]), p["record"])
         try:
-            detail = node_steps.record_step(p["prefix"], p["record"], p["digest"], p["effect"] or None, textpatch)
+            detail = node_steps.record_step(p["prefix"], p["record"], p["digest"], p["effect"] or None)
         except node_actions.ActionFailed as exc:
             module.fail_json(msg=exc.msg)
         module.exit_json(changed=before != p["digest"], recorded=p["record"], effect=detail)
@@ -179,7 +178,7 @@ def main():
     if p["from_step"] and p["from_step"] not in p["steps"]:
         module.fail_json(msg="--from-step %s: no such step (steps: %s)" % (p["from_step"], ", ".join(p["steps"])))
     cleared = [] if module.check_mode else node_steps.fresh_tmp(p["prefix"], keep=__file__)
-    res = node_steps.node_state(p["prefix"], steps, from_step=p["from_step"] or None, textpatch=textpatch,
+    res = node_steps.node_state(p["prefix"], steps, from_step=p["from_step"] or None,
                                refresh=not module.check_mode)
     module.exit_json(changed=False, tmp_cleared=cleared, **res)
 
