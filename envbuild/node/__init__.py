@@ -21,4 +21,17 @@ How the package reaches a node, always as these same files:
   its first argument (``envbuild.actions.nodestate.node_command``); nothing is written first.
 * a tool run as a script is copied (``envbuild.actions.assets``, group ``node``) to the node,
   into an image's build context, a ``run.sh``'s files or a job's folder.
+
+``PYTHON_FLOOR`` is the oldest Python every file here runs under, stated here alone (the other
+files say "the package's floor"): that of the oldest node a shipped target names. The shipped
+targets name 3.8 as their oldest (azure-nd96: the Ubuntu 20.04 HPC image's python3; slurm:
+Ubuntu 20.04 hosts and NGC 22.02; rtx4090-pod: NGC 23.04), so do the shipped recipes
+(alpa-megatron, megatron-deepspeed-slurm, megatronapp), and ansible-core runs its modules on
+nothing older (``_PY_MIN = (3, 8)`` in ansible/module_utils/basic.py of 2.19, which
+requirements/dev.lock installs). ``boot.py`` refuses an
+older interpreter with a message; tests/test_node_package.py compiles and imports every file
+here with this Python, checks that each imports only its standard library, and that no shipped
+target or recipe names an older Python.
 """
+
+PYTHON_FLOOR = (3, 8)

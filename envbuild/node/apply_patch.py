@@ -1,7 +1,8 @@
 """Apply one declarative patch to a source tree: the shell and container renderers' patch tool.
 
-Standard library only; it runs with any Python >= 3.7 on a node or inside an image, with
-``textpatch.py`` (envbuild/node/textpatch.py) shipped beside it. It does what the Ansible
+Standard library only; it runs with the node's or the image's Python (the package's floor or
+newer: ``envbuild/node/__init__.py``), with ``textpatch.py`` (envbuild/node/textpatch.py)
+shipped beside it. It does what the Ansible
 path's ``envbuild.node.actions.do_patch`` does: read ``<dest>/<file>``, apply the patch
 spec, write the file back (keeping its mode) and the unified diff to ``<diff-dir>/<id>.diff``.
 

@@ -9,7 +9,9 @@ PACKAGE is the package's files as JSON (``[[name, text], ...]``), zlib-compresse
 base64-encoded. They are imported from memory as the package ``envbuild_node`` (the name they
 have in Ansible's module_utils too; they import each other relatively), and MODULE runs as
 ``python -m envbuild_node.MODULE ARG ...`` would run it. The state probe (``probe``) and the
-observe script (``observe``) reach a node so.
+observe script (``observe``) reach a node so. An interpreter older than the package's
+``PYTHON_FLOOR`` is refused with a message (exit 1) before any other module is compiled: this
+file and ``__init__.py`` keep to what any Python 3 parses.
 """
 import base64
 import importlib.abc
@@ -55,6 +57,10 @@ class Package(importlib.abc.MetaPathFinder, importlib.abc.InspectLoader):
 def main(argv):
     files = dict(json.loads(zlib.decompress(base64.b64decode(argv[0])).decode("utf-8")))
     sys.meta_path.insert(0, Package(files))
+    floor = tuple(importlib.import_module(PACKAGE).PYTHON_FLOOR)
+    if tuple(sys.version_info[:2]) < floor:
+        sys.exit("envbuild's node code needs Python %s or newer; %s is Python %s"
+                 % (".".join(str(n) for n in floor), sys.executable, sys.version.split()[0]))
     sys.argv = [sys.argv[0]] + list(argv[2:])
     runpy.run_module("%s.%s" % (PACKAGE, argv[1]), run_name="__main__", alter_sys=True)
 

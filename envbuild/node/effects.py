@@ -12,6 +12,7 @@ import csv
 import hashlib
 import json
 import os
+from urllib.parse import unquote
 
 from . import textpatch
 from .actions import ActionFailed, _call, _env
@@ -297,10 +298,6 @@ def _check_source(eff, ctx, manifest):
     env = ctx.env(eff["python"])
     if not env.get("ok"):
         return {"ok": False, "detail": env.get("error", "no environment"), "repair": False}
-    try:
-        from urllib.parse import unquote
-    except ImportError:  # pragma: no cover - Python 2
-        from urllib import unquote
     want = os.path.normpath(eff["dest"])
     for name, (site, dist_info, version) in sorted(ctx.dists(eff["python"]).items()):
         try:

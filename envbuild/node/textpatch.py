@@ -1,8 +1,8 @@
 """Declarative text patches as pure functions on file text (stdlib only).
 
-This module also runs on GPU nodes as an Ansible ``module_utils`` under the node's own
-Python (3.8 or newer), so it imports nothing from envbuild and nothing outside the standard
-library. Every function takes text and returns text; reading and writing files is the
+It is part of envbuild's node package: it also runs on GPU nodes under the node's own Python
+(the package's floor or newer: ``envbuild/node/__init__.py``), so it imports nothing outside
+the standard library. Every function takes text and returns text; reading and writing files is the
 caller's job.
 
 Statuses returned by :func:`apply_text_patch`:

@@ -22,7 +22,7 @@ __all__ = ["OBSERVED_SCHEMA", "Drift", "Expected", "Observed", "compare", "compa
 
 
 def observe_script() -> str:
-    """The node-side observe script (stdlib only, Python >= 3.6)."""
+    """The node-side observe script (stdlib only, the floor of envbuild.node: ``PYTHON_FLOOR``)."""
     return SCRIPT.read_text()
 
 
