@@ -5,12 +5,13 @@ controller. Its modules import each other relatively, so the package works under
 * ``actions``: run primitive actions (``envbuild.actions.model`` as data);
 * ``effects``: check the effects of plan steps (``envbuild.actions.effects`` as data);
 * ``state``: which plan steps must run, and marking a step done;
-* ``textpatch``: declarative text patches, pure functions on text;
+* ``textpatch``: declarative text patches, pure functions on text (and, as a script, the patch
+  tool of run.sh and images);
 * ``observe``: what is really installed in an environment;
 * ``probe``: the state probe (``state`` and ``observe`` in one process);
 * ``boot``: loads this package from the command line (see below);
-* ``apply_patch``, ``fetch_data``, ``verify_image``, ``rattler_create``, ``ib_addresses``:
-  tools run as scripts, each importing no sibling but ``apply_patch`` (``textpatch`` beside it).
+* ``fetch_data``, ``verify_image``, ``rattler_create``, ``ib_addresses``: tools run as
+  scripts. A file run as a script imports no sibling: it is copied alone.
 
 How the package reaches a node, always as these same files:
 

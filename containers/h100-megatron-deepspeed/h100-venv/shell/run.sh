@@ -66,7 +66,7 @@ step_git_megatron_deepspeed() {
 # why: pretrain_gpt.py imports wandb at the top although megatron.training treats it as optional; the
 # why: node has no wandb and no network (deviation ezpz-wandb-offline).
 step_patch_wandb_optional() {
-  python3 "$FILES/tools/apply_patch.py" --spec "$FILES/patch-specs/wandb-optional.json" --dest /root/.envbuild/envs/h100-megatron-deepspeed/src/megatron-deepspeed --diff-dir /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/patches
+  python3 "$FILES/tools/textpatch.py" --spec "$FILES/patch-specs/wandb-optional.json" --dest /root/.envbuild/envs/h100-megatron-deepspeed/src/megatron-deepspeed --diff-dir /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/patches
 }
 
 # step patch:ezpz-offline: patch ezpz-offline
@@ -74,14 +74,14 @@ step_patch_wandb_optional() {
 # why: W&B; torchrun and Megatron's own initialization do the first, the second is off (deviation ezpz-
 # why: wandb-offline).
 step_patch_ezpz_offline() {
-  python3 "$FILES/tools/apply_patch.py" --spec "$FILES/patch-specs/ezpz-offline.json" --dest /root/.envbuild/envs/h100-megatron-deepspeed/src/megatron-deepspeed --diff-dir /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/patches
+  python3 "$FILES/tools/textpatch.py" --spec "$FILES/patch-specs/ezpz-offline.json" --dest /root/.envbuild/envs/h100-megatron-deepspeed/src/megatron-deepspeed --diff-dir /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/patches
 }
 
 # step patch:sample-idx-python: patch sample-idx-python
 # why: The C++ build_sample_idx died with SIGSEGV on the H100 node (deviation dataset-helpers-numpy25);
 # why: the same mapping from gpt_dataset.py's own Python function.
 step_patch_sample_idx_python() {
-  python3 "$FILES/tools/apply_patch.py" --spec "$FILES/patch-specs/sample-idx-python.json" --dest /root/.envbuild/envs/h100-megatron-deepspeed/src/megatron-deepspeed --diff-dir /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/patches
+  python3 "$FILES/tools/textpatch.py" --spec "$FILES/patch-specs/sample-idx-python.json" --dest /root/.envbuild/envs/h100-megatron-deepspeed/src/megatron-deepspeed --diff-dir /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/patches
 }
 
 # step build:megatron-deepspeed: build megatron-deepspeed

@@ -72,7 +72,7 @@ step_git_megatronapp() {
 # why: The uses stay as published (ips[rank] != ips[next_rank], ips[next_rank].c_str()); TCP ports
 # why: 20000+rank / 30000+rank too.
 step_patch_ib_addresses() {
-  python3 "$FILES/tools/apply_patch.py" --spec "$FILES/patch-specs/ib-addresses.json" --dest /root/.envbuild/envs/megatronapp/src/megatronapp --diff-dir /root/.envbuild/envs/megatronapp/.envbuild/patches
+  python3 "$FILES/tools/textpatch.py" --spec "$FILES/patch-specs/ib-addresses.json" --dest /root/.envbuild/envs/megatronapp/src/megatronapp --diff-dir /root/.envbuild/envs/megatronapp/.envbuild/patches
 }
 
 # step patch:cxx11-abi-from-torch: patch cxx11-abi-from-torch
@@ -81,7 +81,7 @@ step_patch_ib_addresses() {
 # why: conflicting. Dropping it leaves torch's value as the only one (upstream later reads
 # why: torch._C._GLIBCXX_USE_CXX11_ABI instead, ecd69f7b).
 step_patch_cxx11_abi_from_torch() {
-  python3 "$FILES/tools/apply_patch.py" --spec "$FILES/patch-specs/cxx11-abi-from-torch.json" --dest /root/.envbuild/envs/megatronapp/src/megatronapp --diff-dir /root/.envbuild/envs/megatronapp/.envbuild/patches
+  python3 "$FILES/tools/textpatch.py" --spec "$FILES/patch-specs/cxx11-abi-from-torch.json" --dest /root/.envbuild/envs/megatronapp/src/megatronapp --diff-dir /root/.envbuild/envs/megatronapp/.envbuild/patches
 }
 
 # step build:megatronapp: build megatronapp

@@ -204,7 +204,7 @@ step_git_apex() {
 # why: packaging Version objects since 2022-10, 5f1a73ec) although torch's BuildExtension only warns on
 # why: a minor mismatch. Relaxing the check to the major (a major mismatch still raises)
 step_patch_apex_cuda_check() {
-  python3 "$FILES/tools/apply_patch.py" --spec "$FILES/patch-specs/apex-cuda-check.json" --dest /mnt/envbuild/envs/opt-175b-azure/src/apex --diff-dir /mnt/envbuild/envs/opt-175b-azure/.envbuild/patches
+  python3 "$FILES/tools/textpatch.py" --spec "$FILES/patch-specs/apex-cuda-check.json" --dest /mnt/envbuild/envs/opt-175b-azure/src/apex --diff-dir /mnt/envbuild/envs/opt-175b-azure/.envbuild/patches
 }
 
 # step apex:apex: build Apex wheel (apex)

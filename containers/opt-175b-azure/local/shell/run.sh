@@ -200,7 +200,7 @@ step_git_apex() {
 # step patch:apex-cuda-check: patch apex-cuda-check
 # why: refused: CUDA extensions requested but torch is a CPU build (torch.version.cuda is None)
 step_patch_apex_cuda_check() {
-  python3 "$FILES/tools/apply_patch.py" --spec "$FILES/patch-specs/apex-cuda-check.json" --dest /root/.envbuild/envs/opt-175b-azure/src/apex --diff-dir /root/.envbuild/envs/opt-175b-azure/.envbuild/patches
+  python3 "$FILES/tools/textpatch.py" --spec "$FILES/patch-specs/apex-cuda-check.json" --dest /root/.envbuild/envs/opt-175b-azure/src/apex --diff-dir /root/.envbuild/envs/opt-175b-azure/.envbuild/patches
 }
 
 # step apex:apex: build Apex wheel (apex)
