@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import ast
 import os
 import shutil
 import socket
@@ -149,13 +148,6 @@ def test_a_node_of_several_without_an_address_stops(tmp_path) -> None:
     # one node alone needs none: its ranks never connect over InfiniBand
     p = _node(0, 1, _free_port(), down, per_node=2)
     assert p.communicate(timeout=60)[0] == "127.0.0.1,127.0.0.1\n" and p.returncode == 0
-
-
-def test_the_script_needs_only_the_standard_library() -> None:
-    tree = ast.parse(SCRIPT.read_text())
-    names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    names |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
-    assert names <= set(sys.stdlib_module_names), names - set(sys.stdlib_module_names)
 
 
 def _fleet_tree(root: Path, devices: list[tuple[str, list[str], str, str]]) -> Path:
