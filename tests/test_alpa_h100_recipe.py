@@ -97,7 +97,7 @@ def test_every_patch_has_an_excerpt():
 
 @pytest.mark.parametrize("patch_id", sorted(PATCHED))
 def test_patches_apply_to_the_pinned_text_once(patch_id):
-    from envbuild.patches.textpatch import apply_text_patch
+    from envbuild.node.textpatch import apply_text_patch
 
     p = next(x for x in load_recipe(RECIPE).patches if x.id == patch_id)
     text = (EXCERPTS / PATCHED[patch_id]).read_text()
@@ -115,7 +115,7 @@ def test_patches_apply_to_the_pinned_text_once(patch_id):
 
 
 def _patched_loader() -> str:
-    from envbuild.patches.textpatch import apply_text_patch
+    from envbuild.node.textpatch import apply_text_patch
 
     text = (EXCERPTS / "fused_kernels_init.py.txt").read_text().split("\n", 2)[2]
     for p in load_recipe(RECIPE).patches:

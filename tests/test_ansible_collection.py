@@ -141,13 +141,12 @@ def test_collection_build_carries_the_shared_code_as_files(tmp_path):
     assert p.returncode == 0, p.stderr[-2000:]
     (built,) = tmp_path.glob("envbuild-node-*.tar.gz")
     with tarfile.open(built) as tar:
-        for rel, src in (("plugins/module_utils/envbuild_onnode.py", "actions/onnode.py"),
-                         ("plugins/module_utils/envbuild_onnode_effects.py", "actions/onnode_effects.py"),
-                         ("plugins/module_utils/envbuild_onnode_steps.py", "actions/onnode_steps.py"),
-                         ("plugins/module_utils/textpatch.py", "patches/textpatch.py")):
-            member = tar.getmember(rel)
+        node = sorted((PROJECT.parent / "node").glob("*.py"))  # envbuild's node package, whole
+        assert {"__init__.py", "actions.py", "effects.py", "state.py", "textpatch.py"} <= {p.name for p in node}
+        for src in node:
+            member = tar.getmember(f"plugins/module_utils/envbuild_node/{src.name}")
             assert member.isfile()  # the link's target, not a link out of the collection
-            assert tar.extractfile(member).read() == (PROJECT.parent / src).read_bytes()
+            assert tar.extractfile(member).read() == src.read_bytes()
         names = set(tar.getnames())
     assert {"roles/provision/meta/argument_specs.yml", "plugins/modules/envbuild_actions.py",
             "plugins/modules/envbuild_state.py", "meta/runtime.yml"} <= names

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from envbuild.patches.textpatch import MARKER, neutralize_apex_cuda_check
+from envbuild.node.textpatch import MARKER, neutralize_apex_cuda_check
 
 SHAPES = Path(__file__).parent / "data" / "apex_shapes"
 HARD = ["a_2019_fullpath", "b_2021_cuda_home", "c_ints_multiline", "c_tuple", "d_2022_version",

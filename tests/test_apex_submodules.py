@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from envbuild.actions import onnode
 from envbuild.actions.steps import actions
 from envbuild.compat.check import preflight
 from envbuild.facts.profile import from_target
+from envbuild.node import actions as node_actions
 from envbuild.plan.build import PlanOptions, build_plan
 from envbuild.plan.resolve import fetch_urls
 from envbuild.recipes import load_recipe
@@ -105,12 +105,12 @@ def _checkout(mirror, dest: Path) -> dict:
 
 def test_node_git_action_fetches_the_submodule_from_the_mirror(mirror) -> None:
     dest = mirror["tmp"] / "node" / "src" / "apex"
-    result = onnode.run_actions([_checkout(mirror, dest)])
+    result = node_actions.run_actions([_checkout(mirror, dest)])
     assert result["changed"]
     assert (dest / CUTLASS / "cutlass.h").is_file()
     assert _git("rev-parse", "HEAD", cwd=dest / CUTLASS) == mirror["cut_sha"]
     assert _git("status", "--porcelain", cwd=dest) == ""  # the tree is the commit (git effect holds)
-    again = onnode.run_actions([_checkout(mirror, dest)])
+    again = node_actions.run_actions([_checkout(mirror, dest)])
     assert not again["changed"]
 
 
@@ -118,8 +118,8 @@ def test_without_the_mirror_copy_the_unreachable_url_fails_loudly(mirror, monkey
     dest = mirror["tmp"] / "node2" / "apex"
     action = dict(_checkout(mirror, dest), submodule_mirrors={})
     monkeypatch.setenv("GIT_ALLOW_PROTOCOL", "file")  # never try the network from a test
-    with pytest.raises(onnode.ActionFailed, match="submodule update"):
-        onnode.run_actions([action])
+    with pytest.raises(node_actions.ActionFailed, match="submodule update"):
+        node_actions.run_actions([action])
 
 
 def test_rendered_shell_fetches_the_submodule_from_the_mirror(mirror) -> None:

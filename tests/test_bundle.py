@@ -102,8 +102,8 @@ def test_bundle_holds_what_the_lock_names_and_nothing_else(bundle):
     kinds = {f.kind for f in manifest.files}
     assert {"lock", "recipe", "plan", "playbook", "dist"} <= kinds
     assert "playbooks/provision.yml" in names and "playbooks/ansible.cfg" in names
-    for name in ("envbuild_onnode", "envbuild_onnode_effects", "envbuild_onnode_steps"):
-        assert f"playbooks/ansible_collections/envbuild/node/plugins/module_utils/{name}.py" in names
+    for name in ("__init__", "actions", "effects", "state", "textpatch"):
+        assert f"playbooks/ansible_collections/envbuild/node/plugins/module_utils/envbuild_node/{name}.py" in names
     assert summary["sha256"] and summary["bytes"] == out.stat().st_size
     assert manifest.git == [] and manifest.needs_network == []
 

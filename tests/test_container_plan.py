@@ -182,7 +182,7 @@ def test_a_changed_lock_changes_the_image_step_and_its_label(tmp_path) -> None:
     assert "--isolation=chroot" in build.argv and build.env == {"TMPDIR": "/t"}
     assert effects(one)["image"].env == {"TMPDIR": "/t"}
     # envbuild's own files in the context: by asset name, with their content's hash
-    assert a.params.assets["envbuild/verify_image.py"].asset == "tools/verify_image.py"
+    assert a.params.assets["envbuild/verify_image.py"].asset == "node/verify_image.py"
     assert a.params.assets["envbuild/assets/smoke/gpt.py"].asset == "smoke/gpt.py"
 
 

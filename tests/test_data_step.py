@@ -17,16 +17,16 @@ from pathlib import Path
 
 import pytest
 
-from envbuild.actions import onnode
 from envbuild.actions.assets import asset_path
 from envbuild.actions.steps import actions
 from envbuild.facts.profile import from_target
+from envbuild.node import actions as node_actions
 from envbuild.plan.build import PlanOptions, build_plan
 from envbuild.recipes import load_recipe
 from envbuild.recipes.schema import Recipe
 from envbuild.targets import load_target
 
-TOOL = asset_path("tools/fetch_data.py")
+TOOL = asset_path("node/fetch_data.py")
 
 
 def _sha(data: bytes) -> str:
@@ -75,7 +75,7 @@ def test_mds_plan_fetches_the_readme_downloads_before_preprocessing() -> None:
     assert data.record_dir == "/e/.envbuild/data"
     acts = actions(plan.steps[ids.index("data:megatron-deepspeed")], "/e")
     assert [a.op for a in acts] == ["mkdir", "copy"] + ["run"] * 3
-    assert acts[1].asset == "tools/fetch_data.py"
+    assert acts[1].asset == "node/fetch_data.py"
 
 
 def test_mirror_first_then_recorded_and_checked(tmp_path) -> None:
@@ -159,7 +159,7 @@ def test_step_actions_run_on_the_node(server, tmp_path) -> None:
     for a in acts:
         if a["op"] == "run":
             a["argv"][0] = sys.executable  # the environment's python is not made here
-    onnode.run_actions([a for a in acts if a["op"] != "copy"])
+    node_actions.run_actions([a for a in acts if a["op"] != "copy"])
     assert (prefix / "src" / "tree" / "vocab.json").read_text() == '{"!": 0}\n'
     assert (prefix / ".envbuild" / "data" / "vocab.sha256").is_file()
 
@@ -205,7 +205,7 @@ def test_data_without_a_recorded_digest_is_fetched_when_the_container_starts_not
     build = next(n for n, line in enumerate(prepare) if "preprocess_data.py" in line)
     assert build > max(fetches) and prepare[0] == "#!/bin/sh" and "set -eu" in prepare
     assert ctx.modes["envbuild/prepare.sh"] == 0o755
-    assert "envbuild/assets/tools/fetch_data.py" in ctx.copies
+    assert "envbuild/assets/node/fetch_data.py" in ctx.copies
     # the run stage's user writes the records and its copy of the fetch tool
     chown = next(line for line in text.splitlines() if line.strip().startswith("chown -R envbuild:envbuild"))
     assert "/.envbuild/data" in chown and "/.envbuild/tools" in chown

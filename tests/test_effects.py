@@ -1,4 +1,4 @@
-"""Step effects: derived from the plan alone, checked on the node (envbuild.actions.onnode_effects, onnode_steps).
+"""Step effects: derived from the plan alone, checked on the node (envbuild.node.effects, envbuild.node.state).
 
 Fast tier: a fake environment (a real interpreter's site folder with hand-made distributions,
 RECORD rows with real hashes), the split of steps into done and pending, the stat manifest
@@ -16,12 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from envbuild.actions import onnode, onnode_effects, onnode_steps
 from envbuild.actions.effects import effect_data, effects
 from envbuild.actions.nodestate import parse_probe, plan_steps, probe_command
 from envbuild.actions.steps import actions, env_file_text
 from envbuild.connect.local import run_local
-from envbuild.patches import textpatch
+from envbuild.node import actions as node_actions, effects as node_effects, state as node_steps
 from envbuild.plan import params as P
 from envbuild.plan.model import Plan, Step
 
@@ -113,7 +112,7 @@ def dists_effect(**dists):
 
 
 def check(tmp_path, eff, sid="pip:x", deep=False):
-    return onnode_effects.check_effect(eff, onnode_effects.EffectContext(str(tmp_path / "state"), textpatch, deep=deep), sid)
+    return node_effects.check_effect(eff, node_effects.EffectContext(str(tmp_path / "state"), deep=deep), sid)
 
 
 def test_distributions_intact_missing_other_version_and_broken_files(tmp_path, site):
@@ -132,30 +131,30 @@ def test_distributions_intact_missing_other_version_and_broken_files(tmp_path, s
 def test_manifest_makes_the_check_read_no_file_and_a_changed_stat_is_hashed(tmp_path, site, monkeypatch):
     eff = dists_effect(**{"alpha-pkg": "1.0"})
     os.makedirs(tmp_path / "state")
-    onnode_steps.record_step(str(tmp_path), "pip:x", "d1", eff, textpatch)  # hashes all, keeps the manifest
+    node_steps.record_step(str(tmp_path), "pip:x", "d1", eff)  # hashes all, keeps the manifest
     manifest = json.loads((tmp_path / ".envbuild" / "state" / "pip:x.manifest.json").read_text())
     assert manifest["effect"] == eff and len(manifest["dists"]["alpha-pkg"]["files"]) == 3
     hashed = []
-    real = onnode_effects._file_hash
-    monkeypatch.setattr(onnode_effects, "_file_hash", lambda p, a: hashed.append(p) or real(p, a))
+    real = node_effects._file_hash
+    monkeypatch.setattr(node_effects, "_file_hash", lambda p, a: hashed.append(p) or real(p, a))
     state = str(tmp_path / ".envbuild" / "state")
-    res = onnode_effects.check_effect(eff, onnode_effects.EffectContext(state, textpatch), "pip:x")
+    res = node_effects.check_effect(eff, node_effects.EffectContext(state), "pip:x")
     assert res["ok"] and hashed == [] and not res["rewrite"]  # stat unchanged: nothing read
     os.utime(site / "alpha" / "data.bin", ns=(1, 1))  # touched, content unchanged
-    res = onnode_effects.check_effect(eff, onnode_effects.EffectContext(state, textpatch), "pip:x")
+    res = node_effects.check_effect(eff, node_effects.EffectContext(state), "pip:x")
     assert res["ok"] and [Path(p).name for p in hashed] == ["data.bin"] and res["rewrite"]
     hashed.clear()
-    res = onnode_effects.check_effect(eff, onnode_effects.EffectContext(state, textpatch, deep=True), "pip:x")
+    res = node_effects.check_effect(eff, node_effects.EffectContext(state, deep=True), "pip:x")
     assert res["ok"] and len(hashed) == 3  # --deep hashes every file
     (site / "alpha" / "data.bin").write_bytes(b"y" * 1000)
-    res = onnode_effects.check_effect(eff, onnode_effects.EffectContext(state, textpatch), "pip:x")
+    res = node_effects.check_effect(eff, node_effects.EffectContext(state), "pip:x")
     assert not res["ok"] and "data.bin (content differs from RECORD)" in res["detail"]
 
 
 def test_record_refuses_a_step_whose_effect_does_not_hold(tmp_path, site):
     (site / "beta.py").unlink()
-    with pytest.raises(onnode.ActionFailed, match="ran but its effect does not hold: beta 2.0.cpu: 1 file"):
-        onnode_steps.record_step(str(tmp_path), "pip:b", "d", dists_effect(beta="2.0"), textpatch)
+    with pytest.raises(node_actions.ActionFailed, match="ran but its effect does not hold: beta 2.0.cpu: 1 file"):
+        node_steps.record_step(str(tmp_path), "pip:b", "d", dists_effect(beta="2.0"))
     assert not (tmp_path / ".envbuild" / "state" / "pip:b.done").exists()
 
 
@@ -169,19 +168,19 @@ def test_node_state_runs_from_the_first_step_not_done(tmp_path, site):
              {"id": "env", "digest": "3", "effect": file_eff},
              {"id": "z", "digest": "4", "effect": None}]
     for s in steps:
-        onnode_steps.record_step(str(tmp_path), s["id"], s["digest"], s["effect"], textpatch)
+        node_steps.record_step(str(tmp_path), s["id"], s["digest"], s["effect"])
     prefix = str(tmp_path)
-    assert onnode_steps.node_state(prefix, steps, textpatch=textpatch)["pending"] == []
+    assert node_steps.node_state(prefix, steps)["pending"] == []
     (site / "alpha" / "data.bin").unlink()
-    st = onnode_steps.node_state(prefix, steps, textpatch=textpatch)
+    st = node_steps.node_state(prefix, steps)
     assert st["done"] == ["a"] and st["pending"] == ["pip:x", "env", "z"] and st["repair"] == ["pip:x"]
     assert list(st["effect_failed"]) == ["pip:x"] and st["reasons"]["env"] == "runs after pip:x"
-    st = onnode_steps.node_state(prefix, [{**s, "digest": "new"} if s["id"] == "env" else s for s in steps],
-                           textpatch=textpatch, from_step="a")
+    st = node_steps.node_state(prefix, [{**s, "digest": "new"} if s["id"] == "env" else s for s in steps],
+                           from_step="a")
     assert st["pending"] == ["a", "pip:x", "env", "z"] and st["reasons"]["a"].startswith("forced")
     env_file.write_text("Y\n")
     (tmp_path / ".envbuild" / "state" / "a.done").unlink()
-    st = onnode_steps.node_state(prefix, steps, textpatch=textpatch)
+    st = node_steps.node_state(prefix, steps)
     assert st["reasons"]["a"].startswith("no marker") and set(st["effect_failed"]) == {"pip:x", "env"}
 
 
@@ -212,7 +211,7 @@ def test_git_effect_accepts_the_patched_text_only(tmp_path):
     assert "want " in check(tmp_path, {**eff, "sha": "f" * 40})["detail"]
     # deviation run-single-edits-tree: the next provision's git step checks the pinned commit out again
     run("remote", "add", "origin", str(repo))
-    changed, _ = onnode.do_git({"dest": str(repo), "sha": sha, "ref": None, "fetch_url": str(repo)})
+    changed, _ = node_actions.do_git({"dest": str(repo), "sha": sha, "ref": None, "fetch_url": str(repo)})
     assert changed and (repo / "b.py").read_text() == "B = 1\n" and check(tmp_path, eff)["ok"]
 
 

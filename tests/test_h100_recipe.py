@@ -106,7 +106,7 @@ def test_plan_builds_apex_and_fused_adam_for_sm90_offline():
 def test_venv_over_a_venv_interpreter_sees_that_venvs_packages(tmp_path):
     """The H100's python3 is a venv's (/opt/torch/.venv): a --system-site-packages venv made from
     it alone would not see torch. This test's own interpreter is a venv's too (pydantic in it)."""
-    from envbuild.actions.onnode import run_actions
+    from envbuild.node.actions import run_actions
     from envbuild.actions.steps import actions
     from envbuild.plan.model import Step
     from envbuild.plan.params import EnvironmentParams
@@ -131,7 +131,7 @@ SAMPLE_IDX = Path(__file__).parent / "data" / "megatron_ds_e4bac701_gpt_dataset_
 @pytest.mark.parametrize("patch_id,excerpt", [("wandb-optional", HEAD), ("ezpz-offline", HEAD),
                                               ("sample-idx-python", SAMPLE_IDX)])
 def test_patches_apply_to_the_pinned_text_once(patch_id, excerpt):
-    from envbuild.patches.textpatch import apply_text_patch
+    from envbuild.node.textpatch import apply_text_patch
 
     p = next(x for x in load_recipe(RECIPE).patches if x.id == patch_id)
     text = excerpt.read_text()

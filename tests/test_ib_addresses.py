@@ -4,14 +4,13 @@
   into a real program together with the published uses (``ips[rank] != ips[next_rank]``,
   ``ips[next_rank].c_str()``), then run: it reads MEGATRONAPP_IB_ADDRESSES when it loads, an
   unset variable means one pod, and a rank without an address stops the process.
-- ``envbuild/launch/ib_addresses.py`` runs for real: two "nodes" (processes) exchange their
+- ``envbuild/node/ib_addresses.py`` runs for real: two "nodes" (processes) exchange their
   addresses over TCP on this machine, and a node finds its own address from a /sys tree laid
   out as the kernel lays it out (RoCE and IPoIB), whose interface is this machine's loopback.
 """
 
 from __future__ import annotations
 
-import ast
 import os
 import shutil
 import socket
@@ -22,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from envbuild.launch import ib_addresses
-from envbuild.patches.textpatch import apply_text_patch
+from envbuild.node import ib_addresses
+from envbuild.node.textpatch import apply_text_patch
 from envbuild.recipes import load_recipe
 from test_recipe_patches import RDMA_CPP
 
@@ -151,13 +150,6 @@ def test_a_node_of_several_without_an_address_stops(tmp_path) -> None:
     assert p.communicate(timeout=60)[0] == "127.0.0.1,127.0.0.1\n" and p.returncode == 0
 
 
-def test_the_script_needs_only_the_standard_library() -> None:
-    tree = ast.parse(SCRIPT.read_text())
-    names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    names |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
-    assert names <= set(sys.stdlib_module_names), names - set(sys.stdlib_module_names)
-
-
 def _fleet_tree(root: Path, devices: list[tuple[str, list[str], str, str]]) -> Path:
     """A /sys of several devices: (device, port states, "roce"/"ipoib", interface stem)."""
     for dev, states, kind, stem in devices:
@@ -182,7 +174,7 @@ def _fleet_tree(root: Path, devices: list[tuple[str, list[str], str, str]]) -> P
     [("mlx5_0", ["1: DOWN"], "roce", "eth")],  # no active port: no address either way
 ], ids=["twelve-ipoib", "roce-second-port", "all-down"])
 def test_the_pods_rule_and_the_facts_rule_pick_the_same_address(tmp_path, devices) -> None:
-    """The address a pod finds at start (launch/ib_addresses.py, reading /sys) is the one the
+    """The address a pod finds at start (node/ib_addresses.py, reading /sys) is the one the
     node's facts name (facts/ib.py, parsing the probe's output): the probe's own commands run
     here over the same tree, /sys rewritten to it, every interface given an address."""
     from envbuild.facts.ib import PROBES, ib_address, parse_sys_infiniband

@@ -101,7 +101,7 @@ def test_rebuild_of_the_unchanged_context_is_all_cache(image) -> None:
 
 
 def _inventory(python: list[str], runner=None) -> dict:
-    code = ROOT / "envbuild/actions/nodefiles/verify_image.py"
+    code = ROOT / "envbuild/node/verify_image.py"
     if runner is None:
         out = subprocess.run([*python, str(code), "--inventory"], capture_output=True, text=True, check=True)
         return json.loads(out.stdout)

@@ -243,11 +243,11 @@ def test_two_pods_rank_picks_master_or_worker_script(rendered, tmp_path, rank, s
 
 
 def test_two_pods_fill_the_addresses_before_their_scripts(rendered, tmp_path) -> None:
-    """The pod script writes envbuild/launch/ib_addresses.py into the job folder and sets
+    """The pod script writes envbuild/node/ib_addresses.py into the job folder and sets
     MEGATRONAPP_IB_ADDRESSES from it before the environment and the rank's script; the Service
     publishes the port pod 0 gathers on. Those lines run here for real in bash (one node, this
     machine's /sys: no InfiniBand, so the node's ranks get 127.0.0.1)."""
-    from envbuild.launch import ib_addresses
+    from envbuild.node import ib_addresses
 
     svc, job = yaml.safe_load_all(rendered["megatronapp--rtx4090-pod--k8s-two-pods"].text)
     assert {"name": "ib-addresses", "port": ib_addresses.PORT, "targetPort": ib_addresses.PORT} \

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from envbuild.observe import compare, expected_state, observe_args, observe_command, parse_observed
+from nodefloor import FLOOR, floor_python
 
 pytestmark = pytest.mark.integration
 
@@ -165,15 +166,14 @@ def test_removed_package_is_package_missing(tmp_path):
     assert [(d.kind, d.subject) for d in drift] == [("package-missing", "six")]
 
 
-@pytest.mark.parametrize("version", ["3.6.15", "3.8.18"])
-def test_script_runs_on_old_pythons(env, version):
-    """Old baselines use old interpreters; the script keeps to what 3.6 offers."""
-    python = Path(f"/root/.pyenv/versions/{version}/bin/python3")
-    if not python.exists():
-        pytest.skip(f"no Python {version} on this machine")
+def test_script_runs_on_the_node_packages_floor(env):
+    """The script runs under the oldest Python the node package supports (envbuild.node.PYTHON_FLOOR)."""
+    python = floor_python()
+    if python is None:
+        pytest.skip(f"no Python {FLOOR} on this machine")
     root, lock, plan = env
-    obs = observe_local(plan, python=str(python))
-    assert obs.python == version
+    obs = observe_local(plan, python=python)
+    assert obs.python.rsplit(".", 1)[0] == FLOOR
     assert obs.git == {"megatron": lock["git"][0]["sha"]}
     assert obs.patches[0].status == "applied"
     assert obs.packages  # pip itself, at least
@@ -184,12 +184,3 @@ def test_garbage_output_is_a_clear_error():
 
     with pytest.raises(EnvironmentProblem, match="did not print JSON.*command not found"):
         parse_observed("bash: /opt/env/bin/python: command not found\n", "gpu-a")
-
-
-def test_script_is_stdlib_only():
-    from envbuild.observe import observe_script
-
-    stripped = [line.strip() for line in observe_script().splitlines()]
-    imports = {line.split()[1].split(".")[0] for line in stripped if line.startswith(("import ", "from "))}
-    assert "json" in imports and "subprocess" in imports
-    assert imports <= set(sys.stdlib_module_names), imports - set(sys.stdlib_module_names)

@@ -1,4 +1,4 @@
-"""The node runner (envbuild.actions.onnode) under signals, and its build log as it runs.
+"""The node runner (envbuild.node.actions) under signals, and its build log as it runs.
 
 Real processes: a runner (``python -c`` calling ``run_actions``) starts a long command in its
 own process group; the runner is signalled, and the command's whole group must be gone.
@@ -19,14 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from envbuild.actions import onnode
 from envbuild.execute.livelog import LiveTail, log_paths
+from envbuild.node import actions as node_actions
 
 pytestmark = pytest.mark.process
 
 ROOT = Path(__file__).resolve().parents[1]
-RUNNER = ("import json, sys; sys.path.insert(0, sys.argv[1]); from envbuild.actions import onnode; "
-          "onnode.run_actions(json.loads(sys.argv[2]))")
+RUNNER = ("import json, sys; sys.path.insert(0, sys.argv[1]); from envbuild.node import actions; "
+          "actions.run_actions(json.loads(sys.argv[2]))")
 
 
 def alive(pid: int) -> bool:
@@ -83,7 +83,7 @@ def test_a_signalled_runner_takes_its_commands_process_group_with_it(tmp_path, s
 
 
 def test_a_runner_killed_outright_takes_its_command_through_pdeathsig(tmp_path):
-    if onnode._PRCTL is None:
+    if node_actions._PRCTL is None:
         pytest.skip("no prctl here (not Linux, or no ctypes)")
     runner, pgid = start_runner(tmp_path, 'echo $$ > "$1"; exec sleep 300')
     runner.kill()  # SIGKILL: no handler runs
@@ -96,7 +96,7 @@ def test_a_runner_killed_outright_takes_its_command_through_pdeathsig(tmp_path):
 
 def test_handlers_are_restored_after_the_actions():
     before = signal.getsignal(signal.SIGTERM)
-    onnode.run_actions([{"op": "run", "argv": ["true"]}])
+    node_actions.run_actions([{"op": "run", "argv": ["true"]}])
     assert signal.getsignal(signal.SIGTERM) is before
 
 
@@ -108,7 +108,7 @@ def test_the_build_log_grows_while_the_command_runs_and_is_tailed(tmp_path):
     events = []
     tail = LiveTail({"local": {str(log): "pip:x"}}, events.append, interval=0.05)
     result = {}
-    worker = threading.Thread(target=lambda: result.update(onnode.run_actions(
+    worker = threading.Thread(target=lambda: result.update(node_actions.run_actions(
         [{"op": "run", "argv": ["sh", "-c", script], "log": str(log)}])))
     with tail:
         worker.start()
@@ -147,7 +147,7 @@ def test_env_from_fills_a_variable_the_node_does_not_set(tmp_path, monkeypatch):
     monkeypatch.setenv("PIP_CERT", "/etc/ssl/certs/proxy.pem")
     monkeypatch.setenv("UV_INDEX_URL", "https://mirror.example/simple")
     monkeypatch.setenv("PIP_INDEX_URL", "https://other.example/simple")
-    out = onnode.run_actions([{"op": "run", "argv": ["sh", "-c", 'echo "$SSL_CERT_FILE $UV_INDEX_URL"'],
+    out = node_actions.run_actions([{"op": "run", "argv": ["sh", "-c", 'echo "$SSL_CERT_FILE $UV_INDEX_URL"'],
                                "env_from": {"SSL_CERT_FILE": ["PIP_CERT"], "UV_INDEX_URL": ["PIP_INDEX_URL"]}}])
     assert out["log"][-1] == "/etc/ssl/certs/proxy.pem https://mirror.example/simple"
     from envbuild.actions.steps import env_from

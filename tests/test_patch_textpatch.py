@@ -1,13 +1,13 @@
-"""Declarative text patches: replace, regex, expect; idempotency; diffs; stdlib-only module."""
+"""Declarative text patches: replace, regex, expect; idempotency; diffs (the module keeps to the node
+package's rules: tests/test_node_package.py)."""
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
 
-from envbuild.patches.textpatch import apply_text_patch, unified_diff
+from envbuild.node.textpatch import apply_text_patch, unified_diff
 
 SRC = "import os\nDEBUG = False\nLEVEL = 1\n"
 
@@ -77,20 +77,3 @@ def test_unified_diff_shape():
     assert "-DEBUG = False\n+DEBUG = True\n" in diff
     assert unified_diff(SRC, SRC, "x") == ""
     assert "\\ No newline at end of file" in unified_diff("a", "b", "x")
-
-
-def test_textpatch_imports_only_the_standard_library():
-    """It ships to nodes as an Ansible module_utils: no envbuild, no third-party imports."""
-    import sys
-
-    path = Path(__file__).parent.parent / "envbuild/patches/textpatch.py"
-    tree = ast.parse(path.read_text())
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names |= {a.name.split(".")[0] for a in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            names.add((node.module or "").split(".")[0])
-    assert names <= set(sys.stdlib_module_names) | {"__future__"}, names
-    # and it parses with the grammar of the oldest node Python we support
-    ast.parse(path.read_text(), feature_version=(3, 8))

@@ -110,7 +110,7 @@ def test_interrupt_mid_ansible_stops_children_and_records_the_step(tmp_path, sig
     assert sorted(p.name for p in tmp.iterdir()) == []  # no module payload or temporary file left behind
     # what the killed module left is in the prefix's temporary folder, emptied by the next run's
     # state check (envbuild_state, which calls fresh_tmp)
-    from envbuild.actions.onnode_steps import fresh_tmp, tmp_dir_of
+    from envbuild.node.state import fresh_tmp, tmp_dir_of
 
     node_tmp = Path(tmp_dir_of(str(tmp_path / "env")))
     left = sorted(p.name for p in node_tmp.iterdir())

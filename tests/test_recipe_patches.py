@@ -22,7 +22,7 @@ makes the file parse). What was read where:
 MegatronApp's address patch makes the extension read its list at run time (tests/
 test_ib_addresses.py runs it); the plan-time placeholder ``{inventory.ib_addresses}`` is tested
 here on the same file with tests/ib_inventory.planned_addresses_recipe, applied the way a node
-applies it: from the plan's patch step, through envbuild.patches.textpatch.
+applies it: from the plan's patch step, through envbuild.node.textpatch.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import pytest
 
 from envbuild.errors import CheckFailed, InputError
 from envbuild.facts.profile import from_target
-from envbuild.patches.textpatch import apply_text_patch
+from envbuild.node.textpatch import apply_text_patch
 from envbuild.patches.tree import apply_patch
 from envbuild.plan.build import PlanOptions, build_plan
 from envbuild.plan.placeholders import inventory_values

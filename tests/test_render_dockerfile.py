@@ -83,7 +83,7 @@ def test_extension_wheels_build_in_devel_and_install_in_runtime() -> None:
     assert len(copy_from) == 1 and stage_of[copy_from[0]["startline"]] == "runtime"
     runtime_runs = " ".join(i["value"] for i in items if i["instruction"] == "RUN" and stage_of[i["startline"]] == "runtime")
     assert "src/apex" not in runtime_runs.replace("--find-links", "")  # the Apex tree stays in devel
-    assert "src/megatron" in runtime_runs and "apply_patch.py" in runtime_runs
+    assert "src/megatron" in runtime_runs and "tools/textpatch.py --spec" in runtime_runs
 
 
 def test_layer_order_lock_dependent_last() -> None:

@@ -1,5 +1,5 @@
 """The prefix is the environment: the environment step's effect (node side,
-``envbuild.actions.onnode_effects``) and its actions (``envbuild.actions.steps``) on a real venv.
+``envbuild.node.effects``) and its actions (``envbuild.actions.steps``) on a real venv.
 
 The effect says why a venv is not the prefix's own any more (an interpreter whose sys.prefix is
 elsewhere, a missing pyvenv.cfg, system site packages switched on, a .pth file no package owns);
@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from envbuild.actions.effects import effect_data
-from envbuild.actions.onnode import run_actions
-from envbuild.actions.onnode_effects import EffectContext, check_effect, foreign_pth
+from envbuild.node.actions import run_actions
+from envbuild.node.effects import EffectContext, check_effect, foreign_pth
 from envbuild.actions.steps import PRUNE_PTH, actions
 from envbuild.plan import params as P
 from envbuild.plan.model import Plan, Step

@@ -8,7 +8,7 @@ import hashlib
 from pathlib import Path
 
 from envbuild.actions.effects import effects
-from envbuild.actions.onnode_effects import check_record
+from envbuild.node.effects import check_record
 from envbuild.compat.wheel_records import RECORD_DEFECTS, record_defects
 from envbuild.facts.profile import from_target
 from envbuild.lock import lock_path, read_lock

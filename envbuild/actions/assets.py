@@ -13,9 +13,7 @@ from envbuild.errors import InputError
 _ROOT = Path(__file__).resolve().parents[1]
 GROUPS = {
     "smoke": _ROOT / "smoke",  # the smoke scripts (run with the environment's python)
-    "conda": _ROOT / "actions" / "nodefiles",  # rattler_create.py
-    "patches": _ROOT / "patches",  # textpatch.py, runnable as a script
-    "tools": _ROOT / "actions" / "nodefiles",  # verify_image.py, apply_patch.py (image contexts)
+    "node": _ROOT / "node",  # the node side's tools (fetch_data.py, rattler_create.py, verify_image.py...)
 }
 
 
@@ -56,7 +54,7 @@ def asset_source(asset: str) -> str:
 def asset_of(path: Path) -> str:
     """The asset name (``<group>/<file>``) of one of envbuild's own files (InputError if none)."""
     path = Path(path).resolve()
-    for group, folder in reversed(GROUPS.items()):  # "tools" rather than "conda" for nodefiles/
+    for group, folder in GROUPS.items():
         if path.parent == folder.resolve():
             return f"{group}/{path.name}"
     raise InputError(f"{path} is not one of envbuild's shipped files")

@@ -3,7 +3,7 @@
 A step is skipped only when its marker (``<prefix>/.envbuild/state/<id>.done``, the step's
 digest) matches **and** its effect holds on the node now. ``effects(plan)`` is pure: every
 effect is derived from the plan alone, and the node-side checker
-(``envbuild.actions.onnode_effects.check_effect``, standard library only) interprets it.
+(``envbuild.node.effects.check_effect``, standard library only) interprets it.
 
     >>> from envbuild.plan.model import Plan, Step
     >>> from envbuild.plan.params import EnvFileParams
@@ -45,7 +45,7 @@ Speed: RECORD hashes are checked in full when a step records its marker (after i
 by ``envbuild verify --deep``; a no-op provision and a plain ``verify`` compare each file's
 size, mtime and ctime with the manifest recorded then
 (``<prefix>/.envbuild/state/<id>.manifest.json``) and hash only the files whose stat differs
-(see ``envbuild.actions.onnode_effects``).
+(see ``envbuild.node.effects``).
 """
 
 from __future__ import annotations

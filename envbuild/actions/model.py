@@ -92,7 +92,7 @@ class GitCheckout(_A):
 
 
 class ApplyPatch(_A):
-    """Apply one declarative patch (envbuild.patches.textpatch) to the tree at ``dest``."""
+    """Apply one declarative patch (envbuild.node.textpatch) to the tree at ``dest``."""
 
     op: Literal["patch"] = "patch"
     spec: dict  # textpatch's patch spec: id, kind, file, old, new, count, decision, nvcc, torch_cuda

@@ -1,9 +1,10 @@
 """The node's state in one round trip: step markers, step effects and the observed environment.
 
 ``probe_command(python, prefix, steps, ...)`` is one shell command (pure) that runs
-``envbuild.actions.onnode_steps.node_state`` -- the same function Ansible's ``envbuild_state``
-module runs -- and, optionally, the observe script (``envbuild.observe.node_script``) in one
-process of the environment's own interpreter, and prints one JSON document.
+``envbuild.node.state.node_state`` -- the same function Ansible's ``envbuild_state``
+module runs -- and, optionally, the observe script (``envbuild.node.observe``) in one
+process of the environment's own interpreter (``envbuild/node/probe.py``, carried in the
+command with the rest of the package: ``node_command``), and prints one JSON document.
 ``parse_probe(text)`` reads it back. ``envbuild provision`` uses it to see that nothing is to
 be done (then Ansible does not start at all); ``envbuild verify`` to check the same effects a
 provision checks.
@@ -20,43 +21,13 @@ import json
 import shlex
 import zlib
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from envbuild.errors import EnvironmentProblem
 
-# the node-side files, loaded in this order under their names in the Ansible collection
-# (module_utils), as they import each other so (see onnode_effects.py)
-ONNODE = {name: Path(__file__).with_name(f"{name}.py") for name in ("onnode", "onnode_effects", "onnode_steps")}
-TEXTPATCH = Path(__file__).resolve().parents[1] / "patches" / "textpatch.py"
-OBSERVE = Path(__file__).resolve().parents[1] / "observe" / "node_script.py"
+NODE = Path(__file__).resolve().parents[1] / "node"  # envbuild's node package, standard library only
 BEGIN = "::envbuild-state::"
-
-# Runs on the node (any Python >= 3.6): the sources arrive compressed in argv[1] (in load
-# order), the arguments as JSON in argv[2]; nothing is written to the node's disk (with
-# refresh, only the state folder's manifests). Each module is registered under its name in the
-# collection, where the node-side files import each other from.
-_BOOT = r"""
-import base64, json, sys, types, zlib
-srcs = json.loads(zlib.decompress(base64.b64decode(sys.argv[1])).decode("utf-8"))
-args = json.loads(base64.b64decode(sys.argv[2]).decode("utf-8"))
-mods = {}
-for name, src in srcs:
-    full = "ansible_collections.envbuild.node.plugins.module_utils." + name
-    mod = types.ModuleType(full)
-    mod.__dict__["__file__"] = "<envbuild:%s>" % name
-    sys.modules[full] = mod
-    exec(compile(src, "<envbuild:%s>" % name, "exec"), mod.__dict__)
-    mods[name] = mod
-out = {"state": mods["envbuild_onnode_steps"].node_state(
-    args["prefix"], args["steps"], from_step=args.get("from_step"), deep=args.get("deep", False),
-    textpatch=mods["textpatch"], refresh=args.get("refresh", False))}
-if args.get("observe") is not None:
-    obs = mods["envbuild_observe"]
-    out["observed"] = obs.observe(obs.parse_args(args["observe"]))
-sys.stdout.write("%s\n" % (args["begin"],))
-json.dump(out, sys.stdout, sort_keys=True)
-sys.stdout.write("\n")
-"""
 
 
 @dataclass
@@ -83,10 +54,11 @@ def plan_steps(plan) -> list[dict]:
     return [{"id": s.id, "digest": s.digest, "effect": effects[s.id]} for s in plan.steps]
 
 
-def _sources() -> str:
-    texts = [["textpatch", TEXTPATCH.read_text()], ["envbuild_observe", OBSERVE.read_text()],
-             *([f"envbuild_{name}", path.read_text()] for name, path in ONNODE.items())]
-    return base64.b64encode(zlib.compress(json.dumps(texts).encode(), 9)).decode()
+@lru_cache(maxsize=1)
+def node_package() -> str:
+    """Every file of envbuild/node/, compressed: the first argument of ``boot.py``."""
+    files = [[path.stem, path.read_text()] for path in sorted(NODE.glob("*.py"))]
+    return base64.b64encode(zlib.compress(json.dumps(files).encode(), 9)).decode()
 
 
 def node_path_word(path: str) -> str:
@@ -103,7 +75,15 @@ def probe_command(python: str, prefix: str, steps: list[dict], *, from_step: str
     args = {"prefix": prefix, "steps": steps, "from_step": from_step, "deep": deep, "refresh": refresh,
             "observe": observe, "begin": BEGIN}
     payload = base64.b64encode(json.dumps(args, sort_keys=True).encode()).decode()
-    return " ".join([node_path_word(python), "-E", "-c", shlex.quote(_BOOT), _sources(), payload])
+    return node_command(python, "probe", [payload])
+
+
+def node_command(python: str, module: str, args: list[str], *, flags: tuple[str, ...] = ("-E",)) -> str:
+    """The shell command that runs ``envbuild/node/<module>.py`` with ``args`` under ``python`` on a
+    node, as ``python -m`` would, the whole package carried in the command (``envbuild/node/boot.py``):
+    nothing is copied to the node first."""
+    return " ".join([node_path_word(python), *flags, "-c", shlex.quote((NODE / "boot.py").read_text()),
+                     node_package(), shlex.quote(module), *map(shlex.quote, args)])
 
 
 def parse_probe(text: str, host: str = "node") -> Probe:

@@ -126,7 +126,7 @@ SYSTEM_PREFIXES = ("/usr/", "/bin/")
 # wrapper script in bin/python would keep the environment outside the prefix); the packages stay.
 # Then every .pth file in the venv's purelib that no installed distribution's RECORD lists and
 # that is not envbuild's own is removed (a .pth runs at every start of the interpreter). The same
-# rule as the node-side check (envbuild.actions.onnode_effects.foreign_pth); tests keep them equal.
+# rule as the node-side check (envbuild.node.effects.foreign_pth); tests keep them equal.
 PRUNE_PTH = ("import csv, pathlib, sysconfig; s = pathlib.Path(sysconfig.get_paths()['purelib']); "
              "own = {r[0] for f in s.glob('*.dist-info/RECORD') for r in csv.reader(f.open(newline='')) if r}; "
              "own |= {'easy-install.pth'} if any(s.glob('*.egg-link')) else set(); "
@@ -182,7 +182,7 @@ def _environment(step, p: P.EnvironmentParams, prefix: str) -> list[Action]:
                        stdout=record))
     else:
         script = f"{state_dir(p.prefix)}/rattler_create.py"
-        out.append(CopyAsset(asset="conda/rattler_create.py", dest=script))
+        out.append(CopyAsset(asset="node/rattler_create.py", dest=script))
         out.append(Run(argv=[p.helper_python or "python3", script, "--prefix", p.prefix,
                              *(["--channel", p.conda_channel] if p.conda_channel else []), *specs],
                        stdout=record))
@@ -261,10 +261,10 @@ def _git_source(step, p: P.GitSourceParams, prefix: str) -> list[Action]:
 
 
 def _data(step, p: P.DataParams, prefix: str) -> list[Action]:
-    """envbuild's stdlib fetcher (tools/fetch_data.py) once per file: mirror or URL, sha256
+    """envbuild's stdlib fetcher (envbuild/node/fetch_data.py) once per file: mirror or URL, sha256
     checked and recorded, .xz unpacked (envbuild.plan.data)."""
     tool = f"{state_dir(prefix)}/tools/fetch_data.py"
-    out: list[Action] = [MakeDir(path=p.record_dir), CopyAsset(asset="tools/fetch_data.py", dest=tool)]
+    out: list[Action] = [MakeDir(path=p.record_dir), CopyAsset(asset="node/fetch_data.py", dest=tool)]
     for f in p.files:
         argv = [python_of(prefix), tool, "--name", f.name, "--url", f.url, "--dest", f.dest,
                 "--record-dir", p.record_dir]

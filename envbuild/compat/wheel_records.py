@@ -1,7 +1,7 @@
 """Published wheels whose own RECORD is wrong for some of their files: data, not code.
 
 envbuild checks every installed file against its distribution's RECORD (``DistsEffect``,
-``envbuild.actions.onnode_effects.check_record``). A few wheels were edited after their RECORD was
+``envbuild.node.effects.check_record``). A few wheels were edited after their RECORD was
 written (PyPI's torch 1.10.1: its dist-info/METADATA is 24828 bytes, its RECORD says 24834),
 so pip installs a file that never matched. The row names the wheel by its sha256 (the lock's
 hash, which pip checks), so only that exact file is excused, and only for the paths listed;

@@ -1,7 +1,7 @@
 """A live tail of the build logs of local nodes, for the progress display.
 
 A step's long commands (pip or uv installs, published build commands) write their output to
-a log file on the node as they run (``Run.log``, ``envbuild.actions.onnode``). For a node that
+a log file on the node as they run (``Run.log``, ``envbuild.node.actions``). For a node that
 is this machine (``connection: local``), the file is on this filesystem: ``LiveTail`` reads
 what each log gained every ``interval`` seconds and hands it on as a transient ``output``
 event, which the progress display shows as the tail of the node's log (only on a terminal;

@@ -89,7 +89,7 @@ def parse_sys_infiniband(text: str) -> list[IbDevice]:
 
 
 def natural(name: str) -> list:
-    """Sort key that puts "mlx5_2:1" before "mlx5_10:1" (``envbuild/launch/ib_addresses.py``,
+    """Sort key that puts "mlx5_2:1" before "mlx5_10:1" (``envbuild/node/ib_addresses.py``,
     which a pod runs at start, orders the ports the same way)."""
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 

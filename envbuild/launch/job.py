@@ -39,8 +39,8 @@ SMOKE_PARSER = "envbuild-smoke"
 VAR = re.compile(r"\$(ENVBUILD_[A-Z_]+)")
 FIELD = re.compile(r"\{(cwd|job_dir|sources\.[A-Za-z0-9_.-]+)\}")
 SAFE_PATH = re.compile(r"^[A-Za-z0-9_./%~+=:,@-]+$")
-ADDRESS_SCRIPT = "ib_addresses.py"  # envbuild/launch/ib_addresses.py, written into the job folder
-ADDRESS_SOURCE = Path(__file__).with_name(ADDRESS_SCRIPT)
+ADDRESS_SCRIPT = "ib_addresses.py"  # envbuild/node/ib_addresses.py, written into the job folder
+ADDRESS_SOURCE = Path(__file__).resolve().parents[1] / "node" / ADDRESS_SCRIPT
 DEFAULT_RDMA = "rdma/hca_shared_devices_a"  # Mellanox k8s-rdma-shared-dev-plugin example/test-hca-pod.yaml
 # a target's jobs field -> (the launch flag that gives it, an example value, what it is)
 JOB_FLAGS = {"account": ("--account", "PROJECT", "a project (account)"),

@@ -34,8 +34,8 @@ from __future__ import annotations
 
 import yaml
 
-from envbuild.launch.ib_addresses import PORT as ADDRESS_PORT
 from envbuild.launch.job import ADDRESS_SCRIPT, Job, heredoc, task_script
+from envbuild.node.ib_addresses import PORT as ADDRESS_PORT
 from envbuild.render.shell import q
 
 API_VERSION = "1.30"  # the Kubernetes schema the manifests are validated against

@@ -1,6 +1,6 @@
 """The observed state of one environment ("envbuild.observed/1") and a drift row.
 
-``Observed`` is what the node-side script (``node_script.py``) prints; ``parse_observed`` turns
+``Observed`` is what the node-side script (``envbuild/node/observe.py``) prints; ``parse_observed`` turns
 that text into the model with a clear error when a node printed something else.
 """
 

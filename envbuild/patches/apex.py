@@ -24,7 +24,7 @@ from typing import Literal
 
 from envbuild.errors import InputError
 from envbuild.fsio import sha256_text, write_atomic
-from envbuild.patches.textpatch import CHECK_FN, neutralize_apex_cuda_check, unified_diff
+from envbuild.node.textpatch import CHECK_FN, neutralize_apex_cuda_check, unified_diff
 
 Outcome = Literal["unchanged", "patched", "refused", "cpu-only"]
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from envbuild.errors import CheckFailed, InputError
 from envbuild.fsio import write_atomic
+from envbuild.node.textpatch import apply_text_patch, unified_diff
 from envbuild.patches.apex import PatchReport, patch_tree
-from envbuild.patches.textpatch import apply_text_patch, unified_diff
 
 
 def apply_patch(patch, src_dir: str | Path, *, apply: bool = False, nvcc: str | None = None,

@@ -4,7 +4,7 @@ Pure: the planner calls :func:`data_step` after a tree's checkout and patches, b
 build commands (which read the files). Each file goes to ``<tree>/<path>``; with
 ``--data-mirror DIR`` it is taken from ``DIR/<file>`` when there (offline nodes; the folder
 must be readable on the node, like ``--wheelhouse``), else downloaded from its URL. The node
-side (``envbuild/actions/nodefiles/fetch_data.py``) checks the sha256 the recipe gives, or the
+side (``envbuild/node/fetch_data.py``) checks the sha256 the recipe gives, or the
 one recorded by the first fetch, and records it in ``<prefix>/.envbuild/data/<name>.sha256``.
 """
 

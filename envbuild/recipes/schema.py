@@ -528,7 +528,7 @@ class Run(Strict):
     scheduler_options: dict[Literal["slurm", "pbs", "k8s"], list[str]] = Field(default_factory=dict)
     master_port: int | None = Field(default=None, ge=1, le=65535)  # fixed by the published scripts
     # a variable each node fills at start with every rank's InfiniBand address, across nodes
-    # (envbuild/launch/ib_addresses.py), for a program that reads its ranks' addresses from it
+    # (envbuild/node/ib_addresses.py), for a program that reads its ranks' addresses from it
     address_var: EnvName | None = None
     output: RunOutput | None = None  # where the training output is, when not on stdout
     source: str = Field(min_length=1)

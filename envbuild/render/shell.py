@@ -48,8 +48,8 @@ def q(value: str) -> str:
         return '"' + value + '"'
     return shlex.quote(value)
 
-TOOLS = Path(__file__).resolve().parents[1] / "actions" / "nodefiles"
-PATCH_TOOL = "tools/apply_patch.py"  # ships with textpatch.py beside it (tools/textpatch.py)
+NODE = Path(__file__).resolve().parents[1] / "node"
+PATCH_TOOL = "tools/textpatch.py"  # envbuild/node/textpatch.py, run as a script
 
 
 @dataclass(frozen=True)
@@ -249,7 +249,6 @@ def shipped(actions: list) -> dict[str, str | Path]:
         if isinstance(a, CopyAsset):
             out["assets/" + a.asset] = asset_path(a.asset)
         elif isinstance(a, ApplyPatch):
-            out[PATCH_TOOL] = TOOLS / "apply_patch.py"
-            out["tools/textpatch.py"] = Path(__file__).resolve().parents[1] / "patches" / "textpatch.py"
+            out[PATCH_TOOL] = NODE / "textpatch.py"
             out[patch_spec_name(a)] = patch_spec_text(a)
     return out

@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RECORD = ROOT / "docs" / "results" / "import-proofs.json"
 PACKAGE = ROOT / "envbuild"
 # the code whose change can change any proof's outcome: how steps install, how the proof runs
-CODE = [PACKAGE / "actions" / "steps.py", PACKAGE / "actions" / "onnode.py",
+CODE = [PACKAGE / "actions" / "steps.py", PACKAGE / "node" / "actions.py",
         PACKAGE / "testbed" / "importproof.py", ROOT / "tests" / "test_import_proof.py"]
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision alpa-megatron-h100 on h100-venv (host h100-venv, facts profile:h100-venv),
-# rendered by envbuild 0.1.0 from the plan; lock digest ffa5fb2e6915a334a98123c91c8069994a93465613d55cb87cb084a0859697b1.
+# rendered by envbuild 0.1.0 from the plan; lock digest 6eefda62979c0b0b3f8a4dd673fa6cb756cc2ccc20c6c9496c6d40aca2c87006.
 # Regenerate: envbuild render alpa-megatron-h100 --target h100-venv --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
@@ -50,14 +50,14 @@ step_git_megatron() {
 # why: The baseline's one behavioural change, as in alpa-megatron: c28bbd2 guards the embedding-group
 # why: all-reduce with a literal False.
 step_patch_tie_embedding_disabled() {
-  python3 "$FILES/tools/apply_patch.py" --spec "$FILES/patch-specs/tie-embedding-disabled.json" --dest /root/.envbuild/envs/alpa-megatron-h100/src/megatron --diff-dir /root/.envbuild/envs/alpa-megatron-h100/.envbuild/patches
+  python3 "$FILES/tools/textpatch.py" --spec "$FILES/patch-specs/tie-embedding-disabled.json" --dest /root/.envbuild/envs/alpa-megatron-h100/src/megatron --diff-dir /root/.envbuild/envs/alpa-megatron-h100/.envbuild/patches
 }
 
 # step patch:torch-six-inf: patch torch-six-inf
 # why: clip_grads.py imports inf from torch._six, which torch 2.0 removed; torch.inf is the same
 # why: float('inf').
 step_patch_torch_six_inf() {
-  python3 "$FILES/tools/apply_patch.py" --spec "$FILES/patch-specs/torch-six-inf.json" --dest /root/.envbuild/envs/alpa-megatron-h100/src/megatron --diff-dir /root/.envbuild/envs/alpa-megatron-h100/.envbuild/patches
+  python3 "$FILES/tools/textpatch.py" --spec "$FILES/patch-specs/torch-six-inf.json" --dest /root/.envbuild/envs/alpa-megatron-h100/src/megatron --diff-dir /root/.envbuild/envs/alpa-megatron-h100/.envbuild/patches
 }
 
 # step patch:numpy-float-alias: patch numpy-float-alias
@@ -65,7 +65,7 @@ step_patch_torch_six_inf() {
 # why: module level; NumPy 1.24 removed the alias. np.float was the builtin float itself, so the
 # why: builtin gives the same dtype table and the same dict keys.
 step_patch_numpy_float_alias() {
-  python3 "$FILES/tools/apply_patch.py" --spec "$FILES/patch-specs/numpy-float-alias.json" --dest /root/.envbuild/envs/alpa-megatron-h100/src/megatron --diff-dir /root/.envbuild/envs/alpa-megatron-h100/.envbuild/patches
+  python3 "$FILES/tools/textpatch.py" --spec "$FILES/patch-specs/numpy-float-alias.json" --dest /root/.envbuild/envs/alpa-megatron-h100/src/megatron --diff-dir /root/.envbuild/envs/alpa-megatron-h100/.envbuild/patches
 }
 
 # step patch:fused-kernels-sm90: patch fused-kernels-sm90
@@ -73,7 +73,7 @@ step_patch_numpy_float_alias() {
 # why: sm_80 for nvcc >= 11, kept); nvcc 13 no longer accepts compute_70, and neither cubin runs on
 # why: sm_90. The H100's own arch replaces sm_70; the kernels' code is unchanged.
 step_patch_fused_kernels_sm90() {
-  python3 "$FILES/tools/apply_patch.py" --spec "$FILES/patch-specs/fused-kernels-sm90.json" --dest /root/.envbuild/envs/alpa-megatron-h100/src/megatron --diff-dir /root/.envbuild/envs/alpa-megatron-h100/.envbuild/patches
+  python3 "$FILES/tools/textpatch.py" --spec "$FILES/patch-specs/fused-kernels-sm90.json" --dest /root/.envbuild/envs/alpa-megatron-h100/src/megatron --diff-dir /root/.envbuild/envs/alpa-megatron-h100/.envbuild/patches
 }
 
 # step patch:jit-modules-by-name: patch jit-modules-by-name
@@ -84,7 +84,7 @@ step_patch_fused_kernels_sm90() {
 # why: first layer norm failed on the H100 with ModuleNotFoundError. The loaded module is put in
 # why: sys.modules under its name.
 step_patch_jit_modules_by_name() {
-  python3 "$FILES/tools/apply_patch.py" --spec "$FILES/patch-specs/jit-modules-by-name.json" --dest /root/.envbuild/envs/alpa-megatron-h100/src/megatron --diff-dir /root/.envbuild/envs/alpa-megatron-h100/.envbuild/patches
+  python3 "$FILES/tools/textpatch.py" --spec "$FILES/patch-specs/jit-modules-by-name.json" --dest /root/.envbuild/envs/alpa-megatron-h100/src/megatron --diff-dir /root/.envbuild/envs/alpa-megatron-h100/.envbuild/patches
 }
 
 # step build:megatron: build megatron
@@ -140,7 +140,7 @@ step_git_alpa() {
 # why: torch.distributed.run (torchrun) takes the same options and passes the rank in the environment
 # why: (LOCAL_RANK, RANK, WORLD_SIZE), which Megatron's initialize reads.
 step_patch_launch_to_run() {
-  python3 "$FILES/tools/apply_patch.py" --spec "$FILES/patch-specs/launch-to-run.json" --dest /root/.envbuild/envs/alpa-megatron-h100/src/alpa --diff-dir /root/.envbuild/envs/alpa-megatron-h100/.envbuild/patches
+  python3 "$FILES/tools/textpatch.py" --spec "$FILES/patch-specs/launch-to-run.json" --dest /root/.envbuild/envs/alpa-megatron-h100/src/alpa --diff-dir /root/.envbuild/envs/alpa-megatron-h100/.envbuild/patches
 }
 
 # step env-file: Environment file

@@ -85,7 +85,7 @@ step_git_megatron() {
 # why: weights are still synchronised). Alpa: "very little performance impact". Checked against the
 # why: zhisbug mirror at c28bbd2.
 step_patch_tie_embedding_disabled() {
-  python3 "$FILES/tools/apply_patch.py" --spec "$FILES/patch-specs/tie-embedding-disabled.json" --dest /mnt/envbuild/envs/alpa-megatron/src/megatron --diff-dir /mnt/envbuild/envs/alpa-megatron/.envbuild/patches
+  python3 "$FILES/tools/textpatch.py" --spec "$FILES/patch-specs/tie-embedding-disabled.json" --dest /mnt/envbuild/envs/alpa-megatron/src/megatron --diff-dir /mnt/envbuild/envs/alpa-megatron/.envbuild/patches
 }
 
 # step install:megatron: install megatron (pth)
@@ -112,7 +112,7 @@ step_git_apex() {
 # why: packaging Version objects since 2022-10, 5f1a73ec) although torch's BuildExtension only warns on
 # why: a minor mismatch. Relaxing the check to the major (a major mismatch still raises)
 step_patch_apex_cuda_check() {
-  python3 "$FILES/tools/apply_patch.py" --spec "$FILES/patch-specs/apex-cuda-check.json" --dest /mnt/envbuild/envs/alpa-megatron/src/apex --diff-dir /mnt/envbuild/envs/alpa-megatron/.envbuild/patches
+  python3 "$FILES/tools/textpatch.py" --spec "$FILES/patch-specs/apex-cuda-check.json" --dest /mnt/envbuild/envs/alpa-megatron/src/apex --diff-dir /mnt/envbuild/envs/alpa-megatron/.envbuild/patches
 }
 
 # step apex:apex: build Apex wheel (apex)

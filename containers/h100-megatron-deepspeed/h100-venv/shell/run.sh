@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision h100-megatron-deepspeed on h100-venv (host h100-venv, facts profile:h100-venv),
-# rendered by envbuild 0.1.0 from the plan; lock digest c03899fbb3f8079ad832327187b78751b12c83291e10af40cd68aa6c8685c61f.
+# rendered by envbuild 0.1.0 from the plan; lock digest df24104f717884f7721ac0af4932d37e3d31ca768330ee6c8ec4d12ada4f0b98.
 # Regenerate: envbuild render h100-megatron-deepspeed --target h100-venv --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
@@ -66,7 +66,7 @@ step_git_megatron_deepspeed() {
 # why: pretrain_gpt.py imports wandb at the top although megatron.training treats it as optional; the
 # why: node has no wandb and no network (deviation ezpz-wandb-offline).
 step_patch_wandb_optional() {
-  python3 "$FILES/tools/apply_patch.py" --spec "$FILES/patch-specs/wandb-optional.json" --dest /root/.envbuild/envs/h100-megatron-deepspeed/src/megatron-deepspeed --diff-dir /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/patches
+  python3 "$FILES/tools/textpatch.py" --spec "$FILES/patch-specs/wandb-optional.json" --dest /root/.envbuild/envs/h100-megatron-deepspeed/src/megatron-deepspeed --diff-dir /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/patches
 }
 
 # step patch:ezpz-offline: patch ezpz-offline
@@ -74,14 +74,14 @@ step_patch_wandb_optional() {
 # why: W&B; torchrun and Megatron's own initialization do the first, the second is off (deviation ezpz-
 # why: wandb-offline).
 step_patch_ezpz_offline() {
-  python3 "$FILES/tools/apply_patch.py" --spec "$FILES/patch-specs/ezpz-offline.json" --dest /root/.envbuild/envs/h100-megatron-deepspeed/src/megatron-deepspeed --diff-dir /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/patches
+  python3 "$FILES/tools/textpatch.py" --spec "$FILES/patch-specs/ezpz-offline.json" --dest /root/.envbuild/envs/h100-megatron-deepspeed/src/megatron-deepspeed --diff-dir /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/patches
 }
 
 # step patch:sample-idx-python: patch sample-idx-python
 # why: The C++ build_sample_idx died with SIGSEGV on the H100 node (deviation dataset-helpers-numpy25);
 # why: the same mapping from gpt_dataset.py's own Python function.
 step_patch_sample_idx_python() {
-  python3 "$FILES/tools/apply_patch.py" --spec "$FILES/patch-specs/sample-idx-python.json" --dest /root/.envbuild/envs/h100-megatron-deepspeed/src/megatron-deepspeed --diff-dir /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/patches
+  python3 "$FILES/tools/textpatch.py" --spec "$FILES/patch-specs/sample-idx-python.json" --dest /root/.envbuild/envs/h100-megatron-deepspeed/src/megatron-deepspeed --diff-dir /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/patches
 }
 
 # step build:megatron-deepspeed: build megatron-deepspeed

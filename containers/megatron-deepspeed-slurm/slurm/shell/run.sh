@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision megatron-deepspeed-slurm on slurm (host slurm, facts profile:slurm),
-# rendered by envbuild 0.1.0 from the plan; lock digest 90f032174668020055c6e8a04a72a6a375e80e3dbb831098e09e5e8cdff6d8f1.
+# rendered by envbuild 0.1.0 from the plan; lock digest 75ffa7634bd7959205f0dca5dda1b6a01b63448dfc4618b88363b0dd01384c9f.
 # Regenerate: envbuild render megatron-deepspeed-slurm --target slurm --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
@@ -75,7 +75,7 @@ step_git_megatron_deepspeed() {
 # why: and later fetches must match it
 step_data_megatron_deepspeed() {
   mkdir -p /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/data
-  mkdir -p /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/tools && cp "$FILES/assets/tools/fetch_data.py" /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/tools/fetch_data.py && chmod 0644 /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/tools/fetch_data.py
+  mkdir -p /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/tools && cp "$FILES/assets/node/fetch_data.py" /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/tools/fetch_data.py && chmod 0644 /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/tools/fetch_data.py
   /root/.envbuild/envs/megatron-deepspeed-slurm/bin/python /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/tools/fetch_data.py --name oscar-1gb --url https://huggingface.co/bigscience/misc-test-data/resolve/main/stas/oscar-1GB.jsonl.xz --dest /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed/oscar-1GB.jsonl.xz --record-dir /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/data --decompress xz
   /root/.envbuild/envs/megatron-deepspeed-slurm/bin/python /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/tools/fetch_data.py --name gpt2-vocab --url https://s3.amazonaws.com/models.huggingface.co/bert/gpt2-vocab.json --dest /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed/gpt2-vocab.json --record-dir /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/data
   /root/.envbuild/envs/megatron-deepspeed-slurm/bin/python /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/tools/fetch_data.py --name gpt2-merges --url https://s3.amazonaws.com/models.huggingface.co/bert/gpt2-merges.txt --dest /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed/gpt2-merges.txt --record-dir /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/data

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision megatronapp on rtx4090-pod (host rtx4090-pod, facts profile:rtx4090-pod),
-# rendered by envbuild 0.1.0 from the plan; lock digest 6eef7903743f9a749dba5d082d5a1fb973d59546dd61c6d773737b207ae966d8.
+# rendered by envbuild 0.1.0 from the plan; lock digest c8a1559cc1074fe976e5078c9e5e06b1cc180d34a2472fa4c499b864f82efac0.
 # Regenerate: envbuild render megatronapp --target rtx4090-pod --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
@@ -68,11 +68,11 @@ step_git_megatronapp() {
 # why: x4); the README says to edit them per cluster. Compiled in, they would tie an image to one set
 # why: of nodes, and Kubernetes does not say which node a pod lands on. The list is read when the
 # why: extension loads instead, from MEGATRONAPP_IB_ADDRESSES, which envbuild's launch fills at pod
-# why: start (envbuild/launch/ib_addresses.py): the image is the same for every pod and every cluster.
+# why: start (envbuild/node/ib_addresses.py): the image is the same for every pod and every cluster.
 # why: The uses stay as published (ips[rank] != ips[next_rank], ips[next_rank].c_str()); TCP ports
 # why: 20000+rank / 30000+rank too.
 step_patch_ib_addresses() {
-  python3 "$FILES/tools/apply_patch.py" --spec "$FILES/patch-specs/ib-addresses.json" --dest /root/.envbuild/envs/megatronapp/src/megatronapp --diff-dir /root/.envbuild/envs/megatronapp/.envbuild/patches
+  python3 "$FILES/tools/textpatch.py" --spec "$FILES/patch-specs/ib-addresses.json" --dest /root/.envbuild/envs/megatronapp/src/megatronapp --diff-dir /root/.envbuild/envs/megatronapp/.envbuild/patches
 }
 
 # step patch:cxx11-abi-from-torch: patch cxx11-abi-from-torch
@@ -81,7 +81,7 @@ step_patch_ib_addresses() {
 # why: conflicting. Dropping it leaves torch's value as the only one (upstream later reads
 # why: torch._C._GLIBCXX_USE_CXX11_ABI instead, ecd69f7b).
 step_patch_cxx11_abi_from_torch() {
-  python3 "$FILES/tools/apply_patch.py" --spec "$FILES/patch-specs/cxx11-abi-from-torch.json" --dest /root/.envbuild/envs/megatronapp/src/megatronapp --diff-dir /root/.envbuild/envs/megatronapp/.envbuild/patches
+  python3 "$FILES/tools/textpatch.py" --spec "$FILES/patch-specs/cxx11-abi-from-torch.json" --dest /root/.envbuild/envs/megatronapp/src/megatronapp --diff-dir /root/.envbuild/envs/megatronapp/.envbuild/patches
 }
 
 # step build:megatronapp: build megatronapp

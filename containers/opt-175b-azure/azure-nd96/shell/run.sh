@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision opt-175b-azure on azure-nd96 (host azure-nd96, facts profile:azure-nd96),
-# rendered by envbuild 0.1.0 from the plan; lock digest 76d1ec95e35ace743a020c86914f1ecc25dcb129757698846ecd32945ef1a372.
+# rendered by envbuild 0.1.0 from the plan; lock digest 760d3fec178928c069fd92216ec960461bab712549fd74a9c4e43f1e5bc47085.
 # Regenerate: envbuild render opt-175b-azure --target azure-nd96 --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
@@ -17,7 +17,7 @@ step_preflight() {
 # why: recipe asks for Python 3.9; conda packages python=3.9
 step_environment() {
   mkdir -p /mnt/envbuild/envs/opt-175b-azure/.envbuild/state
-  mkdir -p /mnt/envbuild/envs/opt-175b-azure/.envbuild && cp "$FILES/assets/conda/rattler_create.py" /mnt/envbuild/envs/opt-175b-azure/.envbuild/rattler_create.py && chmod 0644 /mnt/envbuild/envs/opt-175b-azure/.envbuild/rattler_create.py
+  mkdir -p /mnt/envbuild/envs/opt-175b-azure/.envbuild && cp "$FILES/assets/node/rattler_create.py" /mnt/envbuild/envs/opt-175b-azure/.envbuild/rattler_create.py && chmod 0644 /mnt/envbuild/envs/opt-175b-azure/.envbuild/rattler_create.py
   mkdir -p /mnt/envbuild/envs/opt-175b-azure/.envbuild
   python3 /mnt/envbuild/envs/opt-175b-azure/.envbuild/rattler_create.py --prefix /mnt/envbuild/envs/opt-175b-azure python=3.9 > /mnt/envbuild/envs/opt-175b-azure/.envbuild/conda-packages.txt
   sh -c 'test -x "$1/bin/python" || { echo "$1/bin/python is missing after installing the conda packages from $3; add python=$2 to the conda specs or leave python out to use the node'"'"'s Python" >&2; exit 1; }' sh /mnt/envbuild/envs/opt-175b-azure 3.9 conda-forge
@@ -204,7 +204,7 @@ step_git_apex() {
 # why: packaging Version objects since 2022-10, 5f1a73ec) although torch's BuildExtension only warns on
 # why: a minor mismatch. Relaxing the check to the major (a major mismatch still raises)
 step_patch_apex_cuda_check() {
-  python3 "$FILES/tools/apply_patch.py" --spec "$FILES/patch-specs/apex-cuda-check.json" --dest /mnt/envbuild/envs/opt-175b-azure/src/apex --diff-dir /mnt/envbuild/envs/opt-175b-azure/.envbuild/patches
+  python3 "$FILES/tools/textpatch.py" --spec "$FILES/patch-specs/apex-cuda-check.json" --dest /mnt/envbuild/envs/opt-175b-azure/src/apex --diff-dir /mnt/envbuild/envs/opt-175b-azure/.envbuild/patches
 }
 
 # step apex:apex: build Apex wheel (apex)

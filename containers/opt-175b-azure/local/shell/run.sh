@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision opt-175b-azure on local (host local, facts profile:local),
-# rendered by envbuild 0.1.0 from the plan; lock digest 0d963f616fc671fbaa2327349d55324c156cf5549ededb98a485cad50fbd191f.
+# rendered by envbuild 0.1.0 from the plan; lock digest dfe08548d018ccca66e88b9b393019c28ac4f6f1c77c87ce01d16d40ce596eb5.
 # Regenerate: envbuild render opt-175b-azure --target local --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
@@ -17,7 +17,7 @@ step_preflight() {
 # why: recipe asks for Python 3.9; conda packages python=3.9
 step_environment() {
   mkdir -p /root/.envbuild/envs/opt-175b-azure/.envbuild/state
-  mkdir -p /root/.envbuild/envs/opt-175b-azure/.envbuild && cp "$FILES/assets/conda/rattler_create.py" /root/.envbuild/envs/opt-175b-azure/.envbuild/rattler_create.py && chmod 0644 /root/.envbuild/envs/opt-175b-azure/.envbuild/rattler_create.py
+  mkdir -p /root/.envbuild/envs/opt-175b-azure/.envbuild && cp "$FILES/assets/node/rattler_create.py" /root/.envbuild/envs/opt-175b-azure/.envbuild/rattler_create.py && chmod 0644 /root/.envbuild/envs/opt-175b-azure/.envbuild/rattler_create.py
   mkdir -p /root/.envbuild/envs/opt-175b-azure/.envbuild
   python3 /root/.envbuild/envs/opt-175b-azure/.envbuild/rattler_create.py --prefix /root/.envbuild/envs/opt-175b-azure python=3.9 > /root/.envbuild/envs/opt-175b-azure/.envbuild/conda-packages.txt
   sh -c 'test -x "$1/bin/python" || { echo "$1/bin/python is missing after installing the conda packages from $3; add python=$2 to the conda specs or leave python out to use the node'"'"'s Python" >&2; exit 1; }' sh /root/.envbuild/envs/opt-175b-azure 3.9 conda-forge
@@ -200,7 +200,7 @@ step_git_apex() {
 # step patch:apex-cuda-check: patch apex-cuda-check
 # why: refused: CUDA extensions requested but torch is a CPU build (torch.version.cuda is None)
 step_patch_apex_cuda_check() {
-  python3 "$FILES/tools/apply_patch.py" --spec "$FILES/patch-specs/apex-cuda-check.json" --dest /root/.envbuild/envs/opt-175b-azure/src/apex --diff-dir /root/.envbuild/envs/opt-175b-azure/.envbuild/patches
+  python3 "$FILES/tools/textpatch.py" --spec "$FILES/patch-specs/apex-cuda-check.json" --dest /root/.envbuild/envs/opt-175b-azure/src/apex --diff-dir /root/.envbuild/envs/opt-175b-azure/.envbuild/patches
 }
 
 # step apex:apex: build Apex wheel (apex)

@@ -1,5 +1,5 @@
 #!/usr/bin/python
-"""Run a batch of envbuild's primitive actions on the node (module_utils/envbuild_onnode).
+"""Run a batch of envbuild's primitive actions on the node (module_utils/envbuild_node/actions.py).
 
 The actions are data (argv lists, file contents, a commit to check out, a declarative patch,
 a captured smoke run); this module runs them without a shell and without templating. With
@@ -132,9 +132,10 @@ stderr:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.envbuild.node.plugins.module_utils import envbuild_onnode as onnode
-from ansible_collections.envbuild.node.plugins.module_utils import envbuild_onnode_steps as node_steps
-from ansible_collections.envbuild.node.plugins.module_utils import textpatch
+# envbuild's node package (envbuild/node/, linked as module_utils/envbuild_node/): a module
+# imports module_utils by the collection's full name, the name Ansible gives them
+from ansible_collections.envbuild.node.plugins.module_utils.envbuild_node import actions as node_actions
+from ansible_collections.envbuild.node.plugins.module_utils.envbuild_node import state as node_steps
 
 
 def main():
@@ -155,17 +156,16 @@ def main():
         module.exit_json(changed=any(a.get("changes", True) or a.get("op") != "run" for a in acts),
                          would_run=would)
     try:
-        res = onnode.run_actions(acts, node_path=module.params["node_path"] or None, textpatch=textpatch,
-                                 repair=module.params["repair"])
-    except onnode.ActionFailed as exc:
+        res = node_actions.run_actions(acts, node_path=module.params["node_path"] or None,
+                                       repair=module.params["repair"])
+    except node_actions.ActionFailed as exc:
         module.fail_json(msg=exc.msg, cmd=exc.cmd, rc=exc.rc, stdout=exc.stdout, stderr=exc.stderr)
     out = {}
     rec = module.params["record"]
     if rec:
         try:
-            out["effect"] = node_steps.record_step(rec["prefix"], rec["id"], rec["digest"], rec.get("effect") or None,
-                                                   textpatch)
-        except onnode.ActionFailed as exc:
+            out["effect"] = node_steps.record_step(rec["prefix"], rec["id"], rec["digest"], rec.get("effect") or None)
+        except node_actions.ActionFailed as exc:
             module.fail_json(msg=exc.msg, stdout="\n".join(res["log"]))
         except Exception as exc:  # the state folder unwritable, a malformed effect: said, with the log
             module.fail_json(msg="recording step %s failed: %s: %s" % (rec["id"], type(exc).__name__, exc),

@@ -3,7 +3,7 @@
 
 A step is done when its marker ``<prefix>/.envbuild/state/<id>.done`` holds the step's digest
 **and** its effect holds on the node now (``effect``: data from ``envbuild.actions.effects``,
-checked by ``module_utils/envbuild_onnode_effects.check_effect``: distributions and their RECORD
+checked by ``module_utils/envbuild_node/effects.check_effect``: distributions and their RECORD
 files, git HEAD and tree, patches, file digests). The first step that is not done runs again
 with every step after it; ``repair`` names the pending steps whose actions must force a
 reinstall (pip says "already satisfied" when metadata is there and files are not);
@@ -145,9 +145,10 @@ effect:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.envbuild.node.plugins.module_utils import envbuild_onnode as onnode
-from ansible_collections.envbuild.node.plugins.module_utils import envbuild_onnode_steps as node_steps
-from ansible_collections.envbuild.node.plugins.module_utils import textpatch
+# envbuild's node package (envbuild/node/, linked as module_utils/envbuild_node/): a module
+# imports module_utils by the collection's full name, the name Ansible gives them
+from ansible_collections.envbuild.node.plugins.module_utils.envbuild_node import actions as node_actions
+from ansible_collections.envbuild.node.plugins.module_utils.envbuild_node import state as node_steps
 
 
 def main():
@@ -167,8 +168,8 @@ def main():
             module.exit_json(changed=False, recorded=None)
         before = node_steps.read_marker(node_steps.state_dir_of(p["prefix"]), p["record"])
         try:
-            detail = node_steps.record_step(p["prefix"], p["record"], p["digest"], p["effect"] or None, textpatch)
-        except onnode.ActionFailed as exc:
+            detail = node_steps.record_step(p["prefix"], p["record"], p["digest"], p["effect"] or None)
+        except node_actions.ActionFailed as exc:
             module.fail_json(msg=exc.msg)
         module.exit_json(changed=before != p["digest"], recorded=p["record"], effect=detail)
     effects = list(p["effects"] or [])
@@ -177,7 +178,7 @@ def main():
     if p["from_step"] and p["from_step"] not in p["steps"]:
         module.fail_json(msg="--from-step %s: no such step (steps: %s)" % (p["from_step"], ", ".join(p["steps"])))
     cleared = [] if module.check_mode else node_steps.fresh_tmp(p["prefix"], keep=__file__)
-    res = node_steps.node_state(p["prefix"], steps, from_step=p["from_step"] or None, textpatch=textpatch,
+    res = node_steps.node_state(p["prefix"], steps, from_step=p["from_step"] or None,
                                refresh=not module.check_mode)
     module.exit_json(changed=False, tmp_cleared=cleared, **res)
 

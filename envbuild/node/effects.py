@@ -1,10 +1,10 @@
 """Check the effects of plan steps on a node: the second half of the node side of
-``envbuild.actions`` (the first, running actions, is ``onnode.py``).
+``envbuild.actions`` (the first, running actions, is ``actions.py``).
 
-Standard library only, like ``onnode.py``: it runs under the node's Python, shipped to Ansible
-as ``module_utils/envbuild_onnode_effects.py`` (a symlink to this file). ``check_effect(eff,
-EffectContext(state_dir, textpatch))`` interprets one effect of ``envbuild.actions.effects``
-(data; nothing is evaluated); ``onnode_steps`` decides with it which steps run and when a step
+Standard library only, like ``actions.py``: it runs under the node's Python, in Ansible's
+module_utils or loaded by ``boot.py`` (see ``envbuild/node/__init__.py``). ``check_effect(eff,
+EffectContext(state_dir))`` interprets one effect of ``envbuild.actions.effects``
+(data; nothing is evaluated); ``state`` decides with it which steps run and when a step
 is done.
 """
 import base64
@@ -12,11 +12,10 @@ import csv
 import hashlib
 import json
 import os
+from urllib.parse import unquote
 
-try:  # as the collection's module_utils (what AnsiballZ packs; the state probe loads them so too)
-    from ansible_collections.envbuild.node.plugins.module_utils.envbuild_onnode import ActionFailed, _call, _env
-except ImportError:  # as envbuild.actions on the controller
-    from envbuild.actions.onnode import ActionFailed, _call, _env
+from . import textpatch
+from .actions import ActionFailed, _call, _env
 
 # ``check_effect(effect, ctx)`` interprets one effect of ``envbuild.actions.effects`` (data)
 # and returns {"ok", "detail", "repair"}; ``repair`` says the step's normal actions would not
@@ -52,8 +51,8 @@ class EffectContext(object):
     """Caches shared by the checks of one node: each environment's search path and
     distributions, the manifests recorded under the state folder."""
 
-    def __init__(self, state_dir, textpatch=None, deep=False):
-        self.state_dir, self.textpatch, self.deep = state_dir, textpatch, deep
+    def __init__(self, state_dir, deep=False):
+        self.state_dir, self.deep = state_dir, deep
         self._envs, self._dists = {}, {}
 
     def env(self, python):
@@ -299,10 +298,6 @@ def _check_source(eff, ctx, manifest):
     env = ctx.env(eff["python"])
     if not env.get("ok"):
         return {"ok": False, "detail": env.get("error", "no environment"), "repair": False}
-    try:
-        from urllib.parse import unquote
-    except ImportError:  # pragma: no cover - Python 2
-        from urllib import unquote
     want = os.path.normpath(eff["dest"])
     for name, (site, dist_info, version) in sorted(ctx.dists(eff["python"]).items()):
         try:
@@ -442,8 +437,8 @@ def _check_patch(eff, ctx):
             text = fh.read()
     except OSError as exc:
         return {"ok": False, "repair": False, "detail": "patch %s: %s: %s" % (spec["id"], path, exc.strerror)}
-    status, _ = ctx.textpatch.apply_text_patch(text, spec["kind"], spec.get("old") or None,
-                                               spec.get("new") or None, int(spec.get("count") or 1))
+    status, _ = textpatch.apply_text_patch(text, spec["kind"], spec.get("old") or None,
+                                           spec.get("new") or None, int(spec.get("count") or 1))
     ok = status == "already-applied"
     return {"ok": ok, "repair": False,
             "detail": "patch %s %s" % (spec["id"], "applied" if ok else "not applied (%s)" % status)}
@@ -491,8 +486,8 @@ def _check_git(eff, ctx):
             continue
         want = base
         for spec in (s for s in eff["patches"] if s["file"] == rel):
-            status, want = ctx.textpatch.apply_text_patch(want, spec["kind"], spec.get("old") or None,
-                                                          spec.get("new") or None, int(spec.get("count") or 1))
+            status, want = textpatch.apply_text_patch(want, spec["kind"], spec.get("old") or None,
+                                                      spec.get("new") or None, int(spec.get("count") or 1))
         try:
             with open(os.path.join(dest, rel), encoding="utf-8", errors="surrogateescape") as fh:
                 have = fh.read()

@@ -1,8 +1,8 @@
 """Which plan steps must run on a node, and marking a step done: step markers under
-``<prefix>/.envbuild/state`` checked with the steps' effects (``onnode_effects``).
+``<prefix>/.envbuild/state`` checked with the steps' effects (``effects``).
 
-Standard library only: it runs under the node's Python, shipped to Ansible as
-``module_utils/envbuild_onnode_steps.py`` (a symlink to this file). ``node_state`` is what
+Standard library only: it runs under the node's Python, in Ansible's module_utils or loaded by
+``boot.py`` (see ``envbuild/node/__init__.py``). ``node_state`` is what
 Ansible's ``envbuild_state`` module, the no-op probe of ``envbuild provision`` and
 ``envbuild verify`` run on the node; ``record_step`` writes a step's marker only once its
 effect holds.
@@ -10,14 +10,8 @@ effect holds.
 import json
 import os
 
-try:  # as the collection's module_utils (what AnsiballZ packs; the state probe loads them so too)
-    from ansible_collections.envbuild.node.plugins.module_utils.envbuild_onnode import ActionFailed
-except ImportError:  # as envbuild.actions on the controller
-    from envbuild.actions.onnode import ActionFailed
-try:  # as the collection's module_utils (what AnsiballZ packs; the state probe loads them so too)
-    from ansible_collections.envbuild.node.plugins.module_utils.envbuild_onnode_effects import EffectContext, check_effect
-except ImportError:  # as envbuild.actions on the controller
-    from envbuild.actions.onnode_effects import EffectContext, check_effect
+from .actions import ActionFailed
+from .effects import EffectContext, check_effect
 
 
 def state_dir_of(prefix):
@@ -64,7 +58,7 @@ def read_marker(state, sid):
         return None
 
 
-def node_state(prefix, steps, from_step=None, deep=False, textpatch=None, refresh=False):
+def node_state(prefix, steps, from_step=None, deep=False, refresh=False):
     """Which plan steps must run: ``steps`` is ``[{id, digest, effect}]`` in plan order.
 
     The first step whose marker is missing or differs, whose effect does not hold, or that is
@@ -74,7 +68,7 @@ def node_state(prefix, steps, from_step=None, deep=False, textpatch=None, refres
     ``refresh``: the manifest of a done step whose files were re-hashed (their stat changed,
     their content did not) is rewritten, so the next check reads none of them again."""
     state = state_dir_of(prefix)
-    ctx = EffectContext(state, textpatch=textpatch, deep=deep)
+    ctx = EffectContext(state, deep=deep)
     done, pending, repair, failed, reasons, results = [], [], [], {}, {}, {}
     first = None
     for step in steps:
@@ -119,7 +113,7 @@ def _write_json(path, data):
     os.replace(tmp, path)
 
 
-def record_step(prefix, sid, digest, effect=None, textpatch=None):
+def record_step(prefix, sid, digest, effect=None):
     """After step ``sid`` ran: check its effect in full (every RECORD hash), keep the manifest
     that makes later checks fast, then write the marker. Raises ActionFailed when the effect
     does not hold: a step is never marked done on the strength of its exit code alone."""
@@ -129,7 +123,7 @@ def record_step(prefix, sid, digest, effect=None, textpatch=None):
     manifest_path = os.path.join(state, sid + ".manifest.json")
     detail = ""
     if effect:
-        res = check_effect(effect, EffectContext(state, textpatch=textpatch, deep=True), sid)
+        res = check_effect(effect, EffectContext(state, deep=True), sid)
         if not res["ok"]:
             raise ActionFailed("step %s ran but its effect does not hold: %s" % (sid, res["detail"]))
         detail = res["detail"]

@@ -1,11 +1,11 @@
 """Run primitive actions on a node: the node-side half of ``envbuild.actions``.
 
-Standard library only (it runs under the node's Python, shipped to Ansible as
-``module_utils/envbuild_onnode.py``, a symlink to this file). Every action arrives as JSON
+Standard library only (it runs under the node's Python, in Ansible's module_utils: see
+``envbuild/node/__init__.py``). Every action arrives as JSON
 data (``envbuild.actions.model``): argv lists run without a shell, file contents are written
 as they are, nothing is templated or evaluated.
 
-``run_actions(actions, node_path=..., textpatch=..., repair=False)`` returns
+``run_actions(actions, node_path=..., repair=False)`` returns
 ``{"changed": bool, "log": [...]}`` or raises ``ActionFailed`` carrying the command, exit code
 and output of the failing action. With ``repair`` (the step runs again because its effect did
 not hold, decided on the node by ``node_state``), a ``run`` action's ``repair_args`` are added
@@ -18,8 +18,8 @@ line as it runs (the step's build log, tailed live for local nodes by
 the running command's whole process group before the runner ends (``_Interrupts``), and every
 command carries PR_SET_PDEATHSIG (SIGKILL) for a runner killed outright.
 
-The effects of plan steps are checked by ``onnode_effects.py`` (``check_effect``) and
-``onnode_steps.py`` (``node_state``, ``record_step``), shipped beside this file.
+The effects of plan steps are checked by ``effects.py`` (``check_effect``) and
+``state.py`` (``node_state``, ``record_step``), shipped beside this file.
 """
 import os
 import shutil
@@ -27,6 +27,8 @@ import signal
 import subprocess
 import threading
 import time
+
+from . import textpatch
 
 LOG_TAIL_CHARS = 4000  # of each command's stdout kept in the step's log
 CAPTURE_SHELL = 'if [ -f "$0" ]; then . "$0"; fi; exec "$@"'
@@ -349,7 +351,7 @@ def update_submodules(repo, paths, mirrors):
     return changed
 
 
-def do_patch(a, textpatch):
+def do_patch(a):
     spec = a["spec"]
     path = os.path.join(a["dest"], spec["file"])
     try:
@@ -382,14 +384,14 @@ def do_capture(a, node_path):
     return rc, err
 
 
-def run_actions(actions, node_path=None, textpatch=None, repair=False):
+def run_actions(actions, node_path=None, repair=False):
     """Run node-side actions in order; see the module docstring. While they run, SIGTERM,
     SIGHUP and SIGINT kill the running command's process group first (``_Interrupts``)."""
     with _Interrupts():
-        return _run_actions(actions, node_path, textpatch, repair)
+        return _run_actions(actions, node_path, repair)
 
 
-def _run_actions(actions, node_path, textpatch, repair):
+def _run_actions(actions, node_path, repair):
     changed, log, captured, logs = False, [], [], set()
     for a in actions:
         op = a["op"]
@@ -412,7 +414,7 @@ def _run_actions(actions, node_path, textpatch, repair):
             if note:
                 log.append(note)
         elif op == "patch":
-            did, status = do_patch(a, textpatch)
+            did, status = do_patch(a)
             changed = changed or did
             log.append("patch %s: %s" % (a["spec"]["id"], status))
         elif op == "capture":

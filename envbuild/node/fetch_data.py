@@ -1,6 +1,7 @@
 """Fetch one data file of a recipe's ``data`` section on the node, checking its sha256.
 
-Standard library only (it runs under the environment's Python, 3.8 or newer). The file comes
+Standard library only (it runs under the environment's Python, the package's floor or newer:
+``envbuild/node/__init__.py``). The file comes
 from ``--mirror`` when that file exists (an offline node), else from ``--url``. It is written
 beside ``--dest`` and moved into place only after its sha256 is checked:
 

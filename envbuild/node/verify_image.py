@@ -1,5 +1,6 @@
 """Check an environment against what its plan installed: run inside a built image (or on a
-node) with the environment's own Python. Standard library only (Python >= 3.8).
+node) with the environment's own Python. Standard library only (the package's floor or newer:
+``envbuild/node/__init__.py``).
 
     <prefix>/bin/python verify_image.py verify.json            # imports, versions, source trees
     <prefix>/bin/python verify_image.py --inventory            # {name: {version, files}} as JSON
@@ -14,11 +15,7 @@ import json
 import os
 import re
 import sys
-
-try:
-    from importlib import metadata
-except ImportError:  # pragma: no cover - Python < 3.8
-    metadata = None
+from importlib import metadata
 
 
 def canon(name):

@@ -1,13 +1,13 @@
 """envbuild observe: print what is really installed in one environment, as JSON.
 
-Runs ON THE NODE with the environment's own python (3.6 and later), standard library only.
-envbuild sends this file's text over SSH (``envbuild.observe.observe_script()``); it never
-imports envbuild on the node.
+Runs ON THE NODE with the environment's own python (the package's floor or newer:
+``envbuild/node/__init__.py``), standard library only. envbuild sends it over SSH with the rest
+of its package (``envbuild.observe.observe_command``); it imports nothing of envbuild.
 
 Usage::
 
-    PYTHON node_script.py --prefix /opt/env [--source NAME=DIR ...] [--env-file FILE]
-                          [--all-so]
+    PYTHON observe.py --prefix /opt/env [--source NAME=DIR ...] [--env-file FILE]
+                      [--all-so]
 
 Output: one JSON document, schema "envbuild.observed/1" (see envbuild.observe.model).
 """
@@ -19,6 +19,7 @@ import os
 import re
 import subprocess
 import sys
+from importlib import metadata
 
 SCHEMA = "envbuild.observed/1"
 PROCESS_ENV_RE = re.compile(r"^(NCCL_|CUDA_|UCX_|NVIDIA_|TORCH_CUDA_ARCH_LIST$|CUDNN_)")
@@ -58,31 +59,10 @@ def canonical(name):
 def installed_packages():
     """{canonical name: version} of every distribution the interpreter sees."""
     found = {}
-    try:
-        from importlib import metadata  # 3.8+
-
-        for dist in metadata.distributions():
-            name = dist.metadata["Name"]
-            if name:
-                found.setdefault(canonical(name), dist.version)
-        return found
-    except ImportError:
-        pass
-    for entry in sys.path:  # 3.6/3.7: read the metadata files directly
-        for meta in glob.glob(os.path.join(entry or ".", "*.dist-info", "METADATA")) + glob.glob(
-            os.path.join(entry or ".", "*.egg-info", "PKG-INFO")
-        ):
-            name = version = None
-            with open(meta, encoding="utf-8", errors="replace") as fh:
-                for line in fh:
-                    if line.startswith("Name:"):
-                        name = line.split(":", 1)[1].strip()
-                    elif line.startswith("Version:"):
-                        version = line.split(":", 1)[1].strip()
-                    elif not line.strip():
-                        break
-            if name and version:
-                found.setdefault(canonical(name), version)
+    for dist in metadata.distributions():
+        name = dist.metadata["Name"]
+        if name:
+            found.setdefault(canonical(name), dist.version)
     return found
 
 

@@ -4,8 +4,9 @@ usage: rattler_create.py --prefix PATH [--channel URL_OR_DIR]... SPEC...
 
 A channel given as a folder is used as a local file channel (it must hold ``noarch/`` and
 ``repodata.json`` files, e.g. written by ``rattler.index.index_fs``). Prints one line per
-installed package: ``name version build channel``. Runs under the node's own Python (3.8+);
-only py-rattler is needed besides the standard library.
+installed package: ``name version build channel``. Runs under the node's own Python (the
+package's floor or newer: ``envbuild/node/__init__.py``); only py-rattler is needed besides the
+standard library.
 """
 import argparse
 import asyncio

@@ -1,0 +1,1 @@
+../../../../../../../node/ib_addresses.py

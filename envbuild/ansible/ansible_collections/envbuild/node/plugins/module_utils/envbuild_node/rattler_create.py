@@ -1,0 +1,1 @@
+../../../../../../../node/rattler_create.py

@@ -1,0 +1,1 @@
+../../../../../../../node/verify_image.py

@@ -1,1 +1,0 @@
-../../../../../../actions/onnode.py

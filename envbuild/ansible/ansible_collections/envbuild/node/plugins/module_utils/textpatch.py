@@ -1,1 +1,0 @@
-../../../../../../patches/textpatch.py

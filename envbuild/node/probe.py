@@ -1,0 +1,35 @@
+"""The state probe: a node's step markers, step effects and observed environment in one process.
+
+Run through ``boot.py`` by the environment's own interpreter (``envbuild.actions.nodestate.
+probe_command``)::
+
+    PYTHON -E -c BOOT PACKAGE probe ARGS
+
+ARGS is base64 of a JSON object: ``prefix``, ``steps`` (``[{id, digest, effect}]``),
+``from_step``, ``deep``, ``refresh`` (see ``state.node_state``), ``observe`` (the observe
+script's arguments, or null: do not observe) and ``begin``, the marker line printed before the
+result: one JSON object ``{"state": ..., "observed": ...}``. Nothing is written to the node's
+disk (with ``refresh``, only the state folder's manifests).
+"""
+import base64
+import json
+import sys
+
+from . import observe, state
+
+
+def main(argv):
+    args = json.loads(base64.b64decode(argv[0]).decode("utf-8"))
+    out = {"state": state.node_state(
+        args["prefix"], args["steps"], from_step=args.get("from_step"), deep=args.get("deep", False),
+        refresh=args.get("refresh", False))}
+    if args.get("observe") is not None:
+        out["observed"] = observe.observe(observe.parse_args(args["observe"]))
+    sys.stdout.write("%s\n" % (args["begin"],))
+    json.dump(out, sys.stdout, sort_keys=True)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
