@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision alpa-megatron on azure-nd96 (host azure-nd96, facts profile:azure-nd96),
-# rendered by envbuild 0.1.0 from the plan; lock digest 1cfc188a147d5ed4d2d869664c23b823ea7f7098964302a18f3a48cd11d7c65f.
+# rendered by envbuild 0.1.0 from the plan; lock digest 2b6ead7accdfe7739a180bf8c8bfec36917e36da3696bab7391398089c586e03.
 # Regenerate: envbuild render alpa-megatron --target azure-nd96 --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision alpa-megatron on h100 (host h100, facts profile:h100),
-# rendered by envbuild 0.1.0 from the plan; lock digest 9bff4c845975bb98dfcb0540e28958996549ac0bbb3e48f2796245391165a0f3.
+# rendered by envbuild 0.1.0 from the plan; lock digest 5f720bc7129614f0206ae37837a20032dbbbff95fd72678975f89fb41397c514.
 # Regenerate: envbuild render alpa-megatron --target h100 --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision alpa-megatron on local (host local, facts profile:local),
-# rendered by envbuild 0.1.0 from the plan; lock digest 4f8bbdc96e774234395f6f51ee6e52a77acb18946bcd7d6e4f2396b436d14464.
+# rendered by envbuild 0.1.0 from the plan; lock digest 6b1b92780ddc22fa31d1d0a20232c4fd2758e752a13f1bd530e897913230c096.
 # Regenerate: envbuild render alpa-megatron --target local --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

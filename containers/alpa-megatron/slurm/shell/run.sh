@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision alpa-megatron on slurm (host slurm, facts profile:slurm),
-# rendered by envbuild 0.1.0 from the plan; lock digest 81af4e81e757b6ba515375b79fa23c90008de9b07a0970274240a5c38fbaeead.
+# rendered by envbuild 0.1.0 from the plan; lock digest 72137b7ed7dd8762fc7f8f464e7d44a95fe5b57a1dabb32a16203721c86f2444.
 # Regenerate: envbuild render alpa-megatron --target slurm --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
