@@ -52,9 +52,14 @@ import torch.nn.functional as F
 SCHEMA = "envbuild.smoke/1"
 
 PRESETS = {
-    # CPU, a few seconds: checks that the stack trains at all.
+    # CPU, a few seconds: checks that the stack trains at all. One thread: the tiny model's
+    # operations are too small to gain from intra-op threads, and on a shared CPU a team of
+    # threads waits at every operation for a member the scheduler took away (2 cores, three
+    # smokes and two busy loops at once: 2 threads each 370-817 tokens/s, MFU 0.08-0.21;
+    # 1 thread each 2361-3184 tokens/s, MFU 0.23-0.63; idle, 1 thread: MFU 0.52). The matmul
+    # peak runs in the same process, so the ratio is one core's. --threads overrides it.
     "tiny": dict(layers=2, hidden=128, heads=4, seq=128, batch=8, vocab=4096,
-                 steps=8, warmup=2, device="cpu"),
+                 steps=8, warmup=2, device="cpu", threads=1),
     # GPT-2 medium shape (~355M parameters), the MFU target on one GPU.
     "350m": dict(layers=24, hidden=1024, heads=16, seq=1024, batch=16, vocab=50304,
                  steps=20, warmup=5),
@@ -376,6 +381,7 @@ def run(cfg):
         "attention": "sdpa" if HAS_SDPA else "math",
         "optimizer": opt_kind,
         "config": {k2: cfg[k2] for k2 in ("layers", "hidden", "heads", "seq", "batch", "vocab", "steps", "warmup")},
+        "threads": torch.get_num_threads() if device.type == "cpu" else None,
         "params": total,
         "params_matmul": n_mm,
         "flops_per_token": fpt,

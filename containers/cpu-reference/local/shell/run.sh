@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision cpu-reference on local (host local, facts profile:local),
-# rendered by envbuild 0.1.0 from the plan; lock digest c22eb2098f3ea2df6b78327df5dc3494166f3e7f6e99163dd9174c05c07ef5fd.
+# rendered by envbuild 0.1.0 from the plan; lock digest 457a334bc6b6f079d82f156a99e719cee4d9976c990345029f53678777092fc3.
 # Regenerate: envbuild render cpu-reference --target local --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
