@@ -37,6 +37,13 @@ def test_gpt_tiny_numbers_are_sane(gpt_tiny):
     assert r["mfu"] == pytest.approx(r["tflops"] / r["peak_tflops"])
 
 
+def test_gpt_tiny_runs_one_thread_unless_told(gpt_tiny):
+    """One thread: on a shared CPU a team of threads waits for members the scheduler took away."""
+    assert gpt_tiny["threads"] == 1
+    rc, out, _ = run_script("gpt", "--preset", "tiny", "--threads", "2", "--steps", "2", "--warmup", "1", "--json")
+    assert rc == 0 and json.loads(out)["threads"] == 2
+
+
 def test_gpt_tiny_peak_is_sampled_beside_every_timed_step(gpt_tiny):
     # the judged peak is the median of matmul samples taken right after each step (2 per step),
     # not the before/after figures, which are only recorded
