@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision megatronapp on rtx4090-pod (host rtx4090-pod, facts profile:rtx4090-pod),
-# rendered by envbuild 0.1.0 from the plan; lock digest 6eef7903743f9a749dba5d082d5a1fb973d59546dd61c6d773737b207ae966d8.
+# rendered by envbuild 0.1.0 from the plan; lock digest d26d72e9171901fa1adef3529e65e69af8266ee898a1d5425d2db5eef04e71a8.
 # Regenerate: envbuild render megatronapp --target rtx4090-pod --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
