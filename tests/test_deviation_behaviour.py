@@ -112,6 +112,17 @@ def test_opt_locks_pin_numpy_below_2(target) -> None:
     assert int(lock.package("numpy").version.split(".")[0]) < 2
 
 
+@pytest.mark.parametrize("target", ["azure-nd96", "local"])
+def test_opt_locks_keep_numpys_float_alias_for_metaseq(target) -> None:
+    """metaseq@5ca60055 uses np.float, which NumPy 1.24 removed: both locks resolve below it."""
+    from packaging.version import Version
+
+    lock = read_lock(LOCKS / "opt-175b-azure" / f"{target}.lock")
+    numpy = lock.package("numpy")
+    assert Version(numpy.version) < Version("1.24") and numpy.verified
+    assert load_recipe("opt-175b-azure").package("numpy").version == "<1.24"
+
+
 def test_polaris_flash_attn_is_built_without_isolation_against_the_module_torch() -> None:
     step = _step(_plan("polaris-megatron-deepspeed", "polaris"), "pip:packages")
     assert step.params.no_build_isolation == ["flash-attn"]
