@@ -112,6 +112,17 @@ def test_opt_locks_pin_numpy_below_2(target) -> None:
     assert int(lock.package("numpy").version.split(".")[0]) < 2
 
 
+@pytest.mark.parametrize("target", ["azure-nd96", "local"])
+def test_opt_locks_keep_numpys_float_alias_for_metaseq(target) -> None:
+    """metaseq@5ca60055 uses np.float, which NumPy 1.24 removed: both locks resolve below it."""
+    from packaging.version import Version
+
+    lock = read_lock(LOCKS / "opt-175b-azure" / f"{target}.lock")
+    numpy = lock.package("numpy")
+    assert Version(numpy.version) < Version("1.24") and numpy.verified
+    assert load_recipe("opt-175b-azure").package("numpy").version == "<1.24"
+
+
 def test_polaris_flash_attn_is_built_without_isolation_against_the_module_torch() -> None:
     step = _step(_plan("polaris-megatron-deepspeed", "polaris"), "pip:packages")
     assert step.params.no_build_isolation == ["flash-attn"]
@@ -167,6 +178,31 @@ def test_mds_lock_pins_deepspeed_and_the_contemporary_megatron_deepspeed() -> No
     plan = build_plan(load_recipe("megatron-deepspeed-slurm"), load_target("slurm"),
                       from_target(load_target("slurm")), lock, PlanOptions(prefix="/e", backend="venv"))
     assert _step(plan, "git:megatron-deepspeed").params.sha == pin.sha
+
+
+def test_mds_installs_nltk_before_its_data_preparation() -> None:
+    """tools/preprocess_data.py uses nltk at import: the lock pins 3.7 with its hash, and nltk is
+    installed before the build step runs the script, on a plain node and in the image (where
+    the pip step is a layer and the build runs from prepare.sh when a container starts)."""
+    from envbuild.render.image import image_plan, run_time_steps
+
+    lock = read_lock(LOCKS / "megatron-deepspeed-slurm" / "slurm.lock")
+    nltk = lock.package("nltk")
+    assert nltk.version == "3.7" and nltk.verified and len(nltk.dist.sha256) == 64
+    assert "recipe" in nltk.required_by
+    recipe, target = load_recipe("megatron-deepspeed-slurm"), load_target("slurm")
+    venv = build_plan(recipe, target, from_target(target), lock, PlanOptions(prefix="/e", backend="venv"))
+    image = image_plan(recipe, target, lock).plan
+    for plan in (venv, image):
+        ids = [s.id for s in plan.steps]
+        build = ids.index("build:megatron-deepspeed")
+        assert "tools/preprocess_data.py" in _step(plan, "build:megatron-deepspeed").params.commands[0]
+        installs = [i for i, s in enumerate(plan.steps) if s.kind == "pip_install"
+                    and any(r.name == "nltk" and r.version == "3.7" for r in s.params.requirements)]
+        assert installs and installs[0] < build
+    later = {s.id for s in run_time_steps(image)}
+    assert "build:megatron-deepspeed" in later
+    assert not any(s.kind == "pip_install" for s in run_time_steps(image))
 
 
 def test_megatronapp_two_pods_write_the_master_address_before_their_scripts() -> None:

@@ -10,7 +10,9 @@ one with why): the preinstalled ones in a stand-in of the base environment that 
 environment is made over (``envbuild.testbed.importproof``). What cannot be had here is
 recorded with the reason: a package with no public stand-in (NVIDIA's Apex, Transformer Engine),
 a Python missing on this machine, a source whose commit no git mirror holds (CI has no GitHub:
-set ENVBUILD_GIT_MIRROR to check the sources out and import them too), Apex's CUDA extensions.
+set ENVBUILD_GIT_MIRROR to check the sources out and import them too), Apex's CUDA extensions,
+a build that reads the recipe's data or needs its base image (and the modules it makes), files
+a mirror's snapshot lacks (``envbuild.testbed.importproof``).
 pip's cache is shared between runs: $ENVBUILD_CACHE_DIR/import-proof-pip.
 """
 
@@ -27,8 +29,9 @@ from envbuild.lock import lock_path, read_lock
 from envbuild.lock.schema import normalize
 from envbuild.recipes import all_recipes
 from envbuild.scriptimports import read_fact
-from envbuild.testbed.importproof import base_is_a_venv, cached_base, import_modules, interpreter
-from envbuild.testbed.importproof import node_path_with, proof_plan, stand_ins
+from envbuild.testbed.importproof import base_is_a_venv, cached_base, check_out_without
+from envbuild.testbed.importproof import import_modules, interpreter, node_path_with, proof_plan
+from envbuild.testbed.importproof import stand_ins, tree_gaps
 from envbuild.testbed.local_plan import run_local_plan
 from envbuild.testbed.proofrecord import cpu_target, head_commit, inputs_digest, write_record
 
@@ -75,10 +78,14 @@ def test_entry_script_imports_on_cpu(recipe, tmp_path, monkeypatch, record_prope
     if stand.base:  # the image's / module's / node venv's packages, as PyPI releases, cached
         base_python, _built = cached_base(python, stand.base, base_is_a_venv(recipe))
     based = time.monotonic() - started
-    plan, left = proof_plan(recipe, target, lock, str(prefix),
-                            mirror if mirror and Path(mirror).is_dir() else None,
-                            base_python=base_python, stand=stand)
-    left += stand.left
+    mirror = mirror if mirror and Path(mirror).is_dir() else None
+    proof = proof_plan(recipe, target, lock, str(prefix), mirror, base_python=base_python,
+                       stand=stand, gaps=tree_gaps(recipe, lock, mirror))
+    plan, left = proof.plan, proof.left + stand.left
+    for step in plan.steps:  # a snapshot without some non-code files: checked out without them
+        if step.kind == "git_source" and step.params.name in proof.sparse:
+            check_out_without(step.params.fetch_url, step.params.sha, step.params.dest,
+                              proof.sparse[step.params.name])
     rc, host, events = run_local_plan(tmp_path, plan,
                                       node_path=node_path_with(python, recipe.python, tmp_path / "bin"))
     built = time.monotonic() - started
@@ -125,6 +132,9 @@ def test_entry_script_imports_on_cpu(recipe, tmp_path, monkeypatch, record_prope
             elif got.get("missing") and normalize(_top(got["missing"])) in stand.absent:
                 left.append(_unexercised(module, f"needs {got['missing']}, which only the base "
                                                  "environment has (no public stand-in)"))
+            elif got.get("missing") and got["missing"] in proof.unbuilt:
+                left.append(_unexercised(module, f"needs {got['missing']}, "
+                                                 f"{proof.unbuilt[got['missing']]}"))
             elif got.get("missing") and _top(got["missing"]) in cuda_only:
                 left.append(_unexercised(module, f"needs {got['missing']}: Apex's CUDA build"))
             elif got.get("missing") and normalize(_top(got["missing"])) in sources - checked_out:

@@ -170,6 +170,13 @@ class GitSource(Strict):
     requires_ancestors: list[str] = Field(default_factory=list)
     install: Literal["editable", "wheel", "pth", "apex", "none"] = "editable"
     build: list[str] = Field(default_factory=list)  # commands run in the tree after patches
+    # what the build commands need of the recipe's base image beyond its Python packages (its
+    # system libraries, its CUDA toolkit), said when they run only inside that image; a node
+    # without it (a CPU import proof over a stand-in of the image's packages) leaves the build
+    # out, named with this reason (envbuild.testbed.importproof)
+    build_needs_image: str | None = None
+    # the Python modules the build commands make (an extension such as shm_tensor_new_rdma)
+    build_provides: list[str] = Field(default_factory=list)
     build_options: list[str] = Field(default_factory=list)  # e.g. Apex --cpp_ext --cuda_ext
     env: dict[EnvName, str] = Field(default_factory=dict)
     # where the lock reads what this source depends on (envbuild.lock.srcdeps), at its SHA:
@@ -214,7 +221,14 @@ class GitSource(Strict):
     def _pinned(self) -> "GitSource":
         if self.sha is None and not self.unverified:
             raise ValueError("a git source needs 'sha' (full commit) or 'unverified: <why>'")
+        if (self.build_needs_image or self.build_provides) and not self.build:
+            raise ValueError(f"source {self.name!r}: build_needs_image and build_provides describe "
+                             "its build commands, and it has none ('build')")
         return self
+
+    @model_serializer(mode="wrap")
+    def _omit_new(self, handler):  # noqa: ANN001, ANN202
+        return omit_unset(handler(self), {"build_needs_image": None, "build_provides": []})
 
 
 class EntryScript(Strict):
@@ -649,6 +663,10 @@ class Recipe(Strict):
             elif key not in commands:
                 raise ValueError(f"run.{key}: neither 'default' nor a benchmark variant "
                                  f"({', '.join(sorted(commands))}); only a pods layout has a name of its own")
+        for s in self.sources:
+            if s.build_needs_image and not self.environment.base_image:
+                raise ValueError(f"source {s.name!r}: build_needs_image, but the environment has no "
+                                 "base_image")
         return self
 
     @model_serializer(mode="wrap")

@@ -18,6 +18,15 @@ is made over it as the real plan does (``--system-site-packages``; over a venv, 
 folder put on the path by the plan's .pth); a package pinned on an unreachable index is installed by
 its own plan step at the stand-in's version from PyPI (no hash: hash-checked when the lock records its wheel).
 A package with no public stand-in (NVIDIA's Apex, Transformer Engine) is named as not exercised.
+
+A source's build steps are left out, named, where this node cannot run them: those that read
+the recipe's data (the planner puts a tree's build commands after its data step, and the proof
+fetches no data), and those the recipe says need its base image (``build_needs_image``: the
+stand-in holds only the image's Python packages); the modules such a build makes
+(``build_provides``) are then named where an import needs them. A git mirror's snapshot that
+lacks some files of a pinned commit (``tree_gaps``: large files left out of the snapshot) is
+checked out without them (``check_out_without``, a sparse checkout the plan's git step then
+keeps) when none of them can be code, each named; else the source is left out.
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from envbuild.facts.profile import from_target
+from envbuild.gitsrc import mirror_path
 from envbuild.plan.build import PlanOptions, build_plan
 from envbuild.lock.schema import normalize
 from envbuild.plan.model import Decision, Plan
@@ -56,6 +66,28 @@ WHY_LEFT_OUT = {
 class Unexercised:
     what: str
     why: str
+
+
+@dataclass
+class ProofPlan:
+    """The plan a proof runs, and what it leaves out."""
+
+    plan: Plan
+    left: list[Unexercised]
+    unbuilt: dict[str, str] = field(default_factory=dict)  # module -> the left-out build that makes it
+    sparse: dict[str, list[str]] = field(default_factory=dict)  # source -> files checked out without
+
+
+# what a file absent from a mirror's snapshot may be for its tree to be checked out without it:
+# documents, images, videos (read by no import and no build); anything else may be code or data
+# that code reads, and the source is left out instead
+NOT_CODE = frozenset({".pdf", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".mp4", ".mov",
+                      ".pptx", ".docx", ".xlsx"})
+
+
+def may_be_code(path: str) -> bool:
+    """Whether a file of a tree may be read by an import or a build (see ``NOT_CODE``)."""
+    return Path(path).suffix.lower() not in NOT_CODE
 
 
 @dataclass
@@ -196,11 +228,12 @@ def interpreter(version: str) -> str | None:
 
 
 def proof_plan(recipe: Recipe, target: Target, lock, prefix: str, mirror: str | None,
-               base_python: str | None = None,
-               stand: StandIns | None = None) -> tuple[Plan, list[Unexercised]]:
+               base_python: str | None = None, stand: StandIns | None = None,
+               gaps: dict[str, list[str]] | None = None) -> ProofPlan:
     """The recipe's plan on a CPU node of ``target``, cut to its Python environment; with
     ``base_python`` (the base stand-in's interpreter) the environment is made over that base;
-    packages in ``stand.in_plan`` are installed by their step at the stand-in's version."""
+    packages in ``stand.in_plan`` are installed by their step at the stand-in's version.
+    ``gaps``: ``tree_gaps`` of the mirror (the files each source's snapshot lacks)."""
     facts = from_target(target).model_copy(update={"gpus": []})
     opts = PlanOptions(prefix=prefix, backend="venv", smoke=False,
                        fetch_urls=fetch_urls(recipe, mirror, lock))
@@ -231,19 +264,112 @@ def proof_plan(recipe: Recipe, target: Target, lock, prefix: str, mirror: str | 
         pin = lock.git_pin(name) if lock is not None else None
         left.append(Unexercised(f"source {name}", "its commit is in no git mirror here"
                                 + (f" ({pin.reason})" if pin is not None and pin.reason else "")))
+    sparse: dict[str, list[str]] = {}
+    for name, files in sorted((gaps or {}).items()):
+        if name in absent or not files:
+            continue
+        code = [f for f in files if may_be_code(f)]
+        if code:  # a tree without them might import or build differently: not checked out
+            absent.add(name)
+            left.append(Unexercised(f"source {name}", f"the git mirror's snapshot of its commit lacks "
+                                    f"{len(files)} file(s), some of which may be code: {', '.join(code[:5])}"))
+        else:
+            sparse[name] = files
+            left.append(Unexercised(f"{len(files)} file(s) of {name}", "absent from the git mirror's "
+                                    "snapshot (not code), so its commit is checked out without them: "
+                                    + ", ".join(files)))
+    unbuilt: dict[str, str] = {}
+    unfetched: dict[str, list[str]] = {}  # tree -> the data files of its left-out data step
     kept = []
     for step in plan.steps:
         component = getattr(step.params, "name", None) or getattr(step.params, "component", None)
-        if step.kind in KEPT and component not in absent | cuda_built:
+        if step.kind == "data":  # every later build step of its tree reads its files
+            unfetched.setdefault(_tree(plan, step.params.component), []).extend(
+                f.name for f in step.params.files)
+        why_not = _build_left_out(recipe, step, unfetched) if step.kind == "build" else None
+        if step.kind in KEPT and component not in absent | cuda_built and why_not is None:
             if (used := _with_stand_ins(step, base_python, stand)) is not None:
                 kept.append(used)
+        elif why_not is not None and component not in absent:
+            left.append(Unexercised(step.id, why_not))
+            src = recipe.source(step.params.name)
+            for module in src.build_provides if src is not None else []:
+                unbuilt[module] = f"which the left-out {step.id} makes"
         elif step.kind in WHY_LEFT_OUT:
             params = step.params
             left.append(Unexercised(step.id, WHY_LEFT_OUT[step.kind].format(
                 options=" ".join(getattr(params, "options", []) or []),
                 id=getattr(params, "id", step.id), why=(getattr(params, "why", "") or "")[:80])))
     decisions = list(plan.decisions) + (list(stand.decisions) if stand else [])
-    return plan.model_copy(update={"steps": kept, "decisions": decisions}), left
+    return ProofPlan(plan.model_copy(update={"steps": kept, "decisions": decisions}), left,
+                     unbuilt=unbuilt, sparse=sparse)
+
+
+def _tree(plan: Plan, component: str) -> str:
+    """The checkout folder of the source ``component`` in ``plan``."""
+    return next(s.params.dest for s in plan.steps if s.kind == "git_source" and s.params.name == component)
+
+
+def _build_left_out(recipe: Recipe, step, unfetched: dict[str, list[str]]) -> str | None:
+    """Why the build step ``step`` cannot run on this node (None: it can): it reads data the
+    proof does not fetch, or the recipe says it needs the base image, which a stand-in is not."""
+    why = []
+    if files := unfetched.get(step.params.dest):
+        why.append(f"reads the recipe's data ({', '.join(files)}), which this proof does not fetch "
+                   "(a tree's build commands come after its data: envbuild.plan.data)")
+    src = recipe.source(step.params.name)
+    if src is not None and src.build_needs_image:
+        why.append(f"runs only in the base image {recipe.environment.base_image}, which a stand-in "
+                   f"of its Python packages is not: it needs {src.build_needs_image}")
+    return "; ".join(why) or None
+
+
+def tree_gaps(recipe: Recipe, lock, mirror: str | None) -> dict[str, list[str]]:
+    """``{source: [paths]}``: the files of each source's pinned commit whose content its git
+    mirror lacks (a snapshot that left large files out); sources without gaps are not listed."""
+    out = {}
+    for src in recipe.sources:
+        pin = lock.git_pin(src.name) if lock is not None else None
+        sha = pin.sha if pin is not None and pin.verified else src.sha
+        repo = mirror_path(src.url, mirror) if mirror else None
+        if repo is None or not sha:
+            continue
+        if files := absent_files(str(repo), sha):
+            out[src.name] = files
+    return out
+
+
+def absent_files(repo: str, sha: str) -> list[str]:
+    """The paths of ``sha``'s tree whose blob ``repo`` does not hold (none when it lacks the
+    commit itself: that is the lock's and the git step's to say)."""
+    listed = subprocess.run(["git", "-C", repo, "ls-tree", "-r", "-z", "--full-tree", sha],
+                            capture_output=True, text=True)
+    if listed.returncode != 0:
+        return []
+    entries = [e for e in listed.stdout.split("\0") if e]
+    blobs = [(e.split("\t", 1)[0].split()[2], e.split("\t", 1)[1]) for e in entries
+             if e.split()[1] == "blob"]
+    if not blobs:
+        return []
+    check = subprocess.run(["git", "-C", repo, "cat-file", "--batch-check=%(objectname) %(objecttype)"],
+                           input="".join(f"{obj}\n" for obj, _ in blobs), capture_output=True,
+                           text=True, check=True)
+    missing = {line.split()[0] for line in check.stdout.splitlines() if line.endswith(" missing")}
+    return sorted(path for obj, path in blobs if obj in missing)
+
+
+def check_out_without(fetch_url: str, sha: str, dest: str, files: list[str]) -> None:
+    """``dest``: a clone of ``fetch_url`` at ``sha`` with ``files`` left out of the work tree
+    (a non-cone sparse checkout), before the plan runs; the plan's git step finds the tree,
+    checks the commit out again and checks HEAD, as on any existing tree."""
+    Path(dest).parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "clone", "--quiet", "--no-checkout", "--", fetch_url, dest], check=True)
+    patterns = ["/*"] + ["!/" + f.replace("\\", "\\\\").replace("*", "\\*").replace("?", "\\?")
+                         .replace("[", "\\[") for f in files]
+    subprocess.run(["git", "-C", dest, "sparse-checkout", "set", "--no-cone", "--stdin"],
+                   input="\n".join(patterns) + "\n", text=True, check=True, capture_output=True)
+    subprocess.run(["git", "-C", dest, "-c", "advice.detachedHead=false", "checkout", "--quiet",
+                    "--force", sha], check=True, capture_output=True)
 
 
 def _with_stand_ins(step, base_python: str | None, stand: StandIns | None):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision megatron-deepspeed-slurm on slurm (host slurm, facts profile:slurm),
-# rendered by envbuild 0.1.0 from the plan; lock digest 75ffa7634bd7959205f0dca5dda1b6a01b63448dfc4618b88363b0dd01384c9f.
+# rendered by envbuild 0.1.0 from the plan; lock digest 38d3f7ba43899d42fe58589c24037c2db2a6a7265171a26b25901638e34ede03.
 # Regenerate: envbuild render megatron-deepspeed-slurm --target slurm --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
@@ -24,11 +24,13 @@ step_environment() {
   /root/.envbuild/envs/megatron-deepspeed-slurm/bin/python -c "import csv, pathlib, sysconfig; s = pathlib.Path(sysconfig.get_paths()['purelib']); own = {r[0] for f in s.glob('*.dist-info/RECORD') for r in csv.reader(f.open(newline='')) if r}; own |= {'easy-install.pth'} if any(s.glob('*.egg-link')) else set(); [print('envbuild: removed', p, '(a .pth no installed package owns)') or p.unlink() for p in sorted(s.glob('*.pth')) if p.name not in own and not p.name.startswith(('envbuild-', '_envbuild_'))]"
 }
 
-# step pip:packages: 12 Python packages (lock order)
+# step pip:packages: 15 Python packages (lock order)
 # why: every locked package at its exact version, hash-checked
 step_pip_packages() {
-  mkdir -p /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/requirements && cat > /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/requirements/pip-packages.txt <<'ENVBUILD_EOF_43b163a93da3' && chmod 0644 /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/requirements/pip-packages.txt
+  mkdir -p /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/requirements && cat > /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/requirements/pip-packages.txt <<'ENVBUILD_EOF_a3c461785680' && chmod 0644 /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/requirements/pip-packages.txt
+click==8.1.3 --hash=sha256:bb4d8133cb15a609f44e8213d9b391b0809795062913b383c62be0ee95b1db48
 hjson==3.0.2 --hash=sha256:5546438bf4e1b52bc964c6a47c4ed10fa5fba8a1b264e22efa893e333baad2db
+joblib==1.1.0 --hash=sha256:f21f109b3c7ff9d95f8387f752d0d9c34a02aa2f7060c2135f465da0e5160ff6
 ninja==1.10.2.3 --hash=sha256:279836285975e3519392c93c26e75755e8a8a7fafec9f4ecbb0293119ee0f9c6
 psutil==5.9.0 --hash=sha256:1070a9b287846a21a5d572d6dddd369517510b68710fca56b0e9e02fd24bed9a
 py-cpuinfo==8.0.0 --hash=sha256:5f269be0e08e33fd959de96b34cd4aeeeacac014dd8305f70eb28d06de2345c5
@@ -40,7 +42,8 @@ setuptools==62.1.0 --hash=sha256:26ead7d1f93efc0f8c804d9fafafbe4a44b179580a71057
 six==1.16.0 --hash=sha256:8abb2f1d86890a2dfb989f9a77cfcfd3e47c2a354b01111771326f8aa26e0254
 tqdm==4.64.0 --hash=sha256:74a2cdefe14d11442cedf3ba4e21a3b84ff9a2dbdc6cfae2c34addb2a14a5ea6
 deepspeed==0.6.3 --hash=sha256:eb5ed5a12ad8a1388ad15358204f05d833ade1e9af0530e6e6aa613bead67a49
-ENVBUILD_EOF_43b163a93da3
+nltk==3.7 --hash=sha256:ba3de02490308b248f9b94c8bc1ac0683e9aa2ec49ee78536d8667afb5e3eec8
+ENVBUILD_EOF_a3c461785680
   /root/.envbuild/envs/megatron-deepspeed-slurm/bin/python -m pip install --no-input --disable-pip-version-check -r /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/requirements/pip-packages.txt --require-hashes --no-deps
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision opt-175b-azure on local (host local, facts profile:local),
-# rendered by envbuild 0.1.0 from the plan; lock digest dfe08548d018ccca66e88b9b393019c28ac4f6f1c77c87ce01d16d40ce596eb5.
+# rendered by envbuild 0.1.0 from the plan; lock digest 7927ecc9d3d9f812f9c653929ef64f96ab7361c3016e210926b0e3f1a9caef5f.
 # Regenerate: envbuild render opt-175b-azure --target local --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
@@ -49,7 +49,7 @@ ENVBUILD_EOF_86b0047d1e1e
 # step pip:packages: 129 Python packages (lock order)
 # why: every locked package at its exact version, hash-checked
 step_pip_packages() {
-  mkdir -p /root/.envbuild/envs/opt-175b-azure/.envbuild/requirements && cat > /root/.envbuild/envs/opt-175b-azure/.envbuild/requirements/pip-packages.txt <<'ENVBUILD_EOF_1b525effa717' && chmod 0644 /root/.envbuild/envs/opt-175b-azure/.envbuild/requirements/pip-packages.txt
+  mkdir -p /root/.envbuild/envs/opt-175b-azure/.envbuild/requirements && cat > /root/.envbuild/envs/opt-175b-azure/.envbuild/requirements/pip-packages.txt <<'ENVBUILD_EOF_705558b1c40c' && chmod 0644 /root/.envbuild/envs/opt-175b-azure/.envbuild/requirements/pip-packages.txt
 absl-py==1.4.0 --hash=sha256:0d3fe606adfa4f7db64792dd4c7aee4ee0c38ab75dfd353b7a83ed3e957fcb47
 aim-ui==3.16.2 --hash=sha256:da0116726ce011548c307fe6fee53f3acf5db6ef5e6f011ff2c3d164e1c9f78b
 aimrocks==0.4.0 --hash=sha256:6fa9b170d0950d8dd2f13630545031771a9029f6001d93553d538028bcbb891d
@@ -89,7 +89,7 @@ monotonic==1.6 --hash=sha256:68687e19a14f11f26d140dd5c86f3dba4bf5df58003000ed467
 more-itertools==9.1.0 --hash=sha256:d2bc7f02446e86a68911e58ded76d6561eea00cddfb2a91e7019bbb586c799f3
 mypy-extensions==1.0.0 --hash=sha256:4392f6c0eb8a5668a69e23d168ffa70f0be9ccfd32b5cc2d26a34ae5b844552d
 ninja==1.11.1 --hash=sha256:817e2aee2a4d28a708a67bcfba1817ae502c32c6d8ef80e50d63b0f23adf3a08
-numpy==1.24.2 --hash=sha256:f64bb98ac59b3ea3bf74b02f13836eb2e24e48e0ab0145bbda646295769bd780
+numpy==1.23.5 --hash=sha256:33161613d2269025873025b33e879825ec7b1d831317e68f4f2f0f84ed14c719
 oauthlib==3.2.2 --hash=sha256:8139f29aac13e25d502680e9e19963e83f16838d48a0d71c287fe40e7067fbca
 packaging==23.0 --hash=sha256:714ac14496c3e68c99c29b00845f7a2b85f3bb6f1078fd9f72fd20f0570002b2
 parso==0.8.3 --hash=sha256:c001d4636cd3aecdaf33cbb40aebb59b094be2a74c556778ef5576c175e19e75
@@ -179,7 +179,7 @@ importlib-metadata==6.1.0 --hash=sha256:ff80f3b5394912eb1b108fcfd444dc78b7f1f3e1
 flask==2.1.1 --hash=sha256:8a4cf32d904cf5621db9f0c9fbcd7efabf3003f22a04e4d0ce790c7137ec5264
 markdown==3.4.1 --hash=sha256:08fb8465cffd03d10b9dd34a5c3fea908e20391a2a90b88d66362cb05beed186
 tensorboard==2.8.0 --hash=sha256:65a338e4424e9079f2604923bdbe301792adce2ace1be68da6b3ddf005170def
-ENVBUILD_EOF_1b525effa717
+ENVBUILD_EOF_705558b1c40c
   env SKLEARN_ALLOW_DEPRECATED_SKLEARN_PACKAGE_INSTALL=True /root/.envbuild/envs/opt-175b-azure/bin/python -m pip install --no-input --disable-pip-version-check -r /root/.envbuild/envs/opt-175b-azure/.envbuild/requirements/pip-packages.txt --require-hashes --no-deps
 }
 
