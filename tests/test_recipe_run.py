@@ -40,6 +40,10 @@ ONCE = {"launcher": "once", "source": "s", "why": "w"}
     ({"default": {**ONCE, "output": {"file": "/etc/x", "source": "s", "why": "w"}}}, "run.default.output",
      "inside the command's working folder"),
     ({"default": {**ONCE, "address_var": "A; rm"}}, "run.default.address_var", ""),
+    ({"default": {**ONCE, "scheduler_options": {"pbs": ["-l x\nrm -rf ~"]}}}, "run.default.scheduler_options",
+     "one flag and one value"),
+    ({"default": {**ONCE, "scheduler_options": {"pbs": ["-l a=$(id)"]}}}, "run.default.scheduler_options",
+     "one flag and one value"),
 ])
 def test_a_malformed_run_is_refused_naming_file_line_and_field(tmp_path, run, field, message):
     path = write(tmp_path, run)

@@ -496,6 +496,7 @@ class RunOutput(Strict):
 
 
 Launcher = Literal["once", "deepspeed", "torchrun", "per-node", "pods"]
+DIRECTIVE_RE = re.compile(r"-{1,2}[A-Za-z][A-Za-z0-9-]*(?:[ =][A-Za-z0-9_.:=,@/+-]+)?")
 
 
 class Run(Strict):
@@ -547,6 +548,18 @@ class Run(Strict):
     output: RunOutput | None = None  # where the training output is, when not on stdout
     source: str = Field(min_length=1)
     why: str = Field(min_length=1)
+
+    @field_validator("scheduler_options")
+    @classmethod
+    def _directive_words(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
+        # each becomes one "#PBS ..." / "#SBATCH ..." line of the job script: a newline or a
+        # shell character would write a line of its own into it
+        for scheduler, options in v.items():
+            for option in options:
+                if not DIRECTIVE_RE.fullmatch(option):
+                    raise ValueError(f"{scheduler} option {option!r}: one flag and one value of "
+                                     "letters, digits and ._:=,@/+- (e.g. '-l place=scatter')")
+        return v
 
     @field_validator("files")
     @classmethod
