@@ -16,6 +16,7 @@ from urllib.parse import unquote
 
 from . import textpatch
 from .actions import ActionFailed, _call, _env
+from .observe import sha256_file
 
 # ``check_effect(effect, ctx)`` interprets one effect of ``envbuild.actions.effects`` (data)
 # and returns {"ok", "detail", "repair"}; ``repair`` says the step's normal actions would not
@@ -404,7 +405,7 @@ def foreign_pth(site):
 def _check_file(eff, ctx):
     path = eff["path"]
     try:
-        digest = _sha256_of(path)  # in blocks: the pushed uv binary is ~40 MB
+        digest = sha256_file(path)  # in blocks: the pushed uv binary is ~40 MB
         perm = "%04o" % (os.stat(path).st_mode & 0o7777)
     except OSError as exc:
         return {"ok": False, "repair": False, "detail": "%s: %s" % (path, exc.strerror)}
@@ -545,20 +546,12 @@ def _check_files(eff, ctx):
             continue
         if have != size:
             bad.append("%s (%d bytes, want %d)" % (rel, have, size))
-        elif ctx.deep and _sha256_of(path) != sha:
+        elif ctx.deep and sha256_file(path) != sha:
             bad.append(rel + " (other content)")
     if bad:
         return {"ok": False, "repair": False, "detail": "%s: %s" % (eff["dir"], _listed(bad))}
     return {"ok": True, "repair": False, "detail": "%s: %d file(s)%s" % (
         eff["dir"], len(eff["files"]), ", sha256 checked" if ctx.deep else ", sizes checked")}
-
-
-def _sha256_of(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 CHECKS = {"interpreter": _check_interpreter, "file": _check_file, "pth": _check_pth, "patch": _check_patch,
