@@ -10,12 +10,12 @@ from PyPI), then ``podman build --isolation chroot`` (host network for PyPI; the
 bundle mounted and passed as PIP_CERT) with podman storage under a temp dir. Containers run
 with ``--network=none``.
 
-Not exercised here, and why: the GPU recipes' images (alpa-megatron, opt-175b-azure,
-polaris-megatron-deepspeed, megatron-deepspeed-slurm, megatronapp) are rendered and linted
-(tests/test_render_golden.py) but not built: their bases (NGC PyTorch, nvidia/cuda devel) cannot
-be pulled here (no registry), a bookworm stand-in has no Python 3.8-3.10 for them, and their
-Apex/extension builds need nvcc. The devel -> runtime wheel hand-over (COPY --from=devel) is
-checked as text only. Apptainer cannot be installed here (no apt candidate), so no .sif build.
+Not exercised here, and why: the GPU recipes' images are rendered and linted
+(tests/test_render_golden.py); the two container recipes' images (megatron-deepspeed-slurm,
+megatronapp) are built over stand-ins of their NGC bases by tests/test_image_proof.py, where a
+git mirror of their sources is at hand (not in CI). Their Apex/extension builds need nvcc. The
+devel -> runtime wheel hand-over (COPY --from=devel) is checked as text only. Apptainer cannot be
+installed here (no apt candidate), so no .sif build.
 """
 
 from __future__ import annotations

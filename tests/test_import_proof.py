@@ -29,8 +29,8 @@ from envbuild.lock import lock_path, read_lock
 from envbuild.lock.schema import normalize
 from envbuild.recipes import all_recipes
 from envbuild.scriptimports import read_fact
-from envbuild.testbed.importproof import base_is_a_venv, cached_base, check_out_without
-from envbuild.testbed.importproof import import_modules, interpreter, node_path_with, proof_plan
+from envbuild.testbed.importproof import Unexercised, base_is_a_venv, cached_base, check_out_without
+from envbuild.testbed.importproof import import_modules, interpreter, judge, node_path_with, proof_plan
 from envbuild.testbed.importproof import stand_ins, tree_gaps
 from envbuild.testbed.local_plan import run_local_plan
 from envbuild.testbed.proofrecord import cpu_target, head_commit, inputs_digest, write_record
@@ -107,41 +107,16 @@ def test_entry_script_imports_on_cpu(recipe, tmp_path, monkeypatch, record_prope
         # no tree here: the modules it provides are not exercised, every other one is
         local = set(script["local"]) | {m for m in modules if normalize(_top(m)) in sources}
         for module in sorted(local):
-            left.append(_unexercised(module, f"{script['component']}'s tree is not checked out here"))
+            left.append(Unexercised(module, f"{script['component']}'s tree is not checked out here"))
         work = tmp_path / "elsewhere"
         work.mkdir(exist_ok=True)
         results[script["path"]] = import_modules(str(prefix / "bin" / "python"),
                                                  [m for m in modules if m not in local],
                                                  cwd=str(work), paths=[])
-    cuda_only = {"amp_C", "fused_adam_cuda", "xentropy_cuda", "fused_layer_norm_cuda",
-                 "scaled_upper_triang_masked_softmax_cuda", "scaled_masked_softmax_cuda",
-                 "fused_mix_prec_layer_norm_cuda", "fused_weight_gradient_mlp_cuda",
-                 "apex"} if any(s.install == "apex" for s in recipe.sources) else set()
-    unproven, proven = [], 0
-    for path, result in results.items():
-        optional = set(by_path[path]["optional"])
-        patched = _patched_imports(recipe, by_path[path])
-        for module, got in result.items():
-            if got["ok"]:
-                proven += 1
-            elif module in optional:
-                left.append(_unexercised(module, f"optional in {path} ({got['error']})"))
-            elif module in patched:
-                left.append(_unexercised(module, f"patch {patched[module]} replaces its import in "
-                                                 f"{path}; patches are not applied here ({got['error']})"))
-            elif got.get("missing") and normalize(_top(got["missing"])) in stand.absent:
-                left.append(_unexercised(module, f"needs {got['missing']}, which only the base "
-                                                 "environment has (no public stand-in)"))
-            elif got.get("missing") and got["missing"] in proof.unbuilt:
-                left.append(_unexercised(module, f"needs {got['missing']}, "
-                                                 f"{proof.unbuilt[got['missing']]}"))
-            elif got.get("missing") and _top(got["missing"]) in cuda_only:
-                left.append(_unexercised(module, f"needs {got['missing']}: Apex's CUDA build"))
-            elif got.get("missing") and normalize(_top(got["missing"])) in sources - checked_out:
-                left.append(_unexercised(module, f"needs {got['missing']}, whose source tree is "
-                                                 "not checked out here"))
-            else:
-                unproven.append(f"{path}: import {module}: {got['error']}")
+    verdict = judge(recipe, by_path, results, stand=stand, unbuilt=proof.unbuilt,
+                    checked_out=checked_out)
+    proven, unproven = verdict.proven, verdict.unproven
+    left += verdict.left
     record_property("import_proof", json.dumps({
         "recipe": recipe.name, "target": target.name, "build_s": round(built, 1),
         "base_s": round(based, 1), "proven": proven,
@@ -162,21 +137,3 @@ def test_entry_script_imports_on_cpu(recipe, tmp_path, monkeypatch, record_prope
             "stand_ins": [d.outcome for d in stand.decisions],
             "unexercised": [f"{u.what}: {u.why}" for u in left]})
 
-
-def _patched_imports(recipe, script) -> dict[str, str]:
-    """``{module: patch id}`` for the modules whose import line a recipe patch of this script
-    replaces (the import fact is read from the script as published, before its patches)."""
-    out = {}
-    for patch in recipe.patches:
-        if patch.component != script["component"] or patch.file != script["path"] or not patch.old:
-            continue
-        for module in script["modules"]:
-            if f"import {module}" in patch.old or f"from {module} import" in patch.old:
-                out[module] = patch.id
-    return out
-
-
-def _unexercised(what: str, why: str):
-    from envbuild.testbed.importproof import Unexercised
-
-    return Unexercised(what, why)

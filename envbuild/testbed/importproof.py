@@ -434,3 +434,70 @@ def node_path_with(python: str, version: str, bin_dir: Path) -> str:
     if not link.exists():
         link.symlink_to(python)
     return f"{bin_dir}:/usr/local/bin:/usr/bin:/bin"
+
+
+APEX_CUDA_MODULES = frozenset({
+    "amp_C", "fused_adam_cuda", "xentropy_cuda", "fused_layer_norm_cuda",
+    "scaled_upper_triang_masked_softmax_cuda", "scaled_masked_softmax_cuda",
+    "fused_mix_prec_layer_norm_cuda", "fused_weight_gradient_mlp_cuda", "apex"})
+
+
+@dataclass
+class Verdict:
+    """What the imports of a proof showed."""
+
+    proven: int
+    unproven: list[str]  # "<script>: import <module>: <error>": failures with no named cause
+    left: list[Unexercised]  # failures whose cause is named: absent hardware, no stand-in...
+
+
+def judge(recipe: Recipe, scripts: dict[str, dict], results: dict[str, dict], *, stand: StandIns,
+          unbuilt: dict[str, str], checked_out: set[str], patches_applied: bool = False) -> Verdict:
+    """Sort each script's import results (``import_modules``): proven, or left out with a named
+    cause (optional, replaced by a recipe patch, needs a package with no public stand-in, a
+    left-out build, Apex's CUDA build, a source tree not checked out), or unproven.
+    ``scripts``: the import fact's scripts by path; ``patches_applied``: the trees were
+    patched (an image), so a patched-away import is no longer the script's."""
+    cuda_only = APEX_CUDA_MODULES if any(s.install == "apex" for s in recipe.sources) else frozenset()
+    sources = {normalize(s.name) for s in recipe.sources}
+    out = Verdict(0, [], [])
+    for path, result in results.items():
+        optional = set(scripts[path]["optional"])
+        patched = patched_imports(recipe, scripts[path])
+        for module, got in result.items():
+            missing = got.get("missing")
+            if got["ok"]:
+                out.proven += 1
+                continue
+            if module in optional:
+                why = f"optional in {path} ({got['error']})"
+            elif module in patched:
+                why = (f"patch {patched[module]} replaces its import in {path}"
+                       + ("" if patches_applied else "; patches are not applied here")
+                       + f" ({got['error']})")
+            elif missing and normalize(missing.split(".", 1)[0]) in stand.absent:
+                why = f"needs {missing}, which only the base environment has (no public stand-in)"
+            elif missing and missing in unbuilt:
+                why = f"needs {missing}, {unbuilt[missing]}"
+            elif missing and missing.split(".", 1)[0] in cuda_only:
+                why = f"needs {missing}: Apex's CUDA build"
+            elif missing and normalize(missing.split(".", 1)[0]) in sources - checked_out:
+                why = f"needs {missing}, whose source tree is not checked out here"
+            else:
+                out.unproven.append(f"{path}: import {module}: {got['error']}")
+                continue
+            out.left.append(Unexercised(module, why))
+    return out
+
+
+def patched_imports(recipe: Recipe, script: dict) -> dict[str, str]:
+    """``{module: patch id}`` for the modules whose import line a recipe patch of this script
+    replaces (the import fact is read from the script as published, before its patches)."""
+    out = {}
+    for patch in recipe.patches:
+        if patch.component != script["component"] or patch.file != script["path"] or not patch.old:
+            continue
+        for module in script["modules"]:
+            if f"import {module}" in patch.old or f"from {module} import" in patch.old:
+                out[module] = patch.id
+    return out
