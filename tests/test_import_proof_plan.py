@@ -166,3 +166,24 @@ def test_a_mirror_missing_a_blob_gives_a_tree_the_git_step_keeps(tmp_path) -> No
     do_git({"dest": str(dest), "sha": sha, "ref": "main", "fetch_url": str(mirror)})
     assert _git("rev-parse", "HEAD", cwd=dest) == sha
     assert _git("status", "--porcelain", "--untracked-files=no", cwd=dest) == ""
+
+
+def test_proofs_recorded_by_two_workers_at_once_are_all_kept(tmp_path) -> None:
+    """``write_record`` from several xdist workers of one recording run: every entry stays."""
+    import multiprocessing
+
+    from envbuild.testbed.proofrecord import read_record, write_record
+
+    path = tmp_path / "proofs.json"
+
+    def write(worker: int) -> None:
+        for i in range(25):
+            write_record(f"r{worker}-{i}", {"n": i}, path)
+
+    procs = [multiprocessing.get_context("fork").Process(target=write, args=(w,)) for w in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0, 0, 0]
+    assert len(read_record(path)) == 75

@@ -71,15 +71,21 @@ def read_record(path: Path = RECORD) -> dict:
 
 
 def write_record(recipe: str, entry: dict, path: Path = RECORD) -> None:
-    proofs = read_record(path)
-    proofs[recipe] = entry
-    body = {"about": "the last passing CPU import proof of each recipe (tests/test_import_proof.py); "
-                     "envbuild.testbed.proofrecord says how a test run uses it",
-            "proofs": dict(sorted(proofs.items()))}
+    """Put ``entry`` in the record as ``recipe``'s; proofs of one run write it from several
+    xdist workers, so each read-modify-write holds a lock beside the file."""
+    import fcntl
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(body, indent=1) + "\n")
-    os.replace(tmp, path)
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        proofs = read_record(path)
+        proofs[recipe] = entry
+        body = {"about": "the last passing CPU import proof of each recipe (tests/test_import_proof.py); "
+                         "envbuild.testbed.proofrecord says how a test run uses it",
+                "proofs": dict(sorted(proofs.items()))}
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(body, indent=1) + "\n")
+        os.replace(tmp, path)
 
 
 def commit_count() -> int | None:
