@@ -74,3 +74,12 @@ def test_the_stand_ins_apt_repository_lists_an_installable_empty_package(tmp_pat
                           check=True).stdout.count("\n") == 1  # only ./
     packages = (tmp_path / "apt" / "Packages").read_text()
     assert f"Filename: ./{deb.name}" in packages and f"Size: {deb.stat().st_size}" in packages
+
+
+def test_a_url_that_could_write_its_own_gitconfig_line_is_refused(tmp_path) -> None:
+    import pytest
+
+    for url in ['https://github.com/acme/tool"\n[core]\n\tsshCommand = touch /x', "https://github.com/a/b c"]:
+        with pytest.raises(ValueError, match="not a plain URL"):
+            mirror_mounts([url], str(tmp_path), tmp_path)
+    assert not (tmp_path / "gitconfig").exists()

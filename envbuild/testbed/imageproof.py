@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass, replace
@@ -43,6 +44,7 @@ from envbuild.testbed.importproof import PROBE, Unexercised
 
 STANDIN_APT = "/opt/envbuild-standin/apt"  # the local apt repository in the stand-in
 MIRROR_IN_BUILD = "/envbuild-mirror"  # where the build sees the git mirror's repositories
+SAFE_URL = re.compile(r"[A-Za-z0-9._~:/@+-]+")  # no quote, backslash, space or newline
 
 
 @dataclass(frozen=True)
@@ -117,16 +119,9 @@ def standin_rootfs(rootfs: Path, base_prefix: Path, python: str, out: Path) -> P
 
 def import_standin(podman, folder: Path, tag: str, labels: dict[str, str]) -> None:
     """Import the assembled ``folder`` as image ``tag`` with ``labels``."""
-    changes = []
-    for key, value in sorted(labels.items()):
-        changes += ["--change", f"LABEL {key}={json.dumps(' '.join(value.split()))}"]
-    tar = subprocess.Popen(["tar", "-C", str(folder), "-c", "."], stdout=subprocess.PIPE)
-    try:
-        podman("import", *changes, "--change", "ENV PATH=/usr/local/bin:/usr/local/sbin:/usr/sbin:"
-               "/usr/bin:/sbin:/bin", "-", tag, stdin=tar.stdout, timeout=1800)
-    finally:
-        tar.stdout.close()
-        tar.wait()
+    changes = [f"LABEL {key}={json.dumps(' '.join(value.split()))}" for key, value in sorted(labels.items())]
+    podman.import_rootfs(folder, tag, [*changes, "ENV PATH=/usr/local/bin:/usr/local/sbin:/usr/sbin:"
+                                       "/usr/bin:/sbin:/bin"], timeout=1800)
 
 
 def mirror_mounts(urls: list[str], mirror: str, folder: Path) -> list[str]:
@@ -135,6 +130,8 @@ def mirror_mounts(urls: list[str], mirror: str, folder: Path) -> list[str]:
     whose insteadOf rewrites the URL to it. Raises LookupError naming a URL the mirror lacks."""
     args, config = [], []
     for url in sorted(set(urls)):
+        if not SAFE_URL.fullmatch(url):  # recipe data, written into a gitconfig value
+            raise ValueError(f"not a plain URL, so not written into a gitconfig: {url!r}")
         repo, slug = mirror_path(url, mirror), github_slug(url)
         if repo is None or slug is None:
             raise LookupError(url)

@@ -70,10 +70,13 @@ class Podman:
             env += ["--engine-env", f"{name}={self.env[name]}"]
         return ["--engine-arg=--isolation=chroot", *ca, *env]
 
-    def import_rootfs(self, rootfs: Path, tag: str) -> None:
+    def import_rootfs(self, rootfs: Path, tag: str, changes: list[str] = (), timeout: float = 900) -> None:
+        """Import the folder ``rootfs`` as image ``tag``; ``changes``: Dockerfile instructions
+        for its config (``podman import --change``: LABEL, ENV...)."""
         tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
+        opts = [arg for change in changes for arg in ("--change", change)]
         try:
-            self("import", "-", tag, stdin=tar.stdout)
+            self("import", *opts, "-", tag, stdin=tar.stdout, timeout=timeout)
         finally:
             tar.stdout.close()
             tar.wait()
