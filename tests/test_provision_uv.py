@@ -106,3 +106,19 @@ def test_installer_pip_installs_with_pip(bed):
     plan = json.loads(next(run.glob("nodes/*/plan.json")).read_text())
     assert "uv" not in [s["id"] for s in plan["steps"]]
     assert next(d for d in plan["decisions"] if d["subject"] == "installer")["outcome"] == "pip"
+
+
+def test_the_resolvers_uv_cache_does_not_hold_the_pushed_uv(monkeypatch, tmp_path) -> None:
+    """On a node that is also the controller, pruning the resolver's uv cache must not delete
+    the uv binary provision pushed there (uv prunes folders it does not know)."""
+    from envbuild.facts.model import NodeFacts, UvBinary
+    from envbuild.lock.location import cache_dir
+    from envbuild.plan.build import uv_dest
+
+    monkeypatch.delenv("ENVBUILD_CACHE_DIR", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    uv = UvBinary(version="0.13.9", sha256="ab" * 32, os="linux", arch="x86_64", libc="glibc",
+                  glibc_min="2.17")
+    pushed = Path(uv_dest(NodeFacts(host="n1", home=str(tmp_path)), "/opt/env", uv))
+    assert pushed.is_relative_to(tmp_path / ".cache" / "envbuild")
+    assert not pushed.is_relative_to(cache_dir()), (pushed, cache_dir())

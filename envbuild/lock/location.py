@@ -47,9 +47,12 @@ def locate_lock(recipe: str, target: str, option: str | Path | None = None) -> P
 
 
 def cache_dir() -> Path:
-    """Where uv's HTTP cache lives: $ENVBUILD_CACHE_DIR/uv, else ~/.cache/envbuild/uv."""
+    """Where the resolver's uv cache lives: $ENVBUILD_CACHE_DIR/resolve-uv, else
+    ~/.cache/envbuild/resolve-uv. Not ~/.cache/envbuild/uv: that folder holds the uv binaries
+    provision pushes to a node (``envbuild.plan.build.uv_dest``), and on a node that is also the
+    controller ``uv cache prune`` of this cache would delete them."""
     root = os.environ.get("ENVBUILD_CACHE_DIR") or Path.home() / ".cache" / "envbuild"
-    return Path(root) / "uv"
+    return Path(root) / "resolve-uv"
 
 
 def git_mirror_dir(option: str | Path | None) -> Path | None:
