@@ -52,6 +52,29 @@ def test_plan_with_uv_matches_golden(recipe: str, target: str) -> None:
     assert text == path.read_text(), f"plan changed; review and rerun with ENVBUILD_UPDATE_GOLDEN=1 ({path})"
 
 
+def test_a_venv_that_uv_fills_is_made_without_pip() -> None:
+    """With uv and a locked pip, ensurepip's pip (4-5 s of the environment step) would only be
+    replaced by pip-tooling: the venv is made --without-pip. With pip as the installer, or no
+    pip among the tooling, the venv keeps its own pip."""
+    from envbuild.actions.steps import plan_actions
+
+    def env_argv(recipe: str, target: str, **kw):
+        rec, tgt = load_recipe(recipe), load_target(target)
+        plan = resolve(rec, tgt, profile_facts(tgt), None, PlanOptions(host=target, **kw)).plan
+        ids = [s.id for s in plan.steps]
+        step = next(s for s in plan.steps if s.id == "environment")
+        acts = dict((s.id, a) for s, a in plan_actions(plan))["environment"]
+        [venv] = [a.argv for a in acts if "venv" in getattr(a, "argv", [])]
+        return venv, ids, step
+
+    venv, ids, step = env_argv("alpa-megatron", "h100", uv=UV)
+    assert "--without-pip" in venv and ids.index("pip-tooling") > ids.index("environment")
+    assert step.params.with_pip is False and "--without-pip" in step.reason
+    venv, _, step = env_argv("alpa-megatron", "h100", uv=UV, installer="pip")
+    assert "--without-pip" not in venv and step.params.with_pip
+    assert "with_pip" not in step.params.model_dump()  # plans made before keep their digests
+
+
 def test_plan_is_pure_and_stable() -> None:
     rec, tgt = load_recipe("opt-175b-azure"), load_target("azure-nd96")
     facts = from_target(tgt)

@@ -86,6 +86,10 @@ def test_cold_provision_installs_every_locked_package_with_uv(bed):
     pushed = node.ssh(f"sha256sum {tool}").stdout.split()[0]
     assert pushed == uv.sha256 == hashlib.sha256(Path(path).read_bytes()).hexdigest()
     assert node.ssh(f"{prefix}/bin/python -c 'import torch, numpy; print(torch.__version__)'").stdout.startswith("2.13.0")
+    # the venv was made --without-pip: its pip is the lock's, put in by uv, and it runs
+    assert next(s for s in plan["steps"] if s["id"] == "environment")["params"]["with_pip"] is False
+    pip_version = node.ssh(f"{prefix}/bin/python -m pip --version").stdout
+    assert pip_version.startswith("pip ") and f"{prefix}/lib/" in pip_version, pip_version
     log = node.ssh(f"head -1 {prefix}/.envbuild/logs/pip-torch.log").stdout
     assert log.startswith(f"$ {tool} pip install") and "--require-hashes" in log
 

@@ -140,8 +140,9 @@ def venv_links(prefix: str, python: str) -> list[str]:
     return [f"{root}/pyvenv.cfg", f"{root}/bin/python", f"{root}/bin/python3", f"{root}/bin/python{python}"]
 
 
-def venv_argv(interpreter: str, prefix: str, system_site_packages: bool) -> list[str]:
-    return [interpreter, "-m", "venv", *(["--system-site-packages"] if system_site_packages else []), prefix]
+def venv_argv(interpreter: str, prefix: str, system_site_packages: bool, with_pip: bool = True) -> list[str]:
+    return [interpreter, "-m", "venv", *(["--system-site-packages"] if system_site_packages else []),
+            *([] if with_pip else ["--without-pip"]), prefix]
 
 
 # After `module load`, the module's own `python3` (first on PATH) makes the venv, as the site's
@@ -153,19 +154,21 @@ MODULE_VENV = ('import sys, venv; want = sys.argv[1]; have = "%d.%d" % sys.versi
                'the recipe asks for " + want) if have != want else venv.main(sys.argv[2:])')
 
 
-def module_venv_argv(module: str, python: str, prefix: str, system_site_packages: bool) -> list[str]:
+def module_venv_argv(module: str, python: str, prefix: str, system_site_packages: bool,
+                     with_pip: bool = True) -> list[str]:
     """``module load MODULE``, then its ``python3`` makes the venv (module and paths stay argv words)."""
-    return ["bash", "-c", 'module load "$1" && shift && exec "$@"', "bash", module,
-            "python3", "-c", MODULE_VENV, python, *venv_argv("python3", prefix, system_site_packages)[3:]]
+    return ["bash", "-c", 'module load "$1" && shift && exec "$@"', "bash", module, "python3", "-c",
+            MODULE_VENV, python, *venv_argv("python3", prefix, system_site_packages, with_pip)[3:]]
 
 
 def _environment(step, p: P.EnvironmentParams, prefix: str) -> list[Action]:
     out: list[Action] = [MakeDir(path=f"{state_dir(p.prefix)}/state")]
-    venv = venv_argv(p.interpreter, p.prefix, p.system_site_packages)
+    venv = venv_argv(p.interpreter, p.prefix, p.system_site_packages, p.with_pip)
     if p.backend in ("venv", "module-venv", "container"):  # container: a venv over the image's python
         out.append(Run(argv=["rm", "-f", *venv_links(p.prefix, p.python)]))
         if p.conda_module:  # the module's python3: load it, then make the venv (argv as data)
-            out.append(Run(argv=module_venv_argv(p.conda_module, p.python, p.prefix, p.system_site_packages)))
+            out.append(Run(argv=module_venv_argv(p.conda_module, p.python, p.prefix,
+                                                 p.system_site_packages, p.with_pip)))
         else:
             out.append(Run(argv=venv))
             if p.system_site_packages and p.backend == "venv" and p.interpreter.startswith("/") \

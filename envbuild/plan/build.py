@@ -152,6 +152,9 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
 
     interp = facts.python(recipe.python)
     conda = _conda_params(recipe, opts) if backend == "conda" else {}
+    installer, why = choose_installer(opts.installer, opts.uv, facts, backend, recipe.python)
+    uv_path = uv_dest(facts, prefix, opts.uv) if installer == "uv" else None
+    tools = tooling(recipe)
     env_params = P.EnvironmentParams(
         backend=backend, prefix=prefix, python=recipe.python,
         # a container's python3, or the module's python3 once the module is loaded (a path
@@ -165,18 +168,18 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
         conda_channel=opts.conda_channel if backend == "conda" else None,
         conda_tool=(facts.conda[0] if facts.conda else None) if backend == "conda" else None,
         helper_python=(opts.node_python or "python3") if backend == "conda" and not facts.conda else None,
+        # uv puts the locked pip in (pip-tooling): ensurepip's own pip would only be replaced
+        with_pip=not (uv_path and any(t.name == "pip" for t in tools)),
         **conda)
     add(Step(id="environment", title=f"{backend} environment, Python {recipe.python}",
-             params=env_params, reason=_env_reason(recipe, backend, interp is not None, conda)))
+             params=env_params, reason=_env_reason(recipe, backend, interp is not None, conda)
+             + ("" if env_params.with_pip else "; made --without-pip: uv installs the locked pip next")))
 
-    installer, why = choose_installer(opts.installer, opts.uv, facts, backend, recipe.python)
-    uv_path = uv_dest(facts, prefix, opts.uv) if installer == "uv" else None
     decisions.append(Decision(subject="installer", outcome=f"uv {opts.uv.version}" if uv_path and opts.uv
                               else "pip", reason=why))
     env_at = len(steps)  # the uv step goes right after the environment, if a step uses uv
 
     pip_version, _ = pip_release(recipe.environment.pip)
-    tools = tooling(recipe)
     if tools:
         reqs = [_tool_requirement(t, lock) for t in tools]
         unverified = [r.name for r in reqs if not r.hashes]

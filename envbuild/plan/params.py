@@ -58,6 +58,17 @@ class EnvironmentParams(_P):
     python_from: Literal["node", "conda"] = "node"
     conda_tool: str | None = None  # micromamba/mamba/conda path from facts; None: py-rattler
     helper_python: str | None = None  # conda without a conda tool: runs rattler_create.py
+    # False: the venv is made --without-pip (ensurepip's 4-5 s) because uv installs the locked
+    # pip into it in the next step; left out of the data when True, so plans made before keep
+    # their step digests
+    with_pip: bool = True
+
+    @model_serializer(mode="wrap")
+    def _omit_with_pip(self, handler):
+        data = handler(self)
+        if isinstance(data, dict) and self.with_pip:
+            data.pop("with_pip", None)
+        return data
 
 
 Installer = Literal["pip", "uv"]
