@@ -134,7 +134,7 @@ def test_polaris_flash_attn_is_built_without_isolation_against_the_module_torch(
 def test_polaris_benchmark_runs_from_the_checkout_root() -> None:
     run = _native(_plan("polaris-megatron-deepspeed", "polaris"))
     assert run.cwd == "/e/src/megatron-deepspeed"
-    assert "\n  . ./ALCF/train-gpt3.sh\n" in run.argv[-1]  # sourced there, its job awaited (envbuild.smoke.capture)
+    assert "\n  . ./ALCF/train-gpt3.sh\n" in run.argv[-1]  # sourced there, its job awaited (envbuild.plan.capture)
 
 
 def test_megatronapp_image_is_the_canonical_ngc_name() -> None:

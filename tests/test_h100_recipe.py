@@ -155,7 +155,7 @@ def test_patches_apply_to_the_pinned_text_once(patch_id, excerpt):
 
 def test_the_benchmark_runs_what_the_deviations_say():
     """flash-attn-v2-not-built, fused-softmax-sm70, single-gpu-synthetic: the command carries them."""
-    from envbuild.smoke.onnode import native_run
+    from envbuild.plan.smoke import native_run
 
     recipe = load_recipe(RECIPE)
     run = native_run(recipe.benchmark.model_dump(mode="json"), gpus=1,

@@ -48,9 +48,6 @@ DEBT: dict[tuple[str, str], str] = {
     ("envbuild.plan.container", "envbuild.render.image"): "the image plan lives in render/image.py",
     ("envbuild.plan.container", "envbuild.actions.assets"): "the image step's context assets",
     ("envbuild.plan.container", "envbuild.actions.steps"): "the image's context label and engine argv",
-    ("envbuild.plan.container", "envbuild.smoke.onnode"): "the smoke runs inside the image are planned by smoke/",
-    ("envbuild.plan.build", "envbuild.smoke.onnode"):
-        "smoke runs are planned in smoke/ from the CAPTURES table in code (runs are not yet recipe data)",
     ("envbuild.plan.container", "envbuild.observe"): "the observe command of a container node",
     ("envbuild.plan.container", "envbuild.observe.expected"): "the observe command of a container node",
 }

@@ -1,4 +1,4 @@
-"""The native run captures the training output for real (envbuild.smoke.capture).
+"""The native run captures the training output for real (envbuild.plan.capture).
 
 Two published scripts do not leave it on their own stdout: ALCF's ``train-gpt3.sh`` starts
 training in the background (``elasticDistributed "$@" 2>&1 &``) and exits, and MegatronApp's
@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from envbuild.recipes import load_recipe
-from envbuild.smoke.capture import capture
+from envbuild.plan.capture import capture
 from envbuild.smoke.native import parse
-from envbuild.smoke.onnode import native_run
+from envbuild.plan.smoke import native_run
 
 LOGS = Path(__file__).parent / "data" / "native_logs"
 POLARIS_LOG = LOGS / "polaris-megatron-deepspeed" / "train-gpt3.log"

@@ -8,7 +8,8 @@ import pytest
 
 from envbuild.recipes import load_recipe
 from envbuild.smoke import SMOKE_SCRIPTS, local_runner
-from envbuild.smoke.onnode import collect_node, native_run, node_runs
+from envbuild.plan.smoke import native_run, node_runs
+from envbuild.smoke.onnode import collect_node
 
 
 def bench(name: str) -> dict:

@@ -30,7 +30,7 @@ from envbuild.plan.container import sqsh_path
 from envbuild.recipes.schema import Run
 from envbuild.render.image import prepare_script
 from envbuild.render.shell import q
-from envbuild.smoke.capture import capture
+from envbuild.plan.capture import capture
 
 SCHEDULERS = ("slurm", "pbs", "k8s", "local")
 K8S_WORKLOADS = ("job", "jobset", "pytorchjob")

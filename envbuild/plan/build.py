@@ -23,6 +23,7 @@ from envbuild.plan import params as P
 from envbuild.plan.installer import choose_installer, step_installer
 from envbuild.plan.model import Decision, Plan, Step
 from envbuild.plan.packages import LockedPackage, locked_packages, torch_closure, torch_requirement
+from envbuild.plan.smoke import native_run, node_runs, smoke_dir
 from envbuild.recipes.schema import GitSource, Recipe
 from envbuild.targets.schema import Target
 
@@ -279,8 +280,6 @@ def _smoke_step(recipe: Recipe, prefix: str, env_file: str, steps: list[Step], f
                 opts: PlanOptions) -> Step:
     """The smoke runs, decided here: envbuild's scripts and the recipe's native benchmark
     when the node can run it."""
-    from envbuild.smoke.onnode import native_run, node_runs, smoke_dir
-
     kinds = ["gpt", "collective"] + (["apex"] if recipe.apex else [])
     bench = recipe.benchmark.model_dump(mode="json") if recipe.benchmark else None
     sources = {s.params.name: s.params.dest for s in steps if s.kind == "git_source"}

@@ -37,6 +37,7 @@ from envbuild.fsio import canonical_json
 from envbuild.plan import params as P
 from envbuild.plan.build import PlanOptions, default_prefix, expand_home
 from envbuild.plan.model import Decision, Plan, Step
+from envbuild.plan.smoke import native_run, node_runs
 
 SCHEDULED = ("slurm", "pbs", "kubernetes")  # launchers whose benchmark is a job, not a command
 
@@ -82,7 +83,6 @@ def container_plan(recipe, target, facts, lock, opts: PlanOptions) -> Plan:
     from envbuild.render import dockerfile
     from envbuild.render.image import image_plan
     from envbuild.plan.placeholders import inventory_values
-    from envbuild.smoke.onnode import native_run, node_runs
 
     prefix = expand_home(opts.prefix or default_prefix(recipe, target), facts)
     lock_text = None

@@ -471,7 +471,7 @@ class Benchmark(Strict):
 
 class RunOutput(Strict):
     """Where a published script leaves its training output when it is not on its stdout
-    (``envbuild.smoke.capture`` turns this into the shell around the command).
+    (``envbuild.plan.capture`` turns this into the shell around the command).
 
     * ``file``: it sends the output into this file of its working folder;
     * ``log_index``: it writes the output into a log of its own naming and appends that log's

@@ -25,6 +25,7 @@ import subprocess
 from pathlib import Path
 from typing import Callable, Sequence
 
+from envbuild.plan.smoke import SCRIPT_NAMES, smoke_argv
 from envbuild.smoke.floors import floors_for
 from envbuild.smoke.native import NATIVE_PARSERS, Verdict, evaluate, parse
 
@@ -32,11 +33,7 @@ HERE = Path(__file__).parent
 SCHEMA = "envbuild.smoke/1"
 
 #: kind -> the script file to copy to nodes (run as ``python <script> --json ...``)
-SMOKE_SCRIPTS: dict[str, Path] = {
-    "gpt": HERE / "gpt.py",
-    "collective": HERE / "collective.py",
-    "apex": HERE / "apex_check.py",
-}
+SMOKE_SCRIPTS: dict[str, Path] = {kind: HERE / name for kind, name in SCRIPT_NAMES.items()}
 KINDS = tuple(SMOKE_SCRIPTS)
 PRESETS = ("tiny", "350m")
 #: the numbers of each kind that a repeated run summarises (the first one picks the median run)
@@ -54,23 +51,13 @@ __all__ = ["SMOKE_SCRIPTS", "NATIVE_PARSERS", "KINDS", "PRESETS", "REPEATED", "s
 
 def smoke_command(python: str, kind: str, preset: str = "tiny", script_dir: str | None = None,
                   *, require: bool = False) -> list[str]:
-    """The argv that runs one smoke script; ``script_dir`` is where the scripts lie on the node.
-
-    Each script has its own flags: only gpt takes ``--preset``; collective runs two CPU ranks
-    for the tiny preset; apex with ``require`` (the recipe builds Apex) fails when Apex is absent.
+    """The argv that runs one smoke script (``envbuild.plan.smoke.smoke_argv``); ``script_dir``
+    is where the scripts lie on the node, this package's folder when None.
 
     >>> smoke_command("py", "collective", "tiny", "/e/.envbuild/smoke")
     ['py', '/e/.envbuild/smoke/collective.py', '--json', '--device', 'cpu', '--nproc', '2']
     """
-    script = SMOKE_SCRIPTS[kind] if script_dir is None else Path(script_dir) / SMOKE_SCRIPTS[kind].name
-    argv = [python, str(script), "--json"]
-    if kind == "gpt":
-        argv += ["--preset", preset]
-    elif kind == "collective" and preset == "tiny":
-        argv += ["--device", "cpu", "--nproc", "2"]
-    elif kind == "apex" and require:
-        argv += ["--require"]
-    return argv
+    return smoke_argv(python, kind, preset, str(HERE) if script_dir is None else script_dir, require=require)
 
 
 def read_result(kind: str, rc: int, out: str, err: str) -> dict:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision alpa-megatron on h100 (host h100, facts profile:h100),
-# rendered by envbuild 0.1.0 from the plan; lock digest 5f720bc7129614f0206ae37837a20032dbbbff95fd72678975f89fb41397c514.
+# rendered by envbuild 0.1.0 from the plan; lock digest b14639a4c106cd7f9c6ffbafb24ae1a752c67b964fff4a4ecab596901cc42deb.
 # Regenerate: envbuild render alpa-megatron --target h100 --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision alpa-megatron on local (host local, facts profile:local),
-# rendered by envbuild 0.1.0 from the plan; lock digest 6b1b92780ddc22fa31d1d0a20232c4fd2758e752a13f1bd530e897913230c096.
+# rendered by envbuild 0.1.0 from the plan; lock digest 216dbf775163887fe75cae79ae19c92ca6c79ec6ae5a937b2a7b84accbe3e281.
 # Regenerate: envbuild render alpa-megatron --target local --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

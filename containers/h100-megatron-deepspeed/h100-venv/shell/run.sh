@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision h100-megatron-deepspeed on h100-venv (host h100-venv, facts profile:h100-venv),
-# rendered by envbuild 0.1.0 from the plan; lock digest df24104f717884f7721ac0af4932d37e3d31ca768330ee6c8ec4d12ada4f0b98.
+# rendered by envbuild 0.1.0 from the plan; lock digest 2ac5993aa8aa24199552ccc7f974df1a7de022251428447540cf98c687a798d3.
 # Regenerate: envbuild render h100-megatron-deepspeed --target h100-venv --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

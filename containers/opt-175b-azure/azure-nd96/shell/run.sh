@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision opt-175b-azure on azure-nd96 (host azure-nd96, facts profile:azure-nd96),
-# rendered by envbuild 0.1.0 from the plan; lock digest a8ca83630d9fc2ac1743a30e193d98a3d0016dbe31249f3fa6f827947611933c.
+# rendered by envbuild 0.1.0 from the plan; lock digest f95bf3b9f9b9b04c777479d8510c61c75ce4bf8ba6413d99314bd3ce1c309833.
 # Regenerate: envbuild render opt-175b-azure --target azure-nd96 --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision opt-175b-azure on local (host local, facts profile:local),
-# rendered by envbuild 0.1.0 from the plan; lock digest 7927ecc9d3d9f812f9c653929ef64f96ab7361c3016e210926b0e3f1a9caef5f.
+# rendered by envbuild 0.1.0 from the plan; lock digest 79f6331c95bac933f6abfeed176aa6e6f494fe72a228fb7557458d85ad4d69cb.
 # Regenerate: envbuild render opt-175b-azure --target local --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

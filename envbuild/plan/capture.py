@@ -22,7 +22,7 @@ the training output on their own stdout; the recipe says so in its run's ``outpu
   the training's stdout and stderr are the subshell's.
 
 ``capture(output, command)`` returns the shell text for any command; a command whose run
-says nothing of its output comes back unchanged. Used by the smoke step's native run (``envbuild.smoke.onnode``)
+says nothing of its output comes back unchanged. Used by the smoke step's native run (``envbuild.plan.smoke``)
 and by ``envbuild launch`` (``envbuild.launch.job``), so both run the same text.
 """
 

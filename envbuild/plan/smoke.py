@@ -1,0 +1,107 @@
+"""The runs of a plan's smoke step, planned from the recipe and the node's facts. Pure.
+
+The plan's ``smoke`` step says which of envbuild's scripts run (``kinds``) with which
+``preset``; this module turns that, the recipe's ``benchmark`` and the node's GPUs into the runs
+a node (or an image's containers) executes: ``[{name, script, argv, cwd, env, timeout}]``. The
+recipe's own benchmark is a run when the node can run it; otherwise ``native_run`` says why not.
+Reading the runs' outputs back is ``envbuild.smoke.onnode``'s (the judge side).
+
+Example::
+
+    >>> runs = node_runs("/opt/env", {"kinds": ["gpt", "collective"], "preset": "tiny"})
+    >>> [r["name"] for r in runs], runs[1]["argv"][2:]
+    (['gpt', 'collective'], ['--json', '--device', 'cpu', '--nproc', '2'])
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from envbuild.plan.capture import capture
+
+if TYPE_CHECKING:
+    from envbuild.recipes.schema import RunOutput
+
+#: kind -> envbuild's smoke script, copied to the node's smoke folder (envbuild/smoke/<name>)
+SCRIPT_NAMES: dict[str, str] = {"gpt": "gpt.py", "collective": "collective.py", "apex": "apex_check.py"}
+SMOKE_TIMEOUT_S = 1800
+NATIVE_TIMEOUT_S = 3600
+FROM_SMOKE = "envbuild-smoke"  # the parser whose benchmark is envbuild's own gpt smoke
+PLACEHOLDER = re.compile(r"\{sources\.([A-Za-z0-9_.-]+)\}")
+
+
+def smoke_dir(prefix: str) -> str:
+    """Where the scripts and their outputs lie on the node."""
+    return f"{prefix.rstrip('/')}/.envbuild/smoke"
+
+
+def smoke_argv(python: str, kind: str, preset: str, script_dir: str, *, require: bool = False) -> list[str]:
+    """The argv that runs one smoke script lying in ``script_dir``.
+
+    Each script has its own flags: only gpt takes ``--preset``; collective runs two CPU ranks
+    for the tiny preset; apex with ``require`` (the recipe builds Apex) fails when Apex is absent.
+
+    >>> smoke_argv("py", "collective", "tiny", "/e/.envbuild/smoke")
+    ['py', '/e/.envbuild/smoke/collective.py', '--json', '--device', 'cpu', '--nproc', '2']
+    """
+    argv = [python, f"{script_dir.rstrip('/')}/{SCRIPT_NAMES[kind]}", "--json"]
+    if kind == "gpt":
+        argv += ["--preset", preset]
+    elif kind == "collective" and preset == "tiny":
+        argv += ["--device", "cpu", "--nproc", "2"]
+    elif kind == "apex" and require:
+        argv += ["--require"]
+    return argv
+
+
+def node_runs(prefix: str, params: dict, benchmark: dict | None = None, *, gpus: int = 0,
+              sources: dict[str, str] | None = None, output: RunOutput | None = None) -> list[dict]:
+    """The runs of one node's smoke step: ``[{name, script, argv, cwd, env, timeout}]``.
+
+    ``params`` are the plan step's (``kinds``, ``preset``); the scripts run with the
+    environment's python, each with its own flags (``smoke_argv``). The recipe's native
+    benchmark is appended when ``native_run`` finds it runnable here.
+    """
+    python = f"{prefix.rstrip('/')}/bin/python"
+    where = smoke_dir(prefix)
+    runs = [{"name": kind, "script": SCRIPT_NAMES[kind],
+             "argv": smoke_argv(python, kind, params.get("preset") or "tiny", where, require=True),
+             "cwd": where, "env": {}, "timeout": SMOKE_TIMEOUT_S}
+            for kind in params.get("kinds") or [] if kind in SCRIPT_NAMES]
+    native = native_run(benchmark, gpus=gpus, sources=sources or {}, cwd=where, output=output)
+    if "argv" in native:
+        runs.append(native)
+    return runs
+
+
+def native_run(benchmark: dict | None, *, gpus: int, sources: dict[str, str], cwd: str,
+               output: RunOutput | None = None) -> dict:
+    """The recipe's own benchmark as a run, or ``{"skip": reason}`` when it cannot run here.
+
+    A benchmark parsed with ``envbuild-smoke`` is the gpt smoke itself (nothing more to run).
+    Others run when the node has the GPUs they need and every ``{sources.<name>}`` they name
+    is a checkout of this plan. The command runs in the foreground with its training output on
+    stdout, taken where the recipe's run says it is (``output``: a trace file, a backgrounded job;
+    ``envbuild.plan.capture``).
+    """
+    if not benchmark or not benchmark.get("command"):
+        return {"skip": "the recipe has no benchmark"}
+    if benchmark.get("parser") == FROM_SMOKE:
+        return {"skip": "measured by the gpt smoke"}
+    need = int(benchmark.get("needs_gpus") or 0)
+    if gpus < need:
+        return {"skip": f"needs {need} GPUs, the node has {gpus}"}
+    texts = [benchmark["command"], benchmark.get("cwd") or "", *(benchmark.get("env") or {}).values()]
+    missing = sorted({m for t in texts for m in PLACEHOLDER.findall(t) if m not in sources})
+    if missing:
+        return {"skip": f"source checkout not in the plan: {', '.join(missing)}"}
+
+    def fill(text: str) -> str:
+        return PLACEHOLDER.sub(lambda m: sources[m.group(1)], text)
+
+    return {"name": "native", "script": None,
+            "argv": ["bash", "-c", capture(output, fill(benchmark["command"]))],
+            "cwd": fill(benchmark.get("cwd") or cwd),
+            "env": {k: fill(str(v)) for k, v in (benchmark.get("env") or {}).items()},
+            "timeout": NATIVE_TIMEOUT_S}
