@@ -24,7 +24,8 @@ import shutil
 import pytest
 
 from envbuild.actions.effects import effects
-from envbuild.actions.steps import CONTEXT_LABEL, actions
+from envbuild.actions.steps import actions
+from envbuild.plan.params import CONTEXT_LABEL
 from envbuild.inputs import find_lock
 from envbuild.plan.build import PlanOptions
 from envbuild.plan.model import Plan

@@ -47,9 +47,6 @@ DEBT: dict[tuple[str, str], str] = {
         "an image is planned by rendering its Dockerfile context (images are not yet planned in plan/)",
     ("envbuild.plan.container", "envbuild.render.image"): "the image plan lives in render/image.py",
     ("envbuild.plan.container", "envbuild.actions.assets"): "the image step's context assets",
-    ("envbuild.plan.container", "envbuild.actions.steps"): "the image's context label and engine argv",
-    ("envbuild.plan.container", "envbuild.observe"): "the observe command of a container node",
-    ("envbuild.plan.container", "envbuild.observe.expected"): "the observe command of a container node",
 }
 
 

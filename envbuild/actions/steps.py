@@ -363,7 +363,6 @@ def _smoke(step, p: P.SmokeParams, prefix: str) -> list[Action]:
 
 # --- the container backend: the node's engine builds the image and runs the checks in it ---
 
-CONTEXT_LABEL = "io.envbuild.context.sha256"  # given with --label at build time (not in the Dockerfile)
 # a wheel of the node's wheelhouse into the build context: hard link, else copy
 LINK_OR_COPY = 'ln -f "$1" "$2" 2>/dev/null || cp -f "$1" "$2"'
 ENROOT_SCHEME = {"podman": "podman", "docker": "dockerd"}  # enroot import URI schemes
@@ -416,7 +415,7 @@ def _image(step, p: P.ImageParams, prefix: str) -> list[Action]:
         out.append(MakeDir(path=f"{ctx}/wheelhouse"))
         out += [Run(argv=["sh", "-c", LINK_OR_COPY, "sh", f"{(p.wheelhouse or '.').rstrip('/')}/{name}",
                           f"{ctx}/wheelhouse/{name}"]) for name in sorted(p.wheels)]
-    out.append(Run(argv=engine_build_argv(p.engine, p.tag, ctx, {CONTEXT_LABEL: p.context_sha256}),
+    out.append(Run(argv=engine_build_argv(p.engine, p.tag, ctx, {P.CONTEXT_LABEL: p.context_sha256}),
                    env=engine_env(p.engine)))
     return out
 

@@ -78,7 +78,6 @@ def context_params(ctx, lock) -> tuple[dict, dict, dict, dict, str]:
 
 def container_plan(recipe, target, facts, lock, opts: PlanOptions) -> Plan:
     """The container backend's plan for one node (see the module docstring)."""
-    from envbuild.actions.steps import CONTEXT_LABEL
     from envbuild.compat.rules_container import build_engine, pyxis
     from envbuild.render import dockerfile
     from envbuild.render.image import image_plan
@@ -106,7 +105,7 @@ def container_plan(recipe, target, facts, lock, opts: PlanOptions) -> Plan:
         *ip.plan.decisions,
     ]
     tag = image_tag(recipe, target.name)
-    labels = {CONTEXT_LABEL: digest, "io.envbuild.plan.sha256": ip.labels()["io.envbuild.plan.sha256"],
+    labels = {P.CONTEXT_LABEL: digest, "io.envbuild.plan.sha256": ip.labels()["io.envbuild.plan.sha256"],
               "io.envbuild.recipe": recipe.name}
     env_file = ip.env_file()
     sources = {s.params.name: s.params.dest for s in ip.plan.steps if s.kind == "git_source"}
@@ -166,18 +165,3 @@ def container_plan(recipe, target, facts, lock, opts: PlanOptions) -> Plan:
     return Plan(recipe=recipe.name, target=target.name, host=opts.host, prefix=prefix,
                 backend="container", lock_digest=ip.plan.lock_digest, facts_origin=facts.origin,
                 decisions=decisions, steps=steps)
-
-
-def image_observe_command(plan: Plan) -> str:
-    """The shell command that runs envbuild's observe script inside the plan's image (a
-    throwaway container without network): what observed.json holds for a container node."""
-    import shlex
-
-    from envbuild.actions.steps import engine_env, engine_run_argv
-    from envbuild.observe import observe_args, observe_command
-    from envbuild.observe.expected import Expected
-
-    p = next(s.params for s in plan.steps if s.kind == "image")
-    exp = Expected(prefix=p.prefix, sources=dict(p.sources), env_file=p.env_file)
-    words = ["env", *(f"{k}={v}" for k, v in engine_env(p.engine).items()), *engine_run_argv(p.engine, p.tag, [])]
-    return shlex.join(words) + " " + observe_command(f"{p.prefix}/bin/python", observe_args(exp))

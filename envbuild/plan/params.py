@@ -279,6 +279,8 @@ class BundleParams(_P):
 
 # --- the container backend (envbuild.plan.container): the image is built on the node -------
 
+CONTEXT_LABEL = "io.envbuild.context.sha256"  # given with --label at build time (not in the Dockerfile)
+
 
 class Engine(_P):
     """How the node's container engine is called: its name (from the node's facts), the

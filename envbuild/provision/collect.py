@@ -13,14 +13,12 @@ def observe(rd: rundir.RunDir, node: Node, plan: Plan, lock_text: str | None) ->
     """observed.json from the live node (envbuild.observe's node script)."""
     import yaml
 
-    from envbuild.observe import expected_state, observe_args, observe_command, parse_observed
+    from envbuild.observe import expected_state, image_observe_command, observe_args, observe_command, parse_observed
 
     lock = yaml.safe_load(lock_text) if lock_text else None
     exp = expected_state(lock, plan)
     cmd = observe_command(f"{plan.prefix}/bin/python", observe_args(exp))
     if plan.backend == "container":
-        from envbuild.plan.container import image_observe_command
-
         cmd = image_observe_command(plan)
     rc, out, err = ssh.run(node, cmd)
     if rc == 0:
