@@ -169,8 +169,7 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
         conda_channel=opts.conda_channel if backend == "conda" else None,
         conda_tool=(facts.conda[0] if facts.conda else None) if backend == "conda" else None,
         helper_python=(opts.node_python or "python3") if backend == "conda" and not facts.conda else None,
-        # uv puts the locked pip in (pip-tooling): ensurepip's own pip would only be replaced
-        with_pip=not (uv_path and any(t.name == "pip" for t in tools)),
+        with_pip=not _pip_from_uv_only(recipe, lock, uv_path, tools),
         **conda)
     add(Step(id="environment", title=f"{backend} environment, Python {recipe.python}",
              params=env_params, reason=_env_reason(recipe, backend, interp is not None, conda)
@@ -239,6 +238,19 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
     return Plan(recipe=recipe.name, target=target.name, host=opts.host, prefix=prefix,
                 backend=backend, lock_digest=_lock_digest(lock), facts_origin=facts.origin,
                 decisions=decisions, steps=steps)
+
+
+def _pip_from_uv_only(recipe: Recipe, lock: object | None, uv_path: str | None, tools: list[Tool]) -> bool:
+    """Whether the venv can be made ``--without-pip``: uv installs the locked pip into it next
+    (pip-tooling), so ensurepip's pip would only be replaced. Up to Python 3.11 ensurepip also
+    installs setuptools, which a build without isolation in the environment imports (a source
+    tree, a git dependency, a package with ``build_isolation: false``): then the venv keeps it."""
+    if not uv_path or not any(t.name == "pip" for t in tools):
+        return False
+    builds_here = bool(recipe.sources or git_dependencies(lock)
+                       or any(not p.build_isolation for p in recipe.packages))
+    major, minor = (int(x) for x in recipe.python.split(".")[:2])
+    return (major, minor) >= (3, 12) or not builds_here
 
 
 def git_dependencies(lock: object | None) -> list[GitSource]:
