@@ -26,8 +26,9 @@ import yaml
 from envbuild import gitsrc
 from envbuild.errors import CheckFailed, InputError
 from envbuild.recipes.schema import Recipe
+from envbuild.shipped import SCRIPT_IMPORTS
 
-FACT_DIR = Path(__file__).resolve().parent / "recipes" / "imports"
+FACT_DIR = SCRIPT_IMPORTS
 IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
 
 

@@ -34,7 +34,7 @@ LAYERS: list[tuple[str, ...]] = [  # top first
     ("envbuild.facts",),
     ("envbuild.connect",),
     ("envbuild.recipes", "envbuild.targets", "envbuild.catalog"),
-    ("envbuild", "envbuild.errors", "envbuild.fsio", "envbuild.names", "envbuild.rundir", "envbuild.userfile",
+    ("envbuild", "envbuild.errors", "envbuild.shipped", "envbuild.fsio", "envbuild.names", "envbuild.rundir", "envbuild.userfile",
      "envbuild.yamlsrc", "envbuild.gitsrc", "envbuild.redact", "envbuild.interrupt", "envbuild.cuda_arch",
      "envbuild.versions"),
     ("envbuild.node",),  # the node side: standard library only (tests/test_node_package.py)
@@ -46,7 +46,6 @@ DEBT: dict[tuple[str, str], str] = {
     ("envbuild.plan.container", "envbuild.render.dockerfile"):
         "an image is planned by rendering its Dockerfile context (images are not yet planned in plan/)",
     ("envbuild.plan.container", "envbuild.render.image"): "the image plan lives in render/image.py",
-    ("envbuild.plan.container", "envbuild.actions.assets"): "the image step's context assets",
 }
 
 

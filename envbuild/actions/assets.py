@@ -9,12 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from envbuild.errors import InputError
-
-_ROOT = Path(__file__).resolve().parents[1]
-GROUPS = {
-    "smoke": _ROOT / "smoke",  # the smoke scripts (run with the environment's python)
-    "node": _ROOT / "node",  # the node side's tools (fetch_data.py, rattler_create.py, verify_image.py...)
-}
+from envbuild.shipped import ASSET_GROUPS
 
 
 def _uv_folder() -> Path | None:
@@ -27,7 +22,7 @@ def _uv_folder() -> Path | None:
 
 
 def _folder(group: str) -> Path | None:
-    return _uv_folder() if group == "uv" else GROUPS.get(group)
+    return _uv_folder() if group == "uv" else ASSET_GROUPS.get(group)
 
 
 def asset_path(asset: str) -> Path:
@@ -49,12 +44,3 @@ def asset_source(asset: str) -> str:
     if folder is None or not name or "/" in name or name.startswith("."):
         raise InputError(f"unknown asset {asset!r}")
     return str(folder / name)
-
-
-def asset_of(path: Path) -> str:
-    """The asset name (``<group>/<file>``) of one of envbuild's own files (InputError if none)."""
-    path = Path(path).resolve()
-    for group, folder in GROUPS.items():
-        if path.parent == folder.resolve():
-            return f"{group}/{path.name}"
-    raise InputError(f"{path} is not one of envbuild's shipped files")

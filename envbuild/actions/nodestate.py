@@ -22,11 +22,10 @@ import shlex
 import zlib
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
 
 from envbuild.errors import EnvironmentProblem
+from envbuild.shipped import NODE  # envbuild's node package, standard library only
 
-NODE = Path(__file__).resolve().parents[1] / "node"  # envbuild's node package, standard library only
 BEGIN = "::envbuild-state::"
 
 

@@ -38,9 +38,10 @@ from envbuild.fsio import sha256_file
 from envbuild.lock.schema import Lock, normalize
 from envbuild.plan.model import Plan
 from envbuild.recipes.schema import Recipe
+from envbuild.shipped import ANSIBLE
 
 Progress = Callable[[str], None]
-PLAYBOOKS = Path(__file__).resolve().parents[1] / "ansible"  # packed as playbooks/ (its collection copied, links resolved)
+PLAYBOOKS = ANSIBLE  # packed as playbooks/ (its collection copied, links resolved)
 
 
 @dataclass

@@ -35,8 +35,9 @@ from envbuild.errors import CheckFailed, EnvbuildError, InputError
 from envbuild.fsio import write_atomic
 from envbuild.recipes import all_recipes, load_recipe
 from envbuild.recipes.schema import Recipe
+from envbuild.shipped import COMPAT
 
-FACT_PATH = Path(__file__).resolve().parent / "fairscale_versions.yaml"
+FACT_PATH = COMPAT / "fairscale_versions.yaml"
 REPO = "https://github.com/facebookresearch/fairscale"
 # where fairscale declares its version, in the order fairscale itself reads it: version.py when
 # the tree has one (__init__.py then only imports its tuple), else __init__.py

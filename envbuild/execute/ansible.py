@@ -48,9 +48,10 @@ from envbuild.fsio import write_atomic
 from envbuild.interrupt import StopRequest
 from envbuild.redact import Redactor, is_secret_name
 from envbuild.render.ansible import Rendered
+from envbuild.shipped import ANSIBLE
 
 PLAYBOOKS = Path(os.environ.get("ENVBUILD_PLAYBOOKS")
-                 or Path(__file__).resolve().parents[1] / "ansible")
+                 or ANSIBLE)
 PLAYBOOK = "provision.yml"
 COLLECTION = "ansible_collections/envbuild/node"
 IDENT = "provision"

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 from envbuild import __version__
 from envbuild.errors import InputError
@@ -31,6 +30,7 @@ from envbuild.recipes.schema import Run
 from envbuild.render.image import prepare_script
 from envbuild.render.shell import q
 from envbuild.plan.capture import capture
+from envbuild.shipped import NODE
 
 SCHEDULERS = ("slurm", "pbs", "k8s", "local")
 K8S_WORKLOADS = ("job", "jobset", "pytorchjob")
@@ -40,7 +40,7 @@ VAR = re.compile(r"\$(ENVBUILD_[A-Z_]+)")
 FIELD = re.compile(r"\{(cwd|job_dir|sources\.[A-Za-z0-9_.-]+)\}")
 SAFE_PATH = re.compile(r"^[A-Za-z0-9_./%~+=:,@-]+$")
 ADDRESS_SCRIPT = "ib_addresses.py"  # envbuild/node/ib_addresses.py, written into the job folder
-ADDRESS_SOURCE = Path(__file__).resolve().parents[1] / "node" / ADDRESS_SCRIPT
+ADDRESS_SOURCE = NODE / ADDRESS_SCRIPT
 DEFAULT_RDMA = "rdma/hca_shared_devices_a"  # Mellanox k8s-rdma-shared-dev-plugin example/test-hca-pod.yaml
 # a target's jobs field -> (the launch flag that gives it, an example value, what it is)
 JOB_FLAGS = {"account": ("--account", "PROJECT", "a project (account)"),

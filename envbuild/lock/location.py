@@ -9,8 +9,9 @@ from pathlib import Path
 
 from envbuild.errors import InputError
 from envbuild.names import NAME_RULE, is_name
+from envbuild.shipped import LOCKFILES
 
-SHIPPED_LOCKDIR = Path(__file__).resolve().parents[1] / "lockfiles"  # envbuild/lockfiles, in the wheel
+SHIPPED_LOCKDIR = LOCKFILES  # envbuild/lockfiles, in the wheel
 LOCKDIR_ENV = "ENVBUILD_LOCKDIR"
 
 

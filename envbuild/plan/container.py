@@ -38,6 +38,7 @@ from envbuild.plan import params as P
 from envbuild.plan.build import PlanOptions, default_prefix, expand_home
 from envbuild.plan.model import Decision, Plan, Step
 from envbuild.plan.smoke import native_run, node_runs
+from envbuild.shipped import asset_of
 
 SCHEDULED = ("slurm", "pbs", "kubernetes")  # launchers whose benchmark is a job, not a command
 
@@ -60,8 +61,6 @@ def _sha256(data: bytes) -> str:
 def context_params(ctx, lock) -> tuple[dict, dict, dict, dict, str]:
     """(files, modes, assets, wheels, digest) of a rendered context (``envbuild.render.context.
     Context``): the digest covers every file's content, mode and every wheel's hash."""
-    from envbuild.actions.assets import asset_of
-
     modes = {rel: f"{mode:04o}" for rel, mode in sorted(ctx.modes.items())}
     assets = {rel: P.ContextAsset(asset=asset_of(path), sha256=_sha256(Path(path).read_bytes()),
                                   perm=modes.pop(rel, "0644"))

@@ -9,8 +9,9 @@ import yaml
 from envbuild import catalog
 from envbuild.errors import InputError
 from envbuild.recipes.schema import Recipe
+from envbuild.shipped import RECIPES
 
-DATA = Path(__file__).parent / "data"
+DATA = RECIPES
 
 
 def load_recipe(name_or_path: str | Path) -> Recipe:

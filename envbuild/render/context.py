@@ -13,6 +13,8 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from envbuild.shipped import CHECKOUT
+
 ASSETS = "ASSETS"
 
 
@@ -24,7 +26,7 @@ class Context:
     wheels: list[str] = field(default_factory=list)  # wheel file names wanted in wheelhouse/
 
     def assets_text(self) -> str:
-        root = Path(__file__).resolve().parents[2]
+        root = CHECKOUT
         lines = ["# envbuild's own files that `envbuild render` copies into this folder verbatim",
                  "# (left out of the committed copy): <path here> <- <source in the envbuild tree>"]
         for rel, src in sorted(self.copies.items()):

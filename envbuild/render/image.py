@@ -37,6 +37,7 @@ from envbuild.plan.build import SEARCH_PATH, PlanOptions
 from envbuild.plan.model import Plan, Step
 from envbuild.render.bases import BaseImage, choose
 from envbuild.render.shell import Where, commands
+from envbuild.shipped import NODE
 
 IMAGE_ROOT = "/opt/envbuild"
 WHEELHOUSE = "/opt/envbuild/wheelhouse"  # where a context's wheelhouse/ is mounted at build time
@@ -44,7 +45,7 @@ VERIFY_STEPS = ("import_check", "smoke")  # run inside the built image, not at b
 PREPARE = "prepare.sh"  # in the files folder: the run-time steps (data without a recorded sha256)
 GLIBC = {("ubuntu", "18.04"): "2.27", ("ubuntu", "20.04"): "2.31", ("ubuntu", "22.04"): "2.35",
          ("ubuntu", "24.04"): "2.39", ("debian", "12"): "2.36"}
-VERIFY_TOOL = Path(__file__).resolve().parents[1] / "node" / "verify_image.py"
+VERIFY_TOOL = NODE / "verify_image.py"
 
 
 @dataclass(frozen=True)

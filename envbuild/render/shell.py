@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envbuild.actions.assets import asset_path
+from envbuild.shipped import NODE
 from envbuild.actions.steps import home_word
 from envbuild.actions.model import (ApplyPatch, BuildWheel, Capture, CopyAsset, GitCheckout,
                                     MakeDir, Run, WriteFile)
@@ -48,7 +49,6 @@ def q(value: str) -> str:
         return '"' + value + '"'
     return shlex.quote(value)
 
-NODE = Path(__file__).resolve().parents[1] / "node"
 PATCH_TOOL = "tools/textpatch.py"  # envbuild/node/textpatch.py, run as a script
 
 

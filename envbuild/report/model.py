@@ -14,9 +14,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from envbuild.observe.model import Drift
+from envbuild.shipped import REPORT_SCHEMA_FILE
 
 REPORT_SCHEMA = "envbuild.report/1"
-SCHEMA_FILE = Path(__file__).with_name("report.schema.json")
+SCHEMA_FILE = REPORT_SCHEMA_FILE
 
 
 class _M(BaseModel):

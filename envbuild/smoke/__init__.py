@@ -26,10 +26,11 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from envbuild.plan.smoke import SCRIPT_NAMES, smoke_argv
+from envbuild.shipped import SMOKE
 from envbuild.smoke.floors import floors_for
 from envbuild.smoke.native import NATIVE_PARSERS, Verdict, evaluate, parse
 
-HERE = Path(__file__).parent
+HERE = SMOKE
 SCHEMA = "envbuild.smoke/1"
 
 #: kind -> the script file to copy to nodes (run as ``python <script> --json ...``)

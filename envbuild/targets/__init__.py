@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from envbuild import catalog
+from envbuild.shipped import TARGETS
 from envbuild.targets.schema import Target
 
-DATA = Path(__file__).parent / "data"
+DATA = TARGETS
 
 
 def load_target(name_or_path: str | Path) -> Target:

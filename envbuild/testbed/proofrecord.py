@@ -27,9 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from envbuild.recipes import all_recipes
+from envbuild.shipped import CHECKOUT, LOCKFILES, RECIPES, SCRIPT_IMPORTS
 from envbuild.targets import load_target
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = CHECKOUT
 RECORD = ROOT / "docs" / "results" / "import-proofs.json"
 PACKAGE = ROOT / "envbuild"
 # the code whose change can change any proof's outcome: how steps install, how the proof runs
@@ -50,9 +51,8 @@ def proof_pairs() -> list[tuple[str, str]]:
 
 def input_files(recipe: str, target: str) -> list[Path]:
     """The files a proof of ``recipe`` on ``target`` depends on."""
-    return [PACKAGE / "recipes" / "data" / f"{recipe}.yaml",
-            PACKAGE / "lockfiles" / recipe / f"{target}.lock",
-            PACKAGE / "recipes" / "imports" / f"{recipe}.yaml", *CODE]
+    return [RECIPES / f"{recipe}.yaml", LOCKFILES / recipe / f"{target}.lock",
+            SCRIPT_IMPORTS / f"{recipe}.yaml", *CODE]
 
 
 def inputs_digest(recipe: str, target: str) -> str:

@@ -16,7 +16,9 @@ import re
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from envbuild.shipped import CHECKOUT
+
+ROOT = CHECKOUT
 
 
 def pypi_wheel(name: str, version: str, index: str = "https://pypi.org/simple") -> tuple[str, str]:

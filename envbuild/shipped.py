@@ -1,0 +1,47 @@
+"""Where envbuild's own shipped files lie: the one locator every module asks (issue 20).
+
+Everything provisioning reads at run time ships in the wheel (pyproject's package-data): the
+recipes and targets, the shipped locks, the node side's standard-library tools, the smoke
+scripts and the Ansible playbook with its collection. Each folder is named once here; a module
+that needs one imports its name instead of climbing from its own ``__file__``.
+
+An *asset* is one of these files that an action copies to a node or into an image, named
+``<group>/<file>`` (``smoke/gpt.py``, ``node/verify_image.py``): plans carry the name, never a
+controller path (``envbuild.actions.assets`` finds the file, and the controller's uv binary as
+the ``uv`` group).
+
+    >>> asset_of(NODE / "verify_image.py")
+    'node/verify_image.py'
+    >>> (ANSIBLE / "provision.yml").is_file()
+    True
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from envbuild.errors import InputError
+
+PACKAGE = Path(__file__).resolve().parent
+NODE = PACKAGE / "node"  # the node side: standard library only, copied to nodes and images
+SMOKE = PACKAGE / "smoke"  # the smoke scripts (run with the environment's python)
+ANSIBLE = PACKAGE / "ansible"  # provision.yml, ansible.cfg and the collection envbuild.node
+LOCKFILES = PACKAGE / "lockfiles"  # <recipe>/<target>.lock of the shipped recipes
+RECIPES = PACKAGE / "recipes" / "data"  # <recipe>.yaml
+SCRIPT_IMPORTS = PACKAGE / "recipes" / "imports"  # what each recipe's entry scripts import
+TARGETS = PACKAGE / "targets" / "data"  # <target>.yaml
+COMPAT = PACKAGE / "compat"  # the facts the preflight rows read (*.yaml)
+REPORT_SCHEMA_FILE = PACKAGE / "report" / "report.schema.json"  # the report's JSON schema
+CHECKOUT = PACKAGE.parent  # the source checkout (or site-packages, in an installed wheel)
+
+#: the asset groups of shipped files (the ``uv`` group is the controller's binary, found at run time)
+ASSET_GROUPS = {"smoke": SMOKE, "node": NODE}
+
+
+def asset_of(path: str | Path) -> str:
+    """The asset name (``<group>/<file>``) of one of envbuild's shipped files (InputError if none)."""
+    path = Path(path).resolve()
+    for group, folder in ASSET_GROUPS.items():
+        if path.parent == folder.resolve():
+            return f"{group}/{path.name}"
+    raise InputError(f"{path} is not one of envbuild's shipped files")
