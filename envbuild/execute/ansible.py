@@ -92,6 +92,9 @@ def control_path_dir(wanted: Path) -> str:
     return f"/tmp/envbuild-cp-{hashlib.sha256(str(wanted).encode()).hexdigest()[:10]}"
 
 
+SSH_ARGS = "-o ControlMaster=auto -o ControlPersist=60s"  # ansible-core's default ssh_args, less -C
+
+
 def ansible_env(private_dir: Path, *, insecure: bool) -> dict[str, str]:
     """Environment for ansible-playbook: everything in the run folder, pipelining on."""
     home = private_dir / "home"
@@ -108,6 +111,12 @@ def ansible_env(private_dir: Path, *, insecure: bool) -> dict[str, str]:
         "ANSIBLE_CONFIG": str(PLAYBOOKS / "ansible.cfg"),
         "ANSIBLE_LOCAL_TEMP": str(home / "tmp"),
         "ANSIBLE_SSH_CONTROL_PATH_DIR": control_path_dir(home / "cp"),
+        # Ansible's own ssh_args without its -C: the staged wheels and bundles are zip and tar
+        # of zips that do not compress, and zlib on the stream made a copy task of a 220 MB tar
+        # take 10.6 s instead of 5.4 s over a loopback sshd (sftp alone: 6.1 s against 1.4 s;
+        # measured by hand on the 2-core dev machine, each with a fresh control master).
+        # The connection is still reused (ControlPersist). An inventory's ansible_ssh_args wins.
+        "ANSIBLE_SSH_ARGS": SSH_ARGS,
         "ANSIBLE_PIPELINING": "True",
         "ANSIBLE_HOST_KEY_CHECKING": "False" if insecure else "True",
         "ANSIBLE_RETRY_FILES_ENABLED": "False",
