@@ -11,6 +11,9 @@ from pathlib import Path
 
 from envbuild.errors import InputError
 from envbuild.facts.model import NodeFacts
+from envbuild.facts.profile import from_target, refine
+from envbuild.lock.check import check_lock_file
+from envbuild.lock.location import locate_lock
 from envbuild.recipes import default_recipe, load_recipe
 from envbuild.recipes.schema import Recipe
 from envbuild.targets import load_target
@@ -26,8 +29,6 @@ def node_facts(target: Target, facts_file: str | None = None) -> list[NodeFacts]
 
     Live or file facts are completed by the target profile (``refine``).
     """
-    from envbuild.facts.profile import from_target, refine
-
     if facts_file:
         from envbuild.facts.load import load_facts
 
@@ -44,8 +45,6 @@ def lock_source(recipe: Recipe, target: Target, lock_file: str | None = None,
     """The lockfile a command reads: --lock, else ``envbuild.lock.location.locate_lock`` (the
     lockdir -- ``lockdir``, $ENVBUILD_LOCKDIR -- then the locks shipped with envbuild). It may
     not exist; never a path relative to the working directory unless given so."""
-    from envbuild.lock.location import locate_lock
-
     return Path(lock_file) if lock_file else locate_lock(recipe.name, target.name, lockdir)
 
 
@@ -55,8 +54,6 @@ def find_lock(recipe: Recipe, target: Target, lock_file: str | None = None,
 
     A lock that does not satisfy the recipe is refused (CheckFailed with the regenerate command).
     """
-    from envbuild.lock.check import check_lock_file
-
     path = lock_source(recipe, target, lock_file, lockdir)
     if lock_file and not path.is_file():
         raise InputError(f"lock file {lock_file} does not exist", hint="check the path or omit --lock")

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from envbuild import __version__
 from envbuild.fsio import write_atomic
 from envbuild.redact import Redactor
 
@@ -114,7 +115,6 @@ def create(recipe: str, target: str, *, argv: list[str], hosts: list[str], optio
             n += 1
             path = runs / f"{base}.{n}"
     rd = RunDir(path)
-    from envbuild import __version__
 
     rd.write("run.json", {"schema": RUN_SCHEMA, "run_id": rd.run_id, "recipe": recipe,
                           "target": target, "envbuild_version": __version__,

@@ -9,14 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from envbuild.errors import InputError
+from envbuild.facts.uvbin import find_uv
 from envbuild.shipped import ASSET_GROUPS
 
 
 def _uv_folder() -> Path | None:
     """The folder of the controller's uv binary (``uv/uv``; see envbuild.facts.uvbin): the
     binary the planner pushed with its sha256, checked on the node by the uv step's effect."""
-    from envbuild.facts.uvbin import find_uv
-
     found = find_uv()
     return Path(found).resolve().parent if found and Path(found).name == "uv" else None
 

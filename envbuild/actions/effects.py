@@ -56,6 +56,8 @@ from typing import Annotated, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
+from envbuild.actions.steps import env_file_text, patch_spec, python_of
+from envbuild.compat.wheel_records import record_defects
 from envbuild.names import project_name
 from envbuild.plan import params as P
 
@@ -180,8 +182,6 @@ Effect = Annotated[Union[InterpreterEffect, DistsEffect, GitEffect, PatchEffect,
 
 
 def _requirements_effect(python: str, reqs: list[P.Requirement]) -> DistsEffect:
-    from envbuild.compat.wheel_records import record_defects
-
     dists: dict[str, Optional[str]] = {}
     defects: dict[str, list[str]] = {}
     for r in reqs:
@@ -194,8 +194,6 @@ def _requirements_effect(python: str, reqs: list[P.Requirement]) -> DistsEffect:
 
 def effects(plan) -> dict[str, Optional[Effect]]:
     """``{step id: effect or None}`` for every step of ``plan`` (``envbuild.plan.model.Plan``)."""
-    from envbuild.actions.steps import env_file_text, patch_spec, python_of
-
     python = python_of(plan.prefix)
     out: dict[str, Optional[Effect]] = {}
     for step in plan.steps:

@@ -23,6 +23,7 @@ import zlib
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from envbuild.actions.effects import effect_data
 from envbuild.errors import EnvironmentProblem
 from envbuild.shipped import NODE  # envbuild's node package, standard library only
 
@@ -47,8 +48,6 @@ class Probe:
 
 def plan_steps(plan) -> list[dict]:
     """``[{id, digest, effect}]`` of a plan, in order: what ``node_state`` takes."""
-    from envbuild.actions.effects import effect_data
-
     effects = effect_data(plan)
     return [{"id": s.id, "digest": s.digest, "effect": effects[s.id]} for s in plan.steps]
 

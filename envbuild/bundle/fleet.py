@@ -28,8 +28,10 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from envbuild.bundle.fetch import cache_root, fetch_dist
 from envbuild.bundle.pack import _lock_entry, planned_requirements
 from envbuild.fsio import canonical_json, sha256_text, write_tar
+from envbuild.plan.params import BundleParams, StagedFile
 
 
 @dataclass
@@ -73,9 +75,6 @@ def unpushable(plans: dict, lock) -> str | None:
 def stage_wheels(plans: dict, lock, wheelhouse: Path | None, home: Path, say=lambda _m: None) -> Staged:
     """Fetch every distribution of ``plans`` once (hash-checked) and link them into one folder;
     see the module docstring. Call ``unpushable`` first."""
-    from envbuild.bundle.fetch import cache_root, fetch_dist
-    from envbuild.plan.params import BundleParams, StagedFile
-
     entries = {}
     for plan in plans.values():
         for name, version in planned_requirements(plan):

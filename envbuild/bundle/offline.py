@@ -21,6 +21,10 @@ from pathlib import Path
 from envbuild.bundle.unpack import Opened, open_bundle
 from envbuild.errors import CheckFailed, InputError
 from envbuild.fsio import write_tar
+from envbuild.inputs import lock_source
+from envbuild.lock.serialize import lock_digest, parse_lock
+from envbuild.recipes import load_recipe
+from envbuild.targets import load_target
 
 _OPENED: dict[tuple[str, int, int], Opened] = {}
 
@@ -40,11 +44,6 @@ def trusted_lock(b: Opened, pinned: bool) -> None:
     the user's own is accepted only when the user pinned the bundle file (``--bundle-sha256``).
     A re-packed bundle (a wheel replaced, lock and manifest re-hashed) fails here: its lock is
     not the one envbuild holds. CheckFailed, exit 1."""
-    from envbuild.inputs import lock_source
-    from envbuild.lock.serialize import lock_digest, parse_lock
-    from envbuild.recipes import load_recipe
-    from envbuild.targets import load_target
-
     theirs = lock_digest(parse_lock(b.lock_file.read_text(), b.lock_file))
     try:
         held = lock_source(load_recipe(b.manifest.recipe), load_target(b.manifest.target), None)
@@ -78,7 +77,6 @@ def prepare(opts) -> Opened | None:
         if load_recipe(opts.recipe).name != m.recipe:
             raise InputError(f"the bundle is for recipe {m.recipe}, not {opts.recipe}",
                              hint="leave the recipe out: it comes from the bundle")
-    from envbuild.targets import load_target
 
     if load_target(opts.target).name != m.target:
         raise InputError(f"the bundle was made for target {m.target}, not {opts.target}",

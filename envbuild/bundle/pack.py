@@ -36,7 +36,10 @@ from envbuild.bundle.manifest import (DATA, GIT, MANIFEST, PREBUILT, WHEELS, Bun
 from envbuild.errors import CheckFailed, EnvironmentProblem, InputError
 from envbuild.fsio import sha256_file
 from envbuild.lock.schema import Lock, normalize
+from envbuild.plan.build import PlanOptions
 from envbuild.plan.model import Plan
+from envbuild.plan.placeholders import inventory_values
+from envbuild.plan.resolve import resolve
 from envbuild.recipes.schema import Recipe
 from envbuild.shipped import ANSIBLE
 
@@ -106,10 +109,6 @@ def node_plans(recipe: Recipe, target, facts: list, lock: Lock, prefix: str | No
     """The plan of every node (``facts``: one per node), as provision would make them: the
     ``{inventory.*}`` values (MegatronApp's InfiniBand addresses) from all the nodes. CheckFailed
     naming the node when preflight refuses one."""
-    from envbuild.plan.build import PlanOptions
-    from envbuild.plan.placeholders import inventory_values
-    from envbuild.plan.resolve import resolve
-
     inventory = inventory_values(facts)
     plans = [resolve(recipe, target, f, lock, PlanOptions(prefix=prefix, host=f.host, inventory=inventory)).plan
              for f in facts]

@@ -27,10 +27,13 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from envbuild import rundir
 from envbuild.bundle.manifest import MANIFEST, NODE_DIR, Manifest, verify_tree
 from envbuild.errors import CheckFailed, InputError
 from envbuild.fsio import sha256_file
+from envbuild.lock import read_lock
 from envbuild.lock.schema import normalize
+from envbuild.plan.params import BundleParams, StagedFile
 
 
 @dataclass(frozen=True)
@@ -52,8 +55,6 @@ class Opened:
 
     def stage_params(self):
         """The plan's ``bundle`` step (the planner puts it at ``<prefix>/.envbuild/bundle``)."""
-        from envbuild.plan.params import BundleParams, StagedFile
-
         cut = len(NODE_DIR) + 1
         files = [StagedFile(name=f.path[cut:], sha256=f.sha256, size=f.size)
                  for f in self.manifest.files if f.path.startswith(NODE_DIR + "/")]
@@ -116,8 +117,6 @@ class Opened:
 
     def _dependency_of(self, name: str, url: str) -> str | None:
         """``"ezpz"`` when the bundle's lock pins ``name`` as a git dependency of source installs."""
-        from envbuild.lock import read_lock
-
         pin = read_lock(self.lock_file).git_pin(name) if self.lock_file.is_file() else None
         return ", ".join(pin.required_by) if pin is not None and pin.url == url and pin.required_by else None
 
@@ -220,8 +219,6 @@ def open_bundle(file: str | Path, home: Path | None = None, expect_sha256: str |
     """Unpack ``file`` (once per digest) and verify all of it; see the module docstring.
     ``expect_sha256`` (``--bundle-sha256``): the file's digest must be this one, checked before
     a byte is unpacked (CheckFailed, exit 1)."""
-    from envbuild import rundir
-
     path = Path(file)
     if not path.is_file():
         raise InputError(f"--bundle {file}: no such file", hint="give the file `envbuild bundle -o` wrote")

@@ -11,7 +11,9 @@ from pydantic import BaseModel, ConfigDict
 from envbuild.compat.context import build_context
 from envbuild.compat.rules import RULES, Rule
 from envbuild.facts.model import NodeFacts
+from envbuild.recipes import all_recipes
 from envbuild.recipes.schema import Recipe
+from envbuild.targets import load_target
 from envbuild.targets.schema import Target
 
 
@@ -44,8 +46,6 @@ class Variant(BaseModel):
 def _shipped_variants() -> dict[str, tuple[Recipe, ...]]:
     """The shipped recipes that name a ``variant_of``, by that name: read once per process (the
     shipped files do not change while it runs), not once per refused node of a fleet."""
-    from envbuild.recipes import all_recipes
-
     out: dict[str, list[Recipe]] = {}
     for other in all_recipes():
         if other.variant_of:
@@ -59,8 +59,6 @@ def variants_for(recipe: Recipe, facts: NodeFacts) -> list[Variant]:
 
         variants_for(load_recipe("alpa-megatron"), h100_facts)  # [alpa-megatron-h100 on h100-venv]
     """
-    from envbuild.targets import load_target
-
     found = []
     for other in _shipped_variants().get(recipe.name, ()):
         fit = []

@@ -7,11 +7,11 @@ from functools import cached_property
 
 from envbuild.compat import commits
 from envbuild.compat.torch_wheels import TorchWheel, choose_variant, find, variants
-from envbuild.cuda_arch import driver_cuda
+from envbuild.cuda_arch import driver_cuda, min_driver_for
 from envbuild.facts.model import NodeFacts
 from envbuild.recipes.schema import GitSource, Package, Recipe
 from envbuild.targets.schema import Target
-from envbuild.versions import split_local
+from envbuild.versions import split_local, cuda_of_tag
 
 
 @dataclass(frozen=True)
@@ -27,8 +27,6 @@ class TorchPick:
 
     @property
     def cuda(self) -> str | None:
-        from envbuild.versions import cuda_of_tag
-
         return self.row.cuda if self.row else cuda_of_tag(self.tag)
 
     @property
@@ -90,8 +88,6 @@ class Context:
     @property
     def node_driver(self) -> tuple[str | None, str]:
         """(driver version or its lower bound, how it is known) for minor-compatibility checks."""
-        from envbuild.cuda_arch import min_driver_for
-
         if self.facts.driver_version:
             return self.facts.driver_version, f"driver {self.facts.driver_version}"
         bound = min_driver_for(self.facts.driver_cuda)

@@ -7,6 +7,8 @@ from envbuild import cuda_arch as ca
 from envbuild.compat.context import Context
 from envbuild.compat.rule import Rule
 from envbuild.compat.rules_build import APEX_CHECK
+from envbuild.patches.apex import parse_cuda
+from envbuild.patches.apex_options import submodules_for
 from envbuild.versions import admits, version_lt
 
 
@@ -90,7 +92,6 @@ def _fast_mha_removed(ctx: Context) -> str | None:
 def _fast_mha_git(ctx: Context) -> str | None:
     if "--fast_multihead_attn" not in ctx.apex_options or _fast_mha_removed(ctx):
         return None
-    from envbuild.patches.apex_options import submodules_for
 
     # the submodules the plan checks out with Apex (envbuild.plan.build:_submodules reads the
     # same table), so the message names what the git step really fetches
@@ -110,7 +111,6 @@ def _apex_cuda13_sm70(ctx: Context) -> str | None:
     d = _apex_date(ctx) if ctx.apex else None
     if not d or "--cuda_ext" not in ctx.apex_options or not cm.APEX_SM70_FLAGS_SINCE <= d[0] < cm.APEX_NO_SM70_FLAGS:
         return None
-    from envbuild.patches.apex import parse_cuda
 
     nvcc = parse_cuda(ctx.facts.nvcc, "nvcc") if ctx.facts.nvcc else None
     if not nvcc or nvcc < (13, 0):

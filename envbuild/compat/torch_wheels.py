@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from envbuild.cuda_arch import driver_cuda
 from envbuild.facts.model import NodeFacts
 from envbuild.versions import cuda_of_tag, split_local, vtuple
 
@@ -146,8 +147,6 @@ def find(version: str, tag: str) -> TorchWheel | None:
 
 def node_cuda(facts: NodeFacts) -> tuple[str | None, str]:
     """The CUDA a wheel must fit on this node and which fact gave it (nvcc, else driver)."""
-    from envbuild.cuda_arch import driver_cuda
-
     if facts.nvcc:
         return facts.nvcc, f"nvcc {facts.nvcc}"
     dc = driver_cuda(facts.driver_cuda, facts.driver_version)

@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import threading
+from envbuild.connect.procfs import stats
 
 _RUNNING: set[int] = set()  # session ids of the commands running now
 _LOCK = threading.Lock()
@@ -53,8 +54,6 @@ def kill_session(sid: int) -> None:
     (a probe starting its next command) would otherwise survive, keep the command's output
     pipes open and leave the caller waiting for their end."""
     import time
-
-    from envbuild.connect.procfs import stats
 
     for _ in range(100):
         alive = {pid for pid, fields in stats().items() if int(fields[3]) == sid and fields[0] != "Z"}

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from envbuild.connect.nodes import Node
+from envbuild.connect.ssh import close, connection, failure
 from envbuild.errors import EnvironmentProblem
 
 DEFAULT_TIMEOUT_S = 600
@@ -58,16 +59,12 @@ class SshRunner:
     ``close``); host keys checked as ``envbuild.connect.hostkeys`` says."""
 
     def __init__(self, node: Node, *, connect_timeout: int = 10):
-        from envbuild.connect.ssh import connection
-
         self.node = node
         self.name = node.name
         self.conn = connection(node, connect_timeout=connect_timeout)
 
     def run(self, command: str, *, timeout: int = DEFAULT_TIMEOUT_S) -> Result:
         from invoke.exceptions import CommandTimedOut
-
-        from envbuild.connect.ssh import failure
 
         try:
             self.conn.open()
@@ -84,6 +81,4 @@ class SshRunner:
         return Result(r.return_code, r.stdout, r.stderr)
 
     def close(self) -> None:
-        from envbuild.connect.ssh import close
-
         close(self.conn)

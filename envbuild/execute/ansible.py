@@ -42,6 +42,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from envbuild.connect.procfs import stats
 from envbuild.errors import EnvironmentProblem
 from envbuild.execute.events import EventSink, StepTracker
 from envbuild.fsio import write_atomic
@@ -340,8 +341,6 @@ def _subreaper(on: bool) -> bool:
 
 def _children() -> dict[int, float]:
     """{pid: start time in clock ticks} of this process's children (from /proc)."""
-    from envbuild.connect.procfs import stats
-
     me = os.getpid()
     return {pid: float(fields[19]) for pid, fields in stats().items() if int(fields[1]) == me}  # ppid, starttime
 

@@ -25,6 +25,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable
+from envbuild.redact import Redactor
 
 LOG_TAIL_LINES = 30
 OUTPUT_LINES = 20  # lines of a task's output in one transient "output" event
@@ -202,8 +203,6 @@ class EventSink:
 
     def __init__(self, path: Path | None, *, json_lines: bool = False,
                  echo: Callable[[str], None] | None = None) -> None:
-        from envbuild.redact import Redactor
-
         self.path = path
         self.json_lines = json_lines
         self._fh = (open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "a", encoding="utf-8")

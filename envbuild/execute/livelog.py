@@ -19,6 +19,7 @@ import threading
 import time
 from typing import Callable
 
+from envbuild.actions.steps import actions
 from envbuild.execute.events import Event
 
 TAIL_LINES = 8  # lines of new output per event (the display keeps as many)
@@ -26,8 +27,6 @@ TAIL_LINES = 8  # lines of new output per event (the display keeps as many)
 
 def log_paths(plan) -> dict[str, str]:
     """{node path of a build log: step id} of a plan (``Run.log`` of its actions). Pure."""
-    from envbuild.actions.steps import actions
-
     out: dict[str, str] = {}
     for step in plan.steps:
         for act in actions(step, plan.prefix):

@@ -28,7 +28,7 @@ from envbuild.launch import pyxis
 from envbuild.plan.container import sqsh_path
 from envbuild.recipes.schema import Run
 from envbuild.render.image import prepare_script
-from envbuild.render.shell import q
+from envbuild.render.shell import q, heredoc_delimiter
 from envbuild.plan.capture import capture
 from envbuild.shipped import NODE
 
@@ -482,8 +482,6 @@ def say(text: str, redirect: str = "") -> list[str]:
 def heredoc(path_expr: str, content: str) -> list[str]:
     """Lines that write ``content`` exactly to ``path_expr`` (a shell word, may expand
     ``$JOB_DIR``): a quoted heredoc whose delimiter is not a line of the content."""
-    from envbuild.render.shell import heredoc_delimiter
-
     if not content.endswith("\n"):
         content += "\n"
     delim = heredoc_delimiter(content)

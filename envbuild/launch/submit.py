@@ -26,12 +26,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from envbuild import rundir
+from envbuild.connect.nodes import parse_hosts
+from envbuild.connect.runners import LocalRunner, SshRunner
 from envbuild.errors import EnvironmentProblem
 from envbuild.launch import Rendered, render_job
 from envbuild.launch.job import Job, LaunchOptions, build_job
+from envbuild.launch.slurm import output_paths
+from envbuild.report.collect import load_json, read_run
 from envbuild.smoke import read_result
 from envbuild.smoke.completion import judge
 from envbuild.smoke.native import parse
+from envbuild.verify import ran_on_controller, resolve_run, verify
 
 TERMINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
             "PREEMPTED", "BOOT_FAIL", "DEADLINE", "SPECIAL_EXIT", "REVOKED"}
@@ -165,8 +171,6 @@ def _read(path: Path) -> str:
 
 
 def run_slurm(job: Job, script: Path, env: dict[str, str], timeout: float) -> JobResult:
-    from envbuild.launch.slurm import output_paths
-
     t0 = time.monotonic()
     job_id = submit_slurm(script, env, script.parent)
     t1 = time.monotonic()
@@ -182,8 +186,6 @@ def run_slurm(job: Job, script: Path, env: dict[str, str], timeout: float) -> Jo
 
 
 def run_local(job: Job, script: Path, env: dict[str, str], timeout: float) -> JobResult:
-    from envbuild.launch.local import output_paths
-
     t0 = time.monotonic()
     try:
         proc = subprocess.run(["bash", str(script)], env=env, cwd=script.parent, capture_output=True,
@@ -266,8 +268,6 @@ def launch(recipe, target, plan, options: LaunchOptions, *, argv: list[str],
     """Render for a job folder in a new run directory, submit, follow, collect, write the
     results where envbuild.report reads them. ``provisioned``: the verified provision run
     whose lock and node records are copied in (``verdicts``: what verify said)."""
-    from envbuild import rundir
-
     if options.scheduler not in ("slurm", "local"):
         raise EnvironmentProblem(f"--submit runs Slurm and local jobs; {options.scheduler} is render-only here",
                                  hint="submit the rendered file yourself (qsub / kubectl apply -f)")
@@ -324,9 +324,6 @@ def _copy_provisioned(src: Path, rd) -> None:
 def provisioned_run(recipe: str, target: str, run: str | Path | None) -> Path | None:
     """The provision run of ``recipe`` on ``target`` to verify before submitting: ``run`` when
     given, else the newest finished one (None when there is none)."""
-    from envbuild.report.collect import load_json
-    from envbuild.verify import resolve_run
-
     if run is not None:
         return resolve_run(run)
     try:
@@ -341,11 +338,6 @@ def provisioned_run(recipe: str, target: str, run: str | Path | None) -> Path | 
 def verify_nodes(run_dir: Path) -> list:
     """``envbuild.verify`` on the nodes of a provision run (this machine for a local run, else
     its hosts over SSH with host keys checked)."""
-    from envbuild.connect.nodes import parse_hosts
-    from envbuild.connect.runners import LocalRunner, SshRunner
-    from envbuild.report.collect import read_run
-    from envbuild.verify import ran_on_controller, verify
-
     if ran_on_controller(run_dir):
         runners = [LocalRunner(name="local")]
     else:

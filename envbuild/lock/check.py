@@ -17,6 +17,7 @@ from envbuild.catalog import digest
 from envbuild.errors import CheckFailed
 from envbuild.lock.schema import Lock, LockedPackage, normalize
 from envbuild.lock.serialize import read_lock, regenerate_command
+from envbuild.lock.tooling import tooling
 from envbuild.recipes.schema import Package, Recipe
 from envbuild.targets.schema import Target
 
@@ -114,8 +115,6 @@ def _tooling_problems(lock: Lock, recipe: Recipe) -> list[str]:
     """The build tooling the plan installs must be locked, each at a version its spec admits."""
     from packaging.specifiers import SpecifierSet
     from packaging.version import Version
-
-    from envbuild.lock.tooling import tooling
 
     out = []
     for tool in tooling(recipe):

@@ -15,6 +15,8 @@ from typing import Callable
 
 from packaging.version import InvalidVersion, Version
 
+from envbuild.compat.torch_wheels import choose_variant
+from envbuild.facts.profile import from_target
 from envbuild.fsio import sha256_file
 from envbuild.lock.indexes import cp_wheel_on_pypi, is_pypi, pypi_cp_wheel, pypi_versions
 from envbuild.lock.indexes import unreachable, wheelhouse_projects
@@ -67,8 +69,6 @@ def cuda_variant(pkg: Package, target: Target) -> tuple[str | None, str, bool]:
         return None, "no CUDA variant", True
     if pkg.cuda != "auto":
         return pkg.cuda, f"fixed by the recipe (cuda: {pkg.cuda})", True
-    from envbuild.compat.torch_wheels import choose_variant
-    from envbuild.facts.profile import from_target
 
     try:
         tag, why = choose_variant(pkg.version, pkg.cuda, from_target(target))

@@ -14,6 +14,9 @@ from typing import Any
 
 from envbuild.errors import InputError
 from envbuild.names import project_name
+from envbuild.plan.model import Plan
+from envbuild.userfile import loads_json, read_text
+from envbuild.yamlsrc import load_yaml
 
 NOT_APPLIED = {"unchanged", "skipped", "skip", "refused", "not-applicable", "already-applied", "expect"}
 
@@ -39,9 +42,6 @@ def read_lock(path: str | Path) -> dict:
     Anything that is not a mapping in either syntax (binary, not UTF-8, deeply nested, an
     alias bomb, a directory) is an InputError naming the file.
     """
-    from envbuild.userfile import loads_json, read_text
-    from envbuild.yamlsrc import load_yaml
-
     hint = "regenerate it with `envbuild lock`"
     path = Path(path)
     text = read_text(path, "lockfile", hint=hint)
@@ -105,7 +105,6 @@ def expected_state(lock: dict | None, plan: Any | None) -> Expected:
         exp.git = lock_git(lock)
     if plan is None:
         return exp
-    from envbuild.plan.model import Plan
 
     plan = plan if isinstance(plan, Plan) else Plan.model_validate(plan)
     exp.prefix = plan.prefix

@@ -14,15 +14,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from envbuild.compat.commits import apex_commit
 from envbuild.errors import InputError
 from envbuild.facts.model import NodeFacts, UvBinary
+from envbuild.fsio import canonical_json
 from envbuild.lock.schema import normalize
 from envbuild.lock.serialize import lock_digest
 from envbuild.lock.tooling import Tool, pip_release, tooling
+from envbuild.patches import apex_build
+from envbuild.patches.apex_options import option_row, submodules_for
 from envbuild.plan import params as P
 from envbuild.plan.installer import choose_installer, step_installer
 from envbuild.plan.model import Decision, Plan, Step
 from envbuild.plan.packages import LockedPackage, locked_packages, torch_closure, torch_requirement
+from envbuild.plan.placeholders import fill_patch, inventory_values, placeholders
 from envbuild.plan.smoke import native_run, node_runs, smoke_dir
 from envbuild.recipes.schema import GitSource, Recipe
 from envbuild.targets.schema import Target
@@ -277,8 +282,6 @@ def uv_dest(facts: NodeFacts, prefix: str, uv: UvBinary | None) -> str:
 
 def _tool_requirement(tool: Tool, lock: object | None) -> P.Requirement:
     """The tool at its locked version with its hash; the bare spec without a lock entry."""
-    from envbuild.lock.schema import normalize
-
     entry = next((t for t in getattr(lock, "tooling", None) or []
                   if normalize(t.name) == normalize(tool.name)), None)
     if entry is None:
@@ -431,7 +434,6 @@ def _submodules(src: GitSource, opts: PlanOptions) -> dict:
     with the checkout, from the git mirror's copy when there is one."""
     if src.install != "apex":
         return {}
-    from envbuild.patches.apex_options import submodules_for
 
     subs = submodules_for(list(src.build_options))
     return {"submodules": [path for path, _ in subs],
@@ -441,8 +443,6 @@ def _submodules(src: GitSource, opts: PlanOptions) -> dict:
 def _filled(patch, facts: NodeFacts, opts: PlanOptions, decisions: list[Decision]):
     """The patch's old/new with {facts.*}/{inventory.*} filled (envbuild.plan.placeholders);
     InputError naming the patch and the placeholder when one cannot be."""
-    from envbuild.plan.placeholders import fill_patch, inventory_values, placeholders
-
     names = placeholders(patch.old) + placeholders(patch.new)
     if not names:
         return patch.old, patch.new
@@ -471,10 +471,6 @@ def _apex_step(src: GitSource, prefix: str, dest: str, facts: NodeFacts, torch: 
                patch_digest: str = "", python: str | None = None) -> Step:
     """Build Apex once into a wheel cache keyed by everything that changes the binary:
     the commit, the patches applied to it, torch and its CUDA, nvcc, archs, options, Python."""
-    from envbuild.compat.commits import apex_commit
-    from envbuild.patches import apex_build
-    from envbuild.patches.apex_options import option_row
-
     torch_cuda = _torch_cuda(torch)
     pin = lock.git_pin(src.name) if lock is not None and hasattr(lock, "git_pin") else None
     known, _ = apex_commit(src)
@@ -517,8 +513,6 @@ def _apex_step(src: GitSource, prefix: str, dest: str, facts: NodeFacts, torch: 
 def _digest(obj: object) -> str:
     """sha256 over an object's canonical JSON."""
     import hashlib
-
-    from envbuild.fsio import canonical_json
 
     return hashlib.sha256(canonical_json(obj).encode()).hexdigest()
 

@@ -33,11 +33,15 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from envbuild.compat.rules_container import build_engine, pyxis
 from envbuild.fsio import canonical_json
 from envbuild.plan import params as P
 from envbuild.plan.build import PlanOptions, default_prefix, expand_home
 from envbuild.plan.model import Decision, Plan, Step
+from envbuild.plan.placeholders import inventory_values
 from envbuild.plan.smoke import native_run, node_runs
+from envbuild.render import dockerfile
+from envbuild.render.image import image_plan
 from envbuild.shipped import asset_of
 
 SCHEDULED = ("slurm", "pbs", "kubernetes")  # launchers whose benchmark is a job, not a command
@@ -77,11 +81,6 @@ def context_params(ctx, lock) -> tuple[dict, dict, dict, dict, str]:
 
 def container_plan(recipe, target, facts, lock, opts: PlanOptions) -> Plan:
     """The container backend's plan for one node (see the module docstring)."""
-    from envbuild.compat.rules_container import build_engine, pyxis
-    from envbuild.render import dockerfile
-    from envbuild.render.image import image_plan
-    from envbuild.plan.placeholders import inventory_values
-
     prefix = expand_home(opts.prefix or default_prefix(recipe, target), facts)
     lock_text = None
     if lock is not None and hasattr(lock, "model_dump"):

@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from envbuild.facts.model import NodeFacts
+from envbuild.lock.schema import normalize as norm
 from envbuild.plan.model import Decision
+from envbuild.plan.params import Requirement
 from envbuild.recipes.schema import Package, Recipe
 
 
@@ -33,8 +35,6 @@ class LockedPackage:
         return f"{self.name}{v}"
 
     def as_requirement(self):
-        from envbuild.plan.params import Requirement
-
         return Requirement(name=self.name, version=self.version, requirement=self.requirement,
                            hashes=list(self.hashes), index_url=self.index_url,
                            find_links=self.find_links)
@@ -95,8 +95,6 @@ def locked_packages(recipe: Recipe, lock: object | None) -> list[LockedPackage]:
 def torch_closure(lock: object | None) -> set[str]:
     """Normalized names of the locked packages only torch needs (directly or through each
     other), and that the recipe does not ask for itself: they change when torch does."""
-    from envbuild.lock.schema import normalize as norm
-
     entries = {norm(e.name): e for e in _lock_entries(lock)} if lock is not None else {}
     closure: set[str] = set()
     changed = True

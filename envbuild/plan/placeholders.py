@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 
 from envbuild.errors import InputError
+from envbuild.facts.ib import ib_address
 
 PLACEHOLDER_RE = re.compile(r"\{(facts|inventory)\.([A-Za-z_][A-Za-z0-9_]*)\}")
 INVENTORY_NAMES = ("ib_addresses",)
@@ -58,8 +59,6 @@ def _node_name(facts) -> str:
 
 def inventory_values(nodes: list) -> Inventory:
     """The inventory values of ``nodes`` (``NodeFacts`` in inventory order)."""
-    from envbuild.facts.ib import ib_address
-
     values: dict[str, str] = {}
     missing: dict[str, str] = {}
     literals: list[str] = []

@@ -14,6 +14,7 @@ from pathlib import Path
 from envbuild.compat.check import Verdict, preflight
 from envbuild.facts.model import NodeFacts
 from envbuild.facts.profile import refine
+from envbuild.gitsrc import mirror_path
 from envbuild.plan.build import PlanOptions, build_plan, verdict_summary
 from envbuild.plan.model import Plan
 from envbuild.recipes.schema import Recipe
@@ -36,7 +37,6 @@ def fetch_urls(recipe: Recipe, git_mirror: str | None, lock: object | None = Non
     for the git dependencies of its source installs that ``lock`` pins."""
     if not git_mirror:
         return {}
-    from envbuild.gitsrc import mirror_path
 
     out = {}
     urls = [s.url for s in recipe.sources] + [g.url for g in getattr(lock, "git", None) or []]

@@ -6,14 +6,15 @@ from __future__ import annotations
 from envbuild import rundir
 from envbuild.connect import ssh
 from envbuild.connect.nodes import Node
+from envbuild.observe import (expected_state, image_observe_command, observe_args, observe_command,
+                              parse_observed)
 from envbuild.plan.model import Plan
+from envbuild.smoke.onnode import collect_node, dumps
 
 
 def observe(rd: rundir.RunDir, node: Node, plan: Plan, lock_text: str | None) -> None:
     """observed.json from the live node (envbuild.observe's node script)."""
     import yaml
-
-    from envbuild.observe import expected_state, image_observe_command, observe_args, observe_command, parse_observed
 
     lock = yaml.safe_load(lock_text) if lock_text else None
     exp = expected_state(lock, plan)
@@ -35,8 +36,6 @@ def smoke_runs(plan: Plan) -> tuple[list[dict], str | None]:
 
 def merge_smoke(rd: rundir.RunDir, host: str, runs: tuple[list[dict], str | None], recipe) -> None:
     """nodes/<host>/smoke.json from the role's fetched outputs (nothing when smoke did not run)."""
-    from envbuild.smoke.onnode import collect_node, dumps
-
     names = [r["name"] for r in runs[0]]
     folder = rd.node(host) / "smoke"
     if not names or not folder.is_dir():

@@ -6,9 +6,14 @@ from __future__ import annotations
 import json
 
 from envbuild import rundir
+from envbuild.actions.nodestate import parse_probe, probe_command
 from envbuild.connect import ssh
 from envbuild.connect.nodes import Node
+from envbuild.connect.runners import Result
 from envbuild.errors import EnvironmentProblem
+from envbuild.facts.assemble import all_probes, assemble
+from envbuild.facts.probe import Probe
+from envbuild.facts.script import build_script, split_sections
 from envbuild.plan.model import Plan
 from envbuild.provision.lockfile import existing_lock
 from envbuild.provision.noop import probe_args, probe_nodes
@@ -22,8 +27,6 @@ class NodeRunner:
         self.node, self.name = node, node.name
 
     def run(self, command: str, *, timeout: int = 300):
-        from envbuild.connect.runners import Result
-
         return Result(*ssh.run(self.node, command, timeout=timeout))
 
 
@@ -92,11 +95,6 @@ def facts_and_probe(node: Node, plan: Plan | None):
     for it, so it runs beside the fact probes (``envbuild.facts.gather``, plus that probe)."""
     import shlex
     from datetime import datetime, timezone
-
-    from envbuild.actions.nodestate import parse_probe, probe_command
-    from envbuild.facts.assemble import all_probes, assemble
-    from envbuild.facts.probe import Probe
-    from envbuild.facts.script import build_script, split_sections
 
     probes = [p for p in all_probes() if p.name != "pip_list"]
     if plan is not None:

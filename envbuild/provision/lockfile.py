@@ -6,14 +6,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
+from envbuild.errors import CheckFailed
+from envbuild.inputs import find_lock, lock_source
+from envbuild.lock.location import LOCKDIR_ENV, SHIPPED_LOCKDIR
+from envbuild.lock.serialize import dump_lock, regenerate_command
 from envbuild.provision.options import ProvisionOptions
+from envbuild.recipes import is_shipped
 
 
 def existing_lock(opts: ProvisionOptions, recipe, target):
     """(lock, path, text) of --lock, else the lockdir's or the shipped lock
     (``envbuild.inputs.lock_source``); None when there is none. A stale lock is refused (CheckFailed)."""
-    from envbuild.inputs import find_lock, lock_source
-
     lock = find_lock(recipe, target, opts.lock)
     if lock is None:
         return None
@@ -31,12 +34,6 @@ def take_lock(opts: ProvisionOptions, recipe, target, say: Callable[[str], None]
     the network would install something else than what was tested). Only a recipe of one's own
     without a lock is locked now, announced (README "Lockfiles").
     """
-    from envbuild.errors import CheckFailed
-    from envbuild.inputs import lock_source
-    from envbuild.lock.location import LOCKDIR_ENV, SHIPPED_LOCKDIR
-    from envbuild.lock.serialize import dump_lock, regenerate_command
-    from envbuild.recipes import is_shipped
-
     found = found if found is not None else existing_lock(opts, recipe, target)
     if found is not None:
         return found

@@ -8,9 +8,11 @@ import time
 from typing import Callable
 
 from envbuild import rundir
+from envbuild.actions.nodestate import parse_probe, plan_steps, probe_command
 from envbuild.connect import ssh
 from envbuild.connect.nodes import Node
 from envbuild.execute.events import Event, EventSink
+from envbuild.observe import expected_state, observe_args
 from envbuild.plan.model import Plan
 from envbuild.provision.collect import observe
 from envbuild.provision.tracker import rerun_fields
@@ -18,9 +20,6 @@ from envbuild.provision.tracker import rerun_fields
 
 def probe_args(plan: Plan) -> tuple:
     """What a probe of ``plan`` sends: (python, prefix, steps with digests and effects, observe args)."""
-    from envbuild.actions.nodestate import plan_steps
-    from envbuild.observe import expected_state, observe_args
-
     if plan.backend == "container":  # the environment is in the image: the node's python3 checks
         return ("python3", plan.prefix, plan_steps(plan), None)  # the steps; observed in the image
     return (f"{plan.prefix.rstrip('/')}/bin/python", plan.prefix, plan_steps(plan),
@@ -31,8 +30,6 @@ def probe_nodes(nodes: list[Node], plans: dict[str, Plan]) -> dict:
     """{node: Probe or None}: each node's step markers, step effects (the checks Ansible's
     envbuild_state makes) and observed environment in one command run by the environment's
     python (None: it could not run, e.g. no environment yet)."""
-    from envbuild.actions.nodestate import parse_probe, probe_command
-
     def one(node: Node):
         python, prefix, steps, observe = probe_args(plans[node.name])
         rc, out, _err = ssh.run(node, probe_command(python, prefix, steps, refresh=True, observe=observe))

@@ -10,8 +10,12 @@ from typing import Callable
 from envbuild.bundle import offline as bundle_offline
 from envbuild.connect.nodes import Node, load_inventory, local_node, parse_hosts
 from envbuild.errors import InputError
+from envbuild.facts.uvbin import controller_uv as found
 from envbuild.plan.build import PlanOptions, prefix_problem
 from envbuild.plan.model import Plan
+from envbuild.plan.resolve import default_backend, fetch_urls
+from envbuild.recipes import default_recipe, load_recipe
+from envbuild.targets import load_target
 
 
 @dataclass
@@ -87,9 +91,6 @@ def load(opts: ProvisionOptions, on_target: Callable[[object], None] | None = No
     """(recipe, target) after checking the options; ``on_target(target)`` is called once the
     options, the target and a named recipe are known good, before the default recipe is read
     (provision starts reading the nodes there, see ``Early``)."""
-    from envbuild.recipes import default_recipe, load_recipe
-    from envbuild.targets import load_target
-
     recipe = load_recipe(opts.recipe) if opts.recipe else None
     target = load_target(opts.target)
     if opts.backend not in (None, "venv", "conda", "container"):
@@ -134,10 +135,6 @@ def _check_conda(opts: ProvisionOptions, recipe) -> None:
 
 def plan_options(opts: ProvisionOptions, recipe, lock: object | None = None) -> PlanOptions:
     """The planner's options from provision's (shared with ``envbuild plan``)."""
-    from envbuild.plan.resolve import fetch_urls
-
-    from envbuild.plan.resolve import default_backend
-
     return PlanOptions(prefix=opts.prefix, backend=default_backend(recipe, opts.backend), git_mirror=opts.git_mirror,
                        wheelhouse=opts.wheelhouse, smoke=opts.smoke, smoke_preset=opts.smoke_preset,
                        conda_channel=opts.conda_channel, conda_packages=tuple(opts.conda_packages),
@@ -152,7 +149,6 @@ def controller_uv(installer: str):
     """The controller's uv (``envbuild.facts.uvbin``) the planner may push; None for pip."""
     if installer == "pip":
         return None
-    from envbuild.facts.uvbin import controller_uv as found
 
     return found()[1]
 
@@ -177,8 +173,6 @@ def _check_engine_options(opts: ProvisionOptions) -> None:
 
 def _container_options(opts: ProvisionOptions, recipe) -> dict:
     """PlanOptions fields of the container backend (the default of a container recipe)."""
-    from envbuild.plan.resolve import default_backend
-
     backend = default_backend(recipe, opts.backend)
     if backend != "container":
         if opts.base or opts.engine_args or opts.engine_env:

@@ -9,10 +9,13 @@ from envbuild import rundir
 from envbuild.connect.nodes import Node
 from envbuild.execute import ansible as ansible_exec
 from envbuild.execute.events import Event, EventSink
+from envbuild.execute.livelog import LiveTail, log_paths
+from envbuild.interrupt import StopRequest, signal_name, signum_of
 from envbuild.plan.model import Plan
 from envbuild.provision.collect import merge_smoke, observe, smoke_runs
 from envbuild.provision.results import NodeResults, current_step, node_status, record_interrupted
 from envbuild.provision.tracker import StateTracker
+from envbuild.redact import secret_values
 
 
 def run_playbook(job: ansible_exec.AnsibleJob, rendered, rd: rundir.RunDir, sink: EventSink, results: NodeResults,
@@ -20,10 +23,6 @@ def run_playbook(job: ansible_exec.AnsibleJob, rendered, rd: rundir.RunDir, sink
                  json_lines: bool) -> int | None:
     """Run the playbook on ``nodes`` and record each one; the signal that interrupted it, or None.
     An error (or a second signal) records every node not yet finished, and the run, then raises."""
-    from envbuild.execute.livelog import LiveTail, log_paths
-    from envbuild.interrupt import StopRequest, signal_name, signum_of
-    from envbuild.redact import secret_values
-
     masked = secret_values(rendered.inventory)  # ansible_password & co. of an inventory
     rd.redactor.add(masked)
     sink.redactor.add(masked)

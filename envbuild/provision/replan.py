@@ -8,12 +8,14 @@ from pathlib import Path
 from typing import Callable
 
 from envbuild import rundir
-from envbuild.bundle import offline as bundle_offline
+from envbuild.bundle import offline as bundle_offline, fleet
 from envbuild.connect import ssh
 from envbuild.connect.nodes import Node
-from envbuild.errors import EnvironmentProblem
+from envbuild.errors import EnvironmentProblem, CheckFailed
+from envbuild.facts import reach
 from envbuild.plan import indexes
 from envbuild.plan.model import Plan
+from envbuild.plan.resolve import resolve
 from envbuild.provision.options import ProvisionOptions, check_from_step, node_prefix
 
 
@@ -21,8 +23,6 @@ def refuse_unreachable_indexes(nodes: list[Node], plans: dict[str, Plan]) -> dic
     """EnvironmentProblem (exit 3) naming each index URL a node cannot reach and ``--wheelhouse``,
     instead of pip's retries minutes later (``envbuild.facts.reach``: one probe per node that
     installs from an index other than PyPI; none when the wheelhouse or bundle serves it all)."""
-    from envbuild.facts import reach
-
     problems: list[str] = []
     local: dict[str, dict[str, str]] = {}  # node -> {url: find-links folder that serves it}
     for node in nodes:
@@ -44,8 +44,6 @@ def refuse_unreachable_indexes(nodes: list[Node], plans: dict[str, Plan]) -> dic
 
 def refuse_unverified(plan: Plan, allowed: list[str]) -> None:
     """A package without a hash in the lock installs only when named by --allow-unverified."""
-    from envbuild.errors import CheckFailed
-
     ok = {a.lower() for a in allowed}
     missing = sorted({n for s in plan.steps if s.kind in ("pip_install", "pip_tooling")
                       for n in s.params.unverified if n.lower() not in ok})
@@ -62,8 +60,6 @@ def push_wheels(opts: ProvisionOptions, nodes: list[Node], plans: dict[str, Plan
     controller's cache and pushed to the nodes; None (each node uses its index) for one node
     (unless ``--push-wheels``), the controller itself, an offline bundle, a dry run, or a lock
     without a verified file for everything planned. run.json's ``fleet`` says which and why."""
-    from envbuild.bundle import fleet
-
     remote = [n for n in nodes if not n.is_local]
     want = opts.push_wheels if opts.push_wheels is not None else len(remote) > 1
     why = ("--no-push-wheels" if opts.push_wheels is False else "one node" if not want
@@ -85,8 +81,6 @@ def plan_nodes(opts: ProvisionOptions, recipe, target, facts: dict, feasible: li
     checked (hashes, ``--bundle``, ``--from-step``); made again with the node's find-links
     folder as the wheelhouse when it alone serves an unreachable index, and with a fleet's
     pushed wheels. Nothing is installed here; the nodes are only probed for their indexes."""
-    from envbuild.plan.resolve import resolve
-
     def plan_all(plan_opts) -> dict[str, Plan]:
         plans: dict[str, Plan] = {}
         for node in feasible:

@@ -10,6 +10,7 @@ from envbuild import rundir
 from envbuild.execute import ansible as ansible_exec
 from envbuild.errors import NOT_JUDGED
 from envbuild.execute.events import Event, EventSink, StepTracker
+from envbuild.interrupt import signal_name, signum_of
 from envbuild.plan.model import Plan
 
 EXIT = {"failed": 4, "unreachable": 3, "refused": 1}
@@ -51,8 +52,6 @@ def node_status(host: str, t, ran: ansible_exec.RunResult, tracker: StepTracker,
 def record_interrupted(rd: rundir.RunDir, results: dict[str, dict], hosts: list[str], tracker: StepTracker,
                  signum: int) -> None:
     """Record an interrupted run: each node not yet finished is "interrupted" at the step it was in."""
-    from envbuild.interrupt import signal_name
-
     name = signal_name(signum)
     for host in hosts:
         res = results.get(host)
@@ -128,8 +127,6 @@ def record_stopped(rd: rundir.RunDir, sink: EventSink, results: NodeResults, hos
     """Record a run stopped before Ansible started, in ``phase`` (facts, preflight, lock, plan,
     render, probe), by a signal or an error: each node without a result yet is "interrupted"
     (or "error") at ``phase``, and so is the run: never "running", never a pass, never latest."""
-    from envbuild.interrupt import signal_name, signum_of
-
     signum = signum_of(exc)
     status = "error" if signum is None else "interrupted"
     why = f"{type(exc).__name__}: {exc}" if signum is None else f"interrupted by {signal_name(signum)}"

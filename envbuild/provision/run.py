@@ -15,7 +15,9 @@ from envbuild.execute import ansible as ansible_exec
 from envbuild.execute import prefixlock
 from envbuild.execute.events import Event, EventSink
 from envbuild.lock.serialize import lock_digest
+from envbuild.plan.build import verdict_summary
 from envbuild.plan.model import Plan
+from envbuild.plan.resolve import check_facts, default_backend
 from envbuild.provision.early import Early
 from envbuild.provision.lockfile import take_lock
 from envbuild.provision.noop import nothing_to_do
@@ -115,9 +117,6 @@ def _preflight(opts: ProvisionOptions, recipe, target, nodes: list[Node], gather
                sink: EventSink, results: NodeResults) -> tuple[dict, list[Node]]:
     """({node: facts}, the nodes preflight finds feasible): each node's facts recorded (an
     unreachable node stops here) and checked against the recipe before anything is installed."""
-    from envbuild.plan.build import verdict_summary
-    from envbuild.plan.resolve import check_facts, default_backend
-
     live: list[Node] = []
     facts = {}
     for node in nodes:

@@ -40,6 +40,7 @@ from envbuild.actions.effects import effect_data
 from envbuild.actions.model import MakeDir
 from envbuild.actions.steps import actions as step_actions
 from envbuild.plan.model import Plan, Step
+from envbuild.redact import secret_key
 
 NODE_OPS = ("run", "write", "mkdir", "git", "patch")
 
@@ -155,8 +156,6 @@ def split_secrets(inventory: dict) -> tuple[dict, dict]:
     >>> split_secrets({"all": {"hosts": {"n1": {"ansible_host": "h", "ansible_password": "pw"}}}})
     ({'all': {'hosts': {'n1': {'ansible_host': 'h'}}}}, {'all': {'hosts': {'n1': {'ansible_password': 'pw'}}}})
     """
-    from envbuild.redact import secret_key
-
     public: dict = {}
     secret: dict = {}
     for name, hostvars in inventory["all"]["hosts"].items():

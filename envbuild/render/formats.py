@@ -14,6 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from envbuild.facts.profile import from_target
+from envbuild.plan.build import PlanOptions, SEARCH_PATH
+from envbuild.plan.resolve import resolve
 from envbuild.render.context import Context
 
 FORMATS = ("ansible", "shell", "dockerfile", "apptainer", "ci")
@@ -49,10 +52,6 @@ def render(fmt: str, recipe, target, lock, *, lock_text: str | None = None, fact
         mod = {"dockerfile": dockerfile, "apptainer": apptainer, "ci": ci}[fmt]
         return Rendered(context=mod.render(ip), plan=ip.plan, feasible=ip.feasible,
                         summary=ip.plan.steps[0].params.summary, base=ip.base.image)
-
-    from envbuild.facts.profile import from_target
-    from envbuild.plan.build import SEARCH_PATH, PlanOptions
-    from envbuild.plan.resolve import resolve
 
     node = facts if facts is not None else from_target(target)
     res = resolve(recipe, target, node, lock, PlanOptions(prefix=prefix, wheelhouse=wheelhouse,

@@ -29,14 +29,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from envbuild import __version__
+from envbuild.actions.model import BuildWheel
 from envbuild.errors import InputError
 from envbuild.actions.steps import actions as step_actions, python_of
 from envbuild.facts.model import Interpreter, NodeFacts
+from envbuild.facts.profile import from_target
 from envbuild.plan import params as P
 from envbuild.plan.build import SEARCH_PATH, PlanOptions
 from envbuild.plan.model import Plan, Step
+from envbuild.plan.resolve import resolve
 from envbuild.render.bases import BaseImage, choose
-from envbuild.render.shell import Where, commands
+from envbuild.render.shell import Where, commands, capture_failures, q, shipped
 from envbuild.shipped import NODE
 
 IMAGE_ROOT = "/opt/envbuild"
@@ -196,8 +199,6 @@ class ImagePlan:
 
     def devel_dests(self) -> set[str]:
         """Trees only needed to build a wheel (they stay in the devel stage)."""
-        from envbuild.actions.model import BuildWheel
-
         return {a.cwd for _, acts in self.build_steps() for a in acts if isinstance(a, BuildWheel)}
 
 
@@ -272,8 +273,6 @@ def image_recipe(recipe):
 
 def image_facts(target, base: BaseImage, python: str) -> NodeFacts:
     """A node inside ``base`` running on ``target``'s hardware."""
-    from envbuild.facts.profile import from_target
-
     facts = from_target(target)
     return facts.model_copy(update={
         "host": "image", "origin": f"image:{base.image}+profile:{target.name}",
@@ -302,8 +301,6 @@ def image_plan(recipe, target, lock, *, lock_text: str | None = None, base: str 
                wheelhouse: bool = False, smoke_preset: str = "tiny", inventory=None) -> ImagePlan:
     """Plan ``recipe`` for an image on ``target``'s hardware. ``wheelhouse``: locked wheels
     from a wheelhouse come from the context's ``wheelhouse/`` folder (mounted at build)."""
-    from envbuild.plan.resolve import resolve
-
     rec = image_recipe(recipe)
     # the node's scratch disk (cache_dir: PIP_CACHE_DIR, TMPDIR under /mnt) is not in the image
     target = target.model_copy(update={"cache_dir": None}) if target.cache_dir else target
@@ -336,8 +333,6 @@ def image_plan(recipe, target, lock, *, lock_text: str | None = None, base: str 
 def verify_sh(ip: ImagePlan, files: str) -> str:
     """``verify.sh [--smoke]``: the import check and the lock check inside the image, then the
     smoke runs when asked (their outputs in the plan's smoke folder)."""
-    from envbuild.render.shell import capture_failures, commands, q
-
     where = Where(files=files, python=python_of(ip.prefix))
     lines = ["#!/bin/sh",
              f"# envbuild {__version__}: checks the image of {ip.recipe.name} ({ip.target.name}) "
@@ -372,8 +367,6 @@ def prepare_sh(ip: ImagePlan, files: str) -> str:
 
 def verify_files(ip: ImagePlan) -> dict[str, str | Path]:
     """Files of the verify step under the files folder: ``{relative: text or Path}``."""
-    from envbuild.render.shell import shipped
-
     out: dict[str, str | Path] = {"verify_image.py": VERIFY_TOOL,
                                   "verify.json": json.dumps(ip.verify_spec(), indent=2, sort_keys=True) + "\n"}
     for _, acts in ip.verify_steps():

@@ -13,6 +13,7 @@ continues. Commands come from ``envbuild.render.shell``.
 from __future__ import annotations
 
 from envbuild import __version__
+from envbuild.actions.steps import plan_actions
 from envbuild.render.context import Context
 from envbuild.render.shell import Where, capture_failures, commands, q, shipped
 
@@ -31,8 +32,6 @@ def _comment(text: str, prefix: str) -> list[str]:
 
 def render(plan, *, regenerate: str = "") -> Context:
     """``run.sh`` and ``files/`` for ``plan`` (``envbuild.plan.model.Plan``)."""
-    from envbuild.actions.steps import plan_actions
-
     pairs = plan_actions(plan)
     files: dict = {}
     lines = ["#!/usr/bin/env bash",

@@ -22,6 +22,7 @@ from typing import Any
 
 from envbuild.report.model import Benchmark, Spread
 from envbuild.smoke.hardware import comparison
+from envbuild.smoke.native import evaluate
 
 GPT_METRICS = {"tokens_per_s": "tokens/s", "tflops": "TFLOP/s", "mfu": ""}
 BANDWIDTH = re.compile(r"busbw_gbps$")
@@ -36,7 +37,6 @@ def judge(value: float | None, threshold: float | None, higher_is_better: bool) 
         return None
     if value is None:
         return False  # a threshold was set and the number is missing: the benchmark did not deliver
-    from envbuild.smoke.native import evaluate
 
     return evaluate({"m": value}, "m", threshold, higher_is_better).passed
 

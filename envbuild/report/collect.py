@@ -13,16 +13,19 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from envbuild import __version__
 from envbuild.errors import InputError
 from envbuild.lock.serialize import lock_digest, parse_lock
 from envbuild.observe import Observed, compare_expected, expected_state, read_lock
 from envbuild.observe.compare import same_version
+from envbuild.plan.model import Plan
 from envbuild.report import bench
 from envbuild.report.fingerprint import node_fingerprint, node_kind, run_fingerprint
 from envbuild.recipes.schema import deviation_state
-from envbuild.report.model import (DecisionRow, Deviation, FactsSummary, LaunchJob, NodeReport,
-                                   PatchRow, PinRow, Preflight, Reason, RecipeInfo, Report, RunInfo,
-                                   StepResult, Verdict)
+from envbuild.report.badges import assess
+from envbuild.report.model import (DecisionRow, Deviation, FactsSummary, LaunchJob, NodeReport, PatchRow,
+                                   PinRow, Preflight, Reason, RecipeInfo, Report, RunInfo, StepResult,
+                                   Verdict, BundleInfo)
 from envbuild.userfile import read_json
 
 OK_VERDICTS = {"ok", "feasible", "pass", "passed", "warn", "warning"}
@@ -58,8 +61,6 @@ class RunFile(BaseModel):
 
 def _bundle_info(data: Any):
     """run.json's ``bundle`` (``envbuild.bundle.offline.record``) as the report shows it."""
-    from envbuild.report.model import BundleInfo
-
     if not isinstance(data, dict) or not data.get("digest"):
         return None
     return BundleInfo(digest=str(data["digest"]), file=str(data.get("file") or ""),
@@ -141,15 +142,11 @@ def pins(exp, obs: Observed) -> list[PinRow]:
 
 def unverified_packages(plan: dict) -> list[str]:
     """Packages the plan installs without a hash (each allowed by --allow-unverified)."""
-    from envbuild.plan.model import Plan
-
     steps = Plan.model_validate(plan).steps if plan else []
     return sorted({n for s in steps if s.kind in ("pip_install", "pip_tooling") for n in s.params.unverified})
 
 
 def patch_rows(exp, obs: Observed | None, plan: dict) -> list[PatchRow]:
-    from envbuild.plan.model import Plan
-
     decided = {}
     for step in (Plan.model_validate(plan).steps if plan else []):
         p = step.params
@@ -340,8 +337,6 @@ def collect(run_dir: str | Path) -> Report:
         reasons.append(Reason(kind="run", message="no node results in the run directory"))
     launch = launch_job(load_json(run_dir / "launch.json"))  # its failures are the run's and its node's
     published = recipe.get("published") or {}
-    from envbuild import __version__
-    from envbuild.report.badges import assess
 
     report = Report(
         envbuild_version=__version__,

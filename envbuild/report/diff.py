@@ -5,7 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from envbuild.errors import InputError
+from envbuild.report.collect import collect
 from envbuild.report.model import NodeReport, Report
+from envbuild.report.render_json import parse_report
+from envbuild.userfile import read_text
 
 
 @dataclass(frozen=True)
@@ -22,11 +26,6 @@ class Difference:
 
 def load_report(path: str | Path) -> Report:
     """A report JSON file, or a run directory (collected on the fly)."""
-    from envbuild.errors import InputError
-    from envbuild.report.collect import collect
-    from envbuild.report.render_json import parse_report
-    from envbuild.userfile import read_text
-
     p = Path(path)
     if p.is_dir():
         return collect(p)

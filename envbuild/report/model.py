@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from envbuild.fsio import write_atomic
 from envbuild.observe.model import Drift
 from envbuild.shipped import REPORT_SCHEMA_FILE
 
@@ -270,6 +271,4 @@ def json_schema() -> str:
 
 def write_schema(path: Path = SCHEMA_FILE) -> Path:
     """Write the JSON Schema next to this module (or to ``path``)."""
-    from envbuild.fsio import write_atomic
-
     return write_atomic(path, json_schema())
