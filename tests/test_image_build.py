@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -116,8 +117,9 @@ def _sources(files: list[str]) -> list[str]:
 
 def test_image_holds_what_provision_installs(image, tmp_path, monkeypatch) -> None:
     """Equivalence: the same lock gives the same distributions (names, versions and every file
-    of each distribution's RECORD) in the image and in a prefix provisioned on this machine
-    through Ansible.
+    of each distribution's RECORD) in the image, in a prefix provisioned on this machine
+    through Ansible (with uv) and in one made by the shell format's run.sh (with pip): one
+    recipe, three renderers of its plan, one environment.
 
     Compared: every distribution the plan installs (the lock's). Besides those, each side may
     hold only the venv's seed packages (pip, setuptools), which come from the interpreter's
@@ -148,3 +150,21 @@ def test_image_holds_what_provision_installs(image, tmp_path, monkeypatch) -> No
         assert _sources(img[name]["files"]) == _sources(node[name]["files"]), f"{name}: files differ"
     seeds = {"pip", "setuptools"}
     assert set(img) - locked <= seeds and set(node) - locked <= seeds, (set(img) ^ set(node))
+
+    # run.sh (`envbuild render --format shell`, live facts of this machine) into a prefix of its
+    # own, every step provision ran (no smoke): the same distributions and files as Ansible's
+    out, sh_prefix = tmp_path / "sh", tmp_path / "env-sh"
+    render = subprocess.run([sys.executable, "-m", "envbuild", "render", "--target", "local", "--format", "shell",
+                             "--prefix", str(sh_prefix), "--wheelhouse", str(WHEELS), "-o", str(out)],
+                            capture_output=True, text=True, timeout=300)
+    assert render.returncode == 0, render.stderr[-2000:]
+    # the uv step pushes provision's installer; run.sh installs with the venv's pip (render
+    # pushes no binary), so it has no such step
+    steps = [s.id for s in outcome.plans["local"].steps if s.id != "uv"]
+    run = subprocess.run(["bash", str(out / "run.sh"), *steps], capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0 and "==> done" in run.stdout, run.stdout[-2000:] + run.stderr[-2000:]
+    sh = _inventory([str(sh_prefix / "bin" / "python")])
+    assert set(sh) == set(node), set(sh) ^ set(node)
+    for name in sorted(sh):
+        assert sh[name]["version"] == node[name]["version"], name
+        assert _sources(sh[name]["files"]) == _sources(node[name]["files"]), f"{name}: files differ (run.sh, Ansible)"
