@@ -32,7 +32,8 @@ from envbuild.connect.runners import LocalRunner, SshRunner
 from envbuild.errors import EnvironmentProblem
 from envbuild.launch import Rendered, render_job
 from envbuild.launch.job import Job, LaunchOptions, build_job
-from envbuild.launch.slurm import output_paths
+from envbuild.launch.local import output_paths as local_output_paths
+from envbuild.launch.slurm import output_paths as slurm_output_paths
 from envbuild.report.collect import load_json, read_run
 from envbuild.smoke import read_result
 from envbuild.smoke.completion import judge
@@ -176,7 +177,7 @@ def run_slurm(job: Job, script: Path, env: dict[str, str], timeout: float) -> Jo
     t1 = time.monotonic()
     rec = follow_slurm(job_id, env, timeout)
     t2 = time.monotonic()
-    out, err = (Path(p) if os.path.isabs(p) else script.parent / p for p in output_paths(job, job_id))
+    out, err = (Path(p) if os.path.isabs(p) else script.parent / p for p in slurm_output_paths(job, job_id))
     first = rec.get("BatchHost") or rec.get("NodeList", "")
     result = JobResult("slurm", job_id, rec.get("JobState", "UNKNOWN").split(" ")[0],
                        rec.get("ExitCode", "?"), rec.get("Reason", ""), first or "unknown",
@@ -194,7 +195,7 @@ def run_local(job: Job, script: Path, env: dict[str, str], timeout: float) -> Jo
         reason = proc.stderr.strip()[-300:] if proc.returncode and not proc.stdout else ""
     except subprocess.TimeoutExpired:
         state, code, reason = "TIMEOUT", "124", f"envbuild stopped it after {timeout:.0f} s"
-    out, err, _ = (Path(p) if os.path.isabs(p) else script.parent / p for p in output_paths(job))
+    out, err, _ = (Path(p) if os.path.isabs(p) else script.parent / p for p in local_output_paths(job))
     return JobResult("local", "local", state, code, reason, "local", str(out), str(err), _read(out), _read(err),
                      timings={"run_s": time.monotonic() - t0})
 
