@@ -16,7 +16,7 @@ from urllib.parse import unquote
 
 from . import textpatch
 from .actions import ActionFailed, _call, _env
-from .observe import sha256_file
+from .observe import canonical, sha256_file
 
 # ``check_effect(effect, ctx)`` interprets one effect of ``envbuild.actions.effects`` (data)
 # and returns {"ok", "detail", "repair"}; ``repair`` says the step's normal actions would not
@@ -33,19 +33,6 @@ GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
 ENV_INFO = ("import json, sys, sysconfig; print(json.dumps({'sys_path': sys.path, "
             "'purelib': sysconfig.get_paths()['purelib'], 'prefix': sys.prefix}))")
 MAX_LISTED = 5
-
-
-def canonical_name(name):
-    out, dash = [], False
-    for ch in name.lower():
-        if ch in "-_.":
-            dash = True
-            continue
-        if dash and out:
-            out.append("-")
-        dash = False
-        out.append(ch)
-    return "".join(out)
 
 
 class EffectContext(object):
@@ -102,8 +89,8 @@ class EffectContext(object):
                 if not os.path.isfile(meta) and entry.endswith(".egg-info"):
                     meta = os.path.join(site, entry)  # a single-file egg-info
                 name, version = _metadata_head(meta)
-                if name and canonical_name(name) not in found:
-                    found[canonical_name(name)] = (site, entry, version)
+                if name and canonical(name) not in found:
+                    found[canonical(name)] = (site, entry, version)
         self._dists[python] = found
         return found
 
@@ -263,7 +250,7 @@ def _check_dists(eff, ctx, manifest):
     problems, repair, entries, hashed = [], False, {}, 0
     recorded = (manifest or {}).get("dists") or {}
     for name, want in sorted(eff["dists"].items()):
-        found = have.get(canonical_name(name))
+        found = have.get(canonical(name))
         if found is None:
             problems.append("%s not installed" % name)
             continue

@@ -53,6 +53,8 @@ def parse_args(argv):
 
 
 def canonical(name):
+    """A distribution's name in PEP 503's normal form: the node package's one normaliser (the
+    controller's is envbuild.names; verify_image.py, copied alone into images, keeps its own)."""
     return re.sub(r"[-_.]+", "-", name).lower()
 
 

@@ -19,6 +19,7 @@ from importlib import metadata
 
 
 def canon(name):
+    # observe.canonical's rule: this file is copied alone into images and imports no sibling
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
