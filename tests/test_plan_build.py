@@ -68,9 +68,11 @@ def test_a_venv_that_uv_fills_is_made_without_pip() -> None:
         return venv, ids, next(s for s in plan.steps if s.id == "environment")
 
     for recipe, target in (("alpa-megatron-h100", "h100-venv"), ("cpu-reference", "local")):
-        venv, ids, step = env_step(recipe, target, uv=UV)  # Python 3.12; 3.11 building nothing
+        venv, ids, step = env_step(recipe, target, uv=UV)  # 3.12 building sources; 3.11 building nothing
         assert "--without-pip" in venv and ids.index("pip-tooling") > ids.index("environment"), recipe
         assert step.params.with_pip is False and "--without-pip" in step.reason
+    assert load_recipe("alpa-megatron-h100").sources and load_recipe("alpa-megatron-h100").python == "3.12"
+    assert not load_recipe("cpu-reference").sources and load_recipe("cpu-reference").python == "3.11"
     venv, _, step = env_step("alpa-megatron", "h100", uv=UV)  # Python 3.8, Megatron-LM and Apex built here
     assert "--without-pip" not in venv and step.params.with_pip
     venv, _, step = env_step("alpa-megatron-h100", "h100-venv", uv=UV, installer="pip")

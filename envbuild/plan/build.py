@@ -31,6 +31,7 @@ from envbuild.plan.placeholders import fill_patch, inventory_values, placeholder
 from envbuild.plan.smoke import native_run, node_runs, smoke_dir
 from envbuild.recipes.schema import GitSource, Recipe
 from envbuild.targets.schema import Target
+from envbuild.versions import vtuple
 
 
 
@@ -254,8 +255,7 @@ def _pip_from_uv_only(recipe: Recipe, lock: object | None, uv_path: str | None, 
         return False
     builds_here = bool(recipe.sources or git_dependencies(lock)
                        or any(not p.build_isolation for p in recipe.packages))
-    major, minor = (int(x) for x in recipe.python.split(".")[:2])
-    return (major, minor) >= (3, 12) or not builds_here
+    return vtuple(recipe.python)[:2] >= (3, 12) or not builds_here
 
 
 def git_dependencies(lock: object | None) -> list[GitSource]:
