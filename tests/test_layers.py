@@ -1,144 +1,206 @@
-"""The house's layers (docs/STYLE.md, "Where the house grew sideways"): every import of
-envbuild's own code, at module top or inside a function, goes to the same layer or below, and
-the packages' imports form no cycle. Read with ``ast`` from the source: nothing is imported.
+"""The house's layers (docs/STYLE.md, "Where the house grew sideways"), kept by import-linter's
+contracts in pyproject.toml (``[tool.importlinter]``, run by ``lint-imports``).
 
-Layers, top to bottom (a module belongs to the longest name that prefixes it):
-cli -> flows (provision, verify, launch --submit) -> execute, launch, bundle, judge (report,
-observe, smoke) -> render -> actions -> plan -> lock -> knowledge (compat, patches) -> facts ->
-connect (how a node is reached) -> data (recipes, targets) -> base -> node (the node side, which
-imports nothing of the controller).
+The contract "layers" is the one list of layers, top first: cli -> flows (provision, verify,
+launch --submit) -> execute, launch, bundle, judge (report, observe, smoke) -> render -> actions
+-> plan -> lock -> knowledge (compat, patches) -> facts -> connect -> data (recipes, targets) ->
+base -> node. Its ``ignore_imports`` are the imports that still climb, each with why; "acyclic"
+allows no cycle among the children of any package; forbidden, protected and independence
+contracts keep the node side alone, the pure layers off the hosts and sibling modules apart.
 
-``DEBT`` lists the imports that still climb, each with why; the test fails when one of them
-goes (delete the line) and when a new one comes.
+Here: ``lint-imports`` keeps every contract, and each contract breaks when one import is added
+to a copy of the package (mark lint); and what import-linter cannot see by itself: a folder of
+modules without ``__init__.py`` (grimp skips it) and a module left out of every layer (the layers
+contract names launch's modules one by one, so its exhaustive check does not cover them).
 """
 
 from __future__ import annotations
 
-import ast
-from collections import defaultdict
-from functools import lru_cache
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "envbuild"
+import pytest
 
-LAYERS: list[tuple[str, ...]] = [  # top first
-    ("envbuild.cli", "envbuild.__main__", "envbuild.testbed"),
-    ("envbuild.provision", "envbuild.verify", "envbuild.launch.submit"),
-    ("envbuild.execute", "envbuild.launch", "envbuild.bundle", "envbuild.report", "envbuild.observe",
-     "envbuild.smoke", "envbuild.inputs"),
-    ("envbuild.render",),
-    ("envbuild.actions",),
-    ("envbuild.plan",),
-    ("envbuild.lock",),
-    ("envbuild.compat", "envbuild.patches", "envbuild.scriptimports"),
-    ("envbuild.facts",),
-    ("envbuild.connect",),
-    ("envbuild.recipes", "envbuild.targets", "envbuild.catalog"),
-    ("envbuild", "envbuild.errors", "envbuild.shipped", "envbuild.fsio", "envbuild.names", "envbuild.rundir", "envbuild.userfile",
-     "envbuild.yamlsrc", "envbuild.gitsrc", "envbuild.redact", "envbuild.interrupt", "envbuild.cuda_arch",
-     "envbuild.versions"),
-    ("envbuild.node",),  # the node side: standard library only (tests/test_node_package.py)
-]
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "envbuild"
+CONFIG = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+CONTRACTS = {c["id"]: c for c in CONFIG["contracts"]}
+LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 
-# importer -> imported: imports that still climb, and why (issue 20). Delete a line when it goes.
-DEBT: dict[tuple[str, str], str] = {
-    ("envbuild.plan.container", "envbuild.render"): "the image plan is made by rendering its context",
-    ("envbuild.plan.container", "envbuild.render.dockerfile"):
-        "an image is planned by rendering its Dockerfile context (images are not yet planned in plan/)",
-    ("envbuild.plan.container", "envbuild.render.image"): "the image plan lives in render/image.py",
-}
+# the modules the layers contract cannot place, and the contract that keeps each
+UNPLACED = {"envbuild": "root-package", "envbuild.launch": "launch-package"}
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+def layers() -> list[list[str]]:
+    """The layers contract's layers, top first, as module names."""
+    (container,) = CONTRACTS["layers"]["containers"]
+    return [[f"{container}.{tail.strip()}" for tail in re.split(r"[:|]", layer)]
+            for layer in CONTRACTS["layers"]["layers"]]
 
 
-def own_imports(path: Path, name: str) -> set[str]:
-    """The envbuild modules (or packages) ``path`` imports, anywhere in the file."""
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    out: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            out |= {a.name for a in node.names if a.name.split(".")[0] == "envbuild"}
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                up = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join(up + ([node.module] if node.module else []))
-            if base.split(".")[0] == "envbuild":
-                out |= {f"{base}.{a.name}" for a in node.names} | {base}
+def layer_of(name: str, layering: list[list[str]]) -> int | None:
+    return next((i for i, layer in enumerate(layering)
+                 if any(name == m or name.startswith(m + ".") for m in layer)), None)
+
+
+def modules() -> set[str]:
+    out = set()
+    for path in PACKAGE.rglob("*.py"):
+        if "ansible_collections" not in path.parts:
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            out.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
     return out
 
 
-def modules() -> dict[str, Path]:
-    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))
-            if "ansible_collections" not in p.parts}
+def test_every_folder_of_modules_is_a_regular_package():
+    """grimp, import-linter's graph, reads regular packages only: plan/ had no __init__.py, and
+    none of its modules was seen by any contract."""
+    folders = {p.parent for p in PACKAGE.rglob("*.py") if "ansible_collections" not in p.parts}
+    assert sorted(str(f.relative_to(ROOT)) for f in folders if not (f / "__init__.py").exists()) == []
 
 
-def resolve(name: str, known: set[str]) -> str | None:
-    """The module ``name`` means (``from envbuild.x import y`` names y, a function or a module)."""
-    while name and name not in known:
-        name = name.rpartition(".")[0]
-    return name or None
+def test_every_module_lies_in_a_layer():
+    """The layers contract is exhaustive over envbuild's children but for launch, whose modules
+    it names one by one; a new module of launch must be named too. The two package modules no
+    layer can hold are kept by contracts of their own."""
+    layering = layers()
+    assert CONTRACTS["layers"]["exhaustive"] is True
+    assert CONTRACTS["layers"]["exhaustive_ignores"] == ["launch"]
+    assert sorted(m for m in modules() - set(UNPLACED) if layer_of(m, layering) is None) == []
+    assert layer_of("envbuild.launch.new_scheduler", layering) is None  # the check above sees one
+    for module, contract in UNPLACED.items():
+        assert layer_of(module, layering) is None
+        assert CONTRACTS[contract]["source_modules"] == [module]
+        assert CONTRACTS[contract]["as_packages"] is False
 
 
-def layer_of(name: str) -> int:
-    best = max((p for layer in LAYERS for p in layer if name == p or name.startswith(p + ".")), key=len)
-    return next(i for i, layer in enumerate(LAYERS) if best in layer)
+def test_the_launch_package_contract_forbids_exactly_the_layers_above_launch():
+    """launch-package spells the layers above launch's renderers as modules; it follows the
+    one list."""
+    layering = layers()
+    above = layering[: layer_of("envbuild.launch.job", layering)]
+    want = set()
+    for module in (m for layer in above for m in layer):
+        want.add(module)
+        if (ROOT / module.replace(".", "/")).is_dir():
+            want.add(module + ".**")
+    assert set(CONTRACTS["launch-package"]["forbidden_modules"]) == want
 
 
-@lru_cache(maxsize=1)
-def edges() -> frozenset[tuple[str, str]]:
-    mods = modules()
-    known = set(mods)
-    return frozenset((m, t) for m, path in mods.items() for imp in own_imports(path, m)
-                     if (t := resolve(imp, known)) and t != m)
+def test_at_most_three_imports_climb_and_they_are_the_only_cycle_breakers():
+    """Issue 20's goal: at most 3 imports that climb. The acyclic contract ignores the same
+    imports (they close the one cycle left) and no other."""
+    climbing = CONTRACTS["layers"]["ignore_imports"]
+    assert len(climbing) <= 3
+    assert CONTRACTS["acyclic"]["ignore_imports"] == climbing
 
 
-def package_of(name: str) -> str:
-    return ".".join(name.split(".")[:2])
+def lint_imports(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    # COLUMNS: rich wraps a long contract name at 80 columns when not on a terminal
+    return subprocess.run([str(LINT_IMPORTS), "--no-cache", "--no-logo", *args], cwd=cwd,
+                          capture_output=True, text=True, env={**os.environ, "COLUMNS": "300"})
 
 
-def test_every_module_has_a_layer():
-    """A new top-level module or package is placed in LAYERS, not taken for base by default."""
-    unplaced = [m for m in modules() if m != "envbuild" and not any(
-        m == p or m.startswith(p + ".") for layer in LAYERS for p in layer if p != "envbuild")]
-    assert unplaced == []
+@pytest.mark.lint
+def test_lint_imports_keeps_every_contract():
+    out = lint_imports(ROOT)
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, text
+    for contract in CONTRACTS.values():
+        assert re.search(rf"^{re.escape(contract['name'])} KEPT\b", text, re.M), (contract["id"], text)
+    assert f"Contracts: {len(CONTRACTS)} kept, 0 broken." in text
 
 
-def test_no_import_climbs_a_layer():
-    climbing = {(m, t) for m, t in edges() if layer_of(t) < layer_of(m)}
-    new = sorted(climbing - set(DEBT))
-    gone = sorted(set(DEBT) - climbing)
-    assert new == [], "imports that climb a layer (move the code, or the import, down):\n" + "\n".join(
-        f"  {m} -> {t}" for m, t in new)
-    assert gone == [], f"no longer climbing, delete from DEBT: {gone}"
+def _append(rel: str, text: str):
+    def edit(package: Path) -> None:
+        path = package / rel
+        path.write_text((path.read_text() if path.exists() else "") + text)
+    return edit
 
 
-def test_packages_import_no_cycle():
-    graph: dict[str, set[str]] = defaultdict(set)
-    for m, t in edges():
-        if package_of(m) != package_of(t) and (m, t) not in DEBT:
-            graph[package_of(m)].add(package_of(t))
-    cycles = []
-    for start in sorted(graph):
-        stack, seen = [(start, [start])], set()
-        while stack:
-            node, path = stack.pop()
-            for nxt in sorted(graph.get(node, ())):
-                if nxt == start:
-                    cycles.append(" -> ".join(path + [nxt]))
-                elif nxt not in seen:
-                    seen.add(nxt)
-                    stack.append((nxt, path + [nxt]))
-    assert cycles == []
+def _drop(rel: str, line: str):
+    def edit(package: Path) -> None:
+        path = package / rel
+        assert line in path.read_text()
+        path.write_text(path.read_text().replace(line, ""))
+    return edit
 
 
-def test_the_contract_sees_a_climbing_import(tmp_path):
-    """The reader finds imports inside functions and relative ones, as the contract needs."""
-    (tmp_path / "envbuild" / "facts").mkdir(parents=True)
-    src = tmp_path / "envbuild" / "facts" / "probe.py"
-    src.write_text("def f():\n    from envbuild.plan.model import Plan\n    from . import model\n    return Plan, model\n")
-    assert own_imports(src, "envbuild.facts.probe") >= {"envbuild.plan.model.Plan", "envbuild.facts.model"}
-    assert layer_of("envbuild.plan.model") < layer_of("envbuild.facts.probe")
+BREAKS = {
+    "climbing import inside a function": (
+        _append("facts/_case.py", "def f():\n    from envbuild.plan.model import Plan\n    return Plan\n"),
+        "layers", "envbuild.facts._case -> envbuild.plan.model"),
+    "relative climbing import": (
+        _append("facts/_case.py", "from ..plan import model\n"),
+        "layers", "envbuild.facts._case -> envbuild.plan.model"),
+    "climbing import under TYPE_CHECKING": (
+        _append("facts/_case.py", "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n"
+                                  "    from envbuild.plan.model import Plan\n"),
+        "layers", "envbuild.facts._case -> envbuild.plan.model"),
+    "a climbing import that went": (
+        _drop("plan/container.py", "from envbuild.render.image import image_plan\n"),
+        "layers", "No matches for ignored import envbuild.plan.container -> envbuild.render.image"),
+    "cycle within one layer": (  # compat imports patches (rules_apex); same layer, so layers keeps
+        _append("patches/_case.py", "from envbuild.compat import rule\n"),
+        "acyclic", "No cycles are allowed in envbuild."),
+    "launch's own module climbs": (
+        _append("launch/__init__.py", "from envbuild.verify import verify\n"),
+        "launch-package", "envbuild.launch is not allowed to import envbuild.verify"),
+    "the root package imports a module": (
+        _append("__init__.py", "from envbuild import errors\n"),
+        "root-package", "envbuild is not allowed to import envbuild.errors"),
+    "the node side imports PyYAML": (
+        _append("node/_case.py", "import yaml\n"),
+        "node-alone", "envbuild.node is not allowed to import yaml"),
+    "render reaches a host (down the layers)": (
+        _append("render/_case.py", "from envbuild.connect import ssh\n"),
+        "pure", "envbuild.render is not allowed to import envbuild.connect"),
+    "fabric outside connect": (
+        _append("facts/_case.py", "import fabric\n"),
+        "connect-only", "envbuild.facts._case -> fabric"),
+    "ansible_runner outside execute": (
+        _append("provision/_case.py", "import ansible_runner\n"),
+        "execute-only", "envbuild.provision._case -> ansible_runner"),
+    "one scheduler imports another": (
+        _append("launch/slurm.py", "from envbuild.launch import pbs\n"),
+        "schedulers", "envbuild.launch.slurm is not allowed to import envbuild.launch.pbs"),
+    "one fact probe imports another": (
+        _append("facts/cuda.py", "from envbuild.facts import gpu\n"),
+        "fact-probes", "envbuild.facts.cuda is not allowed to import envbuild.facts.gpu"),
+}
+
+
+def _sources_only(folder: str, names: list[str]) -> list[str]:
+    return [n for n in names if n in ("__pycache__", "ansible")
+            or (not n.endswith(".py") and not Path(folder, n).is_dir())]
+
+
+@pytest.fixture(scope="module")
+def copy_of_sources(tmp_path_factory) -> Path:
+    """envbuild's sources and pyproject.toml, copied: lint-imports reads the copy (it puts its
+    working folder first on sys.path), which keeps every contract as the tree does."""
+    root = tmp_path_factory.mktemp("sources")
+    shutil.copytree(PACKAGE, root / "envbuild", ignore=_sources_only)
+    shutil.copy(ROOT / "pyproject.toml", root)
+    out = lint_imports(root)
+    assert out.returncode == 0 and f"Contracts: {len(CONTRACTS)} kept, 0 broken." in out.stdout, out.stdout + out.stderr
+    return root
+
+
+@pytest.mark.lint
+@pytest.mark.parametrize("case", sorted(BREAKS))
+def test_each_contract_breaks_on_the_import_it_forbids(case, copy_of_sources, tmp_path):
+    """One import added to a copy of the sources breaks the contract that forbids it, and the
+    report names the import."""
+    edit, contract, reported = BREAKS[case]
+    shutil.copytree(copy_of_sources, tmp_path, dirs_exist_ok=True)
+    edit(tmp_path / "envbuild")
+    out = lint_imports(tmp_path, "--contract", contract)
+    text = out.stdout + out.stderr
+    assert out.returncode != 0, text
+    assert reported in text, text
