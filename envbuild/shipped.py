@@ -5,6 +5,14 @@ recipes and targets, the shipped locks, the node side's standard-library tools, 
 scripts and the Ansible playbook with its collection. Each folder is named once here; a module
 that needs one imports its name instead of climbing from its own ``__file__``.
 
+Two of them are not the package's own: ``playbooks/`` (provision.yml, ansible.cfg and the
+collection envbuild.node) and ``lockfiles/`` lie at the top of the source tree, beside
+``envbuild/``, and the build backend maps them into the wheel as ``envbuild/playbooks`` and
+``envbuild/lockfiles`` (setup.py). One rule finds both: inside the package when the package
+holds them (an installed wheel), else at the top of the checkout that holds the package (a source
+checkout, or an editable install of one). ``INSTALLED`` says which; nothing envbuild writes goes
+into an installed package (``envbuild.lock.location``).
+
 An *asset* is one of these files that an action copies to a node or into an image, named
 ``<group>/<file>`` (``smoke/gpt.py``, ``node/verify_image.py``): plans carry the name, never a
 controller path (``envbuild.actions.assets`` finds the file, and the controller's uv binary as
@@ -12,7 +20,9 @@ the ``uv`` group).
 
     >>> asset_of(NODE / "verify_image.py")
     'node/verify_image.py'
-    >>> (ANSIBLE / "provision.yml").is_file()
+    >>> (PLAYBOOKS / "provision.yml").is_file()
+    True
+    >>> LOCKFILES.parent == (PACKAGE if INSTALLED else CHECKOUT)
     True
 """
 
@@ -25,14 +35,26 @@ from envbuild.errors import InputError
 PACKAGE = Path(__file__).resolve().parent
 NODE = PACKAGE / "node"  # the node side: standard library only, copied to nodes and images
 SMOKE = PACKAGE / "smoke"  # the smoke scripts (run with the environment's python)
-ANSIBLE = PACKAGE / "ansible"  # provision.yml, ansible.cfg and the collection envbuild.node
-LOCKFILES = PACKAGE / "lockfiles"  # <recipe>/<target>.lock of the shipped recipes
 RECIPES = PACKAGE / "recipes" / "data"  # <recipe>.yaml
 SCRIPT_IMPORTS = PACKAGE / "recipes" / "imports"  # what each recipe's entry scripts import
 TARGETS = PACKAGE / "targets" / "data"  # <target>.yaml
 COMPAT = PACKAGE / "compat"  # the facts the preflight rows read (*.yaml)
 REPORT_SCHEMA_FILE = PACKAGE / "report" / "report.schema.json"  # the report's JSON schema
 CHECKOUT = PACKAGE.parent  # the source checkout (or site-packages, in an installed wheel)
+
+
+
+def top_of(package: Path) -> Path:
+    """Where the source tree's top-level folders (``playbooks/``, ``lockfiles/``) lie for the
+    package folder ``package``: in it when it holds them (an installed wheel, where the build
+    backend put them), else beside it (a source checkout)."""
+    return package if (package / "playbooks").is_dir() else package.parent
+
+
+TOP = top_of(PACKAGE)
+INSTALLED = TOP == PACKAGE  # an installed wheel, not a source checkout
+PLAYBOOKS = TOP / "playbooks"  # provision.yml, ansible.cfg and the collection envbuild.node
+LOCKFILES = TOP / "lockfiles"  # <recipe>/<target>.lock of the shipped recipes
 
 #: the asset groups of shipped files (the ``uv`` group is the controller's binary, found at run time)
 ASSET_GROUPS = {"smoke": SMOKE, "node": NODE}

@@ -1,4 +1,4 @@
-"""The Ansible collection envbuild.node (envbuild/ansible/) as its users meet it.
+"""The Ansible collection envbuild.node (playbooks/) as its users meet it.
 
 - ``ansible-lint --profile production`` and ``yamllint`` pass on the playbook and the
   collection (the linters come with the ``test`` extra; a test skips, saying so, only where
@@ -26,15 +26,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-import envbuild
 from envbuild.connect.nodes import connection_vars, parse_hosts
 from envbuild.execute import ansible as ex
 from envbuild.execute.events import EventSink, StepTracker
 from envbuild.plan import params as P
 from envbuild.plan.model import Plan, Step
 from envbuild.render.ansible import render
+from envbuild.shipped import NODE, PLAYBOOKS
 
-PROJECT = Path(envbuild.__file__).resolve().parent / "ansible"
+PROJECT = PLAYBOOKS
 COLLECTION = PROJECT / "ansible_collections" / "envbuild" / "node"
 BIN = Path(sys.executable).parent
 NODE_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -141,7 +141,7 @@ def test_collection_build_carries_the_shared_code_as_files(tmp_path):
     assert p.returncode == 0, p.stderr[-2000:]
     (built,) = tmp_path.glob("envbuild-node-*.tar.gz")
     with tarfile.open(built) as tar:
-        node = sorted((PROJECT.parent / "node").glob("*.py"))  # envbuild's node package, whole
+        node = sorted(NODE.glob("*.py"))  # envbuild's node package, whole
         assert {"__init__.py", "actions.py", "effects.py", "state.py", "textpatch.py"} <= {p.name for p in node}
         for src in node:
             member = tar.getmember(f"plugins/module_utils/envbuild_node/{src.name}")

@@ -46,7 +46,7 @@ ROOT = Path(__file__).parent.parent
 RECIPE = ROOT / "envbuild" / "recipes" / "data" / "cpu-reference.yaml"
 TARGET = ROOT / "envbuild" / "targets" / "data" / "h100.yaml"
 FACTS = ROOT / "tests" / "data" / "facts" / "h100-node.json"
-LOCK = ROOT / "envbuild" / "lockfiles" / "cpu-reference" / "local.lock"
+LOCK = ROOT / "lockfiles" / "cpu-reference" / "local.lock"
 RUN = ROOT / "tests" / "data" / "runs" / "20261122-073000-alpa-megatron-h100-ubuntu2404" / "run.json"
 
 BOMB = "\n".join(["a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]"] + [

@@ -93,7 +93,7 @@ def test_bundle_holds_what_the_lock_names_and_nothing_else(bundle):
     assert names == {MANIFEST} | {f.path for f in manifest.files}
     from envbuild.lock.serialize import read_lock
 
-    lock = read_lock(Path(__file__).resolve().parents[1] / "envbuild" / "lockfiles" / "cpu-reference" / "local.lock")
+    lock = read_lock(Path(__file__).resolve().parents[1] / "lockfiles" / "cpu-reference" / "local.lock")
     dists = {(f.name, f.version): f for f in manifest.dists()}
     for entry in [*lock.packages, *lock.tooling]:
         f = dists[(entry.name, entry.version)]

@@ -18,7 +18,7 @@ from envbuild.targets import load_target
 from ib_inventory import profile_facts
 
 ROOT = Path(__file__).resolve().parents[1]
-LOCKS = ROOT / "envbuild" / "lockfiles"
+LOCKS = ROOT / "lockfiles"
 
 
 def _plan(recipe: str, target: str, **opts):

@@ -13,7 +13,7 @@ from envbuild.cli import main
 from envbuild.lock.serialize import dump_lock, read_lock
 from envbuild.lock.uvresolve import uv_binary
 
-LOCK = Path(__file__).parents[1] / "envbuild" / "lockfiles" / "cpu-reference" / "local.lock"
+LOCK = Path(__file__).parents[1] / "lockfiles" / "cpu-reference" / "local.lock"
 WHEELS = "/opt/wheels"
 
 

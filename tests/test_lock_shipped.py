@@ -10,7 +10,7 @@ from envbuild.cli import main
 from envbuild.lock import read_lock
 from envbuild.recipes import all_recipes
 
-LOCKDIR = Path(__file__).resolve().parent.parent / "envbuild" / "lockfiles"
+LOCKDIR = Path(__file__).resolve().parent.parent / "lockfiles"
 PAIRS = [(r.name, t) for r in all_recipes() for t in r.targets]
 
 

@@ -23,12 +23,13 @@ import pytest
 
 from envbuild.actions.nodestate import NODE, node_package
 from envbuild.node import PYTHON_FLOOR
+from envbuild.shipped import PLAYBOOKS
 from envbuild.recipes import all_recipes
 from envbuild.targets import DATA as TARGETS, load_target
 from nodefloor import FLOOR, floor_python
 
 FILES = sorted(NODE.glob("*.py"))
-MODULE_UTILS = (NODE.parent / "ansible" / "ansible_collections" / "envbuild" / "node" / "plugins"
+MODULE_UTILS = (PLAYBOOKS / "ansible_collections" / "envbuild" / "node" / "plugins"
                 / "module_utils" / "envbuild_node")
 # imports outside the standard library, file by file, and why
 NOT_STDLIB = {"rattler_create.py": {"rattler": "py-rattler creates the conda prefix; the file says so when it "

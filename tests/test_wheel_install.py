@@ -2,8 +2,8 @@
 from a folder outside it, ``envbuild provision --target local`` (README's first commands) gives a
 PASS report with the lock, playbook and collection the wheel carries.
 
-The wheel is built from this checkout (``pip wheel --no-deps``: setuptools from the pip cache or
-PyPI); envbuild's dependencies come from PyPI through uv's cache, torch from ``/opt/wheels``
+The wheel is built from a copy of this checkout's files (``pip wheel --no-deps``: setuptools from
+the pip cache or PyPI); envbuild's dependencies come from PyPI through uv's cache, torch from ``/opt/wheels``
 (the CI image's CPU wheel, as in the README). Nothing of the checkout is importable in the run:
 no PYTHONPATH, no VIRTUAL_ENV, the venv's own bin first on PATH.
 """
@@ -36,26 +36,42 @@ def run(argv: list, **kw) -> subprocess.CompletedProcess:
 
 
 def test_wheel_holds_what_provisioning_reads(built_wheel):
+    """The checkout's top-level lockfiles/ and playbooks/ are in the wheel inside the package
+    (setup.py maps them), where envbuild.shipped looks in an installed envbuild."""
     names = set(zipfile.ZipFile(built_wheel).namelist())
-    shipped = {p.relative_to(ROOT).as_posix() for p in (ROOT / "envbuild" / "lockfiles").rglob("*.lock")}
+    shipped = {f"envbuild/{p.relative_to(ROOT).as_posix()}" for p in (ROOT / "lockfiles").rglob("*.lock")}
     assert shipped and shipped <= names, f"locks missing from the wheel: {sorted(shipped - names)}"
-    ansible = ROOT / "envbuild" / "ansible"
-    wanted = {p.relative_to(ROOT).as_posix() for p in ansible.rglob("*")
+    playbooks = ROOT / "playbooks"
+    wanted = {f"envbuild/{p.relative_to(ROOT).as_posix()}" for p in playbooks.rglob("*")
               if p.is_file() and "__pycache__" not in p.parts and not p.name.startswith(".")}
-    assert wanted and wanted <= names, f"envbuild/ansible files missing: {sorted(wanted - names)}"
+    assert {"envbuild/playbooks/provision.yml", "envbuild/playbooks/ansible.cfg",
+            "envbuild/playbooks/ansible_collections/envbuild/node/galaxy.yml"} <= wanted
+    assert wanted <= names, f"playbooks/ files missing: {sorted(wanted - names)}"
     # module_utils are links in the checkout; in the wheel they are the files themselves
+    links = [p for p in (playbooks / "ansible_collections").rglob("*") if p.is_symlink()]
+    assert len(links) == len(list((ROOT / "envbuild" / "node").glob("*.py")))
     with zipfile.ZipFile(built_wheel) as z:
-        for link in (ansible / "ansible_collections").rglob("*"):
-            if link.is_symlink():
-                info = z.getinfo(link.relative_to(ROOT).as_posix())
-                assert (info.external_attr >> 16) & 0o170000 == 0o100000, f"{info.filename} is not a file"
-                assert z.read(info) == link.resolve().read_bytes()
+        for link in links:
+            info = z.getinfo(f"envbuild/{link.relative_to(ROOT).as_posix()}")
+            assert (info.external_attr >> 16) & 0o170000 == 0o100000, f"{info.filename} is not a file"
+            assert z.read(info) == link.resolve().read_bytes()
+    # everything is the package's or its metadata: no top-level playbooks/ or lockfiles/
+    assert {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")} == {"envbuild"}
 
 
 @pytest.fixture(scope="module")
 def built_wheel(tmp_path_factory) -> Path:
+    """Built from a copy of the checkout's files (tracked, or new and not ignored; links kept):
+    setuptools builds in the source folder and never empties its build/lib, so a wheel built
+    in place would also carry what an earlier build of another layout left there."""
+    src = tmp_path_factory.mktemp("src")
+    files = run(["git", "-C", ROOT, "ls-files", "-z", "--cached", "--others", "--exclude-standard"]).stdout
+    for rel in filter(None, files.split("\0")):
+        if (ROOT / rel).is_symlink() or (ROOT / rel).is_file():  # a deleted file is still "cached"
+            (src / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / rel, src / rel, follow_symlinks=False)
     dist = tmp_path_factory.mktemp("dist")
-    run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", dist, ROOT])
+    run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", dist, src])
     (wheel,) = dist.glob("envbuild-*.whl")
     return wheel
 

@@ -41,10 +41,9 @@ from envbuild.plan.model import Plan
 from envbuild.plan.placeholders import inventory_values
 from envbuild.plan.resolve import resolve
 from envbuild.recipes.schema import Recipe
-from envbuild.shipped import ANSIBLE
+from envbuild.shipped import PLAYBOOKS
 
 Progress = Callable[[str], None]
-PLAYBOOKS = ANSIBLE  # packed as playbooks/ (its collection copied, links resolved)
 
 
 @dataclass

@@ -69,7 +69,7 @@ def _export(pairs, fmt: str, wheelhouse, output, lockdir) -> None:
               help="Lockfile path (default LOCKDIR/<recipe>/<target>.lock).")
 @click.option("--lockdir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Folder of lockfiles to write or check (default: $ENVBUILD_LOCKDIR, else the locks "
-                   "shipped in the envbuild package, envbuild/lockfiles).")
+                   "shipped with envbuild, lockfiles/).")
 @click.option("--format", "fmt", type=click.Choice(["envbuild", "pylock", "requirements"]),
               default="envbuild", show_default=True,
               help="pylock: PEP 751 pylock.toml; requirements: a hashed requirements.txt (both from "

@@ -1,9 +1,10 @@
 """Run the provision playbook with ansible-runner in a private folder under the run directory.
 
 Layout (ansible-runner's own): ``<run>/ansible/{env/, inventory/hosts.yml, artifacts/}``;
-the project is ``envbuild/ansible/`` of the installed package (``PLAYBOOKS``; ``ENVBUILD_PLAYBOOKS``
-overrides it): ``provision.yml``, which calls the role ``envbuild.node.provision`` of the collection
-in ``ansible_collections/`` beside it (``ANSIBLE_COLLECTIONS_PATH``). Nothing lands in ``~/.ansible``:
+the project is envbuild's ``playbooks/`` (``PLAYBOOKS``: ``envbuild.shipped.PLAYBOOKS``, the
+checkout's top-level folder or its copy in the installed wheel; ``ENVBUILD_PLAYBOOKS`` overrides
+it): ``provision.yml``, which calls the role ``envbuild.node.provision`` of the collection in
+``ansible_collections/`` beside it (``ANSIBLE_COLLECTIONS_PATH``). Nothing lands in ``~/.ansible``:
 ANSIBLE_HOME, ANSIBLE_LOCAL_TEMP and ANSIBLE_SSH_CONTROL_PATH_DIR all point into the run folder.
 A failing node does not stop the others (no any_errors_fatal; the free strategy: each node runs its own steps).
 
@@ -49,10 +50,9 @@ from envbuild.fsio import write_atomic
 from envbuild.interrupt import StopRequest
 from envbuild.redact import Redactor, is_secret_name
 from envbuild.render.ansible import Rendered
-from envbuild.shipped import ANSIBLE
+from envbuild.shipped import PLAYBOOKS as SHIPPED_PLAYBOOKS
 
-PLAYBOOKS = Path(os.environ.get("ENVBUILD_PLAYBOOKS")
-                 or ANSIBLE)
+PLAYBOOKS = Path(os.environ.get("ENVBUILD_PLAYBOOKS") or SHIPPED_PLAYBOOKS)
 PLAYBOOK = "provision.yml"
 COLLECTION = "ansible_collections/envbuild/node"
 IDENT = "provision"
@@ -410,6 +410,6 @@ def _playbooks() -> Path:
         raise EnvironmentProblem(
             f"the Ansible playbook, its config or its collection is not at {PLAYBOOKS} "
             f"(expected {PLAYBOOK}, ansible.cfg and {COLLECTION}/)",
-            hint="reinstall envbuild (the package ships envbuild/ansible/), or set ENVBUILD_PLAYBOOKS "
+            hint="reinstall envbuild (its wheel ships playbooks/ as envbuild/playbooks), or set ENVBUILD_PLAYBOOKS "
                  "to a folder holding provision.yml, ansible.cfg and ansible_collections/envbuild/node")
     return PLAYBOOKS

@@ -2,7 +2,7 @@
 
 ``StepTracker.feed(raw)`` is pure bookkeeping (no I/O): it follows each host through the plan
 markers the provision role emits (``envbuild:start <id>``, ``envbuild:done <id>``; its tasks
-``STATE_TASK`` and ``RECORD_TASK``: envbuild/ansible/.../roles/provision/tasks), keeps each node's
+``STATE_TASK`` and ``RECORD_TASK``: playbooks/.../roles/provision/tasks), keeps each node's
 log, and records what failed (step, command, exit code, message); ``HostTrack.current`` is the
 step a host is in right now (what an interrupted run records), and ``StepTracker.completed``
 says the playbook reached its end (``playbook_on_stats``). ``EventSink`` writes the events to

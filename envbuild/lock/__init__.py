@@ -2,7 +2,7 @@
 
 ``envbuild lock RECIPE --target TARGET`` writes ``LOCKDIR/<recipe>/<target>.lock``, LOCKDIR being
 ``--lockdir``, else ``$ENVBUILD_LOCKDIR``, else the locks shipped in the package
-(``envbuild/lockfiles``, ``default_lockdir``); ``--check`` verifies that an existing lock still
+(``lockfiles/``, ``default_lockdir``); ``--check`` verifies that an existing lock still
 satisfies the recipe without resolving.
 
 Example::

@@ -11,7 +11,7 @@ from envbuild.errors import InputError
 from envbuild.names import NAME_RULE, is_name
 from envbuild.shipped import LOCKFILES
 
-SHIPPED_LOCKDIR = LOCKFILES  # envbuild/lockfiles, in the wheel
+SHIPPED_LOCKDIR = LOCKFILES  # lockfiles/ of the checkout, envbuild/lockfiles in the wheel
 LOCKDIR_ENV = "ENVBUILD_LOCKDIR"
 
 
@@ -23,7 +23,7 @@ def installed_package(folder: Path = SHIPPED_LOCKDIR) -> bool:
 def default_lockdir(option: str | Path | None = None) -> Path:
     """The folder ``envbuild lock`` writes to and provision looks in first: ``--lockdir``, else
     ``$ENVBUILD_LOCKDIR``, else, from a source checkout, the locks shipped inside the package
-    (``envbuild/lockfiles``, reviewed and committed), and from an installed envbuild
+    (the checkout's ``lockfiles/``, reviewed and committed), and from an installed envbuild
     ``$ENVBUILD_HOME/locks`` (never into site-packages, where a pip upgrade would drop it).
 
     Never the working directory: the same command finds the same lock from any folder.

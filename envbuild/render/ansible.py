@@ -1,6 +1,6 @@
 """Plan -> Ansible inventory and extra vars, from the plan's actions. Pure.
 
-Per host the playbook (envbuild/ansible/provision.yml: the role ``envbuild.node.provision``,
+Per host the playbook (playbooks/provision.yml: the role ``envbuild.node.provision``,
 whose meta/argument_specs.yml documents its inputs) reads ``provision_prefix``,
 ``provision_node_path`` and ``provision_plan_json``: the steps as one JSON string, each
 ``{id, kind, title, digest, effect, batches}``, where a batch is what one task runs:

@@ -46,7 +46,7 @@ def workflow(ip: ImagePlan) -> dict:
     return {
         "name": f"envbuild image {rec} ({tgt})",
         "on": {"workflow_dispatch": {},
-               "push": {"paths": [f"envbuild/recipes/data/{rec}.yaml", f"envbuild/lockfiles/{rec}/{tgt}.lock",
+               "push": {"paths": [f"envbuild/recipes/data/{rec}.yaml", f"lockfiles/{rec}/{tgt}.lock",
                                   "envbuild/render/**", "envbuild/actions/**"]}},
         "permissions": {"contents": "read"},
         "jobs": {"image": job},

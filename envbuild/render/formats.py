@@ -1,6 +1,6 @@
 """One entry point for every output format of ``envbuild render``. Pure.
 
-    ansible     inventory.yml + extravars.yml for envbuild/ansible/provision.yml, and plan.json
+    ansible     inventory.yml + extravars.yml for playbooks/provision.yml, and plan.json
     shell       run.sh + files/ (a node without Ansible; envbuild.render.script)
     dockerfile  a build context (envbuild.render.dockerfile)
     apptainer   a definition file and its files (envbuild.render.apptainer)

@@ -1,1 +1,0 @@
-../../../../../../../node/ib_addresses.py

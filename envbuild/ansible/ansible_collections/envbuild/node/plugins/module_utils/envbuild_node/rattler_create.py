@@ -1,1 +1,0 @@
-../../../../../../../node/rattler_create.py

@@ -1,1 +1,0 @@
-../../../../../../../node/verify_image.py

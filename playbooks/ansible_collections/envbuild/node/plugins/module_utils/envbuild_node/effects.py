@@ -1,0 +1,1 @@
+../../../../../../../envbuild/node/effects.py

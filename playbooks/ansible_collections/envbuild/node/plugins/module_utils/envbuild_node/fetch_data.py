@@ -1,0 +1,1 @@
+../../../../../../../envbuild/node/fetch_data.py

@@ -1,0 +1,1 @@
+../../../../../../../envbuild/node/ib_addresses.py

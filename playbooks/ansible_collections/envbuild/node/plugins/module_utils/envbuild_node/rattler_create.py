@@ -1,0 +1,1 @@
+../../../../../../../envbuild/node/rattler_create.py

@@ -1,0 +1,1 @@
+../../../../../../../envbuild/node/verify_image.py
