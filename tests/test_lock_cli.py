@@ -142,3 +142,27 @@ def test_bad_input(setup, capsys):
     assert "missing --target" in capsys.readouterr().err
     assert _lock(setup, "--git-mirror", str(setup["lockdir"] / "absent")) == 2
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_an_installed_envbuild_locks_under_envbuild_home(setup, tmp_path, monkeypatch, capsys):
+    """With no --lockdir, an installed envbuild writes the lock under $ENVBUILD_HOME/locks (not
+    into site-packages, nor the working folder), prints its path, and provision finds it there."""
+    from envbuild.lock import location
+
+    package = tmp_path / "venv" / "lib" / "python3.11" / "site-packages" / "envbuild"
+    (package / "lockfiles").mkdir(parents=True)
+    monkeypatch.setattr(location, "PACKAGE", package)
+    monkeypatch.setattr(location, "SHIPPED_LOCKDIR", package / "lockfiles")
+    monkeypatch.setattr(location, "INSTALLED", True)
+    monkeypatch.delenv("ENVBUILD_LOCKDIR", raising=False)
+    monkeypatch.setenv("ENVBUILD_HOME", str(tmp_path / "home"))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    args = ["lock", str(setup["recipe"]), "--target", LAB]
+    assert main(args) == 0
+    written = tmp_path / "home" / "locks" / "tiny" / "lab.lock"
+    assert capsys.readouterr().out.strip() == str(written) and written.is_file()
+    assert location.locate_lock("tiny", "lab") == written
+    assert list(elsewhere.iterdir()) == [] and list(package.rglob("*")) == [package / "lockfiles"]
+    assert main([*args, "--check"]) == 0

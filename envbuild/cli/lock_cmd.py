@@ -12,7 +12,7 @@ from envbuild.cli.options import recipe_argument, target_option
 from envbuild.cli.output import emit_json, err_console
 from envbuild.errors import CheckFailed, EnvbuildError, InputError
 from envbuild.lock import (check_lock_file, default_lockdir, ensure_target, git_mirror_dir, locate_lock,
-                           lock_path, write_lock)
+                           lock_path, writable_lock, write_lock)
 from envbuild.recipes import all_recipes, load_recipe
 from envbuild.targets import load_target
 
@@ -68,8 +68,10 @@ def _export(pairs, fmt: str, wheelhouse, output, lockdir) -> None:
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="Lockfile path (default LOCKDIR/<recipe>/<target>.lock).")
 @click.option("--lockdir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Folder of lockfiles to write or check (default: $ENVBUILD_LOCKDIR, else the locks "
-                   "shipped with envbuild, lockfiles/).")
+              help="Folder of lockfiles to write or check (default: $ENVBUILD_LOCKDIR, else in a checkout "
+                   "its lockfiles/, the shipped locks, and for an installed envbuild $ENVBUILD_HOME/locks; "
+                   "never the installed package). --check reads the lock provision would take: there, "
+                   "else the shipped one.")
 @click.option("--format", "fmt", type=click.Choice(["envbuild", "pylock", "requirements"]),
               default="envbuild", show_default=True,
               help="pylock: PEP 751 pylock.toml; requirements: a hashed requirements.txt (both from "
@@ -84,6 +86,7 @@ def lock_cmd(recipe, target, every, check, git_mirror, wheelhouse, output, lockd
     envbuild lock --all --check --git-mirror /srv/mirror   # also re-verify every git pin
     envbuild lock --all --check
     envbuild lock my-recipe.yaml --target local --lockdir ~/locks   # then ENVBUILD_LOCKDIR=~/locks
+    envbuild lock my-recipe.yaml --target local   # installed: $ENVBUILD_HOME/locks, found by provision
     envbuild lock cpu-reference --target local --format pylock --wheelhouse /opt/wheels -o pylock.toml
     """
     pairs = _pairs(recipe, target, every)
@@ -93,9 +96,15 @@ def lock_cmd(recipe, target, every, check, git_mirror, wheelhouse, output, lockd
     if output and len(pairs) > 1:
         raise InputError("-o/--output names one file but --all writes many", hint="use --lockdir")
     mirror = git_mirror_dir(git_mirror)  # --check with a mirror re-verifies every git pin there
+
+    def where(rec, tgt) -> Path:
+        if check:  # the lock provision would take
+            return output or locate_lock(rec.name, tgt.name, lockdir)
+        return writable_lock(output or lock_path(rec.name, tgt.name, default_lockdir(lockdir)))
+
+    paths = [where(rec, tgt) for rec, tgt in pairs]  # a refused path: before anything is resolved
     results, failures = [], []
-    for rec, tgt in pairs:
-        path = output or lock_path(rec.name, tgt.name, default_lockdir(lockdir))
+    for (rec, tgt), path in zip(pairs, paths):
         started = time.monotonic()
         entry = {"recipe": rec.name, "target": tgt.name, "path": str(path)}
         if check:

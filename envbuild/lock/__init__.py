@@ -1,8 +1,9 @@
 """Lockfiles: every package and git pin of a recipe, resolved for one target.
 
 ``envbuild lock RECIPE --target TARGET`` writes ``LOCKDIR/<recipe>/<target>.lock``, LOCKDIR being
-``--lockdir``, else ``$ENVBUILD_LOCKDIR``, else the locks shipped in the package
-(``lockfiles/``, ``default_lockdir``); ``--check`` verifies that an existing lock still
+``--lockdir``, else ``$ENVBUILD_LOCKDIR``, else a checkout's ``lockfiles/`` (the shipped locks) or,
+for an installed envbuild, ``$ENVBUILD_HOME/locks`` (``default_lockdir``; never into the installed
+package: ``writable_lock``); ``--check`` verifies that the lock provision would take still
 satisfies the recipe without resolving.
 
 Example::
@@ -18,8 +19,8 @@ Example::
 _FROM = {
     "digest": "envbuild.catalog",
     **dict.fromkeys(("check_lock_file", "lock_problems"), "envbuild.lock.check"),
-    **dict.fromkeys(("SHIPPED_LOCKDIR", "cache_dir", "default_lockdir", "git_mirror_dir", "locate_lock", "lock_path"),
-                    "envbuild.lock.location"),
+    **dict.fromkeys(("SHIPPED_LOCKDIR", "cache_dir", "default_lockdir", "git_mirror_dir", "locate_lock", "lock_path",
+                     "writable_lock"), "envbuild.lock.location"),
     **dict.fromkeys(("ensure_target", "make_lock", "write_lock"), "envbuild.lock.make"),
     **dict.fromkeys(("LOCK_SCHEMA", "Dist", "Lock", "LockedGit", "LockedPackage"), "envbuild.lock.schema"),
     **dict.fromkeys(("dump_lock", "lock_digest", "parse_lock", "read_lock", "regenerate_command"),

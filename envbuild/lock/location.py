@@ -9,33 +9,42 @@ from pathlib import Path
 
 from envbuild.errors import InputError
 from envbuild.names import NAME_RULE, is_name
-from envbuild.shipped import LOCKFILES
+from envbuild.rundir import envbuild_home
+from envbuild.shipped import INSTALLED, LOCKFILES, PACKAGE
 
-SHIPPED_LOCKDIR = LOCKFILES  # lockfiles/ of the checkout, envbuild/lockfiles in the wheel
+SHIPPED_LOCKDIR = LOCKFILES  # lockfiles/ of the checkout, envbuild/lockfiles in the wheel (envbuild.shipped)
 LOCKDIR_ENV = "ENVBUILD_LOCKDIR"
-
-
-def installed_package(folder: Path = SHIPPED_LOCKDIR) -> bool:
-    """Whether ``folder`` lies in an installed package (site-packages), not a source checkout."""
-    return any(part in ("site-packages", "dist-packages") for part in folder.parts)
 
 
 def default_lockdir(option: str | Path | None = None) -> Path:
     """The folder ``envbuild lock`` writes to and provision looks in first: ``--lockdir``, else
-    ``$ENVBUILD_LOCKDIR``, else, from a source checkout, the locks shipped inside the package
-    (the checkout's ``lockfiles/``, reviewed and committed), and from an installed envbuild
-    ``$ENVBUILD_HOME/locks`` (never into site-packages, where a pip upgrade would drop it).
+    ``$ENVBUILD_LOCKDIR``, else, from a source checkout, its ``lockfiles/`` (the shipped locks,
+    reviewed and committed), and from an installed envbuild ``$ENVBUILD_HOME/locks``: never the
+    installed package, where the next install or upgrade would drop the lock
+    (``envbuild.shipped.INSTALLED``; ``writable_lock`` refuses a path there).
 
     Never the working directory: the same command finds the same lock from any folder.
     """
     value = option or os.environ.get(LOCKDIR_ENV)
     if value:
         return Path(value)
-    if installed_package(SHIPPED_LOCKDIR):
-        from envbuild.rundir import envbuild_home
+    return envbuild_home() / "locks" if INSTALLED else SHIPPED_LOCKDIR
 
-        return envbuild_home() / "locks"
-    return SHIPPED_LOCKDIR
+
+def writable_lock(path: str | Path) -> Path:
+    """``path``, where a lock may be written: anywhere but inside envbuild's own package folder
+    (an installed envbuild's site-packages copy, shipped locks included; in a checkout the
+    shipped locks lie outside it, in ``lockfiles/``). InputError, before anything is resolved,
+    for a path inside."""
+    path = Path(path)
+    if path.resolve().is_relative_to(PACKAGE):
+        where = "the installed envbuild package" if INSTALLED else "envbuild's package folder"
+        raise InputError(f"{path} lies inside {where} ({PACKAGE}): a lock is not written there"
+                         + (" (the next install or upgrade of envbuild would drop it)" if INSTALLED else ""),
+                         hint=f"lock into a folder of your own with --lockdir DIR (then ${LOCKDIR_ENV}=DIR "
+                              "or provision --lock FILE), or give neither --lockdir nor -o to write under "
+                              + ("$ENVBUILD_HOME/locks" if INSTALLED else f"{SHIPPED_LOCKDIR}"))
+    return path
 
 
 def locate_lock(recipe: str, target: str, option: str | Path | None = None) -> Path:

@@ -17,7 +17,7 @@ from envbuild.catalog import digest
 from envbuild.errors import InputError
 from envbuild.fsio import write_atomic
 from envbuild.lock.gitpins import lock_git
-from envbuild.lock.location import cache_dir
+from envbuild.lock.location import cache_dir, writable_lock
 from envbuild.lock.packages import Sorted, locked, sort_packages
 from envbuild.lock.schema import Lock, LockedPackage, Named, PlatformInfo, normalize
 from envbuild.lock.serialize import dump_lock, regenerate_command
@@ -91,7 +91,9 @@ def lock_tooling(recipe: Recipe, pyplat: str, wheelhouse: Path | None,
 
 def write_lock(recipe: Recipe, target: Target, path: Path, *, git_mirror: Path | None = None,
                wheelhouse: Path | None = None, progress: Progress | None = None) -> tuple[Lock, bool]:
-    """Make the lock and write it atomically; returns (lock, whether the file changed)."""
+    """Make the lock and write it atomically; returns (lock, whether the file changed). A path
+    inside envbuild's package is refused before anything is resolved (``writable_lock``)."""
+    path = writable_lock(path)
     lock = make_lock(recipe, target, git_mirror=git_mirror, wheelhouse=wheelhouse, progress=progress)
     command = regenerate_command(recipe.name, target.name, git_mirror=git_mirror is not None,
                                  wheelhouse=wheelhouse is not None)
