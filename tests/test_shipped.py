@@ -3,9 +3,10 @@
 The checkout keeps the design card's top level, ``playbooks/`` and ``lockfiles/`` beside
 ``envbuild/``; the build backend maps them into the wheel as ``envbuild/playbooks`` and
 ``envbuild/lockfiles``. One rule (``shipped.top_of``) finds them in either: inside the package
-when it holds them, else beside it. Here: the checkout, the rule on both layouts, and that
-setup.py and pyproject's package-data ship exactly the folders and files the locator names
-(tests/test_wheel_install.py builds and installs the wheel itself).
+when it holds them, else beside it. Here: the checkout, the rule on both layouts, that setup.py
+and pyproject's package-data ship exactly the folders and files the locator names, and that
+nothing shipped imports the test bed, which the wheel leaves out (tests/test_wheel_install.py
+builds and installs the wheel itself).
 """
 
 from __future__ import annotations
@@ -70,3 +71,21 @@ def test_package_data_names_every_shipped_file_of_the_mapped_folders():
         assert wanted and wanted == matched, sorted(str(p) for p in wanted ^ matched)
     links = [p for p in (PLAYBOOKS / "ansible_collections").rglob("*") if p.is_symlink()]
     assert links and all(p.resolve().is_relative_to(PACKAGE / "node") and p.resolve().is_file() for p in links)
+
+
+def test_the_test_bed_is_left_out_and_nothing_shipped_imports_it():
+    tree = ast.parse((ROOT / "setup.py").read_text())
+    (value,) = [n.value for n in tree.body if isinstance(n, ast.Assign)
+                and [getattr(t, "id", None) for t in n.targets] == ["NOT_SHIPPED"]]
+    assert ast.literal_eval(value) == ["envbuild.testbed", "envbuild.testbed.*"]
+    testbed = PACKAGE / "testbed"
+    importers = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.is_relative_to(testbed):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            importers += [f"{path.relative_to(ROOT)}: {n}" for n in names
+                          if n == "envbuild.testbed" or n.startswith("envbuild.testbed.")]
+    assert importers == []  # the installed wheel would fail on them

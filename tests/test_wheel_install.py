@@ -37,7 +37,8 @@ def run(argv: list, **kw) -> subprocess.CompletedProcess:
 
 def test_wheel_holds_what_provisioning_reads(built_wheel):
     """The checkout's top-level lockfiles/ and playbooks/ are in the wheel inside the package
-    (setup.py maps them), where envbuild.shipped looks in an installed envbuild."""
+    (setup.py maps them), where envbuild.shipped looks in an installed envbuild; the test bed is
+    not."""
     names = set(zipfile.ZipFile(built_wheel).namelist())
     shipped = {f"envbuild/{p.relative_to(ROOT).as_posix()}" for p in (ROOT / "lockfiles").rglob("*.lock")}
     assert shipped and shipped <= names, f"locks missing from the wheel: {sorted(shipped - names)}"
@@ -57,6 +58,8 @@ def test_wheel_holds_what_provisioning_reads(built_wheel):
             assert z.read(info) == link.resolve().read_bytes()
     # everything is the package's or its metadata: no top-level playbooks/ or lockfiles/
     assert {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")} == {"envbuild"}
+    # the test bed serves the checkout's tests and is not shipped (setup.py)
+    assert "envbuild/shipped.py" in names and not [n for n in names if n.startswith("envbuild/testbed/")]
 
 
 @pytest.fixture(scope="module")
@@ -93,6 +96,12 @@ def test_installed_wheel_provisions_the_default_from_outside_the_checkout(built_
     env.update(PATH=f"{venv / 'bin'}:/usr/local/bin:/usr/bin:/bin", ENVBUILD_HOME=str(tmp_path / "home"))
     where = run([py, "-c", "import envbuild; print(envbuild.__file__)"], cwd=elsewhere, env=env).stdout
     assert Path(where.strip()).is_relative_to(venv), where
+    # the locator's one rule, installed: the top-level folders are the package's own copies
+    found = run([py, "-c", "import importlib.util as u, json, envbuild.shipped as s; print(json.dumps("
+                 "[s.INSTALLED, str(s.PLAYBOOKS), str(s.LOCKFILES), u.find_spec('envbuild.testbed') is None]))"],
+                cwd=elsewhere, env=env).stdout
+    package = Path(where.strip()).resolve().parent
+    assert json.loads(found) == [True, str(package / "playbooks"), str(package / "lockfiles"), True], found
 
     envbuild = venv / "bin" / "envbuild"
     env["ENVBUILD_CACHE_DIR"] = str(tmp_path / "cache")
