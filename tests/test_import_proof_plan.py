@@ -187,3 +187,22 @@ def test_proofs_recorded_by_two_workers_at_once_are_all_kept(tmp_path) -> None:
         p.join(60)
     assert [p.exitcode for p in procs] == [0, 0, 0]
     assert len(read_record(path)) == 75
+
+
+def test_a_proofs_inputs_digest_follows_contents_not_where_the_folders_lie(tmp_path, monkeypatch) -> None:
+    """Moving the locks' folder (envbuild/lockfiles/ -> lockfiles/) keeps every recorded proof's
+    digest; a changed byte of an input, or a lock that becomes another target's, changes it."""
+    from envbuild.testbed import proofrecord
+
+    recipe, target = "cpu-reference", "local"
+    before = proofrecord.inputs_digest(recipe, target)
+    moved = tmp_path / "elsewhere" / "locks"
+    (moved / recipe).mkdir(parents=True)
+    lock = (proofrecord.LOCKFILES / recipe / f"{target}.lock").read_bytes()
+    (moved / recipe / f"{target}.lock").write_bytes(lock)
+    monkeypatch.setattr(proofrecord, "LOCKFILES", moved)
+    assert proofrecord.inputs_digest(recipe, target) == before
+    (moved / recipe / "other.lock").write_bytes(lock)
+    assert proofrecord.inputs_digest(recipe, "other") != before
+    (moved / recipe / f"{target}.lock").write_bytes(lock + b"\n")
+    assert proofrecord.inputs_digest(recipe, target) != before

@@ -51,14 +51,24 @@ def proof_pairs() -> list[tuple[str, str]]:
 
 def input_files(recipe: str, target: str) -> list[Path]:
     """The files a proof of ``recipe`` on ``target`` depends on."""
-    return [RECIPES / f"{recipe}.yaml", LOCKFILES / recipe / f"{target}.lock",
-            SCRIPT_IMPORTS / f"{recipe}.yaml", *CODE]
+    return [path for _, path in labelled_inputs(recipe, target)]
+
+
+def labelled_inputs(recipe: str, target: str) -> list[tuple[str, Path]]:
+    """(label, file) of each input: the label names the file's role (``recipe:``, ``lock:``,
+    ``imports:``, ``code:``) and its name within that role's folder, not where the folder lies,
+    so moving a folder (the locks went from envbuild/lockfiles/ to lockfiles/) changes no digest,
+    while a file that becomes another recipe's or target's does."""
+    return [(f"recipe:{recipe}.yaml", RECIPES / f"{recipe}.yaml"),
+            (f"lock:{recipe}/{target}.lock", LOCKFILES / recipe / f"{target}.lock"),
+            (f"imports:{recipe}.yaml", SCRIPT_IMPORTS / f"{recipe}.yaml"),
+            *((f"code:{path.relative_to(ROOT).as_posix()}", path) for path in CODE)]
 
 
 def inputs_digest(recipe: str, target: str) -> str:
     h = hashlib.sha256()
-    for path in input_files(recipe, target):
-        h.update(path.relative_to(ROOT).as_posix().encode() + b"\0")
+    for label, path in labelled_inputs(recipe, target):
+        h.update(label.encode() + b"\0")
         h.update(path.read_bytes() if path.is_file() else b"<absent>")
         h.update(b"\0")
     return h.hexdigest()
