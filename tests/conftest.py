@@ -252,6 +252,11 @@ def pytest_sessionfinish(session):
     _wait_for_deletions()
     if hasattr(session.config, "workerinput"):
         return  # an xdist worker: the other may still use it
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    reference = factory.getbasetemp() / "shared" / "reference-node" if factory is not None else None
+    if reference is not None and reference.is_dir():
+        _remove_tree(reference)  # the reference node's layer: GBs, root-owned (reference_node)
+        _wait_for_deletions()
     from envbuild.testbed.podman import Podman
 
     factory = session.config._tmp_path_factory if hasattr(session.config, "_tmp_path_factory") else None
@@ -322,3 +327,53 @@ def render_image_context(out: Path) -> Path:
                        cwd=root, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     return out
+
+
+REFERENCE_WHEELS = Path("/opt/wheels")
+REFERENCE_PREFIX = "/opt/envs/cpuref"  # where the reference environment lies on every node
+
+
+@pytest.fixture(scope="session")
+def reference_node(tmp_path_factory):
+    """The provisioned reference node, once per run: cpu-reference (the README's default) locked
+    against /opt/wheels and provisioned cold with the default installer (uv), without smoke, onto
+    one chroot node at ``REFERENCE_PREFIX``; the node is then stopped and what it wrote (its
+    overlay's upper dir) becomes a read-only layer. Tests that need "a provisioned node" start
+    chroot nodes over that layer (``chroot.wheel_cluster(..., layers=[reference_node["layer"]])``),
+    each writing into its own upper dir; ``tests/test_provision_uv.py`` asserts the cold run
+    itself (its exit code, plan and run directory are returned here). Skips, saying why, where
+    chroot nodes cannot run."""
+    import json
+    import subprocess
+    import time
+
+    from envbuild.testbed import chroot
+
+    why = chroot.why_no_wheel_cluster(REFERENCE_WHEELS)
+    if why:
+        pytest.skip(why)
+
+    def make(folder):
+        home, lock = folder / "home", folder / "cpu-reference.lock"
+        env = {**os.environ, "ENVBUILD_HOME": str(home)}
+        envbuild = [sys.executable, "-m", "envbuild"]
+        p = subprocess.run([*envbuild, "lock", "cpu-reference", "--target", "local", "--wheelhouse",
+                            str(REFERENCE_WHEELS), "-o", str(lock)], capture_output=True, text=True,
+                           env=env, timeout=600)
+        assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+        with chroot.wheel_cluster(folder, 1, base=150, prefix="ref", wheels=REFERENCE_WHEELS) as nodes:
+            t0 = time.monotonic()
+            p = subprocess.run([*envbuild, "provision", "cpu-reference", "--target", "local",
+                                "--hosts", nodes[0].spec, "--identity", str(nodes[0].key), "--insecure",
+                                "--prefix", REFERENCE_PREFIX, "--wheelhouse", str(REFERENCE_WHEELS),
+                                "--lock", str(lock), "--no-smoke", "--json"],
+                               capture_output=True, text=True, env=env, timeout=1500)
+            took = time.monotonic() - t0
+            lines = p.stdout.strip().split("\n")  # JSON Lines: events, then {"type": "result", ...}
+            assert lines and '"type": "result"' in lines[-1], p.stdout[-2000:] + p.stderr[-2000:]
+            out = json.loads(lines[-1])
+        return {"layer": str(nodes[0].upper), "lock": str(lock), "rc": p.returncode, "result": out,
+                "run_dir": out["run_dir"], "home": str(home), "prefix": REFERENCE_PREFIX,
+                "host": nodes[0].addr, "provision_s": took}
+
+    return once_per_run(tmp_path_factory, "reference-node", make)

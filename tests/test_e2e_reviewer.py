@@ -1,8 +1,11 @@
 """The reviewer's chain end to end on 2 isolated chroot nodes: provision -> smoke -> report -> verify.
 
-The cpu-reference recipe (the README's default) is locked against the CI wheelhouse
-(/opt/wheels holds torch 2.13.0+cpu) and provisioned WITH smoke onto two identical chroot
-nodes; the report (md, json, html) must PASS with the smoke numbers and equal fingerprints.
+The cpu-reference recipe (the README's default), locked against the CI wheelhouse (/opt/wheels
+holds torch 2.13.0+cpu), is provisioned WITH smoke onto two identical chroot nodes started
+over the run's reference layer (``reference_node`` in tests/conftest.py: the environment
+provisioned cold once per run; each step's effect is verified on the nodes, the smoke runs on
+both; ``--no-push-wheels``: each node installs from its own wheelhouse, as the reference node
+did); the report (md, json, html) must PASS with the smoke numbers and equal fingerprints.
 Then tqdm is changed on one node: ``envbuild verify`` names that node alone, one provision
 repairs that node alone (its pip step's effect did not hold), and ``envbuild diff`` of the
 reports before and after shows no package difference. Last, a broken environment makes the
@@ -43,7 +46,7 @@ def envbuild(bed, *args, timeout=1500) -> subprocess.CompletedProcess:
 def provision(bed, *extra) -> tuple[int, dict, Path]:
     p = envbuild(bed, "provision", "--target", "local", "--hosts", bed["cluster"].hosts,
                  "--identity", str(bed["cluster"].key), "--insecure", "--prefix", PREFIX,
-                 "--wheelhouse", str(WHEELS), "--lock", str(bed["lock"]), "--json", *extra)
+                 "--wheelhouse", str(WHEELS), "--lock", str(bed["lock"]), "--no-push-wheels", "--json", *extra)
     lines = [json.loads(line) for line in p.stdout.splitlines()]  # JSON Lines: events, then the result
     assert lines and lines[-1].get("type") == "result", p.stdout[-2000:] + p.stderr[-2000:]
     out = lines[-1]
@@ -51,19 +54,15 @@ def provision(bed, *extra) -> tuple[int, dict, Path]:
 
 
 @pytest.fixture(scope="module")
-def bed(module_tmp):
-    why = chroot.why_no_wheel_cluster(WHEELS)
-    if why:
-        pytest.skip(why)
+def bed(module_tmp, reference_node):
     base = module_tmp("e2e")
-    cluster = chroot.wheel_cluster(base, 2, base=100, prefix="rnode", wheels=WHEELS)
+    cluster = chroot.wheel_cluster(base, 2, base=100, prefix="rnode", wheels=WHEELS,
+                                   layers=[Path(reference_node["layer"])])
     nodes = cluster.__enter__()
+    assert reference_node["prefix"] == PREFIX
     state = {"nodes": nodes, "cluster": cluster, "base": base, "home": base / "home",
-             "lock": base / "cpu-reference.lock"}
+             "lock": Path(reference_node["lock"])}
     try:
-        p = envbuild(state, "lock", "cpu-reference", "--target", "local", "--wheelhouse", str(WHEELS),
-                     "-o", str(state["lock"]), timeout=600)
-        assert p.returncode == 0, p.stderr
         yield state
     finally:
         cluster.stop()

@@ -1,8 +1,14 @@
 """envbuild provision for real onto 2 isolated chroot nodes (own /usr, own PID namespace).
 
-One module-wide cluster: cold provision, no-op rerun, a failing node, a killed run that
-resumes, an unreachable host. torch 2.13.0 CPU comes from /opt/wheels (bind-mounted read-only);
-the nodes share one pip cache.
+One module-wide cluster of two nodes started over the run's reference layer (``reference_node``
+in tests/conftest.py: cpu-reference provisioned cold onto a node of its own, asserted by
+tests/test_provision_uv.py): a provision from this module's own controller home finds every
+step's effect on both nodes and changes nothing; then a failing node, a killed run that
+resumes, an unreachable host. The provisions here pass ``--no-push-wheels``: each node installs
+from its own wheelhouse, as the reference node did (a fleet's pushed wheels are another install
+source, so another plan: tests/test_fleet_faults.py's). torch 2.13.0 CPU comes from /opt/wheels (bind-mounted
+read-only); the nodes share one pip cache. Cold provisions of several nodes at once are
+tests/test_fleet_faults.py's (4 sshd nodes) and tests/test_e2e_reviewer.py's drift repair.
 """
 
 from __future__ import annotations
@@ -22,88 +28,63 @@ from envbuild.testbed import chroot
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 WHEELS = Path("/opt/wheels")
-PREFIX = "/opt/envs/ref"
-RECIPE = """\
-schema: 1
-name: ref-test
-title: Reference test recipe
-description: torch CPU plus a small package
-published: {url: "https://example.invalid/ref"}
-python: "3.11"
-targets: [local]
-environment: {kind: venv}
-packages:
-  - {name: torch, version: "2.13.0", cuda: cpu, why: "CPU wheel"}
-  - {name: six, version: "1.16.0", why: "small pure-Python package"}
-import_check: [torch, six]
-"""
 
 
 @pytest.fixture(scope="module")
-def bed(module_tmp):
-    why = chroot.why_no_wheel_cluster(WHEELS)
-    if why:
-        pytest.skip(why)
+def bed(module_tmp, reference_node):
     base = module_tmp("chroot")
-    cluster = chroot.wheel_cluster(base, 2, base=80, wheels=WHEELS)
+    cluster = chroot.wheel_cluster(base, 2, base=80, wheels=WHEELS, layers=[Path(reference_node["layer"])])
     nodes = cluster.__enter__()
-    (base / "ref.yaml").write_text(RECIPE)
     try:
         yield {"nodes": nodes, "cluster": cluster, "base": base, "home": base / "home",
-               "recipe": base / "ref.yaml"}
+               "lock": Path(reference_node["lock"]), "prefix": reference_node["prefix"],
+               "cold_s": reference_node["provision_s"]}
     finally:
         cluster.stop()
 
 
-def provision(bed, *extra, hosts=None, check_json=True):
+def provision(bed, *extra, hosts=None):
     env = {**os.environ, "ENVBUILD_HOME": str(bed["home"])}
-    lock = bed["base"] / "ref.lock"
-    argv = [sys.executable, "-m", "envbuild", "provision", "--target", "local",
-            "--recipe", str(bed["recipe"]), "--hosts", hosts or bed["cluster"].hosts,
-            "--identity", str(bed["cluster"].key), "--insecure", "--prefix", PREFIX,
-            "--wheelhouse", str(WHEELS), "--no-smoke", "--json", *extra]
-    if lock.exists():
-        argv += ["--lock", str(lock)]
+    argv = [sys.executable, "-m", "envbuild", "provision", "cpu-reference", "--target", "local",
+            "--hosts", hosts or bed["cluster"].hosts, "--identity", str(bed["cluster"].key), "--insecure",
+            "--prefix", bed["prefix"], "--wheelhouse", str(WHEELS), "--lock", str(bed["lock"]),
+            "--no-smoke", "--no-push-wheels", "--json", *extra]
     t = time.time()
     p = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=1500)
     took = time.time() - t
     lines = p.stdout.strip().split("\n")  # JSON Lines: events, then {"type": "result", ...}
     assert lines and '"type": "result"' in lines[-1], p.stdout[-2000:] + p.stderr[-2000:]
     out = json.loads(lines[-1])
-    run = Path(out["run_dir"])
-    if (run / "lock.lock").exists() and not lock.exists():
-        lock.write_text((run / "lock.lock").read_text())
-    return p.returncode, out, run, took
+    return p.returncode, out, Path(out["run_dir"]), took
 
 
-def test_cold_provision_of_two_nodes_then_torch_runs(bed):
-    rc, out, run, took = provision(bed)
-    bed["cold_s"] = took
-    assert rc == 5, json.dumps(out["results"], indent=1)[-3000:]  # no smoke: nothing judged (NOT JUDGED, exit 5)
-    assert set(out["results"]) == {n.addr for n in bed["nodes"]}
-    assert json.loads((run / "run.json").read_text())["status"] == "ok"
+def test_torch_runs_on_both_nodes_from_the_reference_layer(bed):
+    prefix = bed["prefix"]
     for node in bed["nodes"]:
-        r = node.ssh(f"{PREFIX}/bin/python -c 'import torch; print(float((torch.ones(3, 2) @ torch.ones(2, 4)).sum()))'")
+        r = node.ssh(f"{prefix}/bin/python -c 'import torch; print(float((torch.ones(3, 2) @ torch.ones(2, 4)).sum()))'")
         assert r.stdout.strip().splitlines()[-1] == "24.0"
-        assert (node.upper / PREFIX.lstrip("/") / "bin/python").exists()  # in the node's own layer
-        observed = json.loads((run / "nodes" / node.addr / "observed.json").read_text())
-        assert observed["packages"]["torch"].startswith("2.13.0")
-    assert not Path(PREFIX).exists()  # nothing landed on the host
+        assert not (node.upper / prefix.lstrip("/") / "bin/python").exists()  # in the layer, not the node's own
+    assert not Path(prefix).exists()  # nothing landed on the host
 
 
-def test_second_run_changes_nothing(bed):
+def test_a_provisioned_node_is_recognised_by_another_controller_and_nothing_changes(bed):
+    """This module's controller home has no run of these nodes: what the nodes hold is what
+    tells provision that every step is done (the node's observed state, not our records)."""
     rc, out, run, took = provision(bed)
     assert rc == 5  # no smoke: nothing judged (NOT JUDGED, exit 5)
+    assert set(out["results"]) == {n.addr for n in bed["nodes"]}
     for host, res in out["results"].items():
         plan = json.loads((run / "nodes" / host / "plan.json").read_text())
-        assert res["changed"] == [] and res["skipped"] == [s["id"] for s in plan["steps"]]
-    assert took < bed.get("cold_s", float("inf"))
+        assert res["changed"] == [] and res["skipped"] == [s["id"] for s in plan["steps"]], res
+        observed = json.loads((run / "nodes" / host / "observed.json").read_text())
+        assert observed["packages"]["torch"].startswith("2.13.0")
+    assert took < bed["cold_s"]
 
 
 def test_one_failing_node_leaves_the_others(bed):
-    bad = bed["nodes"][-1]
-    bad.ssh(f"rm -f {PREFIX}/.envbuild/state/env-file.done {PREFIX}/.envbuild/state/import-check.done "
-            f"&& rm -f {PREFIX}/.envbuild/env.sh && mkdir -p {PREFIX}/.envbuild/env.sh/blocker")
+    prefix, bad = bed["prefix"], bed["nodes"][-1]
+    bad.ssh(f"rm -f {prefix}/.envbuild/state/env-file.done {prefix}/.envbuild/state/import-check.done "
+            f"&& rm -f {prefix}/.envbuild/env.sh && mkdir -p {prefix}/.envbuild/env.sh/blocker")
     try:
         rc, out, run, _ = provision(bed)
         assert rc == 4
@@ -115,18 +96,19 @@ def test_one_failing_node_leaves_the_others(bed):
             assert out["results"][node.addr]["status"] == "ok"
         assert json.loads((run / "run.json").read_text())["status"] == "partial"
     finally:
-        bad.ssh(f"rm -rf {PREFIX}/.envbuild/env.sh")
+        bad.ssh(f"rm -rf {prefix}/.envbuild/env.sh")
 
 
 def test_killed_run_resumes_at_first_unfinished_step(bed):
+    prefix = bed["prefix"]
     for node in bed["nodes"]:
-        node.ssh(f"rm -f {PREFIX}/.envbuild/state/pip:torch.done {PREFIX}/.envbuild/state/pip:packages.done "
-                 f"{PREFIX}/.envbuild/state/env-file.done {PREFIX}/.envbuild/state/import-check.done")
+        node.ssh(f"rm -f {prefix}/.envbuild/state/pip:torch.done {prefix}/.envbuild/state/pip:packages.done "
+                 f"{prefix}/.envbuild/state/env-file.done {prefix}/.envbuild/state/import-check.done")
     env = {**os.environ, "ENVBUILD_HOME": str(bed["home"])}
-    argv = [sys.executable, "-m", "envbuild", "provision", "--target", "local", "--recipe",
-            str(bed["recipe"]), "--hosts", bed["cluster"].hosts, "--identity", str(bed["cluster"].key),
-            "--insecure", "--prefix", PREFIX, "--wheelhouse", str(WHEELS), "--no-smoke",
-            "--lock", str(bed["base"] / "ref.lock")]
+    argv = [sys.executable, "-m", "envbuild", "provision", "cpu-reference", "--target", "local",
+            "--hosts", bed["cluster"].hosts, "--identity", str(bed["cluster"].key),
+            "--insecure", "--prefix", prefix, "--wheelhouse", str(WHEELS), "--no-smoke",
+            "--no-push-wheels", "--lock", str(bed["lock"])]
     runs = bed["home"] / "runs"
     before = set(runs.iterdir()) if runs.is_dir() else set()
     log = bed["base"] / "killed-run.log"

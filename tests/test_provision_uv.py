@@ -5,6 +5,10 @@ plan step and checked by sha256; every package of the lock is installed by uv (e
 distribution's INSTALLER says so); a second provision finds every step done, the pushed uv
 included, and starts no Ansible; ``--installer pip`` on a fresh prefix installs with pip.
 torch 2.13.0 CPU comes from /opt/wheels (bind-mounted read-only).
+
+The cold uv provision is the run's reference node (``reference_node`` in tests/conftest.py:
+made once per run, its layer shared by the chroot and e2e modules); this module asserts that
+run and its result on a node started over the reference layer.
 """
 
 from __future__ import annotations
@@ -27,37 +31,29 @@ WHEELS = Path("/opt/wheels")
 
 
 @pytest.fixture(scope="module")
-def bed(module_tmp):
-    why = chroot.why_no_wheel_cluster(WHEELS)
-    if why:
-        pytest.skip(why)
+def bed(module_tmp, reference_node):
     if controller_uv()[1] is None:
         pytest.skip("no uv binary on this controller")
     base = module_tmp("uvnode")
-    cluster = chroot.wheel_cluster(base, 1, base=190, wheels=WHEELS, prefix="uvn")
+    cluster = chroot.wheel_cluster(base, 1, base=190, wheels=WHEELS, prefix="uvn",
+                                   layers=[Path(reference_node["layer"])])
     nodes = cluster.__enter__()
     try:
-        yield {"node": nodes[0], "cluster": cluster, "base": base}
+        yield {"node": nodes[0], "cluster": cluster, "base": base, "lock": Path(reference_node["lock"])}
     finally:
         cluster.stop()
 
 
 def provision(bed, prefix: str, *extra: str) -> tuple[int, dict]:
-    lock = bed["base"] / "cpu.lock"
     argv = [sys.executable, "-m", "envbuild", "provision", "cpu-reference", "--target", "local",
             "--hosts", bed["cluster"].hosts, "--identity", str(bed["cluster"].key), "--insecure",
-            "--prefix", prefix, "--wheelhouse", str(WHEELS), "--no-smoke", "--json", *extra]
-    if lock.exists():
-        argv += ["--lock", str(lock)]
+            "--prefix", prefix, "--wheelhouse", str(WHEELS), "--lock", str(bed["lock"]),
+            "--no-smoke", "--json", *extra]
     p = subprocess.run(argv, capture_output=True, text=True, timeout=1500,
                        env={**os.environ, "ENVBUILD_HOME": str(bed["base"] / "home")})
     lines = p.stdout.strip().split("\n")
     assert lines and '"type": "result"' in lines[-1], p.stdout[-2000:] + p.stderr[-2000:]
-    out = json.loads(lines[-1])
-    run = Path(out["run_dir"])
-    if (run / "lock.lock").exists() and not lock.exists():
-        lock.write_text((run / "lock.lock").read_text())
-    return p.returncode, out
+    return p.returncode, json.loads(lines[-1])
 
 
 def installers(node, prefix: str) -> dict[str, str]:
@@ -66,17 +62,19 @@ def installers(node, prefix: str) -> dict[str, str]:
     return {line.split()[0].split("-")[0].lower(): line.split()[1] for line in out.splitlines()}
 
 
-def test_cold_provision_installs_every_locked_package_with_uv(bed):
-    node, prefix = bed["node"], "/opt/envs/uvref"
-    rc, out = provision(bed, prefix)
-    res = out["results"][node.spec] if node.spec in out["results"] else next(iter(out["results"].values()))
-    assert rc == 5 and res["status"] == "ok", res
+def test_cold_provision_installs_every_locked_package_with_uv(bed, reference_node):
+    node, prefix = bed["node"], reference_node["prefix"]
+    rc, out = reference_node["rc"], reference_node["result"]  # the cold run, onto a node of its own
+    res = next(iter(out["results"].values()))
+    assert rc == 5 and res["status"] == "ok", res  # no smoke: nothing judged (NOT JUDGED, exit 5)
+    assert "pip:torch" in res["changed"] and not res["skipped"], res  # cold: every step ran
     run = Path(out["run_dir"])
     plan = json.loads(next(run.glob("nodes/*/plan.json")).read_text())
     ids = [s["id"] for s in plan["steps"]]
     assert "uv" in ids and ids.index("uv") == ids.index("environment") + 1
     assert next(d for d in plan["decisions"] if d["subject"] == "installer")["outcome"].startswith("uv ")
-    # uv really ran: every distribution of the lock says INSTALLER uv
+    # uv really ran: every distribution of the lock says INSTALLER uv (on this node, started over
+    # the reference node's layer)
     got = installers(node, prefix)
     for name in ("torch", "numpy", "einops", "regex", "tqdm", "pip", "filelock", "jinja2"):
         assert got.get(name) == "uv", (name, got)
@@ -93,7 +91,8 @@ def test_cold_provision_installs_every_locked_package_with_uv(bed):
     log = node.ssh(f"head -1 {prefix}/.envbuild/logs/pip-torch.log").stdout
     assert log.startswith(f"$ {tool} pip install") and "--require-hashes" in log
 
-    # nothing to do the second time: every effect holds (uv's sha256 and the uv-installed RECORDs)
+    # nothing to do the second time, from another controller home onto another node with the
+    # same layer: every effect holds (uv's sha256 and the uv-installed RECORDs)
     rc, out = provision(bed, prefix)
     res = next(iter(out["results"].values()))
     assert rc == 5 and res["status"] == "ok" and not res["changed"], res

@@ -7,6 +7,10 @@ over it (its writes land in the node's own upper dir), started with
 its own 127.0.0.x address and port. Mounts live in the node's mount namespace and vanish with
 it; stop is SIGKILL on the unshare pid. Needs root, debootstrap, openssh (.ci/testbed-deps.sh).
 
+A stopped node's upper dir can be a read-only layer of other nodes (``layers``): they start
+with everything it wrote (a provisioned environment at the same path), each writing into its
+own upper dir. The layer must not change while a node uses it.
+
 Example::
 
     with ChrootCluster(tmp_path, 3, binds=[("/opt/wheels", "/opt/wheels", True)]) as nodes:
@@ -224,8 +228,9 @@ class ChrootCluster:
     """``n`` chroot nodes on 127.0.0.(base+i); a context manager that always stops them."""
 
     def __init__(self, folder: Path, n: int, *, binds: list | None = None, base: int = 60,
-                 prefix: str = "cnode"):
+                 prefix: str = "cnode", layers: list[Path] | None = None):
         self.folder = Path(folder)
+        self.layers = [Path(p) for p in layers or []]  # read-only layers over the rootfs, top first
         self.key = client_key(self.folder / "client")
         self.nodes = []
         for i in range(n):
@@ -240,7 +245,7 @@ class ChrootCluster:
         return self.folder / "known_hosts"
 
     def __enter__(self) -> list[ChrootNode]:
-        lower = rootfs()
+        lower = ":".join(str(p) for p in [*self.layers, rootfs()])
         try:
             for node in self.nodes:
                 node.start(lower)
@@ -274,10 +279,12 @@ def why_no_wheel_cluster(wheels: Path = WHEELS) -> str | None:
 
 
 def wheel_cluster(folder: Path, n: int, *, base: int, prefix: str = "cnode",
-                  wheels: Path = WHEELS) -> ChrootCluster:
+                  wheels: Path = WHEELS, layers: list[Path] | None = None) -> ChrootCluster:
     """``n`` nodes with ``wheels`` bind-mounted read-only and one pip cache shared by all
-    (so torch is unpacked from the same wheel and downloaded packages are fetched once)."""
+    (so torch is unpacked from the same wheel and downloaded packages are fetched once).
+    ``layers``: read-only layers between each node's own upper dir and the rootfs, top first
+    (the upper dir of a stopped node: every node starts with what that node had written)."""
     cache = folder / "pipcache"
     cache.mkdir(parents=True, exist_ok=True)
     binds = [(wheels, str(wheels), True), (cache, "/root/.cache/pip", False)]
-    return ChrootCluster(folder / "nodes", n, binds=binds, base=base, prefix=prefix)
+    return ChrootCluster(folder / "nodes", n, binds=binds, base=base, prefix=prefix, layers=layers)
