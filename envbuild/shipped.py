@@ -43,7 +43,6 @@ REPORT_SCHEMA_FILE = PACKAGE / "report" / "report.schema.json"  # the report's J
 CHECKOUT = PACKAGE.parent  # the source checkout (or site-packages, in an installed wheel)
 
 
-
 def top_of(package: Path) -> Path:
     """Where the source tree's top-level folders (``playbooks/``, ``lockfiles/``) lie for the
     package folder ``package``: in it when it holds them (an installed wheel, where the build

@@ -94,10 +94,64 @@ def test_the_launch_package_contract_forbids_exactly_the_layers_above_launch():
 
 def test_at_most_three_imports_climb_and_they_are_the_only_cycle_breakers():
     """Issue 20's goal: at most 3 imports that climb. The acyclic contract ignores the same
-    imports (they close the one cycle left) and no other."""
+    imports and no other: a package importing one above it makes the two packages a cycle of
+    siblings (plan <-> render), which only moving the code ends; the modules form none
+    (test_no_module_imports_itself_round_a_cycle)."""
     climbing = CONTRACTS["layers"]["ignore_imports"]
     assert len(climbing) <= 3
     assert CONTRACTS["acyclic"]["ignore_imports"] == climbing
+
+
+def module_cycles(imports: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(m: str) -> None:  # envbuild's graph is ~220 modules deep at most: recursion is fine
+        index[m] = low[m] = len(index)
+        stack.append(m)
+        on.add(m)
+        for t in imports.get(m, ()):
+            if t not in index:
+                visit(t)
+                low[m] = min(low[m], low[t])
+            elif t in on:
+                low[m] = min(low[m], index[t])
+        if low[m] == index[m]:
+            part = []
+            while True:
+                t = stack.pop()
+                on.discard(t)
+                part.append(t)
+                if t == m:
+                    break
+            if len(part) > 1:
+                out.append(sorted(part))
+
+    for m in sorted(imports):
+        if m not in index:
+            visit(m)
+    return out
+
+
+def test_module_cycles_are_found():
+    assert module_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert module_cycles({"a": {"b"}, "b": set()}) == []
+
+
+@pytest.mark.lint
+def test_no_module_imports_itself_round_a_cycle():
+    """Issue 20: 0 import circles. Module by module, every import counted (in functions too, and
+    the climbing ones the contracts ignore): plan.container -> render.image -> plan.resolve ->
+    plan.container was the last, until the image plan resolved through plan.node_plan."""
+    import grimp
+
+    graph = grimp.build_graph("envbuild")
+    imports = {m: set(graph.find_modules_directly_imported_by(m)) for m in graph.modules}
+    assert module_cycles(imports) == []
 
 
 def lint_imports(cwd: Path, *args: str) -> subprocess.CompletedProcess:

@@ -4,32 +4,23 @@ profile, the preflight verdict, and the plan built from them.
 ``resolve`` is pure; ``fetch_urls`` is the one place that looks at the controller's disk
 (the git mirror folder), and its result is an input of the plan, so ``envbuild plan --json``
 with the same facts, lock and options prints the plan that ``provision`` executes.
+``Resolved`` and ``check_facts`` live in ``envbuild.plan.node_plan`` (imported here by their
+names): the image plan resolves what an image holds through that module, never through this
+one, which also plans images (``envbuild.plan.container``), so no import goes round.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
-from envbuild.compat.check import Verdict, preflight
 from envbuild.facts.model import NodeFacts
-from envbuild.facts.profile import refine
 from envbuild.gitsrc import mirror_path
-from envbuild.plan.build import PlanOptions, build_plan, verdict_summary
-from envbuild.plan.model import Plan
+from envbuild.plan.build import PlanOptions, verdict_summary
+from envbuild.plan.container import container_plan
+from envbuild.plan.node_plan import Resolved, check_facts, resolve_environment
 from envbuild.recipes.schema import Recipe
 from envbuild.targets.schema import Target
-
-
-@dataclass(frozen=True)
-class Resolved:
-    facts: NodeFacts  # live or file facts completed by the target profile
-    verdict: Verdict
-    plan: Plan
-
-    @property
-    def feasible(self) -> bool:
-        return bool(self.verdict.feasible)
 
 
 def fetch_urls(recipe: Recipe, git_mirror: str | None, lock: object | None = None) -> dict[str, str]:
@@ -59,33 +50,14 @@ def default_backend(recipe: Recipe, backend: str | None) -> str | None:
     return backend or ("container" if recipe.environment.kind == "container" else None)
 
 
-def check_facts(recipe: Recipe, target: Target, facts: NodeFacts,
-                backend: str | None = None) -> tuple[NodeFacts, Verdict]:
-    """``facts`` completed by the target profile, and the preflight verdict on them.
-    ``backend="container"``: the image is built on the node; the node-side rows are those of a
-    container recipe, plus ``envbuild.compat.rules_container`` (engine, enroot for pyxis)."""
-    refined = refine(target, facts)
-    if backend == "container":
-        from envbuild.compat.rules import RULES
-        from envbuild.compat.rules_container import CONTAINER_RULES
-
-        env = recipe.environment.model_copy(update={"kind": "container"})
-        as_image = recipe.model_copy(update={"environment": env})
-        return refined, preflight(as_image, target, refined, rules=[*RULES, *CONTAINER_RULES])
-    return refined, preflight(recipe, target, refined)
-
-
 def resolve(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | None,
             options: PlanOptions) -> Resolved:
     """Refine ``facts``, check them, and plan the node (the plan carries the verdict).
     ``options.backend == "container"``: the node plan builds the recipe's image on the node
-    and checks it there (``envbuild.plan.container``)."""
+    and checks it there (``envbuild.plan.container``); else the node's own environment
+    (``envbuild.plan.node_plan``, which the image plan also uses for what an image holds)."""
     if options.backend == "container":
         refined, verdict = check_facts(recipe, target, facts, backend="container")
-        from envbuild.plan.container import container_plan
-
         plan = container_plan(recipe, target, refined, lock, replace(options, verdict=verdict_summary(verdict)))
         return Resolved(facts=refined, verdict=verdict, plan=plan)
-    refined, verdict = check_facts(recipe, target, facts)
-    plan = build_plan(recipe, target, refined, lock, replace(options, verdict=verdict_summary(verdict)))
-    return Resolved(facts=refined, verdict=verdict, plan=plan)
+    return resolve_environment(recipe, target, facts, lock, options)

@@ -37,7 +37,7 @@ from envbuild.facts.profile import from_target
 from envbuild.plan import params as P
 from envbuild.plan.build import SEARCH_PATH, PlanOptions
 from envbuild.plan.model import Plan, Step
-from envbuild.plan.resolve import resolve
+from envbuild.plan.node_plan import resolve_environment
 from envbuild.render.bases import BaseImage, choose
 from envbuild.render.shell import Where, commands, capture_failures, q, shipped
 from envbuild.shipped import NODE
@@ -308,10 +308,10 @@ def image_plan(recipe, target, lock, *, lock_text: str | None = None, base: str 
                        smoke_preset=smoke_preset, wheelhouse=WHEELHOUSE if wheelhouse else None,
                        inventory=inventory)  # {inventory.*} of the nodes the image is for (patches)
     # first pass on the target's facts: the torch variant decides the base image
-    first = resolve(rec, target, image_facts(target, choose(recipe, None, base), recipe.python),
-                    lock, opts).plan
+    first = resolve_environment(rec, target, image_facts(target, choose(recipe, None, base), recipe.python),
+                                lock, opts).plan
     chosen = choose(recipe, torch_variant(recipe, first), base)
-    plan = resolve(rec, target, image_facts(target, chosen, recipe.python), lock, opts).plan
+    plan = resolve_environment(rec, target, image_facts(target, chosen, recipe.python), lock, opts).plan
     notes = []
     if recipe.environment.kind != "venv":
         notes.append(f"the recipe's {recipe.environment.kind} environment becomes a venv over "
