@@ -335,9 +335,9 @@ REFERENCE_PREFIX = "/opt/envs/cpuref"  # where the reference environment lies on
 
 @pytest.fixture(scope="session")
 def reference_node(tmp_path_factory):
-    """The provisioned reference node, once per run: cpu-reference (the README's default) locked
-    against /opt/wheels and provisioned cold with the default installer (uv), without smoke, onto
-    one chroot node at ``REFERENCE_PREFIX``; the node is then stopped and what it wrote (its
+    """The provisioned reference node, once per run: cpu-reference (the README's default), its
+    shipped lock (the one the image tests build from), provisioned cold from /opt/wheels with the
+    default installer (uv), without smoke, onto one chroot node at ``REFERENCE_PREFIX``; the node is then stopped and what it wrote (its
     overlay's upper dir) becomes a read-only layer. Tests that need "a provisioned node" start
     chroot nodes over that layer (``chroot.wheel_cluster(..., layers=[reference_node["layer"]])``),
     each writing into its own upper dir; ``tests/test_provision_uv.py`` asserts the cold run
@@ -347,6 +347,7 @@ def reference_node(tmp_path_factory):
     import subprocess
     import time
 
+    from envbuild.shipped import LOCKFILES
     from envbuild.testbed import chroot
 
     why = chroot.why_no_wheel_cluster(REFERENCE_WHEELS)
@@ -354,13 +355,9 @@ def reference_node(tmp_path_factory):
         pytest.skip(why)
 
     def make(folder):
-        home, lock = folder / "home", folder / "cpu-reference.lock"
+        home, lock = folder / "home", LOCKFILES / "cpu-reference" / "local.lock"
         env = {**os.environ, "ENVBUILD_HOME": str(home)}
         envbuild = [sys.executable, "-m", "envbuild"]
-        p = subprocess.run([*envbuild, "lock", "cpu-reference", "--target", "local", "--wheelhouse",
-                            str(REFERENCE_WHEELS), "-o", str(lock)], capture_output=True, text=True,
-                           env=env, timeout=600)
-        assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
         with chroot.wheel_cluster(folder, 1, base=150, prefix="ref", wheels=REFERENCE_WHEELS) as nodes:
             t0 = time.monotonic()
             p = subprocess.run([*envbuild, "provision", "cpu-reference", "--target", "local",

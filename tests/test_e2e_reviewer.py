@@ -1,7 +1,7 @@
 """The reviewer's chain end to end on 2 isolated chroot nodes: provision -> smoke -> report -> verify.
 
-The cpu-reference recipe (the README's default), locked against the CI wheelhouse (/opt/wheels
-holds torch 2.13.0+cpu), is provisioned WITH smoke onto two identical chroot nodes started
+The cpu-reference recipe (the README's default) with its shipped lock, installing from the CI
+wheelhouse (/opt/wheels holds torch 2.13.0+cpu), is provisioned WITH smoke onto two identical chroot nodes started
 over the run's reference layer (``reference_node`` in tests/conftest.py: the environment
 provisioned cold once per run; each step's effect is verified on the nodes, the smoke runs on
 both; ``--no-push-wheels``: each node installs from its own wheelhouse, as the reference node

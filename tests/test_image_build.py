@@ -21,6 +21,7 @@ installed here (no apt candidate), so no .sif build.
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 import time
@@ -115,30 +116,32 @@ def _sources(files: list[str]) -> list[str]:
     return [f for f in files if "/__pycache__/" not in f and not f.endswith((".pyc", ".dist-info/uv_cache.json"))]
 
 
-def test_image_holds_what_provision_installs(image, tmp_path, monkeypatch) -> None:
+def test_image_holds_what_provision_installs(image, reference_node, tmp_path) -> None:
     """Equivalence: the same lock gives the same distributions (names, versions and every file
-    of each distribution's RECORD) in the image, in a prefix provisioned on this machine
-    through Ansible (with uv) and in one made by the shell format's run.sh (with pip): one
-    recipe, three renderers of its plan, one environment.
+    of each distribution's RECORD) in the image, in a prefix provisioned through Ansible (with
+    uv: the run's reference node, cpu-reference's shipped lock, as the image's) and in one made
+    by the shell format's run.sh (with pip) on this machine: one recipe, three renderers of its
+    plan, one environment.
 
     Compared: every distribution the plan installs (the lock's). Besides those, each side may
     hold only the venv's seed packages (pip, setuptools), which come from the interpreter's
     ensurepip, not from the lock: cpu-reference pins no pip, so the image's Debian 3.11.2 venv
     seeds pip 23.0.1 where this machine's python3.11 may seed another (found by this test;
     pinning environment.pip in the recipe would make them one)."""
-    from envbuild.provision import ProvisionOptions, provision
+    from envbuild.testbed import chroot
 
-    monkeypatch.setenv("ENVBUILD_HOME", str(tmp_path / "home"))
-    monkeypatch.chdir(ROOT)
-    prefix = tmp_path / "env"
-    outcome = provision(ProvisionOptions(target="local", prefix=str(prefix), wheelhouse=str(WHEELS), smoke=False))
-    res = outcome.results["local"]
-    assert outcome.exit_code in (1, 5) and res["status"] == "ok", (res.get("failed_step"), res.get("log_tail", "")[-2000:])
+    assert reference_node["rc"] == 5  # provisioned, no smoke (tests/test_provision_uv.py asserts the run)
+    plan = json.loads(next(Path(reference_node["run_dir"]).glob("nodes/*/plan.json")).read_text())
+    tool = (ROOT / "envbuild/node/verify_image.py").read_text()
+    # the reference node's environment, read on a node started over its layer
+    with chroot.wheel_cluster(tmp_path / "ref", 1, base=170, wheels=WHEELS, prefix="imgref",
+                              layers=[Path(reference_node["layer"])]) as nodes:
+        out = nodes[0].ssh(f"{reference_node['prefix']}/bin/python -c {shlex.quote(tool)} --inventory")
+    node = json.loads(out.stdout)
 
     def run_in_image(*argv):
         return image["podman"]("run", "--rm", "--network=none", TAG, *argv)
 
-    node = _inventory([str(prefix / "bin" / "python")])
     img = _inventory([f"{PREFIX}/bin/python"], run_in_image)
     spec = json.loads((image["context"] / "envbuild" / "verify.json").read_text())
     locked = {n.lower().replace("_", "-") for n in spec["packages"]}
@@ -160,7 +163,7 @@ def test_image_holds_what_provision_installs(image, tmp_path, monkeypatch) -> No
     assert render.returncode == 0, render.stderr[-2000:]
     # the uv step pushes provision's installer; run.sh installs with the venv's pip (render
     # pushes no binary), so it has no such step
-    steps = [s.id for s in outcome.plans["local"].steps if s.id != "uv"]
+    steps = [s["id"] for s in plan["steps"] if s["id"] != "uv"]
     run = subprocess.run(["bash", str(out / "run.sh"), *steps], capture_output=True, text=True, timeout=900)
     assert run.returncode == 0 and "==> done" in run.stdout, run.stdout[-2000:] + run.stderr[-2000:]
     sh = _inventory([str(sh_prefix / "bin" / "python")])
