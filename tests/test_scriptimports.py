@@ -122,3 +122,18 @@ def test_committed_fact_files_are_what_the_mirror_gives():
     for rec in all_recipes():
         if rec.entry_scripts:
             assert generate(rec, Path(mirror)) == read_fact(rec.name), rec.name
+
+
+def test_an_installed_envbuild_writes_no_import_facts_into_its_package(tmp_path, monkeypatch):
+    """``envbuild imports`` records shipped facts of a source checkout; installed (the package
+    holds its playbooks: ``envbuild.shipped.INSTALLED``) it refuses to write there (exit 2,
+    naming the flag that works), before reading any mirror, and writes nothing."""
+    from clirun import envbuild
+
+    from envbuild import shipped
+
+    monkeypatch.setattr(shipped, "INSTALLED", True)
+    before = {p.name: p.read_bytes() for p in shipped.SCRIPT_IMPORTS.iterdir()}
+    p = envbuild("imports", "opt-175b-azure", "--git-mirror", str(tmp_path / "no-mirror"))
+    assert p.returncode == 2 and "installed package" in p.stderr and "--check" in p.stderr, p.stderr
+    assert {p.name: p.read_bytes() for p in shipped.SCRIPT_IMPORTS.iterdir()} == before

@@ -1,7 +1,8 @@
 """``envbuild imports``: write or check the modules a recipe's entry scripts import.
 
 Thin: loads the recipe, calls ``envbuild.scriptimports.generate`` against the git mirror,
-writes (or compares with) ``envbuild/recipes/imports/<recipe>.yaml``.
+writes (or compares with) ``envbuild/recipes/imports/<recipe>.yaml`` of a source checkout; an
+installed envbuild only compares (``--check``): nothing is written into an installed package.
 """
 
 from __future__ import annotations
@@ -30,12 +31,20 @@ def imports_cmd(recipe, every, git_mirror, check):
     The file envbuild/recipes/imports/<recipe>.yaml records repository, commit, script
     paths and modules; the CPU import proof (tests/test_import_proof.py) imports them.
     """
+    from envbuild import shipped
     from envbuild.fsio import write_atomic
     from envbuild.recipes import all_recipes, load_recipe
     from envbuild.scriptimports import dump, fact_path, generate
 
     if every == bool(recipe):
         raise InputError("name one RECIPE or --all", hint="envbuild imports RECIPE --git-mirror DIR")
+    if shipped.INSTALLED and not check:
+        # the files are shipped facts of envbuild's source tree; an installed package is not one,
+        # and the next install or upgrade would drop what was written there
+        raise InputError(f"envbuild imports writes the shipped facts of a source checkout "
+                         f"({shipped.SCRIPT_IMPORTS}); this envbuild is an installed package",
+                         hint="run it from a checkout of envbuild (pip install -e .), or compare "
+                              "with --check, which writes nothing")
     recipes = [r for r in all_recipes() if r.entry_scripts] if every else [load_recipe(recipe)]
     stale = []
     for rec in recipes:
