@@ -247,21 +247,21 @@ def once_per_run(tmp_path_factory, name: str, make):
 
 def pytest_sessionfinish(session):
     """Every process waits for the folders it is deleting (``_remove_tree``). The controller (or
-    a run without xdist) then removes the run's shared podman store: its overlay layers are GBs
-    and root-owned (``podman system reset`` unmounts them first)."""
+    a run without xdist) then removes the run's shared resources, GBs each and root-owned, after
+    every worker is done: the reference node's layer (``reference_node``) and the podman store
+    (``podman system reset`` unmounts its overlay layers first)."""
     _wait_for_deletions()
     if hasattr(session.config, "workerinput"):
-        return  # an xdist worker: the other may still use it
-    factory = getattr(session.config, "_tmp_path_factory", None)
-    reference = factory.getbasetemp() / "shared" / "reference-node" if factory is not None else None
-    if reference is not None and reference.is_dir():
-        _remove_tree(reference)  # the reference node's layer: GBs, root-owned (reference_node)
-        _wait_for_deletions()
+        return  # an xdist worker: the other may still use them
     from envbuild.testbed.podman import Podman
 
-    factory = session.config._tmp_path_factory if hasattr(session.config, "_tmp_path_factory") else None
+    factory = getattr(session.config, "_tmp_path_factory", None)
     if factory is None:
         return
+    reference = factory.getbasetemp() / "shared" / "reference-node"
+    if reference.is_dir():
+        _remove_tree(reference)
+        _wait_for_deletions()
     store = factory.getbasetemp() / "shared" / "podman"
     if (store / "storage.conf").exists():
         Podman(store).remove_all()
@@ -355,7 +355,11 @@ def reference_node(tmp_path_factory):
         pytest.skip(why)
 
     def make(folder):
+        import shutil
+
         home, lock = folder / "home", LOCKFILES / "cpu-reference" / "local.lock"
+        for left in (folder / "nodes", home):  # a failed try's node and runs: the next one is cold again
+            shutil.rmtree(left, ignore_errors=True)
         env = {**os.environ, "ENVBUILD_HOME": str(home)}
         envbuild = [sys.executable, "-m", "envbuild"]
         with chroot.wheel_cluster(folder, 1, base=150, prefix="ref", wheels=REFERENCE_WHEELS) as nodes:
@@ -369,6 +373,10 @@ def reference_node(tmp_path_factory):
             lines = p.stdout.strip().split("\n")  # JSON Lines: events, then {"type": "result", ...}
             assert lines and '"type": "result"' in lines[-1], p.stdout[-2000:] + p.stderr[-2000:]
             out = json.loads(lines[-1])
+        # a reference that is not provisioned is no layer: this fails, writes nothing, and every
+        # test that asks for it fails the same way, with this message
+        [res] = out["results"].values()
+        assert p.returncode == 5 and res["status"] == "ok", (p.returncode, res, p.stderr[-2000:])
         return {"layer": str(nodes[0].upper), "lock": str(lock), "rc": p.returncode, "result": out,
                 "run_dir": out["run_dir"], "home": str(home), "prefix": REFERENCE_PREFIX,
                 "host": nodes[0].addr, "provision_s": took}

@@ -5,7 +5,10 @@ wheelhouse (/opt/wheels holds torch 2.13.0+cpu), is provisioned WITH smoke onto 
 over the run's reference layer (``reference_node`` in tests/conftest.py: the environment
 provisioned cold once per run; each step's effect is verified on the nodes, the smoke runs on
 both; ``--no-push-wheels``: each node installs from its own wheelhouse, as the reference node
-did); the report (md, json, html) must PASS with the smoke numbers and equal fingerprints.
+did); the report (md, json, html) must PASS with the smoke numbers and equal fingerprints
+(observed on each node apart; both nodes hold the reference layer's bytes, so that two
+independent installs come out equal is the image equivalence test's to show,
+tests/test_image_build.py).
 Then tqdm is changed on one node: ``envbuild verify`` names that node alone, one provision
 repairs that node alone (its pip step's effect did not hold), and ``envbuild diff`` of the
 reports before and after shows no package difference. Last, a broken environment makes the

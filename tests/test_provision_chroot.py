@@ -7,8 +7,9 @@ step's effect on both nodes and changes nothing; then a failing node, a killed r
 resumes, an unreachable host. The provisions here pass ``--no-push-wheels``: each node installs
 from its own wheelhouse, as the reference node did (a fleet's pushed wheels are another install
 source, so another plan: tests/test_fleet_faults.py's). torch 2.13.0 CPU comes from /opt/wheels (bind-mounted
-read-only); the nodes share one pip cache. Cold provisions of several nodes at once are
-tests/test_fleet_faults.py's (4 sshd nodes) and tests/test_e2e_reviewer.py's drift repair.
+read-only); the nodes share one pip cache. A cold provision of several nodes at once is
+tests/test_fleet_faults.py's (4 sshd nodes, with faults); no chroot test provisions two nodes
+cold any more.
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ included, and starts no Ansible; ``--installer pip`` on a fresh prefix installs 
 torch 2.13.0 CPU comes from /opt/wheels (bind-mounted read-only).
 
 The cold uv provision is the run's reference node (``reference_node`` in tests/conftest.py:
-made once per run, its layer shared by the chroot and e2e modules); this module asserts that
-run and its result on a node started over the reference layer.
+made once per run, its layer shared by the chroot and e2e modules and the image equivalence
+test); this module asserts that run and its result on a node started over the reference layer.
 """
 
 from __future__ import annotations
@@ -96,6 +96,7 @@ def test_cold_provision_installs_every_locked_package_with_uv(bed, reference_nod
     rc, out = provision(bed, prefix)
     res = next(iter(out["results"].values()))
     assert rc == 5 and res["status"] == "ok" and not res["changed"], res
+    assert json.loads((Path(out["run_dir"]) / "run.json").read_text())["ansible"].startswith("not started")
 
 
 def test_installer_pip_installs_with_pip(bed):

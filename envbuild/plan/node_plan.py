@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from envbuild.compat.check import Verdict, preflight
+from envbuild.compat.rules import RULES
+from envbuild.compat.rules_container import CONTAINER_RULES
 from envbuild.facts.model import NodeFacts
 from envbuild.facts.profile import refine
 from envbuild.plan.build import PlanOptions, build_plan, verdict_summary
@@ -40,9 +42,6 @@ def check_facts(recipe: Recipe, target: Target, facts: NodeFacts,
     container recipe, plus ``envbuild.compat.rules_container`` (engine, enroot for pyxis)."""
     refined = refine(target, facts)
     if backend == "container":
-        from envbuild.compat.rules import RULES
-        from envbuild.compat.rules_container import CONTAINER_RULES
-
         env = recipe.environment.model_copy(update={"kind": "container"})
         as_image = recipe.model_copy(update={"environment": env})
         return refined, preflight(as_image, target, refined, rules=[*RULES, *CONTAINER_RULES])

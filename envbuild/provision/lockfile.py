@@ -8,10 +8,11 @@ from typing import Callable
 
 from envbuild.errors import CheckFailed
 from envbuild.inputs import find_lock, lock_source
-from envbuild.lock.location import LOCKDIR_ENV, SHIPPED_LOCKDIR
+from envbuild.lock.location import LOCKDIR_ENV, SHIPPED_LOCKDIR, default_lockdir
 from envbuild.lock.serialize import dump_lock, regenerate_command
 from envbuild.provision.options import ProvisionOptions
 from envbuild.recipes import is_shipped
+from envbuild.shipped import INSTALLED
 
 
 def existing_lock(opts: ProvisionOptions, recipe, target):
@@ -39,11 +40,13 @@ def take_lock(opts: ProvisionOptions, recipe, target, say: Callable[[str], None]
         return found
     path = lock_source(recipe, target, opts.lock)
     if is_shipped(recipe):
-        raise CheckFailed(f"no lockfile for the shipped recipe {recipe.name} on {target.name}: "
-                          f"not in ${LOCKDIR_ENV} nor among the shipped locks ({SHIPPED_LOCKDIR})",
-                          hint="the installation lacks envbuild/lockfiles (reinstall envbuild), or "
-                               f"lock it yourself: {regenerate_command(recipe.name, target.name)} "
-                               "--lockdir DIR, then ENVBUILD_LOCKDIR=DIR or --lock FILE")
+        raise CheckFailed(f"no lockfile for the shipped recipe {recipe.name} on {target.name}: not in "
+                          f"the lock folder ({default_lockdir(None)}; --lockdir or ${LOCKDIR_ENV} name "
+                          f"another) nor among the shipped locks ({SHIPPED_LOCKDIR})",
+                          hint=("this envbuild's package lacks its locks (reinstall envbuild)" if INSTALLED
+                                else "the checkout lacks its lockfiles/ folder (git checkout -- lockfiles)")
+                               + f", or lock it yourself: {regenerate_command(recipe.name, target.name)} "
+                               f"--lockdir DIR, then {LOCKDIR_ENV}=DIR or --lock FILE")
     if opts.locked:
         raise CheckFailed(f"no lockfile at {path} and --locked was given",
                           hint=f"create it first: {regenerate_command(recipe.name, target.name)}")

@@ -112,7 +112,7 @@ def node_setenv() -> str:
 START = """\
 set -e
 M={merged}
-mount -t overlay overlay -o lowerdir={lower},upperdir={upper},workdir={work} "$M"
+mount -t overlay overlay -o {layers} "$M"
 mount -t proc proc "$M/proc"
 mount --rbind /dev "$M/dev"
 mkdir -p "$M/etc/envbuild-node" "$M/run/sshd"
@@ -154,7 +154,9 @@ class ChrootNode:
                 "-o", "LogLevel=ERROR", f"root@{self.addr}", command]
         return subprocess.run(argv, capture_output=True, text=True, check=check, timeout=timeout)
 
-    def start(self, lower: Path) -> None:
+    def start(self, lower: str | Path) -> None:
+        """Start the node over ``lower`` (overlayfs lowerdir: one folder, or several joined by
+        ':', top first)."""
         for d in ("upper", "work", "merged", "cfg"):
             (self.dir / d).mkdir(parents=True, exist_ok=True)
         cfg = self.dir / "cfg"
@@ -166,9 +168,9 @@ class ChrootNode:
         for src, dest, ro in self.binds:
             d = f'"$M"{shlex.quote(dest)}'
             binds.append(f"mkdir -p {d}; mount --bind {'-o ro ' if ro else ''}{shlex.quote(str(src))} {d}")
-        script = START.format(merged=shlex.quote(str(self.dir / "merged")), lower=lower,
-                              upper=self.dir / "upper", work=self.dir / "work", cfg=cfg,
-                              name=self.name, binds="\n".join(binds))
+        layers = f"lowerdir={lower},upperdir={self.dir / 'upper'},workdir={self.dir / 'work'}"
+        script = START.format(merged=shlex.quote(str(self.dir / "merged")), layers=shlex.quote(layers),
+                              cfg=shlex.quote(str(cfg)), name=self.name, binds="\n".join(binds))
         log = open(self.dir / "sshd.log", "w")
         pin = ["taskset", "-c", ",".join(map(str, self.cpus))] if self.cpus else []
         self.proc = subprocess.Popen([*self.launcher, *pin, "unshare", "--mount", "--uts", "--pid", "--fork", "--kill-child",
@@ -187,11 +189,37 @@ class ChrootNode:
         raise RuntimeError(f"node {self.name} did not listen on {self.addr}:{self.port}")
 
     def stop(self) -> None:
-        """SIGKILL the unshare process (its PID namespace and mounts go with it)."""
+        """SIGKILL the unshare process, then wait until its child, the PID namespace's first
+        process, is gone too: the namespace's mounts (the overlay over this node's upper dir)
+        go only when every process in it has exited, and an upper dir may be another node's
+        layer only after that."""
         if self.proc and self.proc.poll() is None:
+            children = _children(self.proc.pid)
             os.kill(self.proc.pid, signal.SIGKILL)
             self.proc.wait(timeout=10)
+            deadline = time.time() + 10
+            while any(_alive(pid) for pid in children):
+                if time.time() > deadline:
+                    raise RuntimeError(f"node {self.name}: its namespace's processes {children} "
+                                       "outlived it by 10 s")
+                time.sleep(0.02)
         self.proc = None
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie has released its namespaces: not alive)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
 
 
 def node_cpus(i: int, n: int) -> list[int] | None:
@@ -231,6 +259,10 @@ class ChrootCluster:
                  prefix: str = "cnode", layers: list[Path] | None = None):
         self.folder = Path(folder)
         self.layers = [Path(p) for p in layers or []]  # read-only layers over the rootfs, top first
+        for layer in self.layers:  # overlayfs splits its options at ',' and its lowerdir at ':'
+            if not layer.is_absolute() or any(c in str(layer) for c in ":,\\ \t\n"):
+                raise ValueError(f"a node layer is an absolute path without ':', ',', '\\' or "
+                                 f"whitespace: {layer}")
         self.key = client_key(self.folder / "client")
         self.nodes = []
         for i in range(n):
