@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
@@ -69,8 +70,6 @@ def canonical_json(obj: Any) -> str:
 
 def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
     """sha256 of a file, read in blocks: the one file hash of the controller side."""
-    import hashlib
-
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         while block := fh.read(chunk):
@@ -79,9 +78,13 @@ def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
 
 
 def sha256_text(text: str) -> str:
-    import hashlib
+    """sha256 of a text's UTF-8 bytes: digests of plans, locks, rendered files."""
+    return sha256_bytes(text.encode())
 
-    return hashlib.sha256(text.encode()).hexdigest()
+
+def sha256_bytes(data: bytes) -> str:
+    """sha256 of bytes in memory, hex: the one such helper of the controller side."""
+    return hashlib.sha256(data).hexdigest()
 
 
 def write_tar(folder: str | os.PathLike, names: list[str], dest: str | os.PathLike) -> Path:

@@ -50,7 +50,6 @@ size, mtime and ctime with the manifest recorded then
 
 from __future__ import annotations
 
-import hashlib
 import re
 from typing import Annotated, Literal, Optional, Union
 
@@ -58,6 +57,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from envbuild.actions.steps import env_file_text, patch_spec, python_of
 from envbuild.compat.wheel_records import record_defects
+from envbuild.fsio import sha256_text
 from envbuild.names import project_name
 from envbuild.plan import params as P
 
@@ -216,7 +216,7 @@ def effects(plan) -> dict[str, Optional[Effect]]:
             eff = PatchEffect(dest=p.dest, spec=patch_spec(p))
         elif p.kind == "env_file":
             text = env_file_text(plan.prefix, p.vars)
-            eff = FileEffect(path=p.path, sha256=hashlib.sha256(text.encode()).hexdigest())
+            eff = FileEffect(path=p.path, sha256=sha256_text(text))
         elif p.kind == "install_source":
             if p.mode == "pth":
                 eff = PthEffect(python=python, name=p.name, content=p.dest + "\n")

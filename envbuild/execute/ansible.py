@@ -46,7 +46,7 @@ from pathlib import Path
 from envbuild.connect.procfs import stats
 from envbuild.errors import EnvironmentProblem
 from envbuild.execute.events import EventSink, StepTracker
-from envbuild.fsio import write_atomic
+from envbuild.fsio import sha256_text, write_atomic
 from envbuild.interrupt import StopRequest
 from envbuild.redact import Redactor, is_secret_name
 from envbuild.render.ansible import Rendered
@@ -88,9 +88,7 @@ def control_path_dir(wanted: Path) -> str:
     that folder when the playbook ends."""
     if len(str(wanted)) <= 70:
         return str(wanted)
-    import hashlib
-
-    return f"/tmp/envbuild-cp-{hashlib.sha256(str(wanted).encode()).hexdigest()[:10]}"
+    return f"/tmp/envbuild-cp-{sha256_text(str(wanted))[:10]}"
 
 
 SSH_ARGS = "-o ControlMaster=auto -o ControlPersist=60s"  # ansible-core's default ssh_args, less -C

@@ -15,7 +15,6 @@ users) provisioning one node's prefix at once are not serialised by it.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
 from contextlib import contextmanager
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Iterator
 
 from envbuild.errors import EnvironmentProblem
+from envbuild.fsio import sha256_text
 
 
 def lock_dir() -> Path:
@@ -33,7 +33,7 @@ def key(node, prefix: str) -> str:
     """The lock's name for ``prefix`` on ``node`` (an ``envbuild.connect.nodes.Node``)."""
     where = (f"local:{os.path.realpath(prefix)}" if node.is_local
              else f"{node.user or ''}@{node.host}:{node.port or 22}:{prefix.rstrip('/') or '/'}")
-    return hashlib.sha256(where.encode()).hexdigest()[:32]
+    return sha256_text(where)[:32]
 
 
 @contextmanager

@@ -7,14 +7,13 @@ a file that is no lockfile at all (no ``schema: envbuild.lock/N``) is bad input 
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from envbuild.errors import CheckFailed, InputError
-from envbuild.fsio import canonical_json
+from envbuild.fsio import canonical_json, sha256_text
 from envbuild.lock.schema import KNOWN_SCHEMAS, Lock
 from envbuild.userfile import read_text
 from envbuild.yamlsrc import load_yaml, validate
@@ -62,7 +61,7 @@ def lock_digest(lock: Lock) -> str:
     bytes, so a comment or a reformatting does not change it). The plan, the renders' labels,
     launch headers, run.json, verify and the report all print this one. Fields left unset are
     left out, as in the file, so a new optional field does not change the digest of every lock."""
-    return hashlib.sha256(canonical_json(lock.model_dump(by_alias=True, exclude_none=True)).encode()).hexdigest()
+    return sha256_text(canonical_json(lock.model_dump(by_alias=True, exclude_none=True)))
 
 
 def _plain(lock: Lock) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from envbuild.compat.commits import apex_commit
 from envbuild.errors import InputError
 from envbuild.facts.model import NodeFacts, UvBinary
-from envbuild.fsio import canonical_json
+from envbuild.fsio import canonical_json, sha256_text
 from envbuild.lock.schema import normalize
 from envbuild.lock.serialize import lock_digest
 from envbuild.lock.tooling import Tool, pip_release, tooling
@@ -512,9 +512,8 @@ def _apex_step(src: GitSource, prefix: str, dest: str, facts: NodeFacts, torch: 
 
 def _digest(obj: object) -> str:
     """sha256 over an object's canonical JSON."""
-    import hashlib
-
-    return hashlib.sha256(canonical_json(obj).encode()).hexdigest()
+    
+    return sha256_text(canonical_json(obj))
 
 
 def _lock_digest(lock: object | None) -> str | None:

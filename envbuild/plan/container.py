@@ -30,11 +30,10 @@ part of envbuild, not of the node).
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 from envbuild.compat.rules_container import build_engine, pyxis
-from envbuild.fsio import canonical_json
+from envbuild.fsio import canonical_json, sha256_bytes
 from envbuild.plan import params as P
 from envbuild.plan.build import PlanOptions, default_prefix, expand_home
 from envbuild.plan.model import Decision, Plan, Step
@@ -59,7 +58,7 @@ def sqsh_path(prefix: str, recipe_name: str, target_name: str) -> str:
 
 
 def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+    return sha256_bytes(data)
 
 
 def context_params(ctx, lock) -> tuple[dict, dict, dict, dict, str]:

@@ -11,12 +11,11 @@ killed one resumes at the first unfinished step.
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from envbuild.fsio import canonical_json
+from envbuild.fsio import canonical_json, sha256_text
 from envbuild.plan.params import StepParams
 
 PLAN_SCHEMA = "envbuild.plan/2"
@@ -72,7 +71,7 @@ class Step(BaseModel):
     def digest(self) -> str:
         payload = canonical_json({"id": self.id, "kind": self.kind,
                                   "params": self.params.model_dump(mode="json")})
-        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+        return sha256_text(payload)[:16]
 
 
 class Decision(BaseModel):

@@ -22,7 +22,6 @@ preprocessing), run when a container starts instead, from ``prepare.sh`` in the 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import textwrap
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from envbuild.errors import InputError
 from envbuild.actions.steps import actions as step_actions, python_of
 from envbuild.facts.model import Interpreter, NodeFacts
 from envbuild.facts.profile import from_target
+from envbuild.fsio import sha256_text
 from envbuild.plan import params as P
 from envbuild.plan.build import SEARCH_PATH, PlanOptions
 from envbuild.plan.model import Plan, Step
@@ -256,7 +256,7 @@ def prepare_script(plan: Plan) -> str | None:
 
 
 def plan_digest(plan: Plan) -> str:
-    return hashlib.sha256(plan.to_json().encode()).hexdigest()
+    return sha256_text(plan.to_json())
 
 
 def image_recipe(recipe):

@@ -19,13 +19,13 @@ there.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
 from envbuild.actions.assets import asset_path
+from envbuild.fsio import sha256_text
 from envbuild.shipped import NODE
 from envbuild.actions.steps import home_word
 from envbuild.actions.model import (ApplyPatch, BuildWheel, Capture, CopyAsset, GitCheckout,
@@ -78,7 +78,7 @@ def heredoc_delimiter(content: str) -> str:
     lines = set(content.splitlines())
     n = 0
     while True:
-        delim = "ENVBUILD_EOF_" + hashlib.sha256(f"{n}:{content}".encode()).hexdigest()[:12]
+        delim = "ENVBUILD_EOF_" + sha256_text(f"{n}:{content}")[:12]
         if delim not in lines:
             return delim
         n += 1
