@@ -79,12 +79,7 @@ def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
 
 def sha256_text(text: str) -> str:
     """sha256 of a text's UTF-8 bytes: digests of plans, locks, rendered files."""
-    return sha256_bytes(text.encode())
-
-
-def sha256_bytes(data: bytes) -> str:
-    """sha256 of bytes in memory, hex: the one such helper of the controller side."""
-    return hashlib.sha256(data).hexdigest()
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def write_tar(folder: str | os.PathLike, names: list[str], dest: str | os.PathLike) -> Path:

@@ -22,7 +22,7 @@ def test_every_imported_distribution_is_declared_and_none_unused():
 
 def test_the_controller_hashes_in_one_module():
     """Issue 20's "one digest module": on the controller side, sha256 of a file, a text or bytes
-    is ``envbuild.fsio``'s (sha256_file, sha256_text, sha256_bytes). Two other uses of hashlib
+    is ``envbuild.fsio``'s (sha256_file, sha256_text). Two other uses of hashlib
     are of another kind: a download hashed while it streams to disk (bundle/fetch.py) and an SSH
     key's fingerprint in OpenSSH's base64 form (connect/hostkeys.py). The node side (standard
     library only) and the test bed keep their own."""

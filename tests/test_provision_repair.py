@@ -275,7 +275,9 @@ def test_noop_starts_no_ansible_and_from_step_and_force(env, capsys):
     assert p.returncode == 5, p.stderr[-2000:]
     imported = {line.rsplit("|", 1)[-1].strip() for line in p.stderr.splitlines() if line.startswith("import time:")}
     assert "envbuild.provision.run" in imported and "envbuild.lock.check" in imported
-    assert not imported & {"envbuild.lock.make", "envbuild.lock.uvresolve", "requests"}, sorted(imported)
+    # nor the image planner and its renderers: only a container backend's plan needs them
+    assert not imported & {"envbuild.lock.make", "envbuild.lock.uvresolve", "requests",
+                           "envbuild.plan.container", "envbuild.render.image"}, sorted(imported)
 
     out, res, _ = again(env, from_step="env-file")
     assert out.exit_code == 5 and res["changed"] == from_(out, "env-file"), res

@@ -512,7 +512,6 @@ def _apex_step(src: GitSource, prefix: str, dest: str, facts: NodeFacts, torch: 
 
 def _digest(obj: object) -> str:
     """sha256 over an object's canonical JSON."""
-    
     return sha256_text(canonical_json(obj))
 
 

@@ -30,10 +30,8 @@ part of envbuild, not of the node).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from envbuild.compat.rules_container import build_engine, pyxis
-from envbuild.fsio import canonical_json, sha256_bytes
+from envbuild.fsio import canonical_json, sha256_file, sha256_text
 from envbuild.plan import params as P
 from envbuild.plan.build import PlanOptions, default_prefix, expand_home
 from envbuild.plan.model import Decision, Plan, Step
@@ -57,24 +55,20 @@ def sqsh_path(prefix: str, recipe_name: str, target_name: str) -> str:
     return f"{prefix.rstrip('/')}/envbuild-{recipe_name}-{target_name}.sqsh"
 
 
-def _sha256(data: bytes) -> str:
-    return sha256_bytes(data)
-
-
 def context_params(ctx, lock) -> tuple[dict, dict, dict, dict, str]:
     """(files, modes, assets, wheels, digest) of a rendered context (``envbuild.render.context.
     Context``): the digest covers every file's content, mode and every wheel's hash."""
     modes = {rel: f"{mode:04o}" for rel, mode in sorted(ctx.modes.items())}
-    assets = {rel: P.ContextAsset(asset=asset_of(path), sha256=_sha256(Path(path).read_bytes()),
+    assets = {rel: P.ContextAsset(asset=asset_of(path), sha256=sha256_file(path),
                                   perm=modes.pop(rel, "0644"))
               for rel, path in sorted(ctx.copies.items())}
     hashes = {p.dist.filename: p.dist.sha256 for p in getattr(lock, "packages", None) or []
               if getattr(p, "dist", None) is not None and p.dist.filename}
     wheels = {name: hashes.get(name) or "" for name in sorted(ctx.wheels)}
-    digest = _sha256(canonical_json({
-        "files": {rel: _sha256(text.encode()) for rel, text in sorted(ctx.files.items())},
+    digest = sha256_text(canonical_json({
+        "files": {rel: sha256_text(text) for rel, text in sorted(ctx.files.items())},
         "modes": modes, "assets": {rel: a.sha256 for rel, a in assets.items()},
-        "wheels": wheels}).encode())
+        "wheels": wheels}))
     return dict(sorted(ctx.files.items())), modes, assets, wheels, digest
 
 

@@ -17,7 +17,6 @@ from pathlib import Path
 from envbuild.facts.model import NodeFacts
 from envbuild.gitsrc import mirror_path
 from envbuild.plan.build import PlanOptions, verdict_summary
-from envbuild.plan.container import container_plan
 from envbuild.plan.node_plan import Resolved, check_facts, resolve_environment
 from envbuild.recipes.schema import Recipe
 from envbuild.targets.schema import Target
@@ -57,6 +56,10 @@ def resolve(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | Non
     and checks it there (``envbuild.plan.container``); else the node's own environment
     (``envbuild.plan.node_plan``, which the image plan also uses for what an image holds)."""
     if options.backend == "container":
+        # deferred: only a container backend's plan needs the image planner and its renderers
+        # (8 modules every other command would load at start-up, a no-op provision included)
+        from envbuild.plan.container import container_plan
+
         refined, verdict = check_facts(recipe, target, facts, backend="container")
         plan = container_plan(recipe, target, refined, lock, replace(options, verdict=verdict_summary(verdict)))
         return Resolved(facts=refined, verdict=verdict, plan=plan)
