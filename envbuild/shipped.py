@@ -57,6 +57,9 @@ LOCKFILES = TOP / "lockfiles"  # <recipe>/<target>.lock of the shipped recipes
 
 #: the asset groups of shipped files (the ``uv`` group is the controller's binary, found at run time)
 ASSET_GROUPS = {"smoke": SMOKE, "node": NODE}
+# what an image's build context is made from besides its plan: the code that renders it and the
+# files it copies (envbuild.plan.image.code_digest)
+IMAGE_CODE = (PACKAGE / "render", PACKAGE / "actions", NODE, SMOKE)
 
 
 def asset_of(path: str | Path) -> str:

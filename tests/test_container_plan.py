@@ -23,8 +23,9 @@ import shutil
 
 import pytest
 
+from envbuild.actions.assets import asset_path
 from envbuild.actions.effects import effects
-from envbuild.actions.steps import actions
+from envbuild.render.steps import step_actions as actions
 from envbuild.plan.params import CONTEXT_LABEL
 from envbuild.inputs import find_lock
 from envbuild.plan.build import PlanOptions
@@ -46,6 +47,15 @@ def _plan(recipe: str, target: str, engines: dict[str, str], **opts):
     res = resolve(rec, tgt, _facts(tgt, engines), find_lock(rec, tgt),
                   PlanOptions(backend=default_backend(rec, opts.pop("backend", None)), host="n1", **opts))
     return rec, tgt, res
+
+
+def _context(step) -> tuple[dict[str, str], dict[str, str]]:
+    """The build context the image step writes on the node: (generated files by relative path,
+    envbuild's own files by relative path -> asset name)."""
+    ctx = step.params.context_dir.rstrip("/") + "/"
+    acts = actions(step, "/unused")
+    return ({a.path.removeprefix(ctx): a.content for a in acts if a.op == "write"},
+            {a.dest.removeprefix(ctx): a.asset for a in acts if a.op == "copy"})
 
 
 def _runs(step) -> list[list[str]]:
@@ -71,15 +81,22 @@ def test_megatron_deepspeed_slurm_builds_imports_and_checks_in_the_image() -> No
     image = plan.step("image").params
     assert image.engine.name == "podman" and image.base == "nvcr.io/nvidia/pytorch:22.02-py3"
     assert image.tag == "localhost/envbuild/megatron-deepspeed-slurm:slurm"
-    dockerfile = image.files["Dockerfile"]
-    assert "FROM nvcr.io/nvidia/pytorch:22.02-py3" in dockerfile
-    assert "deepspeed==0.6.3" in "".join(image.files.values())
-    # the same context `envbuild render --format dockerfile` writes
+    files, assets = _context(plan.step("image"))
+    assert "FROM nvcr.io/nvidia/pytorch:22.02-py3" in files["Dockerfile"]
+    assert "deepspeed==0.6.3" in "".join(files.values())
+    # the step carries the image's plan, typed (not its rendered text), and the context written
+    # on the node is the one `envbuild render --format dockerfile` writes from the same plan
+    from envbuild.lock.serialize import image_lock_text
+    from envbuild.plan.image import image_plan
     from envbuild.render import dockerfile as df
-    from envbuild.render.image import image_plan
 
-    rendered = df.render(image_plan(rec, tgt, find_lock(rec, tgt), lock_text=image.files["envbuild.lock"]))
-    assert rendered.files == image.files
+    lock = find_lock(rec, tgt)
+    ip = image_plan(rec, tgt, lock, lock_text=image_lock_text(lock, rec.name, tgt.name))
+    assert image.image.plan.steps == ip.plan.steps and image.image.base == ip.base
+    rendered = df.render(image.image)
+    assert rendered.files == files and {rel: str(p) for rel, p in rendered.copies.items()} == {
+        rel: str(asset_path(a)) for rel, a in assets.items()}
+    assert "Dockerfile" not in image.model_dump_json()  # no rendered text in the plan
     assert image.labels[CONTEXT_LABEL] == image.context_sha256 and "io.envbuild.plan.sha256" in image.labels
     assert image.prefix == "/opt/envbuild/megatron-deepspeed-slurm"
     assert set(image.sources) == {"slurm-scripts", "megatron-deepspeed"}
@@ -131,8 +148,8 @@ def test_megatronapp_on_kubernetes_is_not_imported_with_enroot() -> None:
     _, _, res = _plan("megatronapp", "rtx4090-pod", {"podman": "4.9.3"})
     kinds = [s.kind for s in res.plan.steps]
     assert kinds == ["preflight", "image", "image_check", "image_smoke"]
-    image = res.plan.step("image").params
-    assert "FROM nvcr.io/nvidia/pytorch:23.04-py3" in image.files["Dockerfile"]
+    assert res.plan.step("image").params.image.base.image == "nvcr.io/nvidia/pytorch:23.04-py3"
+    assert "FROM nvcr.io/nvidia/pytorch:23.04-py3" in _context(res.plan.step("image"))[0]["Dockerfile"]
 
 
 def test_missing_enroot_and_missing_engine_are_refused_by_preflight() -> None:
@@ -170,21 +187,23 @@ def test_a_changed_lock_changes_the_image_step_and_its_label(tmp_path) -> None:
     a, b = one.step("image"), two.step("image")
     assert a.digest != b.digest and a.params.context_sha256 != b.params.context_sha256
     assert effects(one)["image"].labels != effects(two)["image"].labels
-    changed = sorted(k for k in a.params.files if a.params.files[k] != b.params.files.get(k))
+    (fa, assets), (fb, _) = _context(a), _context(b)
+    changed = sorted(k for k in fa if fa[k] != fb.get(k))
     assert "files/opt/envbuild/cpu-reference/.envbuild/requirements/pip-packages.txt" in changed
-    assert "tqdm==4.67.1" in b.params.files["files/opt/envbuild/cpu-reference/.envbuild/requirements/pip-packages.txt"]
+    assert "tqdm==4.67.1" in fb["files/opt/envbuild/cpu-reference/.envbuild/requirements/pip-packages.txt"]
     # the wheel comes from the node's wheelhouse into the context, named with its locked hash
     assert a.params.wheelhouse == "/opt/wheels" and list(a.params.wheels) == [
         "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"]
     assert len(next(iter(a.params.wheels.values()))) == 64
-    assert "RUN --mount=type=bind,source=wheelhouse" in a.params.files["Dockerfile"]
+    assert "RUN --mount=type=bind,source=wheelhouse" in fa["Dockerfile"]
     # engine options are data: in the build command and the effect check's environment
     build = [x for x in actions(a, one.prefix) if x.op == "run"][-1]
     assert "--isolation=chroot" in build.argv and build.env == {"TMPDIR": "/t"}
     assert effects(one)["image"].env == {"TMPDIR": "/t"}
-    # envbuild's own files in the context: by asset name, with their content's hash
-    assert a.params.assets["envbuild/verify_image.py"].asset == "node/verify_image.py"
-    assert a.params.assets["envbuild/assets/smoke/gpt.py"].asset == "smoke/gpt.py"
+    # envbuild's own files in the context: by asset name; the digest covers the code that
+    # renders the context and the files it copies (envbuild.plan.image.code_digest)
+    assert assets["envbuild/verify_image.py"] == "node/verify_image.py"
+    assert assets["envbuild/assets/smoke/gpt.py"] == "smoke/gpt.py"
 
 
 @pytest.mark.integration

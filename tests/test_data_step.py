@@ -164,7 +164,7 @@ def test_step_actions_run_on_the_node(server, tmp_path) -> None:
     assert (prefix / ".envbuild" / "data" / "vocab.sha256").is_file()
 
 
-# --- an image bakes a data file only with a recorded sha256 (envbuild.render.image.split_data) ---
+# --- an image bakes a data file only with a recorded sha256 (envbuild.plan.image.split_data) ---
 
 
 def _mds(digests: dict[str, str] | None = None, install: str | None = None) -> Recipe:
@@ -178,7 +178,7 @@ def _mds(digests: dict[str, str] | None = None, install: str | None = None) -> R
 
 def _context(rec: Recipe):
     from envbuild.render import dockerfile
-    from envbuild.render.image import image_plan
+    from envbuild.plan.image import image_plan
 
     return dockerfile.render(image_plan(rec, load_target("slurm"), None))
 
@@ -257,7 +257,7 @@ def test_prepare_sh_runs_in_a_container_layout_fetching_recording_and_building(s
         "data": [{"name": "vocab", "url": f"{url}/vocab.json", "component": "tree", "path": "vocab.json",
                   "sha256": None, "unverified": "test", "why": "w"}]})
     from envbuild.render import dockerfile
-    from envbuild.render.image import image_plan
+    from envbuild.plan.image import image_plan
 
     ip = image_plan(rec, load_target("local"), None)
     ctx = dockerfile.render(ip)

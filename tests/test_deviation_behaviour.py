@@ -139,7 +139,7 @@ def test_polaris_benchmark_runs_from_the_checkout_root() -> None:
 
 def test_megatronapp_image_is_the_canonical_ngc_name() -> None:
     from envbuild.plan.placeholders import inventory_values
-    from envbuild.render.image import image_plan
+    from envbuild.plan.image import image_plan
 
     rec, tgt = load_recipe("megatronapp"), load_target("rtx4090-pod")
     ip = image_plan(rec, tgt, None, inventory=inventory_values([profile_facts(tgt)]))
@@ -184,7 +184,7 @@ def test_mds_installs_nltk_before_its_data_preparation() -> None:
     """tools/preprocess_data.py uses nltk at import: the lock pins 3.7 with its hash, and nltk is
     installed before the build step runs the script, on a plain node and in the image (where
     the pip step is a layer and the build runs from prepare.sh when a container starts)."""
-    from envbuild.render.image import image_plan, run_time_steps
+    from envbuild.plan.image import image_plan, run_time_steps
 
     lock = read_lock(LOCKS / "megatron-deepspeed-slurm" / "slurm.lock")
     nltk = lock.package("nltk")

@@ -83,7 +83,7 @@ def test_labels_name_recipe_lock_and_version(image) -> None:
     labels = json.loads(out.stdout)[0]["Config"]["Labels"]
     from envbuild.inputs import find_lock
     from envbuild.recipes import load_recipe
-    from envbuild.render.image import image_plan
+    from envbuild.plan.image import image_plan
     from envbuild.targets import load_target
 
     rec, tgt = load_recipe("cpu-reference"), load_target("local")

@@ -23,7 +23,7 @@ from envbuild.lock import lock_path, read_lock
 from envbuild.recipes import all_recipes
 from envbuild.render import dockerfile
 from envbuild.render.context import write
-from envbuild.render.image import image_plan
+from envbuild.plan.image import image_plan
 from envbuild.scriptimports import read_fact
 from envbuild.testbed.imageproof import cpu_image_plan, import_in_image, import_standin, mirror_mounts
 from envbuild.testbed.imageproof import standin_rootfs
@@ -72,7 +72,7 @@ def test_entry_script_imports_inside_the_image(recipe, tmp_path, monkeypatch, re
     base_python, _ = cached_base(interpreter(recipe.python), stand.base, as_venv=False)
 
     cut = cpu_image_plan(image_plan(recipe, target, lock,
-                                    lock_text=lock_path(recipe.name, target.name).read_text()))
+                                    lock_text=lock_path(recipe.name, target.name).read_text()), recipe)
     context = tmp_path / "context"
     write(dockerfile.render(cut.image), context)
     base = cut.image.base

@@ -9,7 +9,7 @@ import subprocess
 from envbuild.lock import lock_path, read_lock
 from envbuild.recipes import load_recipe
 from envbuild.render import dockerfile
-from envbuild.render.image import image_plan
+from envbuild.plan.image import image_plan
 from envbuild.testbed.imageproof import MIRROR_IN_BUILD, cpu_image_plan, empty_deb, mirror_mounts
 from envbuild.testbed.proofrecord import cpu_target
 
@@ -17,7 +17,7 @@ from envbuild.testbed.proofrecord import cpu_target
 def _cut(name: str):
     recipe = load_recipe(name)
     target = cpu_target(recipe)
-    return cpu_image_plan(image_plan(recipe, target, read_lock(lock_path(name, target.name))))
+    return cpu_image_plan(image_plan(recipe, target, read_lock(lock_path(name, target.name))), recipe)
 
 
 def test_megatronapps_extension_build_is_left_out_and_named_with_what_it_makes() -> None:
@@ -36,7 +36,7 @@ def test_a_recipe_without_gpu_only_steps_keeps_its_whole_image_plan() -> None:
     recipe = load_recipe("megatron-deepspeed-slurm")
     target = cpu_target(recipe)
     ip = image_plan(recipe, target, read_lock(lock_path(recipe.name, target.name)))
-    cut = cpu_image_plan(ip)
+    cut = cpu_image_plan(ip, recipe)
     assert cut.left == [] and cut.unbuilt == {}
     assert dockerfile.render(cut.image).files == dockerfile.render(ip).files
 

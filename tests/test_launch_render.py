@@ -74,7 +74,7 @@ def plan_for(recipe, target):
     """The plan a launch reads without a provisioned run: the image's for a container recipe
     (run in its container), else the node plan from the target profile (no lock)."""
     if recipe.environment.kind == "container":
-        from envbuild.render.image import image_plan
+        from envbuild.plan.image import image_plan
 
         from envbuild.plan.placeholders import inventory_values
 
@@ -481,7 +481,7 @@ def test_a_container_job_prepares_the_data_its_image_does_not_hold_before_traini
     NOTE; the plan of a provisioned container node names the same script (its image context has
     it). --smoke-only (no training data read) and --no-container (the node's own data step) do not."""
     from envbuild.plan.resolve import default_backend
-    from envbuild.render.image import prepare_script
+    from envbuild.plan.image import prepare_script
 
     rec, tgt = load_recipe("megatron-deepspeed-slurm"), load_target("slurm")
     plan = plan_for(rec, tgt)

@@ -18,8 +18,8 @@ from envbuild.inputs import find_lock
 from envbuild.lock.location import SHIPPED_LOCKDIR
 from envbuild.recipes import load_recipe
 from envbuild.render import dockerfile
-from envbuild.render.bases import CUDA_ROWS, choose
-from envbuild.render.image import image_plan
+from envbuild.compat.base_images import CUDA_ROWS, choose
+from envbuild.plan.image import image_plan
 from envbuild.plan.placeholders import inventory_values
 from envbuild.targets import load_target
 from ib_inventory import profile_facts
@@ -192,13 +192,13 @@ def test_the_nodes_own_settings_are_given_at_run_time_not_baked_into_env():
 
 
 def test_a_node_setting_with_a_line_break_is_refused_not_split_into_two_variables():
+    """The image plan refuses it (host.env holds one line per variable, values verbatim)."""
     from envbuild.errors import InputError
 
-    ip = plan_of("opt-175b-azure", "azure-nd96")
-    ef = ip.env_file()
-    object.__setattr__(ef, "vars", {**ef.vars, "NCCL_SOCKET_IFNAME": "eth0\nLD_PRELOAD=/tmp/x.so"})
+    rec, tgt = load_recipe("opt-175b-azure"), load_target("azure-nd96")
+    tgt = tgt.model_copy(update={"env": {**tgt.env, "NCCL_SOCKET_IFNAME": "eth0\nLD_PRELOAD=/tmp/x.so"}})
     with pytest.raises(InputError, match="NCCL_SOCKET_IFNAME holds a line break"):
-        dockerfile.render(ip)
+        image_plan(rec, tgt, None, inventory=inventory_values([profile_facts(tgt)]))
 
 
 def _stages(items: list[dict]) -> list[tuple[str, dict]]:

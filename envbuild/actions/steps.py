@@ -403,14 +403,19 @@ def engine_run_argv(e: P.Engine, tag: str, argv: list[str], *, workdir: str | No
     return out + [tag, *argv]
 
 
-def _image(step, p: P.ImageParams, prefix: str) -> list[Action]:
-    """Write the context afresh (a file left from an older context would be COPY'd too), take
+def image_actions(p: P.ImageParams, files: dict[str, str], modes: dict[str, str],
+                  assets: dict[str, str]) -> list[Action]:
+    """The image step's actions, given the build context rendered from its plan (``p.image``;
+    ``envbuild.render.steps``): ``files`` generated (relative path -> text), ``modes`` theirs
+    and the assets' (default 0644), ``assets`` envbuild's own files (relative path -> asset).
+    Write the context afresh (a file left from an older context would be COPY'd too), take
     the wheels from the node's wheelhouse, build with the context's digest as a label."""
     ctx = p.context_dir.rstrip("/")
     out: list[Action] = [Run(argv=["rm", "-rf", ctx]), MakeDir(path=ctx)]
-    out += [WriteFile(path=f"{ctx}/{rel}", content=text, perm=p.modes.get(rel, "0644"))
-            for rel, text in sorted(p.files.items())]
-    out += [CopyAsset(asset=a.asset, dest=f"{ctx}/{rel}", perm=a.perm) for rel, a in sorted(p.assets.items())]
+    out += [WriteFile(path=f"{ctx}/{rel}", content=text, perm=modes.get(rel, "0644"))
+            for rel, text in sorted(files.items())]
+    out += [CopyAsset(asset=asset, dest=f"{ctx}/{rel}", perm=modes.get(rel, "0644"))
+            for rel, asset in sorted(assets.items())]
     if p.wheels:
         out.append(MakeDir(path=f"{ctx}/wheelhouse"))
         out += [Run(argv=["sh", "-c", LINK_OR_COPY, "sh", f"{(p.wheelhouse or '.').rstrip('/')}/{name}",
@@ -418,6 +423,11 @@ def _image(step, p: P.ImageParams, prefix: str) -> list[Action]:
     out.append(Run(argv=engine_build_argv(p.engine, p.tag, ctx, {P.CONTEXT_LABEL: p.context_sha256}),
                    env=engine_env(p.engine)))
     return out
+
+
+def _image(step, p: P.ImageParams, prefix: str) -> list[Action]:
+    raise ValueError(f"step {step.id}: an image step's actions come with the build context rendered "
+                     "from its plan (envbuild.render.steps.step_actions)")
 
 
 def _image_import(step, p: P.ImageImportParams, prefix: str) -> list[Action]:

@@ -30,7 +30,7 @@ def _plan(rec, tgt, *, run_dir: Path | None, facts_file, lock_file, prefix, git_
         return Plan.model_validate(read_json(plans[0], "plan"))
     lock = find_lock(rec, tgt, lock_file)
     if container and rec.environment.kind == "container" and not prefix:
-        from envbuild.render.image import image_plan
+        from envbuild.plan.image import image_plan
 
         from envbuild.plan.placeholders import inventory_values  # {inventory.*} patches: --facts
 

@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Callable
 
-from envbuild.actions.steps import actions
+from envbuild.render.steps import step_actions as actions
 from envbuild.execute.events import Event
 
 TAIL_LINES = 8  # lines of new output per event (the display keeps as many)

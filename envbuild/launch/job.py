@@ -27,7 +27,7 @@ from envbuild.errors import InputError
 from envbuild.launch import pyxis
 from envbuild.plan.container import sqsh_path
 from envbuild.recipes.schema import Run
-from envbuild.render.image import prepare_script
+from envbuild.plan.image import prepare_script
 from envbuild.render.shell import q, heredoc_delimiter
 from envbuild.plan.capture import capture
 from envbuild.shipped import NODE

@@ -59,7 +59,7 @@ class PlanOptions:
     # every node; pip installs --no-index from the node's copy (``src`` -> <prefix>/.envbuild/fleet)
     fleet: P.BundleParams | None = None
     # container backend (envbuild.plan.container): the image's base (None: the recipe's, else
-    # chosen by envbuild.render.bases), and how the node's engine is called (data, not code)
+    # chosen by envbuild.compat.base_images), and how the node's engine is called (data, not code)
     base: str | None = None
     engine_args: tuple[str, ...] = ()  # extra options of `<engine> build`
     engine_env: dict[str, str] = field(default_factory=dict)  # environment of engine commands

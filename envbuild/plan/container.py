@@ -5,13 +5,15 @@ any recipe provisioned with ``--backend container [--base IMAGE]``, a node gets:
 
     preflight -> image -> [image-import] -> import-check -> smoke
 
-- ``image``: the build context of the recipe's image, the same one ``envbuild render --format
-  dockerfile`` writes (``envbuild.render.image.image_plan`` + ``envbuild.render.dockerfile``),
-  carried by the step (generated files with their text, envbuild's own files by name and
-  sha256, locked wheels by name and sha256), written on the node and built by the node's
-  engine (podman, else docker: ``facts.container_engines``). A changed lock changes the
-  context, so the step's digest and the image's ``io.envbuild.context.sha256`` label: the
-  image is built again; the step's effect is the image with its planned labels on the node.
+- ``image``: the recipe's image plan (``envbuild.plan.image.image_plan``: typed, the image's
+  own node plan nested), carried by the step with the locked wheels by name and sha256. The
+  build context is rendered from it when the step becomes actions (``envbuild.render.steps``:
+  the same context ``envbuild render --format dockerfile`` writes), written on the node and
+  built by the node's engine (podman, else docker: ``facts.container_engines``). A changed
+  lock changes the image plan, so the step's digest and the image's
+  ``io.envbuild.context.sha256`` label (``context_digest``: the plan, the wheels, and the code
+  that renders it): the image is built again; the step's effect is the image with its planned
+  labels on the node.
 - ``image-import`` (Slurm targets with pyxis only): ``enroot import`` of the image into
   ``<prefix>/envbuild-<recipe>-<target>.sqsh``, the path ``envbuild launch`` passes to
   ``srun --container-image`` (``sqsh_path``; ``envbuild.launch.job.default_image``).
@@ -20,8 +22,8 @@ any recipe provisioned with ``--backend container [--base IMAGE]``, a node gets:
 - ``smoke``: the smoke runs planned for the image, each in its own container, the node's smoke
   folder mounted where they expect it; outputs come back to the run directory.
 
-Pure, except that envbuild's own files in the context are read for their sha256 (they are
-part of envbuild, not of the node).
+Pure, except that envbuild's own code is read for its sha256 (``envbuild.plan.image.
+code_digest``: it is part of what a context is made from, not of the node).
 
     >>> from envbuild.recipes import load_recipe
     >>> image_tag(load_recipe("cpu-reference"), "local")
@@ -31,15 +33,12 @@ part of envbuild, not of the node).
 from __future__ import annotations
 
 from envbuild.compat.rules_container import build_engine, pyxis
-from envbuild.fsio import canonical_json, sha256_file, sha256_text
 from envbuild.plan import params as P
 from envbuild.plan.build import PlanOptions, default_prefix, expand_home
+from envbuild.plan.image import context_digest, image_plan, run_time_note
 from envbuild.plan.model import Decision, Plan, Step
 from envbuild.plan.placeholders import inventory_values
 from envbuild.plan.smoke import native_run, node_runs
-from envbuild.render import dockerfile
-from envbuild.render.image import image_plan
-from envbuild.shipped import asset_of
 
 SCHEDULED = ("slurm", "pbs", "kubernetes")  # launchers whose benchmark is a job, not a command
 
@@ -55,23 +54,6 @@ def sqsh_path(prefix: str, recipe_name: str, target_name: str) -> str:
     return f"{prefix.rstrip('/')}/envbuild-{recipe_name}-{target_name}.sqsh"
 
 
-def context_params(ctx, lock) -> tuple[dict, dict, dict, dict, str]:
-    """(files, modes, assets, wheels, digest) of a rendered context (``envbuild.render.context.
-    Context``): the digest covers every file's content, mode and every wheel's hash."""
-    modes = {rel: f"{mode:04o}" for rel, mode in sorted(ctx.modes.items())}
-    assets = {rel: P.ContextAsset(asset=asset_of(path), sha256=sha256_file(path),
-                                  perm=modes.pop(rel, "0644"))
-              for rel, path in sorted(ctx.copies.items())}
-    hashes = {p.dist.filename: p.dist.sha256 for p in getattr(lock, "packages", None) or []
-              if getattr(p, "dist", None) is not None and p.dist.filename}
-    wheels = {name: hashes.get(name) or "" for name in sorted(ctx.wheels)}
-    digest = sha256_text(canonical_json({
-        "files": {rel: sha256_text(text) for rel, text in sorted(ctx.files.items())},
-        "modes": modes, "assets": {rel: a.sha256 for rel, a in assets.items()},
-        "wheels": wheels}))
-    return dict(sorted(ctx.files.items())), modes, assets, wheels, digest
-
-
 def container_plan(recipe, target, facts, lock, opts: PlanOptions) -> Plan:
     """The container backend's plan for one node (see the module docstring)."""
     prefix = expand_home(opts.prefix or default_prefix(recipe, target), facts)
@@ -83,7 +65,10 @@ def container_plan(recipe, target, facts, lock, opts: PlanOptions) -> Plan:
     ip = image_plan(recipe, target, lock, lock_text=lock_text, base=opts.base,
                     wheelhouse=bool(opts.wheelhouse), smoke_preset=opts.smoke_preset,
                     inventory=opts.inventory if opts.inventory is not None else inventory_values([facts]))
-    files, modes, assets, wheels, digest = context_params(dockerfile.render(ip), lock)
+    hashes = {p.dist.filename: p.dist.sha256 for p in getattr(lock, "packages", None) or []
+              if getattr(p, "dist", None) is not None and p.dist.filename}
+    wheels = {name: hashes.get(name) or "" for name in ip.wheelhouse}
+    digest = context_digest(ip, wheels)
 
     found = build_engine(facts.container_engines)
     engine = P.Engine(name=found or "docker", env=dict(opts.engine_env), build_args=list(opts.engine_args))
@@ -96,26 +81,26 @@ def container_plan(recipe, target, facts, lock, opts: PlanOptions) -> Plan:
         *ip.plan.decisions,
     ]
     tag = image_tag(recipe, target.name)
-    labels = {P.CONTEXT_LABEL: digest, "io.envbuild.plan.sha256": ip.labels()["io.envbuild.plan.sha256"],
+    labels = {P.CONTEXT_LABEL: digest, "io.envbuild.plan.sha256": ip.labels["io.envbuild.plan.sha256"],
               "io.envbuild.recipe": recipe.name}
     env_file = ip.env_file()
     sources = {s.params.name: s.params.dest for s in ip.plan.steps if s.kind == "git_source"}
     verdict = opts.verdict or P.PreflightParams(feasible=True, summary="not checked")
     steps = [Step(id="preflight", title="Preflight compatibility check", params=verdict,
                   reason="refuse an infeasible node before building")]
-    run_time = ip.run_time_note()  # data the image fetches when a container starts (no sha256 recorded)
+    run_time = run_time_note(ip)  # data the image fetches when a container starts (no sha256 recorded)
     notes = "; ".join(ip.notes + ([run_time] if run_time else []))
     steps.append(Step(
         id="image", title=f"image {tag} ({engine.name} build from {ip.base.image})",
         params=P.ImageParams(engine=engine, tag=tag, base=ip.base.image,
                              context_dir=f"{prefix.rstrip('/')}/.envbuild/image/context",
-                             context_sha256=digest, files=files, modes=modes, assets=assets,
+                             context_sha256=digest, image=ip,
                              wheelhouse=opts.wheelhouse if wheels else None, wheels=wheels,
                              labels=labels, prefix=ip.prefix, env_file=env_file.path if env_file else None,
                              sources=sources),
-        reason=(f"the recipe's environment is an image, built here from the plan's context "
+        reason=(f"the recipe's environment is an image, built here from its plan's context "
                 f"(the one `envbuild render --format dockerfile` writes) with the node's {engine.name}; "
-                f"a changed lock changes the context and its digest, and the image is built again"
+                f"a changed lock changes the image plan and its digest, and the image is built again"
                 + (f"; {notes}" if notes else ""))))
     if pyxis(target):
         steps.append(Step(

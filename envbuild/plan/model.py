@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from envbuild.fsio import canonical_json, sha256_text
-from envbuild.plan.params import StepParams
+from envbuild.plan.params import ImagePlan, StepParams
 
 PLAN_SCHEMA = "envbuild.plan/2"
 
@@ -106,3 +106,8 @@ class Plan(BaseModel):
 
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True, indent=2) + "\n"
+
+
+# an image step nests the image's own plan (envbuild.plan.params.ImagePlan): its "Plan" and
+# "Step" are the models above, named there by name (params is below this module)
+ImagePlan.model_rebuild(_types_namespace={"Plan": Plan, "Step": Step})

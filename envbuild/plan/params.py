@@ -14,6 +14,8 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
+from envbuild.compat.base_images import BaseImage
+
 
 class _P(BaseModel):
     model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
@@ -293,24 +295,67 @@ class Engine(_P):
     build_args: list[str] = Field(default_factory=list)
 
 
-class ContextAsset(_P):
-    """One of envbuild's own files in a build context: ``asset`` (``<group>/<file>``, see
-    ``envbuild.actions.assets``) and its sha256, so that the step's digest follows its content."""
+class ImagePlan(_P):
+    """What an image holds, planned like a node whose facts are the base image's
+    (``envbuild.plan.image.image_plan``): typed data that the Dockerfile, Apptainer and CI
+    renderers render (``envbuild.render``), never rendered text.
 
-    asset: str
-    sha256: str
-    perm: str = "0644"
+    ``plan`` is the node plan inside the image (a venv at ``/opt/envbuild/<recipe>``);
+    ``tooling`` the apt packages the base image lacks for it; ``host_env`` the env file's
+    variables that are the target node's (passed at run time, never baked); ``labels`` the
+    image's labels; ``wheelhouse`` the locked wheels the build takes from a context folder."""
+
+    recipe: str
+    title: str  # the recipe's title (the Apptainer help)
+    target: str
+    gpus: bool  # the target has GPUs (the CI workflow's ``--gpus all``)
+    base: BaseImage
+    plan: "Plan"  # noqa: F821 -- plan.model.Plan, resolved there (ImagePlan.model_rebuild)
+    tooling: "Step | None" = None  # noqa: F821 -- plan.model.Step, as above
+    lock_text: str | None = None
+    wheelhouse: list[str] = Field(default_factory=list)  # wheel file names the build needs
+    notes: list[str] = Field(default_factory=list)  # what the image changes from the recipe
+    host_env: dict[str, str] = Field(default_factory=dict)
+    labels: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def prefix(self) -> str:
+        return self.plan.prefix
+
+    @property
+    def state(self) -> str:
+        return f"{self.prefix}/.envbuild"
+
+    @property
+    def files_dir(self) -> str:
+        """Where envbuild's shipped files (patch tool, specs, verify) live in the image."""
+        return f"{self.state}/files"
+
+    @property
+    def feasible(self) -> bool:
+        return bool(self.plan.steps[0].params.feasible)
+
+    def env_file(self) -> "EnvFileParams | None":
+        return next((s.params for s in self.plan.steps if s.kind == "env_file"), None)
+
+    def sources(self) -> dict[str, str]:
+        """``{name: sha}`` of the git sources (labels, verify)."""
+        return {s.params.name: s.params.sha or s.params.ref for s in self.plan.steps
+                if s.kind == "git_source"}
 
 
 class ImageParams(_P):
-    """Build the image on the node from the rendered context (``envbuild.render.dockerfile``).
+    """Build the image on the node from its plan (``image``): the build context is rendered
+    from it (``envbuild.render.steps``: the Dockerfile context ``envbuild render --format
+    dockerfile`` writes), written on the node and built by its engine.
 
-    ``files`` are the generated context files with their text (Dockerfile, requirements with
-    hashes, verify files, the lock), ``assets`` envbuild's own files, ``wheels`` the locked
-    wheels taken from the node's ``wheelhouse`` into the context's ``wheelhouse/`` (mounted by
-    the Dockerfile's RUN at build time). ``labels`` are what the built image must carry: the
-    context digest (given to the engine with ``--label``) and the image plan's digest (in the
-    Dockerfile); the step's effect checks them on the node."""
+    ``context_sha256`` is the digest of what the context is made from (``envbuild.plan.image.
+    context_digest``: the image plan, the locked wheels' hashes, and envbuild's code that renders
+    it and the files it copies). ``wheels`` are the locked wheels taken from the node's
+    ``wheelhouse`` into the context's ``wheelhouse/`` (mounted by the Dockerfile's RUN at build
+    time). ``labels`` are what the built image must carry: the context digest (given to the
+    engine with ``--label``) and the image plan's digest (in the Dockerfile); the step's effect
+    checks them on the node."""
 
     kind: Literal["image"] = "image"
     engine: Engine
@@ -318,9 +363,7 @@ class ImageParams(_P):
     base: str
     context_dir: str
     context_sha256: str
-    files: dict[str, str]
-    modes: dict[str, str] = Field(default_factory=dict)  # relative path -> "0755" (default 0644)
-    assets: dict[str, ContextAsset] = Field(default_factory=dict)
+    image: ImagePlan
     wheelhouse: str | None = None  # the node's folder holding ``wheels``
     wheels: dict[str, str] = Field(default_factory=dict)  # wheel file name -> sha256 (lock)
     labels: dict[str, str] = Field(default_factory=dict)

@@ -38,7 +38,7 @@ import yaml
 from envbuild.actions.assets import asset_source
 from envbuild.actions.effects import effect_data
 from envbuild.actions.model import MakeDir
-from envbuild.actions.steps import actions as step_actions
+from envbuild.render.steps import step_actions
 from envbuild.plan.model import Plan, Step
 from envbuild.redact import secret_key
 

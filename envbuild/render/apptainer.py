@@ -18,7 +18,9 @@ from __future__ import annotations
 from envbuild import __version__
 from envbuild.actions.model import CopyAsset
 from envbuild.render.context import Context
-from envbuild.render.image import WHEELHOUSE, ImagePlan, verify_files, verify_sh
+from envbuild.plan.image import WHEELHOUSE
+from envbuild.plan.params import ImagePlan
+from envbuild.render.image import build_steps, verify_files, verify_sh, where
 from envbuild.render.shell import commands, q, shipped
 
 
@@ -35,7 +37,7 @@ def _label(value: str) -> str:
 def render(ip: ImagePlan) -> Context:
     """The definition file and the files it copies in."""
     files: dict = {}
-    steps = ip.build_steps()
+    steps = build_steps(ip)
     for _, acts in steps:
         for rel, item in shipped([a for a in acts if not isinstance(a, CopyAsset)]).items():
             files[rel] = item
@@ -48,9 +50,9 @@ def render(ip: ImagePlan) -> Context:
 
     out = _bootstrap(ip.base.image) + [
         "",
-        f"# Image of {ip.recipe.name} for {ip.target.name}, rendered by envbuild {__version__}; "
+        f"# Image of {ip.recipe} for {ip.target}, rendered by envbuild {__version__}; "
         f"lock digest {ip.plan.lock_digest or 'none'}.",
-        f"# Regenerate: envbuild render {ip.recipe.name} --target {ip.target.name} --format apptainer",
+        f"# Regenerate: envbuild render {ip.recipe} --target {ip.target} --format apptainer",
         "# Build:      apptainer build envbuild.sif envbuild.def   (in this folder)",
         f"# base: {ip.base.image}: {_label(ip.base.why)} ({ip.base.source})",
     ]
@@ -62,7 +64,7 @@ def render(ip: ImagePlan) -> Context:
         out.append(f"# PREFLIGHT REFUSED THIS TARGET: {_label(ip.plan.steps[0].params.summary)}")
 
     out += ["", "%labels"]
-    out += [f"    {k} {_label(v)}" for k, v in ip.labels().items()]
+    out += [f"    {k} {_label(v)}" for k, v in ip.labels.items()]
 
     out += ["", "%files"]
     out += [f"    envbuild/{rel} {ip.files_dir}/{rel}" for rel in sorted(files)]
@@ -77,11 +79,11 @@ def render(ip: ImagePlan) -> Context:
     for step, acts in steps:
         out += ["", f"    # step {step.id}: {step.title}"]
         out += [f"    # why: {line}" for line in _wrap(step.reason)]
-        for cmd in commands(acts, ip.where):
+        for cmd in commands(acts, where(ip)):
             first, *rest = cmd.split("\n")
             out.append("    " + first)
             out.extend(rest)  # heredoc bodies stay exactly as written
-        if any("apt-get install" in c for c in commands(acts, ip.where)):
+        if any("apt-get install" in c for c in commands(acts, where(ip))):
             out.append("    rm -rf /var/lib/apt/lists/*")
     if ip.lock_text is not None:
         out.append(f"    cp {q(ip.files_dir + '/envbuild.lock')} {q(ip.state + '/envbuild.lock')}")
@@ -89,7 +91,7 @@ def render(ip: ImagePlan) -> Context:
     out += ["", "%test", f"    sh {q(ip.files_dir + '/verify.sh')}",
             "", "%runscript", '    exec "$@"',
             "", "%help",
-            f"    {ip.recipe.name} ({ip.target.name}): {_label(ip.recipe.title)}",
+            f"    {ip.recipe} ({ip.target}): {_label(ip.title)}",
             f"    The environment is the venv at {ip.prefix} (on PATH).",
             "    Check it against its lock: apptainer test IMAGE; with the smoke runs:",
             f"    apptainer exec IMAGE sh {ip.files_dir}/verify.sh --smoke"]

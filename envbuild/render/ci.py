@@ -14,13 +14,13 @@ from __future__ import annotations
 import yaml
 
 from envbuild.render.context import Context
-from envbuild.render.image import ImagePlan
+from envbuild.plan.params import ImagePlan
 
 
 def workflow(ip: ImagePlan) -> dict:
-    rec, tgt = ip.recipe.name, ip.target.name
+    rec, tgt = ip.recipe, ip.target
     tag = f"envbuild/{rec}:{tgt}"
-    gpu = bool(ip.plan and any(s.kind == "smoke" for s in ip.plan.steps)) and bool(getattr(ip.target, "gpus", None))
+    gpu = bool(ip.plan and any(s.kind == "smoke" for s in ip.plan.steps)) and ip.gpus
     verify = f"{ip.files_dir}/verify.sh"
     run = "docker run --rm" + (" --gpus all" if gpu else "") + " --network=none"
     # rendering this workflow needed each package without a hash accepted by name
@@ -65,7 +65,7 @@ _Dumper.add_representer(str, _str)
 
 
 def render(ip: ImagePlan) -> Context:
-    rec, tgt = ip.recipe.name, ip.target.name
+    rec, tgt = ip.recipe, ip.target
     head = (f"# GitHub Actions: build and check the image of {rec} for {tgt}; rendered by envbuild.\n"
             f"# Regenerate: envbuild render {rec} --target {tgt} --format ci\n")
     body = yaml.dump(workflow(ip), Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=4096)

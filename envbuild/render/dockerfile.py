@@ -35,7 +35,10 @@ from pathlib import Path
 
 from envbuild.actions.model import BuildWheel, CopyAsset, GitCheckout, MakeDir, WriteFile
 from envbuild.render.context import Context
-from envbuild.render.image import PREPARE, WHEELHOUSE, ImagePlan, prepare_sh, verify_files, verify_sh
+from envbuild.plan.image import PREPARE, WHEELHOUSE, run_time_note
+from envbuild.plan.params import ImagePlan
+from envbuild.render.image import (build_steps, devel_dests, prepare_sh, run_time_steps, verify_files,
+                                   verify_sh, verify_spec, where)
 from envbuild.render.shell import CAPPED_BY_CORES, build_arg_check, commands, q, shipped
 
 JOIN = " && \\\n    "
@@ -68,7 +71,7 @@ class _Writer:
         self.files: dict[str, str] = {}
         self.copies: dict[str, Path] = {}
         # build parallelism is a build argument: the build machine sizes it (envbuild.render.shell)
-        self.where = replace(ip.where, build_args=CAPPED_BY_CORES)
+        self.where = replace(where(ip), build_args=CAPPED_BY_CORES)
         self.declared: set[str] = set()  # build arguments declared in the current stage
 
     def ship(self, rel: str, item) -> str:
@@ -94,7 +97,7 @@ class _Writer:
                 self.lines += _comment(
                     f"{k}: build parallelism, sized on the build machine when the image is built: "
                     f"unset or empty, its cores ($(nproc)), at most the value planned for "
-                    f"{self.ip.target.name}'s cores and memory (the number in the RUN below); "
+                    f"{self.ip.target}'s cores and memory (the number in the RUN below); "
                     f"--build-arg {k}=N sets it (a value above the planned one risks running out of "
                     f"memory)") + [f"ARG {k}="]
         cmds = [build_arg_check(k) for k in args] + cmds
@@ -150,10 +153,10 @@ class _Writer:
 def render(ip: ImagePlan) -> Context:
     """The build context of ``ip`` (``envbuild.render.image.image_plan``)."""
     w = _Writer(ip)
-    rec, plan = ip.recipe, ip.plan
-    steps = ip.build_steps(run_time_data=True)
-    run_time = ip.run_time_steps()  # data without a recorded sha256: prepare.sh, not a layer
-    devel = ip.devel_dests()
+    plan = ip.plan
+    steps = build_steps(ip, run_time_data=True)
+    run_time = run_time_steps(ip)  # data without a recorded sha256: prepare.sh, not a layer
+    devel = devel_dests(ip)
     devel_ids = {s.id for s, acts in steps
                  if any(isinstance(a, GitCheckout) and a.dest in devel for a in acts)
                  or (s.kind == "patch" and s.params.dest in devel)}
@@ -162,13 +165,13 @@ def render(ip: ImagePlan) -> Context:
 
     w.lines += ["# hadolint global ignore=DL3059 # reason: one RUN per plan step, so that a changed "
                 "step rebuilds from its own layer on",
-                f"# Image of {rec.name} for {ip.target.name}, rendered by envbuild from the plan",
+                f"# Image of {ip.recipe} for {ip.target}, rendered by envbuild from the plan",
                 f"# (lock digest {plan.lock_digest or 'none: no lockfile, versions from the recipe'}).",
-                f"# Regenerate: envbuild render {rec.name} --target {ip.target.name} --format dockerfile",
+                f"# Regenerate: envbuild render {ip.recipe} --target {ip.target} --format dockerfile",
                 "# Build:      docker build -t IMAGE .     (podman build: add --format docker)",
                 "# Verify:     docker run --rm IMAGE sh " + f"{ip.files_dir}/verify.sh --smoke",
                 *_comment(f"base: {ip.base.image}: {ip.base.why} ({ip.base.source})", "# ")]
-    for note in ip.notes + ([ip.run_time_note()] if run_time else []):
+    for note in ip.notes + ([run_time_note(ip)] if run_time else []):
         w.lines += _comment(note, "# note: ")
     if not ip.feasible:
         w.lines += _comment("PREFLIGHT REFUSED THIS TARGET: " + plan.steps[0].params.summary
@@ -193,7 +196,7 @@ def render(ip: ImagePlan) -> Context:
 
     # the run stage's user: not root. The steps above ran as root; what a run writes (the
     # smoke's folder, the source trees whose helpers compile at first use) belongs to it.
-    owned = [f"{ip.state}/smoke", *sorted(ip.verify_spec()["sources"])]  # the trees the run stage has
+    owned = [f"{ip.state}/smoke", *sorted(verify_spec(ip)["sources"])]  # the trees the run stage has
     # prepare.sh writes its record folder and its copy of the fetch tool, as the run stage's user
     owned += sorted({a.path if isinstance(a, MakeDir) else str(Path(a.dest).parent)
                      for _, acts in run_time for a in acts if isinstance(a, (MakeDir, CopyAsset))} - set(owned))
@@ -226,15 +229,15 @@ def render(ip: ImagePlan) -> Context:
         w.lines.append(f"COPY envbuild.lock {ip.state}/envbuild.lock")
     env = {"VIRTUAL_ENV": ip.prefix, "PATH": f"{ip.prefix}/bin:$PATH"}
     ef = ip.env_file()
-    host = ip.host_env()
+    host = ip.host_env
     env.update({k: v for k, v in (ef.vars if ef else {}).items() if k not in host})
     if host:  # the node's settings, given at run time: `docker run --env-file host.env` (values verbatim)
         w.files["host.env"] = "".join(f"{k}={v}\n" for k, v in host.items())
-        w.lines += _comment(f"{ip.target.name}'s own settings ({', '.join(host)}) are the node's, not the "
+        w.lines += _comment(f"{ip.target}'s own settings ({', '.join(host)}) are the node's, not the "
                             f"image's: on such a node, docker run --env-file host.env (this folder's)")
     w.lines += ["ENV " + " \\\n    ".join(f"{k}={dq(v) if k != 'PATH' else dq(ip.prefix + '/bin') + ':$PATH'}"
                                            for k, v in env.items())]
-    w.lines += ["LABEL " + " \\\n      ".join(f"{k}={dq(v)}" for k, v in ip.labels().items())]
+    w.lines += ["LABEL " + " \\\n      ".join(f"{k}={dq(v)}" for k, v in ip.labels.items())]
     w.lines += [f"USER {RUN_UID}:{RUN_UID}", f"WORKDIR /home/{RUN_USER}"]  # numeric: no passwd lookup on the host
     w.lines += [f"CMD [\"sh\", \"{ip.files_dir}/verify.sh\"]"]
     w.files["Dockerfile"] = "\n".join(w.lines) + "\n"

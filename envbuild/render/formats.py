@@ -45,7 +45,7 @@ def render(fmt: str, recipe, target, lock, *, lock_text: str | None = None, fact
         raise InputError(f"unknown format {fmt!r}", hint="one of " + ", ".join(FORMATS))
     if fmt in IMAGE_FORMATS:
         from envbuild.render import apptainer, ci, dockerfile
-        from envbuild.render.image import image_plan
+        from envbuild.plan.image import image_plan
 
         ip = image_plan(recipe, target, lock, lock_text=lock_text, base=base, wheelhouse=bool(wheelhouse),
                         inventory=inventory)

@@ -13,7 +13,7 @@ continues. Commands come from ``envbuild.render.shell``.
 from __future__ import annotations
 
 from envbuild import __version__
-from envbuild.actions.steps import plan_actions
+from envbuild.render.steps import plan_actions
 from envbuild.render.context import Context
 from envbuild.render.shell import Where, capture_failures, commands, q, shipped
 

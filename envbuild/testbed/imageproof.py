@@ -17,7 +17,7 @@ provides that can be had here, each part named in its labels:
 It is tagged with the published image's name inside the proof's own podman storage, so the
 Dockerfile builds as rendered, ``FROM`` line included (``--pull=never``: nothing is pulled).
 
-The Dockerfile is rendered from the image plan (``envbuild.render.image.image_plan``) cut to
+The Dockerfile is rendered from the image plan (``envbuild.plan.image.image_plan``) cut to
 what a CPU build machine can run (``cpu_image_plan``): a build step that needs the base image
 (``build_needs_image``: MegatronApp's extension needs the image's rdma-core and nvcc) and Apex's
 CUDA build are left out, each named. Git sources come from the git mirror, each repository
@@ -35,11 +35,11 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from envbuild.gitsrc import github_slug, mirror_path
-from envbuild.render.image import ImagePlan
+from envbuild.plan.params import ImagePlan
 from envbuild.testbed.importproof import PROBE, Unexercised
 
 STANDIN_APT = "/opt/envbuild-standin/apt"  # the local apt repository in the stand-in
@@ -56,9 +56,9 @@ class CutImage:
     unbuilt: dict[str, str]  # module -> the left-out build step that makes it
 
 
-def cpu_image_plan(ip: ImagePlan) -> CutImage:
-    """``ip`` without the steps that need the base image's GPU stack (see the module doc)."""
-    recipe = ip.recipe
+def cpu_image_plan(ip: ImagePlan, recipe) -> CutImage:
+    """``ip`` (an image plan of ``recipe``) without the steps that need the base image's GPU
+    stack (see the module doc)."""
     kept, left, unbuilt = [], [], {}
     for step in ip.plan.steps:
         if step.kind == "apex_build":
@@ -72,7 +72,7 @@ def cpu_image_plan(ip: ImagePlan) -> CutImage:
                 unbuilt[module] = f"which the left-out {step.id} makes"
             continue
         kept.append(step)
-    cut = replace(ip, plan=ip.plan.model_copy(update={"steps": kept}))
+    cut = ip.model_copy(update={"plan": ip.plan.model_copy(update={"steps": kept})})
     return CutImage(cut, left, unbuilt)
 
 

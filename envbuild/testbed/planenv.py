@@ -19,7 +19,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from envbuild.actions.steps import actions
+from envbuild.render.steps import step_actions as actions
 from envbuild.render.shell import Where, commands, q, shipped
 
 

@@ -1,0 +1,34 @@
+"""A plan's steps as actions, image steps included: what the executors' renderers (Ansible, the
+shell script, the live log) take. Pure.
+
+Every step kind but one becomes actions in ``envbuild.actions.steps``. An ``image`` step carries
+the image's plan (``envbuild.plan.params.ImagePlan``), not its build context: the context is
+rendered here, by the same renderer as ``envbuild render --format dockerfile``
+(``envbuild.render.dockerfile``), and written on the node by the step's actions
+(``envbuild.actions.steps.image_actions``), envbuild's own files by asset name.
+
+    >>> from envbuild.plan.model import Plan
+    >>> plan_actions(Plan(recipe="r", target="t", host="h", prefix="/p", backend="venv"))
+    []
+"""
+
+from __future__ import annotations
+
+from envbuild.actions.steps import actions, image_actions
+from envbuild.render import dockerfile
+from envbuild.shipped import asset_of
+
+
+def step_actions(step, prefix: str) -> list:
+    """The actions of one plan step; an image step's with its rendered build context."""
+    if step.kind != "image":
+        return actions(step, prefix)
+    p = step.params
+    ctx = dockerfile.render(p.image)
+    modes = {rel: f"{mode:04o}" for rel, mode in ctx.modes.items()}
+    return image_actions(p, dict(ctx.files), modes, {rel: asset_of(path) for rel, path in ctx.copies.items()})
+
+
+def plan_actions(plan) -> list[tuple[object, list]]:
+    """``[(step, actions)]`` for a whole plan."""
+    return [(s, step_actions(s, plan.prefix)) for s in plan.steps]
