@@ -504,3 +504,27 @@ def test_a_container_job_prepares_the_data_its_image_does_not_hold_before_traini
                         plan_for(load_recipe("megatronapp"), load_target("rtx4090-pod")),
                         LaunchOptions(scheduler="k8s", container_image=IMAGE)).text
     assert "prepare.sh" not in pod
+
+
+def test_a_run_of_no_gpus_asks_for_none_on_a_gpu_target(tmp_path) -> None:
+    """A recipe's run that says ``gpus_per_node: 0`` (a CPU program) is taken at its word on a
+    target whose profile has GPUs (slurm: 8 a node): the job asks for none, where 0 once read as
+    unsaid and the job was refused ("runs 0 GPU(s) per node, not 8"). A run that says nothing
+    still takes the target's count, and --gpus-per-node is still held to what the run says."""
+    from envbuild.shipped import RECIPES
+
+    data = yaml.safe_load((RECIPES / "cpu-reference.yaml").read_text())
+    del data["default"]
+    data.update(name="my-cpu-run", targets=["slurm"])
+    data["run"]["default"]["gpus_per_node"] = 0
+    path = tmp_path / "my-cpu-run.yaml"
+    path.write_text(yaml.safe_dump(data))
+    rec, tgt = load_recipe(path), load_target("slurm")
+    plan = plan_for(rec, tgt)
+    r = render_launch(rec, tgt, plan, LaunchOptions(scheduler="slurm"))
+    assert r.job.gpus_per_node == 0 and "--gres" not in r.text and "ENVBUILD_GPUS_PER_NODE=0" in r.text
+    with pytest.raises(InputError, match="runs 0 GPU"):
+        render_launch(rec, tgt, plan, LaunchOptions(scheduler="slurm", gpus_per_node=2))
+    del data["run"]["default"]["gpus_per_node"]
+    path.write_text(yaml.safe_dump(data))
+    assert render_launch(load_recipe(path), tgt, plan, LaunchOptions(scheduler="slurm")).job.gpus_per_node == 8

@@ -242,9 +242,13 @@ def _counts(prog: Run | None, variant: str | None, opts: LaunchOptions, target, 
                              f"not {nodes}", hint=(f"use --variant {fits[0]} for {nodes} nodes; " if fits else "")
                              + f"{prog.why} ({prog.source})")
     target_gpus = target.gpus.count if target.gpus else 0
-    fixed = prog.gpus_per_node if prog else None
-    gpus = opts.gpus_per_node if opts.gpus_per_node is not None else (fixed or target_gpus
-                                                                      or (recipe.benchmark.needs_gpus if recipe.benchmark else 0))
+    fixed = prog.gpus_per_node if prog else None  # 0 is said too: a CPU program asks for no GPU
+    if opts.gpus_per_node is not None:
+        gpus = opts.gpus_per_node
+    elif fixed is not None:
+        gpus = fixed
+    else:
+        gpus = target_gpus or (recipe.benchmark.needs_gpus if recipe.benchmark else 0)
     if gpus < 0:
         raise InputError("--gpus-per-node must be 0 or more")
     if prog and not (opts.smoke_only or opts.command_override):

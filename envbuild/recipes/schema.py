@@ -532,7 +532,7 @@ class Run(Strict):
     nodes: int = Field(default=1, ge=1)  # default node count
     min_nodes: int = Field(default=1, ge=1)
     max_nodes: int | None = Field(default=1, ge=1)  # null: any
-    gpus_per_node: int | None = Field(default=None, ge=0)  # fixed by the published command
+    gpus_per_node: int | None = Field(default=None, ge=0)  # fixed by the published command; 0: none (a CPU program)
     total_gpus: list[int] = Field(default_factory=list)  # the GPU counts it has a configuration for
     gpu_multiple: int = Field(default=1, ge=1)  # total GPUs: a multiple (tensor x pipeline size)
     cpus_per_task: int | None = Field(default=None, ge=1)
