@@ -511,10 +511,13 @@ class Run(Strict):
       for its rank, after ``pod_setup``.
 
     ``argv`` (deepspeed, torchrun: the program and its arguments, argv words quoted when
-    rendered) may hold ``{cwd}`` and ``{job_dir}``; ``multi_node_args`` and ``pod_setup`` may
-    use ``$ENVBUILD_NNODES``, ``$ENVBUILD_NODE_RANK``, ``$ENVBUILD_MASTER_ADDR``,
-    ``$ENVBUILD_MASTER_PORT``, ``$ENVBUILD_GPUS_PER_NODE`` and ``$ENVBUILD_JOB_ID``, set by
-    each scheduler's script. ``files`` are written into the job's folder before the start.
+    rendered) and ``multi_node_args`` may hold ``{cwd}`` and ``{job_dir}``; ``multi_node_args``
+    and ``pod_setup`` may use ``$ENVBUILD_NNODES``, ``$ENVBUILD_NODE_RANK``,
+    ``$ENVBUILD_MASTER_ADDR``, ``$ENVBUILD_MASTER_PORT``, ``$ENVBUILD_GPUS_PER_NODE`` and
+    ``$ENVBUILD_JOB_ID``, set by each scheduler's script. ``files`` are written into the job's
+    folder before the start; it is ``$JOB_DIR`` in every task, so a ``once`` or ``per-node``
+    command (shell text) runs a program shipped there as ``python "$JOB_DIR"/NAME``
+    (``tests/test_launch_user_recipe.py``: a recipe of one's own on Slurm and locally).
 
     Example::
 
