@@ -15,7 +15,6 @@ rendered here, by the same renderer as ``envbuild render --format dockerfile``
 from __future__ import annotations
 
 from envbuild.actions.steps import actions, image_actions
-from envbuild.render import dockerfile
 from envbuild.shipped import asset_of
 
 
@@ -23,6 +22,10 @@ def step_actions(step, prefix: str) -> list:
     """The actions of one plan step; an image step's with its rendered build context."""
     if step.kind != "image":
         return actions(step, prefix)
+    # imported here, as plan.resolve imports the container planner: only a container node's plan
+    # needs the image renderers, and every provision (a no-op's too) loads this module
+    from envbuild.render import dockerfile
+
     p = step.params
     ctx = dockerfile.render(p.image)
     modes = {rel: f"{mode:04o}" for rel, mode in ctx.modes.items()}
