@@ -528,3 +528,30 @@ def test_a_run_of_no_gpus_asks_for_none_on_a_gpu_target(tmp_path) -> None:
     del data["run"]["default"]["gpus_per_node"]
     path.write_text(yaml.safe_dump(data))
     assert render_launch(load_recipe(path), tgt, plan, LaunchOptions(scheduler="slurm")).job.gpus_per_node == 8
+
+
+def test_a_per_node_run_of_ones_own_starts_on_every_pbs_node(tmp_path) -> None:
+    """A recipe's per-node run (a launcher on each node: torchrun with its rendezvous on the
+    first) on PBS runs its task on every node of the job, one each, its node rank the node's
+    (PALS), not once on the first node only. Polaris's own recipe runs once (its script starts
+    its ranks with mpiexec) and keeps its single ``bash task``."""
+    from envbuild.shipped import RECIPES
+
+    data = yaml.safe_load((RECIPES / "alpa-megatron.yaml").read_text())
+    data.pop("default", None)
+    data.update(name="my-alpa-on-pbs", targets=["polaris"])
+    path = tmp_path / "my-alpa-on-pbs.yaml"
+    path.write_text(yaml.safe_dump(data))
+    rec, tgt = load_recipe(path), load_target("polaris")
+    assert rec.run_of("8gpu").launcher == "per-node"
+    r = render_launch(rec, tgt, plan_for(rec, tgt),
+                      LaunchOptions(scheduler="pbs", variant="8gpu", nodes=2, account="p", partition="debug"))
+    assert r.job.mode == "per-node" and r.job.nodes == 2
+    assert 'mpiexec -n "$ENVBUILD_NNODES" --ppn 1 --hostfile "$PBS_NODEFILE" --envall bash' in r.text
+    assert 'export ENVBUILD_NODE_RANK="${PALS_NODEID:-${PMI_RANK:-0}}"' in r.text
+    # the run's own multi-node arguments read the rank each node's task exported
+    assert '--nnodes "${ENVBUILD_NNODES}" --node_rank "${ENVBUILD_NODE_RANK}"' in r.text, r.text
+    once = render_launch(load_recipe("polaris-megatron-deepspeed"), tgt,
+                         plan_for(load_recipe("polaris-megatron-deepspeed"), tgt),
+                         LaunchOptions(scheduler="pbs", nodes=2, account="p", partition="debug")).text
+    assert 'mpiexec -n "$ENVBUILD_NNODES" --ppn 1' not in once and "export ENVBUILD_NODE_RANK=0" in once

@@ -4,7 +4,9 @@ The script loads the plan's environment module and sources the plan's env file (
 the module's Python) in every rank's task, exports the recipe's variables and runs the command
 from the recipe's working folder. A program that starts its own ranks (ALCF's train-gpt3.sh
 calls ``mpiexec --hostfile $PBS_NODEFILE --ppn <GPUs>``) runs once, after a check that the node
-has the GPUs the target says (its ranks per node); the smoke runs one rank per GPU through
+has the GPUs the target says (its ranks per node); a per-node launch (torchrun on each node) runs
+on every node through ``mpiexec -n <nodes> --ppn 1``, its node rank the PALS node id; the smoke
+runs one rank per GPU through
 ``mpiexec -n <nodes x ranks> --ppn <ranks per node, from the target>``. Output goes to
 ``<output_dir>/<job name>-<job id>.out`` / ``.err`` (redirected by the script itself).
 No PBS server runs in the test suite: these scripts are golden-tested and shellchecked only.
@@ -20,6 +22,9 @@ PRELUDE_RANK = ['export RANK="${PMI_RANK:-0}" WORLD_SIZE="${PMI_SIZE:-1}"',
                 'export MASTER_ADDR="$ENVBUILD_MASTER_ADDR" MASTER_PORT="$ENVBUILD_MASTER_PORT"',
                 'export ENVBUILD_NODE_RANK="${PALS_NODEID:-0}"']
 PRELUDE_ONCE = ['export ENVBUILD_NODE_RANK=0']
+# one task per node (a per-node or torchrun launch): mpiexec with one rank per node, whose rank is
+# the node's
+PRELUDE_NODE = ['export ENVBUILD_NODE_RANK="${PALS_NODEID:-${PMI_RANK:-0}}"']
 
 
 def render(job: Job) -> str:
@@ -52,9 +57,9 @@ def render(job: Job) -> str:
     for name, content in sorted(job.files.items()):
         lines += heredoc(f'"$JOB_DIR"/{q(name)}', content)
     task = '"$JOB_DIR/$PBS_JOBID.task.sh"'
-    per_rank = job.mode == "per-rank"
-    lines += ["# the task each rank (or the one launcher) runs",
-              *heredoc(task, task_script(job, PRELUDE_RANK if per_rank else PRELUDE_ONCE))]
+    per_rank, per_node = job.mode == "per-rank", job.mode == "per-node"
+    prelude = PRELUDE_RANK if per_rank else PRELUDE_NODE if per_node else PRELUDE_ONCE
+    lines += ["# the task each rank (or each node, or the one launcher) runs", *heredoc(task, task_script(job, prelude))]
     if per_rank:
         lines.append(f'mpiexec -n "$((ENVBUILD_NNODES * {job.nproc_per_node}))" --ppn {job.nproc_per_node} '
                      f'--hostfile "$PBS_NODEFILE" --envall bash {task}')
@@ -66,5 +71,8 @@ def render(job: Job) -> str:
                       f'  echo "envbuild: $gpus_seen GPUs on $(hostname), the target {job.target} has '
                       f'{job.gpus_per_node} per node" >&2',
                       "  exit 1", "fi"]
-        lines.append(f"bash {task}")
+        if per_node:  # the program is started on every node of the job, once
+            lines.append(f'mpiexec -n "$ENVBUILD_NNODES" --ppn 1 --hostfile "$PBS_NODEFILE" --envall bash {task}')
+        else:
+            lines.append(f"bash {task}")
     return "\n".join(lines) + "\n"
