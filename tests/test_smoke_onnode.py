@@ -29,6 +29,9 @@ def test_each_script_gets_its_own_flags():
 
 def test_native_benchmark_runs_only_where_it_can():
     assert native_run(bench("cpu-reference"), gpus=0, sources={}, cwd="/x") == {"skip": "measured by the gpt smoke"}
+    # a program of the recipe's own that prints the smoke's record runs: it is not the gpt smoke
+    own = {**bench("cpu-reference"), "command": "python tally.py --json"}
+    assert native_run(own, gpus=0, sources={}, cwd="/x")["argv"][-1].endswith("python tally.py --json")
     alpa = bench("alpa-megatron")
     assert native_run(alpa, gpus=0, sources={"alpa": "/e/src/alpa"}, cwd="/x")["skip"].startswith("needs 1 GPUs")
     assert "alpa" in native_run(alpa, gpus=1, sources={}, cwd="/x")["skip"]

@@ -16,6 +16,7 @@ Example::
 from __future__ import annotations
 
 import re
+import shlex
 from typing import TYPE_CHECKING
 
 from envbuild.plan.capture import capture
@@ -75,11 +76,29 @@ def node_runs(prefix: str, params: dict, benchmark: dict | None = None, *, gpus:
     return runs
 
 
+def is_gpt_smoke(benchmark: dict) -> bool:
+    """Whether the recipe's benchmark is envbuild's gpt smoke (``python gpt.py ...``, read with
+    ``envbuild-smoke``), not a program of the recipe's own that prints the same record.
+
+    >>> is_gpt_smoke({"command": "python gpt.py --preset tiny --json", "parser": "envbuild-smoke"})
+    True
+    >>> is_gpt_smoke({"command": "python tally.py --json", "parser": "envbuild-smoke"})
+    False
+    """
+    try:
+        words = shlex.split(benchmark.get("command") or "")
+    except ValueError:
+        return False
+    return benchmark.get("parser") == FROM_SMOKE and words[1:2] == [SCRIPT_NAMES["gpt"]]
+
+
 def native_run(benchmark: dict | None, *, gpus: int, sources: dict[str, str], cwd: str,
                output: RunOutput | None = None) -> dict:
     """The recipe's own benchmark as a run, or ``{"skip": reason}`` when it cannot run here.
 
-    A benchmark parsed with ``envbuild-smoke`` is the gpt smoke itself (nothing more to run).
+    A benchmark that runs envbuild's gpt smoke itself (parsed with ``envbuild-smoke``, its
+    program ``gpt.py``) is measured by the smoke step's gpt run: nothing more to run. A recipe's
+    own program that prints the same record (a user's benchmark) runs like any other.
     Others run when the node has the GPUs they need and every ``{sources.<name>}`` they name
     is a checkout of this plan. The command runs in the foreground with its training output on
     stdout, taken where the recipe's run says it is (``output``: a trace file, a backgrounded job;
@@ -87,7 +106,7 @@ def native_run(benchmark: dict | None, *, gpus: int, sources: dict[str, str], cw
     """
     if not benchmark or not benchmark.get("command"):
         return {"skip": "the recipe has no benchmark"}
-    if benchmark.get("parser") == FROM_SMOKE:
+    if is_gpt_smoke(benchmark):
         return {"skip": "measured by the gpt smoke"}
     need = int(benchmark.get("needs_gpus") or 0)
     if gpus < need:
