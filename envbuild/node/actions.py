@@ -325,6 +325,8 @@ def do_git(a):
         raise ActionFailed("after checkout HEAD is %s, expected %s" % (head, sha))
     if fresh:
         os.rename(work, dest)
+    if a.get("url") and a["url"] != src:  # origin names the source, not the copy it came from
+        _git_ok(["remote", "set-url", "origin", a["url"]], dest)
     subs = update_submodules(dest, a.get("submodules") or [], a.get("submodule_mirrors") or {})
     note = "ref %s points at %s; using the pinned %s" % (ref, points, sha) if sha and points and points != sha else ""
     return fresh or dirty or before != head or subs, note
@@ -372,6 +374,21 @@ def do_patch(a):
     return True, status
 
 
+def do_wheel(a, node_path, logs=None):
+    """Build a wheel: ``argv`` in ``cwd`` (with ``env`` and ``path``, as a ``run``) into
+    ``outdir``, made first; a build that leaves no wheel there fails. Which node builds the wheel
+    of a ``cache_key`` is the controller's choice (Ansible's wheel.yml and its wheel cache)."""
+    outdir = a["outdir"]
+    if not os.path.isdir(outdir):
+        os.makedirs(outdir)
+    _, out = do_run({"argv": a["argv"], "cwd": a.get("cwd"), "env": a.get("env"), "path": a.get("path"),
+                     "log": a.get("log")}, node_path, False, logs)
+    wheels = sorted(n for n in os.listdir(outdir) if n.endswith(".whl"))
+    if not wheels:
+        raise ActionFailed("the build produced no wheel in %s" % outdir, cmd=list(a["argv"]), stdout=out)
+    return wheels, out
+
+
 def do_capture(a, node_path):
     """Run with the env file sourced; keep <dir>/<name>.out|.err|.rc; report, never raise."""
     env = _env(a.get("env"), None, node_path)
@@ -413,6 +430,13 @@ def _run_actions(actions, node_path, repair):
             changed = changed or did
             if note:
                 log.append(note)
+        elif op == "wheel":
+            wheels, out = do_wheel(a, node_path, logs)
+            changed = True
+            log.append(("$ " + " ".join(a["argv"]))[:300])
+            if out.strip():  # the build's own output (tail), as a run's
+                log.append(out.strip()[-LOG_TAIL_CHARS:])
+            log.append("wheel: %s" % ", ".join(wheels))
         elif op == "patch":
             did, status = do_patch(a)
             changed = changed or did
