@@ -12,6 +12,10 @@ not hold, decided on the node by ``node_state``), a ``run`` action's ``repair_ar
 to its argv (pip's ``--force-reinstall``: pip says "already satisfied" when a distribution's
 metadata is there and its files are not; uv's ``--reinstall``).
 
+Two callers, one implementation of each action: Ansible's ``envbuild_actions`` module, and the
+node tool (``__main__.py``) that run.sh, Dockerfiles and Apptainer definitions call with an
+action file (``envbuild.render.shell``).
+
 A ``run`` action with ``log`` writes the command's stdout and stderr to that node file line by
 line as it runs (the step's build log, tailed live for local nodes by
 ``envbuild.execute.livelog``). While actions run, SIGTERM, SIGHUP and SIGINT of the runner kill
@@ -31,6 +35,10 @@ import time
 from . import textpatch
 
 LOG_TAIL_CHARS = 4000  # of each command's stdout kept in the step's log
+# The node tool's output (its stdout, binary; None under Ansible): a run without a build log of
+# its own, and a wheel build, write their command line and each line of their output there as
+# it comes (run.sh and an image build show a build as it goes); the batch's log leaves them out.
+ECHO = None
 CAPTURE_SHELL = 'if [ -f "$0" ]; then . "$0"; fi; exec "$@"'
 
 # --- interrupts: a command never outlives the runner -----------------------------------------
@@ -260,11 +268,12 @@ def do_run(a, node_path, repair=False, logs=None):
                 env[name] = found[0]
     argv = list(a["argv"]) + (list(a.get("repair_args") or []) if repair else [])
     log = _open_log(a.get("log"), logs if logs is not None else set())
+    stream = log if log is not None else ECHO
     try:
-        if log is not None:
-            log.write(("$ %s\n" % " ".join(argv)).encode("utf-8", "replace"))
-            log.flush()
-        rc, out, err = _call(argv, env, cwd=a.get("cwd"), log=log)
+        if stream is not None:
+            stream.write(("$ %s\n" % " ".join(argv)).encode("utf-8", "replace"))
+            stream.flush()
+        rc, out, err = _call(argv, env, cwd=a.get("cwd"), log=stream)
     finally:
         if log is not None:
             log.close()
@@ -401,6 +410,11 @@ def do_capture(a, node_path):
     return rc, err
 
 
+def _echoed(a):
+    """Whether the command of ``a`` wrote its output to ``ECHO`` as it ran."""
+    return ECHO is not None and not a.get("log")
+
+
 def run_actions(actions, node_path=None, repair=False):
     """Run node-side actions in order; see the module docstring. While they run, SIGTERM,
     SIGHUP and SIGINT kill the running command's process group first (``_Interrupts``)."""
@@ -416,9 +430,10 @@ def _run_actions(actions, node_path, repair):
             did, out = do_run(a, node_path, repair, logs)
             changed = changed or did
             extra = a.get("repair_args") if repair else None
-            log.append(("$ " + " ".join(list(a["argv"]) + list(extra or [])))[:300])
-            if out.strip():  # the command's own output (tail), for the node's log
-                log.append(out.strip()[-LOG_TAIL_CHARS:])
+            if not _echoed(a):
+                log.append(("$ " + " ".join(list(a["argv"]) + list(extra or [])))[:300])
+                if out.strip():  # the command's own output (tail), for the node's log
+                    log.append(out.strip()[-LOG_TAIL_CHARS:])
         elif op == "write":
             changed = _write(a["path"], a["content"], a.get("perm") or "0644") or changed
         elif op == "mkdir":
@@ -433,9 +448,10 @@ def _run_actions(actions, node_path, repair):
         elif op == "wheel":
             wheels, out = do_wheel(a, node_path, logs)
             changed = True
-            log.append(("$ " + " ".join(a["argv"]))[:300])
-            if out.strip():  # the build's own output (tail), as a run's
-                log.append(out.strip()[-LOG_TAIL_CHARS:])
+            if not _echoed(a):
+                log.append(("$ " + " ".join(a["argv"]))[:300])
+                if out.strip():  # the build's own output (tail), as a run's
+                    log.append(out.strip()[-LOG_TAIL_CHARS:])
             log.append("wheel: %s" % ", ".join(wheels))
         elif op == "patch":
             did, status = do_patch(a)

@@ -1,5 +1,6 @@
 #!/usr/bin/python
-"""Run a batch of envbuild's primitive actions on the node (module_utils/envbuild_node/actions.py).
+"""Run a batch of envbuild's primitive actions on the node (module_utils/envbuild_node/actions.py;
+run.sh and images run the same functions through the node tool, envbuild_node/__main__.py).
 
 The actions are data (argv lists, file contents, a commit to check out, a declarative patch,
 a wheel build, a captured smoke run); this module runs them without a shell and without
