@@ -19,7 +19,7 @@ from envbuild.actions.model import (ApplyPatch, BuildWheel, Capture, CopyAsset, 
 from envbuild.node import actions as node_actions
 from envbuild.render import script
 from envbuild.render.shell import (NODE_TOOL, Where, action_name, capture_failures, commands,
-                                   heredoc_delimiter, shipped)
+                                   heredoc_delimiter, ship_into, shipped)
 
 
 def run_sh(tmp: Path, actions: list, *, pre: list[str] = (), post: list[str] = ()) -> subprocess.CompletedProcess:
@@ -283,6 +283,12 @@ def test_the_node_tool_is_shipped_as_one_folder_with_each_actions_file() -> None
     assert commands(acts, Where(files='"$FILES"', python="/p/bin/python")) == [
         '/p/bin/python "$FILES/envbuild_node" "$FILES/actions/git-a_b.json"',
         '/p/bin/python "$FILES/envbuild_node" "$FILES/actions/capture-gpt.json" || failed="$failed gpt(exit $?)"']
+    into: dict = {}
+    ship_into(into, files, "files/")
+    ship_into(into, shipped(acts[:1]), "files/")  # the same files again: nothing changes
+    other = acts[1].model_copy(update={"argv": ["false"]})  # another capture of the same name
+    with pytest.raises(ValueError, match="two shipped files named files/actions/capture-gpt.json"):
+        ship_into(into, shipped([other]), "files/")
 
 
 def test_run_sh_runs_chosen_steps(tmp_path: Path) -> None:
