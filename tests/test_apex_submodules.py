@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ from envbuild.node import actions as node_actions
 from envbuild.plan.build import PlanOptions, build_plan
 from envbuild.plan.resolve import fetch_urls
 from envbuild.recipes import load_recipe
-from envbuild.render.shell import git_checkout
+from envbuild.render.shell import Where, commands, shipped
 from envbuild.targets import load_target
 
 pytestmark = pytest.mark.integration
@@ -127,6 +128,10 @@ def test_rendered_shell_fetches_the_submodule_from_the_mirror(mirror) -> None:
     act = next(a for a in actions(step, "/unused") if a.op == "git")
     dest = mirror["tmp"] / "shell" / "apex"
     act = act.model_copy(update={"dest": str(dest), "fetch_url": str(mirror["apex"]), "sha": mirror["sha"]})
-    script = "set -e\n" + "\n".join(git_checkout(act)) + "\n"
+    files = mirror["tmp"] / "files"
+    for rel, item in shipped([act]).items():  # the node tool and the action's file
+        (files / rel).parent.mkdir(parents=True, exist_ok=True)
+        (files / rel).write_text(item if isinstance(item, str) else item.read_text())
+    script = "set -e\n" + "\n".join(commands([act], Where(files=str(files), python=sys.executable))) + "\n"
     subprocess.run(["bash", "-c", script], check=True, capture_output=True, text=True)
     assert (dest / CUTLASS / "cutlass.h").is_file()

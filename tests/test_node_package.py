@@ -1,8 +1,10 @@
 """envbuild's node package (envbuild/node/) keeps to what a node offers: every file compiles and
 imports under the package's floor (``envbuild.node.PYTHON_FLOOR``), run by that very
 interpreter; every import is of that interpreter's standard library or of a sibling, relative;
-a file run as a script imports no sibling (it is copied alone); the floor is the oldest Python
-a shipped target or recipe names; Ansible's module_utils carry the package, file for file.
+a file run as a script imports no sibling (it is copied alone), but for the node tool
+(``__main__.py``), copied with every file its actions import and run as their folder; the floor
+is the oldest Python a shipped target or recipe names; Ansible's module_utils carry the package,
+file for file.
 
 The floor's interpreter is found by tests/nodefloor.py (pyenv or $PATH); without it the checks
 that need it skip, saying so.
@@ -23,6 +25,7 @@ import pytest
 
 from envbuild.actions.nodestate import NODE, node_package
 from envbuild.node import PYTHON_FLOOR
+from envbuild.render.shell import NODE_TOOL, NODE_TOOL_FILES
 from envbuild.shipped import PLAYBOOKS
 from envbuild.recipes import all_recipes
 from envbuild.targets import DATA as TARGETS, load_target
@@ -148,7 +151,7 @@ def test_the_checks_see_newer_syntax_a_foreign_import_and_a_climbing_one(python,
         "import yaml\nfrom envbuild import errors\nfrom ..x import y\n\n"
         "def f(v):\n    match v:\n        case 1:\n            return yaml, errors, y\n")
     (tmp_path / "node" / "later.py").write_text("import functools\n\n\n@functools.cache\ndef f():\n    return 1\n")
-    (tmp_path / "node" / "alone.py").write_text("from . import textpatch\n\nif __name__ == \"__main__\":\n    textpatch.main()\n")
+    (tmp_path / "node" / "alone.py").write_text("from . import textpatch\n\nif __name__ == \"__main__\":\n    print(textpatch.KINDS)\n")
     found = "\n".join(violations(tmp_path / "node", python))
     assert f"yaml: not in Python {FLOOR}'s standard library" in found
     assert f"envbuild: not in Python {FLOOR}'s standard library" in found
@@ -195,3 +198,42 @@ def test_boot_refuses_a_python_below_the_packages_floor(tmp_path):
     assert p.returncode == 1 and p.stdout == ""
     assert p.stderr.strip() == (f"envbuild's node code needs Python 99.0 or newer; {sys.executable} is Python "
                                 f"{sys.version.split()[0]}")
+
+
+def test_the_node_tool_carries_every_file_its_actions_import():
+    """run.sh and images carry ``envbuild_node/`` as NODE_TOOL_FILES: the package's ``__init__``,
+    the tool, and ``actions`` with what it imports, transitively."""
+    want, todo = {"__init__.py", "__main__.py"}, ["actions"]
+    while todo:
+        name = todo.pop() + ".py"
+        if name not in want:
+            want.add(name)
+            todo += sorted(imports(NODE / name)[1])
+    assert set(NODE_TOOL_FILES) == want
+    assert imports(NODE / "__main__.py")[1] == set()  # run as a folder: it loads its siblings itself
+
+
+def test_the_node_tool_runs_as_its_copied_folder_under_the_floor(python, tmp_path):
+    folder = tmp_path / "files" / NODE_TOOL
+    folder.mkdir(parents=True)
+    for name in NODE_TOOL_FILES:
+        shutil.copy(NODE / name, folder / name)
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "tree" / "setup.py").write_text("CHECK = True\n")
+    spec = {"id": "p", "kind": "replace", "file": "setup.py", "old": "CHECK = True", "new": "CHECK = False"}
+    action = tmp_path / "files" / "actions" / "patch-p.json"
+    action.parent.mkdir()
+    action.write_text(json.dumps({"op": "patch", "spec": spec, "dest": str(tmp_path / "tree"),
+                                  "diff_dir": str(tmp_path / "diffs")}))
+    p = subprocess.run([python, str(folder), str(action)], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert (p.returncode, p.stdout, p.stderr) == (0, "patch p: applied\n", "")
+    assert (tmp_path / "tree" / "setup.py").read_text() == "CHECK = False\n"
+    (tmp_path / "tree" / "setup.py").write_text("other\n")
+    p = subprocess.run([python, str(folder), str(action)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and p.stderr.startswith("patch p on setup.py: failed")
+    p = subprocess.run([python, str(folder), str(tmp_path / "tree" / "setup.py")], capture_output=True, text=True)
+    assert p.returncode == 2 and "cannot read" in p.stderr
+    init = folder / "__init__.py"
+    init.write_text(init.read_text().replace(f"PYTHON_FLOOR = {PYTHON_FLOOR!r}", "PYTHON_FLOOR = (99, 0)"))
+    p = subprocess.run([python, str(folder), str(action)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and p.stderr.startswith("envbuild's node code needs Python 99.0 or newer")

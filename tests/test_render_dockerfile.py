@@ -68,7 +68,8 @@ def test_base_override_and_table_rows() -> None:
 
 def test_extension_wheels_build_in_devel_and_install_in_runtime() -> None:
     ip = plan_of("alpa-megatron", "azure-nd96")
-    items = parsed(ip)
+    ctx = dockerfile.render(ip)
+    items = dfp(ctx.files["Dockerfile"]).structure
     froms = [i["value"] for i in items if i["instruction"] == "FROM"]
     assert froms == ["nvidia/cuda:11.1.1-cudnn8-devel-ubuntu20.04 AS env", "env AS devel", "env AS runtime"]
     stage_of, stage = {}, None
@@ -76,14 +77,19 @@ def test_extension_wheels_build_in_devel_and_install_in_runtime() -> None:
         if i["instruction"] == "FROM":
             stage = i["value"].split()[-1]
         stage_of[i["startline"]] = stage
-    wheel_runs = [i for i in items if i["instruction"] == "RUN" and "bdist_wheel" in i["value"]]
+    def run(i) -> str:  # a RUN's text, each node tool action it runs spelled out from its file
+        return re.sub(r"\S+/files/(actions/\S+\.json)", lambda m: ctx.files["envbuild/" + m.group(1)], i["value"])
+
+    wheel_runs = [i for i in items if i["instruction"] == "RUN" and "bdist_wheel" in run(i)]
     assert len(wheel_runs) == 1 and stage_of[wheel_runs[0]["startline"]] == "devel"
-    assert "TORCH_CUDA_ARCH_LIST=8.0" in wheel_runs[0]["value"]
+    assert '"op": "wheel"' in run(wheel_runs[0]) and '"TORCH_CUDA_ARCH_LIST": "8.0"' in run(wheel_runs[0])
     copy_from = [i for i in items if i["instruction"] == "COPY" and i["value"].startswith("--from=devel")]
     assert len(copy_from) == 1 and stage_of[copy_from[0]["startline"]] == "runtime"
-    runtime_runs = " ".join(i["value"] for i in items if i["instruction"] == "RUN" and stage_of[i["startline"]] == "runtime")
+    runtime_runs = " ".join(run(i) for i in items if i["instruction"] == "RUN" and stage_of[i["startline"]] == "runtime")
     assert "src/apex" not in runtime_runs.replace("--find-links", "")  # the Apex tree stays in devel
-    assert "src/megatron" in runtime_runs and "tools/textpatch.py --spec" in runtime_runs
+    assert "src/megatron" in runtime_runs and '"op": "patch"' in runtime_runs
+    tool = [i for i in items if i["instruction"] == "COPY" and "envbuild_node/" in i["value"]]
+    assert [stage_of[i["startline"]] for i in tool] == ["devel", "runtime"]  # the node tool: once a stage
 
 
 def test_layer_order_lock_dependent_last() -> None:

@@ -5,8 +5,8 @@ controller. Its modules import each other relatively, so the package works under
 * ``actions``: run primitive actions (``envbuild.actions.model`` as data);
 * ``effects``: check the effects of plan steps (``envbuild.actions.effects`` as data);
 * ``state``: which plan steps must run, and marking a step done;
-* ``textpatch``: declarative text patches, pure functions on text (and, as a script, the patch
-  tool of run.sh and images);
+* ``textpatch``: declarative text patches, pure functions on text;
+* ``__main__``: the node tool, ``actions`` run from an action file (run.sh, images: below);
 * ``observe``: what is really installed in an environment;
 * ``probe``: the state probe (``state`` and ``observe`` in one process);
 * ``boot``: loads this package from the command line (see below);
@@ -20,6 +20,9 @@ How the package reaches a node, always as these same files:
   themselves); AnsiballZ packs the modules the collection's modules import.
 * one command over SSH (the state probe, observe): ``boot.py`` is the program, the package
   its first argument (``envbuild.actions.nodestate.node_command``); nothing is written first.
+* the node tool: run.sh, a Dockerfile and an Apptainer definition carry the files ``actions``
+  needs as a folder ``envbuild_node/`` and run it, ``python3 <files>/envbuild_node ACTION.json``
+  (``__main__.py`` loads the folder as the package; ``envbuild.render.shell``).
 * a tool run as a script is copied (``envbuild.actions.assets``, group ``node``) to the node,
   into an image's build context, a ``run.sh``'s files or a job's folder.
 
@@ -29,7 +32,7 @@ targets name 3.8 as their oldest (azure-nd96: the Ubuntu 20.04 HPC image's pytho
 Ubuntu 20.04 hosts and NGC 22.02; rtx4090-pod: NGC 23.04), so do the shipped recipes
 (alpa-megatron, megatron-deepspeed-slurm, megatronapp), and ansible-core runs its modules on
 nothing older (``_PY_MIN = (3, 8)`` in ansible/module_utils/basic.py of 2.19, which
-requirements/dev.lock installs). ``boot.py`` refuses an
+requirements/dev.lock installs). ``boot.py`` and the node tool refuse an
 older interpreter with a message; tests/test_node_package.py compiles and imports every file
 here with this Python, checks that each imports only its standard library, and that no shipped
 target or recipe names an older Python.

@@ -12,6 +12,10 @@ not hold, decided on the node by ``node_state``), a ``run`` action's ``repair_ar
 to its argv (pip's ``--force-reinstall``: pip says "already satisfied" when a distribution's
 metadata is there and its files are not; uv's ``--reinstall``).
 
+Two callers, one implementation of each action: Ansible's ``envbuild_actions`` module, and the
+node tool (``__main__.py``) that run.sh, Dockerfiles and Apptainer definitions call with an
+action file (``envbuild.render.shell``).
+
 A ``run`` action with ``log`` writes the command's stdout and stderr to that node file line by
 line as it runs (the step's build log, tailed live for local nodes by
 ``envbuild.execute.livelog``). While actions run, SIGTERM, SIGHUP and SIGINT of the runner kill
@@ -31,6 +35,10 @@ import time
 from . import textpatch
 
 LOG_TAIL_CHARS = 4000  # of each command's stdout kept in the step's log
+# The node tool's output (its stdout, binary; None under Ansible): a run without a build log of
+# its own, and a wheel build, write their command line and each line of their output there as
+# it comes (run.sh and an image build show a build as it goes); the batch's log leaves them out.
+ECHO = None
 CAPTURE_SHELL = 'if [ -f "$0" ]; then . "$0"; fi; exec "$@"'
 
 # --- interrupts: a command never outlives the runner -----------------------------------------
@@ -260,11 +268,12 @@ def do_run(a, node_path, repair=False, logs=None):
                 env[name] = found[0]
     argv = list(a["argv"]) + (list(a.get("repair_args") or []) if repair else [])
     log = _open_log(a.get("log"), logs if logs is not None else set())
+    stream = log if log is not None else ECHO
     try:
-        if log is not None:
-            log.write(("$ %s\n" % " ".join(argv)).encode("utf-8", "replace"))
-            log.flush()
-        rc, out, err = _call(argv, env, cwd=a.get("cwd"), log=log)
+        if stream is not None:
+            stream.write(("$ %s\n" % " ".join(argv)).encode("utf-8", "replace"))
+            stream.flush()
+        rc, out, err = _call(argv, env, cwd=a.get("cwd"), log=stream)
     finally:
         if log is not None:
             log.close()
@@ -325,6 +334,8 @@ def do_git(a):
         raise ActionFailed("after checkout HEAD is %s, expected %s" % (head, sha))
     if fresh:
         os.rename(work, dest)
+    if a.get("url") and a["url"] != src:  # origin names the source, not the copy it came from
+        _git_ok(["remote", "set-url", "origin", a["url"]], dest)
     subs = update_submodules(dest, a.get("submodules") or [], a.get("submodule_mirrors") or {})
     note = "ref %s points at %s; using the pinned %s" % (ref, points, sha) if sha and points and points != sha else ""
     return fresh or dirty or before != head or subs, note
@@ -372,6 +383,21 @@ def do_patch(a):
     return True, status
 
 
+def do_wheel(a, node_path, logs=None):
+    """Build a wheel: ``argv`` in ``cwd`` (with ``env`` and ``path``, as a ``run``) into
+    ``outdir``, made first; a build that leaves no wheel there fails. Which node builds the wheel
+    of a ``cache_key`` is the controller's choice (Ansible's wheel.yml and its wheel cache)."""
+    outdir = a["outdir"]
+    if not os.path.isdir(outdir):
+        os.makedirs(outdir)
+    _, out = do_run({"argv": a["argv"], "cwd": a.get("cwd"), "env": a.get("env"), "path": a.get("path"),
+                     "log": a.get("log")}, node_path, False, logs)
+    wheels = sorted(n for n in os.listdir(outdir) if n.endswith(".whl"))
+    if not wheels:
+        raise ActionFailed("the build produced no wheel in %s" % outdir, cmd=list(a["argv"]), stdout=out)
+    return wheels, out
+
+
 def do_capture(a, node_path):
     """Run with the env file sourced; keep <dir>/<name>.out|.err|.rc; report, never raise."""
     env = _env(a.get("env"), None, node_path)
@@ -382,6 +408,11 @@ def do_capture(a, node_path):
     _write(base + ".err", err, "0644")
     _write(base + ".rc", "%d\n" % rc, "0644")
     return rc, err
+
+
+def _echoed(a):
+    """Whether the command of ``a`` wrote its output to ``ECHO`` as it ran."""
+    return ECHO is not None and not a.get("log")
 
 
 def run_actions(actions, node_path=None, repair=False):
@@ -399,9 +430,10 @@ def _run_actions(actions, node_path, repair):
             did, out = do_run(a, node_path, repair, logs)
             changed = changed or did
             extra = a.get("repair_args") if repair else None
-            log.append(("$ " + " ".join(list(a["argv"]) + list(extra or [])))[:300])
-            if out.strip():  # the command's own output (tail), for the node's log
-                log.append(out.strip()[-LOG_TAIL_CHARS:])
+            if not _echoed(a):
+                log.append(("$ " + " ".join(list(a["argv"]) + list(extra or [])))[:300])
+                if out.strip():  # the command's own output (tail), for the node's log
+                    log.append(out.strip()[-LOG_TAIL_CHARS:])
         elif op == "write":
             changed = _write(a["path"], a["content"], a.get("perm") or "0644") or changed
         elif op == "mkdir":
@@ -413,6 +445,14 @@ def _run_actions(actions, node_path, repair):
             changed = changed or did
             if note:
                 log.append(note)
+        elif op == "wheel":
+            wheels, out = do_wheel(a, node_path, logs)
+            changed = True
+            if not _echoed(a):
+                log.append(("$ " + " ".join(a["argv"]))[:300])
+                if out.strip():  # the build's own output (tail), as a run's
+                    log.append(out.strip()[-LOG_TAIL_CHARS:])
+            log.append("wheel: %s" % ", ".join(wheels))
         elif op == "patch":
             did, status = do_patch(a)
             changed = changed or did

@@ -1,10 +1,9 @@
-"""Declarative text patches as pure functions on file text, and the command that applies one
-patch to a tree (stdlib only).
+"""Declarative text patches as pure functions on file text (stdlib only).
 
 It is part of envbuild's node package: it also runs on GPU nodes under the node's own Python
 (the package's floor or newer: ``envbuild/node/__init__.py``), so it imports nothing outside
-the standard library. Every function but ``main`` takes text and returns text; reading and
-writing files is the caller's job.
+the standard library. Every function takes text and returns text; reading and writing files is
+the caller's job (``actions.do_patch``).
 
 Statuses returned by :func:`apply_text_patch`:
     ``"applied"``          the text changed
@@ -18,26 +17,15 @@ Example::
     >>> apply_text_patch("a = 2\\n", "replace", "a = 1", "a = 2", 1)
     ('already-applied', 'a = 2\\n')
 
-Run as a script, it is the patch tool of the shell and container renderers
-(``envbuild.render.shell``), copied alone: it does what the Ansible path's
-``envbuild.node.actions.do_patch`` does: read ``<dest>/<file>``, apply the patch spec, write the
-file back (keeping its mode) and the unified diff to ``<diff-dir>/<id>.diff``::
-
-    python3 textpatch.py --spec spec.json --dest /opt/env/src/apex --diff-dir /opt/env/.envbuild/patches
-
-Exit status 0 when applied or already applied (the status is printed), 1 when the patch does
-not fit the tree (nothing is written), 2 for a bad spec.
+The patch tool of the shell and container renderers is the node tool (``__main__.py``), which
+applies a patch with ``envbuild.node.actions.do_patch``, as Ansible's module does.
 """
 
 from __future__ import annotations
 
-import argparse
 import ast
 import difflib
-import json
-import os
 import re
-import sys
 from typing import List, Optional, Tuple
 
 KINDS = ("replace", "regex", "expect", "apex-cuda-check")
@@ -283,50 +271,3 @@ class _LineIndex:
         a = self.offset(node.lineno, node.col_offset)  # type: ignore[attr-defined]
         b = self.offset(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
         return self.text[a:b]
-
-
-# --- the patch tool: one spec applied to a tree -----------------------------------------------
-
-def _write_file(path, text, mode):
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    tmp = path + ".envbuild-tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.chmod(tmp, mode)
-    os.replace(tmp, path)
-
-
-def main(argv=None):
-    ap = argparse.ArgumentParser(description="apply one envbuild patch spec to a tree")
-    ap.add_argument("--spec", required=True, help="JSON patch spec (id, kind, file, old, new, count)")
-    ap.add_argument("--dest", required=True, help="the source tree")
-    ap.add_argument("--diff-dir", required=True, help="folder for <id>.diff")
-    args = ap.parse_args(argv)
-    try:
-        with open(args.spec, encoding="utf-8") as fh:
-            spec = json.load(fh)
-        pid, kind, rel = spec["id"], spec["kind"], spec["file"]
-    except (OSError, ValueError, KeyError) as exc:
-        print("textpatch: bad spec %s: %s" % (args.spec, exc), file=sys.stderr)
-        return 2
-    path = os.path.join(args.dest, rel)
-    try:
-        with open(path, encoding="utf-8") as fh:
-            before = fh.read()
-    except OSError as exc:
-        print("patch %s: cannot read %s: %s" % (pid, path, exc), file=sys.stderr)
-        return 1
-    status, after = apply_text_patch(before, kind, spec.get("old") or None,
-                                     spec.get("new") or None, int(spec.get("count") or 1))
-    if status.startswith("failed"):
-        print("patch %s on %s: %s" % (pid, rel, status), file=sys.stderr)
-        return 1
-    if after != before:
-        _write_file(path, after, os.stat(path).st_mode & 0o7777)
-        _write_file(os.path.join(args.diff_dir, pid + ".diff"), unified_diff(before, after, rel), 0o644)
-    print("patch %s: %s" % (pid, status))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,8 +1,8 @@
 """Plan + actions -> an Apptainer (SingularityCE) definition. Pure: returns a ``Context``.
 
     envbuild.def    Bootstrap/From, %labels, %files, %environment, %post, %test, %help
-    envbuild/...    files the definition copies in (%files): patch tool and specs, smoke
-                    scripts, verify.sh, verify_image.py, verify.json, the lock
+    envbuild/...    files the definition copies in (%files): the node tool and its action
+                    files, smoke scripts, verify.sh, verify_image.py, verify.json, the lock
 
 The image plan is the Dockerfile's (``envbuild.render.image``); ``%post`` is the same shell
 translation of the same actions (``envbuild.render.shell``), one block per step with its id and
@@ -21,7 +21,7 @@ from envbuild.render.context import Context
 from envbuild.plan.image import WHEELHOUSE
 from envbuild.plan.params import ImagePlan
 from envbuild.render.image import build_steps, verify_files, verify_sh, where
-from envbuild.render.shell import commands, q, shipped
+from envbuild.render.shell import commands, q, ship_into, shipped
 
 
 def _bootstrap(image: str) -> list[str]:
@@ -39,11 +39,9 @@ def render(ip: ImagePlan) -> Context:
     files: dict = {}
     steps = build_steps(ip)
     for _, acts in steps:
-        for rel, item in shipped([a for a in acts if not isinstance(a, CopyAsset)]).items():
-            files[rel] = item
-        for rel, item in shipped([a for a in acts if isinstance(a, CopyAsset)]).items():
-            files[rel] = item
-    files.update(verify_files(ip))
+        ship_into(files, shipped([a for a in acts if not isinstance(a, CopyAsset)]))
+        ship_into(files, shipped([a for a in acts if isinstance(a, CopyAsset)]))
+    ship_into(files, verify_files(ip))
     files["verify.sh"] = verify_sh(ip, q(ip.files_dir))
     if ip.lock_text is not None:
         files["envbuild.lock"] = ip.lock_text

@@ -3,8 +3,8 @@
     Dockerfile          one block per plan step (its id and reason as comments)
     envbuild.lock       the lock the image was built from (copied into the image)
     files/<abs path>    the files the steps write (requirements with hashes, env.sh)
-    envbuild/...        envbuild's shipped files: patch tool and specs, smoke scripts,
-                        verify.sh, verify_image.py, verify.json
+    envbuild/...        envbuild's shipped files: the node tool and its action files, smoke
+                        scripts, verify.sh, verify_image.py, verify.json
     wheelhouse/         locked wheels from a wheelhouse (only when rendered with one)
 
 Layers are ordered for the cache: base tooling and the venv first, then each install step
@@ -39,7 +39,7 @@ from envbuild.plan.image import PREPARE, WHEELHOUSE, run_time_note
 from envbuild.plan.params import ImagePlan
 from envbuild.render.image import (build_steps, devel_dests, prepare_sh, run_time_steps, verify_files,
                                    verify_sh, verify_spec, where)
-from envbuild.render.shell import CAPPED_BY_CORES, build_arg_check, commands, q, shipped
+from envbuild.render.shell import CAPPED_BY_CORES, build_arg_check, commands, copied, q, shipped
 
 JOIN = " && \\\n    "
 PIP_STEPS = ("pip_tooling", "pip_install", "install_source", "apex_build")  # steps that run pip
@@ -73,6 +73,7 @@ class _Writer:
         # build parallelism is a build argument: the build machine sizes it (envbuild.render.shell)
         self.where = replace(where(ip), build_args=CAPPED_BY_CORES)
         self.declared: set[str] = set()  # build arguments declared in the current stage
+        self.in_stage: set[str] = set()  # shipped files copied into the current stage (the node tool: once)
 
     def ship(self, rel: str, item) -> str:
         """Put one shipped file in the context under envbuild/; its context path."""
@@ -137,14 +138,18 @@ class _Writer:
                 flush()
                 self.lines.append(f"COPY --from=devel {a.outdir} {a.outdir}")
             else:
-                for rel, item in shipped([a]).items():  # the patch tool and its spec
+                items = shipped([a])  # the node tool and the action's file
+                for rel, item in items.items():
+                    self.ship(rel, item)
+                for rel in [r for r in copied(items) if r not in self.in_stage]:
+                    self.in_stage.add(rel)
                     flush()
-                    self.lines.append(f"COPY {self.ship(rel, item)} {self.ip.files_dir}/{rel}")
+                    self.lines.append(f"COPY envbuild/{rel} {self.ip.files_dir}/{rel}")
                 pending.append(a)
         flush()
 
     def stage_args(self) -> None:
-        self.declared = set()  # an ARG holds in the stage that declares it
+        self.declared, self.in_stage = set(), set()  # an ARG holds in the stage that declares it
         self.lines += ["# PIP_CERT: a CA bundle for pip behind a TLS-inspecting proxy "
                        "(--build-arg PIP_CERT=PATH with the bundle mounted); unset otherwise",
                        "ARG PIP_CERT"]

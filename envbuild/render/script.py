@@ -2,22 +2,34 @@
 
     run.sh      set -euo pipefail; one function per plan step (its id and reason as
                 comments), run in plan order; ``run.sh STEP_ID...`` runs only those steps
-    files/      envbuild's files the steps use (smoke scripts, the patch tool, patch specs)
+    files/      envbuild's files the steps use (smoke scripts, the node tool and the action
+                files it runs: checkouts, patches, wheel builds, smoke runs)
 
 The script is the plan for the node it was planned for (its facts: ``$HOME``, the Python
 found there): run it there, as that user. Every action is idempotent as on the Ansible path
 (an existing clone is reused, pip skips what is installed), so a rerun after a failure
-continues. Commands come from ``envbuild.render.shell``.
+continues. Commands come from ``envbuild.render.shell``; the node tool runs under the
+environment's own Python, which the environment step makes before any step that uses the tool.
 """
 
 from __future__ import annotations
 
 from envbuild import __version__
+from envbuild.actions.steps import python_of
 from envbuild.render.steps import plan_actions
 from envbuild.render.context import Context
-from envbuild.render.shell import Where, capture_failures, commands, q, shipped
+from envbuild.render.shell import Where, capture_failures, commands, q, ship_into, shipped
 
-WHERE = Where(files='"$FILES"')
+FILES = '"$FILES"'
+
+
+def where(plan) -> Where:
+    """The files folder, and the node tool's Python: the environment's, which the plan makes
+    before it checks out, patches, builds or runs anything (the node's own python3 may be older
+    than the tool's floor: SLES 15 ships 3.6, and Polaris's recipe Python comes from a module);
+    python3 for a plan without one (the container backend's)."""
+    env = next((s.params for s in plan.steps if s.kind == "environment"), None)
+    return Where(files=FILES, python=python_of(env.prefix) if env is not None else "python3")
 
 
 def _fn(step_id: str) -> str:
@@ -43,10 +55,10 @@ def render(plan, *, regenerate: str = "") -> Context:
              'FILES="$(cd "$(dirname "$0")" && pwd)/files"',
              "export FILES"]
     ids = []
+    at = where(plan)
     for step, acts in pairs:
-        for rel, item in shipped(acts).items():
-            files["files/" + rel] = item
-        body = commands(acts, WHERE)
+        ship_into(files, shipped(acts), "files/")
+        body = commands(acts, at)
         if any(a.op == "capture" for a in acts):
             body = ["failed=''", *body, capture_failures()]
         if not body:

@@ -8,9 +8,15 @@ facts is ever expanded by the shell. File contents are data: a quoted heredoc (`
 with a delimiter that does not occur in the content, so ``$HOME`` or a backquote in a file
 stays as written.
 
-Where envbuild's own files live at run time (smoke scripts, the patch tool, patch specs) is
-the renderer's choice, given as ``Where``; ``shipped(actions)`` lists what must be placed
-there.
+What a node carries out (check out a commit, apply a patch, build a wheel, capture a run) is
+not written as shell here: the node tool does it with the functions Ansible's module runs
+(``envbuild/node/__main__.py``), and the command only quotes its argv,
+
+    PYTHON <files>/envbuild_node <files>/actions/<name>.json
+
+the action itself shipped as that file. Where envbuild's own files live at run time (smoke
+scripts, the node tool, action files) is the renderer's choice, given as ``Where``;
+``shipped(actions)`` lists what must be placed there.
 
     >>> from envbuild.actions.model import Run
     >>> commands([Run(argv=["pip", "install", "a b"], env={"X": "1"}, cwd="/src")], Where("/f"))
@@ -20,6 +26,7 @@ there.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +56,13 @@ def q(value: str) -> str:
         return '"' + value + '"'
     return shlex.quote(value)
 
-PATCH_TOOL = "tools/textpatch.py"  # envbuild/node/textpatch.py, run as a script
+# The node tool: the files of envbuild/node/ that its actions need, run as one folder
+# (python3 <files>/envbuild_node ACTION.json: its __main__.py loads the folder as the package).
+# tests/test_node_package.py checks that these are every file actions.py imports.
+NODE_TOOL = "envbuild_node"
+NODE_TOOL_FILES = ("__init__.py", "__main__.py", "actions.py", "textpatch.py")
+TOOL_ACTIONS = (GitCheckout, ApplyPatch, BuildWheel, Capture)  # what the node tool runs
+SAFE_NAME = re.compile(r"[A-Za-z0-9._-]+")
 
 
 @dataclass(frozen=True)
@@ -57,7 +70,8 @@ class Where:
     """Where the renderer puts envbuild's shipped files at run time.
 
     ``files`` is a shell word (already quoted, or an expression such as ``"$FILES"``);
-    ``python`` runs envbuild's stdlib-only tools (the patch tool).
+    ``python`` (a path or a command name, quoted where used) runs envbuild's stdlib-only node
+    tool: a Python of the package's floor or newer where the tool's actions run.
     """
 
     files: str
@@ -141,67 +155,47 @@ def write_file(path: str, content: str, perm: str = "0644") -> str:
             f"{content}{delim}")
 
 
-def git_checkout(a: GitCheckout) -> list[str]:
-    """Clone (or reuse a clone), fetch the pinned commit when absent, check it out detached
-    and verify HEAD; ``url`` recorded as origin."""
-    d = q(a.dest)
-    want = a.sha or a.ref
-    out = [f"if [ ! -d {q(a.dest + '/.git')} ]; then git clone --quiet --no-checkout -- "
-           f"{q(a.fetch_url)} {d}; fi"]
-    if a.sha:
-        out.append(f"{{ git -C {d} cat-file -e {q(a.sha + '^{commit}')} 2>/dev/null || "
-                   f"git -C {d} fetch --quiet origin -- {q(a.sha)}; }}")
-        out.append(f"git -C {d} -c advice.detachedHead=false checkout --quiet --force {q(a.sha)}")
-        out.append(f'{{ test "$(git -C {d} rev-parse HEAD)" = {q(a.sha)} || '
-                   f"{{ echo {q(f'{a.dest}: HEAD is not {a.sha}')} >&2; exit 1; }}; }}")
-    else:  # a ref without a pinned commit (an unlocked plan): branch or tag
-        out.append(f"{{ git -C {d} -c advice.detachedHead=false checkout --quiet --force "
-                   f"{q('origin/' + want)} 2>/dev/null || "
-                   f"git -C {d} -c advice.detachedHead=false checkout --quiet --force {q(want)}; }}")
-    if a.url != a.fetch_url:
-        out.append(f"git -C {d} remote set-url origin {q(a.url)}")
-    for path in a.submodules:  # submodules the build reads, from the mirror when one is given
-        opts = "".join(f"-c {q('url.' + mirror + '.insteadOf=' + url)} "
-                       for url, mirror in sorted(a.submodule_mirrors.items()))
-        allow = "-c protocol.file.allow=always " if a.submodule_mirrors else ""
-        out.append(f"git -C {d} {allow}{opts}submodule update --init -- {q(path)}")
-    return out
+def action_name(a) -> str:
+    """The shipped file of an action the node tool runs, named for what it makes, which is one
+    per plan: the tree's folder, the patch's id, the wheel's folder (its cache key), the run."""
+    if isinstance(a, GitCheckout):
+        label = "git-" + Path(a.dest).name
+    elif isinstance(a, ApplyPatch):
+        label = "patch-" + str(a.spec["id"])
+    elif isinstance(a, BuildWheel):
+        label = "wheel-" + Path(a.outdir).name
+    else:
+        label = "capture-" + a.name
+    return "actions/" + re.sub(r"[^A-Za-z0-9._-]", "_", label) + ".json"
 
 
-def patch_spec_name(a: ApplyPatch) -> str:
-    return f"patch-specs/{a.spec['id']}.json"
+def sized_here(a) -> dict[str, str]:
+    """The action's variables of CAPPED_BY_CORES: set by the command line (``env_words``: the
+    machine the render runs on sizes them), left out of its file."""
+    return {k: v for k, v in getattr(a, "env", {}).items() if k in CAPPED_BY_CORES and str(v).isdigit()}
 
 
-def patch_spec_text(a: ApplyPatch) -> str:
-    return json.dumps(a.spec, indent=2, sort_keys=True) + "\n"
+def action_text(a) -> str:
+    """The action's file: the action as the node tool reads it (Ansible's module gets the same)."""
+    data = a.model_dump(mode="json")
+    if sized_here(a):
+        data["env"] = {k: v for k, v in data["env"].items() if k not in sized_here(a)}
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
-def apply_patch(a: ApplyPatch, where: Where) -> str:
-    return " ".join([where.python, where.file(PATCH_TOOL), "--spec", where.file(patch_spec_name(a)),
-                     "--dest", q(a.dest), "--diff-dir", q(a.diff_dir)])
+def node_tool(a, where: Where) -> str:
+    """``[env K=V] PYTHON <files>/envbuild_node <files>/actions/<name>.json``."""
+    words = env_words(sized_here(a), [], where.build_args)
+    return " ".join((["env", *words] if words else [])
+                    + [q(where.python), where.file(NODE_TOOL), where.file(action_name(a))])
 
 
-def build_wheel(a: BuildWheel, given: frozenset[str] = frozenset()) -> list[str]:
-    return [f"mkdir -p {q(a.outdir)}", argv_line(a.argv, a.env, a.path, a.cwd, given)]
-
-
-def capture(a: Capture) -> list[str]:
-    """Run with the env file sourced; stdout/stderr/exit status in ``<dir>/<name>.*``.
-    Never stops the script: ``capture_failures()`` reports after every capture ran."""
-    base = f"{a.dir.rstrip('/')}/{a.name}"
-    env_file = a.env_file or "/nonexistent"
-    body = (f"cd {q(a.cwd)} && if [ -f {q(env_file)} ]; then . {q(env_file)}; fi && "
-            + argv_line(["timeout", str(a.timeout), *a.argv], a.env))
-    # a script handed to an inner shell (bash -c '...') is single-quoted on purpose: the inner
-    # shell expands its $ expressions (SC2016 would ask for double quotes)
-    inner = " disable=SC2016" if any("$" in word for word in a.argv) else ""
-    return [f"mkdir -p {q(a.dir)}",
-            "rc=0",
-            f"# shellcheck source=/dev/null{inner}",
-            f"({body}) > {q(base + '.out')} 2> {q(base + '.err')} || rc=$?",
-            f"echo \"$rc\" > {q(base + '.rc')}",
-            f"if [ \"$rc\" != 0 ]; then failed=\"$failed {a.name}(exit $rc)\"; "
-            f"echo {q(a.name + ' failed, see ' + base + '.err')} >&2; fi"]
+def capture(a: Capture, where: Where) -> str:
+    """The node tool runs ``a`` (outputs in ``<dir>/<name>.out|.err|.rc``); a failure never stops
+    the script: its name and exit status are added to ``failed``, and ``capture_failures()``
+    reports after every capture ran."""
+    name = a.name if SAFE_NAME.fullmatch(a.name) else '"' + q(a.name) + '"'
+    return f'{node_tool(a, where)} || failed="$failed {name}(exit $?)"'
 
 
 def capture_failures(what: str = "smoke") -> str:
@@ -209,10 +203,12 @@ def capture_failures(what: str = "smoke") -> str:
 
 
 def commands(actions: list, where: Where) -> list[str]:
-    """Shell commands for ``actions``, in order, one per list item. Every item except a
-    capture's is one command (a ``||`` inside is grouped in braces), so items can be run one
-    per line under ``set -e`` or joined with ``&&``. Captures set ``rc`` and append to
-    ``failed`` (set it to '' before the first): see ``capture_failures``."""
+    """Shell commands for ``actions``, in order, one per list item. Every item but a capture's
+    is one command (a ``||`` inside is grouped in braces), so items can be run one per line
+    under ``set -e`` or joined with ``&&``; a capture's (``TOOL || failed=...``) is for a script
+    that runs one item per line, where it appends to ``failed`` (set it to '' before the first):
+    see ``capture_failures``. Checkouts, patches, wheel builds and captures are node tool
+    commands (the module docstring)."""
     out: list[str] = []
     for a in actions:
         if isinstance(a, Run):
@@ -228,14 +224,10 @@ def commands(actions: list, where: Where) -> list[str]:
         elif isinstance(a, CopyAsset):
             out.append(f"mkdir -p {q(str(Path(a.dest).parent))} && "
                        f"cp {where.file('assets/' + a.asset)} {q(a.dest)} && chmod {q(a.perm)} {q(a.dest)}")
-        elif isinstance(a, GitCheckout):
-            out.extend(git_checkout(a))
-        elif isinstance(a, ApplyPatch):
-            out.append(apply_patch(a, where))
-        elif isinstance(a, BuildWheel):
-            out.extend(build_wheel(a, where.build_args))
         elif isinstance(a, Capture):
-            out.extend(capture(a))
+            out.append(capture(a, where))
+        elif isinstance(a, TOOL_ACTIONS):
+            out.append(node_tool(a, where))
         else:  # pragma: no cover - every op of envbuild.actions.model is handled above
             raise ValueError(f"no shell translation for action {a!r}")
     return out
@@ -248,7 +240,23 @@ def shipped(actions: list) -> dict[str, str | Path]:
     for a in actions:
         if isinstance(a, CopyAsset):
             out["assets/" + a.asset] = asset_path(a.asset)
-        elif isinstance(a, ApplyPatch):
-            out[PATCH_TOOL] = NODE / "textpatch.py"
-            out[patch_spec_name(a)] = patch_spec_text(a)
+        elif isinstance(a, TOOL_ACTIONS):
+            out.update({f"{NODE_TOOL}/{name}": NODE / name for name in NODE_TOOL_FILES})
+            out[action_name(a)] = action_text(a)
     return out
+
+
+def copied(names) -> list[str]:
+    """The shipped ``names`` as what a build copies: the node tool as its one folder
+    (``envbuild_node/``), every other file by itself."""
+    tool = [f"{NODE_TOOL}/"] if any(n.startswith(NODE_TOOL + "/") for n in names) else []
+    return tool + [n for n in names if not n.startswith(NODE_TOOL + "/")]
+
+
+def ship_into(files: dict, names: dict, prefix: str = "") -> None:
+    """Add ``shipped()`` items to a render's ``files`` under ``prefix``; a name that already holds
+    other content is refused (two actions of one render named alike would run one of them twice)."""
+    for rel, item in names.items():
+        if files.get(prefix + rel, item) != item:
+            raise ValueError(f"two shipped files named {prefix + rel}")
+        files[prefix + rel] = item

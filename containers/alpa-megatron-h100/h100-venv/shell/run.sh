@@ -40,24 +40,21 @@ ENVBUILD_EOF_93b40a7a3b9c
 # why: No setup.py (deleted in 6c00f448), so on sys.path through a .pth; the checkout stays writable
 # why: because the fused kernels are JIT-built into megatron/fused_kernels/build.
 step_git_megatron() {
-  if [ ! -d /root/.envbuild/envs/alpa-megatron-h100/src/megatron/.git ]; then git clone --quiet --no-checkout -- https://github.com/zhisbug/Megatron-LM /root/.envbuild/envs/alpa-megatron-h100/src/megatron; fi
-  { git -C /root/.envbuild/envs/alpa-megatron-h100/src/megatron cat-file -e 'c28bbd208d16ffea61fa3c545e66b3a9d87f9d84^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/alpa-megatron-h100/src/megatron fetch --quiet origin -- c28bbd208d16ffea61fa3c545e66b3a9d87f9d84; }
-  git -C /root/.envbuild/envs/alpa-megatron-h100/src/megatron -c advice.detachedHead=false checkout --quiet --force c28bbd208d16ffea61fa3c545e66b3a9d87f9d84
-  { test "$(git -C /root/.envbuild/envs/alpa-megatron-h100/src/megatron rev-parse HEAD)" = c28bbd208d16ffea61fa3c545e66b3a9d87f9d84 || { echo '/root/.envbuild/envs/alpa-megatron-h100/src/megatron: HEAD is not c28bbd208d16ffea61fa3c545e66b3a9d87f9d84' >&2; exit 1; }; }
+  /root/.envbuild/envs/alpa-megatron-h100/bin/python "$FILES/envbuild_node" "$FILES/actions/git-megatron.json"
 }
 
 # step patch:tie-embedding-disabled: patch tie-embedding-disabled
 # why: The baseline's one behavioural change, as in alpa-megatron: c28bbd2 guards the embedding-group
 # why: all-reduce with a literal False.
 step_patch_tie_embedding_disabled() {
-  python3 "$FILES/tools/textpatch.py" --spec "$FILES/patch-specs/tie-embedding-disabled.json" --dest /root/.envbuild/envs/alpa-megatron-h100/src/megatron --diff-dir /root/.envbuild/envs/alpa-megatron-h100/.envbuild/patches
+  /root/.envbuild/envs/alpa-megatron-h100/bin/python "$FILES/envbuild_node" "$FILES/actions/patch-tie-embedding-disabled.json"
 }
 
 # step patch:torch-six-inf: patch torch-six-inf
 # why: clip_grads.py imports inf from torch._six, which torch 2.0 removed; torch.inf is the same
 # why: float('inf').
 step_patch_torch_six_inf() {
-  python3 "$FILES/tools/textpatch.py" --spec "$FILES/patch-specs/torch-six-inf.json" --dest /root/.envbuild/envs/alpa-megatron-h100/src/megatron --diff-dir /root/.envbuild/envs/alpa-megatron-h100/.envbuild/patches
+  /root/.envbuild/envs/alpa-megatron-h100/bin/python "$FILES/envbuild_node" "$FILES/actions/patch-torch-six-inf.json"
 }
 
 # step patch:numpy-float-alias: patch numpy-float-alias
@@ -65,7 +62,7 @@ step_patch_torch_six_inf() {
 # why: module level; NumPy 1.24 removed the alias. np.float was the builtin float itself, so the
 # why: builtin gives the same dtype table and the same dict keys.
 step_patch_numpy_float_alias() {
-  python3 "$FILES/tools/textpatch.py" --spec "$FILES/patch-specs/numpy-float-alias.json" --dest /root/.envbuild/envs/alpa-megatron-h100/src/megatron --diff-dir /root/.envbuild/envs/alpa-megatron-h100/.envbuild/patches
+  /root/.envbuild/envs/alpa-megatron-h100/bin/python "$FILES/envbuild_node" "$FILES/actions/patch-numpy-float-alias.json"
 }
 
 # step patch:fused-kernels-sm90: patch fused-kernels-sm90
@@ -73,7 +70,7 @@ step_patch_numpy_float_alias() {
 # why: sm_80 for nvcc >= 11, kept); nvcc 13 no longer accepts compute_70, and neither cubin runs on
 # why: sm_90. The H100's own arch replaces sm_70; the kernels' code is unchanged.
 step_patch_fused_kernels_sm90() {
-  python3 "$FILES/tools/textpatch.py" --spec "$FILES/patch-specs/fused-kernels-sm90.json" --dest /root/.envbuild/envs/alpa-megatron-h100/src/megatron --diff-dir /root/.envbuild/envs/alpa-megatron-h100/.envbuild/patches
+  /root/.envbuild/envs/alpa-megatron-h100/bin/python "$FILES/envbuild_node" "$FILES/actions/patch-fused-kernels-sm90.json"
 }
 
 # step patch:jit-modules-by-name: patch jit-modules-by-name
@@ -84,7 +81,7 @@ step_patch_fused_kernels_sm90() {
 # why: first layer norm failed on the H100 with ModuleNotFoundError. The loaded module is put in
 # why: sys.modules under its name.
 step_patch_jit_modules_by_name() {
-  python3 "$FILES/tools/textpatch.py" --spec "$FILES/patch-specs/jit-modules-by-name.json" --dest /root/.envbuild/envs/alpa-megatron-h100/src/megatron --diff-dir /root/.envbuild/envs/alpa-megatron-h100/.envbuild/patches
+  /root/.envbuild/envs/alpa-megatron-h100/bin/python "$FILES/envbuild_node" "$FILES/actions/patch-jit-modules-by-name.json"
 }
 
 # step build:megatron: build megatron
@@ -107,10 +104,7 @@ step_install_megatron() {
 # why: (multi_tensor_l2norm, multi_tensor_scale). --cuda_ext builds amp_C; Apex 6424da3b has no switch
 # why: that builds amp_C alone, so its other core extensions are built too.
 step_git_apex() {
-  if [ ! -d /root/.envbuild/envs/alpa-megatron-h100/src/apex/.git ]; then git clone --quiet --no-checkout -- https://github.com/NVIDIA/apex /root/.envbuild/envs/alpa-megatron-h100/src/apex; fi
-  { git -C /root/.envbuild/envs/alpa-megatron-h100/src/apex cat-file -e '6424da3b4faa6c8f062da4a48c424fff3f02d42d^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/alpa-megatron-h100/src/apex fetch --quiet origin -- 6424da3b4faa6c8f062da4a48c424fff3f02d42d; }
-  git -C /root/.envbuild/envs/alpa-megatron-h100/src/apex -c advice.detachedHead=false checkout --quiet --force 6424da3b4faa6c8f062da4a48c424fff3f02d42d
-  { test "$(git -C /root/.envbuild/envs/alpa-megatron-h100/src/apex rev-parse HEAD)" = 6424da3b4faa6c8f062da4a48c424fff3f02d42d || { echo '/root/.envbuild/envs/alpa-megatron-h100/src/apex: HEAD is not 6424da3b4faa6c8f062da4a48c424fff3f02d42d' >&2; exit 1; }; }
+  /root/.envbuild/envs/alpa-megatron-h100/bin/python "$FILES/envbuild_node" "$FILES/actions/git-apex.json"
 }
 
 # step apex:apex: build Apex wheel (apex)
@@ -119,8 +113,7 @@ step_git_apex() {
 # why: thread(s) = 16 concurrent nvcc at ~3 GiB each within 109 of 128 GiB, keeping 19 GiB headroom (16
 # why: cores, 1 GPU arch(s); NVIDIA/apex#1882)
 step_apex_apex() {
-  mkdir -p /root/.envbuild/envs/alpa-megatron-h100/.envbuild/wheels/apex-6424da3b4faa-837967d631b5195728b8
-  (cd /root/.envbuild/envs/alpa-megatron-h100/src/apex && env APEX_CPP_EXT=1 APEX_CUDA_EXT=1 APEX_PARALLEL_BUILD=4 MAX_JOBS="$(( $(nproc) < 4 ? $(nproc) : 4 ))" PIP_DISABLE_PIP_VERSION_CHECK=1 TORCH_CUDA_ARCH_LIST=9.0 PATH=/root/.envbuild/envs/alpa-megatron-h100/bin:"$PATH" /root/.envbuild/envs/alpa-megatron-h100/bin/python -m pip wheel --no-deps -w /root/.envbuild/envs/alpa-megatron-h100/.envbuild/wheels/apex-6424da3b4faa-837967d631b5195728b8 -v --no-cache-dir --no-build-isolation .)
+  env MAX_JOBS="$(( $(nproc) < 4 ? $(nproc) : 4 ))" /root/.envbuild/envs/alpa-megatron-h100/bin/python "$FILES/envbuild_node" "$FILES/actions/wheel-apex-6424da3b4faa-837967d631b5195728b8.json"
   /root/.envbuild/envs/alpa-megatron-h100/bin/python -m pip install --no-input --disable-pip-version-check --no-deps --no-index --force-reinstall --find-links=/root/.envbuild/envs/alpa-megatron-h100/.envbuild/wheels/apex-6424da3b4faa-837967d631b5195728b8 apex
 }
 
@@ -128,10 +121,7 @@ step_apex_apex() {
 # why: Alpa's benchmark driver and TFLOPS formula (benchmark/util.py), as in alpa-megatron; clone only,
 # why: used from the checkout.
 step_git_alpa() {
-  if [ ! -d /root/.envbuild/envs/alpa-megatron-h100/src/alpa/.git ]; then git clone --quiet --no-checkout -- https://github.com/alpa-projects/alpa /root/.envbuild/envs/alpa-megatron-h100/src/alpa; fi
-  { git -C /root/.envbuild/envs/alpa-megatron-h100/src/alpa cat-file -e 'e0ae8bf849ead61e65197cbeb24ce6435712e170^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/alpa-megatron-h100/src/alpa fetch --quiet origin -- e0ae8bf849ead61e65197cbeb24ce6435712e170; }
-  git -C /root/.envbuild/envs/alpa-megatron-h100/src/alpa -c advice.detachedHead=false checkout --quiet --force e0ae8bf849ead61e65197cbeb24ce6435712e170
-  { test "$(git -C /root/.envbuild/envs/alpa-megatron-h100/src/alpa rev-parse HEAD)" = e0ae8bf849ead61e65197cbeb24ce6435712e170 || { echo '/root/.envbuild/envs/alpa-megatron-h100/src/alpa: HEAD is not e0ae8bf849ead61e65197cbeb24ce6435712e170' >&2; exit 1; }; }
+  /root/.envbuild/envs/alpa-megatron-h100/bin/python "$FILES/envbuild_node" "$FILES/actions/git-alpa.json"
 }
 
 # step patch:launch-to-run: patch launch-to-run
@@ -140,7 +130,7 @@ step_git_alpa() {
 # why: torch.distributed.run (torchrun) takes the same options and passes the rank in the environment
 # why: (LOCAL_RANK, RANK, WORLD_SIZE), which Megatron's initialize reads.
 step_patch_launch_to_run() {
-  python3 "$FILES/tools/textpatch.py" --spec "$FILES/patch-specs/launch-to-run.json" --dest /root/.envbuild/envs/alpa-megatron-h100/src/alpa --diff-dir /root/.envbuild/envs/alpa-megatron-h100/.envbuild/patches
+  /root/.envbuild/envs/alpa-megatron-h100/bin/python "$FILES/envbuild_node" "$FILES/actions/patch-launch-to-run.json"
 }
 
 # step env-file: Environment file
@@ -171,30 +161,10 @@ step_smoke() {
   mkdir -p /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke && cp "$FILES/assets/smoke/gpt.py" /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/gpt.py && chmod 0644 /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/gpt.py
   mkdir -p /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke && cp "$FILES/assets/smoke/collective.py" /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/collective.py && chmod 0644 /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/collective.py
   mkdir -p /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke && cp "$FILES/assets/smoke/apex_check.py" /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/apex_check.py && chmod 0644 /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/apex_check.py
-  mkdir -p /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke
-  rc=0
-  # shellcheck source=/dev/null
-  (cd /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke && if [ -f /root/.envbuild/envs/alpa-megatron-h100/.envbuild/env.sh ]; then . /root/.envbuild/envs/alpa-megatron-h100/.envbuild/env.sh; fi && timeout 1800 /root/.envbuild/envs/alpa-megatron-h100/bin/python /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/gpt.py --json --preset tiny) > /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/gpt.out 2> /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/gpt.err || rc=$?
-  echo "$rc" > /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/gpt.rc
-  if [ "$rc" != 0 ]; then failed="$failed gpt(exit $rc)"; echo 'gpt failed, see /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/gpt.err' >&2; fi
-  mkdir -p /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke
-  rc=0
-  # shellcheck source=/dev/null
-  (cd /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke && if [ -f /root/.envbuild/envs/alpa-megatron-h100/.envbuild/env.sh ]; then . /root/.envbuild/envs/alpa-megatron-h100/.envbuild/env.sh; fi && timeout 1800 /root/.envbuild/envs/alpa-megatron-h100/bin/python /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/collective.py --json --device cpu --nproc 2) > /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/collective.out 2> /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/collective.err || rc=$?
-  echo "$rc" > /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/collective.rc
-  if [ "$rc" != 0 ]; then failed="$failed collective(exit $rc)"; echo 'collective failed, see /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/collective.err' >&2; fi
-  mkdir -p /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke
-  rc=0
-  # shellcheck source=/dev/null
-  (cd /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke && if [ -f /root/.envbuild/envs/alpa-megatron-h100/.envbuild/env.sh ]; then . /root/.envbuild/envs/alpa-megatron-h100/.envbuild/env.sh; fi && timeout 1800 /root/.envbuild/envs/alpa-megatron-h100/bin/python /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/apex_check.py --json --require) > /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/apex.out 2> /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/apex.err || rc=$?
-  echo "$rc" > /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/apex.rc
-  if [ "$rc" != 0 ]; then failed="$failed apex(exit $rc)"; echo 'apex failed, see /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/apex.err' >&2; fi
-  mkdir -p /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke
-  rc=0
-  # shellcheck source=/dev/null
-  (cd /root/.envbuild/envs/alpa-megatron-h100/src/alpa/osdi22_artifact/megatron && if [ -f /root/.envbuild/envs/alpa-megatron-h100/.envbuild/env.sh ]; then . /root/.envbuild/envs/alpa-megatron-h100/.envbuild/env.sh; fi && env PYTHONPATH=/root/.envbuild/envs/alpa-megatron-h100/src/alpa PYTHONFAULTHANDLER=1 PYTHONUNBUFFERED=1 timeout 3600 bash -c 'python benchmark_gpt.py --nproc_per_node 1') > /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/native.out 2> /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/native.err || rc=$?
-  echo "$rc" > /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/native.rc
-  if [ "$rc" != 0 ]; then failed="$failed native(exit $rc)"; echo 'native failed, see /root/.envbuild/envs/alpa-megatron-h100/.envbuild/smoke/native.err' >&2; fi
+  /root/.envbuild/envs/alpa-megatron-h100/bin/python "$FILES/envbuild_node" "$FILES/actions/capture-gpt.json" || failed="$failed gpt(exit $?)"
+  /root/.envbuild/envs/alpa-megatron-h100/bin/python "$FILES/envbuild_node" "$FILES/actions/capture-collective.json" || failed="$failed collective(exit $?)"
+  /root/.envbuild/envs/alpa-megatron-h100/bin/python "$FILES/envbuild_node" "$FILES/actions/capture-apex.json" || failed="$failed apex(exit $?)"
+  /root/.envbuild/envs/alpa-megatron-h100/bin/python "$FILES/envbuild_node" "$FILES/actions/capture-native.json" || failed="$failed native(exit $?)"
   if [ -n "$failed" ]; then echo "smoke failed:$failed" >&2; exit 1; fi
 }
 

@@ -73,10 +73,7 @@ ENVBUILD_EOF_e7d387dc5fa3
 # why: through a .pth entry, like the artifact's PYTHONPATH; the checkout stays writable because fused
 # why: kernels are JIT-built into megatron/fused_kernels/build.
 step_git_megatron() {
-  if [ ! -d /root/.envbuild/envs/alpa-megatron/src/megatron/.git ]; then git clone --quiet --no-checkout -- https://github.com/zhisbug/Megatron-LM /root/.envbuild/envs/alpa-megatron/src/megatron; fi
-  { git -C /root/.envbuild/envs/alpa-megatron/src/megatron cat-file -e 'c28bbd208d16ffea61fa3c545e66b3a9d87f9d84^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/alpa-megatron/src/megatron fetch --quiet origin -- c28bbd208d16ffea61fa3c545e66b3a9d87f9d84; }
-  git -C /root/.envbuild/envs/alpa-megatron/src/megatron -c advice.detachedHead=false checkout --quiet --force c28bbd208d16ffea61fa3c545e66b3a9d87f9d84
-  { test "$(git -C /root/.envbuild/envs/alpa-megatron/src/megatron rev-parse HEAD)" = c28bbd208d16ffea61fa3c545e66b3a9d87f9d84 || { echo '/root/.envbuild/envs/alpa-megatron/src/megatron: HEAD is not c28bbd208d16ffea61fa3c545e66b3a9d87f9d84' >&2; exit 1; }; }
+  /root/.envbuild/envs/alpa-megatron/bin/python "$FILES/envbuild_node" "$FILES/actions/git-megatron.json"
 }
 
 # step patch:tie-embedding-disabled: patch tie-embedding-disabled
@@ -86,7 +83,7 @@ step_git_megatron() {
 # why: weights are still synchronised). Alpa: "very little performance impact". Checked against the
 # why: zhisbug mirror at c28bbd2.
 step_patch_tie_embedding_disabled() {
-  python3 "$FILES/tools/textpatch.py" --spec "$FILES/patch-specs/tie-embedding-disabled.json" --dest /root/.envbuild/envs/alpa-megatron/src/megatron --diff-dir /root/.envbuild/envs/alpa-megatron/.envbuild/patches
+  /root/.envbuild/envs/alpa-megatron/bin/python "$FILES/envbuild_node" "$FILES/actions/patch-tie-embedding-disabled.json"
 }
 
 # step install:megatron: install megatron (pth)
@@ -101,17 +98,14 @@ step_install_megatron() {
 # why: #1252 we need to pin"); it has FusedAdam/FusedSGD, multi_tensor_apply and amp_C, which b31e129
 # why: imports, and predates the Apex changes that dropped torch 1.x. --cuda_ext is required for amp_C.
 step_git_apex() {
-  if [ ! -d /root/.envbuild/envs/alpa-megatron/src/apex/.git ]; then git clone --quiet --no-checkout -- https://github.com/NVIDIA/apex /root/.envbuild/envs/alpa-megatron/src/apex; fi
-  { git -C /root/.envbuild/envs/alpa-megatron/src/apex cat-file -e 'e2083df5eb96643c61613b9df48dd4eea6b07690^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/alpa-megatron/src/apex fetch --quiet origin -- e2083df5eb96643c61613b9df48dd4eea6b07690; }
-  git -C /root/.envbuild/envs/alpa-megatron/src/apex -c advice.detachedHead=false checkout --quiet --force e2083df5eb96643c61613b9df48dd4eea6b07690
-  { test "$(git -C /root/.envbuild/envs/alpa-megatron/src/apex rev-parse HEAD)" = e2083df5eb96643c61613b9df48dd4eea6b07690 || { echo '/root/.envbuild/envs/alpa-megatron/src/apex: HEAD is not e2083df5eb96643c61613b9df48dd4eea6b07690' >&2; exit 1; }; }
+  /root/.envbuild/envs/alpa-megatron/bin/python "$FILES/envbuild_node" "$FILES/actions/git-apex.json"
 }
 
 # step patch:apex-cuda-check: patch apex-cuda-check
 # why: refused: nvcc 13.0 and torch's CUDA 11.1 differ in the major version: extensions built so would
 # why: not load against this torch; refused before building
 step_patch_apex_cuda_check() {
-  python3 "$FILES/tools/textpatch.py" --spec "$FILES/patch-specs/apex-cuda-check.json" --dest /root/.envbuild/envs/alpa-megatron/src/apex --diff-dir /root/.envbuild/envs/alpa-megatron/.envbuild/patches
+  /root/.envbuild/envs/alpa-megatron/bin/python "$FILES/envbuild_node" "$FILES/actions/patch-apex-cuda-check.json"
 }
 
 # step apex:apex: build Apex wheel (apex)
@@ -122,8 +116,7 @@ step_patch_apex_cuda_check() {
 # why: default build: expect a slow build or OOM, or build the wheel on a bigger node and reuse it
 # why: (cache_key)
 step_apex_apex() {
-  mkdir -p /root/.envbuild/envs/alpa-megatron/.envbuild/wheels/apex-e2083df5eb96-f0aa51ed03d3469e4bc5
-  (cd /root/.envbuild/envs/alpa-megatron/src/apex && env MAX_JOBS="$(( $(nproc) < 1 ? $(nproc) : 1 ))" PIP_DISABLE_PIP_VERSION_CHECK=1 TORCH_CUDA_ARCH_LIST=9.0 PATH=/root/.envbuild/envs/alpa-megatron/bin:"$PATH" /root/.envbuild/envs/alpa-megatron/bin/python setup.py --cpp_ext --cuda_ext bdist_wheel -d /root/.envbuild/envs/alpa-megatron/.envbuild/wheels/apex-e2083df5eb96-f0aa51ed03d3469e4bc5)
+  env MAX_JOBS="$(( $(nproc) < 1 ? $(nproc) : 1 ))" /root/.envbuild/envs/alpa-megatron/bin/python "$FILES/envbuild_node" "$FILES/actions/wheel-apex-e2083df5eb96-f0aa51ed03d3469e4bc5.json"
   /root/.envbuild/envs/alpa-megatron/bin/python -m pip install --no-input --disable-pip-version-check --no-deps --no-index --force-reinstall --find-links=/root/.envbuild/envs/alpa-megatron/.envbuild/wheels/apex-e2083df5eb96-f0aa51ed03d3469e4bc5 apex
 }
 
@@ -132,10 +125,7 @@ step_apex_apex() {
 # why: synthetic all-ones batches, --fp16 --loss-scale 8, DDP-impl local) and its TFLOPS formula in
 # why: benchmark/util.py (imports only numpy); clone only, used from the checkout.
 step_git_alpa() {
-  if [ ! -d /root/.envbuild/envs/alpa-megatron/src/alpa/.git ]; then git clone --quiet --no-checkout -- https://github.com/alpa-projects/alpa /root/.envbuild/envs/alpa-megatron/src/alpa; fi
-  { git -C /root/.envbuild/envs/alpa-megatron/src/alpa cat-file -e 'e0ae8bf849ead61e65197cbeb24ce6435712e170^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/alpa-megatron/src/alpa fetch --quiet origin -- e0ae8bf849ead61e65197cbeb24ce6435712e170; }
-  git -C /root/.envbuild/envs/alpa-megatron/src/alpa -c advice.detachedHead=false checkout --quiet --force e0ae8bf849ead61e65197cbeb24ce6435712e170
-  { test "$(git -C /root/.envbuild/envs/alpa-megatron/src/alpa rev-parse HEAD)" = e0ae8bf849ead61e65197cbeb24ce6435712e170 || { echo '/root/.envbuild/envs/alpa-megatron/src/alpa: HEAD is not e0ae8bf849ead61e65197cbeb24ce6435712e170' >&2; exit 1; }; }
+  /root/.envbuild/envs/alpa-megatron/bin/python "$FILES/envbuild_node" "$FILES/actions/git-alpa.json"
 }
 
 # step env-file: Environment file
@@ -165,30 +155,10 @@ step_smoke() {
   mkdir -p /root/.envbuild/envs/alpa-megatron/.envbuild/smoke && cp "$FILES/assets/smoke/gpt.py" /root/.envbuild/envs/alpa-megatron/.envbuild/smoke/gpt.py && chmod 0644 /root/.envbuild/envs/alpa-megatron/.envbuild/smoke/gpt.py
   mkdir -p /root/.envbuild/envs/alpa-megatron/.envbuild/smoke && cp "$FILES/assets/smoke/collective.py" /root/.envbuild/envs/alpa-megatron/.envbuild/smoke/collective.py && chmod 0644 /root/.envbuild/envs/alpa-megatron/.envbuild/smoke/collective.py
   mkdir -p /root/.envbuild/envs/alpa-megatron/.envbuild/smoke && cp "$FILES/assets/smoke/apex_check.py" /root/.envbuild/envs/alpa-megatron/.envbuild/smoke/apex_check.py && chmod 0644 /root/.envbuild/envs/alpa-megatron/.envbuild/smoke/apex_check.py
-  mkdir -p /root/.envbuild/envs/alpa-megatron/.envbuild/smoke
-  rc=0
-  # shellcheck source=/dev/null
-  (cd /root/.envbuild/envs/alpa-megatron/.envbuild/smoke && if [ -f /root/.envbuild/envs/alpa-megatron/.envbuild/env.sh ]; then . /root/.envbuild/envs/alpa-megatron/.envbuild/env.sh; fi && timeout 1800 /root/.envbuild/envs/alpa-megatron/bin/python /root/.envbuild/envs/alpa-megatron/.envbuild/smoke/gpt.py --json --preset tiny) > /root/.envbuild/envs/alpa-megatron/.envbuild/smoke/gpt.out 2> /root/.envbuild/envs/alpa-megatron/.envbuild/smoke/gpt.err || rc=$?
-  echo "$rc" > /root/.envbuild/envs/alpa-megatron/.envbuild/smoke/gpt.rc
-  if [ "$rc" != 0 ]; then failed="$failed gpt(exit $rc)"; echo 'gpt failed, see /root/.envbuild/envs/alpa-megatron/.envbuild/smoke/gpt.err' >&2; fi
-  mkdir -p /root/.envbuild/envs/alpa-megatron/.envbuild/smoke
-  rc=0
-  # shellcheck source=/dev/null
-  (cd /root/.envbuild/envs/alpa-megatron/.envbuild/smoke && if [ -f /root/.envbuild/envs/alpa-megatron/.envbuild/env.sh ]; then . /root/.envbuild/envs/alpa-megatron/.envbuild/env.sh; fi && timeout 1800 /root/.envbuild/envs/alpa-megatron/bin/python /root/.envbuild/envs/alpa-megatron/.envbuild/smoke/collective.py --json --device cpu --nproc 2) > /root/.envbuild/envs/alpa-megatron/.envbuild/smoke/collective.out 2> /root/.envbuild/envs/alpa-megatron/.envbuild/smoke/collective.err || rc=$?
-  echo "$rc" > /root/.envbuild/envs/alpa-megatron/.envbuild/smoke/collective.rc
-  if [ "$rc" != 0 ]; then failed="$failed collective(exit $rc)"; echo 'collective failed, see /root/.envbuild/envs/alpa-megatron/.envbuild/smoke/collective.err' >&2; fi
-  mkdir -p /root/.envbuild/envs/alpa-megatron/.envbuild/smoke
-  rc=0
-  # shellcheck source=/dev/null
-  (cd /root/.envbuild/envs/alpa-megatron/.envbuild/smoke && if [ -f /root/.envbuild/envs/alpa-megatron/.envbuild/env.sh ]; then . /root/.envbuild/envs/alpa-megatron/.envbuild/env.sh; fi && timeout 1800 /root/.envbuild/envs/alpa-megatron/bin/python /root/.envbuild/envs/alpa-megatron/.envbuild/smoke/apex_check.py --json --require) > /root/.envbuild/envs/alpa-megatron/.envbuild/smoke/apex.out 2> /root/.envbuild/envs/alpa-megatron/.envbuild/smoke/apex.err || rc=$?
-  echo "$rc" > /root/.envbuild/envs/alpa-megatron/.envbuild/smoke/apex.rc
-  if [ "$rc" != 0 ]; then failed="$failed apex(exit $rc)"; echo 'apex failed, see /root/.envbuild/envs/alpa-megatron/.envbuild/smoke/apex.err' >&2; fi
-  mkdir -p /root/.envbuild/envs/alpa-megatron/.envbuild/smoke
-  rc=0
-  # shellcheck source=/dev/null
-  (cd /root/.envbuild/envs/alpa-megatron/src/alpa/osdi22_artifact/megatron && if [ -f /root/.envbuild/envs/alpa-megatron/.envbuild/env.sh ]; then . /root/.envbuild/envs/alpa-megatron/.envbuild/env.sh; fi && env PYTHONPATH=/root/.envbuild/envs/alpa-megatron/src/alpa timeout 3600 bash -c 'python benchmark_gpt.py --nproc_per_node 1') > /root/.envbuild/envs/alpa-megatron/.envbuild/smoke/native.out 2> /root/.envbuild/envs/alpa-megatron/.envbuild/smoke/native.err || rc=$?
-  echo "$rc" > /root/.envbuild/envs/alpa-megatron/.envbuild/smoke/native.rc
-  if [ "$rc" != 0 ]; then failed="$failed native(exit $rc)"; echo 'native failed, see /root/.envbuild/envs/alpa-megatron/.envbuild/smoke/native.err' >&2; fi
+  /root/.envbuild/envs/alpa-megatron/bin/python "$FILES/envbuild_node" "$FILES/actions/capture-gpt.json" || failed="$failed gpt(exit $?)"
+  /root/.envbuild/envs/alpa-megatron/bin/python "$FILES/envbuild_node" "$FILES/actions/capture-collective.json" || failed="$failed collective(exit $?)"
+  /root/.envbuild/envs/alpa-megatron/bin/python "$FILES/envbuild_node" "$FILES/actions/capture-apex.json" || failed="$failed apex(exit $?)"
+  /root/.envbuild/envs/alpa-megatron/bin/python "$FILES/envbuild_node" "$FILES/actions/capture-native.json" || failed="$failed native(exit $?)"
   if [ -n "$failed" ]; then echo "smoke failed:$failed" >&2; exit 1; fi
 }
 

@@ -96,18 +96,8 @@ step_smoke() {
   mkdir -p /root/.envbuild/envs/cpu-reference/.envbuild/smoke
   mkdir -p /root/.envbuild/envs/cpu-reference/.envbuild/smoke && cp "$FILES/assets/smoke/gpt.py" /root/.envbuild/envs/cpu-reference/.envbuild/smoke/gpt.py && chmod 0644 /root/.envbuild/envs/cpu-reference/.envbuild/smoke/gpt.py
   mkdir -p /root/.envbuild/envs/cpu-reference/.envbuild/smoke && cp "$FILES/assets/smoke/collective.py" /root/.envbuild/envs/cpu-reference/.envbuild/smoke/collective.py && chmod 0644 /root/.envbuild/envs/cpu-reference/.envbuild/smoke/collective.py
-  mkdir -p /root/.envbuild/envs/cpu-reference/.envbuild/smoke
-  rc=0
-  # shellcheck source=/dev/null
-  (cd /root/.envbuild/envs/cpu-reference/.envbuild/smoke && if [ -f /root/.envbuild/envs/cpu-reference/.envbuild/env.sh ]; then . /root/.envbuild/envs/cpu-reference/.envbuild/env.sh; fi && timeout 1800 /root/.envbuild/envs/cpu-reference/bin/python /root/.envbuild/envs/cpu-reference/.envbuild/smoke/gpt.py --json --preset tiny) > /root/.envbuild/envs/cpu-reference/.envbuild/smoke/gpt.out 2> /root/.envbuild/envs/cpu-reference/.envbuild/smoke/gpt.err || rc=$?
-  echo "$rc" > /root/.envbuild/envs/cpu-reference/.envbuild/smoke/gpt.rc
-  if [ "$rc" != 0 ]; then failed="$failed gpt(exit $rc)"; echo 'gpt failed, see /root/.envbuild/envs/cpu-reference/.envbuild/smoke/gpt.err' >&2; fi
-  mkdir -p /root/.envbuild/envs/cpu-reference/.envbuild/smoke
-  rc=0
-  # shellcheck source=/dev/null
-  (cd /root/.envbuild/envs/cpu-reference/.envbuild/smoke && if [ -f /root/.envbuild/envs/cpu-reference/.envbuild/env.sh ]; then . /root/.envbuild/envs/cpu-reference/.envbuild/env.sh; fi && timeout 1800 /root/.envbuild/envs/cpu-reference/bin/python /root/.envbuild/envs/cpu-reference/.envbuild/smoke/collective.py --json --device cpu --nproc 2) > /root/.envbuild/envs/cpu-reference/.envbuild/smoke/collective.out 2> /root/.envbuild/envs/cpu-reference/.envbuild/smoke/collective.err || rc=$?
-  echo "$rc" > /root/.envbuild/envs/cpu-reference/.envbuild/smoke/collective.rc
-  if [ "$rc" != 0 ]; then failed="$failed collective(exit $rc)"; echo 'collective failed, see /root/.envbuild/envs/cpu-reference/.envbuild/smoke/collective.err' >&2; fi
+  /root/.envbuild/envs/cpu-reference/bin/python "$FILES/envbuild_node" "$FILES/actions/capture-gpt.json" || failed="$failed gpt(exit $?)"
+  /root/.envbuild/envs/cpu-reference/bin/python "$FILES/envbuild_node" "$FILES/actions/capture-collective.json" || failed="$failed collective(exit $?)"
   if [ -n "$failed" ]; then echo "smoke failed:$failed" >&2; exit 1; fi
 }
 

@@ -56,17 +56,14 @@ ENVBUILD_EOF_49d0d8b105b3
 # why: The commit of ALCF/README.md (as polaris-megatron-deepspeed); clone only, the benchmark runs
 # why: from its root.
 step_git_megatron_deepspeed() {
-  if [ ! -d /root/.envbuild/envs/h100-megatron-deepspeed/src/megatron-deepspeed/.git ]; then git clone --quiet --no-checkout -- https://github.com/argonne-lcf/Megatron-DeepSpeed /root/.envbuild/envs/h100-megatron-deepspeed/src/megatron-deepspeed; fi
-  { git -C /root/.envbuild/envs/h100-megatron-deepspeed/src/megatron-deepspeed cat-file -e 'e4bac7019db92cfe49d6eeac00b5721652e516fe^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/h100-megatron-deepspeed/src/megatron-deepspeed fetch --quiet origin -- e4bac7019db92cfe49d6eeac00b5721652e516fe; }
-  git -C /root/.envbuild/envs/h100-megatron-deepspeed/src/megatron-deepspeed -c advice.detachedHead=false checkout --quiet --force e4bac7019db92cfe49d6eeac00b5721652e516fe
-  { test "$(git -C /root/.envbuild/envs/h100-megatron-deepspeed/src/megatron-deepspeed rev-parse HEAD)" = e4bac7019db92cfe49d6eeac00b5721652e516fe || { echo '/root/.envbuild/envs/h100-megatron-deepspeed/src/megatron-deepspeed: HEAD is not e4bac7019db92cfe49d6eeac00b5721652e516fe' >&2; exit 1; }; }
+  /root/.envbuild/envs/h100-megatron-deepspeed/bin/python "$FILES/envbuild_node" "$FILES/actions/git-megatron-deepspeed.json"
 }
 
 # step patch:wandb-optional: patch wandb-optional
 # why: pretrain_gpt.py imports wandb at the top although megatron.training treats it as optional; the
 # why: node has no wandb and no network (deviation ezpz-wandb-offline).
 step_patch_wandb_optional() {
-  python3 "$FILES/tools/textpatch.py" --spec "$FILES/patch-specs/wandb-optional.json" --dest /root/.envbuild/envs/h100-megatron-deepspeed/src/megatron-deepspeed --diff-dir /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/patches
+  /root/.envbuild/envs/h100-megatron-deepspeed/bin/python "$FILES/envbuild_node" "$FILES/actions/patch-wandb-optional.json"
 }
 
 # step patch:ezpz-offline: patch ezpz-offline
@@ -74,14 +71,14 @@ step_patch_wandb_optional() {
 # why: W&B; torchrun and Megatron's own initialization do the first, the second is off (deviation ezpz-
 # why: wandb-offline).
 step_patch_ezpz_offline() {
-  python3 "$FILES/tools/textpatch.py" --spec "$FILES/patch-specs/ezpz-offline.json" --dest /root/.envbuild/envs/h100-megatron-deepspeed/src/megatron-deepspeed --diff-dir /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/patches
+  /root/.envbuild/envs/h100-megatron-deepspeed/bin/python "$FILES/envbuild_node" "$FILES/actions/patch-ezpz-offline.json"
 }
 
 # step patch:sample-idx-python: patch sample-idx-python
 # why: The C++ build_sample_idx died with SIGSEGV on the H100 node (deviation dataset-helpers-numpy25);
 # why: the same mapping from gpt_dataset.py's own Python function.
 step_patch_sample_idx_python() {
-  python3 "$FILES/tools/textpatch.py" --spec "$FILES/patch-specs/sample-idx-python.json" --dest /root/.envbuild/envs/h100-megatron-deepspeed/src/megatron-deepspeed --diff-dir /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/patches
+  /root/.envbuild/envs/h100-megatron-deepspeed/bin/python "$FILES/envbuild_node" "$FILES/actions/patch-sample-idx-python.json"
 }
 
 # step build:megatron-deepspeed: build megatron-deepspeed
@@ -97,10 +94,7 @@ step_build_megatron_deepspeed() {
 # why: has everything Megatron-DeepSpeed imports (apex.normalization FusedLayerNorm and
 # why: MixedFusedRMSNorm, apex.optimizers FusedAdam, amp_C, multi_tensor_apply).
 step_git_apex() {
-  if [ ! -d /root/.envbuild/envs/h100-megatron-deepspeed/src/apex/.git ]; then git clone --quiet --no-checkout -- https://github.com/NVIDIA/apex /root/.envbuild/envs/h100-megatron-deepspeed/src/apex; fi
-  { git -C /root/.envbuild/envs/h100-megatron-deepspeed/src/apex cat-file -e '6424da3b4faa6c8f062da4a48c424fff3f02d42d^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/h100-megatron-deepspeed/src/apex fetch --quiet origin -- 6424da3b4faa6c8f062da4a48c424fff3f02d42d; }
-  git -C /root/.envbuild/envs/h100-megatron-deepspeed/src/apex -c advice.detachedHead=false checkout --quiet --force 6424da3b4faa6c8f062da4a48c424fff3f02d42d
-  { test "$(git -C /root/.envbuild/envs/h100-megatron-deepspeed/src/apex rev-parse HEAD)" = 6424da3b4faa6c8f062da4a48c424fff3f02d42d || { echo '/root/.envbuild/envs/h100-megatron-deepspeed/src/apex: HEAD is not 6424da3b4faa6c8f062da4a48c424fff3f02d42d' >&2; exit 1; }; }
+  /root/.envbuild/envs/h100-megatron-deepspeed/bin/python "$FILES/envbuild_node" "$FILES/actions/git-apex.json"
 }
 
 # step apex:apex: build Apex wheel (apex)
@@ -109,8 +103,7 @@ step_git_apex() {
 # why: thread(s) = 16 concurrent nvcc at ~3 GiB each within 109 of 128 GiB, keeping 19 GiB headroom (16
 # why: cores, 1 GPU arch(s); NVIDIA/apex#1882)
 step_apex_apex() {
-  mkdir -p /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/wheels/apex-6424da3b4faa-837967d631b5195728b8
-  (cd /root/.envbuild/envs/h100-megatron-deepspeed/src/apex && env APEX_CPP_EXT=1 APEX_CUDA_EXT=1 APEX_PARALLEL_BUILD=4 MAX_JOBS="$(( $(nproc) < 4 ? $(nproc) : 4 ))" PIP_DISABLE_PIP_VERSION_CHECK=1 TORCH_CUDA_ARCH_LIST=9.0 PATH=/root/.envbuild/envs/h100-megatron-deepspeed/bin:"$PATH" /root/.envbuild/envs/h100-megatron-deepspeed/bin/python -m pip wheel --no-deps -w /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/wheels/apex-6424da3b4faa-837967d631b5195728b8 -v --no-cache-dir --no-build-isolation .)
+  env MAX_JOBS="$(( $(nproc) < 4 ? $(nproc) : 4 ))" /root/.envbuild/envs/h100-megatron-deepspeed/bin/python "$FILES/envbuild_node" "$FILES/actions/wheel-apex-6424da3b4faa-837967d631b5195728b8.json"
   /root/.envbuild/envs/h100-megatron-deepspeed/bin/python -m pip install --no-input --disable-pip-version-check --no-deps --no-index --force-reinstall --find-links=/root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/wheels/apex-6424da3b4faa-837967d631b5195728b8 apex
 }
 
@@ -143,30 +136,10 @@ step_smoke() {
   mkdir -p /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke && cp "$FILES/assets/smoke/gpt.py" /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke/gpt.py && chmod 0644 /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke/gpt.py
   mkdir -p /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke && cp "$FILES/assets/smoke/collective.py" /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke/collective.py && chmod 0644 /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke/collective.py
   mkdir -p /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke && cp "$FILES/assets/smoke/apex_check.py" /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke/apex_check.py && chmod 0644 /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke/apex_check.py
-  mkdir -p /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke
-  rc=0
-  # shellcheck source=/dev/null
-  (cd /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke && if [ -f /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/env.sh ]; then . /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/env.sh; fi && timeout 1800 /root/.envbuild/envs/h100-megatron-deepspeed/bin/python /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke/gpt.py --json --preset tiny) > /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke/gpt.out 2> /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke/gpt.err || rc=$?
-  echo "$rc" > /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke/gpt.rc
-  if [ "$rc" != 0 ]; then failed="$failed gpt(exit $rc)"; echo 'gpt failed, see /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke/gpt.err' >&2; fi
-  mkdir -p /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke
-  rc=0
-  # shellcheck source=/dev/null
-  (cd /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke && if [ -f /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/env.sh ]; then . /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/env.sh; fi && timeout 1800 /root/.envbuild/envs/h100-megatron-deepspeed/bin/python /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke/collective.py --json --device cpu --nproc 2) > /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke/collective.out 2> /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke/collective.err || rc=$?
-  echo "$rc" > /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke/collective.rc
-  if [ "$rc" != 0 ]; then failed="$failed collective(exit $rc)"; echo 'collective failed, see /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke/collective.err' >&2; fi
-  mkdir -p /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke
-  rc=0
-  # shellcheck source=/dev/null
-  (cd /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke && if [ -f /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/env.sh ]; then . /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/env.sh; fi && timeout 1800 /root/.envbuild/envs/h100-megatron-deepspeed/bin/python /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke/apex_check.py --json --require) > /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke/apex.out 2> /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke/apex.err || rc=$?
-  echo "$rc" > /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke/apex.rc
-  if [ "$rc" != 0 ]; then failed="$failed apex(exit $rc)"; echo 'apex failed, see /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke/apex.err' >&2; fi
-  mkdir -p /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke
-  rc=0
-  # shellcheck source=/dev/null disable=SC2016
-  (cd /root/.envbuild/envs/h100-megatron-deepspeed/src/megatron-deepspeed && if [ -f /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/env.sh ]; then . /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/env.sh; fi && env PYTHONFAULTHANDLER=1 PYTHONUNBUFFERED=1 timeout 3600 bash -c 'set -e; mkdir -p /tmp/envbuild-megatron-data; python -c "import sys, numpy as np, torch; from megatron.data import indexed_dataset as d; b = d.make_builder(sys.argv[1] + '"'"'.bin'"'"', impl='"'"'mmap'"'"', vocab_size=50304); r = np.random.default_rng(0); [(b.add_item(torch.from_numpy(r.integers(0, 50303, 2049, dtype=np.int64))), b.end_document()) for _ in range(4096)]; b.finalize(sys.argv[1] + '"'"'.idx'"'"')" /tmp/envbuild-megatron-data/synthetic_text_document; NGPU=$(python -c "import torch; print(max(1, torch.cuda.device_count()))"); GBS=$((16 * NGPU)); printf '"'"'{"train_batch_size": %d, "train_micro_batch_size_per_gpu": 16, "steps_per_print": 10, "zero_optimization": {"stage": 1}, "bf16": {"enabled": true}, "gradient_clipping": 1.0, "wall_clock_breakdown": false}'"'"' "$GBS" > /tmp/envbuild-megatron-data/ds_config.json; python -m torch.distributed.run --standalone --nproc_per_node "$NGPU" pretrain_gpt.py --num-layers 24 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --max-position-embeddings 1024 --micro-batch-size 16 --global-batch-size "$GBS" --train-iters 40 --lr 1.0e-4 --min-lr 1.0e-5 --lr-decay-style cosine --lr-warmup-iters 2 --weight-decay 0.1 --clip-grad 1.0 --bf16 --data-path /tmp/envbuild-megatron-data/synthetic_text_document --data-impl mmap --split 100,0,0 --tokenizer-type NullTokenizer --vocab-size 50303 --log-interval 5 --eval-iters 0 --eval-interval 1000 --no-masked-softmax-fusion --no-gradient-accumulation-fusion --no-async-tensor-model-parallel-allreduce --distributed-backend nccl --no-pipeline-parallel --deepspeed --deepspeed_config /tmp/envbuild-megatron-data/ds_config.json --zero-stage 1') > /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke/native.out 2> /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke/native.err || rc=$?
-  echo "$rc" > /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke/native.rc
-  if [ "$rc" != 0 ]; then failed="$failed native(exit $rc)"; echo 'native failed, see /root/.envbuild/envs/h100-megatron-deepspeed/.envbuild/smoke/native.err' >&2; fi
+  /root/.envbuild/envs/h100-megatron-deepspeed/bin/python "$FILES/envbuild_node" "$FILES/actions/capture-gpt.json" || failed="$failed gpt(exit $?)"
+  /root/.envbuild/envs/h100-megatron-deepspeed/bin/python "$FILES/envbuild_node" "$FILES/actions/capture-collective.json" || failed="$failed collective(exit $?)"
+  /root/.envbuild/envs/h100-megatron-deepspeed/bin/python "$FILES/envbuild_node" "$FILES/actions/capture-apex.json" || failed="$failed apex(exit $?)"
+  /root/.envbuild/envs/h100-megatron-deepspeed/bin/python "$FILES/envbuild_node" "$FILES/actions/capture-native.json" || failed="$failed native(exit $?)"
   if [ -n "$failed" ]; then echo "smoke failed:$failed" >&2; exit 1; fi
 }
 

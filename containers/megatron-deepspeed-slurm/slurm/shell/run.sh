@@ -51,10 +51,7 @@ ENVBUILD_EOF_a3c461785680
 # why: The published batch scripts megatron_ds_snmg.slurm / megatron_ds_mnmg.slurm (the repository's
 # why: whole history is two commits of 2022-05-04).
 step_git_slurm_scripts() {
-  if [ ! -d /root/.envbuild/envs/megatron-deepspeed-slurm/src/slurm-scripts/.git ]; then git clone --quiet --no-checkout -- https://github.com/woojinsoh/Megatron-DeepSpeed-Slurm /root/.envbuild/envs/megatron-deepspeed-slurm/src/slurm-scripts; fi
-  { git -C /root/.envbuild/envs/megatron-deepspeed-slurm/src/slurm-scripts cat-file -e '1b53975055fa7275c7c0786d98e180bafc5047ee^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/megatron-deepspeed-slurm/src/slurm-scripts fetch --quiet origin -- 1b53975055fa7275c7c0786d98e180bafc5047ee; }
-  git -C /root/.envbuild/envs/megatron-deepspeed-slurm/src/slurm-scripts -c advice.detachedHead=false checkout --quiet --force 1b53975055fa7275c7c0786d98e180bafc5047ee
-  { test "$(git -C /root/.envbuild/envs/megatron-deepspeed-slurm/src/slurm-scripts rev-parse HEAD)" = 1b53975055fa7275c7c0786d98e180bafc5047ee || { echo '/root/.envbuild/envs/megatron-deepspeed-slurm/src/slurm-scripts: HEAD is not 1b53975055fa7275c7c0786d98e180bafc5047ee' >&2; exit 1; }; }
+  /root/.envbuild/envs/megatron-deepspeed-slurm/bin/python "$FILES/envbuild_node" "$FILES/actions/git-slurm-scripts.json"
 }
 
 # step git:megatron-deepspeed: megatron-deepspeed @ 87476ced4362
@@ -66,10 +63,7 @@ step_git_slurm_scripts() {
 # why: step); the build step is its preprocessing, producing my-gpt2_text_document.{bin,idx} next to
 # why: the vocab and merges files, where the batch scripts expect them (their working directory).
 step_git_megatron_deepspeed() {
-  if [ ! -d /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed/.git ]; then git clone --quiet --no-checkout -- https://github.com/microsoft/Megatron-DeepSpeed /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed; fi
-  { git -C /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed cat-file -e '87476ced43628b623777545ec4db754c4d3274ca^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed fetch --quiet origin -- 87476ced43628b623777545ec4db754c4d3274ca; }
-  git -C /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed -c advice.detachedHead=false checkout --quiet --force 87476ced43628b623777545ec4db754c4d3274ca
-  { test "$(git -C /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed rev-parse HEAD)" = 87476ced43628b623777545ec4db754c4d3274ca || { echo '/root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed: HEAD is not 87476ced43628b623777545ec4db754c4d3274ca' >&2; exit 1; }; }
+  /root/.envbuild/envs/megatron-deepspeed-slurm/bin/python "$FILES/envbuild_node" "$FILES/actions/git-megatron-deepspeed.json"
 }
 
 # step data:megatron-deepspeed: 3 data file(s) for megatron-deepspeed
@@ -116,24 +110,9 @@ step_smoke() {
   mkdir -p /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke
   mkdir -p /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke && cp "$FILES/assets/smoke/gpt.py" /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke/gpt.py && chmod 0644 /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke/gpt.py
   mkdir -p /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke && cp "$FILES/assets/smoke/collective.py" /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke/collective.py && chmod 0644 /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke/collective.py
-  mkdir -p /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke
-  rc=0
-  # shellcheck source=/dev/null
-  (cd /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke && if [ -f /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/env.sh ]; then . /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/env.sh; fi && timeout 1800 /root/.envbuild/envs/megatron-deepspeed-slurm/bin/python /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke/gpt.py --json --preset tiny) > /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke/gpt.out 2> /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke/gpt.err || rc=$?
-  echo "$rc" > /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke/gpt.rc
-  if [ "$rc" != 0 ]; then failed="$failed gpt(exit $rc)"; echo 'gpt failed, see /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke/gpt.err' >&2; fi
-  mkdir -p /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke
-  rc=0
-  # shellcheck source=/dev/null
-  (cd /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke && if [ -f /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/env.sh ]; then . /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/env.sh; fi && timeout 1800 /root/.envbuild/envs/megatron-deepspeed-slurm/bin/python /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke/collective.py --json --device cpu --nproc 2) > /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke/collective.out 2> /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke/collective.err || rc=$?
-  echo "$rc" > /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke/collective.rc
-  if [ "$rc" != 0 ]; then failed="$failed collective(exit $rc)"; echo 'collective failed, see /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke/collective.err' >&2; fi
-  mkdir -p /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke
-  rc=0
-  # shellcheck source=/dev/null
-  (cd /root/.envbuild/envs/megatron-deepspeed-slurm/src/megatron-deepspeed && if [ -f /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/env.sh ]; then . /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/env.sh; fi && timeout 3600 bash -c 'sbatch --wait /root/.envbuild/envs/megatron-deepspeed-slurm/src/slurm-scripts/megatron_ds_snmg.slurm') > /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke/native.out 2> /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke/native.err || rc=$?
-  echo "$rc" > /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke/native.rc
-  if [ "$rc" != 0 ]; then failed="$failed native(exit $rc)"; echo 'native failed, see /root/.envbuild/envs/megatron-deepspeed-slurm/.envbuild/smoke/native.err' >&2; fi
+  /root/.envbuild/envs/megatron-deepspeed-slurm/bin/python "$FILES/envbuild_node" "$FILES/actions/capture-gpt.json" || failed="$failed gpt(exit $?)"
+  /root/.envbuild/envs/megatron-deepspeed-slurm/bin/python "$FILES/envbuild_node" "$FILES/actions/capture-collective.json" || failed="$failed collective(exit $?)"
+  /root/.envbuild/envs/megatron-deepspeed-slurm/bin/python "$FILES/envbuild_node" "$FILES/actions/capture-native.json" || failed="$failed native(exit $?)"
   if [ -n "$failed" ]; then echo "smoke failed:$failed" >&2; exit 1; fi
 }
 

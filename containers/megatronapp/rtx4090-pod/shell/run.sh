@@ -57,10 +57,7 @@ ENVBUILD_EOF_4435a0cb3eea
 # why: then builds and installs the shm_tensor_new_rdma extension (`python setup.py install`, as
 # why: published: it needs the image's torch, so no isolated build).
 step_git_megatronapp() {
-  if [ ! -d /root/.envbuild/envs/megatronapp/src/megatronapp/.git ]; then git clone --quiet --no-checkout -- https://github.com/OpenSQZ/MegatronApp /root/.envbuild/envs/megatronapp/src/megatronapp; fi
-  { git -C /root/.envbuild/envs/megatronapp/src/megatronapp cat-file -e '1bed2a7202162d6eb2725e9769632a682021a6fb^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/megatronapp/src/megatronapp fetch --quiet origin -- 1bed2a7202162d6eb2725e9769632a682021a6fb; }
-  git -C /root/.envbuild/envs/megatronapp/src/megatronapp -c advice.detachedHead=false checkout --quiet --force 1bed2a7202162d6eb2725e9769632a682021a6fb
-  { test "$(git -C /root/.envbuild/envs/megatronapp/src/megatronapp rev-parse HEAD)" = 1bed2a7202162d6eb2725e9769632a682021a6fb || { echo '/root/.envbuild/envs/megatronapp/src/megatronapp: HEAD is not 1bed2a7202162d6eb2725e9769632a682021a6fb' >&2; exit 1; }; }
+  /root/.envbuild/envs/megatronapp/bin/python "$FILES/envbuild_node" "$FILES/actions/git-megatronapp.json"
 }
 
 # step patch:ib-addresses: patch ib-addresses
@@ -72,7 +69,7 @@ step_git_megatronapp() {
 # why: The uses stay as published (ips[rank] != ips[next_rank], ips[next_rank].c_str()); TCP ports
 # why: 20000+rank / 30000+rank too.
 step_patch_ib_addresses() {
-  python3 "$FILES/tools/textpatch.py" --spec "$FILES/patch-specs/ib-addresses.json" --dest /root/.envbuild/envs/megatronapp/src/megatronapp --diff-dir /root/.envbuild/envs/megatronapp/.envbuild/patches
+  /root/.envbuild/envs/megatronapp/bin/python "$FILES/envbuild_node" "$FILES/actions/patch-ib-addresses.json"
 }
 
 # step patch:cxx11-abi-from-torch: patch cxx11-abi-from-torch
@@ -81,7 +78,7 @@ step_patch_ib_addresses() {
 # why: conflicting. Dropping it leaves torch's value as the only one (upstream later reads
 # why: torch._C._GLIBCXX_USE_CXX11_ABI instead, ecd69f7b).
 step_patch_cxx11_abi_from_torch() {
-  python3 "$FILES/tools/textpatch.py" --spec "$FILES/patch-specs/cxx11-abi-from-torch.json" --dest /root/.envbuild/envs/megatronapp/src/megatronapp --diff-dir /root/.envbuild/envs/megatronapp/.envbuild/patches
+  /root/.envbuild/envs/megatronapp/bin/python "$FILES/envbuild_node" "$FILES/actions/patch-cxx11-abi-from-torch.json"
 }
 
 # step build:megatronapp: build megatronapp
@@ -119,30 +116,9 @@ step_smoke() {
   mkdir -p /root/.envbuild/envs/megatronapp/.envbuild/smoke
   mkdir -p /root/.envbuild/envs/megatronapp/.envbuild/smoke && cp "$FILES/assets/smoke/gpt.py" /root/.envbuild/envs/megatronapp/.envbuild/smoke/gpt.py && chmod 0644 /root/.envbuild/envs/megatronapp/.envbuild/smoke/gpt.py
   mkdir -p /root/.envbuild/envs/megatronapp/.envbuild/smoke && cp "$FILES/assets/smoke/collective.py" /root/.envbuild/envs/megatronapp/.envbuild/smoke/collective.py && chmod 0644 /root/.envbuild/envs/megatronapp/.envbuild/smoke/collective.py
-  mkdir -p /root/.envbuild/envs/megatronapp/.envbuild/smoke
-  rc=0
-  # shellcheck source=/dev/null
-  (cd /root/.envbuild/envs/megatronapp/.envbuild/smoke && if [ -f /root/.envbuild/envs/megatronapp/.envbuild/env.sh ]; then . /root/.envbuild/envs/megatronapp/.envbuild/env.sh; fi && timeout 1800 /root/.envbuild/envs/megatronapp/bin/python /root/.envbuild/envs/megatronapp/.envbuild/smoke/gpt.py --json --preset tiny) > /root/.envbuild/envs/megatronapp/.envbuild/smoke/gpt.out 2> /root/.envbuild/envs/megatronapp/.envbuild/smoke/gpt.err || rc=$?
-  echo "$rc" > /root/.envbuild/envs/megatronapp/.envbuild/smoke/gpt.rc
-  if [ "$rc" != 0 ]; then failed="$failed gpt(exit $rc)"; echo 'gpt failed, see /root/.envbuild/envs/megatronapp/.envbuild/smoke/gpt.err' >&2; fi
-  mkdir -p /root/.envbuild/envs/megatronapp/.envbuild/smoke
-  rc=0
-  # shellcheck source=/dev/null
-  (cd /root/.envbuild/envs/megatronapp/.envbuild/smoke && if [ -f /root/.envbuild/envs/megatronapp/.envbuild/env.sh ]; then . /root/.envbuild/envs/megatronapp/.envbuild/env.sh; fi && timeout 1800 /root/.envbuild/envs/megatronapp/bin/python /root/.envbuild/envs/megatronapp/.envbuild/smoke/collective.py --json --device cpu --nproc 2) > /root/.envbuild/envs/megatronapp/.envbuild/smoke/collective.out 2> /root/.envbuild/envs/megatronapp/.envbuild/smoke/collective.err || rc=$?
-  echo "$rc" > /root/.envbuild/envs/megatronapp/.envbuild/smoke/collective.rc
-  if [ "$rc" != 0 ]; then failed="$failed collective(exit $rc)"; echo 'collective failed, see /root/.envbuild/envs/megatronapp/.envbuild/smoke/collective.err' >&2; fi
-  mkdir -p /root/.envbuild/envs/megatronapp/.envbuild/smoke
-  rc=0
-  # shellcheck source=/dev/null disable=SC2016
-  (cd /root/.envbuild/envs/megatronapp/src/megatronapp && if [ -f /root/.envbuild/envs/megatronapp/.envbuild/env.sh ]; then . /root/.envbuild/envs/megatronapp/.envbuild/env.sh; fi && timeout 3600 bash -c '# the command writes its training output into trace_pipeline_4_model_chunks_4.txt: a stale copy is removed,
-# the file is printed after the command
-rm -f -- trace_pipeline_4_model_chunks_4.txt
-envbuild_rc=0
-bash run_single.sh --pipeline_parallel 4 --model_chunks 4 || envbuild_rc=$?
-if [ -f trace_pipeline_4_model_chunks_4.txt ]; then echo '"'"'envbuild: the training output is in trace_pipeline_4_model_chunks_4.txt:'"'"'; cat -- trace_pipeline_4_model_chunks_4.txt; else echo '"'"'envbuild: trace_pipeline_4_model_chunks_4.txt was not written'"'"' >&2; fi
-exit "$envbuild_rc"') > /root/.envbuild/envs/megatronapp/.envbuild/smoke/native.out 2> /root/.envbuild/envs/megatronapp/.envbuild/smoke/native.err || rc=$?
-  echo "$rc" > /root/.envbuild/envs/megatronapp/.envbuild/smoke/native.rc
-  if [ "$rc" != 0 ]; then failed="$failed native(exit $rc)"; echo 'native failed, see /root/.envbuild/envs/megatronapp/.envbuild/smoke/native.err' >&2; fi
+  /root/.envbuild/envs/megatronapp/bin/python "$FILES/envbuild_node" "$FILES/actions/capture-gpt.json" || failed="$failed gpt(exit $?)"
+  /root/.envbuild/envs/megatronapp/bin/python "$FILES/envbuild_node" "$FILES/actions/capture-collective.json" || failed="$failed collective(exit $?)"
+  /root/.envbuild/envs/megatronapp/bin/python "$FILES/envbuild_node" "$FILES/actions/capture-native.json" || failed="$failed native(exit $?)"
   if [ -n "$failed" ]; then echo "smoke failed:$failed" >&2; exit 1; fi
 }
 

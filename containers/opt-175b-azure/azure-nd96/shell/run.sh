@@ -191,11 +191,7 @@ ENVBUILD_EOF_705558b1c40c
 # why: optim/fused_adam.py imports first; --xentropy and --fast_multihead_attn are the guide's flags
 # why: (the latter fetches the cutlass submodule at build time).
 step_git_apex() {
-  if [ ! -d /mnt/envbuild/envs/opt-175b-azure/src/apex/.git ]; then git clone --quiet --no-checkout -- https://github.com/NVIDIA/apex /mnt/envbuild/envs/opt-175b-azure/src/apex; fi
-  { git -C /mnt/envbuild/envs/opt-175b-azure/src/apex cat-file -e 'e2083df5eb96643c61613b9df48dd4eea6b07690^{commit}' 2>/dev/null || git -C /mnt/envbuild/envs/opt-175b-azure/src/apex fetch --quiet origin -- e2083df5eb96643c61613b9df48dd4eea6b07690; }
-  git -C /mnt/envbuild/envs/opt-175b-azure/src/apex -c advice.detachedHead=false checkout --quiet --force e2083df5eb96643c61613b9df48dd4eea6b07690
-  { test "$(git -C /mnt/envbuild/envs/opt-175b-azure/src/apex rev-parse HEAD)" = e2083df5eb96643c61613b9df48dd4eea6b07690 || { echo '/mnt/envbuild/envs/opt-175b-azure/src/apex: HEAD is not e2083df5eb96643c61613b9df48dd4eea6b07690' >&2; exit 1; }; }
-  git -C /mnt/envbuild/envs/opt-175b-azure/src/apex submodule update --init -- apex/contrib/csrc/multihead_attn/cutlass
+  /mnt/envbuild/envs/opt-175b-azure/bin/python "$FILES/envbuild_node" "$FILES/actions/git-apex.json"
 }
 
 # step patch:apex-cuda-check: patch apex-cuda-check
@@ -204,7 +200,7 @@ step_git_apex() {
 # why: packaging Version objects since 2022-10, 5f1a73ec) although torch's BuildExtension only warns on
 # why: a minor mismatch. Relaxing the check to the major (a major mismatch still raises)
 step_patch_apex_cuda_check() {
-  python3 "$FILES/tools/textpatch.py" --spec "$FILES/patch-specs/apex-cuda-check.json" --dest /mnt/envbuild/envs/opt-175b-azure/src/apex --diff-dir /mnt/envbuild/envs/opt-175b-azure/.envbuild/patches
+  /mnt/envbuild/envs/opt-175b-azure/bin/python "$FILES/envbuild_node" "$FILES/actions/patch-apex-cuda-check.json"
 }
 
 # step apex:apex: build Apex wheel (apex)
@@ -213,8 +209,7 @@ step_patch_apex_cuda_check() {
 # why: 96 job(s) x 1 nvcc thread(s) = 96 concurrent nvcc at ~3 GiB each within 1615 of 1900 GiB,
 # why: keeping 285 GiB headroom (96 cores, 1 GPU arch(s); NVIDIA/apex#1882)
 step_apex_apex() {
-  mkdir -p /mnt/envbuild/envs/opt-175b-azure/.envbuild/wheels/apex-e2083df5eb96-0acf9a42ea143f13fc81
-  (cd /mnt/envbuild/envs/opt-175b-azure/src/apex && env MAX_JOBS="$(( $(nproc) < 96 ? $(nproc) : 96 ))" PIP_DISABLE_PIP_VERSION_CHECK=1 TORCH_CUDA_ARCH_LIST=8.0 PATH=/mnt/envbuild/envs/opt-175b-azure/bin:"$PATH" /mnt/envbuild/envs/opt-175b-azure/bin/python setup.py --cpp_ext --cuda_ext --deprecated_fused_adam --xentropy --fast_multihead_attn bdist_wheel -d /mnt/envbuild/envs/opt-175b-azure/.envbuild/wheels/apex-e2083df5eb96-0acf9a42ea143f13fc81)
+  env MAX_JOBS="$(( $(nproc) < 96 ? $(nproc) : 96 ))" /mnt/envbuild/envs/opt-175b-azure/bin/python "$FILES/envbuild_node" "$FILES/actions/wheel-apex-e2083df5eb96-0acf9a42ea143f13fc81.json"
   /mnt/envbuild/envs/opt-175b-azure/bin/python -m pip install --no-input --disable-pip-version-check --no-deps --no-index --force-reinstall --find-links=/mnt/envbuild/envs/opt-175b-azure/.envbuild/wheels/apex-e2083df5eb96-0acf9a42ea143f13fc81 apex
 }
 
@@ -225,10 +220,7 @@ step_apex_apex() {
 # why: build is repeatable; `envbuild lock` verifies it against the mirror. Editable because fused
 # why: kernels JIT-compile into megatron/fused_kernels/build.
 step_git_megatron() {
-  if [ ! -d /mnt/envbuild/envs/opt-175b-azure/src/megatron/.git ]; then git clone --quiet --no-checkout -- https://github.com/ngoyal2707/Megatron-LM /mnt/envbuild/envs/opt-175b-azure/src/megatron; fi
-  { git -C /mnt/envbuild/envs/opt-175b-azure/src/megatron cat-file -e 'fa6c0860b62e4ed2ac13a513e7d950d72f576a44^{commit}' 2>/dev/null || git -C /mnt/envbuild/envs/opt-175b-azure/src/megatron fetch --quiet origin -- fa6c0860b62e4ed2ac13a513e7d950d72f576a44; }
-  git -C /mnt/envbuild/envs/opt-175b-azure/src/megatron -c advice.detachedHead=false checkout --quiet --force fa6c0860b62e4ed2ac13a513e7d950d72f576a44
-  { test "$(git -C /mnt/envbuild/envs/opt-175b-azure/src/megatron rev-parse HEAD)" = fa6c0860b62e4ed2ac13a513e7d950d72f576a44 || { echo '/mnt/envbuild/envs/opt-175b-azure/src/megatron: HEAD is not fa6c0860b62e4ed2ac13a513e7d950d72f576a44' >&2; exit 1; }; }
+  /mnt/envbuild/envs/opt-175b-azure/bin/python "$FILES/envbuild_node" "$FILES/actions/git-megatron.json"
 }
 
 # step install:megatron: install megatron (editable)
@@ -245,10 +237,7 @@ step_install_megatron() {
 # why: e2083df5. build_ext --inplace puts the Cython .so files in the tree, which opt-baselines' code
 # why: snapshot copies. install_requires lists `sklearn`, which needs the brownout variable to install.
 step_git_metaseq() {
-  if [ ! -d /mnt/envbuild/envs/opt-175b-azure/src/metaseq/.git ]; then git clone --quiet --no-checkout -- https://github.com/facebookresearch/metaseq /mnt/envbuild/envs/opt-175b-azure/src/metaseq; fi
-  { git -C /mnt/envbuild/envs/opt-175b-azure/src/metaseq cat-file -e '5ca6005552b7a049f071754393d5b86185e0db6a^{commit}' 2>/dev/null || git -C /mnt/envbuild/envs/opt-175b-azure/src/metaseq fetch --quiet origin -- 5ca6005552b7a049f071754393d5b86185e0db6a; }
-  git -C /mnt/envbuild/envs/opt-175b-azure/src/metaseq -c advice.detachedHead=false checkout --quiet --force 5ca6005552b7a049f071754393d5b86185e0db6a
-  { test "$(git -C /mnt/envbuild/envs/opt-175b-azure/src/metaseq rev-parse HEAD)" = 5ca6005552b7a049f071754393d5b86185e0db6a || { echo '/mnt/envbuild/envs/opt-175b-azure/src/metaseq: HEAD is not 5ca6005552b7a049f071754393d5b86185e0db6a' >&2; exit 1; }; }
+  /mnt/envbuild/envs/opt-175b-azure/bin/python "$FILES/envbuild_node" "$FILES/actions/git-metaseq.json"
 }
 
 # step build:metaseq: build metaseq
@@ -268,10 +257,7 @@ step_install_metaseq() {
 # why: v0.4.6 + 5 commits; reports version 0.4.6 either way (the version tuple is tracked), which
 # why: satisfies metaseq's string comparisons in trainer.py.
 step_git_fairscale() {
-  if [ ! -d /mnt/envbuild/envs/opt-175b-azure/src/fairscale/.git ]; then git clone --quiet --no-checkout -- https://github.com/facebookresearch/fairscale /mnt/envbuild/envs/opt-175b-azure/src/fairscale; fi
-  { git -C /mnt/envbuild/envs/opt-175b-azure/src/fairscale cat-file -e '191553190d73a5ef4a48687c889d4b1d94532135^{commit}' 2>/dev/null || git -C /mnt/envbuild/envs/opt-175b-azure/src/fairscale fetch --quiet origin -- 191553190d73a5ef4a48687c889d4b1d94532135; }
-  git -C /mnt/envbuild/envs/opt-175b-azure/src/fairscale -c advice.detachedHead=false checkout --quiet --force 191553190d73a5ef4a48687c889d4b1d94532135
-  { test "$(git -C /mnt/envbuild/envs/opt-175b-azure/src/fairscale rev-parse HEAD)" = 191553190d73a5ef4a48687c889d4b1d94532135 || { echo '/mnt/envbuild/envs/opt-175b-azure/src/fairscale: HEAD is not 191553190d73a5ef4a48687c889d4b1d94532135' >&2; exit 1; }; }
+  /mnt/envbuild/envs/opt-175b-azure/bin/python "$FILES/envbuild_node" "$FILES/actions/git-fairscale.json"
 }
 
 # step install:fairscale: install fairscale (wheel)
@@ -316,30 +302,10 @@ step_smoke() {
   mkdir -p /mnt/envbuild/envs/opt-175b-azure/.envbuild/smoke && cp "$FILES/assets/smoke/gpt.py" /mnt/envbuild/envs/opt-175b-azure/.envbuild/smoke/gpt.py && chmod 0644 /mnt/envbuild/envs/opt-175b-azure/.envbuild/smoke/gpt.py
   mkdir -p /mnt/envbuild/envs/opt-175b-azure/.envbuild/smoke && cp "$FILES/assets/smoke/collective.py" /mnt/envbuild/envs/opt-175b-azure/.envbuild/smoke/collective.py && chmod 0644 /mnt/envbuild/envs/opt-175b-azure/.envbuild/smoke/collective.py
   mkdir -p /mnt/envbuild/envs/opt-175b-azure/.envbuild/smoke && cp "$FILES/assets/smoke/apex_check.py" /mnt/envbuild/envs/opt-175b-azure/.envbuild/smoke/apex_check.py && chmod 0644 /mnt/envbuild/envs/opt-175b-azure/.envbuild/smoke/apex_check.py
-  mkdir -p /mnt/envbuild/envs/opt-175b-azure/.envbuild/smoke
-  rc=0
-  # shellcheck source=/dev/null
-  (cd /mnt/envbuild/envs/opt-175b-azure/.envbuild/smoke && if [ -f /mnt/envbuild/envs/opt-175b-azure/.envbuild/env.sh ]; then . /mnt/envbuild/envs/opt-175b-azure/.envbuild/env.sh; fi && timeout 1800 /mnt/envbuild/envs/opt-175b-azure/bin/python /mnt/envbuild/envs/opt-175b-azure/.envbuild/smoke/gpt.py --json --preset tiny) > /mnt/envbuild/envs/opt-175b-azure/.envbuild/smoke/gpt.out 2> /mnt/envbuild/envs/opt-175b-azure/.envbuild/smoke/gpt.err || rc=$?
-  echo "$rc" > /mnt/envbuild/envs/opt-175b-azure/.envbuild/smoke/gpt.rc
-  if [ "$rc" != 0 ]; then failed="$failed gpt(exit $rc)"; echo 'gpt failed, see /mnt/envbuild/envs/opt-175b-azure/.envbuild/smoke/gpt.err' >&2; fi
-  mkdir -p /mnt/envbuild/envs/opt-175b-azure/.envbuild/smoke
-  rc=0
-  # shellcheck source=/dev/null
-  (cd /mnt/envbuild/envs/opt-175b-azure/.envbuild/smoke && if [ -f /mnt/envbuild/envs/opt-175b-azure/.envbuild/env.sh ]; then . /mnt/envbuild/envs/opt-175b-azure/.envbuild/env.sh; fi && timeout 1800 /mnt/envbuild/envs/opt-175b-azure/bin/python /mnt/envbuild/envs/opt-175b-azure/.envbuild/smoke/collective.py --json --device cpu --nproc 2) > /mnt/envbuild/envs/opt-175b-azure/.envbuild/smoke/collective.out 2> /mnt/envbuild/envs/opt-175b-azure/.envbuild/smoke/collective.err || rc=$?
-  echo "$rc" > /mnt/envbuild/envs/opt-175b-azure/.envbuild/smoke/collective.rc
-  if [ "$rc" != 0 ]; then failed="$failed collective(exit $rc)"; echo 'collective failed, see /mnt/envbuild/envs/opt-175b-azure/.envbuild/smoke/collective.err' >&2; fi
-  mkdir -p /mnt/envbuild/envs/opt-175b-azure/.envbuild/smoke
-  rc=0
-  # shellcheck source=/dev/null
-  (cd /mnt/envbuild/envs/opt-175b-azure/.envbuild/smoke && if [ -f /mnt/envbuild/envs/opt-175b-azure/.envbuild/env.sh ]; then . /mnt/envbuild/envs/opt-175b-azure/.envbuild/env.sh; fi && timeout 1800 /mnt/envbuild/envs/opt-175b-azure/bin/python /mnt/envbuild/envs/opt-175b-azure/.envbuild/smoke/apex_check.py --json --require) > /mnt/envbuild/envs/opt-175b-azure/.envbuild/smoke/apex.out 2> /mnt/envbuild/envs/opt-175b-azure/.envbuild/smoke/apex.err || rc=$?
-  echo "$rc" > /mnt/envbuild/envs/opt-175b-azure/.envbuild/smoke/apex.rc
-  if [ "$rc" != 0 ]; then failed="$failed apex(exit $rc)"; echo 'apex failed, see /mnt/envbuild/envs/opt-175b-azure/.envbuild/smoke/apex.err' >&2; fi
-  mkdir -p /mnt/envbuild/envs/opt-175b-azure/.envbuild/smoke
-  rc=0
-  # shellcheck source=/dev/null
-  (cd /mnt/envbuild/envs/opt-175b-azure/src/metaseq && if [ -f /mnt/envbuild/envs/opt-175b-azure/.envbuild/env.sh ]; then . /mnt/envbuild/envs/opt-175b-azure/.envbuild/env.sh; fi && timeout 3600 bash -c 'opt-baselines --model-size 125m --num-gpus 8 --num-nodes 1 --prefix envbuild-opt125m --azure --local --benchmark --no-wandb --checkpoints-dir ./checkpoints') > /mnt/envbuild/envs/opt-175b-azure/.envbuild/smoke/native.out 2> /mnt/envbuild/envs/opt-175b-azure/.envbuild/smoke/native.err || rc=$?
-  echo "$rc" > /mnt/envbuild/envs/opt-175b-azure/.envbuild/smoke/native.rc
-  if [ "$rc" != 0 ]; then failed="$failed native(exit $rc)"; echo 'native failed, see /mnt/envbuild/envs/opt-175b-azure/.envbuild/smoke/native.err' >&2; fi
+  /mnt/envbuild/envs/opt-175b-azure/bin/python "$FILES/envbuild_node" "$FILES/actions/capture-gpt.json" || failed="$failed gpt(exit $?)"
+  /mnt/envbuild/envs/opt-175b-azure/bin/python "$FILES/envbuild_node" "$FILES/actions/capture-collective.json" || failed="$failed collective(exit $?)"
+  /mnt/envbuild/envs/opt-175b-azure/bin/python "$FILES/envbuild_node" "$FILES/actions/capture-apex.json" || failed="$failed apex(exit $?)"
+  /mnt/envbuild/envs/opt-175b-azure/bin/python "$FILES/envbuild_node" "$FILES/actions/capture-native.json" || failed="$failed native(exit $?)"
   if [ -n "$failed" ]; then echo "smoke failed:$failed" >&2; exit 1; fi
 }
 

@@ -101,10 +101,7 @@ ENVBUILD_EOF_e155264da1af
 # why: git dependency of ezpz, pinned by the lock (ezpz declares no ref: the default branch as of
 # why: resolve_as_of 2024-01-26)
 step_git_ambivalent() {
-  if [ ! -d /root/.envbuild/envs/polaris-megatron-deepspeed/src/ambivalent/.git ]; then git clone --quiet --no-checkout -- https://github.com/saforem2/ambivalent /root/.envbuild/envs/polaris-megatron-deepspeed/src/ambivalent; fi
-  { git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/ambivalent cat-file -e 'e130acf2ae471b2a4768dcb48e680187ce6bb716^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/ambivalent fetch --quiet origin -- e130acf2ae471b2a4768dcb48e680187ce6bb716; }
-  git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/ambivalent -c advice.detachedHead=false checkout --quiet --force e130acf2ae471b2a4768dcb48e680187ce6bb716
-  { test "$(git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/ambivalent rev-parse HEAD)" = e130acf2ae471b2a4768dcb48e680187ce6bb716 || { echo '/root/.envbuild/envs/polaris-megatron-deepspeed/src/ambivalent: HEAD is not e130acf2ae471b2a4768dcb48e680187ce6bb716' >&2; exit 1; }; }
+  /root/.envbuild/envs/polaris-megatron-deepspeed/bin/python "$FILES/envbuild_node" "$FILES/actions/git-ambivalent.json"
 }
 
 # step install:ambivalent: install ambivalent (wheel)
@@ -117,10 +114,7 @@ step_install_ambivalent() {
 # why: git dependency of ezpz, pinned by the lock (ezpz declares no ref: the default branch as of
 # why: resolve_as_of 2024-01-26)
 step_git_enrich() {
-  if [ ! -d /root/.envbuild/envs/polaris-megatron-deepspeed/src/enrich/.git ]; then git clone --quiet --no-checkout -- https://github.com/saforem2/enrich /root/.envbuild/envs/polaris-megatron-deepspeed/src/enrich; fi
-  { git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/enrich cat-file -e '68bf148e723cf4772536764e043569e6a4e6ed42^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/enrich fetch --quiet origin -- 68bf148e723cf4772536764e043569e6a4e6ed42; }
-  git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/enrich -c advice.detachedHead=false checkout --quiet --force 68bf148e723cf4772536764e043569e6a4e6ed42
-  { test "$(git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/enrich rev-parse HEAD)" = 68bf148e723cf4772536764e043569e6a4e6ed42 || { echo '/root/.envbuild/envs/polaris-megatron-deepspeed/src/enrich: HEAD is not 68bf148e723cf4772536764e043569e6a4e6ed42' >&2; exit 1; }; }
+  /root/.envbuild/envs/polaris-megatron-deepspeed/bin/python "$FILES/envbuild_node" "$FILES/actions/git-enrich.json"
 }
 
 # step install:enrich: install enrich (wheel)
@@ -135,10 +129,7 @@ step_install_enrich() {
 # why: entry script to pretrain_gpt_alcf.py, which the README does not mention. Clone only: the scripts
 # why: source ALCF/*.sh by relative path and run from the repo root.
 step_git_megatron_deepspeed() {
-  if [ ! -d /root/.envbuild/envs/polaris-megatron-deepspeed/src/megatron-deepspeed/.git ]; then git clone --quiet --no-checkout -- https://github.com/argonne-lcf/Megatron-DeepSpeed /root/.envbuild/envs/polaris-megatron-deepspeed/src/megatron-deepspeed; fi
-  { git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/megatron-deepspeed cat-file -e 'e4bac7019db92cfe49d6eeac00b5721652e516fe^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/megatron-deepspeed fetch --quiet origin -- e4bac7019db92cfe49d6eeac00b5721652e516fe; }
-  git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/megatron-deepspeed -c advice.detachedHead=false checkout --quiet --force e4bac7019db92cfe49d6eeac00b5721652e516fe
-  { test "$(git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/megatron-deepspeed rev-parse HEAD)" = e4bac7019db92cfe49d6eeac00b5721652e516fe || { echo '/root/.envbuild/envs/polaris-megatron-deepspeed/src/megatron-deepspeed: HEAD is not e4bac7019db92cfe49d6eeac00b5721652e516fe' >&2; exit 1; }; }
+  /root/.envbuild/envs/polaris-megatron-deepspeed/bin/python "$FILES/envbuild_node" "$FILES/actions/git-megatron-deepspeed.json"
 }
 
 # step git:ezpz: ezpz @ ae490bd966be
@@ -146,10 +137,7 @@ step_git_megatron_deepspeed() {
 # why: commit contemporary with it (hatchling, provides ezpz.dist setup_torch / get_world_size /
 # why: setup_wandb / get_rank). PyPI's "ezpz" is an unrelated 2016 package, so never by name.
 step_git_ezpz() {
-  if [ ! -d /root/.envbuild/envs/polaris-megatron-deepspeed/src/ezpz/.git ]; then git clone --quiet --no-checkout -- https://github.com/saforem2/ezpz /root/.envbuild/envs/polaris-megatron-deepspeed/src/ezpz; fi
-  { git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/ezpz cat-file -e 'ae490bd966be99cb2327a5f6da0c9c3b48456e65^{commit}' 2>/dev/null || git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/ezpz fetch --quiet origin -- ae490bd966be99cb2327a5f6da0c9c3b48456e65; }
-  git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/ezpz -c advice.detachedHead=false checkout --quiet --force ae490bd966be99cb2327a5f6da0c9c3b48456e65
-  { test "$(git -C /root/.envbuild/envs/polaris-megatron-deepspeed/src/ezpz rev-parse HEAD)" = ae490bd966be99cb2327a5f6da0c9c3b48456e65 || { echo '/root/.envbuild/envs/polaris-megatron-deepspeed/src/ezpz: HEAD is not ae490bd966be99cb2327a5f6da0c9c3b48456e65' >&2; exit 1; }; }
+  /root/.envbuild/envs/polaris-megatron-deepspeed/bin/python "$FILES/envbuild_node" "$FILES/actions/git-ezpz.json"
 }
 
 # step install:ezpz: install ezpz (wheel)
@@ -184,45 +172,9 @@ step_smoke() {
   mkdir -p /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/smoke
   mkdir -p /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/smoke && cp "$FILES/assets/smoke/gpt.py" /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/smoke/gpt.py && chmod 0644 /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/smoke/gpt.py
   mkdir -p /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/smoke && cp "$FILES/assets/smoke/collective.py" /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/smoke/collective.py && chmod 0644 /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/smoke/collective.py
-  mkdir -p /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/smoke
-  rc=0
-  # shellcheck source=/dev/null
-  (cd /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/smoke && if [ -f /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/env.sh ]; then . /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/env.sh; fi && timeout 1800 /root/.envbuild/envs/polaris-megatron-deepspeed/bin/python /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/smoke/gpt.py --json --preset tiny) > /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/smoke/gpt.out 2> /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/smoke/gpt.err || rc=$?
-  echo "$rc" > /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/smoke/gpt.rc
-  if [ "$rc" != 0 ]; then failed="$failed gpt(exit $rc)"; echo 'gpt failed, see /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/smoke/gpt.err' >&2; fi
-  mkdir -p /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/smoke
-  rc=0
-  # shellcheck source=/dev/null
-  (cd /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/smoke && if [ -f /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/env.sh ]; then . /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/env.sh; fi && timeout 1800 /root/.envbuild/envs/polaris-megatron-deepspeed/bin/python /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/smoke/collective.py --json --device cpu --nproc 2) > /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/smoke/collective.out 2> /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/smoke/collective.err || rc=$?
-  echo "$rc" > /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/smoke/collective.rc
-  if [ "$rc" != 0 ]; then failed="$failed collective(exit $rc)"; echo 'collective failed, see /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/smoke/collective.err' >&2; fi
-  mkdir -p /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/smoke
-  rc=0
-  # shellcheck source=/dev/null disable=SC2016
-  (cd /root/.envbuild/envs/polaris-megatron-deepspeed/src/megatron-deepspeed && if [ -f /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/env.sh ]; then . /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/env.sh; fi && env MODEL_SIZE_KEY=GPT25B SEQ_LEN=4096 USE_FLASH_ATTN_V2=1 MICRO_BATCH=1 GAS=1 SP_TYPE=megatron ZERO_STAGE=1 timeout 3600 bash -c '# the training output goes to a log the script names and appends to logfiles: the
-# log named by the first new line of the index is printed after the command
-envbuild_seen=$(wc -l 2>/dev/null < logfiles || echo 0)
-envbuild_rc=0
-# train-gpt3.sh starts training in the background and returns: sourced, then its job is awaited
-( set +euo pipefail
-  # shellcheck source=/dev/null
-  . ./ALCF/train-gpt3.sh
-  status=$?
-  job="${!:-}"
-  if [ -z "$job" ]; then exit "$status"; fi
-  wait "$job"; status=$?
-  wait
-  exit "$status" ) || envbuild_rc=$?
-envbuild_log=$(tail -n +"$((envbuild_seen + 1))" logfiles 2>/dev/null | head -n 1)
-if [ -n "$envbuild_log" ] && [ -f "$envbuild_log" ]; then
-  echo '"'"'envbuild: the training output is in'"'"' "$envbuild_log:"
-  cat -- "$envbuild_log"
-else
-  echo '"'"'envbuild: the command named no new log in logfiles'"'"' >&2
-fi
-exit "$envbuild_rc"') > /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/smoke/native.out 2> /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/smoke/native.err || rc=$?
-  echo "$rc" > /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/smoke/native.rc
-  if [ "$rc" != 0 ]; then failed="$failed native(exit $rc)"; echo 'native failed, see /root/.envbuild/envs/polaris-megatron-deepspeed/.envbuild/smoke/native.err' >&2; fi
+  /root/.envbuild/envs/polaris-megatron-deepspeed/bin/python "$FILES/envbuild_node" "$FILES/actions/capture-gpt.json" || failed="$failed gpt(exit $?)"
+  /root/.envbuild/envs/polaris-megatron-deepspeed/bin/python "$FILES/envbuild_node" "$FILES/actions/capture-collective.json" || failed="$failed collective(exit $?)"
+  /root/.envbuild/envs/polaris-megatron-deepspeed/bin/python "$FILES/envbuild_node" "$FILES/actions/capture-native.json" || failed="$failed native(exit $?)"
   if [ -n "$failed" ]; then echo "smoke failed:$failed" >&2; exit 1; fi
 }
 

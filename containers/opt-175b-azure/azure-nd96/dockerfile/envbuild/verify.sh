@@ -9,30 +9,10 @@ if [ "${1:-}" = --smoke ]; then
   mkdir -p /opt/envbuild/opt-175b-azure/.envbuild/smoke && cp /opt/envbuild/opt-175b-azure/.envbuild/files/assets/smoke/gpt.py /opt/envbuild/opt-175b-azure/.envbuild/smoke/gpt.py && chmod 0644 /opt/envbuild/opt-175b-azure/.envbuild/smoke/gpt.py
   mkdir -p /opt/envbuild/opt-175b-azure/.envbuild/smoke && cp /opt/envbuild/opt-175b-azure/.envbuild/files/assets/smoke/collective.py /opt/envbuild/opt-175b-azure/.envbuild/smoke/collective.py && chmod 0644 /opt/envbuild/opt-175b-azure/.envbuild/smoke/collective.py
   mkdir -p /opt/envbuild/opt-175b-azure/.envbuild/smoke && cp /opt/envbuild/opt-175b-azure/.envbuild/files/assets/smoke/apex_check.py /opt/envbuild/opt-175b-azure/.envbuild/smoke/apex_check.py && chmod 0644 /opt/envbuild/opt-175b-azure/.envbuild/smoke/apex_check.py
-  mkdir -p /opt/envbuild/opt-175b-azure/.envbuild/smoke
-  rc=0
-  # shellcheck source=/dev/null
-  (cd /opt/envbuild/opt-175b-azure/.envbuild/smoke && if [ -f /opt/envbuild/opt-175b-azure/.envbuild/env.sh ]; then . /opt/envbuild/opt-175b-azure/.envbuild/env.sh; fi && timeout 1800 /opt/envbuild/opt-175b-azure/bin/python /opt/envbuild/opt-175b-azure/.envbuild/smoke/gpt.py --json --preset tiny) > /opt/envbuild/opt-175b-azure/.envbuild/smoke/gpt.out 2> /opt/envbuild/opt-175b-azure/.envbuild/smoke/gpt.err || rc=$?
-  echo "$rc" > /opt/envbuild/opt-175b-azure/.envbuild/smoke/gpt.rc
-  if [ "$rc" != 0 ]; then failed="$failed gpt(exit $rc)"; echo 'gpt failed, see /opt/envbuild/opt-175b-azure/.envbuild/smoke/gpt.err' >&2; fi
-  mkdir -p /opt/envbuild/opt-175b-azure/.envbuild/smoke
-  rc=0
-  # shellcheck source=/dev/null
-  (cd /opt/envbuild/opt-175b-azure/.envbuild/smoke && if [ -f /opt/envbuild/opt-175b-azure/.envbuild/env.sh ]; then . /opt/envbuild/opt-175b-azure/.envbuild/env.sh; fi && timeout 1800 /opt/envbuild/opt-175b-azure/bin/python /opt/envbuild/opt-175b-azure/.envbuild/smoke/collective.py --json --device cpu --nproc 2) > /opt/envbuild/opt-175b-azure/.envbuild/smoke/collective.out 2> /opt/envbuild/opt-175b-azure/.envbuild/smoke/collective.err || rc=$?
-  echo "$rc" > /opt/envbuild/opt-175b-azure/.envbuild/smoke/collective.rc
-  if [ "$rc" != 0 ]; then failed="$failed collective(exit $rc)"; echo 'collective failed, see /opt/envbuild/opt-175b-azure/.envbuild/smoke/collective.err' >&2; fi
-  mkdir -p /opt/envbuild/opt-175b-azure/.envbuild/smoke
-  rc=0
-  # shellcheck source=/dev/null
-  (cd /opt/envbuild/opt-175b-azure/.envbuild/smoke && if [ -f /opt/envbuild/opt-175b-azure/.envbuild/env.sh ]; then . /opt/envbuild/opt-175b-azure/.envbuild/env.sh; fi && timeout 1800 /opt/envbuild/opt-175b-azure/bin/python /opt/envbuild/opt-175b-azure/.envbuild/smoke/apex_check.py --json --require) > /opt/envbuild/opt-175b-azure/.envbuild/smoke/apex.out 2> /opt/envbuild/opt-175b-azure/.envbuild/smoke/apex.err || rc=$?
-  echo "$rc" > /opt/envbuild/opt-175b-azure/.envbuild/smoke/apex.rc
-  if [ "$rc" != 0 ]; then failed="$failed apex(exit $rc)"; echo 'apex failed, see /opt/envbuild/opt-175b-azure/.envbuild/smoke/apex.err' >&2; fi
-  mkdir -p /opt/envbuild/opt-175b-azure/.envbuild/smoke
-  rc=0
-  # shellcheck source=/dev/null
-  (cd /opt/envbuild/opt-175b-azure/src/metaseq && if [ -f /opt/envbuild/opt-175b-azure/.envbuild/env.sh ]; then . /opt/envbuild/opt-175b-azure/.envbuild/env.sh; fi && timeout 3600 bash -c 'opt-baselines --model-size 125m --num-gpus 8 --num-nodes 1 --prefix envbuild-opt125m --azure --local --benchmark --no-wandb --checkpoints-dir ./checkpoints') > /opt/envbuild/opt-175b-azure/.envbuild/smoke/native.out 2> /opt/envbuild/opt-175b-azure/.envbuild/smoke/native.err || rc=$?
-  echo "$rc" > /opt/envbuild/opt-175b-azure/.envbuild/smoke/native.rc
-  if [ "$rc" != 0 ]; then failed="$failed native(exit $rc)"; echo 'native failed, see /opt/envbuild/opt-175b-azure/.envbuild/smoke/native.err' >&2; fi
+  /opt/envbuild/opt-175b-azure/bin/python /opt/envbuild/opt-175b-azure/.envbuild/files/envbuild_node /opt/envbuild/opt-175b-azure/.envbuild/files/actions/capture-gpt.json || failed="$failed gpt(exit $?)"
+  /opt/envbuild/opt-175b-azure/bin/python /opt/envbuild/opt-175b-azure/.envbuild/files/envbuild_node /opt/envbuild/opt-175b-azure/.envbuild/files/actions/capture-collective.json || failed="$failed collective(exit $?)"
+  /opt/envbuild/opt-175b-azure/bin/python /opt/envbuild/opt-175b-azure/.envbuild/files/envbuild_node /opt/envbuild/opt-175b-azure/.envbuild/files/actions/capture-apex.json || failed="$failed apex(exit $?)"
+  /opt/envbuild/opt-175b-azure/bin/python /opt/envbuild/opt-175b-azure/.envbuild/files/envbuild_node /opt/envbuild/opt-175b-azure/.envbuild/files/actions/capture-native.json || failed="$failed native(exit $?)"
   if [ -n "$failed" ]; then echo "smoke failed:$failed" >&2; exit 1; fi
   echo 'smoke passed'
 fi

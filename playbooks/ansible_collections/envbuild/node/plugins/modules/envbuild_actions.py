@@ -1,12 +1,13 @@
 #!/usr/bin/python
-"""Run a batch of envbuild's primitive actions on the node (module_utils/envbuild_node/actions.py).
+"""Run a batch of envbuild's primitive actions on the node (module_utils/envbuild_node/actions.py;
+run.sh and images run the same functions through the node tool, envbuild_node/__main__.py).
 
 The actions are data (argv lists, file contents, a commit to check out, a declarative patch,
-a captured smoke run); this module runs them without a shell and without templating. With
-repair=true (the step's effect did not hold, see envbuild_state) a run action's repair_args
-are added (pip --force-reinstall). With record (the batch is its step's last), the step is then
-recorded done as envbuild_state's record does, in the same module run. In check mode it changes
-nothing and reports what would run.
+a wheel build, a captured smoke run); this module runs them without a shell and without
+templating. With repair=true (the step's effect did not hold, see envbuild_state) a run
+action's repair_args are added (pip --force-reinstall). With record (the batch is its step's
+last), the step is then recorded done as envbuild_state's record does, in the same module run.
+In check mode it changes nothing and reports what would run.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -27,6 +28,8 @@ description:
     C(mkdir) makes the folder C(path).
     C(git) puts a tree at C(dest) on commit C(sha) fetched from C(fetch_url) (C(ref) names the branch or tag).
     C(patch) applies C(spec), a declarative text patch, to a file under C(dest) and keeps its diff in C(diff_dir).
+    C(wheel) builds a wheel with C(argv) in C(cwd) (C(env), C(path) as for C(run)) into C(outdir), made first; it
+    fails when the build leaves no wheel there.
     C(capture) runs C(argv) in C(cwd) and keeps its output in C(dir)/C(name).{out,err,rc}; the module fails after
     the batch when a captured run failed.
   - The actions are what C(envbuild plan) prints for a step; see the envbuild README.
