@@ -258,3 +258,29 @@ def test_plan_json_is_the_container_plan_provision_runs(tmp_path, monkeypatch, c
     assert printed == ran and printed.backend == "container"
     assert [(s.id, s.digest) for s in printed.steps] == [(s["id"], s["digest"]) for s in executed]
     assert executed[1]["effect"]["check"] == "image" and executed[1]["effect"]["env"] == {"TMPDIR": "/var/tmp/x"}
+
+
+def test_the_context_digest_follows_the_code_that_renders_it(tmp_path, monkeypatch) -> None:
+    """The image step carries the image plan, not its rendered context: the context digest
+    (the image's label, what rebuilds it) covers envbuild's rendering code and the files a
+    context copies (plan.image.code_digest), so a changed renderer rebuilds the image."""
+    from envbuild.plan import image as I
+
+    pkg = tmp_path / "envbuild"
+    shutil.copytree(I.PACKAGE / "render", pkg / "render", ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(I, "PACKAGE", pkg)
+    monkeypatch.setattr(I, "IMAGE_CODE", (pkg / "render",))
+    I.code_digest.cache_clear()
+    try:
+        before = I.code_digest()
+        shell = pkg / "render" / "shell.py"
+        shell.write_text(shell.read_text() + "\n# a change\n")
+        I.code_digest.cache_clear()
+        assert I.code_digest() != before
+        ip = I.image_plan(load_recipe("cpu-reference"), load_target("local"), None)
+        changed = I.context_digest(ip, {})
+        shell.write_text(shell.read_text() + "# another\n")
+        I.code_digest.cache_clear()
+        assert I.context_digest(ip, {}) != changed
+    finally:
+        I.code_digest.cache_clear()

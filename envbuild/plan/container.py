@@ -83,7 +83,6 @@ def container_plan(recipe, target, facts, lock, opts: PlanOptions) -> Plan:
     tag = image_tag(recipe, target.name)
     labels = {P.CONTEXT_LABEL: digest, "io.envbuild.plan.sha256": ip.labels["io.envbuild.plan.sha256"],
               "io.envbuild.recipe": recipe.name}
-    env_file = ip.env_file()
     sources = {s.params.name: s.params.dest for s in ip.plan.steps if s.kind == "git_source"}
     verdict = opts.verdict or P.PreflightParams(feasible=True, summary="not checked")
     steps = [Step(id="preflight", title="Preflight compatibility check", params=verdict,
@@ -92,12 +91,11 @@ def container_plan(recipe, target, facts, lock, opts: PlanOptions) -> Plan:
     notes = "; ".join(ip.notes + ([run_time] if run_time else []))
     steps.append(Step(
         id="image", title=f"image {tag} ({engine.name} build from {ip.base.image})",
-        params=P.ImageParams(engine=engine, tag=tag, base=ip.base.image,
+        params=P.ImageParams(engine=engine, tag=tag,
                              context_dir=f"{prefix.rstrip('/')}/.envbuild/image/context",
                              context_sha256=digest, image=ip,
                              wheelhouse=opts.wheelhouse if wheels else None, wheels=wheels,
-                             labels=labels, prefix=ip.prefix, env_file=env_file.path if env_file else None,
-                             sources=sources),
+                             labels=labels),
         reason=(f"the recipe's environment is an image, built here from its plan's context "
                 f"(the one `envbuild render --format dockerfile` writes) with the node's {engine.name}; "
                 f"a changed lock changes the image plan and its digest, and the image is built again"

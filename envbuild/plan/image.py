@@ -26,6 +26,8 @@ Rendering it (``envbuild.render.image``, ``render.dockerfile``...) is the render
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from envbuild import __version__
 from envbuild.compat.base_images import BaseImage, choose
 from envbuild.errors import InputError
@@ -268,6 +270,7 @@ def image_plan(recipe, target, lock, *, lock_text: str | None = None, base: str 
                        labels=labels(recipe, target, chosen, plan))
 
 
+@lru_cache(maxsize=1)  # envbuild's own files do not change while it runs: read once, not per node
 def code_digest() -> str:
     """The sha256 of envbuild's code that turns an image plan into its build context (the
     renderers and the step -> actions translation) and of every file of its own a context may

@@ -360,16 +360,32 @@ class ImageParams(_P):
     kind: Literal["image"] = "image"
     engine: Engine
     tag: str
-    base: str
     context_dir: str
     context_sha256: str
     image: ImagePlan
     wheelhouse: str | None = None  # the node's folder holding ``wheels``
     wheels: dict[str, str] = Field(default_factory=dict)  # wheel file name -> sha256 (lock)
     labels: dict[str, str] = Field(default_factory=dict)
-    prefix: str  # the environment inside the image (/opt/envbuild/<recipe>)
-    env_file: str | None = None  # inside the image
-    sources: dict[str, str] = Field(default_factory=dict)  # source name -> tree inside the image
+
+    @property
+    def base(self) -> str:
+        return self.image.base.image
+
+    @property
+    def prefix(self) -> str:
+        """The environment inside the image (/opt/envbuild/<recipe>)."""
+        return self.image.prefix
+
+    @property
+    def env_file(self) -> str | None:
+        """The env file inside the image."""
+        ef = self.image.env_file()
+        return ef.path if ef is not None else None
+
+    @property
+    def sources(self) -> dict[str, str]:
+        """Source name -> its tree inside the image."""
+        return {s.params.name: s.params.dest for s in self.image.plan.steps if s.kind == "git_source"}
 
 
 class ImageImportParams(_P):
