@@ -75,6 +75,21 @@ class Compared(_Frozen):
     normalisation: str | None = None  # how GPU counts were divided out, where they differ
 
 
+class Published(_Frozen):
+    """The recipe's published figure beside the run's: shown, never judged. ``percent`` (the
+    run's figure as a share of it, per GPU when counts differ and the metric is a whole job's)
+    only when both were measured on the same GPU model; else ``why`` says why not."""
+
+    value: float
+    source: str
+    gpu: str | None = None
+    gpus: int | None = None
+    compared: bool = False
+    why: str = ""
+    percent: float | None = None
+    normalisation: str | None = None
+
+
 class Verdict(_Frozen):
     """The judge's verdict on one benchmark run (``judge``), as smoke.json, launch.json and
     ``envbuild parse --json`` record it."""
@@ -91,6 +106,7 @@ class Verdict(_Frozen):
     gpus: int | None = None
     record: str | None = None  # the judged run's output, where it has a path
     reason: str = ""
+    published: Published | None = None  # shown beside the verdict, never part of it
 
     @property
     def passed(self) -> bool | None:
@@ -178,19 +194,36 @@ def _meets(value: float, bound: float, higher: bool) -> bool:
     return value >= bound if higher else value <= bound
 
 
+def published(bench: Benchmark, value: float | None, gpu: str | None, gpus: int | None) -> Published | None:
+    """The recipe's published figure beside ``value`` measured on ``gpus`` x ``gpu``."""
+    pub = bench.published
+    if pub is None:
+        return None
+    same = comparison(pub.gpu, gpu)
+    out = {"value": pub.value, "source": " ".join(pub.source.split()), "gpu": pub.gpu, "gpus": pub.gpus,
+           "compared": same.comparable, "why": same.why}
+    if not same.comparable or value is None or not pub.value:
+        return Published(**out)
+    scaled, norm, why_not = _per_gpu(bench, gpus, pub.gpus, pub.value, "published figure")
+    if scaled is None:
+        return Published(**{**out, "compared": False, "why": str(why_not)})
+    pct = value / scaled * 100.0
+    return Published(**out, percent=pct if math.isfinite(pct) else None, normalisation=norm)
+
+
 def judge(ev: Evidence) -> Verdict:
     """The verdict on one benchmark run (module docstring)."""
     bench = ev.benchmark
     text = strip_task_labels(ev.text)
     fn = NATIVE_PARSERS.get(bench.parser)
     warmup = ev.warmup if ev.warmup is not None else bench.window.warmup if bench.window else None
-    opts = {"warmup": warmup} if warmup is not None and fn is not None and "warmup" in _params(fn) else {}
-    metrics = parse(bench.parser, text, **opts)
+    metrics = measure(bench, text, warmup)
     done = completion(bench.parser, text, planned=ev.planned, rc=ev.rc, job_state=ev.job_state)
     gpus = log_gpus(text) or ev.gpus
     base: dict[str, Any] = {"metric": bench.metric, "unit": bench.unit, "higher_is_better": bench.higher_is_better,
                             "completion": done.to_dict(), "gpu": ev.gpu, "gpus": gpus, "record": ev.record}
     value = _finite(metrics.get(bench.metric))
+    base["published"] = published(bench, value, ev.gpu, gpus)
     unfinished = "" if done.complete else f"the run did not complete ({done.state}: {done.detail})"
     if value is None:
         found = ", ".join(sorted(k for k, v in metrics.items() if _finite(v) is not None)) or "none"
@@ -249,6 +282,16 @@ def judge(ev: Evidence) -> Verdict:
         notes.append(f"no reference recorded on {here}; references exist for: {', '.join(have)}" if have
                      else "no run of this recipe is recorded as a reference")
     return Verdict(verdict=NOT_JUDGED, reason=f"{shown}, not judged: " + "; ".join(notes), **base)
+
+
+def measure(bench: Benchmark, text: str, warmup: int | None = None) -> dict[str, Any]:
+    """The metrics the benchmark's parser reads from ``text`` over its window (``warmup``: the
+    logged values left out at the start; None: the window's, else the parser's own)."""
+    fn = NATIVE_PARSERS.get(bench.parser)
+    if warmup is None and bench.window is not None:
+        warmup = bench.window.warmup
+    opts = {"warmup": warmup} if warmup is not None and fn is not None and "warmup" in _params(fn) else {}
+    return parse(bench.parser, text, **opts)
 
 
 def _params(fn: Any) -> set[str]:
