@@ -64,3 +64,35 @@ def test_a_recorded_run_on_its_gpu_is_its_own_pass(row):
                              text=(RESULTS / row["record"]).read_text(errors="replace"), gpu=gpu, gpus=gpus))
     assert verdict.verdict == "PASS", verdict.reason
     assert verdict.compared.kind == "reference" and verdict.compared.source == f"docs/results/{row['record']}"
+
+
+def test_h100_megatron_deepspeed_on_an_unreferenced_gpu_names_h100_and_h200(capsys):
+    from envbuild.cli import main
+    from envbuild.errors import NOT_JUDGED
+
+    log = RESULTS / "h100-offline-run3" / "native.out"
+    rc = main(["parse", "h100-megatron-deepspeed", str(log), "--gpu", "NVIDIA A100-SXM4-80GB", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == NOT_JUDGED and out["verdict"] == "NOT JUDGED"
+    assert out["reason"].endswith("references exist for: H100 80GB, H200"), out["reason"]
+
+
+def test_counts_that_differ_are_compared_per_gpu_and_said():
+    """The 1-GPU H100 log judged as if on an H200 meets the 2-GPU H200 reference per GPU: the
+    bound is 95 % of half the reference, and the verdict says how it was divided."""
+    (h200,) = [r for r in refs.references() if r.gpu == "NVIDIA H200"]
+    bench = load_recipe("h100-megatron-deepspeed").benchmark
+    verdict = judge(Evidence(recipe=h200.recipe, benchmark=bench, gpu="NVIDIA H200",
+                             text=(RESULTS / "h100-offline-run3" / "native.out").read_text()))
+    assert verdict.gpus == 1 and verdict.compared.gpus == 2
+    assert verdict.compared.required == pytest.approx(h200.value / 2 * refs.SHARE)
+    assert verdict.compared.normalisation.startswith("per GPU: the reference's")
+    assert verdict.verdict == ("PASS" if verdict.value >= verdict.compared.required else "FAIL")
+
+
+def test_a_run_that_did_not_complete_fails_before_any_reference():
+    row = refs.for_recipe("h100-megatron-deepspeed")[0]
+    text = (RESULTS / row.record).read_text()
+    cut = text[:text.index(" iteration       30/")]
+    verdict = judge(Evidence(recipe=row.recipe, benchmark=load_recipe(row.recipe).benchmark, text=cut, gpu=row.gpu))
+    assert verdict.verdict == "FAIL" and verdict.compared is None and "did not complete" in verdict.reason
