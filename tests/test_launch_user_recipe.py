@@ -23,7 +23,7 @@ no lock (a recipe of one's own has none until ``envbuild lock``). The environmen
 of the plan's (``envbuild.testbed.planenv``: a venv seeing this interpreter's packages, the
 plan's env file), built once for the module; the program needs only the standard library.
 Each run must be judged PASS: the record complete (``ok: true``) and its figure at or above
-the recipe's threshold (``envbuild.smoke.completion.judge``).
+the recipe's threshold (``envbuild.smoke.judge``).
 """
 
 from __future__ import annotations
