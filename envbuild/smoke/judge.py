@@ -294,6 +294,38 @@ def measure(bench: Benchmark, text: str, warmup: int | None = None) -> dict[str,
     return parse(bench.parser, text, **opts)
 
 
+def floor_verdicts(section: dict) -> dict[str, bool | None]:
+    """Each floor of a gpt or collective smoke section (``thresholds: {metric: floor}``,
+    ``envbuild.smoke.floors``: same-hardware ratios, so they hold on any GPU) judged against the
+    section's number, the median over its repeats where it was repeated: True met, False missed
+    (or the number is absent), None for a metric without a floor."""
+    limits = section.get("thresholds") if isinstance(section.get("thresholds"), dict) else {}
+    rep = section.get("repeat") if isinstance(section.get("repeat"), dict) else {}
+    repeats = rep.get("values") if isinstance(rep.get("values"), dict) else {}
+    out: dict[str, bool | None] = {}
+    for key, floor in limits.items():
+        bound = _finite(floor)
+        if bound is None:
+            out[key] = None
+            continue
+        if key == "loss_last":  # the training loss after the last step: lower is better
+            loss = section.get("loss") if isinstance(section.get("loss"), dict) else {}
+            value, higher = _finite(loss.get("last")), False
+        else:
+            values = [v for v in (_finite(x) for x in repeats.get(key) or []) if v is not None]
+            value = statistics.median(values) if len(values) > 1 else _finite(section.get(key))
+            higher = True
+        out[key] = value is not None and _meets(value, bound, higher)
+    return out
+
+
+def with_floor_verdicts(section: dict) -> dict:
+    """``section`` with what the judge says of each of its floors (``floors``), when it has any."""
+    if isinstance(section, dict) and section.get("thresholds"):
+        return {**section, "floors": floor_verdicts(section)}
+    return section
+
+
 def _params(fn: Any) -> set[str]:
     import inspect
 

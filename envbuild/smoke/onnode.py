@@ -17,7 +17,7 @@ from typing import Any
 from envbuild.plan.smoke import FROM_SMOKE
 from envbuild.recipes.schema import Benchmark
 from envbuild.smoke import SMOKE_SCRIPTS, read_result
-from envbuild.smoke.judge import Evidence, judge, measure
+from envbuild.smoke.judge import Evidence, judge, measure, with_floor_verdicts
 
 
 def _read(folder: Path, name: str) -> tuple[int, str, str] | None:
@@ -77,7 +77,7 @@ def collect_node(folder: Path, names: list[str], recipe: str, benchmark: Benchma
     results: dict[str, Any] = {}
     for name, (rc, out, err) in outputs.items():
         if name in SMOKE_SCRIPTS:
-            results[name] = read_result(name, rc, out, err)
+            results[name] = with_floor_verdicts(read_result(name, rc, out, err))
     native = native_section(recipe, benchmark, outputs, skip, gpu=gpu, gpus=gpus)
     if native is not None and (results or native.get("ran")):
         results["native"] = native
