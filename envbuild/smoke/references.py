@@ -17,12 +17,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cache
-from importlib.resources import files
 
+from envbuild.shipped import REFERENCES_FILE
 from envbuild.smoke.hardware import comparison
 
 SHARE = 0.95  # a run PASSes at >= 95 % of the reference for its GPU model
-TABLE = "references.json"
+TABLE = REFERENCES_FILE.name
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ def load(text: str) -> tuple[Reference, ...]:
 @cache
 def references() -> tuple[Reference, ...]:
     """Every shipped reference (the package's references.json)."""
-    return load(files("envbuild.smoke").joinpath(TABLE).read_text(encoding="utf-8"))
+    return load(REFERENCES_FILE.read_text(encoding="utf-8"))
 
 
 def for_recipe(recipe: str, table: tuple[Reference, ...] | None = None) -> list[Reference]:
