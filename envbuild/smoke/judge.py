@@ -25,6 +25,7 @@ The window (``benchmark.window``: the logged values after the warm-up) is given 
 
 from __future__ import annotations
 
+import inspect
 import math
 import re
 import statistics
@@ -36,7 +37,7 @@ from envbuild.recipes.schema import Benchmark
 from envbuild.smoke import references as refs
 from envbuild.smoke.completion import completion
 from envbuild.smoke.hardware import comparison, short_name
-from envbuild.smoke.native import NATIVE_PARSERS, megatron_arguments, parse, strip_task_labels
+from envbuild.smoke.native import ALIASES, NATIVE_PARSERS, megatron_arguments, parse, strip_task_labels
 
 PASS, NOT_JUDGED, FAIL, NOTHING_FOUND = "PASS", "NOT JUDGED", "FAIL", "NOTHING FOUND"
 VERDICTS = (PASS, NOT_JUDGED, FAIL, NOTHING_FOUND)
@@ -169,8 +170,6 @@ def window_of(metrics: dict[str, Any], key: str, value: float, bench: Benchmark,
 
 def _key(metrics: dict[str, Any], metric: str) -> str:
     """The parser's own key behind a recipe-facing metric name (``native.ALIASES``)."""
-    from envbuild.smoke.native import ALIASES
-
     return ALIASES.get(metric, metric) if ALIASES.get(metric) in metrics else metric
 
 
@@ -327,14 +326,10 @@ def with_floor_verdicts(section: dict) -> dict:
 
 
 def _params(fn: Any) -> set[str]:
-    import inspect
-
     return set(inspect.signature(fn).parameters)
 
 
 def _default_warmup(fn: Any) -> int | None:
-    import inspect
-
     if fn is None or "warmup" not in _params(fn):
         return 0
     return inspect.signature(fn).parameters["warmup"].default
