@@ -21,9 +21,11 @@ def digest(model: BaseModel) -> str:
     """sha256 over the canonical JSON of a recipe or target model: what a lock records of the
     recipe and target it was made for, and what says a recipe is a shipped one unchanged.
 
-    A model's ``DIGEST_EXCLUDE`` (a class attribute: field names) is left out: a target's
-    ``jobs`` section says how jobs are submitted, not what the environment is."""
-    exclude = set(getattr(type(model), "DIGEST_EXCLUDE", ()))
+    A model's ``DIGEST_EXCLUDE`` (a class attribute: field names, or a dict reaching nested
+    fields as pydantic's ``exclude`` does) is left out: a target's ``jobs`` section says how
+    jobs are submitted, not what the environment is."""
+    exclude = getattr(type(model), "DIGEST_EXCLUDE", ())
+    exclude = dict(exclude) if isinstance(exclude, dict) else set(exclude)  # a dict reaches nested fields
     return sha256_text(canonical_json(model.model_dump(mode="json", by_alias=True, exclude=exclude or None)))
 
 

@@ -40,6 +40,7 @@ SCRIPT_IMPORTS = PACKAGE / "recipes" / "imports"  # what each recipe's entry scr
 TARGETS = PACKAGE / "targets" / "data"  # <target>.yaml
 COMPAT = PACKAGE / "compat"  # the facts the preflight rows read (*.yaml)
 REPORT_SCHEMA_FILE = PACKAGE / "report" / "report.schema.json"  # the report's JSON schema
+REFERENCES_FILE = SMOKE / "references.json"  # the same-GPU references the judge reads (envbuild.smoke.references)
 CHECKOUT = PACKAGE.parent  # the source checkout (or site-packages, in an installed wheel)
 
 

@@ -158,20 +158,43 @@ def test_patched_kernel_loader_registers_modules_by_name():
 
 def test_the_h100_run_is_parsed_beside_the_v100_figure(capsys):
     """The raw output of the H100 run (docs/results/alpa-megatron/h100-native.out, NumPy 2
-    prints np.float64(...)) is read by `envbuild parse`; the V100 figure is shown, not compared."""
+    prints np.float64(...)) is read by `envbuild parse`: on its H100 it is the same-GPU
+    reference (PASS); the V100 figure is shown, not compared."""
     from envbuild.cli import main
-    from envbuild.errors import NOT_JUDGED
 
     log = RESULTS / "h100-native.out"
     rc = main(["parse", RECIPE, str(log), "--gpu", "NVIDIA H100 80GB HBM3", "--json"])
     out = json.loads(capsys.readouterr().out)
-    assert rc == NOT_JUDGED and out["status"] == "not-judged"
+    assert rc == 0 and out["verdict"] == "PASS", out["reason"]
+    assert out["compared"]["kind"] == "reference" and out["compared"]["source"] == "docs/results/alpa-megatron/h100-native.out"
     line = next(x for x in log.read_text().splitlines() if "method: megatron" in x)
     printed = float(line.split("np.float64(")[1].split(")")[0])
     assert out["value"] == pytest.approx(printed) and out["metrics"]["results"] == 1
     assert out["published"]["value"] == 47.53 and out["published"]["gpu"] == "Tesla V100-SXM2-16GB"
     assert out["published"]["compared"] is False and out["published"]["percent"] is None
     assert json.loads((RESULTS / "h100-parse.json").read_text())["value"] == out["value"]
+
+
+def test_the_second_h100_run_passes_against_the_first_and_names_both(capsys):
+    from envbuild.cli import main
+
+    log = RESULTS / "h100-run3-native.out"
+    rc = main(["parse", RECIPE, str(log), "--gpu", "NVIDIA H100 80GB HBM3"])
+    out = capsys.readouterr().out
+    verdict = next(x for x in out.splitlines() if x.startswith("verdict:"))
+    assert rc == 0 and verdict.startswith("verdict: PASS")
+    assert str(log) in verdict and "docs/results/alpa-megatron/h100-native.out" in verdict and "95%" in verdict
+
+
+@pytest.mark.parametrize("gpu", ["NVIDIA A100-SXM4-80GB", "Tesla V100-SXM2-16GB", None])
+def test_a_gpu_without_a_reference_is_not_judged_and_names_the_referenced_models(gpu, capsys):
+    from envbuild.cli import main
+    from envbuild.errors import NOT_JUDGED
+
+    rc = main(["parse", RECIPE, str(RESULTS / "h100-native.out"), "--json", *(["--gpu", gpu] if gpu else [])])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == NOT_JUDGED and out["verdict"] == "NOT JUDGED" and out["compared"] is None
+    assert out["reason"].endswith("references exist for: H100 80GB"), out["reason"]
 
 
 def test_check_of_alpa_megatron_on_an_sm90_node_names_the_variant(capsys):

@@ -93,11 +93,11 @@ def test_provision_runs_the_smoke_on_every_node(bed, provisioned):
         assert math.isfinite(smoke["gpt"]["loss"]["last"])
         assert smoke["collective"]["ok"] and smoke["collective"]["world_size"] == 2
         native = smoke["native"]
-        assert (native["parser"], native["metric"], native["threshold"]) == ("envbuild-smoke", "mfu", 0.10)
+        assert (native["parser"], native["metric"], native["verdict"]["compared"]["value"]) == ("envbuild-smoke", "mfu", 0.10)
         assert native["metrics"]["mfu"] == smoke["gpt"]["mfu"]
         # the smoke completed (record ok, loss finite) and its MFU of the node's own measured
         # matmul peak met cpu-reference's floor
-        assert native["verdict"]["status"] == "pass" and native["verdict"]["completion"]["state"] == "complete"
+        assert native["verdict"]["verdict"] == "PASS" and native["verdict"]["completion"]["state"] == "complete"
         # the scripts ran on the node itself, from its prefix
         listing = node.ssh(f"ls {PREFIX}/.envbuild/smoke").stdout.split()
         assert {"gpt.py", "collective.py", "gpt.out", "collective.rc"} <= set(listing)

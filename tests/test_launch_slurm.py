@@ -103,7 +103,7 @@ def test_replayed_log_is_parsed_with_the_recipes_parser(stand_ins, slurm_cluster
     assert native["metrics"]["samples_per_second"] > 0
     # the replayed excerpt logs 4 of its 1000 iterations: whatever the throughput, a run that
     # stopped early is not a pass (envbuild.smoke.completion)
-    assert native["verdict"]["status"] == "fail" and "4 of 1000" in native["verdict"]["reason"]
+    assert native["verdict"]["verdict"] == "FAIL" and "4 of 1000" in native["verdict"]["reason"]
     assert not out.passed
     assert native["replaced"].startswith("--command-override")
     # sbatch wrote the task's output to --output=<job folder>/%x-%j.out, and that file is what

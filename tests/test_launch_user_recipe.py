@@ -23,7 +23,7 @@ no lock (a recipe of one's own has none until ``envbuild lock``). The environmen
 of the plan's (``envbuild.testbed.planenv``: a venv seeing this interpreter's packages, the
 plan's env file), built once for the module; the program needs only the standard library.
 Each run must be judged PASS: the record complete (``ok: true``) and its figure at or above
-the recipe's threshold (``envbuild.smoke.completion.judge``).
+the recipe's threshold (``envbuild.smoke.judge``).
 """
 
 from __future__ import annotations
@@ -178,11 +178,11 @@ def _judged(res: dict) -> dict:
     assert native["ran"] is True and native["parser"] == "envbuild-smoke" and "replaced" not in native
     assert native["metrics"]["kind"] == "tally" and native["metrics"]["ok"] is True
     verdict = native["verdict"]
-    assert verdict["metric"] == "tokens_per_second" and verdict["threshold"] == THRESHOLD
+    assert verdict["metric"] == "tokens_per_second" and verdict["compared"]["value"] == THRESHOLD
     assert verdict["value"] == native["metrics"]["tokens_per_s"] >= THRESHOLD
     assert verdict["completion"]["state"] == "complete"
     assert verdict["completion"]["detail"] == "the smoke record says ok"
-    assert verdict["status"] == "pass" and res["status"] == "pass" and res["passed"] is True
+    assert verdict["verdict"] == "PASS" and res["status"] == "pass" and res["passed"] is True
     return native
 
 

@@ -12,27 +12,29 @@ import pytest
 import yaml
 
 from envbuild.cli import main
-from envbuild.cli.parse_cmd import parse_log
+from envbuild.smoke.parselog import ParseRequest, parse_log
 from envbuild.recipes import load_recipe
 from envbuild.smoke.native import parse, strip_task_labels
 
 LOGS = Path(__file__).parent / "data" / "native_logs"
-CASES = {  # recipe -> (file, metric value printed by the fixture's made-up numbers, status as shipped)
-    "alpa-megatron": ("alpa-megatron/benchmark_gpt.out", 53.8934, "not-judged"),
-    "opt-175b-azure": ("opt-175b-azure/opt-baselines-125m.log", 275524.0, "pass"),
+CASES = {  # recipe -> (file, metric value printed by the fixture's made-up numbers, verdict as shipped)
+    "alpa-megatron": ("alpa-megatron/benchmark_gpt.out", 53.8934, "NOT JUDGED"),
+    # on the 8 A100 80GB of OPT's threshold (test_cli_pass_with_threshold_and_published_figure)
+    "opt-175b-azure": ("opt-175b-azure/opt-baselines-125m.log", 275524.0, "PASS"),
     # the first 20 of the script's 1000 iterations: a run that stopped early
-    "megatron-deepspeed-slurm": ("megatron-deepspeed-slurm/megatron_ds_snmg-4242.out", 838.868, "incomplete"),
-    "polaris-megatron-deepspeed": ("polaris-megatron-deepspeed/train-gpt3.log", 0.0841, "not-judged"),
-    "megatronapp": ("megatronapp/trace_pipeline_4_model_chunks_4.txt", 2206.44, "not-judged"),
+    "megatron-deepspeed-slurm": ("megatron-deepspeed-slurm/megatron_ds_snmg-4242.out", 838.868, "FAIL"),
+    "polaris-megatron-deepspeed": ("polaris-megatron-deepspeed/train-gpt3.log", 0.0841, "NOT JUDGED"),
+    "megatronapp": ("megatronapp/trace_pipeline_4_model_chunks_4.txt", 2206.44, "NOT JUDGED"),
 }
+A100X8 = {"gpu": "NVIDIA A100-SXM4-80GB", "gpus": 8}
 
 
 @pytest.mark.parametrize("recipe", sorted(CASES))
 def test_each_setup_output_gives_its_metric(recipe) -> None:
-    path, value, status = CASES[recipe]
-    res = parse_log(load_recipe(recipe), (LOGS / path).read_text())
-    assert res["status"] == status
-    assert res["value"] == pytest.approx(value, rel=1e-3)
+    path, value, word = CASES[recipe]
+    res = parse_log(ParseRequest(recipe=load_recipe(recipe), log=LOGS / path, **A100X8)).verdict
+    assert res.verdict == word
+    assert res.value == pytest.approx(value, rel=1e-3)
 
 
 def test_alpa_result_line_and_tsv_agree() -> None:
@@ -74,17 +76,19 @@ def test_megatronapp_trace_gives_iteration_times_across_ranks() -> None:
 
 
 def test_cli_pass_with_threshold_and_published_figure(capsys) -> None:
-    rc = main(["parse", "opt-175b-azure", str(LOGS / "opt-175b-azure" / "opt-baselines-125m.log")])
+    rc = main(["parse", "opt-175b-azure", str(LOGS / "opt-175b-azure" / "opt-baselines-125m.log"),
+               "--gpu", "NVIDIA A100-SXM4-80GB", "--gpus", "8"])
     out = capsys.readouterr().out
     assert rc == 0
-    assert "words_per_second = 275524 words/s" in out and "threshold: >= 200000 words/s" in out
-    assert "published: 200000 words/s" in out and "not compared: the recipe does not say which GPU" in out
-    assert "% of it" not in out and "verdict: PASS" in out
+    assert "words_per_second = 275524 words/s" in out
+    assert "threshold: >= 200000 words/s on 8 x NVIDIA A100-SXM4-80GB" in out
+    assert "published: 200000 words/s on 8 x NVIDIA A100-SXM4-80GB" in out and "measured = 137.8 % of it" in out
+    assert "verdict: PASS" in out and "(measured on 8 x NVIDIA A100-SXM4-80GB)" in out
 
 
 def test_published_figure_is_compared_only_on_the_same_gpu_model(tmp_path, capsys) -> None:
     data = load_recipe("alpa-megatron").model_dump(mode="json", by_alias=True)
-    data["benchmark"]["published"]["gpu"] = "Tesla V100-SXM2-16GB"
+    assert data["benchmark"]["published"]["gpu"] == "Tesla V100-SXM2-16GB"
     recipe = tmp_path / "alpa-v100.yaml"
     recipe.write_text(yaml.safe_dump(data))
     log = str(LOGS / "alpa-megatron" / "benchmark_gpt.out")
@@ -103,7 +107,7 @@ def test_published_figure_is_compared_only_on_the_same_gpu_model(tmp_path, capsy
 def test_cli_json_with_a_published_figure(capsys) -> None:
     rc = main(["parse", "alpa-megatron", str(LOGS / "alpa-megatron" / "megatron_results_e2e.tsv"), "--json"])
     res = json.loads(capsys.readouterr().out)
-    assert rc == 5 and res["status"] == "not-judged" and res["verdict"] == "NOT JUDGED" and res["threshold"] is None
+    assert rc == 5 and res["verdict"] == "NOT JUDGED" and res["threshold"] is None
     assert res["published"]["value"] == 47.53 and res["published"]["percent"] is None  # which GPU: unknown
 
 
@@ -112,9 +116,10 @@ def test_cli_below_threshold_exits_1(tmp_path, capsys) -> None:
     data["benchmark"]["threshold"] = 300000
     recipe = tmp_path / "opt-strict.yaml"
     recipe.write_text(yaml.safe_dump(data))
-    rc = main(["parse", str(recipe), str(LOGS / "opt-175b-azure" / "opt-baselines-125m.log")])
+    rc = main(["parse", str(recipe), str(LOGS / "opt-175b-azure" / "opt-baselines-125m.log"),
+               "--gpu", "NVIDIA A100-SXM4-80GB", "--gpus", "8"])
     assert rc == 1
-    assert "verdict: FAIL: words_per_second = 275524 misses the threshold >= 300000" in capsys.readouterr().out
+    assert "verdict: FAIL: words_per_second = 275524 words/s misses the threshold >= 300000" in capsys.readouterr().out
 
 
 def test_cli_nothing_found_exits_2(capsys) -> None:

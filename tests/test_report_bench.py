@@ -1,34 +1,58 @@
-"""Benchmark rows from smoke.json sections, judged against thresholds (pure)."""
+"""Benchmark rows from smoke.json sections: the verdicts stored there, shown, never decided again
+(pure)."""
 
 from __future__ import annotations
 
-from envbuild.report.bench import benchmarks, section_ok
-from envbuild.smoke.native import evaluate
+from pathlib import Path
+
+from envbuild.recipes import load_recipe
+from envbuild.report.bench import benchmarks, section_ok, stored_verdict
+from envbuild.smoke.judge import Evidence, judge
+
+RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results"
 
 
-def test_native_verdict_section_and_lower_is_better():
-    verdict = evaluate({"elapsed_time_per_iteration_ms": 950.0}, "elapsed_time_per_iteration_ms", 900.0, False)
-    smoke = {"native": {"verdict": verdict.to_dict()}}
-    [row] = benchmarks(smoke, {"metric": "elapsed_time_per_iteration_ms", "threshold": 900.0,
-                               "higher_is_better": False, "unit": "ms"})
-    assert (row.name, row.value, row.threshold, row.passed, row.unit) == (
-        "native.elapsed_time_per_iteration_ms", 950.0, 900.0, False, "ms")
+def test_an_older_native_verdict_is_mapped_in_one_place():
+    old = {"status": "fail", "passed": False, "metric": "elapsed_time_per_iteration_ms", "value": 950.0,
+           "threshold": 900.0, "reason": "elapsed_time_per_iteration_ms = 950 misses the threshold <= 900"}
+    smoke = {"native": {"verdict": old, "unit": "ms", "higher_is_better": False}}
+    [row] = benchmarks(smoke)
+    assert (row.name, row.value, row.threshold, row.passed, row.unit, row.verdict) == (
+        "native.elapsed_time_per_iteration_ms", 950.0, 900.0, False, "ms", "FAIL")
+    # what the recipe says now does not change a stored verdict
+    assert benchmarks(smoke, {"metric": "elapsed_time_per_iteration_ms", "threshold": 2000.0})[0].passed is False
 
 
-def test_gpt_and_collective_rows_without_thresholds_are_not_judged():
+def test_an_older_verdict_without_its_metric_is_nothing_found_and_a_section_without_one_is_not_judged():
+    old = {"status": "fail", "passed": False, "metric": "samples_per_s", "value": None, "threshold": None,
+           "reason": "metric 'samples_per_s' not found", "completion": {"state": "complete"}}
+    assert stored_verdict({"verdict": old}).verdict == "NOTHING FOUND"
+    [row] = benchmarks({"native": {"metrics": {"samples_per_s": 3.0}, "metric": "samples_per_s"}})
+    assert row.passed is None and row.verdict == "NOT JUDGED" and "no verdict was stored" in row.reason
+    assert benchmarks({"native": {"metrics": {"wps": 1.0}}}, {"metric": "samples_per_s", "threshold": 2.0}) == []
+
+
+def test_a_reference_verdict_names_both_records():
+    record = "h100-offline-run3/native.out"
+    bench = load_recipe("h100-megatron-deepspeed").benchmark
+    verdict = judge(Evidence(recipe="h100-megatron-deepspeed", benchmark=bench, record="smoke/native.out",
+                             text=(RESULTS / record).read_text(), gpu="NVIDIA H100 80GB HBM3"))
+    [row] = benchmarks({"native": {"ran": True, "verdict": verdict.to_dict()}})
+    assert row.verdict == "PASS" and row.passed is True and row.threshold is None
+    assert row.reference == f"docs/results/{record}" and row.record == "smoke/native.out"
+    assert row.reference_value == verdict.compared.value
+    assert f"(docs/results/{record}, sha256 " in row.compared_with and "on 1 x NVIDIA H100 80GB HBM3" in row.compared_with
+
+
+def test_gpt_floors_are_the_judges_and_rows_without_floors_are_not_judged():
     smoke = {"gpt": {"ok": True, "tokens_per_s": 10.0, "tflops": 1.0, "mfu": 0.1, "thresholds": {"mfu": 0.2}},
              "collective": {"ok": False, "max_busbw_gbps": 5.0, "max_algbw_gbps": 10.0}}
-    rows = {r.name: r for r in benchmarks(smoke, None)}
+    rows = {r.name: r for r in benchmarks(smoke)}
     assert set(rows) == {"gpt.tokens_per_s", "gpt.tflops", "gpt.mfu", "collective.max_busbw_gbps"}
     assert rows["gpt.mfu"].passed is False and rows["gpt.tokens_per_s"].passed is None
     assert section_ok(smoke) == {"collective": False, "gpt": True}
-
-
-def test_native_metric_absent_from_log_fails_only_with_a_threshold():
-    [row] = benchmarks({"native": {"metrics": {"wps": 1.0}}}, {"metric": "samples_per_s", "threshold": 2.0})
-    assert row.value is None and row.passed is False
-    [row] = benchmarks({"native": {"metrics": {"wps": 1.0}}}, {"metric": "samples_per_s", "threshold": None})
-    assert row.value is None and row.passed is None
+    smoke["gpt"]["floors"] = {"mfu": True}  # what the judge stored is shown
+    assert {r.name: r for r in benchmarks(smoke)}["gpt.mfu"].passed is True
 
 
 def test_unreadable_smoke_section_is_not_ok():

@@ -88,9 +88,21 @@ def test_clean_run_is_functional_and_reproduced_by_its_threshold(run):
     assert badge(collect(run), "available").supported
 
 
+def not_judged_by_the_judge(run: Path) -> None:
+    """Both nodes' stored verdicts as the judge leaves them for a recipe without a threshold
+    (the report shows the stored verdict; it never judges again)."""
+    for node in ("gpu-a", "gpu-b"):
+        def unjudged(smoke):
+            smoke["native"]["verdict"].update(status="not-judged", passed=None, threshold=None,
+                                              reason="elapsed_time_per_iteration_ms = 812.4 ms, not judged: "
+                                                     "the recipe sets no threshold")
+        edit(run / "nodes" / node / "smoke.json", unjudged)
+
+
 def test_without_threshold_the_run_is_not_judged_whatever_the_published_figure(run):
     make_clean(run)  # 812.4 ms on both nodes, lower is better
     edit(run / "recipe.json", lambda r: r["benchmark"].update(threshold=None))
+    not_judged_by_the_judge(run)
     for published, near in ((780.0, "within"), (812.4 / (1 + REPRODUCED_WITHIN) - 1, "not within"),
                             (900.0, "within")):
         edit(run / "recipe.json", lambda r, v=published: r["benchmark"]["published"].update(value=v))
@@ -214,6 +226,7 @@ def test_recipe_published_figure_reaches_the_native_row():
 
 
 def test_a_published_figure_from_another_gpu_model_is_not_compared(run):
+    make_clean(run)  # both nodes' smoke.json older than the typed verdict: the published figure is the recipe's
     edit(run / "recipe.json", lambda r: r["benchmark"]["published"].update(gpu="Tesla V100-SXM2-16GB"))
     report = collect(run)
     rows = [b for n in report.nodes for b in n.benchmarks if b.name.startswith("native.")]
@@ -278,3 +291,25 @@ def test_a_run_with_nothing_to_do_carries_the_evidence_of_the_same_environment_f
     again = collect(later)
     gpu_a = next(n for n in again.nodes if n.host == "gpu-a")
     assert gpu_a.evidence_from is None and not gpu_a.benchmarks
+
+
+def test_a_verdict_against_a_same_gpu_reference_names_both_records(run):
+    """A node whose stored verdict compared its run with the reference recorded on its GPU: the
+    report shows that verdict (FAIL below 95 % of it) and names both records."""
+    from envbuild.smoke.judge import Evidence, judge
+
+    record = "h100-offline-run3/native.out"
+    text = (Path(__file__).resolve().parent.parent / "docs" / "results" / record).read_text()
+    # every iteration twice as long: samples/s (global batch over iteration time) halves
+    slow = re.sub(r"elapsed time per iteration \(ms\): ([\d.]+)",
+                  lambda m: f"elapsed time per iteration (ms): {float(m.group(1)) * 2:.1f}", text)
+    verdict = judge(Evidence(recipe="h100-megatron-deepspeed", benchmark=load_recipe("h100-megatron-deepspeed").benchmark,
+                             text=slow, gpu="NVIDIA H100 80GB HBM3", record="smoke/native.out"))
+    assert verdict.verdict == "FAIL" and verdict.compared.kind == "reference"
+    edit(run / "nodes" / "gpu-b" / "smoke.json", lambda s: s["native"].update(verdict=verdict.to_dict()))
+    report = collect(run)
+    assert any(r.host == "gpu-b" and f"docs/results/{record}" in r.message for r in report.verdict.reasons)
+    md, html = render(report, "md"), render(report, "html")
+    for text in (md, html):
+        assert "smoke/native.out" in text and f"docs/results/{record}" in text and "FAIL" in text
+    assert "- compared with: reference " in md

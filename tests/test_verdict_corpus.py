@@ -19,9 +19,10 @@ import pytest
 import yaml
 
 from envbuild.cli import main
-from envbuild.cli.parse_cmd import EXIT, parse_log
+from envbuild.errors import NOT_JUDGED
 from envbuild.recipes import load_recipe
 from envbuild.smoke.completion import completion
+from envbuild.smoke.judge import judge_text
 
 LOGS = Path(__file__).parent / "data" / "native_logs"
 FILES = {
@@ -74,26 +75,29 @@ def stopped(recipe: str, text: str) -> str:
 def with_threshold(tmp_path: Path, recipe: str, threshold) -> str:
     data = load_recipe(recipe).model_dump(mode="json", by_alias=True)
     data["benchmark"]["threshold"] = threshold
+    # a threshold on any hardware: these cases are about how the run ended, not about its GPU
+    data["benchmark"].pop("threshold_gpu", None)
+    data["benchmark"].pop("threshold_gpus", None)
     path = tmp_path / f"{recipe}-{threshold}.yaml"
     path.write_text(yaml.safe_dump(data))
     return str(path)
 
 
-def verdict_of(tmp_path: Path, recipe: str, text: str, threshold="as-shipped") -> tuple[int, str]:
-    """(exit code, verdict word) of ``envbuild parse RECIPE LOG --json``."""
+def verdict_of(tmp_path: Path, recipe: str, text: str, threshold="as-shipped", *gpu: str) -> tuple[int, str]:
+    """(exit code, verdict word) of ``envbuild parse RECIPE LOG --json [--gpu MODEL --gpus N]``."""
     log = tmp_path / "run.log"
     log.write_text(text)
     rec = recipe if threshold == "as-shipped" else with_threshold(tmp_path, recipe, threshold)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        rc = main(["parse", rec, str(log), "--json"])
+        rc = main(["parse", rec, str(log), "--json", *gpu])
     return rc, json.loads(out.getvalue())["verdict"]
 
 
 @pytest.mark.parametrize("recipe", sorted(FILES))
 def test_every_outcome_gets_its_verdict(recipe, tmp_path, capsys):
     text = completed(recipe)
-    value = parse_log(load_recipe(recipe), text)["value"]
+    value = judge_text(recipe, load_recipe(recipe).benchmark, text).value
     assert value is not None and value > 0
     higher = load_recipe(recipe).benchmark.higher_is_better  # MegatronApp's is an iteration time
     met, missed = (value * 0.5, value * 2) if higher else (value * 2, value * 0.5)
@@ -109,7 +113,7 @@ def test_every_outcome_gets_its_verdict(recipe, tmp_path, capsys):
     wrong = []
     for outcome, (log, threshold, want) in cases.items():
         rc, got = verdict_of(tmp_path, recipe, log, threshold)
-        expected_rc = {"PASS": 0, "NOT JUDGED": EXIT["not-judged"]}.get(want)
+        expected_rc = {"PASS": 0, "NOT JUDGED": NOT_JUDGED}.get(want)
         # a run cut off before it printed its only figure (Alpa's result line) is NOTHING FOUND:
         # a failure too (exit 2), that also says the metric is absent
         failed_alike = want == "FAIL" and got == "NOTHING FOUND" and rc == 2
@@ -121,12 +125,18 @@ def test_every_outcome_gets_its_verdict(recipe, tmp_path, capsys):
 
 
 def test_shipped_thresholds_judge_the_published_logs(tmp_path):
-    """As shipped: OPT's >= 200K words/s is judged (PASS); the recipes with no threshold are
-    NOT JUDGED, never PASS; the Slurm excerpt (20 of 1000 iterations) is FAIL."""
-    got = {r: verdict_of(tmp_path, r, (LOGS / f).read_text())[1] for r, f in FILES.items()}
+    """As shipped, on 8 A100 80GB (the GPU OPT's >= 200K words/s was measured on): OPT's log is
+    judged (PASS); the recipes with no threshold and no A100 reference are NOT JUDGED, never
+    PASS; the Slurm excerpt (20 of 1000 iterations) is FAIL. On 8 H100s OPT's threshold does
+    not apply: NOT JUDGED."""
+    a100 = ("--gpu", "NVIDIA A100-SXM4-80GB", "--gpus", "8")
+    got = {r: verdict_of(tmp_path, r, (LOGS / f).read_text(), "as-shipped", *a100)[1] for r, f in FILES.items()}
     assert got == {"opt-175b-azure": "PASS", "megatron-deepspeed-slurm": "FAIL",
                    "alpa-megatron": "NOT JUDGED", "polaris-megatron-deepspeed": "NOT JUDGED",
                    "megatronapp": "NOT JUDGED"}
+    h100 = ("--gpu", "NVIDIA H100 80GB HBM3", "--gpus", "8")
+    assert verdict_of(tmp_path, "opt-175b-azure", (LOGS / FILES["opt-175b-azure"]).read_text(), "as-shipped",
+                      *h100) == (NOT_JUDGED, "NOT JUDGED")
 
 
 def test_completion_names_the_printing_code_and_the_counts():

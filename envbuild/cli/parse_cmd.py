@@ -1,12 +1,10 @@
-"""``envbuild parse``: read a native benchmark's output with the recipe's parser, give a verdict.
+"""``envbuild parse``: judge a native benchmark's output for a recipe and a GPU.
 
-Thin: reads the file, calls ``envbuild.smoke.native.parse`` and ``evaluate``, prints.
+Thin: parses its arguments, calls the parse flow (``envbuild.smoke.parselog``), prints.
 """
 
 from __future__ import annotations
 
-import inspect
-import math
 from pathlib import Path
 
 import click
@@ -14,64 +12,6 @@ import click
 from envbuild.cli import cli
 from envbuild.cli.options import complete_recipe
 from envbuild.cli.output import emit_json
-from envbuild.errors import NOT_JUDGED, InputError
-
-NOTHING_FOUND = 2
-BELOW_THRESHOLD = 1  # also a run that did not complete
-EXIT = {"pass": 0, "below": BELOW_THRESHOLD, "incomplete": BELOW_THRESHOLD, "nothing": NOTHING_FOUND,
-        "not-judged": NOT_JUDGED}
-VERDICT_WORDS = {"pass": "PASS", "below": "FAIL", "incomplete": "FAIL", "nothing": "NOTHING FOUND",
-                 "not-judged": "NOT JUDGED"}
-
-
-def parse_log(recipe, text: str, warmup: int | None = None, gpu: str | None = None) -> dict:
-    """The parse result of ``text`` for ``recipe`` as data: metric, value, unit, threshold,
-    published figure (and the value as a percentage of it), verdict and every metric found.
-
-    The measured value is a percentage of the published figure only when ``gpu`` (the run's
-    GPU) is the model the figure was measured on (``envbuild.smoke.hardware``); otherwise the
-    result says why it is not compared.
-
-    ``status`` is ``pass`` (the run completed and the metric is on the right side of the
-    threshold), ``not-judged`` (completed, no threshold), ``below`` (a threshold missed),
-    ``incomplete`` (the run stopped early, diverged or printed an error:
-    ``envbuild.smoke.completion``, whatever its throughput) or ``nothing`` (the metric is not in
-    the text)."""
-    from envbuild.smoke.completion import judge
-    from envbuild.smoke.hardware import comparison
-    from envbuild.smoke.native import NATIVE_PARSERS, parse
-
-    bench = recipe.benchmark
-    if bench is None:
-        raise InputError(f"recipe {recipe.name} has no benchmark to parse",
-                         hint="envbuild show RECIPE lists its benchmark")
-    opts = {}
-    fn = NATIVE_PARSERS.get(bench.parser)
-    if warmup is not None and fn is not None and "warmup" in inspect.signature(fn).parameters:
-        opts["warmup"] = warmup
-    metrics = parse(bench.parser, text, **opts)
-    verdict = judge(bench.parser, text, metrics, bench.metric, bench.threshold, bench.higher_is_better)
-    value = verdict.value
-    done = verdict.completion or {}
-    status = ("nothing" if value is None else
-              "incomplete" if done.get("state") not in (None, "complete") else
-              {"pass": "pass", "not-judged": "not-judged"}.get(verdict.status, "below"))
-    published = None
-    if bench.published is not None:
-        same = comparison(bench.published.gpu, gpu)
-        pct = (value / bench.published.value * 100.0
-               if same.comparable and value is not None and bench.published.value else None)
-        published = {"value": bench.published.value, "source": bench.published.source,
-                     "gpu": bench.published.gpu, "run_gpu": gpu, "compared": same.comparable,
-                     "why": same.why, "percent": pct if pct is None or math.isfinite(pct) else None}
-    numbers = {k: v for k, v in metrics.items()
-               if isinstance(v, (int, float)) and not isinstance(v, bool)}
-    return {"recipe": recipe.name, "parser": bench.parser, "metric": bench.metric, "value": value,
-            "unit": bench.unit, "higher_is_better": bench.higher_is_better,
-            "threshold": bench.threshold,
-            "threshold_source": bench.source.url if bench.source else None,
-            "published": published, "status": status, "verdict": VERDICT_WORDS[status],
-            "reason": verdict.reason, "completion": verdict.completion, "metrics": numbers}
 
 
 def _fmt(value: float | None) -> str:
@@ -81,15 +21,19 @@ def _fmt(value: float | None) -> str:
 @cli.command("parse")
 @click.argument("recipe", shell_complete=complete_recipe)
 @click.argument("logfile", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--warmup", type=click.IntRange(0), default=None,
-              help="Logged iterations/updates left out at the start [the parser's: 1].")
 @click.option("--gpu", default=None, metavar="MODEL",
-              help="The GPU the run was measured on, as nvidia-smi names it: the published figure is "
-                   "compared only when it was measured on the same model.")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def parse_cmd(recipe: str, logfile: Path, warmup: int | None, gpu: str | None, as_json: bool) -> int:
-    """Read LOGFILE, a native benchmark's output, with RECIPE's parser; print the metric, the
-    threshold, the published figure and a verdict.
+              help="The GPU model the run was measured on, as nvidia-smi names it (\"NVIDIA H100 80GB HBM3\"): "
+                   "thresholds, references and published figures apply only on their own model.")
+@click.option("--gpus", type=click.IntRange(1), default=None, metavar="N",
+              help="How many GPUs the run used, where the log does not print it (Megatron's world_size and "
+                   "Alpa's result line do): figures measured on another count are compared per GPU.")
+@click.option("--warmup", type=click.IntRange(0), default=None,
+              help="Logged iterations/updates left out at the start [the recipe's benchmark window].")
+@click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
+def parse_cmd(recipe: str, logfile: Path, gpu: str | None, gpus: int | None, warmup: int | None,
+              as_json: bool) -> int:
+    """Judge LOGFILE, a native benchmark's output, for RECIPE on the GPU --gpu names: print the
+    metric over its window, what it was compared with and the verdict.
 
     \b
     LOGFILE is what the setup itself printed: Alpa's benchmark_gpt.py output or its
@@ -97,44 +41,52 @@ def parse_cmd(recipe: str, logfile: Path, warmup: int | None, gpu: str | None, a
     opt-baselines output, MegatronApp's trace_pipeline_*.txt, or a Slurm output file
     (%x-%j.out; srun -l labels are removed).
     The run must have completed (its planned iterations or updates, its end-of-training line,
-    no non-finite loss, NaN iterations or error lines) to pass, whatever its throughput.
-    Exit 0: PASS; 1: FAIL (below the threshold, or the run did not complete); 2: the metric is
-    not in the file; 5: NOT JUDGED (completed, the recipe sets no threshold).
+    no non-finite loss, NaN iterations or error lines) to pass, whatever its throughput. Its
+    figure is then compared with the recipe's threshold when the run's GPU is the model the
+    threshold was measured on (per GPU when counts differ), else with the run recorded on that
+    GPU model in docs/results (PASS at >= 95 % of it); with neither it is NOT JUDGED, naming the
+    GPU models that have a reference.
+    Exit 0: PASS; 1: FAIL (the run did not complete, or its figure misses the threshold or the
+    reference); 2: NOTHING FOUND (the metric is not in the file); 5: NOT JUDGED.
 
     \b
-    Example:  envbuild parse opt-175b-azure train.log
+    Example:  envbuild parse alpa-megatron-h100 h100-native.out --gpu "NVIDIA H100 80GB HBM3"
+              envbuild parse opt-175b-azure train.log --gpu "NVIDIA A100-SXM4-80GB" --gpus 8
               envbuild parse megatron-deepspeed-slurm megatron_ds_snmg-4242.out --json
     """
     from envbuild.cli.recipes_cmd import load_recipe_arg
+    from envbuild.smoke.parselog import ParseRequest, parse_log
 
     rec = load_recipe_arg(recipe)
-    try:
-        text = logfile.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise InputError(f"cannot read {logfile}: {exc.strerror or exc}",
-                         hint="give the benchmark's output file") from None
-    result = parse_log(rec, text, warmup, gpu)
-    result["logfile"] = str(logfile)
+    got = parse_log(ParseRequest(recipe=rec, log=logfile, gpu=gpu, gpus=gpus, warmup=warmup))
+    v = got.verdict
     if as_json:
-        emit_json(result)
+        emit_json(got.to_dict())
+        return got.exit_code
+    unit = f" {v.unit}" if v.unit else ""
+    click.echo(f"{rec.name}: {v.metric} = {_fmt(v.value)}{unit} ({got.parser} parser, {logfile})")
+    if v.window is not None:
+        w = v.window
+        click.echo(f"window: n {w.n}, median {_fmt(w.median)}, min {_fmt(w.min)}, max {_fmt(w.max)}"
+                   + (f" ({w.warmup} logged value(s) left out at the start)" if w.warmup else ""))
+    click.echo(f"gpu: {v.gpus or '?'} x {v.gpu or 'not given (--gpu MODEL)'}")
+    if got.threshold is None:
+        click.echo("threshold: none")
     else:
-        unit = f" {result['unit']}" if result["unit"] else ""
-        click.echo(f"{rec.name}: {result['metric']} = {_fmt(result['value'])}{unit} ({result['parser']} parser, {logfile})")
-        if result["threshold"] is None:
-            click.echo("threshold: none")
-        else:
-            rel = ">=" if result["higher_is_better"] else "<="
-            src = f" ({result['threshold_source']})" if result["threshold_source"] else ""
-            click.echo(f"threshold: {rel} {_fmt(result['threshold'])}{unit}{src}")
-        pub = result["published"]
-        if pub is None:
-            click.echo("published: none")
-        else:
-            pct = (f", measured = {pub['percent']:.1f} % of it ({pub['why']})" if pub["percent"] is not None
-                   else f"; not compared: {pub['why']}")
-            click.echo(f"published: {_fmt(pub['value'])}{unit} ({pub['source']}){pct}")
-        done = result["completion"] or {}
-        if done:
-            click.echo(f"completion: {done['state']}: {done['detail']}")
-        click.echo(f"verdict: {result['verdict']}: {result['reason']}")
-    return EXIT[result["status"]]
+        rel = ">=" if v.higher_is_better else "<="
+        on = f" on {got.threshold_gpus or '?'} x {got.threshold_gpu}" if got.threshold_gpu else " on any hardware"
+        src = f" ({got.threshold_source})" if got.threshold_source else ""
+        click.echo(f"threshold: {rel} {_fmt(got.threshold)}{unit}{on}{src}")
+    if v.compared is not None and v.compared.kind == "reference":
+        c = v.compared
+        click.echo(f"reference: {_fmt(c.value)}{unit} on {c.gpus} x {c.gpu} ({c.source}, sha256 {c.sha256[:12]})")
+    pub = v.published
+    if pub is not None:
+        on = f" on {pub.gpus or '?'} x {pub.gpu}" if pub.gpu else ""
+        pct = (f", measured = {pub.percent:.1f} % of it" if pub.percent is not None else f"; not compared: {pub.why}")
+        click.echo(f"published: {_fmt(pub.value)}{unit}{on} ({pub.source}){pct}")
+    done = v.completion or {}
+    if done:
+        click.echo(f"completion: {done['state']}: {done['detail']}")
+    click.echo(f"verdict: {v.verdict}: {v.reason}")
+    return got.exit_code

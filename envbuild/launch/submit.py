@@ -36,8 +36,9 @@ from envbuild.launch.local import output_paths as local_output_paths
 from envbuild.launch.slurm import output_paths as slurm_output_paths
 from envbuild.report.collect import load_json, read_run
 from envbuild.smoke import read_result
-from envbuild.smoke.completion import judge
-from envbuild.smoke.native import parse
+from envbuild.smoke.hardware import node_gpus
+from envbuild.smoke.judge import NOT_JUDGED, PASS
+from envbuild.smoke.onnode import judged_section, section_head
 from envbuild.verify import ran_on_controller, resolve_run, verify
 
 TERMINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
@@ -200,32 +201,30 @@ def run_local(job: Job, script: Path, env: dict[str, str], timeout: float) -> Jo
                      timings={"run_s": time.monotonic() - t0})
 
 
-def results(job: Job, recipe, result: JobResult) -> dict[str, Any]:
-    """smoke.json for the job: the section(s) its output gives, judged as envbuild.report does.
+def results(job: Job, recipe, result: JobResult, gpu: str | None = None, gpus: int | None = None) -> dict[str, Any]:
+    """smoke.json for the job: the section(s) its output gives, the native one judged by
+    ``envbuild.smoke.judge`` for the job node's GPU (``gpu``, ``gpus``: its facts, where a
+    provisioned run's node records were copied in).
 
     A job that did not complete gets its scheduler state, exit code and output tail in the
     section, with ``error`` set, so the report names it as not ok."""
-    bench = recipe.benchmark.model_dump(mode="json") if recipe.benchmark else {}
-    section: dict[str, Any] = {"parser": bench.get("parser"), "metric": bench.get("metric"),
-                               "unit": bench.get("unit", ""), "threshold": bench.get("threshold"),
-                               "higher_is_better": bench.get("higher_is_better", True),
-                               "job": {"scheduler": result.scheduler, "id": result.job_id,
-                                       "state": result.state, "exit_code": result.exit_code}}
+    job_info = {"scheduler": result.scheduler, "id": result.job_id, "state": result.state,
+                "exit_code": result.exit_code}
     out: dict[str, Any] = {}
     text = result.stdout + "\n" + result.stderr
     if job.options is not None and job.options.smoke_only:
         out["collective"] = read_result("collective", 0 if result.ok else max(result.rc, 1),
                                         result.stdout, result.stderr)
-        out["collective"]["job"] = section["job"]
-        native = {**section, "ran": False, "reason": job.replaced}
+        out["collective"]["job"] = job_info
+        native = {**(section_head(recipe.benchmark) if recipe.benchmark else {}), "ran": False, "reason": job.replaced}
+    elif recipe.benchmark is None:
+        native = {"ran": False, "reason": "the recipe declares no benchmark"}
     else:
-        metrics = parse(section["parser"], text) if section["parser"] else {}
-        verdict = judge(section["parser"], text, metrics, section["metric"], section["threshold"],
-                        bool(section["higher_is_better"]), rc=result.rc, job_state=result.state)
-        native = {**section, "ran": True, "source": "job", "rc": result.rc, "metrics": metrics,
-                  "verdict": verdict.to_dict()}
+        native = judged_section(recipe.name, recipe.benchmark, text, source="job", rc=result.rc,
+                                job_state=result.state, gpu=gpu, gpus=gpus, record="job output")
         if job.replaced:
             native["replaced"] = job.replaced
+    native["job"] = job_info
     if not result.ok:
         why = f"job {result.job_id} {result.state} (exit {result.exit_code})" + (f": {result.reason}" if result.reason else "")
         native["error"] = why
@@ -255,7 +254,8 @@ class Outcome:
         native = self.smoke.get("native") or {}
         if not native.get("ran"):  # a smoke-only job, or no benchmark: what ran held, nothing was judged
             return "not-judged"
-        return (native.get("verdict") or {}).get("status") or "fail"
+        word = (native.get("verdict") or {}).get("verdict")
+        return {PASS: "pass", NOT_JUDGED: "not-judged"}.get(word, "fail")
 
     @property
     def passed(self) -> bool | None:
@@ -287,8 +287,10 @@ def launch(recipe, target, plan, options: LaunchOptions, *, argv: list[str],
     runner = run_slurm if options.scheduler == "slurm" else run_local
     result = runner(job, script, run_env, timeout)
     t0 = time.monotonic()
-    smoke = results(job, recipe, result)
     node = _node_name(rd, result)
+    facts = rd.node(node) / "facts.json"
+    gpu, gpus = node_gpus(json.loads(facts.read_text())) if facts.is_file() else (None, None)
+    smoke = results(job, recipe, result, gpu, gpus)
     rd.write_node(node, "smoke.json", smoke)
     result.timings["parse_s"] = time.monotonic() - t0
     outcome = Outcome(rd.path, rendered, result, smoke, node)

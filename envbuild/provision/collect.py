@@ -3,12 +3,15 @@ smoke results."""
 
 from __future__ import annotations
 
+import json
+
 from envbuild import rundir
 from envbuild.connect import ssh
 from envbuild.connect.nodes import Node
 from envbuild.observe import (expected_state, image_observe_command, observe_args, observe_command,
                               parse_observed)
 from envbuild.plan.model import Plan
+from envbuild.smoke.hardware import node_gpus
 from envbuild.smoke.onnode import collect_node, dumps
 
 
@@ -34,13 +37,22 @@ def smoke_runs(plan: Plan) -> tuple[list[dict], str | None]:
     return [r.model_dump(mode="json") for r in step.params.runs], step.params.native_skip
 
 
+def _facts(path) -> dict | None:  # noqa: ANN001
+    """A node's facts.json, None when it is absent or unreadable (the GPU is then not known)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def merge_smoke(rd: rundir.RunDir, host: str, runs: tuple[list[dict], str | None], recipe) -> None:
     """nodes/<host>/smoke.json from the role's fetched outputs (nothing when smoke did not run)."""
     names = [r["name"] for r in runs[0]]
     folder = rd.node(host) / "smoke"
     if not names or not folder.is_dir():
         return
-    bench = recipe.benchmark.model_dump(mode="json") if recipe.benchmark else None
-    results = collect_node(folder, names, bench, runs[1])
+    gpu, gpus = node_gpus(_facts(rd.node(host) / "facts.json"))  # the verdict is judged for the node's GPU
+    results = collect_node(folder, names, recipe.name, recipe.benchmark, runs[1], gpu=gpu, gpus=gpus)
     if results:
         rd.write_node(host, "smoke.json", dumps(results))

@@ -414,13 +414,30 @@ class PublishedFigure(Strict):
 
     value: FiniteFloat
     source: str  # URL (paper, README, issue), or a citation with the table/figure
-    # the GPU the figure was measured on, as nvidia-smi names it ("Tesla V100-SXM2-16GB"): a run
-    # is compared with the figure only on the same model (envbuild.smoke.hardware)
+    # the GPU the figure was measured on, as nvidia-smi names it ("Tesla V100-SXM2-16GB"), and
+    # how many: a run is compared with the figure only on the same model (envbuild.smoke.hardware)
     gpu: str | None = None
+    gpus: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _count_has_model(self) -> "PublishedFigure":
+        if self.gpus is not None and not self.gpu:
+            raise ValueError("published.gpus needs published.gpu (the model the figure was measured on)")
+        return self
 
     @model_serializer(mode="wrap")
     def _omit_unset(self, handler):  # noqa: ANN001, ANN202
-        return omit_unset(handler(self), {"gpu": None})  # older recipes' digests unchanged
+        return omit_unset(handler(self), {"gpu": None, "gpus": None})  # older recipes' digests unchanged
+
+
+class Window(Strict):
+    """Which of the benchmark's logged values are measured (``envbuild.smoke.judge``): the
+    first ``warmup`` logged values (start-up, compilation, the first all-reduce) are left out,
+    the rest is the window whose spread (n, median, min, max) a verdict gives. ``what`` says
+    what one logged value covers, with the source that prints it."""
+
+    warmup: int = Field(ge=0)
+    what: str = Field(min_length=1)
 
 
 class Benchmark(Strict):
@@ -442,6 +459,13 @@ class Benchmark(Strict):
 
     ``published`` (optional) is the figure the report plots the measured value against;
     ``source`` (optional) cites where the command and the threshold are stated.
+
+    ``threshold_gpu`` / ``threshold_gpus``: the GPU model (as nvidia-smi names it) and count
+    the threshold was measured on. It is applied only to a run on that model (per GPU when the
+    counts differ and the metric is a whole job's); a run on another model is NOT JUDGED. A
+    threshold without ``threshold_gpu`` holds on any hardware (a same-hardware ratio such as
+    cpu-reference's MFU). ``per_gpu``: the metric is already per GPU (TFLOPS per GPU), so GPU
+    counts are not divided out. ``window``: the measured window (``Window``).
     """
 
     command: str
@@ -458,6 +482,18 @@ class Benchmark(Strict):
     why: str = ""
     published: PublishedFigure | None = None
     source: Source | None = None
+    threshold_gpu: str | None = None
+    threshold_gpus: int | None = Field(default=None, ge=1)
+    per_gpu: bool = False
+    window: Window | None = None
+
+    @model_validator(mode="after")
+    def _threshold_hardware(self) -> "Benchmark":
+        if self.threshold is None and (self.threshold_gpu or self.threshold_gpus):
+            raise ValueError("threshold_gpu/threshold_gpus name the GPU of a threshold: set threshold too")
+        if self.threshold_gpus is not None and not self.threshold_gpu:
+            raise ValueError("threshold_gpus needs threshold_gpu (the model the threshold was measured on)")
+        return self
 
     @model_serializer(mode="wrap")
     def _omit_unpublished(self, handler):  # noqa: ANN001, ANN202
@@ -466,7 +502,8 @@ class Benchmark(Strict):
         data = handler(self)
         if isinstance(data, dict) and data.get("published") is None:
             data.pop("published", None)
-        return omit_unset(data, {"source": None})
+        return omit_unset(data, {"source": None, "threshold_gpu": None, "threshold_gpus": None,
+                                 "per_gpu": False, "window": None})
 
 
 class RunOutput(Strict):
@@ -630,9 +667,13 @@ class Recipe(Strict):
     # benchmark variant's name, or a layout of its own (pods running variants)
     run: dict[Name, Run] = Field(default_factory=dict)
 
-    # how jobs are started says nothing of what is installed: not part of the digest a lock
-    # records (``catalog.digest``), so a recipe's locks stay current when its runs change
-    DIGEST_EXCLUDE: ClassVar[frozenset[str]] = frozenset({"run"})
+    # how jobs are started, and on which hardware a benchmark's figures were measured and which
+    # of its logged values are timed, say nothing of what is installed: not part of the digest
+    # a lock records (``catalog.digest``), so a recipe's locks stay current when they change
+    DIGEST_EXCLUDE: ClassVar[dict] = {
+        "run": True,
+        "benchmark": {"threshold_gpu": True, "threshold_gpus": True, "per_gpu": True, "window": True,
+                      "published": {"gpu": True, "gpus": True}}}
 
     model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, populate_by_name=True)
 

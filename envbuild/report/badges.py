@@ -144,6 +144,9 @@ def matches(report: Report) -> tuple[bool, str]:
         if b.threshold is not None:
             ok = ok and bool(b.passed)
             out.append(f"{host}: {'meets' if b.passed else 'misses'} the threshold {fmt_num(b.threshold)}")
+        elif b.reference is not None and b.passed is not None:  # the judge's same-GPU reference
+            ok = ok and bool(b.passed)
+            out.append(f"{host}: {'meets' if b.passed else 'misses'} the {b.compared_with}")
         elif b.published is not None:  # shown beside the figure, never a judgement (NOT JUDGED)
             near = close_to_published(b)
             ok = False

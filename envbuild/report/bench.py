@@ -1,17 +1,19 @@
-"""Benchmark rows from a node's smoke.json, judged against thresholds (pure).
+"""Benchmark rows from a node's smoke.json, showing the verdicts stored there (pure).
 
 smoke.json holds one section per smoke script: ``gpt`` (tokens_per_s, tflops, mfu, loss),
 ``collective`` (bus bandwidth), ``apex`` (extension check), ``native`` (the recipe's own
-benchmark, judged with the recipe's ``benchmark.threshold``). Each section may carry ``ok``;
-``thresholds: {metric: value}`` in a section adds thresholds for its metrics. The native
-section holds ``metrics`` (from ``envbuild.smoke.native.parse``) and/or ``verdict``
-(``evaluate(...).to_dict()``).
+benchmark). The native section holds ``metrics`` and ``verdict``: the judge's
+(``envbuild.smoke.judge.Verdict``), which this module shows and never decides again. A gpt or
+collective section carries the floors that apply to it (``thresholds: {metric: floor}``,
+``envbuild.smoke.floors``) and what the judge said of each (``floors``).
 
 A section measured several times (``envbuild smoke --repeat N``) carries
 ``repeat: {n, values: {metric: [v1, v2, ...]}}``; its rows then hold the median as the value and
-a ``Spread`` (median, min, max). The native row carries the recipe's published figure
-(``benchmark.published: {value, source, gpu}``) when the recipe has one and the node's GPU is
-the model it was measured on; otherwise the row says why it is not compared.
+a ``Spread`` (median, min, max). The native row's spread is the judge's measured window.
+
+Older smoke.json files (a native verdict of ``{passed, status, threshold, reason}``, floors
+without the judge's word) are mapped to today's form in one place: ``stored_verdict`` and
+``stored_floors``.
 """
 
 from __future__ import annotations
@@ -20,25 +22,18 @@ import math
 import re
 from typing import Any
 
+from pydantic import ValidationError
+
 from envbuild.report.model import Benchmark, Spread
-from envbuild.smoke.hardware import comparison
-from envbuild.smoke.native import evaluate
+from envbuild.recipes.schema import Benchmark as RecipeBenchmark
+from envbuild.smoke.judge import (FAIL, NOT_JUDGED, NOTHING_FOUND, PASS, Compared, Published, Verdict, floor_verdicts,
+                                  published)
 
 GPT_METRICS = {"tokens_per_s": "tokens/s", "tflops": "TFLOP/s", "mfu": ""}
 BANDWIDTH = re.compile(r"busbw_gbps$")
-
-
-def judge(value: float | None, threshold: float | None, higher_is_better: bool) -> bool | None:
-    """True/False against the threshold (``envbuild.smoke.native.evaluate``); None without one.
-
-    A missing value with a threshold fails, as ``evaluate`` does for a metric absent from a log.
-    """
-    if threshold is None:
-        return None
-    if value is None:
-        return False  # a threshold was set and the number is missing: the benchmark did not deliver
-
-    return evaluate({"m": value}, "m", threshold, higher_is_better).passed
+OLD_STATUS = {"pass": PASS, "not-judged": NOT_JUDGED, "fail": FAIL}
+# an older verdict's threshold: judged before thresholds named the GPU they were measured on
+UNRECORDED_GPU = "an older smoke.json: the GPU the threshold applies to was not recorded"
 
 
 def _num(v: Any) -> float | None:
@@ -66,65 +61,134 @@ def _repeats(section: dict, key: str) -> Spread | None:
     return spread(values.get(key))
 
 
-def _row(name: str, value: Any, unit: str, threshold: Any, higher: bool, sp: Spread | None = None) -> Benchmark:
-    v, t = _num(value), _num(threshold)
+def stored_verdict(native: dict, recipe_benchmark: dict | None = None, gpu: str | None = None) -> Verdict | None:
+    """The judge's verdict stored in a native section. An older smoke.json's verdict
+    (``{passed, metric, value, threshold, reason, status, completion}``) is mapped to it, with the
+    recipe's published figure beside it (``recipe_benchmark``, for the node's ``gpu``); a section
+    with metrics and no verdict at all is NOT JUDGED, saying so. None when there is nothing."""
+    raw = native.get("verdict") if isinstance(native.get("verdict"), dict) else None
+    if raw is not None and "verdict" in raw:
+        try:
+            return Verdict.model_validate(raw)
+        except ValidationError:
+            return None
+    metric = str((raw or {}).get("metric") or native.get("metric") or (recipe_benchmark or {}).get("metric") or "")
+    if raw is None:
+        metrics = native.get("metrics") if isinstance(native.get("metrics"), dict) else {}
+        value = _num(metrics.get(metric))
+        if not metric or value is None:
+            return None
+        raw = {"metric": metric, "value": value, "status": "not-judged",
+               "reason": f"{metric} = {value:.6g}: no verdict was stored with this result"}
+    value, threshold = _num(raw.get("value")), _num(raw.get("threshold"))
+    word = OLD_STATUS.get(str(raw.get("status")), {True: PASS, None: NOT_JUDGED}.get(raw.get("passed"), FAIL))
+    if value is None and word == FAIL:
+        done = raw.get("completion") if isinstance(raw.get("completion"), dict) else {}
+        word = NOTHING_FOUND if done.get("state") in (None, "complete") else FAIL
+    higher = bool(native.get("higher_is_better", (recipe_benchmark or {}).get("higher_is_better", True)))
+    compared = (Compared(kind="threshold", value=threshold, required=threshold, source=UNRECORDED_GPU)
+                if threshold is not None
+                and word in (PASS, FAIL) and value is not None else None)
+    return Verdict(verdict=word, metric=metric or "?", value=value,
+                   unit=str(native.get("unit") or (recipe_benchmark or {}).get("unit") or ""), higher_is_better=higher,
+                   completion=raw.get("completion") if isinstance(raw.get("completion"), dict) else None,
+                   compared=compared, reason=str(raw.get("reason") or ""), gpu=gpu,
+                   published=_old_published(recipe_benchmark, value, gpu))
+
+
+def _old_published(recipe_benchmark: dict | None, value: float | None, gpu: str | None) -> Published | None:
+    """The recipe's published figure beside an older verdict, which did not store it."""
+    try:
+        bench = RecipeBenchmark.model_validate(recipe_benchmark) if recipe_benchmark else None
+    except ValidationError:
+        return None
+    return published(bench, value, gpu, None) if bench is not None else None
+
+
+def stored_floors(section: dict) -> dict[str, bool | None]:
+    """What the judge said of each floor of a gpt or collective section (``floors``); for an
+    older section that lacks it, the judge's rule applied now (``envbuild.smoke.judge``)."""
+    got = section.get("floors")
+    if isinstance(got, dict):
+        return {k: v if isinstance(v, bool) else None for k, v in got.items()}
+    return floor_verdicts(section)
+
+
+def compared_text(v: Verdict) -> str | None:
+    """What the verdict's figure was compared with, in words."""
+    c = v.compared
+    if c is None:
+        return None
+    rel = ">=" if v.higher_is_better else "<="
+    on = (f" on {c.gpus or '?'} x {c.gpu}" if c.gpu else
+          f" ({UNRECORDED_GPU.split(': ', 1)[1]})" if c.source == UNRECORDED_GPU else " (any hardware)")
+    if c.kind == "threshold":
+        text = f"threshold {rel} {c.value:.6g}{on}"
+    else:
+        text = (f"reference {c.value:.6g}{on} ({c.source}"
+                + (f", sha256 {c.sha256[:12]}" if c.sha256 else "") + f"): {rel} {c.required:.6g} needed")
+    return text + (f"; {c.normalisation}" if c.normalisation else "")
+
+
+def _row(name: str, value: Any, unit: str, threshold: Any, higher: bool, passed: bool | None,
+         sp: Spread | None = None) -> Benchmark:
+    v = _num(value)
     if sp is not None:
-        v = sp.median  # a repeated number is judged by its median
-    return Benchmark(name=name, value=v, unit=unit, threshold=t, higher_is_better=higher,
-                     passed=judge(v, t, higher), spread=sp)
+        v = sp.median  # a repeated number is shown (and was judged) by its median
+    return Benchmark(name=name, value=v, unit=unit, threshold=_num(threshold), higher_is_better=higher,
+                     passed=passed, spread=sp)
 
 
-def published_for(recipe_benchmark: dict | None, gpu: str | None) -> tuple[float | None, str | None, str | None]:
-    """(value, source, why not compared) of the recipe's published figure for a node whose GPU
-    is ``gpu``: the value only when the figure was measured on the same GPU model."""
-    value, source = published_figure(recipe_benchmark)
-    if value is None:
-        return None, None, None
-    pub = (recipe_benchmark or {}).get("published") or {}
-    same = comparison(pub.get("gpu"), gpu)
-    return (value, source, None) if same.comparable else (None, source, same.why)
+def native_row(native: dict, recipe_benchmark: dict | None = None, gpu: str | None = None) -> Benchmark | None:
+    """The native benchmark's row: the stored verdict as it was decided."""
+    v = stored_verdict(native, recipe_benchmark, gpu)
+    if v is None:
+        return None
+    sp = _repeats(native, v.metric)
+    if sp is None and v.window is not None and v.window.n > 1:
+        sp = Spread(n=v.window.n, median=v.window.median, min=v.window.min, max=v.window.max)
+    c = v.compared
+    row = Benchmark(name=f"native.{v.metric}", value=sp.median if sp and _repeats(native, v.metric) else v.value,
+                    unit=v.unit or str(native.get("unit") or ""), higher_is_better=v.higher_is_better,
+                    threshold=c.required if c is not None and c.kind == "threshold" else None,
+                    passed=v.passed, spread=sp, verdict=v.verdict, reason=v.reason, compared_with=compared_text(v),
+                    reference=c.source if c is not None and c.kind == "reference" else None,
+                    reference_value=c.value if c is not None and c.kind == "reference" else None,
+                    record=v.record)
+    pub = v.published
+    if pub is not None:
+        row.published_source = pub.source
+        if pub.compared:
+            row.published = pub.value
+        else:
+            row.published_not_compared = pub.why
+    return row
 
 
-def published_figure(recipe_benchmark: dict | None) -> tuple[float | None, str | None]:
-    """(value, source) of the recipe's ``benchmark.published``; (None, None) without one."""
-    pub = (recipe_benchmark or {}).get("published")
-    if not isinstance(pub, dict):
-        return None, None
-    source = pub.get("source")
-    return _num(pub.get("value")), str(source) if source else None
-
-
-def benchmarks(smoke: dict, recipe_benchmark: dict | None, gpu: str | None = None) -> list[Benchmark]:
-    """Rows for every number worth a reviewer's look, in a stable order (``gpu``: the node's,
-    for the comparison with the published figure)."""
+def benchmarks(smoke: dict, recipe_benchmark: dict | None = None, gpu: str | None = None) -> list[Benchmark]:
+    """Rows for every number worth a reviewer's look, in a stable order, with the verdicts
+    smoke.json stores (``recipe_benchmark`` and the node's ``gpu``: only to show the published
+    figure beside an older verdict that did not store it)."""
     rows: list[Benchmark] = []
     gpt = smoke.get("gpt") or {}
-    limits = gpt.get("thresholds") or {}
+    limits, judged = gpt.get("thresholds") or {}, stored_floors(gpt)
     for key, unit in GPT_METRICS.items():
         if key in gpt:
-            rows.append(_row(f"gpt.{key}", gpt[key], unit, limits.get(key), True, _repeats(gpt, key)))
+            rows.append(_row(f"gpt.{key}", gpt[key], unit, limits.get(key), True, judged.get(key), _repeats(gpt, key)))
     loss = gpt.get("loss") if isinstance(gpt.get("loss"), dict) else {}
     if "last" in loss:  # the training loss after the last step; a non-finite one has no value
         last = _num(loss["last"])
         rows.append(_row("gpt.loss_last", last if last is not None and math.isfinite(last) else None,
-                         "", limits.get("loss_last"), False))
+                         "", limits.get("loss_last"), False, judged.get("loss_last")))
     coll = smoke.get("collective") or {}
-    limits = coll.get("thresholds") or {}
+    limits, judged = coll.get("thresholds") or {}, stored_floors(coll)
     for key in sorted(k for k in coll if BANDWIDTH.search(k) and _num(coll[k]) is not None):
-        rows.append(_row(f"collective.{key}", coll[key], "GB/s", limits.get(key), True, _repeats(coll, key)))
+        rows.append(_row(f"collective.{key}", coll[key], "GB/s", limits.get(key), True, judged.get(key),
+                         _repeats(coll, key)))
     native = smoke.get("native") or {}
     if native and native.get("ran") is not False:  # a benchmark that did not run has no row: not judged
-        rb = recipe_benchmark or {}
-        verdict = native.get("verdict") if isinstance(native.get("verdict"), dict) else {}
-        metric = rb.get("metric") or verdict.get("metric") or native.get("metric")
-        metrics = native.get("metrics") or {}
-        value = metrics.get(metric, native.get(metric, verdict.get("value", native.get("value"))))
-        threshold = rb.get("threshold", verdict.get("threshold", native.get("threshold")))
-        higher = rb.get("higher_is_better", native.get("higher_is_better", True))
-        if metric:
-            row = _row(f"native.{metric}", value, rb.get("unit") or native.get("unit", ""),
-                       threshold, bool(higher), _repeats(native, metric))
-            row.published, row.published_source, row.published_not_compared = published_for(rb, gpu)
+        row = native_row(native, recipe_benchmark, gpu)
+        if row is not None:
             rows.append(row)
     return rows
 

@@ -220,8 +220,8 @@ def node_report(node_dir: Path, lock: dict | None, lock_digest: str | None, reci
         native = smoke.get("native") if isinstance(smoke.get("native"), dict) else {}
         if native.get("ran") is False:
             node.benchmark_not_run = str(native.get("reason") or "not run")
-        judged = native.get("verdict") if isinstance(native.get("verdict"), dict) else {}
-        done = judged.get("completion")
+        judged = bench.stored_verdict(native) if native.get("ran") is not False else None
+        done = judged.completion if judged is not None else None
         before = len(reasons)
         if isinstance(done, dict) and done.get("state") not in (None, "complete"):
             reasons.append(Reason(kind="benchmark", host=host, message=f"the benchmark run did not complete "
@@ -232,8 +232,8 @@ def node_report(node_dir: Path, lock: dict | None, lock_digest: str | None, reci
                 got = f"{b.name} = {b.value:g} {b.unit}".rstrip() if b.value is not None else f"{b.name} missing"
                 reasons.append(Reason(kind="benchmark", host=host, message=f"{got}, {cmp} threshold {b.threshold:g}"
                                       if b.value is not None else f"{got} (threshold {b.threshold:g})"))
-        if judged.get("status") == "fail" and len(reasons) == before:  # e.g. its metric not in the output
-            reasons.append(Reason(kind="benchmark", host=host, message=str(judged.get("reason") or "benchmark failed")))
+        if judged is not None and judged.passed is False and len(reasons) == before:  # e.g. its metric not in the output
+            reasons.append(Reason(kind="benchmark", host=host, message=judged.reason or "benchmark failed"))
         reasons += [Reason(kind="smoke", host=host, message=f"smoke {k} not ok") for k, ok in node.smoke_ok.items() if not ok]
     return node, reasons
 
@@ -251,9 +251,10 @@ def not_judged(nodes: list[NodeReport], recipe: dict, launch: LaunchJob | None) 
             why = n.benchmark_not_run or ("no smoke ran" if not n.smoke_ok else "no result in smoke.json")
             out.append(f"{n.host}: the recipe's benchmark did not run ({why})")
         for b in rows:
-            if b.threshold is None:
+            if b.passed is None:  # the judge's NOT JUDGED, with its reason
                 got = f"{b.name} = {b.value:.4g} {b.unit}".rstrip() if b.value is not None else b.name
-                out.append(f"{n.host}: {got} recorded, not judged: the recipe sets no threshold")
+                out.append(f"{n.host}: {got} recorded, not judged: " + (b.reason.split("not judged: ", 1)[-1]
+                                                                          or "the recipe sets no threshold"))
     if launch is not None and launch.passed is None:
         out.append(f"{launch.scheduler} job {launch.job_id or '?'}: {launch.replaced or 'no figure judged'}")
     return out

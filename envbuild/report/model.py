@@ -182,7 +182,15 @@ class Benchmark(_M):
     # why the published figure is not compared (measured on another GPU model, or unknown):
     # ``published`` is then None (envbuild.smoke.hardware)
     published_not_compared: str | None = None
-    spread: Spread | None = None  # repeated runs: median, min, max
+    spread: Spread | None = None  # repeated runs, or the measured window: median, min, max
+    # the judge's stored verdict (envbuild.smoke.judge): its word and reason, what the figure was
+    # compared with (a threshold on its GPU, or a same-GPU reference record) and the judged record
+    verdict: Literal["PASS", "NOT JUDGED", "FAIL", "NOTHING FOUND"] | None = None
+    reason: str = ""
+    compared_with: str | None = None  # "threshold >= 200000 on 8 x NVIDIA A100-SXM4-80GB", "reference ..."
+    reference: str | None = None  # the reference record (docs/results/...), when compared with one
+    reference_value: float | None = None
+    record: str | None = None  # the judged run's output
 
 
 class LaunchJob(_M):

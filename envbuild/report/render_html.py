@@ -174,6 +174,14 @@ def render_html(report: Report) -> str:
                  "to do and the environment's fingerprint is the same.</p>") + bench
     sources = sorted({(b.published, b.published_source) for _, b in bench_rows if b.published_source},
                      key=lambda x: (x[0] or 0, x[1] or ""))
+    judged = [(h, b) for h, b in bench_rows if b.verdict]
+    if judged:  # the judge's stored verdicts, naming both records where a reference was the yardstick
+        bench += "<ul>" + "".join(
+            f"<li>{escape(h)}: {escape(b.name)}: <b>{escape(b.verdict)}</b>: {escape(b.reason)}"
+            + (f"<br>compared with: {escape(b.compared_with)}" if b.compared_with else "")
+            + (f"<br>this run's record: <code>{escape(b.record)}</code>" if b.record else "")
+            + (f"; the reference: <code>{escape(b.reference)}</code>" if b.reference else "") + "</li>"
+            for h, b in judged) + "</ul>"
     if sources:
         bench += "<p>Published figures: " + "; ".join(f"{escape(fmt_num(v))} from {escape(src or '')}"
                                                       for v, src in sources) + "</p>"

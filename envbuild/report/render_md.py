@@ -42,6 +42,17 @@ def published_text(b) -> str:
     return fmt_num(b.published)
 
 
+def verdict_lines(b) -> list[str]:
+    """The judge's stored verdict on a benchmark row: its word and reason, what the figure was
+    compared with (the threshold on its GPU, or the reference record) and the judged record."""
+    out = [f"Verdict on {b.name}: **{b.verdict}**: {b.reason}".rstrip(": ")]
+    if b.compared_with:
+        out.append(f"- compared with: {b.compared_with}")
+    if b.record:
+        out.append(f"- this run's record: `{b.record}`" + (f"; the reference: `{b.reference}`" if b.reference else ""))
+    return out + [""]
+
+
 def node_section(n: NodeReport) -> list[str]:
     out = [f"### {n.host}", ""]
     f = n.facts
@@ -92,6 +103,7 @@ def node_section(n: NodeReport) -> list[str]:
                        {True: "pass", False: "**FAIL**", None: "-"}[b.passed]] for b in n.benchmarks]
                      + [[f"smoke {k}", "ok" if ok else "not ok", "", "", "", "", "pass" if ok else "**FAIL**"]
                         for k, ok in n.smoke_ok.items()]) + [""]
+        out += [line for b in n.benchmarks if b.verdict for line in verdict_lines(b)]
     if n.fingerprint:
         out += [f"Node environment fingerprint: `{n.fingerprint}`", ""]
     return out

@@ -28,6 +28,7 @@ from typing import Callable, Sequence
 from envbuild.plan.smoke import SCRIPT_NAMES, smoke_argv
 from envbuild.shipped import SMOKE
 from envbuild.smoke.floors import floors_for
+from envbuild.smoke.judge import with_floor_verdicts
 from envbuild.smoke.native import NATIVE_PARSERS, Verdict, evaluate, parse
 
 HERE = SMOKE
@@ -73,7 +74,7 @@ def read_result(kind: str, rc: int, out: str, err: str) -> dict:
             if obj.get("schema") == SCHEMA:
                 obj.setdefault("ok", rc == 0)
                 obj["rc"] = rc
-                floors = floors_for(obj)  # judged by the report like any threshold (smoke.floors)
+                floors = floors_for(obj)  # judged by envbuild.smoke.judge (floor_verdicts)
                 if floors and "thresholds" not in obj:
                     obj["thresholds"] = floors
                 return obj
@@ -133,7 +134,7 @@ def run_smoke(python: str, kinds: Sequence[str], preset: str, runner: Runner,
         for _ in range(max(1, repeat) if kind in REPEATED else 1):
             rc, out, err = runner(smoke_command(python, kind, preset, script_dir))
             runs.append(read_result(kind, rc, out, err))
-        results[kind] = combine_runs(kind, runs)
+        results[kind] = with_floor_verdicts(combine_runs(kind, runs))  # floors judged on the median
     return results
 
 

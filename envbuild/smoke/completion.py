@@ -14,7 +14,7 @@ reached its planned end, and returns one of
   slurmstepd's or srun's error lines, a smoke record with ``ok: false``).
 
 Every rule is a row of ``RULES`` with the source line of the code that prints what it reads.
-``judge`` turns a completion and a metric into PASS / NOT JUDGED / FAIL.
+``envbuild.smoke.judge`` turns a completion and a metric into a verdict.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from envbuild.smoke.native import (METASEQ_RE, Verdict, evaluate, iteration_lines, megatron_arguments,
-                                   parse_alpa_benchmark, parse_envbuild_smoke, strip_task_labels)
+from envbuild.smoke.native import (METASEQ_RE, iteration_lines, megatron_arguments, parse_alpa_benchmark,
+                                   parse_envbuild_smoke, strip_task_labels)
 
 # the printing code each rule reads, at the commits the recipes pin
 MEGATRON_END = ("megatron/training.py pretrain(): print_datetime('after training is done') "
@@ -208,21 +208,3 @@ def completion(parser: str, text: str, *, planned: int | None = None, rc: int | 
     if why := _scheduler(text, job_state, rc):
         return Completion("stopped", why, got.planned, got.reached, got.sources)
     return got
-
-
-def judge(parser: str, text: str, metrics: dict[str, Any], metric: str, threshold: float | None,
-          higher_is_better: bool = True, *, planned: int | None = None, rc: int | None = None,
-          job_state: str | None = None) -> Verdict:
-    """The verdict on a run whose output is ``text``: FAIL unless it completed
-    (``envbuild.smoke.completion``), whatever its throughput; then the metric against the
-    threshold (``evaluate``): PASS, NOT JUDGED without a threshold, FAIL below it."""
-    done = completion(parser, text, planned=planned, rc=rc, job_state=job_state)
-    measured = evaluate(metrics, metric, threshold, higher_is_better)
-    if measured.value is None:  # nothing measured: say what was found, and how the run ended
-        why = "" if done.complete else f"; the run did not complete ({done.state}: {done.detail})"
-        return Verdict(False, metric, None, threshold, measured.reason + why, "fail", done.to_dict())
-    if not done.complete:
-        return Verdict(False, metric, measured.value, threshold,
-                       f"the run did not complete ({done.state}: {done.detail})", "fail", done.to_dict())
-    return Verdict(measured.passed, metric, measured.value, threshold, measured.reason, measured.status,
-                   done.to_dict())

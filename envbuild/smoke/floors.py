@@ -5,7 +5,8 @@ utilisation (``mfu``) is its achieved FLOP rate over the matmul peak the same sc
 on the same device in the same run, so one floor holds on any GPU model. A row applies to the
 smoke records of its kind, device and model shape (``config``: the preset's dimensions, as the
 record reports them); a record it applies to gets ``thresholds: {metric: floor}``, which the
-report judges like any threshold (``envbuild.report.bench``).
+judge decides (``envbuild.smoke.judge.floor_verdicts``: the record's ``floors``) and the report
+shows (``envbuild.report.bench``).
 
     >>> floors_for({"kind": "gpt", "device": "cuda", "config": {"layers": 24, "hidden": 1024,
     ...             "heads": 16, "seq": 1024, "batch": 16, "vocab": 50304, "steps": 20}})

@@ -42,16 +42,40 @@ def model(name: str | None) -> tuple[str | None, str | None, str | None]:
     return family, mem.group(1) if mem else None, form.group(1).upper() if form else None
 
 
-def comparison(published_gpu: str | None, run_gpu: str | None) -> Comparison:
+def comparison(published_gpu: str | None, run_gpu: str | None, what: str = "published") -> Comparison:
+    """Whether a figure ``what`` (published, the threshold measured, the reference recorded) on
+    ``published_gpu`` may be compared with a run on ``run_gpu``: the same model, memory and form
+    factor where both names say them."""
     if not published_gpu:
-        return Comparison(False, "the recipe does not say which GPU its published figure was measured on")
+        return Comparison(False, f"the recipe does not say which GPU its {what} figure was measured on")
     if not run_gpu:
-        return Comparison(False, f"published on {published_gpu}; this run's GPU is not known")
+        return Comparison(False, f"{what} on {published_gpu}; this run's GPU is not known")
     (pf, pm, pform), (rf, rm, rform) = model(published_gpu), model(run_gpu)
     if pf is None or rf is None or pf != rf:
-        return Comparison(False, f"published on {published_gpu}, measured on {run_gpu}: different GPU models")
+        return Comparison(False, f"{what} on {published_gpu}, measured on {run_gpu}: different GPU models")
     if pm and rm and pm != rm:
-        return Comparison(False, f"published on {published_gpu}, measured on {run_gpu}: {pm} GB and {rm} GB")
+        return Comparison(False, f"{what} on {published_gpu}, measured on {run_gpu}: {pm} GB and {rm} GB")
     if pform and rform and pform != rform:
-        return Comparison(False, f"published on {published_gpu}, measured on {run_gpu}: {pform} and {rform}")
+        return Comparison(False, f"{what} on {published_gpu}, measured on {run_gpu}: {pform} and {rform}")
     return Comparison(True, f"both on {pf}")
+
+
+def short_name(name: str) -> str:
+    """The model token of a GPU name with its memory where the name gives it ("H100 80GB"); the
+    name itself where no known model token is in it.
+
+    >>> short_name("NVIDIA H100 80GB HBM3"), short_name("NVIDIA H200"), short_name("Mystery GPU")
+    ('H100 80GB', 'H200', 'Mystery GPU')
+    """
+    family, mem, _ = model(name)
+    if family is None:
+        return name
+    return f"{family} {mem}GB" if mem else family
+
+
+def node_gpus(facts: dict | None) -> tuple[str | None, int | None]:
+    """(GPU model, count) of a node's facts.json (``gpus``: nvidia-smi's rows): the model when
+    every GPU of the node is the same one, else the names joined (no model then matches)."""
+    gpus = [g for g in (facts or {}).get("gpus") or [] if isinstance(g, dict)]
+    names = sorted({str(g.get("name")) for g in gpus if g.get("name")})
+    return (", ".join(names) or None), (len(gpus) or None)

@@ -4,7 +4,8 @@ The runs themselves are planned in ``envbuild.plan.smoke`` (the plan's ``smoke``
 node every run leaves ``<prefix>/.envbuild/smoke/<name>.out`` (stdout), ``.err`` (stderr) and
 ``.rc`` (exit status); the role fetches them to ``nodes/<host>/smoke/``, and ``collect_node``
 reads them back into a node's ``smoke.json`` (``{kind: result, native: {parser, metric,
-metrics, verdict}}``, the layout envbuild.report reads).
+metrics, verdict}}``, the layout envbuild.report reads), the native benchmark judged by
+``envbuild.smoke.judge`` for the node's GPU.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from envbuild.plan.smoke import FROM_SMOKE
+from envbuild.recipes.schema import Benchmark
 from envbuild.smoke import SMOKE_SCRIPTS, read_result
-from envbuild.smoke.completion import judge
-from envbuild.smoke.native import parse
+from envbuild.smoke.judge import Evidence, judge, measure, with_floor_verdicts
 
 
 def _read(folder: Path, name: str) -> tuple[int, str, str] | None:
@@ -31,43 +32,53 @@ def _read(folder: Path, name: str) -> tuple[int, str, str] | None:
     return code, text, err.read_text(errors="replace") if err.exists() else ""
 
 
-def native_section(benchmark: dict | None, outputs: dict[str, tuple[int, str, str]],
-                   skip: str | None = None) -> dict | None:
-    """``{parser, metric, unit, metrics, verdict}`` for the recipe's benchmark, from the fetched
-    outputs (``{name: (rc, stdout, stderr)}``); ``ran: false`` with ``skip`` (``native_run``'s
-    reason) when it did not run.
+def section_head(benchmark: Benchmark) -> dict[str, Any]:
+    """What a native section says of the benchmark before it is judged."""
+    return {"parser": benchmark.parser, "metric": benchmark.metric, "unit": benchmark.unit}
+
+
+def judged_section(recipe: str, benchmark: Benchmark, text: str, *, source: str, rc: int | None,
+                   job_state: str | None = None, gpu: str | None = None, gpus: int | None = None,
+                   record: str | None = None) -> dict[str, Any]:
+    """A native section that ran: its metrics and the judge's verdict (``envbuild.smoke.judge``)."""
+    verdict = judge(Evidence(recipe=recipe, benchmark=benchmark, text=text, rc=rc, job_state=job_state,
+                             gpu=gpu, gpus=gpus, record=record))
+    return {**section_head(benchmark), "ran": True, "source": source, "rc": rc, "metrics": measure(benchmark, text),
+            "verdict": verdict.to_dict()}
+
+
+def native_section(recipe: str, benchmark: Benchmark | None, outputs: dict[str, tuple[int, str, str]],
+                   skip: str | None = None, *, gpu: str | None = None, gpus: int | None = None) -> dict | None:
+    """``{parser, metric, unit, ran, source, rc, metrics, verdict}`` for the recipe's benchmark,
+    from the fetched outputs (``{name: (rc, stdout, stderr)}``), judged for the node's GPU model
+    and count; ``ran: false`` with ``skip`` (``native_run``'s reason) when it did not run.
 
     The envbuild-smoke parser reads the gpt smoke's JSON (``tokens_per_s`` is reported under the
     recipe's name ``tokens_per_second`` by the parser's aliases).
     """
-    if not benchmark or not benchmark.get("parser"):
+    if benchmark is None or not benchmark.parser:
         return None
-    parser, metric = benchmark["parser"], benchmark.get("metric")
-    section: dict[str, Any] = {"parser": parser, "metric": metric, "unit": benchmark.get("unit", ""),
-                               "threshold": benchmark.get("threshold"),
-                               "higher_is_better": benchmark.get("higher_is_better", True)}
-    source = "gpt" if parser == FROM_SMOKE else "native"
+    source = "gpt" if benchmark.parser == FROM_SMOKE else "native"
     got = outputs.get(source)
     if got is None:
-        return {**section, "ran": False, "reason": skip or f"no {source} output"}
+        return {**section_head(benchmark), "ran": False, "reason": skip or f"no {source} output"}
     rc, out, err = got
     text = out + ("\n" + err if source == "native" else "")
-    metrics = parse(parser, text)
-    verdict = judge(parser, text, metrics, metric, section["threshold"], bool(section["higher_is_better"]),
-                    rc=rc if source == "native" else None)
-    return {**section, "ran": True, "source": source, "rc": rc, "metrics": metrics,
-            "verdict": verdict.to_dict()}
+    return judged_section(recipe, benchmark, text, source=source, rc=rc if source == "native" else None,
+                          gpu=gpu, gpus=gpus, record=f"smoke/{source}.out")
 
 
-def collect_node(folder: Path, names: list[str], benchmark: dict | None, skip: str | None = None) -> dict:
+def collect_node(folder: Path, names: list[str], recipe: str, benchmark: Benchmark | None,
+                 skip: str | None = None, *, gpu: str | None = None, gpus: int | None = None) -> dict:
     """The node's smoke.json from ``folder`` (the fetched ``<name>.out/.err/.rc`` files of the
-    runs ``names``); ``skip`` is why the native benchmark did not run, if it did not."""
+    runs ``names``); ``skip`` is why the native benchmark did not run, if it did not; ``gpu`` and
+    ``gpus``: the node's GPU model and count (its facts), which the verdict is judged for."""
     outputs = {n: got for n in names if (got := _read(folder, n)) is not None}
     results: dict[str, Any] = {}
     for name, (rc, out, err) in outputs.items():
         if name in SMOKE_SCRIPTS:
-            results[name] = read_result(name, rc, out, err)
-    native = native_section(benchmark, outputs, skip)
+            results[name] = with_floor_verdicts(read_result(name, rc, out, err))
+    native = native_section(recipe, benchmark, outputs, skip, gpu=gpu, gpus=gpus)
     if native is not None and (results or native.get("ran")):
         results["native"] = native
     return results

@@ -1,0 +1,340 @@
+"""The one judge: a benchmark run's verdict, from its output and the hardware it ran on (pure).
+
+``judge(Evidence(...)) -> Verdict`` is the only place a verdict is decided; provision's smoke
+(``envbuild.smoke.onnode``), ``envbuild launch --submit``, ``envbuild parse`` and the report all
+carry the ``Verdict`` it returns, and the report only shows it. Its word is one of ``VERDICTS``:
+
+* ``NOTHING FOUND``: the recipe's metric is not in the output (the verdict fails);
+* ``FAIL``: the run did not complete (``envbuild.smoke.completion``: stopped early, diverged,
+  errored, cancelled), whatever its throughput; or its figure misses what it is compared with;
+* ``PASS``: the run completed and its figure meets what it is compared with;
+* ``NOT JUDGED``: the run completed, and nothing applies to this GPU to compare it with.
+
+What a figure is compared with, in this order:
+
+1. the recipe's threshold, on the GPU model it was measured on (``threshold_gpu``; none: any
+   hardware). When the GPU counts differ and the metric is a whole job's (not ``per_gpu``), the
+   figures are compared per GPU, and the normalisation is stated;
+2. the same-GPU reference (``envbuild.smoke.references``): a run recorded on this GPU model;
+   the figure PASSes at >= 95 % of it (per GPU when counts differ), and the verdict names both
+   records.
+
+Otherwise NOT JUDGED says why: the threshold's GPU, and the GPU models that have a reference.
+The window (``benchmark.window``: the logged values after the warm-up) is given with its spread.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import re
+import statistics
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from envbuild.recipes.schema import Benchmark
+from envbuild.smoke import references as refs
+from envbuild.smoke.completion import completion
+from envbuild.smoke.hardware import comparison, short_name
+from envbuild.smoke.native import ALIASES, NATIVE_PARSERS, megatron_arguments, parse, strip_task_labels
+
+PASS, NOT_JUDGED, FAIL, NOTHING_FOUND = "PASS", "NOT JUDGED", "FAIL", "NOTHING FOUND"
+VERDICTS = (PASS, NOT_JUDGED, FAIL, NOTHING_FOUND)
+Word = Literal["PASS", "NOT JUDGED", "FAIL", "NOTHING FOUND"]
+ALPA_DEVICES_RE = re.compile(r"\bnum_hosts: (\d+)\s+num_devices_per_host: (\d+)")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Spread(_Frozen):
+    """The measured window: the logged values after the warm-up, and their spread."""
+
+    n: int
+    median: float
+    min: float
+    max: float
+    warmup: int | None = None  # logged values left out at the start
+    what: str = ""  # what one logged value covers (the recipe's benchmark.window)
+
+
+class Compared(_Frozen):
+    """What the figure was compared with: the recipe's ``threshold`` or a same-GPU
+    ``reference`` record, the GPU it was measured on (``gpu`` None: any hardware) and the bound
+    the run's figure had to meet (``required``, after any normalisation)."""
+
+    kind: Literal["threshold", "reference"]
+    value: float  # the threshold, or the reference record's value
+    required: float  # the run's figure must be >= (<= when lower is better) this
+    gpu: str | None = None
+    gpus: int | None = None
+    source: str | None = None  # the threshold's citation, or the reference record (under docs/results)
+    sha256: str | None = None  # the reference record's
+    share: float | None = None  # of the reference a run must reach (0.95)
+    normalisation: str | None = None  # how GPU counts were divided out, where they differ
+
+
+class Published(_Frozen):
+    """The recipe's published figure beside the run's: shown, never judged. ``percent`` (the
+    run's figure as a share of it, per GPU when counts differ and the metric is a whole job's)
+    only when both were measured on the same GPU model; else ``why`` says why not."""
+
+    value: float
+    source: str
+    gpu: str | None = None
+    gpus: int | None = None
+    compared: bool = False
+    why: str = ""
+    percent: float | None = None
+    normalisation: str | None = None
+
+
+class Verdict(_Frozen):
+    """The judge's verdict on one benchmark run (``judge``), as smoke.json, launch.json and
+    ``envbuild parse --json`` record it."""
+
+    verdict: Word
+    metric: str
+    value: float | None = None
+    unit: str = ""
+    higher_is_better: bool = True
+    window: Spread | None = None
+    completion: dict | None = None  # envbuild.smoke.completion.Completion.to_dict()
+    compared: Compared | None = None
+    gpu: str | None = None  # the run's GPU model and count, as the judge took them
+    gpus: int | None = None
+    record: str | None = None  # the judged run's output, where it has a path
+    reason: str = ""
+    published: Published | None = None  # shown beside the verdict, never part of it
+
+    @property
+    def passed(self) -> bool | None:
+        """True PASS, None NOT JUDGED, False FAIL or NOTHING FOUND."""
+        return {PASS: True, NOT_JUDGED: None}.get(self.verdict, False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+class Evidence(_Frozen):
+    """What a verdict is decided from: the recipe's benchmark and its output, how the run ended
+    (``rc``: the launcher's exit status; ``job_state``: the scheduler's final state) and the GPU
+    it ran on (``gpu``: as nvidia-smi names it; ``gpus``: the count where the output does not
+    print it). ``record`` names the output (a path) in the verdict; ``warmup`` overrides the
+    window's; ``planned``: the iterations the command asks for where the output does not say."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    recipe: str
+    benchmark: Benchmark
+    text: str
+    rc: int | None = None
+    job_state: str | None = None
+    gpu: str | None = None
+    gpus: int | None = None
+    record: str | None = None
+    warmup: int | None = None
+    planned: int | None = None
+
+
+def _finite(value: Any) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def log_gpus(text: str) -> int | None:
+    """The GPU count the output prints: Megatron's ``world_size`` argument, or Alpa's result
+    line's ``num_hosts`` x ``num_devices_per_host``."""
+    size = megatron_arguments(text).get("world_size", "")
+    if size.isdigit() and int(size) > 0:
+        return int(size)
+    if m := ALPA_DEVICES_RE.search(text):
+        return int(m.group(1)) * int(m.group(2)) or None
+    return None
+
+
+def window_of(metrics: dict[str, Any], key: str, value: float, bench: Benchmark, warmup: int) -> Spread:
+    """The spread of the window's per-iteration values of ``key`` where the parser gives them
+    (``series: {key: [...]}`` or ``<key>_series``), else of the one value it gives."""
+    series = metrics.get("series") if isinstance(metrics.get("series"), dict) else {}
+    raw = series.get(key, metrics.get(f"{key}_series"))
+    values = [v for v in (_finite(x) for x in raw or []) if v is not None] if isinstance(raw, list) else []
+    values = values or [value]
+    what = bench.window.what if bench.window else ""
+    return Spread(n=len(values), median=statistics.median(values), min=min(values), max=max(values),
+                  warmup=warmup, what=" ".join(what.split()))
+
+
+def _key(metrics: dict[str, Any], metric: str) -> str:
+    """The parser's own key behind a recipe-facing metric name (``native.ALIASES``)."""
+    return ALIASES.get(metric, metric) if ALIASES.get(metric) in metrics else metric
+
+
+def _per_gpu(bench: Benchmark, run_gpus: int | None, their_gpus: int | None, figure: float,
+             what: str) -> tuple[float | None, str | None, str | None]:
+    """(``figure`` for this run's GPU count, the normalisation stated, why none can be made)."""
+    if their_gpus is None or run_gpus == their_gpus:
+        return figure, None, None
+    if bench.per_gpu:
+        return figure, (f"the metric is per GPU: {run_gpus or '?'} GPU(s) here, {their_gpus} in the {what}, "
+                        "nothing divided out"), None
+    if run_gpus is None:
+        return None, None, (f"the {what} was measured on {their_gpus} GPU(s) and this run's GPU count is not "
+                            "known (give it: envbuild parse --gpus N)")
+    scaled = figure / their_gpus * run_gpus
+    return scaled, (f"per GPU: the {what}'s {figure:.6g} on {their_gpus} GPU(s) is {figure / their_gpus:.6g} "
+                    f"per GPU, {scaled:.6g} for this run's {run_gpus}"), None
+
+
+def _meets(value: float, bound: float, higher: bool) -> bool:
+    return value >= bound if higher else value <= bound
+
+
+def published(bench: Benchmark, value: float | None, gpu: str | None, gpus: int | None) -> Published | None:
+    """The recipe's published figure beside ``value`` measured on ``gpus`` x ``gpu``."""
+    pub = bench.published
+    if pub is None:
+        return None
+    same = comparison(pub.gpu, gpu)
+    out = {"value": pub.value, "source": " ".join(pub.source.split()), "gpu": pub.gpu, "gpus": pub.gpus,
+           "compared": same.comparable, "why": same.why}
+    if not same.comparable or value is None or not pub.value:
+        return Published(**out)
+    scaled, norm, why_not = _per_gpu(bench, gpus, pub.gpus, pub.value, "published figure")
+    if scaled is None:
+        return Published(**{**out, "compared": False, "why": str(why_not)})
+    pct = value / scaled * 100.0
+    return Published(**out, percent=pct if math.isfinite(pct) else None, normalisation=norm)
+
+
+def judge(ev: Evidence) -> Verdict:
+    """The verdict on one benchmark run (module docstring)."""
+    bench = ev.benchmark
+    text = strip_task_labels(ev.text)
+    fn = NATIVE_PARSERS.get(bench.parser)
+    warmup = ev.warmup if ev.warmup is not None else bench.window.warmup if bench.window else None
+    metrics = measure(bench, text, warmup)
+    done = completion(bench.parser, text, planned=ev.planned, rc=ev.rc, job_state=ev.job_state)
+    gpus = log_gpus(text) or ev.gpus
+    base: dict[str, Any] = {"metric": bench.metric, "unit": bench.unit, "higher_is_better": bench.higher_is_better,
+                            "completion": done.to_dict(), "gpu": ev.gpu, "gpus": gpus, "record": ev.record}
+    value = _finite(metrics.get(bench.metric))
+    base["published"] = published(bench, value, ev.gpu, gpus)
+    unfinished = "" if done.complete else f"the run did not complete ({done.state}: {done.detail})"
+    if value is None:
+        found = ", ".join(sorted(k for k, v in metrics.items() if _finite(v) is not None)) or "none"
+        why = f"metric {bench.metric!r} not found in the output (metrics found: {found})"
+        return Verdict(verdict=NOTHING_FOUND, reason=why + (f"; {unfinished}" if unfinished else ""), **base)
+    base["value"] = value
+    base["window"] = window_of(metrics, _key(metrics, bench.metric), value, bench,
+                               warmup if warmup is not None else _default_warmup(fn))
+    if unfinished:
+        return Verdict(verdict=FAIL, reason=unfinished, **base)
+    shown = f"{bench.metric} = {value:.6g}{' ' + bench.unit if bench.unit else ''}"
+    rel = ">=" if bench.higher_is_better else "<="
+    notes: list[str] = []
+
+    if bench.threshold is not None:
+        cmp = comparison(bench.threshold_gpu, ev.gpu, "threshold measured") if bench.threshold_gpu else None
+        if cmp is None or cmp.comparable:
+            bound, norm, why_not = _per_gpu(bench, gpus, bench.threshold_gpus, bench.threshold, "threshold")
+            if bound is None:
+                notes.append(str(why_not))
+            else:
+                ok = _meets(value, bound, bench.higher_is_better)
+                on = f" (measured on {bench.threshold_gpus or ''}{' x ' if bench.threshold_gpus else ''}" \
+                     f"{bench.threshold_gpu})" if bench.threshold_gpu else " (any hardware)"
+                compared = Compared(kind="threshold", value=bench.threshold, required=bound, gpu=bench.threshold_gpu,
+                                    gpus=bench.threshold_gpus, source=bench.source.url if bench.source else None,
+                                    normalisation=norm)
+                reason = (f"{shown} {'meets' if ok else 'misses'} the threshold {rel} {bound:.6g}{on}"
+                          + (f"; {norm}" if norm else ""))
+                return Verdict(verdict=PASS if ok else FAIL, compared=compared, reason=reason, **base)
+        else:
+            notes.append(f"the threshold {rel} {bench.threshold:.6g} applies only on its GPU: {cmp.why}")
+    else:
+        notes.append("the recipe sets no threshold")
+
+    ref = refs.for_gpu(ev.recipe, ev.gpu)
+    if ref is not None and ref.metric == bench.metric:
+        scaled, norm, why_not = _per_gpu(bench, gpus, ref.gpus, ref.value, "reference")
+        if scaled is None:
+            notes.append(str(why_not))
+        else:
+            bound = scaled * refs.SHARE if bench.higher_is_better else scaled / refs.SHARE
+            ok = _meets(value, bound, bench.higher_is_better)
+            share = f"{refs.SHARE:.0%} of" if bench.higher_is_better else f"the reference over {refs.SHARE:.0%}:"
+            compared = Compared(kind="reference", value=ref.value, required=bound, gpu=ref.gpu, gpus=ref.gpus,
+                                source=f"docs/results/{ref.record}", sha256=ref.sha256, share=refs.SHARE,
+                                normalisation=norm)
+            this = f" ({ev.record})" if ev.record else ""
+            reason = (f"{shown}{this} {'meets' if ok else 'misses'} {rel} {bound:.6g}, {share} the reference "
+                      f"{ref.value:.6g} recorded on {ref.gpus} x {ref.gpu} (docs/results/{ref.record})"
+                      + (f"; {norm}" if norm else ""))
+            return Verdict(verdict=PASS if ok else FAIL, compared=compared, reason=reason, **base)
+    else:
+        have = sorted({short_name(r.gpu) for r in refs.for_recipe(ev.recipe) if r.metric == bench.metric})
+        here = f"this run's GPU ({ev.gpu})" if ev.gpu else "this run's GPU (not known: give --gpu MODEL)"
+        notes.append(f"no reference recorded on {here}; references exist for: {', '.join(have)}" if have
+                     else "no run of this recipe is recorded as a reference")
+    return Verdict(verdict=NOT_JUDGED, reason=f"{shown}, not judged: " + "; ".join(notes), **base)
+
+
+def measure(bench: Benchmark, text: str, warmup: int | None = None) -> dict[str, Any]:
+    """The metrics the benchmark's parser reads from ``text`` over its window (``warmup``: the
+    logged values left out at the start; None: the window's, else the parser's own)."""
+    fn = NATIVE_PARSERS.get(bench.parser)
+    if warmup is None and bench.window is not None:
+        warmup = bench.window.warmup
+    opts = {"warmup": warmup} if warmup is not None and fn is not None and "warmup" in _params(fn) else {}
+    return parse(bench.parser, text, **opts)
+
+
+def floor_verdicts(section: dict) -> dict[str, bool | None]:
+    """Each floor of a gpt or collective smoke section (``thresholds: {metric: floor}``,
+    ``envbuild.smoke.floors``: same-hardware ratios, so they hold on any GPU) judged against the
+    section's number, the median over its repeats where it was repeated: True met, False missed
+    (or the number is absent), None for a metric without a floor."""
+    limits = section.get("thresholds") if isinstance(section.get("thresholds"), dict) else {}
+    rep = section.get("repeat") if isinstance(section.get("repeat"), dict) else {}
+    repeats = rep.get("values") if isinstance(rep.get("values"), dict) else {}
+    out: dict[str, bool | None] = {}
+    for key, floor in limits.items():
+        bound = _finite(floor)
+        if bound is None:
+            out[key] = None
+            continue
+        if key == "loss_last":  # the training loss after the last step: lower is better
+            loss = section.get("loss") if isinstance(section.get("loss"), dict) else {}
+            value, higher = _finite(loss.get("last")), False
+        else:
+            values = [v for v in (_finite(x) for x in repeats.get(key) or []) if v is not None]
+            value = statistics.median(values) if len(values) > 1 else _finite(section.get(key))
+            higher = True
+        out[key] = value is not None and _meets(value, bound, higher)
+    return out
+
+
+def with_floor_verdicts(section: dict) -> dict:
+    """``section`` with what the judge says of each of its floors (``floors``), when it has any."""
+    if isinstance(section, dict) and section.get("thresholds"):
+        return {**section, "floors": floor_verdicts(section)}
+    return section
+
+
+def _params(fn: Any) -> set[str]:
+    return set(inspect.signature(fn).parameters)
+
+
+def _default_warmup(fn: Any) -> int | None:
+    if fn is None or "warmup" not in _params(fn):
+        return 0
+    return inspect.signature(fn).parameters["warmup"].default
+
+
+def judge_text(recipe: str, benchmark: Benchmark, text: str, **kw: Any) -> Verdict:
+    """``judge`` of ``text`` (keyword arguments: ``Evidence``'s other fields)."""
+    return judge(Evidence(recipe=recipe, benchmark=benchmark, text=text, **kw))
