@@ -130,7 +130,7 @@ def _megatron(text: str, planned_hint: int | None) -> Completion:
 
     if why := _megatron_diverged(rows, args):
         return out("diverged", why)
-    if why := _deepspeed_diverged(text):
+    if why := _deepspeed_diverged(text, finished=reached is not None and planned is not None and reached >= planned):
         return out("diverged", why, *DEEPSPEED_SOURCES)
     if m := MEGATRON_EXIT_RE.search(text):
         return out("stopped", f"Megatron exited early ({m.group(0).strip('[]')})")
@@ -182,18 +182,23 @@ def _megatron_diverged(rows: list[dict[str, Any]], args: dict[str, str]) -> str 
     return None
 
 
-def _deepspeed_diverged(text: str) -> str | None:
+def _deepspeed_diverged(text: str, finished: bool = True) -> str | None:
     """Why DeepSpeed's own lines show a diverged run (None: they do not): ``steps: N loss: nan``
-    (the pipeline engine), ``[deepspeed] OVERFLOW!`` at the minimum loss scale (attempted scale
-    = the scale it reduces to), or every step skipped (``skipped=`` equal to ``step=``)."""
+    (the pipeline engine), ``[deepspeed] OVERFLOW!`` at the minimum loss scale (two in a row that
+    keep the scale), its loss scaler's "already at minimum", or every step skipped (``skipped=``
+    equal to ``step=``, or rising by the whole last interval after steps had been applied) in a
+    run that reached its planned end (one killed while its scale settles is stopped, not diverged)."""
     if DS_AT_MIN_RE.search(text):
         return "DeepSpeed's loss scale reached its minimum and could not fall further"
     if m := DS_STEPS_NAN_RE.search(text):
         return f"DeepSpeed logged a non-finite loss at step {m.group(1)}"
-    for m in DS_OVERFLOW_RE.finditer(text):
-        if float(m.group(1)) <= float(m.group(2)):
-            return f"DeepSpeed skipped a step at its minimum loss scale {float(m.group(1)):g}"
-    progress = [(int(a), int(b)) for a, b in DS_PROGRESS_RE.findall(text)]
+    # one overflow that keeps the scale is the hysteresis step (v0.6.3 prints it as "reducing to"
+    # the same scale); two in a row that keep it are the minimum: the scale can fall no more
+    scales = [(float(a), float(b)) for a, b in DS_OVERFLOW_RE.findall(text)]
+    for (a0, b0), (a1, b1) in zip(scales, scales[1:]):
+        if a0 == b0 == a1 == b1:
+            return f"DeepSpeed skipped steps at its minimum loss scale {b1:g}"
+    progress = [(int(a), int(b)) for a, b in DS_PROGRESS_RE.findall(text)] if finished else []
     if progress and progress[-1][0] > 0 and progress[-1][1] >= progress[-1][0]:
         return f"DeepSpeed skipped every step ({progress[-1][1]} of {progress[-1][0]})"
     if len(progress) >= 2 and progress[-2][1] < progress[-1][1] and progress[-2][0] > progress[-2][1] \
@@ -260,12 +265,12 @@ def _smoke(text: str, planned_hint: int | None) -> Completion:
     got = parse_envbuild_smoke(text)
     if not got:
         return Completion("stopped", "no envbuild.smoke/1 record was printed", None, None, [SMOKE])
-    if got.get("ok") is False or got.get("error"):
-        return Completion("error", f"the smoke record says ok: false ({got.get('error') or got.get('status') or 'no reason'})",
-                          None, None, [SMOKE])
     last = got.get("loss_last")
     if isinstance(last, (int, float)) and not math.isfinite(last) or last == "nan":
         return Completion("diverged", "the smoke's last loss is not finite", None, None, [SMOKE])
+    if got.get("ok") is False or got.get("error"):
+        return Completion("error", f"the smoke record says ok: false ({got.get('error') or got.get('status') or 'no reason'})",
+                          None, None, [SMOKE])
     return Completion("complete", "the smoke record says ok", None, None, [SMOKE])
 
 
