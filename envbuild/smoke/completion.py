@@ -2,19 +2,39 @@
 
 A throughput figure says nothing when the run behind it stopped early, diverged or crashed:
 ``completion(parser, text, ...)`` reads, from what the setup itself prints, whether the run
-reached its planned end, and returns one of
+reached its planned end. A file may hold several runs (a requeued Slurm job, a retry after a
+crash, a 4-GPU then an 8-GPU run): it is split at each launcher start
+(``envbuild.smoke.native.split_runs``: Megatron's arguments block, metaseq's config line,
+Alpa's command echo, after each envbuild.smoke record), the LAST run is judged, and
+``Completion.runs`` says how many there were (the detail says "run N of N"). The state is one of
 
 * ``complete``: the planned end was reached (the printed end-of-training line, or the last
   logged iteration/update equal to the planned count) and nothing below was seen;
 * ``stopped``: it ended before its plan (last iteration below ``train_iters``, the scheduler
   cancelled or timed the job out, the launcher's exit status was not 0, no end line);
-* ``diverged``: a non-finite loss, a non-zero count of NaN iterations, or skipped iterations
-  on more than half of the iterations run (a loss-scale flood);
-* ``error``: an error was printed (a Python traceback, CUDA out of memory, an NCCL error,
-  slurmstepd's or srun's error lines, a smoke record with ``ok: false``).
+* ``diverged``:
+  - Megatron (every tree): a NaN iteration counted (``number of nan iterations``); a loss or
+    grad norm printed non-finite; the ``lm loss`` field missing from a line on which an
+    iteration advanced (it is printed only ``if avg > 0.0``, so a NaN average vanishes, and
+    under DeepSpeed ``skipped_iter`` is always 0: this is Megatron's only trace of it); skips at
+    the minimum loss scale; no iteration advanced in a run that reached its end. Overflow skips
+    while the loss scale falls from its start (fp16: 2**32 with hysteresis 2 unless
+    ``--initial-loss-scale``) are the scaler settling, NOT divergence: MegatronApp's published
+    20-iteration run skips 17 of them and completes;
+  - DeepSpeed: ``steps: N loss: nan`` (pipeline engine), two ``[deepspeed] OVERFLOW!`` lines in
+    a row that keep the scale (its minimum; one alone is the hysteresis step), "Current loss
+    scale already at minimum", and in a run that reached its end ``skipped=`` equal to
+    ``step=`` or rising by the whole last reporting interval after steps had been applied;
+  - metaseq: a ``"loss": "NaN"``; two overflow notes in a row that set the same scale (the
+    minimum: ``dynamic_loss_scaler`` keeps it);
+  - Alpa: a non-finite ``tflops``; envbuild's smoke: a non-finite last loss;
+* ``error``: an error was printed in the judged run (a Python traceback, CUDA out of memory,
+  an NCCL error, slurmstepd's or srun's error lines, a smoke record with ``ok: false``).
 
-Every rule is a row of ``RULES`` with the source line of the code that prints what it reads.
-``judge`` turns a completion and a metric into PASS / NOT JUDGED / FAIL.
+Every rule is a row of ``RULES``; each ``Completion.sources`` names the repository, commit and
+file:line of the code that prints what the rule read (``MEGATRON_*``, ``DEEPSPEED_SOURCES``,
+``METASEQ_*``, ``ALPA_RESULT``, ``SMOKE``). ``judge`` turns a completion and a metric into
+PASS / NOT JUDGED / FAIL. The corpus that checks every rule: tests/data/native_logs/cases.yaml.
 """
 
 from __future__ import annotations
@@ -43,12 +63,13 @@ MEGATRON_SCALE = ("Megatron's dynamic loss scale: --initial-loss-scale 2**32, --
                   "Megatron/megatron/optimizer/grad_scaler.py:86-106 DynamicGradScaler.update)")
 DEEPSPEED_SOURCES = [
     "DeepSpeed pipe/engine.py train_batch(): print(f'steps: {global_steps} loss: {agg_train_loss:0.4f} ...') "
-    "(microsoft/DeepSpeed v0.6.3 dda0336 :363, v0.10.3 04a6fed :365; deepspeedai/DeepSpeed v0.18.9 8c93851 :400)",
+    "(microsoft/DeepSpeed v0.6.3 dda0336 :363, v0.10.3 04a6fed :365; deepspeedai/DeepSpeed v0.18.9 8c93851 :400-405)",
     "DeepSpeed '[deepspeed] OVERFLOW! Rank R Skipping step. Attempted loss scale: X, reducing to Y' "
-    "(v0.6.3 runtime/zero/stage_1_and_2.py:1651; v0.10.3 runtime/fp16/loss_scaler.py:180-185, :176 "
+    "(v0.6.3 runtime/zero/stage_1_and_2.py:1651; v0.10.3 runtime/fp16/loss_scaler.py:172-190, :176 "
     "'Current loss scale already at minimum'; v0.18.9 loss_scaler.py:271-280)",
-    "DeepSpeed engine.py _report_progress(): log_dist(f'step={step}, skipped={skipped_steps}, ...') "
-    "(v0.6.3 :2056, v0.10.3 :2283, v0.18.9 :3005; skipped_steps += 1 on overflow: :1823, :2744 in v0.18.9)",
+    "DeepSpeed engine.py _report_progress(): log_dist(f'step={step}, skipped={skipped_steps}, ...') every "
+    "steps_per_print steps, skipped_steps += 1 on an overflow (v0.6.3 :1823,1835,2056; v0.10.3 :2060,2073,2283; "
+    "v0.18.9 :2744,2759,3005)",
 ]
 DS_STEPS_NAN_RE = re.compile(r"^steps: (\d+) loss: (?:nan|-?inf)\b", re.M | re.I)
 DS_OVERFLOW_RE = re.compile(r"\[deepspeed\] OVERFLOW! Rank \d+ Skipping step\. Attempted loss scale: "

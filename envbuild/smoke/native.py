@@ -5,6 +5,16 @@ iterations after the first ``warmup`` log lines (default 1: the first interval h
 compilation and the first all-reduce). A recipe's ``benchmark.parser`` names one of
 ``NATIVE_PARSERS``; ``evaluate`` then compares one metric with the recipe's threshold.
 
+``parse`` reads the LAST run of a file that holds several (``split_runs``: at each launcher
+start the setup prints) and adds, beside the metric keys (unchanged):
+
+* ``runs``: how many runs the file holds;
+* ``window``: the measurement window, warm-up excluded: ``unit`` (``iteration``, ``update`` or
+  ``result``), ``first`` and ``last`` (the iteration/update numbers of its first and last rows),
+  ``used`` and ``logged`` rows;
+* ``values``: per metric key (aliases too), its value on each row of the window, for a spread
+  (the metric is their mean, except ``tflops_per_gpu`` computed from the mean iteration time).
+
 Example::
 
     >>> m = parse_megatron_deepspeed(open("train.log").read())
@@ -31,12 +41,19 @@ Formats (see tests/data/native_logs/ for excerpts and their sources):
   per-rank ``rank R iteration starts/ends at timestamp T%`` lines of its train loop.
 * ``envbuild-smoke``: the JSON object printed by envbuild/smoke/gpt.py or collective.py.
 
+Where one run starts (``split_runs``): Megatron's ``------------------------ arguments
+------------------------`` (``_print_args``, rank 0, once per launch); metaseq's config line
+(``metaseq.cli.train | {... 'common': {...``, train.py:85); Alpa's ``python3 -m
+torch.distributed.launch ... benchmark_gpt_one_case.py`` echo (run_cmd; block-buffered without
+PYTHONUNBUFFERED, so it then ends its run); an envbuild.smoke record ends its run.
+
 A Slurm output file (``#SBATCH --output=%x-%j.out``) holds the job script's own lines (``set
 -x`` traces, echoes) around the program's; ``srun -l`` labels every task line with ``N: ``.
 Every parser reads such a file as it is: labels are removed first (``strip_task_labels``).
 
 Fixtures: ``tests/data/native_logs/<recipe>/`` were printed by the setups' own code at the
-pinned commits (their README says which function printed each file).
+pinned commits (their README says which function printed each file); ``corpus/`` holds every
+outcome of every shipped recipe in those formats (``cases.yaml`` names the printing code).
 """
 
 from __future__ import annotations

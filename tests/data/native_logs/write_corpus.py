@@ -78,8 +78,8 @@ def args_block(args: dict) -> str:
 def megatron_line(tree: str, it: int, iters: int, gbs: int, seq: int, ms: float, lr: float, loss: float | None,
                   scale: float | None, skipped: int, nan: int, *, gnorm: float | None = None,
                   world: int = 1, layers: int = 0, hidden: int = 0, vocab: int = 0, ckpt: bool = False) -> str:
-    """training_log's line: MDS 87476ced megatron/training.py:629-660 (pipeline-engine path of
-    train_step, :395-401: num zeros 0); ALCF e4bac701 :1065-1102 with utils.py:270-295
+    """training_log's line: MDS 87476ced megatron/training.py:629-663 (pipeline-engine path of
+    train_step, :395-401: num zeros 0); ALCF e4bac701 :1063-1104 with utils.py:270-295
     throughput_calculator; MegatronApp 1bed2a72 Megatron/megatron/training.py:662-692. A loss is
     printed only 'if avg > 0.0' (NaN is not)."""
     s = " iteration {:8d}/{:8d} |".format(it, iters)
@@ -272,7 +272,7 @@ def polaris_run(*, until: int | None = None, settle: int = 0, nan_from: int | No
 
 def write_polaris() -> None:
     r = "polaris-megatron-deepspeed"
-    follows = [f"{ALCF} megatron/arguments.py:454-466; megatron/training.py:1065-1102 training_log, :748-756 "
+    follows = [f"{ALCF} megatron/arguments.py:454-466; megatron/training.py:1063-1104 training_log, :748-756 "
                "train_step; megatron/utils.py:270-295 throughput_calculator; ALCF/args.sh:302-332 ds_config",
                f"{DS0103} runtime/fp16/loss_scaler.py:180-190; runtime/engine.py:2283; utils/logging.py:96"]
     gpu = ("NVIDIA A100-SXM4-40GB", 4)  # a Polaris node
@@ -334,7 +334,7 @@ def h100_run(ngpu: int, *, until: int | None = None, nan_from: int | None = None
 
 def write_h100() -> None:
     r = "h100-megatron-deepspeed"
-    follows = [f"{ALCF} megatron/arguments.py:454-466; megatron/training.py:1065-1102, :748-756",
+    follows = [f"{ALCF} megatron/arguments.py:454-466; megatron/training.py:1063-1104, :748-756",
                f"{DS0189} runtime/engine.py:2757-2759,3005; utils/logging.py:39-40,123"]
     h100, h200 = "NVIDIA H100 80GB HBM3", "NVIDIA H200"
     ref = "same-GPU reference: 36.47 samples/s on 1x H100 (docs/results/h100-offline.md run 3), 92.70 on 2x H200"
