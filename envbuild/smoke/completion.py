@@ -69,7 +69,8 @@ DEEPSPEED_SOURCES = [
     "'Current loss scale already at minimum'; v0.18.9 loss_scaler.py:271-280)",
     "DeepSpeed engine.py _report_progress(): log_dist(f'step={step}, skipped={skipped_steps}, ...') every "
     "steps_per_print steps, skipped_steps += 1 on an overflow (v0.6.3 :1823,1835,2056; v0.10.3 :2060,2073,2283; "
-    "v0.18.9 :2744,2759,3005)",
+    "v0.18.9 :2744,2759,3005); v0.18.9's logger is at WARNING (utils/logging.py:61), so neither this nor "
+    "OVERFLOW is printed there: the missing lm loss is the only trace",
 ]
 DS_STEPS_NAN_RE = re.compile(r"^steps: (\d+) loss: (?:nan|-?inf)\b", re.M | re.I)
 DS_OVERFLOW_RE = re.compile(r"\[deepspeed\] OVERFLOW! Rank \d+ Skipping step\. Attempted loss scale: "

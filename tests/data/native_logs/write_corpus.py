@@ -316,16 +316,17 @@ def h100_args(ngpu: int) -> dict:
 
 def h100_run(ngpu: int, *, until: int | None = None, nan_from: int | None = None,
              ms: float = 438.0) -> tuple[str, list[float]]:
-    """The recipe's command: 40 iterations, log interval 5, steps_per_print 10, bf16 (no loss
-    scaling: ZeRO-1's cur_scale is 1.0, v0.18.9 stage_1_and_2.py:634,2368), global batch 16 x GPUs."""
+    """The recipe's command: 40 iterations, log interval 5, bf16 (no loss scaling: ZeRO-1's
+    cur_scale is 1.0, v0.18.9 stage_1_and_2.py:634,2368), global batch 16 x GPUs. DeepSpeed
+    0.18.9's logger is at WARNING (utils/logging.py:61, since 066d912 'less startup noise'), so
+    its INFO lines (step=/skipped=, OVERFLOW) are not printed, as docs/results/
+    h100-offline-run3/native.out shows."""
     gbs = 16 * ngpu
     out, sps = [args_block(h100_args(ngpu))], []
     for it in range(5, (until or 40) + 1, 5):
         t = float(f"{2950.0 if it == 5 else ms + (it * 3 % 7) * 1.7:.1f}")
         loss = NAN if nan_from is not None and it >= nan_from else 10.9 - 0.05 * it
         lr = 1.0e-4 * (1 - it / 80)
-        if it % 10 == 0:
-            out.append(progress("0.18.9", it, 0, lr, it))
         out.append(megatron_line("alcf", it, 40, gbs, 1024, t, lr, loss, 1.0, 0, 0, world=ngpu, layers=24,
                                  hidden=1024, vocab=50304))
         sps.append(gbs / (t / 1000.0))
@@ -335,7 +336,7 @@ def h100_run(ngpu: int, *, until: int | None = None, nan_from: int | None = None
 def write_h100() -> None:
     r = "h100-megatron-deepspeed"
     follows = [f"{ALCF} megatron/arguments.py:454-466; megatron/training.py:1063-1104, :748-756",
-               f"{DS0189} runtime/engine.py:2757-2759,3005; utils/logging.py:39-40,123"]
+               f"{DS0189} utils/logging.py:61 (the DeepSpeed logger at WARNING: no INFO lines)"]
     h100, h200 = "NVIDIA H100 80GB HBM3", "NVIDIA H200"
     ref = "same-GPU reference: 36.47 samples/s on 1x H100 (docs/results/h100-offline.md run 3), 92.70 on 2x H200"
     text, sps = h100_run(1)
@@ -349,7 +350,8 @@ def write_h100() -> None:
     text, sps = h100_run(1, nan_from=25)
     case(r, "diverged-silent-nan", text, follows=follows, state="diverged", verdict="FAIL", threshold=1.0,
          metric=window_mean(sps)[0], gpu=h100, gpus=1,
-         note="bf16: no overflow check, skipped= stays 0; from iteration 25 the lm loss field is missing")
+         note="bf16: no overflow check, and DeepSpeed 0.18.9 prints no INFO line; from iteration 25 the lm loss "
+              "field is missing, the run's only trace of the NaN")
     text, sps = h100_run(1, until=20)
     case(r, "stopped-early", text, follows=follows, state="stopped", verdict="FAIL", threshold=1.0,
          metric=window_mean(sps)[0], gpu=h100, gpus=1)
