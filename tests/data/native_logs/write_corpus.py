@@ -48,6 +48,8 @@ def case(recipe: str, name: str, text: str, *, follows: list[str], state: str, v
     path = OUT / recipe / f"{log or name}.log"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
+    if isinstance(threshold, float):
+        threshold = round(threshold, 6)
     row = {"file": str(path.relative_to(HERE)), "recipe": recipe, "case": name, "follows": follows,
            "state": state, "runs": runs, "threshold": threshold, "verdict": verdict}
     if metric is not None:
@@ -646,7 +648,12 @@ def main() -> None:
     header = ("# Written by write_corpus.py (do not edit by hand): one row per case. threshold: 'as-shipped' "
               "or the value the test sets; metric/window: computed by the writer from the numbers it printed;\n"
               "# gpu_dependent: the verdict depends on the GPU model (wired to the GPU-aware judge at merge).\n")
-    (HERE / "cases.yaml").write_text(header + yaml.safe_dump({"cases": CASES}, sort_keys=False, width=120))
+    class NoAliases(yaml.SafeDumper):
+        def ignore_aliases(self, data) -> bool:
+            return True
+
+    (HERE / "cases.yaml").write_text(header + yaml.dump({"cases": CASES}, Dumper=NoAliases, sort_keys=False,
+                                                        width=120))
 
 
 if __name__ == "__main__":
