@@ -192,7 +192,7 @@ def _megatron_diverged(rows: list[dict[str, Any]], args: dict[str, str]) -> str 
             if key in row and not math.isfinite(row[key]):
                 return f"the logged {key} is not finite (iteration {it})"
         stepped = n - skipped
-        if "lm loss" not in row and stepped > 0:
+        if "lm loss" not in row and "number of skipped iterations" in row and stepped > 0:
             return (f"the lm loss is missing from the line of iteration {it} although {stepped} "
                     "iteration(s) advanced: Megatron prints the average only when it is > 0 (NaN is not)")
         advanced += max(stepped, 0)

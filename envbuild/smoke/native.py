@@ -90,7 +90,8 @@ METASEQ_START_RE = re.compile(r"^.*\| metaseq\.cli\.train \| \{.*'common': \{.*$
 # Alpa's run_cmd echo of each case's launch (alpa-projects/alpa e0ae8bf benchmark/util.py:50-52,
 # called by osdi22_artifact/megatron/benchmark_gpt.py:43,50). print() is block-buffered when
 # stdout is a file (no PYTHONUNBUFFERED): the echo then lands after the child's output, at the
-# parent's exit, and ends its run instead of starting it.
+# parent's exit, and ends its run instead of starting it: the echoes start runs when the file
+# starts with one (unbuffered), else they end them.
 ALPA_START_RE = re.compile(r"^python3 -m torch\.distributed\.launch .*benchmark_gpt_one_case\.py .*$", re.M)
 # an envbuild.smoke/1 record is the last line its run prints (envbuild/smoke/gpt.py, collective.py)
 SMOKE_RECORD_RE = re.compile(r'^\s*\{.*"schema":\s*"envbuild\.smoke/1".*\}\s*$', re.M)
@@ -114,8 +115,8 @@ def split_runs(parser: str, text: str) -> list[str]:
         return _split_after(SMOKE_RECORD_RE, text)
     rx = {"opt-baselines": METASEQ_START_RE, "alpa-benchmark": ALPA_START_RE}.get(parser, MEGATRON_START_RE)
     starts = [m.start() for m in rx.finditer(text)]
-    if parser == "alpa-benchmark" and starts and not text[rx.search(text, starts[-1]).end():].strip():
-        return _split_after(rx, text)  # buffered echoes: each one closes its run
+    if parser == "alpa-benchmark" and starts and text[:starts[0]].strip():
+        return _split_after(rx, text)  # buffered: output came before the first echo, each echo closes its run
     if len(starts) < 2:
         return [text]
     bounds = [0] + starts[1:] + [len(text)]

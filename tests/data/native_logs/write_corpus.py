@@ -592,6 +592,9 @@ def write_alpa() -> None:
         if unbuffered:
             case(r, "stopped-early", stopped, follows=follows, state="stopped", verdict="NOTHING FOUND",
                  threshold=v * 0.5, gpu=gpu, gpus=1, note="killed after the echo, before the result line")
+            case(r, "two-runs-second-killed", text + stopped, follows=follows, state="stopped",
+                 verdict="NOTHING FOUND", threshold=v * 0.5, runs=2, gpu=gpu, gpus=1,
+                 note="a completed run, then a second one killed before its result: the second is judged")
         again = alpa_run(v * 1.01, unbuffered=unbuffered)
         case(r, "two-runs-retry-after-crash", crashed + again, follows=follows, state="complete", verdict="PASS",
              threshold=v * 0.5, runs=2, metric=v * 1.01, window=[v * 1.01], gpu=gpu, gpus=1)
