@@ -22,7 +22,7 @@ import yaml
 from envbuild.cli import main
 from envbuild.recipes import load_recipe, recipe_names
 from envbuild.smoke.completion import completion
-from envbuild.smoke.native import parse
+from envbuild.smoke.native import parse, split_runs
 
 LOGS = Path(__file__).parent / "data" / "native_logs"
 CASES = yaml.safe_load((LOGS / "cases.yaml").read_text())["cases"]
@@ -141,3 +141,18 @@ def test_values_spread_is_finite_over_the_window():
     assert metrics["window"]["unit"] == "iteration" and metrics["window"]["first"] == 10
     assert all(math.isfinite(v) for v in values) and min(values) < max(values)
     assert sum(values) / len(values) == pytest.approx(metrics["samples_per_s"])
+
+
+def test_text_after_the_last_end_line_stays_with_the_last_run():
+    """A launcher that appends stderr after stdout (launch --submit) leaves warnings after the
+    smoke record or Alpa's buffered echo: they belong to the last run, they are not a new one."""
+    row = next(r for r in CASES if r["recipe"] == "cpu-reference" and r["case"] == "completed-met")
+    record = (LOGS / row["file"]).read_text()
+    warning = "\nUserWarning: Failed to initialize NumPy: No module named 'numpy'\n"
+    assert split_runs("envbuild-smoke", record + warning) == [record + warning]
+    assert parse("envbuild-smoke", record + warning)["mfu"] == pytest.approx(row["metric"])
+    assert completion("envbuild-smoke", record + record + warning).runs == 2
+    alpa = (LOGS / "corpus/alpa-megatron/completed.log").read_text()  # buffered: the echo comes last
+    assert alpa.splitlines()[-1].startswith("python3 -m torch.distributed.launch")
+    assert len(split_runs("alpa-benchmark", alpa + warning)) == 1
+    assert completion("alpa-benchmark", alpa + warning).complete

@@ -124,17 +124,12 @@ def split_runs(parser: str, text: str) -> list[str]:
 
 
 def _split_after(rx: re.Pattern, text: str) -> list[str]:
-    """Runs ended by a line ``rx`` matches; text after the last one is a run that never printed it."""
-    ends = [m.end() for m in rx.finditer(text)]
-    if not ends:
-        return [text]
-    bounds = [0] + ends
-    runs = [text[a:b] for a, b in zip(bounds, bounds[1:])]
-    if text[ends[-1]:].strip():
-        runs.append(text[ends[-1]:])
-    else:
-        runs[-1] += text[ends[-1]:]
-    return runs
+    """Runs ended by a line ``rx`` matches. Text after the last one stays with the last run: a
+    launcher may append the program's stderr after its stdout (launch/submit.py), and a later
+    run that printed no end line cannot be told from it (its errors still count)."""
+    ends = [m.end() for m in rx.finditer(text)][:-1]
+    bounds = [0] + ends + [len(text)]
+    return [text[a:b] for a, b in zip(bounds, bounds[1:])]
 
 
 def last_run(parser: str, text: str) -> tuple[str, int]:
