@@ -143,9 +143,11 @@ def test_completion_names_the_printing_code_and_the_counts():
     done = completion("megatron-deepspeed", (LOGS / FILES["megatron-deepspeed-slurm"]).read_text())
     assert (done.state, done.planned, done.reached) == ("stopped", 1000, 20)
     assert any("training_log" in s for s in done.sources)
+    # every one of the 10 iterations skipped: none advanced in a run that reached its end
     flood = completed("polaris-megatron-deepspeed").replace("number of skipped iterations:   0",
                                                              "number of skipped iterations:   1")
     assert completion("megatron-deepspeed", flood).state == "diverged"
+    assert "no iteration advanced" in completion("megatron-deepspeed", flood).detail
 
 
 def test_a_launcher_or_scheduler_that_says_the_job_failed_is_not_complete():

@@ -5,6 +5,16 @@ iterations after the first ``warmup`` log lines (default 1: the first interval h
 compilation and the first all-reduce). A recipe's ``benchmark.parser`` names one of
 ``NATIVE_PARSERS``; ``evaluate`` then compares one metric with the recipe's threshold.
 
+``parse`` reads the LAST run of a file that holds several (``split_runs``: at each launcher
+start the setup prints) and adds, beside the metric keys (unchanged):
+
+* ``runs``: how many runs the file holds;
+* ``window``: the measurement window, warm-up excluded: ``unit`` (``iteration``, ``update`` or
+  ``result``), ``first`` and ``last`` (the iteration/update numbers of its first and last rows),
+  ``used`` and ``logged`` rows;
+* ``values``: per metric key (aliases too), its value on each row of the window, for a spread
+  (the metric is their mean, except ``tflops_per_gpu`` computed from the mean iteration time).
+
 Example::
 
     >>> m = parse_megatron_deepspeed(open("train.log").read())
@@ -31,12 +41,19 @@ Formats (see tests/data/native_logs/ for excerpts and their sources):
   per-rank ``rank R iteration starts/ends at timestamp T%`` lines of its train loop.
 * ``envbuild-smoke``: the JSON object printed by envbuild/smoke/gpt.py or collective.py.
 
+Where one run starts (``split_runs``): Megatron's ``------------------------ arguments
+------------------------`` (``_print_args``, rank 0, once per launch); metaseq's config line
+(``metaseq.cli.train | {... 'common': {...``, train.py:85); Alpa's ``python3 -m
+torch.distributed.launch ... benchmark_gpt_one_case.py`` echo (run_cmd; block-buffered without
+PYTHONUNBUFFERED, so it then ends its run); an envbuild.smoke record ends its run.
+
 A Slurm output file (``#SBATCH --output=%x-%j.out``) holds the job script's own lines (``set
 -x`` traces, echoes) around the program's; ``srun -l`` labels every task line with ``N: ``.
 Every parser reads such a file as it is: labels are removed first (``strip_task_labels``).
 
 Fixtures: ``tests/data/native_logs/<recipe>/`` were printed by the setups' own code at the
-pinned commits (their README says which function printed each file).
+pinned commits (their README says which function printed each file); ``corpus/`` holds every
+outcome of every shipped recipe in those formats (``cases.yaml`` names the printing code).
 """
 
 from __future__ import annotations
@@ -60,6 +77,25 @@ ALPA_PRINTED_RE = re.compile(r"\bmethod: (\S+)\s+value: (\{.*?\})\s+time_stamp: 
 # np.mean's result): the number inside is kept
 NUMPY_SCALAR_RE = re.compile(r"\b(?:np|numpy)\.(?:float|int|uint)\d*\((" + NUMBER + r"|nan|inf)\)")
 
+# Where one run of a setup starts (or ends) in a file that holds several (a requeued Slurm job, a
+# retry after a crash, a 4-GPU then an 8-GPU run), from the code that prints the line:
+# Megatron's _print_args("arguments", args) header, rank 0, once per launch (NVIDIA/Megatron-LM
+# b31e129 megatron/arguments.py:_print_args; microsoft/Megatron-DeepSpeed 87476ced
+# megatron/arguments.py:252; argonne-lcf/Megatron-DeepSpeed e4bac701 megatron/arguments.py:457;
+# OpenSQZ/MegatronApp 1bed2a72 Megatron/megatron/arguments.py:406,417)
+MEGATRON_START_RE = re.compile(r"^-{24} arguments -{24}\s*$", re.M)
+# metaseq main()'s logger.info(cfg), once per launch, after the first nvidia-smi line
+# (facebookresearch/metaseq 5ca6005 metaseq/cli/train.py:85; the format of train.py's basicConfig)
+METASEQ_START_RE = re.compile(r"^.*\| metaseq\.cli\.train \| \{.*'common': \{.*$", re.M)
+# Alpa's run_cmd echo of each case's launch (alpa-projects/alpa e0ae8bf benchmark/util.py:50-52,
+# called by osdi22_artifact/megatron/benchmark_gpt.py:43,50). print() is block-buffered when
+# stdout is a file (no PYTHONUNBUFFERED): the echo then lands after the child's output, at the
+# parent's exit, and ends its run instead of starting it: the echoes start runs when the file
+# starts with one (unbuffered), else they end them.
+ALPA_START_RE = re.compile(r"^python3 -m torch\.distributed\.launch .*benchmark_gpt_one_case\.py .*$", re.M)
+# an envbuild.smoke/1 record is the last line its run prints (envbuild/smoke/gpt.py, collective.py)
+SMOKE_RECORD_RE = re.compile(r'^\s*\{.*"schema":\s*"envbuild\.smoke/1".*\}\s*$', re.M)
+
 
 def strip_task_labels(text: str) -> str:
     """Remove ``srun -l`` task labels (``0: ``) when they start most non-empty lines."""
@@ -68,6 +104,45 @@ def strip_task_labels(text: str) -> str:
     if not labelled or labelled * 2 < sum(1 for line in lines if line.strip()):
         return text
     return "\n".join(TASK_LABEL_RE.sub("", line, count=1) for line in lines)
+
+
+def split_runs(parser: str, text: str) -> list[str]:
+    """The runs in ``text``, in order (``text``: labels already removed): split at each
+    launcher start the parser's setup prints (``MEGATRON_START_RE``, ``METASEQ_START_RE``,
+    ``ALPA_START_RE``) or after each envbuild.smoke record. What precedes the first start
+    (a job script's own lines) belongs to the first run; a file with no marker is one run."""
+    if parser == "envbuild-smoke":
+        return _split_after(SMOKE_RECORD_RE, text)
+    rx = {"opt-baselines": METASEQ_START_RE, "alpa-benchmark": ALPA_START_RE}.get(parser, MEGATRON_START_RE)
+    starts = [m.start() for m in rx.finditer(text)]
+    if parser == "alpa-benchmark" and starts and text[:starts[0]].strip():
+        return _split_after(rx, text)  # buffered: output came before the first echo, each echo closes its run
+    if len(starts) < 2:
+        return [text]
+    bounds = [0] + starts[1:] + [len(text)]
+    return [text[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+def _split_after(rx: re.Pattern, text: str) -> list[str]:
+    """Runs ended by a line ``rx`` matches. Text after the last one stays with the last run: a
+    launcher may append the program's stderr after its stdout (launch/submit.py), and a later
+    run that printed no end line cannot be told from it (its errors still count)."""
+    ends = [m.end() for m in rx.finditer(text)][:-1]
+    bounds = [0] + ends + [len(text)]
+    return [text[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+def last_run(parser: str, text: str) -> tuple[str, int]:
+    """(the last run's text, how many runs the file holds): ``split_runs`` of the label-free text."""
+    runs = split_runs(parser, strip_task_labels(text))
+    return runs[-1], len(runs)
+
+
+def _window(unit: str, kept: list[dict[str, Any]], key: str, logged: int) -> dict[str, Any]:
+    """The measurement window: the logged rows after the warm-up (``unit``: what a row is),
+    the first and last of them (``key``), how many were used and logged."""
+    return {"unit": unit, "first": kept[0].get(key) if kept else None,
+            "last": kept[-1].get(key) if kept else None, "used": len(kept), "logged": logged}
 
 
 def _mean(values: list[float]) -> float | None:
@@ -147,8 +222,12 @@ def parse_megatron_pretrain(text: str, *, warmup: int = 1, layers: int | None = 
     if not times:
         return out
     out["iteration_ms"] = _mean(times)
-    if all(batches):
-        out["samples_per_s"] = _mean([b / (t / 1000.0) for b, t in zip(batches, times)])
+    out["window"] = _window("iteration", kept, "iteration", len(rows))
+    values: dict[str, list[float]] = {"iteration_ms": times}
+    out["values"] = values
+    if all(batches) and len(times) == len(kept):
+        values["samples_per_s"] = [b / (t / 1000.0) for b, t in zip(batches, times)]
+        out["samples_per_s"] = _mean(values["samples_per_s"])
         out["global_batch_size"] = int(batches[-1])
     losses = [r["lm loss"] for r in kept if "lm loss" in r]
     if losses:
@@ -164,6 +243,8 @@ def parse_megatron_pretrain(text: str, *, warmup: int = 1, layers: int | None = 
         fl = megatron_model_flops(out["global_batch_size"], seq, layers, hidden, vocab, recompute)
         out["tflops_per_gpu"] = fl / (out["iteration_ms"] / 1000.0) / gpus / 1e12
         out["tokens_per_s"] = out["samples_per_s"] * seq
+        values["tflops_per_gpu"] = [fl / (t / 1000.0) / gpus / 1e12 for t in times]
+        values["tokens_per_s"] = [v * seq for v in values["samples_per_s"]]
         out["model"] = {"layers": layers, "hidden": hidden, "seq": seq, "vocab": vocab,
                         "gpus": gpus, "recompute": recompute}
     return out
@@ -180,11 +261,13 @@ def parse_megatron_deepspeed(text: str, *, warmup: int = 1, **shape: Any) -> dic
     kept = iteration_lines(text)[warmup:]
     for key, name in (("samples per second", "samples_per_s_printed"), ("TFLOPs", "tflops_printed"),
                       ("tokens per gpu per second (tgs)", "tgs")):
-        values = [r[key] for r in kept if key in r]
-        if values:
-            out[name] = _mean(values)
-    if "tflops_printed" in out:
-        out.setdefault("tflops_per_gpu", out["tflops_printed"])
+        printed = [r[key] for r in kept if key in r]
+        if printed:
+            out[name] = _mean(printed)
+            out.setdefault("values", {})[name] = printed
+    if "tflops_printed" in out and "tflops_per_gpu" not in out:
+        out["tflops_per_gpu"] = out["tflops_printed"]
+        out["values"]["tflops_per_gpu"] = out["values"]["tflops_printed"]
     ds = [float(v) for v in DS_TIMER_RE.findall(text)]
     if len(ds) > warmup:
         out["ds_samples_per_s"] = _mean(ds[warmup:])
@@ -220,7 +303,12 @@ def parse_megatronapp(text: str, *, warmup: int = 1, **shape: Any) -> dict[str, 
         out["trace_iterations"] = len(rows)
         out["trace_ranks"] = kept[-1]["ranks"]
         out["trace_iteration_ms"] = _mean([r["ms"] for r in kept])
-        out.setdefault("iteration_ms", out["trace_iteration_ms"])
+        values = out.setdefault("values", {})
+        values["trace_iteration_ms"] = [r["ms"] for r in kept]
+        if "iteration_ms" not in out:
+            out["iteration_ms"] = out["trace_iteration_ms"]
+            values["iteration_ms"] = values["trace_iteration_ms"]
+            out["window"] = _window("iteration", kept, "iteration", len(rows))
     return out
 
 
@@ -252,6 +340,11 @@ def parse_alpa_benchmark(text: str) -> dict[str, Any]:
         out["method"] = method
         if _num(value.get("tflops")) is not None:
             out["tflops_per_gpu"] = float(value["tflops"])
+            # one figure per case: the mean over benchmark_func's repeats after its warm-up
+            # (benchmark/util.py benchmark_func(warmup=1, repeat=3, number=5)); no per-step values
+            out["values"] = {"tflops_per_gpu": [out["tflops_per_gpu"]]}
+            out["window"] = {"unit": "result", "first": len(found), "last": len(found), "used": 1,
+                             "logged": len(found)}
         count = value.get("parameter_count", value.get("param_count"))
         if _num(count) is not None:
             out["parameter_count_b"] = float(count)
@@ -275,11 +368,16 @@ def parse_opt_baselines(text: str, *, warmup: int = 1) -> dict[str, Any]:
             inner.append(record)
     kept = [r for r in inner[warmup:] if _num(r.get("wps")) not in (None, 0.0)]
     out: dict[str, Any] = {"updates_logged": len(inner), "updates_used": len(kept)}
+    per_row: dict[str, list[float]] = {}
     for key, name in (("wps", "wps"), ("ups", "ups"), ("wpb", "wpb"), ("bsz", "bsz")):
         values = [v for v in (_num(r.get(key)) for r in kept) if v is not None]
         if values:
             out[name] = _mean(values)
+            per_row[name] = values
     if kept:
+        out["values"] = per_row
+        out["window"] = _window("update", [{"update": int(_num(r.get("num_updates")) or 0)} for r in kept],
+                                "update", len(inner))
         out["num_updates"] = int(_num(kept[-1].get("num_updates")) or 0)
         losses = [v for v in (_num(r.get("loss")) for r in kept) if v is not None]
         if losses:
@@ -322,21 +420,32 @@ ALIASES = {
 
 
 def with_aliases(metrics: dict[str, Any]) -> dict[str, Any]:
-    """Add the recipe-facing metric names (``ALIASES``) next to the parsers' own keys."""
+    """Add the recipe-facing metric names (``ALIASES``) next to the parsers' own keys (in
+    ``values`` too)."""
     out = dict(metrics)
+    values = dict(out["values"]) if isinstance(out.get("values"), dict) else None
     for alias, key in ALIASES.items():
         if key in out and alias not in out:
             out[alias] = out[key]
+        if values is not None and key in values and alias not in values:
+            values[alias] = values[key]
+    if values is not None:
+        out["values"] = values
     return out
 
 
 def parse(name: str, text: str, **options: Any) -> dict[str, Any]:
-    """Run the parser ``name`` on ``text`` and add the recipe-facing aliases."""
+    """Run the parser ``name`` on the last run in ``text`` (``split_runs``) and add the
+    recipe-facing aliases; ``runs`` is how many runs the file holds, ``values`` each metric's
+    per-row values over the measurement ``window`` (the logged rows after the warm-up)."""
     if name not in NATIVE_PARSERS:
         from envbuild.errors import InputError
         raise InputError(f"unknown benchmark parser {name!r}",
                          hint="use one of: " + ", ".join(sorted(NATIVE_PARSERS)))
-    return with_aliases(NATIVE_PARSERS[name](strip_task_labels(text), **options))
+    run, runs = last_run(name, text)
+    out = with_aliases(NATIVE_PARSERS[name](run, **options))
+    out["runs"] = runs
+    return out
 
 
 NATIVE_PARSERS: dict[str, Callable[..., dict[str, Any]]] = {
