@@ -2,9 +2,9 @@
 cases.yaml, written by write_corpus.py from the printing code each row names): every case's
 completion state, run count, metric and window values, and its verdict through ``envbuild parse``.
 
-0 wrong verdicts: a row whose verdict depends on the GPU model (``gpu_dependent``) is checked
-here against what the current GPU-blind judge says (``verdict_now``); its ``verdict`` is the one
-the GPU-aware judge must give.
+0 wrong verdicts: each row is judged on its GPU model and count (``gpu``), as ``envbuild parse
+--gpu MODEL --gpus N`` does; a row whose verdict depends on the GPU (``gpu_dependent``) also says
+what a GPU-blind judge said (``verdict_now``), which the one judge no longer says.
 """
 
 from __future__ import annotations
@@ -32,19 +32,24 @@ def ids(row: dict) -> str:
     return f"{row['recipe']}:{row['case']}"
 
 
-def verdict_of(tmp_path: Path, recipe: str, log: Path, threshold) -> tuple[int, dict]:
-    """(exit code, JSON result) of ``envbuild parse RECIPE LOG --json``, with the recipe's
-    threshold replaced where the row sets one."""
+def verdict_of(tmp_path: Path, recipe: str, log: Path, threshold, gpu: dict | None = None) -> tuple[int, dict]:
+    """(exit code, JSON result) of ``envbuild parse RECIPE LOG --json [--gpu MODEL --gpus N]``,
+    with the recipe's threshold replaced where the row sets one."""
     rec = recipe
     if threshold != "as-shipped":
         data = load_recipe(recipe).model_dump(mode="json", by_alias=True)
         data["benchmark"]["threshold"] = threshold
+        if threshold is None:  # a threshold's GPU goes with it
+            data["benchmark"].pop("threshold_gpu", None)
+            data["benchmark"].pop("threshold_gpus", None)
         path = tmp_path / f"{recipe}.yaml"
         path.write_text(yaml.safe_dump(data))
         rec = str(path)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        rc = main(["parse", rec, str(log), "--json"])
+        rc = main(["parse", rec, str(log), "--json",
+                   *(["--gpu", gpu["model"]] if gpu else []),
+                   *(["--gpus", str(gpu["count"])] if gpu and gpu.get("count") else [])])
     return rc, json.loads(out.getvalue())
 
 
@@ -71,8 +76,8 @@ def test_metric_and_window_come_from_the_last_run(row):
 
 @pytest.mark.parametrize("row", CASES, ids=ids)
 def test_verdict(row, tmp_path, capsys):
-    rc, got = verdict_of(tmp_path, row["recipe"], LOGS / row["file"], row["threshold"])
-    want = row.get("verdict_now", row["verdict"])
+    rc, got = verdict_of(tmp_path, row["recipe"], LOGS / row["file"], row["threshold"], row.get("gpu"))
+    want = row["verdict"]
     assert got["verdict"] == want, got["reason"]
     assert (rc == 0) == (want == "PASS")
     if row["state"] != "complete":
