@@ -242,7 +242,7 @@ def results(job: Job, recipe, result: JobResult) -> dict[str, Any]:
         if job.replaced:
             native["replaced"] = job.replaced
         else:  # the recipe's own training ran: it exercised the environment when it completed
-            native["ok"] = result.ok and verdict.completion.state == "complete"
+            native["ok"] = result.ok and (verdict.completion or {}).get("state") == "complete"
     if not result.ok:
         why = f"job {result.job_id} {result.state} (exit {result.exit_code})" + (f": {result.reason}" if result.reason else "")
         native["error"] = why
