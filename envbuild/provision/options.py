@@ -68,6 +68,8 @@ class ProvisionOutcome:
     results: dict[str, dict]
     command: str  # the ansible-playbook command line for a run by hand
     plans: dict[str, Plan]
+    verdict: str | None = None  # a finished run's report verdict: PASS | NOT JUDGED | FAIL
+    verdict_notes: list[str] = field(default_factory=list)  # its reasons, then what was not judged
 
 
 def selection(opts: ProvisionOptions) -> NodeSelection:

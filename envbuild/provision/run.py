@@ -82,7 +82,12 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
             nonlocal phase
             phase = "finish"
             sink.close()
-            return outcome(*finish(rd, results, len(nodes)))
+            done = outcome(*finish(rd, results, len(nodes)))
+            run = rd.read("run.json")
+            done.verdict = run.get("verdict")
+            done.verdict_notes = [str(r.get("message")) for r in run.get("verdict_reasons") or [] if isinstance(r, dict)]
+            done.verdict_notes += [str(n) for n in run.get("verdict_not_judged") or []]
+            return done
 
         if opts.dry_run:  # nothing installed: status "dry-run", never runs/latest, never a verdict
             rd.update_run(finished=rundir._now(), status="dry-run")
