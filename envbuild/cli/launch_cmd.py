@@ -60,10 +60,13 @@ def launch_cmd(recipe, target, scheduler, nodes, gpus_per_node, variant, out, su
 
     \b
     The environment is the plan's: each task sources the env file its env-file step writes.
-    With --submit, a provisioned run of RECIPE on TARGET is verified first and drifted nodes
-    are refused (exit 1); the job's output lands in a run directory, parsed with the recipe's
-    own parser, read by `envbuild report`. Exit 1 when the job fails (its state and output
-    tail are printed) or its result misses the recipe's threshold.
+    With --submit, a provisioned run of RECIPE on TARGET is verified first, its nodes reached
+    with the SSH key and known_hosts files the provision recorded (-i/--known-hosts replace
+    them), and drifted nodes are refused (exit 1; a node not verified: exit 3); the job's
+    output lands in a run directory under the node it ran on, parsed with the recipe's own
+    parser, read by `envbuild report`; runs/latest moves to it only when the job completed
+    with a measurement. Exit 1 when the job fails (its state and output tail are printed)
+    or its result misses the recipe's threshold.
     A target's jobs section says what its scheduler requires of every job (Polaris: an account
     and a queue); set jobs.account and jobs.queue in your own copy of the target file to leave
     the flags out.
@@ -89,13 +92,11 @@ def launch_cmd(recipe, target, scheduler, nodes, gpus_per_node, variant, out, su
     outcome = launch(LaunchRequest(recipe=recipe, target=target, options=opts, submit=submit, run=run,
                                    facts_file=facts_file, lock_file=lock_file, prefix=prefix, git_mirror=git_mirror,
                                    nodes=NodeSelection(identity_file=identity, known_hosts=tuple(known_hosts)),
-                                   timeout=timeout, argv=["envbuild", *sys.argv[1:]]))
+                                   timeout=timeout, argv=["envbuild", *sys.argv[1:]]),
+                     warn=lambda msg: click.echo(f"warning: {msg}", err=True))
     if outcome.job is None:
         _print_rendered(outcome.rendered, scheduler, out, as_json)
         return None
-    if outcome.unverified:
-        click.echo(f"warning: no provision run of {outcome.rendered.job.recipe} on {outcome.rendered.job.target}: "
-                   "the nodes' environments are not verified before submitting", err=True)
     return _print_job(outcome.job, as_json)
 
 

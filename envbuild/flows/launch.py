@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from envbuild import rundir
 from envbuild.connect.selection import NodeSelection
@@ -65,8 +66,9 @@ class LaunchOutcome:
         return self.job is not None and self.provisioned is None
 
 
-def launch(request: LaunchRequest) -> LaunchOutcome:
-    """Render, and with ``submit`` verify, submit, follow and collect (module docstring)."""
+def launch(request: LaunchRequest, *, warn: Callable[[str], None] | None = None) -> LaunchOutcome:
+    """Render, and with ``submit`` verify, submit, follow and collect (module docstring).
+    ``warn`` is told, before the job is submitted, when there is no provision run to verify."""
     from envbuild.recipes import load_recipe
     from envbuild.targets import load_target
 
@@ -84,6 +86,9 @@ def launch(request: LaunchRequest) -> LaunchOutcome:
     if not request.submit:
         return LaunchOutcome(render_launch(rec, tgt, plan, opts), provisioned=provisioned)
     verdicts = verify_nodes(provisioned, request.nodes) if provisioned is not None else []
+    if provisioned is None and warn is not None:
+        warn(f"no provision run of {rec.name} on {tgt.name}: the nodes' environments are not verified "
+             "before submitting")
     job = sub.launch(rec, tgt, plan, opts, argv=request.argv, env=request.env, timeout=request.timeout,
                      provisioned=provisioned, verdicts=verdicts)
     return LaunchOutcome(job.rendered, job, provisioned, verdicts)
