@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from envbuild import rundir
+from envbuild.connect.selection import NodeSelection
 from envbuild.errors import EnvironmentProblem
 from envbuild.launch import Rendered, render_job
 from envbuild.launch.job import Job, LaunchOptions, build_job
@@ -368,8 +369,9 @@ def _copy_provisioned(src: Path, rd) -> None:
     if (src / "lock.lock").exists():
         shutil.copy2(src / "lock.lock", rd.path / "lock.lock")
     run = json.loads((src / "run.json").read_text())
+    chosen = NodeSelection.for_run(run)  # how the provision reached its nodes (older runs: their options)
     rd.update_run(lock_digest=run.get("lock_digest"), lock_path=run.get("lock_path"),
-                  provisioned_run=str(src), selection=run.get("selection"))
+                  provisioned_run=str(src), selection=chosen.record() if chosen else None)
     for node in sorted(p for p in (src / "nodes").glob("*") if p.is_dir()):
         for name in NODE_FILES:
             if (node / name).exists():
