@@ -78,14 +78,6 @@ def _finished(run_dir: Path) -> bool:
         return False
 
 
-def ran_on_controller(run_dir: Path) -> bool:
-    """True when the run provisioned this machine itself (``--target local`` with no --hosts or
-    --inventory): a plain ``envbuild verify`` then observes the local environment."""
-    run = load_json(run_dir / "run.json") or {}
-    opts = run.get("options") or {}
-    return run.get("hosts") == ["local"] and not opts.get("hosts") and not opts.get("inventory")
-
-
 def _node_dir(run_dir: Path, names: list[str], only_one_ok: bool) -> Path:
     """The run's folder for a node, matched by inventory name, label or host."""
     nodes = sorted(p for p in (run_dir / "nodes").glob("*") if p.is_dir())

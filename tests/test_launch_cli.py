@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import stat
 from pathlib import Path
 
@@ -89,8 +90,22 @@ def test_local_run_is_parsed_with_the_recipes_parser(tmp_path, home, capsys) -> 
     assert res["status"] == verdict["verdict"].lower() and res["passed"] is (verdict["verdict"] == "PASS")
     assert native["metrics"]["tokens_per_second"] > 0
     run = Path(res["run"])
+    assert (home / "runs" / "latest").resolve() == run and res["latest"] is True  # a measurement: evidence
+    # the job ran on this machine, named as itself (no provision run calls it "local")
+    here = socket.gethostname()
+    assert res["node"] == res["node_dir"] == here and res["nodes"] == [here]
+    assert json.loads((run / "nodes" / here / "smoke.json").read_text())["native"]["ran"] is True
+    assert json.loads((run / "run.json").read_text())["hosts"] == [here]
+
+    # a job that fails leaves runs/latest where it was: `envbuild verify` and `report` go on
+    # reading the run that carries evidence
+    rc = main(["launch", "cpu-reference", "-t", "local", "--scheduler", "local", "--prefix", str(prefix),
+               "--submit", "--json", "--command-override", "exit 3"])
+    captured = capsys.readouterr()
+    failed = json.loads(captured.out)
+    assert rc == 1 and failed["job"]["state"] == "FAILED" and failed["latest"] is False
+    assert "runs/latest not moved: the job did not complete" in captured.err
     assert (home / "runs" / "latest").resolve() == run
-    assert json.loads((run / "nodes" / "local" / "smoke.json").read_text())["native"]["ran"] is True
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from envbuild.cli import main
-from envbuild.cli.launch_cmd import _plan
+from envbuild.flows.launch import launch_plan
 from envbuild.lock import lock_path, read_lock
 from envbuild.recipes import load_recipe
 from envbuild.targets import load_target
@@ -55,7 +55,7 @@ def test_launch_plan_takes_the_git_dependencies_from_the_mirror(mirror, capsys) 
     deps = [g for g in lock.git if g.required_by]
     assert deps, "the shipped polaris lock pins ezpz's git dependencies"
     root = str(next(iter(mirror.values())).parents[1])
-    plan = _plan(load_recipe(RECIPE), load_target(TARGET), run_dir=None, facts_file=None, lock_file=None,
+    plan = launch_plan(load_recipe(RECIPE), load_target(TARGET), run_dir=None, facts_file=None, lock_file=None,
                  prefix=None, git_mirror=root, container=True)
     git = {s.params.name: s.params for s in plan.steps if s.kind == "git_source"}
     for pin in deps:  # a git dependency of a source install, as provision fetches it

@@ -230,7 +230,10 @@ def test_the_users_per_node_variant_runs_on_two_slurm_nodes(stand_in, slurm_clus
     record = json.loads(out.strip().splitlines()[-1])
     assert record["ranks"] == 2 and record["hosts"] == ["node1", "node2"]
     assert native["metrics"] == parse("envbuild-smoke", out)
-    assert res["node"] == "node1"
+    # the job's nodes as Slurm names them (its NodeList, expanded), the results under its batch node
+    assert res["node"] == res["node_dir"] == "node1" and res["nodes"] == ["node1", "node2"]
+    assert json.loads((run / "run.json").read_text())["hosts"] == ["node1", "node2"]
+    assert json.loads((run / "launch.json").read_text())["nodes"] == ["node1", "node2"]
     assert json.loads((run / "nodes" / "node1" / "smoke.json").read_text()) == res["results"]
     # envbuild report judges the run from its directory: the user's figure met its threshold;
     # the verdict is FAIL only because a stand-in's installed state was never observed

@@ -1,8 +1,8 @@
 """The house's layers (docs/STYLE.md, "Where the house grew sideways"), kept by import-linter's
 contracts in pyproject.toml (``[tool.importlinter]``, run by ``lint-imports``).
 
-The contract "layers" is the one list of layers, top first: cli -> flows (provision, verify,
-launch --submit) -> execute, launch, bundle, judge (report, observe, smoke) -> render -> actions
+The contract "layers" is the one list of layers, top first: cli -> flows (flows, provision,
+verify) -> execute, launch, bundle, judge (report, observe, smoke) -> render -> actions
 -> plan -> lock -> knowledge (compat, patches) -> facts -> connect -> data (recipes, targets) ->
 base -> node. Its ``ignore_imports`` are the imports that still climb, each with why; "acyclic"
 allows no cycle among the children of any package; forbidden, protected and independence
@@ -10,8 +10,7 @@ contracts keep the node side alone, the pure layers off the hosts and sibling mo
 
 Here: ``lint-imports`` keeps every contract, and each contract breaks when one import is added
 to a copy of the package (mark lint); and what import-linter cannot see by itself: a folder of
-modules without ``__init__.py`` (grimp skips it) and a module left out of every layer (the layers
-contract names launch's modules one by one, so its exhaustive check does not cover them).
+modules without ``__init__.py`` (grimp skips it) and a module left out of every layer.
 """
 
 from __future__ import annotations
@@ -33,8 +32,8 @@ CONFIG = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlin
 CONTRACTS = {c["id"]: c for c in CONFIG["contracts"]}
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 
-# the modules the layers contract cannot place, and the contract that keeps each
-UNPLACED = {"envbuild": "root-package", "envbuild.launch": "launch-package"}
+# the module the layers contract cannot place, and the contract that keeps it
+UNPLACED = {"envbuild": "root-package"}
 
 
 def layers() -> list[list[str]]:
@@ -65,31 +64,27 @@ def test_every_folder_of_modules_is_a_regular_package():
 
 
 def test_every_module_lies_in_a_layer():
-    """The layers contract is exhaustive over envbuild's children but for launch, whose modules
-    it names one by one; a new module of launch must be named too. The two package modules no
-    layer can hold are kept by contracts of their own."""
+    """The layers contract is exhaustive over envbuild's children, launch included (its
+    executor, launch.submit, lies with the renderers since the launch flow is
+    envbuild.flows.launch). The root package no layer can hold is kept by a contract of its own."""
     layering = layers()
     assert CONTRACTS["layers"]["exhaustive"] is True
-    assert CONTRACTS["layers"]["exhaustive_ignores"] == ["launch"]
+    assert "exhaustive_ignores" not in CONTRACTS["layers"]
     assert sorted(m for m in modules() - set(UNPLACED) if layer_of(m, layering) is None) == []
-    assert layer_of("envbuild.launch.new_scheduler", layering) is None  # the check above sees one
+    assert layer_of("envbuild.launch.new_scheduler", layering) == layer_of("envbuild.launch.submit", layering)
     for module, contract in UNPLACED.items():
         assert layer_of(module, layering) is None
         assert CONTRACTS[contract]["source_modules"] == [module]
         assert CONTRACTS[contract]["as_packages"] is False
 
 
-def test_the_launch_package_contract_forbids_exactly_the_layers_above_launch():
-    """launch-package spells the layers above launch's renderers as modules; it follows the
-    one list."""
+def test_the_flows_lie_in_the_layer_under_the_cli():
+    """Every flow named in envbuild/flows/__init__.py lies in the layer right under the CLI."""
     layering = layers()
-    above = layering[: layer_of("envbuild.launch.job", layering)]
-    want = set()
-    for module in (m for layer in above for m in layer):
-        want.add(module)
-        if (ROOT / module.replace(".", "/")).is_dir():
-            want.add(module + ".**")
-    assert set(CONTRACTS["launch-package"]["forbidden_modules"]) == want
+    text = (PACKAGE / "flows" / "__init__.py").read_text()
+    named = re.findall(r"``(envbuild\.[a-z_.]+)\.[a-z_]+``\s", text)
+    assert {"envbuild.flows.verify", "envbuild.flows.launch", "envbuild.flows.render", "envbuild.provision"} <= set(named)
+    assert {layer_of(m, layering) for m in named} == {layer_of("envbuild.cli", layering) + 1}
 
 
 def test_no_import_climbs_and_no_contract_lists_exceptions():
@@ -216,9 +211,9 @@ BREAKS = {
     "cycle within one layer": (  # compat imports patches (rules_apex); same layer, so layers keeps
         _append("patches/_case.py", "from envbuild.compat import rule\n"),
         "acyclic", "No cycles are allowed in envbuild."),
-    "launch's own module climbs": (
+    "launch climbs to a flow": (
         _append("launch/__init__.py", "from envbuild.verify import verify\n"),
-        "launch-package", "envbuild.launch is not allowed to import envbuild.verify"),
+        "layers", "envbuild.launch -> envbuild.verify"),
     "the root package imports a module": (
         _append("__init__.py", "from envbuild import errors\n"),
         "root-package", "envbuild is not allowed to import envbuild.errors"),

@@ -160,3 +160,31 @@ def test_a_failed_native_verdict_fails_without_a_threshold_and_a_missing_run_is_
     assert report.verdict.status == "NOT JUDGED" and report.verdict.reasons == []
     assert "gpu-a: the recipe's benchmark did not run (needs 8 GPUs, the node has 0)" in report.verdict.not_judged
     assert main(["report", str(run)]) == 5
+
+
+def test_a_pass_never_stands_beside_a_badge_that_says_no(run):
+    """A launched job's smoke.json holds only the recipe's benchmark, which met its threshold
+    and (with the native section carrying no ``ok``) did not count as the Functional badge's
+    exercise: the banner said PASS beside "Functional: no". The verdict now needs every
+    Functional and Reproduced criterion: NOT JUDGED, naming the one not met; a PASS is left
+    only where both badges are supported."""
+    make_clean(run)
+    for node in ("gpu-a", "gpu-b"):
+        smoke_file = run / "nodes" / node / "smoke.json"
+        smoke = json.loads(smoke_file.read_text())
+        smoke_file.write_text(json.dumps({"native": smoke["native"]}))  # as launch --submit wrote it
+    report = collect(run)
+    badges = {b.id: b for b in report.badges}
+    assert not badges["functional"].supported
+    assert report.verdict.status == "NOT JUDGED" and report.verdict.reasons == []
+    assert any("the smoke trained and all-reduced on every node: not met" in n for n in report.verdict.not_judged)
+    assert "## Verdict: PASS" not in render(report, "md")
+    # the job's completed training counts as the exercise (launch --submit's native "ok"): PASS
+    for node in ("gpu-a", "gpu-b"):
+        smoke_file = run / "nodes" / node / "smoke.json"
+        smoke = json.loads(smoke_file.read_text())
+        smoke["native"]["ok"] = True
+        smoke_file.write_text(json.dumps(smoke))
+    report = collect(run)
+    badges = {b.id: b for b in report.badges}
+    assert report.verdict.status == "PASS" and badges["functional"].supported and badges["reproduced"].supported

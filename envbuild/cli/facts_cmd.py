@@ -46,19 +46,16 @@ def facts_command(local, hosts, inventory, identity, port, user, known_hosts, in
     envbuild facts --hosts root@10.0.0.1,10.0.0.2:2222 -i ~/.ssh/id_ed25519 --json
     envbuild facts --inventory hosts.ini -o facts.json
     """
+    from envbuild.connect.selection import NodeSelection
     from envbuild.facts.gather import gather_hosts, gather_local
-    from envbuild.facts.hosts import parse_hosts, read_inventory
     from envbuild.facts.load import dump_facts
 
     if sum(bool(x) for x in (local, hosts, inventory)) > 1:
         raise InputError("choose one of --local, --hosts, --inventory", hint="envbuild facts --help")
-    if hosts or inventory:
-        how = dict(user=user, port=port, insecure=insecure, known_hosts=known_hosts or None)
-        specs = (
-            parse_hosts(hosts, identity=identity, **how)
-            if hosts
-            else read_inventory(inventory, identity_file=identity, **how)
-        )
+    selection = NodeSelection(hosts=hosts, inventory=inventory, identity_file=identity, user=user, port=port,
+                              known_hosts=tuple(known_hosts), insecure=insecure, port_names=True)
+    if selection.given and not selection.is_controller:
+        specs = selection.nodes()
         results = gather_hosts(specs, python=python, connect_timeout=connect_timeout)
         as_list = len(specs) > 1
     else:

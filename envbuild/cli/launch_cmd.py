@@ -8,39 +8,9 @@ from pathlib import Path
 import click
 
 from envbuild.cli import cli
-from envbuild.cli.options import recipe_argument, target_option
+from envbuild.cli.options import identity_option, recipe_argument, target_option
 from envbuild.cli.output import console, emit_json
-from envbuild.errors import NOT_JUDGED, CheckFailed, EnvironmentProblem, InputError
-
-
-def _plan(rec, tgt, *, run_dir: Path | None, facts_file, lock_file, prefix, git_mirror, container: bool):
-    """The plan the launch reads: a provisioned run's, else the image's for a container
-    recipe run in its container, else the node plan resolved as ``envbuild plan`` does."""
-    from envbuild.inputs import find_lock, node_facts
-    from envbuild.plan.build import PlanOptions
-    from envbuild.plan.model import Plan
-    from envbuild.plan.resolve import fetch_urls, resolve
-
-    if run_dir is not None:
-        plans = sorted((run_dir / "nodes").glob("*/plan.json"))
-        if not plans:
-            raise InputError(f"run {run_dir.name} has no node plan", hint="pass a provision run (envbuild provision ...)")
-        from envbuild.userfile import read_json
-
-        return Plan.model_validate(read_json(plans[0], "plan"))
-    lock = find_lock(rec, tgt, lock_file)
-    if container and rec.environment.kind == "container" and not prefix:
-        from envbuild.plan.image import image_plan
-
-        from envbuild.plan.placeholders import inventory_values  # {inventory.*} patches: --facts
-
-        return image_plan(rec, tgt, lock, inventory=inventory_values(node_facts(tgt, facts_file))
-                          if facts_file else None).plan
-    facts = node_facts(tgt, facts_file)[0]
-    # the lock's git pins too (git dependencies of source installs), as plan and provision do
-    opts = PlanOptions(prefix=prefix, git_mirror=git_mirror, host=facts.host,
-                       fetch_urls=fetch_urls(rec, git_mirror, lock))
-    return resolve(rec, tgt, facts, lock, opts).plan
+from envbuild.errors import NOT_JUDGED, CheckFailed, InputError
 
 
 @cli.command("launch")
@@ -77,18 +47,26 @@ def _plan(rec, tgt, *, run_dir: Path | None, facts_file, lock_file, prefix, git_
 @click.option("--master-port", type=click.IntRange(1, 65535), help="Rendezvous port [scheduler default].")
 @click.option("--timeout", type=click.IntRange(1), default=3600, show_default=True,
               help="--submit: cancel the job after this many seconds.")
+@click.option("-i", "--identity", callback=identity_option,
+              help="--submit: SSH private key to verify the provision run's nodes with [the provision's].")
+@click.option("--known-hosts", "known_hosts", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="--submit: known_hosts file to check the nodes' host keys against (repeatable) [the provision's].")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def launch_cmd(recipe, target, scheduler, nodes, gpus_per_node, variant, out, submit, smoke_only,
                command_override, container_image, no_container, run, facts_file, lock_file, prefix,
-               git_mirror, time_limit, partition, account, namespace, k8s_workload, master_port, timeout, as_json):
+               git_mirror, time_limit, partition, account, namespace, k8s_workload, master_port, timeout,
+               identity, known_hosts, as_json):
     """Render RECIPE's published run for a scheduler; with --submit run it and collect the result.
 
     \b
     The environment is the plan's: each task sources the env file its env-file step writes.
-    With --submit, a provisioned run of RECIPE on TARGET is verified first and drifted nodes
-    are refused (exit 1); the job's output lands in a run directory, parsed with the recipe's
-    own parser, read by `envbuild report`. Exit 1 when the job fails (its state and output
-    tail are printed) or its result misses the recipe's threshold.
+    With --submit, a provisioned run of RECIPE on TARGET is verified first, its nodes reached
+    with the SSH key and known_hosts files the provision recorded (-i/--known-hosts replace
+    them), and drifted nodes are refused (exit 1; a node not verified: exit 3); the job's
+    output lands in a run directory under the node it ran on, parsed with the recipe's own
+    parser, read by `envbuild report`; runs/latest moves to it only when the job completed
+    with a measurement. Exit 1 when the job fails (its state and output tail are printed)
+    or its result misses the recipe's threshold.
     A target's jobs section says what its scheduler requires of every job (Polaris: an account
     and a queue); set jobs.account and jobs.queue in your own copy of the target file to leave
     the flags out.
@@ -99,73 +77,65 @@ def launch_cmd(recipe, target, scheduler, nodes, gpus_per_node, variant, out, su
         --image registry.example.org/envbuild/megatronapp:rtx4090-pod -o pods.yaml
       envbuild launch alpa-megatron -t slurm --scheduler slurm --smoke-only --gpus-per-node 2 --submit
     """
-    from envbuild.launch import LaunchOptions, render_launch
-    from envbuild.launch import submit as sub
-    from envbuild.recipes import load_recipe
-    from envbuild.targets import load_target
+    from envbuild.connect.selection import NodeSelection
+    from envbuild.flows.launch import LaunchRequest, launch
+    from envbuild.launch import LaunchOptions
 
-    rec, tgt = load_recipe(recipe), load_target(target)
-    if k8s_workload and scheduler != "k8s":
-        raise InputError(f"--k8s-workload is a Kubernetes option; the scheduler is {scheduler}",
-                         hint="drop --k8s-workload, or use --scheduler k8s")
-    if submit and scheduler not in ("slurm", "local"):
-        raise InputError(f"--submit runs slurm and local jobs; {scheduler} is render-only here",
-                         hint="write the file with -o and submit it yourself (qsub / kubectl apply -f)")
     opts = LaunchOptions(scheduler=scheduler, nodes=nodes, gpus_per_node=gpus_per_node, variant=variant,
                          smoke_only=smoke_only, command_override=command_override,
                          container_image=container_image, no_container=no_container, time_limit=time_limit,
                          partition=partition, account=account, namespace=namespace,
                          k8s_workload=k8s_workload or "job", master_port=master_port)
-    provisioned = sub.provisioned_run(rec.name, tgt.name, run) if (submit or run) else None
-    plan = _plan(rec, tgt, run_dir=provisioned, facts_file=facts_file, lock_file=lock_file, prefix=prefix,
-                 git_mirror=git_mirror, container=not no_container)
-    if not submit:
-        rendered = render_launch(rec, tgt, plan, opts)
-        if out:
-            out.write_text(rendered.text)
-            if scheduler != "k8s":
-                out.chmod(0o755)
-        if as_json:
-            emit_json({"scheduler": scheduler, "file": str(out) if out else None, "name": rendered.filename,
-                       "nodes": rendered.job.nodes, "gpus_per_node": rendered.job.gpus_per_node,
-                       "replaced": rendered.job.replaced, "text": None if out else rendered.text})
-        elif out:
-            console.print(f"wrote {out} ({scheduler}, {rendered.job.nodes} node(s))")
-        else:
-            sys.stdout.write(rendered.text)
-        return
-    verdicts = []
-    if provisioned is not None:
-        verdicts = sub.verify_nodes(provisioned)
-        drifted = [v.node for v in verdicts if v.status == "drift"]
-        if drifted:
-            raise CheckFailed(f"not submitting: drift on {', '.join(drifted)} (run {provisioned.name})",
-                              hint="reprovision those nodes (envbuild provision) or see envbuild verify --run "
-                                   f"{provisioned}")
-        down = [f"{v.node} ({v.message})" for v in verdicts if v.status == "unreachable"]
-        if down:
-            raise EnvironmentProblem(f"not submitting: could not verify {'; '.join(down)}",
-                                     hint="check that the nodes are up and the environment prefix exists")
+    if k8s_workload and scheduler != "k8s":
+        raise InputError(f"--k8s-workload is a Kubernetes option; the scheduler is {scheduler}",
+                         hint="drop --k8s-workload, or use --scheduler k8s")
+    outcome = launch(LaunchRequest(recipe=recipe, target=target, options=opts, submit=submit, run=run,
+                                   facts_file=facts_file, lock_file=lock_file, prefix=prefix, git_mirror=git_mirror,
+                                   nodes=NodeSelection(identity_file=identity, known_hosts=tuple(known_hosts)),
+                                   timeout=timeout, argv=["envbuild", *sys.argv[1:]]),
+                     warn=lambda msg: click.echo(f"warning: {msg}", err=True))
+    if outcome.job is None:
+        _print_rendered(outcome.rendered, scheduler, out, as_json)
+        return None
+    return _print_job(outcome.job, as_json)
+
+
+def _print_rendered(rendered, scheduler: str, out: Path | None, as_json: bool) -> None:
+    if out:
+        out.write_text(rendered.text)
+        if scheduler != "k8s":
+            out.chmod(0o755)
+    if as_json:
+        emit_json({"scheduler": scheduler, "file": str(out) if out else None, "name": rendered.filename,
+                   "nodes": rendered.job.nodes, "gpus_per_node": rendered.job.gpus_per_node,
+                   "replaced": rendered.job.replaced, "text": None if out else rendered.text})
+    elif out:
+        console.print(f"wrote {out} ({scheduler}, {rendered.job.nodes} node(s))")
     else:
-        click.echo(f"warning: no provision run of {rec.name} on {tgt.name}: the nodes' environments are "
-                   "not verified before submitting", err=True)
-    outcome = sub.launch(rec, tgt, plan, opts, argv=["envbuild", *sys.argv[1:]], timeout=timeout,
-                         provisioned=provisioned, verdicts=verdicts)
+        sys.stdout.write(rendered.text)
+
+
+def _print_job(outcome, as_json: bool) -> int | None:
+    """The submitted job: its state, its verdict, where its run is; the exit code."""
     res = outcome.result
     if as_json:
         emit_json({"run": str(outcome.run_dir), "passed": outcome.passed, "status": outcome.status,
-                   "job": res.to_dict(),
-                   "node": outcome.node, "results": outcome.smoke})
+                   "job": res.to_dict(), "node": outcome.node, "nodes": outcome.hosts,
+                   "node_dir": outcome.node_dir, "latest": outcome.published, "results": outcome.smoke})
     else:
-        console.print(f"job {res.job_id} ({res.scheduler}): {res.state}, exit {res.exit_code}; run {outcome.run_dir}")
+        console.print(f"job {res.job_id} ({res.scheduler}) on {', '.join(outcome.hosts) or '?'}: {res.state}, "
+                      f"exit {res.exit_code}; run {outcome.run_dir}", markup=False)
         native = outcome.smoke.get("native") or {}
         verdict = native.get("verdict") or {}
         if verdict:
-            console.print(f"  {verdict.get('reason')}")
+            console.print(f"  {verdict.get('reason')}", markup=False)
         elif outcome.smoke.get("collective"):
             c = outcome.smoke["collective"]
             console.print(f"  smoke all-reduce x{c.get('world_size')}: ok={c.get('ok')}, "
-                          f"max busbw {c.get('max_busbw_gbps')} GB/s ({native.get('reason', '')})")
+                          f"max busbw {c.get('max_busbw_gbps')} GB/s ({native.get('reason', '')})", markup=False)
+    if not outcome.published:
+        click.echo("runs/latest not moved: the job " + ("carries no measurement" if res.ok else "did not complete"),
+                   err=True)
     if not res.ok:
         raise CheckFailed(f"job {res.job_id} {res.state} (exit {res.exit_code})"
                           + (f": {res.reason}" if res.reason else "") + "\n" + res.tail(),
@@ -179,4 +149,4 @@ def launch_cmd(recipe, target, scheduler, nodes, gpus_per_node, variant, out, su
     if not outcome.passed:
         raise CheckFailed("the job finished but its result does not pass",
                           hint=f"envbuild report {outcome.run_dir}")
-
+    return None

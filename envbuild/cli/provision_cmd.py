@@ -147,19 +147,15 @@ def provision_cmd(recipe, target, recipe_option, hosts, inventory, backend, pref
         elif dry_run:
             console.print("dry run: nothing installed; the run is not runs/latest", markup=False)
         else:
-            verdict_line(out.run_dir)
+            verdict_line(out)
         console.print(f"run directory: {out.run_dir}", markup=False)
     if out.exit_code:
         raise click.exceptions.Exit(out.exit_code)
 
 
-def verdict_line(run_dir) -> None:
-    """The finished run's verdict as provision recorded it in run.json (one line)."""
-    from envbuild.report.collect import read_run
-
-    run = read_run(run_dir)
-    if run.get("verdict"):
-        notes = [str(r.get("message")) for r in run.get("verdict_reasons") or [] if isinstance(r, dict)]
-        notes += [str(n) for n in run.get("verdict_not_judged") or []]
+def verdict_line(out) -> None:
+    """The finished run's verdict (one line), as the provision flow returned it."""
+    if out.verdict:
+        notes = out.verdict_notes
         more = f" (+{len(notes) - 1} more: envbuild report)" if len(notes) > 1 else ""
-        console.print(f"verdict: {run['verdict']}" + (f": {notes[0]}{more}" if notes else ""), markup=False)
+        console.print(f"verdict: {out.verdict}" + (f": {notes[0]}{more}" if notes else ""), markup=False)

@@ -3,8 +3,6 @@ context, an Apptainer definition or a CI workflow."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from envbuild.cli import cli
@@ -42,33 +40,15 @@ def render_cmd(recipe, target, fmt, out, base, facts_file, lock_file, prefix, wh
     and was not accepted by --allow-unverified NAME (an image build checks hashes as provision
     does); 2 bad input.
     """
-    from envbuild.inputs import find_lock, node_facts, recipe_and_target
-    from envbuild.lock.serialize import image_lock_text
-    from envbuild.render.context import write
-    from envbuild.render.formats import IMAGE_FORMATS, render
+    from envbuild.flows.render import RenderRequest, render
 
-    rec, tgt = recipe_and_target(recipe, target)
-    lock = find_lock(rec, tgt, lock_file)
-    lock_text = image_lock_text(lock, rec.name, tgt.name) if lock is not None else None
-    facts = None if fmt in IMAGE_FORMATS else node_facts(tgt, facts_file)[0]
-    from envbuild.plan.placeholders import inventory_values  # {inventory.*} patches: from --facts
-
-    inventory = inventory_values(node_facts(tgt, facts_file)) if facts_file else None
-    folder = Path(out or f"containers/{rec.name}/{tgt.name}/{fmt}")
-    res = render(fmt, rec, tgt, lock, lock_text=lock_text, facts=facts, base=base,
-                 wheelhouse=wheelhouse, prefix=prefix,
-                 run_dir=str((folder / "run").resolve()), cache_dir=str((folder / "cache").resolve()),
-                 inventory=inventory)
-    from envbuild.provision.replan import refuse_unverified
-
-    refuse_unverified(res.plan, list(allow_unverified))  # before a file is written
-    written = write(res.context, folder, wheelhouse=Path(wheelhouse) if wheelhouse else None)
+    res = render(RenderRequest(target=target, fmt=fmt, recipe=recipe, out=out, base=base, facts_file=facts_file,
+                               lock_file=lock_file, prefix=prefix, wheelhouse=wheelhouse,
+                               allow_unverified=tuple(allow_unverified)))
     if as_json:
-        emit_json({"format": fmt, "recipe": rec.name, "target": tgt.name, "out": str(folder),
-                   "files": written, "feasible": res.feasible, "preflight": res.summary,
-                   "base": res.base, "lock_sha256": res.plan.lock_digest})
+        emit_json({"format": fmt, **res.to_dict()})
     else:
-        console.print(f"wrote {len(written)} files to {folder}" + (f" (base {res.base})" if res.base else ""))
+        console.print(f"wrote {len(res.files)} files to {res.folder}" + (f" (base {res.base})" if res.base else ""))
         if not res.feasible:
-            console.print(f"[red]preflight refuses {tgt.name}:[/] {res.summary}")
-    return 0 if res.feasible else 1
+            console.print(f"[red]preflight refuses {res.target}:[/] {res.summary}")
+    return res.exit_code

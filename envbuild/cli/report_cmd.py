@@ -81,30 +81,16 @@ def verify_cmd(target, hosts, inventory, local, identity, known_hosts, insecure,
     envbuild verify --local
     envbuild verify --inventory nodes.yaml --run ~/.envbuild/runs/20250101-120000-r-t
     """
-    from envbuild.connect.nodes import parse_hosts, read_inventory
-    from envbuild.connect.runners import LocalRunner, SshRunner
-    from envbuild.report.collect import read_run
-    from envbuild.verify import exit_code, ran_on_controller, resolve_run, verify
+    from envbuild.connect.selection import NodeSelection
+    from envbuild.flows.verify import VerifyRequest, verify_run
 
-    if sum(bool(x) for x in (hosts, inventory, local)) > 1:
-        raise InputError("give only one of --hosts, --inventory, --local", hint="pick how to reach the nodes")
-    run_dir = resolve_run(run, target)
-    run_record = read_run(run_dir)  # a damaged run.json is bad input (exit 2), named
-    if local or not (hosts or inventory) and ran_on_controller(run_dir):  # a run on this machine
-        nodes = [LocalRunner(name="local")]
-    else:
-        how = dict(identity_file=identity, insecure=insecure, known_hosts=known_hosts or None)
-        if inventory:
-            specs = read_inventory(inventory, **how)
-        else:
-            spec = hosts or ",".join(run_record.get("hosts") or [])
-            if not spec:
-                raise InputError("no nodes to verify", hint="pass --hosts, --inventory or --local")
-            specs = parse_hosts(spec, **how)
-        nodes = [LocalRunner(name=s.name) if s.is_local else SshRunner(s) for s in specs]
-    results = verify(run_dir, nodes, deep=deep)
+    outcome = verify_run(VerifyRequest(
+        run=run, target=target, deep=deep,
+        nodes=NodeSelection(hosts=hosts, inventory=inventory, local=local, identity_file=identity,
+                            known_hosts=tuple(known_hosts), insecure=insecure)))
+    run_dir, results = outcome.run_dir, outcome.verdicts
     if as_json:
-        emit_json({"run": str(run_dir), "exit_code": exit_code(results), "nodes": [r.to_dict() for r in results]})
+        emit_json(outcome.to_dict())
     else:
         table = Table(title=f"verify {run_dir.name}")
         for col in ("node", "status", "kind", "subject", "expected", "observed"):
@@ -116,7 +102,7 @@ def verify_cmd(target, hosts, inventory, local, identity, known_hosts, insecure,
                 wide = 300 if d.kind == "effect-failed" else 16  # the effect's finding, in full
                 table.add_row(r.node, r.status, d.kind, d.subject, (d.expected or "-")[:16], (d.observed or "-")[:wide])
         console.print(table)
-    code = exit_code(results)
+    code = outcome.exit_code
     if code == 1:
         bad = [r.node for r in results if r.status == "drift"]
         raise CheckFailed(f"drift on {len(bad)} node(s): {', '.join(bad)}",

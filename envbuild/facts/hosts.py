@@ -1,5 +1,5 @@
-"""Which nodes to gather: ``--hosts`` lists and Ansible inventories, read by
-``envbuild.connect.nodes`` (the node model provision and verify use too).
+"""Which nodes to gather: ``--hosts`` lists and Ansible inventories, chosen by
+``envbuild.connect.selection`` (the one node selection of facts, provision, verify and launch).
 
 The one difference: a node given by ``--hosts`` with a port other than 22 is named
 ``host:port`` in facts, so two nodes on one address stay apart::
@@ -10,22 +10,14 @@ The one difference: a node given by ``--hosts`` with a port other than 22 is nam
 
 from __future__ import annotations
 
-from dataclasses import replace
-
-from envbuild.connect import nodes as _nodes
 from envbuild.connect.nodes import Node, read_inventory
+from envbuild.connect.selection import NodeSelection, label
 
 __all__ = ["parse_hosts", "read_inventory", "label"]
-
-
-def label(node: Node) -> str:
-    """``host`` or ``host:port`` (port other than 22)."""
-    return node.host if node.port in (None, 22) else f"{node.host}:{node.port}"
 
 
 def parse_hosts(text: str, *, user: str | None = None, port: int | None = 22, identity: str | None = None,
                 insecure: bool = False, known_hosts: tuple[str, ...] | None = None) -> list[Node]:
     """``[user@]host[:port],...`` as nodes named by ``label``; see ``connect.nodes.parse_hosts``."""
-    found = _nodes.parse_hosts(text, user=user, port=port, identity_file=identity, insecure=insecure,
-                               known_hosts=known_hosts)
-    return [replace(n, name=label(n)) for n in found]
+    return NodeSelection(hosts=text, user=user, port=port, identity_file=identity, insecure=insecure,
+                         known_hosts=tuple(known_hosts or ()), port_names=True).nodes()

@@ -7,12 +7,16 @@ and ``--error`` files lie in the run's ``job/`` folder (the folder must be share
 nodes, as a home directory is). local: the rendered script runs in the foreground.
 
 The run directory (``envbuild.rundir``) gets ``job/`` (script, outputs), ``launch.json`` (job
-id, scheduler state, exit code, output tail, what replaced the training command, the verify
-verdicts), ``recipe.json`` and ``nodes/<first node>/smoke.json`` in the layout envbuild.report
-reads: the recipe's native section parsed with its own parser (``envbuild.smoke.native``), or
-the collective section when ``--smoke-only`` replaced the training command (the native section
-then says it did not run, and why). When a provisioned run was verified first, its lock and
-node records are copied in, so the report judges the environment the job ran in.
+id, scheduler state, exit code, output tail, the nodes the job ran on, what replaced the
+training command, the verify verdicts), ``recipe.json`` and ``nodes/<node>/smoke.json`` in the
+layout envbuild.report reads, under the node the job's script ran on (``job_node_dir``): the
+recipe's native section parsed with its own parser (``envbuild.smoke.native``), or the
+collective section when ``--smoke-only`` replaced the training command (the native section
+then says it did not run, and why). When a provisioned run was verified first (the launch
+flow, ``envbuild.flows.launch``), its lock, node records and node selection are copied in, so
+the report judges the environment the job ran in and ``envbuild verify`` of the job's run
+reaches its nodes as the provision did. ``runs/latest`` moves to the job's run only when the
+job completed and its output gave a measurement (``evidence``).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import time
 from dataclasses import asdict, dataclass, field
@@ -27,19 +32,17 @@ from pathlib import Path
 from typing import Any
 
 from envbuild import rundir
-from envbuild.connect.nodes import parse_hosts
-from envbuild.connect.runners import LocalRunner, SshRunner
+from envbuild.connect.selection import NodeSelection
 from envbuild.errors import EnvironmentProblem
 from envbuild.launch import Rendered, render_job
 from envbuild.launch.job import Job, LaunchOptions, build_job
 from envbuild.launch.local import output_paths as local_output_paths
 from envbuild.launch.slurm import output_paths as slurm_output_paths
-from envbuild.report.collect import load_json, read_run
+from envbuild.report.collect import load_json
 from envbuild.smoke import read_result
 from envbuild.smoke.hardware import node_gpus
 from envbuild.smoke.judge import NOT_JUDGED, PASS
 from envbuild.smoke.onnode import judged_section, section_head
-from envbuild.verify import ran_on_controller, resolve_run, verify
 
 TERMINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
             "PREEMPTED", "BOOT_FAIL", "DEADLINE", "SPECIAL_EXIT", "REVOKED"}
@@ -56,12 +59,13 @@ class JobResult:
     state: str  # COMPLETED, FAILED, CANCELLED, TIMEOUT, ... (local: COMPLETED / FAILED)
     exit_code: str  # Slurm "rc:signal", local "rc"
     reason: str = ""
-    first_node: str = "local"
+    first_node: str = ""  # the node the job's script ran on (Slurm's BatchHost; local: this machine)
     stdout_path: str = ""
     stderr_path: str = ""
     stdout: str = field(default="", repr=False)
     stderr: str = field(default="", repr=False)
     timings: dict[str, float] = field(default_factory=dict)
+    nodes: list[str] = field(default_factory=list)  # every node the job ran on (Slurm: its NodeList)
 
     @property
     def ok(self) -> bool:
@@ -179,10 +183,11 @@ def run_slurm(job: Job, script: Path, env: dict[str, str], timeout: float) -> Jo
     rec = follow_slurm(job_id, env, timeout)
     t2 = time.monotonic()
     out, err = (Path(p) if os.path.isabs(p) else script.parent / p for p in slurm_output_paths(job, job_id))
-    first = rec.get("BatchHost") or rec.get("NodeList", "")
+    nodes = node_names(rec.get("NodeList", ""), env)
+    first = rec.get("BatchHost") or (nodes[0] if nodes else "")
     result = JobResult("slurm", job_id, rec.get("JobState", "UNKNOWN").split(" ")[0],
                        rec.get("ExitCode", "?"), rec.get("Reason", ""), first or "unknown",
-                       str(out), str(err), _read(out), _read(err))
+                       str(out), str(err), _read(out), _read(err), nodes=nodes or ([first] if first else []))
     result.timings = {"submit_s": t1 - t0, "run_s": t2 - t1, "collect_s": time.monotonic() - t2}
     return result
 
@@ -197,8 +202,19 @@ def run_local(job: Job, script: Path, env: dict[str, str], timeout: float) -> Jo
     except subprocess.TimeoutExpired:
         state, code, reason = "TIMEOUT", "124", f"envbuild stopped it after {timeout:.0f} s"
     out, err, _ = (Path(p) if os.path.isabs(p) else script.parent / p for p in local_output_paths(job))
-    return JobResult("local", "local", state, code, reason, "local", str(out), str(err), _read(out), _read(err),
-                     timings={"run_s": time.monotonic() - t0})
+    here = socket.gethostname()
+    return JobResult("local", "local", state, code, reason, here, str(out), str(err), _read(out), _read(err),
+                     timings={"run_s": time.monotonic() - t0}, nodes=[here])
+
+
+def node_names(nodelist: str, env: dict[str, str]) -> list[str]:
+    """Slurm's NodeList (``node[1-2]``) as node names, expanded by ``scontrol show hostnames``;
+    [] when there is none (a job that never started)."""
+    if not nodelist or nodelist in ("(null)", "None assigned"):
+        return []
+    proc = _run(["scontrol", "show", "hostnames", nodelist], env)
+    names = proc.stdout.split() if proc.returncode == 0 else []
+    return names or [nodelist]
 
 
 def results(job: Job, recipe, result: JobResult, gpu: str | None = None, gpus: int | None = None) -> dict[str, Any]:
@@ -224,6 +240,8 @@ def results(job: Job, recipe, result: JobResult, gpu: str | None = None, gpus: i
                                 job_state=result.state, gpu=gpu, gpus=gpus, record="job output")
         if job.replaced:
             native["replaced"] = job.replaced
+        else:  # the recipe's own training ran: it exercised the environment when it completed
+            native["ok"] = result.ok and ((native.get("verdict") or {}).get("completion") or {}).get("state") == "complete"
     native["job"] = job_info
     if not result.ok:
         why = f"job {result.job_id} {result.state} (exit {result.exit_code})" + (f": {result.reason}" if result.reason else "")
@@ -237,11 +255,25 @@ def results(job: Job, recipe, result: JobResult, gpu: str | None = None, gpus: i
 
 @dataclass
 class Outcome:
+    """A submitted job's run directory: ``node_dir`` is the folder under ``nodes/`` holding the
+    job's results (the provisioned node it ran on, else its first node's name); ``hosts`` the
+    nodes the job ran on, as the scheduler names them."""
+
     run_dir: Path
     rendered: Rendered
     result: JobResult
     smoke: dict[str, Any]
-    node: str
+    node_dir: str
+    published: bool = False  # runs/latest moved to this run (a completed job with evidence)
+
+    @property
+    def hosts(self) -> list[str]:
+        return self.result.nodes or ([self.result.first_node] if self.result.first_node else [])
+
+    @property
+    def node(self) -> str:
+        """The node the job's script ran on (Slurm's batch host), by its own name."""
+        return self.result.first_node or self.node_dir
 
     @property
     def status(self) -> str:
@@ -263,12 +295,24 @@ class Outcome:
         return {"pass": True, "fail": False}.get(self.status)
 
 
+def evidence(result: JobResult, smoke: dict[str, Any]) -> bool:
+    """Whether a job carries evidence: it completed, and its output gave a measurement (the
+    recipe's benchmark parsed into metrics, or the smoke's all-reduce ok). Only such a run
+    becomes ``runs/latest``."""
+    if not result.ok:
+        return False
+    native = smoke.get("native") if isinstance(smoke.get("native"), dict) else {}
+    collective = smoke.get("collective") if isinstance(smoke.get("collective"), dict) else {}
+    return bool(native.get("ran") and native.get("metrics")) or collective.get("ok") is True
+
+
 def launch(recipe, target, plan, options: LaunchOptions, *, argv: list[str],
            env: dict[str, str] | None = None, timeout: float = 3600,
            provisioned: Path | None = None, verdicts: list | None = None) -> Outcome:
     """Render for a job folder in a new run directory, submit, follow, collect, write the
     results where envbuild.report reads them. ``provisioned``: the verified provision run
-    whose lock and node records are copied in (``verdicts``: what verify said)."""
+    whose lock, node records and node selection are copied in (``verdicts``: what verify
+    said). ``runs/latest`` moves to the new run only when the job carries evidence."""
     if options.scheduler not in ("slurm", "local"):
         raise EnvironmentProblem(f"--submit runs Slurm and local jobs; {options.scheduler} is render-only here",
                                  hint="submit the rendered file yourself (qsub / kubectl apply -f)")
@@ -287,63 +331,50 @@ def launch(recipe, target, plan, options: LaunchOptions, *, argv: list[str],
     runner = run_slurm if options.scheduler == "slurm" else run_local
     result = runner(job, script, run_env, timeout)
     t0 = time.monotonic()
-    node = _node_name(rd, result)
-    facts = rd.node(node) / "facts.json"
+    folder = job_node_dir(rd.path, result)
+    facts = rd.node(folder) / "facts.json"
     gpu, gpus = node_gpus(json.loads(facts.read_text())) if facts.is_file() else (None, None)
     smoke = results(job, recipe, result, gpu, gpus)
-    rd.write_node(node, "smoke.json", smoke)
+    rd.write_node(folder, "smoke.json", smoke)
     result.timings["parse_s"] = time.monotonic() - t0
-    outcome = Outcome(rd.path, rendered, result, smoke, node)
+    outcome = Outcome(rd.path, rendered, result, smoke, folder, published=evidence(result, smoke))
     rd.write("launch.json", {"schema": "envbuild.launch/1", "scheduler": options.scheduler,
                              "script": str(script), "job": result.to_dict(), "replaced": job.replaced,
-                             "node": node, "passed": outcome.passed, "status": outcome.status,
+                             "node": outcome.node, "nodes": outcome.hosts, "node_dir": folder,
+                             "passed": outcome.passed, "status": outcome.status,
                              "provisioned_run": str(provisioned) if provisioned else None,
                              "verified": [v.to_dict() for v in verdicts or []]})
-    rd.update_run(status="ok" if result.ok else "failed", finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"), hosts=[node],
-                  job={"id": result.job_id, "state": result.state, "exit_code": result.exit_code})
-    rd.publish()
+    rd.update_run(status="ok" if result.ok else "failed", finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                  hosts=outcome.hosts, job={"id": result.job_id, "state": result.state, "exit_code": result.exit_code})
+    if outcome.published:
+        rd.publish()
     return outcome
 
 
-def _node_name(rd, result: JobResult) -> str:
-    """The node folder the job's result goes to: a provisioned node's when the run has them
-    (the first), else the job's first node."""
-    nodes = sorted(p.name for p in (rd.path / "nodes").glob("*") if p.is_dir()) if (rd.path / "nodes").is_dir() else []
-    return nodes[0] if nodes else (result.first_node or "job")
+def job_node_dir(run_dir: Path, result: JobResult) -> str:
+    """The folder under ``nodes/`` the job's results go to: the provisioned node the job's
+    script ran on (matched by its folder name or the host its facts name; the controller's
+    ``local`` node for a job run here), else the job's first node by its own name."""
+    here = result.first_node or "job"
+    root = run_dir / "nodes"
+    for folder in sorted(p for p in root.glob("*") if p.is_dir()) if root.is_dir() else []:
+        facts = load_json(folder / "facts.json") or {}
+        names = {folder.name, facts.get("host"), facts.get("hostname")}
+        if folder.name == "local" and result.scheduler == "local":
+            names.add(here)  # the controller, which provision calls local
+        if here in names:
+            return folder.name
+    return here
 
 
 def _copy_provisioned(src: Path, rd) -> None:
     if (src / "lock.lock").exists():
         shutil.copy2(src / "lock.lock", rd.path / "lock.lock")
     run = json.loads((src / "run.json").read_text())
+    chosen = NodeSelection.for_run(run)  # how the provision reached its nodes (older runs: their options)
     rd.update_run(lock_digest=run.get("lock_digest"), lock_path=run.get("lock_path"),
-                  provisioned_run=str(src))
+                  provisioned_run=str(src), selection=chosen.record() if chosen else None)
     for node in sorted(p for p in (src / "nodes").glob("*") if p.is_dir()):
         for name in NODE_FILES:
             if (node / name).exists():
                 shutil.copy2(node / name, rd.node(node.name) / name)
-
-
-def provisioned_run(recipe: str, target: str, run: str | Path | None) -> Path | None:
-    """The provision run of ``recipe`` on ``target`` to verify before submitting: ``run`` when
-    given, else the newest finished one (None when there is none)."""
-    if run is not None:
-        return resolve_run(run)
-    try:
-        path = resolve_run(None, target)
-    except Exception:  # noqa: BLE001 - no run at all: nothing provisioned to verify
-        return None
-    rec = load_json(path / "run.json") or {}
-    has_plans = any((p / "plan.json").exists() for p in (path / "nodes").glob("*")) if (path / "nodes").is_dir() else False
-    return path if rec.get("recipe") == recipe and has_plans else None
-
-
-def verify_nodes(run_dir: Path) -> list:
-    """``envbuild.verify`` on the nodes of a provision run (this machine for a local run, else
-    its hosts over SSH with host keys checked)."""
-    if ran_on_controller(run_dir):
-        runners = [LocalRunner(name="local")]
-    else:
-        hosts = ",".join(read_run(run_dir).get("hosts") or [])
-        runners = [LocalRunner(name=s.name) if s.is_local else SshRunner(s) for s in parse_hosts(hosts)]
-    return verify(run_dir, runners)

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Callable
 
 from envbuild.bundle import offline as bundle_offline
-from envbuild.connect.nodes import Node, load_inventory, local_node, parse_hosts
+from envbuild.connect.nodes import Node
+from envbuild.connect.selection import NodeSelection
 from envbuild.errors import InputError
 from envbuild.facts.uvbin import controller_uv as found
 from envbuild.plan.build import PlanOptions, prefix_problem
@@ -67,24 +68,22 @@ class ProvisionOutcome:
     results: dict[str, dict]
     command: str  # the ansible-playbook command line for a run by hand
     plans: dict[str, Plan]
+    verdict: str | None = None  # a finished run's report verdict: PASS | NOT JUDGED | FAIL
+    verdict_notes: list[str] = field(default_factory=list)  # its reasons, then what was not judged
+
+
+def selection(opts: ProvisionOptions) -> NodeSelection:
+    """The nodes provision was asked for, and how to reach them (``envbuild.connect.selection``)."""
+    return NodeSelection(hosts=opts.hosts, inventory=opts.inventory, identity_file=opts.identity_file,
+                         known_hosts=tuple(opts.known_hosts), insecure=opts.insecure)
 
 
 def select_nodes(opts: ProvisionOptions, target) -> list[Node]:
     """--hosts, --inventory, or the controller itself for a local target."""
     if opts.hosts and opts.inventory:
         raise InputError("give --hosts or --inventory, not both")
-    known = tuple(opts.known_hosts) or None
-    if opts.hosts and opts.hosts.strip() == "local":  # the controller itself, as --target local
-        return [local_node()]
-    if opts.hosts:
-        return parse_hosts(opts.hosts, identity_file=opts.identity_file, insecure=opts.insecure,
-                           known_hosts=known)
-    if opts.inventory:
-        return load_inventory(opts.inventory, insecure=opts.insecure, known_hosts=known)
-    if target.name == "local" or target.from_facts:
-        return [local_node()]
-    raise InputError(f"target {target.name!r} needs nodes",
-                     hint="pass --hosts user@h1,h2 or --inventory FILE (or use --target local)")
+    return selection(opts).nodes(default_local=target.name == "local" or target.from_facts,
+                                 needs=f"target {target.name!r} needs nodes (or use --target local)")
 
 
 def load(opts: ProvisionOptions, on_target: Callable[[object], None] | None = None):

@@ -21,7 +21,7 @@ from envbuild.plan.resolve import check_facts, default_backend
 from envbuild.provision.early import Early
 from envbuild.provision.lockfile import take_lock
 from envbuild.provision.noop import nothing_to_do
-from envbuild.provision.options import ProvisionOptions, ProvisionOutcome, load, plan_options
+from envbuild.provision.options import ProvisionOptions, ProvisionOutcome, load, plan_options, selection
 from envbuild.provision.playbook import run_playbook
 from envbuild.provision.replan import plan_nodes
 from envbuild.provision.results import NodeResults, exit_code, finish, record_stopped
@@ -41,6 +41,11 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
         options = {k: v for k, v in asdict(opts).items() if k not in ("argv", "target", "recipe")}
         rd = rundir.create(recipe.name, target.name, argv=opts.argv, hosts=[n.name for n in nodes],
                            options=options)
+        # how the nodes were reached (key and known_hosts paths), for verify and launch --submit
+        chosen = selection(opts)
+        if not chosen.given and all(n.is_local for n in nodes):  # a local target: the controller
+            chosen = replace(chosen, local=True)
+        rd.update_run(selection=chosen.record())
     except BaseException:
         stop_all()  # the facts commands still running on the controller (see below)
         raise
@@ -77,7 +82,12 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
             nonlocal phase
             phase = "finish"
             sink.close()
-            return outcome(*finish(rd, results, len(nodes)))
+            done = outcome(*finish(rd, results, len(nodes)))
+            run = rd.read("run.json")
+            done.verdict = run.get("verdict")
+            done.verdict_notes = [str(r.get("message")) for r in run.get("verdict_reasons") or [] if isinstance(r, dict)]
+            done.verdict_notes += [str(n) for n in run.get("verdict_not_judged") or []]
+            return done
 
         if opts.dry_run:  # nothing installed: status "dry-run", never runs/latest, never a verdict
             rd.update_run(finished=rundir._now(), status="dry-run")

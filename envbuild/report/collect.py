@@ -29,6 +29,7 @@ from envbuild.report.model import (DecisionRow, Deviation, FactsSummary, LaunchJ
 from envbuild.userfile import read_json
 
 OK_VERDICTS = {"ok", "feasible", "pass", "passed", "warn", "warning"}
+PASS_NEEDS = ("functional", "reproduced")  # the badges a PASS must stand beside
 
 
 DAMAGED = "the run directory is damaged; rerun `envbuild provision`"
@@ -357,4 +358,9 @@ def collect(run_dir: str | Path) -> Report:
         launch=launch,
     )
     report.badges = assess(report)
+    # one verdict beside the badges: a PASS needs every Functional and Reproduced criterion met
+    unmet = [f"{b.name}: {c.requirement}: not met ({c.evidence})" for b in report.badges
+             if b.id in PASS_NEEDS for c in b.criteria if not c.met and c.id != "functional"]
+    if report.verdict.status == "PASS" and unmet:
+        report.verdict = verdict(reasons, unmet)
     return report
