@@ -465,7 +465,10 @@ class Benchmark(Strict):
     counts differ and the metric is a whole job's); a run on another model is NOT JUDGED. A
     threshold without ``threshold_gpu`` holds on any hardware (a same-hardware ratio such as
     cpu-reference's MFU). ``per_gpu``: the metric is already per GPU (TFLOPS per GPU), so GPU
-    counts are not divided out. ``window``: the measured window (``Window``).
+    counts are not divided out. ``same_gpu_count``: the benchmark runs another workload on
+    another number of GPUs (Alpa's suite picks the model by GPU count), so its figure is compared
+    only with a threshold, reference or published figure measured on as many GPUs.
+    ``window``: the measured window (``Window``).
     """
 
     command: str
@@ -485,6 +488,7 @@ class Benchmark(Strict):
     threshold_gpu: str | None = None
     threshold_gpus: int | None = Field(default=None, ge=1)
     per_gpu: bool = False
+    same_gpu_count: bool = False
     window: Window | None = None
 
     @model_validator(mode="after")
@@ -503,7 +507,7 @@ class Benchmark(Strict):
         if isinstance(data, dict) and data.get("published") is None:
             data.pop("published", None)
         return omit_unset(data, {"source": None, "threshold_gpu": None, "threshold_gpus": None,
-                                 "per_gpu": False, "window": None})
+                                 "per_gpu": False, "same_gpu_count": False, "window": None})
 
 
 class RunOutput(Strict):
@@ -672,7 +676,8 @@ class Recipe(Strict):
     # a lock records (``catalog.digest``), so a recipe's locks stay current when they change
     DIGEST_EXCLUDE: ClassVar[dict] = {
         "run": True,
-        "benchmark": {"threshold_gpu": True, "threshold_gpus": True, "per_gpu": True, "window": True,
+        "benchmark": {"threshold_gpu": True, "threshold_gpus": True, "per_gpu": True, "same_gpu_count": True,
+                      "window": True,
                       "published": {"gpu": True, "gpus": True}}}
 
     model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, populate_by_name=True)

@@ -37,7 +37,8 @@ from envbuild.recipes.schema import Benchmark
 from envbuild.smoke import references as refs
 from envbuild.smoke.completion import completion
 from envbuild.smoke.hardware import comparison, short_name
-from envbuild.smoke.native import ALIASES, NATIVE_PARSERS, megatron_arguments, parse, strip_task_labels
+from envbuild.smoke.native import (ALIASES, NATIVE_PARSERS, last_run, megatron_arguments, parse,
+                                   strip_task_labels)
 
 PASS, NOT_JUDGED, FAIL, NOTHING_FOUND = "PASS", "NOT JUDGED", "FAIL", "NOTHING FOUND"
 VERDICTS = (PASS, NOT_JUDGED, FAIL, NOTHING_FOUND)
@@ -178,6 +179,11 @@ def _per_gpu(bench: Benchmark, run_gpus: int | None, their_gpus: int | None, fig
     """(``figure`` for this run's GPU count, the normalisation stated, why none can be made)."""
     if their_gpus is None or run_gpus == their_gpus:
         return figure, None, None
+    if bench.same_gpu_count:
+        here = f"{run_gpus} GPU(s) here" if run_gpus else "this run's GPU count is not known"
+        return None, None, (f"the {what} was measured on {their_gpus} GPU(s), {here}: this benchmark runs "
+                            "another workload on another number of GPUs, so only a figure measured on as "
+                            "many GPUs compares")
     if bench.per_gpu:
         return figure, (f"the metric is per GPU: {run_gpus or '?'} GPU(s) here, {their_gpus} in the {what}, "
                         "nothing divided out"), None
@@ -218,7 +224,7 @@ def judge(ev: Evidence) -> Verdict:
     warmup = ev.warmup if ev.warmup is not None else bench.window.warmup if bench.window else None
     metrics = measure(bench, text, warmup)
     done = completion(bench.parser, text, planned=ev.planned, rc=ev.rc, job_state=ev.job_state)
-    gpus = log_gpus(text) or ev.gpus
+    gpus = log_gpus(last_run(bench.parser, text)[0]) or ev.gpus  # the judged run's, not the file's first
     base: dict[str, Any] = {"metric": bench.metric, "unit": bench.unit, "higher_is_better": bench.higher_is_better,
                             "completion": done.to_dict(), "gpu": ev.gpu, "gpus": gpus, "record": ev.record}
     value = _finite(metrics.get(bench.metric))
