@@ -96,3 +96,25 @@ def test_a_run_that_did_not_complete_fails_before_any_reference():
     cut = text[:text.index(" iteration       30/")]
     verdict = judge(Evidence(recipe=row.recipe, benchmark=load_recipe(row.recipe).benchmark, text=cut, gpu=row.gpu))
     assert verdict.verdict == "FAIL" and verdict.compared is None and "did not complete" in verdict.reason
+
+
+# later runs recorded on a referenced GPU model: (recipe, raw record, the node's facts), each
+# judged against the reference of its model, never against itself
+LATER_RUNS = [
+    ("alpa-megatron-h100", "alpa-megatron/h100-run3-native.out", "alpa-megatron/h100-run3-report.json"),
+    ("alpa-megatron-h100", "alpa-megatron/h100-run4-native.out", "alpa-megatron/h100-run4-facts.json"),
+    ("h100-megatron-deepspeed", "h100-offline-run5/native.out", "h100-offline-run5/facts.json"),
+]
+
+
+@pytest.mark.parametrize("recipe,record,facts", LATER_RUNS, ids=[r[1] for r in LATER_RUNS])
+def test_a_later_recorded_run_is_judged_against_the_first_on_its_gpu(recipe, record, facts):
+    gpu, gpus = recorded_gpu(RESULTS / facts)
+    ref = refs.for_gpu(recipe, gpu)
+    assert ref is not None and ref.record != record
+    bench = load_recipe(recipe).benchmark
+    verdict = judge(Evidence(recipe=recipe, benchmark=bench, record=record, gpu=gpu, gpus=gpus,
+                             text=(RESULTS / record).read_text(errors="replace")))
+    assert verdict.compared is not None and verdict.compared.source == f"docs/results/{ref.record}"
+    assert verdict.verdict == ("PASS" if verdict.value >= 0.95 * ref.value else "FAIL"), verdict.reason
+    assert record in verdict.reason and ref.record in verdict.reason
