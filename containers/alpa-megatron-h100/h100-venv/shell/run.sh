@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision alpa-megatron-h100 on h100-venv (host h100-venv, facts profile:h100-venv),
-# rendered by envbuild 0.1.0 from the plan; lock digest 6eefda62979c0b0b3f8a4dd673fa6cb756cc2ccc20c6c9496c6d40aca2c87006.
+# rendered by envbuild 0.1.0 from the plan; lock digest 33c0f13e2eae86d8e7ccf5b44f0f3dd3a46c8a4a308b1c112f648be236dca259.
 # Regenerate: envbuild render alpa-megatron-h100 --target h100-venv --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
