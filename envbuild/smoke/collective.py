@@ -170,7 +170,8 @@ def run(nproc=None, device="auto", sizes=None, iters=20, warmup=5, timeout_s=CON
     """Spawn ranks on this host (or join a launcher's group) and return the result dict."""
     use_cuda = device == "cuda" or (device == "auto" and torch.cuda.is_available())
     if use_cuda and not torch.cuda.is_available():
-        raise RuntimeError("--device cuda, but torch %s (CUDA %s) sees no GPU" % (torch.__version__, torch.version.cuda))
+        raise RuntimeError("--device cuda, but torch %s (CUDA %s) sees no GPU" % (
+            torch.__version__, torch.version.cuda))
     backend = "nccl" if use_cuda else "gloo"
     kind = "cuda" if use_cuda else "cpu"
     sizes = sizes or (GPU_SIZES if use_cuda else CPU_SIZES)

@@ -15,10 +15,10 @@ threshold (``envbuild.report.bench``).
     {'mfu': 0.4}
     >>> floors_for({"kind": "gpt", "device": "cpu", "config": {"layers": 2, "hidden": 128}})
     {}
-    >>> floors_for({"kind": "collective", "device": "cuda", "device_name": "NVIDIA H100 80GB HBM3",
+    >>> floors_for({"kind": "collective", "device": "cuda", "device_name": "NVIDIA H200",
     ...             "config": {"backend": "nccl", "world_size": 2, "max_bytes": 1 << 30}})
     {'max_busbw_gbps': 150.0}
-    >>> floors_for({"kind": "collective", "device": "cuda", "device_name": "NVIDIA H100 PCIe",
+    >>> floors_for({"kind": "collective", "device": "cuda", "device_name": "NVIDIA H200 NVL",
     ...             "config": {"backend": "nccl", "world_size": 2, "max_bytes": 1 << 30}})
     {}
 """
@@ -51,14 +51,16 @@ FLOORS: tuple[Floor, ...] = (
               "fused attention, fp32 math, a throttled or shared GPU), whatever the GPU model"),
     Floor("collective", "cuda", {"backend": "nccl"}, "max_busbw_gbps", 150.0,
           at_least={"world_size": 2, "max_bytes": 1 << 30},
-          gpus=(r"NVIDIA H100 80GB HBM3", r"NVIDIA H200"),
-          source="docs/results/gpu-smoke/ (2x H100 80GB HBM3: max busbw MEASURED GB/s at 1 GiB); "
-                 "docs/results/h200x2-run4/collective.out (2x H200: 285 GB/s already at 128 MiB)",
-          why="H100 and H200 SXM boards link their GPUs by NVLink through NVSwitch; NCCL's all-reduce "
-              "over 2 of them reached MEASURED GB/s bus bandwidth. Below 150 the ranks talk through "
-              "PCIe or host memory (peer access off, a PCIe card, NCCL_P2P_DISABLE: MEASURED_P2P_OFF "
-              "GB/s on the same GPUs) or share the links with other work. busbw is normalised "
-              "to not depend on the rank count (nccl-tests), so the floor holds for 2 to 8 GPUs"),
+          gpus=(r"NVIDIA H200",),
+          source="docs/results/gpu-smoke/collective-1.out, collective-2.out (2x H200, NVLink NV18, "
+                 "NCCL 2.28.9: max busbw 328.2 and 327.6 GB/s at 1 GiB); collective-p2p-off*.out "
+                 "(the same GPUs with NCCL_P2P_DISABLE=1: 27.7 and 27.6 GB/s)",
+          why="two H200s of an SXM board reduce over NVLink: NCCL's all-reduce reached 328 GB/s bus "
+              "bandwidth at 1 GiB (284 at 128 MiB, still rising). Below 150 the ranks do not use the "
+              "links (peer access off: 27.7 GB/s through host memory) or share them with other work. "
+              "busbw is normalised so that it does not depend on the rank count (nccl-tests), so the "
+              "floor holds for 2 to 8 GPUs of one board. H100s share the H200's NVLink but were not "
+              "measured here: no floor for them yet"),
 )
 
 

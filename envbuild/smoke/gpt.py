@@ -54,8 +54,8 @@ SCHEMA = "envbuild.smoke/1"
 
 PRESETS = {
     # CPU, a few seconds: checks that the stack trains at all (on a node with GPUs the plan
-    # adds --device cuda: the same steps through the CUDA build, kernels and autocast). One thread: the tiny model's
-    # operations are too small to gain from intra-op threads, and on a shared CPU a team of
+    # adds --device cuda: the same steps through the CUDA build, kernels and autocast).
+    # One thread: the tiny model's operations are too small to gain from intra-op threads, and on a shared CPU a team of
     # threads waits at every operation for a member the scheduler took away (2 cores, three
     # smokes and two busy loops at once: 2 threads each 370-817 tokens/s, MFU 0.08-0.21;
     # 1 thread each 2361-3184 tokens/s, MFU 0.23-0.63; idle, 1 thread: MFU 0.52). The matmul
