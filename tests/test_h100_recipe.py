@@ -154,7 +154,9 @@ def test_patches_apply_to_the_pinned_text_once(patch_id, excerpt):
 
 
 def test_the_benchmark_runs_what_the_deviations_say():
-    """flash-attn-v2-not-built, fused-softmax-sm70, single-gpu-synthetic: the command carries them."""
+    """flash-attn-v2-not-built, fused-softmax-sm70, single-gpu-synthetic, bf16-not-fp16,
+    no-activation-checkpointing, optimizer-on-gpu, data-parallel-not-tensor-parallel: the
+    command carries them."""
     from envbuild.plan.smoke import native_run
 
     recipe = load_recipe(RECIPE)
@@ -172,6 +174,12 @@ def test_the_benchmark_runs_what_the_deviations_say():
     # sequence 2048 x batch 16 ran out of the H100's 80 GB with the unfused softmax (run 2)
     assert "--seq-length 1024" in cmd and "--micro-batch-size 16" in cmd
     assert run["env"] == {"PYTHONFAULTHANDLER": "1", "PYTHONUNBUFFERED": "1"}  # a crash keeps its stack
+    # where ALCF/args.sh (e4bac701) differs, each a deviation: bf16, not fp16; no activation
+    # checkpointing; the optimizer on the GPU; data parallel at tensor parallel 1
+    assert "--bf16" in cmd and '"bf16": {"enabled": true}' in cmd and "fp16" not in cmd
+    assert "checkpoint-activations" not in cmd and "--checkpoint-num-layers" not in cmd
+    assert "offload" not in cmd and "--cpu-optimizer" not in cmd and "--zero-stage 1" in cmd
+    assert "--tensor-model-parallel-size" not in cmd and "--sequence-parallel" not in cmd
     assert native_run(recipe.benchmark.model_dump(mode="json"), gpus=0, sources={}, cwd="/e")["skip"]
 
 

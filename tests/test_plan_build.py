@@ -177,3 +177,28 @@ def test_home_fact_makes_the_prefix_absolute() -> None:
     plan = build_plan(load_recipe("cpu-reference"), load_target("local"), facts, None)
     assert plan.prefix == "/home/alice/.envbuild/envs/cpu-reference"
     assert all("~" not in json.dumps(s.params.model_dump()) for s in plan.steps)
+
+
+def test_the_smoke_step_uses_every_gpu_the_node_has_unless_torch_is_the_cpu_build() -> None:
+    """The real 2x H200 node's facts: the Polaris stack over the node's torch runs its gpt smoke
+    on a GPU and its all-reduce as 2 NCCL ranks; cpu-reference, whose torch is the CPU build,
+    keeps 2 gloo ranks on the CPU on the same node."""
+    from envbuild.facts.assemble import assemble
+    from envbuild.facts.profile import refine
+    from envbuild.facts.script import split_sections
+
+    capture = Path(__file__).parent / "fixtures" / "nodes" / "h200x2-cuda13" / "facts-probe.txt"
+
+    def smoke_argv(recipe: str, target: str) -> dict[str, list[str]]:
+        tgt = load_target(target)
+        facts = refine(tgt, assemble(split_sections(capture.read_text()), "h200x2"))
+        assert len(facts.gpus) == 2
+        plan = resolve(load_recipe(recipe), tgt, facts, None, PlanOptions(host="h200x2")).plan
+        [smoke] = [s for s in plan.steps if s.kind == "smoke"]
+        return {r.name: r.argv[2:] for r in smoke.params.runs if r.name in ("gpt", "collective")}
+
+    gpu = smoke_argv("h100-megatron-deepspeed", "h100-venv")
+    assert gpu["gpt"][-2:] == ["--device", "cuda"]
+    assert gpu["collective"] == ["--json", "--device", "cuda", "--nproc", "2"]
+    cpu = smoke_argv("cpu-reference", "local")
+    assert "cuda" not in cpu["gpt"] and cpu["collective"] == ["--json", "--device", "cpu", "--nproc", "2"]

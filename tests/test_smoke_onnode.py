@@ -31,6 +31,23 @@ def test_each_script_gets_its_own_flags():
     assert tiny[0]["argv"][2:] == ["--json", "--device", "cpu", "--nproc", "2"]
 
 
+def test_the_smoke_uses_every_gpu_of_the_node_and_the_cpu_without_one():
+    """A GPU node: gpt trains on a GPU, collective is NCCL with one rank per GPU (2, 8...); a
+    node without GPUs, or a plan whose torch is the CPU build, keeps the CPU path (2 gloo ranks)."""
+    kinds = {"kinds": ["gpt", "collective"], "preset": "tiny"}
+    for gpus in (1, 2, 8):
+        argv = {r["name"]: r["argv"][2:] for r in node_runs("/e", kinds, gpus=gpus, torch="cu121")}
+        assert argv["gpt"] == ["--json", "--preset", "tiny", "--device", "cuda"]
+        assert argv["collective"] == ["--json", "--device", "cuda", "--nproc", str(gpus)]
+    on_node = {r["name"]: r["argv"][2:] for r in node_runs("/e", {**kinds, "preset": "350m"}, gpus=2)}
+    assert on_node["gpt"][-2:] == ["--device", "cuda"] and on_node["collective"][-1] == "2"
+    for cpu in (node_runs("/e", kinds, gpus=0), node_runs("/e", kinds, gpus=2, torch="cpu"),
+                node_runs("/e", {**kinds, "preset": "350m"}, gpus=0)):
+        argv = {r["name"]: r["argv"][2:] for r in cpu}
+        assert "cuda" not in argv["gpt"]
+        assert argv["collective"] == ["--json", "--device", "cpu", "--nproc", "2"]
+
+
 def test_native_benchmark_runs_only_where_it_can():
     assert native_run(bench("cpu-reference"), gpus=0, sources={}, cwd="/x") == {"skip": "measured by the gpt smoke"}
     # a program of the recipe's own that prints the smoke's record runs: it is not the gpt smoke

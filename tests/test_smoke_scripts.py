@@ -83,6 +83,36 @@ def test_collective_two_gloo_ranks_sum_right():
     for row in r["results"]:
         assert row["correct"] and row["algbw_gbps"] > 0
         assert row["busbw_gbps"] == pytest.approx(row["algbw_gbps"] * 2 * (2 - 1) / 2)
+    # what ran (the floor's match) and what the sweep cost: every size 1 + warmup + iters times
+    assert r["config"] == {"backend": "gloo", "world_size": 2, "min_bytes": 4096, "max_bytes": 1048576, "sizes": 2}
+    sweep = r["sweep"]
+    assert sweep["bytes_per_rank"] == (4096 + 1048576) * (1 + 5 + 5) and sweep["seconds"] > 0
+    assert len(sweep["loadavg_before"]) == 3 and len(sweep["loadavg_after"]) == 3
+
+
+def test_the_gpu_sweep_reaches_1_gib_doubling_from_1_mib():
+    """NCCL's bus bandwidth still climbs past 256 MiB: the GPU sweep goes on to 1 GiB."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("collective", SMOKE_SCRIPTS["collective"])
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.GPU_SIZES[0] == 1 << 20 and mod.GPU_SIZES[-1] == 1 << 30
+    assert all(b == 2 * a for a, b in zip(mod.GPU_SIZES, mod.GPU_SIZES[1:]))
+
+
+@pytest.mark.parametrize("kind", ["gpt", "collective"])
+def test_asked_for_a_gpu_torch_cannot_see_the_script_says_so(kind):
+    """A GPU node whose environment's torch sees no GPU fails the smoke, naming it; it does not
+    fall back to the CPU (the plan asks for cuda only where the node has GPUs)."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    args = ["--preset", "tiny"] if kind == "gpt" else ["--nproc", "2"]
+    rc, out, err = run_script(kind, "--device", "cuda", "--json", *args)
+    r = json.loads(out)
+    assert rc == 1 and r["ok"] is False and "sees no GPU" in r["error"] and "Traceback" not in err
 
 
 def test_apex_check_skips_clearly_without_apex():

@@ -56,7 +56,7 @@ from envbuild.errors import InputError
                    "or pip; auto: uv where it can run. Steps that need pip keep it.")
 @click.option("--no-smoke", is_flag=True, help="Skip the smoke benchmark step (nothing is then measured: the verdict is NOT JUDGED, exit 5).")
 @click.option("--smoke-preset", "smoke_preset", type=click.Choice(["tiny", "350m"]), default="tiny", show_default=True,
-              help="The GPT smoke's size: tiny (CPU, seconds) or 350m (a ~355M GPT on the GPU, for MFU).")
+              help="The GPT smoke's size: tiny (seconds) or 350m (a ~355M GPT, for MFU); on the node's GPU where it has one.")
 @click.option("--force", is_flag=True, help="Run every step again, even those done whose effect holds.")
 @click.option("--from-step", "from_step", default=None, metavar="ID",
               help="Run again from step ID (see --dry-run for the ids), and every step after it.")

@@ -28,7 +28,7 @@ from envbuild.plan.installer import choose_installer, step_installer
 from envbuild.plan.model import Decision, Plan, Step
 from envbuild.plan.packages import LockedPackage, locked_packages, torch_closure, torch_requirement
 from envbuild.plan.placeholders import fill_patch, inventory_values, placeholders
-from envbuild.plan.smoke import native_run, node_runs, smoke_dir
+from envbuild.plan.smoke import native_run, node_runs, smoke_dir, torch_variant
 from envbuild.recipes.schema import GitSource, Recipe
 from envbuild.targets.schema import Target
 from envbuild.versions import vtuple
@@ -239,7 +239,7 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
                  params=P.ImportCheckParams(modules=list(recipe.import_check)),
                  reason="fail now, not at the first training step"))
     if opts.smoke:
-        add(_smoke_step(recipe, prefix, env_file, steps, facts, opts))
+        add(_smoke_step(recipe, prefix, env_file, steps, facts, opts, torch_variant(decisions)))
 
     return Plan(recipe=recipe.name, target=target.name, host=opts.host, prefix=prefix,
                 backend=backend, lock_digest=_lock_digest(lock), facts_origin=facts.origin,
@@ -292,15 +292,16 @@ def _tool_requirement(tool: Tool, lock: object | None) -> P.Requirement:
 
 
 def _smoke_step(recipe: Recipe, prefix: str, env_file: str, steps: list[Step], facts: NodeFacts,
-                opts: PlanOptions) -> Step:
-    """The smoke runs, decided here: envbuild's scripts and the recipe's native benchmark
-    when the node can run it."""
+                opts: PlanOptions, torch: str | None) -> Step:
+    """The smoke runs, decided here: envbuild's scripts (on the node's GPUs unless ``torch``,
+    the plan's torch variant, is a CPU build) and the recipe's native benchmark when the node
+    can run it."""
     kinds = ["gpt", "collective"] + (["apex"] if recipe.apex else [])
     bench = recipe.benchmark.model_dump(mode="json") if recipe.benchmark else None
     sources = {s.params.name: s.params.dest for s in steps if s.kind == "git_source"}
     gpus = len(facts.gpus)
     runs = node_runs(prefix, {"kinds": kinds, "preset": opts.smoke_preset}, bench, gpus=gpus,
-                     sources=sources, output=recipe.output_of(None))
+                     sources=sources, output=recipe.output_of(None), torch=torch)
     native = native_run(bench, gpus=gpus, sources=sources, cwd=smoke_dir(prefix), output=recipe.output_of(None))
     return Step(id="smoke", title="Smoke benchmark", reason="prove the environment trains",
                 params=P.SmokeParams(kinds=kinds, preset=opts.smoke_preset, dir=smoke_dir(prefix),

@@ -38,7 +38,7 @@ from envbuild.plan.build import PlanOptions, default_prefix, expand_home
 from envbuild.plan.image import context_digest, image_plan, run_time_note
 from envbuild.plan.model import Decision, Plan, Step
 from envbuild.plan.placeholders import inventory_values
-from envbuild.plan.smoke import native_run, node_runs
+from envbuild.plan.smoke import native_run, node_runs, torch_variant
 
 SCHEDULED = ("slurm", "pbs", "kubernetes")  # launchers whose benchmark is a job, not a command
 
@@ -121,7 +121,8 @@ def container_plan(recipe, target, facts, lock, opts: PlanOptions) -> Plan:
     if opts.smoke and smoke is not None:
         bench = recipe.benchmark.model_dump(mode="json") if recipe.benchmark else None
         params = {"kinds": smoke.params.kinds, "preset": smoke.params.preset}
-        runs = node_runs(ip.prefix, params, bench, gpus=len(facts.gpus), sources=sources, output=recipe.output_of(None))
+        runs = node_runs(ip.prefix, params, bench, gpus=len(facts.gpus), sources=sources, output=recipe.output_of(None),
+                         torch=torch_variant(ip.plan.decisions))
         skip = native_run(bench, gpus=len(facts.gpus), sources=sources, cwd=smoke.params.dir,
                           output=recipe.output_of(None)).get("skip")
         if recipe.launcher in SCHEDULED:

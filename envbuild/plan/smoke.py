@@ -37,37 +37,68 @@ def smoke_dir(prefix: str) -> str:
     return f"{prefix.rstrip('/')}/.envbuild/smoke"
 
 
-def smoke_argv(python: str, kind: str, preset: str, script_dir: str, *, require: bool = False) -> list[str]:
+def smoke_argv(python: str, kind: str, preset: str, script_dir: str, *, require: bool = False,
+               gpus: int | None = None) -> list[str]:
     """The argv that runs one smoke script lying in ``script_dir``.
 
-    Each script has its own flags: only gpt takes ``--preset``; collective runs two CPU ranks
-    for the tiny preset; apex with ``require`` (the recipe builds Apex) fails when Apex is absent.
+    Each script has its own flags: only gpt takes ``--preset``; apex with ``require`` (the
+    recipe builds Apex) fails when Apex is absent. ``gpus`` is what the smoke may use of the
+    node (``smoke_gpus``): with GPUs, gpt trains on one of them (``--device cuda``) and
+    collective is an NCCL all-reduce with one rank per GPU (its sweep: 1 MiB to 1 GiB); with
+    none, collective is two CPU ranks (gloo) and gpt runs where its preset says. ``None`` (not
+    known: ``envbuild smoke --local``) leaves it to the scripts, except that the tiny preset's
+    collective stays on the CPU, as the preset is.
 
     >>> smoke_argv("py", "collective", "tiny", "/e/.envbuild/smoke")
     ['py', '/e/.envbuild/smoke/collective.py', '--json', '--device', 'cpu', '--nproc', '2']
+    >>> smoke_argv("py", "collective", "tiny", "/e/.envbuild/smoke", gpus=2)[3:]
+    ['--device', 'cuda', '--nproc', '2']
+    >>> smoke_argv("py", "gpt", "tiny", "/e/.envbuild/smoke", gpus=2)[3:]
+    ['--preset', 'tiny', '--device', 'cuda']
     """
     argv = [python, f"{script_dir.rstrip('/')}/{SCRIPT_NAMES[kind]}", "--json"]
     if kind == "gpt":
-        argv += ["--preset", preset]
-    elif kind == "collective" and preset == "tiny":
+        argv += ["--preset", preset] + (["--device", "cuda"] if gpus else [])
+    elif kind == "collective" and gpus:
+        argv += ["--device", "cuda", "--nproc", str(gpus)]
+    elif kind == "collective" and (gpus == 0 or preset == "tiny"):
         argv += ["--device", "cpu", "--nproc", "2"]
     elif kind == "apex" and require:
         argv += ["--require"]
     return argv
 
 
+def smoke_gpus(gpus: int, torch_variant: str | None) -> int:
+    """The GPUs the smoke uses: all of the node's, unless the plan's torch is a CPU build
+    (``torch_variant``: the plan's ``torch-variant`` decision, e.g. ``cpu``, ``cu121``; None
+    when torch comes from the node, an image or a module), which cannot use them.
+
+    >>> smoke_gpus(2, "cu121"), smoke_gpus(2, None), smoke_gpus(2, "cpu"), smoke_gpus(0, "cu121")
+    (2, 2, 0, 0)
+    """
+    return 0 if torch_variant == "cpu" else max(0, gpus)
+
+
+def torch_variant(decisions) -> str | None:
+    """The outcome of a plan's ``torch-variant`` decision (``cpu``, ``cu121``...), None without one."""
+    return next((d.outcome for d in decisions if d.subject == "torch-variant"), None)
+
+
 def node_runs(prefix: str, params: dict, benchmark: dict | None = None, *, gpus: int = 0,
-              sources: dict[str, str] | None = None, output: RunOutput | None = None) -> list[dict]:
+              sources: dict[str, str] | None = None, output: RunOutput | None = None,
+              torch: str | None = None) -> list[dict]:
     """The runs of one node's smoke step: ``[{name, script, argv, cwd, env, timeout}]``.
 
     ``params`` are the plan step's (``kinds``, ``preset``); the scripts run with the
-    environment's python, each with its own flags (``smoke_argv``). The recipe's native
+    environment's python, each with its own flags (``smoke_argv``), on the node's ``gpus``
+    unless the plan's ``torch`` variant is a CPU build (``smoke_gpus``). The recipe's native
     benchmark is appended when ``native_run`` finds it runnable here.
     """
     python = f"{prefix.rstrip('/')}/bin/python"
     where = smoke_dir(prefix)
+    use = smoke_gpus(gpus, torch)
     runs = [{"name": kind, "script": SCRIPT_NAMES[kind],
-             "argv": smoke_argv(python, kind, params.get("preset") or "tiny", where, require=True),
+             "argv": smoke_argv(python, kind, params.get("preset") or "tiny", where, require=True, gpus=use),
              "cwd": where, "env": {}, "timeout": SMOKE_TIMEOUT_S}
             for kind in params.get("kinds") or [] if kind in SCRIPT_NAMES]
     native = native_run(benchmark, gpus=gpus, sources=sources or {}, cwd=where, output=output)

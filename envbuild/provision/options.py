@@ -35,7 +35,7 @@ class ProvisionOptions:
     data_mirror: str | None = None  # the recipe's data files (DIR/<file>), readable on the nodes
     lock: str | None = None
     smoke: bool = True
-    smoke_preset: str = "tiny"  # tiny (CPU, seconds) or 350m (a ~355M GPT on the GPU: MFU)
+    smoke_preset: str = "tiny"  # tiny (seconds) or 350m (a ~355M GPT: MFU), on a GPU where the node has one
     json_lines: bool = False
     insecure: bool = False  # no host key checking (test nodes only)
     identity_file: str | None = None

@@ -174,7 +174,9 @@ def render(ip: ImagePlan) -> Context:
                 f"# (lock digest {plan.lock_digest or 'none: no lockfile, versions from the recipe'}).",
                 f"# Regenerate: envbuild render {ip.recipe} --target {ip.target} --format dockerfile",
                 "# Build:      docker build -t IMAGE .     (podman build: add --format docker)",
-                "# Verify:     docker run --rm IMAGE sh " + f"{ip.files_dir}/verify.sh --smoke",
+                # a GPU target's smoke trains on its GPUs (envbuild.plan.smoke): the container needs them
+                "# Verify:     docker run --rm" + (" --gpus all" if ip.gpus else "") + " IMAGE sh "
+                + f"{ip.files_dir}/verify.sh --smoke",
                 *_comment(f"base: {ip.base.image}: {ip.base.why} ({ip.base.source})", "# ")]
     for note in ip.notes + ([run_time_note(ip)] if run_time else []):
         w.lines += _comment(note, "# note: ")

@@ -4,6 +4,7 @@
 Copied to nodes and run with the environment's interpreter; imports only torch and stdlib::
 
     python collective.py --json                 # one rank per visible GPU (NCCL), or 2 CPU ranks (gloo)
+    python collective.py --device cuda --nproc 2 --json  # NCCL over 2 GPUs, sizes 1 MiB .. 1 GiB
     python collective.py --nproc 2 --device cpu --json
     torchrun --nproc_per_node 8 collective.py --json   # under a launcher: uses its env:// rendezvous
 
@@ -11,7 +12,13 @@ Each rank fills a tensor with ``rank + 1``; after the all-reduce every element m
 ``n(n+1)/2``. Timing: warmup, then ``--iters`` all-reduces between barriers, mean time per op.
 Bandwidths follow nccl-tests' definitions: ``algbw = bytes / time`` and
 ``busbw = algbw * 2(n-1)/n`` (the per-link load of a ring all-reduce; 0 for one rank).
-Output: one JSON object, schema ``envbuild.smoke/1``, ``kind: collective``.
+On GPUs the sizes sweep from 1 MiB to 1 GiB, doubling (as nccl-tests' ``-b 1M -e 1G -f 2``):
+NCCL's bus bandwidth still climbs past 256 MiB, so a sweep that stops there under-reports a
+healthy link. On the CPU (gloo) three small sizes keep it to seconds.
+Output: one JSON object, schema ``envbuild.smoke/1``, ``kind: collective``: every size's row
+(``results``), the peak (``max_busbw_gbps``), what was run (``config``: backend, ranks, the
+largest size) and what the sweep cost (``sweep``: seconds, bytes each rank reduced; the host's
+load averages before and after).
 """
 
 import argparse
@@ -27,7 +34,7 @@ import torch
 import torch.distributed as dist
 
 SCHEMA = "envbuild.smoke/1"
-GPU_SIZES = [1 << 20, 16 << 20, 128 << 20]
+GPU_SIZES = [(1 << 20) << i for i in range(11)]  # 1 MiB, 2 MiB, ... 1 GiB
 CPU_SIZES = [64 << 10, 1 << 20, 8 << 20]
 CONNECT_TIMEOUT_S = 60.0  # joining the group and each collective; the sizes above take well under it
 
@@ -46,6 +53,7 @@ def measure(rank, world, device, sizes, iters, warmup):
     expected = world * (world + 1) / 2.0
     for nbytes in sizes:
         numel = max(1, nbytes // 4)
+        buf = None  # the previous size's buffer is freed before the next one is made
         buf = torch.empty(numel, dtype=torch.float32, device=device)
         buf.fill_(rank + 1)
         dist.all_reduce(buf)
@@ -97,20 +105,32 @@ def worker(rank, world, init_method, backend, device_kind, sizes, iters, warmup,
         raise RuntimeError("rank %d could not join the process group at %s within %.0f s (%s: %s)" % (
             rank, where, timeout_s, type(exc).__name__, str(exc).strip().splitlines()[-1][:200]
             if str(exc).strip() else "")) from None
+    load_before = _loadavg()
+    t0 = time.perf_counter()
     try:
         rows = measure(rank, world, device, sizes, iters, warmup)
     finally:
         dist.barrier()
         dist.destroy_process_group()
+    sweep = {"seconds": time.perf_counter() - t0, "iters": iters, "warmup": warmup,
+             "bytes_per_rank": sum(r["bytes"] for r in rows) * (1 + warmup + iters),
+             "loadavg_before": load_before, "loadavg_after": _loadavg()}
     if rank == 0 and out_path:
-        result = summary(world, backend, device, rows)
+        result = summary(world, backend, device, rows, sweep)
         with open(out_path + ".tmp", "w") as fh:
             json.dump(result, fh)
         os.replace(out_path + ".tmp", out_path)
     return rows
 
 
-def summary(world, backend, device, rows):
+def _loadavg():
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
+def summary(world, backend, device, rows, sweep=None):
     nccl = None
     if backend == "nccl":
         try:
@@ -124,7 +144,12 @@ def summary(world, backend, device, rows):
         "backend": backend, "world_size": world, "device": device.type,
         "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
         "torch": torch.__version__, "cuda": torch.version.cuda, "nccl_version": nccl,
+        "gpus_visible": torch.cuda.device_count() if device.type == "cuda" else 0,
         "busbw_formula": "algbw * 2(n-1)/n",
+        "config": {"backend": backend, "world_size": world,
+                   "min_bytes": min(r["bytes"] for r in rows) if rows else None,
+                   "max_bytes": max(r["bytes"] for r in rows) if rows else None, "sizes": len(rows)},
+        "sweep": sweep,
         "results": rows,
         "max_busbw_gbps": max(r["busbw_gbps"] for r in rows) if rows else None,
         "max_algbw_gbps": max(r["algbw_gbps"] for r in rows) if rows else None,
@@ -144,6 +169,9 @@ def _spawn_entry(rank, *args):
 def run(nproc=None, device="auto", sizes=None, iters=20, warmup=5, timeout_s=CONNECT_TIMEOUT_S):
     """Spawn ranks on this host (or join a launcher's group) and return the result dict."""
     use_cuda = device == "cuda" or (device == "auto" and torch.cuda.is_available())
+    if use_cuda and not torch.cuda.is_available():
+        raise RuntimeError("--device cuda, but torch %s (CUDA %s) sees no GPU" % (
+            torch.__version__, torch.version.cuda))
     backend = "nccl" if use_cuda else "gloo"
     kind = "cuda" if use_cuda else "cpu"
     sizes = sizes or (GPU_SIZES if use_cuda else CPU_SIZES)

@@ -4,6 +4,7 @@
 This file is copied to nodes and run with the ENVIRONMENT's own interpreter::
 
     python gpt.py --preset tiny --json
+    python gpt.py --preset tiny --device cuda --json   # the tiny shape on the node's first GPU
     python gpt.py --preset 350m --dtype bf16 --json
 
 It imports only torch and the standard library (no envbuild) and keeps to APIs that exist
@@ -52,8 +53,9 @@ import torch.nn.functional as F
 SCHEMA = "envbuild.smoke/1"
 
 PRESETS = {
-    # CPU, a few seconds: checks that the stack trains at all. One thread: the tiny model's
-    # operations are too small to gain from intra-op threads, and on a shared CPU a team of
+    # CPU, a few seconds: checks that the stack trains at all (on a node with GPUs the plan
+    # adds --device cuda: the same steps through the CUDA build, kernels and autocast).
+    # One thread: the tiny model's operations are too small to gain from intra-op threads, and on a shared CPU a team of
     # threads waits at every operation for a member the scheduler took away (2 cores, three
     # smokes and two busy loops at once: 2 threads each 370-817 tokens/s, MFU 0.08-0.21;
     # 1 thread each 2361-3184 tokens/s, MFU 0.23-0.63; idle, 1 thread: MFU 0.52). The matmul
@@ -266,6 +268,9 @@ def run(cfg):
     warnings = []
     device = torch.device(cfg["device"] if cfg["device"] != "auto" else
                           ("cuda" if torch.cuda.is_available() else "cpu"))
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("--device %s, but torch %s (CUDA %s) sees no GPU" % (
+            cfg["device"], torch.__version__, torch.version.cuda))
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision alpa-megatron-h100 on h100-venv (host h100-venv, facts profile:h100-venv),
-# rendered by envbuild 0.1.0 from the plan; lock digest d991a9bf5ebbbbd5a808eb5c42edd7afe6d456756fb02ea839bf418cdfde9372.
+# rendered by envbuild 0.1.0 from the plan; lock digest 1b7aae366cc42e9263ac25ee8136d0619c5773a19f546aca736678a748299a34.
 # Regenerate: envbuild render alpa-megatron-h100 --target h100-venv --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

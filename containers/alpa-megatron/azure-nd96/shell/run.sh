@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision alpa-megatron on azure-nd96 (host azure-nd96, facts profile:azure-nd96),
-# rendered by envbuild 0.1.0 from the plan; lock digest 76386a9453c6070f6ccdee27eadc33ccaf74d66e0c47a8f98eda4e3c0ab6623a.
+# rendered by envbuild 0.1.0 from the plan; lock digest d27acd928434000103a7002442824da15001ccd3971d256a90315abb7bcbc470.
 # Regenerate: envbuild render alpa-megatron --target azure-nd96 --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

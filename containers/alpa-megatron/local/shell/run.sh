@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision alpa-megatron on local (host local, facts profile:local),
-# rendered by envbuild 0.1.0 from the plan; lock digest 216dbf775163887fe75cae79ae19c92ca6c79ec6ae5a937b2a7b84accbe3e281.
+# rendered by envbuild 0.1.0 from the plan; lock digest cd92dc2d2b3a84564cb011f5f6746e86b1c9574cf11e151dc0536e6e7287dd0e.
 # Regenerate: envbuild render alpa-megatron --target local --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
