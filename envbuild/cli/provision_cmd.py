@@ -155,11 +155,10 @@ def provision_cmd(recipe, target, recipe_option, hosts, inventory, backend, pref
 
 def verdict_line(run_dir) -> None:
     """The finished run's verdict as provision recorded it in run.json (one line)."""
-    from envbuild.report.collect import read_run
+    from envbuild.record import read_run_info
 
-    run = read_run(run_dir)
-    if run.get("verdict"):
-        notes = [str(r.get("message")) for r in run.get("verdict_reasons") or [] if isinstance(r, dict)]
-        notes += [str(n) for n in run.get("verdict_not_judged") or []]
+    run = read_run_info(run_dir)
+    if run.verdict:
+        notes = [r.message for r in run.verdict_reasons] + run.verdict_not_judged
         more = f" (+{len(notes) - 1} more: envbuild report)" if len(notes) > 1 else ""
-        console.print(f"verdict: {run['verdict']}" + (f": {notes[0]}{more}" if notes else ""), markup=False)
+        console.print(f"verdict: {run.verdict}" + (f": {notes[0]}{more}" if notes else ""), markup=False)

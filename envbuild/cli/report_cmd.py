@@ -83,13 +83,13 @@ def verify_cmd(target, hosts, inventory, local, identity, known_hosts, insecure,
     """
     from envbuild.connect.nodes import parse_hosts, read_inventory
     from envbuild.connect.runners import LocalRunner, SshRunner
-    from envbuild.report.collect import read_run
+    from envbuild.record import read_run_info
     from envbuild.verify import exit_code, ran_on_controller, resolve_run, verify
 
     if sum(bool(x) for x in (hosts, inventory, local)) > 1:
         raise InputError("give only one of --hosts, --inventory, --local", hint="pick how to reach the nodes")
     run_dir = resolve_run(run, target)
-    run_record = read_run(run_dir)  # a damaged run.json is bad input (exit 2), named
+    run_record = read_run_info(run_dir)  # a damaged run.json is bad input (exit 2), named
     if local or not (hosts or inventory) and ran_on_controller(run_dir):  # a run on this machine
         nodes = [LocalRunner(name="local")]
     else:
@@ -97,7 +97,7 @@ def verify_cmd(target, hosts, inventory, local, identity, known_hosts, insecure,
         if inventory:
             specs = read_inventory(inventory, **how)
         else:
-            spec = hosts or ",".join(run_record.get("hosts") or [])
+            spec = hosts or ",".join(run_record.hosts)
             if not spec:
                 raise InputError("no nodes to verify", hint="pass --hosts, --inventory or --local")
             specs = parse_hosts(spec, **how)

@@ -17,7 +17,6 @@ node records are copied in, so the report judges the environment the job ran in.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -26,7 +25,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envbuild import rundir
 from envbuild.connect.nodes import parse_hosts
 from envbuild.connect.runners import LocalRunner, SshRunner
 from envbuild.errors import EnvironmentProblem
@@ -34,7 +32,7 @@ from envbuild.launch import Rendered, render_job
 from envbuild.launch.job import Job, LaunchOptions, build_job
 from envbuild.launch.local import output_paths as local_output_paths
 from envbuild.launch.slurm import output_paths as slurm_output_paths
-from envbuild.report.collect import load_json, read_run
+from envbuild.record import RunRecord, RunWriter, create_run
 from envbuild.smoke import read_result
 from envbuild.smoke.completion import judge
 from envbuild.smoke.native import parse
@@ -272,8 +270,9 @@ def launch(recipe, target, plan, options: LaunchOptions, *, argv: list[str],
     if options.scheduler not in ("slurm", "local"):
         raise EnvironmentProblem(f"--submit runs Slurm and local jobs; {options.scheduler} is render-only here",
                                  hint="submit the rendered file yourself (qsub / kubectl apply -f)")
-    rd = rundir.create(recipe.name, target.name, argv=argv, hosts=[], options={
+    writer = create_run(recipe.name, target.name, argv=argv, hosts=[], options={
         "launch": {k: v for k, v in asdict(options).items() if v not in (None, "", False)}})
+    rd = writer.rd
     job_dir = rd.path / "job"
     job_dir.mkdir(mode=0o700)
     job = build_job(recipe, target, plan, LaunchOptions(**{**asdict(options), "output_dir": str(job_dir)}))
@@ -289,15 +288,15 @@ def launch(recipe, target, plan, options: LaunchOptions, *, argv: list[str],
     t0 = time.monotonic()
     smoke = results(job, recipe, result)
     node = _node_name(rd, result)
-    rd.write_node(node, "smoke.json", smoke)
+    writer.node_smoke(node, smoke)
     result.timings["parse_s"] = time.monotonic() - t0
     outcome = Outcome(rd.path, rendered, result, smoke, node)
-    rd.write("launch.json", {"schema": "envbuild.launch/1", "scheduler": options.scheduler,
+    writer.launch({"schema": "envbuild.launch/1", "scheduler": options.scheduler,
                              "script": str(script), "job": result.to_dict(), "replaced": job.replaced,
                              "node": node, "passed": outcome.passed, "status": outcome.status,
                              "provisioned_run": str(provisioned) if provisioned else None,
                              "verified": [v.to_dict() for v in verdicts or []]})
-    rd.update_run(status="ok" if result.ok else "failed", finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"), hosts=[node],
+    writer.finish("ok" if result.ok else "failed", hosts=[node],
                   job={"id": result.job_id, "state": result.state, "exit_code": result.exit_code})
     rd.publish()
     return outcome
@@ -313,9 +312,8 @@ def _node_name(rd, result: JobResult) -> str:
 def _copy_provisioned(src: Path, rd) -> None:
     if (src / "lock.lock").exists():
         shutil.copy2(src / "lock.lock", rd.path / "lock.lock")
-    run = json.loads((src / "run.json").read_text())
-    rd.update_run(lock_digest=run.get("lock_digest"), lock_path=run.get("lock_path"),
-                  provisioned_run=str(src))
+    run = RunRecord.load(src).run
+    RunWriter(rd).update(lock_digest=run.lock_digest, lock_path=run.lock_path, provisioned_run=str(src))
     for node in sorted(p for p in (src / "nodes").glob("*") if p.is_dir()):
         for name in NODE_FILES:
             if (node / name).exists():
@@ -331,9 +329,9 @@ def provisioned_run(recipe: str, target: str, run: str | Path | None) -> Path | 
         path = resolve_run(None, target)
     except Exception:  # noqa: BLE001 - no run at all: nothing provisioned to verify
         return None
-    rec = load_json(path / "run.json") or {}
-    has_plans = any((p / "plan.json").exists() for p in (path / "nodes").glob("*")) if (path / "nodes").is_dir() else False
-    return path if rec.get("recipe") == recipe and has_plans else None
+    rec = RunRecord.load(path)
+    has_plans = any((n.path / "plan.json").exists() for n in rec.nodes())
+    return path if rec.run.recipe == recipe and has_plans else None
 
 
 def verify_nodes(run_dir: Path) -> list:
@@ -342,6 +340,6 @@ def verify_nodes(run_dir: Path) -> list:
     if ran_on_controller(run_dir):
         runners = [LocalRunner(name="local")]
     else:
-        hosts = ",".join(read_run(run_dir).get("hosts") or [])
+        hosts = ",".join(RunRecord.load(run_dir).run.hosts)
         runners = [LocalRunner(name=s.name) if s.is_local else SshRunner(s) for s in parse_hosts(hosts)]
     return verify(run_dir, runners)

@@ -9,7 +9,8 @@ from envbuild.connect.nodes import Node
 from envbuild.observe import (expected_state, image_observe_command, observe_args, observe_command,
                               parse_observed)
 from envbuild.plan.model import Plan
-from envbuild.smoke.onnode import collect_node, dumps
+from envbuild.record import RunWriter
+from envbuild.smoke.onnode import collect_node
 
 
 def observe(rd: rundir.RunDir, node: Node, plan: Plan, lock_text: str | None) -> None:
@@ -43,4 +44,4 @@ def merge_smoke(rd: rundir.RunDir, host: str, runs: tuple[list[dict], str | None
     bench = recipe.benchmark.model_dump(mode="json") if recipe.benchmark else None
     results = collect_node(folder, names, bench, runs[1])
     if results:
-        rd.write_node(host, "smoke.json", dumps(results))
+        RunWriter(rd).node_smoke(host, results)

@@ -25,6 +25,7 @@ from envbuild.provision.options import ProvisionOptions, ProvisionOutcome, load,
 from envbuild.provision.playbook import run_playbook
 from envbuild.provision.replan import plan_nodes
 from envbuild.provision.results import NodeResults, exit_code, finish, record_stopped
+from envbuild.record import RunWriter, create_run
 from envbuild.render.ansible import render
 
 
@@ -39,8 +40,8 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
         recipe, target = load(opts, on_target=early.start)
         nodes = early.nodes
         options = {k: v for k, v in asdict(opts).items() if k not in ("argv", "target", "recipe")}
-        rd = rundir.create(recipe.name, target.name, argv=opts.argv, hosts=[n.name for n in nodes],
-                           options=options)
+        rd = create_run(recipe.name, target.name, argv=opts.argv, hosts=[n.name for n in nodes],
+                        options=options).rd
     except BaseException:
         stop_all()  # the facts commands still running on the controller (see below)
         raise
@@ -59,7 +60,7 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
             lock, lock_file, lock_text = take_lock(opts, recipe, target, say, found=early.lock(recipe, target))
             if lock_text:
                 rd.write("lock.lock", lock_text)
-            rd.update_run(lock_path=lock_file, lock_digest=lock_digest(lock) if lock is not None else None)
+            RunWriter(rd).update(lock_path=lock_file, lock_digest=lock_digest(lock) if lock is not None else None)
         phase = "plan"
         plan_opts = replace(plan_options(opts, recipe, lock),
                             inventory=inventory_values([facts[n.name] for n in feasible]))
@@ -80,7 +81,7 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
             return outcome(*finish(rd, results, len(nodes)))
 
         if opts.dry_run:  # nothing installed: status "dry-run", never runs/latest, never a verdict
-            rd.update_run(finished=rundir._now(), status="dry-run")
+            RunWriter(rd).finish("dry-run")
             return outcome("dry-run", exit_code(results))
         if not feasible:
             return finished()
