@@ -58,11 +58,10 @@ def record_interrupted(rd: rundir.RunDir, results: dict[str, dict], hosts: list[
         res = results.get(host)
         if res is not None and res["status"] != "interrupted":
             continue  # it had finished (ok, failed, unreachable) before the signal
-        step = (res or {}).get("failed_step") or current_step(tracker, host)
+        step = (res["failed_step"] if res else None) or current_step(tracker, host)
         res = {"command": None, "rc": None, "log_tail": "", "changed": [], "skipped": [], "duration_s": 0.0,
                **(res or {}), "status": "interrupted", "failed_step": step, "signal": name}
-        results[host] = res
-        RunWriter(rd).node_result(host, res)
+        results[host] = RunWriter(rd).node_result(host, res).model_dump(mode="json")
     RunWriter(rd).finish("interrupted", signal=name, interrupted_at={h: results[h]["failed_step"] for h in hosts})
 
 
