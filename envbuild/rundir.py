@@ -3,8 +3,10 @@
 ``<run-id>`` is ``YYYYmmdd-HHMMSS-<recipe>-<target>``; ``runs/latest`` points at the newest
 *finished* run that was not a dry run (``RunDir.publish()``): a dry run, or a run aborted by an
 interrupt or an error, never becomes ``latest``.
-Layout: run.json (written through ``envbuild.record.RunWriter``, typed), recipe.json, lock.lock, events.jsonl, ansible/ (runner's private folder),
-nodes/<host>/{facts,preflight,plan,result,observed,smoke}.json and log.txt.
+Layout: run.json, recipe.json, lock.lock, events.jsonl, ansible/ (runner's private folder),
+nodes/<host>/{facts,preflight,plan,result,observed,smoke}.json and log.txt. This module only
+makes the folder and writes files; what the JSON files hold, the one writer of run.json and
+the one reader of the folder are ``envbuild.record`` (typed).
 
 Run folders are private: ``runs/`` and each run are 0700 (created with that mode), files 0600.
 Everything written through ``RunDir`` passes ``envbuild.redact`` first: the values of the

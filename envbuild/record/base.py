@@ -7,6 +7,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 
+# a number as written: an int stays an int (a threshold of 200000, a FLOP count), a float a float
+Number = int | float
+
+
 class Record(BaseModel):
     """A run-folder document or a part of one (unknown fields refused)."""
 

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from envbuild.observe.model import Drift
-from envbuild.record.base import Record
+from envbuild.record.base import Number, Record
 
 LAUNCH_SCHEMA = "envbuild.launch/1"
 
@@ -24,7 +24,7 @@ class JobOutcome(Record):
     first_node: str = ""
     stdout_path: str = ""
     stderr_path: str = ""
-    timings: dict[str, float] = Field(default_factory=dict)
+    timings: dict[str, Number] = Field(default_factory=dict)
     tail: str = ""
 
 

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from envbuild.record.base import Record
+from envbuild.record.base import Number, Record
 
 NodeStatus = Literal["ok", "failed", "refused", "unreachable", "interrupted", "error"]
 
@@ -26,7 +26,7 @@ class NodeResult(Record):
     log_tail: str = ""
     changed: list[str] = Field(default_factory=list)
     skipped: list[str] = Field(default_factory=list)
-    duration_s: float | None = None
+    duration_s: Number | None = None
     insecure: bool = False  # SSH host keys were not checked for this node (--insecure)
     signal: str | None = None  # the signal that interrupted it
     # steps run again because their effect did not hold (the node's Envbuild state answer)

@@ -14,14 +14,14 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from envbuild.record.base import Record
+from envbuild.record.base import Number, Record
 
 
 class Repeat(Record):
     """A section measured several times (``envbuild smoke --repeat N``, ``smoke.combine_runs``)."""
 
     n: int
-    values: dict[str, list[float]] = Field(default_factory=dict)
+    values: dict[str, list[Number]] = Field(default_factory=dict)
     ok: list[bool] = Field(default_factory=list)
 
 
@@ -33,7 +33,7 @@ class Section(Record):
     ok: bool | None = None
     rc: int | None = None
     error: str | None = None  # why the section is not ok (the script's, or the job's)
-    thresholds: dict[str, float] = Field(default_factory=dict)  # metric -> floor (smoke.floors)
+    thresholds: dict[str, Number] = Field(default_factory=dict)  # metric -> floor (smoke.floors)
     repeat: Repeat | None = None
     torch: str | None = None
     cuda: str | None = None
@@ -42,9 +42,9 @@ class Section(Record):
 
 
 class Loss(Record):
-    first: float | None = None
-    last: float | None = None
-    values: list[float] = Field(default_factory=list)
+    first: Number | None = None
+    last: Number | None = None
+    values: list[Number] = Field(default_factory=list)
     finite: bool | None = None
     decreased: bool | None = None
 
@@ -63,18 +63,18 @@ class GptSection(Section):
     threads: int | None = None
     params: int | None = None
     params_matmul: int | None = None
-    flops_per_token: float | None = None
+    flops_per_token: Number | None = None
     flops_formula: str | None = None
     tokens_per_step: int | None = None
-    step_time_s: dict[str, float] = Field(default_factory=dict)  # median, min, max
-    step_times_s: list[float] = Field(default_factory=list)
-    warmup_s: float | None = None
-    tokens_per_s: float | None = None
-    tflops: float | None = None
-    peak_tflops: float | None = None
+    step_time_s: dict[str, Number] = Field(default_factory=dict)  # median, min, max
+    step_times_s: list[Number] = Field(default_factory=list)
+    warmup_s: Number | None = None
+    tokens_per_s: Number | None = None
+    tflops: Number | None = None
+    peak_tflops: Number | None = None
     peak_matmul: dict[str, Any] = Field(default_factory=dict)  # the measured matmul peak: n, dtype, time, tflops
-    mfu: float | None = None
-    max_memory_gib: float | None = None
+    mfu: Number | None = None
+    max_memory_gib: Number | None = None
     loss: Loss | None = None
     warnings: list[str] = Field(default_factory=list)
 
@@ -88,8 +88,8 @@ class CollectiveSection(Section):
     nccl_version: str | None = None
     busbw_formula: str | None = None
     results: list[dict[str, Any]] = Field(default_factory=list)  # one row per message size
-    max_busbw_gbps: float | None = None
-    max_algbw_gbps: float | None = None
+    max_busbw_gbps: Number | None = None
+    max_algbw_gbps: Number | None = None
     job: "JobState | None" = None
 
 
@@ -130,8 +130,8 @@ class NativeVerdict(Record):
 
     passed: bool | None = None
     metric: str | None = None
-    value: float | None = None
-    threshold: float | None = None
+    value: Number | None = None
+    threshold: Number | None = None
     reason: str = ""
     status: Literal["pass", "not-judged", "fail"]
     completion: Completion | None = None
@@ -152,7 +152,7 @@ class NativeSection(Section):
     parser: str | None = None
     metric: str | None = None
     unit: str = ""
-    threshold: float | None = None
+    threshold: Number | None = None
     higher_is_better: bool = True
     ran: bool | None = None
     reason: str | None = None  # why it did not run

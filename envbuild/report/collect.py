@@ -156,9 +156,11 @@ def node_report(record: RunRecord, node_rec: NodeRecord, lock_digest: str | None
                 got = f"{b.name} = {b.value:g} {b.unit}".rstrip() if b.value is not None else f"{b.name} missing"
                 reasons.append(Reason(kind="benchmark", host=host, message=f"{got}, {cmp} threshold {b.threshold:g}"
                                       if b.value is not None else f"{got} (threshold {b.threshold:g})"))
-        if judged is not None and judged.status == "fail" and len(reasons) == before:  # e.g. its metric not in the output
+        # e.g. its metric not in the output
+        if judged is not None and judged.status == "fail" and len(reasons) == before:
             reasons.append(Reason(kind="benchmark", host=host, message=judged.reason or "benchmark failed"))
-        reasons += [Reason(kind="smoke", host=host, message=f"smoke {k} not ok") for k, ok in node.smoke_ok.items() if not ok]
+        reasons += [Reason(kind="smoke", host=host, message=f"smoke {k} not ok")
+                    for k, ok in node.smoke_ok.items() if not ok]
     return node, reasons
 
 
