@@ -18,16 +18,15 @@ def _plan(rec, tgt, *, run_dir: Path | None, facts_file, lock_file, prefix, git_
     recipe run in its container, else the node plan resolved as ``envbuild plan`` does."""
     from envbuild.inputs import find_lock, node_facts
     from envbuild.plan.build import PlanOptions
-    from envbuild.plan.model import Plan
     from envbuild.plan.resolve import fetch_urls, resolve
 
     if run_dir is not None:
-        plans = sorted((run_dir / "nodes").glob("*/plan.json"))
+        from envbuild.record import RunRecord
+
+        plans = [n.plan for n in RunRecord.load(run_dir).nodes() if n.plan is not None]
         if not plans:
             raise InputError(f"run {run_dir.name} has no node plan", hint="pass a provision run (envbuild provision ...)")
-        from envbuild.userfile import read_json
-
-        return Plan.model_validate(read_json(plans[0], "plan"))
+        return plans[0]
     lock = find_lock(rec, tgt, lock_file)
     if container and rec.environment.kind == "container" and not prefix:
         from envbuild.plan.image import image_plan
