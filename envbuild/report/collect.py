@@ -106,13 +106,13 @@ def node_report(record: RunRecord, node_rec: NodeRecord, lock_digest: str | None
     reasons: list[Reason] = []
     facts, pre, plan, result, obs = (node_rec.facts, node_rec.preflight, node_rec.plan, node_rec.result,
                                      node_rec.observed)
-    node = NodeReport(host=host, facts=facts_summary(facts) if facts else None)
-    if pre:
+    node = NodeReport(host=host, facts=facts_summary(facts) if facts is not None else None)
+    if pre is not None:
         node.preflight = preflight_summary(pre)
         if not node.preflight.ok:
             detail = "; ".join(node.preflight.problems) or node.preflight.verdict
             reasons.append(Reason(kind="preflight", host=host, message=f"preflight refused the node: {detail}"))
-    if result:
+    if result is not None:
         node.result = StepResult.model_validate(result.model_dump(include=set(StepResult.model_fields),
                                                                   exclude_none=True))
         if node.result.status != "ok":
@@ -121,7 +121,7 @@ def node_report(record: RunRecord, node_rec: NodeRecord, lock_digest: str | None
                                   + (f" (rc {node.result.rc})" if node.result.rc is not None else "")))
     node.kind = node_kind(facts, *_plan_versions(plan))
     node.decisions = [DecisionRow.model_validate(d.model_dump()) for d in plan.decisions] if plan else []
-    node.insecure = bool(result and result.insecure)
+    node.insecure = result is not None and result.insecure
     node.unverified = unverified_packages(plan)
     exp = expected_state(record.lock, plan)
     if obs is not None:
@@ -133,10 +133,10 @@ def node_report(record: RunRecord, node_rec: NodeRecord, lock_digest: str | None
     elif not node.result or node.result.status == "ok":
         reasons.append(Reason(kind="unobserved", host=host, message="no observed.json: installed state not verified"))
     node.patches = patch_rows(exp, obs, plan)
-    smoke = node_rec.smoke
-    if not smoke and node.fingerprint and result is not None and result.status == "ok" and not result.changed:
+    smoke = node_rec.smoke if node_rec.smoke is not None and node_rec.smoke.sections() else None
+    if smoke is None and node.fingerprint and result is not None and result.status == "ok" and not result.changed:
         smoke, node.evidence_from = carried_smoke(record, host, node.fingerprint)
-    if smoke:
+    if smoke is not None:
         written = smoke.as_written()  # report.bench reads the sections as written
         node.benchmarks = bench.benchmarks(written, recipe.benchmark,
                                            node.facts.gpu if node.facts is not None else None)
@@ -195,7 +195,7 @@ def carried_smoke(record: RunRecord, host: str, fingerprint: str) -> tuple[Smoke
         try:
             there = RunRecord.load(earlier)
             node = there.node(host)
-            if node is None or not node.smoke or not node.observed:
+            if node is None or node.smoke is None or not node.smoke.sections() or node.observed is None:
                 continue
             if node_fingerprint(node.observed, there.lock_digest) == fingerprint:
                 return node.smoke, earlier.name

@@ -30,7 +30,7 @@ def node_kind(facts: NodeFacts | None, python: str | None = None, torch: str | N
     """A short fingerprint of what makes two nodes build the same extension wheel: machine
     architecture, glibc, CUDA (driver and nvcc), GPU compute capabilities (from a facts.json),
     the environment's torch and python versions. None without facts."""
-    if not facts:
+    if facts is None:
         return None
     data = {"arch": facts.arch, "glibc": facts.glibc, "driver_cuda": facts.driver_cuda,
             "nvcc": facts.nvcc, "torch": torch, "python": python,
