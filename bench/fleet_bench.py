@@ -36,6 +36,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from envbuild.fsio import write_atomic  # noqa: E402
+from envbuild.record import read_run_info  # noqa: E402
+from envbuild.record.run import FleetRecord  # noqa: E402
 from envbuild.testbed import sshd, uvcache  # noqa: E402
 
 OUT = Path(__file__).parent / "results" / "fleet.json"
@@ -58,16 +60,16 @@ def provision(bed, root: Path, wheelhouse: str) -> dict:
     if not lines or '"type": "result"' not in lines[-1]:
         raise SystemExit(f"provision printed no result (rc {p.returncode}): {p.stderr[-1500:]}")
     out = json.loads(lines[-1])
-    run = json.loads((Path(out["run_dir"]) / "run.json").read_text())
-    fleet = run.get("fleet") or {}
-    return {"rc": p.returncode, "wall_s": round(wall, 3), "verdict": run.get("verdict"),
-            "ansible": run.get("ansible", "started"),
+    run = read_run_info(Path(out["run_dir"]))
+    fleet = run.fleet or FleetRecord(pushed=False, nodes=0)
+    return {"rc": p.returncode, "wall_s": round(wall, 3), "verdict": run.verdict,
+            "ansible": run.ansible or "started",
             "statuses": sorted({r["status"] for r in out["results"].values()}),
             "changed_steps": sum(len(r["changed"]) for r in out["results"].values()),
-            "index_bytes_run_json": fleet.get("downloaded_bytes"),
+            "index_bytes_run_json": fleet.downloaded_bytes,
             "index_bytes_cache_growth": du(root / "cache") - before,
-            "wheelhouse_bytes": fleet.get("wheelhouse_bytes"), "pushed_files": fleet.get("files"),
-            "pushed_bytes_per_node": fleet.get("bytes"),
+            "wheelhouse_bytes": fleet.wheelhouse_bytes, "pushed_files": fleet.files,
+            "pushed_bytes_per_node": fleet.bytes,
             "loadavg_1min": [round(load0, 2), round(os.getloadavg()[0], 2)]}
 
 

@@ -36,6 +36,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from envbuild.fsio import write_atomic  # noqa: E402
+from envbuild.record import read_run_info  # noqa: E402
 
 OUT = Path(__file__).parent / "results" / "noop.json"
 GOALS = {"local": 1.5, "1": 1.5, "8": 2.0}
@@ -52,9 +53,9 @@ def provision(home: Path, extra: list[str], wheelhouse: str, env: dict) -> dict:
     out = _result(p.stdout)
     if out is None:
         raise SystemExit(f"provision printed no result (rc {p.returncode}): {p.stderr[-1500:]}")
-    run = json.loads((Path(out["run_dir"]) / "run.json").read_text())
-    return {"rc": p.returncode, "wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "ansible": run.get("ansible", "started"),
-            "verdict": run.get("verdict"),
+    run = read_run_info(Path(out["run_dir"]))
+    return {"rc": p.returncode, "wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "ansible": run.ansible or "started",
+            "verdict": run.verdict,
             "changed": sorted({s for r in out["results"].values() for s in r["changed"]}),
             "statuses": sorted({r["status"] for r in out["results"].values()})}
 

@@ -4,7 +4,9 @@
 *finished* run that was not a dry run (``RunDir.publish()``): a dry run, or a run aborted by an
 interrupt or an error, never becomes ``latest``.
 Layout: run.json, recipe.json, lock.lock, events.jsonl, ansible/ (runner's private folder),
-nodes/<host>/{facts,preflight,plan,result,observed,smoke}.json and log.txt.
+nodes/<host>/{facts,preflight,plan,result,observed,smoke}.json and log.txt. This module only
+makes the folder and writes files; what the JSON files hold, the one writer of run.json and
+the one reader of the folder are ``envbuild.record`` (typed).
 
 Run folders are private: ``runs/`` and each run are 0700 (created with that mode), files 0600.
 Everything written through ``RunDir`` passes ``envbuild.redact`` first: the values of the
@@ -20,11 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envbuild import __version__
 from envbuild.fsio import write_atomic
 from envbuild.redact import Redactor
 
-RUN_SCHEMA = "envbuild.run/1"
 PRIVATE_DIR, PRIVATE_FILE = 0o700, 0o600
 
 
@@ -71,15 +71,6 @@ class RunDir:
     def write_node(self, host: str, name: str, obj: Any) -> Path:
         return write_atomic(self.node(host) / name, self._text(obj), mode=PRIVATE_FILE)
 
-    def read(self, name: str) -> Any:
-        return json.loads((self.path / name).read_text())
-
-    def update_run(self, **fields: Any) -> dict:
-        data = self.read("run.json")
-        data.update(fields)
-        self.write("run.json", data)
-        return data
-
     def publish(self) -> None:
         """Point ``runs/latest`` at this run (a finished, non-dry run only)."""
         runs = self.path.parent
@@ -95,10 +86,10 @@ def run_id(recipe: str, target: str, now: float | None = None) -> str:
     return time.strftime("%Y%m%d-%H%M%S", time.localtime(now)) + f"-{recipe}-{target}"
 
 
-def create(recipe: str, target: str, *, argv: list[str], hosts: list[str], options: dict,
-           home: Path | None = None) -> RunDir:
+def create(recipe: str, target: str, *, home: Path | None = None) -> RunDir:
     """Make a new private run folder (unique even within one second); ``latest`` is not moved
-    until the run finishes (``RunDir.publish``)."""
+    until the run finishes (``RunDir.publish``). Its run.json is written by
+    ``envbuild.record.create_run``, which calls this."""
     home = home or envbuild_home()
     if not home.exists():
         home.parent.mkdir(parents=True, exist_ok=True)
@@ -114,14 +105,7 @@ def create(recipe: str, target: str, *, argv: list[str], hosts: list[str], optio
         except FileExistsError:
             n += 1
             path = runs / f"{base}.{n}"
-    rd = RunDir(path)
-
-    rd.write("run.json", {"schema": RUN_SCHEMA, "run_id": rd.run_id, "recipe": recipe,
-                          "target": target, "envbuild_version": __version__,
-                          "argv": rd.redactor.argv(argv), "started": _now(),
-                          "finished": None, "status": "running", "lock_path": None,
-                          "lock_digest": None, "hosts": hosts, "options": options})
-    return rd
+    return RunDir(path)
 
 
 def _private_dir(path: Path) -> None:
@@ -137,7 +121,3 @@ def _private_dir(path: Path) -> None:
 def latest(home: Path | None = None) -> RunDir | None:
     link = (home or envbuild_home()) / "runs" / "latest"
     return RunDir(link.resolve()) if link.exists() else None
-
-
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S%z")

@@ -23,10 +23,8 @@ from pathlib import Path
 from envbuild.actions.nodestate import parse_probe, plan_steps, probe_command
 from envbuild.connect.runners import LocalRunner, Runner
 from envbuild.errors import EnvironmentProblem, InputError
-from envbuild.observe import (Drift, Observed, compare_expected, expected_state, observe_args,
-                              parse_observed, read_lock)
-from envbuild.plan.model import Plan
-from envbuild.report.collect import load_json, read_run, run_lock_digest
+from envbuild.observe import Drift, compare_expected, expected_state, observe_args, parse_observed
+from envbuild.record import UNFINISHED, NodeRecord, RunRecord, read_run_info
 from envbuild.report.fingerprint import node_fingerprint
 from envbuild.rundir import envbuild_home
 
@@ -50,9 +48,6 @@ class NodeVerdict:
                 "drift": [d.model_dump() for d in self.drift]}
 
 
-UNFINISHED = ("running", "dry-run", "interrupted", "error")  # run.json statuses latest never points at
-
-
 def resolve_run(run: str | Path | None, target: str | None = None) -> Path:
     """The run directory: ``run`` itself, else the newest finished (non-dry, uninterrupted) run
     for ``target``, else runs/latest."""
@@ -73,21 +68,21 @@ def resolve_run(run: str | Path | None, target: str | None = None) -> Path:
 
 def _finished(run_dir: Path) -> bool:
     try:
-        return read_run(run_dir).get("status") not in (None, *UNFINISHED)
+        return read_run_info(run_dir).status not in UNFINISHED
     except InputError:
         return False
 
 
-def _node_dir(run_dir: Path, names: list[str], only_one_ok: bool) -> Path:
-    """The run's folder for a node, matched by inventory name, label or host."""
-    nodes = sorted(p for p in (run_dir / "nodes").glob("*") if p.is_dir())
+def _node_record(record: RunRecord, names: list[str], only_one_ok: bool) -> NodeRecord:
+    """The run's record of a node, matched by inventory name, label or host."""
+    nodes = record.nodes()
     for cand in names:
-        if cand and (run_dir / "nodes" / cand).is_dir():
-            return run_dir / "nodes" / cand
+        if cand and (node := record.node(cand)) is not None:
+            return node
     if len(nodes) == 1 and only_one_ok:
         return nodes[0]
-    raise InputError(f"node {names[0]} is not part of run {run_dir.name}",
-                     hint=f"the run has nodes: {', '.join(p.name for p in nodes) or 'none'}")
+    raise InputError(f"node {names[0]} is not part of run {record.path.name}",
+                     hint=f"the run has nodes: {', '.join(n.host for n in nodes) or 'none'}")
 
 
 def runner_names(runner: Runner) -> list[str]:
@@ -99,19 +94,17 @@ def runner_names(runner: Runner) -> list[str]:
     return [n for n in names if n]
 
 
-def verify_node(run_dir: Path, runner: Runner, lock: dict | None, *, deep: bool = False) -> NodeVerdict:
-    """Observe one node (through ``runner``) and compare it with what the run expects;
-    ``deep`` hashes every file of every distribution against its RECORD."""
-    node_dir = _node_dir(run_dir, runner_names(runner), isinstance(runner, LocalRunner))
-    name = node_dir.name
-    plan = load_json(node_dir / "plan.json")
+def verify_node(record: RunRecord, runner: Runner, *, deep: bool = False) -> NodeVerdict:
+    """Observe one node (through ``runner``) and compare it with what the run ``record``
+    expects; ``deep`` hashes every file of every distribution against its RECORD."""
+    node = _node_record(record, runner_names(runner), isinstance(runner, LocalRunner))
+    name = node.host
+    plan = node.plan
     if plan is None:
         return NodeVerdict(name, "unreachable", message=f"no plan.json for {name} in the run")
-    exp = expected_state(lock, plan)
-    baseline_data = load_json(node_dir / "observed.json")
-    baseline = Observed.model_validate(baseline_data) if baseline_data else None
-    plan_model = Plan.model_validate(plan)
-    cmd = probe_command(exp.python or "python3", plan_model.prefix, plan_steps(plan_model), deep=deep,
+    exp = expected_state(record.lock, plan)
+    baseline = node.observed
+    cmd = probe_command(exp.python or "python3", plan.prefix, plan_steps(plan), deep=deep,
                         observe=observe_args(exp))
     try:
         res = runner.run(cmd, timeout=TIMEOUT_S)
@@ -130,11 +123,10 @@ def verify_node(run_dir: Path, runner: Runner, lock: dict | None, *, deep: bool 
         return NodeVerdict(name, "unreachable", message=exc.message)
     drift = [d.model_copy(update={"host": name}) for d in compare_expected(exp, obs, baseline)]
     drift += effect_drift(probe.state, name)
-    run = load_json(run_dir / "run.json") or {}
     summary = "" if drift else (f"{len(exp.packages)} packages, {len(exp.git)} commits, {len(exp.patches)} patches, "
                                 f"{len(baseline.extensions) if baseline else 0} extensions as recorded")
     return NodeVerdict(name, "drift" if drift else "clean", drift, message=summary,
-                       fingerprint=node_fingerprint(obs, run.get("lock_digest") or run_lock_digest(run_dir / "lock.lock")))
+                       fingerprint=node_fingerprint(obs, record.lock_digest))
 
 
 def effect_drift(state: dict, host: str) -> list[Drift]:
@@ -147,11 +139,11 @@ def verify(run_dir: Path, nodes: list[Runner], *, deep: bool = False) -> list[No
     """Verify every node (a LocalRunner or SshRunner each) in parallel, results in order.
     A verdict says ``insecure`` when its node's host key was not checked; ``deep`` hashes
     every installed file (see ``verify_node``)."""
-    lock_file = run_dir / "lock.lock"
-    lock = read_lock(lock_file) if lock_file.exists() else None
+    record = RunRecord.load(run_dir)
+    record.lock, record.lock_digest, record.nodes()  # read once, before the threads
 
     def one(runner: Runner) -> NodeVerdict:
-        verdict = verify_node(run_dir, runner, lock, deep=deep)
+        verdict = verify_node(record, runner, deep=deep)
         node = getattr(runner, "node", None)
         verdict.insecure = bool(node is not None and not node.is_local and node.insecure)
         return verdict

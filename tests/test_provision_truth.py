@@ -10,6 +10,7 @@ import stat
 import pytest
 
 from envbuild import rundir
+from envbuild.record import create_run
 from envbuild.execute.ansible import RunResult
 from envbuild.execute.events import Event, EventSink, StepTracker
 from envbuild.fsio import write_atomic
@@ -77,11 +78,11 @@ def test_exit_codes_fail_closed():
 
 
 def test_finished_run_that_the_report_fails_never_exits_0(tmp_path):
-    rd = rundir.create("r", "local", argv=["envbuild"], hosts=["n1"], options={}, home=tmp_path)
+    rd = create_run("r", "local", argv=["envbuild"], hosts=["n1"], options={}, home=tmp_path).rd
     rd.write_node("n1", "result.json", {"status": "ok", "failed_step": None})
     results = {"n1": {"status": "ok"}}
     status, code = _finish(rd, results, 1)  # no observed.json: the installed state is unverified
-    run = rd.read("run.json")
+    run = json.loads((rd.path / "run.json").read_text())
     assert status == "ok" and run["verdict"] == "FAIL" and code == 1
     assert any(r["kind"] == "unobserved" for r in run["verdict_reasons"])
     assert rundir.latest(tmp_path).path == rd.path.resolve()  # finished: it is latest now
@@ -115,23 +116,23 @@ def test_write_atomic_keeps_an_existing_mode_and_new_files_get_a_sane_one(tmp_pa
 
 def test_run_dirs_are_private_and_created_private(tmp_path):
     home = tmp_path / "eb"
-    rd = rundir.create("r", "local", argv=["envbuild"], hosts=["n1"], options={}, home=home)
+    rd = create_run("r", "local", argv=["envbuild"], hosts=["n1"], options={}, home=home).rd
     rd.write_node("n1", "log.txt", "x\n")
     for folder in (home, home / "runs", rd.path, rd.path / "nodes", rd.node("n1")):
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
     for f in (rd.path / "run.json", rd.node("n1") / "log.txt"):
         assert stat.S_IMODE(f.stat().st_mode) == 0o600
     (home / "runs").chmod(0o755)  # an older, wider runs/ is narrowed
-    rundir.create("r", "local", argv=["envbuild"], hosts=["n1"], options={}, home=home)
+    create_run("r", "local", argv=["envbuild"], hosts=["n1"], options={}, home=home).rd
     assert stat.S_IMODE((home / "runs").stat().st_mode) == 0o700
 
 
 def test_secrets_masked_in_run_json_results_and_events(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_TOKEN", "sekrit-xyz")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws/sekrit/abc")
-    rd = rundir.create("r", "local", argv=["envbuild", "provision", "--token", "sekrit-xyz", "HF_TOKEN=sekrit-xyz",
+    rd = create_run("r", "local", argv=["envbuild", "provision", "--token", "sekrit-xyz", "HF_TOKEN=sekrit-xyz",
                                            "--conda-channel", "https://me:pw123@conda.example/c"],
-                       hosts=["n1"], options={"conda_channel": "https://me:pw123@conda.example/c"}, home=tmp_path)
+                       hosts=["n1"], options={"conda_channel": "https://me:pw123@conda.example/c"}, home=tmp_path).rd
     rd.write_node("n1", "result.json", {"status": "failed", "log_tail": "pip: 401 for aws/sekrit/abc",
                                         "env": {"HF_TOKEN": "other", "PATH": "/bin"}, "tokens_per_s": 5})
     sink = EventSink(rd.events)
@@ -139,7 +140,7 @@ def test_secrets_masked_in_run_json_results_and_events(tmp_path, monkeypatch):
     sink.close()
     text = "".join(p.read_text() for p in rd.path.rglob("*") if p.is_file())
     assert "sekrit" not in text and "pw123" not in text and '"other"' not in text
-    run = rd.read("run.json")
+    run = json.loads((rd.path / "run.json").read_text())
     assert run["argv"][3:5] == ["***", "HF_TOKEN=***"] and "https://me:***@conda.example/c" in run["argv"]
     res = json.loads((rd.node("n1") / "result.json").read_text())
     assert res["tokens_per_s"] == 5 and res["env"] == {"HF_TOKEN": "***", "PATH": "/bin"}

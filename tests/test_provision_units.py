@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from envbuild import rundir
+from envbuild.record import RUN_SCHEMA, create_run
 from envbuild.connect.nodes import connection_vars, load_inventory, local_node, parse_hosts
 from envbuild.errors import InputError
 from envbuild.plan import params as P
@@ -38,15 +39,15 @@ def test_inventory_without_hosts_is_bad_input(tmp_path):
 
 def test_run_dir_layout_and_latest(tmp_path, monkeypatch):
     monkeypatch.setenv("ENVBUILD_HOME", str(tmp_path))
-    a = rundir.create("cpu-reference", "local", argv=["envbuild"], hosts=["local"], options={})
-    b = rundir.create("cpu-reference", "local", argv=["envbuild"], hosts=["local"], options={})
+    a = create_run("cpu-reference", "local", argv=["envbuild"], hosts=["local"], options={}).rd
+    b = create_run("cpu-reference", "local", argv=["envbuild"], hosts=["local"], options={}).rd
     assert a.path != b.path and rundir.latest() is None  # nothing finished yet
     a.publish()
     assert rundir.latest().path == a.path.resolve()
     b.publish()
     assert rundir.latest().path == b.path.resolve()
     run = json.loads((b.path / "run.json").read_text())
-    assert run["schema"] == "envbuild.run/1" and run["status"] == "running"
+    assert run["schema"] == RUN_SCHEMA and run["status"] == "running"
     assert b.run_id.split("-")[2:4] == ["cpu", "reference"]
 
 

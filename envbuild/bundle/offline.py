@@ -24,6 +24,7 @@ from envbuild.fsio import write_tar
 from envbuild.inputs import lock_source
 from envbuild.lock.serialize import lock_digest, parse_lock
 from envbuild.recipes import load_recipe
+from envbuild.record import RunWriter
 from envbuild.targets import load_target
 
 _OPENED: dict[tuple[str, int, int], Opened] = {}
@@ -101,4 +102,4 @@ def record(opts, rd, cache_dir: str) -> None:
     if getattr(opts, "bundle", None):
         b = opened(opts.bundle)
         seeded = b.seed_build_cache(Path(cache_dir))
-        rd.update_run(bundle={**b.summary(), "prebuilt_seeded": seeded})
+        RunWriter(rd).update(bundle={**b.summary(), "prebuilt_seeded": seeded})

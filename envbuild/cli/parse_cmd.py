@@ -85,8 +85,7 @@ def parse_cmd(recipe: str, logfile: Path, gpu: str | None, gpus: int | None, war
         on = f" on {pub.gpus or '?'} x {pub.gpu}" if pub.gpu else ""
         pct = (f", measured = {pub.percent:.1f} % of it" if pub.percent is not None else f"; not compared: {pub.why}")
         click.echo(f"published: {_fmt(pub.value)}{unit}{on} ({pub.source}){pct}")
-    done = v.completion or {}
-    if done:
-        click.echo(f"completion: {done['state']}: {done['detail']}")
+    if v.completion is not None:
+        click.echo(f"completion: {v.completion.state}: {v.completion.detail}")
     click.echo(f"verdict: {v.verdict}: {v.reason}")
     return got.exit_code

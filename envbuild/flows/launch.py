@@ -22,7 +22,7 @@ from envbuild.errors import CheckFailed, EnvironmentProblem, InputError
 from envbuild.flows.verify import runners
 from envbuild.launch import LaunchOptions, Rendered, render_launch
 from envbuild.launch import submit as sub
-from envbuild.report.collect import load_json
+from envbuild.record import RunRecord, read_run_info
 from envbuild.verify import UNFINISHED, NodeVerdict, resolve_run, verify
 
 
@@ -119,11 +119,13 @@ def provisioned_run(recipe: str, target: str, run: str | Path | None) -> Path | 
         return resolve_run(run)
     runs = rundir.envbuild_home() / "runs"
     for cand in sorted({*runs.glob(f"*-{target}"), *runs.glob(f"*-{target}.*")}, reverse=True):
-        rec = load_json(cand / "run.json") if cand.is_dir() and not cand.is_symlink() else None
-        if not isinstance(rec, dict) or rec.get("status") in (None, *UNFINISHED) or "job" in rec:
+        if not cand.is_dir() or cand.is_symlink() or not (cand / "run.json").is_file():
             continue
-        has_plans = any((p / "plan.json").exists() for p in (cand / "nodes").glob("*"))
-        return cand.resolve() if rec.get("recipe") == recipe and has_plans else None
+        rec = read_run_info(cand)
+        if rec.status in UNFINISHED or rec.job is not None:
+            continue
+        has_plans = any((n.path / "plan.json").exists() for n in RunRecord.load(cand).nodes())
+        return cand.resolve() if rec.recipe == recipe and has_plans else None
     return None
 
 
@@ -132,16 +134,13 @@ def launch_plan(rec, tgt, *, run_dir: Path | None, facts_file, lock_file, prefix
     recipe run in its container, else the node plan resolved as ``envbuild plan`` does."""
     from envbuild.inputs import find_lock, node_facts
     from envbuild.plan.build import PlanOptions
-    from envbuild.plan.model import Plan
     from envbuild.plan.resolve import fetch_urls, resolve
 
     if run_dir is not None:
-        plans = sorted((run_dir / "nodes").glob("*/plan.json"))
+        plans = [n.plan for n in RunRecord.load(run_dir).nodes() if n.plan is not None]
         if not plans:
             raise InputError(f"run {run_dir.name} has no node plan", hint="pass a provision run (envbuild provision ...)")
-        from envbuild.userfile import read_json
-
-        return Plan.model_validate(read_json(plans[0], "plan"))
+        return plans[0]
     lock = find_lock(rec, tgt, lock_file)
     if container and rec.environment.kind == "container" and not prefix:
         from envbuild.plan.image import image_plan

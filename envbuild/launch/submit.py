@@ -21,7 +21,6 @@ job completed and its output gave a measurement (``evidence``).
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import socket
@@ -31,14 +30,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envbuild import rundir
 from envbuild.connect.selection import NodeSelection
 from envbuild.errors import EnvironmentProblem
 from envbuild.launch import Rendered, render_job
 from envbuild.launch.job import Job, LaunchOptions, build_job
 from envbuild.launch.local import output_paths as local_output_paths
 from envbuild.launch.slurm import output_paths as slurm_output_paths
-from envbuild.report.collect import load_json
+from envbuild.record import RunRecord, RunWriter, create_run
 from envbuild.smoke import read_result
 from envbuild.smoke.hardware import node_gpus
 from envbuild.smoke.judge import NOT_JUDGED, PASS
@@ -316,8 +314,9 @@ def launch(recipe, target, plan, options: LaunchOptions, *, argv: list[str],
     if options.scheduler not in ("slurm", "local"):
         raise EnvironmentProblem(f"--submit runs Slurm and local jobs; {options.scheduler} is render-only here",
                                  hint="submit the rendered file yourself (qsub / kubectl apply -f)")
-    rd = rundir.create(recipe.name, target.name, argv=argv, hosts=[], options={
+    writer = create_run(recipe.name, target.name, argv=argv, hosts=[], options={
         "launch": {k: v for k, v in asdict(options).items() if v not in (None, "", False)}})
+    rd = writer.rd
     job_dir = rd.path / "job"
     job_dir.mkdir(mode=0o700)
     job = build_job(recipe, target, plan, LaunchOptions(**{**asdict(options), "output_dir": str(job_dir)}))
@@ -332,20 +331,21 @@ def launch(recipe, target, plan, options: LaunchOptions, *, argv: list[str],
     result = runner(job, script, run_env, timeout)
     t0 = time.monotonic()
     folder = job_node_dir(rd.path, result)
-    facts = rd.node(folder) / "facts.json"
-    gpu, gpus = node_gpus(json.loads(facts.read_text())) if facts.is_file() else (None, None)
+    node = RunRecord.load(rd.path).node(folder)  # the job node's facts, where a provision run was copied in
+    facts = node.facts if node is not None else None
+    gpu, gpus = node_gpus(facts.model_dump(mode="json") if facts is not None else None)
     smoke = results(job, recipe, result, gpu, gpus)
-    rd.write_node(folder, "smoke.json", smoke)
+    writer.node_smoke(folder, smoke)
     result.timings["parse_s"] = time.monotonic() - t0
     outcome = Outcome(rd.path, rendered, result, smoke, folder, published=evidence(result, smoke))
-    rd.write("launch.json", {"schema": "envbuild.launch/1", "scheduler": options.scheduler,
+    writer.launch({"schema": "envbuild.launch/1", "scheduler": options.scheduler,
                              "script": str(script), "job": result.to_dict(), "replaced": job.replaced,
                              "node": outcome.node, "nodes": outcome.hosts, "node_dir": folder,
                              "passed": outcome.passed, "status": outcome.status,
                              "provisioned_run": str(provisioned) if provisioned else None,
                              "verified": [v.to_dict() for v in verdicts or []]})
-    rd.update_run(status="ok" if result.ok else "failed", finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                  hosts=outcome.hosts, job={"id": result.job_id, "state": result.state, "exit_code": result.exit_code})
+    writer.finish("ok" if result.ok else "failed", hosts=outcome.hosts,
+                  job={"id": result.job_id, "state": result.state, "exit_code": result.exit_code})
     if outcome.published:
         rd.publish()
     return outcome
@@ -356,24 +356,23 @@ def job_node_dir(run_dir: Path, result: JobResult) -> str:
     script ran on (matched by its folder name or the host its facts name; the controller's
     ``local`` node for a job run here), else the job's first node by its own name."""
     here = result.first_node or "job"
-    root = run_dir / "nodes"
-    for folder in sorted(p for p in root.glob("*") if p.is_dir()) if root.is_dir() else []:
-        facts = load_json(folder / "facts.json") or {}
-        names = {folder.name, facts.get("host"), facts.get("hostname")}
-        if folder.name == "local" and result.scheduler == "local":
+    for node in RunRecord.load(run_dir).nodes():
+        facts = node.facts
+        names = {node.host, facts.host if facts is not None else None}
+        if node.host == "local" and result.scheduler == "local":
             names.add(here)  # the controller, which provision calls local
         if here in names:
-            return folder.name
+            return node.host
     return here
 
 
 def _copy_provisioned(src: Path, rd) -> None:
     if (src / "lock.lock").exists():
         shutil.copy2(src / "lock.lock", rd.path / "lock.lock")
-    run = json.loads((src / "run.json").read_text())
-    chosen = NodeSelection.for_run(run)  # how the provision reached its nodes (older runs: their options)
-    rd.update_run(lock_digest=run.get("lock_digest"), lock_path=run.get("lock_path"),
-                  provisioned_run=str(src), selection=chosen.record() if chosen else None)
+    run = RunRecord.load(src).run
+    chosen = NodeSelection.for_run(run.model_dump(mode="json", by_alias=True))  # older runs: their options
+    RunWriter(rd).update(lock_digest=run.lock_digest, lock_path=run.lock_path, provisioned_run=str(src),
+                         selection=chosen.record() if chosen else None)
     for node in sorted(p for p in (src / "nodes").glob("*") if p.is_dir()):
         for name in NODE_FILES:
             if (node / name).exists():

@@ -11,8 +11,9 @@ from envbuild.connect.nodes import Node
 from envbuild.observe import (expected_state, image_observe_command, observe_args, observe_command,
                               parse_observed)
 from envbuild.plan.model import Plan
+from envbuild.record import RunWriter
 from envbuild.smoke.hardware import node_gpus
-from envbuild.smoke.onnode import collect_node, dumps
+from envbuild.smoke.onnode import collect_node
 
 
 def observe(rd: rundir.RunDir, node: Node, plan: Plan, lock_text: str | None) -> None:
@@ -55,4 +56,4 @@ def merge_smoke(rd: rundir.RunDir, host: str, runs: tuple[list[dict], str | None
     gpu, gpus = node_gpus(_facts(rd.node(host) / "facts.json"))  # the verdict is judged for the node's GPU
     results = collect_node(folder, names, recipe.name, recipe.benchmark, runs[1], gpu=gpu, gpus=gpus)
     if results:
-        rd.write_node(host, "smoke.json", dumps(results))
+        RunWriter(rd).node_smoke(host, results)

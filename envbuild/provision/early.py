@@ -3,14 +3,13 @@ speculative no-op probe, in one command per node."""
 
 from __future__ import annotations
 
-import json
 
 from envbuild import rundir
 from envbuild.actions.nodestate import parse_probe, probe_command
 from envbuild.connect import ssh
 from envbuild.connect.nodes import Node
 from envbuild.connect.runners import Result
-from envbuild.errors import EnvironmentProblem
+from envbuild.errors import EnvironmentProblem, InputError
 from envbuild.facts.assemble import all_probes, assemble
 from envbuild.facts.probe import Probe
 from envbuild.facts.script import build_script, split_sections
@@ -18,6 +17,7 @@ from envbuild.plan.model import Plan
 from envbuild.provision.lockfile import existing_lock
 from envbuild.provision.noop import probe_args, probe_nodes
 from envbuild.provision.options import ProvisionOptions, select_nodes
+from envbuild.record import RunRecord
 
 
 class NodeRunner:
@@ -125,17 +125,13 @@ def facts_and_probe(node: Node, plan: Plan | None):
 
 
 def _latest_plans(target: str, names: list[str]) -> dict[str, Plan]:
-    """{node: plan} of the latest finished run for ``target`` (empty when there is none)."""
+    """{node: plan} of the latest finished run for ``target`` (empty when there is none, or it
+    cannot be read)."""
     latest = rundir.envbuild_home() / "runs" / "latest"
-    out: dict[str, Plan] = {}
     try:
-        run = json.loads((latest / "run.json").read_text())
-        if run.get("target") != target:
-            return out
-        for name in names:
-            path = latest / "nodes" / name / "plan.json"
-            if path.is_file():
-                out[name] = Plan.model_validate_json(path.read_text())
-    except (OSError, ValueError):
+        rec = RunRecord.load(latest)
+        if rec.run.target != target:
+            return {}
+        return {name: node.plan for name in names if (node := rec.node(name)) is not None and node.plan is not None}
+    except (InputError, OSError):
         return {}
-    return out

@@ -16,6 +16,7 @@ from envbuild.observe import expected_state, observe_args
 from envbuild.plan.model import Plan
 from envbuild.provision.collect import observe
 from envbuild.provision.tracker import rerun_fields
+from envbuild.record import RunWriter
 
 
 def probe_args(plan: Plan) -> tuple:
@@ -42,7 +43,7 @@ def nothing_to_do(rd: rundir.RunDir, sink: EventSink, nodes: list[Node], plans: 
                    probes: dict, finish_node: Callable[..., None]) -> None:
     """Record a run in which every step of every node was done and its effect held: what
     Ansible would have recorded (every step skipped), the observed state, no Ansible."""
-    rd.update_run(ansible="not started: every step done and its effect holds on every node")
+    RunWriter(rd).update(ansible="not started: every step done and its effect holds on every node")
     for node in nodes:
         probe, now = probes[node.name], time.time()
         effects = probe.state.get("effects") or {}

@@ -15,6 +15,7 @@ from envbuild.plan.model import Plan
 from envbuild.provision.collect import merge_smoke, observe, smoke_runs
 from envbuild.provision.results import NodeResults, current_step, node_status, record_interrupted
 from envbuild.provision.tracker import StateTracker
+from envbuild.record import RunWriter
 from envbuild.redact import secret_values
 
 
@@ -70,5 +71,5 @@ def run_playbook(job: ansible_exec.AnsibleJob, rendered, rd: rundir.RunDir, sink
             for name in (n.name for n in nodes if n.name not in results):
                 results.finish(name, "error", failed_step=current_step(tracker, name),
                                log_tail=f"{type(exc).__name__}: {exc}")
-            rd.update_run(finished=rundir._now(), status="error", error=f"{type(exc).__name__}: {exc}")
+            RunWriter(rd).finish("error", error=f"{type(exc).__name__}: {exc}")
         raise

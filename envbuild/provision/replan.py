@@ -17,6 +17,7 @@ from envbuild.plan import indexes
 from envbuild.plan.model import Plan
 from envbuild.plan.resolve import resolve
 from envbuild.provision.options import ProvisionOptions, check_from_step, node_prefix
+from envbuild.record import RunWriter
 
 
 def refuse_unreachable_indexes(nodes: list[Node], plans: dict[str, Plan]) -> dict[str, dict[str, str]]:
@@ -66,12 +67,12 @@ def push_wheels(opts: ProvisionOptions, nodes: list[Node], plans: dict[str, Plan
            else "the controller is the node" if not remote else "an offline bundle" if opts.bundle
            else "a dry run downloads nothing" if opts.dry_run else fleet.unpushable(plans, lock))
     if why:
-        rd.update_run(fleet={"pushed": False, "nodes": len(nodes), "why": why})
+        RunWriter(rd).update(fleet={"pushed": False, "nodes": len(nodes), "why": why})
         return None
     say(f"{len(remote)} node(s): every wheel once on the controller, pushed to each node")
     staged = fleet.stage_wheels(plans, lock, Path(opts.wheelhouse) if opts.wheelhouse else None,
                                 rundir.envbuild_home(), say)
-    rd.update_run(fleet=staged.summary(len(nodes)))
+    RunWriter(rd).update(fleet=staged.summary(len(nodes)))
     return staged
 
 

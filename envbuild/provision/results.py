@@ -12,6 +12,7 @@ from envbuild.errors import NOT_JUDGED
 from envbuild.execute.events import Event, EventSink, StepTracker
 from envbuild.interrupt import signal_name, signum_of
 from envbuild.plan.model import Plan
+from envbuild.record import RunWriter
 
 EXIT = {"failed": 4, "unreachable": 3, "refused": 1}
 
@@ -57,31 +58,31 @@ def record_interrupted(rd: rundir.RunDir, results: dict[str, dict], hosts: list[
         res = results.get(host)
         if res is not None and res["status"] != "interrupted":
             continue  # it had finished (ok, failed, unreachable) before the signal
-        step = (res or {}).get("failed_step") or current_step(tracker, host)
+        step = (res["failed_step"] if res else None) or current_step(tracker, host)
         res = {"command": None, "rc": None, "log_tail": "", "changed": [], "skipped": [], "duration_s": 0.0,
                **(res or {}), "status": "interrupted", "failed_step": step, "signal": name}
-        results[host] = res
-        rd.write_node(host, "result.json", res)
-    rd.update_run(finished=rundir._now(), status="interrupted", signal=name,
-                  interrupted_at={h: results[h].get("failed_step") for h in hosts})
+        results[host] = RunWriter(rd).node_result(host, res).model_dump(mode="json")
+    RunWriter(rd).finish("interrupted", signal=name, interrupted_at={h: results[h]["failed_step"] for h in hosts})
 
 
 def finish(rd: rundir.RunDir, results: dict[str, dict], n: int) -> tuple[str, int]:
     """A finished (non-dry, uninterrupted) run: status, the report's verdict, runs/latest.
     The exit code follows the verdict: 0 only for PASS (``verdict_exit``)."""
     status = _overall(results, n)
-    rd.update_run(finished=rundir._now(), status=status)
+    writer = RunWriter(rd)
+    writer.finish(status)
     code = exit_code(results)
     try:
         from envbuild.report import collect
 
         verdict = collect(rd.path).verdict
-        rd.update_run(verdict=verdict.status, verdict_reasons=[r.model_dump(mode="json") for r in verdict.reasons],
+        fields = dict(verdict=verdict.status, verdict_reasons=[r.model_dump(mode="json") for r in verdict.reasons],
                       verdict_not_judged=verdict.not_judged)
         word = verdict.status
     except Exception as exc:  # noqa: BLE001 - a run that cannot be judged did not pass
-        rd.update_run(verdict="FAIL", verdict_reasons=[{"kind": "report", "message": f"{type(exc).__name__}: {exc}"}])
+        fields = dict(verdict="FAIL", verdict_reasons=[{"kind": "report", "message": f"{type(exc).__name__}: {exc}"}])
         word = "FAIL"
+    writer.update(**fields, exit_code=verdict_exit(code, word))
     rd.publish()
     return status, verdict_exit(code, word)
 
@@ -118,8 +119,7 @@ class NodeResults(dict):
         res = {"status": status, "failed_step": None, "command": None, "rc": None, "log_tail": "",
                "changed": [], "skipped": [], "duration_s": 0.0,
                "insecure": self.insecure.get(name, False), **extra}
-        self[name] = res
-        self.rd.write_node(name, "result.json", res)
+        self[name] = RunWriter(self.rd).node_result(name, res).model_dump(mode="json")
 
 
 def record_stopped(rd: rundir.RunDir, sink: EventSink, results: NodeResults, hosts: list[str], phase: str,
@@ -136,7 +136,6 @@ def record_stopped(rd: rundir.RunDir, sink: EventSink, results: NodeResults, hos
         sink.emit(Event(time.time(), host, phase, "failed" if signum is None else "interrupted", why))
         results.finish(host, status, failed_step=phase, log_tail=why, **extra)
     if signum is None:
-        rd.update_run(finished=rundir._now(), status=status, phase=phase, error=why)
+        RunWriter(rd).finish(status, phase=phase, error=why)
     else:
-        rd.update_run(finished=rundir._now(), status=status, phase=phase, **extra,
-                      interrupted_at={h: phase for h in stopped})
+        RunWriter(rd).finish(status, phase=phase, **extra, interrupted_at={h: phase for h in stopped})

@@ -25,6 +25,7 @@ from envbuild.provision.options import ProvisionOptions, ProvisionOutcome, load,
 from envbuild.provision.playbook import run_playbook
 from envbuild.provision.replan import plan_nodes
 from envbuild.provision.results import NodeResults, exit_code, finish, record_stopped
+from envbuild.record import RunWriter, create_run, read_run_info
 from envbuild.render.ansible import render
 
 
@@ -39,13 +40,13 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
         recipe, target = load(opts, on_target=early.start)
         nodes = early.nodes
         options = {k: v for k, v in asdict(opts).items() if k not in ("argv", "target", "recipe")}
-        rd = rundir.create(recipe.name, target.name, argv=opts.argv, hosts=[n.name for n in nodes],
-                           options=options)
+        rd = create_run(recipe.name, target.name, argv=opts.argv, hosts=[n.name for n in nodes],
+                        options=options).rd
         # how the nodes were reached (key and known_hosts paths), for verify and launch --submit
         chosen = selection(opts)
         if not chosen.given and all(n.is_local for n in nodes):  # a local target: the controller
             chosen = replace(chosen, local=True)
-        rd.update_run(selection=chosen.record())
+        RunWriter(rd).update(selection=chosen.record())
     except BaseException:
         stop_all()  # the facts commands still running on the controller (see below)
         raise
@@ -64,7 +65,7 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
             lock, lock_file, lock_text = take_lock(opts, recipe, target, say, found=early.lock(recipe, target))
             if lock_text:
                 rd.write("lock.lock", lock_text)
-            rd.update_run(lock_path=lock_file, lock_digest=lock_digest(lock) if lock is not None else None)
+            RunWriter(rd).update(lock_path=lock_file, lock_digest=lock_digest(lock) if lock is not None else None)
         phase = "plan"
         plan_opts = replace(plan_options(opts, recipe, lock),
                             inventory=inventory_values([facts[n.name] for n in feasible]))
@@ -83,14 +84,13 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
             phase = "finish"
             sink.close()
             done = outcome(*finish(rd, results, len(nodes)))
-            run = rd.read("run.json")
-            done.verdict = run.get("verdict")
-            done.verdict_notes = [str(r.get("message")) for r in run.get("verdict_reasons") or [] if isinstance(r, dict)]
-            done.verdict_notes += [str(n) for n in run.get("verdict_not_judged") or []]
+            run = read_run_info(rd.path)
+            done.verdict = run.verdict
+            done.verdict_notes = [r.message for r in run.verdict_reasons] + list(run.verdict_not_judged)
             return done
 
         if opts.dry_run:  # nothing installed: status "dry-run", never runs/latest, never a verdict
-            rd.update_run(finished=rundir._now(), status="dry-run")
+            RunWriter(rd).finish("dry-run")
             return outcome("dry-run", exit_code(results))
         if not feasible:
             return finished()

@@ -11,9 +11,9 @@ A section measured several times (``envbuild smoke --repeat N``) carries
 ``repeat: {n, values: {metric: [v1, v2, ...]}}``; its rows then hold the median as the value and
 a ``Spread`` (median, min, max). The native row's spread is the judge's measured window.
 
-Older smoke.json files (a native verdict of ``{passed, status, threshold, reason}``, floors
-without the judge's word) are mapped to today's form in one place: ``stored_verdict`` and
-``stored_floors``.
+Older smoke.json files are mapped to today's form where every older run folder is
+(``envbuild.record.migrate``: a native verdict of ``{passed, status, threshold, reason}``);
+floors without the judge's word are judged by its rule (``stored_floors``).
 """
 
 from __future__ import annotations
@@ -26,14 +26,12 @@ from pydantic import ValidationError
 
 from envbuild.report.model import Benchmark, Spread
 from envbuild.recipes.schema import Benchmark as RecipeBenchmark
-from envbuild.smoke.judge import (FAIL, NOT_JUDGED, NOTHING_FOUND, PASS, Compared, Published, Verdict, floor_verdicts,
-                                  published)
+from envbuild.record import migrate
+from envbuild.record.migrate import UNRECORDED_GPU
+from envbuild.smoke.judge import Published, Verdict, floor_verdicts, published
 
 GPT_METRICS = {"tokens_per_s": "tokens/s", "tflops": "TFLOP/s", "mfu": ""}
 BANDWIDTH = re.compile(r"busbw_gbps$")
-OLD_STATUS = {"pass": PASS, "not-judged": NOT_JUDGED, "fail": FAIL}
-# an older verdict's threshold: judged before thresholds named the GPU they were measured on
-UNRECORDED_GPU = "an older smoke.json: the GPU the threshold applies to was not recorded"
 
 
 def _num(v: Any) -> float | None:
@@ -62,38 +60,22 @@ def _repeats(section: dict, key: str) -> Spread | None:
 
 
 def stored_verdict(native: dict, recipe_benchmark: dict | None = None, gpu: str | None = None) -> Verdict | None:
-    """The judge's verdict stored in a native section. An older smoke.json's verdict
-    (``{passed, metric, value, threshold, reason, status, completion}``) is mapped to it, with the
-    recipe's published figure beside it (``recipe_benchmark``, for the node's ``gpu``); a section
-    with metrics and no verdict at all is NOT JUDGED, saying so. None when there is nothing."""
-    raw = native.get("verdict") if isinstance(native.get("verdict"), dict) else None
-    if raw is not None and "verdict" in raw:
-        try:
-            return Verdict.model_validate(raw)
-        except ValidationError:
-            return None
-    metric = str((raw or {}).get("metric") or native.get("metric") or (recipe_benchmark or {}).get("metric") or "")
-    if raw is None:
-        metrics = native.get("metrics") if isinstance(native.get("metrics"), dict) else {}
-        value = _num(metrics.get(metric))
-        if not metric or value is None:
-            return None
-        raw = {"metric": metric, "value": value, "status": "not-judged",
-               "reason": f"{metric} = {value:.6g}: no verdict was stored with this result"}
-    value, threshold = _num(raw.get("value")), _num(raw.get("threshold"))
-    word = OLD_STATUS.get(str(raw.get("status")), {True: PASS, None: NOT_JUDGED}.get(raw.get("passed"), FAIL))
-    if value is None and word == FAIL:
-        done = raw.get("completion") if isinstance(raw.get("completion"), dict) else {}
-        word = NOTHING_FOUND if done.get("state") in (None, "complete") else FAIL
-    higher = bool(native.get("higher_is_better", (recipe_benchmark or {}).get("higher_is_better", True)))
-    compared = (Compared(kind="threshold", value=threshold, required=threshold, source=UNRECORDED_GPU)
-                if threshold is not None
-                and word in (PASS, FAIL) and value is not None else None)
-    return Verdict(verdict=word, metric=metric or "?", value=value,
-                   unit=str(native.get("unit") or (recipe_benchmark or {}).get("unit") or ""), higher_is_better=higher,
-                   completion=raw.get("completion") if isinstance(raw.get("completion"), dict) else None,
-                   compared=compared, reason=str(raw.get("reason") or ""), gpu=gpu,
-                   published=_old_published(recipe_benchmark, value, gpu))
+    """The judge's verdict stored in a native section, an older one mapped to it in the one place
+    that maps older run folders (``envbuild.record.migrate``), with the recipe's published figure
+    beside it where it did not store one (``recipe_benchmark``, for the node's ``gpu``). None
+    when there is nothing."""
+    if native.get("ran") is False:
+        return None
+    raw = migrate.smoke({"native": native})["native"].get("verdict")
+    if not isinstance(raw, dict):
+        return None
+    try:
+        v = Verdict.model_validate(raw)
+    except ValidationError:
+        return None
+    if v.published is None and recipe_benchmark:
+        v = v.model_copy(update={"published": _old_published(recipe_benchmark, v.value, gpu)})
+    return v
 
 
 def _old_published(recipe_benchmark: dict | None, value: float | None, gpu: str | None) -> Published | None:

@@ -1,127 +1,50 @@
 """collect(run_dir) -> Report: read a run directory and judge it.
 
-Reads run.json, recipe.json, lock.lock, launch.json (a run of ``envbuild launch --submit``)
-and nodes/<host>/{facts,preflight,plan,result,observed,smoke}.json (any of the node files may
-be absent: a refused node has no observed state). Only reads; never touches a node. The
+Reads the run folder through its typed record (``envbuild.record.RunRecord``): run.json,
+recipe.json, lock.lock, launch.json (a run of ``envbuild launch --submit``) and
+nodes/<host>/{facts,preflight,plan,result,observed,smoke}.json (any of the node files may be
+absent: a refused node has no observed state). Only reads; never touches a node. The
 report's ACM badges are judged from the finished report (``envbuild.report.badges``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from envbuild import __version__
+from envbuild.compat.check import Verdict as PreflightVerdict
 from envbuild.errors import InputError
-from envbuild.lock.serialize import lock_digest, parse_lock
-from envbuild.observe import Observed, compare_expected, expected_state, read_lock
+from envbuild.facts.model import NodeFacts
+from envbuild.observe import Observed, compare_expected, expected_state
 from envbuild.observe.compare import same_version
 from envbuild.plan.model import Plan
+from envbuild.record import LaunchRecord, NodeRecord, RecipeView, RunRecord
+from envbuild.record.smoke import SmokeRecord
 from envbuild.report import bench
 from envbuild.report.fingerprint import node_fingerprint, node_kind, run_fingerprint
-from envbuild.recipes.schema import deviation_state
 from envbuild.report.badges import assess
-from envbuild.report.model import (DecisionRow, Deviation, FactsSummary, LaunchJob, NodeReport, PatchRow,
-                                   PinRow, Preflight, Reason, RecipeInfo, Report, RunInfo, StepResult,
-                                   Verdict, BundleInfo)
-from envbuild.userfile import read_json
+from envbuild.report.model import (BundleInfo, DecisionRow, Deviation, FactsSummary, LaunchJob, NodeReport,
+                                   PatchRow, PinRow, Preflight, Reason, RecipeInfo, Report, RunInfo, StepResult,
+                                   Verdict)
 
-OK_VERDICTS = {"ok", "feasible", "pass", "passed", "warn", "warning"}
 PASS_NEEDS = ("functional", "reproduced")  # the badges a PASS must stand beside
 
 
-DAMAGED = "the run directory is damaged; rerun `envbuild provision`"
+def facts_summary(f: NodeFacts) -> FactsSummary:
+    names = sorted({g.name for g in f.gpus if g.name})
+    os_name = f.os_pretty or " ".join(x for x in (f.os_id, f.os_version) if x) or None
+    return FactsSummary(gpu=", ".join(names) or None, gpu_count=len(f.gpus),
+                        compute_capability=", ".join(sorted({g.compute_capability for g in f.gpus})) or None,
+                        driver=f.driver_version, driver_cuda=f.driver_cuda, nvcc=f.nvcc,
+                        nccl=f.nccl_version, os=os_name, glibc=f.glibc, cpu=f.cpu_model,
+                        memory_gib=round(f.memory_gib, 1) if f.memory_gib is not None else None, origin=f.origin)
 
 
-def load_json(path: Path) -> Any:
-    """A JSON file of the run dir, or None when absent; a damaged one is an InputError."""
-    if not path.exists():
-        return None
-    return read_json(path, "run directory JSON file", hint=DAMAGED)
-
-
-class RunFile(BaseModel):
-    """What the report reads from run.json (``envbuild.rundir`` writes more; extra keys pass)."""
-
-    model_config = ConfigDict(defer_build=True, extra="allow")
-
-    schema_: str | None = Field(None, alias="schema")
-    run_id: str
-    recipe: str
-    target: str
-    status: str
-    started: str | None = None
-    finished: str | None = None
-    argv: list[str] | None = None
-    hosts: list[str] | None = None
-    lock_digest: str | None = None
-    envbuild_version: str | None = None
-
-
-def _bundle_info(data: Any):
-    """run.json's ``bundle`` (``envbuild.bundle.offline.record``) as the report shows it."""
-    if not isinstance(data, dict) or not data.get("digest"):
-        return None
-    return BundleInfo(digest=str(data["digest"]), file=str(data.get("file") or ""),
-                      bytes=data.get("bytes") if isinstance(data.get("bytes"), int) else None,
-                      offline=bool(data.get("offline", True)))
-
-
-def read_run(run_dir: Path) -> dict:
-    """run.json of ``run_dir`` as a dict, checked against ``RunFile``; InputError naming the file."""
-    path = run_dir / "run.json"
-    run = load_json(path)
-    if run is None:
-        raise InputError(f"{run_dir} is not a run directory (no run.json)",
-                         hint="pass a folder under $ENVBUILD_HOME/runs/, made by `envbuild provision`")
-    if not isinstance(run, dict):
-        raise InputError(f"{path}: not a run record: a JSON {type(run).__name__}, expected an object",
-                         hint=DAMAGED)
-    try:
-        RunFile.model_validate(run)
-    except ValidationError as exc:
-        problems = [f"{'.'.join(str(p) for p in e['loc']) or '<top>'}: {e['msg']}" for e in exc.errors()]
-        raise InputError(f"{path}: not a run record: {'; '.join(problems[:4])}"
-                         + (f" (and {len(problems) - 4} more)" if len(problems) > 4 else ""),
-                         hint=DAMAGED) from None
-    return run
-
-
-def facts_summary(f: dict) -> FactsSummary:
-    gpus = f.get("gpus") or []
-    names = sorted({g.get("name") for g in gpus if g.get("name")})
-    mem = f.get("memory_gib")
-    os_name = f.get("os_pretty") or " ".join(x for x in (f.get("os_id"), f.get("os_version")) if x) or None
-    return FactsSummary(gpu=", ".join(names) or None, gpu_count=len(gpus),
-                        compute_capability=", ".join(sorted({g.get("compute_capability", "") for g in gpus})) or None,
-                        driver=f.get("driver_version"), driver_cuda=f.get("driver_cuda"), nvcc=f.get("nvcc"),
-                        nccl=f.get("nccl_version"), os=os_name, glibc=f.get("glibc"), cpu=f.get("cpu_model"),
-                        memory_gib=round(mem, 1) if isinstance(mem, (int, float)) else None, origin=f.get("origin"))
-
-
-def preflight_summary(p: dict) -> Preflight:
-    """Tolerant reader of the compat checker's verdict JSON."""
-    verdict = p.get("verdict") or p.get("status")
-    if verdict is None and "feasible" in p:
-        verdict = "feasible" if p["feasible"] else "infeasible"
-    verdict = str(verdict or "unknown")
-    ok = p["feasible"] if isinstance(p.get("feasible"), bool) else verdict.lower() in OK_VERDICTS
-    problems = []
-    for key in ("violations", "refusals", "findings", "problems", "errors"):
-        for item in p.get(key) or []:
-            if isinstance(item, dict):
-                sev = item.get("severity") or item.get("level")
-                if sev and str(sev).lower() in ("info", "ok", "pass"):
-                    continue
-                text = item.get("message") or item.get("what") or item.get("summary") or item.get("id")
-                fix = item.get("fix")
-                label = "warning: " if str(sev).lower() == "warning" else ""
-                problems.append(f"{label}{text}" + (f" (fix: {fix})" if fix else ""))
-            else:
-                problems.append(str(item))
-    return Preflight(verdict=verdict, ok=ok, problems=problems)
+def preflight_summary(p: PreflightVerdict) -> Preflight:
+    """The preflight verdict as the report shows it: every violated row, warnings labelled."""
+    problems = [("warning: " if v.severity == "warning" else "") + v.message + (f" (fix: {v.fix})" if v.fix else "")
+                for v in p.violations]
+    return Preflight(verdict="feasible" if p.feasible else "infeasible", ok=p.feasible, problems=problems)
 
 
 def pins(exp, obs: Observed) -> list[PinRow]:
@@ -141,15 +64,15 @@ def pins(exp, obs: Observed) -> list[PinRow]:
     return rows
 
 
-def unverified_packages(plan: dict) -> list[str]:
+def unverified_packages(plan: Plan | None) -> list[str]:
     """Packages the plan installs without a hash (each allowed by --allow-unverified)."""
-    steps = Plan.model_validate(plan).steps if plan else []
+    steps = plan.steps if plan is not None else []
     return sorted({n for s in steps if s.kind in ("pip_install", "pip_tooling") for n in s.params.unverified})
 
 
-def patch_rows(exp, obs: Observed | None, plan: dict) -> list[PatchRow]:
+def patch_rows(exp, obs: Observed | None, plan: Plan | None) -> list[PatchRow]:
     decided = {}
-    for step in (Plan.model_validate(plan).steps if plan else []):
+    for step in (plan.steps if plan is not None else []):
         p = step.params
         if p.kind == "patch":
             decided[p.id] = ("expect" if p.patch_kind == "expect" else (p.decision or "patched"),
@@ -165,43 +88,44 @@ def patch_rows(exp, obs: Observed | None, plan: dict) -> list[PatchRow]:
     return rows
 
 
-def _plan_versions(plan: dict) -> tuple[str | None, str | None]:
+def _plan_versions(plan: Plan | None) -> tuple[str | None, str | None]:
     """(python, torch) versions a node's plan installs."""
     python = torch = None
-    for step in plan.get("steps", []):
-        p = step.get("params") or {}
-        if p.get("kind") == "environment":
-            python = p.get("python")
-        for r in p.get("requirements") or []:
-            if str(r.get("name", "")).lower() == "torch":
-                torch = r.get("version")
+    for step in plan.steps if plan is not None else []:
+        p = step.params
+        if p.kind == "environment":
+            python = p.python
+        if p.kind in ("pip_install", "pip_tooling"):
+            for r in p.requirements:
+                if r.name.lower() == "torch":
+                    torch = r.version
     return python, torch
 
 
-def node_report(node_dir: Path, lock: dict | None, lock_digest: str | None, recipe: dict) -> tuple[NodeReport, list[Reason]]:
-    host = node_dir.name
+def node_report(record: RunRecord, node_rec: NodeRecord, lock_digest: str | None,
+                recipe: RecipeView) -> tuple[NodeReport, list[Reason]]:
+    host = node_rec.host
     reasons: list[Reason] = []
-    facts, pre, plan = (load_json(node_dir / n) for n in ("facts.json", "preflight.json", "plan.json"))
-    result, observed, smoke = (load_json(node_dir / n) for n in ("result.json", "observed.json", "smoke.json"))
-    node = NodeReport(host=host, facts=facts_summary(facts) if facts else None)
-    if pre:
+    facts, pre, plan, result, obs = (node_rec.facts, node_rec.preflight, node_rec.plan, node_rec.result,
+                                     node_rec.observed)
+    node = NodeReport(host=host, facts=facts_summary(facts) if facts is not None else None)
+    if pre is not None:
         node.preflight = preflight_summary(pre)
         if not node.preflight.ok:
             detail = "; ".join(node.preflight.problems) or node.preflight.verdict
             reasons.append(Reason(kind="preflight", host=host, message=f"preflight refused the node: {detail}"))
-    if result:
-        node.result = StepResult.model_validate({k: result.get(k) for k in StepResult.model_fields if result.get(k) is not None})
+    if result is not None:
+        node.result = StepResult.model_validate(result.model_dump(include=set(StepResult.model_fields),
+                                                                  exclude_none=True))
         if node.result.status != "ok":
             where = f" at step {node.result.failed_step}" if node.result.failed_step else ""
             reasons.append(Reason(kind="step", host=host, message=f"provision {node.result.status}{where}"
                                   + (f" (rc {node.result.rc})" if node.result.rc is not None else "")))
-    plan = plan or {}
     node.kind = node_kind(facts, *_plan_versions(plan))
-    node.decisions = [DecisionRow.model_validate(d) for d in plan.get("decisions", [])]
-    node.insecure = bool(result and result.get("insecure"))
+    node.decisions = [DecisionRow.model_validate(d.model_dump()) for d in plan.decisions] if plan else []
+    node.insecure = result is not None and result.insecure
     node.unverified = unverified_packages(plan)
-    exp = expected_state(lock, plan or None)
-    obs = Observed.model_validate(observed) if observed else None
+    exp = expected_state(record.lock, plan)
     if obs is not None:
         node.observed, node.python = True, obs.python
         node.pins = pins(exp, obs)
@@ -211,39 +135,41 @@ def node_report(node_dir: Path, lock: dict | None, lock_digest: str | None, reci
     elif not node.result or node.result.status == "ok":
         reasons.append(Reason(kind="unobserved", host=host, message="no observed.json: installed state not verified"))
     node.patches = patch_rows(exp, obs, plan)
-    if not smoke and node.fingerprint and node.result is not None and node.result.status == "ok" \
-            and not (result or {}).get("changed"):
-        smoke, node.evidence_from = carried_smoke(node_dir, node.fingerprint)
-    if smoke:
-        node.benchmarks = bench.benchmarks(smoke, recipe.get("benchmark"),
+    smoke = node_rec.smoke if node_rec.smoke is not None and node_rec.smoke.sections() else None
+    if smoke is None and node.fingerprint and result is not None and result.status == "ok" and not result.changed:
+        smoke, node.evidence_from = carried_smoke(record, host, node.fingerprint)
+    if smoke is not None:
+        written = smoke.as_written()  # report.bench reads the sections as written
+        node.benchmarks = bench.benchmarks(written, recipe.benchmark,
                                            node.facts.gpu if node.facts is not None else None)
-        node.smoke_ok = bench.section_ok(smoke)
-        native = smoke.get("native") if isinstance(smoke.get("native"), dict) else {}
-        if native.get("ran") is False:
-            node.benchmark_not_run = str(native.get("reason") or "not run")
-        judged = bench.stored_verdict(native) if native.get("ran") is not False else None
+        node.smoke_ok = bench.section_ok(written)
+        native = smoke.native
+        if native is not None and native.ran is False:
+            node.benchmark_not_run = native.reason or "not run"
+        judged = native.verdict if native is not None and native.ran is not False else None
         done = judged.completion if judged is not None else None
         before = len(reasons)
-        if isinstance(done, dict) and done.get("state") not in (None, "complete"):
+        if done is not None and done.state != "complete":
             reasons.append(Reason(kind="benchmark", host=host, message=f"the benchmark run did not complete "
-                                  f"({done.get('state')}: {done.get('detail')})"))
+                                  f"({done.state}: {done.detail})"))
         for b in node.benchmarks:
             if b.passed is False and b.threshold is not None:
                 cmp = "below" if b.higher_is_better else "above"
                 got = f"{b.name} = {b.value:g} {b.unit}".rstrip() if b.value is not None else f"{b.name} missing"
                 reasons.append(Reason(kind="benchmark", host=host, message=f"{got}, {cmp} threshold {b.threshold:g}"
                                       if b.value is not None else f"{got} (threshold {b.threshold:g})"))
-        if judged is not None and judged.passed is False and len(reasons) == before:  # e.g. its metric not in the output
+        # e.g. its metric not in the output
+        if judged is not None and judged.passed is False and len(reasons) == before:
             reasons.append(Reason(kind="benchmark", host=host, message=judged.reason or "benchmark failed"))
-        reasons += [Reason(kind="smoke", host=host, message=f"smoke {k} not ok") for k, ok in node.smoke_ok.items() if not ok]
+        reasons += [Reason(kind="smoke", host=host, message=f"smoke {k} not ok")
+                    for k, ok in node.smoke_ok.items() if not ok]
     return node, reasons
 
 
-def not_judged(nodes: list[NodeReport], recipe: dict, launch: LaunchJob | None) -> list[str]:
+def not_judged(nodes: list[NodeReport], recipe: RecipeView, launch: LaunchJob | None) -> list[str]:
     """What keeps a run with no failure from a PASS: each node's benchmark that did not run,
     ran without a threshold, or was not compared; [] when every node's was judged."""
-    bench_spec = recipe.get("benchmark") if isinstance(recipe.get("benchmark"), dict) else None
-    if not bench_spec:
+    if not recipe.benchmark:
         return ["the recipe declares no benchmark: nothing was measured against a threshold"]
     out = []
     for n in nodes:
@@ -261,54 +187,39 @@ def not_judged(nodes: list[NodeReport], recipe: dict, launch: LaunchJob | None) 
     return out
 
 
-def run_lock_digest(lock_file: Path) -> str | None:
-    """The lock's identifier (``envbuild.lock.lock_digest``) for a run whose run.json predates
-    recording it; None when the file is not a lock envbuild reads."""
-    try:
-        return lock_digest(parse_lock(lock_file.read_text(), lock_file))
-    except (InputError, OSError, ValueError):
-        return None
-
-
-def carried_smoke(node_dir: Path, fingerprint: str) -> tuple[dict | None, str | None]:
+def carried_smoke(record: RunRecord, host: str, fingerprint: str) -> tuple[SmokeRecord | None, str | None]:
     """(smoke.json, run id) of the newest earlier run in the same runs folder whose node of the
     same name has the same environment fingerprint and a smoke.json: what still holds for an
     environment a run found with nothing to do. (None, None) when there is none."""
-    run_dir, host = node_dir.parent.parent, node_dir.name
-    runs = sorted((p for p in run_dir.parent.iterdir() if p.is_dir() and not p.is_symlink()
-                   and p.name < run_dir.name), reverse=True) if run_dir.parent.is_dir() else []
+    runs_dir = record.path.parent
+    runs = sorted((p for p in runs_dir.iterdir() if p.is_dir() and not p.is_symlink()
+                   and p.name < record.path.name), reverse=True) if runs_dir.is_dir() else []
     for earlier in runs:
-        there = earlier / "nodes" / host
         try:
-            smoke, observed = load_json(there / "smoke.json"), load_json(there / "observed.json")
-            if not smoke or not observed:
+            there = RunRecord.load(earlier)
+            node = there.node(host)
+            if node is None or node.smoke is None or not node.smoke.sections() or node.observed is None:
                 continue
-            lock_file = earlier / "lock.lock"
-            digest = read_run(earlier).get("lock_digest") or (
-                run_lock_digest(lock_file) if lock_file.exists() else None)
-            if node_fingerprint(Observed.model_validate(observed), digest) == fingerprint:
-                return smoke, earlier.name
-        except (InputError, ValidationError, OSError):
+            if node_fingerprint(node.observed, there.lock_digest) == fingerprint:
+                return node.smoke, earlier.name
+        except (InputError, OSError):
             continue
     return None, None
 
 
-def launch_job(launch: Any) -> LaunchJob | None:
+def launch_job(launch: LaunchRecord | None) -> LaunchJob | None:
     """The scheduler job of launch.json (``envbuild.launch.submit``), None without one."""
-    if not isinstance(launch, dict):
+    if launch is None:
         return None
-    job = launch.get("job") if isinstance(launch.get("job"), dict) else {}
+    job = launch.job
 
-    def text(v: Any) -> str | None:
-        return None if v is None or v == "" else str(v)
+    def text(v: str | None) -> str | None:
+        return v or None
 
-    passed = launch.get("passed")
-    return LaunchJob(scheduler=str(launch.get("scheduler") or job.get("scheduler") or "?"),
-                     job_id=text(job.get("job_id")), state=text(job.get("state")),
-                     exit_code=text(job.get("exit_code")), reason=text(job.get("reason")),
-                     node=text(launch.get("node")), passed=passed if isinstance(passed, bool) else None,
-                     replaced=text(launch.get("replaced")), provisioned_run=text(launch.get("provisioned_run")),
-                     output_tail=str(job.get("tail") or ""))
+    return LaunchJob(scheduler=launch.scheduler, job_id=text(job.job_id), state=text(job.state),
+                     exit_code=text(job.exit_code), reason=text(job.reason), node=text(launch.node),
+                     passed=launch.passed, replaced=text(launch.replaced),
+                     provisioned_run=text(launch.provisioned_run), output_tail=job.tail)
 
 
 def verdict(reasons: list[Reason], notes: list[str]) -> Verdict:
@@ -320,40 +231,39 @@ def verdict(reasons: list[Reason], notes: list[str]) -> Verdict:
 
 def collect(run_dir: str | Path) -> Report:
     """Read one run directory and produce its report with its verdict (PASS / NOT JUDGED / FAIL)."""
-    run_dir = Path(run_dir)
-    run = read_run(run_dir)
-    recipe = load_json(run_dir / "recipe.json") or {}
-    lock_file = run_dir / "lock.lock"
-    lock = read_lock(lock_file) if lock_file.exists() else None
-    lock_digest = run.get("lock_digest") or (run_lock_digest(lock_file) if lock else None)
+    record = RunRecord.load(run_dir)
+    run = record.run
+    recipe = record.recipe or RecipeView()
+    lock_digest = record.lock_digest if record.lock is not None else run.lock_digest
     reasons: list[Reason] = []
-    if run.get("status") != "ok":
-        reasons.append(Reason(kind="run", message=f"run status is {run.get('status')!r}, not 'ok'"))
+    if run.status != "ok":
+        reasons.append(Reason(kind="run", message=f"run status is {run.status!r}, not 'ok'"))
     nodes = []
-    node_root = run_dir / "nodes"
-    for node_dir in sorted(p for p in node_root.iterdir() if p.is_dir()) if node_root.is_dir() else []:
-        node, why = node_report(node_dir, lock, lock_digest, recipe)
+    for node_rec in record.nodes():
+        node, why = node_report(record, node_rec, lock_digest, recipe)
         nodes.append(node)
         reasons += why
     if not nodes:
         reasons.append(Reason(kind="run", message="no node results in the run directory"))
-    launch = launch_job(load_json(run_dir / "launch.json"))  # its failures are the run's and its node's
-    published = recipe.get("published") or {}
+    launch = launch_job(record.launch)  # its failures are the run's and its node's
+    bundle = run.bundle
 
     report = Report(
         envbuild_version=__version__,
         verdict=verdict(reasons, not_judged(nodes, recipe, launch)),
         fingerprint=run_fingerprint([n.fingerprint for n in nodes], lock_digest),
-        run=RunInfo(run_id=run.get("run_id", run_dir.name), recipe=run.get("recipe", recipe.get("name", "?")),
-                    target=run.get("target", "?"), status=run.get("status", "?"), started=run.get("started"),
-                    finished=run.get("finished"), argv=run.get("argv") or [], hosts=run.get("hosts") or [],
-                    envbuild_version=run.get("envbuild_version"), bundle=_bundle_info(run.get("bundle"))),
-        recipe=RecipeInfo(name=recipe.get("name", run.get("recipe", "?")), title=recipe.get("title", ""),
-                          published=published.get("url"), python=recipe.get("python"), lock_digest=lock_digest),
-        deviations=[Deviation(id=d["id"], published=d["published"], problem=d["problem"], instead=d["instead"],
-                              source=(d.get("source") or {}).get("url"), status=deviation_state(d),
-                              handled_by=list(d.get("handled_by") or []))
-                    for d in recipe.get("deviations", [])],
+        run=RunInfo(run_id=run.run_id, recipe=run.recipe, target=run.target, status=run.status,
+                    started=run.started, finished=run.finished, argv=run.argv, hosts=run.hosts,
+                    envbuild_version=run.envbuild_version,
+                    bundle=BundleInfo(digest=bundle.digest, file=bundle.file, bytes=bundle.bytes,
+                                      offline=bundle.offline) if bundle is not None else None),
+        recipe=RecipeInfo(name=recipe.name or run.recipe, title=recipe.title,
+                          published=recipe.published.url if recipe.published else None, python=recipe.python,
+                          lock_digest=lock_digest),
+        deviations=[Deviation(id=d.id, published=d.published, problem=d.problem, instead=d.instead,
+                              source=d.source.url if d.source else None, status=d.state,
+                              handled_by=d.handled_by)
+                    for d in recipe.deviations],
         nodes=nodes,
         launch=launch,
     )

@@ -7,6 +7,7 @@ distinct node fingerprints, so run ids, timestamps and host names never enter it
 
 from __future__ import annotations
 
+from envbuild.facts.model import NodeFacts
 from envbuild.fsio import canonical_json, sha256_text
 from envbuild.observe.model import Observed
 
@@ -25,13 +26,13 @@ def run_fingerprint(node_fingerprints: list[str | None], lock_digest: str | None
     return sha256_text(canonical_json({"lock_digest": lock_digest, "nodes": sorted(set(node_fingerprints))}))
 
 
-def node_kind(facts: dict | None, python: str | None = None, torch: str | None = None) -> str | None:
+def node_kind(facts: NodeFacts | None, python: str | None = None, torch: str | None = None) -> str | None:
     """A short fingerprint of what makes two nodes build the same extension wheel: machine
     architecture, glibc, CUDA (driver and nvcc), GPU compute capabilities (from a facts.json),
     the environment's torch and python versions. None without facts."""
-    if not facts:
+    if facts is None:
         return None
-    data = {"arch": facts.get("arch"), "glibc": facts.get("glibc"), "driver_cuda": facts.get("driver_cuda"),
-            "nvcc": facts.get("nvcc"), "torch": torch, "python": python,
-            "cc": sorted({str(g.get("compute_capability")) for g in facts.get("gpus") or []})}
+    data = {"arch": facts.arch, "glibc": facts.glibc, "driver_cuda": facts.driver_cuda,
+            "nvcc": facts.nvcc, "torch": torch, "python": python,
+            "cc": sorted({g.compute_capability for g in facts.gpus})}
     return sha256_text(canonical_json(data))[:12]

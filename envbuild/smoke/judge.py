@@ -29,97 +29,23 @@ import inspect
 import math
 import re
 import statistics
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from envbuild.recipes.schema import Benchmark
+from envbuild.record.verdict import (VERDICTS, FAIL, NOT_JUDGED, NOTHING_FOUND, PASS,  # noqa: F401 - the words, re-exported
+                                     Compared, Published, Spread, Verdict)
 from envbuild.smoke import references as refs
 from envbuild.smoke.completion import completion
 from envbuild.smoke.hardware import comparison, short_name
 from envbuild.smoke.native import (ALIASES, NATIVE_PARSERS, last_run, megatron_arguments, parse,
                                    strip_task_labels)
 
-PASS, NOT_JUDGED, FAIL, NOTHING_FOUND = "PASS", "NOT JUDGED", "FAIL", "NOTHING FOUND"
-VERDICTS = (PASS, NOT_JUDGED, FAIL, NOTHING_FOUND)
-Word = Literal["PASS", "NOT JUDGED", "FAIL", "NOTHING FOUND"]
 ALPA_DEVICES_RE = re.compile(r"\bnum_hosts: (\d+)\s+num_devices_per_host: (\d+)")
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Spread(_Frozen):
-    """The measured window: the logged values after the warm-up, and their spread."""
-
-    n: int
-    median: float
-    min: float
-    max: float
-    warmup: int | None = None  # logged values left out at the start
-    what: str = ""  # what one logged value covers (the recipe's benchmark.window)
-
-
-class Compared(_Frozen):
-    """What the figure was compared with: the recipe's ``threshold`` or a same-GPU
-    ``reference`` record, the GPU it was measured on (``gpu`` None: any hardware) and the bound
-    the run's figure had to meet (``required``, after any normalisation)."""
-
-    kind: Literal["threshold", "reference"]
-    value: float  # the threshold, or the reference record's value
-    required: float  # the run's figure must be >= (<= when lower is better) this
-    gpu: str | None = None
-    gpus: int | None = None
-    source: str | None = None  # the threshold's citation, or the reference record (under docs/results)
-    sha256: str | None = None  # the reference record's
-    share: float | None = None  # of the reference a run must reach (0.95)
-    normalisation: str | None = None  # how GPU counts were divided out, where they differ
-
-
-class Published(_Frozen):
-    """The recipe's published figure beside the run's: shown, never judged. ``percent`` (the
-    run's figure as a share of it, per GPU when counts differ and the metric is a whole job's)
-    only when both were measured on the same GPU model; else ``why`` says why not."""
-
-    value: float
-    source: str
-    gpu: str | None = None
-    gpus: int | None = None
-    compared: bool = False
-    why: str = ""
-    percent: float | None = None
-    normalisation: str | None = None
-
-
-class Verdict(_Frozen):
-    """The judge's verdict on one benchmark run (``judge``), as smoke.json, launch.json and
-    ``envbuild parse --json`` record it."""
-
-    verdict: Word
-    metric: str
-    value: float | None = None
-    unit: str = ""
-    higher_is_better: bool = True
-    window: Spread | None = None
-    completion: dict | None = None  # envbuild.smoke.completion.Completion.to_dict()
-    compared: Compared | None = None
-    gpu: str | None = None  # the run's GPU model and count, as the judge took them
-    gpus: int | None = None
-    record: str | None = None  # the judged run's output, where it has a path
-    reason: str = ""
-    published: Published | None = None  # shown beside the verdict, never part of it
-
-    @property
-    def passed(self) -> bool | None:
-        """True PASS, None NOT JUDGED, False FAIL or NOTHING FOUND."""
-        return {PASS: True, NOT_JUDGED: None}.get(self.verdict, False)
-
-    def to_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
-
-
-class Evidence(_Frozen):
+class Evidence(BaseModel):
     """What a verdict is decided from: the recipe's benchmark and its output, how the run ended
     (``rc``: the launcher's exit status; ``job_state``: the scheduler's final state) and the GPU
     it ran on (``gpu``: as nvidia-smi names it; ``gpus``: the count where the output does not
@@ -159,9 +85,9 @@ def log_gpus(text: str) -> int | None:
 
 def window_of(metrics: dict[str, Any], key: str, value: float, bench: Benchmark, warmup: int) -> Spread:
     """The spread of the window's per-iteration values of ``key`` where the parser gives them
-    (``series: {key: [...]}`` or ``<key>_series``), else of the one value it gives."""
-    series = metrics.get("series") if isinstance(metrics.get("series"), dict) else {}
-    raw = series.get(key, metrics.get(f"{key}_series"))
+    (``values: {key: [...]}``, ``envbuild.smoke.native``), else of the one value it gives."""
+    series = metrics.get("values") if isinstance(metrics.get("values"), dict) else {}
+    raw = series.get(key)
     values = [v for v in (_finite(x) for x in raw or []) if v is not None] if isinstance(raw, list) else []
     values = values or [value]
     what = bench.window.what if bench.window else ""
