@@ -6,7 +6,7 @@ import pytest
 
 from envbuild.errors import InputError
 from envbuild.smoke import NATIVE_PARSERS
-from envbuild.smoke.native import evaluate, iteration_lines, megatron_model_flops, parse
+from envbuild.smoke.native import iteration_lines, megatron_model_flops, parse
 
 LOGS = Path(__file__).parent / "data" / "native_logs"
 
@@ -27,8 +27,6 @@ def test_opt_baselines_drops_warmup_and_zero_wps_and_averages():
     assert m["words_per_second"] == m["wps"]
     assert m["num_updates"] == 25 and m["wps_summary"] == 238113
     assert m["loss_last"] < m["loss_first"]
-    assert evaluate(m, "words_per_second", 200000).passed
-    assert not evaluate(m, "words_per_second", 250000).passed
 
 
 def test_megatron_pretrain_samples_and_tflops_from_printed_arguments():
@@ -70,8 +68,6 @@ def test_megatronapp_torchrun_prefixed_lines_and_recompute():
     assert [r["iteration"] for r in iteration_lines(log("megatronapp_core_v040.log"))] == [1, 2, 3, 4]
     assert m["iteration_time_ms"] == pytest.approx((6512.4 + 6498.0 + 6501.6) / 3)
     assert m["model"]["recompute"] is True and m["model"]["gpus"] == 4
-    v = evaluate(m, "iteration_time_ms", 7000, higher_is_better=False)
-    assert v.passed and "<=" in v.reason
 
 
 def test_envbuild_smoke_json_from_the_h100():
@@ -81,19 +77,10 @@ def test_envbuild_smoke_json_from_the_h100():
     assert m["tflops"] == pytest.approx(m["mfu"] * m["peak_tflops"])
 
 
-def test_evaluate_missing_metric_fails_and_names_what_was_found():
-    v = evaluate({"wps": 1.0}, "samples_per_second", 10)
-    assert not v.passed and v.value is None and "wps" in v.reason
-    assert not evaluate({"x": float("nan")}, "x", 1).passed
-    v = evaluate({"x": 3.0}, "x", None)
-    assert v.passed is None and v.status == "not-judged" and "no threshold" in v.reason
-    assert v.to_dict()["value"] == 3.0
-
-
 def test_empty_and_unrelated_text_give_no_metrics():
     for name in NATIVE_PARSERS:
         m = parse(name, "nothing to see\n[INFO] starting\n")
-        assert not evaluate(m, "tokens_per_s", 1).passed
+        assert not any(k in m for k in ("tokens_per_s", "wps", "samples_per_s", "tflops_per_gpu", "iteration_ms"))
 
 
 def test_unknown_parser_is_an_input_error():

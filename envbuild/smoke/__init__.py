@@ -29,7 +29,7 @@ from envbuild.plan.smoke import SCRIPT_NAMES, smoke_argv
 from envbuild.shipped import SMOKE
 from envbuild.smoke.floors import floors_for
 from envbuild.smoke.judge import with_floor_verdicts
-from envbuild.smoke.native import NATIVE_PARSERS, Verdict, evaluate, parse
+from envbuild.smoke.native import NATIVE_PARSERS, parse
 
 HERE = SMOKE
 SCHEMA = "envbuild.smoke/1"
@@ -48,7 +48,7 @@ REPEATED: dict[str, tuple[str, ...]] = {
 Runner = Callable[[Sequence[str]], "tuple[int, str, str]"]
 
 __all__ = ["SMOKE_SCRIPTS", "NATIVE_PARSERS", "KINDS", "PRESETS", "REPEATED", "smoke_command", "run_smoke",
-           "combine_runs", "local_runner", "read_result", "evaluate", "parse", "Verdict"]
+           "combine_runs", "local_runner", "read_result", "parse"]
 
 
 def smoke_command(python: str, kind: str, preset: str = "tiny", script_dir: str | None = None,

@@ -3,7 +3,7 @@
 Each parser is pure: ``parse(text, **options) -> dict`` of metrics, averaged over the logged
 iterations after the first ``warmup`` log lines (default 1: the first interval holds start-up,
 compilation and the first all-reduce). A recipe's ``benchmark.parser`` names one of
-``NATIVE_PARSERS``; ``evaluate`` then compares one metric with the recipe's threshold.
+``NATIVE_PARSERS``; the one judge (``envbuild.smoke.judge``) decides the verdict.
 
 ``parse`` reads the LAST run of a file that holds several (``split_runs``: at each launcher
 start the setup prints) and adds, beside the metric keys (unchanged):
@@ -18,10 +18,8 @@ start the setup prints) and adds, beside the metric keys (unchanged):
 Example::
 
     >>> m = parse_megatron_deepspeed(open("train.log").read())
-    >>> evaluate(m, "samples_per_s", 50.0).passed
-    True
-    >>> envbuild.smoke.completion.judge("megatron-deepspeed", text, m, "samples_per_s", 50.0).status
-    'pass'
+    >>> m["samples_per_s"], m["window"]["used"], len(m["values"]["samples_per_s"])
+    (97.75, 3, 3)
 
 Formats (see tests/data/native_logs/ for excerpts and their sources):
 
@@ -59,9 +57,7 @@ outcome of every shipped recipe in those formats (``cases.yaml`` names the print
 from __future__ import annotations
 
 import json
-import math
 import re
-from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
 ITER_RE = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|(.*)$")
@@ -456,48 +452,3 @@ NATIVE_PARSERS: dict[str, Callable[..., dict[str, Any]]] = {
     "alpa-benchmark": parse_alpa_benchmark,
     "envbuild-smoke": parse_envbuild_smoke,
 }
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """The outcome of judging one metric: ``status`` is ``pass`` (the run completed and the
-    metric met its threshold), ``not-judged`` (completed, no threshold to judge against) or
-    ``fail`` (a threshold missed, the metric absent, or the run did not complete: stopped early,
-    diverged, errored); ``passed`` is True, None or False for them. ``completion`` is how the
-    run ended (``envbuild.smoke.completion``), when it was read."""
-
-    passed: bool | None
-    metric: str
-    value: float | None
-    threshold: float | None
-    reason: str
-    status: str = "pass"
-    completion: dict | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def evaluate(metrics: dict[str, Any], metric: str, threshold: float | None,
-             higher_is_better: bool = True) -> Verdict:
-    """Pass when ``metrics[metric]`` is on the right side of ``threshold`` (inclusive).
-
-    A missing or non-finite metric fails, naming the metrics that were found; without a
-    threshold the value is recorded, not judged (``passed`` None). Whether the run completed is
-    ``judge``'s part.
-    """
-    value = metrics.get(metric)
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
-        found = ", ".join(sorted(k for k, v in metrics.items() if isinstance(v, (int, float)))) or "none"
-        return Verdict(False, metric, None, threshold,
-                       f"metric {metric!r} not found in the log (metrics found: {found})", "fail")
-    if threshold is None:
-        return Verdict(None, metric, float(value), None,
-                       f"{metric} = {value:.6g}: not judged (no threshold set)", "not-judged")
-    ok = value >= threshold if higher_is_better else value <= threshold
-    rel = ">=" if higher_is_better else "<="
-    word = "meets" if ok else "misses"
-    return Verdict(ok, metric, float(value), threshold,
-                   f"{metric} = {value:.6g} {word} the threshold {rel} {threshold:.6g}",
-                   "pass" if ok else "fail")
-
