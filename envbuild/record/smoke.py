@@ -35,6 +35,7 @@ class Section(Record):
     rc: int | None = None
     error: str | None = None  # why the section is not ok (the script's, or the job's)
     thresholds: dict[str, Number] = Field(default_factory=dict)  # metric -> floor (smoke.floors)
+    floors: dict[str, bool | None] | None = None  # what the judge said of each floor (smoke.judge)
     repeat: Repeat | None = None
     torch: str | None = None
     cuda: str | None = None
@@ -91,6 +92,9 @@ class CollectiveSection(Section):
     results: list[dict[str, Any]] = Field(default_factory=list)  # one row per message size
     max_busbw_gbps: Number | None = None
     max_algbw_gbps: Number | None = None
+    config: dict[str, Any] = Field(default_factory=dict)  # backend, world size, the sweep's sizes
+    sweep: dict[str, Any] = Field(default_factory=dict)  # its cost: seconds, bytes per rank, load
+    gpus_visible: int | None = None
     job: "JobState | None" = None
 
 

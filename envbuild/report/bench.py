@@ -19,7 +19,6 @@ floors without the judge's word are judged by its rule (``stored_floors``).
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 from pydantic import ValidationError
@@ -27,11 +26,11 @@ from pydantic import ValidationError
 from envbuild.report.model import Benchmark, Spread
 from envbuild.recipes.schema import Benchmark as RecipeBenchmark
 from envbuild.record import migrate
+from envbuild.record.smoke import NativeSection, Section, SmokeRecord
 from envbuild.record.migrate import UNRECORDED_GPU
 from envbuild.smoke.judge import Published, Verdict, floor_verdicts, published
 
 GPT_METRICS = {"tokens_per_s": "tokens/s", "tflops": "TFLOP/s", "mfu": ""}
-BANDWIDTH = re.compile(r"busbw_gbps$")
 
 
 def _num(v: Any) -> float | None:
@@ -53,26 +52,27 @@ def spread(values: Any) -> Spread | None:
     return Spread(n=len(nums), median=statistics.median(nums), min=min(nums), max=max(nums))
 
 
-def _repeats(section: dict, key: str) -> Spread | None:
-    rep = section.get("repeat") if isinstance(section.get("repeat"), dict) else {}
-    values = rep.get("values") if isinstance(rep.get("values"), dict) else {}
-    return spread(values.get(key))
+def _repeats(section: Section, key: str) -> Spread | None:
+    return spread(section.repeat.values.get(key)) if section.repeat is not None else None
 
 
-def stored_verdict(native: dict, recipe_benchmark: dict | None = None, gpu: str | None = None) -> Verdict | None:
-    """The judge's verdict stored in a native section, an older one mapped to it in the one place
-    that maps older run folders (``envbuild.record.migrate``), with the recipe's published figure
-    beside it where it did not store one (``recipe_benchmark``, for the node's ``gpu``). None
-    when there is nothing."""
-    if native.get("ran") is False:
+def as_record(smoke: SmokeRecord | dict) -> SmokeRecord:
+    """smoke.json as its typed record (data read elsewhere goes through the record's own
+    migration of older shapes, ``envbuild.record.migrate``)."""
+    return smoke if isinstance(smoke, SmokeRecord) else SmokeRecord.model_validate(migrate.smoke(smoke))
+
+
+def stored_verdict(native: NativeSection | dict, recipe_benchmark: dict | None = None,
+                   gpu: str | None = None) -> Verdict | None:
+    """The judge's verdict stored in a native section (an older one was mapped onto it when the
+    record was read: ``envbuild.record.migrate``), with the recipe's published figure beside
+    it where it did not store one (``recipe_benchmark``, for the node's ``gpu``). None when
+    there is nothing, or the benchmark did not run."""
+    if isinstance(native, dict):
+        native = as_record({"native": native}).native
+    if native is None or native.ran is False or native.verdict is None:
         return None
-    raw = migrate.smoke({"native": native})["native"].get("verdict")
-    if not isinstance(raw, dict):
-        return None
-    try:
-        v = Verdict.model_validate(raw)
-    except ValidationError:
-        return None
+    v = native.verdict
     if v.published is None and recipe_benchmark:
         v = v.model_copy(update={"published": _old_published(recipe_benchmark, v.value, gpu)})
     return v
@@ -87,13 +87,12 @@ def _old_published(recipe_benchmark: dict | None, value: float | None, gpu: str 
     return published(bench, value, gpu, None) if bench is not None else None
 
 
-def stored_floors(section: dict) -> dict[str, bool | None]:
+def stored_floors(section: Section) -> dict[str, bool | None]:
     """What the judge said of each floor of a gpt or collective section (``floors``); for an
     older section that lacks it, the judge's rule applied now (``envbuild.smoke.judge``)."""
-    got = section.get("floors")
-    if isinstance(got, dict):
-        return {k: v if isinstance(v, bool) else None for k, v in got.items()}
-    return floor_verdicts(section)
+    if section.floors is not None:
+        return dict(section.floors)
+    return floor_verdicts(section.as_written())
 
 
 def compared_text(v: Verdict) -> str | None:
@@ -121,17 +120,19 @@ def _row(name: str, value: Any, unit: str, threshold: Any, higher: bool, passed:
                      passed=passed, spread=sp)
 
 
-def native_row(native: dict, recipe_benchmark: dict | None = None, gpu: str | None = None) -> Benchmark | None:
+def native_row(native: NativeSection, recipe_benchmark: dict | None = None,
+               gpu: str | None = None) -> Benchmark | None:
     """The native benchmark's row: the stored verdict as it was decided."""
     v = stored_verdict(native, recipe_benchmark, gpu)
     if v is None:
         return None
-    sp = _repeats(native, v.metric)
+    repeated = _repeats(native, v.metric)
+    sp = repeated
     if sp is None and v.window is not None and v.window.n > 1:
         sp = Spread(n=v.window.n, median=v.window.median, min=v.window.min, max=v.window.max)
     c = v.compared
-    row = Benchmark(name=f"native.{v.metric}", value=sp.median if sp and _repeats(native, v.metric) else v.value,
-                    unit=v.unit or str(native.get("unit") or ""), higher_is_better=v.higher_is_better,
+    row = Benchmark(name=f"native.{v.metric}", value=sp.median if repeated else v.value,
+                    unit=v.unit or native.unit, higher_is_better=v.higher_is_better,
                     threshold=c.required if c is not None and c.kind == "threshold" else None,
                     passed=v.passed, spread=sp, verdict=v.verdict, reason=v.reason, compared_with=compared_text(v),
                     reference=c.source if c is not None and c.kind == "reference" else None,
@@ -147,38 +148,44 @@ def native_row(native: dict, recipe_benchmark: dict | None = None, gpu: str | No
     return row
 
 
-def benchmarks(smoke: dict, recipe_benchmark: dict | None = None, gpu: str | None = None) -> list[Benchmark]:
+def benchmarks(smoke: SmokeRecord | dict, recipe_benchmark: dict | None = None,
+               gpu: str | None = None) -> list[Benchmark]:
     """Rows for every number worth a reviewer's look, in a stable order, with the verdicts
     smoke.json stores (``recipe_benchmark`` and the node's ``gpu``: only to show the published
     figure beside an older verdict that did not store it)."""
+    smoke = as_record(smoke)
     rows: list[Benchmark] = []
-    gpt = smoke.get("gpt") or {}
-    limits, judged = gpt.get("thresholds") or {}, stored_floors(gpt)
-    for key, unit in GPT_METRICS.items():
-        if key in gpt:
-            rows.append(_row(f"gpt.{key}", gpt[key], unit, limits.get(key), True, judged.get(key), _repeats(gpt, key)))
-    loss = gpt.get("loss") if isinstance(gpt.get("loss"), dict) else {}
-    if "last" in loss:  # the training loss after the last step; a non-finite one has no value
-        last = _num(loss["last"])
-        rows.append(_row("gpt.loss_last", last if last is not None and math.isfinite(last) else None,
-                         "", limits.get("loss_last"), False, judged.get("loss_last")))
-    coll = smoke.get("collective") or {}
-    limits, judged = coll.get("thresholds") or {}, stored_floors(coll)
-    for key in sorted(k for k in coll if BANDWIDTH.search(k) and _num(coll[k]) is not None):
-        rows.append(_row(f"collective.{key}", coll[key], "GB/s", limits.get(key), True, judged.get(key),
-                         _repeats(coll, key)))
-    native = smoke.get("native") or {}
-    if native and native.get("ran") is not False:  # a benchmark that did not run has no row: not judged
+    gpt = smoke.gpt
+    if gpt is not None:
+        judged = stored_floors(gpt)
+        for key, unit in GPT_METRICS.items():
+            value = getattr(gpt, key)
+            if value is not None:
+                rows.append(_row(f"gpt.{key}", value, unit, gpt.thresholds.get(key), True, judged.get(key),
+                                 _repeats(gpt, key)))
+        if gpt.loss is not None and "last" in gpt.loss.model_fields_set:  # a non-finite last loss has no value
+            last = _num(gpt.loss.last)
+            rows.append(_row("gpt.loss_last", last if last is not None and math.isfinite(last) else None,
+                             "", gpt.thresholds.get("loss_last"), False, judged.get("loss_last")))
+    coll = smoke.collective
+    if coll is not None:
+        judged = stored_floors(coll)
+        key = "max_busbw_gbps"  # the bus bandwidth (nccl-tests' busbw) is what a floor judges
+        if _num(coll.max_busbw_gbps) is not None:
+            rows.append(_row(f"collective.{key}", coll.max_busbw_gbps, "GB/s", coll.thresholds.get(key), True,
+                             judged.get(key), _repeats(coll, key)))
+    native = smoke.native
+    if native is not None and native.ran is not False:  # a benchmark that did not run has no row: not judged
         row = native_row(native, recipe_benchmark, gpu)
         if row is not None:
             rows.append(row)
     return rows
 
 
-def section_ok(smoke: dict) -> dict[str, bool]:
+def section_ok(smoke: SmokeRecord | dict) -> dict[str, bool]:
     """{section: ok} for sections with an ``ok`` flag; a section holding ``error`` is not ok."""
     out = {}
-    for k, v in sorted(smoke.items()):
-        if isinstance(v, dict) and ("ok" in v or "error" in v):
-            out[k] = bool(v.get("ok", False)) and "error" not in v
+    for name, section in sorted(as_record(smoke).sections().items()):
+        if section.ok is not None or section.error is not None:
+            out[name] = bool(section.ok) and section.error is None
     return out

@@ -139,10 +139,8 @@ def node_report(record: RunRecord, node_rec: NodeRecord, lock_digest: str | None
     if smoke is None and node.fingerprint and result is not None and result.status == "ok" and not result.changed:
         smoke, node.evidence_from = carried_smoke(record, host, node.fingerprint)
     if smoke is not None:
-        written = smoke.as_written()  # report.bench reads the sections as written
-        node.benchmarks = bench.benchmarks(written, recipe.benchmark,
-                                           node.facts.gpu if node.facts is not None else None)
-        node.smoke_ok = bench.section_ok(written)
+        node.benchmarks = bench.benchmarks(smoke, recipe.benchmark, node.facts.gpu if node.facts is not None else None)
+        node.smoke_ok = bench.section_ok(smoke)
         native = smoke.native
         if native is not None and native.ran is False:
             node.benchmark_not_run = native.reason or "not run"
