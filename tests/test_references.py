@@ -104,6 +104,7 @@ LATER_RUNS = [
     ("alpa-megatron-h100", "alpa-megatron/h100-run3-native.out", "alpa-megatron/h100-run3-report.json"),
     ("alpa-megatron-h100", "alpa-megatron/h100-run4-native.out", "alpa-megatron/h100-run4-facts.json"),
     ("h100-megatron-deepspeed", "h100-offline-run5/native.out", "h100-offline-run5/facts.json"),
+    ("h100-megatron-deepspeed", "h200x2-run6/native.out", "h200x2-run6/facts.json"),
 ]
 
 
