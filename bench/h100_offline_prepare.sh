@@ -13,7 +13,7 @@ TARGET=${TARGET:-h100-venv}
 DEST=${DEST:-.device}
 BUNDLE=${BUNDLE:-$DEST/h100.tar}
 rm -rf "$DEST/whl" && mkdir -p "$DEST/whl"  # one wheel per package: a stale one conflicts
-python -m envbuild bundle "$RECIPE" --target "$TARGET" --git-mirror "$MIRROR" -o "$BUNDLE"
+[ "${SKIP_BUNDLE:-0}" = 1 ] || python -m envbuild bundle "$RECIPE" --target "$TARGET" --git-mirror "$MIRROR" -o "$BUNDLE"
 python - > "$DEST/ebdeps.txt" <<'PY'
 import importlib.metadata as md, re
 from packaging.requirements import Requirement
