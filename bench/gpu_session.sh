@@ -69,7 +69,7 @@ install_one() {  # JOB RECIPE: provision from the bundle, no smoke
 smoke_one() {  # JOB GPUS: the smoke step again on those GPUs
   local job=$1 gpus=$2 recipe rc n
   recipe=$(cat "$STATE/$job/recipe")
-  n=$(ls "$STATE/$job"/smoke-*.jsonl 2>/dev/null | wc -l); n=$((n + 1))
+  n=1; while [ -e "$STATE/$job/smoke-$n.jsonl" ]; do n=$((n + 1)); done
   CUDA_VISIBLE_DEVICES=$gpus $EB provision "$recipe" --target "$TARGET" --hosts local \
       --bundle "$STATE/bundles/$job.tar" --from-step smoke --smoke-preset "$SMOKE" --json \
       > "$STATE/$job/smoke-$n.jsonl" 2> "$STATE/$job/smoke-$n.err"
