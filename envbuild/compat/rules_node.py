@@ -100,7 +100,8 @@ RULES: list[Rule] = [
          "shared/docs/PINS.md", "pick a target with that scheduler, or a recipe variant with another "
          "launcher", _scheduler),
     Rule("too-few-gpus", "error", "the node has fewer GPUs than the benchmark needs",
-         "the smoke benchmark launches one rank per GPU (metaseq --benchmark needs >= 2)",
-         "facebookresearch/metaseq@a1a4e733:metaseq/launcher/opt_baselines.py",
+         "the recipe's benchmark launches one rank per GPU of a node and says how many it needs "
+         "(benchmark.needs_gpus, each recipe citing its published command)",
+         "envbuild/recipes/schema.py (Benchmark.needs_gpus)",
          "run on a node with enough GPUs or lower the benchmark's GPU count", _gpus),
 ]
