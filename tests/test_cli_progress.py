@@ -221,3 +221,9 @@ def test_real_provision_into_a_pipe_prints_plain_lines(slow):
     assert any(line.split()[:3] == ["start", "local", "build:slowpkg"] for line in lines)
     done = [line for line in lines if line.split()[:3] == ["changed", "local", "build:slowpkg"]]
     assert done and re.search(r"\d+\.\d s\s+\[\d/\d\]$", done[0]), done
+    # after the verdict, how to enter the environment; that line, run, gives the prefix's Python
+    prefix = slow["base"] / "env"
+    assert f"enter the environment: . {prefix}/.envbuild/env.sh" in lines
+    entered = subprocess.run(["bash", "-c", f". {prefix}/.envbuild/env.sh && python -c 'import sys; print(sys.prefix)'"],
+                             capture_output=True, text=True, env={k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"})
+    assert entered.stdout.split() == [str(prefix)], entered.stderr

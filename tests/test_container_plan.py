@@ -284,3 +284,17 @@ def test_the_context_digest_follows_the_code_that_renders_it(tmp_path, monkeypat
         assert I.context_digest(ip, {}) != changed
     finally:
         I.code_digest.cache_clear()
+
+
+def test_a_container_node_is_entered_through_its_image() -> None:
+    """After the provision, the line that enters the environment (envbuild.plan.enter): pyxis's
+    squashfs where the plan imports the image for Slurm, else a shell in the node's image."""
+    from envbuild.plan.enter import enter_command
+
+    _, _, slurm = _plan("megatron-deepspeed-slurm", "slurm", {"podman": "4.9.3", "enroot": "3.5.0"})
+    assert enter_command(slurm.plan) == (
+        "srun --container-image=/home/u/.envbuild/envs/megatron-deepspeed-slurm/"
+        "envbuild-megatron-deepspeed-slurm-slurm.sqsh --pty bash")
+    _, _, pod = _plan("megatronapp", "rtx4090-pod", {"docker": "26.1.0"})
+    assert "image_import" not in [s.kind for s in pod.plan.steps]
+    assert enter_command(pod.plan) == "docker run --rm -it localhost/envbuild/megatronapp:rtx4090-pod bash"

@@ -96,6 +96,11 @@ def test_editable_wheel_and_build_step(tmp_path):
         return subprocess.run([str(prefix / "bin" / "python"), "-c", code], capture_output=True, text=True,
                               check=True).stdout.split()
 
+    # the result line says how to enter the environment, and that shell has the installs
+    assert out["enter"] == {"local": f". {prefix}/.envbuild/env.sh"}
+    entered = subprocess.run(["bash", "-c", out["enter"]["local"] + " && python -c 'import sys, editpkg; print(sys.prefix)'"],
+                             capture_output=True, text=True, env={k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"})
+    assert entered.stdout.split() == [str(prefix)], entered.stderr
     site = py("import sysconfig; print(sysconfig.get_paths()['purelib'])")[0]
     src_dir = prefix / "src"
     edit_file, wheel_file = py("import editpkg, wheelpkg; print(editpkg.__file__); print(wheelpkg.__file__)")

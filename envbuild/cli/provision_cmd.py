@@ -87,7 +87,8 @@ def provision_cmd(recipe, target, recipe_option, hosts, inventory, backend, pref
       envbuild provision opt-175b-azure -t azure-nd96 --hosts azureuser@10.0.0.4,10.0.0.5 -i ~/.ssh/id_ed25519
     With --json, stdout is JSON Lines: each event as it happens
     ({"type": "event", "ts", "host", "step", "kind", "msg"}), then one line
-    {"type": "result", "run_dir", "status", "exit_code", "results", ...}.
+    {"type": "result", "run_dir", "status", "exit_code", "results", "enter", ...}
+    ("enter": per node that finished ok, the command that enters its environment).
     Exit codes: 0 every node ok and the report says PASS; 1 refused by preflight, or the
     report says FAIL (drift, benchmark below threshold, state not verified); 5 every node ok
     and nothing failed, but the report says NOT JUDGED (--no-smoke, a recipe without a
@@ -116,7 +117,7 @@ def provision_cmd(recipe, target, recipe_option, hosts, inventory, backend, pref
     if as_json:
         out = provision(opts, echo=None)
         emit_json_line({"type": "result", "run_dir": str(out.run_dir), "status": out.status,
-                        "exit_code": out.exit_code, "results": out.results,
+                        "exit_code": out.exit_code, "results": out.results, "enter": out.enter,
                         "command": out.command if dry_run else None,
                         "plans": {h: p.model_dump(mode="json", by_alias=True) for h, p in out.plans.items()}
                         if dry_run else None})
@@ -148,9 +149,19 @@ def provision_cmd(recipe, target, recipe_option, hosts, inventory, backend, pref
             console.print("dry run: nothing installed; the run is not runs/latest", markup=False)
         else:
             verdict_line(out)
+            enter_lines(out)
         console.print(f"run directory: {out.run_dir}", markup=False)
     if out.exit_code:
         raise click.exceptions.Exit(out.exit_code)
+
+
+def enter_lines(out) -> None:
+    """How to enter the environment on each node that finished ok (``envbuild.plan.enter``)."""
+    if len(out.enter) == 1 and len(out.results) == 1:
+        console.print(f"enter the environment: {next(iter(out.enter.values()))}", markup=False)
+        return
+    for host, command in out.enter.items():
+        console.print(f"enter the environment on {host}: {command}", markup=False)
 
 
 def verdict_line(out) -> None:

@@ -70,6 +70,8 @@ class ProvisionOutcome:
     plans: dict[str, Plan]
     verdict: str | None = None  # a finished run's report verdict: PASS | NOT JUDGED | FAIL
     verdict_notes: list[str] = field(default_factory=list)  # its reasons, then what was not judged
+    # how to enter the environment on each node that finished ok (envbuild.plan.enter)
+    enter: dict[str, str] = field(default_factory=dict)
 
 
 def selection(opts: ProvisionOptions) -> NodeSelection:

@@ -16,6 +16,7 @@ from envbuild.execute import prefixlock
 from envbuild.execute.events import Event, EventSink
 from envbuild.lock.serialize import lock_digest
 from envbuild.plan.build import verdict_summary
+from envbuild.plan.enter import enter_command
 from envbuild.plan.model import Plan
 from envbuild.plan.resolve import check_facts, default_backend
 from envbuild.provision.early import Early
@@ -87,6 +88,7 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
             run = read_run_info(rd.path)
             done.verdict = run.verdict
             done.verdict_notes = [r.message for r in run.verdict_reasons] + list(run.verdict_not_judged)
+            done.enter = entries(plans, results)
             return done
 
         if opts.dry_run:  # nothing installed: status "dry-run", never runs/latest, never a verdict
@@ -121,6 +123,16 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
         raise
     finally:
         sink.close()
+
+
+def entries(plans: dict[str, Plan], results) -> dict[str, str]:
+    """``{node: how to enter its environment}`` for each node whose provision finished ok."""
+    out = {}
+    for name, plan in plans.items():
+        command = enter_command(plan) if results.get(name, {}).get("status") == "ok" else None
+        if command:
+            out[name] = command
+    return out
 
 
 def _preflight(opts: ProvisionOptions, recipe, target, nodes: list[Node], gathered: dict, rd: rundir.RunDir,
