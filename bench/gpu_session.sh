@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Several recipes' GPU runs in one lease of a multi-GPU node, offline, through envbuild
-# (docs/results/gpu-session.md). Run on the node from the repository root.
+# (its runs are written up under docs/results/). Run on the node from the repository root.
 #
 #   bash bench/gpu_session.sh stage            # copy the carried bundles to $STATE (each call)
 #   bash bench/gpu_session.sh start PLANFILE   # start the session's plan in its own session

@@ -1,4 +1,4 @@
-"""The house's layers (docs/STYLE.md, "Where the house grew sideways"), kept by import-linter's
+"""The house's layers (docs/architecture.md, "Layers"), kept by import-linter's
 contracts in pyproject.toml (``[tool.importlinter]``, run by ``lint-imports``).
 
 The contract "layers" is the one list of layers, top first: cli -> flows (flows, provision,

@@ -1,6 +1,6 @@
 """Where a lock is found: the shipped locks, never the working directory; where one is written.
 
-Lookup (README "Lockfiles"): ``--lock FILE``; else ``--lockdir`` / ``$ENVBUILD_LOCKDIR``; else, in
+Lookup (docs/recipes.md, "Lockfiles"): ``--lock FILE``; else ``--lockdir`` / ``$ENVBUILD_LOCKDIR``; else, in
 a checkout, its ``lockfiles/`` (the shipped locks), and for an installed envbuild
 ``$ENVBUILD_HOME/locks``, then the shipped locks (``envbuild/lockfiles`` in the wheel). A shipped
 recipe whose lock is missing is an error, never a silent resolution over the network. Where

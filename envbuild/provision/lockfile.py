@@ -33,7 +33,7 @@ def take_lock(opts: ProvisionOptions, recipe, target, say: Callable[[str], None]
     command that re-locks), as ``plan`` refuses it; with ``--locked`` a missing lock is too,
     and so is a shipped recipe's missing lock (its lock ships with it: resolving it anew over
     the network would install something else than what was tested). Only a recipe of one's own
-    without a lock is locked now, announced (README "Lockfiles").
+    without a lock is locked now, announced (docs/recipes.md, "Lockfiles").
     """
     found = found if found is not None else existing_lock(opts, recipe, target)
     if found is not None:

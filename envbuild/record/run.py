@@ -114,7 +114,7 @@ class RunInfo(Record):
     verdict: Literal["PASS", "NOT JUDGED", "FAIL"] | None = None  # the report's, when the run finished
     verdict_reasons: list[VerdictReason] = Field(default_factory=list)
     verdict_not_judged: list[str] = Field(default_factory=list)
-    exit_code: int | None = None  # provision's exit code (README's table)
+    exit_code: int | None = None  # provision's exit code (the README's exit codes)
     phase: str | None = None  # where a run stopped before Ansible recorded its own end
     error: str | None = None  # the error that stopped it
     signal: str | None = None  # the signal that interrupted it
