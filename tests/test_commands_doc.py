@@ -37,3 +37,12 @@ def test_every_command_has_its_section_holding_what_its_help_prints() -> None:
         assert said.exit_code == 0, said.output
         section = text.split(f"## envbuild {name}\n", 1)[1].split("\n## ", 1)[0]
         assert said.output.strip() in section, name
+
+
+def test_the_readme_lists_every_command_once() -> None:
+    """The README's command list has one row per command (the front door's index of
+    docs/commands.md)."""
+    readme = (DOC.parents[1] / "README.md").read_text()
+    table = readme.split("## Commands", 1)[1].split("\n## ", 1)[0]
+    named = re.findall(r"`envbuild ([a-z-]+)", table)
+    assert sorted(named) == sorted(cli_pkg.COMMANDS), named

@@ -11,7 +11,9 @@ placeholder (`<recipe>`, `*`, `$HOME`), and the folders the wheel maps the check
 
 The code's pointers into the documentation: a ``docs/....md`` path written in a module,
 test, bench script or pyproject.toml (its docstrings and comments) must exist in the repository;
-the house's shared notes outside it (``../shared/docs/...``) are not this repository's.
+the house's shared notes outside it (``../shared/docs/...``) are not this repository's. A
+recipe's ``envbuild:README.md#anchor`` reaches a heading, and the README stays a front door
+(at most 10 KB, linking every document of docs/).
 """
 
 from __future__ import annotations
@@ -125,3 +127,25 @@ def test_the_code_points_only_at_docs_that_exist() -> None:
             if not (ROOT / m.group(1)).exists():
                 missing.setdefault(m.group(1), []).append(str(path.relative_to(ROOT)))
     assert not missing, missing
+
+
+def test_envbuild_references_in_recipes_reach_a_heading() -> None:
+    """A recipe whose published source is envbuild itself names it as ``envbuild:PATH#anchor``
+    (cpu-reference: the README's quick start; the images carry it as io.envbuild.published):
+    the file and its heading exist."""
+    refs = [(path.name, m.group(1), m.group(2))
+            for path in sorted((ROOT / "envbuild" / "recipes" / "data").glob("*.yaml"))
+            for m in re.finditer(r"envbuild:([\w./-]+\.md)(?:#([\w-]+))?", path.read_text())]
+    assert ("cpu-reference.yaml", "README.md", "quick-start") in refs
+    for recipe, file, anchor in refs:
+        assert (ROOT / file).is_file(), (recipe, file)
+        assert anchor is None or anchor in anchors(ROOT / file), (recipe, file, anchor)
+
+
+def test_the_readme_is_a_front_door() -> None:
+    """README.md stays a few screens (issue 39: at most 10 KB) and links to every document in
+    docs/, where the reference lives."""
+    readme = ROOT / "README.md"
+    assert readme.stat().st_size <= 10 * 1024, f"README.md is {readme.stat().st_size} bytes: move detail into docs/"
+    linked = {(readme.parent / t.partition("#")[0]).resolve() for t in LINK.findall(readme.read_text())}
+    assert not [d.name for d in (ROOT / "docs").glob("*.md") if d.resolve() not in linked]
