@@ -281,3 +281,15 @@ def test_check_of_alpa_megatron_on_an_sm90_node_names_the_variant(capsys):
     rc = main(["check", "alpa-megatron", "--target", "h100", "--json"])
     data = json.loads(capsys.readouterr().out)
     assert data["variants"][0]["recipe"] == "alpa-megatron-h100"
+
+
+@pytest.mark.parametrize("name", ["alpa-megatron", RECIPE])
+def test_the_recipes_say_the_1gpu_case_as_the_driver_runs_it(name):
+    """Global batch, micro-batch count and size in the recipe's words are the pinned 1-GPU case's
+    (benchmark_gpt_one_case.py: micro = global // dp // micro-batches), not "micro-batch 8"."""
+    text = (EXCERPTS / "benchmark_gpt.py.txt").read_text().split("\n", 2)[2]
+    case = eval(_run_driver(text, 1)[0].split('"')[1])
+    batch, dp, micro_batches = case[1], case[7], case[12]
+    words = " ".join(load_recipe(name).benchmark.why.split())
+    assert f"global batch {batch} as {micro_batches} micro-batches of {batch // dp // micro_batches}" in words
+    assert "micro-batch 8" not in words
