@@ -17,7 +17,7 @@ from envbuild.recipes.schema import Deviation, deviation_state
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ("alpa-megatron", "opt-175b-azure", "megatronapp", "polaris-megatron-deepspeed",
-           "megatron-deepspeed-slurm", "cpu-reference", "h100-megatron-deepspeed")
+           "megatron-deepspeed-slurm", "cpu-reference", "h100-megatron-deepspeed", "alpa-megatron-h100")
 RECIPES = [r for r in all_recipes() if r.name in SHIPPED]
 DEVIATIONS = [(r.name, d) for r in RECIPES for d in r.deviations]
 
@@ -46,8 +46,9 @@ def test_named_code_exists(ref: str) -> None:
 
 @pytest.mark.process
 def test_named_tests_are_collected() -> None:
-    """pytest itself collects every named test (a renamed or deleted test fails here)."""
-    wanted = sorted({t for _, d in DEVIATIONS for t in d.test})
+    """pytest itself collects every named test, of a deviation or an erratum (a renamed or
+    deleted test fails here)."""
+    wanted = sorted({t for _, d in DEVIATIONS for t in d.test} | {t for r in RECIPES for e in r.errata for t in e.test})
     assert wanted
     proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
                            *wanted], cwd=ROOT, capture_output=True, text=True, timeout=600)

@@ -346,6 +346,49 @@ def deviation_state(data: dict) -> str:
     return "handled" if data.get("handled_by") and data.get("test") else "unverified"
 
 
+class Erratum(Strict):
+    """A step of the published instructions that fails as written, shown by the published
+    sources themselves (not by a node): recorded on the published setup's recipe, with the
+    test that fails when it stops being true and, where a shipped variant corrects it, that
+    variant's deviation (``<recipe>:<deviation id>``). Says nothing of what is installed, so
+    it is not part of the digest a lock records.
+
+    Example::
+
+        errata:
+          - id: args-suite-undefined
+            published: "python benchmark_gpt.py --nproc_per_node N (N with no case in the suite)"
+            problem: "the KeyError branch prints args.suite, which the parser never defines"
+            source: {url: "https://github.com/alpa-projects/alpa/blob/e0ae8bf8.../benchmark_gpt.py#L33"}
+            corrected_by: [alpa-megatron-h100:args-suite-undefined]
+            test: [tests/test_errata.py::test_alpa_args_suite_is_undefined]
+    """
+
+    id: str
+    published: str  # the step as written
+    problem: str  # why it fails as written, with what shows it
+    source: Source  # where the step is written (the page or file, at its commit)
+    shown_by: Source | None = None  # where it is shown to fail, when not in ``source`` itself
+    corrected_by: list[str] = Field(default_factory=list)  # "<recipe>:<deviation id>"
+    test: list[str] = Field(min_length=1)
+
+    @field_validator("corrected_by")
+    @classmethod
+    def _deviation_refs(cls, v: list[str]) -> list[str]:
+        for ref in v:
+            if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*:[A-Za-z0-9][A-Za-z0-9._-]*", ref):
+                raise ValueError(f"corrected_by entries are <recipe>:<deviation id>, got {ref!r}")
+        return v
+
+    @field_validator("test")
+    @classmethod
+    def _test_refs(cls, v: list[str]) -> list[str]:
+        for ref in v:
+            if not TEST_REF_RE.match(ref):
+                raise ValueError(f"test entries are tests/test_x.py::test_y, got {ref!r}")
+        return v
+
+
 class DataFile(Strict):
     """A file the published instructions download (vocabulary, merges, a dataset), fetched by
     the plan's data step into the tree of ``component`` at ``path``: from ``--data-mirror DIR``
@@ -667,15 +710,21 @@ class Recipe(Strict):
     # the shipped recipe this one moves to other hardware or software (alpa-megatron-h100 ->
     # alpa-megatron): `envbuild check` of that recipe names this one where it is refused
     variant_of: Name | None = None
+    # the page a user follows to this setup, where it is not ``published`` itself (ALCF's user
+    # guide sends users to the repository whose README ``published`` pins)
+    guide: Source | None = None
+    # steps of the published instructions that fail as written (see Erratum)
+    errata: list[Erratum] = Field(default_factory=list)
     # how each published command runs on a cluster: "default" (benchmark.command), a
     # benchmark variant's name, or a layout of its own (pods running variants)
     run: dict[Name, Run] = Field(default_factory=dict)
 
-    # how jobs are started, and on which hardware a benchmark's figures were measured and which
-    # of its logged values are timed, say nothing of what is installed: not part of the digest
+    # how jobs are started, on which hardware a benchmark's figures were measured, which of its
+    # logged values are timed, the guide that points at the setup and its errata say nothing of
+    # what is installed: not part of the digest
     # a lock records (``catalog.digest``), so a recipe's locks stay current when they change
     DIGEST_EXCLUDE: ClassVar[dict] = {
-        "run": True,
+        "run": True, "guide": True, "errata": True,
         "benchmark": {"threshold_gpu": True, "threshold_gpus": True, "per_gpu": True, "same_gpu_count": True,
                       "window": True,
                       "published": {"gpu": True, "gpus": True}}}
@@ -733,7 +782,8 @@ class Recipe(Strict):
 
     @model_serializer(mode="wrap")
     def _omit_new(self, handler):  # noqa: ANN001, ANN202
-        return omit_unset(handler(self), {"data": [], "variant_of": None, "run": {}})
+        return omit_unset(handler(self), {"data": [], "variant_of": None, "run": {}, "guide": None,
+                                             "errata": []})
 
     def run_of(self, variant: str | None) -> Run | None:
         """How ``variant`` (None: the benchmark's own command) runs on a cluster, if said."""

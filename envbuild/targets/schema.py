@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 from envbuild.names import EnvName, Name
 
@@ -64,8 +64,22 @@ class Jobs(Strict):
     source: str = ""  # where the site says what it requires
 
 
+# the facts of a profile that a source must back (``Target.fact_sources``): where the guide's
+# own cluster files say them (OS image, CUDA, driver, GPUs), or where they were read on a node
+FACT_FIELDS = ("image", "platform.os_id", "platform.os_version", "platform.glibc", "gpus.model",
+               "gpus.count", "gpus.compute_capability", "gpus.memory_gib", "cuda.toolkit", "cuda.driver",
+               "cuda.driver_cuda", "python")
+
+
 class Target(Strict):
-    """One class of node (a VM type, a cluster, a pod shape)."""
+    """One class of node (a VM type, a cluster, a pod shape).
+
+    ``fact_sources`` names where each fact of ``FACT_FIELDS`` the profile sets was read
+    (``owner/repo@sha:path (what it says)``, a release-notes URL, or a captured node file), and
+    marks an inference as one; ``image`` is the OS, VM or container image those facts are of.
+    Neither is part of the lock's target digest: they say where the facts come from, not what
+    the node is.
+    """
 
     schema_: int = Field(alias="schema")
     name: Name  # becomes a path (lockfiles/<recipe>/<name>.lock): one lower-case component
@@ -87,10 +101,31 @@ class Target(Strict):
     cache_dir: str | None = None  # where pip/build caches go (/mnt on Azure)
     from_facts: bool = False  # "local": everything comes from live facts
     sources: list[str] = Field(default_factory=list)
+    image: str | None = None  # the OS / VM / container image the facts are those of
+    fact_sources: dict[str, str] = Field(default_factory=dict)  # FACT_FIELDS entry -> where it is read
     jobs: Jobs = Jobs()
 
-    # fields left out of ``catalog.digest`` (what a lock records of its target): they describe
-    # how jobs are submitted, not the environment a lock is made for
-    DIGEST_EXCLUDE: ClassVar[frozenset[str]] = frozenset({"jobs"})
+    # fields left out of ``catalog.digest`` (what a lock records of its target): how jobs are
+    # submitted, and where the facts were read, not the environment a lock is made for
+    DIGEST_EXCLUDE: ClassVar[frozenset[str]] = frozenset({"jobs", "image", "fact_sources"})
+
+    @field_validator("fact_sources")
+    @classmethod
+    def _known_facts(cls, v: dict[str, str]) -> dict[str, str]:
+        unknown = sorted(set(v) - set(FACT_FIELDS))
+        if unknown:
+            raise ValueError(f"fact_sources names {', '.join(unknown)}: not a fact of a profile "
+                             f"(one of {', '.join(FACT_FIELDS)})")
+        empty = sorted(k for k, text in v.items() if not text.strip())
+        if empty:
+            raise ValueError(f"fact_sources gives no source for {', '.join(empty)}")
+        return v
+
+    def fact(self, field: str) -> object:
+        """The value of one of ``FACT_FIELDS`` (None where the profile leaves it open)."""
+        value: object = self
+        for part in field.split("."):
+            value = getattr(value, part, None) if value is not None else None
+        return value or None
 
     model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, populate_by_name=True)

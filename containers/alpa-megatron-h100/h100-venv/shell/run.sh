@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision alpa-megatron-h100 on h100-venv (host h100-venv, facts profile:h100-venv),
-# rendered by envbuild 0.1.0 from the plan; lock digest 1b7aae366cc42e9263ac25ee8136d0619c5773a19f546aca736678a748299a34.
+# rendered by envbuild 0.1.0 from the plan; lock digest 596e68fcd1b0c6ed638712438d3dea533eb3b482560f04c880c28e3d9dc3f1b1.
 # Regenerate: envbuild render alpa-megatron-h100 --target h100-venv --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
@@ -133,6 +133,24 @@ step_patch_launch_to_run() {
   /root/.envbuild/envs/alpa-megatron-h100/bin/python "$FILES/envbuild_node" "$FILES/actions/patch-launch-to-run.json"
 }
 
+# step patch:args-suite-undefined: patch args-suite-undefined
+# why: benchmark_gpt.py's message for a GPU count without a case names args.suite, which its parser
+# why: (--nproc_per_node, --nnodes, --node_rank, --master_addr, --master_port) never defines, so it
+# why: dies with AttributeError instead of printing the message: an erratum of alpa-megatron (args-
+# why: suite-undefined). The message names the suite it looked in.
+step_patch_args_suite_undefined() {
+  /root/.envbuild/envs/alpa-megatron-h100/bin/python "$FILES/envbuild_node" "$FILES/actions/patch-args-suite-undefined.json"
+}
+
+# step patch:two-gpu-case: patch two-gpu-case
+# why: gpt_megatron_best_suite has cases for 1, 4, 8, 16 and 32 GPUs only; on a 2-GPU node
+# why: benchmark_gpt.py finds none. The added case is the 1-GPU case's model and per-GPU shape on two
+# why: data-parallel ranks (350M, global batch 256 as 8 micro-batches of 16 per rank), the case Alpa's
+# why: own 2-GPU suite lists for data parallelism at batch 256.
+step_patch_two_gpu_case() {
+  /root/.envbuild/envs/alpa-megatron-h100/bin/python "$FILES/envbuild_node" "$FILES/actions/patch-two-gpu-case.json"
+}
+
 # step env-file: Environment file
 # why: recipe and node-type variables (e.g. NCCL/UCX on Azure ND96)
 step_env_file() {
@@ -168,7 +186,7 @@ step_smoke() {
   if [ -n "$failed" ]; then echo "smoke failed:$failed" >&2; exit 1; fi
 }
 
-STEPS=(preflight environment pip-tooling git:megatron patch:tie-embedding-disabled patch:torch-six-inf patch:numpy-float-alias patch:fused-kernels-sm90 patch:jit-modules-by-name build:megatron install:megatron git:apex apex:apex git:alpa patch:launch-to-run env-file import-check smoke)
+STEPS=(preflight environment pip-tooling git:megatron patch:tie-embedding-disabled patch:torch-six-inf patch:numpy-float-alias patch:fused-kernels-sm90 patch:jit-modules-by-name build:megatron install:megatron git:apex apex:apex git:alpa patch:launch-to-run patch:args-suite-undefined patch:two-gpu-case env-file import-check smoke)
 if [ "$#" -gt 0 ]; then STEPS=("$@"); fi
 n=0
 for id in "${STEPS[@]}"; do

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision alpa-megatron on azure-nd96 (host azure-nd96, facts profile:azure-nd96),
-# rendered by envbuild 0.1.0 from the plan; lock digest d27acd928434000103a7002442824da15001ccd3971d256a90315abb7bcbc470.
+# rendered by envbuild 0.1.0 from the plan; lock digest b7ad0fcadef4180052c73c0ae8f812089b204061493370a112a52acaa3ba098e.
 # Regenerate: envbuild render alpa-megatron --target azure-nd96 --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

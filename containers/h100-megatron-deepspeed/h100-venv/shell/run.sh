@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision h100-megatron-deepspeed on h100-venv (host h100-venv, facts profile:h100-venv),
-# rendered by envbuild 0.1.0 from the plan; lock digest a3cd70080e19691fc061d2201f3cf3092c8d8d01eca003f80b6bc4a24bdaaece.
+# rendered by envbuild 0.1.0 from the plan; lock digest 2ea6ffac84c686fc8084da2766612cd5865c86946be67d19d1755a6edecbae52.
 # Regenerate: envbuild render h100-megatron-deepspeed --target h100-venv --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision opt-175b-azure on azure-nd96 (host azure-nd96, facts profile:azure-nd96),
-# rendered by envbuild 0.1.0 from the plan; lock digest f95bf3b9f9b9b04c777479d8510c61c75ce4bf8ba6413d99314bd3ce1c309833.
+# rendered by envbuild 0.1.0 from the plan; lock digest d92e827b4da589d69793ec32c3191517ee7335171bb0de06472758ee32df7b8f.
 # Regenerate: envbuild render opt-175b-azure --target azure-nd96 --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
