@@ -38,7 +38,8 @@ PLACEHOLDER = re.compile(r"[<>*${}|]|\.\.\.")
 CODE_FILES = [*sorted((ROOT / "envbuild").rglob("*.py")), *sorted((ROOT / "tests").glob("*.py")),
               *sorted((ROOT / "bench").glob("*.py")), *sorted((ROOT / "bench").glob("*.sh")),
               ROOT / "pyproject.toml", ROOT / "setup.py"]
-DOC_POINTER = re.compile(r"(?<![\w/.-])(docs/[\w./-]*\.md)\b")
+# a ``sha:docs/...`` or ``repo@sha:docs/...`` names another repository's file, not ours
+DOC_POINTER = re.compile(r"(?<![\w/.:-])(docs/[\w./-]*\.md)\b")
 
 
 def slug(heading: str) -> str:
