@@ -88,9 +88,14 @@ class Target(Strict):
     from_facts: bool = False  # "local": everything comes from live facts
     sources: list[str] = Field(default_factory=list)
     jobs: Jobs = Jobs()
+    # the GPU counts this node type is lent with (one card or several of one host): a check
+    # against the profile (no live facts) refuses a benchmark only beyond the largest; a
+    # node's own facts always give its real count
+    lent_gpu_counts: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list)
 
     # fields left out of ``catalog.digest`` (what a lock records of its target): they describe
-    # how jobs are submitted, not the environment a lock is made for
-    DIGEST_EXCLUDE: ClassVar[frozenset[str]] = frozenset({"jobs"})
+    # how jobs are submitted and how many cards a machine of this type may have, not the
+    # environment a lock is made for
+    DIGEST_EXCLUDE: ClassVar[frozenset[str]] = frozenset({"jobs", "lent_gpu_counts"})
 
     model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, populate_by_name=True)
