@@ -132,8 +132,8 @@ PATCHED = {
     "rdma-core-from-the-tree": "setup.py.txt",
     "rdma-core-include-and-libs": "setup.py.txt",
     "rdma-core-rpath": "setup.py.txt",
-    "te-optional-transformer-block": "transformer_block.py.txt",
-    "te-optional-pretrain-gpt": "pretrain_gpt.py.txt",
+    "te-absent-stand-in": "transformer_engine.py.txt",
+    "packaging-not-pkg-resources": "transformer_engine.py.txt",
     "torchrun-of-the-env": "pretrain_gpt_distributed_small.sh.txt",
 }
 
@@ -151,7 +151,7 @@ def test_patches_apply_to_the_pinned_text_once(patch_id):
     again, same = apply_text_patch(after, p.kind, p.old, p.new, p.count)
     assert again == "already-applied" and same == after
     gone = {"torchrun-of-the-env": "\ntorchrun ", "cxx11-abi-from-torch": '"-D_GLIBCXX_USE_CXX11_ABI=0"',
-            "ib-addresses": "192.168.0.2"}
+            "ib-addresses": "192.168.0.2", "packaging-not-pkg-resources": "pkg_resources import"}
     if patch_id in gone:
         assert gone[patch_id] not in after
 
@@ -192,20 +192,21 @@ def test_patched_setup_points_at_the_carried_rdma_core(tmp_path, monkeypatch):
     assert not any("_GLIBCXX_USE_CXX11_ABI" in a for a in ext["extra_compile_args"])
 
 
-@pytest.mark.parametrize("file", ["pretrain_gpt.py.txt", "transformer_block.py.txt"])
-def test_guarded_imports_leave_the_names_none_without_te(file, monkeypatch):
-    """Without Transformer Engine (here: without megatron at all) the unpatched import stops the
-    program; the patched one leaves the TE names None and goes on."""
-    monkeypatch.delitem(sys.modules, "megatron", raising=False)
-    monkeypatch.setattr(sys, "path", [p for p in sys.path if p])
-    p = next(x for x in load_recipe(RECIPE).patches if PATCHED[x.id] == file)
+def test_te_stand_in_imports_and_refuses_to_build_a_te_layer(monkeypatch):
+    """Without Transformer Engine the unpatched import stops the program; the patched one gives
+    base classes the module can subclass at import, and building a TE layer stops with a message
+    naming the deviation."""
+    monkeypatch.setitem(sys.modules, "transformer_engine", None)  # not installed: import raises
+    p = next(x for x in load_recipe(RECIPE).patches if x.id == "te-absent-stand-in")
     with pytest.raises(ImportError):
-        exec(compile(p.old, file, "exec"), {})
+        exec(compile(p.old, "transformer_engine.py", "exec"), {})
     ns: dict = {}
-    exec(compile(p.new, file, "exec"), ns)
-    names = {k for k in ns if not k.startswith("__")}
-    assert names and all(ns[k] is None for k in names)
-    assert p.new in _patched(file)
+    exec(compile(p.new + "class TELinear(te.pytorch.Linear):\n    pass\n", "transformer_engine.py", "exec"), ns)
+    for name in ("Linear", "LayerNormLinear", "DotProductAttention", "LayerNorm", "RMSNorm"):
+        assert isinstance(getattr(ns["te"].pytorch, name), type)
+    with pytest.raises(ImportError, match="transformer-engine-absent"):
+        ns["TELinear"](1, 2)
+    assert p.new in _patched("transformer_engine.py.txt")
 
 
 def test_no_program_of_the_run_imports_netifaces():

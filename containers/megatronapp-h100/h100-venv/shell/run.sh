@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision megatronapp-h100 on h100-venv (host h100-venv, facts profile:h100-venv),
-# rendered by envbuild 0.1.0 from the plan; lock digest eef6631089c2537e09b3b2e37a9478d18f76332e22400914db31abaea0cbb7e4.
+# rendered by envbuild 0.1.0 from the plan; lock digest 4cf86aab4a593f9400d21a7b6578022f6e9e7d6418176df02d12b6cc2941a39f.
 # Regenerate: envbuild render megatronapp-h100 --target h100-venv --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
@@ -102,19 +102,24 @@ step_patch_rdma_core_rpath() {
   /root/.envbuild/envs/megatronapp-h100/bin/python "$FILES/envbuild_node" "$FILES/actions/patch-rdma-core-rpath.json"
 }
 
-# step patch:te-optional-transformer-block: patch te-optional-transformer-block
-# why: transformer_block.py imports TE's norm at module level, and pretrain_gpt.py reaches it through
-# why: megatron.core.models.gpt; the published run builds the legacy model (use_mcore_models is off),
-# why: which never uses it.
-step_patch_te_optional_transformer_block() {
-  /root/.envbuild/envs/megatronapp-h100/bin/python "$FILES/envbuild_node" "$FILES/actions/patch-te-optional-transformer-block.json"
+# step patch:te-absent-stand-in: patch te-absent-stand-in
+# why: The TE wrappers module imports transformer_engine at module level and subclasses its classes;
+# why: everything reaches it at import: megatron.arguments -> megatron.core.models.retro
+# why: (decoder_spec.py:18), transformer_block.py:13, gpt_layer_specs.py:7 (pretrain_gpt.py:28).
+# why: Without TE the module now imports with stand-in base classes that refuse to be built, so the
+# why: legacy model the published run trains (no --use-mcore-models) runs as published and a TE layer,
+# why: if ever asked for, stops with a message naming this deviation.
+step_patch_te_absent_stand_in() {
+  /root/.envbuild/envs/megatronapp-h100/bin/python "$FILES/envbuild_node" "$FILES/actions/patch-te-absent-stand-in.json"
 }
 
-# step patch:te-optional-pretrain-gpt: patch te-optional-pretrain-gpt
-# why: pretrain_gpt.py imports the TE layer specs at module level (line 28); only the mcore model
-# why: (--use-mcore-models, not in the published arguments) calls them.
-step_patch_te_optional_pretrain_gpt() {
-  /root/.envbuild/envs/megatronapp-h100/bin/python "$FILES/envbuild_node" "$FILES/actions/patch-te-optional-pretrain-gpt.json"
+# step patch:packaging-not-pkg-resources: patch packaging-not-pkg-resources
+# why: The module takes `packaging` from pkg_resources only to call packaging.version.Version;
+# why: pkg_resources is deprecated (setuptools 81 on the node warns when it is imported) and gone from
+# why: later setuptools. `import packaging.version` binds the same name to the same package (packaging
+# why: 26.3 on the node).
+step_patch_packaging_not_pkg_resources() {
+  /root/.envbuild/envs/megatronapp-h100/bin/python "$FILES/envbuild_node" "$FILES/actions/patch-packaging-not-pkg-resources.json"
 }
 
 # step patch:torchrun-of-the-env: patch torchrun-of-the-env
@@ -200,7 +205,7 @@ step_smoke() {
   if [ -n "$failed" ]; then echo "smoke failed:$failed" >&2; exit 1; fi
 }
 
-STEPS=(preflight environment pip-tooling pip:packages git:megatronapp patch:ib-addresses patch:cxx11-abi-from-torch patch:rdma-core-from-the-tree patch:rdma-core-include-and-libs patch:rdma-core-rpath patch:te-optional-transformer-block patch:te-optional-pretrain-gpt patch:torchrun-of-the-env data:megatronapp build:megatronapp git:apex apex:apex env-file import-check smoke)
+STEPS=(preflight environment pip-tooling pip:packages git:megatronapp patch:ib-addresses patch:cxx11-abi-from-torch patch:rdma-core-from-the-tree patch:rdma-core-include-and-libs patch:rdma-core-rpath patch:te-absent-stand-in patch:packaging-not-pkg-resources patch:torchrun-of-the-env data:megatronapp build:megatronapp git:apex apex:apex env-file import-check smoke)
 if [ "$#" -gt 0 ]; then STEPS=("$@"); fi
 n=0
 for id in "${STEPS[@]}"; do
