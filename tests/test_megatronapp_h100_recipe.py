@@ -257,3 +257,24 @@ def test_rehearsal_is_the_example_scripts_training_with_pp2():
     # why: the interleaved schedule asserts PP > 2 (Megatron/megatron/arguments.py:151-154)
     assert "assert args.pipeline_model_parallel_size > 2" in excerpt("arguments.py.txt")
     assert command.startswith("bash script/benchmark.sh setup v4 && cd Megatron && rm -rf ngc_models/release_gpt_base")
+
+
+def test_import_proof_names_the_patch_that_removes_a_reached_import():
+    """A venv's CPU import proof does not apply patches: an import of the entry script that
+    reaches transformer_engine (megatron.arguments -> ... -> custom_layers/transformer_engine.py)
+    is left out naming te-absent-stand-in, not counted as unproven; another missing module is."""
+    from envbuild.testbed.importproof import StandIns, judge
+
+    recipe = load_recipe(RECIPE)
+    script = {"component": "megatronapp", "path": "Megatron/pretrain_gpt.py", "optional": [],
+              "modules": ["megatron.arguments", "megatron.training"]}
+    results = {"Megatron/pretrain_gpt.py": {
+        "megatron.arguments": {"ok": False, "missing": "transformer_engine",
+                               "error": "ModuleNotFoundError: No module named 'transformer_engine'"},
+        "megatron.training": {"ok": False, "missing": "einops", "error": "ModuleNotFoundError: No module named 'einops'"}}}
+    verdict = judge(recipe, {"Megatron/pretrain_gpt.py": script}, results, stand=StandIns(), unbuilt={},
+                    checked_out={"megatronapp"})
+    (left,) = verdict.left
+    assert left.what == "megatron.arguments" and "te-absent-stand-in" in left.why
+    assert "custom_layers/transformer_engine.py" in left.why
+    assert verdict.unproven == ["Megatron/pretrain_gpt.py: import megatron.training: ModuleNotFoundError: No module named 'einops'"]
