@@ -91,7 +91,8 @@ def test_every_output_a_shipped_recipe_names_is_captured_and_sourced() -> None:
     load = load_recipe
     outputs = [(name, key, run.output) for name in sorted(p.stem for p in DATA.glob("*.yaml"))
                for key, run in load(name).run.items() if run.output is not None]
-    assert {(n, k) for n, k, _ in outputs} == {("megatronapp", "default"), ("polaris-megatron-deepspeed", "default")}
+    assert {(n, k) for n, k, _ in outputs} == {("megatronapp", "default"), ("megatronapp-h100", "default"),
+                                                 ("polaris-megatron-deepspeed", "default")}
     for name, key, out in outputs:
         rec = load(name)
         command = rec.benchmark.command if key == "default" else rec.benchmark.variants[key]

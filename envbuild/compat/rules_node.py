@@ -43,9 +43,18 @@ def _uses_rdma(ctx: Context) -> list[str]:
     return hits
 
 
+def _one_node(ctx: Context) -> bool:
+    """Every published command of the recipe runs on one node (its ``run`` layouts say so):
+    MegatronApp's extension then takes only its shared-memory paths (the RDMA calls run only
+    between ranks of different addresses, OpenSQZ/MegatronApp@1bed2a72:shm_tensor_new_rdma.cpp:218,268),
+    and its libraries load without an InfiniBand device."""
+    runs = ctx.recipe.run.values()
+    return bool(runs) and all(r.nodes == 1 and r.max_nodes == 1 for r in runs)
+
+
 def _rdma(ctx: Context) -> str | None:
     hits = _uses_rdma(ctx)
-    if not hits or ctx.facts.infiniband:
+    if not hits or ctx.facts.infiniband or _one_node(ctx):
         return None
     return (f"the recipe builds/uses RDMA ({', '.join(hits)}) but {ctx.facts.host} shows no "
             f"InfiniBand device")
@@ -70,7 +79,11 @@ def _scheduler(ctx: Context) -> str | None:
 
 def _gpus(ctx: Context) -> str | None:
     b = ctx.recipe.benchmark
-    if not b or b.needs_gpus <= len(ctx.facts.gpus):
+    have = len(ctx.facts.gpus)
+    if ctx.facts.origin.startswith("profile:") and ctx.target.lent_gpu_counts:
+        # the profile's own count is one machine of the type; it is also lent with more cards
+        have = max(have, *ctx.target.lent_gpu_counts)
+    if not b or b.needs_gpus <= have:
         return None
     return f"the benchmark needs {b.needs_gpus} GPU(s) per node; {ctx.facts.host} has {len(ctx.facts.gpus)}"
 

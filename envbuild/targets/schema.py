@@ -104,10 +104,15 @@ class Target(Strict):
     image: str | None = None  # the OS / VM / container image the facts are those of
     fact_sources: dict[str, str] = Field(default_factory=dict)  # FACT_FIELDS entry -> where it is read
     jobs: Jobs = Jobs()
+    # the GPU counts this node type is lent with (one card or several of one host): a check
+    # against the profile (no live facts) refuses a benchmark only beyond the largest; a
+    # node's own facts always give its real count
+    lent_gpu_counts: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list)
 
     # fields left out of ``catalog.digest`` (what a lock records of its target): how jobs are
-    # submitted, and where the facts were read, not the environment a lock is made for
-    DIGEST_EXCLUDE: ClassVar[frozenset[str]] = frozenset({"jobs", "image", "fact_sources"})
+    # submitted, where the facts were read and how many cards a machine of this type may have,
+    # not the environment a lock is made for
+    DIGEST_EXCLUDE: ClassVar[frozenset[str]] = frozenset({"jobs", "image", "fact_sources", "lent_gpu_counts"})
 
     @field_validator("fact_sources")
     @classmethod

@@ -36,6 +36,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -475,6 +476,9 @@ def judge(recipe: Recipe, scripts: dict[str, dict], results: dict[str, dict], *,
                 why = (f"patch {patched[module]} replaces its import in {path}"
                        + ("" if patches_applied else "; patches are not applied here")
                        + f" ({got['error']})")
+            elif missing and not patches_applied and (hit := patched_away(recipe, scripts[path], missing)):
+                why = (f"needs {missing}, whose import patch {hit[0]} replaces in {hit[1]} (the module "
+                       f"{module} reaches it); patches are not applied here")
             elif missing and normalize(missing.split(".", 1)[0]) in stand.absent:
                 why = f"needs {missing}, which only the base environment has (no public stand-in)"
             elif missing and missing in unbuilt:
@@ -488,6 +492,21 @@ def judge(recipe: Recipe, scripts: dict[str, dict], results: dict[str, dict], *,
                 continue
             out.left.append(Unexercised(module, why))
     return out
+
+
+def patched_away(recipe: Recipe, script: dict, missing: str) -> tuple[str, str] | None:
+    """``(patch id, file)`` of a recipe patch of the script's source tree whose replaced text
+    imports ``missing`` (or its top package), in whichever file of the tree: the import a
+    module of the script reaches, which the patched tree no longer makes (megatronapp-h100's
+    te-absent-stand-in: megatron.arguments reaches transformer_engine)."""
+    top = missing.split(".", 1)[0]
+    for patch in recipe.patches:
+        if patch.component != script["component"] or not patch.old:
+            continue
+        for name in (missing, top):
+            if re.search(rf"^\s*(import {re.escape(name)}\b|from {re.escape(name)} import)", patch.old, re.M):
+                return patch.id, patch.file
+    return None
 
 
 def patched_imports(recipe: Recipe, script: dict) -> dict[str, str]:

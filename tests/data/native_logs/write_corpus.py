@@ -377,7 +377,8 @@ MAPP_FILE = HERE / "megatronapp" / "trace_pipeline_4_model_chunks_4.txt"
 
 
 def mapp_run(*, until: int | None = None, settle: int = 17, nan_at: int | None = None, t0: float = 1748995200.0,
-             step: float = 2.21) -> tuple[str, list[float], list[float]]:
+             step: float = 2.21, ranks: int = 4, args: dict | None = None,
+             pre: str | None = None) -> tuple[str, list[float], list[float]]:
     """run_single.sh's trace: the [EXEC]/[INFO] lines, _print_args, then per iteration the four
     ranks' 'rank R iteration starts/ends at timestamp T%' (training.py:770,793) and the last
     rank's training_log line (:662-692). The loss scale starts at 2**32 with hysteresis 2
@@ -389,17 +390,23 @@ def mapp_run(*, until: int | None = None, settle: int = 17, nan_at: int | None =
     head += "".join("  {} {} {}\n".format(k, "." * (48 - len(k)), v) for k, v in
                     (("hysteresis", 2), ("initial_loss_scale", 4294967296), ("loss_scale", None),
                      ("min_loss_scale", 1.0)))
-    head = args_block(dict(re.findall(r"^  (\S+) \.+ (.*)$", head, re.M)))
-    head = text[:text.index("------------------------ arguments")] + head
+    printed = dict(re.findall(r"^  (\S+) \.+ (.*)$", head, re.M))
+    for k, v in (args or {}).items():
+        if v is None:
+            printed.pop(k, None)
+        else:
+            printed[k] = v
+    head = args_block(printed)
+    head = (text[:text.index("------------------------ arguments")] if pre is None else pre) + head
     out, ms_rows, trace_rows = [head], [], []
     scale, hyst, now = 2.0 ** 32, 2, t0
     for it in range(1, (until or 20) + 1):
         dt = 9.87 if it == 1 else step + (it * 5 % 9) * 0.004
-        for r in range(4):
+        for r in range(ranks):
             out.append(f"rank {r} iteration starts at timestamp {now + r * 0.0004}%\n")
-        for r in range(4):
+        for r in range(ranks):
             out.append(f"rank {r} iteration ends at timestamp {now + dt + r * 0.0003}%\n")
-        trace_rows.append((dt + 3 * 0.0003) * 1000.0)
+        trace_rows.append((dt + (ranks - 1) * 0.0003) * 1000.0)
         now += dt + 0.0009
         over = it <= settle or it == nan_at
         if over:
@@ -448,6 +455,52 @@ def write_megatronapp() -> None:
     case(r, "two-runs-retry-after-crash", text + OOM + again, follows=follows, state="complete",
          verdict="NOT JUDGED", runs=2, metric=window_mean(ms2)[0], window=window_mean(ms2)[1], gpu=gpu[0],
          gpus=gpu[1], note="run_single.sh run again after a crash, its trace appended to the same file")
+
+
+def write_megatronapp_h100() -> None:
+    """megatronapp-h100: the same print code (its patches touch no print); the published 4-GPU
+    command on H100s (no threshold: NOT JUDGED until the lead records a same-GPU reference) and
+    the 2-GPU rehearsal (benchmark variant pp2-no-interleave: torch.distributed.run over 2 ranks
+    on stdout after `script/benchmark.sh setup v4`, PP 2, no virtual stages)."""
+    r = "megatronapp-h100"
+    follows = [f"{MAPP} run_single.sh; script/benchmark.sh; Megatron/megatron/arguments.py:406,414-426,1052-1059; "
+               "Megatron/megatron/training.py:662-692,770,793; Megatron/megatron/optimizer/grad_scaler.py:86-106"]
+    gpu = "NVIDIA H100 80GB HBM3"
+    text, ms, _ = mapp_run(step=0.61)
+    mean, win = window_mean(ms)
+    for name, thr, verdict in (("completed-met", mean * 2, "PASS"), ("completed-below", mean * 0.5, "FAIL"),
+                               ("completed-as-shipped", "as-shipped", "NOT JUDGED")):
+        case(r, name, text, follows=follows, state="complete", verdict=verdict, threshold=thr, metric=mean,
+             window=win, gpu=gpu, gpus=4, log="completed",
+             note="the published 4-GPU command on H100s; as shipped the threshold is null (a same-GPU reference "
+                  "is recorded on the GPU), so not judged (an iteration time: lower is better)")
+    text, ms, _ = mapp_run(step=0.61, settle=5, nan_at=14)
+    case(r, "diverged-nan", text, follows=follows, state="diverged", verdict="FAIL", threshold=1e9,
+         metric=window_mean(ms)[0], gpu=gpu, gpus=4, note="a NaN loss at iteration 14")
+    text, ms, _ = mapp_run(step=0.61, until=7)
+    case(r, "stopped-at-7-of-20", text, follows=follows, state="stopped", verdict="FAIL", threshold=1e9,
+         metric=window_mean(ms)[0], gpu=gpu, gpus=4, note="killed at 7 of 20")
+    case(r, "crashed", text + OOM, follows=follows, state="error", verdict="FAIL", threshold=1e9,
+         metric=window_mean(ms)[0], gpu=gpu, gpus=4)
+    again, ms2, _ = mapp_run(t0=1748996200.0, step=0.6)
+    case(r, "two-runs-retry-after-crash", text + OOM + again, follows=follows, state="complete",
+         verdict="NOT JUDGED", runs=2, metric=window_mean(ms2)[0], window=window_mean(ms2)[1], gpu=gpu, gpus=4,
+         note="run_single.sh run again after a crash, its trace appended to the same file")
+    setup = ("[\x1b[1;35mEXEC\x1b[0m] cd /opt/envbuild/megatronapp-h100/src/megatronapp/script\n"
+             "[\x1b[1;32mINFO\x1b[0m] we only provide a small dataset for correctness validation\n"
+             "[\x1b[1;35mEXEC\x1b[0m] cd ../Megatron\n[\x1b[1;35mEXEC\x1b[0m] cp -r ../datasets ./\n"
+             "[\x1b[1;35mEXEC\x1b[0m] cp ../examples/megatron4.0/* examples/\n"
+             "[\x1b[1;35mEXEC\x1b[0m] bash examples/pretrain_gpt_distributed_dataprep_small.sh\n")
+    text, ms, _ = mapp_run(step=1.02, ranks=2, pre=setup,
+                           args={"pipeline_model_parallel_size": 2, "world_size": 2,
+                                 "num_layers_per_virtual_pipeline_stage": "None",
+                                 "virtual_pipeline_model_parallel_size": "None"})
+    mean, win = window_mean(ms)
+    case(r, "rehearsal-pp2-no-interleave", text, follows=follows + [
+        f"{MAPP} script/benchmark.sh setup (echo_back lines, include/YCLog.sh); Megatron/megatron/arguments.py:151-165"],
+         state="complete", verdict="NOT JUDGED", metric=mean, window=win, gpu=gpu, gpus=2,
+         note="the 2-GPU rehearsal (variant pp2-no-interleave, deviation two-gpu-rehearsal): both ranks' iteration "
+              "timestamps and the last rank's iteration lines, no per-micro-batch trace (non-interleaved schedule)")
 
 
 # ---- opt-175b-azure: metaseq 5ca6005 -------------------------------------------------------------
@@ -646,6 +699,7 @@ def main() -> None:
     write_polaris()
     write_h100()
     write_megatronapp()
+    write_megatronapp_h100()
     write_opt()
     write_alpa()
     write_cpu()
