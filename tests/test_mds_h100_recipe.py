@@ -73,6 +73,7 @@ PATCHED = {
     "ds-utils-torch-six-inf": "ds_utils.py.txt",
     "ds-stage3-torch-six-inf": "ds_stage3.py.txt",
     "ds-stage12-torch-six-inf": "ds_stage_1_and_2.py.txt",
+    "ds-numpy-bufsize": "ds_autotuning_scheduler.py.txt",
     "torch-six-inf": "clip_grads.py.txt",
     "numpy-float-alias": "indexed_dataset.py.txt",
     "fused-kernels-sm90": "fused_kernels_init.py.txt",
@@ -80,7 +81,7 @@ PATCHED = {
     "sample-idx-python": "gpt_dataset.py.txt",
 }
 GONE = {"numpy-float-alias": "np.float,", "fused-kernels-sm90": "compute_70",
-        "sample-idx-python": "= helpers.build_sample_idx"}
+        "sample-idx-python": "= helpers.build_sample_idx", "ds-numpy-bufsize": "from numpy import"}
 
 
 def test_every_patch_has_an_excerpt():
