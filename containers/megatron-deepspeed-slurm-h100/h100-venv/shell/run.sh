@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision megatron-deepspeed-slurm-h100 on h100-venv (host h100-venv, facts profile:h100-venv),
-# rendered by envbuild 0.1.0 from the plan; lock digest 52cce1b0f63a10c12c714919fc1d3d4dd5af7f0e6a25682c8574a9e84bc3198c.
+# rendered by envbuild 0.1.0 from the plan; lock digest c48019b63915d76ac77c38360d8b5d15711a5d56e82e8dd82c797ae4b43a6945.
 # Regenerate: envbuild render megatron-deepspeed-slurm-h100 --target h100-venv --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
@@ -74,6 +74,17 @@ step_patch_ds_stage3_torch_six_inf() {
 # why: the same change.
 step_patch_ds_stage12_torch_six_inf() {
   /root/.envbuild/envs/megatron-deepspeed-slurm-h100/bin/python "$FILES/envbuild_node" "$FILES/actions/patch-ds-stage12-torch-six-inf.json"
+}
+
+# step patch:ds-numpy-bufsize: patch ds-numpy-bufsize
+# why: deepspeed/autotuning/scheduler.py:4 (v0.6.3) imports BUFSIZE from numpy, which NumPy 2.0 no
+# why: longer exports, and `import deepspeed` reaches it (runtime/config.py imports autotuning.config,
+# why: autotuning/__init__.py the scheduler): ImportError on the node's numpy 2.5.2 (CPU rehearsal over
+# why: the node's stand-in). Line 20, `from .constants import *`, rebinds BUFSIZE to
+# why: autotuning/constants.py:30's 1 (line buffering) before any use, so the numpy name was never the
+# why: one used: the line goes, nothing else changes.
+step_patch_ds_numpy_bufsize() {
+  /root/.envbuild/envs/megatron-deepspeed-slurm-h100/bin/python "$FILES/envbuild_node" "$FILES/actions/patch-ds-numpy-bufsize.json"
 }
 
 # step install:deepspeed: install deepspeed (wheel)
@@ -186,7 +197,7 @@ step_import_check() {
   /root/.envbuild/envs/megatron-deepspeed-slurm-h100/bin/python -c "import importlib, sys
 for m in sys.argv[1:]:
     mod = importlib.import_module(m)
-    print(m, getattr(mod, '__version__', ''))" deepspeed apex amp_C apex.optimizers megatron megatron.optimizer nltk
+    print(m, getattr(mod, '__version__', ''))" deepspeed deepspeed.runtime.zero.stage_1_and_2 apex amp_C apex.optimizers nltk
 }
 
 # step smoke: Smoke benchmark
@@ -203,7 +214,7 @@ step_smoke() {
   if [ -n "$failed" ]; then echo "smoke failed:$failed" >&2; exit 1; fi
 }
 
-STEPS=(preflight environment pip-tooling pip:packages git:deepspeed patch:ds-utils-torch-six-inf patch:ds-stage3-torch-six-inf patch:ds-stage12-torch-six-inf install:deepspeed git:megatron-deepspeed patch:torch-six-inf patch:numpy-float-alias patch:fused-kernels-sm90 patch:jit-modules-by-name patch:sample-idx-python build:megatron-deepspeed git:apex apex:apex git:gpt2-vocab env-file import-check smoke)
+STEPS=(preflight environment pip-tooling pip:packages git:deepspeed patch:ds-utils-torch-six-inf patch:ds-stage3-torch-six-inf patch:ds-stage12-torch-six-inf patch:ds-numpy-bufsize install:deepspeed git:megatron-deepspeed patch:torch-six-inf patch:numpy-float-alias patch:fused-kernels-sm90 patch:jit-modules-by-name patch:sample-idx-python build:megatron-deepspeed git:apex apex:apex git:gpt2-vocab env-file import-check smoke)
 if [ "$#" -gt 0 ]; then STEPS=("$@"); fi
 n=0
 for id in "${STEPS[@]}"; do
