@@ -185,7 +185,7 @@ def test_every_command_completes_shipped_recipe_and_target_names():
         assert sorted(offered(cmd, "")) == recipes, cmd
     for cmd in ("provision", "check", "plan", "lock", "render", "launch", "verify"):
         assert sorted(offered(cmd, "--target", "")) == targets, cmd
-    assert offered("recipes", "me") == ["megatron-deepspeed-slurm", "megatronapp"]
+    assert offered("recipes", "me") == ["megatron-deepspeed-slurm", "megatron-deepspeed-slurm-h100", "megatronapp"]
     assert offered("provision", "-r", "cpu") == ["cpu-reference"]
 
 
