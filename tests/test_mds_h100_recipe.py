@@ -169,6 +169,9 @@ def test_plan_builds_apex_installs_deepspeed_and_prebuilds_the_kernels():
     assert all(ids.index(f"patch:{p}") < ids.index(build.id)
                for p in ("fused-kernels-sm90", "jit-modules-by-name", "sample-idx-python"))
     assert any("megatron/fused_kernels/__init__.py" in c and "m.load(" in c for c in build.params.commands)
+    # DeepSpeed's utils op is built by DeepSpeed's own builder, once DeepSpeed is installed
+    assert any("UtilsBuilder().load()" in c for c in build.params.commands)
+    assert ids.index("install:deepspeed") < ids.index(build.id)
     # on the 2-GPU node the recipe's own benchmark runs, from the Megatron-DeepSpeed tree
     native = next(r for r in by_id["smoke"].params.runs if r.name == "native")
     assert native.cwd == "/opt/envs/mds/src/megatron-deepspeed"

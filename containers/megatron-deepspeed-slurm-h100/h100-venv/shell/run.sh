@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision megatron-deepspeed-slurm-h100 on h100-venv (host h100-venv, facts profile:h100-venv),
-# rendered by envbuild 0.1.0 from the plan; lock digest c48019b63915d76ac77c38360d8b5d15711a5d56e82e8dd82c797ae4b43a6945.
+# rendered by envbuild 0.1.0 from the plan; lock digest 26d83839c4133d3297f48058d570c2a6f9be128036710466ddae3a1daf08b0d8.
 # Regenerate: envbuild render megatron-deepspeed-slurm-h100 --target h100-venv --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
@@ -148,6 +148,7 @@ step_patch_sample_idx_python() {
 step_build_megatron_deepspeed() {
   (cd /root/.envbuild/envs/megatron-deepspeed-slurm-h100/src/megatron-deepspeed && env PATH=/root/.envbuild/envs/megatron-deepspeed-slurm-h100/bin:"$PATH" bash -ec 'python3 -c "import subprocess, sysconfig; subprocess.check_call(['"'"'make'"'"', '"'"'-C'"'"', '"'"'megatron/data'"'"', '"'"'LIBEXT='"'"' + sysconfig.get_config_var('"'"'EXT_SUFFIX'"'"')])"')
   (cd /root/.envbuild/envs/megatron-deepspeed-slurm-h100/src/megatron-deepspeed && env PATH=/root/.envbuild/envs/megatron-deepspeed-slurm-h100/bin:"$PATH" bash -ec 'python3 -c "import sys, types, torch, importlib.util as u; torch.cuda.is_available() or sys.exit(print('"'"'no GPU: the fused kernels are built at the first start'"'"')); s = u.spec_from_file_location('"'"'megatron_fused_kernels'"'"', '"'"'megatron/fused_kernels/__init__.py'"'"'); m = u.module_from_spec(s); s.loader.exec_module(m); m.load(types.SimpleNamespace(rank=0, masked_softmax_fusion=True))"')
+  (cd /root/.envbuild/envs/megatron-deepspeed-slurm-h100/src/megatron-deepspeed && env PATH=/root/.envbuild/envs/megatron-deepspeed-slurm-h100/bin:"$PATH" bash -ec 'python3 -c "from deepspeed.ops.op_builder import UtilsBuilder; UtilsBuilder().load()"')
 }
 
 # step git:apex: apex @ 6424da3b4faa
