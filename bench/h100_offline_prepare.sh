@@ -6,6 +6,9 @@
 # only if the node has no git), and a clean export of this commit's envbuild (what runs there).
 #   bash bench/h100_offline_prepare.sh /path/to/git-mirrors
 #   RECIPE=alpa-megatron-h100 DEST=.device/alpa BUNDLE=.device/alpa/bundle.tar bash bench/h100_offline_prepare.sh /path/to/git-mirrors
+# FACTS=FILE plans the bundle for those nodes' facts instead of the target profile's (a recipe
+# whose benchmark needs more GPUs than the profile's one, e.g. megatron-deepspeed-slurm-h100 with
+# FACTS=docs/results/h200x2-run6/facts.json, the facts of a 2-GPU node of this image)
 set -euo pipefail
 MIRROR=${1:?usage: $0 GIT_MIRROR_DIR}
 RECIPE=${RECIPE:-h100-megatron-deepspeed}
@@ -13,7 +16,7 @@ TARGET=${TARGET:-h100-venv}
 DEST=${DEST:-.device}
 BUNDLE=${BUNDLE:-$DEST/h100.tar}
 rm -rf "$DEST/whl" && mkdir -p "$DEST/whl"  # one wheel per package: a stale one conflicts
-[ "${SKIP_BUNDLE:-0}" = 1 ] || python -m envbuild bundle "$RECIPE" --target "$TARGET" --git-mirror "$MIRROR" -o "$BUNDLE"
+[ "${SKIP_BUNDLE:-0}" = 1 ] || python -m envbuild bundle "$RECIPE" --target "$TARGET" ${FACTS:+--facts "$FACTS"} --git-mirror "$MIRROR" -o "$BUNDLE"
 python - > "$DEST/ebdeps.txt" <<'PY'
 import importlib.metadata as md, re
 from packaging.requirements import Requirement

@@ -185,7 +185,8 @@ def test_every_command_completes_shipped_recipe_and_target_names():
         assert sorted(offered(cmd, "")) == recipes, cmd
     for cmd in ("provision", "check", "plan", "lock", "render", "launch", "verify"):
         assert sorted(offered(cmd, "--target", "")) == targets, cmd
-    assert offered("recipes", "me") == ["megatron-deepspeed-slurm", "megatronapp", "megatronapp-h100"]
+    assert offered("recipes", "me") == ["megatron-deepspeed-slurm", "megatron-deepspeed-slurm-h100", "megatronapp",
+                                        "megatronapp-h100"]
     assert offered("provision", "-r", "cpu") == ["cpu-reference"]
 
 

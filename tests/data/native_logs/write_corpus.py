@@ -237,6 +237,63 @@ def write_slurm() -> None:
          note="the job was cancelled at iteration 9 and requeued (scontrol requeue appends to the same %x-%j.out)")
 
 
+# ---- megatron-deepspeed-slurm-h100: the same trees, deepspeed --num_gpus 2 on the node, TP 2 ------
+
+def mds_h100_args(iters: int) -> dict:
+    """_print_args of the variant's command (87476ced megatron/arguments.py:249-261): the Slurm
+    script's options at TP 2 on 2 GPUs (data parallel 1), 40 iterations, fp16."""
+    return {"checkpoint_activations": True, "data_parallel_size": 1, "deepspeed": True,
+            "deepspeed_activation_checkpointing": True, "deepspeed_config": "ds_config.json", "fp16": True,
+            "global_batch_size": 128, "hidden_size": 512, "log_interval": 1, "loss_scale": 12.0,
+            "micro_batch_size": 4, "num_attention_heads": 32, "num_layers": 8, "padded_vocab_size": 50432,
+            "pipeline_model_parallel_size": 1, "rank": 0, "seq_length": 1024, "tensor_model_parallel_size": 2,
+            "train_iters": iters, "world_size": 2, "zero_stage": 1}
+
+
+def mds_h100_run(iters: int = 40, *, until: int | None = None, settle: int = 0, nan_from: int | None = None,
+                 ms: float = 610.0) -> tuple[str, list[float]]:
+    """One run of the variant's benchmark: the lines slurm_run prints (DeepSpeed 0.6.3's pipeline
+    engine and Megatron's training_log), unlabelled (the deepspeed launcher's ranks write to the
+    job's stdout; no srun -l), after the variant's own _print_args block."""
+    text, sps = slurm_run(until or iters, settle=settle, nan_from=nan_from, ms=ms)
+    body = text[text.index("0: -------------------- end of arguments"):].split("\n", 1)[1]
+    body = "".join(line[3:] if line.startswith("0: ") else line for line in body.splitlines(keepends=True))
+    body = re.sub(r"iteration\s+(\d+)/\s*\d+ \|", lambda m: "iteration {:8d}/{:8d} |".format(int(m.group(1)), iters),
+                  body)
+    return args_block(mds_h100_args(iters)) + body, sps
+
+
+def write_mds_h100() -> None:
+    r = "megatron-deepspeed-slurm-h100"
+    follows = [f"{MDS} megatron/arguments.py:249-261 _print_args; megatron/training.py:629-663 training_log",
+               f"{DS063} runtime/pipe/engine.py:363; runtime/engine.py:1835,2056; runtime/zero/stage_1_and_2.py:1651; "
+               "launcher/launch.py:147-170 (ranks inherit the launcher's stdout, no labels)"]
+    gpu = ("NVIDIA H100 80GB HBM3", 2)
+    text, sps = mds_h100_run()
+    mean, win = window_mean(sps)
+    for name, thr, verdict in (("completed-met", mean * 0.5, "PASS"), ("completed-below", mean * 2, "FAIL"),
+                               ("completed-no-reference", "as-shipped", "NOT JUDGED")):
+        case(r, name, text, follows=follows, state="complete", verdict=verdict, threshold=thr, metric=mean,
+             window=win, gpu=gpu[0], gpus=gpu[1], log="completed")
+    text, sps = mds_h100_run(settle=4)
+    mean, win = window_mean(sps)
+    case(r, "overflow-settling", text, follows=follows, state="complete", verdict="NOT JUDGED", metric=mean,
+         window=win, gpu=gpu[0], gpus=gpu[1], note="fp16 from loss scale 2**12: the hysteresis step, then 3 halvings")
+    text, sps = mds_h100_run(nan_from=20)
+    case(r, "diverged-silent-nan", text, follows=follows, state="diverged", verdict="FAIL", threshold=1.0,
+         metric=window_mean(sps)[0], gpu=gpu[0], gpus=gpu[1])
+    text, sps = mds_h100_run(until=15)
+    case(r, "stopped-early", text, follows=follows, state="stopped", verdict="FAIL", threshold=1.0,
+         metric=window_mean(sps)[0], gpu=gpu[0], gpus=gpu[1])
+    case(r, "crashed", text + OOM, follows=follows, state="error", verdict="FAIL", threshold=1.0,
+         metric=window_mean(sps)[0], gpu=gpu[0], gpus=gpu[1])
+    second, sps2 = mds_h100_run(ms=600.0)
+    mean2, win2 = window_mean(sps2)
+    case(r, "two-runs-retry-after-crash", text + OOM + second, follows=follows, state="complete",
+         verdict="PASS", threshold=mean2 * 0.5, runs=2, metric=mean2, window=win2, gpu=gpu[0], gpus=gpu[1],
+         note="the first run crashed at iteration 15; the benchmark ran again into the same log")
+
+
 # ---- polaris-megatron-deepspeed: ALCF e4bac701, DeepSpeed 0.10.3, fp16, no pipeline ---------------
 
 POLARIS_FILE = HERE / "polaris-megatron-deepspeed" / "train-gpt3.log"
@@ -696,6 +753,7 @@ def main() -> None:
     for old in OUT.glob("*/*.log"):
         old.unlink()
     write_slurm()
+    write_mds_h100()
     write_polaris()
     write_h100()
     write_megatronapp()
