@@ -10,6 +10,7 @@ applies once to the pinned text (excerpts in tests/data/opt_h100/).
 from __future__ import annotations
 
 import dataclasses
+import re
 import shlex
 from pathlib import Path
 
@@ -103,6 +104,7 @@ def test_sklearn_row_is_quiet_for_a_metaseq_installed_without_dependencies(tmp_p
 PATCHED = {
     "dataclass-default-factory": "configs.py.txt",
     "hydra-init-default-factory": "initialize.py.txt",
+    "omegaconf-primitive-type": "dataclass_utils.py.txt",
     "opt-125m-batch-2gpu": "opt_job_constants.py.txt",
 }
 
@@ -132,7 +134,8 @@ def test_patches_apply_to_the_pinned_text_once(patch_id):
     assert status == "applied" and after != text
     again, same = apply_text_patch(after, p.kind, p.old, p.new, p.count)
     assert again == "already-applied" and same == after
-    compile(after if patch_id != "opt-125m-batch-2gpu" else "{" + after + "}", PATCHED[patch_id], "exec")
+    if patch_id not in ("opt-125m-batch-2gpu", "omegaconf-primitive-type"):  # whole statements
+        compile(after, PATCHED[patch_id], "exec")
     if patch_id == "opt-125m-batch-2gpu":
         assert '"125m": Size(12, 768, 12, 64, int(0.125 * M), 6.0e-4, 2),' in after
 
@@ -179,3 +182,21 @@ def test_benchmark_runs_the_published_command_on_two_gpus_without_azure_variable
     assert not set(published.target_env) & set(bench.env) and not set(published.target_env) & set(recipe.env)
     assert bench.parser == published.parser and bench.metric == published.metric
     assert "USER" in bench.env  # sweep.py reads $USER even with --checkpoints-dir
+
+
+def test_patched_helper_swap_names_what_this_omegaconf_has():
+    """The swapped name is the one omegaconf >= 2.2 has (the lock's 2.3.0); where omegaconf
+    2.3.0 is importable, it has that name and not the pinned one."""
+    from packaging.version import Version
+
+    lock = check_lock_file(SHIPPED_LOCKDIR / RECIPE / "h100-venv.lock", load_recipe(RECIPE), load_target("h100-venv"))
+    locked = next(p.version for p in lock.packages if p.name == "omegaconf")
+    assert Version(locked) >= Version("2.2")
+    names = {n.split(".", 1)[1] for n in re.findall(r"_utils\.\w+", _patched("dataclass_utils.py.txt"))}
+    assert names == {"is_primitive_type_annotation"}
+    omegaconf = pytest.importorskip("omegaconf")
+    if omegaconf.__version__ != locked:
+        pytest.skip(f"omegaconf {omegaconf.__version__} here, not the lock's {locked}")
+    from omegaconf import _utils
+
+    assert hasattr(_utils, "is_primitive_type_annotation") and not hasattr(_utils, "is_primitive_type")
