@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision opt-175b-azure-h100 on h100-venv (host h100-venv, facts profile:h100-venv),
-# rendered by envbuild 0.1.0 from the plan; lock digest df08e16d9ab0bd139d22563d3f00bb146695ab2f67fa46dddd2110bb8d49ee57.
+# rendered by envbuild 0.1.0 from the plan; lock digest 48a0ef751d134bf230d0ccb33a61e86855e5546cf46bc9f3dafa5edaec6ce8f3.
 # Regenerate: envbuild render opt-175b-azure-h100 --target h100-venv --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

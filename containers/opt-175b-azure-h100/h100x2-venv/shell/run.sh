@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision opt-175b-azure-h100 on h100x2-venv (host h100x2-venv, facts profile:h100x2-venv),
-# rendered by envbuild 0.1.0 from the plan; lock digest 8461fa71805c1ce83a33b1c7d119a41df13768ced71a09d0456d7147a708ff03.
+# rendered by envbuild 0.1.0 from the plan; lock digest 47bc62bacc035646d965eba674093c7307e2efbe7b3e2a0e440b742dc33b6b71.
 # Regenerate: envbuild render opt-175b-azure-h100 --target h100x2-venv --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
