@@ -200,3 +200,17 @@ def test_patched_helper_swap_names_what_this_omegaconf_has():
     from omegaconf import _utils
 
     assert hasattr(_utils, "is_primitive_type_annotation") and not hasattr(_utils, "is_primitive_type")
+
+
+def test_the_venv_gets_a_setuptools_whose_develop_builds_in_place():
+    """metaseq 4de251ff has no pyproject.toml, so pip's editable install runs `setup.py
+    develop`; setuptools >= 80 turns that into an isolated `pip install -e` (offline: no index,
+    no torch). The lock's build tooling holds a setuptools below 80 for the venv."""
+    from packaging.version import Version
+
+    recipe = load_recipe(RECIPE)
+    assert recipe.environment.setuptools == "<80" and recipe.source("metaseq").install == "editable"
+    for target in recipe.targets:
+        lock = check_lock_file(SHIPPED_LOCKDIR / RECIPE / f"{target}.lock", recipe, load_target(target))
+        tooling = {t.name: t.version for t in lock.tooling}
+        assert Version(tooling["setuptools"]) < Version("80") and "wheel" in tooling

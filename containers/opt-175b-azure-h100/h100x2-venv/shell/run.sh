@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision opt-175b-azure-h100 on h100x2-venv (host h100x2-venv, facts profile:h100x2-venv),
-# rendered by envbuild 0.1.0 from the plan; lock digest 47bc62bacc035646d965eba674093c7307e2efbe7b3e2a0e440b742dc33b6b71.
+# rendered by envbuild 0.1.0 from the plan; lock digest b2c77873560ee17fe1a008f86b3964d93f45ccc40cd638adc0b2dfd81a7c2e98.
 # Regenerate: envbuild render opt-175b-azure-h100 --target h100x2-venv --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
@@ -23,14 +23,15 @@ step_environment() {
   /root/.envbuild/envs/opt-175b-azure-h100/bin/python -c "import csv, pathlib, sysconfig; s = pathlib.Path(sysconfig.get_paths()['purelib']); own = {r[0] for f in s.glob('*.dist-info/RECORD') for r in csv.reader(f.open(newline='')) if r}; own |= {'easy-install.pth'} if any(s.glob('*.egg-link')) else set(); [print('envbuild: removed', p, '(a .pth no installed package owns)') or p.unlink() for p in sorted(s.glob('*.pth')) if p.name not in own and not p.name.startswith(('envbuild-', '_envbuild_'))]"
 }
 
-# step pip-tooling: wheel==0.45.1
-# why: metaseq, fairscale built with --no-build-isolation: setuptools < 70.1 needs the wheel package (<
-# why: 0.46) for bdist_wheel and editable installs; without it pip fails with "invalid command
-# why: 'bdist_wheel'"
+# step pip-tooling: setuptools==79.0.1, wheel==0.45.1
+# why: setuptools pinned by the recipe; metaseq, fairscale built with --no-build-isolation: setuptools
+# why: < 70.1 needs the wheel package (< 0.46) for bdist_wheel and editable installs; without it pip
+# why: fails with "invalid command 'bdist_wheel'"
 step_pip_tooling() {
-  mkdir -p /root/.envbuild/envs/opt-175b-azure-h100/.envbuild/requirements && cat > /root/.envbuild/envs/opt-175b-azure-h100/.envbuild/requirements/pip-tooling.txt <<'ENVBUILD_EOF_047bed16ca65' && chmod 0644 /root/.envbuild/envs/opt-175b-azure-h100/.envbuild/requirements/pip-tooling.txt
+  mkdir -p /root/.envbuild/envs/opt-175b-azure-h100/.envbuild/requirements && cat > /root/.envbuild/envs/opt-175b-azure-h100/.envbuild/requirements/pip-tooling.txt <<'ENVBUILD_EOF_8e5ed4fe1eb4' && chmod 0644 /root/.envbuild/envs/opt-175b-azure-h100/.envbuild/requirements/pip-tooling.txt
+setuptools==79.0.1 --hash=sha256:e147c0549f27767ba362f9da434eab9c5dc0045d5304feb602a0af001089fc51
 wheel==0.45.1 --hash=sha256:708e7481cc80179af0e556bbf0cc00b8444c7321e2700b8d8580231d13017248
-ENVBUILD_EOF_047bed16ca65
+ENVBUILD_EOF_8e5ed4fe1eb4
   /root/.envbuild/envs/opt-175b-azure-h100/bin/python -m pip install --no-input --disable-pip-version-check -r /root/.envbuild/envs/opt-175b-azure-h100/.envbuild/requirements/pip-tooling.txt --require-hashes --no-deps
 }
 
