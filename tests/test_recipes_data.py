@@ -13,7 +13,7 @@ from envbuild.targets import target_names
 
 EXPECTED = {"alpa-megatron", "opt-175b-azure", "polaris-megatron-deepspeed", "megatronapp",
             "megatron-deepspeed-slurm", "cpu-reference", "h100-megatron-deepspeed", "alpa-megatron-h100",
-            "megatronapp-h100", "megatron-deepspeed-slurm-h100"}
+            "megatronapp-h100", "megatron-deepspeed-slurm-h100", "opt-175b-azure-h100"}
 RECIPES = sorted(recipe_names())
 PLACEHOLDER = re.compile(r"\{sources\.([A-Za-z0-9_.-]+)\}")
 

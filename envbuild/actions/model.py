@@ -89,6 +89,16 @@ class GitCheckout(_A):
     # records; submodule_mirrors: URL in .gitmodules -> mirror copy (git's url.<m>.insteadOf)
     submodules: list[str] = Field(default_factory=list)
     submodule_mirrors: dict[str, str] = Field(default_factory=dict)
+    # documents the source's copy lacks (GitSource.without): a sparse checkout leaves them out
+    without: list[str] = Field(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _omit_nothing_left_out(self, handler):  # noqa: ANN001, ANN202
+        # added later: left out when empty, so the actions of every other source stay as they were
+        data = handler(self)
+        if isinstance(data, dict) and not data.get("without"):
+            data.pop("without", None)
+        return data
 
 
 class ApplyPatch(_A):

@@ -260,7 +260,8 @@ def _pip_install(step, p: P.PipInstallParams, prefix: str) -> list[Action]:
 
 def _git_source(step, p: P.GitSourceParams, prefix: str) -> list[Action]:
     return [GitCheckout(fetch_url=p.fetch_url, url=p.url, ref=p.ref, sha=p.sha, dest=p.dest,
-                        submodules=list(p.submodules), submodule_mirrors=dict(p.submodule_mirrors))]
+                        submodules=list(p.submodules), submodule_mirrors=dict(p.submodule_mirrors),
+                        without=list(p.without))]
 
 
 def _data(step, p: P.DataParams, prefix: str) -> list[Action]:

@@ -13,6 +13,7 @@ and ``refs/heads/<ref>`` pointing at it, so ``ls-remote origin <ref>`` answers t
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -45,13 +46,29 @@ def branch_ref(ref: str) -> str:
     return "refs/heads/pinned" if ref == "HEAD" else f"refs/heads/{ref}"
 
 
-def shallow_repo(mirror: Path, sha: str, ref: str, dest: Path) -> Path:
-    """``dest`` (a new bare repository) holding ``sha`` at depth 1 as ``ref`` and HEAD."""
+def shallow_repo(mirror: Path, sha: str, ref: str, dest: Path, without: list[str] | tuple = ()) -> Path:
+    """``dest`` (a new bare repository) holding ``sha`` at depth 1 as ``ref`` and HEAD.
+
+    ``without``: files of ``sha``'s tree that the mirror may lack (documents a snapshot left
+    out, ``GitSource.without``). When it lacks some, every other object of the commit is
+    packed into ``dest`` with no ``shallow`` file (git would serve a shallow repository through
+    upload-pack, which refuses missing objects; a plain one is cloned by copying its objects),
+    and the node checks the tree out without them. A lacking file not in ``without`` is refused."""
     if dest.exists():
         shutil.rmtree(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     _git(["init", "--quiet", "--bare", "--template=", str(dest)])
     target = branch_ref(ref)
+    lacking = absent_blobs(Path(mirror), sha)
+    if lacking:
+        extra = sorted(set(lacking) - set(without))
+        if extra:
+            raise CheckFailed(f"{mirror}: the mirror lacks {len(extra)} file(s) of {sha[:12]}: {', '.join(extra[:5])}",
+                              hint="a fuller mirror, or (documents only) the source's 'without' list")
+        _pack_without(Path(mirror), sha, dest)
+        _git(["update-ref", target, sha], cwd=dest)
+        _git(["symbolic-ref", "HEAD", target], cwd=dest)
+        return dest
     _git(["-c", "uploadpack.allowAnySHA1InWant=true", "-c", "protocol.file.allow=always", "fetch",
           "--quiet", "--no-tags", "--depth", "1", f"file://{Path(mirror).resolve()}", f"{sha}:{target}"],
          cwd=dest)
@@ -93,3 +110,28 @@ def submodule_commits(mirror: Path, sha: str, paths: list[str]) -> list[tuple[st
                               hint="the option that needs it does not fit this commit; see envbuild check")
         out.append((path, urls[path], row[2]))
     return out
+
+
+def absent_blobs(repo: Path, sha: str) -> list[str]:
+    """The paths of ``sha``'s tree whose blob ``repo`` lacks (a snapshot that left files out)."""
+    listed = _git(["ls-tree", "-r", "-z", "--full-tree", sha], cwd=repo)
+    blobs = [(e.split("\t", 1)[0].split()[2], e.split("\t", 1)[1]) for e in listed.split("\0")
+             if e and e.split()[1] == "blob"]
+    if not blobs:
+        return []
+    check = subprocess.run(["git", "cat-file", "--batch-check=%(objectname) %(objecttype)"], cwd=repo,
+                           input="".join(f"{obj}\n" for obj, _ in blobs), capture_output=True, text=True,
+                           env={**os.environ, **GIT_ENV}, check=True)
+    missing = {line.split()[0] for line in check.stdout.splitlines() if line.endswith(" missing")}
+    return sorted(path for obj, path in blobs if obj in missing)
+
+
+def _pack_without(mirror: Path, sha: str, dest: Path) -> None:
+    """The commit ``sha``, its trees and every blob ``mirror`` has of them, as one pack in ``dest``."""
+    env = {**os.environ, **GIT_ENV}
+    objects = subprocess.run(["git", "rev-list", "--objects", "--missing=allow-any", "--no-walk", sha],
+                             cwd=mirror, capture_output=True, check=True, env=env).stdout
+    pack = subprocess.run(["git", "pack-objects", "--stdout", "-q"], cwd=mirror, input=objects,
+                          capture_output=True, check=True, env=env).stdout
+    subprocess.run(["git", "index-pack", "--stdin"], cwd=dest, input=pack, capture_output=True,
+                   check=True, env=env)

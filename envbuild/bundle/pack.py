@@ -179,7 +179,7 @@ def make_bundle(recipe: Recipe, recipe_file: Path, target_file: Path | None, loc
                 raise EnvironmentProblem(f"no git mirror of {p.url} for source {p.name}",
                                          hint="pass --git-mirror DIR holding OWNER/NAME or OWNER+NAME")
             rel = f"{GIT}/{p.name}.git"
-            gitpack.shallow_repo(mirror, p.sha, p.ref, root / rel)
+            gitpack.shallow_repo(mirror, p.sha, p.ref, root / rel, without=p.without)
             locked = lock.git_pin(p.name)  # a git dependency of source installs: who declares it
             deps_of = locked.required_by if locked is not None and locked.url == p.url else None
             pins.append(GitPin(name=p.name, url=p.url, ref=p.ref, sha=p.sha, path=rel, required_by=deps_of))

@@ -63,7 +63,8 @@ SKLEARN_ENV = "SKLEARN_ALLOW_DEPRECATED_SKLEARN_PACKAGE_INSTALL"
 
 def _sklearn(ctx: Context) -> str | None:
     for ms in ctx.sources_where(cm.is_metaseq):
-        if ms.install == "none" or (ms.sha != cm.METASEQ_A1A4E733
+        # a tree installed without its dependencies (pip --no-deps) never resolves 'sklearn'
+        if ms.install == "none" or ms.dependencies == "none" or (ms.sha != cm.METASEQ_A1A4E733
                                     and cm.METASEQ_A1A4E733 not in ms.requires_ancestors):
             continue
         envs = [ctx.all_env()] + [p.env for p in ctx.recipe.packages]

@@ -298,6 +298,16 @@ def _git_ok(args, cwd=None):
     return out
 
 
+def _call_git_input(args, text, cwd):
+    """``git args`` with ``text`` on its standard input; ActionFailed when it fails."""
+    proc = subprocess.run(["git"] + list(args), input=text, cwd=cwd, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True,
+                          env=_env({"GIT_TERMINAL_PROMPT": "0"}, None, None))
+    if proc.returncode != 0:
+        raise ActionFailed("git %s failed: %s" % (" ".join(args), proc.stderr.strip() or proc.stdout.strip()),
+                           cmd=["git"] + list(args), rc=proc.returncode, stdout=proc.stdout, stderr=proc.stderr)
+
+
 def _has(repo, rev):
     return _git(["cat-file", "-e", rev + "^{commit}"], repo)[0] == 0
 
@@ -328,6 +338,9 @@ def do_git(a):
             shutil.rmtree(work, ignore_errors=True)
         raise ActionFailed("commit %s is not in %s (ref %s points at %s)" % (sha, src, ref, points or "nothing"))
     want = sha or ("origin/" + ref if not _has(work, ref) else ref)
+    if a.get("without"):  # documents the source's copy lacks: a sparse checkout leaves them out
+        patterns = ["/*"] + ["!/" + p for p in a["without"]]
+        _call_git_input(["sparse-checkout", "set", "--no-cone", "--stdin"], "\n".join(patterns) + "\n", work)
     _git_ok(["-c", "advice.detachedHead=false", "checkout", "--quiet", "--force", want], work)
     head = _git_ok(["rev-parse", "HEAD"], work)
     if sha and head != sha:

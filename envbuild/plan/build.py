@@ -385,7 +385,7 @@ def _source_steps(recipe: Recipe, src: GitSource, prefix: str, facts: NodeFacts,
     out = [Step(id=f"git:{src.name}", title=f"{src.name} @ {(src.sha or src.ref)[:12]}",
                 params=P.GitSourceParams(name=src.name, url=src.url,
                                          fetch_url=opts.fetch_urls.get(src.url, src.url),
-                                         ref=src.ref, sha=src.sha, dest=dest,
+                                         ref=src.ref, sha=src.sha, dest=dest, without=list(src.without),
                                          **_submodules(src, opts)),
                 reason=src.why)]
     for patch in (p for p in recipe.patches if p.component == src.name):

@@ -143,13 +143,14 @@ class GitSourceParams(_P):
     # checkout; submodule_mirrors: URL in .gitmodules -> the mirror copy to fetch it from
     submodules: list[str] = Field(default_factory=list)
     submodule_mirrors: dict[str, str] = Field(default_factory=dict)
+    without: list[str] = Field(default_factory=list)  # documents the checkout leaves out (sparse)
 
     @model_serializer(mode="wrap")
     def _omit_no_submodules(self, handler):
         # added later: left out when empty, so plans made before keep their step digests
         data = handler(self)
         if isinstance(data, dict):
-            for key in ("submodules", "submodule_mirrors"):
+            for key in ("submodules", "submodule_mirrors", "without"):
                 if not data.get(key):
                     data.pop(key, None)
         return data

@@ -26,6 +26,7 @@ Example (abridged)::
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Annotated, ClassVar, Literal
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -178,6 +179,10 @@ class GitSource(Strict):
     # the Python modules the build commands make (an extension such as shm_tensor_new_rdma)
     build_provides: list[str] = Field(default_factory=list)
     build_options: list[str] = Field(default_factory=list)  # e.g. Apex --cpp_ext --cuda_ext
+    # files of the pinned commit its checkout leaves out: documents a git mirror's snapshot
+    # lacks (metaseq's OPT logbook PDFs), so a bundle cannot carry them; never code (the node
+    # checks the tree out sparse, without them; envbuild.bundle.gitpack, envbuild.node.actions)
+    without: list[str] = Field(default_factory=list)
     env: dict[EnvName, str] = Field(default_factory=dict)
     # where the lock reads what this source depends on (envbuild.lock.srcdeps), at its SHA:
     # metadata (pyproject / setup.py / the requirements.txt setup.py reads), requirements
@@ -228,7 +233,24 @@ class GitSource(Strict):
 
     @model_serializer(mode="wrap")
     def _omit_new(self, handler):  # noqa: ANN001, ANN202
-        return omit_unset(handler(self), {"build_needs_image": None, "build_provides": []})
+        return omit_unset(handler(self), {"build_needs_image": None, "build_provides": [], "without": []})
+
+    @field_validator("without")
+    @classmethod
+    def _documents_only(cls, v: list[str]) -> list[str]:
+        for path in v:
+            parts = path.split("/")
+            if not path or path.startswith("/") or ".." in parts or any(c in path for c in "*?[!\\"):
+                raise ValueError(f"without entries are plain paths inside the tree, got {path!r}")
+            if Path(path).suffix.lower() not in DOCUMENTS:
+                raise ValueError(f"without: {path!r} may be code or data; only documents "
+                                 f"({', '.join(sorted(DOCUMENTS))}) may be left out of a checkout")
+        return v
+
+
+# what a checkout may leave out (GitSource.without): read by no import and no build
+DOCUMENTS = frozenset({".pdf", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".mp4", ".mov",
+                       ".pptx", ".docx", ".xlsx"})
 
 
 class EntryScript(Strict):

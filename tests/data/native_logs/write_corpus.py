@@ -651,6 +651,38 @@ def write_opt() -> None:
          note="the threshold was measured on 8x A100 80GB: it does not apply on a V100")
 
 
+def write_opt_h100() -> None:
+    """opt-175b-azure-h100: the same opt-baselines --benchmark output (metaseq 4de251ff keeps the
+    json progress bar's train_inner lines), on 2 H100s at TP 2; no threshold and no reference yet."""
+    r = "opt-175b-azure-h100"
+    follows = ["facebookresearch/metaseq@4de251ffca9a0717561f22bd721ee1ba7a8a5783 metaseq/cli/train.py "
+               "(train(): progress.log(stats, tag='train_inner')); metaseq/logging/progress_bar/json_progress_bar.py"]
+    h100 = "NVIDIA H100 80GB HBM3"
+    text, w = opt_run(wps=300000.0)
+    mean, win = window_mean(w)
+    case(r, "completed-met", text, follows=follows, state="complete", verdict="PASS", threshold=mean * 0.5,
+         metric=mean, window=win, gpu=h100, gpus=2, log="completed")
+    case(r, "completed-as-shipped", text, follows=follows, state="complete", verdict="NOT JUDGED", metric=mean,
+         window=win, gpu=h100, gpus=2, log="completed",
+         note="no threshold and no same-GPU reference recorded yet: NOT JUDGED")
+    thr = 150000.0  # a threshold the test sets (the recipe has none): the run's states judged against it
+    low, wl = opt_run(wps=100000.0)
+    case(r, "completed-below", low, follows=follows, state="complete", verdict="FAIL", threshold=thr,
+         metric=window_mean(wl)[0], window=window_mean(wl)[1], gpu=h100, gpus=2)
+    bad, wb = opt_run(until=25, overflows_after=9, wps=300000.0)
+    case(r, "diverged-overflow-at-minimum", bad, follows=follows, state="diverged", verdict="FAIL", threshold=thr,
+         metric=window_mean(wb)[0], gpu=h100, gpus=2)
+    cut, wc = opt_run(until=25, wps=300000.0)
+    case(r, "stopped-early", cut, follows=follows, state="stopped", verdict="FAIL", threshold=thr,
+         metric=window_mean(wc)[0], gpu=h100, gpus=2)
+    crash = cut + OOM
+    case(r, "crashed", crash, follows=follows, state="error", verdict="FAIL", threshold=thr,
+         metric=window_mean(wc)[0], gpu=h100, gpus=2)
+    again, wa = opt_run(wps=298000.0, stamp="2026-11-26 05:40:02")
+    case(r, "two-runs-retry-after-crash", crash + again, follows=follows, state="complete", verdict="PASS",
+         threshold=thr, runs=2, metric=window_mean(wa)[0], window=window_mean(wa)[1], gpu=h100, gpus=2)
+
+
 # ---- alpa-megatron / alpa-megatron-h100: Alpa e0ae8bf -------------------------------------------
 
 def alpa_run(tflops: float, *, unbuffered: bool, crash: bool = False, gpus: int = 1) -> str:
@@ -759,6 +791,7 @@ def main() -> None:
     write_megatronapp()
     write_megatronapp_h100()
     write_opt()
+    write_opt_h100()
     write_alpa()
     write_cpu()
     header = ("# Written by write_corpus.py (do not edit by hand): one row per case. threshold: 'as-shipped' "
