@@ -20,7 +20,7 @@ CC = {"A100": "8.0", "H100": "9.0", "RTX 4090": "8.9", "V100": "7.0"}
 
 
 def test_the_profiles_are_shipped():
-    assert set(TARGETS) == {"azure-nd96", "polaris", "rtx4090-pod", "slurm", "h100", "h100-venv", "h100x2-venv", "local"}
+    assert set(TARGETS) == {"azure-nd96", "polaris", "rtx4090-pod", "slurm", "h100", "h100-venv", "local"}
 
 
 @pytest.fixture(params=TARGETS)
