@@ -68,3 +68,17 @@ def test_floors_are_judged_on_the_median_of_repeats():
     section = {"mfu": 0.5, "thresholds": {"mfu": 0.4, "loss_last": 3.0}, "loss": {"last": 2.5},
                "repeat": {"values": {"mfu": [0.3, 0.35, 0.9]}}}
     assert floor_verdicts(section) == {"mfu": False, "loss_last": True}
+
+
+def test_the_gpu_count_is_the_one_the_run_printed_not_the_nodes():
+    """A run on 2 of a node's 4 GPUs (CUDA_VISIBLE_DEVICES) is a 2-GPU run: metaseq's config line
+    (metaseq/cli/train.py:115 logs cfg, distributed_world_size among it) says so, and the judge
+    takes it over the node's count, as it does Megatron's world_size."""
+    cfg = ("2026-11-26 05:00:00 | INFO | metaseq.cli.train | {'_name': None, 'distributed_training': "
+           "{'_name': None, 'distributed_world_size': 2, 'distributed_rank': 0}}\n")
+    bench = load_recipe("opt-175b-azure-h100").benchmark
+    got = judge(Evidence(recipe="opt-175b-azure-h100", benchmark=bench, text=cfg + OPT_LOG,
+                         gpu="NVIDIA H100 80GB HBM3", gpus=4))
+    assert got.gpus == 2
+    assert judge(Evidence(recipe="opt-175b-azure-h100", benchmark=bench, text=OPT_LOG,
+                          gpu="NVIDIA H100 80GB HBM3", gpus=4)).gpus == 4

@@ -43,6 +43,9 @@ from envbuild.smoke.native import (ALIASES, NATIVE_PARSERS, last_run, megatron_a
                                    strip_task_labels)
 
 ALPA_DEVICES_RE = re.compile(r"\bnum_hosts: (\d+)\s+num_devices_per_host: (\d+)")
+# metaseq's train.py logs its whole config at start (metaseq@4de251ff metaseq/cli/train.py:115,
+# logger.info(cfg)), DistributedTrainingConfig's distributed_world_size among it (configs.py:210)
+METASEQ_WORLD_RE = re.compile(r"'distributed_world_size': (\d+)\b")
 
 
 class Evidence(BaseModel):
@@ -73,13 +76,15 @@ def _finite(value: Any) -> float | None:
 
 
 def log_gpus(text: str) -> int | None:
-    """The GPU count the output prints: Megatron's ``world_size`` argument, or Alpa's result
-    line's ``num_hosts`` x ``num_devices_per_host``."""
+    """The GPU count the output prints: Megatron's ``world_size`` argument, Alpa's result
+    line's ``num_hosts`` x ``num_devices_per_host``, or metaseq's ``distributed_world_size``."""
     size = megatron_arguments(text).get("world_size", "")
     if size.isdigit() and int(size) > 0:
         return int(size)
     if m := ALPA_DEVICES_RE.search(text):
         return int(m.group(1)) * int(m.group(2)) or None
+    if m := METASEQ_WORLD_RE.search(text):
+        return int(m.group(1)) or None
     return None
 
 
