@@ -140,11 +140,20 @@ def extensions(sources, all_so):
 
 
 def patch_still_applied(diff_path, tree):
-    """True if the diff is present in ``tree`` (its reverse applies), None if unknown."""
+    """True if the diff is present in ``tree`` (its reverse applies), None if unknown.
+
+    A diff's context lines may be another patch's lines: two patches a line apart in one file
+    (megatronapp-h100's te-absent-stand-in and packaging-not-pkg-resources) leave the first
+    one's recorded context changed by the second. So a diff whose reverse does not apply with
+    its context is checked again on its own changed lines alone (``-C0``): those must all be
+    there; a patch whose lines are gone is still reverted."""
     try:
-        out = subprocess.run(["git", "-C", tree, "apply", "--reverse", "--check", diff_path],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30)
-        return out.returncode == 0
+        for extra in ([], ["-C0"]):
+            out = subprocess.run(["git", "-C", tree, "apply", "--reverse", "--check", *extra, diff_path],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30)
+            if out.returncode == 0:
+                return True
+        return False
     except (OSError, subprocess.SubprocessError):
         return None
 
