@@ -80,7 +80,7 @@ def test_h100_megatron_deepspeed_on_an_unreferenced_gpu_names_h100_and_h200(caps
 def test_counts_that_differ_are_compared_per_gpu_and_said():
     """The 1-GPU H100 log judged as if on an H200 meets the 2-GPU H200 reference per GPU: the
     bound is 95 % of half the reference, and the verdict says how it was divided."""
-    (h200,) = [r for r in refs.references() if r.gpu == "NVIDIA H200"]
+    (h200,) = [r for r in refs.for_recipe("h100-megatron-deepspeed") if r.gpu == "NVIDIA H200"]
     bench = load_recipe("h100-megatron-deepspeed").benchmark
     verdict = judge(Evidence(recipe=h200.recipe, benchmark=bench, gpu="NVIDIA H200",
                              text=(RESULTS / "h100-offline-run3" / "native.out").read_text()))
@@ -105,6 +105,7 @@ LATER_RUNS = [
     ("alpa-megatron-h100", "alpa-megatron/h100-run4-native.out", "alpa-megatron/h100-run4-facts.json"),
     ("h100-megatron-deepspeed", "h100-offline-run5/native.out", "h100-offline-run5/facts.json"),
     ("h100-megatron-deepspeed", "h200x2-run6/native.out", "h200x2-run6/facts.json"),
+    ("alpa-megatron-h100", "h200x4-run7/alpa-run2/native.out", "h200x4-run7/alpa-run2/facts.json"),
 ]
 
 
