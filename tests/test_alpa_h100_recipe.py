@@ -266,7 +266,7 @@ def test_a_gpu_without_a_reference_is_not_judged_and_names_the_referenced_models
     rc = main(["parse", RECIPE, str(RESULTS / "h100-native.out"), "--json", *(["--gpu", gpu] if gpu else [])])
     out = json.loads(capsys.readouterr().out)
     assert rc == NOT_JUDGED and out["verdict"] == "NOT JUDGED" and out["compared"] is None
-    assert out["reason"].endswith("references exist for: H100 80GB"), out["reason"]
+    assert out["reason"].endswith("references exist for: H100 80GB, H200"), out["reason"]  # 1 x H100, 4 x H200
 
 
 def test_check_of_alpa_megatron_on_an_sm90_node_names_the_variant(capsys):
