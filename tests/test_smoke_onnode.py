@@ -38,7 +38,7 @@ def test_the_smoke_uses_every_gpu_of_the_node_and_the_cpu_without_one():
     for gpus in (1, 2, 8):
         argv = {r["name"]: r["argv"][2:] for r in node_runs("/e", kinds, gpus=gpus, torch="cu121")}
         assert argv["gpt"] == ["--json", "--preset", "tiny", "--device", "cuda"]
-        assert argv["collective"] == ["--json", "--device", "cuda", "--nproc", str(gpus)]
+        assert argv["collective"] == ["--json", "--device", "cuda", "--node-gpus", str(gpus)]
     on_node = {r["name"]: r["argv"][2:] for r in node_runs("/e", {**kinds, "preset": "350m"}, gpus=2)}
     assert on_node["gpt"][-2:] == ["--device", "cuda"] and on_node["collective"][-1] == "2"
     for cpu in (node_runs("/e", kinds, gpus=0), node_runs("/e", kinds, gpus=2, torch="cpu"),
