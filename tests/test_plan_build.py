@@ -199,6 +199,6 @@ def test_the_smoke_step_uses_every_gpu_the_node_has_unless_torch_is_the_cpu_buil
 
     gpu = smoke_argv("h100-megatron-deepspeed", "h100-venv")
     assert gpu["gpt"][-2:] == ["--device", "cuda"]
-    assert gpu["collective"] == ["--json", "--device", "cuda", "--nproc", "2"]
+    assert gpu["collective"] == ["--json", "--device", "cuda", "--node-gpus", "2"]
     cpu = smoke_argv("cpu-reference", "local")
     assert "cuda" not in cpu["gpt"] and cpu["collective"] == ["--json", "--device", "cpu", "--nproc", "2"]

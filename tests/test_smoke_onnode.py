@@ -38,7 +38,7 @@ def test_the_smoke_uses_every_gpu_of_the_node_and_the_cpu_without_one():
     for gpus in (1, 2, 8):
         argv = {r["name"]: r["argv"][2:] for r in node_runs("/e", kinds, gpus=gpus, torch="cu121")}
         assert argv["gpt"] == ["--json", "--preset", "tiny", "--device", "cuda"]
-        assert argv["collective"] == ["--json", "--device", "cuda", "--nproc", str(gpus)]
+        assert argv["collective"] == ["--json", "--device", "cuda", "--node-gpus", str(gpus)]
     on_node = {r["name"]: r["argv"][2:] for r in node_runs("/e", {**kinds, "preset": "350m"}, gpus=2)}
     assert on_node["gpt"][-2:] == ["--device", "cuda"] and on_node["collective"][-1] == "2"
     for cpu in (node_runs("/e", kinds, gpus=0), node_runs("/e", kinds, gpus=2, torch="cpu"),
@@ -114,3 +114,23 @@ def test_failed_script_and_native_log_parsed_from_fetched_files(tmp_path):
     skipped = collect_node(tmp_path, ["gpt"], "megatronapp", model("megatronapp"), skip="needs 4 GPUs, the node has 0")
     assert skipped["native"] == {"parser": "megatronapp", "metric": "iteration_time_ms", "unit": "ms per iteration",
                                  "ran": False, "reason": "needs 4 GPUs, the node has 0"}
+
+
+@pytest.mark.integration
+def test_smoke_record_says_which_of_the_nodes_gpus_the_collective_saw(tmp_path):
+    """A real collective run (gloo ranks; the node's 4 GPUs are the facts' count, the one absent
+    input) given CUDA_VISIBLE_DEVICES=2,3 is read back into a valid smoke record that says 2 of 4."""
+    import os
+    import subprocess
+
+    from envbuild.record.smoke import SmokeRecord
+
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "2,3"}
+    p = subprocess.run([sys.executable, str(SMOKE_SCRIPTS["collective"]), "--json", "--device", "cpu",
+                        "--node-gpus", "4", "--sizes", "4096", "--iters", "2", "--warmup", "1"],
+                       capture_output=True, text=True, timeout=240, env=env)
+    _fetched(tmp_path, "collective", p.returncode, p.stdout, p.stderr)
+    smoke = collect_node(tmp_path, ["collective"], "cpu-reference", None)
+    got = SmokeRecord.model_validate(smoke).collective
+    assert got.ok and got.world_size == 2
+    assert (got.gpus_visible, got.gpus_node, got.cuda_visible_devices) == (2, 4, "2,3")

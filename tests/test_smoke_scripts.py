@@ -2,6 +2,7 @@
 
 import json
 import math
+import os
 import subprocess
 import sys
 
@@ -154,3 +155,54 @@ def test_a_rendezvous_that_cannot_connect_fails_within_its_timeout_naming_the_ad
     took, _, message = p.stdout.strip().partition(" ")
     assert took.isdigit() and int(took) < 60, p.stdout + p.stderr
     assert "could not join the process group at tcp://127.0.0.1:9 within 5 s" in message
+
+
+def _collective_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("collective", SMOKE_SCRIPTS["collective"])
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("value, node, seen", [
+    (None, 4, 4),            # unset: every GPU of the node
+    ("2,3", 4, 2),           # two of the node's four (a 2-GPU job beside another)
+    ("", 4, 0),              # empty: none
+    (" 1 ", 4, 1),
+    ("0,1,2,3,4,5", 4, 4),   # never more than the node has
+    ("0,-1,2", 4, 1),        # CUDA stops at the first invalid entry
+    ("-1", 2, 0),
+    ("GPU-3f1c,GPU-77aa", 4, 2),  # UUIDs count as entries
+    ("0,1,", 4, 2),          # a trailing comma ends the list
+])
+def test_visible_gpus_counts_cuda_visible_devices(value, node, seen):
+    assert _collective_module().visible_gpus(node, value) == seen
+
+
+def test_collective_ranks_follow_the_gpus_this_process_sees():
+    """The node's facts say 4 GPUs (nvidia-smi ignores CUDA_VISIBLE_DEVICES); a job given 2 of
+    them spawns 2 ranks, not 4, and the record says which. Ranks run on the CPU (gloo): only the
+    GPUs are absent here, so the node's count is the one doubled input."""
+    for value, world in (("2,3", 2), ("1,2,3", 3)):
+        env = {**os.environ, "CUDA_VISIBLE_DEVICES": value}
+        p = subprocess.run([sys.executable, str(SMOKE_SCRIPTS["collective"]), "--device", "cpu",
+                            "--node-gpus", "4", "--json", "--sizes", "4096", "--iters", "2", "--warmup", "1"],
+                           capture_output=True, text=True, timeout=240, env=env)
+        assert p.returncode == 0, p.stderr
+        r = json.loads(p.stdout)
+        assert r["ok"] and r["world_size"] == world and r["config"]["world_size"] == world
+        assert r["gpus_node"] == 4 and r["gpus_visible"] == world and r["cuda_visible_devices"] == value
+        assert r["results"][0]["busbw_gbps"] == pytest.approx(
+            r["results"][0]["algbw_gbps"] * 2 * (world - 1) / world)
+
+
+def test_collective_with_no_visible_gpu_fails_naming_why():
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    p = subprocess.run([sys.executable, str(SMOKE_SCRIPTS["collective"]), "--device", "cpu",
+                        "--node-gpus", "4", "--json"], capture_output=True, text=True, timeout=240, env=env)
+    assert p.returncode == 1
+    r = json.loads(p.stdout)
+    assert r["ok"] is False and "none of the node's 4 GPUs is visible" in r["error"]
+    assert r["gpus_node"] == 4 and r["gpus_visible"] == 0 and r["cuda_visible_devices"] == ""

@@ -44,7 +44,10 @@ def smoke_argv(python: str, kind: str, preset: str, script_dir: str, *, require:
     Each script has its own flags: only gpt takes ``--preset``; apex with ``require`` (the
     recipe builds Apex) fails when Apex is absent. ``gpus`` is what the smoke may use of the
     node (``smoke_gpus``): with GPUs, gpt trains on one of them (``--device cuda``) and
-    collective is an NCCL all-reduce with one rank per GPU (its sweep: 1 MiB to 1 GiB); with
+    collective is an NCCL all-reduce with one rank per GPU (its sweep: 1 MiB to 1 GiB). Which
+    of the node's GPUs is left to the node at run time: the plan passes the facts' count
+    (``--node-gpus``, nvidia-smi's, which ignores ``CUDA_VISIBLE_DEVICES``) and the script spawns
+    a rank for each of them its process sees (``CUDA_VISIBLE_DEVICES=2,3``: 2 ranks); with
     none, collective is two CPU ranks (gloo) and gpt runs where its preset says. ``None`` (not
     known: ``envbuild smoke --local``) leaves it to the scripts, except that the tiny preset's
     collective stays on the CPU, as the preset is.
@@ -52,7 +55,7 @@ def smoke_argv(python: str, kind: str, preset: str, script_dir: str, *, require:
     >>> smoke_argv("py", "collective", "tiny", "/e/.envbuild/smoke")
     ['py', '/e/.envbuild/smoke/collective.py', '--json', '--device', 'cpu', '--nproc', '2']
     >>> smoke_argv("py", "collective", "tiny", "/e/.envbuild/smoke", gpus=2)[3:]
-    ['--device', 'cuda', '--nproc', '2']
+    ['--device', 'cuda', '--node-gpus', '2']
     >>> smoke_argv("py", "gpt", "tiny", "/e/.envbuild/smoke", gpus=2)[3:]
     ['--preset', 'tiny', '--device', 'cuda']
     """
@@ -60,7 +63,7 @@ def smoke_argv(python: str, kind: str, preset: str, script_dir: str, *, require:
     if kind == "gpt":
         argv += ["--preset", preset] + (["--device", "cuda"] if gpus else [])
     elif kind == "collective" and gpus:
-        argv += ["--device", "cuda", "--nproc", str(gpus)]
+        argv += ["--device", "cuda", "--node-gpus", str(gpus)]
     elif kind == "collective" and (gpus == 0 or preset == "tiny"):
         argv += ["--device", "cpu", "--nproc", "2"]
     elif kind == "apex" and require:

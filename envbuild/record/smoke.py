@@ -94,7 +94,9 @@ class CollectiveSection(Section):
     max_algbw_gbps: Number | None = None
     config: dict[str, Any] = Field(default_factory=dict)  # backend, world size, the sweep's sizes
     sweep: dict[str, Any] = Field(default_factory=dict)  # its cost: seconds, bytes per rank, load
-    gpus_visible: int | None = None
+    gpus_visible: int | None = None  # the GPUs its ranks could see (one rank each)
+    gpus_node: int | None = None  # the node's count, from its facts (nvidia-smi), when the plan gave it
+    cuda_visible_devices: str | None = None  # that variable's value for the smoke (None: unset)
     job: "JobState | None" = None
 
 

@@ -6,6 +6,7 @@ Copied to nodes and run with the environment's interpreter; imports only torch a
     python collective.py --json                 # one rank per visible GPU (NCCL), or 2 CPU ranks (gloo)
     python collective.py --device cuda --nproc 2 --json  # NCCL over 2 GPUs, sizes 1 MiB .. 1 GiB
     python collective.py --nproc 2 --device cpu --json
+    python collective.py --device cuda --node-gpus 4 --json  # one rank per GPU of the node's 4 this process sees
     torchrun --nproc_per_node 8 collective.py --json   # under a launcher: uses its env:// rendezvous
 
 Each rank fills a tensor with ``rank + 1``; after the all-reduce every element must equal
@@ -19,6 +20,12 @@ Output: one JSON object, schema ``envbuild.smoke/1``, ``kind: collective``: ever
 (``results``), the peak (``max_busbw_gbps``), what was run (``config``: backend, ranks, the
 largest size) and what the sweep cost (``sweep``: seconds, bytes each rank reduced; the host's
 load averages before and after).
+
+Which GPUs ranks go to is decided here, on the node, at run time: ``--node-gpus N`` (the node's
+count from its facts, nvidia-smi, which ignores ``CUDA_VISIBLE_DEVICES``) spawns one rank per GPU
+of those N this process can see (``visible_gpus``): a job given ``CUDA_VISIBLE_DEVICES=2,3`` on a
+4-GPU node runs 2 ranks. The record says so: ``gpus_node``, ``gpus_visible`` and
+``cuda_visible_devices`` (the variable's value, null when unset).
 """
 
 import argparse
@@ -40,6 +47,37 @@ CONNECT_TIMEOUT_S = 60.0  # joining the group and each collective; the sizes abo
 
 # NVLink multicast (NVLS) is left off: on shared hosts it can take GPUs out of service.
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+
+
+def visible_gpus(node_gpus, cuda_visible_devices):
+    """How many of the node's ``node_gpus`` GPUs a process sees, given its ``CUDA_VISIBLE_DEVICES``
+    (``None``: unset, all of them; empty: none). CUDA enumerates the listed devices up to the
+    first invalid entry (``-1`` hides the rest), and never more than the node has.
+
+    >>> visible_gpus(4, None), visible_gpus(4, "2,3"), visible_gpus(4, ""), visible_gpus(4, "0,-1,2")
+    (4, 2, 0, 1)
+    """
+    if cuda_visible_devices is None:
+        return node_gpus
+    seen = 0
+    for entry in cuda_visible_devices.split(","):
+        entry = entry.strip()
+        if not entry or entry.startswith("-"):
+            break
+        seen += 1
+    return min(seen, node_gpus)
+
+
+def visibility(node_gpus, device_kind, env=None):
+    """What the record says of the GPUs: the node's count (None when not given), those this
+    process sees, and the ``CUDA_VISIBLE_DEVICES`` value it saw (None when unset)."""
+    env = os.environ if env is None else env
+    cvd = env.get("CUDA_VISIBLE_DEVICES")
+    if node_gpus is not None:
+        seen = visible_gpus(node_gpus, cvd)
+    else:
+        seen = torch.cuda.device_count() if device_kind == "cuda" else 0
+    return {"gpus_node": node_gpus, "gpus_visible": seen, "cuda_visible_devices": cvd}
 
 
 def bus_factor(world):
@@ -144,7 +182,6 @@ def summary(world, backend, device, rows, sweep=None):
         "backend": backend, "world_size": world, "device": device.type,
         "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
         "torch": torch.__version__, "cuda": torch.version.cuda, "nccl_version": nccl,
-        "gpus_visible": torch.cuda.device_count() if device.type == "cuda" else 0,
         "busbw_formula": "algbw * 2(n-1)/n",
         "config": {"backend": backend, "world_size": world,
                    "min_bytes": min(r["bytes"] for r in rows) if rows else None,
@@ -166,8 +203,12 @@ def _spawn_entry(rank, *args):
     worker(rank, *args)
 
 
-def run(nproc=None, device="auto", sizes=None, iters=20, warmup=5, timeout_s=CONNECT_TIMEOUT_S):
-    """Spawn ranks on this host (or join a launcher's group) and return the result dict."""
+def run(nproc=None, device="auto", sizes=None, iters=20, warmup=5, timeout_s=CONNECT_TIMEOUT_S,
+        node_gpus=None):
+    """Spawn ranks on this host (or join a launcher's group) and return the result dict.
+
+    Without ``nproc``: one rank per GPU of the node's ``node_gpus`` this process sees
+    (``visible_gpus``), else one per GPU torch sees, or 2 on the CPU."""
     use_cuda = device == "cuda" or (device == "auto" and torch.cuda.is_available())
     if use_cuda and not torch.cuda.is_available():
         raise RuntimeError("--device cuda, but torch %s (CUDA %s) sees no GPU" % (
@@ -188,11 +229,19 @@ def run(nproc=None, device="auto", sizes=None, iters=20, warmup=5, timeout_s=CON
         with open(path) as fh:
             result = json.load(fh)
         os.unlink(path)
+        result.update(visibility(node_gpus, kind))
         return result
+    seen = visibility(node_gpus, kind)
     if nproc is None:
-        nproc = torch.cuda.device_count() if use_cuda else 2
+        nproc = seen["gpus_visible"] if node_gpus is not None else (torch.cuda.device_count() if use_cuda else 2)
+        if nproc < 1:
+            raise ValueError("none of the node's %s GPUs is visible to this process (CUDA_VISIBLE_DEVICES=%r)" % (
+                node_gpus, seen["cuda_visible_devices"]))
     if nproc < 1:
         raise ValueError("need at least one rank")
+    if use_cuda and nproc > torch.cuda.device_count():
+        raise RuntimeError("%d ranks, but torch sees %d GPUs (CUDA_VISIBLE_DEVICES=%r)" % (
+            nproc, torch.cuda.device_count(), seen["cuda_visible_devices"]))
     init = "tcp://127.0.0.1:%d" % free_port()
     fd, path = tempfile.mkstemp(suffix=".json")
     os.close(fd)
@@ -202,7 +251,9 @@ def run(nproc=None, device="auto", sizes=None, iters=20, warmup=5, timeout_s=CON
         mp.spawn(_spawn_entry, args=(nproc, init, backend, kind, sizes, iters, warmup, path, timeout_s),
                  nprocs=nproc, join=True)
         with open(path) as fh:
-            return json.load(fh)
+            result = json.load(fh)
+        result.update(seen)
+        return result
     finally:
         if os.path.exists(path):
             os.unlink(path)
@@ -211,6 +262,9 @@ def run(nproc=None, device="auto", sizes=None, iters=20, warmup=5, timeout_s=CON
 def main(argv=None):
     p = argparse.ArgumentParser(description="envbuild all-reduce smoke check (algbw/busbw)")
     p.add_argument("--nproc", type=int, help="ranks to spawn (default: GPUs, or 2 on CPU)")
+    p.add_argument("--node-gpus", type=int,
+                   help="the node's GPU count (its facts): without --nproc, one rank per GPU of them "
+                        "this process sees (CUDA_VISIBLE_DEVICES when set)")
     p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
     p.add_argument("--sizes", help="comma-separated message sizes in bytes")
     p.add_argument("--iters", type=int, default=20)
@@ -221,10 +275,11 @@ def main(argv=None):
     args = p.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else None
     try:
-        result = run(args.nproc, args.device, sizes, args.iters, args.warmup, args.timeout)
+        result = run(args.nproc, args.device, sizes, args.iters, args.warmup, args.timeout, args.node_gpus)
     except Exception as exc:  # noqa: BLE001 - report as JSON, not a traceback
         result = {"schema": SCHEMA, "kind": "collective", "ok": False, "torch": torch.__version__,
-                  "error": "%s: %s" % (type(exc).__name__, str(exc).strip().splitlines()[-1] if str(exc).strip() else "")}
+                  "error": "%s: %s" % (type(exc).__name__, str(exc).strip().splitlines()[-1] if str(exc).strip() else ""),
+                  **visibility(args.node_gpus, "cpu" if args.device == "cpu" else "cuda")}
     if result is None:  # non-zero rank under a launcher
         return 0
     if args.json:
