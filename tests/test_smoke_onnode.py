@@ -116,6 +116,7 @@ def test_failed_script_and_native_log_parsed_from_fetched_files(tmp_path):
                                  "ran": False, "reason": "needs 4 GPUs, the node has 0"}
 
 
+@pytest.mark.process
 def test_a_bounded_benchmark_that_hangs_ends_with_its_output_captured(tmp_path):
     """megatronapp-h100's first 4-GPU run (4 x H200) hung inside iteration 1 and ran until it was
     killed by hand (docs/results/megatronapp-h100.md). Its benchmark's ``timeout_s`` bounds the
