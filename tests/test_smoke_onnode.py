@@ -134,3 +134,28 @@ def test_smoke_record_says_which_of_the_nodes_gpus_the_collective_saw(tmp_path):
     got = SmokeRecord.model_validate(smoke).collective
     assert got.ok and got.world_size == 2
     assert (got.gpus_visible, got.gpus_node, got.cuda_visible_devices) == (2, 4, "2,3")
+
+
+@pytest.mark.process
+def test_a_bounded_benchmark_that_hangs_ends_with_its_output_captured(tmp_path):
+    """megatronapp-h100's first 4-GPU run (4 x H200) hung inside iteration 1 and ran until it was
+    killed by hand (docs/results/megatronapp-h100.md). Its benchmark's ``timeout_s`` bounds the
+    command inside the capture: the run is cut, fails with 124, and the trace written so far is
+    still printed for the parser."""
+    import subprocess
+
+    recipe = load_recipe("megatronapp-h100")
+    output = recipe.output_of(None)
+    shipped = native_run(bench("megatronapp-h100"), gpus=4, sources={"megatronapp": "/e/src/m"}, cwd="/x",
+                         output=output)
+    assert recipe.benchmark.timeout_s == 900
+    assert "timeout -k 60 900 bash -c 'bash run_single.sh --pipeline_parallel 4" in shipped["argv"][-1]
+    assert shipped["timeout"] > recipe.benchmark.timeout_s  # the step's own bound comes after
+    hang = {**bench("megatronapp-h100"), "cwd": str(tmp_path), "timeout_s": 1,
+            "command": f"echo 'rank 0 iteration starts' > {output.file}; sleep 600"}
+    run = native_run(hang, gpus=4, sources={}, cwd="/x", output=output)
+    done = subprocess.run(run["argv"], cwd=run["cwd"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 124
+    assert done.stdout.splitlines()[-1] == "rank 0 iteration starts"
+    unbounded = native_run({**hang, "timeout_s": None}, gpus=4, sources={}, cwd="/x", output=output)
+    assert "timeout -k" not in unbounded["argv"][-1]

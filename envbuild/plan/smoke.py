@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 SCRIPT_NAMES: dict[str, str] = {"gpt": "gpt.py", "collective": "collective.py", "apex": "apex_check.py"}
 SMOKE_TIMEOUT_S = 1800
 NATIVE_TIMEOUT_S = 3600
+GRACE_S = 60  # a benchmark's timeout_s: from SIGTERM to SIGKILL
 FROM_SMOKE = "envbuild-smoke"  # the parser whose benchmark is envbuild's own gpt smoke
 PLACEHOLDER = re.compile(r"\{sources\.([A-Za-z0-9_.-]+)\}")
 
@@ -153,8 +154,14 @@ def native_run(benchmark: dict | None, *, gpus: int, sources: dict[str, str], cw
     def fill(text: str) -> str:
         return PLACEHOLDER.sub(lambda m: sources[m.group(1)], text)
 
+    command, bound = fill(benchmark["command"]), benchmark.get("timeout_s")
+    if bound and not (output and output.backgrounds):
+        # inside the capture, so the output written before the bound is still printed after it
+        # (the step's own bound kills the whole shell); GNU timeout signals its process group
+        # (the launcher and its workers), SIGKILL after a grace of GRACE_S
+        command = f"timeout -k {GRACE_S} {int(bound)} bash -c {shlex.quote(command)}"
     return {"name": "native", "script": None,
-            "argv": ["bash", "-c", capture(output, fill(benchmark["command"]))],
+            "argv": ["bash", "-c", capture(output, command)],
             "cwd": fill(benchmark.get("cwd") or cwd),
             "env": {k: fill(str(v)) for k, v in (benchmark.get("env") or {}).items()},
-            "timeout": NATIVE_TIMEOUT_S}
+            "timeout": int(bound) + 2 * GRACE_S if bound else NATIVE_TIMEOUT_S}

@@ -534,6 +534,9 @@ class Benchmark(Strict):
     another number of GPUs (Alpa's suite picks the model by GPU count), so its figure is compared
     only with a threshold, reference or published figure measured on as many GPUs.
     ``window``: the measured window (``Window``).
+    ``timeout_s``: the wall-clock bound of the smoke step's run of the command (GNU ``timeout``
+    around it, ``envbuild.plan.smoke.native_run``): a run that hangs ends as a failure (exit
+    124) with the output it wrote so far captured and judged; unset, the step's own bound.
     """
 
     command: str
@@ -555,6 +558,7 @@ class Benchmark(Strict):
     per_gpu: bool = False
     same_gpu_count: bool = False
     window: Window | None = None
+    timeout_s: int | None = Field(default=None, ge=1)
 
     @model_validator(mode="after")
     def _threshold_hardware(self) -> "Benchmark":
@@ -572,7 +576,8 @@ class Benchmark(Strict):
         if isinstance(data, dict) and data.get("published") is None:
             data.pop("published", None)
         return omit_unset(data, {"source": None, "threshold_gpu": None, "threshold_gpus": None,
-                                 "per_gpu": False, "same_gpu_count": False, "window": None})
+                                 "per_gpu": False, "same_gpu_count": False, "window": None,
+                                 "timeout_s": None})
 
 
 class RunOutput(Strict):
@@ -748,7 +753,7 @@ class Recipe(Strict):
     DIGEST_EXCLUDE: ClassVar[dict] = {
         "run": True, "guide": True, "errata": True,
         "benchmark": {"threshold_gpu": True, "threshold_gpus": True, "per_gpu": True, "same_gpu_count": True,
-                      "window": True,
+                      "window": True, "timeout_s": True,
                       "published": {"gpu": True, "gpus": True}}}
 
     model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, populate_by_name=True)

@@ -560,6 +560,24 @@ def write_megatronapp_h100() -> None:
               "timestamps and the last rank's iteration lines, no per-micro-batch trace (non-interleaved schedule)")
 
 
+MAPP_HUNG_FILE = HERE / "megatronapp-h100" / "hung-4xh200-2026-11-26.txt"
+
+
+def write_megatronapp_h100_hung() -> None:
+    """A real run, not made up: megatronapp-h100's first 4-GPU run (4 x H200, 2026-11-26), the
+    published run_single.sh, which hung inside iteration 1 and was killed by hand. Its trace file
+    trimmed: the Apex grad-buffer parameter listings dropped and the middle of the schedule's
+    events (lines 831-1736) replaced by one line saying so; the start (arguments, set-up, every
+    rank's iteration start) and the stop (ranks 0-2 waiting for chunk 0's last four backward
+    tensors, rank 3 done) kept as written (docs/results/megatronapp-h100.md)."""
+    r = "megatronapp-h100"
+    follows = [f"{MAPP} run_single.sh; Megatron/megatron/training.py:770; "
+               "Megatron/megatron/core/pipeline_parallel/schedules.py:896,910,913,959,974"]
+    case(r, "hung-first-iteration", MAPP_HUNG_FILE.read_text(), follows=follows, state="stopped",
+         verdict="NOTHING FOUND", gpu="NVIDIA H200", gpus=4,
+         note="a real trace: every rank started iteration 1, none logged it; stopped, no metric, not a PASS")
+
+
 # ---- opt-175b-azure: metaseq 5ca6005 -------------------------------------------------------------
 
 OPT_FILE = HERE / "opt-175b-azure" / "opt-baselines-125m.log"
@@ -790,6 +808,7 @@ def main() -> None:
     write_h100()
     write_megatronapp()
     write_megatronapp_h100()
+    write_megatronapp_h100_hung()
     write_opt()
     write_opt_h100()
     write_alpa()
