@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision opt-175b-azure-h100 on h100-venv (host h100-venv, facts profile:h100-venv),
-# rendered by envbuild 0.1.0 from the plan; lock digest 202343db7839019710d7acd8630a3e42acb855484df24df9983ab0d3f756f667.
+# rendered by envbuild 0.1.0 from the plan; lock digest 9bd73d76ca856813716883fca2cb340327ee0c31702a16e79e24eb0529ca82e7.
 # Regenerate: envbuild render opt-175b-azure-h100 --target h100-venv --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
@@ -95,6 +95,16 @@ step_patch_opt_125m_batch_2gpu() {
   /root/.envbuild/envs/opt-175b-azure-h100/bin/python "$FILES/envbuild_node" "$FILES/actions/patch-opt-125m-batch-2gpu.json"
 }
 
+# step patch:fused-dense-scalar-type: patch fused-dense-scalar-type
+# why: The vendored Apex fused_dense.cpp dispatches on the deprecated input.type() (a
+# why: DeprecatedTypeProperties); torch 2.11's AT_DISPATCH macros take a c10::ScalarType only, so
+# why: building fused_dense_cuda stops ("cannot convert 'const at::DeprecatedTypeProperties' to
+# why: 'c10::ScalarType'", the GPU node's install-metaseq log). Each of the four dispatches gets
+# why: input.scalar_type(), as Apex itself did in c2480740 (#1672).
+step_patch_fused_dense_scalar_type() {
+  /root/.envbuild/envs/opt-175b-azure-h100/bin/python "$FILES/envbuild_node" "$FILES/actions/patch-fused-dense-scalar-type.json"
+}
+
 # step install:metaseq: install metaseq (editable)
 # why: editable install: the tree stays writable (JIT kernels build into it)
 step_install_metaseq() {
@@ -147,7 +157,7 @@ step_smoke() {
   if [ -n "$failed" ]; then echo "smoke failed:$failed" >&2; exit 1; fi
 }
 
-STEPS=(preflight environment pip-tooling pip:packages git:metaseq patch:dataclass-default-factory patch:hydra-init-default-factory patch:omegaconf-primitive-type patch:opt-125m-batch-2gpu install:metaseq git:fairscale install:fairscale env-file import-check smoke)
+STEPS=(preflight environment pip-tooling pip:packages git:metaseq patch:dataclass-default-factory patch:hydra-init-default-factory patch:omegaconf-primitive-type patch:opt-125m-batch-2gpu patch:fused-dense-scalar-type install:metaseq git:fairscale install:fairscale env-file import-check smoke)
 if [ "$#" -gt 0 ]; then STEPS=("$@"); fi
 n=0
 for id in "${STEPS[@]}"; do
