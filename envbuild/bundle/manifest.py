@@ -11,8 +11,11 @@ Layout inside the tar::
     lock.lock  recipe.yaml  target.yaml  plan.json
     playbooks/...                 provision.yml, ansible.cfg and the envbuild.node collection (also by hand)
     node/wheels/<file>            every locked distribution the plan installs (wheel or sdist)
-    node/git/<name>.git/...       a shallow bare repository holding each pinned commit (the recipe's
-                                  sources, the git dependencies of source installs the lock pins)
+    node/git/<name>.git/...       a shallow bare repository per source, holding its pinned commit (the
+                                  recipe's sources, the git dependencies of source installs the lock
+                                  pins); two sources of one repository at two commits are two
+                                  repositories and two ``git`` pins, looked up by URL and commit
+                                  (``Opened.check_plan``, ``BundleParams.git_commits``), never by URL alone
     prebuilt/<cache key>/<wheel>  extension wheels from the controller's build cache
     node/data/<file>              the recipe's data files (sha256 checked against the recipe's when packed)
 

@@ -62,7 +62,8 @@ class Opened:
         # hold exactly what the manifest lists)
         return BundleParams(digest=self.digest, src=str(self.root / NODE_DIR), files=files,
                             archive=str(node_archive(self.root)),
-                            git={g.url: g.path[cut:] for g in self.manifest.git})
+                            git={g.url: g.path[cut:] for g in reversed(self.manifest.git)},
+                            git_commits={f"{g.url}@{g.sha}": g.path[cut:] for g in reversed(self.manifest.git)})
 
     def seed_build_cache(self, cache: Path) -> list[str]:
         """Put the bundle's prebuilt extension wheels into the controller's build cache
@@ -96,9 +97,11 @@ class Opened:
                     if r.version[:1].isdigit() or key not in names:
                         missing.append(f"step {step.id}: {r.name} {r.version} (no such file in the bundle)")
             if step.kind == "git_source":
-                pin = next((g for g in self.manifest.git if g.url == step.params.url), None)
-                if pin is None or pin.sha != step.params.sha:
-                    got = f"it carries {pin.sha[:12]}" if pin else "not in the bundle"
+                # per commit, not per URL: two sources of one repository may pin two commits
+                carried = [g for g in self.manifest.git if g.url == step.params.url]
+                if not any(g.sha == step.params.sha for g in carried):
+                    got = ("it carries " + ", ".join(f"{g.sha[:12]} for {g.name}" for g in carried)
+                           if carried else "not in the bundle")
                     dep = self._dependency_of(step.params.name, step.params.url)
                     missing.append(f"step {step.id}: {step.params.url} @ {(step.params.sha or step.params.ref)[:12]} "
                                    + (f"(git dependency {step.params.name} of {dep}: {got})" if dep else f"({got})"))

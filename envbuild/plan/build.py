@@ -50,6 +50,7 @@ class PlanOptions:
     conda_channel: str | None = None  # conda backend: channel URL or local folder (None: conda-forge)
     conda_packages: tuple[str, ...] = ()  # conda backend: specs; none -> python=<recipe python>
     fetch_urls: dict[str, str] = field(default_factory=dict)  # source URL -> mirror path (resolved)
+    fetch_commits: dict[str, str] = field(default_factory=dict)  # "URL@SHA" -> path; before fetch_urls
     node_python: str | None = None  # interpreter for envbuild's helper scripts on the node
     allow_unverified: tuple[str, ...] = ()  # packages that may install without a hash
     # offline (envbuild.bundle): the node's copy of the bundle; every pip call --no-index from
@@ -128,6 +129,7 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
         staged = opts.bundle.model_copy(update={"dir": f"{prefix.rstrip('/')}/.envbuild/bundle"})
         opts = replace(opts, bundle=staged, wheelhouse=f"{staged.dir}/wheels",
                        fetch_urls={url: f"{staged.dir}/{rel}" for url, rel in staged.git.items()},
+                       fetch_commits={key: f"{staged.dir}/{rel}" for key, rel in staged.git_commits.items()},
                        data_mirror=f"{staged.dir}/data")
     if opts.fleet is not None and opts.bundle is None:
         pushed = opts.fleet.model_copy(update={"dir": f"{prefix.rstrip('/')}/.envbuild/fleet"})
@@ -384,7 +386,8 @@ def _source_steps(recipe: Recipe, src: GitSource, prefix: str, facts: NodeFacts,
     dest = f"{prefix}/src/{src.name}"
     out = [Step(id=f"git:{src.name}", title=f"{src.name} @ {(src.sha or src.ref)[:12]}",
                 params=P.GitSourceParams(name=src.name, url=src.url,
-                                         fetch_url=opts.fetch_urls.get(src.url, src.url),
+                                         fetch_url=(opts.fetch_commits.get(f"{src.url}@{src.sha}")
+                                                    or opts.fetch_urls.get(src.url, src.url)),
                                          ref=src.ref, sha=src.sha, dest=dest, without=list(src.without),
                                          **_submodules(src, opts)),
                 reason=src.why)]

@@ -277,7 +277,10 @@ class BundleParams(_P):
     archive: str = ""
     dir: str = ""  # <prefix>/.envbuild/bundle on the node (set by the planner)
     files: list[StagedFile]
-    git: dict[str, str] = Field(default_factory=dict)  # source URL -> "git/<name>.git" in dir
+    git: dict[str, str] = Field(default_factory=dict)  # source URL -> "git/<name>.git" in dir (its first pin)
+    # "URL@SHA" -> "git/<name>.git": the repository of each pinned commit, so that two sources of
+    # one repository at two commits (megatron-deepspeed-slurm-h100's gpt2-vocab) each clone their own
+    git_commits: dict[str, str] = Field(default_factory=dict)
 
 
 # --- the container backend (envbuild.plan.container): the image is built on the node -------
