@@ -22,8 +22,20 @@
 #                                         the built-in GPT and NCCL smokes, then the recipe's own
 #                                         benchmark, judged), CUDA_VISIBLE_DEVICES=GPUS, the jobs of
 #                                         a wave on disjoint GPUs at the same time.
+# A line may mix both kinds of item (an install on the CPUs beside a wave on the GPUs). A job
+# whose install or last smoke ended other than 0 (PASS) or 5 (NOT JUDGED) is not run again:
+# its later smokes are skipped (exit code 200 in phases.tsv), so a lease is not spent repeating
+# a failure.
 # Every line's wall time and exit codes go to $STATE/phases.tsv; each smoke's run folder is
 # listed in $STATE/runs.tsv (job, gpus, exit code, run folder).
+#
+# STALL=JOB:NAME:SECONDS watches JOB's smokes: when the newest file called NAME under
+# $ENVBUILD_HOME (the benchmark's log) stops growing for SECONDS, each worker process (command
+# line matching $STALL_PROC, default pretrain_gpt, whose parent matches it too) gets its threads
+# recorded (/proc: name, state, wchan, CPU ticks), its native stacks (eu-stack) and Python stacks
+# (py-spy dump --native) into $STATE/JOB/stall-N/, then SIGABRT (PYTHONFAULTHANDLER prints every
+# Python thread), so a hang ends with its evidence instead of running to the benchmark's bound.
+# The tools come from $STATE/common/tools (a py-spy wheel, elfutils .debs), prepared with network.
 set -u
 STATE=${STATE:-/root/eb-session}
 EBV=${EBV:-/root/ebvenv}
@@ -57,23 +69,89 @@ bundle_of() {  # wait up to 20 min for a later call to stage JOB's bundle
   echo "$STATE/bundles/$job.tar"
 }
 
+ok_rc() { [ "$1" = 0 ] || [ "$1" = 5 ]; }
+
 install_one() {  # JOB RECIPE: provision from the bundle, no smoke
-  local job=$1 recipe=$2 bundle
+  local job=$1 recipe=$2 bundle rc
   mkdir -p "$STATE/$job"
   echo "$recipe" > "$STATE/$job/recipe"
-  bundle=$(bundle_of "$job") || return 1
+  bundle=$(bundle_of "$job") || { touch "$STATE/$job/failed"; return 1; }
   $EB provision "$recipe" --target "$TARGET" --hosts local --bundle "$bundle" --no-smoke --json \
       > "$STATE/$job/install.jsonl" 2> "$STATE/$job/install.err"
+  rc=$?
+  ok_rc $rc || touch "$STATE/$job/failed"
+  return $rc
+}
+
+tools() {  # unpack the carried py-spy and eu-stack once
+  local t=$STATE/tools deb
+  [ -d "$t" ] && return 0
+  mkdir -p "$t/eu"
+  python3 -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); n = [m for m in z.namelist() if m.endswith("/scripts/py-spy")][0]; open(sys.argv[2], "wb").write(z.read(n))' \
+      "$(find "$STATE/common/tools" -name 'py_spy-*.whl' | head -1)" "$t/py-spy" && chmod +x "$t/py-spy"
+  for deb in "$STATE"/common/tools/*.deb; do dpkg-deb -x "$deb" "$t/eu"; done
+}
+
+worker_pids() {  # processes matching $STALL_PROC whose parent matches it too
+  local pat=${STALL_PROC:-pretrain_gpt} all p
+  all=$(pgrep -f "$pat")
+  for p in $all; do
+    echo "$all" | grep -qx "$(ps -o ppid= -p "$p" | tr -d ' ')" && echo "$p"
+  done
+}
+
+capture_stall() {  # JOB N: the workers' threads and stacks into $STATE/JOB/stall-N, then SIGABRT
+  local d="$STATE/$1/stall-$2" p t pids
+  mkdir -p "$d"; tools
+  pids=$(worker_pids)
+  log "stall in $1: workers ${pids//$'\n'/ }"
+  for p in $pids; do
+    ( { tr '\0' ' ' < "/proc/$p/cmdline"; echo
+        echo "tid comm state wchan utime stime"
+        for t in /proc/"$p"/task/*; do
+          printf '%s %s %s %s %s\n' "${t##*/}" "$(tr ' ' _ < "$t/comm")" "$(awk '{print $3}' "$t/stat")" \
+              "$(cat "$t/wchan" 2>/dev/null)" "$(awk '{print $14, $15}' "$t/stat")"
+        done; } > "$d/threads-$p.txt" 2>&1
+      LD_LIBRARY_PATH=$STATE/tools/eu/usr/lib/x86_64-linux-gnu timeout 90 "$STATE/tools/eu/usr/bin/eu-stack" -p "$p" \
+          > "$d/eu-stack-$p.txt" 2>&1
+      timeout 90 "$STATE/tools/py-spy" dump --native --pid "$p" > "$d/py-spy-$p.txt" 2>&1 ) &
+  done
+  wait
+  nvidia-smi > "$d/nvidia-smi.txt" 2>&1; ls -la /dev/shm > "$d/dev-shm.txt" 2>&1
+  for p in $pids; do kill -ABRT "$p"; done
+}
+
+stall_watch() {  # JOB N NAME SECONDS: capture_stall when the newest NAME stops growing
+  local job=$1 n=$2 name=$3 limit=$4 f="" size last=-1 still=0
+  while [ ! -e "$STATE/$job/smoke-$n.end" ]; do
+    sleep 5
+    [ -n "$f" ] || f=$(find "$ENVBUILD_HOME" -xdev -name "$name" -newer "$STATE/$job/smoke-$n.start" 2>/dev/null | head -1)
+    [ -n "$f" ] || continue
+    size=$(stat -c %s "$f" 2>/dev/null || echo 0)
+    if [ "$size" = "$last" ]; then still=$((still + 5)); else still=0; last=$size; fi
+    if [ "$still" -ge "$limit" ]; then
+      log "$f unchanged for $still s"; capture_stall "$job" "$n"; return
+    fi
+  done
 }
 
 smoke_one() {  # JOB GPUS: the smoke step again on those GPUs
-  local job=$1 gpus=$2 recipe rc n
+  local job=$1 gpus=$2 recipe rc n watcher=""
+  if [ -e "$STATE/$job/failed" ] || [ ! -f "$STATE/$job/recipe" ]; then
+    log "$job: skipped (its install or last smoke failed)"; return 200
+  fi
   recipe=$(cat "$STATE/$job/recipe")
   n=1; while [ -e "$STATE/$job/smoke-$n.jsonl" ]; do n=$((n + 1)); done
+  : > "$STATE/$job/smoke-$n.jsonl"; touch "$STATE/$job/smoke-$n.start"
+  case "${STALL:-}" in "$job":*:*)
+    local spec=${STALL#*:}; stall_watch "$job" "$n" "${spec%:*}" "${spec##*:}" & watcher=$! ;;
+  esac
   CUDA_VISIBLE_DEVICES=$gpus $EB provision "$recipe" --target "$TARGET" --hosts local \
       --bundle "$STATE/bundles/$job.tar" --from-step smoke --smoke-preset "$SMOKE" --json \
       > "$STATE/$job/smoke-$n.jsonl" 2> "$STATE/$job/smoke-$n.err"
   rc=$?
+  touch "$STATE/$job/smoke-$n.end"; [ -n "$watcher" ] && wait "$watcher"
+  ok_rc $rc || touch "$STATE/$job/failed"
   printf '%s\t%s\t%s\t%s\n' "$job" "$gpus" "$rc" "$(run_dir "$STATE/$job/smoke-$n.jsonl")" >> "$STATE/runs.tsv"
   return $rc
 }
@@ -82,12 +160,12 @@ run_dir() {
   python3 -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]; r=[x for x in r if x.get("type")=="result"] or r[-1:]; print(r[-1]["run_dir"] if r else "")' "$1" 2>/dev/null
 }
 
-line() {  # run one plan line: its jobs in parallel, wait for all
+line() {  # run one plan line: its items in parallel (JOB=RECIPE installs, JOB@GPUS smokes), wait for all
   local verb=$1; shift
   local pids=() rcs="" t0 item p
   t0=$(date +%s)
   for item in "$@"; do
-    if [ "$verb" = install ]; then install_one "${item%%=*}" "${item#*=}" & else smoke_one "${item%%@*}" "${item#*@}" & fi
+    case "$item" in *=*) install_one "${item%%=*}" "${item#*=}" & ;; *) smoke_one "${item%%@*}" "${item#*@}" & ;; esac
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p"; rcs="$rcs $?"; done
@@ -115,7 +193,7 @@ collect() {  # results into $OUT (8 files at most): the runs' records, the state
   while IFS=$'\t' read -r _ _ _ d; do [ -n "$d" ] && [ -d "$d" ] && dirs+=("$d"); done < "$STATE/runs.tsv"
   for d in "$STATE"/*/install.jsonl; do [ -f "$d" ] && dirs+=("$(run_dir "$d")"); done
   tar czf "$OUT/runs.tgz" --exclude='ansible/artifacts' --exclude='*.whl' \
-      "${dirs[@]}" "$STATE"/*/install.err "$STATE"/*/smoke-*.err 2>/dev/null
+      "${dirs[@]}" "$STATE"/*/install.err "$STATE"/*/smoke-*.err "$STATE"/*/stall-* 2>/dev/null
   ls -la "$OUT"
 }
 
