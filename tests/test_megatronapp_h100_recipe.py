@@ -11,6 +11,7 @@ example script's own training with pipeline parallel 2.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shlex
 import sys
@@ -135,6 +136,7 @@ PATCHED = {
     "te-absent-stand-in": "transformer_engine.py.txt",
     "packaging-not-pkg-resources": "transformer_engine.py.txt",
     "torchrun-of-the-env": "pretrain_gpt_distributed_small.sh.txt",
+    "join-threads-releases-gil": "shm_tensor_new_rdma_module.cpp.txt",
 }
 
 
@@ -151,9 +153,34 @@ def test_patches_apply_to_the_pinned_text_once(patch_id):
     again, same = apply_text_patch(after, p.kind, p.old, p.new, p.count)
     assert again == "already-applied" and same == after
     gone = {"torchrun-of-the-env": "\ntorchrun ", "cxx11-abi-from-torch": '"-D_GLIBCXX_USE_CXX11_ABI=0"',
-            "ib-addresses": "192.168.0.2", "packaging-not-pkg-resources": "pkg_resources import"}
+            "ib-addresses": "192.168.0.2", "packaging-not-pkg-resources": "pkg_resources import",
+            "join-threads-releases-gil": 'm.def("join_threads", &join_threads);'}
     if patch_id in gone:
         assert gone[patch_id] not in after
+
+
+def test_join_threads_alone_releases_the_gil():
+    """After the patch join_threads is the one binding that waits without the GIL: the put/get
+    bindings keep it (they convert tensors), and the threads' code is untouched."""
+    text = _patched("shm_tensor_new_rdma_module.cpp.txt")
+    guarded = [line for line in text.splitlines() if "gil_scoped_release" in line]
+    assert guarded == ['  m.def("join_threads", &join_threads, py::call_guard<py::gil_scoped_release>());']
+    assert text.count("m.def(") == excerpt("shm_tensor_new_rdma_module.cpp.txt").count("m.def(")
+
+
+def test_torch_decrefs_the_pyobject_when_a_cpp_reference_goes():
+    """Why join_threads must not hold the GIL: torch's intrusive_ptr decrefs a tensor's PyObject
+    (which takes the GIL) when its C++ refcount goes from 2 to 1 (the PyObject preservation note
+    of torch 2.11, the node's). Read in the installed torch's headers where there is one."""
+    torch_dir = importlib.util.find_spec("torch")
+    if torch_dir is None or not torch_dir.submodule_search_locations:
+        pytest.skip("torch is not installed here")
+    header = Path(list(torch_dir.submodule_search_locations)[0]) / "include/c10/util/intrusive_ptr.h"
+    if not header.exists():
+        pytest.skip("this torch has no C++ headers")
+    text = header.read_text()
+    assert "When the refcount goes from 2 to 1, we decref the PyObject." in text
+    assert "target->decref_pyobject();" in text
 
 
 def _patched(file: str) -> str:

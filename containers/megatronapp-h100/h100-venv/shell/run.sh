@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision megatronapp-h100 on h100-venv (host h100-venv, facts profile:h100-venv),
-# rendered by envbuild 0.1.0 from the plan; lock digest 4cf86aab4a593f9400d21a7b6578022f6e9e7d6418176df02d12b6cc2941a39f.
+# rendered by envbuild 0.1.0 from the plan; lock digest 7a538849fede623364343b741a377ed7d330111b088947f646665cb2a431cffd.
 # Regenerate: envbuild render megatronapp-h100 --target h100-venv --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
@@ -130,6 +130,19 @@ step_patch_torchrun_of_the_env() {
   /root/.envbuild/envs/megatronapp-h100/bin/python "$FILES/envbuild_node" "$FILES/actions/patch-torchrun-of-the-env.json"
 }
 
+# step patch:join-threads-releases-gil: patch join-threads-releases-gil
+# why: join_threads() blocks in std::thread::join while its pybind11 binding keeps the GIL, and a hand-
+# why: off thread that drops its reference to a tensor Python also holds needs the GIL under torch 2.11
+# why: (c10/util/intrusive_ptr.h, Note [PyObject preservation for Tensor and Storages]: when the C++
+# why: refcount goes from 2 to 1 the PyObject is decref'd, TensorImpl::decref_pyobject ->
+# why: gil_scoped_acquire). On 4 x H200 the last stage's backward_send thread stopped there with four
+# why: gradients unsent while its main thread sat in join_threads: a deadlock in iteration 1
+# why: (docs/results/megatronapp-h100.md). The binding now releases the GIL while it joins; the threads
+# why: and what they send are unchanged.
+step_patch_join_threads_releases_gil() {
+  /root/.envbuild/envs/megatronapp-h100/bin/python "$FILES/envbuild_node" "$FILES/actions/patch-join-threads-releases-gil.json"
+}
+
 # step data:megatronapp: 6 data file(s) for megatronapp
 # why: the published downloads, each checked against its sha256 and recorded on the node
 step_data_megatronapp() {
@@ -205,7 +218,7 @@ step_smoke() {
   if [ -n "$failed" ]; then echo "smoke failed:$failed" >&2; exit 1; fi
 }
 
-STEPS=(preflight environment pip-tooling pip:packages git:megatronapp patch:ib-addresses patch:cxx11-abi-from-torch patch:rdma-core-from-the-tree patch:rdma-core-include-and-libs patch:rdma-core-rpath patch:te-absent-stand-in patch:packaging-not-pkg-resources patch:torchrun-of-the-env data:megatronapp build:megatronapp git:apex apex:apex env-file import-check smoke)
+STEPS=(preflight environment pip-tooling pip:packages git:megatronapp patch:ib-addresses patch:cxx11-abi-from-torch patch:rdma-core-from-the-tree patch:rdma-core-include-and-libs patch:rdma-core-rpath patch:te-absent-stand-in patch:packaging-not-pkg-resources patch:torchrun-of-the-env patch:join-threads-releases-gil data:megatronapp build:megatronapp git:apex apex:apex env-file import-check smoke)
 if [ "$#" -gt 0 ]; then STEPS=("$@"); fi
 n=0
 for id in "${STEPS[@]}"; do
