@@ -82,3 +82,23 @@ def test_the_gpu_count_is_the_one_the_run_printed_not_the_nodes():
     assert got.gpus == 2
     assert judge(Evidence(recipe="opt-175b-azure-h100", benchmark=bench, text=OPT_LOG,
                           gpu="NVIDIA H100 80GB HBM3", gpus=4)).gpus == 4
+
+
+def test_only_a_named_handled_traceback_is_not_an_error():
+    """metaseq's logged S3 handler traceback (its message on the line before, ModuleNotFoundError
+    for boto3 last) is dropped before the error scan; the same traceback after another line, or
+    ending in another exception, stays an error."""
+    from envbuild.smoke.completion import _errors, without_handled_tracebacks
+
+    block = ("Traceback (most recent call last):\n"
+             '  File "/x/metaseq/file_io/__init__.py", line 24, in <module>\n'
+             "    from .s3 import S3PathHandler  # noqa: E402\n"
+             "    ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+             "ModuleNotFoundError: No module named 'boto3'\n")
+    msg = "Failed to register S3PathHandler. Try pip install boto3\n"
+    assert without_handled_tracebacks("a\n" + msg + block + "b\n") == "a\n" + msg + "b\n"
+    assert _errors(msg + block) == []
+    assert _errors(msg + "[rank1] another line\n" + block) == ["a Python traceback"]
+    assert _errors(msg + block.replace("No module named 'boto3'", "No module named 'iopath'")) == ["a Python traceback"]
+    assert _errors("Some other message\n" + block) == ["a Python traceback"]
+    assert _errors(msg + block + "Traceback (most recent call last):\nValueError: x\n") == ["a Python traceback"]

@@ -29,7 +29,10 @@ Alpa's command echo, after each envbuild.smoke record), the LAST run is judged, 
     minimum: ``dynamic_loss_scaler`` keeps it);
   - Alpa: a non-finite ``tflops``; envbuild's smoke: a non-finite last loss;
 * ``error``: an error was printed in the judged run (a Python traceback, CUDA out of memory,
-  an NCCL error, slurmstepd's or srun's error lines, a smoke record with ``ok: false``).
+  an NCCL error, slurmstepd's or srun's error lines, a smoke record with ``ok: false``). A
+  traceback a program prints on purpose after catching the exception (``logger.exception``
+  right after its own message, then it goes on) is not one, but only the ones ``HANDLED``
+  names: the message line printed just before, the exception it ends in, and the code.
 
 Every rule is a row of ``RULES``; each ``Completion.sources`` names the repository, commit and
 file:line of the code that prints what the rule read (``MEGATRON_*``, ``DEEPSPEED_SOURCES``,
@@ -95,6 +98,15 @@ ERROR_LINES = [
     (re.compile(r"^(?:\d+: )?(?:srun|slurmstepd): error: (?!.*CANCELLED)(?!.*TIME LIMIT).*", re.M), "a Slurm error"),
     (re.compile(r"^Segmentation fault|\bcore dumped\b", re.M), "a crash"),
 ]
+# tracebacks a program catches and logs on purpose, then goes on (each row: the message printed on
+# the line just before "Traceback", the exception line the traceback must end in, the code)
+HANDLED = [
+    (re.compile(r"Failed to register S3PathHandler\. Try pip install boto3$"),
+     re.compile(r"^ModuleNotFoundError: No module named 'boto3'$"),
+     "facebookresearch/metaseq 4de251ff metaseq/file_io/__init__.py:23-30: the optional S3 path handler's "
+     "import in try/except Exception, logger.exception(...) and on (boto3 is only in setup.py's 'test' extra)"),
+]
+TRACEBACK = "Traceback (most recent call last):"
 CANCELLED = re.compile(r"slurmstepd: error: \*\*\* (?:JOB|STEP) [\d.]+ ON \S+ CANCELLED AT (\S+)"
                        r"(?: DUE TO (TIME LIMIT|PREEMPTION|NODE FAILURE))?")
 MEGATRON_END_RE = re.compile(r"\[after training is done\] datetime:")
@@ -123,7 +135,38 @@ class Completion:
 
 
 def _errors(text: str) -> list[str]:
+    text = without_handled_tracebacks(text)
     return [what for rx, what in ERROR_LINES if rx.search(text)]
+
+
+def without_handled_tracebacks(text: str) -> str:
+    """``text`` less each traceback that a ``HANDLED`` row names: its message on the line just
+    before "Traceback", its frames, and its last line the row's exception. Anything else (another
+    message, another exception, a chained one, lines of other ranks in between) stays."""
+    lines = text.split("\n")
+    keep: list[str] = []
+    i = 0
+    while i < len(lines):
+        if lines[i].strip() == TRACEBACK and keep and (end := _handled_end(lines, i, keep[-1])) is not None:
+            i = end + 1
+            continue
+        keep.append(lines[i])
+        i += 1
+    return "\n".join(keep)
+
+
+def _handled_end(lines: list[str], start: int, before: str) -> int | None:
+    """The index of the exception line closing the traceback at ``start`` when a HANDLED row
+    names both its message (``before``) and that exception; None otherwise."""
+    rows = [exc for msg, exc, _ in HANDLED if msg.search(before.rstrip())]
+    if not rows:
+        return None
+    end = start + 1
+    while end < len(lines) and lines[end].startswith(" "):
+        end += 1
+    if end < len(lines) and any(exc.match(lines[end].rstrip()) for exc in rows):
+        return end
+    return None
 
 
 def _scheduler(text: str, job_state: str | None, rc: int | None) -> str | None:
