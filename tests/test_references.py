@@ -106,6 +106,7 @@ LATER_RUNS = [
     ("h100-megatron-deepspeed", "h100-offline-run5/native.out", "h100-offline-run5/facts.json"),
     ("h100-megatron-deepspeed", "h200x2-run6/native.out", "h200x2-run6/facts.json"),
     ("alpa-megatron-h100", "h200x4-run7/alpa-run2/native.out", "h200x4-run7/alpa-run2/facts.json"),
+    ("megatron-deepspeed-slurm-h100", "h200x4-run8/mds-run2/native.out", "h200x4-run8/mds-run2/facts.json"),
 ]
 
 
