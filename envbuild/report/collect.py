@@ -9,6 +9,7 @@ report's ACM badges are judged from the finished report (``envbuild.report.badge
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 
 from envbuild import __version__
@@ -21,10 +22,11 @@ from envbuild.plan.model import Plan
 from envbuild.record import LaunchRecord, NodeRecord, RecipeView, RunRecord
 from envbuild.record.smoke import SmokeRecord
 from envbuild.report import bench
+from envbuild.smoke.pipeline_trace import computation_order
 from envbuild.report.fingerprint import node_fingerprint, node_kind, run_fingerprint
 from envbuild.report.badges import assess
 from envbuild.report.model import (BundleInfo, DecisionRow, Deviation, FactsSummary, LaunchJob, NodeReport,
-                                   PatchRow, PinRow, Preflight, Reason, RecipeInfo, Report, RunInfo, StepResult,
+                                   PatchRow, PinRow, PipelineOrder, Preflight, Reason, RecipeInfo, Report, RunInfo, StepResult,
                                    Verdict)
 
 PASS_NEEDS = ("functional", "reproduced")  # the badges a PASS must stand beside
@@ -161,7 +163,22 @@ def node_report(record: RunRecord, node_rec: NodeRecord, lock_digest: str | None
             reasons.append(Reason(kind="benchmark", host=host, message=judged.reason or "benchmark failed"))
         reasons += [Reason(kind="smoke", host=host, message=f"smoke {k} not ok")
                     for k, ok in node.smoke_ok.items() if not ok]
+    node.pipeline = pipeline_order(node_rec, recipe)
     return node, reasons
+
+
+def pipeline_order(node_rec: NodeRecord, recipe: RecipeView) -> PipelineOrder | None:
+    """The computation order of the last training iteration in the node's benchmark trace, for a
+    benchmark whose parser reads MegatronApp's per-micro-batch trace (None otherwise)."""
+    if (recipe.benchmark or {}).get("parser") != "megatronapp":
+        return None
+    trace = node_rec.path / "smoke" / "native.out"
+    if not trace.is_file():
+        return None
+    order = computation_order(trace.read_text(errors="replace"))
+    if order is None:
+        return None
+    return PipelineOrder.model_validate({**asdict(order), "record": "smoke/native.out"})
 
 
 def not_judged(nodes: list[NodeReport], recipe: RecipeView, launch: LaunchJob | None) -> list[str]:

@@ -227,6 +227,32 @@ class Badge(_M):
     criteria: list[BadgeCriterion] = Field(default_factory=list)
 
 
+class PipelineStep(_M):
+    """One computation of a pipeline rank (envbuild.smoke.pipeline_trace.Step)."""
+
+    rank: int
+    kind: Literal["forward", "backward"]
+    slot: int
+    microbatch: int
+    chunk: int
+    start_ms: float
+    end_ms: float
+
+
+class PipelineOrder(_M):
+    """One iteration's computation order read from a MegatronApp trace (pipeline_trace.Order)."""
+
+    iteration: int
+    iterations: int
+    ranks: int
+    chunks: int
+    microbatches: int
+    duration_ms: float
+    steps: list[PipelineStep] = Field(default_factory=list)
+    source: str = ""  # the printing code the trace follows
+    record: str = ""  # the trace it was read from (smoke/native.out)
+
+
 class NodeReport(_M):
     host: str
     facts: FactsSummary | None = None
@@ -248,6 +274,7 @@ class NodeReport(_M):
     kind: str | None = None  # node kind: arch, glibc, CUDA, GPUs, torch, python (envbuild.bundle.fleet.node_kind)
     insecure: bool = False  # SSH host keys were not checked for this node (--insecure)
     unverified: list[str] = Field(default_factory=list)  # installed without a hash (--allow-unverified)
+    pipeline: PipelineOrder | None = None  # the benchmark's pipeline computation order, where its trace has one
 
 
 class Report(_M):

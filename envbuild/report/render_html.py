@@ -12,6 +12,7 @@ import shlex
 from html import escape
 
 from envbuild.report.model import Benchmark, LaunchJob, NodeReport, Report
+from envbuild.report.pipeline_svg import pipeline_section
 from envbuild.report.plot import bar_chart
 from envbuild.report.render_md import PASS_TEXT, fmt_num, published_text, short
 
@@ -148,6 +149,12 @@ def spread_text(b: Benchmark) -> str | None:
     return f"{fmt_num(b.spread.min)} - {fmt_num(b.spread.max)} (n={b.spread.n})" if b.spread else None
 
 
+def pipelines(report: Report) -> str:
+    """The pipeline computation order of each node whose benchmark trace has one."""
+    blocks = [pipeline_section(n.host, n.pipeline) for n in report.nodes if n.pipeline is not None]
+    return ("<h2>Pipeline computation order</h2>" + "".join(blocks)) if blocks else ""
+
+
 def render_html(report: Report) -> str:
     """One HTML document, openable with no network."""
     v, run, rec = report.verdict, report.run, report.recipe
@@ -211,6 +218,7 @@ def render_html(report: Report) -> str:
 <h2>Benchmarks</h2>
 {bar_chart(bench_rows)}
 {bench}
+{pipelines(report)}
 {launch_section(report.launch)}
 {deviations}
 <h2>Node details</h2>
