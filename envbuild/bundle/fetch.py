@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import shutil
 import tempfile
 import urllib.request
@@ -106,7 +107,8 @@ def fetch_data_file(name: str, url: str, want: str | None, dest: Path, mirror: P
         except OSError as exc:
             dest.unlink(missing_ok=True)
             raise EnvironmentProblem(f"data {name}: cannot download {url}: {exc}",
-                                     hint="pass --data-mirror DIR holding the file") from None
+                                     hint=f"on a machine that reaches it: curl -fL -o DIR/{dest.name} "
+                                          f"{shlex.quote(url)}; then pass --data-mirror DIR") from None
         origin = url
     got = _hash(dest)
     if want is not None and got != want:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import shlex
 import shutil
 import tarfile
 import tempfile
@@ -119,12 +120,33 @@ def node_plans(recipe: Recipe, target, facts: list, lock: Lock, prefix: str | No
     return plans
 
 
+def mirror_hint(url: str) -> str:
+    """The one command that makes the mirror a bundle looks for (OWNER/NAME under --git-mirror)."""
+    from envbuild.gitsrc import github_slug
+
+    slug = github_slug(url)
+    dest = f"DIR/{slug[0]}/{slug[1]}.git" if slug else "DIR/OWNER/NAME.git"
+    return f"on a machine that reaches it: git clone --mirror {shlex.quote(url)} {dest}; then pass --git-mirror DIR"
+
+
+def supply_hint(recipe: Recipe, lock: Lock, entry, arch: str) -> str:
+    """How to supply a locked package whose file this machine could not reach: the one download
+    on a machine that reaches its index, then the re-lock that records the file's sha256."""
+    where = (f"--find-links {shlex.quote(entry.source)}" if entry.source.endswith(".html")
+             else f"--index-url {shlex.quote(entry.source)}") if "://" in entry.source else ""
+    download = (f"python -m pip download --no-deps --only-binary=:all: --python-version {recipe.python} "
+                f"--platform linux_{arch} {where} -d WHEELS {shlex.quote(f'{entry.name}=={entry.version}')}")
+    return (f"a bundle carries only locked, hashed files: on a machine that reaches {entry.source}, "
+            f"{' '.join(download.split())}; then envbuild lock {recipe.name} --target {lock.target.name} "
+            "--wheelhouse WHEELS (its sha256 is recorded) and bundle with --wheelhouse WHEELS")
+
+
 def make_bundle(recipe: Recipe, recipe_file: Path, target_file: Path | None, lock: Lock, lock_text: str,
                 plan: Plan | list[Plan], out: Path, *, wheelhouse: Path | None = None,
                 git_mirror: Path | None = None, data_mirror: Path | None = None,
-                build_cache: Path | None = None, progress: Progress | None = None) -> Packed:
+                build_cache: Path | None = None, progress: Progress | None = None, arch: str = "x86_64") -> Packed:
     """Write the bundle of ``plan`` (or of each node's plan: the union of what they need),
-    built from ``recipe`` and ``lock``, to ``out``."""
+    built from ``recipe`` and ``lock``, to ``out`` (``arch``: the target's, for the hints)."""
     say = progress or (lambda _m: None)
     plans = plan if isinstance(plan, list) else [plan]
     plan = plans[0]
@@ -148,7 +170,7 @@ def make_bundle(recipe: Recipe, recipe_file: Path, target_file: Path | None, loc
             if entry.dist is None or entry.dist.filename in seen:
                 if entry.dist is None:
                     raise CheckFailed(f"{name} {version}: the lock has no file for it ({entry.reason or 'unresolved'})",
-                                      hint="a bundle carries only locked, hashed files")
+                                      hint=supply_hint(recipe, lock, entry, arch))
                 continue
             seen.add(entry.dist.filename)
             dest = wheels / entry.dist.filename
@@ -177,7 +199,7 @@ def make_bundle(recipe: Recipe, recipe_file: Path, target_file: Path | None, loc
             mirror = mirror_path(p.url, git_mirror) if git_mirror else None
             if mirror is None:
                 raise EnvironmentProblem(f"no git mirror of {p.url} for source {p.name}",
-                                         hint="pass --git-mirror DIR holding OWNER/NAME or OWNER+NAME")
+                                         hint=mirror_hint(p.url))
             rel = f"{GIT}/{p.name}.git"
             gitpack.shallow_repo(mirror, p.sha, p.ref, root / rel, without=p.without)
             locked = lock.git_pin(p.name)  # a git dependency of source installs: who declares it
@@ -197,7 +219,7 @@ def make_bundle(recipe: Recipe, recipe_file: Path, target_file: Path | None, loc
                 sub_mirror = mirror_path(url, git_mirror)
                 if sub_mirror is None:
                     raise EnvironmentProblem(f"no git mirror of {url}, the submodule {path} of {p.name}",
-                                             hint="pass --git-mirror DIR holding OWNER/NAME or OWNER+NAME of it too")
+                                             hint=mirror_hint(url))
                 sub_name = f"{p.name}:{path}"
                 sub_rel = f"{GIT}/{p.name}--{path.replace('/', '-')}.git"
                 gitpack.shallow_repo(sub_mirror, commit, "pinned", root / sub_rel)

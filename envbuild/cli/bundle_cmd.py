@@ -66,7 +66,7 @@ def bundle_cmd(recipe, target, facts_file, lock_file, wheelhouse, git_mirror, da
     recipe_file = resolve_file(recipe or rec.name, RECIPES, "recipe")
     target_file = resolve_file(target, TARGETS, "target")
     say = (lambda _m: None) if as_json else (lambda m: console.print(m, markup=False))
-    packed = make_bundle(rec, recipe_file, target_file, lock, path.read_text(), plans, Path(output),
+    packed = make_bundle(rec, recipe_file, target_file, lock, path.read_text(), plans, Path(output), arch=tgt.platform.arch,
                          wheelhouse=Path(wheelhouse) if wheelhouse else None,
                          git_mirror=Path(git_mirror) if git_mirror else None,
                          data_mirror=Path(data_mirror) if data_mirror else None,
