@@ -25,6 +25,13 @@ def test_feasible_exits_zero_with_verdict_line():
     assert p.stdout.startswith("FEASIBLE: baseline on a100-node")
 
 
+def test_a_verdict_from_the_profile_says_it_judged_no_node():
+    p = run("check", RECIPE, "--target", TARGET)
+    assert "judged: the target profile's documented facts (a100-node), not a node; pass --facts FILE" in p.stdout
+    q = run("check", RECIPE, "-t", TARGET, "--facts", str(DATA / "facts" / "h100-node.json"))
+    assert "judged: the target profile" not in q.stdout
+
+
 def test_json_verdict_from_profile():
     p = run("check", RECIPE, "-t", TARGET, "--json")
     assert p.returncode == 0, p.stderr

@@ -23,6 +23,9 @@ def print_verdict(v: Verdict) -> None:
     if v.torch_reason:
         console.print(f"  torch variant: {v.torch_variant} ({v.torch_reason})")
     console.print(f"  facts: {v.origin}; {len(v.passed)} rule(s) passed")
+    if v.origin.startswith("profile:"):
+        console.print(f"  judged: the target profile's documented facts ({v.origin[len('profile:'):]}), not a node; "
+                      "pass --facts FILE (envbuild facts on the node) to judge a node")
     for x in v.variants:
         console.print(f"  variant for this GPU: {x.recipe} ({x.title}): "
                       f"envbuild check {x.recipe} --target {' | '.join(x.targets)}")
