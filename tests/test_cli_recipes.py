@@ -60,6 +60,8 @@ def test_show_summary_has_pins_sources_patches_deviations_and_benchmark(capsys, 
             assert f"│ {item.id} " in out
         assert r.benchmark.command in out
         assert "deviations from the published instructions" in out
+        for folder in r.benchmark.fresh:  # what a run deletes is said before it runs
+            assert f"removed before each run: {folder.path} (" in out
     assert "2.1.0a0+fe05266f [cu121] (preinstalled)" in out  # rich markup in data is escaped
 
 

@@ -246,3 +246,74 @@ def test_the_published_alcf_scripts_at_their_commit_leave_the_output_where_it_is
     assert "/outputs/" in log and "/logs/" in log and "-nhosts1-ngpu4-" in log  # launch.sh's own naming
     assert f"envbuild: the training output is in {log}:" in proc.stdout
     assert parse("megatron-deepspeed", proc.stdout)["iterations_logged"] == 10
+
+
+RUN9 = Path(__file__).parent.parent / "docs" / "results" / "h100x4-run9"
+
+
+def metaseq_tree(root: Path, bindir: Path) -> Path:
+    """A metaseq checkout and an ``opt-baselines`` on PATH that keep metaseq 5ca60055's checkpoint
+    rule: training restores ``<checkpoints-dir>/<prefix>...ngpu2/checkpoint_last.pt`` when it
+    exists (checkpoint_utils.load_checkpoint) and writes it when it stops (train.py
+    validate_and_save: ``or should_stop``). The training itself is absent (no GPU): a start
+    from nothing replays the real log of a complete 2 x H100 run, a start from a checkpoint the
+    real log of the run that resumed (docs/results/h100x4-run9)."""
+    root.mkdir(parents=True)
+    bindir.mkdir(parents=True)
+    (bindir / "opt-baselines").write_text(
+        "#!/bin/bash\n"
+        "while [[ $# -gt 0 ]]; do\n  case $1 in\n"
+        "    --checkpoints-dir) DIR=$2; shift 2 ;;\n    --prefix) PREFIX=$2; shift 2 ;;\n"
+        "    *) shift ;;\n  esac\ndone\n"
+        "SAVE=\"$DIR/$PREFIX.dummy_lm.ngpu2\"\n"
+        "mkdir -p \"$SAVE\"\n"
+        "if [ -f \"$SAVE/checkpoint_last.pt\" ]; then\n"
+        f"  cat {RUN9 / 'opt-resumed' / 'native.out'}\n"
+        "else\n"
+        f"  cat {RUN9 / 'opt-run1' / 'native.out'}\n"
+        "  echo weights > \"$SAVE/checkpoint_last.pt\"\n"
+        "fi\n")
+    (bindir / "opt-baselines").chmod(0o755)
+    return root
+
+
+@pytest.mark.process
+def test_a_second_opt_run_starts_without_the_first_runs_checkpoint(tmp_path) -> None:
+    """The recipe's ``fresh`` folder is removed before each run, so a second run of the benchmark
+    in the same checkout trains from nothing and is judged complete; the same command without
+    it resumes from the first run's checkpoint, trains nothing and is judged stopped, as it was
+    on the lent H100s (opt-resumed)."""
+    from envbuild.smoke.completion import completion
+
+    tree = metaseq_tree(tmp_path / "metaseq", tmp_path / "bin")
+    path = {"PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"}
+    bench = _bench("opt-175b-azure-h100")
+    assert [f["path"] for f in bench["fresh"]] == ["checkpoints"]
+    run = native_run(bench, gpus=2, sources={"metaseq": str(tree)}, cwd="/unused")
+    states = []
+    for _ in range(2):
+        proc = _run(run, path)
+        assert proc.returncode == 0, proc.stderr
+        states.append(completion("opt-baselines", proc.stdout).state)
+        assert parse("opt-baselines", proc.stdout)["words_per_second"] > 0
+    assert states == ["complete", "complete"]
+    assert (tree / "checkpoints").is_dir()  # the last run's checkpoint stays for the user
+
+    stale = native_run({**bench, "fresh": []}, gpus=2, sources={"metaseq": str(tree)}, cwd="/unused")
+    proc = _run(stale, path)
+    assert proc.returncode == 0
+    assert completion("opt-baselines", proc.stdout).state == "stopped"
+    assert parse("opt-baselines", proc.stdout).get("words_per_second") is None
+    # the published recipe keeps the same folder fresh
+    assert [f["path"] for f in _bench("opt-175b-azure")["fresh"]] == ["checkpoints"]
+
+
+@pytest.mark.parametrize("path", ["/tmp/x", "../x", "a/../../x", "-rf", "a b", "x*", ".", "a/./b", "$HOME"])
+def test_a_fresh_folder_outside_the_working_directory_is_refused(path) -> None:
+    from pydantic import ValidationError
+
+    from envbuild.recipes.schema import FreshFolder
+
+    with pytest.raises(ValidationError, match="inside the benchmark's working directory"):
+        FreshFolder(path=path, why="w", source={"url": "https://example.org"})
+    assert FreshFolder(path="out/ckpt", why="w", source={"url": "https://example.org"}).path == "out/ckpt"

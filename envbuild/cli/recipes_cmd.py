@@ -207,6 +207,8 @@ def print_recipe(recipe: Recipe) -> None:
             _say(f"  {k}={v}")
         if bench.target_env:
             _say("  from the target: " + ", ".join(bench.target_env))
+        for folder in bench.fresh:
+            _say(f"  removed before each run: {folder.path} ({folder.why})")
         for name, cmd in bench.variants.items():
             _say(f"  variant {name}: {cmd}")
         if bench.source:

@@ -127,6 +127,21 @@ def is_gpt_smoke(benchmark: dict) -> bool:
     return benchmark.get("parser") == FROM_SMOKE and words[1:2] == [SCRIPT_NAMES["gpt"]]
 
 
+def fresh_start(folders: list[dict]) -> str:
+    """The shell that removes what an earlier run of the benchmark left for the next one to
+    resume from (the recipe's ``benchmark.fresh``), before the command; the paths are checked
+    by the schema (inside the working directory, no option, no pattern) and quoted here.
+
+    >>> fresh_start([{"path": "checkpoints"}])
+    'rm -rf -- ./checkpoints && '
+    >>> fresh_start([])
+    ''
+    """
+    if not folders:
+        return ""
+    return "rm -rf -- " + " ".join(shlex.quote(f"./{f['path']}") for f in folders) + " && "
+
+
 def native_run(benchmark: dict | None, *, gpus: int, sources: dict[str, str], cwd: str,
                output: RunOutput | None = None) -> dict:
     """The recipe's own benchmark as a run, or ``{"skip": reason}`` when it cannot run here.
@@ -137,7 +152,8 @@ def native_run(benchmark: dict | None, *, gpus: int, sources: dict[str, str], cw
     Others run when the node has the GPUs they need and every ``{sources.<name>}`` they name
     is a checkout of this plan. The command runs in the foreground with its training output on
     stdout, taken where the recipe's run says it is (``output``: a trace file, a backgrounded job;
-    ``envbuild.plan.capture``).
+    ``envbuild.plan.capture``). Folders an earlier run left for this one to resume from
+    (``fresh``) are removed first (``fresh_start``).
     """
     if not benchmark or not benchmark.get("command"):
         return {"skip": "the recipe has no benchmark"}
@@ -161,7 +177,7 @@ def native_run(benchmark: dict | None, *, gpus: int, sources: dict[str, str], cw
         # (the launcher and its workers), SIGKILL after a grace of GRACE_S
         command = f"timeout -k {GRACE_S} {int(bound)} bash -c {shlex.quote(command)}"
     return {"name": "native", "script": None,
-            "argv": ["bash", "-c", capture(output, command)],
+            "argv": ["bash", "-c", fresh_start(benchmark.get("fresh") or []) + capture(output, command)],
             "cwd": fill(benchmark.get("cwd") or cwd),
             "env": {k: fill(str(v)) for k, v in (benchmark.get("env") or {}).items()},
             "timeout": int(bound) + 2 * GRACE_S if bound else NATIVE_TIMEOUT_S}

@@ -505,6 +505,37 @@ class Window(Strict):
     what: str = Field(min_length=1)
 
 
+# a folder a benchmark leaves behind, named relative to its working directory: plain names
+# only (no "..", no absolute path, nothing a shell or rm would read as an option or a pattern)
+FRESH_PATH_RE = re.compile(r"^(?!-)[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)*$")
+
+
+class FreshFolder(Strict):
+    """A folder the benchmark writes that its next run would read back: a checkpoint folder the
+    program resumes from. The smoke step removes it before each run of the benchmark, so every
+    run measures the published work from its start, never a resumption of the one before.
+
+    Example::
+
+        fresh:
+          - path: checkpoints
+            why: "metaseq restores <save_dir>/checkpoint_last.pt when it exists"
+            source: {url: "https://github.com/facebookresearch/metaseq/blob/4de251ff/metaseq/checkpoint_utils.py#L175"}
+    """
+
+    path: str  # relative to the benchmark's working directory
+    why: str = Field(min_length=1)
+    source: Source
+
+    @field_validator("path")
+    @classmethod
+    def _inside_cwd(cls, v: str) -> str:
+        if not FRESH_PATH_RE.match(v) or any(part in (".", "..") for part in v.split("/")):
+            raise ValueError(f"path must name a folder inside the benchmark's working directory "
+                             f"(letters, digits, '_', '.', '-', '/'; no '..'), got {v!r}")
+        return v
+
+
 class Benchmark(Strict):
     """The recipe's native benchmark and its pass threshold.
 
@@ -537,6 +568,8 @@ class Benchmark(Strict):
     ``timeout_s``: the wall-clock bound of the smoke step's run of the command (GNU ``timeout``
     around it, ``envbuild.plan.smoke.native_run``): a run that hangs ends as a failure (exit
     124) with the output it wrote so far captured and judged; unset, the step's own bound.
+    ``fresh``: folders the command leaves behind that its next run would resume from
+    (``FreshFolder``), removed before each run.
     """
 
     command: str
@@ -559,6 +592,7 @@ class Benchmark(Strict):
     same_gpu_count: bool = False
     window: Window | None = None
     timeout_s: int | None = Field(default=None, ge=1)
+    fresh: list[FreshFolder] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _threshold_hardware(self) -> "Benchmark":
@@ -577,7 +611,7 @@ class Benchmark(Strict):
             data.pop("published", None)
         return omit_unset(data, {"source": None, "threshold_gpu": None, "threshold_gpus": None,
                                  "per_gpu": False, "same_gpu_count": False, "window": None,
-                                 "timeout_s": None})
+                                 "timeout_s": None, "fresh": []})
 
 
 class RunOutput(Strict):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision opt-175b-azure-h100 on h100-venv (host h100-venv, facts profile:h100-venv),
-# rendered by envbuild 0.1.0 from the plan; lock digest 9bd73d76ca856813716883fca2cb340327ee0c31702a16e79e24eb0529ca82e7.
+# rendered by envbuild 0.1.0 from the plan; lock digest 2176822d8e1148efe142d993b7db121c8e0a7060fe5bc0b164fdba8c6ba16b5c.
 # Regenerate: envbuild render opt-175b-azure-h100 --target h100-venv --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

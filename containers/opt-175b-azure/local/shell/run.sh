@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision opt-175b-azure on local (host local, facts profile:local),
-# rendered by envbuild 0.1.0 from the plan; lock digest 79f6331c95bac933f6abfeed176aa6e6f494fe72a228fb7557458d85ad4d69cb.
+# rendered by envbuild 0.1.0 from the plan; lock digest cee60e0fa0df10595e5d503a153a642a87578bd038df621cb1a77999fe7ec339.
 # Regenerate: envbuild render opt-175b-azure --target local --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
@@ -231,9 +231,12 @@ step_install_megatron() {
 # why: The guide pins a1a4e733 (2022-08-09, "Do not save checkpoint in benchmark mode"), which predates
 # why: metaseq's switch to Megatron fairseq_v3. 5ca60055 (2022-10-28, PR #460) is the commit that
 # why: switches to fairseq_v3; it is 88 commits after a1a4e733 and contains it (checked by
-# why: requires_ancestors), so --benchmark still implies --no-save. Its CI builds it with the same Apex
-# why: e2083df5. build_ext --inplace puts the Cython .so files in the tree, which opt-baselines' code
-# why: snapshot copies. install_requires lists `sklearn`, which needs the brownout variable to install.
+# why: requires_ancestors). Between them --benchmark stopped implying --no-save (e3ea5070, 2022-09-16:
+# why: save intervals of 0 instead) and training saves checkpoint_last when it stops (43815b8,
+# why: 2022-09-29), so a benchmark run leaves a checkpoint the next run would resume from:
+# why: benchmark.fresh removes it before each run. Its CI builds it with the same Apex e2083df5.
+# why: build_ext --inplace puts the Cython .so files in the tree, which opt-baselines' code snapshot
+# why: copies. install_requires lists `sklearn`, which needs the brownout variable to install.
 step_git_metaseq() {
   /root/.envbuild/envs/opt-175b-azure/bin/python "$FILES/envbuild_node" "$FILES/actions/git-metaseq.json"
 }
