@@ -107,17 +107,19 @@ LATER_RUNS = [
     ("h100-megatron-deepspeed", "h200x2-run6/native.out", "h200x2-run6/facts.json"),
     ("alpa-megatron-h100", "h200x4-run7/alpa-run2/native.out", "h200x4-run7/alpa-run2/facts.json"),
     ("megatron-deepspeed-slurm-h100", "h200x4-run8/mds-run2/native.out", "h200x4-run8/mds-run2/facts.json"),
+    ("alpa-megatron-h100", "h100x4-run9/alpa-run2/native.out", "h100x4-run9/alpa-run2/facts.json"),
+    ("opt-175b-azure-h100", "h100x4-run9/opt-run2/native.out", "h100x4-run9/opt-run2/facts.json"),
 ]
 
 
 @pytest.mark.parametrize("recipe,record,facts", LATER_RUNS, ids=[r[1] for r in LATER_RUNS])
 def test_a_later_recorded_run_is_judged_against_the_first_on_its_gpu(recipe, record, facts):
     gpu, gpus = recorded_gpu(RESULTS / facts)
-    ref = refs.for_gpu(recipe, gpu)
-    assert ref is not None and ref.record != record
     bench = load_recipe(recipe).benchmark
     verdict = judge(Evidence(recipe=recipe, benchmark=bench, record=record, gpu=gpu, gpus=gpus,
                              text=(RESULTS / record).read_text(errors="replace")))
+    ref = refs.for_gpu(recipe, gpu, verdict.gpus)  # the GPUs the run used (its log), not the node's
+    assert ref is not None and ref.record != record and ref.gpus == verdict.gpus
     assert verdict.compared is not None and verdict.compared.source == f"docs/results/{ref.record}"
     assert verdict.verdict == ("PASS" if verdict.value >= 0.95 * ref.value else "FAIL"), verdict.reason
     assert record in verdict.reason and ref.record in verdict.reason

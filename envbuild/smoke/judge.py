@@ -195,7 +195,7 @@ def judge(ev: Evidence) -> Verdict:
     else:
         notes.append("the recipe sets no threshold")
 
-    ref = refs.for_gpu(ev.recipe, ev.gpu)
+    ref = refs.for_gpu(ev.recipe, ev.gpu, gpus)
     if ref is not None and ref.metric == bench.metric:
         scaled, norm, why_not = _per_gpu(bench, gpus, ref.gpus, ref.value, "reference")
         if scaled is None:

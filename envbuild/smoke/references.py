@@ -58,6 +58,10 @@ def for_recipe(recipe: str, table: tuple[Reference, ...] | None = None) -> list[
     return [r for r in (references() if table is None else table) if r.recipe == recipe]
 
 
-def for_gpu(recipe: str, gpu: str | None, table: tuple[Reference, ...] | None = None) -> Reference | None:
-    """The reference of ``recipe`` recorded on the model of ``gpu`` (None: none there)."""
-    return next((r for r in for_recipe(recipe, table) if comparison(r.gpu, gpu, "recorded").comparable), None)
+def for_gpu(recipe: str, gpu: str | None, gpus: int | None = None,
+            table: tuple[Reference, ...] | None = None) -> Reference | None:
+    """The reference of ``recipe`` recorded on the model of ``gpu``: the one on as many GPUs
+    as ``gpus`` where there is one, else the first on that model (None: none there)."""
+    same_model = [r for r in for_recipe(recipe, table) if comparison(r.gpu, gpu, "recorded").comparable]
+    return next((r for r in same_model if gpus is not None and r.gpus == gpus), None) or \
+        next(iter(same_model), None)
