@@ -157,3 +157,17 @@ def test_ansible_moves_files_over_a_reused_uncompressed_ssh_connection(tmp_path)
     got = subprocess.run(["ssh", "-G", *args, "node.invalid"], capture_output=True, text=True, check=True).stdout
     conf = dict(line.split(" ", 1) for line in got.splitlines() if " " in line)
     assert conf["compression"] == "no" and conf["controlmaster"] == "auto" and conf["controlpersist"] == "60"
+
+
+def test_a_staged_steps_digest_is_the_same_from_any_controller():
+    """Where the controller keeps the files (its $ENVBUILD_HOME) is not part of the step's
+    digest: a node's markers written by one controller hold for another (a shared prefix, two
+    users); what the node gets (names, sha256s, its folder) is."""
+    a = _step("/home/u/.envbuild/fleet/abc.tar")
+    b = Step(id="wheels", title="wheels", reason="test",
+             params=a.params.model_copy(update={"src": "/home/v/.envbuild/fleet/abc", "archive": ""}))
+    assert a.digest == b.digest
+    other = a.params.model_copy(update={"files": [StagedFile(name="wheels/x-1-py3-none-any.whl", sha256="1" * 64, size=5)]})
+    assert Step(id="wheels", title="wheels", reason="test", params=other).digest != a.digest
+    moved = a.params.model_copy(update={"dir": "/opt/other/.envbuild/fleet"})
+    assert Step(id="wheels", title="wheels", reason="test", params=moved).digest != a.digest

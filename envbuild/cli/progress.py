@@ -137,7 +137,7 @@ class ProgressState:
             text.append(f"  {n.counter()}", style="dim")
         if ev.kind in ENDED and ev.step in n.durations:
             text.append(f"  after {fmt_elapsed(n.durations[ev.step])}")
-        if ev.msg and ev.kind in (*ENDED, "rerun"):
+        if ev.msg and ev.kind in (*ENDED, "rerun", "waiting"):
             text.append(f"  {ev.msg}")
         return text
 

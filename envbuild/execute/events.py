@@ -31,7 +31,8 @@ LOG_TAIL_LINES = 30
 OUTPUT_LINES = 20  # lines of a task's output in one transient "output" event
 
 #: step events: written to events.jsonl, printed (JSON Lines with --json)
-KINDS = ("start", "ok", "changed", "skipped", "rerun", "failed", "unreachable", "interrupted")
+KINDS = ("start", "ok", "changed", "skipped", "rerun", "failed", "unreachable", "interrupted",
+         "waiting")  # waiting: for the lock of a prefix another run holds (step "prefix-lock")
 #: progress only (see the module docstring): "pending" (msg: the step ids the host will run, one
 #: per line), "task" (msg: the Ansible task the host started), "output" (msg: what a task returned)
 TRANSIENT = frozenset({"pending", "task", "output"})

@@ -8,8 +8,13 @@ killed run (``kill -9``) leaves no stale lock behind, and a file left by it is o
 A second run that finds one held stops before it touches the node, naming the run that holds
 it (EnvironmentProblem, exit 3).
 
-Scope, said plainly: the lock is on this controller, for this user. Two controllers (or two
-users) provisioning one node's prefix at once are not serialised by it.
+This controller-side lock is the quick one (no node is reached). The lock that keeps two
+controllers, two users or two nodes of a shared file system apart is on the prefix itself
+(``on_nodes``): a process on the node, ``envbuild/node/prefixhold.py``, holds ``flock(2)`` on
+``<prefix>/.envbuild/prefix.lock`` for as long as this run keeps its connection open, so the
+lock goes with the run, whatever ends it. A prefix of a target whose prefix is shared
+(``Target.shared_prefix``) is locked once, through the first of its nodes, and a run that finds
+it held waits for it (``shared_wait_s``); a node's own prefix found held stops the run.
 """
 
 from __future__ import annotations
@@ -17,12 +22,18 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-from contextlib import contextmanager
+import socket
+import subprocess
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from envbuild.errors import EnvironmentProblem
 from envbuild.fsio import sha256_text
+
+SHARED_WAIT_S = 3600  # how long a run waits for another one installing a shared prefix
 
 
 def lock_dir() -> Path:
@@ -71,3 +82,124 @@ def held(nodes_prefixes: list[tuple[object, str]], run_id: str) -> Iterator[None
         for f in files:
             fcntl.flock(f, fcntl.LOCK_UN)
             f.close()
+
+
+def shared_wait_s() -> float:
+    """How long a run waits for a shared prefix another run holds ($ENVBUILD_PREFIX_WAIT_S)."""
+    raw = os.environ.get("ENVBUILD_PREFIX_WAIT_S")
+    try:
+        return max(0.0, float(raw)) if raw else float(SHARED_WAIT_S)
+    except ValueError:
+        raise EnvironmentProblem(f"ENVBUILD_PREFIX_WAIT_S={raw!r} is not a number of seconds") from None
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A prefix to lock on the file system that holds it, reached through ``node``; ``wait_s``:
+    how long to wait when another run holds it (0: stop at once)."""
+
+    node: object  # envbuild.connect.nodes.Node
+    prefix: str
+    wait_s: float = 0.0
+
+
+def claims(nodes: list, prefixes: dict[str, str], *, shared: bool) -> list[Claim]:
+    """The node-side locks a run takes: one per node and prefix, or, where the target's prefix
+    is shared, one per distinct prefix (through its first node), waited for."""
+    if not shared:
+        return [Claim(n, prefixes[n.name]) for n in nodes if n.name in prefixes]
+    seen: dict[str, Claim] = {}
+    for n in nodes:
+        if n.name in prefixes:
+            seen.setdefault(prefixes[n.name].rstrip("/") or "/", Claim(n, prefixes[n.name], shared_wait_s()))
+    return list(seen.values())
+
+
+def _holder(node, prefix: str, owner: str, wait_s: float):
+    """(line reader, closer) of the holder process for ``prefix`` on ``node``."""
+    from envbuild.actions.nodestate import node_command
+    from envbuild.connect import ssh
+
+    cmd = node_command(node.python or "python3", "prefixhold", [prefix, owner, f"{wait_s:g}"])
+    if node.is_local:
+        proc = subprocess.Popen(["sh", "-c", cmd], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+
+        def close_local() -> None:
+            proc.stdin.close()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        return proc.stdout.readline, close_local
+    conn = ssh.connection(node)
+    try:
+        conn.open()
+        chan = conn.client.get_transport().open_session()
+        chan.settimeout(wait_s + 120)
+        chan.exec_command(cmd)
+    except Exception as exc:  # noqa: BLE001 - every connection error means "cannot reach"
+        err = ssh.failure(node, exc, conn)
+        ssh.close(conn)
+        raise err from None
+    out = chan.makefile("r")
+
+    def close_ssh() -> None:
+        try:
+            chan.shutdown_write()
+            chan.close()
+        finally:
+            ssh.close(conn)
+    return out.readline, close_ssh
+
+
+def _who(line: str) -> str:
+    try:
+        who = json.loads(line)
+        return (f"run {who.get('run')} from {who.get('controller')} (pid {who.get('pid')}, "
+                f"through {who.get('node')}, since {who.get('since')})")
+    except (ValueError, AttributeError):
+        return "another run"
+
+
+@contextmanager
+def on_nodes(wanted: list[Claim], run_id: str,
+             say: Callable[[str, str], None] | None = None) -> Iterator[list[str]]:
+    """Hold the lock of every claimed prefix on its file system for the block (``prefixhold``);
+    EnvironmentProblem (exit 3) when one is still held by another run after its wait, or when
+    its file system refuses locks (every lock taken so far is released). ``say(node, message)``
+    is told when a run starts waiting. Yields the nodes through which it waited: what was read
+    of those prefixes before is stale (another run changed them meanwhile)."""
+    tell = say or (lambda _n, _m: None)
+    waited: list[str] = []
+    with ExitStack() as stack:
+        for c in wanted:
+            owner = json.dumps({"run": run_id, "controller": socket.gethostname(), "pid": os.getpid(),
+                                "node": c.node.name, "since": datetime.now(timezone.utc).replace(microsecond=0).isoformat()},
+                               sort_keys=True)
+            readline, close = _holder(c.node, c.prefix, owner, c.wait_s)
+            stack.callback(close)
+            while True:
+                try:
+                    line = readline().strip()
+                except OSError as exc:  # the channel's timeout: the node stopped answering
+                    raise EnvironmentProblem(f"{c.node.name}: no answer while locking {c.prefix}: {exc}") from None
+                kind, _, rest = line.partition(" ")
+                if kind == "LOCKED":
+                    break
+                if kind == "WAIT":
+                    waited.append(c.node.name)
+                    tell(c.node.name, f"{c.prefix} is held by {_who(rest)}; waiting for it (up to {c.wait_s:g} s)")
+                    continue
+                if kind == "HELD":
+                    waited = f" after waiting {c.wait_s:g} s" if c.wait_s else ""
+                    raise EnvironmentProblem(
+                        f"{c.node.name}: {c.prefix} is being provisioned by {_who(rest)}{waited}",
+                        hint="wait for that run to end (one provision of a prefix at a time), or provision "
+                             "another --prefix; a shared prefix waits $ENVBUILD_PREFIX_WAIT_S seconds")
+                reason = rest if kind == "ERROR" else (line or "the lock holder exited without a word")
+                raise EnvironmentProblem(f"{c.node.name}: cannot lock {c.prefix}: {reason}",
+                                         hint="a prefix on NFS needs a lock manager (mount without nolock); "
+                                              "does python3 run on the node?")
+        yield waited

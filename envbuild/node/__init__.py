@@ -9,6 +9,7 @@ controller. Its modules import each other relatively, so the package works under
 * ``__main__``: the node tool, ``actions`` run from an action file (run.sh, images: below);
 * ``observe``: what is really installed in an environment;
 * ``probe``: the state probe (``state`` and ``observe`` in one process);
+* ``prefixhold``: the lock of a prefix, held on the node for as long as a run lasts;
 * ``boot``: loads this package from the command line (see below);
 * ``fetch_data``, ``verify_image``, ``rattler_create``, ``ib_addresses``: tools run as
   scripts. A file run as a script imports no sibling: it is copied alone.

@@ -70,7 +70,7 @@ class Step(BaseModel):
     @property
     def digest(self) -> str:
         payload = canonical_json({"id": self.id, "kind": self.kind,
-                                  "params": self.params.model_dump(mode="json")})
+                                  "params": self.params.model_dump(mode="json", exclude=set(self.params.DIGEST_EXCLUDE))})
         return sha256_text(payload)[:16]
 
 

@@ -10,7 +10,7 @@ expanded with the node's ``$HOME`` fact), the interpreter, URLs to fetch from, t
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, ClassVar, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
@@ -19,6 +19,10 @@ from envbuild.compat.base_images import BaseImage
 
 class _P(BaseModel):
     model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
+    # fields that say where the controller keeps something, not what the node gets: left out of
+    # the step's digest (envbuild.plan.model.Step.digest), so that a node's step markers do not
+    # depend on which controller (which $ENVBUILD_HOME) wrote them
+    DIGEST_EXCLUDE: ClassVar[frozenset[str]] = frozenset()
 
 
 class Requirement(_P):
@@ -268,6 +272,8 @@ class BundleParams(_P):
     """Copy the bundle's ``node/`` folder (unpacked on the controller at ``src``) to ``dir`` on
     the node: the wheels pip installs from (--no-index) and the shallow repositories git
     clones from. ``digest`` is the bundle file's sha256 (recorded in the report)."""
+
+    DIGEST_EXCLUDE: ClassVar[frozenset[str]] = frozenset({"src", "archive"})
 
     kind: Literal["bundle"] = "bundle"
     digest: str

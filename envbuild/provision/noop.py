@@ -45,19 +45,27 @@ def nothing_to_do(rd: rundir.RunDir, sink: EventSink, nodes: list[Node], plans: 
     Ansible would have recorded (every step skipped), the observed state, no Ansible."""
     RunWriter(rd).update(ansible="not started: every step done and its effect holds on every node")
     for node in nodes:
-        probe, now = probes[node.name], time.time()
-        effects = probe.state.get("effects") or {}
-        lines = []
-        for step in plans[node.name].steps:
-            detail = (effects.get(step.id) or {}).get("detail") or "marker only (no observable effect)"
-            sink.emit(Event(now, node.name, step.id, "skipped", f"done; {detail}"))
-            lines.append(f"skipped {step.id}: done; {detail}")
-        rd.write_node(node.name, "log.txt", "\n".join(lines) + "\n")
-        finish_node(node.name, "ok", skipped=[s.id for s in plans[node.name].steps], **rerun_fields(probe.state))
-        if probe.observed is not None:
-            from envbuild.observe import parse_observed
+        record_done(rd, sink, node, plans[node.name], probes[node.name], finish_node)
 
-            obs = parse_observed(json.dumps(probe.observed), node.name)
-            rd.write_node(node.name, "observed.json", obs.model_dump(mode="json", by_alias=True))
-        elif plans[node.name].backend == "container":  # observed inside the image
-            observe(rd, node, plans[node.name], None)
+
+def record_done(rd: rundir.RunDir, sink: EventSink, node: Node, plan: Plan, probe, finish_node: Callable[..., None],
+                note: str = "") -> None:
+    """Record one node whose every step was found done with its effect holding (``probe``):
+    each step skipped, the node ok, its observed environment. ``note``: said after each step
+    (e.g. whose install of a shared prefix it uses)."""
+    now = time.time()
+    effects = probe.state.get("effects") or {}
+    lines = []
+    for step in plan.steps:
+        detail = (effects.get(step.id) or {}).get("detail") or "marker only (no observable effect)"
+        sink.emit(Event(now, node.name, step.id, "skipped", f"done; {detail}{note}"))
+        lines.append(f"skipped {step.id}: done; {detail}{note}")
+    rd.write_node(node.name, "log.txt", "\n".join(lines) + "\n")
+    finish_node(node.name, "ok", skipped=[s.id for s in plan.steps], **rerun_fields(probe.state))
+    if probe.observed is not None:
+        from envbuild.observe import parse_observed
+
+        obs = parse_observed(json.dumps(probe.observed), node.name)
+        rd.write_node(node.name, "observed.json", obs.model_dump(mode="json", by_alias=True))
+    elif plan.backend == "container":  # observed inside the image
+        observe(rd, node, plan, None)

@@ -21,9 +21,10 @@ from envbuild.plan.model import Plan
 from envbuild.plan.resolve import check_facts, default_backend
 from envbuild.provision.early import Early
 from envbuild.provision.lockfile import take_lock
-from envbuild.provision.noop import nothing_to_do
+from envbuild.provision.noop import nothing_to_do, probe_nodes
 from envbuild.provision.options import ProvisionOptions, ProvisionOutcome, load, plan_options, selection
 from envbuild.provision.playbook import run_playbook
+from envbuild.provision import shared
 from envbuild.provision.replan import plan_nodes
 from envbuild.provision.results import NodeResults, exit_code, finish, record_stopped
 from envbuild.record import RunWriter, create_run, read_run_info
@@ -74,7 +75,11 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
         for name, plan in plans.items():
             rd.write_node(name, "plan.json", plan.to_json())
         phase = "render"
-        rendered, job, rerun_from = _prepare_job(opts, rd, facts, feasible, plans)
+        # a shared prefix: its first node installs it, the others use it (envbuild.provision.shared)
+        installed_by = shared.users(feasible, plans, shared=target.shared_prefix)
+        installers = [n for n in feasible if n.name not in installed_by]
+        rendered, job, rerun_from = _prepare_job(opts, rd, facts, installers,
+                                                 {n.name: plans[n.name] for n in installers if n.name in plans})
         command = job.command()
 
         def outcome(status: str, code: int) -> ProvisionOutcome:
@@ -96,21 +101,34 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
             return outcome("dry-run", exit_code(results))
         if not feasible:
             return finished()
-        phase = "prefix-lock"  # one provision of a prefix per node at a time (envbuild.execute.prefixlock)
-        with prefixlock.held([(n, plans[n.name].prefix) for n in feasible if n.name in plans], rd.path.name):
+        phase = "prefix-lock"  # one provision of a prefix at a time (envbuild.execute.prefixlock)
+        prefixes = {n.name: plans[n.name].prefix for n in feasible if n.name in plans}
+        # this controller's quick lock per node, then the lock on each prefix itself; a shared
+        # prefix is locked on its file system alone, and waited for
+        mine = [] if target.shared_prefix else [(n, prefixes[n.name]) for n in feasible if n.name in prefixes]
+        with prefixlock.held(mine, rd.path.name), \
+                prefixlock.on_nodes(prefixlock.claims(feasible, prefixes, shared=target.shared_prefix),
+                                    rd.path.name, lambda host, msg: sink.emit(Event(time.time(), host, "prefix-lock",
+                                                                                    "waiting", msg))) as waited:
             # one round trip per node: markers, effects and the observed environment; when every
-            # step of every node is done and holds, Ansible does not start (envbuild.provision.noop)
+            # step of every node is done and holds, Ansible does not start (envbuild.provision.noop).
+            # After a wait for another run's lock, the early (speculative) probes are stale
             phase = "probe"
-            probes = {} if any(rerun_from.values()) else early.probes(feasible, plans)
+            probes = {} if any(rerun_from.values()) else \
+                probe_nodes(feasible, plans) if waited else early.probes(feasible, plans)
             if probes and all(p is not None and p.nothing_to_do for p in probes.values()):
                 phase = "finish"
                 nothing_to_do(rd, sink, feasible, plans, probes, results.finish)
                 return finished()
             phase = "ansible"
-            signum = run_playbook(job, rendered, rd, sink, results, feasible, plans, recipe=recipe,
+            signum = run_playbook(job, rendered, rd, sink, results, installers, plans, recipe=recipe,
                                   lock_text=lock_text, json_lines=opts.json_lines)
             if signum is not None:
                 return outcome("interrupted", 128 + signum)
+            if installed_by:
+                phase = "shared-prefix"
+                shared.record_users(rd, sink, [n for n in feasible if n.name in installed_by], plans,
+                                    installed_by, results, results.finish)
             return finished()
     except BaseException as exc:  # an interrupt or an error before Ansible is never "running", never "ok"
         if phase != "ansible":  # run_playbook records its own end

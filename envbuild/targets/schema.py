@@ -108,11 +108,16 @@ class Target(Strict):
     # against the profile (no live facts) refuses a benchmark only beyond the largest; a
     # node's own facts always give its real count
     lent_gpu_counts: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list)
+    # the prefix lies on a file system every node of this type mounts (NFS, Lustre, GPFS: the
+    # usual layout at HPC sites): one node installs it, the others check it and use it, and
+    # the lock on the prefix itself keeps nodes and controllers apart (envbuild.provision.shared)
+    shared_prefix: bool = False
 
     # fields left out of ``catalog.digest`` (what a lock records of its target): how jobs are
-    # submitted, where the facts were read and how many cards a machine of this type may have,
-    # not the environment a lock is made for
-    DIGEST_EXCLUDE: ClassVar[frozenset[str]] = frozenset({"jobs", "image", "fact_sources", "lent_gpu_counts"})
+    # submitted, where the facts were read, how many cards a machine of this type may have and
+    # whether its prefix is shared, not the environment a lock is made for
+    DIGEST_EXCLUDE: ClassVar[frozenset[str]] = frozenset({"jobs", "image", "fact_sources", "lent_gpu_counts",
+                                                          "shared_prefix"})
 
     @field_validator("fact_sources")
     @classmethod

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import getpass
+import shlex
 import shutil
 import socket
 import subprocess
@@ -194,6 +195,25 @@ def rekey(bed: SshTestbed, name: str) -> SshNode:
         f.unlink()
     _keygen(node_dir / "ssh_host_ed25519_key")
     _start_sshd(bed, index, node_dir, node.host, node.port, bed.dir / "authorized_keys")
+    return node
+
+
+def hide_folder(bed: SshTestbed, name: str, folder: Path) -> SshNode:
+    """Restart node ``name``'s sshd (same address, port and keys) in a mount namespace of its
+    own in which ``folder`` is an empty tmpfs: that node no longer sees what the host and the
+    other nodes see there, as a node without a cluster's shared file system would not."""
+    index = next(i for i, n in enumerate(bed.nodes) if n.name == name)
+    node, node_dir = bed.nodes[index], bed.dir / name
+    proc = bed._procs[index]
+    proc.terminate()
+    proc.wait(timeout=5)
+    folder.mkdir(parents=True, exist_ok=True)
+    cmd = (f"mount -t tmpfs tmpfs {shlex.quote(str(folder))} && exec {shlex.quote(find_sshd())} -D "
+           f"-f {shlex.quote(str(node_dir / 'sshd_config'))} -E {shlex.quote(str(node_dir / 'sshd.log'))}")
+    bed._procs[index] = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c", cmd],
+                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.DEVNULL)
+    _wait_listening(node.host, node.port, bed._procs[index], node_dir / "sshd.log")
     return node
 
 
