@@ -153,3 +153,64 @@ def test_cli_submit_on_slurm(stand_ins, slurm_cluster, home, monkeypatch, capsys
     report = json.loads(capsys.readouterr().out)
     assert any(r["kind"] == "unobserved" for r in report["verdict"]["reasons"])
     assert any(b["name"] == "collective.max_busbw_gbps" for n in report["nodes"] for b in n["benchmarks"])
+
+
+def test_a_packed_environment_reaches_every_node_through_sbcast(slurm_cluster, home, tmp_path) -> None:
+    """Build once, pack once: a stand-in environment made at a path that is each node's own disk
+    (``cluster.node_local``: a tmpfs per node, empty on every node), packed by envbuild pack,
+    then one job: sbcast sends the pack to both nodes through Slurm's tree, each node checks its
+    sha256 and unpacks it at the prefix, and the smoke runs from those copies on both nodes. A
+    pack changed after its manifest was written is refused before submitting; a copy that
+    differs on a node fails the job before any task runs."""
+    from envbuild.bundle import envpack
+    from envbuild.errors import InputError
+
+    rec, tgt = load_recipe("alpa-megatron"), load_target("slurm")
+    prefix = slurm_cluster.node_local / "envs" / "alpa-megatron"
+    plan = resolve(rec, tgt, from_target(tgt), None, PlanOptions(prefix=str(prefix), host="slurm")).plan
+    materialize(plan, tmp_path / "files", rec)  # on this machine; the nodes see an empty folder there
+    packed = envpack.pack(prefix, tmp_path / "alpa.tar.gz")
+    assert envpack.read(tmp_path / "alpa.tar.gz") == packed and packed.prefix == str(prefix)
+    opts = dict(scheduler="slurm", variant="8gpu", nodes=2, smoke_only=True, gpus_per_node=1)
+    out = sub.launch(rec, tgt, plan, LaunchOptions(**opts, packed=packed), argv=["pytest"],
+                     env=slurm_cluster.env, timeout=180)
+    assert out.result.state == "COMPLETED", out.result.tail()
+    text = Path(out.result.stdout_path).read_text()
+    for node in ("node1", "node2"):
+        assert f"envbuild: {node} checked the pack (sha256 {packed.sha256[:16]}) and unpacked it at {prefix}" in text
+    coll = out.smoke["collective"]
+    assert coll["ok"] is True and coll["world_size"] == 2  # one rank per node, each from its own copy
+
+    # the pack changed after envbuild pack: refused on the controller, nothing submitted
+    data = bytearray((tmp_path / "alpa.tar.gz").read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    (tmp_path / "alpa.tar.gz").write_bytes(bytes(data))
+    with pytest.raises(InputError, match="its sha256 differs from the one alpa.tar.gz.json recorded"):
+        envpack.read(tmp_path / "alpa.tar.gz")
+    # and if it reaches the nodes anyway (changed between the check and sbcast), they refuse it
+    bad = sub.launch(rec, tgt, plan, LaunchOptions(**opts, packed=packed), argv=["pytest"],
+                     env=slurm_cluster.env, timeout=180)
+    assert bad.result.state == "FAILED", bad.result.tail()
+    err = Path(bad.result.stderr_path).read_text()
+    assert "the copy of the pack does not match its sha256" in err
+    assert "checked the pack" not in Path(bad.result.stdout_path).read_text()  # no node unpacked it
+    assert bad.smoke["collective"]["ok"] is False  # and no task ran: nothing measured
+
+
+def test_a_pack_unpacks_only_at_its_own_prefix(tmp_path) -> None:
+    from envbuild.bundle import envpack
+    from envbuild.errors import InputError
+    from envbuild.launch.job import build_job
+
+    rec, tgt = load_recipe("alpa-megatron"), load_target("slurm")
+    plan = resolve(rec, tgt, from_target(tgt), None, PlanOptions(prefix=str(tmp_path / "a"), host="slurm")).plan
+    packed = envpack.PackedEnv(archive="/x.tar.gz", sha256="0" * 64, bytes=1, prefix=str(tmp_path / "b"))
+    with pytest.raises(InputError, match="the pack holds the environment of .*/b; this plan's prefix is .*/a") as err:
+        build_job(rec, tgt, plan, LaunchOptions(scheduler="slurm", smoke_only=True, packed=packed))
+    assert "a pack unpacks at the path it was made at" in err.value.hint
+    with pytest.raises(InputError, match="Slurm's sbcast"):
+        build_job(rec, tgt, plan, LaunchOptions(scheduler="local", smoke_only=True,
+                                                packed=envpack.PackedEnv("/x", "0" * 64, 1, str(tmp_path / "a"))))
+    with pytest.raises(InputError, match="holds no environment envbuild made"):
+        envpack.pack(tmp_path / "a", tmp_path / "p.tar.gz")
+    assert not (tmp_path / "p.tar.gz").exists()

@@ -31,7 +31,7 @@ COMMANDS = {
     "report": "report_cmd", "verify": "report_cmd", "diff": "report_cmd",
     "launch": "launch_cmd",
     "render": "render_cmd",
-    "bundle": "bundle_cmd",
+    "bundle": "bundle_cmd", "pack": "bundle_cmd",
     "parse": "parse_cmd",
     "imports": "imports_cmd",
 }

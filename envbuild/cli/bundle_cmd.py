@@ -87,3 +87,31 @@ def bundle_cmd(recipe, target, facts_file, lock_file, wheelhouse, git_mirror, da
         console.print(f"  not packed: {o.name} ({o.why})", markup=False)
     for n in packed.manifest.needs_network:
         console.print(f"  needs the network on the node, not in the bundle: {n}", markup=False)
+
+
+@cli.command("pack")
+@click.option("--prefix", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="The provisioned environment to pack (its prefix on this machine).")
+@click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The pack to write (.tar.gz); its manifest is written beside it as OUTPUT.json.")
+@click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
+def pack_cmd(prefix, output, as_json):
+    """Pack a provisioned environment into one file, to reach many nodes (build once, pack once).
+
+    \b
+    The pack holds the prefix's files (its temporary folder and lock left out); its manifest
+    records the file's sha256 and size, the prefix and the step markers it was made from.
+    It unpacks at the same path (a venv is not relocatable), on each node's own disk:
+    `envbuild launch --scheduler slurm --packed FILE` sends it with sbcast, and every node
+    checks the sha256 before unpacking.
+      envbuild provision cpu-reference --target local --prefix /local/envs/cpu-reference
+      envbuild pack --prefix /local/envs/cpu-reference -o cpu-reference.tar.gz
+    """
+    from envbuild.bundle.envpack import pack
+
+    packed = pack(prefix, output)
+    if as_json:
+        emit_json(packed.manifest())
+        return
+    console.print(f"{packed.archive}: {packed.bytes} bytes, sha256 {packed.sha256}, unpacks at {packed.prefix} "
+                  f"({len(packed.steps)} step marker(s) recorded)")

@@ -51,11 +51,14 @@ from envbuild.errors import NOT_JUDGED, CheckFailed, InputError
               help="--submit: SSH private key to verify the provision run's nodes with [the provision's].")
 @click.option("--known-hosts", "known_hosts", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="--submit: known_hosts file to check the nodes' host keys against (repeatable) [the provision's].")
+@click.option("--packed", "packed_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="A pack of the environment (envbuild pack): sent to every node with sbcast, its sha256 "
+                   "checked there, unpacked at its prefix before the task (slurm).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def launch_cmd(recipe, target, scheduler, nodes, gpus_per_node, variant, out, submit, smoke_only,
                command_override, container_image, no_container, run, facts_file, lock_file, prefix,
                git_mirror, time_limit, partition, account, namespace, k8s_workload, master_port, timeout,
-               identity, known_hosts, as_json):
+               identity, known_hosts, packed_file, as_json):
     """Render RECIPE's published run for a scheduler; with --submit run it and collect the result.
 
     \b
@@ -85,7 +88,8 @@ def launch_cmd(recipe, target, scheduler, nodes, gpus_per_node, variant, out, su
                          smoke_only=smoke_only, command_override=command_override,
                          container_image=container_image, no_container=no_container, time_limit=time_limit,
                          partition=partition, account=account, namespace=namespace,
-                         k8s_workload=k8s_workload or "job", master_port=master_port)
+                         k8s_workload=k8s_workload or "job", master_port=master_port,
+                         packed=_packed(packed_file))
     if k8s_workload and scheduler != "k8s":
         raise InputError(f"--k8s-workload is a Kubernetes option; the scheduler is {scheduler}",
                          hint="drop --k8s-workload, or use --scheduler k8s")
@@ -150,3 +154,12 @@ def _print_job(outcome, as_json: bool) -> int | None:
         raise CheckFailed("the job finished but its result does not pass",
                           hint=f"envbuild report {outcome.run_dir}")
     return None
+
+
+def _packed(path: Path | None):
+    """The pack at ``path``, its sha256 checked against its manifest (None without --packed)."""
+    if path is None:
+        return None
+    from envbuild.bundle.envpack import read
+
+    return read(path)

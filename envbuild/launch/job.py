@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from envbuild import __version__
+from envbuild.bundle.envpack import PackedEnv
 from envbuild.errors import InputError
 from envbuild.launch import pyxis
 from envbuild.plan.container import sqsh_path
@@ -68,6 +69,7 @@ class LaunchOptions:
     rdma_resource: str = DEFAULT_RDMA
     master_port: int | None = None  # None: the scheduler's default
     regenerate: str = ""  # the command line that renders this again, for the header
+    packed: PackedEnv | None = None  # the environment, packed once (envbuild pack): sent to every node
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,7 @@ class Job:
     prepare: str | None = None  # the image's prepare.sh (data without a recorded sha256), run first
     header: tuple[str, ...] = ()
     options: LaunchOptions | None = None
+    packed: PackedEnv | None = None  # distributed to every node and unpacked at its prefix first
 
 
 def path_word(path: str) -> str:
@@ -424,7 +427,26 @@ def build_job(recipe, target, plan, opts: LaunchOptions) -> Job:
                memory_gib=target.memory_gib, shm_size=target.shm_size, infiniband=bool(target.infiniband),
                scheduler_options=(tuple(prog.scheduler_options.get(opts.scheduler, ())) if prog else ()),
                master_port=opts.master_port or (prog.master_port if prog else None),
-               address_var=address_var, prepare=prepare, header=header, options=opts)
+               address_var=address_var, prepare=prepare, header=header, options=opts,
+               packed=_packed(opts, plan, target))
+
+
+def _packed(opts: LaunchOptions, plan, target) -> PackedEnv | None:
+    """The pack to distribute, checked against the plan: it unpacks at its own prefix only, on
+    a node's own disk (a shared prefix is used where it is)."""
+    if opts.packed is None:
+        return None
+    if target.shared_prefix:
+        raise InputError(f"target {target.name} has a shared prefix: every node uses it where it is",
+                         hint="leave --packed out, or give a target whose prefix is on each node's own disk")
+    if opts.scheduler != "slurm":
+        raise InputError(f"--packed is distributed through Slurm's sbcast; {opts.scheduler} has no path for it yet",
+                         hint="leave --packed out (each node uses the environment provisioned on it)")
+    if opts.packed.prefix.rstrip("/") != plan.prefix.rstrip("/"):
+        raise InputError(f"the pack holds the environment of {opts.packed.prefix}; this plan's prefix is {plan.prefix}",
+                         hint="a pack unpacks at the path it was made at (a venv is not relocatable): "
+                              "give --prefix " + opts.packed.prefix)
+    return opts.packed
 
 
 def _torchrun(launcher: str, program: str) -> str:

@@ -11,6 +11,8 @@ folder mounted.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from envbuild.launch.job import Job, comment, heredoc, say, task_script, variables
 from envbuild.render.shell import q
 
@@ -55,6 +57,8 @@ def render(job: Job) -> str:
         lines += say(job.replaced)
     for name, content in sorted(job.files.items()):
         lines += [f"# {name}, as the published script writes it", *heredoc(f'"$JOB_DIR"/{q(name)}', content)]
+    if job.packed is not None:
+        lines += distribute(job)
     task = '"$JOB_DIR/$SLURM_JOB_NAME-$SLURM_JOB_ID.task.sh"'
     lines += ["# the task every node runs", *heredoc(task, task_script(job, PRELUDE))]
     srun = ["srun"]
@@ -66,3 +70,32 @@ def render(job: Job) -> str:
         srun += [f"--container-image={q(job.container_image)}", '--container-mounts="$JOB_DIR"']
     lines.append(" ".join([*srun, "bash", task]))
     return "\n".join(lines) + "\n"
+
+
+def distribute(job: Job) -> list[str]:
+    """The lines that bring the packed environment (``envbuild pack``) to every node of the
+    allocation before the task: Slurm's ``sbcast`` copies it to each node's own disk through
+    its tree (the file is read once, from where the job was submitted), each node checks the
+    sha256 the pack's manifest recorded and only then unpacks it at the prefix, where the task
+    reads it. A node whose copy differs, or whose prefix lies on a shared file system (where
+    every node would replace the one copy the others read), fails the job before any task."""
+    p = job.packed
+    prefix = p.prefix.rstrip("/")
+    parent = str(Path(prefix).parent)
+    copy = f"{prefix}.pack-{p.sha256[:16]}.tar.gz"
+    each = '--nodes="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1'
+    unpack = (f'set -eu; fs="$(stat -f -c %T {q(parent)})"; case "$fs" in '
+              f'nfs*|lustre|gpfs|cifs|smb*|ceph*|beegfs*|fuse.*) '
+              f'echo "envbuild: $(hostname): {parent} is on a shared file system ($fs): a pack unpacks on a node\'s own disk" >&2; '
+              f'rm -f {q(copy)}; exit 1;; esac; '
+              f'if ! echo {q(p.sha256 + "  " + copy)} | sha256sum -c --status -; then '
+              f'echo "envbuild: $(hostname): the copy of the pack does not match its sha256 {p.sha256}" >&2; '
+              f'rm -f {q(copy)}; exit 1; fi; '
+              f'rm -rf {q(prefix)}; mkdir -p {q(prefix)}; tar -xzf {q(copy)} -C {q(prefix)}; rm -f {q(copy)}; '
+              f'echo "envbuild: $(hostname) checked the pack (sha256 {p.sha256[:16]}) and unpacked it at {prefix}"')
+    return ["# the environment, packed once (envbuild pack, "
+            f"{p.bytes} bytes, sha256 {p.sha256}): sbcast sends it to every node's own disk",
+            "# through Slurm's tree; each node checks the sha256, then unpacks it at the prefix",
+            f"srun {each} mkdir -p {q(parent)}",
+            f"sbcast --force --fanout=8 {q(p.archive)} {q(copy)}",
+            f"srun {each} sh -c {q(unpack)}"]

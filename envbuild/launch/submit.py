@@ -26,7 +26,7 @@ import shutil
 import socket
 import subprocess
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -319,7 +319,7 @@ def launch(recipe, target, plan, options: LaunchOptions, *, argv: list[str],
     rd = writer.rd
     job_dir = rd.path / "job"
     job_dir.mkdir(mode=0o700)
-    job = build_job(recipe, target, plan, LaunchOptions(**{**asdict(options), "output_dir": str(job_dir)}))
+    job = build_job(recipe, target, plan, replace(options, output_dir=str(job_dir)))
     rendered = render_job(job)
     script = job_dir / rendered.filename
     script.write_text(rendered.text)

@@ -123,6 +123,13 @@ class SlurmCluster:
         return self.dir / "bin"
 
     @property
+    def node_local(self) -> Path:
+        """A path that is each node's own disk (a tmpfs mounted in its mount namespace), as a
+        cluster's ``/local/scratch``: jobs on two nodes see two folders there, this machine the
+        empty folder under them."""
+        return self.dir / "node-local"
+
+    @property
     def env(self) -> dict[str, str]:
         """Variables for a process that runs Slurm clients (``sbatch`` ... from PATH)."""
         return {"SLURM_CONF": str(self.conf),
@@ -333,6 +340,7 @@ def _network(cluster: SlurmCluster, count: int) -> None:
 NODE_START = """\
 set -e
 mount --bind {hosts} /etc/hosts
+mount -t tmpfs -o size=4g,mode=0755 tmpfs {node_local}
 hostname {name}
 exec {slurmd} -D -N {name} -f {conf}
 """
@@ -351,7 +359,7 @@ def slurm_cluster(nodes: int = 2, *, gpus_per_node: int = 2, cpus_per_node: int 
     tag = f"eb{os.getpid() % 100000}{secrets.token_hex(2)}"
     cluster = SlurmCluster(dir=d, hub=f"{tag}h", gpus_per_node=gpus_per_node, cpus_per_node=cpus_per_node)
     try:
-        for sub in ("etc", "state", "spool", "run", "log", "bin"):
+        for sub in ("etc", "state", "spool", "run", "log", "bin", "node-local"):
             (d / sub).mkdir()
         ctl_host = socket.gethostname().split(".")[0]
         sock = _start_munge(cluster)
@@ -379,7 +387,8 @@ def slurm_cluster(nodes: int = 2, *, gpus_per_node: int = 2, cpus_per_node: int 
         _wait_for("slurmctld", lambda: cluster.client(["sinfo", "-h"], check=False).returncode == 0,
                   ctl, ctl_log, timeout)
         for n in cluster.nodes:
-            script = NODE_START.format(hosts=hosts, name=n.name, slurmd=_sbin("slurmd"), conf=cluster.conf)
+            script = NODE_START.format(hosts=hosts, name=n.name, slurmd=_sbin("slurmd"), conf=cluster.conf,
+                                       node_local=cluster.node_local)
             p = subprocess.Popen(["nsenter", f"--net=/run/netns/{n.netns}", "unshare", "--mount", "--uts",
                                   "--propagation", "private", "sh", "-c", script],
                                  env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
