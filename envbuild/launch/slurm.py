@@ -98,4 +98,5 @@ def distribute(job: Job) -> list[str]:
             "# through Slurm's tree; each node checks the sha256, then unpacks it at the prefix",
             f"srun {each} mkdir -p {q(parent)}",
             f"sbcast --force --fanout=8 {q(p.archive)} {q(copy)}",
+            "# shellcheck disable=SC2016  # expanded by each node's shell",
             f"srun {each} sh -c {q(unpack)}"]
