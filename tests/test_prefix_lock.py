@@ -101,11 +101,16 @@ def test_the_lock_on_the_prefix_itself_keeps_two_controllers_apart(tmp_path) -> 
         assert json.loads((tmp_path / "env" / ".envbuild" / "prefix.lock").read_text())["run"] == "run-d"
 
 
+def hold_elsewhere(prefix, run: str, seconds: int) -> subprocess.Popen:
+    """Another controller (a process of its own) holding ``prefix`` through node n1 for ``seconds``."""
+    code = ("import time\nfrom envbuild.execute import prefixlock\nfrom envbuild.connect.nodes import Node\n"
+            f"with prefixlock.on_nodes([prefixlock.Claim(Node(name='n1', connection='local'), {str(prefix)!r})], {run!r}):\n"
+            f"    print('held', flush=True)\n    time.sleep({seconds})\n")
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+
+
 def test_a_waiting_run_takes_a_shared_prefix_when_its_holder_ends(tmp_path) -> None:
-    code = ("import sys, time\nfrom envbuild.execute import prefixlock\nfrom envbuild.connect.nodes import Node\n"
-            f"with prefixlock.on_nodes([prefixlock.Claim(Node(name='n1', connection='local'), {str(tmp_path / 'env')!r})], 'first'):\n"
-            "    print('held', flush=True)\n    time.sleep(2)\n")
-    first = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    first = hold_elsewhere(tmp_path / "env", "first", 2)
     try:
         assert first.stdout.readline().strip() == "held"
         t = time.monotonic()
@@ -119,10 +124,7 @@ def test_a_waiting_run_takes_a_shared_prefix_when_its_holder_ends(tmp_path) -> N
 
 
 def test_a_killed_controller_leaves_the_prefix_unlocked(tmp_path) -> None:
-    code = ("import time\nfrom envbuild.execute import prefixlock\nfrom envbuild.connect.nodes import Node\n"
-            f"with prefixlock.on_nodes([prefixlock.Claim(Node(name='n1', connection='local'), {str(tmp_path / 'env')!r})], 'killed'):\n"
-            "    print('held', flush=True)\n    time.sleep(600)\n")
-    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    holder = hold_elsewhere(tmp_path / "env", "killed", 600)
     try:
         assert holder.stdout.readline().strip() == "held"
     finally:
