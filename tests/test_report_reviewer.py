@@ -313,3 +313,22 @@ def test_a_verdict_against_a_same_gpu_reference_names_both_records(run):
     for text in (md, html):
         assert "smoke/native.out" in text and f"docs/results/{record}" in text and "FAIL" in text
     assert "- compared with: reference " in md
+
+
+def test_a_setup_of_envbuilds_own_is_not_applicable_for_available_and_reproduced(run):
+    """The quick start's demo published nothing: its Available and Reproduced badges say "not
+    applicable" and why, never "supported", while their criteria are still judged and shown
+    (the verdict reads them); a third-party recipe's badges apply."""
+    make_clean(run)
+    assert badge(collect(run), "reproduced").supported and not badge(collect(run), "reproduced").not_applicable
+    edit(run / "recipe.json", lambda r: r["published"].update(url="envbuild:README.md#quick-start"))
+    report = collect(run)
+    for bid in ("available", "reproduced"):
+        b = badge(report, bid)
+        assert not b.supported and b.not_applicable.startswith("nothing was published: envbuild:README.md")
+        assert b.criteria  # still judged
+    assert badge(report, "functional").supported and not badge(report, "functional").not_applicable
+    assert report.verdict.status == "PASS"  # the verdict reads the criteria, as before
+    md, html = render(report, "md"), render(report, "html")
+    assert "| Results Reproduced | not applicable: nothing was published" in md
+    assert "not applicable: nothing was published" in html

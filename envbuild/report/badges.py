@@ -14,6 +14,11 @@ when every one of its rows is met.
   threshold. A recipe without a threshold is NOT JUDGED and never supports it: the evidence
   says whether the value is within ``REPRODUCED_WITHIN`` of the published figure (same GPU
   model only), as information.
+
+Available and Reproduced are about an artifact someone published and its results: for a setup
+of envbuild's own (its ``published`` is an ``envbuild:`` address, as the quick start's demo)
+they do not apply, said as "not applicable" with why, never as supported. Their criteria are
+still judged and shown (the verdict reads them).
 """
 
 from __future__ import annotations
@@ -172,12 +177,25 @@ CRITERIA: tuple[Criterion, ...] = (
 )
 
 
+OWN = "envbuild:"  # the address of a setup of envbuild's own (cpu-reference: the README's quick start)
+
+
+def not_applicable(report: Report, bid: str) -> str:
+    """Why badge ``bid`` does not apply to the run's recipe ("" where it does)."""
+    url = report.recipe.published or ""
+    if bid in ("available", "reproduced") and url.startswith(OWN):
+        return (f"nothing was published: {url} is envbuild's own setup, not a third-party artifact "
+                + ("to archive" if bid == "available" else "with results to reproduce"))
+    return ""
+
+
 def assess(report: Report) -> list[Badge]:
     """Each ACM badge with its criteria judged on ``report``."""
     badges = []
     for bid in NAMES:
         crit = [BadgeCriterion(id=c.id, requirement=c.requirement, met=met, evidence=evidence)
                 for c in CRITERIA if c.badge == bid for met, evidence in [c.check(report)]]
-        badges.append(Badge(id=bid, name=NAMES[bid], acm=ACM[bid], supported=all(c.met for c in crit),
-                            criteria=crit))
+        why = not_applicable(report, bid)
+        badges.append(Badge(id=bid, name=NAMES[bid], acm=ACM[bid], supported=not why and all(c.met for c in crit),
+                            criteria=crit, not_applicable=why))
     return badges

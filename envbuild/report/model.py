@@ -225,6 +225,9 @@ class Badge(_M):
     acm: str  # what ACM asks for, in short
     supported: bool
     criteria: list[BadgeCriterion] = Field(default_factory=list)
+    # why the badge does not apply to this recipe ("" where it does): ACM's badges are about a
+    # published artifact and its results; a setup of envbuild's own published neither
+    not_applicable: str = ""
 
 
 class PipelineStep(_M):

@@ -121,9 +121,10 @@ def badges(report: Report) -> str:
         return ""
     cards, rows = [], []
     for b in report.badges:
-        state = "supported by this run" if b.supported else "not supported by this run"
+        state = (f"not applicable: {b.not_applicable}" if b.not_applicable
+                 else "supported by this run" if b.supported else "not supported by this run")
         cards.append(f'<div class="badge {"yes" if b.supported else "no"}" id="badge-{b.id}"><b>{escape(b.name)}</b>'
-                     f'<span class="state">{"&#10003; " if b.supported else ""}{state}</span></div>')
+                     f'<span class="state">{"&#10003; " if b.supported else ""}{escape(state)}</span></div>')
         rows += ["<tr>" + td(b.name) + td(c.requirement) + ok_cell(c.met, "met", "not met") + td(c.evidence) + "</tr>"
                  for c in b.criteria]
     return ('<h2>ACM artifact badges</h2><div class="badges">' + "".join(cards) + "</div>"

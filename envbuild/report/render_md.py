@@ -116,7 +116,7 @@ def badges_section(badges: list[Badge]) -> list[str]:
     out = ["## ACM artifact badges", "",
            "Reviewers award the badges; this says which ones the run's evidence supports.", ""]
     out += table(["badge", "supported by this run", "criteria not met"],
-                 [[b.name, "**yes**" if b.supported else "no",
+                 [[b.name, f"not applicable: {b.not_applicable}" if b.not_applicable else "**yes**" if b.supported else "no",
                    ", ".join(c.id for c in b.criteria if not c.met) or "-"] for b in badges]) + [""]
     out += table(["badge", "criterion", "met", "evidence"],
                  [[b.name, c.requirement, "yes" if c.met else "no", c.evidence] for b in badges for c in b.criteria])
