@@ -214,3 +214,10 @@ def test_a_pack_unpacks_only_at_its_own_prefix(tmp_path) -> None:
     with pytest.raises(InputError, match="holds no environment envbuild made"):
         envpack.pack(tmp_path / "a", tmp_path / "p.tar.gz")
     assert not (tmp_path / "p.tar.gz").exists()
+    # the sbatch script: sbcast, then each node's check, then the task
+    from envbuild.launch.slurm import render
+
+    mine = envpack.PackedEnv("/x.tar.gz", "0" * 64, 1, str(tmp_path / "a"))
+    text = render(build_job(rec, tgt, plan, LaunchOptions(scheduler="slurm", smoke_only=True, packed=mine)))
+    assert "sbcast --force --fanout=8 /x.tar.gz " in text
+    assert text.index("sbcast") < text.index("sha256sum -c") < text.index("# the task every node runs")

@@ -122,12 +122,14 @@ class SlurmCluster:
     def bin_dir(self) -> Path:
         return self.dir / "bin"
 
+    node_local_dir: Path | None = None  # given to slurm_cluster; else <dir>/node-local
+
     @property
     def node_local(self) -> Path:
         """A path that is each node's own disk (a tmpfs mounted in its mount namespace), as a
         cluster's ``/local/scratch``: jobs on two nodes see two folders there, this machine the
-        empty folder under them."""
-        return self.dir / "node-local"
+        folder under them (its own files, which no node sees)."""
+        return self.node_local_dir or self.dir / "node-local"
 
     @property
     def env(self) -> dict[str, str]:
@@ -348,19 +350,23 @@ exec {slurmd} -D -N {name} -f {conf}
 
 @contextlib.contextmanager
 def slurm_cluster(nodes: int = 2, *, gpus_per_node: int = 2, cpus_per_node: int = 16,
-                  memory_mb: int = 16384, base_dir: str | None = None,
-                  timeout: float = 30) -> Iterator[SlurmCluster]:
-    """Start a cluster of ``nodes`` idle nodes and always tear it down on exit."""
+                  memory_mb: int = 16384, base_dir: str | None = None, node_local: Path | None = None,
+                  tree_width: int | None = None, timeout: float = 30) -> Iterator[SlurmCluster]:
+    """Start a cluster of ``nodes`` idle nodes and always tear it down on exit. ``node_local``:
+    the path that is each node's own disk (default: a folder of the cluster's); ``tree_width``:
+    slurm.conf's TreeWidth, the fan-out of Slurm's message tree (sbcast's too; default Slurm's)."""
     ensure_packages()
     why = why_unavailable()
     if why:
         raise EnvironmentProblem(f"cannot start the Slurm testbed: {why}", hint=INSTALL_HINT)
     d = Path(tempfile.mkdtemp(prefix="envbuild-slurm-", dir=base_dir))
     tag = f"eb{os.getpid() % 100000}{secrets.token_hex(2)}"
-    cluster = SlurmCluster(dir=d, hub=f"{tag}h", gpus_per_node=gpus_per_node, cpus_per_node=cpus_per_node)
+    cluster = SlurmCluster(dir=d, hub=f"{tag}h", gpus_per_node=gpus_per_node, cpus_per_node=cpus_per_node,
+                           node_local_dir=node_local)
     try:
-        for sub in ("etc", "state", "spool", "run", "log", "bin", "node-local"):
+        for sub in ("etc", "state", "spool", "run", "log", "bin"):
             (d / sub).mkdir()
+        cluster.node_local.mkdir(parents=True, exist_ok=True)
         ctl_host = socket.gethostname().split(".")[0]
         sock = _start_munge(cluster)
         _network(cluster, nodes)
@@ -369,7 +375,8 @@ def slurm_cluster(nodes: int = 2, *, gpus_per_node: int = 2, cpus_per_node: int 
             f"RealMemory={memory_mb}" + (f" Gres=gpu:{gpus_per_node}" if gpus_per_node else "")
             + " State=UNKNOWN" for n in cluster.nodes)
         cluster.conf.write_text(SLURM_CONF.format(ctl_host=ctl_host, ctl_addr=f"{SUBNET}.1",
-                                                  munge_socket=sock, dir=d, nodes=node_lines))
+                                                  munge_socket=sock, dir=d, nodes=node_lines)
+                                + (f"TreeWidth={int(tree_width)}\n" if tree_width else ""))
         (d / "etc" / "gres.conf").write_text(_gres_conf(cluster.nodes, gpus_per_node))
         (d / "etc" / "cgroup.conf").write_text("CgroupPlugin=autodetect\nIgnoreSystemd=yes\n")
         hosts = d / "etc" / "hosts"
