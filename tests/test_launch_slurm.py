@@ -221,3 +221,32 @@ def test_a_pack_unpacks_only_at_its_own_prefix(tmp_path) -> None:
     text = render(build_job(rec, tgt, plan, LaunchOptions(scheduler="slurm", smoke_only=True, packed=mine)))
     assert "sbcast --force --fanout=8 /x.tar.gz " in text
     assert text.index("sbcast") < text.index("sha256sum -c") < text.index("# the task every node runs")
+
+
+@pytest.mark.process
+def test_a_packs_unpack_line_runs_its_paths_as_data(tmp_path) -> None:
+    """The node's unpack command of a pack whose prefix holds shell syntax: run by sh as the
+    node would, it checks the copy and unpacks it there, and runs none of that syntax."""
+    import shlex
+    import subprocess
+
+    from envbuild.bundle import envpack
+    from envbuild.launch.slurm import distribute
+
+    prefix = tmp_path / 'e$(touch pwned)"`touch pwned2`'
+    (prefix / ".envbuild").mkdir(parents=True)
+    (prefix / ".envbuild" / "env.sh").write_text("export X=1\n")
+    packed = envpack.pack(prefix, tmp_path / "p.tar.gz")
+    copy = Path(f"{str(prefix).rstrip('/')}.pack-{packed.sha256[:16]}.tar.gz")
+    copy.write_bytes((tmp_path / "p.tar.gz").read_bytes())  # where sbcast would have put it
+
+    class Job:
+        pass
+    job = Job()
+    job.packed = packed
+    script = shlex.split(distribute(job)[-1])[-1]  # srun ... sh -c SCRIPT
+    proc = subprocess.run(["sh", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert f"and unpacked it at {prefix}" in proc.stdout
+    assert (prefix / ".envbuild" / "env.sh").read_text() == "export X=1\n" and not copy.exists()
+    assert not list(tmp_path.rglob("pwned*"))
