@@ -72,6 +72,27 @@ def test_a_missing_torch_file_is_named_with_the_commands_that_supply_it(tmp_path
     assert torch["dist"]["filename"] == whl.name
     assert torch["dist"]["sha256"] == hashlib.sha256(whl.read_bytes()).hexdigest()
 
+    # the Dockerfile renders from that lock, torch by the recorded sha256 (without it: refused, above)
+    out = tmp_path / "image"
+    rendered = envbuild("render", "alpa-megatron", "--target", "azure-nd96", "--format", "dockerfile",
+                        "--lock", str(lock), "-o", str(out), cwd=tmp_path)
+    assert rendered.returncode == 0, rendered.stderr
+    assert torch["dist"]["sha256"] in "".join(p.read_text() for p in out.rglob("*") if p.is_file())
+
+
+@pytest.mark.integration
+def test_render_names_the_missing_torch_file_and_writes_nothing(tmp_path):
+    out = tmp_path / "image"
+    got = envbuild("render", "alpa-megatron", "--target", "azure-nd96", "--format", "dockerfile", "-o", str(out),
+                   cwd=tmp_path)
+    assert got.returncode == 1, got.stderr
+    said = " ".join(got.stderr.split())
+    assert "torch 1.8.2+cu111: not verified: index download.pytorch.org unreachable" in said
+    assert ("python -m pip download --no-deps --only-binary=:all: --python-version 3.8 --platform linux_x86_64 "
+            "--find-links https://download.pytorch.org/whl/lts/1.8/torch_lts.html -d WHEELS torch==1.8.2+cu111; "
+            "then envbuild lock alpa-megatron --target azure-nd96 --wheelhouse WHEELS") in said
+    assert "--allow-unverified NAME" in said and "Traceback" not in got.stderr and not out.exists()
+
 
 def test_a_data_file_without_network_names_the_file_the_mirror_must_hold(tmp_path):
     from envbuild.bundle.fetch import fetch_data_file

@@ -36,6 +36,7 @@ from envbuild.bundle.manifest import (DATA, GIT, MANIFEST, PREBUILT, WHEELS, Bun
                                       Manifest, Omitted, tree_files)
 from envbuild.errors import CheckFailed, EnvironmentProblem, InputError
 from envbuild.fsio import sha256_file
+from envbuild.lock.supply import supply_steps
 from envbuild.lock.schema import Lock, normalize
 from envbuild.plan.build import PlanOptions
 from envbuild.plan.model import Plan
@@ -130,15 +131,11 @@ def mirror_hint(url: str) -> str:
 
 
 def supply_hint(recipe: Recipe, lock: Lock, entry, arch: str) -> str:
-    """How to supply a locked package whose file this machine could not reach: the one download
-    on a machine that reaches its index, then the re-lock that records the file's sha256."""
-    where = (f"--find-links {shlex.quote(entry.source)}" if entry.source.endswith(".html")
-             else f"--index-url {shlex.quote(entry.source)}") if "://" in entry.source else ""
-    download = (f"python -m pip download --no-deps --only-binary=:all: --python-version {recipe.python} "
-                f"--platform linux_{arch} {where} -d WHEELS {shlex.quote(f'{entry.name}=={entry.version}')}")
-    return (f"a bundle carries only locked, hashed files: on a machine that reaches {entry.source}, "
-            f"{' '.join(download.split())}; then envbuild lock {recipe.name} --target {lock.target.name} "
-            "--wheelhouse WHEELS (its sha256 is recorded) and bundle with --wheelhouse WHEELS")
+    """How to supply a locked package whose file this machine could not reach
+    (``envbuild.lock.supply``), then bundle with the wheelhouse."""
+    return ("a bundle carries only locked, hashed files: "
+            + supply_steps(entry, recipe.name, lock.target.name, recipe.python, arch)
+            + " and bundle with --wheelhouse WHEELS")
 
 
 def make_bundle(recipe: Recipe, recipe_file: Path, target_file: Path | None, lock: Lock, lock_text: str,

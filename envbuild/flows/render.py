@@ -76,7 +76,8 @@ def render(request: RenderRequest) -> RenderOutcome:
                         wheelhouse=request.wheelhouse, prefix=request.prefix,
                         run_dir=str((folder / "run").resolve()), cache_dir=str((folder / "cache").resolve()),
                         inventory=inventory)
-    refuse_unverified(res.plan, list(request.allow_unverified))  # before a file is written
+    refuse_unverified(res.plan, list(request.allow_unverified), lock, rec.python,  # before a file is written
+                      tgt.platform.arch)
     written = write(res.context, folder, wheelhouse=Path(request.wheelhouse) if request.wheelhouse else None)
     return RenderOutcome(folder=folder, files=written, recipe=rec.name, target=tgt.name, feasible=res.feasible,
                          summary=res.summary, base=res.base, lock_sha256=res.plan.lock_digest)

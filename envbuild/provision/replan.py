@@ -13,6 +13,8 @@ from envbuild.connect import ssh
 from envbuild.connect.nodes import Node
 from envbuild.errors import EnvironmentProblem, CheckFailed
 from envbuild.facts import reach
+from envbuild.lock.schema import normalize
+from envbuild.lock.supply import supply_steps
 from envbuild.plan import indexes
 from envbuild.plan.model import Plan
 from envbuild.plan.resolve import resolve
@@ -43,16 +45,26 @@ def refuse_unreachable_indexes(nodes: list[Node], plans: dict[str, Plan]) -> dic
     return local
 
 
-def refuse_unverified(plan: Plan, allowed: list[str]) -> None:
-    """A package without a hash in the lock installs only when named by --allow-unverified."""
+def refuse_unverified(plan: Plan, allowed: list[str], lock=None, python: str | None = None,
+                      arch: str = "x86_64") -> None:
+    """A package without a hash in the lock installs only when named by --allow-unverified.
+    With the ``lock`` (and the recipe's ``python``), the refusal names each package's file, why
+    it has no hash and the commands that supply it (``envbuild.lock.supply``)."""
     ok = {a.lower() for a in allowed}
     missing = sorted({n for s in plan.steps if s.kind in ("pip_install", "pip_tooling")
                       for n in s.params.unverified if n.lower() not in ok})
-    if missing:
-        raise CheckFailed(f"{len(missing)} package(s) have no verified hash in the lock: "
-                          f"{', '.join(missing)}",
-                          hint="re-lock with a reachable index or wheelhouse, or accept them "
-                               "one by one with --allow-unverified NAME")
+    if not missing:
+        return
+    entries = {normalize(p.name): p for p in lock.packages} if lock is not None else {}
+    found = [entries[normalize(n)] for n in missing if normalize(n) in entries]
+    lines = [f"{e.name} {e.version}: {e.reason or 'no file in the lock'}" for e in found]
+    supply = [supply_steps(e, plan.recipe, plan.target, python, arch) for e in found
+              if python and e.source not in ("preinstalled", "pypi")]
+    raise CheckFailed(f"{len(missing)} package(s) have no verified hash in the lock: {', '.join(missing)}"
+                      + "".join(f"\n  - {line}" for line in lines),
+                      hint="; ".join(supply + ["or accept them one by one with --allow-unverified NAME"
+                                               if supply else "re-lock with a reachable index or wheelhouse, "
+                                               "or accept them one by one with --allow-unverified NAME"]))
 
 
 def push_wheels(opts: ProvisionOptions, nodes: list[Node], plans: dict[str, Plan], lock, rd: rundir.RunDir,
@@ -88,7 +100,7 @@ def plan_nodes(opts: ProvisionOptions, recipe, target, facts: dict, feasible: li
             plan = resolve(recipe, target, facts[node.name], lock,
                            replace(plan_opts, host=node.name, node_python=node.python,
                                    prefix=node_prefix(opts.prefix, node.name))).plan
-            refuse_unverified(plan, opts.allow_unverified)
+            refuse_unverified(plan, opts.allow_unverified, lock, recipe.python, target.platform.arch)
             bundle_offline.check_plan(opts, plan)  # --bundle: it carries all the plan needs (exit 1)
             check_from_step(plan, opts.from_step)
             plans[node.name] = plan
