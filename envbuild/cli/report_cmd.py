@@ -19,15 +19,22 @@ from envbuild.errors import NOT_JUDGED, CheckFailed, EnvironmentProblem, InputEr
 @click.option("--format", "fmt", type=click.Choice(["html", "md", "json"]), default=None,
               help="Output format (default: from -o's suffix, else md).")
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="Write to FILE (atomically) instead of stdout.")
-def report_cmd(run_dir: Path | None, fmt: str | None, output: Path | None) -> None:
+@click.option("--recipe", default=None, metavar="NAME",
+              help="A committed result's recipe, where nothing beside its record names it.")
+def report_cmd(run_dir: Path | None, fmt: str | None, output: Path | None, recipe: str | None) -> None:
     """Write the verification report of a run (default: $ENVBUILD_HOME/runs/latest).
 
     Exit 0: the verdict is PASS; 1: FAIL; 5: NOT JUDGED (nothing failed, but no threshold decided
     it: the report says what was not measured). The report is written all the same.
 
+    A folder of committed results (docs/results/RUN: raw native.out records, without the run's
+    nodes/ folder) is judged again under today's rules: each record read by today's judge, beside
+    the verdict stored with it that day (Markdown or JSON; exit 0 all PASS, 1 one FAILs, 5 else).
+
     \b
     envbuild report                                  # Markdown of the latest run
     envbuild report RUN_DIR --format html -o report.html
+    envbuild report docs/results/h100x4-run9         # committed runs, judged again
     """
     from envbuild.fsio import write_atomic
     from envbuild.report import collect, render
@@ -35,9 +42,15 @@ def report_cmd(run_dir: Path | None, fmt: str | None, output: Path | None) -> No
 
     if fmt is None:
         fmt = {".html": "html", ".htm": "html", ".json": "json"}.get(output.suffix if output else "", "md")
+    if run_dir is not None and run_dir.is_dir() and not (run_dir / "nodes").is_dir():
+        from envbuild.report import rejudge
+
+        if records := rejudge.find(run_dir, recipe):
+            return _rejudged(run_dir, records, fmt, output)
     if run_dir is not None and not (run_dir / "run.json").exists():
-        raise InputError(f"{run_dir} is not a run directory (no run.json)",
-                         hint="pass a folder under $ENVBUILD_HOME/runs/ (or none for runs/latest)")
+        raise InputError(f"{run_dir} is not a run directory (no run.json) and holds no native.out record",
+                         hint="pass a folder under $ENVBUILD_HOME/runs/ (or none for runs/latest), or a folder "
+                              "of committed results")
     report = collect(resolve_run(run_dir))
     text = render(report, fmt)
     if output:
@@ -49,6 +62,36 @@ def report_cmd(run_dir: Path | None, fmt: str | None, output: Path | None) -> No
         sys.stdout.flush()
         click.echo(report.verdict.summary(), err=True)
         raise click.exceptions.Exit(NOT_JUDGED if report.verdict.status == "NOT JUDGED" else 1)
+
+
+def _rejudged(root: Path, records, fmt: str, output: Path | None) -> None:
+    """Committed results judged again (``envbuild.report.rejudge``)."""
+    import json
+
+    from envbuild import __version__
+    from envbuild.fsio import write_atomic
+    from envbuild.recipes import load_recipe
+    from envbuild.report import rejudge
+
+    if fmt == "html":
+        raise InputError("committed results judged again are written as md or json", hint="--format md or json")
+    recipes = {}
+    for name in {r.recipe for r in records if r.recipe}:
+        try:
+            recipes[name] = load_recipe(name)
+        except InputError:
+            pass  # shown as "not known" beside its record
+    judged = rejudge.judge_all(root, records, recipes)
+    text = (json.dumps(rejudge.to_dict(root, judged), indent=2, sort_keys=True) + "\n" if fmt == "json"
+            else rejudge.to_markdown(root, judged, __version__))
+    if output:
+        write_atomic(output, text)
+        click.echo(f"wrote {output}", err=True)
+    else:
+        sys.stdout.write(text)
+    code = rejudge.exit_code(judged)
+    if code:
+        raise click.exceptions.Exit(code)
 
 
 @cli.command("verify")

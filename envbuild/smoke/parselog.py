@@ -7,6 +7,7 @@ parser found. The CLI parses its arguments, calls this, prints the outcome.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -65,12 +66,13 @@ def parse_log(req: ParseRequest) -> ParseOutcome:
         raise InputError(f"recipe {req.recipe.name} has no benchmark to parse",
                          hint="envbuild show RECIPE lists its benchmark")
     try:
-        text = req.log.read_text(encoding="utf-8", errors="replace")
+        raw = req.log.read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read {req.log}: {exc.strerror or exc}",
                          hint="give the benchmark's output file") from None
+    text = raw.decode("utf-8", errors="replace")
     verdict = judge(Evidence(recipe=req.recipe.name, benchmark=bench, text=text, gpu=req.gpu, gpus=req.gpus,
-                             warmup=req.warmup, record=str(req.log)))
+                             warmup=req.warmup, record=str(req.log), sha256=hashlib.sha256(raw).hexdigest()))
     metrics = measure(bench, text, req.warmup)
     numbers = {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     return ParseOutcome(recipe=req.recipe.name, parser=bench.parser, logfile=str(req.log),
