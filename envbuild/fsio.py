@@ -79,7 +79,12 @@ def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
 
 def sha256_text(text: str) -> str:
     """sha256 of a text's UTF-8 bytes: digests of plans, locks, rendered files."""
-    return hashlib.sha256(text.encode()).hexdigest()
+    return sha256_bytes(text.encode())
+
+
+def sha256_bytes(data: bytes) -> str:
+    """sha256 of bytes already read (a raw record judged from memory)."""
+    return hashlib.sha256(data).hexdigest()
 
 
 def write_tar(folder: str | os.PathLike, names: list[str], dest: str | os.PathLike) -> Path:

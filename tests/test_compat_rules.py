@@ -168,6 +168,11 @@ CASES = {
                                   ["nvcr.io/nvidia/pytorch:23.04-py3", "no container runtime"], set()),
     "scheduler-mismatch": (make({"launcher": "pbs"}), ["pbs", "a100-node", "none"], set()),
     "too-few-gpus": (make({"benchmark": {"needs_gpus": 2}}), ["needs 2 GPU", "has 1"], set()),
+    "resources-exceed-node": (make({"resources": [{
+        "experiment": "benchmark", "gpus": 1, "gpu_memory_gib": 1000, "host_memory_gib": 100000, "disk_gib": 1,
+        "network": "none", "minutes": 1, "basis": "estimate", "source": "a test's figures"}]}),
+        ["benchmark: 1000 GiB per GPU expected", "100000 GiB of host memory expected", "a100-node",
+         "(estimate: a test's figures)"], set()),
 }
 
 

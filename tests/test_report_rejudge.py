@@ -62,10 +62,10 @@ def test_a_record_nothing_names_needs_its_recipe(tmp_path):
     shutil.copy(RESULTS / "h100x4-run9" / "alpa-run2" / "facts.json", folder / "facts.json")
     bare = report(str(folder), "--format", "json", cwd=tmp_path)
     (row,) = json.loads(bare.stdout)["records"]
-    assert row["now"] is None and "--recipe" in row["why_not"] and bare.returncode == 1
-    named = report(str(folder), "--format", "json", "--recipe", "alpa-megatron-h100", cwd=tmp_path)
+    assert row["now"] is None and "--as-recipe" in row["why_not"] and bare.returncode == 1
+    named = report(str(folder), "--format", "json", "--as-recipe", "alpa-megatron-h100", cwd=tmp_path)
     (row,) = json.loads(named.stdout)["records"]
-    assert row["now"]["verdict"] == "PASS" and row["recipe_from"] == "--recipe" and named.returncode == 0
+    assert row["now"]["verdict"] == "PASS" and row["recipe_from"] == "--as-recipe" and named.returncode == 0
     assert row["stored"] is None  # nothing stored beside it
 
 

@@ -218,6 +218,15 @@ def print_recipe(recipe: Recipe) -> None:
             _say(f"  published figure: {bench.published.value:g}{unit} ({bench.published.source})")
         if bench.why:
             _say(f"  {bench.why}")
+    if recipe.resources:
+        console.print("[bold]expected resource use[/bold] (per experiment; `check` holds the memory against the node):")
+        for r in recipe.resources:
+            gpu_mem = f" x {r.gpu_memory_gib:g} GiB" if r.gpu_memory_gib else " (GPU memory not stated)" if r.gpus else ""
+            _say(f"  {r.experiment}: {r.gpus} GPU(s){gpu_mem}, host memory {r.host_memory_gib:g} GiB, disk "
+                 f"{r.disk_gib:g} GiB, about {r.minutes:g} min; network: {r.network}")
+            _say(f"    {r.basis}: {r.source}")
+    else:
+        _say("expected resource use: not stated")
 
 
 @cli.command("show")

@@ -19,9 +19,9 @@ from envbuild.errors import NOT_JUDGED, CheckFailed, EnvironmentProblem, InputEr
 @click.option("--format", "fmt", type=click.Choice(["html", "md", "json"]), default=None,
               help="Output format (default: from -o's suffix, else md).")
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="Write to FILE (atomically) instead of stdout.")
-@click.option("--recipe", default=None, metavar="NAME",
-              help="A committed result's recipe, where nothing beside its record names it.")
-def report_cmd(run_dir: Path | None, fmt: str | None, output: Path | None, recipe: str | None) -> None:
+@click.option("--as-recipe", "as_recipe", default=None, metavar="NAME",
+              help="Judge committed records as this recipe's, where nothing beside a record names it.")
+def report_cmd(run_dir: Path | None, fmt: str | None, output: Path | None, as_recipe: str | None) -> None:
     """Write the verification report of a run (default: $ENVBUILD_HOME/runs/latest).
 
     Exit 0: the verdict is PASS; 1: FAIL; 5: NOT JUDGED (nothing failed, but no threshold decided
@@ -45,7 +45,7 @@ def report_cmd(run_dir: Path | None, fmt: str | None, output: Path | None, recip
     if run_dir is not None and run_dir.is_dir() and not (run_dir / "nodes").is_dir():
         from envbuild.report import rejudge
 
-        if records := rejudge.find(run_dir, recipe):
+        if records := rejudge.find(run_dir, as_recipe):
             return _rejudged(run_dir, records, fmt, output)
     if run_dir is not None and not (run_dir / "run.json").exists():
         raise InputError(f"{run_dir} is not a run directory (no run.json) and holds no native.out record",

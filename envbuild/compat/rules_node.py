@@ -88,6 +88,24 @@ def _gpus(ctx: Context) -> str | None:
     return f"the benchmark needs {b.needs_gpus} GPU(s) per node; {ctx.facts.host} has {len(ctx.facts.gpus)}"
 
 
+def _resources(ctx: Context) -> str | None:
+    """The recipe's expected use (``Recipe.resources``) against the node: GPU memory per GPU and
+    host memory, where both are stated and known; a smoke's or benchmark's only on a node with
+    GPUs (a CPU node provisions and runs the CPU smoke, not the GPU experiment)."""
+    gib = [g.memory_mib / 1024 for g in ctx.facts.gpus if g.memory_mib]
+    short = []
+    for r in ctx.recipe.resources:
+        if r.experiment != "provision" and not ctx.facts.gpus:
+            continue
+        if r.gpu_memory_gib and gib and min(gib) < r.gpu_memory_gib:
+            short.append(f"{r.experiment}: {r.gpu_memory_gib:g} GiB per GPU expected, {min(gib):.0f} GiB on "
+                         f"{ctx.facts.host} ({r.basis}: {r.source})")
+        if ctx.facts.memory_gib and ctx.facts.memory_gib < r.host_memory_gib:
+            short.append(f"{r.experiment}: {r.host_memory_gib:g} GiB of host memory expected, "
+                         f"{ctx.facts.memory_gib:.0f} GiB on {ctx.facts.host} ({r.basis}: {r.source})")
+    return "; ".join(short) or None
+
+
 RULES: list[Rule] = [
     Rule("python-absent", "error", "the recipe's Python is not on the node and cannot be created",
          "venvs are made from an existing interpreter; without conda/mamba envbuild cannot fetch one",
@@ -117,4 +135,9 @@ RULES: list[Rule] = [
          "(benchmark.needs_gpus, each recipe citing its published command)",
          "envbuild/recipes/schema.py (Benchmark.needs_gpus)",
          "run on a node with enough GPUs or lower the benchmark's GPU count", _gpus),
+    Rule("resources-exceed-node", "warning", "the node has less memory than the recipe expects to use",
+         "a recipe states its expected use per experiment (GPUs, GPU memory, host memory, disk, network, "
+         "time), as artifact checklists ask; a node below it may run out of memory",
+         "envbuild/recipes/schema.py (Recipe.resources)",
+         "run on a node with more memory, or lower the experiment's size", _resources),
 ]

@@ -742,6 +742,25 @@ RECIPE_ONLY = frozenset({"published", "packages", "patches", "deviations", "benc
                          "environment", "import_check"})
 
 
+class Resources(Strict):
+    """Expected use of one kind of experiment, as artifact checklists ask (EuroSys 2027:
+    "expected resource use per kind of experiment"): GPUs (per node), GPU memory per GPU, host
+    memory, disk, network and wall time. ``basis`` says where the figures come from: ``measured``
+    (a run recorded in docs/results, named by ``source``), ``published`` (the authors' page) or
+    ``estimate`` (``source`` says how it was made). ``envbuild check`` holds the GPUs, GPU
+    memory and host memory against the node; ``show`` and the report's appendix show them all."""
+
+    experiment: Literal["provision", "smoke", "benchmark"]
+    gpus: int = Field(ge=0)
+    gpu_memory_gib: FiniteFloat | None = Field(default=None, gt=0)  # per GPU; None: not stated
+    host_memory_gib: FiniteFloat = Field(gt=0)
+    disk_gib: FiniteFloat = Field(ge=0)
+    network: str  # what it reaches ("none": offline)
+    minutes: FiniteFloat = Field(gt=0)
+    basis: Literal["measured", "published", "estimate"]
+    source: str
+
+
 class Recipe(Strict):
     """One published setup, pinned."""
 
@@ -779,13 +798,15 @@ class Recipe(Strict):
     # how each published command runs on a cluster: "default" (benchmark.command), a
     # benchmark variant's name, or a layout of its own (pods running variants)
     run: dict[Name, Run] = Field(default_factory=dict)
+    # expected use per kind of experiment (one entry per kind)
+    resources: list[Resources] = Field(default_factory=list)
 
-    # how jobs are started, on which hardware a benchmark's figures were measured, which of its
+    # how jobs are started, the resources it expects, on which hardware a benchmark's figures were measured, which of its
     # logged values are timed, the guide that points at the setup and its errata say nothing of
     # what is installed: not part of the digest
     # a lock records (``catalog.digest``), so a recipe's locks stay current when they change
     DIGEST_EXCLUDE: ClassVar[dict] = {
-        "run": True, "guide": True, "errata": True,
+        "run": True, "guide": True, "errata": True, "resources": True,
         "benchmark": {"threshold_gpu": True, "threshold_gpus": True, "per_gpu": True, "same_gpu_count": True,
                       "window": True, "timeout_s": True,
                       "published": {"gpu": True, "gpus": True}}}
@@ -835,6 +856,9 @@ class Recipe(Strict):
             elif key not in commands:
                 raise ValueError(f"run.{key}: neither 'default' nor a benchmark variant "
                                  f"({', '.join(sorted(commands))}); only a pods layout has a name of its own")
+        kinds = [r.experiment for r in self.resources]
+        if len(kinds) != len(set(kinds)):
+            raise ValueError("resources: one entry per experiment (provision, smoke, benchmark)")
         for s in self.sources:
             if s.build_needs_image and not self.environment.base_image:
                 raise ValueError(f"source {s.name!r}: build_needs_image, but the environment has no "
@@ -844,7 +868,7 @@ class Recipe(Strict):
     @model_serializer(mode="wrap")
     def _omit_new(self, handler):  # noqa: ANN001, ANN202
         return omit_unset(handler(self), {"data": [], "variant_of": None, "run": {}, "guide": None,
-                                             "errata": []})
+                                             "errata": [], "resources": []})
 
     def run_of(self, variant: str | None) -> Run | None:
         """How ``variant`` (None: the benchmark's own command) runs on a cluster, if said."""

@@ -14,7 +14,6 @@ judges each; ``to_markdown`` / ``to_dict`` show them. Reads only.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from envbuild.errors import NOT_JUDGED, InputError
+from envbuild.fsio import sha256_file
 from envbuild.smoke import references as refs
 from envbuild.smoke.judge import FAIL, NOTHING_FOUND, PASS, Evidence, Verdict, judge
 
@@ -120,14 +120,14 @@ def _rc(log: Path) -> int | None:
 
 
 def find(root: Path, recipe: str | None = None) -> list[Record]:
-    """Every committed native record under ``root`` (``recipe``: for records that do not say)."""
+    """Every committed native record under ``root`` (``recipe``: for records that do not say, from --as-recipe)."""
     if not root.is_dir():
         raise InputError(f"{root} is not a folder", hint="pass a folder of docs/results")
     out = []
     for log in sorted(p for p in root.rglob("*" + RECORD) if p.is_file() and
                       (p.name == RECORD or p.name.endswith("-" + RECORD))):
-        sha = hashlib.sha256(log.read_bytes()).hexdigest()
-        name, name_from = (recipe, "--recipe") if recipe else _recipe(log, root, sha)
+        sha = sha256_file(log)
+        name, name_from = (recipe, "--as-recipe") if recipe else _recipe(log, root, sha)
         gpu, gpu_from = _gpu(log, root)
         stored, stored_from, gpus = _stored(log, root)
         out.append(Record(record=str(log.relative_to(root)), sha256=sha, recipe=name, recipe_from=name_from,
@@ -143,7 +143,7 @@ def judge_all(root: Path, records: list[Record], recipes: dict[str, Any]) -> lis
         recipe = recipes.get(rec.recipe) if rec.recipe else None
         if recipe is None or recipe.benchmark is None:
             why = (f"recipe {rec.recipe} is not known or has no benchmark" if rec.recipe
-                   else "nothing beside the record names its recipe: pass --recipe NAME")
+                   else "nothing beside the record names its recipe: pass --as-recipe NAME")
             out.append(Judged(record=rec, now=None, why_not=why))
             continue
         text = (root / rec.record).read_bytes().decode("utf-8", errors="replace")

@@ -197,6 +197,11 @@ def judge(ev: Evidence) -> Verdict:
         notes.append("the recipe sets no threshold")
 
     table = tuple(r for r in refs.references() if r.sha256 != ev.sha256) if ev.sha256 else None
+    itself = next((r for r in refs.for_recipe(ev.recipe) if ev.sha256 and r.sha256 == ev.sha256
+                   and comparison(r.gpu, ev.gpu, "recorded").comparable), None)
+    if itself:
+        notes.append(f"this record is itself the reference on {itself.gpus} x {itself.gpu} "
+                     f"(docs/results/{itself.record}), never its own yardstick")
     ref = refs.for_gpu(ev.recipe, ev.gpu, gpus, table)
     if ref is not None and ref.metric == bench.metric:
         scaled, norm, why_not = _per_gpu(bench, gpus, ref.gpus, ref.value, "reference")
@@ -217,12 +222,11 @@ def judge(ev: Evidence) -> Verdict:
     else:
         have = sorted({short_name(r.gpu) for r in refs.for_recipe(ev.recipe) if r.metric == bench.metric})
         here = f"this run's GPU ({ev.gpu})" if ev.gpu else "this run's GPU (not known: give --gpu MODEL)"
-        itself = next((r for r in refs.for_recipe(ev.recipe) if ev.sha256 and r.sha256 == ev.sha256
-                       and comparison(r.gpu, ev.gpu, "recorded").comparable), None)
-        notes.append(f"this record is itself the reference on {itself.gpus} x {itself.gpu} "
-                     f"(docs/results/{itself.record}) and no other is recorded on that model" if itself
-                     else f"no reference recorded on {here}; references exist for: {', '.join(have)}" if have
-                     else "no run of this recipe is recorded as a reference")
+        if itself:
+            notes.append("no other is recorded on that model")
+        else:
+            notes.append(f"no reference recorded on {here}; references exist for: {', '.join(have)}" if have
+                         else "no run of this recipe is recorded as a reference")
     return Verdict(verdict=NOT_JUDGED, reason=f"{shown}, not judged: " + "; ".join(notes), **base)
 
 

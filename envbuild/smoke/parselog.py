@@ -7,13 +7,13 @@ parser found. The CLI parses its arguments, calls this, prints the outcome.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from envbuild.errors import NOT_JUDGED, InputError
+from envbuild.fsio import sha256_bytes
 from envbuild.recipes.schema import Recipe
 from envbuild.smoke.judge import FAIL, NOTHING_FOUND, PASS, Evidence, Verdict, judge, measure
 
@@ -72,7 +72,7 @@ def parse_log(req: ParseRequest) -> ParseOutcome:
                          hint="give the benchmark's output file") from None
     text = raw.decode("utf-8", errors="replace")
     verdict = judge(Evidence(recipe=req.recipe.name, benchmark=bench, text=text, gpu=req.gpu, gpus=req.gpus,
-                             warmup=req.warmup, record=str(req.log), sha256=hashlib.sha256(raw).hexdigest()))
+                             warmup=req.warmup, record=str(req.log), sha256=sha256_bytes(raw)))
     metrics = measure(bench, text, req.warmup)
     numbers = {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     return ParseOutcome(recipe=req.recipe.name, parser=bench.parser, logfile=str(req.log),
