@@ -126,6 +126,26 @@ def test_report_passes_in_three_formats_with_equal_fingerprints(bed, provisioned
     assert "PASS" in text and all(n.addr in text for n in bed["nodes"])
 
 
+def test_the_quick_starts_appendix_covers_every_checklist_item(bed, provisioned):
+    """`envbuild report --appendix` of the real run: each item of the checklist with the run's
+    evidence or a stated gap, the lock's packages as hashed lines, the measured provision time."""
+    from envbuild.lock.export import requirement_lines
+    from envbuild.lock.serialize import read_lock
+    from envbuild.report.appendix import CHECKLIST
+
+    p = envbuild(bed, "report", str(provisioned["run"]), "--appendix")
+    assert p.returncode == 0, p.stderr
+    rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ") for line in p.stdout.splitlines()
+            if line.startswith("| ") and " | " in line}
+    for item, _, _ in CHECKLIST:
+        assert item in rows and (rows[item][2] != "-" or rows[item][3].rstrip(" |") != "-"), rows.get(item)
+    assert rows["validation"][2] == "verdict PASS" and rows["available"][3].startswith("nothing was published")
+    for line in requirement_lines(read_lock(Path(bed["lock"]))):
+        assert line in p.stdout
+    assert re.search(r"\| provision \| `envbuild provision --target local .*` \| .* \| [0-9.]+ min from facts",
+                     p.stdout)
+
+
 def test_real_run_report_in_headless_chromium(bed, provisioned):
     # the report of the run above, as `envbuild report -o` writes it, in a real browser
     assert chromium(), "chromium is not installed: run .ci/report-deps.sh (apt-get install -y chromium)"

@@ -50,6 +50,17 @@ def test_export_without_a_wheelhouse_names_the_upstream_url_and_no_local_path(tm
     assert "path =" not in text and "/opt/wheels" not in text and "wheelhouse/" not in text
 
 
+def test_requirements_name_a_file_of_another_index_by_its_url(tmp_path):
+    """pip looks for ``torch==2.13.0+cpu`` on PyPI, which has no such file: the export names the
+    file of download.pytorch.org by its URL, beside its sha256; PyPI's files stay name==version."""
+    out = tmp_path / "requirements.txt"
+    assert main(["lock", "cpu-reference", "--target", "local", "--format", "requirements", "-o", str(out)]) in (0, None)
+    lines = [x for x in out.read_text().splitlines() if not x.startswith("#")]
+    torch = read_lock(LOCK).package("torch")
+    assert f"torch @ {torch.dist.url} --hash=sha256:{torch.dist.sha256}" in lines
+    assert all(x.startswith("torch @ ") or ("==" in x and " @ " not in x) for x in lines)
+
+
 def test_a_lock_from_before_upstream_urls_needs_the_wheelhouse(tmp_path, capsys):
     """An older lock recorded a wheelhouse file as ``wheelhouse/<file>``: only the folder can
     say where its bytes are."""

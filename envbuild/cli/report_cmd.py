@@ -21,7 +21,11 @@ from envbuild.errors import NOT_JUDGED, CheckFailed, EnvironmentProblem, InputEr
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="Write to FILE (atomically) instead of stdout.")
 @click.option("--as-recipe", "as_recipe", default=None, metavar="NAME",
               help="Judge committed records as this recipe's, where nothing beside a record names it.")
-def report_cmd(run_dir: Path | None, fmt: str | None, output: Path | None, as_recipe: str | None) -> None:
+@click.option("--appendix", is_flag=True,
+              help="Write the run's artifact appendix instead (md or html): the checklist a reviewer is "
+                   "asked for, item by item with the run's evidence or a stated gap.")
+def report_cmd(run_dir: Path | None, fmt: str | None, output: Path | None, as_recipe: str | None,
+               appendix: bool) -> None:
     """Write the verification report of a run (default: $ENVBUILD_HOME/runs/latest).
 
     Exit 0: the verdict is PASS; 1: FAIL; 5: NOT JUDGED (nothing failed, but no threshold decided
@@ -35,6 +39,7 @@ def report_cmd(run_dir: Path | None, fmt: str | None, output: Path | None, as_re
     envbuild report                                  # Markdown of the latest run
     envbuild report RUN_DIR --format html -o report.html
     envbuild report docs/results/h100x4-run9         # committed runs, judged again
+    envbuild report --appendix -o appendix.html      # the artifact appendix of the latest run
     """
     from envbuild.fsio import write_atomic
     from envbuild.report import collect, render
@@ -42,6 +47,8 @@ def report_cmd(run_dir: Path | None, fmt: str | None, output: Path | None, as_re
 
     if fmt is None:
         fmt = {".html": "html", ".htm": "html", ".json": "json"}.get(output.suffix if output else "", "md")
+    if appendix:
+        return _appendix(run_dir, fmt, output, as_recipe)
     if run_dir is not None and run_dir.is_dir() and not (run_dir / "nodes").is_dir():
         from envbuild.report import rejudge
 
@@ -62,6 +69,50 @@ def report_cmd(run_dir: Path | None, fmt: str | None, output: Path | None, as_re
         sys.stdout.flush()
         click.echo(report.verdict.summary(), err=True)
         raise click.exceptions.Exit(NOT_JUDGED if report.verdict.status == "NOT JUDGED" else 1)
+
+
+def _appendix(run_dir: Path | None, fmt: str, output: Path | None, as_recipe: str | None) -> None:
+    """``--appendix``: of a run folder, or of one committed run (its run.json and its record)."""
+    from envbuild.fsio import write_atomic
+    from envbuild.inputs import find_lock
+    from envbuild.lock.serialize import lock_digest
+    from envbuild.recipes import load_recipe
+    from envbuild.record import RunRecord
+    from envbuild.report import appendix as A, collect, rejudge
+    from envbuild.targets import load_target
+    from envbuild.verify import resolve_run
+
+    if fmt not in ("md", "html"):
+        raise InputError(f"the appendix is written as md or html, not {fmt}", hint="--format md or html")
+    folder = resolve_run(run_dir) if run_dir is None or (run_dir / "nodes").is_dir() else run_dir
+    if (folder / "nodes").is_dir():
+        report, lock = collect(folder), None
+        record = RunRecord.load(folder)
+        if record.lock_file.exists():
+            from envbuild.lock.serialize import parse_lock
+
+            lock = parse_lock(record.lock_file.read_text(), record.lock_file)
+    else:
+        records = [r for r in rejudge.find(folder, as_recipe) if "/" not in r.record]
+        if len(records) != 1:
+            raise InputError(f"{folder}: the appendix of committed results is of one run: its run.json and "
+                             f"one native record beside it ({len(records)} found)",
+                             hint="pass one run's folder, e.g. docs/results/h100x4-run9/alpa-run2")
+        rec = load_recipe(records[0].recipe) if records[0].recipe else None
+        (judged,) = rejudge.judge_all(folder, records, {rec.name: rec} if rec else {})
+        report, lock = rejudge.as_report(folder, judged, rec.published.url if rec else None), None
+        try:  # the shipped lock, where it is the one the run used
+            shipped = find_lock(load_recipe(report.run.recipe), load_target(report.run.target))
+            lock = shipped if shipped is not None and lock_digest(shipped) == report.recipe.lock_digest else None
+        except InputError:
+            lock = None
+    appx = A.build(report, load_recipe(report.run.recipe), lock)
+    text = A.to_html(appx) if fmt == "html" else A.to_markdown(appx)
+    if output:
+        write_atomic(output, text)
+        click.echo(f"wrote {output}", err=True)
+    else:
+        sys.stdout.write(text)
 
 
 def _rejudged(root: Path, records, fmt: str, output: Path | None) -> None:

@@ -18,6 +18,7 @@ a wheelhouse; with ``wheelhouse`` given, such files are written as paths in that
 from __future__ import annotations
 
 from envbuild.errors import InputError
+from envbuild.lock.indexes import is_pypi
 from envbuild.lock.schema import Lock, LockedPackage
 
 FORMATS = ("requirements", "pylock")
@@ -57,15 +58,25 @@ def _header(lock: Lock, notes: list[str]) -> list[str]:
     return lines + [f"# left out: {n}" for n in notes]
 
 
-def to_requirements(lock: Lock, wheelhouse: str | None = None) -> str:
-    """``pip install --require-hashes --no-deps -r FILE`` installs exactly the lock."""
-    keep, notes = _exported(lock)
-    lines = _header(lock, notes)
+def requirement_lines(lock: Lock, wheelhouse: str | None = None) -> list[str]:
+    """One hashed line per exported package: ``name==version`` for PyPI's files, the file's own
+    URL (``name @ URL``) for another index's (pip would not find ``torch==2.13.0+cpu`` on PyPI),
+    ``name @ file://...`` in ``wheelhouse``."""
+    keep, _ = _exported(lock)
+    lines = []
     for p in keep:
         kind, where = _location(p, wheelhouse)
-        spec = f"{p.name} @ file://{where}" if kind == "path" else f"{p.name}=={p.version}"
+        spec = (f"{p.name} @ file://{where}" if kind == "path"
+                else f"{p.name} @ {where}" if where.startswith(("https://", "http://")) and not is_pypi(where)
+                else f"{p.name}=={p.version}")
         lines.append(f"{spec} --hash=sha256:{p.dist.sha256}")
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def to_requirements(lock: Lock, wheelhouse: str | None = None) -> str:
+    """``pip install --require-hashes --no-deps -r FILE`` installs exactly the lock."""
+    _, notes = _exported(lock)
+    return "\n".join(_header(lock, notes) + requirement_lines(lock, wheelhouse)) + "\n"
 
 
 def _toml_str(text: str) -> str:

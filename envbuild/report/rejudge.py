@@ -188,3 +188,42 @@ def to_markdown(root: Path, judged: list[Judged], version: str) -> str:
     if not judged:
         lines.append("| - | - | - | - | - | no native record (`native.out`) in the folder |")
     return "\n".join(lines) + "\n"
+
+
+def as_report(root: Path, judged: Judged, published: str | None = None) -> "Report":
+    """One committed run (its ``run.json`` and the record beside it) as a report, its benchmark
+    the record judged again: what ``envbuild report --appendix`` reads of a committed run. The
+    provision's own evidence (observed pins, drift) is not committed, so the report holds none
+    and its verdict is the benchmark's."""
+    from envbuild.facts.model import NodeFacts
+    from envbuild.record import read_run_info
+    from envbuild.report.badges import assess
+    from envbuild.report.collect import facts_summary
+    from envbuild.report.model import Benchmark, NodeReport, RecipeInfo, Reason, Report, RunInfo
+    from envbuild.report.model import Verdict as ReportVerdict
+
+    run = read_run_info(root)
+    log = root / judged.record.record
+    facts = None
+    if (data := _json(_sibling(log, "facts.json"))) is not None:
+        facts = facts_summary(NodeFacts.model_validate(data))
+    now = judged.now
+    bench = []
+    if now is not None:
+        bench.append(Benchmark(name=f"native.{now.metric}", value=now.value, unit=now.unit or "",
+                               higher_is_better=now.higher_is_better, verdict=now.verdict, reason=now.reason,
+                               record=judged.record.record,
+                               reference=now.compared.source if now.compared and now.compared.kind == "reference"
+                               else None))
+    status = now.verdict if now and now.verdict in (PASS, "NOT JUDGED") else FAIL
+    reasons = [] if status != FAIL else [Reason(kind="benchmark", message=now.reason if now else
+                                                (judged.why_not or "the record was not judged"))]
+    report = Report(verdict=ReportVerdict(status=status, reasons=reasons,
+                                          not_judged=[now.reason] if now and status == "NOT JUDGED" else []),
+                    run=RunInfo(run_id=run.run_id, recipe=run.recipe, target=run.target, status=run.status,
+                                started=run.started, finished=run.finished, argv=run.argv, hosts=run.hosts,
+                                envbuild_version=run.envbuild_version),
+                    recipe=RecipeInfo(name=run.recipe, lock_digest=run.lock_digest, published=published),
+                    nodes=[NodeReport(host=(run.hosts or ["node"])[0], facts=facts, benchmarks=bench)])
+    report.badges = assess(report)
+    return report
