@@ -9,6 +9,7 @@ refused before anything is installed.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -261,7 +262,8 @@ def test_a_repacked_bundle_is_refused_unless_its_file_is_pinned(bundle, tmp_path
         bundle_offline.prepare(ProvisionOptions(target="local", bundle=str(bad)))
     assert err.value.exit_code == 1 and "not the lock envbuild holds for cpu-reference on local" in err.value.message
     digest = hashlib.sha256(bad.read_bytes()).hexdigest()
-    assert f"--bundle-sha256 {digest}" in err.value.hint
+    # the hint never offers the digest of the file it refused (pasting it would install it)
+    assert digest not in err.value.hint and "--bundle-sha256 HEX" in err.value.hint
     # the shipped bundle passes; the re-packed one only when the user pins that very file
     bundle_offline.prepare(ProvisionOptions(target="local", bundle=str(out)))
     opts = ProvisionOptions(target="local", bundle=str(bad), bundle_sha256=digest)
@@ -271,6 +273,39 @@ def test_a_repacked_bundle_is_refused_unless_its_file_is_pinned(bundle, tmp_path
     with pytest.raises(CheckFailed) as err:
         bundle_offline.prepare(wrong)
     assert "not the pinned" in err.value.message and "nothing was unpacked" in err.value.hint
+
+
+@pytest.mark.parametrize("entry", [
+    {"path": "prebuilt/x/a.whl", "kind": "prebuilt", "name": "../.."},
+    {"path": "prebuilt/x/a.whl", "kind": "prebuilt", "name": "/etc"},
+    {"path": "../outside.whl", "kind": "dist", "name": "six"},
+    {"path": "node/wheels/a.whl", "kind": "dist", "name": "six/../../x"},
+])
+def test_a_manifest_entry_that_leaves_its_folder_is_refused_before_anything_is_written(bundle, tmp_path, entry):
+    """A re-packed manifest naming a prebuilt cache key ``../..`` (or an absolute or climbing path)
+    would write outside the build cache when its wheels are seeded: it is refused when the
+    manifest is read, before a member is unpacked (so under --dry-run too)."""
+    from envbuild.bundle.unpack import open_bundle
+    from envbuild.errors import InputError
+
+    out, _ = bundle
+    bad = tmp_path / "hostile.tar"
+    with tarfile.open(out) as tin:
+        members = {m.name: (m, tin.extractfile(m).read() if m.isfile() else None) for m in tin.getmembers()}
+    manifest = json.loads(members[MANIFEST][1])
+    manifest["files"].append({"sha256": "0" * 64, "size": 0, **entry})
+    body = json.dumps(manifest).encode()
+    with tarfile.open(bad, "w", format=tarfile.PAX_FORMAT) as tout:
+        for name, (m, data) in members.items():
+            data = body if name == MANIFEST else data
+            if data is not None:
+                m.size = len(data)
+            tout.addfile(m, None if data is None else io.BytesIO(data))
+    with pytest.raises(InputError) as err:
+        open_bundle(bad, home=tmp_path / "home")
+    bad_value = entry["name"] if entry["path"].startswith(("prebuilt/", "node/")) else entry["path"]
+    assert "not a bundle manifest: files." in err.value.message and repr(bad_value) in err.value.message
+    assert not list((tmp_path / "home" / "bundles").glob("*/*")) and not (tmp_path / "etc").exists()
 
 
 def test_a_member_larger_than_its_manifest_entry_is_refused_before_unpacking(bundle, tmp_path):

@@ -30,10 +30,11 @@ Example (abridged)::
 
 from __future__ import annotations
 
-from pathlib import Path
+import re
+from pathlib import Path, PurePosixPath
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from envbuild.fsio import sha256_file
 
@@ -52,15 +53,42 @@ class _M(BaseModel):
     model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
 
+KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")  # one path component: a cache key, a project
+
+
+def inside(value: str, what: str) -> str:
+    """``value`` as a relative POSIX path that stays inside its folder: no absolute path, no
+    ``..``, no backslash, no control character (a manifest is data from a file anyone can re-pack:
+    a name that leaves its folder is refused before anything is written, --dry-run included)."""
+    p = PurePosixPath(value)
+    if (not value or p.is_absolute() or ".." in p.parts or "\\" in value
+            or any(ord(c) < 32 or 127 <= ord(c) < 160 for c in value)):
+        raise ValueError(f"{what} {value!r} is not a relative path inside its folder")
+    return value
+
+
 class BundleFile(_M):
     """One file of the bundle (``path`` relative to the bundle root, POSIX separators)."""
 
     path: str
-    sha256: str
-    size: int
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    size: int = Field(ge=0)
     kind: FileKind
     name: str | None = None  # dist: the project; git: the source; prebuilt: the cache key; data: the recipe's name
     version: str | None = None  # dist: the locked version
+
+    @field_validator("path")
+    @classmethod
+    def _path(cls, v: str) -> str:
+        return inside(v, "file")
+
+    @model_validator(mode="after")
+    def _name(self) -> "BundleFile":
+        if self.name is not None:
+            inside(self.name, f"{self.kind} name")
+            if self.kind in ("prebuilt", "dist") and not KEY.fullmatch(self.name):
+                raise ValueError(f"{self.kind} name {self.name!r} is not one plain name (it becomes a folder)")
+        return self
 
 
 class GitPin(_M):
@@ -75,6 +103,11 @@ class GitPin(_M):
     # a git dependency of source installs (the lock's git pin with required_by: ezpz's
     # ambivalent and enrich): the sources that declare it
     required_by: list[str] | None = None
+
+    @field_validator("path")
+    @classmethod
+    def _path(cls, v: str) -> str:
+        return inside(v, "git path")
 
 
 class Omitted(_M):

@@ -58,8 +58,9 @@ def trusted_lock(b: Opened, pinned: bool) -> None:
              "has none in the lockdir or the shipped locks)")
     raise CheckFailed(f"the bundle {b.file.name} carries lock digest {theirs[:12]}, not {where}: its wheels and "
                       "commits are not the ones envbuild pinned",
-                      hint=f"make the bundle again with `envbuild bundle`; if you made it from a lock of your own, "
-                           f"pin the file you made: --bundle-sha256 {b.digest}")
+                      hint="make the bundle again with `envbuild bundle`; if you made it from a lock of your own, "
+                           "pin the file you made by the sha256 `envbuild bundle` printed when it wrote it: "
+                           "--bundle-sha256 HEX (never the digest of a file you did not make)")
 
 
 def prepare(opts) -> Opened | None:

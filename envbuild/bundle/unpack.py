@@ -73,6 +73,9 @@ class Opened:
             if f.kind != "prebuilt" or not f.name:
                 continue
             dest = cache / f.name
+            if not dest.resolve().is_relative_to(cache.resolve()):  # the manifest refuses it; twice is cheap
+                raise InputError(f"{self.file}: prebuilt key {f.name!r} leaves the build cache",
+                                 hint="this is not a bundle made by `envbuild bundle`; nothing was written")
             if dest.is_dir() and any(dest.glob("*.whl")):
                 continue
             dest.mkdir(parents=True, exist_ok=True)
@@ -146,6 +149,16 @@ def _members(tar: tarfile.TarFile, file: Path) -> list[tarfile.TarInfo]:
     return out
 
 
+def _why(exc: Exception) -> str:
+    """A manifest's first problem, naming its field (``files.12: ...``)."""
+    from pydantic import ValidationError
+
+    if isinstance(exc, ValidationError) and exc.errors():
+        e = exc.errors()[0]
+        return ".".join(str(x) for x in e["loc"]) + ": " + e["msg"]
+    return str(exc).splitlines()[0]
+
+
 def _read_manifest(root: Path, file: Path) -> Manifest:
     from pydantic import ValidationError
 
@@ -155,7 +168,7 @@ def _read_manifest(root: Path, file: Path) -> Manifest:
     try:
         return Manifest.model_validate(json.loads(path.read_text()))
     except (ValueError, ValidationError) as exc:
-        raise InputError(f"{file}: {MANIFEST} is not a bundle manifest: {str(exc).splitlines()[0]}",
+        raise InputError(f"{file}: {MANIFEST} is not a bundle manifest: {_why(exc)}",
                          hint="make the bundle again with `envbuild bundle`") from None
 
 
@@ -173,7 +186,7 @@ def _declared(tar: tarfile.TarFile, members: list[tarfile.TarInfo], file: Path) 
     try:
         manifest = Manifest.model_validate(json.loads(raw.read() if raw else b""))
     except (ValueError, TypeError) as exc:
-        raise InputError(f"{file}: {MANIFEST} is not a bundle manifest: {str(exc).splitlines()[0]}",
+        raise InputError(f"{file}: {MANIFEST} is not a bundle manifest: {_why(exc)}; nothing was unpacked",
                          hint="make the bundle again with `envbuild bundle`") from None
     sizes = {f.path: f.size for f in manifest.files}
     bad = []
