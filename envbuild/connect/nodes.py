@@ -34,7 +34,7 @@ DEFAULT_NODE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 KNOWN_HOSTS_ENV = "ENVBUILD_KNOWN_HOSTS"  # known_hosts files (os.pathsep between several)
 INSECURE_SSH_ARGS = "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
 HOSTS_HINT = "use --hosts user@host[:port],host2 (IPv6 as [addr]:port)"
-_HOST_RE = re.compile(r"^(?:(?P<user>[^@\s]+)@)?(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<host>[A-Za-z0-9_.\-]+))"
+_HOST_RE = re.compile(r"^(?:(?P<user>[^@\s-][^@\s]*)@)?(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<host>[A-Za-z0-9_.][A-Za-z0-9_.\-]*))"
                       r"(?::(?P<port>[^:]*))?$")
 
 # host variables that are fields of Node (first name wins, as in Ansible)
@@ -163,8 +163,10 @@ def read_inventory(path: str | os.PathLike, *, user: str | None = None, port: in
         p = first("port")
         key = first("identity_file")
         nodes.append(Node(
-            name=name, host=validate_text(first("host") or name, f"{where}: ansible_host"),
-            user=validate_text(first("user"), f"{where}: ansible_user") if first("user") is not None else user,
+            name=name, host=validate_ssh_name(validate_text(first("host") or name, f"{where}: ansible_host"),
+                                              f"{where}: ansible_host"),
+            user=validate_ssh_name(validate_text(first("user"), f"{where}: ansible_user"), f"{where}: ansible_user")
+            if first("user") is not None else user,
             port=validate_port(p, f"{where}: ansible_port") if p is not None else port,
             connection=str(first("connection") or "ssh"),
             python=str(first("python")) if first("python") is not None else None,
@@ -336,6 +338,15 @@ def validate_port(value: object, where: str) -> int:
     if not 0 < port < 65536:
         raise InputError(f"{where}: port {value!r} is not a TCP port (1-65535)", hint="ports are 1-65535")
     return port
+
+def validate_ssh_name(value: str, where: str) -> str:
+    """A host or user name as ssh takes it: not starting with ``-`` (ssh would read
+    ``-oProxyCommand=...`` as an option and run it) and without spaces or control characters."""
+    if value.startswith("-") or any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in value):
+        raise InputError(f"{where}: {value!r} is not a host or user name (it starts with '-' or holds a space "
+                         "or a control character)"[:300], hint="write the plain name, e.g. ansible_host: 10.0.0.1")
+    return value
+
 
 def validate_text(value: object, where: str) -> str:
     """A value that must be one plain value (ansible_host, ansible_user, a host name) as text.

@@ -10,6 +10,7 @@ itself runs through ansible-runner (``envbuild.execute.ansible``). A connection 
 from __future__ import annotations
 
 import re
+import shlex
 import socket
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -64,7 +65,8 @@ def failure(node: Node, exc: BaseException, conn=None) -> EnvironmentProblem:
     via = f" via {' -> '.join(h.target + (f':{h.port}' if h.port else '') for h in hops)}" if hops else ""
     return EnvironmentProblem(
         f"{node.name}: cannot reach {node.target} port {port}{via}: {reason(exc)}",
-        hint=f"check the ssh key (--identity), the port and that `ssh -p {port} {node.user or '$USER'}@{node.host} true` works",
+        hint="check the ssh key (--identity), the port and that "
+             f"`ssh -p {port} -- {shlex.quote(f'{node.user}@{node.host}' if node.user else node.host)} true` works",
     )
 
 
