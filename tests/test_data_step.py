@@ -285,3 +285,57 @@ def test_prepare_sh_runs_in_a_container_layout_fetching_recording_and_building(s
     (www / "vocab.json").write_text('{"?": 1}\n')
     again = subprocess.run(["sh", str(files / "prepare.sh")], capture_output=True, text=True, timeout=60)
     assert again.returncode == 1 and "not the one recorded by the first fetch" in again.stderr
+
+
+@pytest.mark.parametrize("layout", ["file-link", "folder-link", "partial-link"])
+def test_a_link_the_tree_carries_never_writes_outside_it(tmp_path, layout) -> None:
+    """A pinned commit can carry a symbolic link where a data file goes (or a folder on its way,
+    or a leftover '.partial'): with --root (the plan passes the component's tree) nothing is
+    written outside the tree, and the file outside keeps its bytes (issue 41)."""
+    tree, outside = tmp_path / "tree", tmp_path / "outside"
+    tree.mkdir()
+    outside.mkdir()
+    victim = outside / "victim.txt"
+    victim.write_text("keep me\n")
+    mirror = tmp_path / "vocab.json"
+    mirror.write_bytes(b"payload\n")
+    dest = tree / "vocab.json"
+    if layout == "file-link":
+        dest.symlink_to(victim)
+    elif layout == "folder-link":
+        (tree / "sub").symlink_to(outside, target_is_directory=True)
+        dest = tree / "sub" / "victim.txt"
+    else:
+        (tree / "vocab.json.partial").symlink_to(victim)
+    proc = _fetch(tmp_path, "--name", "vocab", "--url", "http://127.0.0.1:9/v.json", "--dest", str(dest),
+                  "--mirror", str(mirror), "--sha256", _sha(b"payload\n"), "--root", str(tree))
+    assert victim.read_text() == "keep me\n"
+    if layout == "partial-link":  # the leftover link is removed, the file written inside the tree
+        assert proc.returncode == 0 and dest.read_bytes() == b"payload\n" and not dest.is_symlink()
+    else:
+        assert proc.returncode == 4 and "refusing to write" in proc.stderr, proc.stderr
+
+
+def test_the_plan_passes_the_components_tree_as_the_root() -> None:
+    rec, tgt = load_recipe("megatron-deepspeed-slurm"), load_target("slurm")
+    plan = build_plan(rec, tgt, from_target(tgt), None, PlanOptions(backend="venv", prefix="/e"))
+    step = next(s for s in plan.steps if s.kind == "data")
+    assert step.params.tree == "/e/src/megatron-deepspeed"
+    runs = [a for a in actions(step, "/e") if a.op == "run"]
+    assert all(a.argv[-2:] == ["--root", "/e/src/megatron-deepspeed"] for a in runs)
+
+
+@pytest.mark.parametrize("entry,needle", [
+    ({"url": "file:///etc/shadow"}, "url must be an http(s) address"),
+    ({"url": "https://example.org/x", "file": "../../etc/passwd"}, "one plain file name"),
+    ({"url": "https://example.org/a/.."}, "one plain file name"),
+])
+def test_a_recipe_names_only_remote_files_with_plain_names(entry, needle) -> None:
+    from pydantic import ValidationError
+
+    from envbuild.recipes.schema import DataFile
+
+    with pytest.raises(ValidationError) as err:
+        DataFile.model_validate({"name": "d", "component": "c", "path": "d.bin", "sha256": None,
+                                 "unverified": "t", "why": "t", **entry})
+    assert needle in str(err.value)

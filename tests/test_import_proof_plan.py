@@ -206,3 +206,25 @@ def test_a_proofs_inputs_digest_follows_contents_not_where_the_folders_lie(tmp_p
     assert proofrecord.inputs_digest(recipe, "other") != before
     (moved / recipe / f"{target}.lock").write_bytes(lock + b"\n")
     assert proofrecord.inputs_digest(recipe, target) != before
+
+
+def test_a_recipes_expected_resources_are_no_input_of_its_proof(tmp_path, monkeypatch) -> None:
+    """A proof depends on what the recipe installs: stating its expected resources (or errata)
+    keeps the recorded digest; a changed pin changes it."""
+    import shutil
+
+    from envbuild.testbed import proofrecord
+
+    recipe, target = "cpu-reference", "local"
+    before = proofrecord.inputs_digest(recipe, target)
+    folder = tmp_path / "recipes"
+    folder.mkdir()
+    text = (proofrecord.RECIPES / f"{recipe}.yaml").read_text()
+    shutil.copy(proofrecord.RECIPES / f"{recipe}.yaml", folder / f"{recipe}.yaml")
+    monkeypatch.setattr(proofrecord, "RECIPES", folder)
+    assert proofrecord.inputs_digest(recipe, target) == before
+    (folder / f"{recipe}.yaml").write_text(text.replace("minutes: 2.5", "minutes: 3"))
+    assert proofrecord.inputs_digest(recipe, target) == before
+    assert 'version: "4.70.1"' in text
+    (folder / f"{recipe}.yaml").write_text(text.replace('version: "4.70.1"', 'version: "4.67.1"'))
+    assert proofrecord.inputs_digest(recipe, target) != before

@@ -275,6 +275,7 @@ def _data(step, p: P.DataParams, prefix: str) -> list[Action]:
         argv += ["--sha256", f.sha256] if f.sha256 else []
         argv += ["--mirror", f.mirror] if f.mirror else []
         argv += ["--decompress", f.decompress] if f.decompress else []
+        argv += ["--root", p.tree] if p.tree else []
         out.append(Run(argv=argv))
     return out
 

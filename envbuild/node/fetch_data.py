@@ -9,6 +9,11 @@ beside ``--dest`` and moved into place only after its sha256 is checked:
 * not given: the digest recorded by an earlier fetch (``<record-dir>/<name>.sha256``) must
   match; the first fetch records it (trust on first use, said in the output).
 
+With ``--root TREE`` (the source tree the file belongs in) every file is written inside it: a
+destination whose folder resolves outside the tree, or that is a symbolic link (a pinned commit
+can carry one), is refused before anything is written (exit 4); a leftover ``.partial`` is
+removed, never followed.
+
 A file already at ``--dest`` whose digest is the expected/recorded one is left alone (no
 download). ``--decompress xz`` then unpacks ``dest`` to ``dest`` without ``.xz``. The last
 line of output is one JSON object: name, origin (mirror/url/present), sha256, checked
@@ -53,9 +58,27 @@ def fetch(url, tmp, timeout=60):
         shutil.copyfileobj(resp, out, CHUNK)
 
 
+def fresh(path):
+    """Remove what lies at ``path`` (a file or a link: a link is never followed)."""
+    if os.path.lexists(path):
+        os.unlink(path)
+
+
+def escapes(root, path):
+    """Why writing ``path`` would leave ``root`` (None: it stays inside)."""
+    real_root = os.path.realpath(root)
+    parent = os.path.realpath(os.path.dirname(path) or ".")
+    if os.path.commonpath([real_root, parent]) != real_root:
+        return "its folder resolves to %s, outside %s" % (parent, real_root)
+    if os.path.islink(path):
+        return "it is a symbolic link (to %s)" % os.readlink(path)
+    return None
+
+
 def unxz(path):
     target = path[:-3]
     tmp = target + ".partial"
+    fresh(tmp)
     with lzma.open(path, "rb") as src, open(tmp, "wb") as out:
         shutil.copyfileobj(src, out, CHUNK)
     os.replace(tmp, target)
@@ -71,7 +94,14 @@ def main(argv=None):
     ap.add_argument("--sha256")
     ap.add_argument("--mirror")
     ap.add_argument("--decompress", choices=["xz"])
+    ap.add_argument("--root")
     a = ap.parse_args(argv)
+    if a.root:
+        for path in [a.dest] + ([a.dest[:-3]] if a.decompress == "xz" else []):
+            why = escapes(a.root, path)
+            if why:
+                sys.stderr.write("%s: refusing to write %s: %s\n" % (a.name, path, why))
+                return 4
     record = os.path.join(a.record_dir, a.name + ".sha256")
     recorded = read_record(record)
     want = a.sha256 or recorded
@@ -85,6 +115,7 @@ def main(argv=None):
         parent = os.path.dirname(a.dest)
         if parent:
             os.makedirs(parent, exist_ok=True)
+        fresh(tmp)
         if a.mirror and os.path.isfile(a.mirror):
             origin = "mirror"
             shutil.copyfile(a.mirror, tmp)

@@ -30,7 +30,7 @@ def data_step(recipe: Recipe, src: GitSource, dest: str, prefix: str,
                                 mirror=f"{(data_mirror or '').rstrip('/')}/{d.mirror_name}", decompress=d.decompress)
                  for d in files]
         return Step(id=f"data:{src.name}", title=f"{len(files)} data file(s) for {src.name}",
-                    params=P.DataParams(component=src.name, files=specs,
+                    params=P.DataParams(component=src.name, files=specs, tree=dest,
                                         record_dir=f"{prefix.rstrip('/')}/.envbuild/data"),
                     reason="the bundle's copies of the published downloads, each checked against the "
                            "sha256 the bundle recorded when packing it (the recipe's where it has one); "
@@ -45,6 +45,6 @@ def data_step(recipe: Recipe, src: GitSource, dest: str, prefix: str,
                  "digest is recorded and later fetches must match it" if unchecked else "")
               + (f"; from the data mirror {data_mirror} when the file is there" if data_mirror else ""))
     return Step(id=f"data:{src.name}", title=f"{len(files)} data file(s) for {src.name}",
-                params=P.DataParams(component=src.name, files=specs,
+                params=P.DataParams(component=src.name, files=specs, tree=dest,
                                     record_dir=f"{prefix.rstrip('/')}/.envbuild/data"),
                 reason=reason)

@@ -223,6 +223,7 @@ class DataParams(_P):
     component: str
     files: list[DataFileSpec]
     record_dir: str  # <prefix>/.envbuild/data
+    tree: str | None = None  # the component's tree: every file is written inside it (no link out)
 
 
 class EnvFileParams(_P):

@@ -458,8 +458,21 @@ class DataFile(Strict):
             raise ValueError(f"sha256 must be 64 lower-case hex digits, got {v!r}")
         return v
 
+    @field_validator("url")
+    @classmethod
+    def _remote(cls, v: str) -> str:
+        # a recipe reads only what it names on the network: file:// (or any other scheme) would
+        # pack a file of the controller into a bundle or read one on the node
+        if not re.match(r"https?://[^/\s]+/", v) or any(ord(c) < 33 or ord(c) == 127 for c in v):
+            raise ValueError(f"url must be an http(s) address, got {v!r}")
+        return v
+
     @model_validator(mode="after")
     def _checked(self) -> "DataFile":
+        mirror = self.mirror_name
+        if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9._+-]*", mirror):
+            raise ValueError(f"the file's name in a data mirror must be one plain file name, got {mirror!r} "
+                             "(set 'file')")
         if self.sha256 is None and not self.unverified:
             raise ValueError("a data file needs 'sha256' or 'unverified: <why>'")
         if self.decompress == "xz" and not self.path.endswith(".xz"):

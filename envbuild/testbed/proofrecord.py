@@ -2,8 +2,8 @@
 
 A proof (tests/test_import_proof.py) builds a recipe's environment from its lock and imports
 what its entry scripts import: minutes per recipe. Its outcome depends on its inputs: the
-recipe, its lock for the CPU target, its import fact, and the code that installs (the actions
-layer and the proof itself). ``inputs_digest`` hashes those files; ``docs/results/import-
+recipe (what it installs: its digest), its lock for the CPU target, its import fact, and the code
+that installs (the actions layer and the proof itself). ``inputs_digest`` hashes those; ``docs/results/import-
 proofs.json`` records, per recipe, the digest its last passing proof ran on, with the date,
 the commit and the command (written by a passing proof when ``ENVBUILD_RECORD_PROOFS=1``).
 
@@ -65,11 +65,25 @@ def labelled_inputs(recipe: str, target: str) -> list[tuple[str, Path]]:
             *((f"code:{path.relative_to(ROOT).as_posix()}", path) for path in CODE)]
 
 
+def _content(label: str, path: Path) -> bytes:
+    """What of an input the proof depends on: a recipe's digest (``envbuild.catalog.digest``:
+    what it installs, not its expected resources, errata, thresholds or launch layouts, which no
+    proof reads), every other file's bytes."""
+    if not path.is_file():
+        return b"<absent>"
+    if label.startswith("recipe:"):
+        from envbuild.catalog import digest
+        from envbuild.recipes import load_recipe
+
+        return digest(load_recipe(path)).encode()
+    return path.read_bytes()
+
+
 def inputs_digest(recipe: str, target: str) -> str:
     h = hashlib.sha256()
     for label, path in labelled_inputs(recipe, target):
         h.update(label.encode() + b"\0")
-        h.update(path.read_bytes() if path.is_file() else b"<absent>")
+        h.update(_content(label, path))
         h.update(b"\0")
     return h.hexdigest()
 
