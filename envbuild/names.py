@@ -46,6 +46,16 @@ def check_env_name(value: str) -> str:
     return value
 
 
+def check_env_value(value: str) -> str:
+    """An environment variable's value on one line: no newline or other control character (a
+    value is written into env files, Dockerfiles, Apptainer definitions and job scripts; a line
+    break there would start a new instruction or section)."""
+    if any(ord(c) < 32 and c != "\t" or 127 <= ord(c) < 160 for c in value):
+        raise ValueError(f"{value[:60]!r}: an environment value must be one line without control characters")
+    return value
+
+
 # Field types for the schemas: an invalid key or item is reported at its own line.
 Name = Annotated[str, AfterValidator(check_name)]
 EnvName = Annotated[str, AfterValidator(check_env_name)]
+EnvValue = Annotated[str, AfterValidator(check_env_value)]

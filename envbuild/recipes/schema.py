@@ -33,7 +33,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 
-from envbuild.names import EnvName, Name
+from envbuild.names import EnvName, EnvValue, Name
 
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 
@@ -98,7 +98,7 @@ class Package(Strict):
     index: str | None = None
     index_kind: Literal["pypi", "find-links", "index-url"] = "pypi"
     cuda: str | None = None
-    env: dict[EnvName, str] = Field(default_factory=dict)  # install-time env (e.g. sklearn brownout)
+    env: dict[EnvName, EnvValue] = Field(default_factory=dict)  # install-time env (e.g. sklearn brownout)
     source: Source | None = None
     preinstalled: bool = False  # provided by the base image / module, verified not installed
     build_isolation: bool = True  # False: pip --no-build-isolation (sdists that import torch)
@@ -183,7 +183,7 @@ class GitSource(Strict):
     # lacks (metaseq's OPT logbook PDFs), so a bundle cannot carry them; never code (the node
     # checks the tree out sparse, without them; envbuild.bundle.gitpack, envbuild.node.actions)
     without: list[str] = Field(default_factory=list)
-    env: dict[EnvName, str] = Field(default_factory=dict)
+    env: dict[EnvName, EnvValue] = Field(default_factory=dict)
     # where the lock reads what this source depends on (envbuild.lock.srcdeps), at its SHA:
     # metadata (pyproject / setup.py / the requirements.txt setup.py reads), requirements
     # (requirements.txt, which its instructions pip install -r), none. Default: metadata for
@@ -594,7 +594,7 @@ class Benchmark(Strict):
     threshold: FiniteFloat | None = None  # .nan / .inf refused: a verdict against them means nothing
     unit: str = ""
     higher_is_better: bool = True
-    env: dict[EnvName, str] = Field(default_factory=dict)
+    env: dict[EnvName, EnvValue] = Field(default_factory=dict)
     needs_gpus: int = 0
     why: str = ""
     published: PublishedFigure | None = None
@@ -791,7 +791,7 @@ class Recipe(Strict):
     packages: list[Package] = Field(default_factory=list)
     sources: list[GitSource] = Field(default_factory=list)
     patches: list[Patch] = Field(default_factory=list)
-    env: dict[EnvName, str] = Field(default_factory=dict)
+    env: dict[EnvName, EnvValue] = Field(default_factory=dict)
     deviations: list[Deviation] = Field(default_factory=list)
     data: list[DataFile] = Field(default_factory=list)  # downloads, fetched and sha256-checked
     benchmark: Benchmark | None = None

@@ -15,6 +15,8 @@ save nothing but the extension's source tree). ``%test`` runs ``verify.sh``;
 
 from __future__ import annotations
 
+import re
+
 from envbuild import __version__
 from envbuild.actions.model import CopyAsset
 from envbuild.render.context import Context
@@ -80,7 +82,7 @@ def render(ip: ImagePlan) -> Context:
         for cmd in commands(acts, where(ip)):
             first, *rest = cmd.split("\n")
             out.append("    " + first)
-            out.extend(rest)  # heredoc bodies stay exactly as written
+            out.extend(_body(step.id, rest))  # heredoc bodies stay exactly as written
         if any("apt-get install" in c for c in commands(acts, where(ip))):
             out.append("    rm -rf /var/lib/apt/lists/*")
     if ip.lock_text is not None:
@@ -98,6 +100,23 @@ def render(ip: ImagePlan) -> Context:
     text["envbuild.def"] = "\n".join(out) + "\n"
     return Context(files=text, copies=copies, modes={"envbuild/verify.sh": 0o755},
                    wheels=list(ip.wheelhouse))
+
+
+def _body(step: str, lines: list[str]) -> list[str]:
+    """A heredoc's lines, written as they are: refused (InputError) where one would start a
+    section of the definition (a line beginning ``%``: ``%setup`` runs on the build host as root)."""
+    for line in lines:
+        if SECTION_START.match(line):
+            from envbuild.errors import InputError
+
+            raise InputError(f"step {step}: a line of the file it writes starts a section of the Apptainer "
+                             f"definition: {line[:60]!r}",
+                             hint="a patch, env value or file written inline must not have a line starting "
+                                  "with '%'; render the Dockerfile (--format dockerfile) instead")
+    return lines
+
+
+SECTION_START = re.compile(r"^\s*%[A-Za-z]")
 
 
 def _wrap(text: str) -> list[str]:

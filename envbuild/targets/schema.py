@@ -10,7 +10,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
-from envbuild.names import EnvName, Name
+from envbuild.names import EnvName, EnvValue, Name
 
 # a project or queue name as a scheduler directive holds it (``#PBS -A x``, ``#SBATCH --partition=x``)
 JobWord = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.,@+-]*$")]
@@ -96,7 +96,7 @@ class Target(Strict):
     container_runtime: str | None = None
     shm_size: str | None = None
     conda_modules: list[str] = Field(default_factory=list)
-    env: dict[EnvName, str] = Field(default_factory=dict)  # NCCL/UCX variables for this node type
+    env: dict[EnvName, EnvValue] = Field(default_factory=dict)  # NCCL/UCX variables for this node type
     files: dict[str, str] = Field(default_factory=dict)  # e.g. NCCL_TOPO_FILE path -> why
     cache_dir: str | None = None  # where pip/build caches go (/mnt on Azure)
     from_facts: bool = False  # "local": everything comes from live facts
