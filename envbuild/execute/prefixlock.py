@@ -2,7 +2,7 @@
 run will install into, held from before the probe until the run ends.
 
 The locks are ``flock(2)`` locks on files under ``$ENVBUILD_LOCK_DIR`` (default
-``/tmp/envbuild-<uid>/locks``, mode 0700), one per node address (user, host, port; the local
+``$XDG_RUNTIME_DIR/envbuild/locks``, else ``/tmp/envbuild-<uid>/locks``: folders of this user's only, 0700, never a link; lock files opened without following a link), one per node address (user, host, port; the local
 node by its real prefix path) and prefix. The kernel drops a lock when its process dies, so a
 killed run (``kill -9``) leaves no stale lock behind, and a file left by it is only a file.
 A second run that finds one held stops before it touches the node, naming the run that holds
@@ -37,13 +37,57 @@ SHARED_WAIT_S = 3600  # how long a run waits for another one installing a shared
 
 
 def lock_dir() -> Path:
-    return Path(os.environ.get("ENVBUILD_LOCK_DIR") or f"/tmp/envbuild-{os.getuid()}/locks")
+    """``$ENVBUILD_LOCK_DIR``, else ``$XDG_RUNTIME_DIR/envbuild/locks`` (private to the user by
+    design), else ``/tmp/envbuild-<uid>/locks``."""
+    if os.environ.get("ENVBUILD_LOCK_DIR"):
+        return Path(os.environ["ENVBUILD_LOCK_DIR"])
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and os.path.isdir(runtime):
+        return Path(runtime) / "envbuild" / "locks"
+    return Path(f"/tmp/envbuild-{os.getuid()}/locks")
+
+
+def private_dir(path: Path) -> Path:
+    """``path`` as a folder this user owns and no one else may enter, with the folder above it
+    where envbuild names both (``/tmp/envbuild-<uid>/locks``, ``$XDG_RUNTIME_DIR/envbuild/locks``):
+    made 0700; an existing one must be a real folder (not a link) owned by this user, and is
+    narrowed to 0700. Another user's folder, or a link, in a shared /tmp is refused (exit 3):
+    a lock file opened through it could be made to overwrite what the link points at."""
+    ours = [path] if os.environ.get("ENVBUILD_LOCK_DIR") else [path.parent, path]
+    if os.environ.get("ENVBUILD_LOCK_DIR"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    for folder in ours:
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:
+            pass
+        st = os.lstat(folder)
+        import stat
+
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+            what = "a link" if stat.S_ISLNK(st.st_mode) else f"owned by uid {st.st_uid}" if stat.S_ISDIR(
+                st.st_mode) else "not a folder"
+            raise EnvironmentProblem(f"the lock folder {folder} is {what}, not a folder of this user's",
+                                     hint="remove it, or set ENVBUILD_LOCK_DIR to a private folder")
+        if st.st_mode & 0o077:
+            os.chmod(folder, 0o700)
+    return path
 
 
 def key(node, prefix: str) -> str:
-    """The lock's name for ``prefix`` on ``node`` (an ``envbuild.connect.nodes.Node``)."""
-    where = (f"local:{os.path.realpath(prefix)}" if node.is_local
-             else f"{node.user or ''}@{node.host}:{node.port or 22}:{prefix.rstrip('/') or '/'}")
+    """The lock's name for ``prefix`` on ``node`` (an ``envbuild.connect.nodes.Node``): the
+    local prefix by its real path; a remote one by the user ssh logs in as (this user's name
+    when none is given, as ssh does), the host in lower case, the port, and the prefix with
+    ``//``, ``/./`` and a trailing ``/`` folded (a link on the node is the lock on the prefix
+    itself's to see: ``on_nodes``)."""
+    import getpass
+    import posixpath
+
+    if node.is_local:
+        where = f"local:{os.path.realpath(prefix)}"
+    else:
+        path = posixpath.normpath("/" + prefix.lstrip("/")) if prefix.startswith("/") else posixpath.normpath(prefix)
+        where = f"{node.user or getpass.getuser()}@{node.host.lower()}:{node.port or 22}:{path}"
     return sha256_text(where)[:32]
 
 
@@ -51,13 +95,17 @@ def key(node, prefix: str) -> str:
 def held(nodes_prefixes: list[tuple[object, str]], run_id: str) -> Iterator[None]:
     """Hold the lock of every (node, prefix) for the block; EnvironmentProblem when one is
     held by another run (every lock taken so far is released)."""
-    folder = lock_dir()
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    folder = private_dir(lock_dir())
     files = []
     try:
         for node, prefix in nodes_prefixes:
             path = folder / f"{key(node, prefix)}.lock"
-            f = open(path, "a+")  # noqa: SIM115 - held open for the block
+            try:  # never through a link planted where the lock file goes
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+            except OSError as exc:
+                raise EnvironmentProblem(f"cannot open the lock file {path}: {exc.strerror}",
+                                         hint="remove it (a link or a file not of this user's)") from None
+            f = os.fdopen(fd, "r+")
             try:
                 fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
