@@ -11,6 +11,8 @@ Two tools, used wherever envbuild writes environment-like data:
 (True, False, False)
 >>> Redactor({"HF_TOKEN": "sekrit-xyz"}).text("pull with sekrit-xyz from https://u:pw@h/x")
 'pull with *** from https://u:***@h/x'
+>>> Redactor({}).text("git clone https://ghp_abc123@github.com/o/r.git; curl 'https://h/f?sig=abc&x=1'")
+"git clone https://***@github.com/o/r.git; curl 'https://h/f?sig=***&x=1'"
 """
 
 from __future__ import annotations
@@ -27,6 +29,34 @@ SECRET_PARTS = {"PAT", "PASS", "PWD_HASH", "SIG", "SIGNATURE"}  # whole ``_``-se
 NOT_SECRET = {"SSH_AUTH_SOCK", "KEYTIMEOUT", "XDG_SESSION_ID", "GPG_KEY_ID"}  # paths and ids
 MIN_SECRET_LEN = 4  # shorter values ("1", "yes") would mask ordinary text
 _URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]+:)(?P<pw>[^/\s@]+)(?=@)")
+# a token as the URL's user (https://TOKEN@host/...): the whole user part
+_URL_TOKEN_USER = re.compile(r"(?P<head>(?<![A-Za-z0-9+.\-])(?:git\+)?(?:https?|ftp)://)(?P<user>[^/\s:@]+)(?=@)",
+                             re.IGNORECASE)  # an ssh:// user (git@host) is a login name, kept
+# a credential in the query (?token=..., &X-Amz-Signature=..., &access_key=...)
+_URL_QUERY_PARAM = re.compile(r"(?P<head>[?&](?P<name>[A-Za-z0-9_.\-]+)=)(?P<v>[^&\s#'\"]+)")
+_SECRET_PARAM = re.compile(r"(?:^|[_.\-])(?:token|secret|sig|signature|password|passwd|pass|key|apikey|auth|"
+                           r"credential|credentials)(?:$|[_.\-])", re.IGNORECASE)
+
+
+def _secret_param(m: re.Match) -> str:
+    return m["head"] + MASK if _SECRET_PARAM.search(m["name"]) else m[0]
+
+
+def url_credentials(url: str) -> str | None:
+    """What of ``url`` is a credential ("a user name or password", "a token in the query"), None
+    when there is none: a URL a recipe or target names is stored in locks, bundles, run folders
+    and command lines, so credentials come from netrc, a keyring or the environment instead."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    if "@" in parts.netloc and parts.scheme.lower() in ("http", "https", "ftp", "git+https", "git+http"):
+        return "a user name or password"  # an ssh:// user (git@host) is a login name, not a secret
+    if any(_SECRET_PARAM.search(k) for k, _ in parse_qsl(parts.query, keep_blank_values=True)):
+        return "a token in the query"
+    return None
 
 
 def is_secret_name(name: str) -> bool:
@@ -60,7 +90,11 @@ class Redactor:
         for v in self.values:
             if v in s:
                 s = s.replace(v, MASK)
-        return _URL_PASSWORD.sub(lambda m: m["head"] + MASK, s) if "://" in s else s
+        if "://" not in s:
+            return s
+        s = _URL_PASSWORD.sub(lambda m: m["head"] + MASK, s)
+        s = _URL_TOKEN_USER.sub(lambda m: m["head"] + (m["user"] if m["user"] == MASK else MASK), s)
+        return _URL_QUERY_PARAM.sub(_secret_param, s)
 
     def obj(self, obj: Any) -> Any:
         """``obj`` with every string redacted; mappings that look like environments masked by name."""

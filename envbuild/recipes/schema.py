@@ -82,6 +82,18 @@ class Source(Strict):
     note: str | None = None
 
 
+def no_credentials(url: str) -> str:
+    """``url`` when it holds no credential (``envbuild.redact.url_credentials``): a recipe's URLs
+    are stored in locks, bundles and run folders and shown on command lines."""
+    from envbuild.redact import Redactor, url_credentials
+
+    found = url_credentials(url)
+    if found:
+        raise ValueError(f"{Redactor({}).text(url)} holds {found}: give credentials through ~/.netrc, a keyring "
+                         "or the environment at run time, never in a recipe")
+    return url
+
+
 class Package(Strict):
     """A Python package installed with pip.
 
@@ -107,6 +119,11 @@ class Package(Strict):
     @classmethod
     def _pep440(cls, v: str) -> str:
         return check_version_spec(v)
+
+    @field_validator("index")
+    @classmethod
+    def _index(cls, v: str | None) -> str | None:
+        return no_credentials(v) if v else v
 
 
 class Patch(Strict):
@@ -198,7 +215,7 @@ class GitSource(Strict):
         if not GIT_URL_RE.match(v):
             raise ValueError(f"url must be an https://, ssh://, git://, file:// URL, user@host:path or an "
                              f"absolute path, got {v!r}")
-        return v
+        return no_credentials(v)
 
     @field_validator("ref")
     @classmethod
@@ -465,7 +482,7 @@ class DataFile(Strict):
         # pack a file of the controller into a bundle or read one on the node
         if not re.match(r"https?://[^/\s]+/", v) or any(ord(c) < 33 or ord(c) == 127 for c in v):
             raise ValueError(f"url must be an http(s) address, got {v!r}")
-        return v
+        return no_credentials(v)
 
     @model_validator(mode="after")
     def _checked(self) -> "DataFile":
