@@ -8,8 +8,21 @@ from typing import Any
 
 from rich.console import Console
 
-console = Console(highlight=False, soft_wrap=True)
-err_console = Console(stderr=True, highlight=False)
+from envbuild.display import visible
+
+
+class SafeConsole(Console):
+    """A rich console that shows the control bytes of every string it renders
+    (``envbuild.display.visible``): printed text and table cells from recipes, logs and nodes
+    cannot move the cursor, retitle the terminal or set the clipboard. rich's own styling is
+    added after, so colours stay."""
+
+    def render_str(self, text: str, *args: Any, **kwargs: Any):  # noqa: ANN201 - rich's Text
+        return super().render_str(visible(text), *args, **kwargs)
+
+
+console = SafeConsole(highlight=False, soft_wrap=True)
+err_console = SafeConsole(stderr=True, highlight=False)
 
 
 def emit_json(obj: Any) -> None:

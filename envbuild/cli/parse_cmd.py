@@ -12,6 +12,7 @@ import click
 from envbuild.cli import cli
 from envbuild.cli.options import complete_recipe
 from envbuild.cli.output import emit_json
+from envbuild.display import visible
 
 
 def _fmt(value: float | None) -> str:
@@ -58,34 +59,38 @@ def parse_cmd(recipe: str, logfile: Path, gpu: str | None, gpus: int | None, war
     from envbuild.smoke.parselog import ParseRequest, parse_log
 
     rec = load_recipe_arg(recipe)
+
+    def echo(line: str) -> None:  # what the log holds, its control bytes visible
+        click.echo(visible(line))
+
     got = parse_log(ParseRequest(recipe=rec, log=logfile, gpu=gpu, gpus=gpus, warmup=warmup))
     v = got.verdict
     if as_json:
         emit_json(got.to_dict())
         return got.exit_code
     unit = f" {v.unit}" if v.unit else ""
-    click.echo(f"{rec.name}: {v.metric} = {_fmt(v.value)}{unit} ({got.parser} parser, {logfile})")
+    echo(f"{rec.name}: {v.metric} = {_fmt(v.value)}{unit} ({got.parser} parser, {logfile})")
     if v.window is not None:
         w = v.window
-        click.echo(f"window: n {w.n}, median {_fmt(w.median)}, min {_fmt(w.min)}, max {_fmt(w.max)}"
+        echo(f"window: n {w.n}, median {_fmt(w.median)}, min {_fmt(w.min)}, max {_fmt(w.max)}"
                    + (f" ({w.warmup} logged value(s) left out at the start)" if w.warmup else ""))
-    click.echo(f"gpu: {v.gpus or '?'} x {v.gpu or 'not given (--gpu MODEL)'}")
+    echo(f"gpu: {v.gpus or '?'} x {v.gpu or 'not given (--gpu MODEL)'}")
     if got.threshold is None:
-        click.echo("threshold: none")
+        echo("threshold: none")
     else:
         rel = ">=" if v.higher_is_better else "<="
         on = f" on {got.threshold_gpus or '?'} x {got.threshold_gpu}" if got.threshold_gpu else " on any hardware"
         src = f" ({got.threshold_source})" if got.threshold_source else ""
-        click.echo(f"threshold: {rel} {_fmt(got.threshold)}{unit}{on}{src}")
+        echo(f"threshold: {rel} {_fmt(got.threshold)}{unit}{on}{src}")
     if v.compared is not None and v.compared.kind == "reference":
         c = v.compared
-        click.echo(f"reference: {_fmt(c.value)}{unit} on {c.gpus} x {c.gpu} ({c.source}, sha256 {c.sha256[:12]})")
+        echo(f"reference: {_fmt(c.value)}{unit} on {c.gpus} x {c.gpu} ({c.source}, sha256 {c.sha256[:12]})")
     pub = v.published
     if pub is not None:
         on = f" on {pub.gpus or '?'} x {pub.gpu}" if pub.gpu else ""
         pct = (f", measured = {pub.percent:.1f} % of it" if pub.percent is not None else f"; not compared: {pub.why}")
-        click.echo(f"published: {_fmt(pub.value)}{unit}{on} ({pub.source}){pct}")
+        echo(f"published: {_fmt(pub.value)}{unit}{on} ({pub.source}){pct}")
     if v.completion is not None:
-        click.echo(f"completion: {v.completion.state}: {v.completion.detail}")
-    click.echo(f"verdict: {v.verdict}: {v.reason}")
+        echo(f"completion: {v.completion.state}: {v.completion.detail}")
+    echo(f"verdict: {v.verdict}: {v.reason}")
     return got.exit_code

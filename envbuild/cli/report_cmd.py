@@ -11,6 +11,7 @@ from rich.table import Table
 from envbuild.cli import cli
 from envbuild.cli.options import hosts_option, identity_option, target_option
 from envbuild.cli.output import console, emit_json
+from envbuild.display import visible
 from envbuild.errors import NOT_JUDGED, CheckFailed, EnvironmentProblem, InputError
 
 
@@ -107,7 +108,7 @@ def _appendix(run_dir: Path | None, fmt: str, output: Path | None, as_recipe: st
         except InputError:
             lock = None
     appx = A.build(report, load_recipe(report.run.recipe), lock)
-    text = A.to_html(appx) if fmt == "html" else A.to_markdown(appx)
+    text = visible(A.to_html(appx) if fmt == "html" else A.to_markdown(appx))
     if output:
         write_atomic(output, text)
         click.echo(f"wrote {output}", err=True)
@@ -134,7 +135,7 @@ def _rejudged(root: Path, records, fmt: str, output: Path | None) -> None:
             pass  # shown as "not known" beside its record
     judged = rejudge.judge_all(root, records, recipes)
     text = (json.dumps(rejudge.to_dict(root, judged), indent=2, sort_keys=True) + "\n" if fmt == "json"
-            else rejudge.to_markdown(root, judged, __version__))
+            else visible(rejudge.to_markdown(root, judged, __version__)))
     if output:
         write_atomic(output, text)
         click.echo(f"wrote {output}", err=True)

@@ -18,15 +18,19 @@ __all__ = ["FORMATS", "REPORT_SCHEMA", "Report", "collect", "json_schema", "rend
 
 
 def render(report: Report, fmt: str) -> str:
-    """The report as text in ``fmt`` (html, md or json)."""
+    """The report as text in ``fmt`` (html, md or json); Markdown and HTML with their control
+    bytes made visible (``envbuild.display``: a log tail or a recipe field cannot carry terminal
+    escapes into a reviewer's terminal or file); JSON escapes them itself."""
+    from envbuild.display import visible
+
     if fmt == "md":
         from envbuild.report.render_md import render_md
 
-        return render_md(report)
+        return visible(render_md(report))
     if fmt == "html":
         from envbuild.report.render_html import render_html
 
-        return render_html(report)
+        return visible(render_html(report))
     if fmt == "json":
         from envbuild.report.render_json import render_json
 
