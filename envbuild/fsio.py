@@ -27,10 +27,15 @@ def write_atomic(path: str | os.PathLike, data: str | bytes, mode: int | None = 
         final = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
         final = mode if mode is not None else 0o666 & ~_umask()
-    with _replacing(path, final) as fh:
-        fh.write(raw)
-        fh.flush()
-        os.fsync(fh.fileno())
+    try:
+        with _replacing(path, final) as fh:
+            fh.write(raw)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        if exc.filename is None:  # a write() error names no file: name the one being written
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise
     return path
 
 

@@ -7,6 +7,7 @@ lines with the error's exit code; a traceback only with ``--debug``.
 
 from __future__ import annotations
 
+import errno
 import importlib
 import sys
 
@@ -66,7 +67,11 @@ def _register(args: list[str] | None = None) -> None:
         importlib.import_module(f"envbuild.cli.{name}")
 
 
+FULL_OR_READ_ONLY = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
+
+
 def main(argv: list[str] | None = None) -> int:
+    from envbuild.display import visible
     from envbuild.interrupt import Interrupted, raise_on_sigterm, signal_name
 
     args = list(sys.argv[1:] if argv is None else argv)
@@ -79,9 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     except EnvbuildError as exc:
         if debug:
             raise
-        click.echo(f"error: {exc}", err=True)
+        click.echo(visible(f"error: {exc}"), err=True)
         if exc.hint:
-            click.echo(f"hint: {exc.hint}", err=True)
+            click.echo(visible(f"hint: {exc.hint}"), err=True)
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
@@ -97,9 +102,21 @@ def main(argv: list[str] | None = None) -> int:
     except Interrupted as exc:
         click.echo(f"interrupted ({signal_name(exc.signum)})", err=True)
         return exc.exit_code
+    except OSError as exc:
+        if debug:
+            raise
+        if exc.errno in FULL_OR_READ_ONLY:  # the machine's problem, not envbuild's: exit 3
+            where = f" ({exc.filename})" if exc.filename else ""
+            click.echo(visible(f"error: {exc.strerror}{where}"), err=True)
+            click.echo("hint: free space there (or make it writable), or point ENVBUILD_HOME, --prefix or -o "
+                       "elsewhere; files are written whole or not at all", err=True)
+            return 3
+        click.echo(visible(f"error: internal error: {type(exc).__name__}: {exc}"), err=True)
+        click.echo("hint: rerun with --debug for the traceback and report it", err=True)
+        return 70
     except Exception as exc:  # noqa: BLE001 - last line of defence for users
         if debug:
             raise
-        click.echo(f"error: internal error: {type(exc).__name__}: {exc}", err=True)
+        click.echo(visible(f"error: internal error: {type(exc).__name__}: {exc}"), err=True)
         click.echo("hint: rerun with --debug for the traceback and report it", err=True)
         return 70
