@@ -154,3 +154,20 @@ def test_container_engines():
     got = containers.parse_containers("@@ podman\npodman version 4.3.1\n@@ apptainer\napptainer version 1.3.4\n@@ enroot\n3.5.0\n")
     assert got == {"podman": "4.3.1", "apptainer": "1.3.4", "enroot": "3.5.0"}
     assert containers.parse_containers("") == {}
+
+
+def test_a_listing_of_more_gpus_than_a_node_holds_is_not_believed():
+    """A lying nvidia-smi (issue 41): 100,000 GPUs become none, with the reason in the facts'
+    missing list; a field longer than any real one drops its row."""
+    from envbuild.facts import gpu
+    from envbuild.facts.assemble import assemble
+    from envbuild.facts.probe import Section
+
+    head = "index, name, driver_version, memory.total [MiB], compute_cap\n"
+    many = head + "".join(f"{i}, NVIDIA H100 80GB HBM3, 550.1, 81559 MiB, 9.0\n" for i in range(100_000))
+    facts = assemble({"gpu_query": Section(out=many, err="", rc=0)}, "n1")
+    assert facts.gpus == [] and "listed 100000 GPUs, more than a node holds (64)" in facts.missing["gpus"]
+    eight = head + "".join(f"{i}, NVIDIA H100 80GB HBM3, 550.1, 81559 MiB, 9.0\n" for i in range(8))
+    assert len(gpu.parse_gpu_query(eight)) == 8
+    long = head + f"0, NVIDIA {'H' * 5000}, 550.1, 81559 MiB, 9.0\n1, NVIDIA H100 80GB HBM3, 550.1, 81559 MiB, 9.0\n"
+    assert [g.index for g in gpu.parse_gpu_query(long)] == [1]

@@ -35,7 +35,7 @@ def assemble(sections: dict[str, Section], host_name: str, *, collected_at: str 
     f["driver_version"] = xml.driver_version or gpu.parse_query_driver(q.out)
     f["driver_cuda"] = xml.cuda_version
     if not gpus:
-        missing["gpus"] = gpu.no_gpu_reason(q.out + "\n" + q.err) or (
+        missing["gpus"] = gpu.too_many(q.out) or gpu.no_gpu_reason(q.out + "\n" + q.err) or (
             q.why("nvidia-smi") if not q.ok else "nvidia-smi listed no GPU"
         )
     f["topology"] = gpu.parse_topology(sec("gpu_topo").out) if gpus else None

@@ -39,6 +39,9 @@ CC_BY_NAME = [
     ("T4", "7.5"), ("P100", "6.0"),
 ]
 
+MAX_GPUS = 64  # more than any node holds (16 on the largest boards): a listing beyond it is not believed
+MAX_FIELD = 256  # characters of one field (a name, a bus id) before it is not believed
+
 NO_GPU_MARKERS = ("NVIDIA-SMI has failed", "No devices were found", "couldn't communicate with the NVIDIA driver")
 
 
@@ -85,10 +88,13 @@ def parse_gpu_query(text: str) -> list[Gpu]:
     message ("NVIDIA-SMI has failed ...", "No devices were found") gives an empty list.
     """
     gpus = []
-    for i, rec in enumerate(_query_rows(text)):
+    rows = _query_rows(text)
+    if len(rows) > MAX_GPUS:
+        return []  # assemble says why (too_many)
+    for i, rec in enumerate(rows):
         name = rec.get("name", "")
         cc = _clean(rec.get("compute_cap")) or cc_from_name(name)
-        if not name or cc is None:
+        if not name or cc is None or any(len(v) > MAX_FIELD for v in rec.values()):
             continue
         index = rec.get("index", "")
         gpus.append(
@@ -102,6 +108,12 @@ def parse_gpu_query(text: str) -> list[Gpu]:
             )
         )
     return gpus
+
+
+def too_many(text: str) -> str | None:
+    """Why a listing is not believed: more GPUs than a node holds (None: it is believable)."""
+    n = len(_query_rows(text))
+    return f"nvidia-smi listed {n} GPUs, more than a node holds ({MAX_GPUS}): not believed" if n > MAX_GPUS else None
 
 
 def parse_query_driver(text: str) -> str | None:
