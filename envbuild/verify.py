@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from envbuild.actions.nodestate import parse_probe, plan_steps, probe_command
+from envbuild.actions.nodestate import parse_probe, plan_steps, probe_call
 from envbuild.connect.runners import LocalRunner, Runner
 from envbuild.errors import EnvironmentProblem, InputError
 from envbuild.observe import Drift, compare_expected, expected_state, observe_args, parse_observed
@@ -104,10 +104,10 @@ def verify_node(record: RunRecord, runner: Runner, *, deep: bool = False) -> Nod
         return NodeVerdict(name, "unreachable", message=f"no plan.json for {name} in the run")
     exp = expected_state(record.lock, plan)
     baseline = node.observed
-    cmd = probe_command(exp.python or "python3", plan.prefix, plan_steps(plan), deep=deep,
-                        observe=observe_args(exp))
+    call = probe_call(exp.python or "python3", plan.prefix, plan_steps(plan), deep=deep,
+                      observe=observe_args(exp))
     try:
-        res = runner.run(cmd, timeout=TIMEOUT_S)
+        res = runner.run(call.command, timeout=TIMEOUT_S, stdin=call.stdin)
     except EnvironmentProblem as exc:  # unreachable, or host key unknown/changed: say what to do
         return NodeVerdict(name, "unreachable", message=exc.message + (f" (hint: {exc.hint})" if exc.hint else ""))
     finally:

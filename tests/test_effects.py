@@ -228,3 +228,32 @@ def test_probe_command_runs_the_same_check_in_one_process(tmp_path):
     probe = parse_probe(out)
     assert probe.pending == ["env-file"] and probe.state["reasons"]["env-file"].startswith("no marker")
     assert probe.state["effects"]["env-file"]["ok"] and probe.observed is None
+
+
+def test_a_bundle_of_thousands_of_files_is_probed_through_stdin(tmp_path):
+    """The probe of a plan whose bundle step lists 10,000 files (issue 41: 3,000 gave E2BIG, one
+    `sh -c` argument over 128 KiB) sends its payload on stdin; the command stays small and every
+    file's size is checked, by this machine's runner and by the node path's."""
+    from envbuild.actions.nodestate import ARG_LIMIT, probe_call
+    from envbuild.connect.nodes import local_node
+    from envbuild.connect.runners import LocalRunner
+    from envbuild.connect.ssh import run as node_run
+
+    prefix = str(tmp_path / "env")
+    bundle = Path(prefix) / ".envbuild" / "bundle"
+    (bundle / "w").mkdir(parents=True)
+    files = []
+    for i in range(10_000):
+        name = f"w/pkg_{i:05d}-1.0-py3-none-any.whl"
+        (bundle / name).write_bytes(b"x" * (i % 7))
+        files.append(P.StagedFile(name=name, sha256=f"{i:064x}", size=i % 7))
+    params = P.BundleParams(digest="d" * 64, src=str(tmp_path / "src"), files=files, dir=str(bundle))
+    plan = plan_of(prefix, Step(id="bundle", title="", params=params))
+    os.makedirs(f"{prefix}/.envbuild/state", exist_ok=True)
+    call = probe_call(sys.executable, prefix, plan_steps(plan))
+    assert call.stdin is not None and len(call.command) < ARG_LIMIT + 64 * 1024
+    res = LocalRunner().run(call.command, stdin=call.stdin)
+    for rc, out, err in (node_run(local_node(), call.command, stdin=call.stdin), (res.rc, res.stdout, res.stderr)):
+        assert rc == 0, err
+        effect = parse_probe(out).state["effects"]["bundle"]
+        assert effect["ok"] and "10000 file(s), sizes checked" in effect["detail"], effect

@@ -83,3 +83,19 @@ def test_wrong_key_is_an_environment_problem(ssh_nodes, tmp_path):
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
     r = envbuild("facts", "--hosts", ssh_nodes.nodes[0].address, "-i", str(key), "--known-hosts", str(ssh_nodes.known_hosts))
     assert r.returncode == 3 and "authentication failed" in r.stderr and "--identity" in r.stderr
+
+
+def test_a_payload_too_large_for_a_command_reaches_the_node_on_stdin(ssh_nodes):
+    """The probe of a large plan sends its payload on the SSH channel's stdin (issue 41: one
+    `sh -c` argument is limited to 128 KiB): 2 MB arrive whole, and stdin is closed after it."""
+    import hashlib
+
+    from envbuild.connect import ssh
+    from envbuild.connect.nodes import parse_hosts as node_hosts
+
+    (node,) = node_hosts(ssh_nodes.nodes[0].address, identity_file=str(ssh_nodes.key_path),
+                         known_hosts=(str(ssh_nodes.known_hosts),))
+    data = "".join(f"{i:08d} {'x' * 55}\n" for i in range(32_000))  # 2 MB
+    rc, out, err = ssh.run(node, "sha256sum", stdin=data, timeout=120)
+    assert rc == 0, err
+    assert out.split()[0] == hashlib.sha256(data.encode()).hexdigest()

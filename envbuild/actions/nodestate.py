@@ -66,14 +66,38 @@ def node_path_word(path: str) -> str:
     return shlex.quote(path)
 
 
-def probe_command(python: str, prefix: str, steps: list[dict], *, from_step: str | None = None,
-                  deep: bool = False, refresh: bool = False, observe: list[str] | None = None) -> str:
-    """The shell command that probes one node with ``python`` (see the module docstring).
-    ``observe``: the observe script's arguments (None: do not observe)."""
+# a command reaches the node as one argument of ``sh -c``: Linux refuses one over 128 KiB (E2BIG)
+ARG_LIMIT = 64 * 1024
+
+
+@dataclass(frozen=True)
+class ProbeCall:
+    """The probe's command and, for a large plan (a bundle of thousands of files), the payload
+    it reads from its standard input (None: the payload is in the command)."""
+
+    command: str
+    stdin: str | None = None
+
+
+def probe_call(python: str, prefix: str, steps: list[dict], *, from_step: str | None = None,
+               deep: bool = False, refresh: bool = False, observe: list[str] | None = None) -> ProbeCall:
+    """How to probe one node with ``python`` (see the module docstring): the payload in the
+    command while it is small, else on stdin, so the command's size never grows with the plan."""
     args = {"prefix": prefix, "steps": steps, "from_step": from_step, "deep": deep, "refresh": refresh,
             "observe": observe, "begin": BEGIN}
-    payload = base64.b64encode(json.dumps(args, sort_keys=True).encode()).decode()
-    return node_command(python, "probe", [payload])
+    payload = base64.b64encode(zlib.compress(json.dumps(args, sort_keys=True).encode(), 6)).decode()
+    if len(payload) <= ARG_LIMIT:
+        return ProbeCall(node_command(python, "probe", [payload]))
+    return ProbeCall(node_command(python, "probe", ["-"]), stdin=payload + "\n")
+
+
+def probe_command(python: str, prefix: str, steps: list[dict], **kw) -> str:
+    """``probe_call``'s command where the payload fits in it (a probe embedded in another
+    script, which has no stdin to give); ValueError where it does not."""
+    call = probe_call(python, prefix, steps, **kw)
+    if call.stdin is not None:
+        raise ValueError("the probe's payload does not fit in a command; use probe_call and its stdin")
+    return call.command
 
 
 def node_command(python: str, module: str, args: list[str], *, flags: tuple[str, ...] = ("-E",)) -> str:

@@ -18,14 +18,16 @@ _RUNNING: set[int] = set()  # session ids of the commands running now
 _LOCK = threading.Lock()
 
 
-def run_local(command: str, *, timeout: float = 300) -> tuple[int, str, str]:
-    """``sh -c command``; returns (rc, stdout, stderr). rc 124 when it timed out."""
+def run_local(command: str, *, timeout: float = 300, stdin: str | None = None) -> tuple[int, str, str]:
+    """``sh -c command`` (``stdin`` on its standard input; None: none); returns (rc, stdout,
+    stderr). rc 124 when it timed out."""
     p = subprocess.Popen(["/bin/sh", "-c", command], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+                         stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL, text=True,
+                         start_new_session=True)
     with _LOCK:
         _RUNNING.add(p.pid)
     try:
-        out, err = p.communicate(timeout=timeout)
+        out, err = p.communicate(input=stdin, timeout=timeout)
     except subprocess.TimeoutExpired:
         kill_session(p.pid)
         out, err = p.communicate()

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from envbuild.connect.nodes import Node
-from envbuild.connect.ssh import close, connection, failure
+from envbuild.connect.ssh import close, connection, failure, run_with_stdin
 from envbuild.errors import EnvironmentProblem
 
 DEFAULT_TIMEOUT_S = 600
@@ -32,7 +32,7 @@ class Runner(Protocol):
 
     name: str
 
-    def run(self, command: str, *, timeout: int = DEFAULT_TIMEOUT_S) -> Result: ...
+    def run(self, command: str, *, timeout: int = DEFAULT_TIMEOUT_S, stdin: str | None = None) -> Result: ...
 
 
 class LocalRunner:
@@ -41,11 +41,11 @@ class LocalRunner:
     def __init__(self, name: str | None = None):
         self.name = name or socket.gethostname()
 
-    def run(self, command: str, *, timeout: int = DEFAULT_TIMEOUT_S) -> Result:
+    def run(self, command: str, *, timeout: int = DEFAULT_TIMEOUT_S, stdin: str | None = None) -> Result:
         try:
             p = subprocess.run(
                 ["sh", "-c", command], capture_output=True, text=True, errors="replace",
-                stdin=subprocess.DEVNULL, timeout=timeout,
+                **({"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}), timeout=timeout,
             )
         except subprocess.TimeoutExpired as exc:
             raise EnvironmentProblem(
@@ -63,7 +63,7 @@ class SshRunner:
         self.name = node.name
         self.conn = connection(node, connect_timeout=connect_timeout)
 
-    def run(self, command: str, *, timeout: int = DEFAULT_TIMEOUT_S) -> Result:
+    def run(self, command: str, *, timeout: int = DEFAULT_TIMEOUT_S, stdin: str | None = None) -> Result:
         from invoke.exceptions import CommandTimedOut
 
         try:
@@ -71,6 +71,8 @@ class SshRunner:
         except Exception as exc:  # noqa: BLE001 - every connection error means "cannot reach"
             raise failure(self.node, exc, self.conn) from None
         try:
+            if stdin is not None:
+                return Result(*run_with_stdin(self.conn, command, stdin, timeout))
             r = self.conn.run(command, hide=True, warn=True, in_stream=False, timeout=timeout)
         except CommandTimedOut as exc:
             raise EnvironmentProblem(

@@ -91,18 +91,56 @@ def reason(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-def run(node: Node, command: str, *, timeout: float = 300) -> tuple[int, str, str]:
-    """Run ``command`` with sh on the node; (rc, stdout, stderr). Unreachable -> EnvironmentProblem."""
+def run(node: Node, command: str, *, timeout: float = 300, stdin: str | None = None) -> tuple[int, str, str]:
+    """Run ``command`` with sh on the node, ``stdin`` on its standard input (None: none);
+    (rc, stdout, stderr). Unreachable -> EnvironmentProblem."""
     if node.is_local:
-        return run_local(command, timeout=timeout)
+        return run_local(command, timeout=timeout, stdin=stdin)
     conn = connection(node)
     try:
+        if stdin is not None:
+            return run_with_stdin(conn, command, stdin, timeout)
         r = conn.run(command, hide=True, warn=True, timeout=timeout, in_stream=False)
         return r.return_code, r.stdout, r.stderr
     except Exception as exc:  # noqa: BLE001 - paramiko/socket errors all mean "cannot reach"
         raise failure(node, exc, conn) from None
     finally:
         close(conn)
+
+
+def run_with_stdin(conn, command: str, data: str, timeout: float) -> tuple[int, str, str]:
+    """``command`` on the open-able Fabric connection ``conn`` with ``data`` on its stdin, then
+    EOF: through paramiko's channel directly (Fabric's ``in_stream`` forwards a file that is not
+    a terminal one byte per 10 ms: minutes for a megabyte). Sent from a thread while stdout is
+    read, so a command that answers while it reads cannot block on a full window."""
+    import threading
+
+    conn.open()
+    chan = conn.client.get_transport().open_session(timeout=timeout)
+    chan.settimeout(timeout)
+    chan.exec_command(command)
+    failed: list[BaseException] = []
+
+    def send() -> None:
+        try:
+            chan.sendall(data.encode())
+            chan.shutdown_write()
+        except (OSError, EOFError) as exc:  # the command ended before reading it all: its rc says
+            failed.append(exc)
+
+    sender = threading.Thread(target=send, daemon=True)
+    sender.start()
+    try:
+        with chan.makefile("rb") as out, chan.makefile_stderr("rb") as err:
+            stdout, stderr = out.read(), err.read()
+    except TimeoutError:
+        chan.close()
+        raise EnvironmentProblem(f"the command timed out after {timeout:.0f} s",
+                                 hint="a tool on the node hangs") from None
+    sender.join(timeout)
+    rc = chan.recv_exit_status()
+    chan.close()
+    return rc, stdout.decode(errors="replace"), stderr.decode(errors="replace")
 
 
 def each(nodes: list[Node], fn: Callable[[Node], T]) -> dict[str, T | Exception]:

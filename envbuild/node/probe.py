@@ -5,7 +5,8 @@ probe_command``)::
 
     PYTHON -E -c BOOT PACKAGE probe ARGS
 
-ARGS is base64 of a JSON object: ``prefix``, ``steps`` (``[{id, digest, effect}]``),
+ARGS is base64 of a zlib-compressed JSON object (``-``: read from stdin, for a plan too large for
+a command line, e.g. a bundle of thousands of files): ``prefix``, ``steps`` (``[{id, digest, effect}]``),
 ``from_step``, ``deep``, ``refresh`` (see ``state.node_state``), ``observe`` (the observe
 script's arguments, or null: do not observe) and ``begin``, the marker line printed before the
 result: one JSON object ``{"state": ..., "observed": ...}``. Nothing is written to the node's
@@ -14,12 +15,15 @@ disk (with ``refresh``, only the state folder's manifests).
 import base64
 import json
 import sys
+import zlib
 
 from . import observe, state
 
 
 def main(argv):
-    args = json.loads(base64.b64decode(argv[0]).decode("utf-8"))
+    # the payload: zlib-compressed JSON in base64, in the argument or, for a large plan, on stdin
+    raw = sys.stdin.read().strip() if argv[0] == "-" else argv[0]
+    args = json.loads(zlib.decompress(base64.b64decode(raw)).decode("utf-8"))
     out = {"state": state.node_state(
         args["prefix"], args["steps"], from_step=args.get("from_step"), deep=args.get("deep", False),
         refresh=args.get("refresh", False))}

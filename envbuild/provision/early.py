@@ -5,7 +5,7 @@ from __future__ import annotations
 
 
 from envbuild import rundir
-from envbuild.actions.nodestate import parse_probe, probe_command
+from envbuild.actions.nodestate import parse_probe, probe_call
 from envbuild.connect import ssh
 from envbuild.connect.nodes import Node
 from envbuild.connect.runners import Result
@@ -26,8 +26,8 @@ class NodeRunner:
     def __init__(self, node: Node):
         self.node, self.name = node, node.name
 
-    def run(self, command: str, *, timeout: int = 300):
-        return Result(*ssh.run(self.node, command, timeout=timeout))
+    def run(self, command: str, *, timeout: int = 300, stdin: str | None = None):
+        return Result(*ssh.run(self.node, command, timeout=timeout, stdin=stdin))
 
 
 class Early:
@@ -97,9 +97,12 @@ def facts_and_probe(node: Node, plan: Plan | None):
     from datetime import datetime, timezone
 
     probes = [p for p in all_probes() if p.name != "pip_list"]
+    call = None
     if plan is not None:
         python, prefix, steps, observe = probe_args(plan)
-        cmd = probe_command(python, prefix, steps, refresh=True, observe=observe)
+        call = probe_call(python, prefix, steps, refresh=True, observe=observe)
+    if call is not None and call.stdin is None:  # a plan too large for a command is probed on its own
+        cmd = call.command
         t = '"$__eb_t"'
         probes = [Probe(STATE_START, f"{{ {cmd} >{t}/state.out 2>{t}/state.err; echo $? >{t}/state.rc.tmp; "
                                      f"mv {t}/state.rc.tmp {t}/state.rc; }} </dev/null >/dev/null 2>&1 &"),
@@ -116,7 +119,7 @@ def facts_and_probe(node: Node, plan: Plan | None):
     facts = assemble(sections, node.name, collected_at=datetime.now(timezone.utc).replace(microsecond=0).isoformat())
     if plan is None:
         return facts
-    state = sections.get(STATE)
+    state = sections.get(STATE) if call is not None and call.stdin is None else None
     try:
         probe = parse_probe(state.out, node.name) if state is not None and state.rc == 0 else None
     except EnvironmentProblem:

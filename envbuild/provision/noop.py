@@ -8,7 +8,7 @@ import time
 from typing import Callable
 
 from envbuild import rundir
-from envbuild.actions.nodestate import parse_probe, plan_steps, probe_command
+from envbuild.actions.nodestate import parse_probe, plan_steps, probe_call
 from envbuild.connect import ssh
 from envbuild.connect.nodes import Node
 from envbuild.execute.events import Event, EventSink
@@ -33,7 +33,8 @@ def probe_nodes(nodes: list[Node], plans: dict[str, Plan]) -> dict:
     python (None: it could not run, e.g. no environment yet)."""
     def one(node: Node):
         python, prefix, steps, observe = probe_args(plans[node.name])
-        rc, out, _err = ssh.run(node, probe_command(python, prefix, steps, refresh=True, observe=observe))
+        call = probe_call(python, prefix, steps, refresh=True, observe=observe)
+        rc, out, _err = ssh.run(node, call.command, stdin=call.stdin)
         return parse_probe(out, node.name) if rc == 0 else None
 
     return {name: (None if isinstance(got, Exception) else got) for name, got in ssh.each(nodes, one).items()}
