@@ -476,10 +476,12 @@ def test_every_launch_help_example_that_renders_runs_as_written(tmp_path) -> Non
 
 
 def test_a_container_job_prepares_the_data_its_image_does_not_hold_before_training() -> None:
-    """megatron-deepspeed-slurm's image holds no copy of its undigested downloads: each task runs
-    the image's prepare.sh after the environment and before the training command, said in a
-    NOTE; the plan of a provisioned container node names the same script (its image context has
-    it). --smoke-only (no training data read) and --no-container (the node's own data step) do not."""
+    """megatron-deepspeed-slurm's image holds no copy of its undigested downloads: the job runs
+    the image's prepare.sh once, in one container, before the tasks (--stage into the job's
+    folder: issue 38, data prepared once, no compute node fetching it again), and each task copies
+    it (--from) after the environment and before the training command, said in a NOTE; the plan
+    of a provisioned container node names the same script (its image context has it).
+    --smoke-only (no training data read) and --no-container (the node's own data step) do not."""
     from envbuild.plan.resolve import default_backend
     from envbuild.plan.image import prepare_script
 
@@ -490,8 +492,14 @@ def test_a_container_job_prepares_the_data_its_image_does_not_hold_before_traini
     for variant in (None, "multi-node"):
         text = render_launch(rec, tgt, plan, LaunchOptions(scheduler="slurm", variant=variant)).text
         task = HEREDOC.findall(text)[-1][1].splitlines()
-        assert task.index(f"sh {script}") < next(n for n, x in enumerate(task) if x.startswith("cd "))
-        assert f"# NOTE: data: {script} runs first" in text
+        staged = '"$JOB_DIR"/envbuild-data'
+        assert task.index(f"sh {script} --from {staged}") < next(n for n, x in enumerate(task) if x.startswith("cd "))
+        lines = text.splitlines()
+        once = next(n for n, x in enumerate(lines) if x.endswith(f"sh {script} --stage {staged}"))
+        assert lines[once].startswith("srun --nodes=1 --ntasks=1 --container-image=")
+        assert once < max(n for n, x in enumerate(lines) if x.startswith("srun ") and x.endswith(".task.sh\""))
+        assert f"NOTE: data: {script} --stage $JOB_DIR/envbuild-data runs once per job" in " ".join(
+            x.removeprefix("# ") for x in lines)
     smoke = render_launch(rec, tgt, plan, LaunchOptions(scheduler="slurm", variant="multi-node", smoke_only=True,
                                                         gpus_per_node=2)).text
     assert "prepare.sh" not in smoke

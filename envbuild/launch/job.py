@@ -406,7 +406,13 @@ def build_job(recipe, target, plan, opts: LaunchOptions) -> Job:
     # it (and runs the steps that read it) in each container before the training command
     prepare = (prepare_script(plan) if container and recipe.environment.kind == "container"
                and not opts.no_container and not opts.smoke_only else None)
-    if prepare:
+    if prepare and opts.scheduler == "slurm":
+        notes.append(f"data: {prepare} --stage $JOB_DIR/{STAGE_DIR} runs once per job in one container: it "
+                     "fetches the data files the image does not hold (no sha256 in the recipe; the first "
+                     "fetch's digest is printed), runs the steps that read them and keeps what they wrote with "
+                     "its SHA256SUMS (a later job whose folder still holds reuses it); every task then copies it "
+                     "into its container (--from), each file checked: no compute node fetches anything")
+    elif prepare:
         notes.append(f"data: {prepare} runs first in each container: it fetches the data files the image "
                      "does not hold (no sha256 in the recipe; the first fetch's digest is printed) and runs "
                      "the steps that read them")
@@ -473,10 +479,14 @@ def push_hint(recipe: str, target: str) -> str:
             f"-t {tag} ctx`, push it with `podman push {tag} REGISTRY/{tag}`, then pass --image REGISTRY/{tag}")
 
 
-def task_script(job: Job, prelude: list[str], command: str | None = None) -> str:
+STAGE_DIR = "envbuild-data"  # under the job's folder: the run-time data prepared once per job
+
+
+def task_script(job: Job, prelude: list[str], command: str | None = None, *, staged: str | None = None) -> str:
     """The script every task runs: scheduler ``prelude`` (rank variables), the module, the
     plan's env file, the recipe's environment variables, ``cd`` and the command (``command``,
-    else the job's only one)."""
+    else the job's only one). ``staged``: the folder (a shell word) where the job prepared the
+    image's run-time data once; each task copies it from there instead of fetching it."""
     lines = ["#!/usr/bin/env bash", f"# task of {job.name}: the plan's environment, then the command",
              "set -euo pipefail", *prelude]
     if job.module:  # a batch shell may lack the module function: the login profile defines it
@@ -488,7 +498,10 @@ def task_script(job: Job, prelude: list[str], command: str | None = None) -> str
     else:
         lines += ["# the environment is the container image's own (built from the plan)"]
     lines += [f"export {k}={v}" for k, v in job.env]
-    if job.prepare:
+    if job.prepare and staged:
+        lines += ["# data the image does not hold, prepared once for the job: copied here, sha256 checked",
+                  f"sh {path_word(job.prepare)} --from {staged}"]
+    elif job.prepare:
         lines += ["# data the image does not hold (no recorded sha256): fetched and prepared in this container",
                   f"sh {path_word(job.prepare)}"]
     lines.append(f"cd {path_word(job.cwd)}")

@@ -80,18 +80,75 @@ def verify_sh(ip: ImagePlan, files: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+STAGE_MODES = """\
+# usage: prepare.sh                 fetch and prepare here (one container)
+#        prepare.sh --stage DIR     ... and keep what the steps wrote under DIR (with SHA256SUMS);
+#                                   DIR kept by an earlier job whose SHA256SUMS holds: nothing done
+#        prepare.sh --from DIR      copy what --stage kept into place, every file checked first
+mode=run
+stage=
+case "${1:-}" in
+  --stage|--from) mode="${1#--}"; stage="${2:?prepare.sh $1 needs a folder}" ;;
+  "") ;;
+  *) echo "prepare.sh: unknown argument $1" >&2; exit 2 ;;
+esac
+checked() { [ -f "$stage/SHA256SUMS" ] && (cd "$stage" && sha256sum -c --quiet --strict SHA256SUMS); }
+if [ "$mode" = from ]; then
+  checked || { echo "prepare.sh: $stage does not hold data matching its SHA256SUMS" >&2; exit 1; }
+  for root in $ROOTS; do
+    if [ -d "$stage/files$root" ]; then mkdir -p "$root" && cp -R "$stage/files$root/." "$root/"; fi
+  done
+  echo "prepare.sh: data copied from $stage (sha256 checked)"
+  exit 0
+fi
+if [ "$mode" = stage ] && checked; then
+  echo "prepare.sh: data already prepared in $stage by an earlier job (sha256 checked)"
+  exit 0
+fi
+stamp="$(mktemp)"  # what the steps write is newer: dated a second back (the clock's tick is coarse)
+touch -d "@$(($(date +%s) - 1))" "$stamp" 2>/dev/null || sleep 1
+"""
+
+KEEP = """\
+if [ "$mode" = stage ]; then
+  rm -rf "$stage/files" "$stage/SHA256SUMS"
+  mkdir -p "$stage/files"
+  for root in $ROOTS; do
+    find "$root" -type f -newer "$stamp" | while IFS= read -r f; do
+      mkdir -p "$stage/files$(dirname "$f")" && cp -p "$f" "$stage/files$f"
+    done
+  done
+  (cd "$stage" && find files -type f -exec sha256sum {} + > SHA256SUMS.partial && mv SHA256SUMS.partial SHA256SUMS)
+  echo "prepare.sh: data kept in $stage ($(wc -l < "$stage/SHA256SUMS") file(s))"
+fi
+rm -f "$stamp"
+"""
+
+
+def run_time_roots(ip: ImagePlan) -> list[str]:
+    """The trees the run-time steps write into: each data step's tree, each build step's."""
+    roots = {s.params.tree for s, _ in run_time_steps(ip) if s.kind == "data" and s.params.tree}
+    roots |= {s.params.dest for s, _ in run_time_steps(ip) if s.kind == "build"}
+    return sorted(roots)
+
+
 def prepare_sh(ip: ImagePlan, files: str) -> str:
-    """``prepare.sh``: the run-time steps (``run_time_steps``), run inside the image
-    before the training command."""
+    """``prepare.sh``: the run-time steps (``run_time_steps``), run inside the image before the
+    training command; with ``--stage DIR`` once per job (what the steps wrote into their trees
+    kept under DIR with its SHA256SUMS, and reused by a later job while that holds), with
+    ``--from DIR`` in every other container (copied into place after every file is checked)."""
     where = Where(files=files, python=python_of(ip.prefix))
     lines = ["#!/bin/sh",
              f"# envbuild {__version__}: prepares a container of the image of {ip.recipe} "
              f"({ip.target}) before its run.",
-             "# usage: prepare.sh   (inside the container, before the training command; envbuild launch runs it)",
              *("# " + line for line in textwrap.wrap(I.run_time_note(ip) or "", 96)),
-             "set -eu"]
+             "set -eu",
+             f"ROOTS={q(' '.join(run_time_roots(ip)))}  # the trees the steps write into",
+             STAGE_MODES.rstrip("\n"),
+             "# --- the run-time steps"]
     for step, acts in run_time_steps(ip):
         lines += [f"# step {step.id}: {step.title}", *commands(acts, where)]
+    lines += ["# --- end of the run-time steps", KEEP.rstrip("\n")]
     return "\n".join(lines) + "\n"
 
 
