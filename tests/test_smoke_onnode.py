@@ -132,7 +132,7 @@ def test_smoke_record_says_which_of_the_nodes_gpus_the_collective_saw(tmp_path):
     _fetched(tmp_path, "collective", p.returncode, p.stdout, p.stderr)
     smoke = collect_node(tmp_path, ["collective"], "cpu-reference", None)
     got = SmokeRecord.model_validate(smoke).collective
-    assert got.ok and got.world_size == 2
+    assert got.ok and got.world_size == 2, (got.error, p.stderr[-2000:])
     assert (got.gpus_visible, got.gpus_node, got.cuda_visible_devices) == (2, 4, "2,3")
 
 

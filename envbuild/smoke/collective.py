@@ -32,7 +32,7 @@ import argparse
 import datetime
 import json
 import os
-import socket
+import shutil
 import sys
 import tempfile
 import time
@@ -193,12 +193,6 @@ def summary(world, backend, device, rows, sweep=None):
     }
 
 
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _spawn_entry(rank, *args):
     worker(rank, *args)
 
@@ -242,10 +236,11 @@ def run(nproc=None, device="auto", sizes=None, iters=20, warmup=5, timeout_s=CON
     if use_cuda and nproc > torch.cuda.device_count():
         raise RuntimeError("%d ranks, but torch sees %d GPUs (CUDA_VISIBLE_DEVICES=%r)" % (
             nproc, torch.cuda.device_count(), seen["cuda_visible_devices"]))
-    init = "tcp://127.0.0.1:%d" % free_port()
-    fd, path = tempfile.mkstemp(suffix=".json")
-    os.close(fd)
-    os.unlink(path)
+    # The ranks of one host meet through a file, not a port picked ahead: a port found free here
+    # can be taken by another process before rank 0 binds it (seen on a busy CI machine).
+    meet = tempfile.mkdtemp(prefix="envbuild-collective-")
+    init = "file://" + os.path.join(meet, "rendezvous")
+    path = os.path.join(meet, "result.json")
     try:
         import torch.multiprocessing as mp
         mp.spawn(_spawn_entry, args=(nproc, init, backend, kind, sizes, iters, warmup, path, timeout_s),
@@ -255,8 +250,7 @@ def run(nproc=None, device="auto", sizes=None, iters=20, warmup=5, timeout_s=CON
         result.update(seen)
         return result
     finally:
-        if os.path.exists(path):
-            os.unlink(path)
+        shutil.rmtree(meet, ignore_errors=True)
 
 
 def main(argv=None):
