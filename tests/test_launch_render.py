@@ -483,22 +483,25 @@ def test_a_container_job_prepares_the_data_its_image_does_not_hold_before_traini
     of a provisioned container node names the same script (its image context has it).
     --smoke-only (no training data read) and --no-container (the node's own data step) do not."""
     from envbuild.plan.resolve import default_backend
-    from envbuild.plan.image import prepare_script
+    from envbuild.plan.image import plan_digest, prepare_script, stage_name
 
     rec, tgt = load_recipe("megatron-deepspeed-slurm"), load_target("slurm")
     plan = plan_for(rec, tgt)
     script = "/opt/envbuild/megatron-deepspeed-slurm/.envbuild/files/prepare.sh"
     assert prepare_script(plan) == script
+    # the staged folder is named for the image's plan: another image never reuses its data
+    stage = stage_name(plan)
+    assert stage == "envbuild-data-" + plan_digest(plan)[:12]
     for variant in (None, "multi-node"):
         text = render_launch(rec, tgt, plan, LaunchOptions(scheduler="slurm", variant=variant)).text
         task = HEREDOC.findall(text)[-1][1].splitlines()
-        staged = '"$JOB_DIR"/envbuild-data'
+        staged = f'"$JOB_DIR"/{stage}'
         assert task.index(f"sh {script} --from {staged}") < next(n for n, x in enumerate(task) if x.startswith("cd "))
         lines = text.splitlines()
         once = next(n for n, x in enumerate(lines) if x.endswith(f"sh {script} --stage {staged}"))
         assert lines[once].startswith("srun --nodes=1 --ntasks=1 --container-image=")
         assert once < max(n for n, x in enumerate(lines) if x.startswith("srun ") and x.endswith(".task.sh\""))
-        assert f"NOTE: data: {script} --stage $JOB_DIR/envbuild-data runs once per job" in " ".join(
+        assert f"NOTE: data: {script} --stage $JOB_DIR/{stage} runs once per job" in " ".join(
             x.removeprefix("# ") for x in lines)
     smoke = render_launch(rec, tgt, plan, LaunchOptions(scheduler="slurm", variant="multi-node", smoke_only=True,
                                                         gpus_per_node=2)).text
@@ -507,6 +510,10 @@ def test_a_container_job_prepares_the_data_its_image_does_not_hold_before_traini
     node = resolve(rec, tgt, profile_facts(tgt).model_copy(update={"container_engines": {"podman": "4.3.1"}}),
                    None, PlanOptions(backend=default_backend(rec, None), host="n1")).plan
     assert node.backend == "container" and prepare_script(node) == script
+    image = next(s.params for s in node.steps if s.kind == "image").image.plan
+    assert stage_name(node) == "envbuild-data-" + plan_digest(image)[:12]
+    other = plan_for(rec.model_copy(update={"env": {**rec.env, "ENVBUILD_TEST_CHANGE": "1"}}), tgt)
+    assert stage_name(other) != stage
     # an image without such data has no prepare step: the k8s recipe's pods start training directly
     pod = render_launch(load_recipe("megatronapp"), load_target("rtx4090-pod"),
                         plan_for(load_recipe("megatronapp"), load_target("rtx4090-pod")),

@@ -28,7 +28,7 @@ from envbuild.errors import InputError
 from envbuild.launch import pyxis
 from envbuild.plan.container import sqsh_path
 from envbuild.recipes.schema import Run
-from envbuild.plan.image import prepare_script
+from envbuild.plan.image import prepare_script, stage_name
 from envbuild.render.shell import q, heredoc_delimiter
 from envbuild.plan.capture import capture
 from envbuild.shipped import NODE
@@ -106,6 +106,7 @@ class Job:
     master_port: int | None = None  # None: the scheduler's default
     address_var: str | None = None  # filled at start with every rank's InfiniBand address
     prepare: str | None = None  # the image's prepare.sh (data without a recorded sha256), run first
+    stage: str = "envbuild-data"  # the job-folder name of its prepared data (stage_name: the image's)
     header: tuple[str, ...] = ()
     options: LaunchOptions | None = None
     packed: PackedEnv | None = None  # distributed to every node and unpacked at its prefix first
@@ -407,10 +408,10 @@ def build_job(recipe, target, plan, opts: LaunchOptions) -> Job:
     prepare = (prepare_script(plan) if container and recipe.environment.kind == "container"
                and not opts.no_container and not opts.smoke_only else None)
     if prepare and opts.scheduler == "slurm":
-        notes.append(f"data: {prepare} --stage $JOB_DIR/{STAGE_DIR} runs once per job in one container: it "
+        notes.append(f"data: {prepare} --stage $JOB_DIR/{stage_name(plan)} runs once per job in one container: it "
                      "fetches the data files the image does not hold (no sha256 in the recipe; the first "
                      "fetch's digest is printed), runs the steps that read them and keeps what they wrote with "
-                     "its SHA256SUMS (a later job whose folder still holds reuses it); every task then copies it "
+                     "its SHA256SUMS (a later job of the same image whose folder still holds reuses it; the folder is named for the image's plan); every task then copies it "
                      "into its container (--from), each file checked: no compute node fetches anything")
     elif prepare:
         notes.append(f"data: {prepare} runs first in each container: it fetches the data files the image "
@@ -433,7 +434,7 @@ def build_job(recipe, target, plan, opts: LaunchOptions) -> Job:
                memory_gib=target.memory_gib, shm_size=target.shm_size, infiniband=bool(target.infiniband),
                scheduler_options=(tuple(prog.scheduler_options.get(opts.scheduler, ())) if prog else ()),
                master_port=opts.master_port or (prog.master_port if prog else None),
-               address_var=address_var, prepare=prepare, header=header, options=opts,
+               address_var=address_var, prepare=prepare, stage=stage_name(plan), header=header, options=opts,
                packed=_packed(opts, plan, target))
 
 
@@ -477,9 +478,6 @@ def push_hint(recipe: str, target: str) -> str:
     tag = default_image(recipe, target, "k8s")
     return (f"build it with `envbuild render {recipe} -t {target} --format dockerfile -o ctx && podman build "
             f"-t {tag} ctx`, push it with `podman push {tag} REGISTRY/{tag}`, then pass --image REGISTRY/{tag}")
-
-
-STAGE_DIR = "envbuild-data"  # under the job's folder: the run-time data prepared once per job
 
 
 def task_script(job: Job, prelude: list[str], command: str | None = None, *, staged: str | None = None) -> str:

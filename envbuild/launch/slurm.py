@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from envbuild.launch.job import STAGE_DIR, Job, comment, heredoc, path_word, say, task_script, variables
+from envbuild.launch.job import Job, comment, heredoc, path_word, say, task_script, variables
 from envbuild.render.shell import q
 
 PRELUDE = ['export ENVBUILD_NODE_RANK="${SLURM_NODEID:-0}"']
@@ -60,11 +60,11 @@ def render(job: Job) -> str:
     if job.packed is not None:
         lines += distribute(job)
     task = '"$JOB_DIR/$SLURM_JOB_NAME-$SLURM_JOB_ID.task.sh"'
-    staged = f'"$JOB_DIR"/{STAGE_DIR}' if job.prepare and job.container_image else None
+    staged = f'"$JOB_DIR"/{q(job.stage)}' if job.prepare and job.container_image else None
     lines += ["# the task every node runs", *heredoc(task, task_script(job, PRELUDE, staged=staged))]
     if staged:
         lines += ["# the image's run-time data, prepared once for the job in one container (kept for later jobs",
-                  "# while its SHA256SUMS holds); every task copies it from there",
+                  "# of this image, named for its plan, while its SHA256SUMS holds); every task copies it from there",
                   " ".join(["srun --nodes=1 --ntasks=1", f"--container-image={q(job.container_image)}",
                             '--container-mounts="$JOB_DIR"', "sh", path_word(job.prepare), "--stage", staged])]
     srun = ["srun"]

@@ -132,6 +132,17 @@ def prepare_script(plan: Plan) -> str | None:
     return f"{plan.prefix}/.envbuild/files/{PREPARE}" if run_time_steps(plan) else None
 
 
+def stage_name(plan: Plan) -> str:
+    """The folder a Slurm job keeps the image's prepared run-time data in, named for the image's
+    plan (as ``prepare_script``: an image's plan or a container node's): a job for another image
+    (a changed lock, recipe or base) prepares its own instead of reusing what an older image's
+    steps wrote."""
+    image = next((s.params for s in plan.steps if s.kind == "image"), None)
+    if image is not None:
+        plan = image.image.plan
+    return f"envbuild-data-{plan_digest(plan)[:12]}"
+
+
 def plan_digest(plan: Plan) -> str:
     return sha256_text(plan.to_json())
 
