@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 import click
+from rich.markup import escape
 
 from envbuild.cli import cli
 from envbuild.cli.options import recipe_argument, target_option
@@ -76,8 +77,14 @@ def _export(pairs, fmt: str, wheelhouse, output, lockdir) -> None:
               default="envbuild", show_default=True,
               help="pylock: PEP 751 pylock.toml; requirements: a hashed requirements.txt (both from "
                    "the existing, up-to-date lock; -o writes a file, else stdout).")
+@click.option("--upgrade", is_flag=True, help="Resolve every package afresh (by default a re-lock keeps "
+              "the existing lock's pins wherever the recipe allows, as uv does).")
+@click.option("-P", "--upgrade-package", "upgrade_packages", multiple=True, metavar="NAME",
+              help="Let NAME move to the newest version the recipe allows, keeping every other pin "
+                   "(repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def lock_cmd(recipe, target, every, check, git_mirror, wheelhouse, output, lockdir, fmt, as_json):
+def lock_cmd(recipe, target, every, check, git_mirror, wheelhouse, output, lockdir, fmt, upgrade,
+             upgrade_packages, as_json):
     """Pin every package (exact version + sha256) and git commit of a recipe for a target.
 
     \b
@@ -88,8 +95,18 @@ def lock_cmd(recipe, target, every, check, git_mirror, wheelhouse, output, lockd
     envbuild lock my-recipe.yaml --target local --lockdir ~/locks   # then ENVBUILD_LOCKDIR=~/locks
     envbuild lock my-recipe.yaml --target local   # installed: $ENVBUILD_HOME/locks, found by provision
     envbuild lock cpu-reference --target local --format pylock --wheelhouse /opt/wheels -o pylock.toml
+    envbuild lock my-recipe.yaml --target local --upgrade-package tqdm   # the other pins stay
+
+    A re-lock keeps the existing lock's pins wherever the recipe allows (uv's semantics) and
+    says which pins moved and why; --upgrade resolves everything afresh.
     """
+    from envbuild.lock.keep import Upgrade
+
     pairs = _pairs(recipe, target, every)
+    if (upgrade or upgrade_packages) and (check or fmt != "envbuild"):
+        raise InputError("--upgrade and --upgrade-package re-lock; --check and --format do not",
+                         hint="drop --check/--format, or drop the upgrade options")
+    moving = Upgrade.of(upgrade, upgrade_packages)
     if fmt != "envbuild":
         _export(pairs, fmt, wheelhouse, output, lockdir)
         return
@@ -125,8 +142,9 @@ def lock_cmd(recipe, target, every, check, git_mirror, wheelhouse, output, lockd
             continue
         _say(f"{rec.name}/{tgt.name}: locking")
         try:
-            lock, changed = write_lock(rec, tgt, path, git_mirror=mirror, wheelhouse=wheelhouse,
-                                       progress=lambda m, n=f"{rec.name}/{tgt.name}": _say(f"{n}: {m}"))
+            lock, changed, moves = write_lock(rec, tgt, path, git_mirror=mirror, wheelhouse=wheelhouse,
+                                              progress=lambda m, n=f"{rec.name}/{tgt.name}": _say(f"{n}: {m}"),
+                                              upgrade=moving)
         except EnvbuildError as exc:
             if not every:
                 raise
@@ -138,8 +156,11 @@ def lock_cmd(recipe, target, every, check, git_mirror, wheelhouse, output, lockd
         unverified = [p.name for p in lock.packages if not p.verified] + \
                      [g.name for g in lock.git if not g.verified]
         entry.update(ok=True, changed=changed, packages=len(lock.packages), git=len(lock.git),
-                     unverified=unverified, seconds=round(time.monotonic() - started, 1))
+                     unverified=unverified, seconds=round(time.monotonic() - started, 1),
+                     moved=[m.as_dict() for m in moves])
         results.append(entry)
+        for m in moves:
+            _say(f"{rec.name}/{tgt.name}: {escape(m.line())}")
         _say(f"{rec.name}/{tgt.name}: {'wrote' if changed else 'unchanged'} {path} "
              f"({len(lock.packages)} packages, {len(lock.git)} git, {len(unverified)} unverified)")
     if as_json:

@@ -42,6 +42,9 @@ class UvRequest:
     # (source name, requirement lines): what a source build needs in the environment (it is
     # built with --no-build-isolation), in build-<name>.in: "# via" says build:<name>
     build_requirements: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # (name, version) uv should keep where the requirements allow (the existing lock's pins,
+    # envbuild.lock.keep): given as the output file uv reads its preferences from
+    preferences: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -94,9 +97,12 @@ BUILD_IN = "build-{}.in"  # input file of one source's build requirements
 
 
 def uv_command(req: UvRequest, in_file: Path | list[Path], excludes_file: Path | None, fmt: str,
-               cache_dir: Path, config_file: Path) -> list[str]:
+               cache_dir: Path, config_file: Path, *, output_file: Path | None = None,
+               constraints: Path | None = None) -> list[str]:
     """The ``uv pip compile`` argument list (pure); ``config_file`` replaces any user uv.toml.
-    ``in_file``: the recipe's requirements, then one file per source install."""
+    ``in_file``: the recipe's requirements, then one file per source install. ``output_file``:
+    where uv writes (and first reads the pins it prefers to keep); ``constraints``: exact pins
+    the result must hold (the pylock pass of a resolution made with preferences)."""
     files = [in_file] if isinstance(in_file, Path) else list(in_file)
     cmd = ["uv", "pip", "compile", *map(str, files), "--config-file", str(config_file), "--quiet", "--no-header",
            "--python-version", req.python, "--python-platform", req.python_platform,
@@ -111,7 +117,20 @@ def uv_command(req: UvRequest, in_file: Path | list[Path], excludes_file: Path |
         cmd += ["--find-links", link]
     for index in req.extra_indexes:
         cmd += ["--extra-index-url", index]
+    if output_file is not None:
+        cmd += ["--output-file", str(output_file)]
+    if constraints is not None:
+        cmd += ["--constraints", str(constraints)]
     return cmd
+
+
+_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==(\S+)")
+
+
+def exact_pins(requirements_txt: str) -> list[str]:
+    """``name==version`` of every package in uv's requirements output (pure)."""
+    return [f"{m.group(1)}=={m.group(2)}" for line in requirements_txt.splitlines()
+            if (m := _PIN.match(line))]
 
 
 def parse_pylock(text: str, prefer_prefix: str | None = None) -> dict[str, tuple[str, str, str, str, str]]:
@@ -285,7 +304,25 @@ def resolve(req: UvRequest, cache_dir: Path, prefer_prefix: str | None = None,
         config = Path(tmp) / "uv.toml"
         config.write_text(uv_config(req))
         outputs = {}
+        if req.preferences:
+            # uv keeps the pins of its output file where the requirements allow (uv's own
+            # re-lock semantics); the pylock pass is then held to exactly what that chose
+            kept = Path(tmp) / "requirements.txt"
+            kept.write_text("".join(f"{name}=={version}\n" for name, version in req.preferences))
+            proc = _run(uv_command(req, in_files, excl, "requirements.txt", cache_dir, config,
+                                   output_file=kept), env)
+            if proc.returncode != 0:
+                raise explain_failure(proc.stderr, req)
+            outputs["requirements.txt"] = kept.read_text()
+            pins = Path(tmp) / "pins.txt"
+            pins.write_text("\n".join(exact_pins(outputs["requirements.txt"])) + "\n")
+            proc = _run(uv_command(req, in_files, excl, "pylock.toml", cache_dir, config, constraints=pins), env)
+            if proc.returncode != 0:
+                raise explain_failure(proc.stderr, req)
+            outputs["pylock.toml"] = proc.stdout
         for fmt in ("pylock.toml", "requirements.txt"):
+            if fmt in outputs:
+                continue
             proc = _run(uv_command(req, in_files, excl, fmt, cache_dir, config), env)
             if proc.returncode != 0:
                 raise explain_failure(proc.stderr, req)
