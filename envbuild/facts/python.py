@@ -173,3 +173,31 @@ def parse_pip_list(text: str) -> dict[str, str]:
             continue
         pkgs[canonicalize_name(tokens[0])] = tokens[1]
     return dict(sorted(pkgs.items()))
+
+
+# The oldest target Python the controller's ansible-core (2.19) runs modules with
+# (https://docs.ansible.com/ansible/latest/reference_appendices/release_and_maintenance.html).
+ANSIBLE_TARGET_PYTHON = (3, 8)
+_SYSTEM_DIRS = ("/usr/bin/", "/bin/", "/usr/local/bin/")
+
+
+def _minor(version: str) -> tuple[int, int]:
+    major, minor = version.split(".")[:2]
+    return int(major), int(minor)
+
+
+def ansible_python(pythons: list[Interpreter], wanted: str | None = None) -> Interpreter | None:
+    """The interpreter Ansible should run its modules with on a node, from the node's facts
+    (pure), instead of Ansible's own discovery (which takes the first ``python3.N`` on the login
+    PATH: a pyenv shim of a version not selected there fails every module with "pyenv:
+    python3.13: command not found"). Shims never count (the facts list none); of the others,
+    at least ``ANSIBLE_TARGET_PYTHON``: a system one of the recipe's minor ``wanted``, else any
+    system one (newest), else the recipe's minor anywhere, else the newest. None: no usable one."""
+    usable = [p for p in pythons if "/shims/" not in p.path and _minor(p.version) >= ANSIBLE_TARGET_PYTHON]
+
+    def rank(p: Interpreter) -> tuple:
+        system = p.path.startswith(_SYSTEM_DIRS)
+        same = wanted is not None and _minor(p.version) == _minor(wanted)
+        return (not (system and same), not system, not same, tuple(-x for x in _minor(p.version)), p.path)
+
+    return min(usable, key=rank, default=None)

@@ -14,6 +14,7 @@ from envbuild.connect.nodes import Node, connection_vars
 from envbuild.execute import ansible as ansible_exec
 from envbuild.execute import prefixlock
 from envbuild.execute.events import Event, EventSink
+from envbuild.facts.python import ANSIBLE_TARGET_PYTHON, ansible_python
 from envbuild.lock.serialize import lock_digest
 from envbuild.plan.build import verdict_summary
 from envbuild.plan.enter import enter_command
@@ -176,6 +177,21 @@ def _preflight(opts: ProvisionOptions, recipe, target, nodes: list[Node], gather
         facts[node.name], verdict = check_facts(recipe, target, facts[node.name],
                                                 backend=default_backend(recipe, opts.backend))
         rd.write_node(node.name, "preflight.json", verdict.model_dump(mode="json"))
+        if verdict.feasible and node.python is None and not node.is_local:
+            # Ansible's own discovery takes the first python3.N on the login PATH (a pyenv shim
+            # fails every module): the node's Python comes from its facts instead
+            chosen = ansible_python(facts[node.name].pythons, recipe.python)
+            if chosen is None:
+                found = ", ".join(f"{p.path} ({p.version})" for p in facts[node.name].pythons) or "none"
+                msg = (f"no Python {'.'.join(map(str, ANSIBLE_TARGET_PYTHON))} or newer for Ansible's modules "
+                       f"on the node (found: {found}); name one with ansible_python_interpreter in an "
+                       "inventory (--inventory)")
+                sink.emit(Event(time.time(), node.name, "preflight", "failed", f"refused: {msg}"))
+                results.finish(node.name, "refused", failed_step="preflight", log_tail=msg)
+                continue
+            node = replace(node, python=chosen.path)
+            sink.emit(Event(time.time(), node.name, "preflight", "ok",
+                            f"Ansible's modules run with {chosen.path} ({chosen.version}), from the node's facts"))
         if verdict.feasible:
             feasible.append(node)
         else:
