@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from envbuild.errors import InputError
-from envbuild.launch import LaunchOptions, render_launch
+from envbuild.launch import LaunchOptions, build_job, render_job, render_launch
 from envbuild.launch.k8s import API_VERSION
 from envbuild.plan.build import PlanOptions
 from envbuild.plan.resolve import resolve
@@ -337,8 +337,9 @@ def _job(recipe, target, **kw):
     ("alpa-megatron", "slurm", dict(scheduler="slurm", output_dir="out dir"), "scheduler directive"),
     ("alpa-megatron", "slurm", dict(scheduler="slurm", smoke_only=True, command_override="true"), "not both"),
     # Polaris's qsub refuses a job without -A and -q: the flags that fix it are named
-    ("polaris-megatron-deepspeed", "polaris", dict(scheduler="pbs"), "pass --account PROJECT --partition QUEUE"),
-    ("polaris-megatron-deepspeed", "polaris", dict(scheduler="pbs", account="p"), "without a queue (partition)"),
+    # (the queue is chosen from the profile's queue table: tests below)
+    ("polaris-megatron-deepspeed", "polaris", dict(scheduler="pbs"), "pass --account PROJECT, or set jobs.account"),
+    ("polaris-megatron-deepspeed", "polaris", dict(scheduler="pbs", account="p", time_limit="1h"), "not HH:MM:SS"),
     ("polaris-megatron-deepspeed", "polaris", dict(scheduler="pbs"), "https://docs.alcf.anl.gov/polaris/running-jobs/"),
     ("polaris-megatron-deepspeed", "polaris", dict(scheduler="pbs", account="p", partition="debug\n#PBS -W x"),
      "scheduler directive cannot hold"),
@@ -352,8 +353,10 @@ def test_refusals_say_why(recipe, target, kw, words) -> None:
 
 
 def _own_polaris(tmp_path, **jobs) -> Path:
-    """An operator's copy of the shipped polaris target file with its own jobs defaults."""
+    """An operator's copy of the shipped polaris target file with its own jobs defaults (and
+    no queue table, unless given: the queue-table tests use the shipped one)."""
     data = yaml.safe_load((DATA / "polaris.yaml").read_text())
+    data["jobs"].pop("queues")
     data["jobs"].update(jobs)
     path = tmp_path / "my-polaris.yaml"
     path.write_text(yaml.safe_dump(data))
@@ -373,7 +376,7 @@ def test_a_target_file_with_account_and_queue_needs_no_flags(tmp_path) -> None:
     assert "#PBS -q debug\n#PBS -A myproject\n" in text
     assert "# account myproject: from the target profile (jobs.account)" in text
     assert "# queue debug: from the target profile (jobs.queue)" in text
-    flags = _pbs("polaris", account="myproject", partition="debug")
+    flags = _pbs(str(_own_polaris(tmp_path)), account="myproject", partition="debug")
     assert [x for x in text.splitlines() if x.startswith("#PBS")] == \
         [x for x in flags.splitlines() if x.startswith("#PBS")]
 
@@ -393,6 +396,63 @@ def test_a_profile_default_only_fills_what_it_has(tmp_path) -> None:
         _pbs(str(_own_polaris(tmp_path, account="myproject")))
     assert "without a queue (partition)" in str(exc.value) and "account" not in str(exc.value)
     assert exc.value.hint.startswith("pass --partition QUEUE, or set jobs.queue in your own copy")
+
+
+def test_the_queue_comes_from_the_sites_limits(tmp_path) -> None:
+    """Polaris's queue table (its user guide): 2 nodes for the recipe's expected 15 min x 2 go
+    to debug, said in the header; 12 nodes to prod; --partition prod for 2 nodes is kept as
+    asked and warned of (the issue's example asked -q prod for 2 nodes); a profile default that
+    does not fit gives way to the first queue that does; --time longer than every queue's warns."""
+    text = _pbs("polaris", account="p", nodes=2)
+    assert "#PBS -l walltime=00:30:00\n" in text and "#PBS -q debug\n" in text
+    assert "# time 00:30:00: twice the recipe's expected 15 min for its benchmark" in text
+    assert "# queue debug: the first of the target's queues that takes 2 node(s) for 00:30:00" in text
+    assert "#PBS -q prod\n" in _pbs("polaris", account="p", nodes=12)
+    assert "#PBS -q debug-scaling\n" in _pbs("polaris", account="p", nodes=4)
+    rec, tgt = load_recipe("polaris-megatron-deepspeed"), load_target("polaris")
+    job = build_job(rec, tgt, plan_for(rec, tgt), LaunchOptions(scheduler="pbs", account="p", nodes=2,
+                                                                 partition="prod"))
+    assert job.options.partition == "prod"
+    assert job.warnings == ("prod takes 10-496 nodes, the job asks 2 (https://docs.alcf.anl.gov/polaris/"
+                            "running-jobs/ : qsub needs -A <project> and -q <queue>, e.g. -q debug or -q prod)",)
+    assert "# WARNING: prod takes 10-496 nodes" in render_job(job).text
+    data = yaml.safe_load((DATA / "polaris.yaml").read_text())
+    data["jobs"]["queue"] = "prod"
+    own = tmp_path / "prod-default.yaml"
+    own.write_text(yaml.safe_dump(data))
+    text = _pbs(str(own), account="p", nodes=2)
+    assert "#PBS -q debug\n" in text and "the profile's prod does not fit (prod takes 10-496 nodes" in text
+    job = build_job(rec, tgt, plan_for(rec, tgt), LaunchOptions(scheduler="pbs", account="p", nodes=2,
+                                                                 time_limit="80:00:00"))
+    assert job.warnings and job.warnings[0].startswith("the job (2 node(s), 80:00:00) fits none of the target's queues")
+    assert "#PBS -q debug-scaling" not in render_job(job).text
+
+
+def test_queue_fit_is_a_table_read(tmp_path) -> None:
+    from envbuild.launch.queues import choose_queue, default_walltime, misfits
+    from envbuild.targets.schema import Queue
+
+    q = Queue(name="small", min_nodes=2, max_nodes=4, max_walltime="03:00:00")
+    assert misfits(q, 3, "03:00:00") == []
+    assert misfits(q, 1, "03:00:01") == ["small takes 2-4 nodes, the job asks 1",
+                                          "small runs jobs for at most 03:00:00, the job asks 03:00:01"]
+    assert misfits(Queue(name="big", min_nodes=8), 4, "01:00:00") == ["big takes 8 or more nodes, the job asks 4"]
+    assert choose_queue(None, None, [], 2, "01:00:00").queue is None
+    assert choose_queue("mine", None, [q], 3, "01:00:00").warnings[0].startswith("queue mine is not among")
+    rec = load_recipe("cpu-reference")
+    walltime, why = default_walltime(rec, smoke_only=True)
+    smoke = next(r for r in rec.resources if r.experiment == "smoke")
+    assert walltime == f"00:{max(10, int(-(-2 * smoke.minutes // 1))):02d}:00" and "smoke" in why
+
+
+def test_a_job_on_every_gpu_of_its_nodes_is_exclusive() -> None:
+    """Slurm: --exclusive when the job takes every GPU of its nodes, and --time always."""
+    rec, tgt = load_recipe("megatron-deepspeed-slurm"), load_target("slurm")
+    text = render_launch(rec, tgt, plan_for(rec, tgt), LaunchOptions(scheduler="slurm", variant="multi-node")).text
+    assert "#SBATCH --exclusive\n" in text and "#SBATCH --time=" in text
+    fewer = render_launch(rec, tgt, plan_for(rec, tgt), LaunchOptions(scheduler="slurm", variant="multi-node",
+                                                                      smoke_only=True, gpus_per_node=1)).text
+    assert "--exclusive" not in fewer
 
 
 def test_the_site_requirement_is_for_its_scheduler_only() -> None:

@@ -84,13 +84,18 @@ def launch(request: LaunchRequest, *, warn: Callable[[str], None] | None = None)
     plan = launch_plan(rec, tgt, run_dir=provisioned, facts_file=request.facts_file, lock_file=request.lock_file,
                        prefix=request.prefix, git_mirror=request.git_mirror, container=not opts.no_container)
     if not request.submit:
-        return LaunchOutcome(render_launch(rec, tgt, plan, opts), provisioned=provisioned)
+        rendered = render_launch(rec, tgt, plan, opts)
+        for w in rendered.job.warnings if warn is not None else ():
+            warn(w)
+        return LaunchOutcome(rendered, provisioned=provisioned)
     verdicts = verify_nodes(provisioned, request.nodes) if provisioned is not None else []
     if provisioned is None and warn is not None:
         warn(f"no provision run of {rec.name} on {tgt.name}: the nodes' environments are not verified "
              "before submitting")
     job = sub.launch(rec, tgt, plan, opts, argv=request.argv, env=request.env, timeout=request.timeout,
                      provisioned=provisioned, verdicts=verdicts)
+    for w in job.rendered.job.warnings if warn is not None else ():
+        warn(w)
     return LaunchOutcome(job.rendered, job, provisioned, verdicts)
 
 

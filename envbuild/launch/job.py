@@ -26,12 +26,14 @@ from envbuild import __version__
 from envbuild.bundle.envpack import PackedEnv
 from envbuild.errors import InputError
 from envbuild.launch import pyxis
+from envbuild.launch.queues import QueueChoice, choose_queue, default_walltime
 from envbuild.plan.container import sqsh_path
 from envbuild.recipes.schema import Run
 from envbuild.plan.image import prepare_script, stage_name
 from envbuild.render.shell import q, heredoc_delimiter
 from envbuild.plan.capture import capture
 from envbuild.shipped import NODE
+from envbuild.targets.schema import WALLTIME
 
 SCHEDULERS = ("slurm", "pbs", "k8s", "local")
 K8S_WORKLOADS = ("job", "jobset", "pytorchjob")
@@ -110,6 +112,8 @@ class Job:
     header: tuple[str, ...] = ()
     options: LaunchOptions | None = None
     packed: PackedEnv | None = None  # distributed to every node and unpacked at its prefix first
+    warnings: tuple[str, ...] = ()  # the job does not fit its queue (also in the header)
+    exclusive: bool = False  # it takes every GPU of its nodes: whole nodes (Slurm --exclusive)
 
 
 def path_word(path: str) -> str:
@@ -206,7 +210,8 @@ def _job_settings(opts: LaunchOptions, target) -> tuple[LaunchOptions, tuple[str
         return opts, ()
     jobs = target.jobs
     values = {k: v or getattr(jobs, k) for k, v in flags.items()}
-    missing = [k for k in JOB_FLAGS if k in jobs.requires and not values[k]]
+    # a queue the profile lists is chosen for the job (envbuild.launch.queues) when none is named
+    missing = [k for k in JOB_FLAGS if k in jobs.requires and not values[k] and not (k == "queue" and jobs.queues)]
     if missing:
         raise InputError(f"{target.scheduler} on {target.name} refuses a job without "
                          + " and ".join(JOB_FLAGS[k][2] for k in missing),
@@ -214,7 +219,7 @@ def _job_settings(opts: LaunchOptions, target) -> tuple[LaunchOptions, tuple[str
                          + ", ".join(f"jobs.{k}" for k in missing) + " in your own copy of the target file"
                          + (f" ({jobs.source})" if jobs.source else ""))
     header = tuple(f"{k} {values[k]}: from the target profile (jobs.{k})" for k in JOB_FLAGS
-                   if values[k] and not flags[k])
+                   if values[k] and not flags[k] and k != "queue")  # the queue's: queues.choose_queue
     return replace(opts, account=values["account"], partition=values["queue"]), header
 
 
@@ -273,6 +278,7 @@ def _counts(prog: Run | None, variant: str | None, opts: LaunchOptions, target, 
 def build_job(recipe, target, plan, opts: LaunchOptions) -> Job:
     """Decide the launch of ``recipe`` on ``target`` from ``plan`` (``envbuild.plan.model.Plan``)."""
     _check_scheduler(opts, target)
+    given_queue = opts.partition
     opts, from_profile = _job_settings(opts, target)
     if opts.smoke_only and opts.command_override:
         raise InputError("give --smoke-only or --command-override, not both")
@@ -289,6 +295,7 @@ def build_job(recipe, target, plan, opts: LaunchOptions) -> Job:
         command = _variant_command(recipe, variant)
     prog = recipe.run_of(variant)
     nodes, gpus = _counts(prog, variant, opts, target, recipe)
+    opts, scheduling, warnings = _walltime_and_queue(opts, given_queue, recipe, target, nodes)
     bench = recipe.benchmark
     sources = _sources(plan)
     env_file = _env_file(plan)
@@ -422,7 +429,7 @@ def build_job(recipe, target, plan, opts: LaunchOptions) -> Job:
               + (f" (variant {variant})" if variant else "") + f", {nodes} node(s) x {gpus} GPU(s)",
               f"rendered by envbuild {__version__} from the plan for {plan.host} (facts {plan.facts_origin}; "
               f"lock digest {plan.lock_digest or 'none'})",
-              *from_profile,
+              *from_profile, *scheduling, *(f"WARNING: {w}" for w in warnings),
               *([f"regenerate: {opts.regenerate}"] if opts.regenerate else []))
     return Job(recipe=recipe.name, target=target.name, scheduler=opts.scheduler, variant=variant,
                name=f"envbuild-{recipe.name}", nodes=nodes, gpus_per_node=gpus, nproc_per_node=nproc,
@@ -435,7 +442,32 @@ def build_job(recipe, target, plan, opts: LaunchOptions) -> Job:
                scheduler_options=(tuple(prog.scheduler_options.get(opts.scheduler, ())) if prog else ()),
                master_port=opts.master_port or (prog.master_port if prog else None),
                address_var=address_var, prepare=prepare, stage=stage_name(plan), header=header, options=opts,
-               packed=_packed(opts, plan, target))
+               packed=_packed(opts, plan, target), warnings=warnings,
+               exclusive=bool(gpus and target.gpus and gpus >= target.gpus.count))
+
+
+def _walltime_and_queue(opts: LaunchOptions, given_queue: str | None, recipe, target,
+                        nodes: int) -> tuple[LaunchOptions, tuple[str, ...], tuple[str, ...]]:
+    """The job's wall time (``--time``, else from the recipe's expected time) and, on the
+    target's own batch scheduler, its queue from the profile's limits (``envbuild.launch.queues``):
+    the options filled in, header lines saying how, and warnings."""
+    if opts.scheduler == "local":
+        return opts, (), ()
+    header: list[str] = []
+    walltime = opts.time_limit
+    if walltime is None:
+        walltime, why = default_walltime(recipe, opts.smoke_only)
+        header.append(f"time {walltime}: {why}")
+    elif not re.fullmatch(WALLTIME, walltime):
+        raise InputError(f"--time {walltime!r} is not HH:MM:SS", hint="e.g. --time 00:30:00")
+    opts = replace(opts, time_limit=walltime)
+    if opts.scheduler not in ("slurm", "pbs"):
+        return opts, tuple(header), ()
+    native = opts.scheduler == TARGET_SCHEDULER.get(target.scheduler or "")
+    jobs = target.jobs
+    choice = (choose_queue(given_queue, jobs.queue, jobs.queues, nodes, walltime, jobs.source) if native
+              else QueueChoice(given_queue))
+    return replace(opts, partition=choice.queue), (*header, *choice.header), choice.warnings
 
 
 def _packed(opts: LaunchOptions, plan, target) -> PackedEnv | None:

@@ -36,6 +36,8 @@ def render(job: Job) -> str:
     directives += [f"--output={out}/%x-%j.out", f"--error={out}/%x-%j.err"]
     if opts and opts.time_limit:
         directives.append(f"--time={opts.time_limit}")
+    if job.exclusive:  # every GPU of the node: no other job shares its CPUs, memory and links
+        directives.append("--exclusive")
     if opts and opts.partition:
         directives.append(f"--partition={opts.partition}")
     if opts and opts.account:

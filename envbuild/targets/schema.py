@@ -41,6 +41,19 @@ class Platform(Strict):
     arch: Literal["x86_64", "aarch64"] = "x86_64"
 
 
+WALLTIME = r"^\d{1,3}:[0-5]\d:[0-5]\d$"  # HH:MM:SS (hours may pass 99: 168:00:00)
+
+
+class Queue(Strict):
+    """One queue (partition) of a site, as its user guide states its limits."""
+
+    name: JobWord
+    min_nodes: int = Field(default=1, ge=1)
+    max_nodes: int | None = Field(default=None, ge=1)
+    max_walltime: Annotated[str, StringConstraints(pattern=WALLTIME)] | None = None
+    note: str = ""
+
+
 class Jobs(Strict):
     """How jobs are submitted on this target: what its scheduler requires of every job, and an
     operator's defaults. Read by ``envbuild launch`` (flags win, then these defaults); where a
@@ -62,6 +75,10 @@ class Jobs(Strict):
     account: JobWord | None = None  # the project (PBS -A) or Slurm account
     queue: JobWord | None = None  # the PBS queue (-q) or Slurm partition
     source: str = ""  # where the site says what it requires
+    # the site's queues and what each accepts (envbuild.launch.queues): a job that does not fit
+    # the queue it names is warned of; one that does not fit the profile's default queue goes to
+    # the first listed queue it fits
+    queues: list[Queue] = Field(default_factory=list)
 
 
 # the facts of a profile that a source must back (``Target.fact_sources``): where the guide's
