@@ -480,7 +480,8 @@ def test_a_pytorchjob_has_a_master_and_workers_ranked_by_the_operator(rendered, 
     node rank is the operator's RANK, read by the pod script itself (run here in bash)."""
     (pj,) = yaml.safe_load_all(rendered["megatronapp--rtx4090-pod--k8s-two-pods-pytorchjob"].text)
     assert (pj["apiVersion"], pj["kind"]) == ("kubeflow.org/v1", "PyTorchJob")
-    assert pj["spec"]["runPolicy"] == {"backoffLimit": 0, "cleanPodPolicy": "None"}
+    assert pj["spec"]["runPolicy"] == {"backoffLimit": 0, "cleanPodPolicy": "None",
+                                       "ttlSecondsAfterFinished": 86400, "activeDeadlineSeconds": 600}
     replicas = pj["spec"]["pytorchReplicaSpecs"]
     assert {k: v["replicas"] for k, v in replicas.items()} == {"Master": 1, "Worker": 1}
     assert replicas["Master"]["template"] == replicas["Worker"]["template"]
@@ -630,3 +631,89 @@ def test_a_per_node_run_of_ones_own_starts_on_every_pbs_node(tmp_path) -> None:
                          plan_for(load_recipe("polaris-megatron-deepspeed"), tgt),
                          LaunchOptions(scheduler="pbs", nodes=2, account="p", partition="debug")).text
     assert 'mpiexec -n "$ENVBUILD_NNODES" --ppn 1' not in once and "export ENVBUILD_NODE_RANK=0" in once
+
+
+def test_every_rendered_workload_meets_the_pod_security_baseline(rendered) -> None:
+    """Issue 40: the Kubernetes outputs pass the Pod Security baseline level (no IPC_LOCK unless
+    the target says its namespace allows it), run in a namespace of their own, stop at the
+    job's wall time and are deleted a day after they finish, on nodes labelled with the
+    target's GPU product."""
+    from envbuild.launch.k8s import GPU_PRODUCT_LABEL
+    from envbuild.launch.podsecurity import baseline_violations
+
+    for name, r in rendered.items():
+        if not r.filename.endswith(".yaml"):
+            continue
+        docs = list(yaml.safe_load_all(r.text))
+        assert baseline_violations(docs) == [], name
+        assert {d["metadata"]["namespace"] for d in docs} == {"envbuild"}, name
+        work = docs[-1]
+        deadline = 3600 if name.endswith("smoke") else 600  # no smoke time in the recipe: one hour
+        if work["kind"] == "Job":
+            spec, pods = work["spec"], [work["spec"]["template"]["spec"]]
+            assert spec["ttlSecondsAfterFinished"] == 86400 and spec["activeDeadlineSeconds"] == deadline, name
+        elif work["kind"] == "JobSet":
+            assert work["spec"]["ttlSecondsAfterFinished"] == 86400
+            inner = work["spec"]["replicatedJobs"][0]["template"]["spec"]
+            assert inner["activeDeadlineSeconds"] == 600
+            pods = [inner["template"]["spec"]]
+        else:
+            policy = work["spec"]["runPolicy"]
+            assert (policy["ttlSecondsAfterFinished"], policy["activeDeadlineSeconds"]) == (86400, 600)
+            pods = [r["template"]["spec"] for r in work["spec"]["pytorchReplicaSpecs"].values()]
+        for pod in pods:
+            assert pod["nodeSelector"] == {GPU_PRODUCT_LABEL: "NVIDIA-GeForce-RTX-4090"}, name
+            assert "securityContext" not in pod["containers"][0], name
+        assert "IPC_LOCK is not added (the Pod Security baseline level refuses it)" in " ".join(
+            x.removeprefix("# ") for x in r.text.splitlines() if x.startswith("#"))
+
+
+def test_a_sites_kubernetes_names_come_from_its_target_copy(tmp_path) -> None:
+    """jobs.namespace, kueue_queue, rdma_resource, gpu_product, ipc_lock and ttl in an operator's
+    copy of rtx4090-pod; --namespace and --kueue-queue win; IPC_LOCK then breaks the baseline
+    level, and the checker says where; a name Kubernetes would refuse is refused first."""
+    from envbuild.launch.podsecurity import baseline_violations
+
+    data = yaml.safe_load((DATA / "rtx4090-pod.yaml").read_text())
+    data.setdefault("jobs", {}).update(namespace="ml-team", kueue_queue="gpu-queue", rdma_resource="rdma/ib",
+                                       gpu_product="NVIDIA-GeForce-RTX-4090-D", ipc_lock=True, ttl_after_finished_s=600)
+    own = tmp_path / "pods.yaml"
+    own.write_text(yaml.safe_dump(data))
+    rec, tgt = load_recipe("megatronapp"), load_target(str(own))
+    text = render_launch(rec, tgt, plan_for(rec, tgt), LaunchOptions(scheduler="k8s", variant="two-pods",
+                                                                     container_image=IMAGE)).text
+    svc, job = yaml.safe_load_all(text)
+    assert job["metadata"]["namespace"] == svc["metadata"]["namespace"] == "ml-team"
+    assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "gpu-queue"
+    assert job["spec"]["ttlSecondsAfterFinished"] == 600
+    pod = job["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-GeForce-RTX-4090-D"}
+    container = pod["containers"][0]
+    assert container["resources"]["limits"]["rdma/ib"] == 1
+    assert container["securityContext"] == {"capabilities": {"add": ["IPC_LOCK"]}}
+    assert baseline_violations([svc, job]) == [
+        "Job envbuild-megatronapp: spec.template.spec: Capabilities "
+        "(containers[0].securityContext.capabilities.add: IPC_LOCK)"]
+    flags = render_launch(rec, tgt, plan_for(rec, tgt), LaunchOptions(
+        scheduler="k8s", variant="two-pods", container_image=IMAGE, namespace="other", kueue_queue="q2")).text
+    _, job = yaml.safe_load_all(flags)
+    assert job["metadata"]["namespace"] == "other" and job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "q2"
+    with pytest.raises(InputError, match="not a Kubernetes name"):
+        render_launch(rec, tgt, plan_for(rec, tgt), LaunchOptions(scheduler="k8s", container_image=IMAGE,
+                                                                  namespace="Bad_Name"))
+
+
+def test_the_baseline_checker_reads_every_control_it_lists() -> None:
+    from envbuild.launch.podsecurity import BASELINE, baseline_violations
+
+    pod = {"hostNetwork": True, "securityContext": {"sysctls": [{"name": "kernel.msgmax", "value": "1"}],
+                                                    "seccompProfile": {"type": "Unconfined"}},
+           "volumes": [{"name": "h", "hostPath": {"path": "/"}}],
+           "containers": [{"name": "c", "ports": [{"containerPort": 1, "hostPort": 80}],
+                           "securityContext": {"privileged": True, "procMount": "Unmasked",
+                                               "appArmorProfile": {"type": "Unconfined"},
+                                               "windowsOptions": {"hostProcess": True},
+                                               "capabilities": {"add": ["SYS_ADMIN", "CHOWN"]}}}]}
+    found = baseline_violations([{"kind": "Pod", "metadata": {"name": "p"}, "spec": pod}])
+    assert {f.split(": ")[2].split(" (")[0] for f in found} == {control for control, _ in BASELINE}
+    assert not any("CHOWN" in f for f in found)

@@ -52,6 +52,25 @@ def test_preferences_leave_out_what_is_upgraded_and_what_is_preinstalled():
     assert len(preferences(lock, Upgrade.of(False, [one]))) == len(every) - 1
 
 
+def test_pin_changes_name_added_removed_and_moved_pins_with_why():
+    old = read_lock(Path(__file__).parent.parent / "lockfiles" / "cpu-reference" / "local.lock")
+    pkgs = list(old.packages)
+    top = next(p for p in pkgs if p.requested is not None)
+    dep = next(p for p in pkgs if p.requested is None and p.required_by)
+    gone = next(p for p in pkgs if p.requested is None and p is not dep)
+    new_pkgs = [p.model_copy(update={"version": "9.9", "requested": "==9.9"}) if p is top else
+                p.model_copy(update={"version": "8.8"}) if p is dep else p for p in pkgs if p is not gone]
+    new_pkgs.append(dep.model_copy(update={"name": "brand-new", "required_by": [top.name]}))
+    new = old.model_copy(update={"packages": new_pkgs})
+    got = {c.name: c for c in pin_changes(old, new, Upgrade())}
+    assert got[top.name].why == "the recipe asks ==9.9" and got[top.name].new == "9.9"
+    assert got[dep.name].why == f"required by {', '.join(dep.required_by)}, whose new pin needs it"
+    assert got[gone.name].new is None and got[gone.name].why == "no locked package requires it any more"
+    assert got["brand-new"].old is None and got["brand-new"].why == f"required by {top.name}"
+    assert got["brand-new"].line() == f"brand-new {dep.version} added (required by {top.name})"
+    assert pin_changes(None, new, Upgrade()) == [] and pin_changes(old, old, Upgrade()) == []
+
+
 @pytest.mark.integration
 def test_a_one_pin_change_moves_one_pin_and_says_why(tmp_path):
     """The issue's case in small: tqdm's pin changes and the recipe's resolve_as_of moves on (so

@@ -40,7 +40,9 @@ from envbuild.errors import NOT_JUDGED, CheckFailed, InputError
 @click.option("--time", "time_limit", metavar="HH:MM:SS", help="Wall-clock limit of the job.")
 @click.option("--partition", help="Slurm partition / PBS queue [the target's jobs.queue].")
 @click.option("--account", help="Slurm account / PBS project [the target's jobs.account].")
-@click.option("--namespace", default="default", show_default=True, help="Kubernetes namespace.")
+@click.option("--namespace", help="Kubernetes namespace [the target's jobs.namespace, else envbuild].")
+@click.option("--kueue-queue", metavar="NAME", help="Kubernetes: the Kueue LocalQueue that admits the job "
+              "(its kueue.x-k8s.io/queue-name label) [the target's jobs.kueue_queue].")
 @click.option("--k8s-workload", type=click.Choice(["job", "jobset", "pytorchjob"]), default=None,
               help="Kubernetes workload: an Indexed Job and its headless Service [job], a JobSet "
                    "(needs the JobSet controller) or a Kubeflow PyTorchJob (needs the training operator).")
@@ -57,7 +59,7 @@ from envbuild.errors import NOT_JUDGED, CheckFailed, InputError
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def launch_cmd(recipe, target, scheduler, nodes, gpus_per_node, variant, out, submit, smoke_only,
                command_override, container_image, no_container, run, facts_file, lock_file, prefix,
-               git_mirror, time_limit, partition, account, namespace, k8s_workload, master_port, timeout,
+               git_mirror, time_limit, partition, account, namespace, kueue_queue, k8s_workload, master_port, timeout,
                identity, known_hosts, packed_file, as_json):
     """Render RECIPE's published run for a scheduler; with --submit run it and collect the result.
 
@@ -87,7 +89,7 @@ def launch_cmd(recipe, target, scheduler, nodes, gpus_per_node, variant, out, su
     opts = LaunchOptions(scheduler=scheduler, nodes=nodes, gpus_per_node=gpus_per_node, variant=variant,
                          smoke_only=smoke_only, command_override=command_override,
                          container_image=container_image, no_container=no_container, time_limit=time_limit,
-                         partition=partition, account=account, namespace=namespace,
+                         partition=partition, account=account, namespace=namespace, kueue_queue=kueue_queue,
                          k8s_workload=k8s_workload or "job", master_port=master_port,
                          packed=_packed(packed_file))
     if k8s_workload and scheduler != "k8s":

@@ -66,7 +66,8 @@ class LaunchOptions:
     time_limit: str | None = None  # HH:MM:SS
     partition: str | None = None  # Slurm partition / PBS queue
     account: str | None = None
-    namespace: str = "default"  # Kubernetes
+    namespace: str | None = None  # Kubernetes: else the target's jobs.namespace, else "envbuild"
+    kueue_queue: str | None = None  # Kubernetes: a Kueue LocalQueue (else the target's jobs.kueue_queue)
     k8s_workload: str = "job"  # Kubernetes: "job" (an Indexed Job), "jobset" or "pytorchjob" (CRDs)
     rdma_resource: str = DEFAULT_RDMA
     master_port: int | None = None  # None: the scheduler's default
@@ -114,6 +115,9 @@ class Job:
     packed: PackedEnv | None = None  # distributed to every node and unpacked at its prefix first
     warnings: tuple[str, ...] = ()  # the job does not fit its queue (also in the header)
     exclusive: bool = False  # it takes every GPU of its nodes: whole nodes (Slurm --exclusive)
+    gpu_product: str | None = None  # Kubernetes: the nvidia.com/gpu.product node label to select
+    ipc_lock: bool = False  # Kubernetes: add IPC_LOCK (the target's jobs.ipc_lock)
+    ttl_after_finished_s: int = 86400  # Kubernetes: a finished Job is deleted after this
 
 
 def path_word(path: str) -> str:
@@ -424,6 +428,11 @@ def build_job(recipe, target, plan, opts: LaunchOptions) -> Job:
         notes.append(f"data: {prepare} runs first in each container: it fetches the data files the image "
                      "does not hold (no sha256 in the recipe; the first fetch's digest is printed) and runs "
                      "the steps that read them")
+    if opts.scheduler == "k8s" and target.infiniband and not target.jobs.ipc_lock:
+        notes.append("IPC_LOCK is not added (the Pod Security baseline level refuses it): RDMA memory "
+                     "registration then relies on the locked-memory limit the container runtime gives the pod "
+                     "(`ulimit -l` in a pod shows it); set jobs.ipc_lock in your copy of the target for a namespace "
+                     "at the privileged level")
 
     header = (f"envbuild launch: {recipe.name} on {target.name} through {opts.scheduler}"
               + (f" (variant {variant})" if variant else "") + f", {nodes} node(s) x {gpus} GPU(s)",
@@ -443,7 +452,21 @@ def build_job(recipe, target, plan, opts: LaunchOptions) -> Job:
                master_port=opts.master_port or (prog.master_port if prog else None),
                address_var=address_var, prepare=prepare, stage=stage_name(plan), header=header, options=opts,
                packed=_packed(opts, plan, target), warnings=warnings,
-               exclusive=bool(gpus and target.gpus and gpus >= target.gpus.count))
+               exclusive=bool(gpus and target.gpus and gpus >= target.gpus.count),
+               gpu_product=gpu_product_label(target) if gpus else None, ipc_lock=target.jobs.ipc_lock,
+               ttl_after_finished_s=target.jobs.ttl_after_finished_s)
+
+
+def gpu_product_label(target) -> str | None:
+    """The ``nvidia.com/gpu.product`` value NVIDIA's GPU feature discovery gives the target's
+    GPUs (the product name with spaces as ``-``: NVIDIA-GeForce-RTX-4090), or the target's own
+    ``jobs.gpu_product``."""
+    if target.jobs.gpu_product:
+        return target.jobs.gpu_product
+    if target.gpus is None:
+        return None
+    label = re.sub(r"\s+", "-", target.gpus.model.strip())
+    return label if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}", label) else None
 
 
 def _walltime_and_queue(opts: LaunchOptions, given_queue: str | None, recipe, target,
@@ -461,6 +484,8 @@ def _walltime_and_queue(opts: LaunchOptions, given_queue: str | None, recipe, ta
     elif not re.fullmatch(WALLTIME, walltime):
         raise InputError(f"--time {walltime!r} is not HH:MM:SS", hint="e.g. --time 00:30:00")
     opts = replace(opts, time_limit=walltime)
+    if opts.scheduler == "k8s":
+        return _k8s_settings(opts, target), tuple(header), ()
     if opts.scheduler not in ("slurm", "pbs"):
         return opts, tuple(header), ()
     native = opts.scheduler == TARGET_SCHEDULER.get(target.scheduler or "")
@@ -468,6 +493,23 @@ def _walltime_and_queue(opts: LaunchOptions, given_queue: str | None, recipe, ta
     choice = (choose_queue(given_queue, jobs.queue, jobs.queues, nodes, walltime, jobs.source) if native
               else QueueChoice(given_queue))
     return replace(opts, partition=choice.queue), (*header, *choice.header), choice.warnings
+
+
+def _k8s_settings(opts: LaunchOptions, target) -> LaunchOptions:
+    """The namespace, Kueue queue and RDMA resource of a Kubernetes job: the flags, then the
+    target's ``jobs`` (a site's names), then envbuild's defaults (namespace ``envbuild``, never
+    the shared ``default``; the RDMA shared device plugin's example resource)."""
+    jobs = target.jobs
+    for flag, value in (("--namespace", opts.namespace), ("--kueue-queue", opts.kueue_queue)):
+        if value is not None and not re.fullmatch(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?", value):
+            raise InputError(f"{flag} {value!r} is not a Kubernetes name (RFC 1123 label)",
+                             hint="lower-case letters, digits and -, at most 63")
+    return replace(opts, namespace=opts.namespace or jobs.namespace or DEFAULT_NAMESPACE,
+                   kueue_queue=opts.kueue_queue or jobs.kueue_queue,
+                   rdma_resource=jobs.rdma_resource or opts.rdma_resource)
+
+
+DEFAULT_NAMESPACE = "envbuild"
 
 
 def _packed(opts: LaunchOptions, plan, target) -> PackedEnv | None:

@@ -12,9 +12,13 @@ the names resolve while the pods start. A required pod anti-affinity on
 ``kubernetes.io/hostname`` places every pod of the job on its own node (the GPUs and the
 InfiniBand port of a node belong to one rank group).
 
-Each pod asks for the target's GPUs (``nvidia.com/gpu``), CPUs, memory, the RDMA device
-resource where the target has InfiniBand (with IPC_LOCK, which RDMA memory registration
-needs), and a memory-backed ``/dev/shm`` of the target's size. Each pod runs the task script
+Each pod asks for the target's GPUs (``nvidia.com/gpu``) on a node whose GPU feature discovery
+label names the target's GPU product, CPUs, memory, the RDMA device resource where the target
+has InfiniBand (IPC_LOCK only where the target says its namespace allows it: the Pod Security
+baseline level refuses it) and a memory-backed ``/dev/shm`` of the target's size. The
+workload runs in the target's namespace (else ``envbuild``, never the shared ``default``),
+stops at the job's wall time (``activeDeadlineSeconds``), is deleted a day after it finishes
+(``ttlSecondsAfterFinished``, the target's), and carries Kueue's queue label when asked. Each pod runs the task script
 (the plan's env file, the recipe's variables, its command; where ranks run different commands,
 a ``case`` on the rank) with ``bash -c``. No Kubernetes API runs in the test suite: the
 manifests are golden-tested and validated offline against the Kubernetes schema
@@ -52,6 +56,11 @@ REPLICATED_JOB = "node"
 # named pytorchjob-port), WORLD_SIZE and RANK (master 0, workers 1..) in every pod
 # (https://www.kubeflow.org/docs/components/trainer/legacy-v1/user-guides/pytorch/)
 PYTORCHJOB_API = "kubeflow.org/v1"
+DEFAULT_NAMESPACE = "envbuild"  # envbuild.launch.job: never the shared "default"
+# NVIDIA GPU feature discovery's node label of the GPU product (NVIDIA/k8s-device-plugin, GFD)
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+# Kueue admits a workload labelled with its LocalQueue (https://kueue.sigs.k8s.io/docs/tasks/run/jobs/)
+KUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 
 def _labels(job: Job) -> dict:
@@ -73,7 +82,7 @@ def _command(job: Job) -> str:
 
 def manifests(job: Job) -> list[dict]:
     opts = job.options
-    namespace = opts.namespace if opts else "default"
+    namespace = (opts.namespace if opts else None) or DEFAULT_NAMESPACE
     workload = opts.k8s_workload if opts else "job"
     jobset, pytorchjob = workload == "jobset", workload == "pytorchjob"
     port = job.master_port if job.master_port else PORT
@@ -127,7 +136,7 @@ def manifests(job: Job) -> list[dict]:
                  "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}]}
     if pytorchjob:  # the operator's MASTER_PORT is this port's
         container["ports"] = [{"name": "pytorchjob-port", "containerPort": port}]
-    if job.infiniband:
+    if job.infiniband and job.ipc_lock:  # the target says its namespace allows it (privileged level)
         container["securityContext"] = {"capabilities": {"add": ["IPC_LOCK"]}}
     shm = {"medium": "Memory"} | ({"sizeLimit": job.shm_size} if job.shm_size else {})
     pod: dict = {"restartPolicy": "Never"}
@@ -136,29 +145,44 @@ def manifests(job: Job) -> list[dict]:
             pod["subdomain"] = service
         pod["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
             {"labelSelector": {"matchLabels": labels}, "topologyKey": HOSTNAME_KEY}]}}
+    if job.gpu_product:  # GPU feature discovery's label: the GPUs the run was planned for
+        pod["nodeSelector"] = {GPU_PRODUCT_LABEL: job.gpu_product}
     pod |= {"containers": [container], "volumes": [{"name": "dshm", "emptyDir": shm}]}
-    metadata = {"name": job.name, "namespace": namespace, "labels": labels,
+    queue = opts.kueue_queue if opts else None
+    metadata = {"name": job.name, "namespace": namespace,
+                "labels": {**labels, **({KUEUE_LABEL: queue} if queue else {})},
                 "annotations": {"envbuild/recipe": job.recipe, "envbuild/target": job.target,
                                 **({"envbuild/replaced": job.replaced} if job.replaced else {})}}
+    deadline = _seconds(opts.time_limit) if opts and opts.time_limit else None
+    limits_of_run = {"ttlSecondsAfterFinished": job.ttl_after_finished_s,
+                     **({"activeDeadlineSeconds": deadline} if deadline else {})}
     spec = {"completionMode": "Indexed", "completions": job.nodes, "parallelism": job.nodes,
-            "backoffLimit": 0, "template": {"metadata": {"labels": labels}, "spec": pod}}
+            "backoffLimit": 0, **({"activeDeadlineSeconds": deadline} if deadline else {}),
+            "template": {"metadata": {"labels": labels}, "spec": pod}}
     if pytorchjob:
         template = {"metadata": {"labels": labels}, "spec": pod}
         replicas = {"Master": {"replicas": 1, "restartPolicy": "Never", "template": template}}
         if job.nodes > 1:
             replicas["Worker"] = {"replicas": job.nodes - 1, "restartPolicy": "Never", "template": template}
         docs.append({"apiVersion": PYTORCHJOB_API, "kind": "PyTorchJob", "metadata": metadata,
-                     "spec": {"runPolicy": {"backoffLimit": 0, "cleanPodPolicy": "None"},
+                     "spec": {"runPolicy": {"backoffLimit": 0, "cleanPodPolicy": "None", **limits_of_run},
                               "pytorchReplicaSpecs": replicas}})
     elif jobset:
         docs.append({"apiVersion": JOBSET_API, "kind": "JobSet", "metadata": metadata,
                      "spec": {"failurePolicy": {"maxRestarts": 0},
+                              "ttlSecondsAfterFinished": job.ttl_after_finished_s,
                               "network": {"enableDNSHostnames": True, "publishNotReadyAddresses": True},
                               "replicatedJobs": [{"name": REPLICATED_JOB, "replicas": 1,
                                                   "template": {"metadata": {"labels": labels}, "spec": spec}}]}})
     else:
-        docs.append({"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": spec})
+        docs.append({"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata,
+                     "spec": {**spec, "ttlSecondsAfterFinished": job.ttl_after_finished_s}})
     return docs
+
+
+def _seconds(walltime: str) -> int:
+    h, m, sec = (int(x) for x in walltime.split(":"))
+    return h * 3600 + m * 60 + sec
 
 
 class _Dumper(yaml.SafeDumper):

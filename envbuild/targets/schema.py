@@ -41,6 +41,7 @@ class Platform(Strict):
     arch: Literal["x86_64", "aarch64"] = "x86_64"
 
 
+DnsLabel = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")]
 WALLTIME = r"^\d{1,3}:[0-5]\d:[0-5]\d$"  # HH:MM:SS (hours may pass 99: 168:00:00)
 
 
@@ -79,6 +80,13 @@ class Jobs(Strict):
     # the queue it names is warned of; one that does not fit the profile's default queue goes to
     # the first listed queue it fits
     queues: list[Queue] = Field(default_factory=list)
+    # Kubernetes (envbuild.launch.k8s): where the pods run and what the cluster calls things
+    namespace: DnsLabel | None = None  # else "envbuild" (never the shared "default")
+    kueue_queue: DnsLabel | None = None  # a Kueue LocalQueue: the kueue.x-k8s.io/queue-name label
+    rdma_resource: Annotated[str, StringConstraints(pattern=r"^[a-z0-9.-]+/[A-Za-z0-9_.-]+$")] | None = None
+    gpu_product: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")] | None = None
+    ipc_lock: bool = False  # add IPC_LOCK (RDMA registration): the namespace must allow "privileged"
+    ttl_after_finished_s: int = Field(default=86400, ge=0)  # a finished Job (and its logs) kept a day
 
 
 # the facts of a profile that a source must back (``Target.fact_sources``): where the guide's
