@@ -3,6 +3,7 @@ the locked set: pylock.toml with uv, requirements.txt with pip (--require-hashes
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,10 @@ from envbuild.lock.uvresolve import uv_binary
 
 LOCK = Path(__file__).parents[1] / "lockfiles" / "cpu-reference" / "local.lock"
 WHEELS = "/opt/wheels"
+# no pip or uv configuration of this machine (its pip.conf names /opt/wheels as find-links): what
+# the exported file says is all the installers get
+NO_CONFIG = {**{k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_"))},
+             "PIP_CONFIG_FILE": os.devnull}
 
 
 def export(fmt: str, out: Path, capsys) -> str:
@@ -90,10 +95,18 @@ def test_pylock_installs_with_uv(tmp_path, capsys):
     assert 'lock-version = "1.0"' in text
     venv = tmp_path / "v"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    subprocess.run([uv_binary(), "pip", "install", "--python", str(venv / "bin" / "python"),
-                    "-r", str(tmp_path / "pylock.toml")], check=True, capture_output=True)
+    subprocess.run([uv_binary(), "pip", "install", "--no-config", "--python", str(venv / "bin" / "python"),
+                    "-r", str(tmp_path / "pylock.toml")], check=True, capture_output=True, env=NO_CONFIG)
     got = installed(venv / "bin" / "python")
     assert {k: v for k, v in got.items() if k in expected()} == expected()
+    # written through packaging's PEP 751 model: it reads back as one
+    import tomllib
+
+    from packaging.pylock import Pylock
+
+    model = Pylock.from_dict(tomllib.loads(text))
+    assert {str(p.name): str(p.version) for p in model.packages} == {
+        k: v for k, v in expected().items() if k in {str(p.name) for p in model.packages}}
 
 
 @pytest.mark.integration
@@ -107,6 +120,14 @@ def test_requirements_install_with_pip_require_hashes(tmp_path, capsys):
     # for every module of torch (16 s of the test's 31 s on 2 cores)
     subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-input", "--no-compile",
                     "--require-hashes", "--no-deps", "-r", str(tmp_path / "requirements.txt")],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, env=NO_CONFIG)
     got = installed(venv / "bin" / "python")
     assert {k: v for k, v in got.items() if k in expected()} == expected()
+    # and with uv, from the same file: the same set
+    other = tmp_path / "u"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(other)], check=True)
+    subprocess.run([uv_binary(), "pip", "install", "--no-config", "--python", str(other / "bin" / "python"),
+                    "--require-hashes", "--no-deps", "-r", str(tmp_path / "requirements.txt")],
+                   check=True, capture_output=True, env=NO_CONFIG)
+    by_uv = installed(other / "bin" / "python")
+    assert {k: v for k, v in by_uv.items() if k in expected()} == {k: v for k, v in got.items() if k in expected()}

@@ -17,6 +17,12 @@ a wheelhouse; with ``wheelhouse`` given, such files are written as paths in that
 
 from __future__ import annotations
 
+import tomli_w
+from packaging.pylock import Package, PackageSdist, PackageWheel, Pylock
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
 from envbuild.errors import InputError
 from envbuild.lock.indexes import is_pypi
 from envbuild.lock.schema import Lock, LockedPackage
@@ -79,28 +85,26 @@ def to_requirements(lock: Lock, wheelhouse: str | None = None) -> str:
     return "\n".join(_header(lock, notes) + requirement_lines(lock, wheelhouse)) + "\n"
 
 
-def _toml_str(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+def pylock_model(lock: Lock, wheelhouse: str | None = None) -> Pylock:
+    """The lock as ``packaging``'s PEP 751 model: one package per locked file, with its hash."""
+    keep, _ = _exported(lock)
+    packages = []
+    for p in keep:
+        kind, where = _location(p, wheelhouse)
+        archive = {"name": p.dist.filename, kind: where, "hashes": {"sha256": p.dist.sha256}}
+        files = ({"wheels": [PackageWheel(**archive)]} if p.dist.kind == "wheel"
+                 else {"sdist": PackageSdist(**archive)})
+        packages.append(Package(name=canonicalize_name(p.name), version=Version(p.version), **files))
+    model = Pylock(lock_version=Version("1.0"), created_by="envbuild",
+                   requires_python=SpecifierSet(f"=={lock.python}.*"), packages=packages)
+    model.validate()  # what pip and uv read it with would refuse, refused here first
+    return model
 
 
 def to_pylock(lock: Lock, wheelhouse: str | None = None) -> str:
-    """PEP 751 ``pylock.toml``: one ``[[packages]]`` table per locked file, with its hash."""
-    keep, notes = _exported(lock)
-    lines = _header(lock, notes) + [
-        'lock-version = "1.0"',
-        'created-by = "envbuild"',
-        f"requires-python = {_toml_str('==' + lock.python + '.*')}",
-    ]
-    for p in keep:
-        kind, where = _location(p, wheelhouse)
-        lines += ["", "[[packages]]", f"name = {_toml_str(p.name)}", f"version = {_toml_str(p.version)}"]
-        entry = (f"{{ name = {_toml_str(p.dist.filename)}, {kind} = {_toml_str(where)}, "
-                 f"hashes = {{ sha256 = {_toml_str(p.dist.sha256)} }} }}")
-        if p.dist.kind == "wheel":
-            lines.append(f"wheels = [{entry}]")
-        else:
-            lines.append(f"sdist = {entry}")
-    return "\n".join(lines) + "\n"
+    """PEP 751 ``pylock.toml``, written by a TOML library from ``packaging``'s model."""
+    _, notes = _exported(lock)
+    return "\n".join(_header(lock, notes)) + "\n" + tomli_w.dumps(pylock_model(lock, wheelhouse).to_dict())
 
 
 def export(lock: Lock, fmt: str, wheelhouse: str | None = None) -> str:
