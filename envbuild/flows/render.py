@@ -56,6 +56,32 @@ class RenderOutcome:
                 "lock_sha256": self.lock_sha256}
 
 
+def _ci_inputs(request: RenderRequest, name: str):
+    """The recipe, lock and base as the CI workflow's checkout names them: a file given by path
+    relative to this folder (the repository's root, where the workflow runs); a file outside
+    it is refused (the workflow could not read it)."""
+    from envbuild.errors import InputError
+    from envbuild.render.ci import CiInputs
+
+    def in_repo(path: str | None, what: str) -> str | None:
+        if path is None:
+            return None
+        p = Path(path)
+        try:
+            rel = p.resolve().relative_to(Path.cwd().resolve())
+        except ValueError:
+            raise InputError(f"{what} {path} is outside this folder, which the CI workflow takes for the "
+                             "repository's root", hint="render --format ci from the repository's root, "
+                             "with the recipe and lock inside it") from None
+        return rel.as_posix()
+
+    if request.fmt != "ci":
+        return None
+    recipe = request.recipe if request.recipe and not Path(request.recipe).is_file() else None
+    return CiInputs(recipe=recipe or in_repo(request.recipe, "the recipe") or name,
+                    lock=in_repo(request.lock_file, "the lock"), base=request.base)
+
+
 def render(request: RenderRequest) -> RenderOutcome:
     """Render and write (see the module docstring)."""
     from envbuild.inputs import find_lock, node_facts, recipe_and_target
@@ -75,7 +101,7 @@ def render(request: RenderRequest) -> RenderOutcome:
     res = render_format(request.fmt, rec, tgt, lock, lock_text=lock_text, facts=facts, base=request.base,
                         wheelhouse=request.wheelhouse, prefix=request.prefix,
                         run_dir=str((folder / "run").resolve()), cache_dir=str((folder / "cache").resolve()),
-                        inventory=inventory)
+                        inventory=inventory, given=_ci_inputs(request, rec.name))
     refuse_unverified(res.plan, list(request.allow_unverified), lock, rec.python,  # before a file is written
                       tgt.platform.arch)
     written = write(res.context, folder, wheelhouse=Path(request.wheelhouse) if request.wheelhouse else None)

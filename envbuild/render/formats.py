@@ -35,10 +35,12 @@ class Rendered:
 def render(fmt: str, recipe, target, lock, *, lock_text: str | None = None, facts=None,
            base: str | None = None, wheelhouse: str | None = None, prefix: str | None = None,
            connection: dict | None = None, run_dir: str = "run", cache_dir: str = "cache",
-           inventory=None) -> Rendered:
+           inventory=None, given=None) -> Rendered:
     """Render ``recipe`` for ``target`` as ``fmt``. ``facts``: the node's (node formats;
     default: the target's profile). ``wheelhouse``: a folder of wheels (node formats use it as
-    is; image formats mount the context's ``wheelhouse/`` there at build time)."""
+    is; image formats mount the context's ``wheelhouse/`` there at build time). ``given``: the
+    recipe, lock and base as the user named them (``envbuild.render.ci.CiInputs``: the CI
+    workflow renders with the same)."""
     if fmt not in FORMATS:
         from envbuild.errors import InputError
 
@@ -49,8 +51,8 @@ def render(fmt: str, recipe, target, lock, *, lock_text: str | None = None, fact
 
         ip = image_plan(recipe, target, lock, lock_text=lock_text, base=base, wheelhouse=bool(wheelhouse),
                         inventory=inventory)
-        mod = {"dockerfile": dockerfile, "apptainer": apptainer, "ci": ci}[fmt]
-        return Rendered(context=mod.render(ip), plan=ip.plan, feasible=ip.feasible,
+        context = ci.render(ip, given) if fmt == "ci" else {"dockerfile": dockerfile, "apptainer": apptainer}[fmt].render(ip)
+        return Rendered(context=context, plan=ip.plan, feasible=ip.feasible,
                         summary=ip.plan.steps[0].params.summary, base=ip.base.image)
 
     node = facts if facts is not None else from_target(target)
