@@ -70,3 +70,27 @@ def asset_of(path: str | Path) -> str:
         if path.parent == folder.resolve():
             return f"{group}/{path.name}"
     raise InputError(f"{path} is not one of envbuild's shipped files")
+
+
+def checkout_commit() -> str | None:
+    """The commit of the git checkout envbuild runs from (read from its .git files, no git
+    process), None for an installed wheel or anything unreadable: what a provenance statement
+    names as the builder's source."""
+    import re
+
+    git = PACKAGE.parent / ".git"
+    try:
+        if git.is_file():  # a worktree or submodule: "gitdir: PATH"
+            git = (git.parent / git.read_text().split(":", 1)[1].strip()).resolve()
+        head = (git / "HEAD").read_text().strip()
+        if re.fullmatch(r"[0-9a-f]{40}", head):
+            return head
+        ref = head.removeprefix("ref:").strip()
+        if (git / ref).is_file():
+            sha = (git / ref).read_text().strip()
+        else:
+            sha = next((line.split()[0] for line in (git / "packed-refs").read_text().splitlines()
+                        if line.endswith(" " + ref)), "")
+        return sha if re.fullmatch(r"[0-9a-f]{40}", sha) else None
+    except (OSError, IndexError, ValueError):
+        return None

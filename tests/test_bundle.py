@@ -53,8 +53,10 @@ def bundle(tmp_path_factory):
         pytest.skip(f"no torch 2.13.0 cp311 wheel in {WHEELS}")
     folder = tmp_path_factory.mktemp("bundle")
     out = folder / "cpu-reference.tar"
+    key = folder / "maker"  # the maker's key: its provenance is signed (issue 41)
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "maker", "-f", str(key)], check=True)
     p = _envbuild("bundle", "cpu-reference", "--target", "local", "--wheelhouse", str(WHEELS),
-                  "-o", str(out), "--json", home=folder / "home", timeout=900)
+                  "-o", str(out), "--sign-key", str(key), "--json", home=folder / "home", timeout=900)
     assert p.returncode == 0, p.stderr[-3000:]
     return out, json.loads(p.stdout)
 
@@ -261,6 +263,8 @@ def test_a_repacked_bundle_is_refused_unless_its_file_is_pinned(bundle, tmp_path
     with pytest.raises(CheckFailed) as err:
         bundle_offline.prepare(ProvisionOptions(target="local", bundle=str(bad)))
     assert err.value.exit_code == 1 and "not the lock envbuild holds for cpu-reference on local" in err.value.message
+    # refused from its lock read in memory: nothing of it was unpacked (issue 41)
+    assert not (tmp_path / "home" / "bundles").exists()
     digest = hashlib.sha256(bad.read_bytes()).hexdigest()
     # the hint never offers the digest of the file it refused (pasting it would install it)
     assert digest not in err.value.hint and "--bundle-sha256 HEX" in err.value.hint
@@ -331,3 +335,61 @@ def test_a_member_larger_than_its_manifest_entry_is_refused_before_unpacking(bun
         open_bundle(big, home=tmp_path / "home")
     assert f"{wheel}: {64 * 2**20 + len(tarfile.open(out).extractfile(wheel).read())} bytes" in err.value.message
     assert not list((tmp_path / "home" / "bundles").glob("*/*"))  # nothing unpacked
+
+
+def test_a_signed_bundle_is_verified_before_anything_is_unpacked(bundle, tmp_path, monkeypatch):
+    """Issue 41: `envbuild bundle --sign-key` wrote an in-toto statement (SLSA provenance) in a
+    DSSE envelope beside the bundle, naming the bundle's sha256 and what it was made from.
+    `provision --bundle --trusted-key` verifies it before a byte is unpacked: the maker's key
+    passes (and pins the file); another key's signature, a re-packed bundle under the maker's
+    genuine envelope, a missing envelope and a forged payload are refused, nothing unpacked."""
+    import base64
+    import hashlib
+
+    from envbuild.bundle import offline as bundle_offline
+    from envbuild.bundle import provenance
+    from envbuild.errors import CheckFailed
+    from envbuild.provision.options import ProvisionOptions
+
+    monkeypatch.setenv("ENVBUILD_HOME", str(tmp_path / "home"))
+    out, summary = bundle
+    envelope = provenance.envelope_path(out)
+    assert summary["provenance"] == str(envelope)
+    env = json.loads(envelope.read_text())
+    stmt = json.loads(base64.b64decode(env["payload"]))
+    assert stmt["_type"] == "https://in-toto.io/Statement/v1"
+    assert stmt["predicateType"] == "https://slsa.dev/provenance/v1"
+    assert stmt["subject"] == [{"name": out.name, "digest": {"sha256": summary["sha256"]}}]
+    build = stmt["predicate"]["buildDefinition"]
+    assert build["externalParameters"]["recipe"] == "cpu-reference"
+    assert {d["name"].split(":")[0] for d in build["resolvedDependencies"] if "name" in d} == {"recipe", "lock", "target"}
+    maker = out.parent / "maker.pub"
+    other = tmp_path / "other"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
+
+    def prepare(bundle_file, *keys, envelope_file=None):
+        bundle_offline._OPENED.clear()
+        return bundle_offline.prepare(ProvisionOptions(target="local", bundle=str(bundle_file),
+                                                       trusted_keys=tuple(map(str, keys)),
+                                                       provenance=str(envelope_file) if envelope_file else None))
+
+    def refused(*args, **kw) -> str:
+        with pytest.raises(CheckFailed) as err:
+            prepare(*args, **kw)
+        assert err.value.exit_code == 1 and "nothing was unpacked" in err.value.hint
+        assert not (tmp_path / "home" / "bundles").exists()
+        return err.value.message
+
+    assert "not by a trusted key" in refused(out, f"{other}.pub")
+    bad = tmp_path / "repacked.tar"
+    _repack(out, bad, _first_wheel(out))
+    assert "not the signed statement's" in refused(bad, maker, envelope_file=envelope)
+    assert "no provenance" in refused(bad, maker)
+    forged = dict(env, payload=base64.b64encode(json.dumps(
+        {**stmt, "subject": [{"name": bad.name, "digest": {"sha256": hashlib.sha256(bad.read_bytes()).hexdigest()}}]},
+        sort_keys=True, separators=(",", ":")).encode()).decode())
+    (tmp_path / "forged.jsonl").write_text(json.dumps(forged) + "\n")
+    assert "not by a trusted key" in refused(bad, maker, envelope_file=tmp_path / "forged.jsonl")
+    # the maker's key: verified, and the signed digest pins the file (a lock of the maker's own
+    # would be accepted as --bundle-sha256 accepts it)
+    assert prepare(out, f"{other}.pub", maker).digest == summary["sha256"]

@@ -16,8 +16,10 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+from envbuild.bundle.manifest import MANIFEST
 from envbuild.bundle.unpack import Opened, open_bundle
 from envbuild.errors import CheckFailed, InputError
 from envbuild.fsio import write_tar
@@ -27,6 +29,7 @@ from envbuild.recipes import load_recipe
 from envbuild.record import RunWriter
 from envbuild.targets import load_target
 
+LOCK_MEMBER = "lock.lock"  # where a bundle carries its lock (Opened.lock_file)
 _OPENED: dict[tuple[str, int, int], Opened] = {}
 
 
@@ -42,21 +45,41 @@ def opened(path: str, expect_sha256: str | None = None) -> Opened:
 def trusted_lock(b: Opened, pinned: bool) -> None:
     """The bundle's lock must be the lock envbuild holds for its recipe and target (the user's
     lockdir, else the shipped one), byte for byte by its digest; a bundle made from a lock of
-    the user's own is accepted only when the user pinned the bundle file (``--bundle-sha256``).
-    A re-packed bundle (a wheel replaced, lock and manifest re-hashed) fails here: its lock is
-    not the one envbuild holds. CheckFailed, exit 1."""
-    theirs = lock_digest(parse_lock(b.lock_file.read_text(), b.lock_file))
+    the user's own is accepted only when the user pinned the bundle file (``--bundle-sha256``,
+    or a signed provenance). A re-packed bundle (a wheel replaced, lock and manifest re-hashed)
+    fails here: its lock is not the one envbuild holds. CheckFailed, exit 1."""
+    _held_lock(b.file, b.lock_file.read_text(), b.manifest.recipe, b.manifest.target, pinned)
+
+
+def trusted_lock_unopened(file: Path) -> None:
+    """``trusted_lock`` before a byte of the bundle is unpacked: its lock and manifest read from
+    the tar into memory (a re-packed bundle never reaches the disk)."""
+    from envbuild.bundle.unpack import peek
+
+    got = peek(file, (MANIFEST, LOCK_MEMBER))
+    if MANIFEST not in got or LOCK_MEMBER not in got:
+        return  # not a bundle envbuild made: open_bundle says what is wrong with it
     try:
-        held = lock_source(load_recipe(b.manifest.recipe), load_target(b.manifest.target), None)
+        manifest = json.loads(got[MANIFEST])
+        recipe, target = str(manifest["recipe"]), str(manifest["target"])
+    except (ValueError, KeyError, TypeError):
+        return
+    _held_lock(file, got[LOCK_MEMBER].decode("utf-8", errors="replace"), recipe, target, pinned=False)
+
+
+def _held_lock(file: Path, lock_text: str, recipe: str, target: str, pinned: bool) -> None:
+    theirs = lock_digest(parse_lock(lock_text, f"{file.name}:{LOCK_MEMBER}"))
+    try:
+        held = lock_source(load_recipe(recipe), load_target(target), None)
     except InputError:
         held = None
     ours = lock_digest(parse_lock(held.read_text(), held)) if held is not None and held.is_file() else None
     if theirs == ours or pinned:
         return
-    where = (f"the lock envbuild holds for {b.manifest.recipe} on {b.manifest.target} ({held}, lock digest "
-             f"{ours[:12]})" if ours else f"no lock envbuild holds ({b.manifest.recipe} on {b.manifest.target} "
+    where = (f"the lock envbuild holds for {recipe} on {target} ({held}, lock digest "
+             f"{ours[:12]})" if ours else f"no lock envbuild holds ({recipe} on {target} "
              "has none in the lockdir or the shipped locks)")
-    raise CheckFailed(f"the bundle {b.file.name} carries lock digest {theirs[:12]}, not {where}: its wheels and "
+    raise CheckFailed(f"the bundle {file.name} carries lock digest {theirs[:12]}, not {where}: its wheels and "
                       "commits are not the ones envbuild pinned",
                       hint="make the bundle again with `envbuild bundle`; if you made it from a lock of your own, "
                            "pin the file you made by the sha256 `envbuild bundle` printed when it wrote it: "
@@ -70,8 +93,22 @@ def prepare(opts) -> Opened | None:
     for flag, value in (("--git-mirror", opts.git_mirror), ("--wheelhouse", opts.wheelhouse), ("--lock", opts.lock)):
         if value:
             raise InputError(f"--bundle and {flag} given", hint=f"the bundle carries what {flag} would give; drop {flag}")
-    b = opened(opts.bundle, getattr(opts, "bundle_sha256", None))
-    trusted_lock(b, pinned=bool(getattr(opts, "bundle_sha256", None)))
+    pin = getattr(opts, "bundle_sha256", None)
+    if getattr(opts, "trusted_keys", ()):  # the signed provenance pins the file before it is unpacked
+        from envbuild.bundle import provenance
+
+        bundle = Path(opts.bundle)
+        envelope = Path(opts.provenance) if getattr(opts, "provenance", None) else provenance.envelope_path(bundle)
+        stmt = provenance.verify(bundle, envelope, [Path(k) for k in opts.trusted_keys])
+        signed = stmt["subject"][0]["digest"]["sha256"]
+        if pin and pin.strip().lower() != signed:
+            raise CheckFailed(f"--bundle-sha256 {pin} is not the signed statement's {signed}",
+                              hint="drop one of them; nothing was unpacked")
+        pin = signed
+    if not pin:
+        trusted_lock_unopened(Path(opts.bundle))
+    b = opened(opts.bundle, pin)
+    trusted_lock(b, pinned=bool(pin))
     m = b.manifest
     if opts.recipe:
         from envbuild.recipes import load_recipe

@@ -173,6 +173,28 @@ def _read_manifest(root: Path, file: Path) -> Manifest:
 
 
 MAX_MANIFEST = 64 * 2**20  # a manifest larger than this is not one `envbuild bundle` wrote
+MAX_PEEK = 16 * 2**20  # a lock or a manifest read before unpacking: no larger
+
+
+def peek(file: Path, names: tuple[str, ...]) -> dict[str, bytes]:
+    """The bytes of the members ``names`` of the bundle, read into memory without unpacking
+    anything (each at most ``MAX_PEEK``; a member missing is left out). InputError for a file
+    that is not a readable tar."""
+    out: dict[str, bytes] = {}
+    try:
+        with tarfile.open(file) as tar:
+            for member in tar:
+                if member.name in names and member.isfile() and member.name not in out:
+                    if member.size > MAX_PEEK:
+                        raise InputError(f"{file}: {member.name} is {member.size} bytes, not a bundle's",
+                                         hint="make it with `envbuild bundle`; nothing was unpacked")
+                    fh = tar.extractfile(member)
+                    out[member.name] = fh.read() if fh else b""
+                    if len(out) == len(names):
+                        break
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        raise InputError(f"{file}: not a readable bundle: {exc}", hint="make it with `envbuild bundle`") from None
+    return out
 
 
 def _declared(tar: tarfile.TarFile, members: list[tarfile.TarInfo], file: Path) -> None:

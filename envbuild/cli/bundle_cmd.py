@@ -26,8 +26,13 @@ from envbuild.cli.output import console, emit_json
 @click.option("--prefix", default=None, help="The environment's prefix on the nodes, as provision will be given.")
 @click.option("-o", "--output", "output", required=True, type=click.Path(),
               help="The bundle file to write (.tar, or .tar.gz / .tgz for gzip).")
+@click.option("--sign-key", "sign_key", default=None, type=click.Path(dir_okay=False),
+              help="Sign the bundle's provenance (an in-toto statement, SLSA provenance) with this Ed25519 "
+                   "private key (PEM or OpenSSH): written as OUTPUT.intoto.jsonl; `provision --bundle "
+                   "OUTPUT --trusted-key KEY.pub` verifies it before unpacking.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def bundle_cmd(recipe, target, facts_file, lock_file, wheelhouse, git_mirror, data_mirror, prefix, output, as_json):
+def bundle_cmd(recipe, target, facts_file, lock_file, wheelhouse, git_mirror, data_mirror, prefix, output, sign_key,
+               as_json):
     """Pack RECIPE (default: the embedded reference) for TARGET into one tar file: a wheel or
     sdist for every locked package the plan installs (hash-checked while packing), each pinned
     commit as a shallow git repository from the mirror (with the submodules its options read,
@@ -66,6 +71,11 @@ def bundle_cmd(recipe, target, facts_file, lock_file, wheelhouse, git_mirror, da
     recipe_file = resolve_file(recipe or rec.name, RECIPES, "recipe")
     target_file = resolve_file(target, TARGETS, "target")
     say = (lambda _m: None) if as_json else (lambda m: console.print(m, markup=False))
+    if sign_key:  # an unusable key is refused before anything is packed
+        from envbuild.bundle.provenance import _load
+
+        _load(Path(sign_key), private=True)
+    started = _now()
     packed = make_bundle(rec, recipe_file, target_file, lock, path.read_text(), plans, Path(output), arch=tgt.platform.arch,
                          wheelhouse=Path(wheelhouse) if wheelhouse else None,
                          git_mirror=Path(git_mirror) if git_mirror else None,
@@ -76,6 +86,8 @@ def bundle_cmd(recipe, target, facts_file, lock_file, wheelhouse, git_mirror, da
               "nodes": [p.host for p in plans],
               "omitted": [o.model_dump() for o in packed.manifest.omitted],
               "needs_network": packed.manifest.needs_network, "origins": packed.origins}
+    if sign_key:
+        result["provenance"] = str(_sign(packed, rec, tgt, recipe_file, target_file, path, Path(sign_key), started))
     if as_json:
         emit_json(result)
         return
@@ -87,6 +99,32 @@ def bundle_cmd(recipe, target, facts_file, lock_file, wheelhouse, git_mirror, da
         console.print(f"  not packed: {o.name} ({o.why})", markup=False)
     for n in packed.manifest.needs_network:
         console.print(f"  needs the network on the node, not in the bundle: {n}", markup=False)
+    if sign_key:
+        console.print(f"  provenance signed: {result['provenance']}", markup=False)
+
+
+def _now() -> str:
+    import datetime
+
+    return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def _sign(packed, rec, tgt, recipe_file, target_file, lock_path, key: Path, started: str) -> Path:
+    """The bundle's signed in-toto statement, written beside it (envbuild.bundle.provenance)."""
+    from envbuild import __version__
+    from envbuild.bundle.provenance import sign, statement, write_envelope
+    from envbuild.fsio import sha256_file
+    from envbuild.shipped import checkout_commit
+
+    inputs = {f"recipe:{Path(recipe_file).name}": sha256_file(Path(recipe_file)),
+              f"lock:{Path(lock_path).name}": sha256_file(Path(lock_path))}
+    if target_file:
+        inputs[f"target:{Path(target_file).name}"] = sha256_file(Path(target_file))
+    stmt = statement(packed.path.name, packed.sha256, recipe=rec.name, target=tgt.name,
+                     lock_digest=packed.manifest.lock_digest, inputs=inputs,
+                     git=[(g.url, g.sha) for g in packed.manifest.git], envbuild_version=__version__,
+                     envbuild_commit=checkout_commit(), started=started, finished=_now())
+    return write_envelope(packed.path, sign(stmt, key))
 
 
 @cli.command("pack")

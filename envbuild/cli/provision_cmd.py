@@ -45,6 +45,11 @@ from envbuild.errors import InputError
 @click.option("--bundle-sha256", "bundle_sha256", default=None, metavar="HEX",
               help="Pin the --bundle file: its sha256 (printed by `envbuild bundle`) must be this, checked "
                    "before it is unpacked; needed for a bundle made from a lock envbuild does not hold.")
+@click.option("--trusted-key", "trusted_keys", multiple=True, type=click.Path(dir_okay=False), metavar="PUB",
+              help="Trust a --bundle signed by this Ed25519 public key (PEM or OpenSSH; repeatable): its "
+                   "provenance (BUNDLE.intoto.jsonl) is verified and its sha256 checked before it is unpacked.")
+@click.option("--provenance", "provenance", default=None, type=click.Path(dir_okay=False),
+              help="The --bundle's signed provenance (default: BUNDLE.intoto.jsonl beside it).")
 @click.option("--bundle", "bundle", default=None, type=click.Path(),
               help="Offline: provision from this bundle (envbuild bundle) alone, no index, no mirror. "
                    "A bundle that does not match its manifest exits 2, one lacking what the plan needs 1.")
@@ -71,7 +76,8 @@ from envbuild.errors import InputError
 def provision_cmd(recipe, target, recipe_option, hosts, inventory, backend, prefix, conda_channel, conda_packages,
                   dry_run, git_mirror, wheelhouse, lock, locked, allow_unverified, bundle, no_smoke, smoke_preset, force,
                   from_step, insecure, identity_file, known_hosts, as_json, push_wheels=None,
-                  base=None, engine_args=(), engine_env=(), data_mirror=None, installer="auto", bundle_sha256=None):
+                  base=None, engine_args=(), engine_env=(), data_mirror=None, installer="auto", bundle_sha256=None,
+                  trusted_keys=(), provenance=None):
     """Provision RECIPE (default: the embedded reference) onto the nodes of TARGET: facts,
     preflight, lock, plan, ansible, results.
 
@@ -104,12 +110,16 @@ def provision_cmd(recipe, target, recipe_option, hosts, inventory, backend, pref
         raise InputError(f"two recipes given: {recipe} (argument) and {recipe_option} (--recipe)",
                          hint="give the recipe once, as the RECIPE argument")
     recipe = recipe or recipe_option
+    if (trusted_keys or provenance) and not bundle:
+        raise InputError("--trusted-key and --provenance check a --bundle; none was given",
+                         hint="add --bundle FILE, or drop them")
     opts = ProvisionOptions(target=target, recipe=recipe, hosts=hosts, inventory=inventory,
                             backend=backend, prefix=prefix, conda_channel=conda_channel,
                             conda_packages=list(conda_packages), dry_run=dry_run, git_mirror=git_mirror,
                             wheelhouse=wheelhouse, lock=lock, locked=locked, data_mirror=data_mirror,
                             allow_unverified=list(allow_unverified), smoke=not no_smoke, smoke_preset=smoke_preset, json_lines=as_json,
                             force=force, from_step=from_step, bundle=bundle, bundle_sha256=bundle_sha256, push_wheels=push_wheels,
+                            trusted_keys=tuple(trusted_keys), provenance=provenance,
                             insecure=insecure, identity_file=identity_file,
                             known_hosts=list(known_hosts), argv=["envbuild", *sys.argv[1:]],
                             base=base, engine_args=list(engine_args), engine_env=list(engine_env),

@@ -48,6 +48,8 @@ class ProvisionOptions:
     from_step: str | None = None  # run again from this step id, and every step after it
     bundle: str | None = None  # offline: everything from this bundle (envbuild.bundle.offline)
     bundle_sha256: str | None = None  # --bundle-sha256: the bundle file's digest, pinned by the user
+    trusted_keys: tuple[str, ...] = ()  # --trusted-key: public keys whose signed provenance pins the bundle
+    provenance: str | None = None  # --provenance: the envelope (default <bundle>.intoto.jsonl)
     # a fleet (envbuild.bundle.fleet): wheels downloaded once on the controller and pushed to the
     # nodes; None: when there is more than one SSH node
     push_wheels: bool | None = None

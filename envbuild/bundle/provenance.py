@@ -1,0 +1,179 @@
+"""Provenance of a bundle from outside it: an in-toto statement with a SLSA provenance predicate,
+signed with a key the user holds, checked before a byte of the bundle is unpacked.
+
+``statement`` (pure) says what was built (the bundle file: its name and sha256) and from what
+(the recipe, target and lock files by sha256, every pinned commit, envbuild's version and the
+commit of its checkout). ``sign`` wraps it in a DSSE envelope (the in-toto attestation
+framework's signature envelope: the signature covers the pre-authentication encoding of the
+payload type and payload) signed with an Ed25519 key (PEM/PKCS#8 or OpenSSH, as ``ssh-keygen
+-t ed25519`` writes it); ``verify`` takes the user's trusted public keys and refuses an
+envelope no trusted key signed, a payload that is not such a statement, and a bundle file whose
+sha256 is not the statement's subject. Nothing here reaches the network: a Sigstore bundle
+(Fulcio certificate, Rekor entry) needs both, so it is not made here (said in docs/provision.md).
+
+Formats: https://github.com/in-toto/attestation (Statement v1, DSSE envelope),
+https://slsa.dev/spec/v1.0/provenance (the predicate), https://github.com/secure-systems-lab/dsse
+(protocol.md: PAE).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from pathlib import Path
+
+from envbuild.errors import CheckFailed, InputError
+
+STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+PREDICATE_TYPE = "https://slsa.dev/provenance/v1"
+PAYLOAD_TYPE = "application/vnd.in-toto+json"
+BUILD_TYPE = "urn:envbuild:bundle:v1"  # what the predicate's build definition means: `envbuild bundle`
+SUFFIX = ".intoto.jsonl"  # the envelope beside the bundle: <bundle>.intoto.jsonl
+MAX_ENVELOPE = 4 * 2**20  # an envelope is a few KB; a larger file is not read
+
+
+def envelope_path(bundle: Path) -> Path:
+    return bundle.with_name(bundle.name + SUFFIX)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def statement(bundle_name: str, bundle_sha256: str, *, recipe: str, target: str, lock_digest: str,
+              inputs: dict[str, str], git: list[tuple[str, str]], envbuild_version: str,
+              envbuild_commit: str | None, started: str, finished: str) -> dict:
+    """The in-toto statement of one bundle (pure). ``inputs``: file name -> sha256 of the recipe,
+    target and lock files it was made from; ``git``: (url, commit) of every pinned source."""
+    deps = [{"name": name, "digest": {"sha256": sha}} for name, sha in sorted(inputs.items())]
+    deps += [{"uri": f"git+{url}", "digest": {"gitCommit": sha}} for url, sha in sorted(set(git))]
+    builder = {"id": f"urn:envbuild:{envbuild_version}"}
+    if envbuild_commit:
+        builder["version"] = {"envbuild": f"{envbuild_version} ({envbuild_commit})"}
+    return {
+        "_type": STATEMENT_TYPE,
+        "subject": [{"name": bundle_name, "digest": {"sha256": bundle_sha256}}],
+        "predicateType": PREDICATE_TYPE,
+        "predicate": {
+            "buildDefinition": {
+                "buildType": BUILD_TYPE,
+                "externalParameters": {"recipe": recipe, "target": target, "lockDigest": lock_digest},
+                "internalParameters": {"envbuildVersion": envbuild_version,
+                                       **({"envbuildCommit": envbuild_commit} if envbuild_commit else {})},
+                "resolvedDependencies": deps,
+            },
+            "runDetails": {"builder": builder, "metadata": {"startedOn": started, "finishedOn": finished}},
+        },
+    }
+
+
+def pae(payload_type: str, payload: bytes) -> bytes:
+    """DSSE's pre-authentication encoding: what a signature covers."""
+    t = payload_type.encode()
+    return b"DSSEv1 %d %s %d %s" % (len(t), t, len(payload), payload)
+
+
+def _load(path: Path, private: bool):
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"key {path}: {exc.strerror or exc}", hint="give the path of an Ed25519 key file") from None
+    loaders = ((serialization.load_pem_private_key, serialization.load_ssh_private_key) if private
+               else (serialization.load_pem_public_key, serialization.load_ssh_public_key))
+    key = None
+    for load in loaders:
+        try:
+            key = load(data, None) if private else load(data)
+            break
+        except (ValueError, TypeError, Exception):  # noqa: BLE001 - every format tried in turn
+            continue
+    wanted = Ed25519PrivateKey if private else Ed25519PublicKey
+    if not isinstance(key, wanted):
+        what = "private" if private else "public"
+        raise InputError(f"key {path}: not an Ed25519 {what} key (PEM or OpenSSH)",
+                         hint="make one with `ssh-keygen -t ed25519 -N '' -f KEY` (KEY signs, KEY.pub verifies)")
+    return key
+
+
+def key_id(public_key) -> str:
+    """sha256 of the raw public key, hex: the envelope's keyid."""
+    from cryptography.hazmat.primitives import serialization
+
+    raw = public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    return hashlib.sha256(raw).hexdigest()
+
+
+def sign(stmt: dict, private_key_file: Path) -> dict:
+    """The DSSE envelope of ``stmt`` signed with the key in ``private_key_file``."""
+    key = _load(private_key_file, private=True)
+    payload = json.dumps(stmt, sort_keys=True, separators=(",", ":")).encode()
+    sig = key.sign(pae(PAYLOAD_TYPE, payload))
+    return {"payloadType": PAYLOAD_TYPE, "payload": base64.b64encode(payload).decode(),
+            "signatures": [{"keyid": key_id(key.public_key()), "sig": base64.b64encode(sig).decode()}]}
+
+
+def verify(bundle: Path, envelope_file: Path, trusted: list[Path]) -> dict:
+    """The statement of ``bundle``, once a key of ``trusted`` is shown to have signed it and its
+    subject is the file's sha256 (CheckFailed otherwise, exit 1). Reads the bundle only to hash it."""
+    from cryptography.exceptions import InvalidSignature
+
+    keys = {key_id(k): k for k in (_load(p, private=False) for p in trusted)}
+    if not envelope_file.is_file():
+        raise CheckFailed(f"no provenance for {bundle.name}: {envelope_file} does not exist",
+                          hint="the bundle's maker writes it with `envbuild bundle ... --sign-key KEY`; "
+                               "nothing was unpacked")
+    if envelope_file.stat().st_size > MAX_ENVELOPE:
+        raise CheckFailed(f"{envelope_file}: {envelope_file.stat().st_size} bytes, not an envelope",
+                          hint="nothing was unpacked")
+    try:
+        env = json.loads(envelope_file.read_text(encoding="utf-8").strip().splitlines()[0])
+        payload = base64.b64decode(env["payload"], validate=True)
+        signatures = [(s["keyid"], base64.b64decode(s["sig"], validate=True)) for s in env["signatures"]]
+        payload_type = env["payloadType"]
+    except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError):
+        raise CheckFailed(f"{envelope_file}: not a DSSE envelope", hint="nothing was unpacked") from None
+    good = None
+    for keyid, sig in signatures:
+        key = keys.get(keyid)
+        if key is None:
+            continue
+        try:
+            key.verify(sig, pae(payload_type, payload))
+            good = keyid
+            break
+        except InvalidSignature:
+            continue
+    if good is None:
+        signers = ", ".join(k[:16] for k, _ in signatures) or "nobody"
+        raise CheckFailed(f"{bundle.name}: its provenance is signed by {signers}, not by a trusted key "
+                          f"({', '.join(k[:16] for k in keys)})",
+                          hint="pass the public key of the bundle's maker with --trusted-key; nothing was unpacked")
+    try:
+        stmt = json.loads(payload)
+        subject = stmt["subject"][0]["digest"]["sha256"]
+        ok_type = (payload_type == PAYLOAD_TYPE and stmt["_type"] == STATEMENT_TYPE
+                   and stmt["predicateType"] == PREDICATE_TYPE)
+    except (ValueError, KeyError, TypeError, IndexError):
+        ok_type, subject = False, None
+    if not ok_type:
+        raise CheckFailed(f"{envelope_file}: signed, but not an in-toto statement of SLSA provenance",
+                          hint="nothing was unpacked")
+    actual = _sha256(bundle)
+    if actual != subject:
+        raise CheckFailed(f"{bundle.name}: its sha256 is {actual}, not the signed statement's {subject}",
+                          hint="this is not the bundle the key signed (re-packed or damaged); nothing was unpacked")
+    return stmt
+
+
+def write_envelope(bundle: Path, envelope: dict) -> Path:
+    from envbuild.fsio import write_atomic
+
+    return write_atomic(envelope_path(bundle), json.dumps(envelope, sort_keys=True) + "\n")
