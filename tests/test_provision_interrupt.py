@@ -6,6 +6,7 @@ A real ``envbuild provision --target local`` whose recipe builds a source with a
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -184,15 +185,31 @@ def test_a_killed_provision_takes_its_playbook_with_it(tmp_path):
     while playbooks_of(home) and time.time() < deadline:
         time.sleep(0.2)
     left = playbooks_of(home)
-    # leave nothing running for the rest of the suite: the playbook if it outlived envbuild, and
-    # the build step it had started on the local node (sh, the module, sleep), which SIGTERM to
-    # the playbook does not reach (only a stop through envbuild sweeps those: the tests above)
+    # the build step the playbook had started on the node (sh, the module, sleep), which SIGTERM
+    # to the playbook does not reach: the node's lock holder, its controller gone without a
+    # word, stops it before it lets go of the prefix's lock (issue 41: no node work outlives the
+    # lock). Whenever the lock is free, nothing of the run is left.
+    from envbuild.node.prefixhold import lock_path, run_processes
+
+    deadline, free = time.time() + 60, False
+    while time.time() < deadline and not free:
+        with open(lock_path(str(tmp_path / "env")), "a+") as fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                free = True
+                work, sleeping = run_processes(str(tmp_path / "env")), sleepers()
+            except OSError:
+                time.sleep(0.2)
+    stray = [] if free else sleepers()
+    # leave nothing running for the rest of the suite, whatever the assertions below say
     for pid in left + sleepers() + processes_naming(tmp_path):
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
     assert left == [], "the playbook outlived the envbuild process that started it"
+    assert free, f"the prefix's lock was still held 60 s after the kill (build step {stray})"
+    assert work == [] and sleeping == [], ("node work outlived the prefix's lock", seen)
 
 
 def test_dry_run_is_not_latest_and_not_ok(tmp_path):
@@ -274,3 +291,46 @@ def test_error_while_planning_records_the_run_as_an_error(tmp_path):
     assert res["status"] == "error" and res["failed_step"] == "plan"
     assert not (home / "runs" / "latest").exists()
     assert not (tmp_path / "env").exists()
+
+
+def _describe(pid: int) -> str:
+    try:
+        return (Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")[:200].decode(errors="replace")
+                + f" (parent {Path(f'/proc/{pid}/stat').read_text().split()[3]})")
+    except OSError:
+        return "gone"
+
+
+def test_an_interrupted_run_on_an_ssh_node_stops_its_work_before_the_lock_goes(tmp_path):
+    """Issue 41: on a node reached over SSH (a loopback sshd node), SIGINT mid-build: the
+    controller stops at once, and the node's build step (here a long sleep) does not run on
+    after the prefix's lock is let go, as it did (pip ran 12-16 s on to the end of its step)."""
+    from envbuild.node.prefixhold import lock_path, run_processes
+    from envbuild.testbed import sshd
+
+    recipe, mirror = slow_recipe(tmp_path, [f"sleep {SLEEP}"])
+    prefix = tmp_path / "env"
+    with sshd.ssh_nodes(1, first_address=94) as bed:
+        argv = [sys.executable, "-m", "envbuild", "provision", "--target", "local", "--recipe", str(recipe),
+                "--git-mirror", str(mirror), "--prefix", str(prefix), "--no-smoke",
+                "--inventory", str(bed.inventory_path)]
+        env = {**os.environ, **bed.env, "ENVBUILD_HOME": str(tmp_path / "home")}
+        rc, out, _ = interrupted(tmp_path, argv, env, sleepers, signal.SIGINT, "the build step")
+        deadline, free = time.time() + 60, False
+        while time.time() < deadline and not free:
+            with open(lock_path(str(prefix)), "a+") as fh:
+                try:
+                    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    free = True
+                    work, sleeping = run_processes(str(prefix)), sleepers()
+                except OSError:
+                    time.sleep(0.2)
+        seen = {pid: _describe(pid) for pid in (work + sleeping if free else [])}
+        for pid in sleepers() + processes_naming(tmp_path):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    assert rc == 128 + signal.SIGINT, out[-3000:]
+    assert free, "the prefix's lock was still held 60 s after the interrupt"
+    assert work == [] and sleeping == [], ("node work outlived the prefix's lock", seen)

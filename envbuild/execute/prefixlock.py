@@ -173,6 +173,10 @@ def _holder(node, prefix: str, owner: str, wait_s: float):
         proc = subprocess.Popen(["sh", "-c", cmd], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, text=True, start_new_session=True)
 
+        def done_local() -> None:
+            proc.stdin.write("DONE\n")
+            proc.stdin.flush()
+
         def close_local() -> None:
             proc.stdin.close()
             try:
@@ -180,7 +184,7 @@ def _holder(node, prefix: str, owner: str, wait_s: float):
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        return proc.stdout.readline, close_local
+        return proc.stdout.readline, done_local, close_local
     conn = ssh.connection(node)
     try:
         conn.open()
@@ -193,13 +197,16 @@ def _holder(node, prefix: str, owner: str, wait_s: float):
         raise err from None
     out = chan.makefile("r")
 
+    def done_ssh() -> None:
+        chan.sendall(b"DONE\n")
+
     def close_ssh() -> None:
         try:
             chan.shutdown_write()
             chan.close()
         finally:
             ssh.close(conn)
-    return out.readline, close_ssh
+    return out.readline, done_ssh, close_ssh
 
 
 def _who(line: str) -> str:
@@ -211,23 +218,36 @@ def _who(line: str) -> str:
         return "another run"
 
 
+class Hold(list):
+    """What ``on_nodes`` yields: the nodes through which it waited (a list), and ``abandon()``,
+    for a block that ends early without an exception (an interrupted playbook): its holders
+    then stop the run's node work before they let go of the locks, as on an exception."""
+
+    abandoned = False
+
+    def abandon(self) -> None:
+        self.abandoned = True
+
+
 @contextmanager
 def on_nodes(wanted: list[Claim], run_id: str,
-             say: Callable[[str, str], None] | None = None) -> Iterator[list[str]]:
+             say: Callable[[str, str], None] | None = None) -> Iterator[Hold]:
     """Hold the lock of every claimed prefix on its file system for the block (``prefixhold``);
     EnvironmentProblem (exit 3) when one is still held by another run after its wait, or when
     its file system refuses locks (every lock taken so far is released). ``say(node, message)``
     is told when a run starts waiting. Yields the nodes through which it waited: what was read
     of those prefixes before is stale (another run changed them meanwhile)."""
     tell = say or (lambda _n, _m: None)
-    waited: list[str] = []
+    waited = Hold()
+    dones: list[Callable[[], None]] = []
     with ExitStack() as stack:
         for c in wanted:
             owner = json.dumps({"run": run_id, "controller": socket.gethostname(), "pid": os.getpid(),
                                 "node": c.node.name, "since": datetime.now(timezone.utc).replace(microsecond=0).isoformat()},
                                sort_keys=True)
-            readline, close = _holder(c.node, c.prefix, owner, c.wait_s)
+            readline, done, close = _holder(c.node, c.prefix, owner, c.wait_s)
             stack.callback(close)
+            dones.append(done)
             while True:
                 try:
                     line = readline().strip()
@@ -241,9 +261,9 @@ def on_nodes(wanted: list[Claim], run_id: str,
                     tell(c.node.name, f"{c.prefix} is held by {_who(rest)}; waiting for it (up to {c.wait_s:g} s)")
                     continue
                 if kind == "HELD":
-                    waited = f" after waiting {c.wait_s:g} s" if c.wait_s else ""
+                    after = f" after waiting {c.wait_s:g} s" if c.wait_s else ""
                     raise EnvironmentProblem(
-                        f"{c.node.name}: {c.prefix} is being provisioned by {_who(rest)}{waited}",
+                        f"{c.node.name}: {c.prefix} is being provisioned by {_who(rest)}{after}",
                         hint="wait for that run to end (one provision of a prefix at a time), or provision "
                              "another --prefix; a shared prefix waits $ENVBUILD_PREFIX_WAIT_S seconds")
                 reason = rest if kind == "ERROR" else (line or "the lock holder exited without a word")
@@ -251,3 +271,10 @@ def on_nodes(wanted: list[Claim], run_id: str,
                                          hint="a prefix on NFS needs a lock manager (mount without nolock); "
                                               "does python3 run on the node?")
         yield waited
+        # the block ended as planned: each holder lets go of its lock without stopping anything
+        # (without DONE, on an interrupt or any error, it stops the run's node work first)
+        for done in dones if not waited.abandoned else ():
+            try:
+                done()
+            except OSError:
+                pass

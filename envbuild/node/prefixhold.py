@@ -14,7 +14,13 @@ Run by the controller as ``python -m envbuild_node.prefixhold PREFIX OWNER WAIT_
 * ``LOCKED``: the lock is held, OWNER (a JSON object) written into the file;
 * ``WAIT <holder>``: another run holds it (its OWNER), this one waits up to WAIT_S seconds;
 * ``HELD <holder>``: still held after WAIT_S: exit 3, nothing changed;
-* ``ERROR <reason>``: the file system refuses locks (an NFS mount without a lock manager): exit 4.
+* ``ERROR <reason>``: the file system refuses locks (an NFS mount without a lock manager): exit 4;
+* ``STOPPED <n>``: the controller went without saying ``DONE`` (an interrupt, a killed
+  controller, a dropped connection): the run's work on the node (every process whose
+  environment carries the prefix's TMPDIR, set by the playbook) was stopped, SIGTERM then
+  SIGKILL, before the lock is let go: no node work outlives the lock.
+
+A run that ends as planned writes ``DONE`` before closing its end.
 
 Standard library only, the package's floor (see ``__init__.py``).
 """
@@ -70,8 +76,66 @@ def main(argv):
     fh.flush()
     os.fsync(fh.fileno())
     say("LOCKED")
-    sys.stdin.read()  # until the controller closes its end, or its connection drops
+    told = sys.stdin.read()  # until the controller closes its end, or its connection drops
+    if "DONE" not in told.split():
+        # the run did not end as planned (an interrupt, a killed controller, a dropped
+        # connection): its work on this node stops before the lock is let go
+        stopped = stop_work(prefix)
+        try:
+            say("STOPPED %d" % len(stopped))
+        except (OSError, ValueError):  # nobody reads any more
+            pass
     return 0
+
+
+def markers(prefix):
+    """The environment entries every process of a run's node tasks carries: the playbook sets
+    TMPDIR to the prefix's temporary folder (playbooks/provision.yml), and children inherit it."""
+    given = os.path.expanduser(prefix)
+    return {("TMPDIR=" + os.path.join(p, ".envbuild", "tmp")).encode()
+            for p in (given, os.path.realpath(given), given.rstrip("/"))}
+
+
+def run_processes(prefix, proc="/proc"):
+    """Pids of this user's processes working for a run on ``prefix`` (their environment holds a
+    marker), never this process."""
+    marks, me, found = markers(prefix), os.getpid(), []
+    for name in os.listdir(proc):
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            with open(os.path.join(proc, name, "environ"), "rb") as fh:
+                env = fh.read().split(b"\0")
+        except OSError:  # gone, or another user's
+            continue
+        if marks.intersection(env):
+            found.append(int(name))
+    return found
+
+
+def stop_work(prefix, grace_s=10.0):
+    """SIGTERM every process of the run on ``prefix``, SIGKILL what is left after ``grace_s``;
+    returns the pids found. The prefix's lock is held until this returns."""
+    import signal
+
+    pids = run_processes(prefix)
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            pass
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and run_processes(prefix):
+        time.sleep(0.2)
+    for pid in run_processes(prefix):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and run_processes(prefix):
+        time.sleep(0.1)
+    return pids
 
 
 if __name__ == "__main__":

@@ -125,6 +125,7 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
             signum = run_playbook(job, rendered, rd, sink, results, installers, plans, recipe=recipe,
                                   lock_text=lock_text, json_lines=opts.json_lines)
             if signum is not None:
+                waited.abandon()  # the nodes stop this run's work before its locks go (issue 41)
                 return outcome("interrupted", 128 + signum)
             if installed_by:
                 phase = "shared-prefix"
