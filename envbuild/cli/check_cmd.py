@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import click
-from rich.table import Table
+from envbuild.cli.tables import FoldingTable as Table
 
 from envbuild.cli import cli
 from envbuild.cli.options import recipe_argument, target_option

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 from rich.console import Console
-from rich.table import Table
+from envbuild.cli.tables import FoldingTable as Table
 
 from envbuild.cli import cli
 from envbuild.cli.options import hosts_option, identity_option

@@ -80,7 +80,7 @@ def plan_cmd(recipe, target, facts_file, lock_file, prefix, backend, git_mirror,
 
 
 def print_plan(plan) -> None:
-    from rich.table import Table
+    from envbuild.cli.tables import FoldingTable as Table
 
     console.print(f"[bold]plan[/] {plan.recipe} on {plan.target} (host {plan.host}, "
                   f"facts {plan.facts_origin}) -> {plan.backend} at {plan.prefix}")

@@ -10,7 +10,7 @@ import json
 
 import click
 from rich.markup import escape
-from rich.table import Table
+from envbuild.cli.tables import FoldingTable as Table
 
 from envbuild.cli import cli
 from envbuild.cli.options import complete_recipe, recipe_argument

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import click
-from rich.table import Table
+from envbuild.cli.tables import FoldingTable as Table
 
 from envbuild.cli import cli
 from envbuild.cli.options import hosts_option, identity_option, target_option
