@@ -201,6 +201,7 @@ def test_a_killed_provision_takes_its_playbook_with_it(tmp_path):
             except OSError:
                 time.sleep(0.2)
     stray = [] if free else sleepers()
+    seen = {pid: _describe(pid) for pid in (work + sleeping if free else [])}
     # leave nothing running for the rest of the suite, whatever the assertions below say
     for pid in left + sleepers() + processes_naming(tmp_path):
         try:
