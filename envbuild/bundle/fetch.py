@@ -15,9 +15,9 @@ import os
 import shlex
 import shutil
 import tempfile
-import urllib.request
 from pathlib import Path
 
+from envbuild import http
 from envbuild.errors import CheckFailed, EnvironmentProblem, InputError
 from envbuild.lock.schema import LockedPackage
 
@@ -50,16 +50,16 @@ def _download(url: str, dest: Path, want: str, name: str) -> None:
     h = hashlib.sha256()
     try:
         with os.fdopen(fd, "wb") as out:
-            req = urllib.request.Request(url, headers={"User-Agent": "envbuild-bundle"})
-            with urllib.request.urlopen(req, timeout=TIMEOUT) as resp:  # noqa: S310 - lock URLs
-                while block := resp.read(1 << 20):
+            with http.get(url, timeout=TIMEOUT, stream=True) as resp:
+                resp.raise_for_status()
+                for block in resp.iter_content(1 << 20):
                     h.update(block)
                     out.write(block)
         if h.hexdigest() != want:
             raise CheckFailed(f"{name}: {url} downloaded with sha256 {h.hexdigest()}, the lock says {want}",
                               hint="the index serves other bytes than when the lock was made: re-lock")
         os.replace(tmp, dest)
-    except OSError as exc:
+    except (OSError, http.RequestException) as exc:
         raise EnvironmentProblem(f"{name}: cannot download {url}: {exc}",
                                  hint="check the network, or pass --wheelhouse DIR holding the file") from None
     finally:
@@ -101,10 +101,11 @@ def fetch_data_file(name: str, url: str, want: str | None, dest: Path, mirror: P
         origin = f"the data mirror {mirror.parent}"
     else:
         try:
-            req = urllib.request.Request(url, headers={"User-Agent": "envbuild-bundle"})
-            with urllib.request.urlopen(req, timeout=TIMEOUT) as resp, open(dest, "wb") as out:  # noqa: S310
-                shutil.copyfileobj(resp, out, 1 << 20)
-        except OSError as exc:
+            with http.get(url, timeout=TIMEOUT, stream=True) as resp, open(dest, "wb") as out:
+                resp.raise_for_status()
+                for block in resp.iter_content(1 << 20):
+                    out.write(block)
+        except (OSError, http.RequestException) as exc:
             dest.unlink(missing_ok=True)
             raise EnvironmentProblem(f"data {name}: cannot download {url}: {exc}",
                                      hint=f"on a machine that reaches it: curl -fL -o DIR/{dest.name} "

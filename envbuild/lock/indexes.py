@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 from urllib.parse import urlparse
 
-import requests
+from envbuild import http
 from packaging.utils import InvalidSdistFilename, InvalidWheelFilename, parse_sdist_filename
 from packaging.utils import parse_wheel_filename
 from packaging.version import InvalidVersion, Version
@@ -37,16 +37,16 @@ def unreachable(url: str, timeout: float = PROBE_TIMEOUT) -> str | None:
         return None if path.exists() else f"{path} does not exist"
     host = urlparse(url).hostname or url
     try:
-        resp = requests.get(url, timeout=timeout, stream=True, allow_redirects=True)
+        resp = http.get(url, timeout=timeout, stream=True)
         resp.close()
-    except requests.exceptions.ConnectionError as exc:
+    except http.ConnectionError as exc:
         text = str(exc)
         if "NameResolution" in text or "Name or service not known" in text or "resolve" in text:
             return f"index {host} unreachable from here (DNS lookup failed)"
         return f"index {host} unreachable from here (connection failed)"
-    except requests.exceptions.Timeout:
+    except http.Timeout:
         return f"index {host} unreachable from here (no answer in {timeout:.0f} s)"
-    except requests.exceptions.RequestException as exc:
+    except http.RequestException as exc:
         return f"index {host} unreachable from here ({type(exc).__name__})"
     if resp.status_code >= 500:
         return f"index {host} answered HTTP {resp.status_code}"
@@ -57,8 +57,8 @@ def unreachable(url: str, timeout: float = PROBE_TIMEOUT) -> str | None:
 def pypi_versions(name: str, timeout: float = 15.0) -> tuple[str, ...] | None:
     """Versions of ``name`` on PyPI (PEP 503 simple page), oldest first; None when unreachable."""
     try:
-        resp = requests.get(f"{PYPI_SIMPLE}/{normalize(name)}/", timeout=timeout)
-    except requests.exceptions.RequestException:
+        resp = http.get(f"{PYPI_SIMPLE}/{normalize(name)}/", timeout=timeout)
+    except http.RequestException:
         return None
     if resp.status_code == 404:
         return ()
@@ -70,8 +70,8 @@ def pypi_versions(name: str, timeout: float = 15.0) -> tuple[str, ...] | None:
 def cp_wheel_on_pypi(name: str, version: str, python: str, timeout: float = 15.0) -> bool:
     """Whether PyPI has a wheel of ``name`` ``version`` for CPython ``python`` (``"3.9"``)."""
     try:
-        resp = requests.get(f"{PYPI_SIMPLE}/{normalize(name)}/", timeout=timeout)
-    except requests.exceptions.RequestException:
+        resp = http.get(f"{PYPI_SIMPLE}/{normalize(name)}/", timeout=timeout)
+    except http.RequestException:
         return False
     return resp.status_code == 200 and has_cp_wheel(resp.text, name, version, python)
 
@@ -81,8 +81,8 @@ def pypi_cp_wheel(name: str, version: str, python: str, arch: str,
     """``(filename, url, sha256)`` of PyPI's Linux wheel of ``name`` ``version`` for CPython
     ``python`` on ``arch``; None when it has none or PyPI does not answer."""
     try:
-        resp = requests.get(f"{PYPI_SIMPLE}/{normalize(name)}/", timeout=timeout)
-    except requests.exceptions.RequestException:
+        resp = http.get(f"{PYPI_SIMPLE}/{normalize(name)}/", timeout=timeout)
+    except http.RequestException:
         return None
     return linux_cp_wheel(resp.text, version, python, arch) if resp.status_code == 200 else None
 

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import quote, unquote, urljoin, urlparse
 
-import requests
+from envbuild import http
 
 from envbuild.errors import CheckFailed
 from envbuild.lock.indexes import PYPI_SIMPLE, is_pypi, unreachable
@@ -107,11 +107,11 @@ def upstream(project: str, filename: str, sha256: str, index: str | None, kind: 
     html = None
     if down is None:
         try:
-            resp = requests.get(page, timeout=TIMEOUT)
+            resp = http.get(page, timeout=TIMEOUT)
             html = resp.text if resp.status_code == 200 else None
             if html is None:
                 down = f"{page} answered HTTP {resp.status_code}"
-        except requests.exceptions.RequestException as exc:
+        except http.RequestException as exc:
             down = f"{page} did not answer ({type(exc).__name__})"
     if html is not None:
         found = linked(html, page, filename)

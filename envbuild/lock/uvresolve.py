@@ -267,7 +267,8 @@ def _run(cmd: list[str], extra_env: dict[str, str] | None = None) -> subprocess.
     if cmd and cmd[0] == "uv":
         cmd = [uv_binary(), *cmd[1:]]
     env = dict(os.environ, **(extra_env or {}))
-    env.update(UV_PYTHON_DOWNLOADS="never", UV_NO_PROGRESS="1", NO_COLOR="1")
+    # UV_NATIVE_TLS: the system's trust store, as envbuild's own client (envbuild.http) uses
+    env.update(UV_PYTHON_DOWNLOADS="never", UV_NO_PROGRESS="1", NO_COLOR="1", UV_NATIVE_TLS="1")
     env.pop("UV_INDEX_URL", None)
     try:
         return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=UV_TIMEOUT,
