@@ -75,3 +75,26 @@ def test_all_probe_names_unique_and_script_is_valid_sh():
     script = build_script(probes)
     r = LocalRunner().run("sh -n -c " + shlex.quote(script))
     assert r.rc == 0, r.stderr
+
+
+def test_a_probe_that_prints_without_end_is_cut_and_not_believed():
+    """Issue 41: output size bounds the probe as its time does: a probe that prints forever
+    (a lying nvidia-smi) is cut at OUTPUT_LIMIT and stopped (SIGPIPE) at once, its section not
+    believed (rc OVERSIZE, no output, the reason in err); the probes around it are whole."""
+    import subprocess
+    import time
+
+    from envbuild.facts.probe import Probe
+    from envbuild.facts.script import OUTPUT_LIMIT, OVERSIZE, build_script, split_sections
+
+    script = build_script([Probe("before", "echo one"), Probe("liar", "yes 'GPU 0: NVIDIA H100'"),
+                           Probe("after", "echo two; exit 3")])
+    t0 = time.monotonic()
+    p = subprocess.run(["sh", "-c", script], capture_output=True, timeout=60)
+    took = time.monotonic() - t0
+    sections = split_sections(p.stdout.decode())
+    assert took < 20 and len(p.stdout) < OUTPUT_LIMIT + 10_000
+    assert (sections["before"].out, sections["before"].rc) == ("one\n", 0)
+    assert sections["liar"].rc == OVERSIZE and sections["liar"].out == "" and not sections["liar"].ok
+    assert f"printed more than {OUTPUT_LIMIT} bytes on stdout" in sections["liar"].why("nvidia-smi")
+    assert (sections["after"].out, sections["after"].rc) == ("two\n", 3)

@@ -40,15 +40,21 @@ if [ -z "$__eb_py" ]; then
 fi
 """
 
+# what one probe may print (stdout and stderr each): a node's real outputs are far below it (an
+# 8-GPU `nvidia-smi -q` is about 100 KB); a probe that goes on is cut there and stops (SIGPIPE)
+OUTPUT_LIMIT = 4 * 2**20
+OVERSIZE = -3  # the rc of a probe whose output passed OUTPUT_LIMIT (split_sections)
+
 _SECTION = """\
 printf '{mark} {name} out\\n'
-(
+{{ (
 {command}
-) </dev/null 2>"$__eb_t/e"
-__eb_rc=$?
+) </dev/null 2>"$__eb_t/e"; echo $? >"$__eb_t/rc"; }} | head -c {cap}
+__eb_rc=$(cat "$__eb_t/rc" 2>/dev/null) || __eb_rc=141
 printf '\\n{mark} {name} err\\n'
-cat "$__eb_t/e" 2>/dev/null
+head -c {cap} "$__eb_t/e" 2>/dev/null
 printf '\\n{mark} {name} rc %s\\n' "$__eb_rc"
+rm -f "$__eb_t/rc"
 """
 
 
@@ -58,7 +64,8 @@ def build_script(probes: list[Probe], *, python: str | None = None, timeout: int
     if len(set(names)) != len(names) or not all(re.fullmatch(r"[a-z0-9_]+", n) for n in names):
         raise ValueError(f"probe names must be unique [a-z0-9_]+: {names}")
     parts = [_PREAMBLE.format(timeout=int(timeout), python=shlex.quote(python or ""))]
-    parts += [_SECTION.format(mark=MARK, name=p.name, command=p.command.rstrip("\n")) for p in probes]
+    parts += [_SECTION.format(mark=MARK, name=p.name, command=p.command.rstrip("\n"), cap=OUTPUT_LIMIT + 1)
+              for p in probes]
     parts.append('rm -rf "$__eb_t"\n')
     return "".join(parts)
 
@@ -69,7 +76,8 @@ _MARKER = re.compile(rf"^{re.escape(MARK)} ([a-z0-9_]+) (out|err|rc)(?: (-?\d+))
 def split_sections(text: str) -> dict[str, Section]:
     """Split the script's stdout into ``{probe name: Section}``.
 
-    A probe cut short (no ``rc`` marker, e.g. the connection dropped) gets rc -1.
+    A probe cut short (no ``rc`` marker, e.g. the connection dropped) gets rc -1; one whose output
+    passed ``OUTPUT_LIMIT`` (the script cut it there) gets ``OVERSIZE`` and no output.
     """
     parts: dict[str, dict] = {}
     current: tuple[str, str] | None = None
@@ -98,7 +106,14 @@ def split_sections(text: str) -> dict[str, Section]:
             current = (name, kind)
     if current is not None:
         close()
-    return {
-        name: Section(out=p.get("out", ""), err=p.get("err", ""), rc=p.get("rc", -1))
-        for name, p in parts.items()
-    }
+    return {name: _bounded(p.get("out", ""), p.get("err", ""), p.get("rc", -1)) for name, p in parts.items()}
+
+
+def _bounded(out: str, err: str, rc: int) -> Section:
+    """A section whose output passed ``OUTPUT_LIMIT`` is not believed: cut, rc ``OVERSIZE``."""
+    over = [what for what, text in (("stdout", out), ("stderr", err))
+            if len(text.encode("utf-8", errors="surrogateescape")) > OUTPUT_LIMIT]
+    if not over:
+        return Section(out=out, err=err, rc=rc)
+    return Section(out="", err=f"printed more than {OUTPUT_LIMIT} bytes on {' and '.join(over)}: cut, not read",
+                   rc=OVERSIZE)
