@@ -113,28 +113,30 @@ def run_processes(prefix, proc="/proc"):
     return found
 
 
+def _send(pids, sig):
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except OSError:  # gone already
+            pass
+
+
+def _wait_gone(prefix, seconds, step):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and run_processes(prefix):
+        time.sleep(step)
+
+
 def stop_work(prefix, grace_s=10.0):
     """SIGTERM every process of the run on ``prefix``, SIGKILL what is left after ``grace_s``;
     returns the pids found. The prefix's lock is held until this returns."""
     import signal
 
     pids = run_processes(prefix)
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except OSError:
-            pass
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline and run_processes(prefix):
-        time.sleep(0.2)
-    for pid in run_processes(prefix):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and run_processes(prefix):
-        time.sleep(0.1)
+    _send(pids, signal.SIGTERM)
+    _wait_gone(prefix, grace_s, 0.2)
+    _send(run_processes(prefix), signal.SIGKILL)
+    _wait_gone(prefix, 5.0, 0.1)
     return pids
 
 
