@@ -17,7 +17,6 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from envbuild import http
 from envbuild.errors import CheckFailed, EnvironmentProblem, InputError
 from envbuild.lock.schema import LockedPackage
 
@@ -45,6 +44,8 @@ def _check(path: Path, want: str, name: str, origin: str) -> None:
 
 
 def _download(url: str, dest: Path, want: str, name: str) -> None:
+    from envbuild import http  # the client (requests) only when something is downloaded
+
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=".part-")
     h = hashlib.sha256()
@@ -95,6 +96,8 @@ def fetch_data_file(name: str, url: str, want: str | None, dest: Path, mirror: P
     """A recipe data file at ``dest``: from ``mirror`` (a file of --data-mirror) when it
     exists, else downloaded from ``url``; its sha256 must be ``want`` (the recipe's) when the
     recipe gives one. Returns (origin, sha256); nothing is left at ``dest`` on a mismatch."""
+    from envbuild import http  # the client (requests) only when something is downloaded
+
     dest.parent.mkdir(parents=True, exist_ok=True)
     if mirror is not None and mirror.is_file():
         shutil.copyfile(mirror, dest)
