@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def floor() -> Version:
     deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     [spec] = [d for d in deps if re.match(r"uv\b", d)]
-    return Version(re.fullmatch(r"uv>=([\w.]+)", spec).group(1))
+    return Version(re.fullmatch(r"uv>=([\w.]+)(?:,<[\w.]+)?", spec).group(1))
 
 
 def compile_with(version: str, tmp: Path) -> subprocess.CompletedProcess:

@@ -19,11 +19,11 @@ https://slsa.dev/spec/v1.0/provenance (the predicate), https://github.com/secure
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 from pathlib import Path
 
 from envbuild.errors import CheckFailed, InputError
+from envbuild.fsio import sha256_bytes, sha256_file
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://slsa.dev/provenance/v1"
@@ -35,14 +35,6 @@ MAX_ENVELOPE = 4 * 2**20  # an envelope is a few KB; a larger file is not read
 
 def envelope_path(bundle: Path) -> Path:
     return bundle.with_name(bundle.name + SUFFIX)
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def statement(bundle_name: str, bundle_sha256: str, *, recipe: str, target: str, lock_digest: str,
@@ -108,7 +100,7 @@ def key_id(public_key) -> str:
     from cryptography.hazmat.primitives import serialization
 
     raw = public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-    return hashlib.sha256(raw).hexdigest()
+    return sha256_bytes(raw)
 
 
 def sign(stmt: dict, private_key_file: Path) -> dict:
@@ -166,7 +158,7 @@ def verify(bundle: Path, envelope_file: Path, trusted: list[Path]) -> dict:
     if not ok_type:
         raise CheckFailed(f"{envelope_file}: signed, but not an in-toto statement of SLSA provenance",
                           hint="nothing was unpacked")
-    actual = _sha256(bundle)
+    actual = sha256_file(bundle)
     if actual != subject:
         raise CheckFailed(f"{bundle.name}: its sha256 is {actual}, not the signed statement's {subject}",
                           hint="this is not the bundle the key signed (re-packed or damaged); nothing was unpacked")
