@@ -230,3 +230,29 @@ def test_a_users_repository_gets_a_workflow_that_renders_what_render_did(tmp_pat
     out = envbuild("render", str(tmp_path / "repo" / "env" / "my-stack.yaml"), "--target", "local", "--lock",
                    str(tmp_path / "elsewhere.lock"), "--format", "ci", "-o", ".", cwd=repo / "env")
     assert out.returncode == 2 and "outside this folder" in out.stderr
+
+
+def test_the_workflows_render_step_quotes_what_it_was_given(tmp_path) -> None:
+    """A recipe path, lock and base reach the workflow's bash step as quoted words (a space, a
+    `$(...)` and a quote come back exactly, nothing runs); an Actions expression, which the runner
+    would evaluate before bash sees it, is refused before anything is written."""
+    import shlex
+
+    from envbuild.plan.image import image_plan
+    from envbuild.render.ci import CiInputs, workflow
+    from tests.clirun import envbuild
+
+    rec, tgt = load_recipe("cpu-reference"), load_target("local")
+    ip = image_plan(rec, tgt, find_lock(rec, tgt))
+    given = CiInputs(recipe="env/my stack $(touch x) 'q'.yaml", lock="env/a b.lock", base="reg.io/img:1@sha256:" + "0" * 64)
+    step = next(s["run"] for s in workflow(ip, given)["jobs"]["image"]["steps"] if s.get("name") == "Render the build context")
+    argv = shlex.split(step)
+    assert argv[2] == given.recipe and argv[argv.index("--lock") + 1] == given.lock
+    assert argv[argv.index("--base") + 1] == given.base
+    out = subprocess.run(["bash", "-c", f"set -- {step.removeprefix('envbuild render ')}; printf '%s\\n' \"$@\""],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert out.stdout.splitlines()[0] == given.recipe and not (tmp_path / "x").exists()
+    bad = tmp_path / "${{ secrets.TOKEN }}.yaml"
+    bad.write_text((Path(__file__).parents[1] / "envbuild/recipes/data/cpu-reference.yaml").read_text())
+    r = envbuild("render", bad.name, "--target", "local", "--format", "ci", "-o", "out", cwd=tmp_path)
+    assert r.returncode == 2 and "Actions expression" in r.stderr and not (tmp_path / "out").exists()

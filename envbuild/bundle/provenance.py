@@ -70,7 +70,8 @@ def pae(payload_type: str, payload: bytes) -> bytes:
     return b"DSSEv1 %d %s %d %s" % (len(t), t, len(payload), payload)
 
 
-def _load(path: Path, private: bool):
+def load_key(path: Path, private: bool):
+    """An Ed25519 key from a PEM or OpenSSH file; InputError naming the file otherwise."""
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
@@ -85,7 +86,7 @@ def _load(path: Path, private: bool):
         try:
             key = load(data, None) if private else load(data)
             break
-        except (ValueError, TypeError, Exception):  # noqa: BLE001 - every format tried in turn
+        except Exception:  # noqa: BLE001 - every format tried in turn
             continue
     wanted = Ed25519PrivateKey if private else Ed25519PublicKey
     if not isinstance(key, wanted):
@@ -105,7 +106,7 @@ def key_id(public_key) -> str:
 
 def sign(stmt: dict, private_key_file: Path) -> dict:
     """The DSSE envelope of ``stmt`` signed with the key in ``private_key_file``."""
-    key = _load(private_key_file, private=True)
+    key = load_key(private_key_file, private=True)
     payload = json.dumps(stmt, sort_keys=True, separators=(",", ":")).encode()
     sig = key.sign(pae(PAYLOAD_TYPE, payload))
     return {"payloadType": PAYLOAD_TYPE, "payload": base64.b64encode(payload).decode(),
@@ -117,7 +118,7 @@ def verify(bundle: Path, envelope_file: Path, trusted: list[Path]) -> dict:
     subject is the file's sha256 (CheckFailed otherwise, exit 1). Reads the bundle only to hash it."""
     from cryptography.exceptions import InvalidSignature
 
-    keys = {key_id(k): k for k in (_load(p, private=False) for p in trusted)}
+    keys = {key_id(k): k for k in (load_key(p, private=False) for p in trusted)}
     if not envelope_file.is_file():
         raise CheckFailed(f"no provenance for {bundle.name}: {envelope_file} does not exist",
                           hint="the bundle's maker writes it with `envbuild bundle ... --sign-key KEY`; "

@@ -72,9 +72,9 @@ def bundle_cmd(recipe, target, facts_file, lock_file, wheelhouse, git_mirror, da
     target_file = resolve_file(target, TARGETS, "target")
     say = (lambda _m: None) if as_json else (lambda m: console.print(m, markup=False))
     if sign_key:  # an unusable key is refused before anything is packed
-        from envbuild.bundle.provenance import _load
+        from envbuild.bundle.provenance import load_key
 
-        _load(Path(sign_key), private=True)
+        load_key(Path(sign_key), private=True)
     started = _now()
     packed = make_bundle(rec, recipe_file, target_file, lock, path.read_text(), plans, Path(output), arch=tgt.platform.arch,
                          wheelhouse=Path(wheelhouse) if wheelhouse else None,

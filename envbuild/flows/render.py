@@ -78,8 +78,13 @@ def _ci_inputs(request: RenderRequest, name: str):
     if request.fmt != "ci":
         return None
     recipe = request.recipe if request.recipe and not Path(request.recipe).is_file() else None
-    return CiInputs(recipe=recipe or in_repo(request.recipe, "the recipe") or name,
-                    lock=in_repo(request.lock_file, "the lock"), base=request.base)
+    given = CiInputs(recipe=recipe or in_repo(request.recipe, "the recipe") or name,
+                     lock=in_repo(request.lock_file, "the lock"), base=request.base)
+    for value in (given.recipe, given.lock, given.base):
+        if value and ("${{" in value or any(c in value for c in "\n\r")):  # Actions evaluates ${{ }} in run:
+            raise InputError(f"{value!r} cannot go into a workflow's command (an Actions expression or a line break)",
+                             hint="rename the file, or render --format dockerfile and write the workflow yourself")
+    return given
 
 
 def render(request: RenderRequest) -> RenderOutcome:

@@ -33,7 +33,7 @@ from envbuild.plan.image import prepare_script, stage_name
 from envbuild.render.shell import q, heredoc_delimiter
 from envbuild.plan.capture import capture
 from envbuild.shipped import NODE
-from envbuild.targets.schema import WALLTIME
+from envbuild.targets.schema import DNS_LABEL, WALLTIME
 
 SCHEDULERS = ("slurm", "pbs", "k8s", "local")
 K8S_WORKLOADS = ("job", "jobset", "pytorchjob")
@@ -44,6 +44,7 @@ FIELD = re.compile(r"\{(cwd|job_dir|sources\.[A-Za-z0-9_.-]+)\}")
 SAFE_PATH = re.compile(r"^[A-Za-z0-9_./%~+=:,@-]+$")
 ADDRESS_SCRIPT = "ib_addresses.py"  # envbuild/node/ib_addresses.py, written into the job folder
 ADDRESS_SOURCE = NODE / ADDRESS_SCRIPT
+DEFAULT_NAMESPACE = "envbuild"  # Kubernetes: a namespace of envbuild's own, never the shared "default"
 DEFAULT_RDMA = "rdma/hca_shared_devices_a"  # Mellanox k8s-rdma-shared-dev-plugin example/test-hca-pod.yaml
 # a target's jobs field -> (the launch flag that gives it, an example value, what it is)
 JOB_FLAGS = {"account": ("--account", "PROJECT", "a project (account)"),
@@ -501,15 +502,13 @@ def _k8s_settings(opts: LaunchOptions, target) -> LaunchOptions:
     the shared ``default``; the RDMA shared device plugin's example resource)."""
     jobs = target.jobs
     for flag, value in (("--namespace", opts.namespace), ("--kueue-queue", opts.kueue_queue)):
-        if value is not None and not re.fullmatch(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?", value):
+        if value is not None and not re.match(DNS_LABEL, value):
             raise InputError(f"{flag} {value!r} is not a Kubernetes name (RFC 1123 label)",
                              hint="lower-case letters, digits and -, at most 63")
     return replace(opts, namespace=opts.namespace or jobs.namespace or DEFAULT_NAMESPACE,
                    kueue_queue=opts.kueue_queue or jobs.kueue_queue,
                    rdma_resource=jobs.rdma_resource or opts.rdma_resource)
 
-
-DEFAULT_NAMESPACE = "envbuild"
 
 
 def _packed(opts: LaunchOptions, plan, target) -> PackedEnv | None:

@@ -38,7 +38,8 @@ from __future__ import annotations
 
 import yaml
 
-from envbuild.launch.job import ADDRESS_SCRIPT, Job, heredoc, task_script
+from envbuild.launch.job import ADDRESS_SCRIPT, DEFAULT_NAMESPACE, Job, heredoc, task_script
+from envbuild.launch.queues import seconds_of
 from envbuild.node.ib_addresses import PORT as ADDRESS_PORT
 from envbuild.render.shell import q
 
@@ -56,7 +57,6 @@ REPLICATED_JOB = "node"
 # named pytorchjob-port), WORLD_SIZE and RANK (master 0, workers 1..) in every pod
 # (https://www.kubeflow.org/docs/components/trainer/legacy-v1/user-guides/pytorch/)
 PYTORCHJOB_API = "kubeflow.org/v1"
-DEFAULT_NAMESPACE = "envbuild"  # envbuild.launch.job: never the shared "default"
 # NVIDIA GPU feature discovery's node label of the GPU product (NVIDIA/k8s-device-plugin, GFD)
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 # Kueue admits a workload labelled with its LocalQueue (https://kueue.sigs.k8s.io/docs/tasks/run/jobs/)
@@ -153,7 +153,7 @@ def manifests(job: Job) -> list[dict]:
                 "labels": {**labels, **({KUEUE_LABEL: queue} if queue else {})},
                 "annotations": {"envbuild/recipe": job.recipe, "envbuild/target": job.target,
                                 **({"envbuild/replaced": job.replaced} if job.replaced else {})}}
-    deadline = _seconds(opts.time_limit) if opts and opts.time_limit else None
+    deadline = seconds_of(opts.time_limit) if opts and opts.time_limit else None
     limits_of_run = {"ttlSecondsAfterFinished": job.ttl_after_finished_s,
                      **({"activeDeadlineSeconds": deadline} if deadline else {})}
     spec = {"completionMode": "Indexed", "completions": job.nodes, "parallelism": job.nodes,
@@ -179,10 +179,6 @@ def manifests(job: Job) -> list[dict]:
                      "spec": {**spec, "ttlSecondsAfterFinished": job.ttl_after_finished_s}})
     return docs
 
-
-def _seconds(walltime: str) -> int:
-    h, m, sec = (int(x) for x in walltime.split(":"))
-    return h * 3600 + m * 60 + sec
 
 
 class _Dumper(yaml.SafeDumper):

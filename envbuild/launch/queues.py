@@ -20,9 +20,14 @@ MIN_MINUTES = 10
 DEFAULT_WALLTIME = "01:00:00"
 
 
-def minutes_of(walltime: str) -> float:
+def seconds_of(walltime: str) -> int:
+    """HH:MM:SS -> seconds."""
     h, m, s = (int(x) for x in walltime.split(":"))
-    return h * 60 + m + s / 60
+    return h * 3600 + m * 60 + s
+
+
+def minutes_of(walltime: str) -> float:
+    return seconds_of(walltime) / 60
 
 
 def walltime_of(minutes: float) -> str:

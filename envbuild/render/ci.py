@@ -25,6 +25,7 @@ import yaml
 from envbuild import __version__
 from envbuild.plan.params import ImagePlan
 from envbuild.render.context import Context
+from envbuild.render.shell import q
 
 # action -> (commit, the release tag at that commit), read with `git rev-parse TAG^{commit}` in
 # each action's repository (2026-11-26: the newest release of each)
@@ -54,6 +55,14 @@ class CiInputs:
         """The repository files the image comes from (the workflow's triggers)."""
         return [p for p in (self.recipe, self.lock) if p and ("/" in p or p.endswith((".yaml", ".yml", ".lock")))]
 
+    def command(self, target: str, fmt: str) -> str:
+        """``envbuild render`` of these inputs in ``fmt``, each value a quoted shell word (the
+        workflow runs it in bash; Actions expressions are refused in ``_ci_inputs``)."""
+        words = ["envbuild", "render", q(self.recipe), "--target", q(target)]
+        words += ["--lock", q(self.lock)] if self.lock else []
+        words += ["--base", q(self.base)] if self.base else []
+        return " ".join([*words, "--format", fmt])
+
 
 def workflow(ip: ImagePlan, given: CiInputs | None = None) -> dict:
     rec, tgt = ip.recipe, ip.target
@@ -66,12 +75,9 @@ def workflow(ip: ImagePlan, given: CiInputs | None = None) -> dict:
     # (--allow-unverified): the build context it renders names the same ones
     unverified = sorted({n for st in (ip.plan.steps if ip.plan else []) if st.kind in ("pip_install", "pip_tooling")
                          for n in st.params.unverified})
-    render = (f"envbuild render {given.recipe} --target {tgt}"
-              + (f" --lock {given.lock}" if given.lock else "")
-              + (f" --base {given.base}" if given.base else "")
-              + " --format dockerfile -o build/context"
+    render = (given.command(tgt, "dockerfile") + " -o build/context"
               + (" --wheelhouse \"$WHEELHOUSE\"" if ip.wheelhouse else "")
-              + "".join(f" --allow-unverified {n}" for n in unverified))
+              + "".join(f" --allow-unverified {q(n)}" for n in unverified))
     workflow_file = f".github/workflows/envbuild-{rec}-{tgt}.yml"
     scope = f"envbuild-{rec}-{tgt}"
     steps = [
@@ -116,8 +122,7 @@ _Dumper.add_representer(str, _str)
 def render(ip: ImagePlan, given: CiInputs | None = None) -> Context:
     rec, tgt = ip.recipe, ip.target
     given = given or CiInputs(recipe=rec)
-    again = (f"envbuild render {given.recipe} --target {tgt}" + (f" --lock {given.lock}" if given.lock else "")
-             + (f" --base {given.base}" if given.base else "") + " --format ci")
+    again = given.command(tgt, "ci")
     pins = "".join(f"#   {a} {tag}\n" for a, (_sha, tag) in ACTIONS.items())
     head = (f"# GitHub Actions: build and check the image of {rec} for {tgt}; rendered by envbuild {__version__}.\n"
             f"# Regenerate: {again}\n"

@@ -41,7 +41,8 @@ class Platform(Strict):
     arch: Literal["x86_64", "aarch64"] = "x86_64"
 
 
-DnsLabel = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")]
+DNS_LABEL = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"  # a Kubernetes name (RFC 1123 label)
+DnsLabel = Annotated[str, StringConstraints(pattern=DNS_LABEL)]
 WALLTIME = r"^\d{1,3}:[0-5]\d:[0-5]\d$"  # HH:MM:SS (hours may pass 99: 168:00:00)
 
 
