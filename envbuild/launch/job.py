@@ -419,8 +419,9 @@ def build_job(recipe, target, plan, opts: LaunchOptions) -> Job:
     # it (and runs the steps that read it) in each container before the training command
     prepare = (prepare_script(plan) if container and recipe.environment.kind == "container"
                and not opts.no_container and not opts.smoke_only else None)
+    stage = stage_name(plan)
     if prepare and opts.scheduler == "slurm":
-        notes.append(f"data: {prepare} --stage $JOB_DIR/{stage_name(plan)} runs once per job in one container: it "
+        notes.append(f"data: {prepare} --stage $JOB_DIR/{stage} runs once per job in one container: it "
                      "fetches the data files the image does not hold (no sha256 in the recipe; the first "
                      "fetch's digest is printed), runs the steps that read them and keeps what they wrote with "
                      "its SHA256SUMS (a later job of the same image whose folder still holds reuses it; the folder is named for the image's plan); every task then copies it "
@@ -451,7 +452,7 @@ def build_job(recipe, target, plan, opts: LaunchOptions) -> Job:
                memory_gib=target.memory_gib, shm_size=target.shm_size, infiniband=bool(target.infiniband),
                scheduler_options=(tuple(prog.scheduler_options.get(opts.scheduler, ())) if prog else ()),
                master_port=opts.master_port or (prog.master_port if prog else None),
-               address_var=address_var, prepare=prepare, stage=stage_name(plan), header=header, options=opts,
+               address_var=address_var, prepare=prepare, stage=stage, header=header, options=opts,
                packed=_packed(opts, plan, target), warnings=warnings,
                exclusive=bool(gpus and target.gpus and gpus >= target.gpus.count),
                gpu_product=gpu_product_label(target) if gpus else None, ipc_lock=target.jobs.ipc_lock,
