@@ -28,6 +28,9 @@ def run(argv: list[str], columns: int) -> str:
 def test_tables_fold_into_records_at_80_columns(argv):
     out = run(argv, 80)
     assert not any(c in out for c in "┏┃│"), out[:1500]  # no squeezed table
+    # the records are there: each row's cells as indented `column: value` lines
+    field = {"recipes": "  title: ", "show": "  version: ", "check": "  rule: ", "plan": "  step: "}[argv[0]]
+    assert any(line.startswith(field) for line in out.splitlines()), out[:1500]
     if argv == ["recipes"]:
         names = {line.split()[0] for line in out.splitlines()[1:] if line and not line.startswith(" ")}
         assert {r.name for r in all_recipes()} <= names  # each name whole, on its own line
