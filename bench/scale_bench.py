@@ -1,7 +1,7 @@
 """Scale bench (issue 38): one environment built once, packed once and sent to 1..16 nodes
 through Slurm's sbcast, every node's copy checked by sha256 and used.
 
-    python bench/scale_bench.py [--nodes 1,2,4,8,16] [--tree-width N] [--out bench/results/scale.json]
+    python bench/scale_bench.py [--nodes 1,2,4,8,16] [--tree-width N] [--fanout N] [--out bench/results/scale.json]
 
 1. ``envbuild provision cpu-reference --target local`` with its smoke (the quick start's real environment:
    torch 2.13.0 CPU and its stack, from /opt/wheels) at a path that is every test node's own
@@ -17,8 +17,10 @@ network interface by then (``ip -s link`` in its namespace, read when the job's 
 the last copy unpacked, before the smoke's all-reduce adds traffic: what sbcast's tree moved),
 the pack's size, the nodes whose copy checked and unpacked (the job's own lines), the
 smoke's world size, and the load average. The pack is read once, by the batch host (node1),
-from the shared folder it was written to; ``batch_host_bytes_sent`` is what node1 sent to the
-others, ``bytes_sent_all_nodes`` the sum over every node. Measured, not asserted: the figures go
+from the shared folder it was written to; ``controller_bytes_sent`` (also ``batch_host_bytes_sent``)
+is what node1, the one machine holding the pack, sent to the others, ``bytes_sent_all_nodes``
+the sum over every node. ``--tree-width`` is the test bed's slurm.conf TreeWidth (how each
+slurmd passes the file on), ``--fanout`` sbcast's own first hop (envbuild's default otherwise). Measured, not asserted: the figures go
 to ``--out`` and the closing note.
 """
 
@@ -93,7 +95,8 @@ class Watch(threading.Thread):
             time.sleep(0.1)
 
 
-def one(n: int, local: Path, packed: envpack.PackedEnv, home: Path, tree_width: int | None) -> dict:
+def one(n: int, local: Path, packed: envpack.PackedEnv, home: Path, tree_width: int | None,
+        fanout: int | None) -> dict:
     rec, tgt = load_recipe(RECIPE), load_target("local")
     with slurm_cluster(n, gpus_per_node=1, cpus_per_node=4, node_local=local, tree_width=tree_width,
                        timeout=120) as cluster:
@@ -106,7 +109,7 @@ def one(n: int, local: Path, packed: envpack.PackedEnv, home: Path, tree_width: 
         watch = Watch(home, n, {node.name: node.netns for node in cluster.nodes}, time.time() - 1)
         watch.start()
         out = sub.launch(rec, tgt, plan, LaunchOptions(scheduler="slurm", nodes=n, gpus_per_node=1,
-                                                       smoke_only=True, packed=packed),
+                                                       smoke_only=True, packed=packed, fanout=fanout),
                          argv=["bench/scale_bench.py"], env=cluster.env, timeout=1800)
         wall = time.monotonic() - t
         watch.done.set()
@@ -118,7 +121,8 @@ def one(n: int, local: Path, packed: envpack.PackedEnv, home: Path, tree_width: 
         coll = out.smoke.get("collective") or {}
         return {"nodes": n, "state": out.result.state, "wall_s": round(wall, 2),
                 "distributed_s": round(watch.at - t, 2) if watch.at else None,
-                "packed_bytes": packed.bytes, "batch_host_bytes_sent": sent.get("node1", 0),
+                "packed_bytes": packed.bytes, "controller_bytes_sent": sent.get("node1", 0),
+                "batch_host_bytes_sent": sent.get("node1", 0),
                 "bytes_sent_all_nodes": sum(sent.values()), "bytes_sent_by_node": sent,
                 "batch_host_bytes_per_pack": round(sent.get("node1", 0) / packed.bytes, 3),
                 "nodes_verified": len(verified), "smoke_world_size": coll.get("world_size"),
@@ -131,6 +135,8 @@ def main() -> None:
     ap.add_argument("--nodes", default="1,2,4,8,16")
     ap.add_argument("--tree-width", type=int, default=None,
                     help="slurm.conf TreeWidth of the test bed (the fan-out of Slurm's message tree; default Slurm's)")
+    ap.add_argument("--fanout", type=int, default=None,
+                    help="sbcast's own fan-out (launch --fanout; default envbuild's: 1 up to 16 nodes)")
     ap.add_argument("--local", default="/tmp/envbuild-scale-local", help="the path every node has as its own disk")
     ap.add_argument("--work", default="/tmp/envbuild-scale-work")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "scale.json"))
@@ -147,11 +153,12 @@ def main() -> None:
     print(f"packed {packed.bytes} bytes in {pack_s:.1f} s (sha256 {packed.sha256[:16]})", flush=True)
     rows = []
     for n in [int(x) for x in args.nodes.split(",")]:
-        row = one(n, local, packed, home, args.tree_width)
+        row = one(n, local, packed, home, args.tree_width, args.fanout)
         print(json.dumps({k: v for k, v in row.items() if k != "bytes_sent_by_node"}), flush=True)
         rows.append(row)
     result = {"bench": "scale", "recipe": RECIPE, "pack_s": round(pack_s, 1), "packed_bytes": packed.bytes,
-              "tree_width": args.tree_width or "Slurm's default", "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+              "tree_width": args.tree_width or "Slurm's default",
+              "fanout": args.fanout or "envbuild's default (launch.job.sbcast_fanout)", "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
               "method": __doc__.split("\n\n")[1:4], "rows": rows}
     write_atomic(Path(args.out), json.dumps(result, indent=1) + "\n")
     print(f"wrote {args.out}")

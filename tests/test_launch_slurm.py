@@ -197,6 +197,53 @@ def test_a_packed_environment_reaches_every_node_through_sbcast(slurm_cluster, h
     assert bad.smoke["collective"]["ok"] is False  # and no task ran: nothing measured
 
 
+def _sent(cluster) -> dict[str, int]:
+    """The bytes each test-bed node has sent on its network interface so far."""
+    import subprocess
+
+    out = {}
+    for node in cluster.nodes:
+        link = subprocess.run(["ip", "-n", node.netns, "-s", "-j", "link", "show", "eth0"], capture_output=True,
+                              text=True, check=True).stdout
+        out[node.name] = int(json.loads(link)[0]["stats64"]["tx"]["bytes"])
+    return out
+
+
+def test_the_pack_goes_down_sbcasts_tree_each_node_passing_it_on(home, tmp_path) -> None:
+    """Three nodes of their own test bed whose slurm.conf has TreeWidth=1, and a pack of 16 MB:
+    with envbuild's default fan-out (1) the batch host sends one copy, node2 passes it to
+    node3 and node3 sends none, every copy checked; with --fanout 8 sbcast itself sends one to
+    each other node (Slurm 22.05: the first hop is sbcast's --fanout, every hop below it the
+    forwarding slurmd's TreeWidth). Read from each node's own network counters, so a star
+    where a chain is asked for fails it."""
+    from envbuild.bundle import envpack
+    from envbuild.launch.job import sbcast_fanout
+    from envbuild.testbed.slurm import slurm_cluster
+
+    assert sbcast_fanout(16) == 1 and sbcast_fanout(17) == 2
+    rec, tgt = load_recipe("alpa-megatron"), load_target("slurm")
+    with slurm_cluster(3, gpus_per_node=1, cpus_per_node=2, node_local=tmp_path / "local",
+                       tree_width=1) as cluster:
+        prefix = cluster.node_local / "envs" / "alpa-megatron"
+        plan = resolve(rec, tgt, from_target(tgt), None, PlanOptions(prefix=str(prefix), host="slurm")).plan
+        materialize(plan, tmp_path / "files", rec)
+        (prefix / "payload.bin").write_bytes(os.urandom(16 << 20))  # incompressible: the pack is ~16 MB
+        packed = envpack.pack(prefix, tmp_path / "alpa.tar.gz")
+        for fanout, expect in ((None, {"node1": 1, "node2": 1, "node3": 0}),
+                               (8, {"node1": 2, "node2": 0, "node3": 0})):
+            before = _sent(cluster)
+            out = sub.launch(rec, tgt, plan, LaunchOptions(scheduler="slurm", variant="8gpu", nodes=3,
+                                                           gpus_per_node=1, command_override="true",
+                                                           packed=packed, fanout=fanout),
+                             argv=["pytest"], env=cluster.env, timeout=180)
+            assert out.result.state == "COMPLETED", out.result.tail()
+            text = Path(out.result.stdout_path).read_text()
+            assert all(f"envbuild: {n} checked the pack" in text for n in ("node1", "node2", "node3"))
+            copies = {n: (b - before[n]) / packed.bytes for n, b in _sent(cluster).items()}
+            # each node's copies of the pack sent, within 0.1 of a copy (Slurm's own messages)
+            assert all(abs(copies[n] - expect[n]) < 0.1 for n in expect), (fanout, copies)
+
+
 def test_a_pack_unpacks_only_at_its_own_prefix(tmp_path) -> None:
     from envbuild.bundle import envpack
     from envbuild.errors import InputError
@@ -219,7 +266,9 @@ def test_a_pack_unpacks_only_at_its_own_prefix(tmp_path) -> None:
 
     mine = envpack.PackedEnv("/x.tar.gz", "0" * 64, 1, str(tmp_path / "a"))
     text = render(build_job(rec, tgt, plan, LaunchOptions(scheduler="slurm", smoke_only=True, packed=mine)))
-    assert "sbcast --force --fanout=8 /x.tar.gz " in text
+    assert "sbcast --force --fanout=1 /x.tar.gz " in text  # the default for up to 16 nodes
+    wide = build_job(rec, tgt, plan, LaunchOptions(scheduler="slurm", smoke_only=True, packed=mine, fanout=8))
+    assert "sbcast --force --fanout=8 /x.tar.gz " in render(wide)
     assert text.index("sbcast") < text.index("sha256sum -c") < text.index("# the task every node runs")
 
 
@@ -243,7 +292,7 @@ def test_a_packs_unpack_line_runs_its_paths_as_data(tmp_path) -> None:
     class Job:
         pass
     job = Job()
-    job.packed = packed
+    job.packed, job.fanout = packed, 1
     script = shlex.split(distribute(job)[-1])[-1]  # srun ... sh -c SCRIPT
     proc = subprocess.run(["sh", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr

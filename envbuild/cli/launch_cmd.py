@@ -56,11 +56,15 @@ from envbuild.errors import NOT_JUDGED, CheckFailed, InputError
 @click.option("--packed", "packed_file", type=click.Path(dir_okay=False, path_type=Path),
               help="A pack of the environment (envbuild pack): sent to every node with sbcast, its sha256 "
                    "checked there, unpacked at its prefix before the task (slurm).")
+@click.option("--fanout", type=click.IntRange(1, 8), default=None,
+              help="--packed: sbcast's own fan-out, its first hop (1: the batch host hands the pack to one "
+                   "node; 8: up to 8 nodes get it from the batch host); below it nodes pass it on as the "
+                   "site's TreeWidth says [1 up to 16 nodes, else 2].")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def launch_cmd(recipe, target, scheduler, nodes, gpus_per_node, variant, out, submit, smoke_only,
                command_override, container_image, no_container, run, facts_file, lock_file, prefix,
                git_mirror, time_limit, partition, account, namespace, kueue_queue, k8s_workload, master_port, timeout,
-               identity, known_hosts, packed_file, as_json):
+               identity, known_hosts, packed_file, fanout, as_json):
     """Render RECIPE's published run for a scheduler; with --submit run it and collect the result.
 
     \b
@@ -91,7 +95,10 @@ def launch_cmd(recipe, target, scheduler, nodes, gpus_per_node, variant, out, su
                          container_image=container_image, no_container=no_container, time_limit=time_limit,
                          partition=partition, account=account, namespace=namespace, kueue_queue=kueue_queue,
                          k8s_workload=k8s_workload or "job", master_port=master_port,
-                         packed=_packed(packed_file))
+                         packed=_packed(packed_file), fanout=fanout)
+    if fanout and packed_file is None:
+        raise InputError("--fanout is the fan-out of the pack's sbcast; there is no --packed",
+                         hint="drop --fanout, or give --packed FILE")
     if k8s_workload and scheduler != "k8s":
         raise InputError(f"--k8s-workload is a Kubernetes option; the scheduler is {scheduler}",
                          hint="drop --k8s-workload, or use --scheduler k8s")

@@ -74,6 +74,22 @@ class LaunchOptions:
     master_port: int | None = None  # None: the scheduler's default
     regenerate: str = ""  # the command line that renders this again, for the header
     packed: PackedEnv | None = None  # the environment, packed once (envbuild pack): sent to every node
+    fanout: int | None = None  # sbcast's --fanout for the pack (None: sbcast_fanout(nodes))
+
+
+CHAIN_UP_TO = 16  # nodes: up to this many sbcast hands the pack to one node, beyond it to two
+
+
+def sbcast_fanout(nodes: int) -> int:
+    """sbcast's ``--fanout`` for the pack when the user gives none: 1 up to ``CHAIN_UP_TO``
+    nodes (the batch host sends the file to one node, its own slurmd, which passes it on), 2
+    beyond. ``--fanout`` shapes only sbcast's own first hop: on Slurm 22.05 every slurmd
+    below it forwards with its own slurm.conf's ``TreeWidth`` (measured on the test bed:
+    tests/test_launch_slurm.py), so what the batch host sends in all is min(nodes - 1,
+    TreeWidth) copies with a fan-out of 1, and at least min(nodes - 1, fan-out) with a wider
+    one. Where a Slurm carries the fan-out down the tree, 1 is a chain, and a chain's time
+    grows with its length (sbcast waits for each block to reach every node): hence 2 beyond 16."""
+    return 1 if nodes <= CHAIN_UP_TO else 2
 
 
 @dataclass(frozen=True)
@@ -114,6 +130,7 @@ class Job:
     header: tuple[str, ...] = ()
     options: LaunchOptions | None = None
     packed: PackedEnv | None = None  # distributed to every node and unpacked at its prefix first
+    fanout: int = 1  # sbcast's --fanout for the pack (LaunchOptions.fanout or sbcast_fanout)
     warnings: tuple[str, ...] = ()  # the job does not fit its queue (also in the header)
     exclusive: bool = False  # it takes every GPU of its nodes: whole nodes (Slurm --exclusive)
     gpu_product: str | None = None  # Kubernetes: the nvidia.com/gpu.product node label to select
@@ -453,7 +470,7 @@ def build_job(recipe, target, plan, opts: LaunchOptions) -> Job:
                scheduler_options=(tuple(prog.scheduler_options.get(opts.scheduler, ())) if prog else ()),
                master_port=opts.master_port or (prog.master_port if prog else None),
                address_var=address_var, prepare=prepare, stage=stage, header=header, options=opts,
-               packed=_packed(opts, plan, target), warnings=warnings,
+               packed=_packed(opts, plan, target), fanout=opts.fanout or sbcast_fanout(nodes), warnings=warnings,
                exclusive=bool(gpus and target.gpus and gpus >= target.gpus.count),
                gpu_product=gpu_product_label(target) if gpus else None, ipc_lock=target.jobs.ipc_lock,
                ttl_after_finished_s=target.jobs.ttl_after_finished_s)

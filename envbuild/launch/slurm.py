@@ -84,8 +84,8 @@ def distribute(job: Job) -> list[str]:
     """The lines that bring the packed environment (``envbuild pack``) to every node of the
     allocation before the task: Slurm's ``sbcast`` copies it to each node's own disk through
     Slurm's message tree (the file is read once, by the batch host, from where the job was
-    submitted; the tree's shape is the site's ``TreeWidth``: up to that many nodes the batch
-    host sends every copy itself, beyond it nodes pass it on), each node checks the
+    submitted; sbcast's first hop has the fan-out ``job.fanout`` (``sbcast_fanout``), every
+    hop below it the site's ``TreeWidth``), each node checks the
     sha256 the pack's manifest recorded and only then unpacks it at the prefix, where the task
     reads it. A node whose copy differs, or whose prefix lies on a shared file system (where
     every node would replace the one copy the others read), fails the job before any task."""
@@ -105,8 +105,9 @@ def distribute(job: Job) -> list[str]:
               f'echo "envbuild: $(hostname) checked the pack (sha256 {p.sha256[:16]}) and unpacked it at" {q(prefix)}')
     return ["# the environment, packed once (envbuild pack, "
             f"{p.bytes} bytes, sha256 {p.sha256}): sbcast sends it to every node's own disk",
-            "# through Slurm's message tree (TreeWidth); each node checks the sha256, then unpacks it at the prefix",
+            f"# through Slurm's message tree (sbcast's own fan-out {job.fanout}, then the site's TreeWidth);",
+            "# each node checks the sha256, then unpacks it at the prefix",
             f"srun {each} mkdir -p {q(parent)}",
-            f"sbcast --force --fanout=8 {q(p.archive)} {q(copy)}",
+            f"sbcast --force --fanout={int(job.fanout)} {q(p.archive)} {q(copy)}",
             "# shellcheck disable=SC2016  # expanded by each node's shell",
             f"srun {each} sh -c {q(unpack)}"]
