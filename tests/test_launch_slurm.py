@@ -130,6 +130,20 @@ def test_failed_job_reports_state_and_tail(stand_ins, slurm_cluster, home) -> No
     assert done["JobState"] == "FAILED" and done["ExitCode"] == "3:0"
 
 
+def test_a_sites_template_block_runs_in_the_job(stand_ins, slurm_cluster, home, tmp_path) -> None:
+    """A site's slurm.sbatch.j2 over envbuild's (launch --templates): its environment block is
+    in the batch script that Slurm runs, and every task sees what it exported."""
+    from envbuild.launch.sitetemplates import read_site
+
+    (tmp_path / "slurm.sbatch.j2").write_text('{% extends "envbuild/slurm.sbatch.j2" %}'
+                                              "{% block environment %}export SITE_MARK=from-the-site{% endblock %}")
+    out = _launch(stand_ins, slurm_cluster, "alpa-megatron", variant="8gpu", nodes=2, gpus_per_node=1,
+                  command_override='echo "site mark on $(hostname): $SITE_MARK"', templates=read_site(tmp_path))
+    assert out.result.state == "COMPLETED", out.result.tail()
+    text = Path(out.result.stdout_path).read_text()
+    assert "site mark on node1: from-the-site" in text and "site mark on node2: from-the-site" in text
+
+
 def test_cli_submit_on_slurm(stand_ins, slurm_cluster, home, monkeypatch, capsys) -> None:
     """``envbuild launch --submit``: sbatch through the cluster's clients, scontrol to follow,
     the result in a run directory that ``envbuild report`` reads (it says FAIL: the nodes were

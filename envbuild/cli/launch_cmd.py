@@ -60,11 +60,14 @@ from envbuild.errors import NOT_JUDGED, CheckFailed, InputError
               help="--packed: sbcast's own fan-out, its first hop (1: the batch host hands the pack to one "
                    "node; 8: up to 8 nodes get it from the batch host); below it nodes pass it on as the "
                    "site's TreeWidth says [1 up to 16 nodes, else 2].")
+@click.option("--templates", "templates_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="A folder of the site's own slurm.sbatch.j2 / pbs.qsub.j2, each extending envbuild's "
+                   "and overriding its blocks (account, modules, environment, mounts, ...): docs/launch.md.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def launch_cmd(recipe, target, scheduler, nodes, gpus_per_node, variant, out, submit, smoke_only,
                command_override, container_image, no_container, run, facts_file, lock_file, prefix,
                git_mirror, time_limit, partition, account, namespace, kueue_queue, k8s_workload, master_port, timeout,
-               identity, known_hosts, packed_file, fanout, as_json):
+               identity, known_hosts, packed_file, fanout, templates_dir, as_json):
     """Render RECIPE's published run for a scheduler; with --submit run it and collect the result.
 
     \b
@@ -88,14 +91,15 @@ def launch_cmd(recipe, target, scheduler, nodes, gpus_per_node, variant, out, su
     """
     from envbuild.connect.selection import NodeSelection
     from envbuild.flows.launch import LaunchRequest, launch
-    from envbuild.launch import LaunchOptions
+    from envbuild.launch import LaunchOptions, sitetemplates
 
     opts = LaunchOptions(scheduler=scheduler, nodes=nodes, gpus_per_node=gpus_per_node, variant=variant,
                          smoke_only=smoke_only, command_override=command_override,
                          container_image=container_image, no_container=no_container, time_limit=time_limit,
                          partition=partition, account=account, namespace=namespace, kueue_queue=kueue_queue,
                          k8s_workload=k8s_workload or "job", master_port=master_port,
-                         packed=_packed(packed_file), fanout=fanout)
+                         packed=_packed(packed_file), fanout=fanout,
+                         templates=sitetemplates.read_site(templates_dir) if templates_dir else ())
     if fanout and packed_file is None:
         raise InputError("--fanout is the fan-out of the pack's sbcast; there is no --packed",
                          hint="drop --fanout, or give --packed FILE")

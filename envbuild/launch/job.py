@@ -75,6 +75,8 @@ class LaunchOptions:
     regenerate: str = ""  # the command line that renders this again, for the header
     packed: PackedEnv | None = None  # the environment, packed once (envbuild pack): sent to every node
     fanout: int | None = None  # sbcast's --fanout for the pack (None: sbcast_fanout(nodes))
+    # a site's own templates over envbuild's (sitetemplates.read_site): ((file name, text), ...)
+    templates: tuple[tuple[str, str], ...] = ()
 
 
 CHAIN_UP_TO = 16  # nodes: up to this many sbcast hands the pack to one node, beyond it to two

@@ -14,6 +14,7 @@ No PBS server runs in the test suite: these scripts are golden-tested and shellc
 
 from __future__ import annotations
 
+from envbuild.launch import sitetemplates
 from envbuild.launch.job import Job, comment, heredoc, say, task_script, variables
 from envbuild.render.shell import q
 
@@ -28,6 +29,8 @@ PRELUDE_NODE = ['export ENVBUILD_NODE_RANK="${PALS_NODEID:-${PMI_RANK:-0}}"']
 
 
 def render(job: Job) -> str:
+    """The qsub script: envbuild's template (``jinja/pbs.qsub.j2``), or the site's over it
+    (``LaunchOptions.templates``), given every line as shell text."""
     opts = job.options
     out = job.output_dir.rstrip("/") or "."
     select = f"select={job.nodes}" + (f":ncpus={job.cpu_cores}" if job.cpu_cores else "") \
@@ -36,14 +39,8 @@ def render(job: Job) -> str:
                   *job.scheduler_options]
     if opts and opts.partition:
         directives.append(f"-q {opts.partition}")
-    if opts and opts.account:
-        directives.append(f"-A {opts.account}")
-    directives.append("-j n")
     port = str(job.master_port) if job.master_port else "29500"
-    lines = ["#!/bin/bash", *comment(job.header), *comment([f"NOTE: {n}" for n in job.notes]),
-             *[f"#PBS {d}" for d in directives], "",
-             "set -euo pipefail",
-             "# PBS starts the job in $HOME: paths are relative to the folder qsub ran in",
+    setup = ["# PBS starts the job in $HOME: paths are relative to the folder qsub ran in",
              'cd "$PBS_O_WORKDIR"',
              f"JOB_DIR=\"$(cd {q(out)} && pwd)\"", "export JOB_DIR",
              f'exec > "$JOB_DIR/{job.name}-$PBS_JOBID.out" 2> "$JOB_DIR/{job.name}-$PBS_JOBID.err"',
@@ -53,26 +50,31 @@ def render(job: Job) -> str:
              *variables(job, {"ENVBUILD_JOB_ID": '"$PBS_JOBID"', "ENVBUILD_GPUS_PER_NODE": str(job.gpus_per_node),
                               "ENVBUILD_NPROC_PER_NODE": str(job.nproc_per_node), "ENVBUILD_MASTER_PORT": port})]
     if job.replaced:
-        lines += say(job.replaced)
+        setup += say(job.replaced)
     for name, content in sorted(job.files.items()):
-        lines += heredoc(f'"$JOB_DIR"/{q(name)}', content)
+        setup += heredoc(f'"$JOB_DIR"/{q(name)}', content)
     task = '"$JOB_DIR/$PBS_JOBID.task.sh"'
     per_rank, per_node = job.mode == "per-rank", job.mode == "per-node"
     prelude = PRELUDE_RANK if per_rank else PRELUDE_NODE if per_node else PRELUDE_ONCE
-    lines += ["# the task each rank (or each node, or the one launcher) runs", *heredoc(task, task_script(job, prelude))]
+    run = []
     if per_rank:
-        lines.append(f'mpiexec -n "$((ENVBUILD_NNODES * {job.nproc_per_node}))" --ppn {job.nproc_per_node} '
-                     f'--hostfile "$PBS_NODEFILE" --envall bash {task}')
+        run.append(f'mpiexec -n "$((ENVBUILD_NNODES * {job.nproc_per_node}))" --ppn {job.nproc_per_node} '
+                   f'--hostfile "$PBS_NODEFILE" --envall bash {task}')
     else:
         if job.gpus_per_node and not job.replaced:
-            lines += [f"# the program starts one rank per GPU nvidia-smi lists: the target says {job.gpus_per_node}",
-                      "gpus_seen=\"$(nvidia-smi -L | grep -c '^GPU ')\"",
-                      f'if [ "$gpus_seen" != {job.gpus_per_node} ]; then',
-                      f'  echo "envbuild: $gpus_seen GPUs on $(hostname), the target {job.target} has '
-                      f'{job.gpus_per_node} per node" >&2',
-                      "  exit 1", "fi"]
+            run += [f"# the program starts one rank per GPU nvidia-smi lists: the target says {job.gpus_per_node}",
+                    "gpus_seen=\"$(nvidia-smi -L | grep -c '^GPU ')\"",
+                    f'if [ "$gpus_seen" != {job.gpus_per_node} ]; then',
+                    f'  echo "envbuild: $gpus_seen GPUs on $(hostname), the target {job.target} has '
+                    f'{job.gpus_per_node} per node" >&2',
+                    "  exit 1", "fi"]
         if per_node:  # the program is started on every node of the job, once
-            lines.append(f'mpiexec -n "$ENVBUILD_NNODES" --ppn 1 --hostfile "$PBS_NODEFILE" --envall bash {task}')
+            run.append(f'mpiexec -n "$ENVBUILD_NNODES" --ppn 1 --hostfile "$PBS_NODEFILE" --envall bash {task}')
         else:
-            lines.append(f"bash {task}")
-    return "\n".join(lines) + "\n"
+            run.append(f"bash {task}")
+    return sitetemplates.render("pbs.qsub.j2", {
+        "header": [*comment(job.header), *comment([f"NOTE: {n}" for n in job.notes])],
+        "directives": directives, "account": opts.account if opts and opts.account else None,
+        "setup": setup,
+        "task": ["# the task each rank (or each node, or the one launcher) runs", *heredoc(task, task_script(job, prelude))],
+        "run": run}, opts.templates if opts else ())

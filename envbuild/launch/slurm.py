@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from envbuild.launch import sitetemplates
 from envbuild.launch.job import Job, comment, heredoc, path_word, say, task_script, variables
 from envbuild.render.shell import q
 
@@ -26,6 +27,8 @@ def output_paths(job: Job, job_id: str) -> tuple[str, str]:
 
 
 def render(job: Job) -> str:
+    """The sbatch script: envbuild's template (``jinja/slurm.sbatch.j2``), or the site's over it
+    (``LaunchOptions.templates``), given every line as shell text."""
     opts = job.options
     out = job.output_dir.rstrip("/") or "."
     directives = [f"--job-name={job.name}", f"--nodes={job.nodes}", "--ntasks-per-node=1"]
@@ -40,14 +43,9 @@ def render(job: Job) -> str:
         directives.append("--exclusive")
     if opts and opts.partition:
         directives.append(f"--partition={opts.partition}")
-    if opts and opts.account:
-        directives.append(f"--account={opts.account}")
     port = (str(job.master_port) if job.master_port
             else '"$((SLURM_JOB_ID % 16384 + 49152))"')
-    lines = ["#!/bin/bash", *comment(job.header), *comment([f"NOTE: {n}" for n in job.notes]),
-             *[f"#SBATCH {d}" for d in directives], "",
-             "set -euo pipefail",
-             f"JOB_DIR=\"$(cd {q(out)} && pwd)\"", "export JOB_DIR",
+    setup = [f"JOB_DIR=\"$(cd {q(out)} && pwd)\"", "export JOB_DIR",
              *variables(job, {"ENVBUILD_JOB_ID": '"$SLURM_JOB_ID"', "ENVBUILD_NNODES": '"$SLURM_JOB_NUM_NODES"',
                               "ENVBUILD_GPUS_PER_NODE": str(job.gpus_per_node),
                               "ENVBUILD_NPROC_PER_NODE": str(job.nproc_per_node),
@@ -56,28 +54,34 @@ def render(job: Job) -> str:
              'ENVBUILD_MASTER_ADDR="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | sed -n 1p)"',
              "export ENVBUILD_MASTER_ADDR"]
     if job.replaced:
-        lines += say(job.replaced)
+        setup += say(job.replaced)
     for name, content in sorted(job.files.items()):
-        lines += [f"# {name}, as the published script writes it", *heredoc(f'"$JOB_DIR"/{q(name)}', content)]
+        setup += [f"# {name}, as the published script writes it", *heredoc(f'"$JOB_DIR"/{q(name)}', content)]
     if job.packed is not None:
-        lines += distribute(job)
+        setup += distribute(job)
     task = '"$JOB_DIR/$SLURM_JOB_NAME-$SLURM_JOB_ID.task.sh"'
     staged = f'"$JOB_DIR"/{q(job.stage)}' if job.prepare and job.container_image else None
-    lines += ["# the task every node runs", *heredoc(task, task_script(job, PRELUDE, staged=staged))]
+    run: list[tuple[str, str | None]] = []  # (text, None) or (before, after) the container mounts
     if staged:
-        lines += ["# the image's run-time data, prepared once for the job in one container (kept for later jobs",
-                  "# of this image, named for its plan, while its SHA256SUMS holds); every task copies it from there",
-                  " ".join(["srun --nodes=1 --ntasks=1", f"--container-image={q(job.container_image)}",
-                            '--container-mounts="$JOB_DIR"', "sh", path_word(job.prepare), "--stage", staged])]
+        run += [(line, None) for line in (
+            "# the image's run-time data, prepared once for the job in one container (kept for later jobs",
+            "# of this image, named for its plan, while its SHA256SUMS holds); every task copies it from there")]
+        run.append((f"srun --nodes=1 --ntasks=1 --container-image={q(job.container_image)} ",
+                    " " + " ".join(["sh", path_word(job.prepare), "--stage", staged])))
     srun = ["srun"]
     if job.mode == "once":
         srun += ["--nodes=1", "--ntasks=1"]
     else:
         srun += ['--nodes="$SLURM_JOB_NUM_NODES"', "--ntasks-per-node=1"]
     if job.container_image:
-        srun += [f"--container-image={q(job.container_image)}", '--container-mounts="$JOB_DIR"']
-    lines.append(" ".join([*srun, "bash", task]))
-    return "\n".join(lines) + "\n"
+        run.append((" ".join([*srun, f"--container-image={q(job.container_image)}"]) + " ", f" bash {task}"))
+    else:
+        run.append((" ".join([*srun, "bash", task]), None))
+    return sitetemplates.render("slurm.sbatch.j2", {
+        "header": [*comment(job.header), *comment([f"NOTE: {n}" for n in job.notes])],
+        "directives": directives, "account": opts.account if opts and opts.account else None,
+        "setup": setup, "task": ["# the task every node runs", *heredoc(task, task_script(job, PRELUDE, staged=staged))],
+        "run": run}, opts.templates if opts else ())
 
 
 def distribute(job: Job) -> list[str]:
