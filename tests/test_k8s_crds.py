@@ -1,4 +1,4 @@
-"""The custom resources envbuild renders (a JobSet, a Kubeflow PyTorchJob) validated against the
+"""The custom resources envbuild renders (a JobSet, a Kubeflow Trainer v2 TrainJob, a legacy PyTorchJob) validated against the
 CRD schemas their projects publish (issue 40), read at a pinned release from a git mirror of
 each project (ENVBUILD_GIT_MIRROR: CI has no GitHub, so there the test says so and skips; the
 built-in kinds are validated in CI by kubernetes-validate, tests/test_launch_render.py)."""
@@ -23,6 +23,8 @@ from tests.test_launch_render import IMAGE, plan_for
 CRDS = {
     "jobset": ("https://github.com/kubernetes-sigs/jobset", "v0.12.0", "f22e565ac3cc3265c7c45ef67ecffdc689af5d77",
                "config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml", "JobSet", "v1alpha2"),
+    "trainjob": ("https://github.com/kubeflow/trainer", "v2.3.0", "658725bdae5c7e3a0854d93ac6ff492e109a22ab",
+                 "manifests/base/crds/trainer.kubeflow.org_trainjobs.yaml", "TrainJob", "v1alpha1"),
     "pytorchjob": ("https://github.com/kubeflow/training-operator", "v1.9.0",
                    "6f74c7f6b2ed6c27aabd82d0a316b23f0646059c", "manifests/base/crds/kubeflow.org_pytorchjobs.yaml",
                    "PyTorchJob", "v1"),
@@ -58,6 +60,8 @@ def test_the_custom_resource_validates_against_its_projects_crd(workload):
     spec = dict(doc["spec"])
     if kind == "JobSet":
         spec["suspend"] = "no"
+    elif kind == "TrainJob":
+        spec["trainer"] = {**spec["trainer"], "numNodes": "two"}
     else:
         spec["runPolicy"] = {**spec["runPolicy"], "backoffLimit": "no"}
     assert any(validator.iter_errors({**doc, "spec": spec}))

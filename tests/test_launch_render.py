@@ -61,6 +61,9 @@ CASES = {  # name: (recipe, target, options)
     "megatronapp--rtx4090-pod--k8s-two-pods-jobset": ("megatronapp", "rtx4090-pod",
                                                       dict(scheduler="k8s", variant="two-pods", container_image=IMAGE,
                                                            k8s_workload="jobset")),
+    "megatronapp--rtx4090-pod--k8s-two-pods-trainjob": ("megatronapp", "rtx4090-pod",
+                                                        dict(scheduler="k8s", variant="two-pods",
+                                                             container_image=IMAGE, k8s_workload="trainjob")),
     "megatronapp--rtx4090-pod--k8s-two-pods-pytorchjob": ("megatronapp", "rtx4090-pod",
                                                           dict(scheduler="k8s", variant="two-pods",
                                                                container_image=IMAGE, k8s_workload="pytorchjob")),
@@ -116,6 +119,9 @@ def _scripts(rendered) -> dict[str, str]:
     for name, r in rendered.items():
         if r.filename.endswith(".yaml"):
             for doc in yaml.safe_load_all(r.text):
+                if doc["kind"] == "TrainJob":
+                    out[f"{name}-{doc['metadata']['name']}.sh"] = doc["spec"]["trainer"]["command"][2]
+                    continue
                 if doc["kind"] == "PyTorchJob":
                     pod = doc["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
                 else:
@@ -148,8 +154,19 @@ def test_manifests_validate_against_the_kubernetes_schema(rendered) -> None:
     import kubernetes_validate
 
     docs = [d for r in rendered.values() if r.filename.endswith(".yaml") for d in yaml.safe_load_all(r.text)]
-    assert {d["kind"] for d in docs} == {"Job", "Service", "JobSet", "PyTorchJob"}
+    assert {d["kind"] for d in docs} == {"Job", "Service", "JobSet", "PyTorchJob", "TrainJob"}
     for doc in docs:
+        if doc["kind"] == "TrainJob":  # a CRD: the trainer's container and the patched pod as a v1 Pod
+            trainer = doc["spec"]["trainer"]
+            (rj,) = doc["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+            patch = rj["template"]["spec"]["template"]
+            (node,) = patch["spec"]["containers"]
+            container = {"name": node["name"], "image": trainer["image"], "command": trainer["command"],
+                         "env": trainer["env"], "resources": trainer["resourcesPerNode"], **node}
+            pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "node", **patch["metadata"]},
+                   "spec": {**patch["spec"], "containers": [container], "restartPolicy": "Never"}}
+            kubernetes_validate.validate(pod, API_VERSION, strict=True)
+            continue
         if doc["kind"] == "PyTorchJob":  # a CRD: each replica's pod template is a v1 Pod's
             for role, replica in doc["spec"]["pytorchReplicaSpecs"].items():
                 pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": role.lower(), **replica["template"]["metadata"]},
@@ -219,6 +236,46 @@ def test_two_pods_are_one_indexed_job_on_two_nodes(rendered) -> None:
     assert pod["volumes"] == [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}}]
     assert c["volumeMounts"] == [{"name": "dshm", "mountPath": "/dev/shm"}]
     assert ". /opt/envbuild/megatronapp/.envbuild/env.sh" in c["command"][2]
+
+
+def test_a_trainjob_runs_on_the_trainers_torch_runtime_with_its_rank(rendered, tmp_path) -> None:
+    """--k8s-workload trainjob: Kubeflow Trainer v2's TrainJob on the torch-distributed runtime,
+    two nodes of 4 ranks, the same pod script as the Indexed Job's but for its rank, which is
+    the Trainer's PET_NODE_RANK (run here with bash: rank 1 runs the worker's script; without
+    PET_NODE_RANK the script stops), the rendezvous host the first pod the Trainer's JobSet names,
+    every pod on its own node (the anti-affinity selects the labels the patch gives them)."""
+    (tj,) = yaml.safe_load_all(rendered["megatronapp--rtx4090-pod--k8s-two-pods-trainjob"].text)
+    (_, job) = yaml.safe_load_all(rendered["megatronapp--rtx4090-pod--k8s-two-pods"].text)
+    spec = tj["spec"]
+    assert (tj["apiVersion"], spec["runtimeRef"]) == ("trainer.kubeflow.org/v1alpha1", {
+        "name": "torch-distributed", "apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime"})
+    trainer = spec["trainer"]
+    assert (trainer["numNodes"], trainer["numProcPerNode"], trainer["image"]) == (2, 4, IMAGE)
+    env = {e["name"]: e.get("value", e.get("valueFrom")) for e in trainer["env"]}
+    assert env["ENVBUILD_MASTER_ADDR"] == "envbuild-megatronapp-node-0-0.envbuild-megatronapp"
+    assert "ENVBUILD_NODE_RANK" not in env and not any(name.startswith("PET_") for name in env)  # the Trainer's
+    (rj,) = spec["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+    pod = rj["template"]["spec"]["template"]
+    (term,) = pod["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert term["labelSelector"]["matchLabels"] == pod["metadata"]["labels"]
+    assert spec["runtimePatches"][0]["manager"] == "envbuild" and rj["name"] == "node"
+    script = trainer["command"][2]
+    indexed = job["spec"]["template"]["spec"]["containers"][0]["command"][2]
+    assert script.replace("the Trainer's PET_NODE_RANK (the pod's completion index)", "").replace(
+        'export ENVBUILD_NODE_RANK="${PET_NODE_RANK:?the Trainer sets PET_NODE_RANK}"\n', "").replace(
+        "# the node rank: \n", "") == indexed
+    for name in ("run_master.sh", "run_worker.sh"):
+        (tmp_path / name).write_text(f"echo ran {name}\n")
+    (tmp_path / "examples" / "megatron4.0").mkdir(parents=True)
+    (tmp_path / "examples/megatron4.0/pretrain_gpt_distributed_small.sh").write_text("MASTER_ADDR=x\n")
+    rank_line = 'export ENVBUILD_NODE_RANK="${PET_NODE_RANK:?the Trainer sets PET_NODE_RANK}"\n'
+    body = rank_line + script[script.index('case "$ENVBUILD_NODE_RANK" in'):]
+    base = {"PATH": os.environ["PATH"], "ENVBUILD_MASTER_ADDR": env["ENVBUILD_MASTER_ADDR"]}
+    p = subprocess.run(["bash", "-c", body], cwd=tmp_path, env={**base, "PET_NODE_RANK": "1"},
+                       capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout == "ran run_worker.sh\n", p.stderr
+    p = subprocess.run(["bash", "-c", body], cwd=tmp_path, env=base, capture_output=True, text=True)
+    assert p.returncode != 0 and "the Trainer sets PET_NODE_RANK" in p.stderr and "ran" not in p.stdout
 
 
 @pytest.mark.parametrize("rank,script", [("0", "run_master.sh"), ("1", "run_worker.sh")])
@@ -657,6 +714,10 @@ def test_every_rendered_workload_meets_the_pod_security_baseline(rendered) -> No
             inner = work["spec"]["replicatedJobs"][0]["template"]["spec"]
             assert inner["activeDeadlineSeconds"] == 600
             pods = [inner["template"]["spec"]]
+        elif work["kind"] == "TrainJob":  # no TTL field: the runtime's JobSet decides
+            assert work["spec"]["activeDeadlineSeconds"] == 600
+            (rj,) = work["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+            pods = [rj["template"]["spec"]["template"]["spec"]]
         else:
             policy = work["spec"]["runPolicy"]
             assert (policy["ttlSecondsAfterFinished"], policy["activeDeadlineSeconds"]) == (86400, 600)

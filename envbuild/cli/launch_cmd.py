@@ -43,9 +43,10 @@ from envbuild.errors import NOT_JUDGED, CheckFailed, InputError
 @click.option("--namespace", help="Kubernetes namespace [the target's jobs.namespace, else envbuild].")
 @click.option("--kueue-queue", metavar="NAME", help="Kubernetes: the Kueue LocalQueue that admits the job "
               "(its kueue.x-k8s.io/queue-name label) [the target's jobs.kueue_queue].")
-@click.option("--k8s-workload", type=click.Choice(["job", "jobset", "pytorchjob"]), default=None,
+@click.option("--k8s-workload", type=click.Choice(["job", "jobset", "trainjob", "pytorchjob"]), default=None,
               help="Kubernetes workload: an Indexed Job and its headless Service [job], a JobSet "
-                   "(needs the JobSet controller) or a Kubeflow PyTorchJob (needs the training operator).")
+                   "(needs the JobSet controller), a Kubeflow Trainer v2 TrainJob (needs the Trainer and its "
+                   "torch-distributed runtime) or a legacy Kubeflow PyTorchJob (needs the training operator v1).")
 @click.option("--master-port", type=click.IntRange(1, 65535), help="Rendezvous port [scheduler default].")
 @click.option("--timeout", type=click.IntRange(1), default=3600, show_default=True,
               help="--submit: cancel the job after this many seconds.")

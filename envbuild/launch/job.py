@@ -36,7 +36,7 @@ from envbuild.shipped import NODE
 from envbuild.targets.schema import DNS_LABEL, WALLTIME
 
 SCHEDULERS = ("slurm", "pbs", "k8s", "local")
-K8S_WORKLOADS = ("job", "jobset", "pytorchjob")
+K8S_WORKLOADS = ("job", "jobset", "trainjob", "pytorchjob")
 TARGET_SCHEDULER = {"slurm": "slurm", "pbs": "pbs", "kubernetes": "k8s"}
 SMOKE_PARSER = "envbuild-smoke"
 VAR = re.compile(r"\$(ENVBUILD_[A-Z_]+)")
@@ -69,7 +69,7 @@ class LaunchOptions:
     account: str | None = None
     namespace: str | None = None  # Kubernetes: else the target's jobs.namespace, else "envbuild"
     kueue_queue: str | None = None  # Kubernetes: a Kueue LocalQueue (else the target's jobs.kueue_queue)
-    k8s_workload: str = "job"  # Kubernetes: "job" (an Indexed Job), "jobset" or "pytorchjob" (CRDs)
+    k8s_workload: str = "job"  # Kubernetes: "job" (an Indexed Job), "jobset", "trainjob" or "pytorchjob" (CRDs)
     rdma_resource: str = DEFAULT_RDMA
     master_port: int | None = None  # None: the scheduler's default
     regenerate: str = ""  # the command line that renders this again, for the header

@@ -30,7 +30,15 @@ makes the headless Service and the pods' hostnames, ``failurePolicy.maxRestarts:
 failed rank a failed run. ``--k8s-workload pytorchjob`` renders a Kubeflow ``PyTorchJob``
 (``kubeflow.org/v1``): one Master and N-1 Worker replicas of the same pod; the operator names
 the master ``<job>-master-0`` and gives each pod its ``RANK``, which becomes the node rank.
-kubernetes-validate knows no CRD: the Job template of a JobSet is validated as a ``batch/v1``
+``--k8s-workload trainjob`` renders Kubeflow Trainer v2's ``TrainJob``
+(``trainer.kubeflow.org/v1alpha1``, the successor of the PyTorchJob, kept as legacy) on the
+``torch-distributed`` ClusterTrainingRuntime the Trainer installs: ``spec.trainer`` holds the
+image, command, environment, node count, ranks and resources per node; what the runtime's pod
+lacks (the /dev/shm volume, the GPU-product selector, the anti-affinity) is a runtime patch
+managed by ``envbuild``. The Trainer's torch plugin gives each pod PET_NODE_RANK (its completion
+index), which becomes the node rank; its JobSet names the first pod ``<job>-node-0-0.<job>``,
+the rendezvous host.
+A TrainJob has no TTL field (its runtime's JobSet decides). kubernetes-validate knows no CRD: the Job template of a JobSet is validated as a ``batch/v1``
 Job, a PyTorchJob's pod templates as a ``v1`` Pod.
 """
 
@@ -57,6 +65,13 @@ REPLICATED_JOB = "node"
 # named pytorchjob-port), WORLD_SIZE and RANK (master 0, workers 1..) in every pod
 # (https://www.kubeflow.org/docs/components/trainer/legacy-v1/user-guides/pytorch/)
 PYTORCHJOB_API = "kubeflow.org/v1"
+# TrainJob (Kubeflow Trainer v2, kubeflow/trainer v2.3.0: pkg/apis/trainer/v1alpha1/trainjob_types.go;
+# the torch plugin's PET_* variables and port 29500 in pkg/constants/constants.go and
+# pkg/runtime/framework/plugins/torch/torch.go; the runtime charts/.../runtimes/torch-distributed.yaml,
+# whose one replicated job and container are both named "node")
+TRAINJOB_API = "trainer.kubeflow.org/v1alpha1"
+TRAINER_RUNTIME = "torch-distributed"
+TRAINER_NODE = "node"
 # NVIDIA GPU feature discovery's node label of the GPU product (NVIDIA/k8s-device-plugin, GFD)
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 # Kueue admits a workload labelled with its LocalQueue (https://kueue.sigs.k8s.io/docs/tasks/run/jobs/)
@@ -84,17 +99,19 @@ def manifests(job: Job) -> list[dict]:
     opts = job.options
     namespace = (opts.namespace if opts else None) or DEFAULT_NAMESPACE
     workload = opts.k8s_workload if opts else "job"
-    jobset, pytorchjob = workload == "jobset", workload == "pytorchjob"
+    jobset, pytorchjob, trainjob = workload == "jobset", workload == "pytorchjob", workload == "trainjob"
     port = job.master_port if job.master_port else PORT
     # a JobSet's controller makes the headless Service (named after the JobSet) and each pod's
     # hostname, <jobset>-<replicated job>-<job index>-<pod index>; the training operator makes
     # a Service per replica, the master's <job>-master-0
-    service = job.name if jobset else f"{job.name}-rdzv"
-    first = f"{job.name}-{REPLICATED_JOB}-0-0" if jobset else f"{job.name}-0"
+    service = job.name if (jobset or trainjob) else f"{job.name}-rdzv"
+    first = (f"{job.name}-{REPLICATED_JOB}-0-0" if jobset else f"{job.name}-{TRAINER_NODE}-0-0" if trainjob
+             else f"{job.name}-0")
     master = (f"{job.name}-master-0" if pytorchjob else f"{first}.{service}") if job.nodes > 1 else "127.0.0.1"
     labels = _labels(job)
     docs: list[dict] = []
-    if job.nodes > 1 and not (jobset or pytorchjob):
+    controller_named = jobset or pytorchjob or trainjob  # their controllers make the Service, name the pods
+    if job.nodes > 1 and not controller_named:
         docs.append({"apiVersion": "v1", "kind": "Service",
                      "metadata": {"name": service, "namespace": namespace,
                                   "labels": {**labels, "app.kubernetes.io/component": "rendezvous"}},
@@ -119,8 +136,11 @@ def manifests(job: Job) -> list[dict]:
     if pytorchjob:  # the operator's RANK: the master 0, worker i i+1
         prelude = ["# the node rank: the training operator's RANK (master 0, worker i: i+1)",
                    'export ENVBUILD_NODE_RANK="${RANK:?the training operator sets RANK}"', *prelude]
+    if trainjob:  # the Trainer's torch plugin: PET_NODE_RANK is the pod's completion index
+        prelude = ["# the node rank: the Trainer's PET_NODE_RANK (the pod's completion index)",
+                   'export ENVBUILD_NODE_RANK="${PET_NODE_RANK:?the Trainer sets PET_NODE_RANK}"', *prelude]
     script = task_script(job, ['mkdir -p "$JOB_DIR"', *prelude], _command(job))
-    rank = [] if pytorchjob else [{"name": "ENVBUILD_NODE_RANK", "valueFrom": {
+    rank = [] if (pytorchjob or trainjob) else [{"name": "ENVBUILD_NODE_RANK", "valueFrom": {
         "fieldRef": {"fieldPath": f"metadata.annotations['{INDEX_ANNOTATION}']"}}}]
     env = [{"name": "ENVBUILD_JOB_ID", "value": job.name},
            {"name": "ENVBUILD_NNODES", "value": str(job.nodes)},
@@ -141,7 +161,7 @@ def manifests(job: Job) -> list[dict]:
     shm = {"medium": "Memory"} | ({"sizeLimit": job.shm_size} if job.shm_size else {})
     pod: dict = {"restartPolicy": "Never"}
     if job.nodes > 1:
-        if not (jobset or pytorchjob):  # their controllers name the pods
+        if not controller_named:
             pod["subdomain"] = service
         pod["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
             {"labelSelector": {"matchLabels": labels}, "topologyKey": HOSTNAME_KEY}]}}
@@ -159,7 +179,9 @@ def manifests(job: Job) -> list[dict]:
     spec = {"completionMode": "Indexed", "completions": job.nodes, "parallelism": job.nodes,
             "backoffLimit": 0, **({"activeDeadlineSeconds": deadline} if deadline else {}),
             "template": {"metadata": {"labels": labels}, "spec": pod}}
-    if pytorchjob:
+    if trainjob:
+        docs.append(_trainjob(job, metadata, container, pod, deadline))
+    elif pytorchjob:
         template = {"metadata": {"labels": labels}, "spec": pod}
         replicas = {"Master": {"replicas": 1, "restartPolicy": "Never", "template": template}}
         if job.nodes > 1:
@@ -179,6 +201,26 @@ def manifests(job: Job) -> list[dict]:
                      "spec": {**spec, "ttlSecondsAfterFinished": job.ttl_after_finished_s}})
     return docs
 
+
+def _trainjob(job: Job, metadata: dict, container: dict, pod: dict, deadline: int | None) -> dict:
+    """A Trainer v2 TrainJob on the torch-distributed runtime: the container's image, command,
+    environment and limits as ``spec.trainer``; its /dev/shm mount, the pod's volumes, selector
+    and anti-affinity (and IPC_LOCK where the target allows it) as a runtime patch."""
+    trainer = {"image": container["image"], "command": container["command"], "env": container["env"],
+               "numNodes": job.nodes, "numProcPerNode": job.nproc_per_node,
+               "resourcesPerNode": container["resources"]}
+    node = {"name": TRAINER_NODE, "volumeMounts": container["volumeMounts"],
+            **({"securityContext": container["securityContext"]} if "securityContext" in container else {})}
+    pod_patch = {k: v for k, v in pod.items() if k in ("volumes", "nodeSelector", "affinity")} | {"containers": [node]}
+    labels = _labels(job)  # on every pod: the anti-affinity selects them
+    patch = {"manager": "envbuild", "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
+        {"name": TRAINER_NODE, "template": {"spec": {"template": {"metadata": {"labels": labels},
+                                                                  "spec": pod_patch}}}}]}}}}
+    spec = {"runtimeRef": {"name": TRAINER_RUNTIME, "apiGroup": "trainer.kubeflow.org",
+                           "kind": "ClusterTrainingRuntime"},
+            **({"activeDeadlineSeconds": deadline} if deadline else {}),
+            "trainer": trainer, "runtimePatches": [patch]}
+    return {"apiVersion": TRAINJOB_API, "kind": "TrainJob", "metadata": metadata, "spec": spec}
 
 
 class _Dumper(yaml.SafeDumper):

@@ -33,6 +33,13 @@ def pod_specs(manifest: dict) -> Iterator[tuple[str, dict]]:
         for i, rj in enumerate(spec.get("replicatedJobs", [])):
             yield (f"spec.replicatedJobs[{i}].template.spec.template.spec",
                    rj.get("template", {}).get("spec", {}).get("template", {}).get("spec", {}))
+    elif kind == "TrainJob":  # what envbuild adds to the runtime's pod: its runtime patches
+        for i, patch in enumerate(spec.get("runtimePatches") or []):
+            for j, rj in enumerate(((patch.get("trainingRuntimeSpec") or {}).get("template") or {})
+                                   .get("spec", {}).get("replicatedJobs", [])):
+                yield (f"spec.runtimePatches[{i}].trainingRuntimeSpec.template.spec.replicatedJobs[{j}]"
+                       ".template.spec.template.spec",
+                       rj.get("template", {}).get("spec", {}).get("template", {}).get("spec", {}))
     elif kind == "PyTorchJob":
         for name, replica in (spec.get("pytorchReplicaSpecs") or {}).items():
             yield f"spec.pytorchReplicaSpecs.{name}.template.spec", replica.get("template", {}).get("spec", {})
