@@ -11,6 +11,7 @@ import base64
 import hashlib
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -257,3 +258,72 @@ def test_a_bundle_of_thousands_of_files_is_probed_through_stdin(tmp_path):
         assert rc == 0, err
         effect = parse_probe(out).state["effects"]["bundle"]
         assert effect["ok"] and "10000 file(s), sizes checked" in effect["detail"], effect
+
+
+def _forge(repo: Path, sha: str, path: str, text: str) -> None:
+    """Replace the loose object of ``path`` at commit ``sha`` by ``text`` under the same name
+    (what a re-packed bundle can carry: git reads a loose object by its name, unhashed)."""
+    import zlib
+
+    blob = subprocess.run(["git", "-C", str(repo), "rev-parse", f"{sha}:{path}"], check=True, capture_output=True,
+                          text=True).stdout.strip()
+    obj = repo / ".git" / "objects" / blob[:2] / blob[2:]
+    obj.chmod(0o644)
+    obj.write_bytes(zlib.compress(b"blob %d\0" % len(text.encode()) + text.encode()))
+
+
+@pytest.mark.parametrize("mode", ["clone", "submodule", "without"])
+def test_forged_objects_under_the_pinned_sha_are_refused(tmp_path, mode):
+    """Issue 41: a copy of a repository (a bundle's, a mirror) whose object named by the pinned
+    tree holds other content. Cloned as git copies objects locally, the forged code would be
+    checked out and `git status` would see nothing; the node's clone hashes every object it
+    receives (the git transport, transfer.fsckObjects), so the step fails and nothing is left
+    at dest. The same for a submodule fetched from such a mirror, and for a copy that lacks
+    documents by design (``without``: cloned by copying, then every object rehashed)."""
+    submodule = mode == "submodule"
+    def git(cwd, *args):
+        return subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True, text=True,
+                              env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+                                   "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}).stdout.strip()
+
+    src = tmp_path / "src"
+    src.mkdir()
+    git(src, "init", "-q", "-b", "main")
+    (src / "run.py").write_text("print('genuine')\n")
+    git(src, "add", ".")
+    git(src, "commit", "-qm", "one")
+    mirrors = {}
+    if submodule:
+        sub = tmp_path / "sub"
+        sub.mkdir()
+        git(sub, "init", "-q", "-b", "main")
+        (sub / "lib.py").write_text("print('genuine lib')\n")
+        git(sub, "add", ".")
+        git(sub, "commit", "-qm", "lib")
+        # .gitmodules names the upstream URL; the node fetches it from the mirror (insteadOf)
+        git(src, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub), "lib")
+        git(src, "config", "-f", ".gitmodules", "submodule.lib.url", "https://example.invalid/lib.git")
+        git(src, "add", ".gitmodules")
+        git(src, "commit", "-qm", "with lib")
+        mirrors = {"https://example.invalid/lib.git": str(sub)}
+        _forge(sub, git(sub, "rev-parse", "HEAD"), "lib.py", "print('pwned lib')\n")
+    sha = git(src, "rev-parse", "HEAD")
+    if not submodule:
+        _forge(src, sha, "run.py", "print('pwned')\n")
+        assert "pwned" in git(src, "show", f"{sha}:run.py")  # git itself reads the forgery
+    dest = tmp_path / "dest"
+    action = {"dest": str(dest), "sha": sha, "ref": "main", "fetch_url": str(src),
+              "submodules": ["lib"] if submodule else [], "submodule_mirrors": mirrors,
+              **({"without": ["docs/paper.pdf"]} if mode == "without" else {})}
+    with pytest.raises(node_actions.ActionFailed) as err:
+        node_actions.do_git(action)
+    if mode == "without":
+        assert "1 of 3 objects in the copy at" in str(err.value) and "do not hash to their names" in str(err.value)
+    else:
+        assert "did not receive expected object" in str(err.value), str(err.value)  # hashed on arrival
+    for root, _dirs, files in os.walk(tmp_path / "dest"):
+        for name in files:
+            if name.endswith(".py"):
+                assert "pwned" not in Path(root, name).read_text()
+    if not submodule:
+        assert not dest.exists() and not Path(str(dest) + ".partial").exists()

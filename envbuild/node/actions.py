@@ -25,6 +25,7 @@ command carries PR_SET_PDEATHSIG (SIGKILL) for a runner killed outright.
 The effects of plan steps are checked by ``effects.py`` (``check_effect``) and
 ``state.py`` (``node_state``, ``record_step``), shipped beside this file.
 """
+import hashlib
 import os
 import shutil
 import signal
@@ -308,6 +309,45 @@ def _call_git_input(args, text, cwd):
                            cmd=["git"] + list(args), rc=proc.returncode, stdout=proc.stdout, stderr=proc.stderr)
 
 
+# Every object a clone or fetch receives is hashed and checked (issue 41): the git transport, never
+# the local copy of objects/ that `git clone PATH` does (it takes a loose object by its name, so
+# a forged one under the pinned tree's name would be checked out), and fsck of what arrives.
+VERIFY = ["-c", "transfer.fsckObjects=true"]
+
+
+def _transport_url(url):
+    """A local path as a file:// URL: git's own transport (objects sent as a pack and hashed on
+    arrival), not a copy of the folder's objects."""
+    return "file://" + os.path.abspath(url) if os.path.isabs(url) or os.path.isdir(url) else url
+
+
+def _rehash_objects(repo):
+    """Every object of ``repo`` read back and hashed: its name must be the hash of its content
+    (a clone that copied objects, as git does from a local folder, took them by name)."""
+    proc = subprocess.Popen(["git", "cat-file", "--batch-all-objects", "--batch", "--unordered"], cwd=repo,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=_env({"GIT_TERMINAL_PROMPT": "0"}, None, None))
+    bad = []
+    count = 0
+    while True:
+        header = proc.stdout.readline()
+        if not header:
+            break
+        name, kind, size = header.decode("ascii", "replace").split()
+        body = proc.stdout.read(int(size))
+        proc.stdout.read(1)  # the line break after the content
+        count += 1
+        digest = hashlib.sha1 if len(name) == 40 else hashlib.sha256
+        if digest(b"%s %d\0" % (kind.encode(), len(body)) + body).hexdigest() != name:
+            bad.append("%s %s" % (kind, name))
+    err = proc.stderr.read().decode("utf-8", "replace")
+    if proc.wait() != 0:
+        raise ActionFailed("git cat-file of %s failed: %s" % (repo, err.strip()[-400:]))
+    if bad:
+        raise ActionFailed("%d of %d objects in the copy at %s do not hash to their names (a forged or "
+                           "corrupt copy): %s" % (len(bad), count, repo, ", ".join(bad[:5])))
+
+
 def _has(repo, rev):
     return _git(["cat-file", "-e", rev + "^{commit}"], repo)[0] == 0
 
@@ -323,14 +363,23 @@ def do_git(a):
             raise ActionFailed("%s exists and is not a git tree; move it away" % dest)
         shutil.rmtree(work, ignore_errors=True)
         os.makedirs(os.path.dirname(work) or ".", exist_ok=True)
-        _git_ok(["clone", "--quiet", "--no-checkout", "--", src, work])
+        if a.get("without"):  # a copy lacking documents by design: git's transport refuses missing objects
+            _git_ok(["clone", "--quiet", "--no-checkout", "--", src, work])
+            try:
+                _rehash_objects(work)
+            except ActionFailed:
+                shutil.rmtree(work, ignore_errors=True)
+                raise
+        else:
+            _git_ok(VERIFY + ["clone", "--quiet", "--no-checkout", "--no-local", "--", src, work])
     else:
         _git_ok(["remote", "set-url", "origin", src], work)
     before = _git(["rev-parse", "HEAD"], work)[1]
     dirty = not fresh and bool(_git(["status", "--porcelain", "--untracked-files=no"], work)[1])
     if sha and not _has(work, sha):
-        _git(["fetch", "--quiet", "origin", "+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"], work)
-        _git(["fetch", "--quiet", "origin", "--", sha], work)
+        _git(VERIFY + ["fetch", "--quiet", "origin", "+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"],
+             work)
+        _git(VERIFY + ["fetch", "--quiet", "origin", "--", sha], work)
     rc, listed, _ = _git(["ls-remote", "origin", "--", ref], work) if ref else (1, "", "")
     points = listed.split()[0] if rc == 0 and listed else None
     if sha and not _has(work, sha):
@@ -360,9 +409,9 @@ def update_submodules(repo, paths, mirrors):
     (``url.<mirror>.insteadOf``; file transport allowed for those). True when one changed."""
     if not paths:
         return False
-    opts = []
+    opts = list(VERIFY)
     for url, mirror in sorted(mirrors.items()):
-        opts += ["-c", "url.%s.insteadOf=%s" % (mirror, url)]
+        opts += ["-c", "url.%s.insteadOf=%s" % (_transport_url(mirror), url)]
     if mirrors:  # git refuses file transport for submodules unless allowed
         opts = ["-c", "protocol.file.allow=always"] + opts
     changed = False
