@@ -86,6 +86,15 @@ def test_smoke_replaces_training_and_is_collected(stand_ins, slurm_cluster, home
     assert launch["job"]["state"] == "COMPLETED" and launch["replaced"] == native["reason"]
     script = (out.run_dir / "job" / out.rendered.filename).read_text()
     assert "# NOTE: --smoke-only: the training command" in script
+    # each rank's import of torch, from the environment where it lies (a prefix every node reads)
+    from envbuild.report import collect, render
+
+    report = collect(out.run_dir)
+    costs = [c for n in report.nodes for c in n.import_cost]
+    assert [c.rank for c in costs] == list(range(ranks)) and not any(c.from_pack for c in costs)
+    assert all(c.prefix.startswith(str(stand_ins[name][2].prefix)) and c.seconds > 0 and c.files_opened > 100
+               for c in costs), costs
+    assert "## Import cost" in render(report, "md") and "<h2>Import cost</h2>" in render(report, "html")
     if name == "opt-175b-azure":
         task = next((out.run_dir / "job").glob("*.task.sh")).read_text()
         assert "export NCCL_SOCKET_IFNAME=eth0" in task and "export UCX_NET_DEVICES=eth0" in task
@@ -194,6 +203,15 @@ def test_a_packed_environment_reaches_every_node_through_sbcast(slurm_cluster, h
         assert f"envbuild: {node} checked the pack (sha256 {packed.sha256[:16]}) and unpacked it at {prefix}" in text
     coll = out.smoke["collective"]
     assert coll["ok"] is True and coll["world_size"] == 2  # one rank per node, each from its own copy
+    # the report: each rank imported torch from its node's own copy, unpacked from the pack
+    from envbuild.report import collect, render
+
+    report = collect(out.run_dir)
+    costs = [c for n in report.nodes for c in n.import_cost]
+    assert [(c.rank, c.from_pack, c.fs_type, c.shared) for c in costs] == [(0, True, "tmpfs", False),
+                                                                          (1, True, "tmpfs", False)], costs
+    assert {c.host for c in costs} == {"node1", "node2"} and all(c.files_opened > 100 for c in costs)
+    assert "(unpacked from the pack)" in render(report, "md")
 
     # the pack changed after envbuild pack: refused on the controller, nothing submitted
     data = bytearray((tmp_path / "alpa.tar.gz").read_bytes())

@@ -40,6 +40,14 @@ class NodeVerified(Record):
     drift: list[Drift] = Field(default_factory=list)
 
 
+class PackedRef(Record):
+    """The pack of the environment a job sent to its nodes (``envbuild pack``)."""
+
+    sha256: str
+    bytes: int
+    prefix: str
+
+
 class LaunchRecord(Record):
     schema_: str = Field(LAUNCH_SCHEMA, alias="schema")
     scheduler: str
@@ -52,4 +60,6 @@ class LaunchRecord(Record):
     passed: bool | None = None  # True PASS, False FAIL, None NOT JUDGED
     status: str | None = None  # pass | not-judged | fail
     provisioned_run: str | None = None
+    # the pack the job unpacked on every node's own disk before the task (launch --packed)
+    packed: PackedRef | None = None
     verified: list[NodeVerified] = Field(default_factory=list)

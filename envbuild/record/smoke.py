@@ -81,6 +81,22 @@ class GptSection(Section):
     warnings: list[str] = Field(default_factory=list)
 
 
+class ImportCost(Record):
+    """One rank's cost of importing torch from its environment (``collective.import_cost``):
+    where the environment lies and what the import took (issue 38: a shared prefix against a
+    node-local copy)."""
+
+    rank: int
+    host: str
+    prefix: str
+    fs_type: str | None = None
+    shared: bool = False  # the prefix lies on a network or parallel file system
+    seconds: Number
+    files_opened: int | None = None  # Python's "open" audit events during the import
+    dirs_listed: int | None = None  # os.listdir / os.scandir audit events
+    modules_imported: int | None = None
+
+
 class CollectiveSection(Section):
     """The all-reduce smoke (``envbuild/smoke/collective.py``), or a ``--smoke-only`` job's."""
 
@@ -97,6 +113,7 @@ class CollectiveSection(Section):
     gpus_visible: int | None = None  # the GPUs its ranks could see (one rank each)
     gpus_node: int | None = None  # the node's count, from its facts (nvidia-smi), when the plan gave it
     cuda_visible_devices: str | None = None  # that variable's value for the smoke (None: unset)
+    import_cost: list[ImportCost] = Field(default_factory=list)  # each rank's, in rank order
     job: "JobState | None" = None
 
 

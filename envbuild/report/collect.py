@@ -25,8 +25,8 @@ from envbuild.report import bench
 from envbuild.smoke.pipeline_trace import computation_order
 from envbuild.report.fingerprint import node_fingerprint, node_kind, run_fingerprint
 from envbuild.report.badges import assess
-from envbuild.report.model import (BundleInfo, DecisionRow, Deviation, FactsSummary, LaunchJob, NodeReport,
-                                   PatchRow, PinRow, PipelineOrder, Preflight, Reason, RecipeInfo, Report, RunInfo, StepResult,
+from envbuild.report.model import (BundleInfo, DecisionRow, Deviation, FactsSummary, ImportCostRow, LaunchJob,
+                                   NodeReport, PatchRow, PinRow, PipelineOrder, Preflight, Reason, RecipeInfo, Report, RunInfo, StepResult,
                                    Verdict)
 
 PASS_NEEDS = ("functional", "reproduced")  # the badges a PASS must stand beside
@@ -140,6 +140,11 @@ def node_report(record: RunRecord, node_rec: NodeRecord, lock_digest: str | None
     smoke = node_rec.smoke if node_rec.smoke is not None and node_rec.smoke.sections() else None
     if smoke is None and node.fingerprint and result is not None and result.status == "ok" and not result.changed:
         smoke, node.evidence_from = carried_smoke(record, host, node.fingerprint)
+    if smoke is not None and smoke.collective is not None:
+        packed = record.launch.packed if record.launch is not None else None
+        node.import_cost = [ImportCostRow(**c.model_dump(), from_pack=packed is not None and
+                                          c.prefix.rstrip("/") == packed.prefix.rstrip("/"))
+                            for c in smoke.collective.import_cost]
     if smoke is not None:
         node.benchmarks = bench.benchmarks(smoke, recipe.benchmark, node.facts.gpu if node.facts is not None else None)
         node.smoke_ok = bench.section_ok(smoke)

@@ -256,6 +256,23 @@ class PipelineOrder(_M):
     record: str = ""  # the trace it was read from (smoke/native.out)
 
 
+class ImportCostRow(_M):
+    """One rank's import of torch: where its environment lies (a prefix on a shared file
+    system, or a node-local copy unpacked from a pack) and the seconds, files opened and
+    folders listed it took."""
+
+    rank: int
+    host: str
+    prefix: str
+    fs_type: str | None = None
+    shared: bool = False
+    from_pack: bool = False  # the launch unpacked a pack of the environment at this prefix
+    seconds: float
+    files_opened: int | None = None
+    dirs_listed: int | None = None
+    modules_imported: int | None = None
+
+
 class NodeReport(_M):
     host: str
     facts: FactsSummary | None = None
@@ -278,6 +295,8 @@ class NodeReport(_M):
     insecure: bool = False  # SSH host keys were not checked for this node (--insecure)
     unverified: list[str] = Field(default_factory=list)  # installed without a hash (--allow-unverified)
     pipeline: PipelineOrder | None = None  # the benchmark's pipeline computation order, where its trace has one
+    # each rank's cost of importing torch from its environment (the collective smoke's; issue 38)
+    import_cost: list[ImportCostRow] = Field(default_factory=list)
 
 
 class Report(_M):

@@ -14,7 +14,7 @@ from html import escape
 from envbuild.report.model import Benchmark, LaunchJob, NodeReport, Report
 from envbuild.report.pipeline_svg import pipeline_section
 from envbuild.report.plot import bar_chart
-from envbuild.report.render_md import PASS_TEXT, fmt_num, published_text, short
+from envbuild.report.render_md import IMPORT_COST_HEAD, PASS_TEXT, fmt_num, import_cost_rows, published_text, short
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1180px;color:#1d232b;padding:0 16px}
@@ -150,6 +150,17 @@ def spread_text(b: Benchmark) -> str | None:
     return f"{fmt_num(b.spread.min)} - {fmt_num(b.spread.max)} (n={b.spread.n})" if b.spread else None
 
 
+def import_costs(report: Report) -> str:
+    """Each rank's import of torch (the collective smoke's): where from and what it took."""
+    rows = import_cost_rows(report)
+    if not rows:
+        return ""
+    return ('<h2>Import cost</h2><p>Each rank\'s <code>import torch</code> from its environment (the collective '
+            "smoke, before it joins the group): seconds, and the files and folders Python opened and listed "
+            "(its audit events; shared libraries the loader maps are not counted).</p>"
+            + table(IMPORT_COST_HEAD, ["<tr>" + "".join(td(x) for x in r) + "</tr>" for r in rows]))
+
+
 def pipelines(report: Report) -> str:
     """The pipeline computation order of each node whose benchmark trace has one."""
     blocks = [pipeline_section(n.host, n.pipeline) for n in report.nodes if n.pipeline is not None]
@@ -221,6 +232,7 @@ def render_html(report: Report) -> str:
 {bench}
 {pipelines(report)}
 {launch_section(report.launch)}
+{import_costs(report)}
 {deviations}
 <h2>Node details</h2>
 {''.join(node_details(n) for n in report.nodes)}

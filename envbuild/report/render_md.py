@@ -149,6 +149,28 @@ def fleet_section(nodes: list) -> list[str]:
     return ["## Fleet", ""] + table(["node", "status", "failed step", "drift", "node kind", "fingerprint"], rows) + [""]
 
 
+IMPORT_COST_HEAD = ["rank", "host", "environment", "file system", "seconds", "files opened", "folders listed",
+                    "modules"]
+
+
+def import_cost_rows(report: Report) -> list[list]:
+    """Each rank's import of torch (the collective smoke's), rank order, as table cells."""
+    return [[c.rank, c.host, c.prefix + (" (unpacked from the pack)" if c.from_pack else ""),
+             (c.fs_type or "?") + (", shared" if c.shared else ", node-local"), f"{c.seconds:.2f}",
+             c.files_opened, c.dirs_listed, c.modules_imported]
+            for n in report.nodes for c in sorted(n.import_cost, key=lambda c: c.rank)]
+
+
+def import_cost_section(report: Report) -> list[str]:
+    rows = import_cost_rows(report)
+    if not rows:
+        return []
+    return ["## Import cost", "", "Each rank's `import torch` from its environment (the collective smoke, "
+            "before it joins the group): seconds, and the files and folders Python opened and listed to do it "
+            "(its audit events; shared libraries the loader maps are not counted).", "",
+            *table(IMPORT_COST_HEAD, rows), ""]
+
+
 def version_line(report: Report) -> str:
     """The envbuild that made the run (the report's own version is in its JSON and HTML: a
     Markdown report stays the same text whichever envbuild renders it)."""
@@ -179,6 +201,7 @@ def render_md(report: Report) -> str:
     ]) + [""]
     out += badges_section(report.badges)
     out += launch_section(report.launch)
+    out += import_cost_section(report)
     if report.deviations:
         out += ["## Deviations from the published instructions", ""]
         out += table(["id", "published", "problem", "instead", "status"],

@@ -33,12 +33,30 @@ import datetime
 import json
 import os
 import shutil
+import socket
 import sys
 import tempfile
 import time
 
-import torch
-import torch.distributed as dist
+# What importing the environment costs this rank (issue 38): the seconds ``import torch`` takes
+# and what Python opens and lists to do it (audit events; a shared library the dynamic loader
+# maps is not counted: it opens no file through Python). Counted from here, before torch.
+_SEEN = {"open": 0, "os.listdir": 0, "os.scandir": 0, "import": 0}
+
+
+def _audit(event, _args):
+    if event in _SEEN:
+        _SEEN[event] += 1
+
+
+if hasattr(sys, "addaudithook"):  # Python 3.8+
+    sys.addaudithook(_audit)
+_T0 = time.perf_counter()
+import torch  # noqa: E402 - measured: see above
+import torch.distributed as dist  # noqa: E402
+_IMPORT_S = time.perf_counter() - _T0
+_IMPORTED = dict(_SEEN)
+SHARED_FS = ("nfs", "nfs4", "lustre", "gpfs", "cifs", "smb3", "ceph", "beegfs", "fuse.")
 
 SCHEMA = "envbuild.smoke/1"
 GPU_SIZES = [(1 << 20) << i for i in range(11)]  # 1 MiB, 2 MiB, ... 1 GiB
@@ -47,6 +65,41 @@ CONNECT_TIMEOUT_S = 60.0  # joining the group and each collective; the sizes abo
 
 # NVLink multicast (NVLS) is left off: on shared hosts it can take GPUs out of service.
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+
+
+def fs_type(path, table=None):
+    """The file system type of the mount ``path`` lies on: the longest mount point above it in
+    ``table`` (the text of /proc/self/mounts, read when None; None where it cannot be read).
+
+    >>> fs_type("/x/y", "dev / ext4 rw 0 0\\ndev /x tmpfs rw 0 0\\ndev /xy nfs rw 0 0\\n")
+    'tmpfs'
+    """
+    if table is None:
+        try:
+            with open("/proc/self/mounts") as fh:
+                table = fh.read()
+        except OSError:
+            return None
+    path = os.path.realpath(path)
+    best, kind = "", None
+    for row in (line.split() for line in table.splitlines()):
+        if len(row) < 3:
+            continue
+        point = row[1].replace("\\040", " ")
+        if (path == point or path.startswith(point.rstrip("/") + "/")) and len(point) >= len(best):
+            best, kind = point, row[2]
+    return kind
+
+
+def import_cost(rank):
+    """This rank's cost of importing torch: where the environment lies (``prefix``, its file
+    system type, ``shared`` for a network or parallel file system) and what the import took."""
+    kind = fs_type(sys.prefix)
+    return {"rank": rank, "host": socket.gethostname()[:255], "prefix": sys.prefix[-1024:], "fs_type": kind,
+            "shared": bool(kind) and kind.startswith(SHARED_FS), "seconds": round(_IMPORT_S, 4),
+            "files_opened": _IMPORTED["open"] if hasattr(sys, "addaudithook") else None,
+            "dirs_listed": (_IMPORTED["os.listdir"] + _IMPORTED["os.scandir"]) if hasattr(sys, "addaudithook") else None,
+            "modules_imported": _IMPORTED["import"] if hasattr(sys, "addaudithook") else None}
 
 
 def visible_gpus(node_gpus, cuda_visible_devices):
@@ -143,6 +196,8 @@ def worker(rank, world, init_method, backend, device_kind, sizes, iters, warmup,
         raise RuntimeError("rank %d could not join the process group at %s within %.0f s (%s: %s)" % (
             rank, where, timeout_s, type(exc).__name__, str(exc).strip().splitlines()[-1][:200]
             if str(exc).strip() else "")) from None
+    # every rank's own import (a process per rank under a launcher), gathered on the group's device
+    costs = gather_json(import_cost(rank), world, device) if init_method == "env://" else None
     load_before = _loadavg()
     t0 = time.perf_counter()
     try:
@@ -155,10 +210,33 @@ def worker(rank, world, init_method, backend, device_kind, sizes, iters, warmup,
              "loadavg_before": load_before, "loadavg_after": _loadavg()}
     if rank == 0 and out_path:
         result = summary(world, backend, device, rows, sweep)
+        result["import_cost"] = costs if costs is not None else [import_cost(0)]
         with open(out_path + ".tmp", "w") as fh:
             json.dump(result, fh)
         os.replace(out_path + ".tmp", out_path)
     return rows
+
+
+GATHER_BYTES = 4096
+
+
+def gather_json(obj, world, device):
+    """Every rank's ``obj`` (JSON of at most ``GATHER_BYTES``), in rank order: an all-gather of
+    fixed-size byte tensors on ``device`` (``all_gather_object`` needs numpy, which an
+    environment may lack)."""
+    data = json.dumps(obj, sort_keys=True).encode()
+    if len(data) > GATHER_BYTES:
+        raise ValueError("rank record of %d bytes, more than %d" % (len(data), GATHER_BYTES))
+    buf = list(len(data).to_bytes(4, "big")) + list(data) + [0] * (GATHER_BYTES - len(data))
+    mine = torch.tensor(buf, dtype=torch.uint8, device=device)
+    every = [torch.zeros_like(mine) for _ in range(world)]
+    dist.all_gather(every, mine)
+    out = []
+    for t in every:
+        raw = bytes(t.tolist())
+        size = int.from_bytes(raw[:4], "big")
+        out.append(json.loads(raw[4:4 + size].decode()))
+    return out
 
 
 def _loadavg():
