@@ -1,4 +1,4 @@
-"""A site's own batch-script templates over envbuild's (envbuild.launch.sitetemplates): one
+"""A site's own batch-script templates over envbuild's (envbuild.render.sitetemplates): one
 block overridden, the rest byte for byte envbuild's; recipe text printed, never evaluated; the
 sandbox; and the refusals naming the file (and line). The Slurm one is submitted to the real
 test bed in tests/test_launch_slurm.py."""
@@ -13,7 +13,7 @@ import pytest
 from envbuild.cli import main
 from envbuild.errors import InputError
 from envbuild.launch import LaunchOptions, render_launch
-from envbuild.launch.sitetemplates import read_site
+from envbuild.render.sitetemplates import read_site
 from envbuild.recipes import load_recipe
 from envbuild.targets import load_target
 from test_launch_render import CASES, GOLDEN, plan_for
@@ -91,7 +91,7 @@ def test_a_broken_site_template_is_an_input_error_naming_it(tmp_path, source, wo
 
 
 def test_a_site_folder_holds_plain_template_files(tmp_path) -> None:
-    with pytest.raises(InputError, match="holds none of slurm.sbatch.j2, pbs.qsub.j2"):
+    with pytest.raises(InputError, match="holds none of slurm.sbatch.j2, pbs.qsub.j2, report.html.j2, report.md.j2"):
         read_site(_site(tmp_path, "other.j2", ""))
     (tmp_path / "elsewhere.j2").write_text("{{ 1 }}")
     os.symlink(tmp_path / "elsewhere.j2", tmp_path / "site" / "pbs.qsub.j2")

@@ -142,7 +142,7 @@ def test_failed_job_reports_state_and_tail(stand_ins, slurm_cluster, home) -> No
 def test_a_sites_template_block_runs_in_the_job(stand_ins, slurm_cluster, home, tmp_path) -> None:
     """A site's slurm.sbatch.j2 over envbuild's (launch --templates): its environment block is
     in the batch script that Slurm runs, and every task sees what it exported."""
-    from envbuild.launch.sitetemplates import read_site
+    from envbuild.render.sitetemplates import read_site
 
     (tmp_path / "slurm.sbatch.j2").write_text('{% extends "envbuild/slurm.sbatch.j2" %}'
                                               "{% block environment %}export SITE_MARK=from-the-site{% endblock %}")

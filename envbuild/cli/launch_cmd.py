@@ -92,7 +92,8 @@ def launch_cmd(recipe, target, scheduler, nodes, gpus_per_node, variant, out, su
     """
     from envbuild.connect.selection import NodeSelection
     from envbuild.flows.launch import LaunchRequest, launch
-    from envbuild.launch import LaunchOptions, sitetemplates
+    from envbuild.launch import LaunchOptions
+    from envbuild.render import sitetemplates
 
     opts = LaunchOptions(scheduler=scheduler, nodes=nodes, gpus_per_node=gpus_per_node, variant=variant,
                          smoke_only=smoke_only, command_override=command_override,

@@ -25,8 +25,11 @@ from envbuild.errors import NOT_JUDGED, CheckFailed, EnvironmentProblem, InputEr
 @click.option("--appendix", is_flag=True,
               help="Write the run's artifact appendix instead (md or html): the checklist a reviewer is "
                    "asked for, item by item with the run's evidence or a stated gap.")
+@click.option("--templates", "templates_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="A folder of the site's own report.html.j2 / report.md.j2, each extending envbuild's and "
+                   "overriding its blocks (a footer, a section left out, ...): docs/reports.md.")
 def report_cmd(run_dir: Path | None, fmt: str | None, output: Path | None, as_recipe: str | None,
-               appendix: bool) -> None:
+               appendix: bool, templates_dir: Path | None) -> None:
     """Write the verification report of a run (default: $ENVBUILD_HOME/runs/latest).
 
     Exit 0: the verdict is PASS; 1: FAIL; 5: NOT JUDGED (nothing failed, but no threshold decided
@@ -59,8 +62,11 @@ def report_cmd(run_dir: Path | None, fmt: str | None, output: Path | None, as_re
         raise InputError(f"{run_dir} is not a run directory (no run.json) and holds no native.out record",
                          hint="pass a folder under $ENVBUILD_HOME/runs/ (or none for runs/latest), or a folder "
                               "of committed results")
+    from envbuild.render.sitetemplates import read_site
+
+    site = read_site(templates_dir) if templates_dir else ()
     report = collect(resolve_run(run_dir))
-    text = render(report, fmt)
+    text = render(report, fmt, site)
     if output:
         write_atomic(output, text)
         click.echo(f"wrote {output}", err=True)

@@ -14,7 +14,7 @@ No PBS server runs in the test suite: these scripts are golden-tested and shellc
 
 from __future__ import annotations
 
-from envbuild.launch import sitetemplates
+from envbuild.render import sitetemplates
 from envbuild.launch.job import Job, comment, heredoc, say, task_script, variables
 from envbuild.render.shell import q
 
@@ -29,7 +29,7 @@ PRELUDE_NODE = ['export ENVBUILD_NODE_RANK="${PALS_NODEID:-${PMI_RANK:-0}}"']
 
 
 def render(job: Job) -> str:
-    """The qsub script: envbuild's template (``jinja/pbs.qsub.j2``), or the site's over it
+    """The qsub script: envbuild's template (``envbuild/render/jinja/pbs.qsub.j2``), or the site's over it
     (``LaunchOptions.templates``), given every line as shell text."""
     opts = job.options
     out = job.output_dir.rstrip("/") or "."

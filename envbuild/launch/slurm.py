@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from envbuild.launch import sitetemplates
+from envbuild.render import sitetemplates
 from envbuild.launch.job import Job, comment, heredoc, path_word, say, task_script, variables
 from envbuild.render.shell import q
 
@@ -27,7 +27,7 @@ def output_paths(job: Job, job_id: str) -> tuple[str, str]:
 
 
 def render(job: Job) -> str:
-    """The sbatch script: envbuild's template (``jinja/slurm.sbatch.j2``), or the site's over it
+    """The sbatch script: envbuild's template (``envbuild/render/jinja/slurm.sbatch.j2``), or the site's over it
     (``LaunchOptions.templates``), given every line as shell text."""
     opts = job.options
     out = job.output_dir.rstrip("/") or "."

@@ -11,6 +11,9 @@ from __future__ import annotations
 import shlex
 from html import escape
 
+from markupsafe import Markup
+
+from envbuild.render import sitetemplates
 from envbuild.report.model import Benchmark, LaunchJob, NodeReport, Report
 from envbuild.report.pipeline_svg import pipeline_section
 from envbuild.report.plot import bar_chart
@@ -167,8 +170,10 @@ def pipelines(report: Report) -> str:
     return ("<h2>Pipeline computation order</h2>" + "".join(blocks)) if blocks else ""
 
 
-def render_html(report: Report) -> str:
-    """One HTML document, openable with no network."""
+def render_html(report: Report, site: tuple[tuple[str, str], ...] = ()) -> str:
+    """One HTML document, openable with no network: envbuild's template
+    (``envbuild/render/jinja/report.html.j2``), or the site's over it (``site``); every section
+    below is HTML made here with each value escaped, and the template escapes the rest."""
     v, run, rec = report.verdict, report.run, report.recipe
     reasons = "".join(f"<li>{escape(r.kind)}{escape(f' [{r.host}]' if r.host else '')}: {escape(r.message)}</li>" for r in v.reasons)
     reasons += "".join(f"<li>not judged: {escape(note)}</li>" for note in v.not_judged)
@@ -213,29 +218,11 @@ def render_html(report: Report) -> str:
                                + td(d.status_text(), "bad" if d.status == "open" else "") + "</tr>"
                                for d in report.deviations])
                       + "</details>")
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>envbuild report: {escape(run.recipe)} on {escape(run.target)}: {v.status}</title>
-<style>{CSS}</style></head>
-<body>
-<h1>envbuild report: {escape(run.recipe)} on {escape(run.target)}</h1>
-<div class="verdict {v.status.replace(' ', '-')}" id="verdict">Verdict: {v.status}</div>
-{f'<ul class="reasons">{reasons}</ul>' if reasons else f'<p>{escape(PASS_TEXT)}</p>'}
-{badges(report)}
-<h2>Run</h2>
-{summary}
-<h2>Nodes</h2>
-{overview(report)}
-<h2>Benchmarks</h2>
-{bar_chart(bench_rows)}
-{bench}
-{pipelines(report)}
-{launch_section(report.launch)}
-{import_costs(report)}
-{deviations}
-<h2>Node details</h2>
-{''.join(node_details(n) for n in report.nodes)}
-<p style="color:#6b7280;font-size:12px">report by envbuild {escape(report.envbuild_version or "?")}</p>
-</body></html>
-"""
+    return sitetemplates.render("report.html.j2", {
+        "recipe": run.recipe, "target": run.target, "status": v.status, "status_class": v.status.replace(" ", "-"),
+        "css": Markup(CSS), "reasons": Markup(reasons) if reasons else None, "pass_text": PASS_TEXT,
+        "badges": Markup(badges(report)), "summary": Markup(summary), "overview": Markup(overview(report)),
+        "chart": Markup(bar_chart(bench_rows)), "bench": Markup(bench), "pipelines": Markup(pipelines(report)),
+        "launch": Markup(launch_section(report.launch)), "import_cost": Markup(import_costs(report)),
+        "deviations": Markup(deviations), "details": Markup("".join(node_details(n) for n in report.nodes)),
+        "version": report.envbuild_version or "?"}, site)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 
+from envbuild.render import sitetemplates
 from envbuild.report.model import Badge, LaunchJob, NodeReport, Report
 
 
@@ -177,16 +178,17 @@ def version_line(report: Report) -> str:
     return report.run.envbuild_version or "not recorded by the run"
 
 
-def render_md(report: Report) -> str:
-    """Markdown text of ``report`` (what the golden test compares)."""
+def render_md(report: Report, site: tuple[tuple[str, str], ...] = ()) -> str:
+    """Markdown text of ``report`` (what the golden test compares): envbuild's template
+    (``envbuild/render/jinja/report.md.j2``) of the sections made here, or the site's over it."""
     v, run, rec = report.verdict, report.run, report.recipe
-    out = [f"# envbuild report: {run.recipe} on {run.target}", "", f"## Verdict: {v.status}", ""]
+    head = [f"# envbuild report: {run.recipe} on {run.target}", "", f"## Verdict: {v.status}", ""]
     if v.reasons or v.not_judged:
-        out += [f"- {r.kind}" + (f" [{r.host}]" if r.host else "") + f": {r.message}" for r in v.reasons]
-        out += [f"- not judged: {note}" for note in v.not_judged] + [""]
+        head += [f"- {r.kind}" + (f" [{r.host}]" if r.host else "") + f": {r.message}" for r in v.reasons]
+        head += [f"- not judged: {note}" for note in v.not_judged]
     else:
-        out += [PASS_TEXT, ""]
-    out += table(["item", "value"], [
+        head += [PASS_TEXT]
+    summary = table(["item", "value"], [
         ["run", f"`{run.run_id}` ({run.status})"],
         ["recipe", f"{rec.name}: {rec.title}" if rec.title else rec.name],
         ["published", rec.published],
@@ -198,25 +200,26 @@ def render_md(report: Report) -> str:
         ["command line", f"`{shlex.join(run.argv)}`" if run.argv else None],
         *([["offline bundle", f"`{run.bundle.digest}` ({run.bundle.file}); no network: every wheel "
                               "and commit from the bundle"]] if run.bundle else []),
-    ]) + [""]
-    out += badges_section(report.badges)
-    out += launch_section(report.launch)
-    out += import_cost_section(report)
+    ])
+    deviations = []
     if report.deviations:
-        out += ["## Deviations from the published instructions", ""]
-        out += table(["id", "published", "problem", "instead", "status"],
-                     [[d.id, d.published, d.problem, d.instead, d.status_text()] for d in report.deviations]) + [""]
-    out += fleet_section(report.nodes)
-    out += ["## Nodes", ""]
+        deviations = ["## Deviations from the published instructions", ""] + table(
+            ["id", "published", "problem", "instead", "status"],
+            [[d.id, d.published, d.problem, d.instead, d.status_text()] for d in report.deviations])
+    nodes = ["## Nodes", ""]
     for n in report.nodes:
-        out += node_section(n)
+        nodes += node_section(n)
     diffs: dict[tuple[str, str], list[str]] = {}
     for n in report.nodes:
         for p in n.patches:
             if p.diff:
                 diffs.setdefault((p.id, p.diff), []).append(n.host)
-    if diffs:
-        out += ["## Patch diffs", ""]
-        for (pid, diff), hosts in diffs.items():
-            out += [f"### {pid} ({', '.join(hosts)})", "", "```diff", diff.rstrip("\n"), "```", ""]
-    return "\n".join(out).rstrip("\n") + "\n"
+    diff_lines = ["## Patch diffs", ""] if diffs else []
+    for (pid, diff), hosts in diffs.items():
+        diff_lines += [f"### {pid} ({', '.join(hosts)})", "", "```diff", diff.rstrip("\n"), "```", ""]
+    text = sitetemplates.render("report.md.j2", {
+        "verdict": "\n".join(head), "run": "\n".join(summary), "badges": "\n".join(badges_section(report.badges)),
+        "launch": "\n".join(launch_section(report.launch)), "import_cost": "\n".join(import_cost_section(report)),
+        "deviations": "\n".join(deviations), "fleet": "\n".join(fleet_section(report.nodes)),
+        "nodes": "\n".join(nodes), "diffs": "\n".join(diff_lines)}, site)
+    return text.rstrip("\n") + "\n"
