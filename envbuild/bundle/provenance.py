@@ -29,6 +29,11 @@ STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://slsa.dev/provenance/v1"
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 BUILD_TYPE = "urn:envbuild:bundle:v1"  # what the predicate's build definition means: `envbuild bundle`
+REPORT_BUILD_TYPE = "urn:envbuild:report:v1"  # `envbuild report -o FILE --sign-key KEY`: a run's report
+BUILD_TYPES = {"bundle": BUILD_TYPE, "report": REPORT_BUILD_TYPE}
+# per kind of artifact: the command that signs it, and what a refusal means for the reader
+MADE_BY = {"bundle": ("`envbuild bundle ... --sign-key KEY`", "nothing was unpacked"),
+           "report": ("`envbuild report RUN -o FILE --sign-key KEY`", "do not trust this report")}
 SUFFIX = ".intoto.jsonl"  # the envelope beside the bundle: <bundle>.intoto.jsonl
 MAX_ENVELOPE = 4 * 2**20  # an envelope is a few KB; a larger file is not read
 
@@ -39,9 +44,12 @@ def envelope_path(bundle: Path) -> Path:
 
 def statement(bundle_name: str, bundle_sha256: str, *, recipe: str, target: str, lock_digest: str,
               inputs: dict[str, str], git: list[tuple[str, str]], envbuild_version: str,
-              envbuild_commit: str | None, started: str, finished: str) -> dict:
-    """The in-toto statement of one bundle (pure). ``inputs``: file name -> sha256 of the recipe,
-    target and lock files it was made from; ``git``: (url, commit) of every pinned source."""
+              envbuild_commit: str | None, started: str, finished: str, build_type: str = BUILD_TYPE,
+              parameters: dict | None = None) -> dict:
+    """The in-toto statement of one bundle (pure), or of another artifact envbuild made from a
+    run (``build_type``: a report). ``inputs``: file name -> sha256 of the files it was made
+    from (the recipe, target and lock; a report's run records); ``git``: (url, commit) of every
+    pinned source; ``parameters``: more external parameters (a report's run and verdict)."""
     deps = [{"name": name, "digest": {"sha256": sha}} for name, sha in sorted(inputs.items())]
     deps += [{"uri": f"git+{url}", "digest": {"gitCommit": sha}} for url, sha in sorted(set(git))]
     builder = {"id": f"urn:envbuild:{envbuild_version}"}
@@ -53,8 +61,9 @@ def statement(bundle_name: str, bundle_sha256: str, *, recipe: str, target: str,
         "predicateType": PREDICATE_TYPE,
         "predicate": {
             "buildDefinition": {
-                "buildType": BUILD_TYPE,
-                "externalParameters": {"recipe": recipe, "target": target, "lockDigest": lock_digest},
+                "buildType": build_type,
+                "externalParameters": {"recipe": recipe, "target": target, "lockDigest": lock_digest,
+                                       **(parameters or {})},
                 "internalParameters": {"envbuildVersion": envbuild_version,
                                        **({"envbuildCommit": envbuild_commit} if envbuild_commit else {})},
                 "resolvedDependencies": deps,
@@ -113,26 +122,27 @@ def sign(stmt: dict, private_key_file: Path) -> dict:
             "signatures": [{"keyid": key_id(key.public_key()), "sig": base64.b64encode(sig).decode()}]}
 
 
-def verify(bundle: Path, envelope_file: Path, trusted: list[Path]) -> dict:
-    """The statement of ``bundle``, once a key of ``trusted`` is shown to have signed it and its
-    subject is the file's sha256 (CheckFailed otherwise, exit 1). Reads the bundle only to hash it."""
+def verify(bundle: Path, envelope_file: Path, trusted: list[Path], kind: str = "bundle") -> dict:
+    """The statement of ``bundle`` (or of another artifact of ``kind``: a report), once a key of
+    ``trusted`` is shown to have signed it and its subject is the file's sha256 (CheckFailed
+    otherwise, exit 1). Reads the file only to hash it."""
+    made_by, refused = MADE_BY[kind]
     from cryptography.exceptions import InvalidSignature
 
     keys = {key_id(k): k for k in (load_key(p, private=False) for p in trusted)}
     if not envelope_file.is_file():
         raise CheckFailed(f"no provenance for {bundle.name}: {envelope_file} does not exist",
-                          hint="the bundle's maker writes it with `envbuild bundle ... --sign-key KEY`; "
-                               "nothing was unpacked")
+                          hint=f"the {kind}'s maker writes it with {made_by}; {refused}")
     if envelope_file.stat().st_size > MAX_ENVELOPE:
         raise CheckFailed(f"{envelope_file}: {envelope_file.stat().st_size} bytes, not an envelope",
-                          hint="nothing was unpacked")
+                          hint=refused)
     try:
         env = json.loads(envelope_file.read_text(encoding="utf-8").strip().splitlines()[0])
         payload = base64.b64decode(env["payload"], validate=True)
         signatures = [(s["keyid"], base64.b64decode(s["sig"], validate=True)) for s in env["signatures"]]
         payload_type = env["payloadType"]
     except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError):
-        raise CheckFailed(f"{envelope_file}: not a DSSE envelope", hint="nothing was unpacked") from None
+        raise CheckFailed(f"{envelope_file}: not a DSSE envelope", hint=refused) from None
     good = None
     for keyid, sig in signatures:
         key = keys.get(keyid)
@@ -148,21 +158,22 @@ def verify(bundle: Path, envelope_file: Path, trusted: list[Path]) -> dict:
         signers = ", ".join(k[:16] for k, _ in signatures) or "nobody"
         raise CheckFailed(f"{bundle.name}: its provenance is signed by {signers}, not by a trusted key "
                           f"({', '.join(k[:16] for k in keys)})",
-                          hint="pass the public key of the bundle's maker with --trusted-key; nothing was unpacked")
+                          hint=f"pass the public key of the {kind}'s maker with --trusted-key; {refused}")
     try:
         stmt = json.loads(payload)
         subject = stmt["subject"][0]["digest"]["sha256"]
         ok_type = (payload_type == PAYLOAD_TYPE and stmt["_type"] == STATEMENT_TYPE
-                   and stmt["predicateType"] == PREDICATE_TYPE)
+                   and stmt["predicateType"] == PREDICATE_TYPE
+                   and stmt["predicate"]["buildDefinition"]["buildType"] == BUILD_TYPES[kind])
     except (ValueError, KeyError, TypeError, IndexError):
         ok_type, subject = False, None
     if not ok_type:
-        raise CheckFailed(f"{envelope_file}: signed, but not an in-toto statement of SLSA provenance",
-                          hint="nothing was unpacked")
+        raise CheckFailed(f"{envelope_file}: signed, but not an in-toto statement of SLSA provenance of a {kind}",
+                          hint=refused)
     actual = sha256_file(bundle)
     if actual != subject:
         raise CheckFailed(f"{bundle.name}: its sha256 is {actual}, not the signed statement's {subject}",
-                          hint="this is not the bundle the key signed (re-packed or damaged); nothing was unpacked")
+                          hint=f"this is not the {kind} the key signed (changed or damaged); {refused}")
     return stmt
 
 

@@ -29,7 +29,7 @@ COMMANDS = {
     "apex-patch": "apex_cmd",
     "provision": "provision_cmd",
     "smoke": "smoke_cmd",
-    "report": "report_cmd", "verify": "report_cmd", "diff": "report_cmd",
+    "report": "report_cmd", "verify": "report_cmd", "diff": "report_cmd", "attest": "report_cmd",
     "launch": "launch_cmd",
     "render": "render_cmd",
     "bundle": "bundle_cmd", "pack": "bundle_cmd",

@@ -28,8 +28,12 @@ from envbuild.errors import NOT_JUDGED, CheckFailed, EnvironmentProblem, InputEr
 @click.option("--templates", "templates_dir", type=click.Path(file_okay=False, path_type=Path),
               help="A folder of the site's own report.html.j2 / report.md.j2, each extending envbuild's and "
                    "overriding its blocks (a footer, a section left out, ...): docs/reports.md.")
+@click.option("--sign-key", "sign_key", type=click.Path(dir_okay=False, path_type=Path),
+              help="With -o: sign the report's provenance (an in-toto statement naming the report's sha256 and "
+                   "the run records it was made from) with this Ed25519 key, written as OUTPUT.intoto.jsonl; "
+                   "`envbuild attest OUTPUT --trusted-key KEY.pub` checks it.")
 def report_cmd(run_dir: Path | None, fmt: str | None, output: Path | None, as_recipe: str | None,
-               appendix: bool, templates_dir: Path | None) -> None:
+               appendix: bool, templates_dir: Path | None, sign_key: Path | None) -> None:
     """Write the verification report of a run (default: $ENVBUILD_HOME/runs/latest).
 
     Exit 0: the verdict is PASS; 1: FAIL; 5: NOT JUDGED (nothing failed, but no threshold decided
@@ -64,18 +68,85 @@ def report_cmd(run_dir: Path | None, fmt: str | None, output: Path | None, as_re
                               "of committed results")
     from envbuild.render.sitetemplates import read_site
 
+    if sign_key is not None:
+        if output is None:
+            raise InputError("--sign-key signs a report file: give -o FILE", hint="add -o report.html (or .md, .json)")
+        from envbuild.bundle.provenance import load_key
+
+        load_key(sign_key, private=True)  # an unusable key is refused before anything is written
     site = read_site(templates_dir) if templates_dir else ()
-    report = collect(resolve_run(run_dir))
+    folder = resolve_run(run_dir)
+    report = collect(folder)
     text = render(report, fmt, site)
     if output:
         write_atomic(output, text)
         click.echo(f"wrote {output}", err=True)
+        if sign_key is not None:
+            click.echo(f"wrote {_sign_report(output, folder, report, sign_key)}", err=True)
     else:
         sys.stdout.write(text)
     if report.verdict.status != "PASS":
         sys.stdout.flush()
         click.echo(report.verdict.summary(), err=True)
         raise click.exceptions.Exit(NOT_JUDGED if report.verdict.status == "NOT JUDGED" else 1)
+
+
+def _sign_report(output: Path, folder: Path, report, key: Path) -> Path:
+    """The report's signed in-toto statement beside it: the report file by sha256, made from the
+    run's records (every file of the run folder but its job/ outputs and logs, by sha256)."""
+    from datetime import datetime, timezone
+
+    from envbuild import __version__
+    from envbuild.bundle.provenance import REPORT_BUILD_TYPE, sign, statement, write_envelope
+    from envbuild.fsio import sha256_file
+    from envbuild.shipped import checkout_commit
+
+    inputs = {f"run:{p.relative_to(folder).as_posix()}": sha256_file(p) for p in sorted(folder.rglob("*"))
+              if p.is_file() and not p.is_symlink() and p.relative_to(folder).parts[0] not in ("job", "logs")}
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    stmt = statement(output.name, sha256_file(output), recipe=report.run.recipe, target=report.run.target,
+                     lock_digest=report.recipe.lock_digest or "", inputs=inputs, git=[],
+                     envbuild_version=__version__, envbuild_commit=checkout_commit(), started=now, finished=now,
+                     build_type=REPORT_BUILD_TYPE,
+                     parameters={"run": report.run.run_id, "verdict": report.verdict.status})
+    return write_envelope(output, sign(stmt, key))
+
+
+@cli.command("attest")
+@click.argument("artifact", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--trusted-key", "trusted_keys", multiple=True, required=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A public key (Ed25519, PEM or OpenSSH) whose signature you trust (repeatable).")
+@click.option("--provenance", type=click.Path(dir_okay=False, path_type=Path),
+              help="The signed statement [ARTIFACT.intoto.jsonl].")
+@click.option("--kind", type=click.Choice(["report", "bundle"]), default="report", show_default=True,
+              help="What ARTIFACT is: a report (envbuild report --sign-key) or a bundle (envbuild bundle --sign-key).")
+@click.option("--json", "as_json", is_flag=True, help="Print the verified statement as JSON.")
+def attest_cmd(artifact: Path, trusted_keys: tuple[Path, ...], provenance: Path | None, kind: str,
+               as_json: bool) -> None:
+    """Check an artifact's signed provenance: a trusted key signed it and it names this file.
+
+    Exit 0 with what the statement says (the recipe, target, run and verdict it was made from,
+    its inputs by sha256); 1 when no trusted key signed it, it names another file (changed
+    since it was signed), or it is no in-toto statement of that kind. Offline.
+
+    \b
+    envbuild report -o report.html --sign-key ~/.ssh/id_ed25519
+    envbuild attest report.html --trusted-key maker.pub
+    """
+    import json
+
+    from envbuild.bundle import provenance as P
+
+    stmt = P.verify(artifact, provenance or P.envelope_path(artifact), list(trusted_keys), kind=kind)
+    if as_json:
+        click.echo(json.dumps(stmt, indent=2, sort_keys=True))
+        return
+    params = stmt["predicate"]["buildDefinition"]["externalParameters"]
+    deps = stmt["predicate"]["buildDefinition"]["resolvedDependencies"]
+    click.echo(f"{artifact.name}: signed by a trusted key; sha256 {stmt['subject'][0]['digest']['sha256']}")
+    click.echo("made from: " + ", ".join(f"{k} {v}" for k, v in params.items()))
+    click.echo(f"inputs: {len(deps)} file(s) by sha256; builder {stmt['predicate']['runDetails']['builder']['id']}")
 
 
 def _appendix(run_dir: Path | None, fmt: str, output: Path | None, as_recipe: str | None) -> None:

@@ -1,0 +1,71 @@
+"""Issue 41: a report carries its provenance from outside it. `envbuild report -o FILE
+--sign-key KEY` writes FILE.intoto.jsonl (an in-toto statement of SLSA provenance naming the
+report's sha256, the run's records it was made from, the run and its verdict, signed with an
+Ed25519 key made by ssh-keygen); `envbuild attest FILE --trusted-key KEY.pub` checks it offline
+and refuses a changed report, another key's signature and a bundle's statement."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+from envbuild.bundle import provenance as P
+from envbuild.cli import main
+
+SAMPLE = Path(__file__).parent / "data" / "runs" / "20261122-073000-alpa-megatron-h100-ubuntu2404"
+
+
+def _key(path: Path) -> Path:
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "t", "-f", str(path)], check=True)
+    return path
+
+
+def test_a_signed_report_is_attested_and_a_changed_one_refused(tmp_path, capsys) -> None:
+    key, other = _key(tmp_path / "maker"), _key(tmp_path / "other")
+    run = tmp_path / "run"
+    shutil.copytree(SAMPLE, run)
+    out = tmp_path / "report.html"
+    assert main(["report", str(run), "-o", str(out), "--sign-key", str(key)]) == 1  # the sample's verdict: FAIL
+    envelope = Path(str(out) + ".intoto.jsonl")
+    assert envelope.is_file()
+    capsys.readouterr()
+    assert main(["attest", str(out), "--trusted-key", f"{key}.pub", "--json"]) == 0
+    stmt = json.loads(capsys.readouterr().out)
+    params = stmt["predicate"]["buildDefinition"]["externalParameters"]
+    assert stmt["predicate"]["buildDefinition"]["buildType"] == P.REPORT_BUILD_TYPE
+    assert (params["recipe"], params["verdict"], params["run"]) == ("alpa-megatron", "FAIL", SAMPLE.name)
+    inputs = {d["name"] for d in stmt["predicate"]["buildDefinition"]["resolvedDependencies"]}
+    assert "run:run.json" in inputs and any(n.startswith("run:nodes/") for n in inputs)
+    # another key's signature, a changed report: refused, exit 1, saying why
+    assert main(["attest", str(out), "--trusted-key", f"{other}.pub"]) == 1
+    assert "not by a trusted key" in capsys.readouterr().err
+    out.write_text(out.read_text().replace("FAIL", "PASS"))
+    assert main(["attest", str(out), "--trusted-key", f"{key}.pub"]) == 1
+    err = capsys.readouterr().err
+    assert "not the signed statement's" in err and "do not trust this report" in err
+
+
+def test_a_bundles_statement_does_not_attest_a_report(tmp_path, capsys) -> None:
+    """A statement signed by the trusted key for the very same bytes, but of a bundle: refused
+    as the provenance of a report."""
+    key = _key(tmp_path / "maker")
+    out = tmp_path / "report.md"
+    out.write_text("# a report\n")
+    from envbuild.fsio import sha256_file
+
+    stmt = P.statement(out.name, sha256_file(out), recipe="r", target="t", lock_digest="", inputs={}, git=[],
+                       envbuild_version="0", envbuild_commit=None, started="s", finished="f")
+    P.write_envelope(out, P.sign(stmt, key))
+    assert main(["attest", str(out), "--trusted-key", f"{key}.pub"]) == 1
+    assert "not an in-toto statement of SLSA provenance of a report" in capsys.readouterr().err
+    assert main(["attest", str(out), "--trusted-key", f"{key}.pub", "--kind", "bundle"]) == 0
+
+
+def test_sign_key_needs_an_output_file(tmp_path, capsys) -> None:
+    key = _key(tmp_path / "maker")
+    assert main(["report", str(SAMPLE), "--sign-key", str(key)]) == 2
+    assert "give -o FILE" in capsys.readouterr().err
+    assert main(["report", str(SAMPLE), "-o", str(tmp_path / "r.md"), "--sign-key", f"{key}.pub"]) == 2
+    assert "not an Ed25519 private key" in capsys.readouterr().err and not (tmp_path / "r.md").exists()
