@@ -98,3 +98,24 @@ def test_a_probe_that_prints_without_end_is_cut_and_not_believed():
     assert sections["liar"].rc == OVERSIZE and sections["liar"].out == "" and not sections["liar"].ok
     assert f"printed more than {OUTPUT_LIMIT} bytes on stdout" in sections["liar"].why("nvidia-smi")
     assert (sections["after"].out, sections["after"].rc) == ("two\n", 3)
+
+
+def test_a_probe_that_writes_stderr_without_end_is_cut_and_writes_no_growing_file(tmp_path):
+    """The same bound on stderr: it passes through `head -c` (a FIFO), so a probe writing
+    errors without end is stopped at the cap in seconds, and what lies in the script's
+    temporary folder never passes the cap."""
+    import os
+    import subprocess
+    import time
+
+    from envbuild.facts.probe import Probe
+    from envbuild.facts.script import OUTPUT_LIMIT, OVERSIZE, build_script, split_sections
+
+    script = build_script([Probe("liar", "yes 'NVIDIA-SMI has failed' >&2"), Probe("after", "echo two")])
+    t0 = time.monotonic()
+    p = subprocess.run(["sh", "-c", script], capture_output=True, timeout=60, env={**os.environ, "TMPDIR": str(tmp_path)})
+    assert time.monotonic() - t0 < 20
+    sections = split_sections(p.stdout.decode())
+    assert sections["liar"].rc == OVERSIZE and f"printed more than {OUTPUT_LIMIT} bytes on stderr" in sections["liar"].err
+    assert (sections["after"].out, sections["after"].rc) == ("two\n", 0)
+    assert list(tmp_path.iterdir()) == []  # the temporary folder removed
