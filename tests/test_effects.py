@@ -281,25 +281,25 @@ def test_forged_objects_under_the_pinned_sha_are_refused(tmp_path, mode):
     at dest. The same for a submodule fetched from such a mirror, and for a copy that lacks
     documents by design (``without``: cloned by copying, then every object rehashed)."""
     submodule = mode == "submodule"
+
     def git(cwd, *args):
         return subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True, text=True,
                               env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
                                    "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}).stdout.strip()
 
-    src = tmp_path / "src"
-    src.mkdir()
-    git(src, "init", "-q", "-b", "main")
-    (src / "run.py").write_text("print('genuine')\n")
-    git(src, "add", ".")
-    git(src, "commit", "-qm", "one")
+    def repo(name, file, text):
+        path = tmp_path / name
+        path.mkdir()
+        git(path, "init", "-q", "-b", "main")
+        (path / file).write_text(text)
+        git(path, "add", ".")
+        git(path, "commit", "-qm", "one")
+        return path
+
+    src = repo("src", "run.py", "print('genuine')\n")
     mirrors = {}
     if submodule:
-        sub = tmp_path / "sub"
-        sub.mkdir()
-        git(sub, "init", "-q", "-b", "main")
-        (sub / "lib.py").write_text("print('genuine lib')\n")
-        git(sub, "add", ".")
-        git(sub, "commit", "-qm", "lib")
+        sub = repo("sub", "lib.py", "print('genuine lib')\n")
         # .gitmodules names the upstream URL; the node fetches it from the mirror (insteadOf)
         git(src, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub), "lib")
         git(src, "config", "-f", ".gitmodules", "submodule.lib.url", "https://example.invalid/lib.git")
