@@ -778,3 +778,40 @@ def test_the_baseline_checker_reads_every_control_it_lists() -> None:
     found = baseline_violations([{"kind": "Pod", "metadata": {"name": "p"}, "spec": pod}])
     assert {f.split(": ")[2].split(" (")[0] for f in found} == {control for control, _ in BASELINE}
     assert not any("CHOWN" in f for f in found)
+
+
+@pytest.mark.process
+def test_a_pbs_job_brings_the_pack_to_each_node_through_mpiexec(tmp_path) -> None:
+    """--packed on PBS (no sbcast there): before the task, mpiexec starts one rank per node and
+    each copies the pack from the shared folder to its own disk, checks its sha256 and unpacks it
+    at the prefix. The script passes shellcheck; the per-node command runs here with sh as a
+    node would: it unpacks a genuine pack, and refuses a changed one (exit 1, nothing unpacked)."""
+    from envbuild.bundle import envpack
+
+    rec, tgt = load_recipe("polaris-megatron-deepspeed"), load_target("polaris")
+    made = tmp_path / "made" / "env"
+    (made / ".envbuild").mkdir(parents=True)
+    (made / ".envbuild" / "env.sh").write_text("export X=1\n")
+    (tmp_path / "shared").mkdir()
+    packed = envpack.pack(made, tmp_path / "shared" / "env.tar.gz")
+    plan = resolve(rec, tgt, profile_facts(tgt), None, PlanOptions(prefix=str(made), host="polaris")).plan
+    text = render_launch(rec, tgt, plan, LaunchOptions(scheduler="pbs", nodes=2, smoke_only=True, account="p",
+                                                       partition="debug", packed=packed)).text
+    line = next(x for x in text.splitlines() if x.startswith("mpiexec -n \"$ENVBUILD_NNODES\" --ppn 1"))
+    assert text.index(line) < text.index("# the task each rank")
+    (tmp_path / "job.pbs").write_text(text)
+    sc = subprocess.run(["shellcheck", "--shell=bash", "job.pbs"], cwd=tmp_path, capture_output=True, text=True)
+    assert sc.returncode == 0, sc.stdout
+    script = shlex.split(line)[-1]
+    import shutil
+
+    shutil.rmtree(made)  # the node's own disk: nothing there yet
+    p = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert (made / ".envbuild" / "env.sh").read_text() == "export X=1\n" and "checked the pack" in p.stdout
+    shutil.rmtree(made)
+    data = bytearray(Path(packed.archive).read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    Path(packed.archive).write_bytes(bytes(data))
+    p = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and "does not match its sha256" in p.stderr and not made.exists()

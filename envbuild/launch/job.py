@@ -20,6 +20,7 @@ the user gives; both are written at the top of the script and printed by the job
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from dataclasses import dataclass, field, replace
 
 from envbuild import __version__
@@ -138,6 +139,29 @@ class Job:
     gpu_product: str | None = None  # Kubernetes: the nvidia.com/gpu.product node label to select
     ipc_lock: bool = False  # Kubernetes: add IPC_LOCK (the target's jobs.ipc_lock)
     ttl_after_finished_s: int = 86400  # Kubernetes: a finished Job is deleted after this
+
+
+def unpack_script(p: PackedEnv, fetch: bool = False) -> tuple[str, str, str]:
+    """``(parent, copy, script)`` for one node and the pack ``p``: the script (sh, every path a
+    quoted word; the sha256 is hex, checked by ``envpack.read``) refuses a parent folder on a
+    shared file system (every node would replace the one copy the others read), checks the
+    node's copy at ``copy`` against the pack's sha256, and only then unpacks it at the prefix;
+    a failure removes the copy and exits 1 naming the node. ``fetch``: the node first copies
+    the pack from where the job reads it (``p.archive``) to ``copy`` itself (PBS: no sbcast)."""
+    prefix = p.prefix.rstrip("/")
+    parent = str(Path(prefix).parent)
+    copy = f"{prefix}.pack-{p.sha256[:16]}.tar.gz"
+    script = (f'set -eu; fs="$(stat -f -c %T {q(parent)})"; case "$fs" in '
+              f'nfs*|lustre|gpfs|cifs|smb*|ceph*|beegfs*|fuse.*) '
+              f'echo "envbuild: $(hostname):" {q(parent)} "is on a shared file system ($fs): a pack unpacks on a node\'s own disk" >&2; '
+              f'rm -f {q(copy)}; exit 1;; esac; '
+              + (f'cp -- {q(p.archive)} {q(copy)}; ' if fetch else "")
+              + f'if ! echo {q(p.sha256 + "  " + copy)} | sha256sum -c --status -; then '
+              f'echo "envbuild: $(hostname): the copy of the pack does not match its sha256 {p.sha256}" >&2; '
+              f'rm -f {q(copy)}; exit 1; fi; '
+              f'rm -rf {q(prefix)}; mkdir -p {q(prefix)}; tar -xzf {q(copy)} -C {q(prefix)}; rm -f {q(copy)}; '
+              f'echo "envbuild: $(hostname) checked the pack (sha256 {p.sha256[:16]}) and unpacked it at" {q(prefix)}')
+    return parent, copy, script
 
 
 def path_word(path: str) -> str:
@@ -539,8 +563,9 @@ def _packed(opts: LaunchOptions, plan, target) -> PackedEnv | None:
     if target.shared_prefix:
         raise InputError(f"target {target.name} has a shared prefix: every node uses it where it is",
                          hint="leave --packed out, or give a target whose prefix is on each node's own disk")
-    if opts.scheduler != "slurm":
-        raise InputError(f"--packed is distributed through Slurm's sbcast; {opts.scheduler} has no path for it yet",
+    if opts.scheduler not in ("slurm", "pbs"):
+        raise InputError(f"--packed reaches the nodes through Slurm's sbcast or PBS's mpiexec; {opts.scheduler} "
+                         "has no path for it yet",
                          hint="leave --packed out (each node uses the environment provisioned on it)")
     if opts.packed.prefix.rstrip("/") != plan.prefix.rstrip("/"):
         raise InputError(f"the pack holds the environment of {opts.packed.prefix}; this plan's prefix is {plan.prefix}",

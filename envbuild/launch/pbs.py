@@ -15,7 +15,7 @@ No PBS server runs in the test suite: these scripts are golden-tested and shellc
 from __future__ import annotations
 
 from envbuild.render import sitetemplates
-from envbuild.launch.job import Job, comment, heredoc, say, task_script, variables
+from envbuild.launch.job import Job, unpack_script, comment, heredoc, say, task_script, variables
 from envbuild.render.shell import q
 
 PRELUDE_RANK = ['export RANK="${PMI_RANK:-0}" WORLD_SIZE="${PMI_SIZE:-1}"',
@@ -26,6 +26,21 @@ PRELUDE_ONCE = ['export ENVBUILD_NODE_RANK=0']
 # one task per node (a per-node or torchrun launch): mpiexec with one rank per node, whose rank is
 # the node's
 PRELUDE_NODE = ['export ENVBUILD_NODE_RANK="${PALS_NODEID:-${PMI_RANK:-0}}"']
+
+
+def distribute(job: Job) -> list[str]:
+    """The lines that bring the packed environment to every node's own disk before the task:
+    PBS has no sbcast, so the site's MPI launcher starts one rank per node (``mpiexec --ppn 1``),
+    and each node copies the pack from the shared folder the job reads it in, checks its sha256
+    and unpacks it at the prefix (``unpack_script``). The shared file system serves one read per
+    node: no tree, as Slurm's sbcast has."""
+    p = job.packed
+    _parent, _copy, unpack = unpack_script(p, fetch=True)
+    return ["# the environment, packed once (envbuild pack, "
+            f"{p.bytes} bytes, sha256 {p.sha256}): each node copies it from",
+            "# the shared folder to its own disk (mpiexec, one rank per node), checks the sha256, unpacks it",
+            "# shellcheck disable=SC2016  # expanded by each node's shell",
+            f'mpiexec -n "$ENVBUILD_NNODES" --ppn 1 --hostfile "$PBS_NODEFILE" sh -c {q(unpack)}']
 
 
 def render(job: Job) -> str:
@@ -53,6 +68,8 @@ def render(job: Job) -> str:
         setup += say(job.replaced)
     for name, content in sorted(job.files.items()):
         setup += heredoc(f'"$JOB_DIR"/{q(name)}', content)
+    if job.packed is not None:
+        setup += distribute(job)
     task = '"$JOB_DIR/$PBS_JOBID.task.sh"'
     per_rank, per_node = job.mode == "per-rank", job.mode == "per-node"
     prelude = PRELUDE_RANK if per_rank else PRELUDE_NODE if per_node else PRELUDE_ONCE

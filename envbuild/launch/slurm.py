@@ -11,10 +11,8 @@ folder mounted.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from envbuild.render import sitetemplates
-from envbuild.launch.job import Job, comment, heredoc, path_word, say, task_script, variables
+from envbuild.launch.job import Job, unpack_script, comment, heredoc, path_word, say, task_script, variables
 from envbuild.render.shell import q
 
 PRELUDE = ['export ENVBUILD_NODE_RANK="${SLURM_NODEID:-0}"']
@@ -93,20 +91,9 @@ def distribute(job: Job) -> list[str]:
     sha256 the pack's manifest recorded and only then unpacks it at the prefix, where the task
     reads it. A node whose copy differs, or whose prefix lies on a shared file system (where
     every node would replace the one copy the others read), fails the job before any task."""
-    p = job.packed  # its sha256 is checked hex (envpack.read); its prefix and paths are quoted below
-    prefix = p.prefix.rstrip("/")
-    parent = str(Path(prefix).parent)
-    copy = f"{prefix}.pack-{p.sha256[:16]}.tar.gz"
+    p = job.packed
+    parent, copy, unpack = unpack_script(p)
     each = '--nodes="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1'
-    unpack = (f'set -eu; fs="$(stat -f -c %T {q(parent)})"; case "$fs" in '
-              f'nfs*|lustre|gpfs|cifs|smb*|ceph*|beegfs*|fuse.*) '
-              f'echo "envbuild: $(hostname):" {q(parent)} "is on a shared file system ($fs): a pack unpacks on a node\'s own disk" >&2; '
-              f'rm -f {q(copy)}; exit 1;; esac; '
-              f'if ! echo {q(p.sha256 + "  " + copy)} | sha256sum -c --status -; then '
-              f'echo "envbuild: $(hostname): the copy of the pack does not match its sha256 {p.sha256}" >&2; '
-              f'rm -f {q(copy)}; exit 1; fi; '
-              f'rm -rf {q(prefix)}; mkdir -p {q(prefix)}; tar -xzf {q(copy)} -C {q(prefix)}; rm -f {q(copy)}; '
-              f'echo "envbuild: $(hostname) checked the pack (sha256 {p.sha256[:16]}) and unpacked it at" {q(prefix)}')
     return ["# the environment, packed once (envbuild pack, "
             f"{p.bytes} bytes, sha256 {p.sha256}): sbcast sends it to every node's own disk",
             f"# through Slurm's message tree (sbcast's own fan-out {job.fanout}, then the site's TreeWidth);",
