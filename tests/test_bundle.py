@@ -337,6 +337,21 @@ def test_a_member_larger_than_its_manifest_entry_is_refused_before_unpacking(bun
     assert not list((tmp_path / "home" / "bundles").glob("*/*"))  # nothing unpacked
 
 
+def test_an_unsigned_bundle_over_a_signed_one_removes_its_envelope(bundle, tmp_path):
+    """Re-bundling to the path of a signed bundle without --sign-key: the old envelope (it
+    names the old file) is removed and said, not left beside the new bundle."""
+    from envbuild.bundle import provenance
+
+    out, _ = bundle
+    again = tmp_path / out.name
+    shutil.copy(provenance.envelope_path(out), provenance.envelope_path(again))
+    p = _envbuild("bundle", "cpu-reference", "--target", "local", "--wheelhouse", str(WHEELS), "-o", str(again),
+                  "--json", home=tmp_path / "home", timeout=900)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert json.loads(p.stdout)["removed"] == [str(provenance.envelope_path(again))]
+    assert again.is_file() and not provenance.envelope_path(again).exists()
+
+
 def test_a_signed_bundle_is_verified_before_anything_is_unpacked(bundle, tmp_path, monkeypatch):
     """Issue 41: `envbuild bundle --sign-key` wrote an in-toto statement (SLSA provenance) in a
     DSSE envelope beside the bundle, naming the bundle's sha256 and what it was made from.

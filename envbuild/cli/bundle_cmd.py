@@ -88,6 +88,14 @@ def bundle_cmd(recipe, target, facts_file, lock_file, wheelhouse, git_mirror, da
               "needs_network": packed.manifest.needs_network, "origins": packed.origins}
     if sign_key:
         result["provenance"] = str(_sign(packed, rec, tgt, recipe_file, target_file, path, Path(sign_key), started))
+    else:  # an envelope left beside the path by an earlier signed bundle names that file, not this one
+        from envbuild.bundle.provenance import envelope_path
+
+        stale = envelope_path(packed.path)
+        if stale.is_file():
+            stale.unlink()
+            result["removed"] = [str(stale)]
+            say(f"  removed {stale}: the provenance of the bundle this one replaced")
     if as_json:
         emit_json(result)
         return

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -24,6 +24,9 @@ from envbuild.errors import NOT_JUDGED, InputError
 from envbuild.fsio import sha256_file
 from envbuild.smoke import references as refs
 from envbuild.smoke.judge import FAIL, NOTHING_FOUND, PASS, Evidence, Verdict, judge
+
+if TYPE_CHECKING:
+    from envbuild.report.model import Report
 
 RECORD = "native.out"
 SCHEMA = "envbuild.rejudge/1"
@@ -190,7 +193,7 @@ def to_markdown(root: Path, judged: list[Judged], version: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def as_report(root: Path, judged: Judged, published: str | None = None) -> "Report":
+def as_report(root: Path, judged: Judged, published: str | None = None) -> Report:
     """One committed run (its ``run.json`` and the record beside it) as a report, its benchmark
     the record judged again: what ``envbuild report --appendix`` reads of a committed run. The
     provision's own evidence (observed pins, drift) is not committed, so the report holds none
