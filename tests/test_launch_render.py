@@ -815,3 +815,6 @@ def test_a_pbs_job_brings_the_pack_to_each_node_through_mpiexec(tmp_path) -> Non
     Path(packed.archive).write_bytes(bytes(data))
     p = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=60)
     assert p.returncode == 1 and "does not match its sha256" in p.stderr and not made.exists()
+    with pytest.raises(InputError, match="--fanout is sbcast's"):  # no sbcast on PBS: refused, not ignored
+        render_launch(rec, tgt, plan, LaunchOptions(scheduler="pbs", nodes=2, smoke_only=True, account="p",
+                                                    partition="debug", packed=packed, fanout=2))

@@ -560,6 +560,9 @@ def _packed(opts: LaunchOptions, plan, target) -> PackedEnv | None:
     a node's own disk (a shared prefix is used where it is)."""
     if opts.packed is None:
         return None
+    if opts.fanout and opts.scheduler != "slurm":
+        raise InputError(f"--fanout is sbcast's (Slurm); on {opts.scheduler} each node copies the pack itself",
+                         hint="drop --fanout")
     if target.shared_prefix:
         raise InputError(f"target {target.name} has a shared prefix: every node uses it where it is",
                          hint="leave --packed out, or give a target whose prefix is on each node's own disk")

@@ -37,8 +37,8 @@ image, command, environment, node count, ranks and resources per node; what the 
 lacks (the /dev/shm volume, the GPU-product selector, the anti-affinity) is a runtime patch
 managed by ``envbuild``. The Trainer's torch plugin gives each pod PET_NODE_RANK (its completion
 index), which becomes the node rank; its JobSet names the first pod ``<job>-node-0-0.<job>``,
-the rendezvous host.
-A TrainJob has no TTL field (its runtime's JobSet decides). kubernetes-validate knows no CRD: the Job template of a JobSet is validated as a ``batch/v1``
+the rendezvous host. A TrainJob has no TTL field (its runtime's JobSet decides).
+kubernetes-validate knows no CRD: the Job template of a JobSet is validated as a ``batch/v1``
 Job, a PyTorchJob's pod templates as a ``v1`` Pod.
 """
 
