@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 import tarfile
 
 import pytest
@@ -52,3 +54,68 @@ def test_a_pack_without_its_manifest_or_inside_its_prefix_is_refused(tmp_path):
     (tmp_path / "a.tar.gz.json").unlink()
     with pytest.raises(InputError, match="no manifest beside the pack"):
         envpack.read(tmp_path / "a.tar.gz")
+
+
+needs_squashfs = pytest.mark.skipif(not shutil.which("mksquashfs") or not shutil.which("unsquashfs"),
+                                    reason="squashfs-tools is not installed (.ci/apt-packages.txt installs it)")
+
+
+@needs_squashfs
+def test_a_squashfs_pack_is_an_image_of_the_prefix_with_tmp_and_the_lock_left_out(tmp_path, capsys):
+    """``.sqsh`` (or --format squashfs) makes a squashfs image with mksquashfs: unsquashfs lists
+    the prefix's files, not its temporary folder or lock; the manifest says squashfs."""
+    prefix = prefix_tree(tmp_path / "env")
+    assert main(["pack", "--prefix", str(prefix), "-o", str(tmp_path / "env.sqsh"), "--json"]) == 0
+    man = json.loads(capsys.readouterr().out)
+    assert man["format"] == "squashfs" and man["steps"] == {"environment": "abc123"}
+    assert (tmp_path / "env.sqsh").read_bytes()[:4] == b"hsqs"  # the squashfs superblock's magic
+    listed = subprocess.run(["unsquashfs", "-l", "-d", "", str(tmp_path / "env.sqsh")], capture_output=True,
+                            text=True, check=True).stdout.split()
+    assert {"/bin/python", "/.envbuild/env.sh", "/.envbuild/state/environment.done"} <= set(listed)
+    assert not any(n.startswith("/.envbuild/tmp") or n == "/.envbuild/prefix.lock" for n in listed)
+    packed = envpack.read(tmp_path / "env.sqsh")
+    assert packed.image and packed.node_copy() == f"{prefix}.pack-{packed.sha256[:16]}.sqsh"
+    assert main(["pack", "--prefix", str(prefix), "-o", str(tmp_path / "named.img"), "--format", "squashfs"]) == 0
+    assert envpack.read(tmp_path / "named.img").format == "squashfs"
+
+
+def test_a_pack_name_that_says_the_other_format_is_refused_and_nothing_is_written(tmp_path, capsys):
+    prefix = prefix_tree(tmp_path / "env")
+    assert main(["pack", "--prefix", str(prefix), "-o", str(tmp_path / "env.sqsh"), "--format", "tar.gz"]) == 2
+    assert "the name says squashfs, --format says tar.gz" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["env"]
+    assert envpack.pack(prefix, tmp_path / "env.tgz").format == "tar.gz"  # the default
+
+
+def test_a_manifest_naming_another_format_is_refused(tmp_path):
+    prefix = prefix_tree(tmp_path / "env")
+    envpack.pack(prefix, tmp_path / "a.tar.gz")
+    man = tmp_path / "a.tar.gz.json"
+    man.write_text(json.dumps(json.loads(man.read_text()) | {"format": "zip"}))
+    with pytest.raises(InputError, match="format 'zip', envbuild packs tar.gz or squashfs"):
+        envpack.read(tmp_path / "a.tar.gz")
+
+
+def test_without_mksquashfs_a_squashfs_pack_is_an_environment_problem_and_nothing_is_written(tmp_path, monkeypatch):
+    from envbuild.errors import EnvironmentProblem
+
+    prefix = prefix_tree(tmp_path / "env")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(EnvironmentProblem, match="mksquashfs is not installed"):
+        envpack.pack(prefix, tmp_path / "env.sqsh")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["env"]
+
+
+def test_the_launch_and_the_node_smoke_name_the_same_shared_file_systems():
+    """The node-side smoke cannot import envbuild: its lists are read from its source and must
+    equal the launch's (a file system one calls shared, the other node-local, would disagree)."""
+    import ast
+    from pathlib import Path
+
+    import envbuild.smoke
+    from envbuild.launch import job
+
+    tree = ast.parse((Path(envbuild.smoke.__file__).parent / "collective.py").read_text())
+    found = {t.id: ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
+             for t in node.targets if isinstance(t, ast.Name) and t.id in ("SHARED_FS", "NODE_IMAGE_FS")}
+    assert found == {"SHARED_FS": job.SHARED_FS, "NODE_IMAGE_FS": job.NODE_IMAGE_FS}

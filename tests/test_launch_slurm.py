@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -229,6 +230,41 @@ def test_a_packed_environment_reaches_every_node_through_sbcast(slurm_cluster, h
     assert bad.smoke["collective"]["ok"] is False  # and no task ran: nothing measured
 
 
+@pytest.mark.skipif(not shutil.which("mksquashfs") or not shutil.which("squashfuse"),
+                    reason="squashfs-tools/squashfuse are not installed (.ci/apt-packages.txt installs them)")
+def test_a_squashfs_image_is_mounted_on_every_node_not_unpacked(slurm_cluster, home, tmp_path) -> None:
+    """The environment packed as a squashfs image (``.sqsh``): sbcast sends it to both nodes,
+    each checks its copy's sha256, and each task mounts it read-only at the prefix with
+    squashfuse (in the task's own step) and unmounts it when it exits. Both ranks import torch
+    from the mount, a node-local file system, and the report says the prefix was mounted from
+    the image."""
+    from envbuild.bundle import envpack
+    from envbuild.report import collect, render
+
+    rec, tgt = load_recipe("alpa-megatron"), load_target("slurm")
+    prefix = slurm_cluster.node_local / "envs" / "alpa-image"
+    plan = resolve(rec, tgt, from_target(tgt), None, PlanOptions(prefix=str(prefix), host="slurm")).plan
+    materialize(plan, tmp_path / "files", rec)
+    packed = envpack.pack(prefix, tmp_path / "alpa.sqsh")
+    assert packed.image and envpack.read(tmp_path / "alpa.sqsh") == packed
+    out = sub.launch(rec, tgt, plan, LaunchOptions(scheduler="slurm", variant="8gpu", nodes=2, smoke_only=True,
+                                                   gpus_per_node=1, packed=packed),
+                     argv=["pytest"], env=slurm_cluster.env, timeout=180)
+    assert out.result.state == "COMPLETED", out.result.tail()
+    text = Path(out.result.stdout_path).read_text()
+    for node in ("node1", "node2"):
+        assert f"envbuild: {node} checked the image (sha256 {packed.sha256[:16]}); the task mounts it at {prefix}" \
+            in text
+        assert f"envbuild: {node} mounted the image at {prefix}" in text
+    assert "unpacked it" not in text
+    report = collect(out.run_dir)
+    costs = [c for n in report.nodes for c in n.import_cost]
+    assert [(c.rank, c.from_image, c.fs_type, c.shared) for c in costs] == [
+        (0, True, "fuse.squashfuse", False), (1, True, "fuse.squashfuse", False)], costs
+    assert "(mounted from the image)" in render(report, "md")
+    assert json.loads((out.run_dir / "launch.json").read_text())["packed"]["format"] == "squashfs"
+
+
 def _sent(cluster) -> dict[str, int]:
     """The bytes each test-bed node has sent on its network interface so far."""
     import subprocess
@@ -330,4 +366,47 @@ def test_a_packs_unpack_line_runs_its_paths_as_data(tmp_path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert f"and unpacked it at {prefix}" in proc.stdout
     assert (prefix / ".envbuild" / "env.sh").read_text() == "export X=1\n" and not copy.exists()
+    assert not list(tmp_path.rglob("pwned*"))
+
+
+@pytest.mark.process
+@pytest.mark.skipif(not shutil.which("mksquashfs") or not shutil.which("squashfuse") or not os.access("/dev/fuse", os.W_OK),
+                    reason="squashfs-tools/squashfuse or /dev/fuse missing (.ci/apt-packages.txt installs them)")
+def test_a_squashfs_tasks_mount_is_undone_with_its_exit_status_kept(tmp_path) -> None:
+    """A squashfs pack whose prefix holds shell syntax, as a node runs it: the distribute step
+    checks the copy and leaves it, the task mounts it, reads the environment from the mount,
+    fails with its own status (3, from inside the mount), and at exit the mount is undone and
+    the copy removed; no syntax in the path ran."""
+    import shlex
+    import subprocess
+
+    from envbuild.bundle import envpack
+    from envbuild.launch.job import mount_lines
+    from envbuild.launch.slurm import distribute
+
+    prefix = tmp_path / 'e$(touch pwned)"`touch pwned2`'
+    (prefix / ".envbuild").mkdir(parents=True)
+    (prefix / ".envbuild" / "env.sh").write_text("export X=from-the-image\n")
+    packed = envpack.pack(prefix, tmp_path / "p.sqsh")
+    copy = Path(packed.node_copy())
+    copy.write_bytes((tmp_path / "p.sqsh").read_bytes())  # where sbcast would have put it
+
+    class Job:
+        pass
+    job = Job()
+    job.packed, job.fanout = packed, 1
+    script = shlex.split(distribute(job)[-1])[-1]
+    proc = subprocess.run(["sh", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert f"checked the image (sha256 {packed.sha256[:16]}); the task mounts it at {prefix}" in proc.stdout
+    assert copy.exists() and prefix.is_dir() and not any(prefix.iterdir())  # kept, not unpacked
+    task = "\n".join(["set -euo pipefail", *mount_lines(packed), f". {shlex.quote(str(prefix))}/.envbuild/env.sh",
+                      f"cd {shlex.quote(str(prefix))}", 'echo "X=$X"', "touch here 2>/dev/null || echo read-only",
+                      "exit 3"])
+    proc = subprocess.run(["bash", "-c", task], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 3, proc.stderr
+    assert "X=from-the-image" in proc.stdout and "read-only" in proc.stdout and "mounted the image at" in proc.stdout
+    mounts = Path("/proc/self/mounts").read_text()
+    assert "fuse.squashfuse" not in "".join(line for line in mounts.splitlines(True) if str(tmp_path) in line)
+    assert not copy.exists() and not any(prefix.iterdir())
     assert not list(tmp_path.rglob("pwned*"))

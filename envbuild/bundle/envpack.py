@@ -2,7 +2,10 @@
 there, instead of installing on every node (issue 38: build once, pack once).
 
 ``pack(prefix, out)`` writes ``out`` (a gzip'd tar of the prefix's files, names relative to
-the prefix) and ``out.json`` (``PackedEnv``: the file's sha256 and size, the prefix it must be
+the prefix; or, for ``fmt="squashfs"`` or a name ending ``.sqsh``/``.squashfs``, a squashfs image
+of them made by mksquashfs, which a node mounts read-only at the prefix with squashfuse instead
+of unpacking it: one file on the node's disk, its many small files read through one mount, as
+sites run pyxis/enroot ``.sqsh`` images and squashfs'd venvs) and ``out.json`` (``PackedEnv``: the file's sha256 and size, the prefix it must be
 unpacked at, and the step markers it was made from: which plan steps had run there, with their
 digests). A venv or conda prefix holds its own absolute path (scripts' ``#!`` lines,
 ``pyvenv.cfg``), so a pack is unpacked at the same path on every node (a node-local disk such
@@ -16,15 +19,20 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 import tarfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from envbuild.errors import InputError
+from envbuild.errors import EnvironmentProblem, InputError
 from envbuild.fsio import sha256_file
 
 SCHEMA = "envbuild.pack/1"
 LEFT_OUT = (".envbuild/tmp", ".envbuild/prefix.lock")
+FORMATS = ("tar.gz", "squashfs")
+SQUASHFS_SUFFIXES = (".sqsh", ".squashfs")
+MKSQUASHFS_TIMEOUT_S = 3600
 
 
 @dataclass(frozen=True)
@@ -35,9 +43,34 @@ class PackedEnv:
     prefix: str  # where it unpacks, the same on every node
     steps: dict[str, str] = field(default_factory=dict)  # step id -> marker digest, at pack time
     schema: str = SCHEMA
+    format: str = "tar.gz"  # tar.gz: unpacked on each node; squashfs: mounted there (squashfuse)
 
     def manifest(self) -> dict:
         return asdict(self)
+
+    @property
+    def image(self) -> bool:
+        """A squashfs image: mounted at the prefix, not unpacked."""
+        return self.format == "squashfs"
+
+    def node_copy(self) -> str:
+        """Where a node keeps its copy: beside the prefix, on the same (node-local) disk."""
+        ext = "sqsh" if self.image else "tar.gz"
+        return f"{self.prefix.rstrip('/')}.pack-{self.sha256[:16]}.{ext}"
+
+
+def format_for(out: Path, fmt: str | None) -> str:
+    """The pack's format: ``fmt`` when given, else squashfs for a ``.sqsh``/``.squashfs`` name,
+    else tar.gz; InputError for another format or a name that says the other one."""
+    named = "squashfs" if out.name.endswith(SQUASHFS_SUFFIXES) else "tar.gz"
+    if fmt is None:
+        return named
+    if fmt not in FORMATS:
+        raise InputError(f"pack format {fmt!r}: envbuild packs {' or '.join(FORMATS)}")
+    if fmt != named and (out.name.endswith(SQUASHFS_SUFFIXES) or out.name.endswith((".tar.gz", ".tgz"))):
+        raise InputError(f"{out.name}: the name says {named}, --format says {fmt}",
+                         hint="name a squashfs image .sqsh and a tarball .tar.gz")
+    return fmt
 
 
 def manifest_path(archive: Path) -> Path:
@@ -50,9 +83,35 @@ def _markers(prefix: Path) -> dict[str, str]:
         if state.is_dir() else {}
 
 
-def pack(prefix: Path, out: Path) -> PackedEnv:
-    """Pack the environment at ``prefix`` into ``out`` (+ ``out.json``); InputError when the
-    prefix holds no environment envbuild made (no ``.envbuild/env.sh``)."""
+def _tar(prefix: Path, tmp: Path) -> None:
+    with tarfile.open(tmp, "w:gz", compresslevel=6) as tar:
+        for path in sorted(prefix.rglob("*")):
+            rel = path.relative_to(prefix).as_posix()
+            if any(rel == x or rel.startswith(x + "/") for x in LEFT_OUT):
+                continue
+            tar.add(path, arcname=rel, recursive=False)
+
+
+def _squashfs(prefix: Path, tmp: Path) -> None:
+    """mksquashfs of the prefix (gzip, which every squashfuse reads; no extended attributes; the
+    left-out paths excluded; no progress bar): EnvironmentProblem when it is missing or fails."""
+    tool = shutil.which("mksquashfs")
+    if tool is None:
+        raise EnvironmentProblem("mksquashfs is not installed here: a squashfs pack needs it",
+                                 hint="apt-get install squashfs-tools, or pack a .tar.gz")
+    argv = [tool, str(prefix), str(tmp), "-noappend", "-no-progress", "-quiet", "-comp", "gzip", "-no-xattrs",
+            "-e", *LEFT_OUT]
+    proc = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                          timeout=MKSQUASHFS_TIMEOUT_S)
+    if proc.returncode != 0:
+        raise EnvironmentProblem(f"mksquashfs {prefix} failed (rc {proc.returncode}): "
+                                 f"{(proc.stderr or proc.stdout).strip()[-400:]}")
+
+
+def pack(prefix: Path, out: Path, fmt: str | None = None) -> PackedEnv:
+    """Pack the environment at ``prefix`` into ``out`` (+ ``out.json``) as ``format_for(out,
+    fmt)``; InputError when the prefix holds no environment envbuild made (no
+    ``.envbuild/env.sh``)."""
     prefix = Path(os.path.abspath(prefix))
     if not (prefix / ".envbuild" / "env.sh").is_file():
         raise InputError(f"{prefix} holds no environment envbuild made (no .envbuild/env.sh)",
@@ -60,16 +119,12 @@ def pack(prefix: Path, out: Path) -> PackedEnv:
     out = Path(os.path.abspath(out))
     if out == prefix or prefix in out.parents:
         raise InputError(f"{out} is inside the prefix it packs", hint="write the pack elsewhere")
+    kind = format_for(out, fmt)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     try:
-        with tarfile.open(tmp, "w:gz", compresslevel=6) as tar:
-            for path in sorted(prefix.rglob("*")):
-                rel = path.relative_to(prefix).as_posix()
-                if any(rel == x or rel.startswith(x + "/") for x in LEFT_OUT):
-                    continue
-                tar.add(path, arcname=rel, recursive=False)
+        (_squashfs if kind == "squashfs" else _tar)(prefix, tmp)
         packed = PackedEnv(archive=str(out), sha256=sha256_file(tmp), bytes=tmp.stat().st_size,
-                           prefix=str(prefix), steps=_markers(prefix))
+                           prefix=str(prefix), steps=_markers(prefix), format=kind)
         man = manifest_path(out)
         man_tmp = man.with_name(f".{man.name}.{os.getpid()}.tmp")
         man_tmp.write_text(json.dumps(packed.manifest(), indent=1, sort_keys=True) + "\n")
@@ -95,6 +150,8 @@ def read(archive: Path) -> PackedEnv:
         raise InputError(f"{man}: not a pack manifest ({exc})") from None
     if packed.schema != SCHEMA:
         raise InputError(f"{man}: schema {packed.schema!r}, this envbuild reads {SCHEMA}")
+    if packed.format not in FORMATS:
+        raise InputError(f"{man}: format {packed.format!r}, envbuild packs {' or '.join(FORMATS)}")
     if not archive.is_file():
         raise InputError(f"{archive}: no such pack")
     if sha256_file(archive) != packed.sha256:

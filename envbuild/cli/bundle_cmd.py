@@ -139,9 +139,13 @@ def _sign(packed, rec, tgt, recipe_file, target_file, lock_path, key: Path, star
 @click.option("--prefix", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="The provisioned environment to pack (its prefix on this machine).")
 @click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="The pack to write (.tar.gz); its manifest is written beside it as OUTPUT.json.")
+              help="The pack to write (.tar.gz, or .sqsh for a squashfs image); its manifest is written "
+                   "beside it as OUTPUT.json.")
+@click.option("--format", "fmt", type=click.Choice(["tar.gz", "squashfs"]), default=None,
+              help="tar.gz (unpacked on each node) or squashfs (mounted on each node with squashfuse; "
+                   "needs mksquashfs here). Default: from OUTPUT's name.")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
-def pack_cmd(prefix, output, as_json):
+def pack_cmd(prefix, output, fmt, as_json):
     """Pack a provisioned environment into one file, to reach many nodes (build once, pack once).
 
     \b
@@ -149,15 +153,18 @@ def pack_cmd(prefix, output, as_json):
     records the file's sha256 and size, the prefix and the step markers it was made from.
     It unpacks at the same path (a venv is not relocatable), on each node's own disk:
     `envbuild launch --scheduler slurm --packed FILE` sends it with sbcast, and every node
-    checks the sha256 before unpacking.
+    checks the sha256 before unpacking. A squashfs image (.sqsh) is not unpacked: each node
+    mounts its checked copy read-only at the prefix (squashfuse) for the task.
       envbuild provision cpu-reference --target local --prefix /local/envs/cpu-reference
       envbuild pack --prefix /local/envs/cpu-reference -o cpu-reference.tar.gz
+      envbuild pack --prefix /local/envs/cpu-reference -o cpu-reference.sqsh
     """
     from envbuild.bundle.envpack import pack
 
-    packed = pack(prefix, output)
+    packed = pack(prefix, output, fmt)
     if as_json:
         emit_json(packed.manifest())
         return
-    console.print(f"{packed.archive}: {packed.bytes} bytes, sha256 {packed.sha256}, unpacks at {packed.prefix} "
-                  f"({len(packed.steps)} step marker(s) recorded)")
+    how = "mounts" if packed.image else "unpacks"
+    console.print(f"{packed.archive}: {packed.format}, {packed.bytes} bytes, sha256 {packed.sha256}, "
+                  f"{how} at {packed.prefix} ({len(packed.steps)} step marker(s) recorded)")

@@ -56,8 +56,9 @@ from envbuild.errors import NOT_JUDGED, CheckFailed, InputError
               help="--submit: known_hosts file to check the nodes' host keys against (repeatable) [the provision's].")
 @click.option("--packed", "packed_file", type=click.Path(dir_okay=False, path_type=Path),
               help="A pack of the environment (envbuild pack): sent to every node with sbcast, its sha256 "
-                   "checked there, unpacked at its prefix before the task (slurm; pbs: each node copies it "
-                   "from the shared folder through mpiexec).")
+                   "checked there, unpacked at its prefix before the task, or, for a squashfs image (.sqsh), "
+                   "mounted there by each task with squashfuse (slurm; pbs: each node copies it from the "
+                   "shared folder through mpiexec).")
 @click.option("--fanout", type=click.IntRange(1, 8), default=None,
               help="--packed: sbcast's own fan-out, its first hop (1: the batch host hands the pack to one "
                    "node; 8: up to 8 nodes get it from the batch host); below it nodes pass it on as the "

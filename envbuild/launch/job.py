@@ -141,27 +141,62 @@ class Job:
     ttl_after_finished_s: int = 86400  # Kubernetes: a finished Job is deleted after this
 
 
+# File systems every node of a site reads as one (the node-side smoke keeps the same list:
+# envbuild/smoke/collective.py SHARED_FS, compared by a test): a pack is never unpacked there.
+SHARED_FS = ("nfs", "nfs4", "lustre", "gpfs", "cifs", "smb", "ceph", "beegfs", "fuse.")
+# An image mounted on the node (squashfuse, or the kernel's squashfs) is the node's own, even
+# when its file lies on a shared file system: its files are looked up in the image, not there.
+NODE_IMAGE_FS = ("fuse.squashfuse", "squashfs")
+UMOUNT = "fusermount3 -u {0} 2>/dev/null || fusermount -u {0} 2>/dev/null || umount {0}"
+
+
 def unpack_script(p: PackedEnv, fetch: bool = False) -> tuple[str, str, str]:
     """``(parent, copy, script)`` for one node and the pack ``p``: the script (sh, every path a
     quoted word; the sha256 is hex, checked by ``envpack.read``) refuses a parent folder on a
     shared file system (every node would replace the one copy the others read), checks the
-    node's copy at ``copy`` against the pack's sha256, and only then unpacks it at the prefix;
-    a failure removes the copy and exits 1 naming the node. ``fetch``: the node first copies
-    the pack from where the job reads it (``p.archive``) to ``copy`` itself (PBS: no sbcast)."""
+    node's copy at ``copy`` against the pack's sha256, and only then unpacks it at the prefix
+    (a tarball) or leaves it there for the task to mount (a squashfs image: ``mount_lines``;
+    a node without squashfuse fails here, before any task); a failure removes the copy and
+    exits 1 naming the node. ``fetch``: the node first copies the pack from where the job
+    reads it (``p.archive``) to ``copy`` itself (PBS: no sbcast)."""
     prefix = p.prefix.rstrip("/")
     parent = str(Path(prefix).parent)
-    copy = f"{prefix}.pack-{p.sha256[:16]}.tar.gz"
+    copy = p.node_copy()
+    shared = "|".join(k + "*" for k in SHARED_FS)
     script = (f'set -eu; fs="$(stat -f -c %T {q(parent)})"; case "$fs" in '
-              f'nfs*|lustre|gpfs|cifs|smb*|ceph*|beegfs*|fuse.*) '
+              f'{shared}) '
               f'echo "envbuild: $(hostname):" {q(parent)} "is on a shared file system ($fs): a pack unpacks on a node\'s own disk" >&2; '
               f'rm -f {q(copy)}; exit 1;; esac; '
               + (f'cp -- {q(p.archive)} {q(copy)}; ' if fetch else "")
               + f'if ! echo {q(p.sha256 + "  " + copy)} | sha256sum -c --status -; then '
               f'echo "envbuild: $(hostname): the copy of the pack does not match its sha256 {p.sha256}" >&2; '
-              f'rm -f {q(copy)}; exit 1; fi; '
-              f'rm -rf {q(prefix)}; mkdir -p {q(prefix)}; tar -xzf {q(copy)} -C {q(prefix)}; rm -f {q(copy)}; '
-              f'echo "envbuild: $(hostname) checked the pack (sha256 {p.sha256[:16]}) and unpacked it at" {q(prefix)}')
+              f'rm -f {q(copy)}; exit 1; fi; ')
+    if p.image:
+        script += (f'if ! command -v squashfuse >/dev/null; then echo "envbuild: $(hostname): no squashfuse to mount the '
+                   f'image (install squashfuse, or pack a .tar.gz)" >&2; rm -f {q(copy)}; exit 1; fi; '
+                   f'{UMOUNT.format(q(prefix))} 2>/dev/null || true; rm -rf {q(prefix)}; mkdir -p {q(prefix)}; '
+                   f'echo "envbuild: $(hostname) checked the image (sha256 {p.sha256[:16]}); the task mounts it at" '
+                   f'{q(prefix)}')
+    else:
+        script += (f'rm -rf {q(prefix)}; mkdir -p {q(prefix)}; tar -xzf {q(copy)} -C {q(prefix)}; rm -f {q(copy)}; '
+                   f'echo "envbuild: $(hostname) checked the pack (sha256 {p.sha256[:16]}) and unpacked it at" '
+                   f'{q(prefix)}')
     return parent, copy, script
+
+
+def mount_lines(p: PackedEnv) -> list[str]:
+    """Task-script lines for a squashfs pack: squashfuse mounts the node's checked copy read-only
+    at the prefix for this task (in the task's own step, so the scheduler does not end the mount
+    with an earlier step); when the task exits, with its own status kept, the mount is undone
+    (lazily if a straggler still holds it) and the copy removed."""
+    prefix, copy = q(p.prefix.rstrip("/")), q(p.node_copy())
+    return ["# the environment's squashfs image (envbuild pack), its copy checked on this node: mounted",
+            "# read-only at the prefix for this task, unmounted and removed when the task exits",
+            f"squashfuse {copy} {prefix}",
+            f'envbuild_unmount() {{ rc=$?; cd /; {UMOUNT.format(prefix)} 2>/dev/null || umount -l {prefix} || '
+            f'echo "envbuild: $(hostname): could not unmount" {prefix} >&2; rm -f {copy}; exit "$rc"; }}',
+            "trap envbuild_unmount EXIT",
+            f'echo "envbuild: $(hostname) mounted the image at" {prefix}']
 
 
 def path_word(path: str) -> str:
@@ -608,6 +643,8 @@ def task_script(job: Job, prelude: list[str], command: str | None = None, *, sta
     image's run-time data once; each task copies it from there instead of fetching it."""
     lines = ["#!/usr/bin/env bash", f"# task of {job.name}: the plan's environment, then the command",
              "set -euo pipefail", *prelude]
+    if job.packed is not None and job.packed.image:
+        lines += mount_lines(job.packed)
     if job.module:  # a batch shell may lack the module function: the login profile defines it
         lines += ["# shellcheck source=/dev/null", "type module > /dev/null 2>&1 || . /etc/profile",
                   f"module load {q(job.module)}"]

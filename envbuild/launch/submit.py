@@ -344,7 +344,8 @@ def launch(recipe, target, plan, options: LaunchOptions, *, argv: list[str],
                              "passed": outcome.passed, "status": outcome.status,
                              "provisioned_run": str(provisioned) if provisioned else None,
                              "packed": ({"sha256": job.packed.sha256, "bytes": job.packed.bytes,
-                                         "prefix": job.packed.prefix} if job.packed else None),
+                                         "prefix": job.packed.prefix, "format": job.packed.format}
+                                        if job.packed else None),
                              "verified": [v.to_dict() for v in verdicts or []]})
     writer.finish("ok" if result.ok else "failed", hosts=outcome.hosts,
                   job={"id": result.job_id, "state": result.state, "exit_code": result.exit_code})

@@ -142,9 +142,12 @@ def node_report(record: RunRecord, node_rec: NodeRecord, lock_digest: str | None
         smoke, node.evidence_from = carried_smoke(record, host, node.fingerprint)
     if smoke is not None and smoke.collective is not None:
         packed = record.launch.packed if record.launch is not None else None
-        node.import_cost = [ImportCostRow(**c.model_dump(), from_pack=packed is not None and
-                                          c.prefix.rstrip("/") == packed.prefix.rstrip("/"))
-                            for c in smoke.collective.import_cost]
+        rows = []
+        for c in smoke.collective.import_cost:
+            mine = packed is not None and c.prefix.rstrip("/") == packed.prefix.rstrip("/")
+            rows.append(ImportCostRow(**c.model_dump(), from_pack=mine,
+                                      from_image=mine and packed.format == "squashfs"))
+        node.import_cost = rows
     if smoke is not None:
         node.benchmarks = bench.benchmarks(smoke, recipe.benchmark, node.facts.gpu if node.facts is not None else None)
         node.smoke_ok = bench.section_ok(smoke)

@@ -266,7 +266,8 @@ class ImportCostRow(_M):
     prefix: str
     fs_type: str | None = None
     shared: bool = False
-    from_pack: bool = False  # the launch unpacked a pack of the environment at this prefix
+    from_pack: bool = False  # the launch unpacked (or mounted) a pack of the environment at this prefix
+    from_image: bool = False  # that pack was a squashfs image, mounted at the prefix
     seconds: float
     files_opened: int | None = None
     dirs_listed: int | None = None

@@ -154,9 +154,16 @@ IMPORT_COST_HEAD = ["rank", "host", "environment", "file system", "seconds", "fi
                     "modules"]
 
 
+def pack_note(c) -> str:
+    """How a rank's prefix came from the launch's pack, if it did."""
+    if not c.from_pack:
+        return ""
+    return " (mounted from the image)" if c.from_image else " (unpacked from the pack)"
+
+
 def import_cost_rows(report: Report) -> list[list]:
     """Each rank's import of torch (the collective smoke's), rank order, as table cells."""
-    return [[c.rank, c.host, c.prefix + (" (unpacked from the pack)" if c.from_pack else ""),
+    return [[c.rank, c.host, c.prefix + pack_note(c),
              (c.fs_type or "?") + (", shared" if c.shared else ", node-local"), f"{c.seconds:.2f}",
              c.files_opened, c.dirs_listed, c.modules_imported]
             for n in report.nodes for c in sorted(n.import_cost, key=lambda c: c.rank)]
