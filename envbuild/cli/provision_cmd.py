@@ -56,6 +56,14 @@ from envbuild.errors import InputError
 @click.option("--push-wheels/--no-push-wheels", "push_wheels", default=None,
               help="Download every wheel once on this machine and push it to the nodes (pip --no-index "
                    "there, hashes checked). Default: on for more than one SSH node.")
+@click.option("--fanout", "fanout", type=click.IntRange(1, 64), default=None, metavar="K",
+              help="Pushed wheels go down a tree of the nodes: this machine sends one copy, each node that "
+                   "checked its copy's sha256 sends it on to K more (scp run on that node, the next node's "
+                   "host key checked; on any failure a node takes this machine's copy). Default: each node "
+                   "gets its copy from this machine.")
+@click.option("--node-identity", "node_identity", default=None, metavar="PATH",
+              help="With --fanout: a private key at PATH ON THE NODES that logs one node in to the next "
+                   "(default: the nodes' own SSH setup). No key is sent and no agent forwarded.")
 @click.option("--installer", type=click.Choice(["auto", "pip", "uv"]), default="auto", show_default=True,
               help="Package installs with uv (pushed to nodes of this machine's OS and architecture) "
                    "or pip; auto: uv where it can run. Steps that need pip keep it.")
@@ -77,7 +85,7 @@ def provision_cmd(recipe, target, recipe_option, hosts, inventory, backend, pref
                   dry_run, git_mirror, wheelhouse, lock, locked, allow_unverified, bundle, no_smoke, smoke_preset, force,
                   from_step, insecure, identity_file, known_hosts, as_json, push_wheels=None,
                   base=None, engine_args=(), engine_env=(), data_mirror=None, installer="auto", bundle_sha256=None,
-                  trusted_keys=(), provenance=None):
+                  trusted_keys=(), provenance=None, fanout=None, node_identity=None):
     """Provision RECIPE (default: the embedded reference) onto the nodes of TARGET: facts,
     preflight, lock, plan, ansible, results.
 
@@ -113,6 +121,12 @@ def provision_cmd(recipe, target, recipe_option, hosts, inventory, backend, pref
     if (trusted_keys or provenance) and not bundle:
         raise InputError("--trusted-key and --provenance check a --bundle; none was given",
                          hint="add --bundle FILE, or drop them")
+    if node_identity and not fanout:
+        raise InputError("--node-identity logs one node in to the next for --fanout; no --fanout was given",
+                         hint="add --fanout K, or drop --node-identity")
+    if fanout and push_wheels is False:
+        raise InputError("--fanout sends the pushed wheels down a tree; --no-push-wheels pushes none",
+                         hint="drop one of them")
     opts = ProvisionOptions(target=target, recipe=recipe, hosts=hosts, inventory=inventory,
                             backend=backend, prefix=prefix, conda_channel=conda_channel,
                             conda_packages=list(conda_packages), dry_run=dry_run, git_mirror=git_mirror,
@@ -123,7 +137,7 @@ def provision_cmd(recipe, target, recipe_option, hosts, inventory, backend, pref
                             insecure=insecure, identity_file=identity_file,
                             known_hosts=list(known_hosts), argv=["envbuild", *sys.argv[1:]],
                             base=base, engine_args=list(engine_args), engine_env=list(engine_env),
-                            installer=installer)
+                            installer=installer, fanout=fanout, node_identity=node_identity)
     if as_json:
         out = provision(opts, echo=None)
         emit_json_line({"type": "result", "run_dir": str(out.run_dir), "status": out.status,

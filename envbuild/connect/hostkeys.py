@@ -172,3 +172,24 @@ def _file_with(lookup: str, files: tuple[str, ...]) -> str | None:
             except Exception:  # noqa: BLE001 - already reported by apply when unreadable
                 continue
     return None
+
+
+def known_keys(node: Node) -> list[str]:
+    """``TYPE BASE64`` of each host key the files ``host_key_check`` names hold for ``node`` (as
+    ssh looks it up: ``[host]:port`` off port 22); [] when its host key is not checked."""
+    import paramiko
+
+    check = host_key_check(node)
+    if not check.checked:
+        return []
+    lookup = _lookup(node.host, node.port)
+    found: dict[str, str] = {}
+    for path in check.files:
+        if os.path.isfile(path):
+            try:
+                entry = paramiko.HostKeys(path).lookup(lookup)
+            except Exception:  # noqa: BLE001 - an unreadable file is refused when connecting
+                continue
+            for kind in (entry or {}):
+                found.setdefault(kind, entry[kind].get_base64())
+    return [f"{k} {v}" for k, v in sorted(found.items())]

@@ -43,6 +43,11 @@ TRANSIENT = frozenset({"pending", "task", "output"})
 STATE_TASK = "Envbuild state"
 RECORD_TASK = "Envbuild record"
 BOOKKEEPING = "Envbuild "
+#: tasks a node delegates to another node (``provision --fanout``: its holder sends it the
+#: fleet's archive); their holder being unreachable is not this node's: it falls back
+HOLDER_TASK = "Envbuild holder"
+#: the debug message saying where a node's copy of the fleet's archive came from
+STAGE_FROM = "envbuild:stage-from "
 
 
 def task_name(raw_task: str) -> str:
@@ -82,6 +87,7 @@ class HostTrack:
     rc: int | None = None
     message: str = ""
     unreachable: bool = False
+    stage_from: str | None = None  # provision --fanout: the node or "controller (why)" its archive came from
     log: list[str] = field(default_factory=list)
     started: float = field(default_factory=time.time)
     finished: float | None = None
@@ -149,6 +155,9 @@ class StepTracker:
             elif msg.startswith("envbuild:start "):
                 h.current, h.current_changed = msg.split(" ", 1)[1], False
                 out.append(Event(now, name, h.current, "start", ""))
+            elif msg.startswith(STAGE_FROM):
+                h.stage_from = msg[len(STAGE_FROM):]
+                out.append(Event(now, name, h.current, "output", "the fleet's archive from " + h.stage_from))
             elif msg.startswith("envbuild:done "):
                 sid = msg.split(" ", 1)[1]
                 (h.changed if h.current_changed else h.ok).append(sid)
@@ -166,6 +175,8 @@ class StepTracker:
             h.finished = now
             text = h.message or (fres.get("stderr") or "").strip()[-300:]
             out.append(Event(now, name, h.failed_step, "failed", f"{task}: {text}"))
+        elif etype == "runner_on_unreachable" and task.startswith(HOLDER_TASK):
+            self._log(h, task, res)  # the holder is out of reach: this node takes the controller's copy
         elif etype == "runner_on_unreachable":
             self._log(h, task, res)
             h.unreachable = True

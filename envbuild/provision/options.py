@@ -53,6 +53,10 @@ class ProvisionOptions:
     # a fleet (envbuild.bundle.fleet): wheels downloaded once on the controller and pushed to the
     # nodes; None: when there is more than one SSH node
     push_wheels: bool | None = None
+    # --fanout K: the pushed wheels' archive goes down a K-ary tree of the nodes, each node that
+    # holds a checked copy sending it on (envbuild.provision.stagetree); None: from the controller
+    fanout: int | None = None
+    node_identity: str | None = None  # --node-identity: a key path on the nodes, for node to node
     # --backend container (envbuild.plan.container): the image's base, and how the node's engine
     # is called: extra `build` options (--isolation chroot) and NAME=VALUE environment entries
     base: str | None = None

@@ -52,7 +52,7 @@ def run_playbook(job: ansible_exec.AnsibleJob, rendered, rd: rundir.RunDir, sink
                                log_tail=(why + "\n" if why else "") + t.tail(),
                                changed=t.changed + t.ok, skipped=t.skipped,
                                duration_s=round((t.finished or time.time()) - started, 2) if step else duration,
-                               **tracker.reruns(node.name))
+                               fleet_from=t.stage_from, **tracker.reruns(node.name))
                 if ran.signum is not None or stop.requested:
                     continue  # interrupted: touch the nodes no more
                 if status == "ok" or t.failed_step == "smoke":  # installed either way: record what is there

@@ -102,7 +102,8 @@ def plan_nodes(opts: ProvisionOptions, recipe, target, facts: dict, feasible: li
                                    prefix=node_prefix(opts.prefix, node.name))).plan
             refuse_unverified(plan, opts.allow_unverified, lock, recipe.python, target.platform.arch)
             bundle_offline.check_plan(opts, plan)  # --bundle: it carries all the plan needs (exit 1)
-            check_from_step(plan, opts.from_step)
+            # the wheels step exists once the fleet is pushed (below): checked on the final plans
+            check_from_step(plan, None if opts.from_step == "wheels" else opts.from_step)
             plans[node.name] = plan
         return plans
 
@@ -121,4 +122,6 @@ def plan_nodes(opts: ProvisionOptions, recipe, target, facts: dict, feasible: li
     pushed = push_wheels(opts, feasible, plans, lock, rd, say)  # a fleet: wheels fetched once here
     if pushed is not None:
         plans = plan_all(replace(plan_opts, fleet=pushed.params))
+    for plan in plans.values():
+        check_from_step(plan, opts.from_step)
     return plans

@@ -221,6 +221,15 @@ def _prepare_job(opts: ProvisionOptions, rd: rundir.RunDir, facts: dict, nodes: 
     for key in builders:  # a marker left by a failed build would not make the others wait
         if not any((Path(cache_dir) / key).glob("*.whl")):
             (Path(cache_dir) / key / ".built").unlink(missing_ok=True)
+    if opts.fanout:  # the fleet's archive down a tree of the nodes (run.json's fleet.tree says how)
+        from envbuild.provision.stagetree import stage_vars, summary
+
+        tree = stage_vars(plans, nodes, opts.fanout, opts.node_identity)
+        for name, data in tree.items():
+            rendered.inventory["all"]["hosts"][name]["provision_stage"] = data
+        fleet = read_run_info(rd.path).fleet
+        if fleet is not None and tree:
+            RunWriter(rd).update(fleet={**fleet.model_dump(mode="json"), "tree": summary(tree, opts.fanout)})
     rerun_from = {n: (p.steps[0].id if opts.force and p.steps else opts.from_step) for n, p in plans.items()}
     for name, sid in rerun_from.items():
         if sid:  # the playbook's envbuild_state runs every step again from this one

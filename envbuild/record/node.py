@@ -33,3 +33,5 @@ class NodeResult(Record):
     effect_failed: dict[str, str | None] = Field(default_factory=dict)  # step -> what did not hold
     repair: list[str] = Field(default_factory=list)  # steps run again as a repair (reinstall)
     rerun_reasons: dict[str, str | None] = Field(default_factory=dict)  # step -> why it runs again
+    # provision --fanout: the node its copy of the fleet's archive came from, or "controller (why)"
+    fleet_from: str | None = None

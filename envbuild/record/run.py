@@ -42,6 +42,15 @@ class Omitted(Record):
     why: str
 
 
+class FleetTree(Record):
+    """``provision --fanout``: the tree the fleet's archive went down (``envbuild.provision.stagetree``);
+    each node's result says where its copy came from (``fleet_from``)."""
+
+    fanout: int
+    sha256: str  # the archive's
+    holders: dict[str, str | None] = Field(default_factory=dict)  # node -> the node it takes the copy from (None: the controller)
+
+
 class FleetRecord(Record):
     """Whether the wheels were fetched once and pushed to the nodes (``envbuild.bundle.fleet``)."""
 
@@ -57,6 +66,7 @@ class FleetRecord(Record):
     wheelhouse_bytes: int | None = None
     staged_bytes: int | None = None
     origins: dict[str, str] = Field(default_factory=dict)  # wheel file -> download | cache | wheelhouse | staged
+    tree: FleetTree | None = None
 
 
 class JobRef(Record):
