@@ -69,3 +69,21 @@ def test_sign_key_needs_an_output_file(tmp_path, capsys) -> None:
     assert "give -o FILE" in capsys.readouterr().err
     assert main(["report", str(SAMPLE), "-o", str(tmp_path / "r.md"), "--sign-key", f"{key}.pub"]) == 2
     assert "not an Ed25519 private key" in capsys.readouterr().err and not (tmp_path / "r.md").exists()
+
+
+def test_a_signed_statements_control_bytes_are_shown_escaped(tmp_path, capsys) -> None:
+    """The statement is the signer's text: a trusted signer's recipe name with an escape
+    sequence (OSC 52 sets the clipboard) reaches the terminal escaped, not as bytes."""
+    key = _key(tmp_path / "maker")
+    out = tmp_path / "report.md"
+    out.write_text("# a report\n")
+    from envbuild.fsio import sha256_file
+
+    stmt = P.statement(out.name, sha256_file(out), recipe="r\x1b]52;c;cm0gLXJmIH4=\x07", target="t\x9b2J",
+                       lock_digest="", inputs={}, git=[], envbuild_version="0", envbuild_commit=None,
+                       started="s", finished="f", build_type=P.REPORT_BUILD_TYPE)
+    P.write_envelope(out, P.sign(stmt, key))
+    assert main(["attest", str(out), "--trusted-key", f"{key}.pub"]) == 0
+    shown = capsys.readouterr().out
+    assert "\x1b" not in shown and "\x07" not in shown and "\x9b" not in shown
+    assert "recipe r\\x1b]52;c;cm0gLXJmIH4=\\x07" in shown and "target t\\x9b2J" in shown

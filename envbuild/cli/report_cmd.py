@@ -142,11 +142,15 @@ def attest_cmd(artifact: Path, trusted_keys: tuple[Path, ...], provenance: Path 
     if as_json:
         click.echo(json.dumps(stmt, indent=2, sort_keys=True))
         return
+    from envbuild.display import visible
+
+    # the statement's values are the signer's text: shown with control bytes escaped
     params = stmt["predicate"]["buildDefinition"]["externalParameters"]
     deps = stmt["predicate"]["buildDefinition"]["resolvedDependencies"]
-    click.echo(f"{artifact.name}: signed by a trusted key; sha256 {stmt['subject'][0]['digest']['sha256']}")
-    click.echo("made from: " + ", ".join(f"{k} {v}" for k, v in params.items()))
-    click.echo(f"inputs: {len(deps)} file(s) by sha256; builder {stmt['predicate']['runDetails']['builder']['id']}")
+    click.echo(visible(f"{artifact.name}: signed by a trusted key; sha256 {stmt['subject'][0]['digest']['sha256']}"))
+    click.echo(visible("made from: " + ", ".join(f"{k} {v}" for k, v in params.items())))
+    click.echo(visible(f"inputs: {len(deps)} file(s) by sha256; builder "
+                       f"{stmt['predicate']['runDetails']['builder']['id']}"))
 
 
 def _appendix(run_dir: Path | None, fmt: str, output: Path | None, as_recipe: str | None) -> None:
