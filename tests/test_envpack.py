@@ -31,7 +31,8 @@ def test_pack_writes_the_file_and_its_manifest_and_leaves_out_tmp_and_the_lock(t
     assert main(["pack", "--prefix", str(prefix), "-o", str(tmp_path / "env.tar.gz"), "--json"]) == 0
     man = json.loads(capsys.readouterr().out)
     assert man["prefix"] == str(prefix) and man["steps"] == {"environment": "abc123"}
-    assert man == json.loads((tmp_path / "env.tar.gz.json").read_text()) | {"archive": man["archive"]}
+    assert man == json.loads((tmp_path / "env.tar.gz.json").read_text()) | {"archive": man["archive"],
+                                                                           "provenance": None, "removed": []}
     with tarfile.open(tmp_path / "env.tar.gz") as tar:
         names = set(tar.getnames())
     assert {"bin/python", ".envbuild/env.sh", ".envbuild/state/environment.done"} <= names
@@ -119,3 +120,48 @@ def test_the_launch_and_the_node_smoke_name_the_same_shared_file_systems():
     found = {t.id: ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
              for t in node.targets if isinstance(t, ast.Name) and t.id in ("SHARED_FS", "NODE_IMAGE_FS")}
     assert found == {"SHARED_FS": job.SHARED_FS, "NODE_IMAGE_FS": job.NODE_IMAGE_FS}
+
+
+def _key(path):
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "t", "-f", str(path)], check=True)
+    return path
+
+
+def test_a_signed_pack_is_trusted_only_as_signed_and_with_the_manifest_it_was_signed_with(tmp_path, capsys):
+    """``pack --sign-key`` writes PACK.intoto.jsonl; ``envpack.trusted`` (``launch --packed
+    --trusted-key``) accepts it with the maker's key, and refuses another key, a changed pack
+    and a manifest that says another prefix than the signed one (a pack and its manifest
+    replaced together no longer pass). An unsigned pack written over it removes the envelope."""
+    from envbuild.errors import CheckFailed
+
+    key, other = _key(tmp_path / "maker"), _key(tmp_path / "other")
+    prefix = prefix_tree(tmp_path / "env")
+    out = tmp_path / "env.tar.gz"
+    assert main(["pack", "--prefix", str(prefix), "-o", str(out), "--sign-key", str(key), "--json"]) == 0
+    man = json.loads(capsys.readouterr().out)
+    assert man["provenance"] == str(out) + ".intoto.jsonl"
+    packed = envpack.trusted(out, [tmp_path / "maker.pub"])
+    assert packed.sha256 == man["sha256"] and packed.prefix == str(prefix)
+    assert main(["attest", str(out), "--trusted-key", str(tmp_path / "maker.pub"), "--kind", "pack"]) == 0
+    capsys.readouterr()
+    with pytest.raises(CheckFailed, match="not by a trusted key"):
+        envpack.trusted(out, [tmp_path / "other.pub"])
+    # the manifest rewritten to unpack elsewhere (its sha256 still the pack's): refused
+    mpath = tmp_path / "env.tar.gz.json"
+    original = mpath.read_text()
+    mpath.write_text(json.dumps(json.loads(original) | {"prefix": "/elsewhere"}))
+    with pytest.raises(CheckFailed, match="its prefix differ from the signed statement's"):
+        envpack.trusted(out, [tmp_path / "maker.pub"])
+    mpath.write_text(original)
+    # the launch refuses it before anything is submitted (exit 1), and a key without a pack (exit 2)
+    argv = ["launch", "alpa-megatron", "--target", "slurm", "--scheduler", "slurm", "--smoke-only",
+            "--prefix", str(prefix), "--packed", str(out), "-o", str(tmp_path / "job.sbatch")]
+    assert main([*argv, "--trusted-key", str(tmp_path / "other.pub")]) == 1
+    assert "not by a trusted key" in capsys.readouterr().err and not (tmp_path / "job.sbatch").exists()
+    assert main(["launch", "alpa-megatron", "--target", "slurm", "--scheduler", "slurm",
+                 "--trusted-key", str(tmp_path / "maker.pub")]) == 2
+    assert "--trusted-key checks the signature of a --packed pack" in capsys.readouterr().err
+    # an unsigned pack written over it: the old envelope named the old bytes, and goes
+    assert main(["pack", "--prefix", str(prefix), "-o", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["removed"] == [str(out) + ".intoto.jsonl"]
+    assert not (tmp_path / "env.tar.gz.intoto.jsonl").exists()

@@ -158,3 +158,43 @@ def read(archive: Path) -> PackedEnv:
         raise InputError(f"{archive}: its sha256 differs from the one {man.name} recorded",
                          hint="the pack changed since envbuild pack wrote it: pack it again")
     return packed
+
+
+def sign(packed: PackedEnv, key: Path, started: str, finished: str) -> Path:
+    """The pack's signed in-toto statement (``envbuild.bundle.provenance``, build type
+    ``urn:envbuild:pack:v1``), written beside it: its subject the pack's sha256, its parameters
+    what the manifest says of it (prefix, format, size, step markers), so that a manifest
+    changed beside a signed pack is refused too (``trusted``)."""
+    from envbuild import __version__
+    from envbuild.bundle import provenance as P
+    from envbuild.shipped import checkout_commit
+
+    stmt = P.statement(Path(packed.archive).name, packed.sha256, recipe="", target="", lock_digest="",
+                       inputs={}, git=[], envbuild_version=__version__, envbuild_commit=checkout_commit(),
+                       started=started, finished=finished, build_type=P.PACK_BUILD_TYPE,
+                       parameters=signed_fields(packed))
+    return P.write_envelope(Path(packed.archive), P.sign(stmt, key))
+
+
+def signed_fields(packed: PackedEnv) -> dict:
+    """What a pack's statement vouches for besides its bytes."""
+    return {"prefix": packed.prefix, "format": packed.format, "bytes": packed.bytes, "steps": dict(packed.steps)}
+
+
+def trusted(archive: Path, keys: list[Path], envelope: Path | None = None) -> PackedEnv:
+    """``read(archive)`` once a key of ``keys`` is shown to have signed the pack's statement
+    (its subject the file's sha256) and the statement says what the manifest says (prefix,
+    format, size, markers): CheckFailed (exit 1) otherwise, before anything is submitted."""
+    from envbuild.bundle import provenance as P
+    from envbuild.errors import CheckFailed
+
+    archive = Path(os.path.abspath(archive))
+    stmt = P.verify(archive, envelope or P.envelope_path(archive), keys, kind="pack")
+    packed = read(archive)
+    said = {k: v for k, v in stmt["predicate"]["buildDefinition"]["externalParameters"].items()
+            if k in signed_fields(packed)}
+    if said != signed_fields(packed):
+        changed = sorted(k for k in signed_fields(packed) if said.get(k) != signed_fields(packed)[k])
+        raise CheckFailed(f"{manifest_path(archive)}: its {', '.join(changed)} differ from the signed statement's",
+                          hint="the manifest beside the pack is not the one its maker signed; nothing was submitted")
+    return packed

@@ -30,10 +30,12 @@ PREDICATE_TYPE = "https://slsa.dev/provenance/v1"
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 BUILD_TYPE = "urn:envbuild:bundle:v1"  # what the predicate's build definition means: `envbuild bundle`
 REPORT_BUILD_TYPE = "urn:envbuild:report:v1"  # `envbuild report -o FILE --sign-key KEY`: a run's report
-BUILD_TYPES = {"bundle": BUILD_TYPE, "report": REPORT_BUILD_TYPE}
+PACK_BUILD_TYPE = "urn:envbuild:pack:v1"  # `envbuild pack ... --sign-key KEY`: a packed environment
+BUILD_TYPES = {"bundle": BUILD_TYPE, "report": REPORT_BUILD_TYPE, "pack": PACK_BUILD_TYPE}
 # per kind of artifact: the command that signs it, and what a refusal means for the reader
 MADE_BY = {"bundle": ("`envbuild bundle ... --sign-key KEY`", "nothing was unpacked"),
-           "report": ("`envbuild report RUN -o FILE --sign-key KEY`", "do not trust this report")}
+           "report": ("`envbuild report RUN -o FILE --sign-key KEY`", "do not trust this report"),
+           "pack": ("`envbuild pack --prefix P -o FILE --sign-key KEY`", "nothing was submitted")}
 SUFFIX = ".intoto.jsonl"  # the envelope beside the bundle: <bundle>.intoto.jsonl
 MAX_ENVELOPE = 4 * 2**20  # an envelope is a few KB; a larger file is not read
 

@@ -144,8 +144,12 @@ def _sign(packed, rec, tgt, recipe_file, target_file, lock_path, key: Path, star
 @click.option("--format", "fmt", type=click.Choice(["tar.gz", "squashfs"]), default=None,
               help="tar.gz (unpacked on each node) or squashfs (mounted on each node with squashfuse; "
                    "needs mksquashfs here). Default: from OUTPUT's name.")
+@click.option("--sign-key", "sign_key", default=None, type=click.Path(dir_okay=False),
+              help="Sign the pack's provenance (an in-toto statement: its sha256, prefix, format and step "
+                   "markers) with this Ed25519 private key: written as OUTPUT.intoto.jsonl; `launch --packed "
+                   "OUTPUT --trusted-key KEY.pub` checks it before submitting.")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
-def pack_cmd(prefix, output, fmt, as_json):
+def pack_cmd(prefix, output, fmt, as_json, sign_key=None):
     """Pack a provisioned environment into one file, to reach many nodes (build once, pack once).
 
     \b
@@ -159,12 +163,27 @@ def pack_cmd(prefix, output, fmt, as_json):
       envbuild pack --prefix /local/envs/cpu-reference -o cpu-reference.tar.gz
       envbuild pack --prefix /local/envs/cpu-reference -o cpu-reference.sqsh
     """
-    from envbuild.bundle.envpack import pack
+    from envbuild.bundle import envpack
+    from envbuild.bundle.provenance import envelope_path, load_key
 
-    packed = pack(prefix, output, fmt)
+    if sign_key:  # an unusable key is refused before anything is packed
+        load_key(Path(sign_key), private=True)
+    started = _now()
+    packed = envpack.pack(prefix, output, fmt)
+    signed = removed = None
+    if sign_key:
+        signed = envpack.sign(packed, Path(sign_key), started, _now())
+    elif envelope_path(Path(packed.archive)).is_file():  # it names the pack this one replaced
+        removed = envelope_path(Path(packed.archive))
+        removed.unlink()
     if as_json:
-        emit_json(packed.manifest())
+        emit_json({**packed.manifest(), "provenance": str(signed) if signed else None,
+                   "removed": [str(removed)] if removed else []})
         return
     how = "mounts" if packed.image else "unpacks"
     console.print(f"{packed.archive}: {packed.format}, {packed.bytes} bytes, sha256 {packed.sha256}, "
-                  f"{how} at {packed.prefix} ({len(packed.steps)} step marker(s) recorded)")
+                  f"{how} at {packed.prefix} ({len(packed.steps)} step marker(s) recorded)", markup=False)
+    if signed:
+        console.print(f"  provenance signed: {signed}", markup=False)
+    if removed:
+        console.print(f"  removed {removed}: the provenance of the pack this one replaced", markup=False)

@@ -59,6 +59,10 @@ from envbuild.errors import NOT_JUDGED, CheckFailed, InputError
                    "checked there, unpacked at its prefix before the task, or, for a squashfs image (.sqsh), "
                    "mounted there by each task with squashfuse (slurm; pbs: each node copies it from the "
                    "shared folder through mpiexec).")
+@click.option("--trusted-key", "pack_keys", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="With --packed: the pack's signed provenance (PACK.intoto.jsonl, envbuild pack --sign-key) must "
+                   "be signed by this public key (repeatable) and say what its manifest says; checked before "
+                   "anything is submitted.")
 @click.option("--fanout", type=click.IntRange(1, 8), default=None,
               help="--packed: sbcast's own fan-out, its first hop (1: the batch host hands the pack to one "
                    "node; 8: up to 8 nodes get it from the batch host); below it nodes pass it on as the "
@@ -70,7 +74,7 @@ from envbuild.errors import NOT_JUDGED, CheckFailed, InputError
 def launch_cmd(recipe, target, scheduler, nodes, gpus_per_node, variant, out, submit, smoke_only,
                command_override, container_image, no_container, run, facts_file, lock_file, prefix,
                git_mirror, time_limit, partition, account, namespace, kueue_queue, k8s_workload, master_port, timeout,
-               identity, known_hosts, packed_file, fanout, templates_dir, as_json):
+               identity, known_hosts, packed_file, fanout, templates_dir, as_json, pack_keys=()):
     """Render RECIPE's published run for a scheduler; with --submit run it and collect the result.
 
     \b
@@ -102,7 +106,7 @@ def launch_cmd(recipe, target, scheduler, nodes, gpus_per_node, variant, out, su
                          container_image=container_image, no_container=no_container, time_limit=time_limit,
                          partition=partition, account=account, namespace=namespace, kueue_queue=kueue_queue,
                          k8s_workload=k8s_workload or "job", master_port=master_port,
-                         packed=_packed(packed_file), fanout=fanout,
+                         packed=_packed(packed_file, pack_keys), fanout=fanout,
                          templates=sitetemplates.read_site(templates_dir) if templates_dir else ())
     if fanout and packed_file is None:
         raise InputError("--fanout is the fan-out of the pack's sbcast; there is no --packed",
@@ -173,10 +177,14 @@ def _print_job(outcome, as_json: bool) -> int | None:
     return None
 
 
-def _packed(path: Path | None):
-    """The pack at ``path``, its sha256 checked against its manifest (None without --packed)."""
+def _packed(path: Path | None, keys: tuple[Path, ...] = ()):
+    """The pack at ``path``, its sha256 checked against its manifest (None without --packed);
+    with ``keys``, its signed provenance checked first (``envpack.trusted``)."""
     if path is None:
+        if keys:
+            raise InputError("--trusted-key checks the signature of a --packed pack; none was given",
+                             hint="add --packed FILE, or drop --trusted-key")
         return None
-    from envbuild.bundle.envpack import read
+    from envbuild.bundle.envpack import read, trusted
 
-    return read(path)
+    return trusted(path, list(keys)) if keys else read(path)

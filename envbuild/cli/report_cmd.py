@@ -119,8 +119,9 @@ def _sign_report(output: Path, folder: Path, report, key: Path) -> Path:
               help="A public key (Ed25519, PEM or OpenSSH) whose signature you trust (repeatable).")
 @click.option("--provenance", type=click.Path(dir_okay=False, path_type=Path),
               help="The signed statement [ARTIFACT.intoto.jsonl].")
-@click.option("--kind", type=click.Choice(["report", "bundle"]), default="report", show_default=True,
-              help="What ARTIFACT is: a report (envbuild report --sign-key) or a bundle (envbuild bundle --sign-key).")
+@click.option("--kind", type=click.Choice(["report", "bundle", "pack"]), default="report", show_default=True,
+              help="What ARTIFACT is: a report (envbuild report --sign-key), a bundle (envbuild bundle --sign-key) "
+                   "or a packed environment (envbuild pack --sign-key).")
 @click.option("--json", "as_json", is_flag=True, help="Print the verified statement as JSON.")
 def attest_cmd(artifact: Path, trusted_keys: tuple[Path, ...], provenance: Path | None, kind: str,
                as_json: bool) -> None:
