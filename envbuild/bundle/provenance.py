@@ -31,11 +31,14 @@ PAYLOAD_TYPE = "application/vnd.in-toto+json"
 BUILD_TYPE = "urn:envbuild:bundle:v1"  # what the predicate's build definition means: `envbuild bundle`
 REPORT_BUILD_TYPE = "urn:envbuild:report:v1"  # `envbuild report -o FILE --sign-key KEY`: a run's report
 PACK_BUILD_TYPE = "urn:envbuild:pack:v1"  # `envbuild pack ... --sign-key KEY`: a packed environment
-BUILD_TYPES = {"bundle": BUILD_TYPE, "report": REPORT_BUILD_TYPE, "pack": PACK_BUILD_TYPE}
+IMAGE_BUILD_TYPE = "urn:envbuild:image:v1"  # `envbuild image-provenance`: an image built from a rendered context
+BUILD_TYPES = {"bundle": BUILD_TYPE, "report": REPORT_BUILD_TYPE, "pack": PACK_BUILD_TYPE, "image": IMAGE_BUILD_TYPE}
 # per kind of artifact: the command that signs it, and what a refusal means for the reader
 MADE_BY = {"bundle": ("`envbuild bundle ... --sign-key KEY`", "nothing was unpacked"),
            "report": ("`envbuild report RUN -o FILE --sign-key KEY`", "do not trust this report"),
-           "pack": ("`envbuild pack --prefix P -o FILE --sign-key KEY`", "nothing was submitted")}
+           "pack": ("`envbuild pack --prefix P -o FILE --sign-key KEY`", "nothing was submitted"),
+           "image": ("`envbuild image-provenance IMAGE --context DIR --sign-key KEY -o FILE`",
+                     "do not run this image")}
 SUFFIX = ".intoto.jsonl"  # the envelope beside the bundle: <bundle>.intoto.jsonl
 MAX_ENVELOPE = 4 * 2**20  # an envelope is a few KB; a larger file is not read
 
@@ -124,10 +127,12 @@ def sign(stmt: dict, private_key_file: Path) -> dict:
             "signatures": [{"keyid": key_id(key.public_key()), "sig": base64.b64encode(sig).decode()}]}
 
 
-def verify(bundle: Path, envelope_file: Path, trusted: list[Path], kind: str = "bundle") -> dict:
+def verify(bundle: Path, envelope_file: Path, trusted: list[Path], kind: str = "bundle",
+           actual: str | None = None) -> dict:
     """The statement of ``bundle`` (or of another artifact of ``kind``: a report), once a key of
     ``trusted`` is shown to have signed it and its subject is the file's sha256 (CheckFailed
-    otherwise, exit 1). Reads the file only to hash it."""
+    otherwise, exit 1). Reads the file only to hash it; ``actual``: the artifact's sha256 as
+    found elsewhere (an image's ID, from its engine), ``bundle`` then only names it."""
     made_by, refused = MADE_BY[kind]
     from cryptography.exceptions import InvalidSignature
 
@@ -172,7 +177,7 @@ def verify(bundle: Path, envelope_file: Path, trusted: list[Path], kind: str = "
     if not ok_type:
         raise CheckFailed(f"{envelope_file}: signed, but not an in-toto statement of SLSA provenance of a {kind}",
                           hint=refused)
-    actual = sha256_file(bundle)
+    actual = actual or sha256_file(bundle)
     if actual != subject:
         raise CheckFailed(f"{bundle.name}: its sha256 is {actual}, not the signed statement's {subject}",
                           hint=f"this is not the {kind} the key signed (changed or damaged); {refused}")

@@ -35,6 +35,7 @@ COMMANDS = {
     "bundle": "bundle_cmd", "pack": "bundle_cmd",
     "parse": "parse_cmd",
     "imports": "imports_cmd",
+    "image-provenance": "image_cmd",
 }
 COMMAND_MODULES = list(dict.fromkeys(COMMANDS.values()))  # in the order help lists them
 
