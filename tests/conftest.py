@@ -382,3 +382,13 @@ def reference_node(tmp_path_factory):
                 "host": nodes[0].addr, "provision_s": took}
 
     return once_per_run(tmp_path_factory, "reference-node", make)
+
+
+@pytest.fixture(scope="session")
+def cpu_torch_wheels():
+    """/opt/wheels, the wheelhouse with this machine's CPU torch 2.13.0 wheel (cpu-reference's
+    fleets install from it); the test is skipped where it is not."""
+    wheels = Path("/opt/wheels")
+    if not any(wheels.glob("torch-2.13.0*cp311*.whl")):
+        pytest.skip("no torch 2.13.0 cp311 wheel in /opt/wheels")
+    return wheels

@@ -36,16 +36,11 @@ WHEELS = Path("/opt/wheels")
 
 
 @pytest.fixture(scope="module")
-def bed(module_tmp, remove_tree):
-    if not any(WHEELS.glob("torch-2.13.0*cp311*.whl")):
-        pytest.skip("no torch 2.13.0 cp311 wheel in /opt/wheels")
+def bed(module_tmp, remove_tree, cpu_torch_wheels):
     base = module_tmp("fleet")
-    before = uvcache.archives()
-    with sshd.ssh_nodes(4, first_address=40) as nodes:
+    with uvcache.loopback_fleet(base, 4, 40, remove_tree) as nodes:
         yield {"nodes": nodes, "base": base, "home": base / "home", "cache": base / "cache",
                "envs": base / "envs"}
-    remove_tree(base / "envs")  # each node's environment, then the uv
-    uvcache.prune_new(before)  # archives only they linked to (the nodes share this machine's cache)
 
 
 def provision(bed, on_event=None):

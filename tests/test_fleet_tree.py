@@ -22,29 +22,22 @@ from pathlib import Path
 
 import pytest
 
-from envbuild.testbed import sshd, uvcache
+from envbuild.testbed import uvcache
 
 pytestmark = pytest.mark.integration
 
-WHEELS = Path("/opt/wheels")
-
 
 @pytest.fixture(scope="module")
-def bed(module_tmp, remove_tree):
-    if not any(WHEELS.glob("torch-2.13.0*cp311*.whl")):
-        pytest.skip("no torch 2.13.0 cp311 wheel in /opt/wheels")
+def bed(module_tmp, remove_tree, cpu_torch_wheels):
     base = module_tmp("fleet-tree")
-    before = uvcache.archives()
-    with sshd.ssh_nodes(3, first_address=70) as nodes:
-        yield {"nodes": nodes, "base": base, "envs": base / "envs"}
-    remove_tree(base / "envs")
-    uvcache.prune_new(before)
+    with uvcache.loopback_fleet(base, 3, 70, remove_tree) as nodes:
+        yield {"nodes": nodes, "base": base, "envs": base / "envs", "wheels": cpu_torch_wheels}
 
 
 def provision(bed, *extra: str) -> dict:
     argv = [sys.executable, "-m", "envbuild", "provision", "cpu-reference", "--target", "local",
             "--inventory", str(bed["nodes"].inventory_path), "--prefix", f"{bed['envs']}/{{node}}",
-            "--wheelhouse", str(WHEELS), "--no-smoke", "--json", "--fanout", "1", *extra]
+            "--wheelhouse", str(bed["wheels"]), "--no-smoke", "--json", "--fanout", "1", *extra]
     env = {**os.environ, **bed["nodes"].env, "ENVBUILD_HOME": str(bed["base"] / "home"),
            "ENVBUILD_CACHE_DIR": str(bed["base"] / "cache")}
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=900)

@@ -29,20 +29,15 @@ WHEELS = Path("/opt/wheels")
 
 
 @pytest.fixture(scope="module")
-def bed(module_tmp, remove_tree):
-    if not any(WHEELS.glob("torch-2.13.0*cp311*.whl")):
-        pytest.skip("no torch 2.13.0 cp311 wheel in /opt/wheels")
+def bed(module_tmp, remove_tree, cpu_torch_wheels):
     base = module_tmp("shared")
     # the local profile with its prefix shared: shared_prefix is not part of a lock's target
     # digest, so the shipped cpu-reference/local lock is the one it takes
     target = base / "local.yaml"
     profile = yaml.safe_load(Path(TARGETS, "local.yaml").read_text())
     target.write_text(yaml.safe_dump({**profile, "shared_prefix": True}))
-    before = uvcache.archives()
-    with sshd.ssh_nodes(2, first_address=60) as nodes:
+    with uvcache.loopback_fleet(base, 2, 60, remove_tree) as nodes:
         yield {"nodes": nodes, "base": base, "target": target}
-    remove_tree(base / "envs")
-    uvcache.prune_new(before)
 
 
 def start(bed, name: str, prefix: str) -> subprocess.Popen:

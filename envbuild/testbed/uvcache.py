@@ -6,6 +6,7 @@ environments that used them are gone), so a bench or a test leaves the cache as 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from pathlib import Path
@@ -40,3 +41,17 @@ def prune_new(before: set[str]) -> int:
             shutil.rmtree(folder, ignore_errors=True)
             n += 1
     return n
+
+
+@contextlib.contextmanager
+def loopback_fleet(base: Path, count: int, first_address: int, remove=shutil.rmtree):
+    """``count`` loopback sshd nodes (``envbuild.testbed.sshd``) for a fleet of environments
+    under ``base / "envs"``; on exit those environments go (``remove``), then the uv archives
+    only they linked to (the nodes share this machine's cache)."""
+    from envbuild.testbed import sshd
+
+    before = archives()
+    with sshd.ssh_nodes(count, first_address=first_address) as nodes:
+        yield nodes
+    remove(base / "envs")
+    prune_new(before)
