@@ -50,6 +50,12 @@ def test_each_node_gets_its_holders_paths_its_own_host_keys_and_nothing_is_templ
 
     keep_c = next(line for line in dump_unsafe(tree).splitlines() if "keep:" in line and "lookup" in line)
     assert keep_c.split("keep:", 1)[1].strip().startswith("!unsafe ")  # data in the inventory, never a template
+    # an inventory name is no path on the holder and no second known_hosts line
+    odd = tree_vars({"a": _plan("/p/a"), "../../x\nevil": _plan("/p/b")},
+                    {"a": Node("a", host="h1"), "../../x\nevil": Node("../../x\nevil", host="h2")}, 1, "f" * 64,
+                    "/home/u/.envbuild/fleet/abc.tar", {"a": ["k A"], "../../x\nevil": ["k B"]}, None)
+    named = odd["../../x\nevil"]
+    assert named["alias"] == "envbuild-fleet-_.._x_evil" and named["known_hosts"] == "envbuild-fleet-_.._x_evil k B\n"
     assert summary(tree, 1) == {"fanout": 1, "sha256": "f" * 64, "holders": {"a": None, "b": "a", "c": None}}
     assert summary({}, 1) is None
 

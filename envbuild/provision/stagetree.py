@@ -28,6 +28,8 @@ and hashes the archive.
 from __future__ import annotations
 
 import posixpath
+import re
+
 from envbuild.connect.hostkeys import known_keys
 from envbuild.fsio import sha256_file
 
@@ -77,7 +79,8 @@ def tree_vars(plans: dict, nodes: dict, width: int, sha256: str, archive: str, k
     out = {}
     for name in order:
         node, holder = nodes[name], holders[name]
-        alias = f"envbuild-fleet-{name}"
+        # the inventory's name made a plain word: it names a file on the holder and an ssh option
+        alias = "envbuild-fleet-" + re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".")
         served = holder is not None and bool(keys.get(name))
         host = f"[{node.host}]" if ":" in node.host else node.host
         out[name] = {
