@@ -18,6 +18,7 @@ only once the image is pushed, and pushing is not done here.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,15 +89,29 @@ def context_files(context: Path) -> dict[str, str]:
     return out
 
 
+# one ``key="value"`` of a LABEL instruction as envbuild's renderer writes it (a JSON-style string)
+_LABEL = re.compile(r'(io\.envbuild\.[A-Za-z0-9._-]+)="((?:[^"\\\n]|\\.)*)"')
+
+
+def dockerfile_labels(dockerfile_text: str) -> dict[str, str]:
+    r"""The ``io.envbuild.*`` labels a rendered Dockerfile sets, each read as a whole value. Pure.
+
+    >>> dockerfile_labels('LABEL io.envbuild.recipe="cpu-reference" io.envbuild.target="loc\\"al"')
+    {'io.envbuild.recipe': 'cpu-reference', 'io.envbuild.target': 'loc"al'}
+    """
+    return {k: re.sub(r"\\(.)", r"\1", v) for k, v in _LABEL.findall(dockerfile_text)}
+
+
 def check_built_from(image: Image, dockerfile_text: str, where: str) -> None:
-    """The image carries the ``io.envbuild.*`` labels the context's Dockerfile sets (CheckFailed,
-    exit 1, naming the first that differs)."""
+    """The image carries the ``io.envbuild.*`` labels the context's Dockerfile sets, value for
+    value (CheckFailed, exit 1, naming the first that differs)."""
+    expected = dockerfile_labels(dockerfile_text)
     for key in LABELS:
         value = image.labels.get(key)
         if value is None:
             raise CheckFailed(f"{image.ref} has no {key} label: not an image envbuild rendered",
                               hint="build it from the context envbuild render --format dockerfile wrote")
-        if f'{key}="{value}"' not in dockerfile_text:
+        if expected.get(key) != value:
             raise CheckFailed(f"{image.ref} was not built from {where}: its {key} is {value!r}, which that "
                               "Dockerfile does not set", hint="name the context the image was built from")
 

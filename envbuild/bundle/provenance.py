@@ -184,7 +184,15 @@ def verify(bundle: Path, envelope_file: Path, trusted: list[Path], kind: str = "
     return stmt
 
 
-def write_envelope(bundle: Path, envelope: dict) -> Path:
+def write_envelope(bundle: Path, envelope: dict, path: Path | None = None) -> Path:
+    """The envelope written whole at ``path``, by default beside the artifact (``envelope_path``)."""
     from envbuild.fsio import write_atomic
 
-    return write_atomic(envelope_path(bundle), json.dumps(envelope, sort_keys=True) + "\n")
+    return write_atomic(path or envelope_path(bundle), json.dumps(envelope, sort_keys=True) + "\n")
+
+
+def utc_now() -> str:
+    """A statement's time stamp: UTC to the second, ``2026-11-27T04:10:00Z``."""
+    import datetime
+
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

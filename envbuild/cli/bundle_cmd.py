@@ -71,11 +71,11 @@ def bundle_cmd(recipe, target, facts_file, lock_file, wheelhouse, git_mirror, da
     recipe_file = resolve_file(recipe or rec.name, RECIPES, "recipe")
     target_file = resolve_file(target, TARGETS, "target")
     say = (lambda _m: None) if as_json else (lambda m: console.print(m, markup=False))
-    if sign_key:  # an unusable key is refused before anything is packed
-        from envbuild.bundle.provenance import load_key
+    from envbuild.bundle.provenance import load_key, utc_now
 
+    if sign_key:  # an unusable key is refused before anything is packed
         load_key(Path(sign_key), private=True)
-    started = _now()
+    started = utc_now()
     packed = make_bundle(rec, recipe_file, target_file, lock, path.read_text(), plans, Path(output), arch=tgt.platform.arch,
                          wheelhouse=Path(wheelhouse) if wheelhouse else None,
                          git_mirror=Path(git_mirror) if git_mirror else None,
@@ -111,16 +111,10 @@ def bundle_cmd(recipe, target, facts_file, lock_file, wheelhouse, git_mirror, da
         console.print(f"  provenance signed: {result['provenance']}", markup=False)
 
 
-def _now() -> str:
-    import datetime
-
-    return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-
-
 def _sign(packed, rec, tgt, recipe_file, target_file, lock_path, key: Path, started: str) -> Path:
     """The bundle's signed in-toto statement, written beside it (envbuild.bundle.provenance)."""
     from envbuild import __version__
-    from envbuild.bundle.provenance import sign, statement, write_envelope
+    from envbuild.bundle.provenance import sign, statement, utc_now, write_envelope
     from envbuild.fsio import sha256_file
     from envbuild.shipped import checkout_commit
 
@@ -131,7 +125,7 @@ def _sign(packed, rec, tgt, recipe_file, target_file, lock_path, key: Path, star
     stmt = statement(packed.path.name, packed.sha256, recipe=rec.name, target=tgt.name,
                      lock_digest=packed.manifest.lock_digest, inputs=inputs,
                      git=[(g.url, g.sha) for g in packed.manifest.git], envbuild_version=__version__,
-                     envbuild_commit=checkout_commit(), started=started, finished=_now())
+                     envbuild_commit=checkout_commit(), started=started, finished=utc_now())
     return write_envelope(packed.path, sign(stmt, key))
 
 
@@ -164,15 +158,15 @@ def pack_cmd(prefix, output, fmt, as_json, sign_key=None):
       envbuild pack --prefix /local/envs/cpu-reference -o cpu-reference.sqsh
     """
     from envbuild.bundle import envpack
-    from envbuild.bundle.provenance import envelope_path, load_key
+    from envbuild.bundle.provenance import envelope_path, load_key, utc_now
 
     if sign_key:  # an unusable key is refused before anything is packed
         load_key(Path(sign_key), private=True)
-    started = _now()
+    started = utc_now()
     packed = envpack.pack(prefix, output, fmt)
     signed = removed = None
     if sign_key:
-        signed = envpack.sign(packed, Path(sign_key), started, _now())
+        signed = envpack.sign(packed, Path(sign_key), started, utc_now())
     elif envelope_path(Path(packed.archive)).is_file():  # it names the pack this one replaced
         removed = envelope_path(Path(packed.archive))
         removed.unlink()

@@ -62,22 +62,18 @@ def image_provenance_cmd(image, context, sign_key, output, verify_file, trusted_
     if trusted_keys:
         raise InputError("--trusted-key goes with --verify", hint="drop it when signing")
     from envbuild import __version__
-    from envbuild.cli.bundle_cmd import _now
-    from envbuild.fsio import write_atomic
     from envbuild.shipped import checkout_commit
 
     dockerfile = context / "Dockerfile"
     if not dockerfile.is_file():
         raise InputError(f"{context}: no Dockerfile", hint="envbuild render RECIPE --format dockerfile -o DIR")
     P.load_key(sign_key, private=True)  # an unusable key is refused before anything is read
-    started = _now()
+    started = P.utc_now()
     found = I.inspect(image, engine)
     I.check_built_from(found, dockerfile.read_text(errors="replace"), str(context))
     stmt = I.statement(found, I.context_files(context), envbuild_version=__version__,
-                       envbuild_commit=checkout_commit(), started=started, finished=_now())
-    import json
-
-    write_atomic(output, json.dumps(P.sign(stmt, sign_key), sort_keys=True) + "\n")
+                       envbuild_commit=checkout_commit(), started=started, finished=P.utc_now())
+    P.write_envelope(output, P.sign(stmt, sign_key), path=output)
     if as_json:
         emit_json(stmt)
         return

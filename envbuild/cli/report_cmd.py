@@ -94,16 +94,14 @@ def report_cmd(run_dir: Path | None, fmt: str | None, output: Path | None, as_re
 def _sign_report(output: Path, folder: Path, report, key: Path) -> Path:
     """The report's signed in-toto statement beside it: the report file by sha256, made from the
     run's records (every file of the run folder but its job/ outputs and logs, by sha256)."""
-    from datetime import datetime, timezone
-
     from envbuild import __version__
-    from envbuild.bundle.provenance import REPORT_BUILD_TYPE, sign, statement, write_envelope
+    from envbuild.bundle.provenance import REPORT_BUILD_TYPE, sign, statement, utc_now, write_envelope
     from envbuild.fsio import sha256_file
     from envbuild.shipped import checkout_commit
 
     inputs = {f"run:{p.relative_to(folder).as_posix()}": sha256_file(p) for p in sorted(folder.rglob("*"))
               if p.is_file() and not p.is_symlink() and p.relative_to(folder).parts[0] not in ("job", "logs")}
-    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = utc_now()
     stmt = statement(output.name, sha256_file(output), recipe=report.run.recipe, target=report.run.target,
                      lock_digest=report.recipe.lock_digest or "", inputs=inputs, git=[],
                      envbuild_version=__version__, envbuild_commit=checkout_commit(), started=now, finished=now,
