@@ -60,9 +60,16 @@ class Compared(_Frozen):
     gpu: str | None = None
     gpus: int | None = None
     source: str | None = None  # the threshold's citation, or the reference record (under docs/results)
-    sha256: str | None = None  # the reference record's
-    share: float | None = None  # of the reference a run must reach (0.95)
+    sha256: str | None = None  # the reference record's (the first run's, for a reference of several)
+    share: float | None = None  # of the reference's statistic a run must reach (1 - tolerance)
     normalisation: str | None = None  # how GPU counts were divided out, where they differ
+    # a reference of several runs (envbuild.smoke.repeat): its records, the statistic compared
+    # with (``value``), the runs' spread and the tolerance taken from it (with its floor)
+    runs: list[str] = Field(default_factory=list)
+    statistic: str | None = None
+    spread: float | None = None
+    tolerance: float | None = None
+    floor: float | None = None
 
 
 class Published(_Frozen):

@@ -109,9 +109,9 @@ def _recipe(log: Path, root: Path, sha: str) -> tuple[str | None, str | None]:
         recipe = data.get("recipe") if name == "run.json" else (data.get("run") or {}).get("recipe")
         if isinstance(recipe, str) and recipe:
             return recipe, str(path.relative_to(root))
-    for ref in refs.references():
-        if ref.sha256 == sha:
-            return ref.recipe, "references.json (this record is a reference)"
+    for ref, run in refs.runs():
+        if run.sha256 == sha:
+            return ref.recipe, "references.json (this record is one of a reference's runs)"
     return None, None
 
 

@@ -37,6 +37,7 @@ from envbuild.recipes.schema import Benchmark
 from envbuild.record.verdict import (VERDICTS, FAIL, NOT_JUDGED, NOTHING_FOUND, PASS,  # noqa: F401 - the words, re-exported
                                      Compared, Published, Spread, Verdict)
 from envbuild.smoke import references as refs
+from envbuild.smoke import repeat
 from envbuild.smoke.completion import completion
 from envbuild.smoke.hardware import comparison, short_name
 from envbuild.smoke.native import (ALIASES, NATIVE_PARSERS, last_run, megatron_arguments, parse,
@@ -196,38 +197,56 @@ def judge(ev: Evidence) -> Verdict:
     else:
         notes.append("the recipe sets no threshold")
 
-    table = tuple(r for r in refs.references() if r.sha256 != ev.sha256) if ev.sha256 else None
-    itself = next((r for r in refs.for_recipe(ev.recipe) if ev.sha256 and r.sha256 == ev.sha256
-                   and comparison(r.gpu, ev.gpu, "recorded").comparable), None)
-    if itself:
-        notes.append(f"this record is itself the reference on {itself.gpus} x {itself.gpu} "
-                     f"(docs/results/{itself.record}), never its own yardstick")
-    ref = refs.for_gpu(ev.recipe, ev.gpu, gpus, table)
-    if ref is not None and ref.metric == bench.metric:
-        scaled, norm, why_not = _per_gpu(bench, gpus, ref.gpus, ref.value, "reference")
-        if scaled is None:
-            notes.append(str(why_not))
+    return _against_reference(ev, bench, value, gpus, shown, rel, notes, base)
+
+
+def _against_reference(ev: Evidence, bench: Benchmark, value: float, gpus: int | None, shown: str, rel: str,
+                       notes: list[str], base: dict[str, Any]) -> Verdict:
+    """The verdict against the same-GPU reference of several runs (``envbuild.smoke.repeat``),
+    the judged record left out of it; NOT JUDGED where none applies, saying why."""
+    ref = refs.for_gpu(ev.recipe, ev.gpu, gpus)
+    ref = ref if ref is not None and ref.metric == bench.metric else None
+    itself = ""
+    if ref is not None and ref.holds(ev.sha256):
+        itself = (f"this record is itself one of the reference's runs on {ref.gpus} x {ref.gpu}, "
+                  "never its own yardstick: judged against the others")
+        notes.append(itself)
+        ref = ref.without(ev.sha256)
+    if ref is not None and ref.runs:
+        rule = repeat.bound(ref, bench.higher_is_better)
+        if rule.required is None:
+            notes.append(rule.why)
         else:
-            bound = scaled * refs.SHARE if bench.higher_is_better else scaled / refs.SHARE
-            ok = _meets(value, bound, bench.higher_is_better)
-            share = f"{refs.SHARE:.0%} of" if bench.higher_is_better else f"the reference over {refs.SHARE:.0%}:"
-            compared = Compared(kind="reference", value=ref.value, required=bound, gpu=ref.gpu, gpus=ref.gpus,
-                                source=f"docs/results/{ref.record}", sha256=ref.sha256, share=refs.SHARE,
-                                normalisation=norm)
+            ok = _meets(value, rule.required, bench.higher_is_better)
+            records = ", ".join(f"docs/results/{r}" for r in ref.records)
+            compared = Compared(kind="reference", value=rule.center, required=rule.required, gpu=ref.gpu,
+                                gpus=ref.gpus, source=records, sha256=ref.runs[0].sha256,
+                                share=1 - rule.tolerance, runs=ref.records, statistic=rule.statistic,
+                                spread=rule.spread, tolerance=rule.tolerance, floor=repeat.FLOOR)
             this = f" ({ev.record})" if ev.record else ""
-            reason = (f"{shown}{this} {'meets' if ok else 'misses'} {rel} {bound:.6g}, {share} the reference "
-                      f"{ref.value:.6g} recorded on {ref.gpus} x {ref.gpu} (docs/results/{ref.record})"
-                      + (f"; {norm}" if norm else ""))
+            share = (f"{value / rule.center:.1%} of" if bench.higher_is_better
+                     else f"{rule.center / value:.1%} of the speed of")
+            reason = (f"{shown}{this} {'meets' if ok else 'misses'} {rel} {rule.required:.6g} ({share} the "
+                      f"reference): {rule.describe()}: {records}" + (f"; {itself}" if itself else ""))
             return Verdict(verdict=PASS if ok else FAIL, compared=compared, reason=reason, **base)
+    elif ref is None:
+        notes.append(_no_reference(ev, bench, gpus))
     else:
-        have = sorted({short_name(r.gpu) for r in refs.for_recipe(ev.recipe) if r.metric == bench.metric})
-        here = f"this run's GPU ({ev.gpu})" if ev.gpu else "this run's GPU (not known: give --gpu MODEL)"
-        if itself:
-            notes.append("no other is recorded on that model")
-        else:
-            notes.append(f"no reference recorded on {here}; references exist for: {', '.join(have)}" if have
-                         else "no run of this recipe is recorded as a reference")
+        notes.append(f"the reference on {ref.gpus} x {ref.gpu} has no other run")
     return Verdict(verdict=NOT_JUDGED, reason=f"{shown}, not judged: " + "; ".join(notes), **base)
+
+
+def _no_reference(ev: Evidence, bench: Benchmark, gpus: int | None) -> str:
+    """Why no reference applies: none on this model, or only on other GPU counts of it."""
+    counts = sorted({r.gpus for r in refs.on_model(ev.recipe, ev.gpu) if r.metric == bench.metric})
+    if ev.gpu and counts:
+        here = f"{gpus} GPU(s)" if gpus else "an unknown number of GPUs (give --gpus N)"
+        return (f"the references on {short_name(ev.gpu)} were recorded on {', '.join(map(str, counts))} GPU(s) "
+                f"and this run used {here}: only a reference on as many GPUs compares")
+    have = sorted({short_name(r.gpu) for r in refs.for_recipe(ev.recipe) if r.metric == bench.metric})
+    here = f"this run's GPU ({ev.gpu})" if ev.gpu else "this run's GPU (not known: give --gpu MODEL)"
+    return (f"no reference recorded on {here}; references exist for: {', '.join(have)}" if have
+            else "no run of this recipe is recorded as a reference")
 
 
 def measure(bench: Benchmark, text: str, warmup: int | None = None) -> dict[str, Any]:
