@@ -34,7 +34,7 @@ def walk(name):
         req = Requirement(r)
         if req.marker is None or req.marker.evaluate({"extra": ""}):
             walk(req.name)
-for root in ("ansible-core", "ansible-runner", "fabric", "packaging", "pyyaml", "rich", "requests", "pydantic", "click"):
+for root in ("ansible-core", "ansible-runner", "fabric", "packaging", "pyyaml", "rich", "requests", "pydantic", "click", "google-re2"):
     walk(root)
 print("\n".join(f"{k}=={v}" for k, v in sorted(seen.items())))
 PY

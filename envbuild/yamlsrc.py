@@ -243,7 +243,9 @@ def validate(model: type[M], data: Any, source: str | Path, loc: _Located | None
              hint: str | None = None) -> M:
     """Validate plain data against ``model``; the first error becomes a located InputError."""
     try:
-        return model.model_validate(data)
+        # context: the data comes from a file a person wrote (models check names against what
+        # is installed there, e.g. a benchmark's parser)
+        return model.model_validate(data, context={"file": str(source)})
     except ValidationError as exc:
         errors = exc.errors()
         # An unknown field explains a "missing" one next to it (a misspelt key): report it first.

@@ -3,8 +3,11 @@ cases.yaml, written by write_corpus.py from the printing code each row names): e
 completion state, run count, metric and window values, and its verdict through ``envbuild parse``.
 
 0 wrong verdicts: each row is judged on its GPU model and count (``gpu``), as ``envbuild parse
---gpu MODEL --gpus N`` does; a row whose verdict depends on the GPU (``gpu_dependent``) also says
-what a GPU-blind judge said (``verdict_now``), which the one judge no longer says.
+--gpu MODEL --gpus N`` does, or on what ``given`` passes (None: nothing, the judge reads the
+log's own count and model); a row whose verdict depends on the GPU (``gpu_dependent``) also says
+what a GPU-blind judge said (``verdict_now``), which the one judge no longer says. The reason
+holds each of the row's ``says``, "run N of N" for a file of N runs, and the value shown is the
+judged (last) run's figure.
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ def ids(row: dict) -> str:
     return f"{row['recipe']}:{row['case']}"
 
 
-def verdict_of(tmp_path: Path, recipe: str, log: Path, threshold, gpu: dict | None = None) -> tuple[int, dict]:
+def verdict_of(tmp_path: Path, recipe: str, log: Path, threshold, gpu: dict | None = None,
+               given: dict | None = None) -> tuple[int, dict]:
     """(exit code, JSON result) of ``envbuild parse RECIPE LOG --json [--gpu MODEL --gpus N]``,
     with the recipe's threshold replaced where the row sets one."""
     rec = recipe
@@ -46,10 +50,10 @@ def verdict_of(tmp_path: Path, recipe: str, log: Path, threshold, gpu: dict | No
         path.write_text(yaml.safe_dump(data))
         rec = str(path)
     out = io.StringIO()
+    model, count = (given["gpu"], given["gpus"]) if given else ((gpu or {}).get("model"), (gpu or {}).get("count"))
     with contextlib.redirect_stdout(out):
-        rc = main(["parse", rec, str(log), "--json",
-                   *(["--gpu", gpu["model"]] if gpu else []),
-                   *(["--gpus", str(gpu["count"])] if gpu and gpu.get("count") else [])])
+        rc = main(["parse", rec, str(log), "--json", *(["--gpu", model] if model else []),
+                   *(["--gpus", str(count)] if count else [])])
     return rc, json.loads(out.getvalue())
 
 
@@ -76,12 +80,22 @@ def test_metric_and_window_come_from_the_last_run(row):
 
 @pytest.mark.parametrize("row", CASES, ids=ids)
 def test_verdict(row, tmp_path, capsys):
-    rc, got = verdict_of(tmp_path, row["recipe"], LOGS / row["file"], row["threshold"], row.get("gpu"))
+    rc, got = verdict_of(tmp_path, row["recipe"], LOGS / row["file"], row["threshold"], row.get("gpu"),
+                         row.get("given"))
     want = row["verdict"]
     assert got["verdict"] == want, got["reason"]
     assert (rc == 0) == (want == "PASS")
     if row["state"] != "complete":
         assert got["verdict"] in ("FAIL", "NOTHING FOUND") and rc in (1, 2)
+    for words in row.get("says", []):
+        assert words in got["reason"], got["reason"]
+    if row["runs"] > 1:  # the file's runs are said, and the figure shown is the judged (last) run's
+        assert f"run {row['runs']} of {row['runs']}" in got["reason"], got["reason"]
+    if "metric" in row and want != "NOTHING FOUND":
+        assert got["value"] == pytest.approx(row["metric"], rel=1e-6)
+    if row.get("given"):  # what --gpus gives wins; else the count the log prints
+        assert got["gpus"] == (row["given"]["gpus"] or row["gpu"]["count"])
+        assert got["gpu"] == (row["given"]["gpu"] or row["gpu"]["model"])
 
 
 def test_every_shipped_recipe_with_a_benchmark_is_covered():

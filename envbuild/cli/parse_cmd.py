@@ -23,16 +23,20 @@ def _fmt(value: float | None) -> str:
 @click.argument("recipe", shell_complete=complete_recipe)
 @click.argument("logfile", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--gpu", default=None, metavar="MODEL",
-              help="The GPU model the run was measured on, as nvidia-smi names it (\"NVIDIA H100 80GB HBM3\"): "
-                   "thresholds, references and published figures apply only on their own model.")
+              help="The GPU model the run was measured on, as nvidia-smi names it (\"NVIDIA H100 80GB HBM3\") "
+                   "[the model nvidia-smi lines in the log name]: thresholds, references and published figures "
+                   "apply only on their own model.")
 @click.option("--gpus", type=click.IntRange(1), default=None, metavar="N",
-              help="How many GPUs the run used, where the log does not print it (Megatron's world_size and "
-                   "Alpa's result line do): figures measured on another count are compared per GPU.")
+              help="How many GPUs the run used [what the log prints: Megatron's world_size, DeepSpeed's "
+                   "dist_world_size, metaseq's 'training on N devices', Alpa's num_devices_per_host]; given, it "
+                   "overrides the log's and the verdict says where they differ.")
 @click.option("--warmup", type=click.IntRange(0), default=None,
               help="Logged iterations/updates left out at the start [the recipe's benchmark window].")
+@click.option("--explain", is_flag=True,
+              help="Also say which rule of the recipe's reader read which line of the judged run.")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
 def parse_cmd(recipe: str, logfile: Path, gpu: str | None, gpus: int | None, warmup: int | None,
-              as_json: bool) -> int:
+              explain: bool, as_json: bool) -> int:
     """Judge LOGFILE, a native benchmark's output, for RECIPE on the GPU --gpu names: print the
     metric over its window, what it was compared with and the verdict.
 
@@ -51,6 +55,10 @@ def parse_cmd(recipe: str, logfile: Path, gpu: str | None, gpus: int | None, war
     reference); 2: NOTHING FOUND (the metric is not in the file); 5: NOT JUDGED.
 
     \b
+    A recipe's own reader (parser: declared, and its log: rules) is read the same way;
+    --explain lists which rule read which line.
+
+    \b
     Example:  envbuild parse alpa-megatron-h100 h100-native.out --gpu "NVIDIA H100 80GB HBM3"
               envbuild parse opt-175b-azure train.log --gpu "NVIDIA A100-SXM4-80GB" --gpus 8
               envbuild parse megatron-deepspeed-slurm megatron_ds_snmg-4242.out --json
@@ -63,7 +71,7 @@ def parse_cmd(recipe: str, logfile: Path, gpu: str | None, gpus: int | None, war
     def echo(line: str) -> None:  # what the log holds, its control bytes visible
         click.echo(visible(line))
 
-    got = parse_log(ParseRequest(recipe=rec, log=logfile, gpu=gpu, gpus=gpus, warmup=warmup))
+    got = parse_log(ParseRequest(recipe=rec, log=logfile, gpu=gpu, gpus=gpus, warmup=warmup, explain=explain))
     v = got.verdict
     if as_json:
         emit_json(got.to_dict())
@@ -92,5 +100,7 @@ def parse_cmd(recipe: str, logfile: Path, gpu: str | None, gpus: int | None, war
         echo(f"published: {_fmt(pub.value)}{unit}{on} ({pub.source}){pct}")
     if v.completion is not None:
         echo(f"completion: {v.completion.state}: {v.completion.detail}")
+    for hit in got.explained or []:
+        echo(f"  line {hit['line']}: {hit['rule']} read {hit['read']}: {hit['text']}")
     echo(f"verdict: {v.verdict}: {v.reason}")
     return got.exit_code

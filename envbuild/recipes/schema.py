@@ -31,9 +31,12 @@ from typing import Annotated, ClassVar, Literal
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_serializer,
+                      model_validator)
 
 from envbuild.names import EnvName, EnvValue, Name
+from envbuild.recipes import logspec
+from envbuild.recipes.logspec import LogSpec
 
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 
@@ -606,7 +609,7 @@ class Benchmark(Strict):
     cwd: str | None = None  # working directory, e.g. "{sources.metaseq}"
     target_env: list[EnvName] = Field(default_factory=list)  # names taken from Target.env
     variants: dict[str, str] = Field(default_factory=dict)  # name -> alternative command
-    parser: str  # name of a parser in envbuild.smoke.native
+    parser: str  # a built-in reader, one registered under envbuild.parsers, or "declared" (log:)
     metric: str
     threshold: FiniteFloat | None = None  # .nan / .inf refused: a verdict against them means nothing
     unit: str = ""
@@ -623,6 +626,27 @@ class Benchmark(Strict):
     window: Window | None = None
     timeout_s: int | None = Field(default=None, ge=1)
     fresh: list[FreshFolder] = Field(default_factory=list)
+    # how the log is read, declared here (parser: declared; envbuild.recipes.logspec)
+    log: LogSpec | None = None
+
+    @field_validator("parser")
+    @classmethod
+    def _known_parser(cls, v: str, info: ValidationInfo) -> str:
+        # checked where a recipe file is read (show, check, lock, plan, render, provision), not
+        # in a run record written earlier, whose reader may be gone since
+        if isinstance(info.context, dict) and info.context.get("file") and (why := logspec.unknown(v)):
+            raise ValueError(why)
+        return v
+
+    @model_validator(mode="after")
+    def _declared_log(self) -> "Benchmark":
+        if self.log is not None and self.parser != logspec.DECLARED:
+            raise ValueError(f"log: declares the reader: set parser: {logspec.DECLARED} (not {self.parser!r})")
+        if self.parser == logspec.DECLARED and self.log is None:
+            raise ValueError(f"parser: {logspec.DECLARED} reads the log by the rules of a log: section; add one")
+        if self.log is not None and self.metric not in self.log.metrics:
+            raise ValueError(f"metric {self.metric!r} is not one of log.metrics ({', '.join(self.log.metrics)})")
+        return self
 
     @model_validator(mode="after")
     def _threshold_hardware(self) -> "Benchmark":
@@ -641,7 +665,7 @@ class Benchmark(Strict):
             data.pop("published", None)
         return omit_unset(data, {"source": None, "threshold_gpu": None, "threshold_gpus": None,
                                  "per_gpu": False, "same_gpu_count": False, "window": None,
-                                 "timeout_s": None, "fresh": []})
+                                 "timeout_s": None, "fresh": [], "log": None})
 
 
 class RunOutput(Strict):

@@ -24,7 +24,9 @@ Alpa's command echo, after each envbuild.smoke record), the LAST run is judged, 
   - DeepSpeed: ``steps: N loss: nan`` (pipeline engine), two ``[deepspeed] OVERFLOW!`` lines in
     a row that keep the scale (its minimum; one alone is the hysteresis step), "Current loss
     scale already at minimum", and in a run that reached its end ``skipped=`` equal to
-    ``step=`` or rising by the whole last reporting interval after steps had been applied;
+    ``step=`` or rising by every step of the last reporting intervals after steps had been
+    applied, over more steps than one healthy overflow skips (one overflow at the last step with
+    ``steps_per_print: 1`` is the scaler's hysteresis, not divergence);
   - metaseq: a ``"loss": "NaN"``; two overflow notes in a row that set the same scale (the
     minimum: ``dynamic_loss_scaler`` keeps it);
   - Alpa: a non-finite ``tflops``; envbuild's smoke: a non-finite last loss;
@@ -252,7 +254,9 @@ def _deepspeed_diverged(text: str, finished: bool = True) -> str | None:
     (the pipeline engine), ``[deepspeed] OVERFLOW!`` at the minimum loss scale (two in a row that
     keep the scale), its loss scaler's "already at minimum", or every step skipped (``skipped=``
     equal to ``step=``, or rising by the whole last interval after steps had been applied) in a
-    run that reached its planned end (one killed while its scale settles is stopped, not diverged)."""
+    run that reached its planned end (one killed while its scale settles is stopped, not diverged);
+    the last intervals' skips must span more steps than a healthy overflow skips
+    (``HYSTERESIS_SKIPS``)."""
     if DS_AT_MIN_RE.search(text):
         return "DeepSpeed's loss scale reached its minimum and could not fall further"
     if m := DS_STEPS_NAN_RE.search(text):
@@ -266,11 +270,31 @@ def _deepspeed_diverged(text: str, finished: bool = True) -> str | None:
     progress = [(int(a), int(b)) for a, b in DS_PROGRESS_RE.findall(text)] if finished else []
     if progress and progress[-1][0] > 0 and progress[-1][1] >= progress[-1][0]:
         return f"DeepSpeed skipped every step ({progress[-1][1]} of {progress[-1][0]})"
-    if len(progress) >= 2 and progress[-2][1] < progress[-1][1] and progress[-2][0] > progress[-2][1] \
-            and progress[-1][1] - progress[-2][1] >= progress[-1][0] - progress[-2][0]:
-        return (f"DeepSpeed skipped every step from {progress[-2][0]} to {progress[-1][0]} after steps had "
+    if (stretch := _skipped_to_the_end(progress)) is not None:
+        return (f"DeepSpeed skipped every step from {stretch[0]} to {progress[-1][0]} after steps had "
                 "been applied (gradient overflow to the end)")
     return None
+
+
+# the steps one healthy fp16 overflow skips: one, whether it spends the hysteresis (the scale kept)
+# or halves the scale (DeepSpeed v0.10.3 runtime/fp16/loss_scaler.py:180-190; v0.6.3
+# runtime/zero/stage_1_and_2.py:1651); a diverged run skips on, step after step
+HYSTERESIS_SKIPS = 1
+
+
+def _skipped_to_the_end(progress: list[tuple[int, int]]) -> tuple[int, int] | None:
+    """(the step, skipped) of the progress line from which every step to the last was skipped,
+    after steps had been applied before it, when that stretch is longer than a healthy overflow's
+    ``HYSTERESIS_SKIPS``; None otherwise. With ``steps_per_print: 1`` one overflow at the last step
+    is an interval of one step that was skipped: the scaler's hysteresis, not divergence."""
+    start = None
+    for (s0, k0), (s1, k1) in zip(reversed(progress[:-1]), reversed(progress[1:])):
+        if not (s1 > s0 and k1 - k0 >= s1 - s0):
+            break
+        start = (s0, k0)
+    if start is None or start[0] <= start[1]:  # nothing applied before the stretch: every step skipped
+        return None
+    return start if progress[-1][0] - start[0] > HYSTERESIS_SKIPS else None
 
 
 def _num(text: str | None) -> float | None:

@@ -25,9 +25,7 @@ The window (``benchmark.window``: the logged values after the warm-up) is given 
 
 from __future__ import annotations
 
-import inspect
 import math
-import re
 import statistics
 from typing import Any
 
@@ -37,24 +35,20 @@ from envbuild.recipes.schema import Benchmark
 from envbuild.record.verdict import (VERDICTS, FAIL, NOT_JUDGED, NOTHING_FOUND, PASS,  # noqa: F401 - the words, re-exported
                                      Compared, Published, Spread, Verdict)
 from envbuild.smoke import references as refs
-from envbuild.smoke import repeat
-from envbuild.smoke.completion import completion
+from envbuild.smoke import readers, repeat
 from envbuild.smoke.hardware import comparison, short_name
-from envbuild.smoke.native import (ALIASES, NATIVE_PARSERS, last_run, megatron_arguments, parse,
-                                   strip_task_labels)
-
-ALPA_DEVICES_RE = re.compile(r"\bnum_hosts: (\d+)\s+num_devices_per_host: (\d+)")
-# metaseq's train.py logs its whole config at start (metaseq@4de251ff metaseq/cli/train.py:115,
-# logger.info(cfg)), DistributedTrainingConfig's distributed_world_size among it (configs.py:210)
-METASEQ_WORLD_RE = re.compile(r"'distributed_world_size': (\d+)\b")
+from envbuild.smoke.logfacts import taken
+from envbuild.smoke.native import ALIASES, strip_task_labels
 
 
 class Evidence(BaseModel):
     """What a verdict is decided from: the recipe's benchmark and its output, how the run ended
     (``rc``: the launcher's exit status; ``job_state``: the scheduler's final state) and the GPU
     it ran on (``gpu``: as nvidia-smi names it; ``gpus``: the count where the output does not
-    print it). ``record`` names the output (a path) in the verdict; ``warmup`` overrides the
-    window's; ``planned``: the iterations the command asks for where the output does not say."""
+    print it; ``override``: they were given by hand, ``envbuild parse --gpu/--gpus``, and win over
+    what the output prints, the verdict saying where they differ: ``envbuild.smoke.logfacts``).
+    ``record`` names the output (a path) in the verdict; ``warmup`` overrides the window's;
+    ``planned``: the iterations the command asks for where the output does not say."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
@@ -65,6 +59,7 @@ class Evidence(BaseModel):
     job_state: str | None = None
     gpu: str | None = None
     gpus: int | None = None
+    override: bool = False
     record: str | None = None
     warmup: int | None = None
     planned: int | None = None
@@ -77,17 +72,18 @@ def _finite(value: Any) -> float | None:
     return None
 
 
-def log_gpus(text: str) -> int | None:
-    """The GPU count the output prints: Megatron's ``world_size`` argument, Alpa's result
-    line's ``num_hosts`` x ``num_devices_per_host``, or metaseq's ``distributed_world_size``."""
-    size = megatron_arguments(text).get("world_size", "")
-    if size.isdigit() and int(size) > 0:
-        return int(size)
-    if m := ALPA_DEVICES_RE.search(text):
-        return int(m.group(1)) * int(m.group(2)) or None
-    if m := METASEQ_WORLD_RE.search(text):
-        return int(m.group(1)) or None
-    return None
+def judge(ev: Evidence) -> Verdict:
+    """The verdict on one benchmark run (module docstring), judged for the GPU model and count
+    the judged run's output prints (``envbuild.smoke.logfacts``) unless ``ev`` overrides them;
+    the reason says where they differ, and how many runs the file holds when it holds several."""
+    rd = readers.reader(ev.benchmark)
+    run, runs = rd.last_run(ev.text)
+    took = taken(rd.printed(run), ev.gpu, ev.gpus, override=ev.override)
+    got = _judged(ev.model_copy(update={"gpu": took.gpu, "gpus": took.gpus}))
+    notes = [took.note] if took.note else []
+    if runs > 1 and f"run {runs} of {runs}" not in got.reason:
+        notes.append(f"the file holds {runs} runs: run {runs} of {runs} is judged, its figure shown")
+    return got.model_copy(update={"reason": "; ".join([got.reason, *notes])}) if notes else got
 
 
 def window_of(metrics: dict[str, Any], key: str, value: float, bench: Benchmark, warmup: int) -> Spread:
@@ -149,15 +145,15 @@ def published(bench: Benchmark, value: float | None, gpu: str | None, gpus: int 
     return Published(**out, percent=pct if math.isfinite(pct) else None, normalisation=norm)
 
 
-def judge(ev: Evidence) -> Verdict:
-    """The verdict on one benchmark run (module docstring)."""
+def _judged(ev: Evidence) -> Verdict:
+    """The verdict on one benchmark run, for ``ev.gpu`` x ``ev.gpus`` as ``judge`` took them."""
     bench = ev.benchmark
     text = strip_task_labels(ev.text)
-    fn = NATIVE_PARSERS.get(bench.parser)
+    rd = readers.reader(bench)
     warmup = ev.warmup if ev.warmup is not None else bench.window.warmup if bench.window else None
     metrics = measure(bench, text, warmup)
-    done = completion(bench.parser, text, planned=ev.planned, rc=ev.rc, job_state=ev.job_state)
-    gpus = log_gpus(last_run(bench.parser, text)[0]) or ev.gpus  # the judged run's, not the file's first
+    done = rd.completion(text, planned=ev.planned, rc=ev.rc, job_state=ev.job_state)
+    gpus = ev.gpus  # judge(): the count the judged run prints, unless --gpus overrides it
     base: dict[str, Any] = {"metric": bench.metric, "unit": bench.unit, "higher_is_better": bench.higher_is_better,
                             "completion": done.to_dict(), "gpu": ev.gpu, "gpus": gpus, "record": ev.record}
     value = _finite(metrics.get(bench.metric))
@@ -169,7 +165,7 @@ def judge(ev: Evidence) -> Verdict:
         return Verdict(verdict=NOTHING_FOUND, reason=why + (f"; {unfinished}" if unfinished else ""), **base)
     base["value"] = value
     base["window"] = window_of(metrics, _key(metrics, bench.metric), value, bench,
-                               warmup if warmup is not None else _default_warmup(fn))
+                               warmup if warmup is not None else rd.default_warmup())
     if unfinished:
         return Verdict(verdict=FAIL, reason=unfinished, **base)
     shown = f"{bench.metric} = {value:.6g}{' ' + bench.unit if bench.unit else ''}"
@@ -252,11 +248,9 @@ def _no_reference(ev: Evidence, bench: Benchmark, gpus: int | None) -> str:
 def measure(bench: Benchmark, text: str, warmup: int | None = None) -> dict[str, Any]:
     """The metrics the benchmark's parser reads from ``text`` over its window (``warmup``: the
     logged values left out at the start; None: the window's, else the parser's own)."""
-    fn = NATIVE_PARSERS.get(bench.parser)
     if warmup is None and bench.window is not None:
         warmup = bench.window.warmup
-    opts = {"warmup": warmup} if warmup is not None and fn is not None and "warmup" in _params(fn) else {}
-    return parse(bench.parser, text, **opts)
+    return readers.reader(bench).measure(text, warmup)
 
 
 def floor_verdicts(section: dict) -> dict[str, bool | None]:
@@ -289,16 +283,6 @@ def with_floor_verdicts(section: dict) -> dict:
     if isinstance(section, dict) and section.get("thresholds"):
         return {**section, "floors": floor_verdicts(section)}
     return section
-
-
-def _params(fn: Any) -> set[str]:
-    return set(inspect.signature(fn).parameters)
-
-
-def _default_warmup(fn: Any) -> int | None:
-    if fn is None or "warmup" not in _params(fn):
-        return 0
-    return inspect.signature(fn).parameters["warmup"].default
 
 
 def judge_text(recipe: str, benchmark: Benchmark, text: str, **kw: Any) -> Verdict:

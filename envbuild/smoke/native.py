@@ -40,14 +40,19 @@ Formats (see tests/data/native_logs/ for excerpts and their sources):
 * ``envbuild-smoke``: the JSON object printed by envbuild/smoke/gpt.py or collective.py.
 
 Where one run starts (``split_runs``): Megatron's ``------------------------ arguments
-------------------------`` (``_print_args``, rank 0, once per launch); metaseq's config line
-(``metaseq.cli.train | {... 'common': {...``, train.py:85); Alpa's ``python3 -m
-torch.distributed.launch ... benchmark_gpt_one_case.py`` echo (run_cmd; block-buffered without
-PYTHONUNBUFFERED, so it then ends its run); an envbuild.smoke record ends its run.
+------------------------`` (``_print_args``, rank 0, once per launch), moved back to the first
+launch line before it (``MEGATRON_LAUNCH_RE``: Megatron's ``using world size:``, DeepSpeed's
+launcher start, a ``set -x`` trace of ``srun`` starting one), so that a run killed before its
+arguments block is still a run of its own; metaseq's config line (``metaseq.cli.train | {...
+'common': {...``, train.py:85); Alpa's ``python3 -m torch.distributed.launch ...
+benchmark_gpt_one_case.py`` echo (``torch.distributed.run`` or ``torchrun`` where a patch
+changed the launcher; run_cmd; block-buffered without PYTHONUNBUFFERED, so it then ends its
+run); an envbuild.smoke record ends its run.
 
 A Slurm output file (``#SBATCH --output=%x-%j.out``) holds the job script's own lines (``set
 -x`` traces, echoes) around the program's; ``srun -l`` labels every task line with ``N: ``.
-Every parser reads such a file as it is: labels are removed first (``strip_task_labels``).
+Every parser reads such a file as it is: labels are removed from each run (``strip_task_labels``),
+so a run under ``srun -l`` and one without it in the same file are both read.
 
 Fixtures: ``tests/data/native_logs/<recipe>/`` were printed by the setups' own code at the
 pinned commits (their README says which function printed each file); ``corpus/`` holds every
@@ -79,7 +84,19 @@ NUMPY_SCALAR_RE = re.compile(r"\b(?:np|numpy)\.(?:float|int|uint)\d*\((" + NUMBE
 # b31e129 megatron/arguments.py:_print_args; microsoft/Megatron-DeepSpeed 87476ced
 # megatron/arguments.py:252; argonne-lcf/Megatron-DeepSpeed e4bac701 megatron/arguments.py:457;
 # OpenSQZ/MegatronApp 1bed2a72 Megatron/megatron/arguments.py:406,417)
-MEGATRON_START_RE = re.compile(r"^-{24} arguments -{24}\s*$", re.M)
+MEGATRON_START_RE = re.compile(r"^(?:[ \t]{0,8}\d{1,5}: )?-{24} arguments -{24}[ \t]*$", re.M)  # srun -l label or not
+# The lines each launch prints before that header (a run killed before its arguments block has
+# only these): Megatron's parse_args() "using world size: N, ..." just before _print_args (87476ce
+# megatron/arguments.py, docs/results/h200x4-run8/mds-run2/native.out:117); DeepSpeed's runner
+# "cmd = ..." and its launcher's "WORLD INFO DICT" (microsoft/DeepSpeed v0.6.3 dda0336
+# launcher/runner.py:453, launcher/launch.py:103, as that record's lines 25 and 35 show); a
+# job script's set -x trace of the srun that starts the program (woojinsoh/Megatron-DeepSpeed-Slurm
+# 1b53975 megatron_ds_snmg.slurm: srun -l ... bash -c 'deepspeed ...')
+MEGATRON_LAUNCH_RE = re.compile(
+    r"^(?:[ \t]{0,8}\d{1,5}: )?(?:using world size: \d{1,6}, "
+    r"|\+{1,3} srun [^\n]{0,4000}?\b(?:deepspeed|torchrun|python3?|torch\.distributed\.(?:run|launch))\b"
+    r"|\[[^\]\n]{1,40}\] \[INFO\] \[(?:runner\.py:\d{1,5}:main\] cmd = |launch\.py:\d{1,5}:main\] WORLD INFO DICT:))",
+    re.M)
 # metaseq main()'s logger.info(cfg), once per launch, after the first nvidia-smi line
 # (facebookresearch/metaseq 5ca6005 metaseq/cli/train.py:85; the format of train.py's basicConfig)
 METASEQ_START_RE = re.compile(r"^.*\| metaseq\.cli\.train \| \{.*'common': \{.*$", re.M)
@@ -88,7 +105,10 @@ METASEQ_START_RE = re.compile(r"^.*\| metaseq\.cli\.train \| \{.*'common': \{.*$
 # stdout is a file (no PYTHONUNBUFFERED): the echo then lands after the child's output, at the
 # parent's exit, and ends its run instead of starting it: the echoes start runs when the file
 # starts with one (unbuffered), else they end them.
-ALPA_START_RE = re.compile(r"^python3 -m torch\.distributed\.launch .*benchmark_gpt_one_case\.py .*$", re.M)
+# alpa-megatron-h100's patch launch-to-run makes the echo "python3 -m torch.distributed.run ..."
+# (envbuild/recipes/data/alpa-megatron-h100.yaml; docs/results/h100x4-run9/alpa-run1/native.out:1)
+ALPA_START_RE = re.compile(r"^(?:python3? -m torch\.distributed\.(?:launch|run)|torchrun) [^\n]{0,4000}?"
+                           r"\bbenchmark_gpt_one_case\.py [^\n]{0,8000}$", re.M)
 # an envbuild.smoke/1 record is the last line its run prints (envbuild/smoke/gpt.py, collective.py)
 SMOKE_RECORD_RE = re.compile(r'^\s*\{.*"schema":\s*"envbuild\.smoke/1".*\}\s*$', re.M)
 
@@ -103,13 +123,18 @@ def strip_task_labels(text: str) -> str:
 
 
 def split_runs(parser: str, text: str) -> list[str]:
-    """The runs in ``text``, in order (``text``: labels already removed): split at each
-    launcher start the parser's setup prints (``MEGATRON_START_RE``, ``METASEQ_START_RE``,
-    ``ALPA_START_RE``) or after each envbuild.smoke record. What precedes the first start
-    (a job script's own lines) belongs to the first run; a file with no marker is one run."""
+    """The runs in ``text``, in order (``srun -l`` labels may still be on): split at each
+    launcher start the parser's setup prints (``MEGATRON_START_RE`` moved back to the launch
+    lines before it, ``METASEQ_START_RE``, ``ALPA_START_RE``) or after each envbuild.smoke
+    record. What precedes the first start (a job script's own lines) belongs to the first run;
+    a file with no marker is one run."""
     if parser == "envbuild-smoke":
         return _split_after(SMOKE_RECORD_RE, text)
-    rx = {"opt-baselines": METASEQ_START_RE, "alpa-benchmark": ALPA_START_RE}.get(parser, MEGATRON_START_RE)
+    if parser not in ("opt-baselines", "alpa-benchmark"):
+        starts = _megatron_starts(text)
+        bounds = [0] + starts + [len(text)]
+        return [text[a:b] for a, b in zip(bounds, bounds[1:])]
+    rx = {"opt-baselines": METASEQ_START_RE, "alpa-benchmark": ALPA_START_RE}[parser]
     starts = [m.start() for m in rx.finditer(text)]
     if parser == "alpa-benchmark" and starts and text[:starts[0]].strip():
         return _split_after(rx, text)  # buffered: output came before the first echo, each echo closes its run
@@ -117,6 +142,27 @@ def split_runs(parser: str, text: str) -> list[str]:
         return [text]
     bounds = [0] + starts[1:] + [len(text)]
     return [text[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+def _megatron_starts(text: str) -> list[int]:
+    """Where each run after the first starts: at its arguments header, or at the first launch
+    line (``MEGATRON_LAUNCH_RE``) since the previous run's header; launch lines after the last
+    header start a run killed before it printed its own (a requeued job killed while starting)."""
+    events = sorted([(m.start(), True) for m in MEGATRON_START_RE.finditer(text)]
+                    + [(m.start(), False) for m in MEGATRON_LAUNCH_RE.finditer(text)])
+    starts: list[int] = []
+    launch: int | None = None  # the first launch line since the last header
+    header = False  # a header was seen
+    for pos, is_header in events:
+        if not is_header:
+            launch = pos if launch is None else launch
+            continue
+        if header:
+            starts.append(launch if launch is not None else pos)
+        header, launch = True, None
+    if header and launch is not None:
+        starts.append(launch)
+    return starts
 
 
 def _split_after(rx: re.Pattern, text: str) -> list[str]:
@@ -129,9 +175,11 @@ def _split_after(rx: re.Pattern, text: str) -> list[str]:
 
 
 def last_run(parser: str, text: str) -> tuple[str, int]:
-    """(the last run's text, how many runs the file holds): ``split_runs`` of the label-free text."""
+    """(the last run's text, its ``srun -l`` labels removed; how many runs the file holds):
+    ``split_runs`` of the text, labels removed from the file as a whole and again from the last
+    run alone (a labelled run beside an unlabelled one: neither is most of the file's lines)."""
     runs = split_runs(parser, strip_task_labels(text))
-    return runs[-1], len(runs)
+    return strip_task_labels(runs[-1]), len(runs)
 
 
 def _window(unit: str, kept: list[dict[str, Any]], key: str, logged: int) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from envbuild.errors import NOT_JUDGED, InputError
 from envbuild.fsio import sha256_bytes
 from envbuild.recipes.schema import Recipe
+from envbuild.smoke import readers
 from envbuild.smoke.judge import FAIL, NOTHING_FOUND, PASS, Evidence, Verdict, judge, measure
 
 # envbuild parse's exit status for each verdict (errors.py: 5 NOT JUDGED)
@@ -23,8 +24,9 @@ EXIT = {PASS: 0, FAIL: 1, NOTHING_FOUND: 2, "NOT JUDGED": NOT_JUDGED}
 
 class ParseRequest(BaseModel):
     """A benchmark output file to judge for ``recipe``: ``gpu`` the GPU model it ran on (as
-    nvidia-smi names it), ``gpus`` the count where the output does not print it, ``warmup`` the
-    logged values left out at the start (None: the recipe's window)."""
+    nvidia-smi names it), ``gpus`` how many it used (given by hand, both override what the output
+    prints, the verdict saying where they differ), ``warmup`` the logged values left out at the
+    start (None: the recipe's window)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
@@ -33,6 +35,7 @@ class ParseRequest(BaseModel):
     gpu: str | None = None
     gpus: int | None = None
     warmup: int | None = None
+    explain: bool = False  # say which rule read which line of the judged run
 
 
 class ParseOutcome(BaseModel):
@@ -49,6 +52,7 @@ class ParseOutcome(BaseModel):
     threshold_source: str | None
     verdict: Verdict
     metrics: dict[str, float]
+    explained: list[dict[str, Any]] | None = None  # --explain: {line, rule, read, text} of the judged run
 
     @property
     def exit_code(self) -> int:
@@ -72,11 +76,12 @@ def parse_log(req: ParseRequest) -> ParseOutcome:
                          hint="give the benchmark's output file") from None
     text = raw.decode("utf-8", errors="replace")
     verdict = judge(Evidence(recipe=req.recipe.name, benchmark=bench, text=text, gpu=req.gpu, gpus=req.gpus,
-                             warmup=req.warmup, record=str(req.log), sha256=sha256_bytes(raw)))
+                             override=True, warmup=req.warmup, record=str(req.log), sha256=sha256_bytes(raw)))
     metrics = measure(bench, text, req.warmup)
+    explained = readers.reader(bench).explain(text) if req.explain else None
     numbers = {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     return ParseOutcome(recipe=req.recipe.name, parser=bench.parser, logfile=str(req.log),
                         threshold=bench.threshold, threshold_gpu=bench.threshold_gpu,
                         threshold_gpus=bench.threshold_gpus,
                         threshold_source=bench.source.url if bench.source else None,
-                        verdict=verdict, metrics=numbers)
+                        verdict=verdict, metrics=numbers, explained=explained)

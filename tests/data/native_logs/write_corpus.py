@@ -41,10 +41,13 @@ CANCEL = "slurmstepd: error: *** JOB {job} ON gpu-node-1 CANCELLED AT 2026-11-22
 def case(recipe: str, name: str, text: str, *, follows: list[str], state: str, verdict: str,
          threshold="as-shipped", runs: int = 1, metric: float | None = None, window: list | None = None,
          gpu: str | None = None, gpus: int | None = None, verdict_now: str | None = None, note: str = "",
-         log: str | None = None) -> None:
+         log: str | None = None, given: dict | None = None, says: list[str] | None = None) -> None:
     """One row of cases.yaml. ``verdict`` is the right verdict for the run on its GPU;
     ``verdict_now``, where the GPU model changes it, is what a GPU-blind judge says (the current
-    ``envbuild.smoke.completion.judge``); ``log`` names a file shared by several rows."""
+    ``envbuild.smoke.completion.judge``); ``log`` names a file shared by several rows. ``gpu`` and
+    ``gpus`` are what the run used; ``given``, where it differs, is what the test passes as
+    ``--gpu``/``--gpus`` (None: not passed, the judge reads the log); ``says``: words the verdict's
+    reason must hold."""
     path = OUT / recipe / f"{log or name}.log"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
@@ -61,6 +64,10 @@ def case(recipe: str, name: str, text: str, *, follows: list[str], state: str, v
     if verdict_now is not None:
         row["gpu_dependent"] = True
         row["verdict_now"] = verdict_now
+    if given is not None:
+        row["given"] = given
+    if says:
+        row["says"] = says
     if note:
         row["note"] = note
     CASES.append(row)
@@ -163,11 +170,12 @@ def slurm_preamble(iters: int) -> str:
 
 
 def slurm_run(iters: int, *, until: int | None = None, settle: int = 0, nan_from: int | None = None,
-              ms: float = 152.0) -> tuple[str, list[float]]:
+              ms: float = 152.0, overflow_at: tuple[int, ...] = ()) -> tuple[str, list[float]]:
     """One run of megatron_ds_snmg.slurm: fp16 with the script's ds_config (initial_scale_power
     12, hysteresis 2, min_loss_scale 1, steps_per_print 1); DeepSpeed's pipeline engine
     (87476ced train_step :395-401) prints 'steps: ...' (pipe/engine.py:363) after its optimizer
-    step (OVERFLOW, stage_1_and_2.py:1651; progress, engine.py:1835), then Megatron's line."""
+    step (OVERFLOW, stage_1_and_2.py:1651; progress, engine.py:1835), then Megatron's line.
+    ``overflow_at``: iterations whose gradients overflow (finite loss: the step is skipped)."""
     gbs, seq = 128, 1024
     out = [slurm_preamble(iters)]
     scale, hyst, skipped, sps = 4096, 2, 0, []
@@ -178,7 +186,7 @@ def slurm_run(iters: int, *, until: int | None = None, settle: int = 0, nan_from
         diverging = nan_from is not None and it >= nan_from
         if diverging:
             loss = NAN
-        over = it <= settle or diverging
+        over = it <= settle or diverging or it in overflow_at
         lines = []
         if over:
             attempted = scale
@@ -235,6 +243,32 @@ def write_slurm() -> None:
     case(r, "two-runs-requeued", requeued, follows=follows, state="complete", verdict="PASS", threshold=mean2 * 0.5,
          runs=2, metric=mean2, window=win2, gpu=gpu[0], gpus=gpu[1],
          note="the job was cancelled at iteration 9 and requeued (scontrol requeue appends to the same %x-%j.out)")
+    # issue 51: one healthy overflow at the last step (steps_per_print 1: the last interval is that one step)
+    text, sps = slurm_run(20, overflow_at=(20,))
+    mean, win = window_mean(sps)
+    case(r, "overflow-at-the-last-step", text, follows=follows, state="complete", verdict="PASS",
+         threshold=mean * 0.5, metric=mean, window=win, gpu=gpu[0], gpus=gpu[1],
+         note="one overflow at iteration 20, the hysteresis step (the scale kept at 4096): skipped=1 at step=20 "
+              "with steps_per_print 1 is one skipped step, not gradient overflow to the end")
+    text, sps = slurm_run(20, overflow_at=(17, 18, 19, 20))
+    case(r, "diverged-overflow-to-the-end", text, follows=follows, state="diverged", verdict="FAIL",
+         threshold=1.0, metric=window_mean(sps)[0], gpu=gpu[0], gpus=gpu[1],
+         note="every step from 17 to 20 overflows (finite loss, so Megatron's lm loss stays): the hysteresis "
+              "step, then 4096 -> 2048 -> 1024 -> 512; DeepSpeed's skipped= rises by every step to the end")
+    # issue 51: a completed run, then a requeued one killed: before its arguments block, or at iteration 5
+    full, _ = slurm_run(20)
+    head = slurm_preamble(20)
+    starting = head[:head.index("0: ------------------------ arguments")]
+    case(r, "two-runs-second-killed-before-its-arguments", full + starting + CANCEL.format(job=4242, m=31),
+         follows=follows, state="stopped", verdict="NOTHING FOUND", threshold=1.0, runs=2, gpu=gpu[0],
+         gpus=gpu[1], says=["run 2 of 2"],
+         note="the job completed, was requeued and cancelled while srun started: the second run (from the set -x "
+              "trace of its srun) printed no arguments and no iteration; never the first run's figure")
+    killed, sps5 = slurm_run(20, until=5, ms=171.0)
+    case(r, "two-runs-second-killed-at-5", full + killed + CANCEL.format(job=4242, m=31), follows=follows,
+         state="stopped", verdict="FAIL", threshold=1.0, runs=2, metric=window_mean(sps5)[0],
+         window=window_mean(sps5)[1], gpu=gpu[0], gpus=gpu[1], says=["run 2 of 2"],
+         note="the job completed, was requeued and cancelled at iteration 5: the second run's figure is shown")
 
 
 # ---- megatron-deepspeed-slurm-h100: the same trees, deepspeed --num_gpus 2 on the node, TP 2 ------
@@ -251,11 +285,11 @@ def mds_h100_args(iters: int) -> dict:
 
 
 def mds_h100_run(iters: int = 40, *, until: int | None = None, settle: int = 0, nan_from: int | None = None,
-                 ms: float = 610.0) -> tuple[str, list[float]]:
+                 ms: float = 610.0, overflow_at: tuple[int, ...] = ()) -> tuple[str, list[float]]:
     """One run of the variant's benchmark: the lines slurm_run prints (DeepSpeed 0.6.3's pipeline
     engine and Megatron's training_log), unlabelled (the deepspeed launcher's ranks write to the
     job's stdout; no srun -l), after the variant's own _print_args block."""
-    text, sps = slurm_run(until or iters, settle=settle, nan_from=nan_from, ms=ms)
+    text, sps = slurm_run(until or iters, settle=settle, nan_from=nan_from, ms=ms, overflow_at=overflow_at)
     body = text[text.index("0: -------------------- end of arguments"):].split("\n", 1)[1]
     body = "".join(line[3:] if line.startswith("0: ") else line for line in body.splitlines(keepends=True))
     body = re.sub(r"iteration\s+(\d+)/\s*\d+ \|", lambda m: "iteration {:8d}/{:8d} |".format(int(m.group(1)), iters),
@@ -291,7 +325,45 @@ def write_mds_h100() -> None:
     mean2, win2 = window_mean(sps2)
     case(r, "two-runs-retry-after-crash", text + OOM + second, follows=follows, state="complete",
          verdict="PASS", threshold=mean2 * 0.5, runs=2, metric=mean2, window=win2, gpu=gpu[0], gpus=gpu[1],
+         says=["the file holds 2 runs"],
          note="the first run crashed at iteration 15; the benchmark ran again into the same log")
+    # issue 51: one healthy overflow at the last step, steps_per_print 1
+    text, sps = mds_h100_run(overflow_at=(40,))
+    mean, win = window_mean(sps)
+    case(r, "overflow-at-the-last-step", text, follows=follows, state="complete", verdict="PASS",
+         threshold=mean * 0.5, metric=mean, window=win, gpu=gpu[0], gpus=gpu[1],
+         note="one overflow at iteration 40 (the hysteresis step): one skipped step, not divergence")
+    # issue 51: a completed run, then one killed while DeepSpeed's launcher started it (no arguments printed);
+    # the count is read from the launcher's dist_world_size where no --gpus is given
+    full, _ = mds_h100_run()
+    case(r, "two-runs-second-killed-while-launching", full + deepspeed_launch(2), follows=follows + [
+        f"{DS063} launcher/runner.py:453, launcher/launch.py:103-125 (as docs/results/h200x4-run8/mds-run2/"
+        "native.out:23-38 shows them)"], state="stopped", verdict="NOTHING FOUND", threshold=1.0, runs=2,
+         gpu=gpu[0], gpus=gpu[1], given={"gpu": gpu[0], "gpus": None}, says=["run 2 of 2"],
+         note="the benchmark ran again into the same log and was killed before Megatron printed anything: the "
+              "second run is judged (no figure), never the first run's")
+
+
+def deepspeed_launch(ngpus: int, second: int = 300) -> str:
+    """What `deepspeed --num_gpus N pretrain_gpt.py ...` prints before the ranks start: DeepSpeed
+    v0.6.3's runner (runner.py:155 without a hostfile, :453 its command) and launcher
+    (launch.py:103-125), in the logger's format (ds_log), as docs/results/h200x4-run8/mds-run2/
+    native.out:23-38 shows them (its per-variable NCCL lines, launch.py:96, left out)."""
+    ranks = list(range(ngpus))
+    world = {"localhost": ranks}
+    info = "eyJsb2NhbGhvc3QiOiBbMCwgMV19" if ngpus == 2 else "eyJsb2NhbGhvc3QiOiBbMF19"
+    out = ds_log("0.6.3", "runner.py:155:fetch_hostfile", "Unable to find hostfile, will proceed with training with "
+                 "local resources only.", second).replace("[INFO]", "[WARNING]")
+    out += ds_log("0.6.3", "runner.py:453:main", f"cmd = python -u -m deepspeed.launcher.launch --world_info={info} "
+                  "--master_addr=127.0.0.1 --master_port=29500 pretrain_gpt.py --tensor-model-parallel-size 2", second)
+    out += ds_log("0.6.3", "launch.py:103:main", f"WORLD INFO DICT: {world}", second + 2)
+    out += ds_log("0.6.3", "launch.py:109:main", f"nnodes=1, num_local_procs={ngpus}, node_rank=0", second + 2)
+    out += ds_log("0.6.3", "launch.py:122:main",
+                  f"global_rank_mapping=defaultdict(<class 'list'>, {world})", second + 2)
+    out += ds_log("0.6.3", "launch.py:123:main", f"dist_world_size={ngpus}", second + 2)
+    out += ds_log("0.6.3", "launch.py:125:main", f"Setting CUDA_VISIBLE_DEVICES={','.join(map(str, ranks))}",
+                  second + 2)
+    return out
 
 
 # ---- polaris-megatron-deepspeed: ALCF e4bac701, DeepSpeed 0.10.3, fp16, no pipeline ---------------
@@ -648,11 +720,17 @@ def metaseq_info(stamp: str, name: str, message: str) -> str:
 
 
 def opt_run(*, until: int | None = None, settle: int = 0, overflows_after: int = 0, wps: float = 276000.0,
-            stamp: str = "2026-11-22 13:22:59") -> tuple[str, list[float]]:
+            stamp: str = "2026-11-22 13:22:59", devices: int | None = None,
+            gpu: str = "NVIDIA A100-SXM4-80GB") -> tuple[str, list[float]]:
     """main() prints the nvidia-smi stats and the config (train.py:82,85), train() 'Start
     iterating over samples' (:276), the progress bar's train_inner JSON every 5 updates
     (json_progress_bar.py; values are strings), the end-of-epoch 'train' line and 'done training'
-    (:177). An overflow is logged by trainer.py:784-788 (the update is not counted)."""
+    (:177). An overflow is logged by trainer.py:784-788 (the update is not counted). ``devices``:
+    also the lines main() prints after building the model (left out of the abridged runs): the
+    CUDA environment of each data-parallel worker (metaseq/utils.py, 'rank {:3d}: capabilities =
+    {:^6}; total memory = {:.3f} GB ; name = {:40s}' between two star lines) and 'training on N
+    devices (GPUs/TPUs)', in the order and format docs/results/h200x4-run8/opt-run1/native.out:50-54
+    shows them (metaseq 4de251ff)."""
     src = OPT_FILE.read_text().splitlines(keepends=True)
     inner = [line for line in src if "| train_inner |" in line]
     tail = [line for line in src if "| train |" in line or "done training" in line]
@@ -660,8 +738,16 @@ def opt_run(*, until: int | None = None, settle: int = 0, overflows_after: int =
            metaseq_info(stamp, "metaseq.cli.train",
                         "{'_name': None, 'common': {'_name': None, 'no_progress_bar': False, 'log_interval': 5, "
                         "'log_format': 'json', 'fp16': True, 'fp16_init_scale': 4, 'min_loss_scale': 0.03125}, "
-                        "'optimization': {'_name': None, 'max_update': 50}}"),
-           metaseq_info(stamp, "metaseq.cli.train", "Start iterating over samples")]
+                        "'optimization': {'_name': None, 'max_update': 50}}")]
+    if devices:
+        stars = "*" * 23 + f"CUDA enviroments for all {devices} workers" + "*" * 23
+        out.append(metaseq_info(stamp, "metaseq.utils", stars))
+        out.extend(metaseq_info(stamp, "metaseq.utils", "rank {:3d}: capabilities = {:^6}; total memory = {:.3f} GB ; "
+                                "name = {:40s}".format(rank, "8.0", 79.151, gpu)) for rank in range(devices))
+        out.append(metaseq_info(stamp, "metaseq.utils", stars))
+        out.append(metaseq_info(stamp, "metaseq.cli.train", f"training on {devices} devices (GPUs/TPUs)"))
+        out.append(metaseq_info(stamp, "metaseq.cli.train", "max tokens per GPU = None and batch size per GPU = 8"))
+    out.append(metaseq_info(stamp, "metaseq.cli.train", "Start iterating over samples"))
     scale = 4.0
     def overflows(n: int, scale: float) -> float:
         for _ in range(n):  # below --min-loss-scale (2**-5) the previous scale is kept
@@ -725,6 +811,20 @@ def write_opt() -> None:
     case(r, "another-gpu-v100", v100, follows=follows, state="complete", verdict="NOT JUDGED", verdict_now="FAIL",
          metric=window_mean(wv)[0], window=window_mean(wv)[1], gpu="Tesla V100-SXM2-32GB", gpus=8,
          note="the threshold was measured on 8x A100 80GB: it does not apply on a V100")
+    # issue 51: the GPU count and model the log prints, no --gpu/--gpus given; --gpus given and disagreeing
+    printed = follows + ["facebookresearch/metaseq@4de251ffca9a0717561f22bd721ee1ba7a8a5783 metaseq/cli/train.py "
+                         "('training on N devices (GPUs/TPUs)'), metaseq/utils.py (the CUDA environment lines), as "
+                         "docs/results/h200x4-run8/opt-run1/native.out:50-54 shows them"]
+    own, wo = opt_run(devices=8)
+    case(r, "gpus-from-the-log", own, follows=printed, state="complete", verdict="PASS", metric=window_mean(wo)[0],
+         window=window_mean(wo)[1], gpu=a100, gpus=8, given={"gpu": None, "gpus": None},
+         note="no --gpu, no --gpus: the log's 'training on 8 devices' and its workers' A100-SXM4-80GB meet the "
+              "threshold's 8x A100 80GB (judged for them, not 'GPU count not known')")
+    case(r, "gpus-given-disagree-with-the-log", own, follows=printed, state="complete", verdict="FAIL",
+         metric=window_mean(wo)[0], window=window_mean(wo)[1], gpu=a100, gpus=8, given={"gpu": a100, "gpus": 16},
+         says=["the log prints 8 GPUs (training on 8 devices), --gpus says 16: judged as 16"],
+         note="--gpus overrides the log's count, and the verdict says so: on 16 GPUs the 8-GPU threshold is "
+              "400K words/s, which the run misses", log="gpus-from-the-log")
 
 
 def write_opt_h100() -> None:
@@ -761,18 +861,21 @@ def write_opt_h100() -> None:
 
 # ---- alpa-megatron / alpa-megatron-h100: Alpa e0ae8bf -------------------------------------------
 
-def alpa_run(tflops: float, *, unbuffered: bool, crash: bool = False, gpus: int = 1) -> str:
+def alpa_run(tflops: float, *, unbuffered: bool, crash: bool = False, gpus: int = 1,
+             launcher: str = "torch.distributed.launch") -> str:
     """benchmark_gpt.py's run_cmd echo (benchmark/util.py:50-52: print(cmd) then os.system(cmd))
     and benchmark_gpt_one_case.py's write_tsv line (util.py:10-23, 'head: value  ' pairs; called at
     benchmark_gpt_one_case.py:140-143). Without PYTHONUNBUFFERED the echo is block-buffered and
-    lands after the child's output, at the parent's exit."""
+    lands after the child's output, at the parent's exit. ``launcher``: torch.distributed.run
+    where alpa-megatron-h100's patch launch-to-run replaced .launch in benchmark_gpt.py (as
+    docs/results/h100x4-run9/alpa-run1/native.out:1 shows the echo)."""
     # gpt_megatron_best_suite[1] and [4] (benchmark_gpt.py:9-17) with gpt_specs["350M"], ["1.3B"]
     # (benchmark/alpa/suite_paper_manual_gpt.py:12,14) and fixed_params (:6)
     fixed = (True, True, "uniform_layer_gpipe", None)
     suite = ((128, 1024, 1024, 24, 16, 51200, 1, 1, 1, 1, 1, 8, False) if gpus == 1 else
              (1024, 1024, 2048, 24, 32, 51200, 2, 1, 1, 1, 2, 128, False))
     case_str = str(("gpt",) + suite + fixed)
-    echo = ("python3 -m torch.distributed.launch "
+    echo = (f"python3 -m {launcher} "
             f"--nproc_per_node {gpus} benchmark_gpt_one_case.py \"{case_str}\" megatron_results_e2e\n")
     if crash:
         body = OOM.replace("pretrain_gpt.py", "benchmark_gpt_one_case.py")
@@ -791,38 +894,43 @@ def write_alpa() -> None:
     for r, unbuffered, gpu in (("alpa-megatron", False, "Tesla V100-SXM2-16GB"),
                                ("alpa-megatron-h100", True, "NVIDIA H100 80GB HBM3")):
         v = 152.5 if unbuffered else 47.9
-        text = alpa_run(v, unbuffered=unbuffered)
+        # the -h100 variant's patch launch-to-run: its echo names torch.distributed.run (issue 51)
+        launcher = "torch.distributed.run" if unbuffered else "torch.distributed.launch"
+        fol = follows + (["envbuild envbuild/recipes/data/alpa-megatron-h100.yaml patch launch-to-run "
+                          "(benchmark_gpt.py's two 'python3 -m torch.distributed.launch ' made '... .run ')"]
+                         if unbuffered else [])
+        text = alpa_run(v, unbuffered=unbuffered, launcher=launcher)
         for name, thr, verdict in (("completed-met", v * 0.5, "PASS"), ("completed-below", v * 2, "FAIL")):
-            case(r, name, text, follows=follows, state="complete", verdict=verdict, threshold=thr, metric=v,
+            case(r, name, text, follows=fol, state="complete", verdict=verdict, threshold=thr, metric=v,
                  window=[v], gpu=gpu, gpus=1, log="completed")
         if unbuffered:  # H100: a same-GPU reference exists (docs/results/alpa-megatron.md: 152.51, 152.99)
-            case(r, "completed-as-shipped", text, follows=follows, state="complete", verdict="PASS",
+            case(r, "completed-as-shipped", text, follows=fol, state="complete", verdict="PASS",
                  verdict_now="NOT JUDGED", metric=v, window=[v], gpu=gpu, gpus=1, log="completed",
                  note="no threshold; within 95 % of the H100 reference (152.51 TFLOPS, docs/results/alpa-megatron.md)")
         else:  # V100: the published 47.53 is a figure, not a threshold, and no V100 run is recorded
-            case(r, "completed-as-shipped", text, follows=follows, state="complete", verdict="NOT JUDGED", metric=v,
+            case(r, "completed-as-shipped", text, follows=fol, state="complete", verdict="NOT JUDGED", metric=v,
                  window=[v], gpu=gpu, gpus=1, log="completed",
                  note="no threshold and no V100 reference: NOT JUDGED (names the GPUs that have one)")
-        crashed = alpa_run(v, unbuffered=unbuffered, crash=True)
-        case(r, "crashed", crashed, follows=follows, state="error", verdict="NOTHING FOUND", threshold=v * 0.5,
+        crashed = alpa_run(v, unbuffered=unbuffered, crash=True, launcher=launcher)
+        case(r, "crashed", crashed, follows=fol, state="error", verdict="NOTHING FOUND", threshold=v * 0.5,
              gpu=gpu, gpus=1, note="the child died before write_tsv: no figure (exit 2, a failure)")
-        stopped = alpa_run(v, unbuffered=True).splitlines(keepends=True)[0] if unbuffered else ""
+        stopped = alpa_run(v, unbuffered=True, launcher=launcher).splitlines(keepends=True)[0] if unbuffered else ""
         if unbuffered:
-            case(r, "stopped-early", stopped, follows=follows, state="stopped", verdict="NOTHING FOUND",
+            case(r, "stopped-early", stopped, follows=fol, state="stopped", verdict="NOTHING FOUND",
                  threshold=v * 0.5, gpu=gpu, gpus=1, note="killed after the echo, before the result line")
-            case(r, "two-runs-second-killed", text + stopped, follows=follows, state="stopped",
+            case(r, "two-runs-second-killed", text + stopped, follows=fol, state="stopped",
                  verdict="NOTHING FOUND", threshold=v * 0.5, runs=2, gpu=gpu, gpus=1,
                  note="a completed run, then a second one killed before its result: the second is judged")
-        again = alpa_run(v * 1.01, unbuffered=unbuffered)
-        case(r, "two-runs-retry-after-crash", crashed + again, follows=follows, state="complete", verdict="PASS",
+        again = alpa_run(v * 1.01, unbuffered=unbuffered, launcher=launcher)
+        case(r, "two-runs-retry-after-crash", crashed + again, follows=fol, state="complete", verdict="PASS",
              threshold=v * 0.5, runs=2, metric=v * 1.01, window=[v * 1.01], gpu=gpu, gpus=1)
-        multi = alpa_run(v * 0.97, unbuffered=unbuffered, gpus=4)
-        case(r, "two-runs-1-then-4-gpus", text + multi, follows=follows, state="complete", verdict="NOT JUDGED",
+        multi = alpa_run(v * 0.97, unbuffered=unbuffered, gpus=4, launcher=launcher)
+        case(r, "two-runs-1-then-4-gpus", text + multi, follows=fol, state="complete", verdict="NOT JUDGED",
              runs=2, metric=v * 0.97, window=[v * 0.97], gpu=gpu, gpus=4,
              note="the 4-GPU case (1.3B) after the 1-GPU one (350M), into one output file: the 4-GPU run is judged; "
                   "no threshold, no reference for that case")
-    h200 = alpa_run(187.9, unbuffered=True)
-    case("alpa-megatron-h100", "another-gpu-h200", h200, follows=follows, state="complete", verdict="NOT JUDGED",
+    h200 = alpa_run(187.9, unbuffered=True, launcher="torch.distributed.run")
+    case("alpa-megatron-h100", "another-gpu-h200", h200, follows=fol, state="complete", verdict="NOT JUDGED",
          metric=187.9, window=[187.9], gpu="NVIDIA H200", gpus=1,
          note="the figure issue 35 reports from an H200 run, whose raw record is not in docs/results: no H200 "
               "reference, so NOT JUDGED naming the H100 one")
