@@ -99,8 +99,8 @@ def test_a_data_file_without_network_names_the_file_the_mirror_must_hold(tmp_pat
     from envbuild.errors import EnvironmentProblem
 
     with pytest.raises(EnvironmentProblem) as got:
-        fetch_data_file("oscar-1gb", "http://127.0.0.1:9/stas/oscar-1GB.jsonl.xz", None,
-                        tmp_path / "data" / "oscar-1GB.jsonl.xz", None)
+        fetch_data_file("oscar-1gb", "https://127.0.0.1:9/stas/oscar-1GB.jsonl.xz", None,
+                        tmp_path / "data" / "oscar-1GB.jsonl.xz", None)  # unpinned: https only (issue 54)
     assert got.value.hint == ("on a machine that reaches it: curl -fL -o DIR/oscar-1GB.jsonl.xz "
-                              "http://127.0.0.1:9/stas/oscar-1GB.jsonl.xz; then pass --data-mirror DIR")
+                              "https://127.0.0.1:9/stas/oscar-1GB.jsonl.xz; then pass --data-mirror DIR")
     assert not (tmp_path / "data" / "oscar-1GB.jsonl.xz").exists()

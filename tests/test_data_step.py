@@ -1,7 +1,8 @@
 """The recipe's downloads (``data``) are fetched by a plan step that checks and records their
 sha256: planned after the tree's checkout and before its build, from --data-mirror when the
-file is there, else from the URL (here a loopback HTTP server); a digest that differs from the
-recipe's, or from the one the first fetch recorded, is refused and nothing is written."""
+file is there, else from the URL (here a loopback HTTPS server: a file whose sha256 the recipe
+does not pin is fetched over TLS only); a digest that differs from the recipe's, or from the one
+the first fetch recorded, is refused and nothing is written."""
 
 from __future__ import annotations
 
@@ -38,11 +39,42 @@ def _fetch(tmp: Path, *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=60)
 
 
+def _self_signed(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key (PEM files), made here."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+            .sign(key, hashes.SHA256()))
+    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_file, key_file
+
+
 @pytest.fixture
-def server(tmp_path: Path):
-    """A loopback HTTP server over tmp/www (the URL side of a fetch)."""
+def server(tmp_path: Path, monkeypatch):
+    """A loopback HTTPS server over tmp/www (the URL side of a fetch), its certificate trusted by
+    the processes the test starts (SSL_CERT_FILE, which the node's Python reads)."""
+    import ssl
+
     www = tmp_path / "www"
     www.mkdir()
+    cert, key = _self_signed(tmp_path)
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
 
     class Handler(http.server.SimpleHTTPRequestHandler):
         def __init__(self, *a, **kw):
@@ -52,9 +84,12 @@ def server(tmp_path: Path):
             pass
 
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(cert, key)
+    httpd.socket = tls.wrap_socket(httpd.socket, server_side=True)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
-    yield www, f"http://127.0.0.1:{httpd.server_address[1]}"
+    yield www, f"https://127.0.0.1:{httpd.server_address[1]}"
     httpd.shutdown()
 
 
@@ -120,9 +155,9 @@ def test_without_a_recipe_digest_the_first_fetch_is_recorded_and_later_ones_must
 
 
 def test_unreachable_url_and_no_mirror_copy(tmp_path) -> None:
-    proc = _fetch(tmp_path, "--name", "x", "--url", "http://127.0.0.1:9/x", "--dest", str(tmp_path / "x"),
+    proc = _fetch(tmp_path, "--name", "x", "--url", "https://127.0.0.1:9/x", "--dest", str(tmp_path / "x"),
                   "--mirror", str(tmp_path / "absent"))
-    assert proc.returncode == 3 and "cannot download http://127.0.0.1:9/x and not in the mirror" in proc.stderr
+    assert proc.returncode == 3 and "cannot download https://127.0.0.1:9/x and not in the mirror" in proc.stderr
 
 
 def test_xz_is_unpacked_after_the_check(server, tmp_path) -> None:

@@ -2,9 +2,13 @@
 
 1. ``prepare(opts)``, before any node is contacted: open and verify the whole bundle
    (``envbuild.bundle.unpack``; ``--bundle-sha256`` pins the file before a byte is unpacked);
-   its lock must be the lock envbuild holds for its recipe and target, unless the file is
-   pinned (``trusted_lock``); the recipe and the lock come from the bundle, never from an
-   index or a mirror (``--recipe``/``--target``, when given, must name what it was made for).
+   its lock must be the lock envbuild holds for its recipe and target, unless the user pinned
+   the file with ``--bundle-sha256`` (``trusted_lock``); a signed provenance
+   (``--trusted-key``) pins the file too, but never switches that comparison off, and a
+   bundle older than the newest one accepted here for its recipe and target is refused
+   (``envbuild.bundle.rollback``), as is one whose statement names another recipe, target or
+   lock; the recipe and the lock come from the bundle, never from an index or a mirror
+   (``--recipe``/``--target``, when given, must name what it was made for).
 2. ``plan_bundle(opts)``: the plan's ``bundle`` step (``PlanOptions.bundle``): pip installs
    ``--no-index`` from the node's copy of the wheels, git clones the node's copy of the
    pinned commits.
@@ -23,9 +27,8 @@ from envbuild.bundle.manifest import MANIFEST
 from envbuild.bundle.unpack import Opened, open_bundle
 from envbuild.errors import CheckFailed, InputError
 from envbuild.fsio import write_tar
-from envbuild.inputs import lock_source
+from envbuild.lock.location import locate_lock
 from envbuild.lock.serialize import lock_digest, parse_lock
-from envbuild.recipes import load_recipe
 from envbuild.record import RunWriter
 from envbuild.targets import load_target
 
@@ -69,8 +72,8 @@ def trusted_lock_unopened(file: Path) -> None:
 
 def _held_lock(file: Path, lock_text: str, recipe: str, target: str, pinned: bool) -> None:
     theirs = lock_digest(parse_lock(lock_text, f"{file.name}:{LOCK_MEMBER}"))
-    try:
-        held = lock_source(load_recipe(recipe), load_target(target), None)
+    try:  # by name: the user's lockdir (a recipe of one's own locked there), else the shipped locks
+        held = locate_lock(recipe, target)
     except InputError:
         held = None
     ours = lock_digest(parse_lock(held.read_text(), held)) if held is not None and held.is_file() else None
@@ -93,7 +96,10 @@ def prepare(opts) -> Opened | None:
     for flag, value in (("--git-mirror", opts.git_mirror), ("--wheelhouse", opts.wheelhouse), ("--lock", opts.lock)):
         if value:
             raise InputError(f"--bundle and {flag} given", hint=f"the bundle carries what {flag} would give; drop {flag}")
-    pin = getattr(opts, "bundle_sha256", None)
+    from envbuild.bundle import rollback
+
+    pin = getattr(opts, "bundle_sha256", None)  # the user's own pin: a bundle made from their own lock
+    said = None
     if getattr(opts, "trusted_keys", ()):  # the signed provenance pins the file before it is unpacked
         from envbuild.bundle import provenance
 
@@ -104,12 +110,20 @@ def prepare(opts) -> Opened | None:
         if pin and pin.strip().lower() != signed:
             raise CheckFailed(f"--bundle-sha256 {pin} is not the signed statement's {signed}",
                               hint="drop one of them; nothing was unpacked")
-        pin = signed
-    if not pin:
+        said = rollback.check(stmt)  # not older than the newest accepted here, before a byte is unpacked
+    if not pin:  # a signature never switches off the comparison with the lock envbuild holds
         trusted_lock_unopened(Path(opts.bundle))
-    b = opened(opts.bundle, pin)
+    b = opened(opts.bundle, pin or (said and said["sha256"]))
     trusted_lock(b, pinned=bool(pin))
     m = b.manifest
+    if said is not None:
+        held = lock_digest(parse_lock(b.lock_file.read_text(), b.lock_file))
+        bound = {"recipe": m.recipe, "target": m.target, "lock_digest": held}
+        if any(said[k] != v for k, v in bound.items()) or m.lock_digest != held:
+            differ = ", ".join(k for k, v in bound.items() if said[k] != v) or "lock digest"
+            raise CheckFailed(f"the bundle {b.file.name}: its signed statement's {differ} differ from what the bundle "
+                              "carries", hint="the statement and the bundle were not made together; nothing was "
+                                              "installed")
     if opts.recipe:
         from envbuild.recipes import load_recipe
 
@@ -121,6 +135,8 @@ def prepare(opts) -> Opened | None:
         raise InputError(f"the bundle was made for target {m.target}, not {opts.target}",
                          hint=f"provision with --target {m.target}, or make a bundle for {opts.target}")
     opts.recipe, opts.lock, opts.locked = str(b.recipe_file), str(b.lock_file), True
+    if said is not None:
+        rollback.remember(said)  # the newest accepted for its recipe and target: older ones are refused
     staged = b.stage_params()
     write_tar(staged.src, [f.name for f in staged.files], staged.archive)  # what each node receives
     return b

@@ -8,7 +8,9 @@ framework's signature envelope: the signature covers the pre-authentication enco
 payload type and payload) signed with an Ed25519 key (PEM/PKCS#8 or OpenSSH, as ``ssh-keygen
 -t ed25519`` writes it); ``verify`` takes the user's trusted public keys and refuses an
 envelope no trusted key signed, a payload that is not such a statement, and a bundle file whose
-sha256 is not the statement's subject. Nothing here reaches the network: a Sigstore bundle
+sha256 is not the statement's subject, or whose name is not the subject's (a statement binds
+the artifact's name, its digest, and, for a bundle, its lock digest and creation time:
+``envbuild.bundle.rollback`` refuses one older than the newest accepted). Nothing here reaches the network: a Sigstore bundle
 (Fulcio certificate, Rekor entry) needs both, so it is not made here (said in docs/provision.md).
 
 Formats: https://github.com/in-toto/attestation (Statement v1, DSSE envelope),
@@ -130,9 +132,10 @@ def sign(stmt: dict, private_key_file: Path) -> dict:
 def verify(bundle: Path, envelope_file: Path, trusted: list[Path], kind: str = "bundle",
            actual: str | None = None) -> dict:
     """The statement of ``bundle`` (or of another artifact of ``kind``: a report), once a key of
-    ``trusted`` is shown to have signed it and its subject is the file's sha256 (CheckFailed
-    otherwise, exit 1). Reads the file only to hash it; ``actual``: the artifact's sha256 as
-    found elsewhere (an image's ID, from its engine), ``bundle`` then only names it."""
+    ``trusted`` is shown to have signed it and its subject is the file's sha256 and name
+    (CheckFailed otherwise, exit 1: a statement of another file vouches for nothing here).
+    Reads the file only to hash it; ``actual``: the artifact's sha256 as found elsewhere (an
+    image's ID, from its engine), ``bundle`` then only names it, and the name is not compared."""
     made_by, refused = MADE_BY[kind]
     from cryptography.exceptions import InvalidSignature
 
@@ -169,6 +172,7 @@ def verify(bundle: Path, envelope_file: Path, trusted: list[Path], kind: str = "
     try:
         stmt = json.loads(payload)
         subject = stmt["subject"][0]["digest"]["sha256"]
+        subject_name = str(stmt["subject"][0]["name"])
         ok_type = (payload_type == PAYLOAD_TYPE and stmt["_type"] == STATEMENT_TYPE
                    and stmt["predicateType"] == PREDICATE_TYPE
                    and stmt["predicate"]["buildDefinition"]["buildType"] == BUILD_TYPES[kind])
@@ -177,10 +181,17 @@ def verify(bundle: Path, envelope_file: Path, trusted: list[Path], kind: str = "
     if not ok_type:
         raise CheckFailed(f"{envelope_file}: signed, but not an in-toto statement of SLSA provenance of a {kind}",
                           hint=refused)
+    named = actual is None
     actual = actual or sha256_file(bundle)
     if actual != subject:
         raise CheckFailed(f"{bundle.name}: its sha256 is {actual}, not the signed statement's {subject}",
                           hint=f"this is not the {kind} the key signed (changed or damaged); {refused}")
+    if named and subject_name != bundle.name:
+        from envbuild.display import visible
+
+        raise CheckFailed(f"{bundle.name}: the signed statement names another file, '{visible(subject_name)}'",
+                          hint=f"a statement vouches for the file it names: a renamed {kind} is not the one the key "
+                               f"signed under this name; {refused}")
     return stmt
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+from rich.text import Text
 from envbuild.cli.tables import FoldingTable as Table
 
 from envbuild.cli import cli
@@ -35,7 +36,7 @@ def print_verdict(v: Verdict) -> None:
     for col in ("severity", "rule", "message", "fix"):
         table.add_column(col, overflow="fold")
     for x in v.violations:
-        sev = "[red]error[/red]" if x.severity == "error" else "[yellow]warning[/yellow]"
+        sev = Text("error", style="red") if x.severity == "error" else Text("warning", style="yellow")
         table.add_row(sev, x.rule, x.message, x.fix)
     console.print(table)
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import click
-from rich.console import Console
 from envbuild.cli.tables import FoldingTable as Table
 
 from envbuild.cli import cli
 from envbuild.cli.options import hosts_option, identity_option
-from envbuild.cli.output import console
+from envbuild.cli.output import SafeConsole, console, data, write_json_text
 from envbuild.errors import EnvironmentProblem, InputError
 from envbuild.facts.model import NodeFacts
 from envbuild.fsio import write_atomic
@@ -69,7 +68,7 @@ def facts_command(local, hosts, inventory, identity, port, user, known_hosts, in
         if output:
             write_atomic(output, text)
         if as_json:
-            click.echo(text, nl=False)
+            write_json_text(text)
         else:
             _print_table(facts)
             if output:
@@ -96,8 +95,8 @@ def _print_table(facts: list[NodeFacts]) -> None:
     for f in facts:
         table.add_row(*summary_row(f))
     # a pipe or a log file gets the whole table instead of an 80-column squeeze
-    out = console if console.is_terminal else Console(highlight=False, width=max(console.width, 240))
+    out = console if console.is_terminal else SafeConsole(highlight=False, width=max(console.width, 240))
     out.print(table)
     if len(facts) == 1 and facts[0].missing:
         for key, why in facts[0].missing.items():
-            console.print(f"  [dim]not found: {key}: {why}[/dim]")
+            console.print(data(f"  not found: {key}: {why}", style="dim"))

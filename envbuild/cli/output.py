@@ -7,8 +7,9 @@ import sys
 from typing import Any
 
 from rich.console import Console
+from rich.text import Text
 
-from envbuild.display import visible
+from envbuild.display import json_visible, visible
 
 
 class SafeConsole(Console):
@@ -23,6 +24,18 @@ class SafeConsole(Console):
 
 console = SafeConsole(highlight=False, soft_wrap=True)
 err_console = SafeConsole(stderr=True, highlight=False)
+
+
+def data(value: Any, style: str = "") -> Text:
+    """A table cell or line of data (a node's, a recipe's, a log's): its control bytes shown
+    (``visible``) and rich markup off, so ``[bold]`` in a GPU name prints as it is."""
+    return value if isinstance(value, Text) else Text(visible(str(value)), style=style)
+
+
+def write_json_text(text: str) -> None:
+    """JSON text made elsewhere (pydantic, ``ensure_ascii=False``) to stdout, DEL and C1
+    controls escaped (``json_visible``)."""
+    sys.stdout.write(json_visible(text))
 
 
 def emit_json(obj: Any) -> None:

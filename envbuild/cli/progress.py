@@ -11,7 +11,10 @@ for each step event and each transient progress event (``pending``, ``task``, ``
 ansible-runner reports them, and ``display(line)`` for messages. The tail shows what each
 Ansible task returned as soon as it ends (the commands a step ran, a failure's output), and,
 for a local node, the build log of the running command as it grows (pip/uv output, a build's
-compiler lines: ``envbuild.execute.livelog``); remote nodes' logs stay on the node.
+compiler lines: ``envbuild.execute.livelog``); remote nodes' logs stay on the node. Every
+string from a node (host, step, task, message, log line) is shown through
+``envbuild.display.visible``: a log's ESC, OSC 52 or 8-bit CSI prints as ``\\xNN``, and rich
+markup in it is text (``Text``, never parsed).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
+from envbuild.display import visible
 from envbuild.execute.events import BOOKKEEPING, Event
 
 TAIL_LINES = 8
@@ -100,9 +104,9 @@ class ProgressState:
                 if sid and sid not in n.planned:
                     n.planned.append(sid)
         elif kind == "task":
-            n.task = "" if ev.msg.startswith(BOOKKEEPING) else ev.msg
+            n.task = "" if ev.msg.startswith(BOOKKEEPING) else visible(ev.msg)
         elif kind == "output":
-            n.tail.extend(line[:400] for line in ev.msg.splitlines())
+            n.tail.extend(visible(line)[:400] for line in ev.msg.splitlines())
             self.last_output = ev.host
         elif kind == "start":
             n.step, n.step_started, n.task = step, ev.ts, ""
@@ -130,7 +134,7 @@ class ProgressState:
         step took and ``[done/total]`` when it ended, the message when it failed."""
         n = self.node(ev.host)
         text = Text(f"{ev.kind:>11}", style=STYLES.get(ev.kind, ""))
-        text.append(f" {ev.host:<16} {ev.step or '-'}")
+        text.append(f" {visible(ev.host):<16} {visible(ev.step or '-')}")
         if ev.kind in ("ok", "changed") and ev.step in n.durations:
             text.append(f"  {fmt_elapsed(n.durations[ev.step])}", style="bold")
         if ev.kind in ("ok", "changed", "skipped") and n.counter():
@@ -138,7 +142,7 @@ class ProgressState:
         if ev.kind in ENDED and ev.step in n.durations:
             text.append(f"  after {fmt_elapsed(n.durations[ev.step])}")
         if ev.msg and ev.kind in (*ENDED, "rerun", "waiting"):
-            text.append(f"  {ev.msg}")
+            text.append(f"  {visible(ev.msg)}")
         return text
 
     def renderable(self, width: int = 100) -> RenderableType:
@@ -153,11 +157,11 @@ class ProgressState:
             step = n.step or ("waiting" if running else n.status)
             elapsed = fmt_elapsed(now - n.step_started) if n.step_started is not None and running else ""
             style = {"done": "green", "running": "cyan"}.get(n.status, "bold red")
-            grid.add_row(Text(n.host[:24], style="bold"),
+            grid.add_row(Text(visible(n.host)[:24], style="bold"),
                          ProgressBar(total=n.total or 1, completed=len(n.done) if n.total else 0,
                                      width=20 if width >= 100 else 10, pulse=n.total is None and running,
                                      complete_style="green", finished_style="green"),
-                         Text(n.counter() or f"[{len(n.done)}/?]", style="dim"), Text(step, style=style),
+                         Text(n.counter() or f"[{len(n.done)}/?]", style="dim"), Text(visible(step), style=style),
                          Text(elapsed, style="bold"),
                          Text(n.task, style="dim"))
         finished = sum(1 for n in self.nodes.values() if n.status != "running")
@@ -166,7 +170,7 @@ class ProgressState:
         parts: list[RenderableType] = [head, grid]
         src = self.nodes.get(self.last_output or "")
         if src is not None and src.tail:
-            parts.append(Text(f"log of {src.host}:", style="dim"))
+            parts.append(Text(f"log of {visible(src.host)}:", style="dim"))
             for line in src.tail:
                 parts.append(Text("  " + line, style="dim", no_wrap=True, overflow="ellipsis"))
         return Group(*parts)

@@ -11,7 +11,7 @@ from envbuild.cli.tables import FoldingTable as Table
 from envbuild.cli import cli
 from envbuild.cli.options import hosts_option, identity_option, target_option
 from envbuild.cli.output import console, emit_json
-from envbuild.display import visible
+from envbuild.display import json_visible, visible
 from envbuild.errors import NOT_JUDGED, CheckFailed, EnvironmentProblem, InputError
 
 
@@ -78,6 +78,8 @@ def report_cmd(run_dir: Path | None, fmt: str | None, output: Path | None, as_re
     folder = resolve_run(run_dir)
     report = collect(folder)
     text = render(report, fmt, site)
+    if fmt == "json":  # pydantic leaves DEL and C1 raw in strings: U+009B is CSI to a terminal
+        text = json_visible(text)
     if output:
         write_atomic(output, text)
         click.echo(f"wrote {output}", err=True)
@@ -125,9 +127,10 @@ def attest_cmd(artifact: Path, trusted_keys: tuple[Path, ...], provenance: Path 
                as_json: bool) -> None:
     """Check an artifact's signed provenance: a trusted key signed it and it names this file.
 
-    Exit 0 with what the statement says (the recipe, target, run and verdict it was made from,
-    its inputs by sha256); 1 when no trusted key signed it, it names another file (changed
-    since it was signed), or it is no in-toto statement of that kind. Offline.
+    Exit 0 with what the statement says (its subject's name and sha256, when it was made, the
+    recipe, target, run and verdict it was made from, its inputs by sha256); 1 when no trusted
+    key signed it, its subject is another file (other bytes, or another name: a statement
+    vouches for the file it names), or it is no in-toto statement of that kind. Offline.
 
     \b
     envbuild report -o report.html --sign-key ~/.ssh/id_ed25519
@@ -146,7 +149,10 @@ def attest_cmd(artifact: Path, trusted_keys: tuple[Path, ...], provenance: Path 
     # the statement's values are the signer's text: shown with control bytes escaped
     params = stmt["predicate"]["buildDefinition"]["externalParameters"]
     deps = stmt["predicate"]["buildDefinition"]["resolvedDependencies"]
-    click.echo(visible(f"{artifact.name}: signed by a trusted key; sha256 {stmt['subject'][0]['digest']['sha256']}"))
+    subject = stmt["subject"][0]
+    made = stmt["predicate"].get("runDetails", {}).get("metadata", {}).get("finishedOn", "not recorded")
+    click.echo(visible(f"{artifact.name}: signed by a trusted key; subject {subject['name']} (the file's name), "
+                       f"sha256 {subject['digest']['sha256']}, made {made}"))
     click.echo(visible("made from: " + ", ".join(f"{k} {v}" for k, v in params.items())))
     click.echo(visible(f"inputs: {len(deps)} file(s) by sha256; builder "
                        f"{stmt['predicate']['runDetails']['builder']['id']}"))

@@ -5,6 +5,10 @@ columns).
 narrower than its rows need (and narrower than ``FOLD_BELOW`` columns), each row is printed as
 a record instead of squeezed cells: the first column on its own line, then ``column: value``
 lines indented by two, each wrapped at the terminal's width. Wide terminals get the boxed table.
+
+Every cell given as a string is data (``envbuild.cli.output.data``): its control bytes shown and
+rich markup off, so a node's ``[bold]`` or a recipe's ``[link=...]`` prints as written; a cell
+that is styled on purpose is passed as a ``rich.text.Text``.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
+
+from envbuild.cli.output import data
 
 FOLD_BELOW = 120  # a terminal at least this wide always gets the table
 
@@ -24,6 +30,10 @@ def _text(console: Console, cell) -> Text:
 
 
 class FoldingTable(Table):
+    def add_row(self, *renderables, **kwargs) -> None:  # noqa: ANN001 - rich's signature
+        """rich's ``add_row``, each string cell made data (markup off, controls shown)."""
+        super().add_row(*(data(c) if isinstance(c, str) else c for c in renderables), **kwargs)
+
     def _natural_width(self, console: Console) -> int:
         widths = []
         for col in self.columns:

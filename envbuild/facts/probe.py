@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 NOT_FOUND = 127  # exit status a probe uses for "tool not installed"
+TIMED_OUT = "did not answer"  # the script's word for a command its time bound stopped (``__eb_to``)
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,9 @@ class Section:
         """One line explaining why nothing usable came out of ``tool``."""
         if self.not_found:
             return f"{tool} not found"
+        bounded = [line.strip() for line in self.err.splitlines() if TIMED_OUT in line]
+        if bounded:  # stopped by its time bound: said so, not the shell's "Killed"
+            return bounded[0]
         text = (self.err.strip() or self.out.strip()).splitlines()
         first = text[0].strip() if text else "no output"
         return f"{tool} exited {self.rc}: {first}" if self.rc else f"{tool}: {first}"

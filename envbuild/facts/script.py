@@ -17,16 +17,42 @@ from __future__ import annotations
 import re
 import shlex
 
-from envbuild.facts.probe import Probe, Section
+from envbuild.facts.probe import TIMED_OUT, Probe, Section
 
 MARK = "::envbuild::"
+# Time bounds: one command of a probe (``__eb_to``) gets PROBE_TIMEOUT_S, a tool named in
+# QUICK_TOOLS_S its own shorter bound (a healthy nvidia-smi answers in seconds; a hung driver
+# never does), and the whole script SCRIPT_TIMEOUT_S. A tool that did not answer is not run
+# again by a later probe (a hung nvidia-smi once held `envbuild facts` for 244 s: four calls
+# of 60 s); one that ignores SIGTERM is killed KILL_AFTER_S later.
 PROBE_TIMEOUT_S = 60
+QUICK_TOOLS_S = {"nvidia-smi": 20}
+SCRIPT_TIMEOUT_S = 180
+KILL_AFTER_S = 3
 
 _PREAMBLE = """\
 set +e
 export LC_ALL=C LANG=C
 __eb_t=$(mktemp -d 2>/dev/null) || {{ __eb_t=/tmp/.envbuild-facts.$$; mkdir -p "$__eb_t"; }}
-__eb_to() {{ if command -v timeout >/dev/null 2>&1; then timeout {timeout} "$@"; else "$@"; fi; }}
+__eb_end=$(( $(date +%s 2>/dev/null || echo 0) + {deadline} ))
+__eb_tk=
+if command -v timeout >/dev/null 2>&1 && timeout -k 1 5 true >/dev/null 2>&1; then __eb_tk="-k {kill_after}"; fi
+__eb_to() {{
+  __eb_n=${{1##*/}}
+  __eb_k=$(printf '%s' "$1" | tr -c 'A-Za-z0-9._-' '_')
+  if [ -e "$__eb_t/hung.$__eb_k" ]; then echo "$__eb_n {timed_out} earlier in this run: not run again" >&2; return 124; fi
+  __eb_s={timeout}
+  case "$__eb_n" in {quick}esac
+  __eb_left=$(( __eb_end - $(date +%s 2>/dev/null || echo 0) ))
+  if [ "$__eb_left" -le 0 ]; then echo "$__eb_n not run: the probes' {deadline} s are spent" >&2; return 124; fi
+  if [ "$__eb_left" -lt "$__eb_s" ]; then __eb_s=$__eb_left; fi
+  if ! command -v timeout >/dev/null 2>&1; then "$@"; return; fi
+  timeout $__eb_tk "$__eb_s" "$@"; __eb_rc=$?
+  if [ "$__eb_rc" -eq 124 ] || [ "$__eb_rc" -eq 137 ]; then
+    : >"$__eb_t/hung.$__eb_k"; echo "$__eb_n {timed_out} in $__eb_s s: stopped" >&2
+  fi
+  return "$__eb_rc"
+}}
 __eb_py={python}
 if [ -z "$__eb_py" ]; then
   __eb_ifs=$IFS; IFS=:
@@ -64,12 +90,16 @@ rm -f "$__eb_t/rc" "$__eb_t/e" "$__eb_t/ef"
 """
 
 
-def build_script(probes: list[Probe], *, python: str | None = None, timeout: int = PROBE_TIMEOUT_S) -> str:
-    """The sh script running ``probes`` in order; ``python`` selects the interpreter for pip/torch."""
+def build_script(probes: list[Probe], *, python: str | None = None, timeout: int = PROBE_TIMEOUT_S,
+                 deadline: int = SCRIPT_TIMEOUT_S) -> str:
+    """The sh script running ``probes`` in order; ``python`` selects the interpreter for pip/torch;
+    ``timeout`` bounds one command of a probe (``__eb_to``), ``deadline`` all of them."""
     names = [p.name for p in probes]
     if len(set(names)) != len(names) or not all(re.fullmatch(r"[a-z0-9_]+", n) for n in names):
         raise ValueError(f"probe names must be unique [a-z0-9_]+: {names}")
-    parts = [_PREAMBLE.format(timeout=int(timeout), python=shlex.quote(python or ""))]
+    quick = "".join(f"{shlex.quote(tool)}) __eb_s={min(int(timeout), int(s))};; " for tool, s in QUICK_TOOLS_S.items())
+    parts = [_PREAMBLE.format(timeout=int(timeout), python=shlex.quote(python or ""), deadline=int(deadline),
+                              kill_after=KILL_AFTER_S, quick=quick, timed_out=TIMED_OUT)]
     parts += [_SECTION.format(mark=MARK, name=p.name, command=p.command.rstrip("\n"), cap=OUTPUT_LIMIT + 1)
               for p in probes]
     parts.append('rm -rf "$__eb_t"\n')

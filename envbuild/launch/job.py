@@ -157,8 +157,11 @@ def unpack_script(p: PackedEnv, fetch: bool = False) -> tuple[str, str, str]:
     node's copy at ``copy`` against the pack's sha256, and only then unpacks it at the prefix
     (a tarball) or leaves it there for the task to mount (a squashfs image: ``mount_lines``;
     a node without squashfuse fails here, before any task); a failure removes the copy and
-    exits 1 naming the node. ``fetch``: the node first copies the pack from where the job
-    reads it (``p.archive``) to ``copy`` itself (PBS: no sbcast)."""
+    exits 1 naming the node. The prefix is replaced only where it is absent, an empty folder,
+    or a prefix envbuild made and marked (``replaceable_test``: its own ``.envbuild`` folder):
+    a pack's manifest names the path, and a manifest never chooses what a node deletes.
+    ``fetch``: the node first copies the pack from where the job reads it (``p.archive``) to
+    ``copy`` itself (PBS: no sbcast)."""
     prefix = p.prefix.rstrip("/")
     parent = str(Path(prefix).parent)
     copy = p.node_copy()
@@ -170,7 +173,10 @@ def unpack_script(p: PackedEnv, fetch: bool = False) -> tuple[str, str, str]:
               + (f'cp -- {q(p.archive)} {q(copy)}; ' if fetch else "")
               + f'if ! echo {q(p.sha256 + "  " + copy)} | sha256sum -c --status -; then '
               f'echo "envbuild: $(hostname): the copy of the pack does not match its sha256 {p.sha256}" >&2; '
-              f'rm -f {q(copy)}; exit 1; fi; ')
+              f'rm -f {q(copy)}; exit 1; fi; '
+              f'if ! {{ {replaceable_test(prefix)}; }}; then '
+              f'echo "envbuild: $(hostname):" {q(prefix)} "holds files envbuild did not make (no .envbuild folder): '
+              f'left as it is, the pack not unpacked" >&2; rm -f {q(copy)}; exit 1; fi; ')
     if p.image:
         script += (f'if ! command -v squashfuse >/dev/null; then echo "envbuild: $(hostname): no squashfuse to mount the '
                    f'image (install squashfuse, or pack a .tar.gz)" >&2; rm -f {q(copy)}; exit 1; fi; '
@@ -182,6 +188,16 @@ def unpack_script(p: PackedEnv, fetch: bool = False) -> tuple[str, str, str]:
                    f'echo "envbuild: $(hostname) checked the pack (sha256 {p.sha256[:16]}) and unpacked it at" '
                    f'{q(prefix)}')
     return parent, copy, script
+
+
+def replaceable_test(prefix: str) -> str:
+    """A sh condition, true where a node may replace ``prefix`` (rm -rf): the path is absent,
+    an empty folder, or a folder envbuild made and marked (it holds a ``.envbuild`` folder, not
+    a link: every provisioned or unpacked prefix has one, with its lock, state and env.sh).
+    A link, a file, or a folder of someone's data is never replaced."""
+    p, mark = q(prefix), q(prefix + "/.envbuild")
+    return (f'{{ ! [ -e {p} ] && ! [ -L {p} ]; }} || {{ [ -d {p} ] && ! [ -L {p} ] && '
+            f'{{ {{ [ -r {p} ] && [ -z "$(ls -A -- {p})" ]; }} || {{ [ -d {mark} ] && ! [ -L {mark} ]; }}; }}; }}')
 
 
 def mount_lines(p: PackedEnv) -> list[str]:
@@ -531,7 +547,8 @@ def build_job(recipe, target, plan, opts: LaunchOptions) -> Job:
                scheduler_options=(tuple(prog.scheduler_options.get(opts.scheduler, ())) if prog else ()),
                master_port=opts.master_port or (prog.master_port if prog else None),
                address_var=address_var, prepare=prepare, stage=stage, header=header, options=opts,
-               packed=_packed(opts, plan, target), fanout=opts.fanout or sbcast_fanout(nodes), warnings=warnings,
+               packed=_packed(opts, plan, target, _needs(plan, recipe, opts, command, smoke_dir)),
+               fanout=opts.fanout or sbcast_fanout(nodes), warnings=warnings,
                exclusive=bool(gpus and target.gpus and gpus >= target.gpus.count),
                gpu_product=gpu_product_label(target) if gpus else None, ipc_lock=target.jobs.ipc_lock,
                ttl_after_finished_s=target.jobs.ttl_after_finished_s)
@@ -590,9 +607,30 @@ def _k8s_settings(opts: LaunchOptions, target) -> LaunchOptions:
 
 
 
-def _packed(opts: LaunchOptions, plan, target) -> PackedEnv | None:
+def _needs(plan, recipe, opts: LaunchOptions, command: str, smoke_dir: str | None) -> dict[str, str]:
+    """The plan steps whose results in the prefix the job reads (step id -> what): the
+    environment file; envbuild's smoke scripts for --smoke-only or a benchmark that is
+    envbuild's smoke run in their folder (a prefix provisioned with --no-smoke has none); the
+    checkout of each source the benchmark's command, folder or environment names."""
+    needs = {s.id: f"the environment file {s.params.path}" for s in plan.steps if s.kind == "env_file"}
+    bench = recipe.benchmark
+    runs_smoke = bench is not None and not bench.cwd and bench.parser == SMOKE_PARSER
+    if opts.smoke_only or (runs_smoke and not opts.command_override):
+        where = f" in {smoke_dir}" if smoke_dir else ""
+        needs["smoke"] = f"envbuild's smoke scripts (gpt.py, collective.py){where}"
+    if bench is not None and not (opts.smoke_only or opts.command_override):
+        prog = recipe.run_of(opts.variant)
+        text = " ".join([command, bench.cwd or "", *map(str, bench.env.values()), *(prog.argv if prog else [])])
+        needs.update({s.id: f"the checkout of {s.params.name} ({s.params.dest})" for s in plan.steps
+                      if s.kind == "git_source" and "{sources." + s.params.name + "}" in text})
+    return needs
+
+
+def _packed(opts: LaunchOptions, plan, target, needs: dict[str, str] | None = None) -> PackedEnv | None:
     """The pack to distribute, checked against the plan: it unpacks at its own prefix only, on
-    a node's own disk (a shared prefix is used where it is)."""
+    a node's own disk (a shared prefix is used where it is), and holds what the job reads
+    (``needs``: a step whose marker its manifest lacks was never finished in the packed prefix,
+    so the job would find it missing on every node, after the queue)."""
     if opts.packed is None:
         return None
     if opts.fanout and opts.scheduler != "slurm":
@@ -607,8 +645,14 @@ def _packed(opts: LaunchOptions, plan, target) -> PackedEnv | None:
                          hint="leave --packed out (each node uses the environment provisioned on it)")
     if opts.packed.prefix.rstrip("/") != plan.prefix.rstrip("/"):
         raise InputError(f"the pack holds the environment of {opts.packed.prefix}; this plan's prefix is {plan.prefix}",
-                         hint="a pack unpacks at the path it was made at (a venv is not relocatable): "
-                              "give --prefix " + opts.packed.prefix)
+                         hint="a pack unpacks at the path it was made at (a venv is not relocatable): provision "
+                              f"this plan's environment and pack that one (envbuild pack --prefix {plan.prefix} -o PACK)")
+    missing = [f"{what} (step {sid})" for sid, what in (needs or {}).items() if sid not in opts.packed.steps]
+    if missing:
+        raise InputError(f"the pack {opts.packed.archive} lacks what this launch reads: " + "; ".join(missing)
+                         + ": its manifest has no marker of " + ("that step" if len(missing) == 1 else "those steps"),
+                         hint="provision the prefix with them (the smoke step: without --no-smoke), then envbuild pack "
+                              "it again; nothing was submitted")
     return opts.packed
 
 

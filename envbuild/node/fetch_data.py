@@ -14,6 +14,12 @@ destination whose folder resolves outside the tree, or that is a symbolic link (
 can carry one), is refused before anything is written (exit 4); a leftover ``.partial`` is
 removed, never followed.
 
+A download is bounded: at most ``--max-bytes`` (default ``MAX_BYTES``, the controller's
+``envbuild.bundle.fetch.MAX_DATA_BYTES``: the recipe records no size), refused at once when
+the response's Content-Length says more and stopped when its bytes pass it; the partial file is
+removed and named (exit 3). ``http://`` is fetched only where a sha256 is pinned (``--sha256``,
+or the one an earlier fetch recorded): unpinned bytes come over TLS or not at all (exit 2).
+
 A file already at ``--dest`` whose digest is the expected/recorded one is left alone (no
 download). ``--decompress xz`` then unpacks ``dest`` to ``dest`` without ``.xz``. The last
 line of output is one JSON object: name, origin (mirror/url/present), sha256, checked
@@ -34,6 +40,11 @@ import sys
 import urllib.request
 
 CHUNK = 1 << 20
+MAX_BYTES = 16 << 30  # the stated maximum of one data file (envbuild.bundle.fetch.MAX_DATA_BYTES)
+
+
+class TooLarge(Exception):
+    pass
 
 
 def sha256_of(path):
@@ -52,10 +63,25 @@ def read_record(path):
         return None
 
 
-def fetch(url, tmp, timeout=60):
+def fetch(url, tmp, timeout=60, limit=MAX_BYTES, pinned=True):
+    """``url`` into ``tmp``, at most ``limit`` bytes (TooLarge past it); a redirect away from
+    https is refused for bytes no sha256 pins (``pinned`` False)."""
     req = urllib.request.Request(url, headers={"User-Agent": "envbuild-fetch-data"})
     with urllib.request.urlopen(req, timeout=timeout) as resp, open(tmp, "wb") as out:
-        shutil.copyfileobj(resp, out, CHUNK)
+        if not pinned and not resp.geturl().startswith("https://"):
+            raise ValueError("redirected to %s: not https, and no sha256 pins the file" % resp.geturl())
+        announced = resp.headers.get("Content-Length", "")
+        if announced.isdigit() and int(announced) > limit:
+            raise TooLarge("it announces %s bytes, more than the %d a download may take" % (announced, limit))
+        size = 0
+        while True:
+            block = resp.read(CHUNK)
+            if not block:
+                return
+            size += len(block)
+            if size > limit:
+                raise TooLarge("it sent more than %d bytes: stopped" % limit)
+            out.write(block)
 
 
 def fresh(path):
@@ -95,6 +121,7 @@ def main(argv=None):
     ap.add_argument("--mirror")
     ap.add_argument("--decompress", choices=["xz"])
     ap.add_argument("--root")
+    ap.add_argument("--max-bytes", type=int, default=MAX_BYTES)
     a = ap.parse_args(argv)
     if a.root:
         for path in [a.dest] + ([a.dest[:-3]] if a.decompress == "xz" else []):
@@ -121,13 +148,19 @@ def main(argv=None):
             shutil.copyfile(a.mirror, tmp)
         else:
             origin = "url"
+            if not a.url.startswith("https://") and not (want and a.url.startswith("http://")):
+                sys.stderr.write("%s: refusing %s: only https:// is fetched for a file without a pinned sha256 "
+                                 "(record the recipe's sha256, or give the https:// URL)\n" % (a.name, a.url))
+                return 2
             try:
-                fetch(a.url, tmp)
+                fetch(a.url, tmp, limit=a.max_bytes, pinned=bool(want))
             except Exception as exc:  # noqa: BLE001 - any failure to download is reported as such
-                if os.path.exists(tmp):
+                removed = ""
+                if os.path.lexists(tmp):
                     os.remove(tmp)
+                    removed = " (the partial file %s removed)" % tmp
                 where = " and not in the mirror %s" % a.mirror if a.mirror else ""
-                sys.stderr.write("%s: cannot download %s%s: %s\n" % (a.name, a.url, where, exc))
+                sys.stderr.write("%s: cannot download %s%s: %s%s\n" % (a.name, a.url, where, exc, removed))
                 return 3
         got = sha256_of(tmp)
         if want and got != want:

@@ -105,12 +105,26 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
         phase = "prefix-lock"  # one provision of a prefix at a time (envbuild.execute.prefixlock)
         prefixes = {n.name: plans[n.name].prefix for n in feasible if n.name in plans}
         # this controller's quick lock per node, then the lock on each prefix itself; a shared
-        # prefix is locked on its file system alone, and waited for
+        # prefix is locked on its file system alone, and waited for, through the first node of the
+        # prefix. A node whose prefix cannot be locked fails alone; the run stops only when none can
         mine = [] if target.shared_prefix else [(n, prefixes[n.name]) for n in feasible if n.name in prefixes]
-        with prefixlock.held(mine, rd.path.name), \
-                prefixlock.on_nodes(prefixlock.claims(feasible, prefixes, shared=target.shared_prefix),
+        with prefixlock.held(mine, rd.path.name, alone=True) as busy, \
+                prefixlock.on_nodes(prefixlock.claims([n for n in feasible if n.name not in busy], prefixes,
+                                                      shared=target.shared_prefix),
                                     rd.path.name, lambda host, msg: sink.emit(Event(time.time(), host, "prefix-lock",
-                                                                                    "waiting", msg))) as waited:
+                                                                                    "waiting", msg)),
+                                    alone=True) as waited:
+            lost = lock_failures(busy, waited.failed, feasible, prefixes, shared=target.shared_prefix)
+            if lost:  # those nodes fail here; the playbook is written again for the others
+                for name, why in lost.items():
+                    sink.emit(Event(time.time(), name, "prefix-lock", "failed", why))
+                    results.finish(name, "failed", failed_step="prefix-lock", log_tail=why)
+                feasible = [n for n in feasible if n.name not in lost]
+                installed_by = {u: i for u, i in installed_by.items() if u not in lost}
+                installers = [n for n in installers if n.name not in lost]
+                rendered, job, rerun_from = _prepare_job(opts, rd, facts, installers,
+                                                         {n.name: plans[n.name] for n in installers if n.name in plans})
+                command = job.command()
             # one round trip per node: markers, effects and the observed environment; when every
             # step of every node is done and holds, Ansible does not start (envbuild.provision.noop).
             # After a wait for another run's lock, the early (speculative) probes are stale
@@ -143,6 +157,26 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
         raise
     finally:
         sink.close()
+
+
+def lock_failures(busy: dict, failed: list, nodes: list[Node], prefixes: dict[str, str], *,
+                  shared: bool) -> dict[str, str]:
+    """``{node: why}`` of the nodes whose prefix could not be locked: held on this controller
+    (``busy``: {node: error}), or a claim on the node refused (``failed``: [(claim, error)]; a
+    shared prefix's claim fails every node of that prefix). Pure."""
+    def why(exc) -> str:
+        return f"{exc}" + (f" ({exc.hint})" if exc.hint else "")
+
+    def where(name: str) -> str:
+        return prefixes[name].rstrip("/") or "/"
+
+    out = {name: why(exc) for name, exc in busy.items()}
+    for claim, exc in failed:
+        for n in nodes:
+            if n.name == claim.node.name or (shared and n.name in prefixes and claim.node.name in prefixes
+                                              and where(n.name) == where(claim.node.name)):
+                out.setdefault(n.name, why(exc))
+    return out
 
 
 def entries(plans: dict[str, Plan], results) -> dict[str, str]:
