@@ -166,8 +166,9 @@ def test_a_pass_never_stands_beside_a_badge_that_says_no(run):
     """A launched job's smoke.json holds only the recipe's benchmark, which met its threshold
     and (with the native section carrying no ``ok``) did not count as the Functional badge's
     exercise: the banner said PASS beside "Functional: no". The verdict now needs every
-    Functional and Reproduced criterion: NOT JUDGED, naming the one not met; a PASS is left
-    only where both badges are supported."""
+    Functional criterion: NOT JUDGED, naming the one not met; a PASS is left only where the
+    badge is supported. (Results Reproduced asks the published figure on its hardware: a
+    verdict never waits for it, envbuild.report.badges.)"""
     make_clean(run)
     for node in ("gpu-a", "gpu-b"):
         smoke_file = run / "nodes" / node / "smoke.json"
@@ -187,4 +188,5 @@ def test_a_pass_never_stands_beside_a_badge_that_says_no(run):
         smoke_file.write_text(json.dumps(smoke))
     report = collect(run)
     badges = {b.id: b for b in report.badges}
-    assert report.verdict.status == "PASS" and badges["functional"].supported and badges["reproduced"].supported
+    assert report.verdict.status == "PASS" and badges["functional"].supported
+    assert not badges["reproduced"].supported  # the sample's threshold holds on any hardware: not the authors' figure

@@ -95,34 +95,75 @@ def _dependencies(lock: Lock | None) -> tuple[list[str], list[str]]:
         return [], unhashed + [exc.message]
 
 
+def _provision(report: Report, expected: Resources | None) -> tuple[str | None, str | None]:
+    """(measured, check) of the provision: this run's minutes against the expected ones; for a
+    no-op (nothing to do) the minutes of the run that provisioned, never the no-op's own."""
+    run = report.run
+    took = _minutes(run.started, run.finished)
+    smoke = "smoke not run (--no-smoke)" if run.smoke_skipped else "smoke included"
+    if run.nothing_to_do is None:
+        measured = f"{took:.1f} min from facts to report (run.json), {smoke}" if took is not None else None
+        return measured, _against(took, expected)
+    noop = (f"this run provisioned nothing ({run.nothing_to_do})"
+            + (f"; it took {took * 60:.0f} s to find that" if took is not None else ""))
+    prov = run.provisioned_by
+    if prov is None:
+        return (noop + "; the run that provisioned this environment is not in this runs folder, so its time "
+                "is not known here", "not compared: a no-op's minutes are not a provision's")
+    p_took = _minutes(prov.started, prov.finished)
+    p_smoke = "smoke not run (--no-smoke)" if prov.smoke_skipped else "smoke included"
+    if p_took is None:
+        return (noop + f"; provisioned by run `{prov.run_id}`, which recorded no start and finish",
+                "not compared: the provisioning run's minutes are not recorded")
+    check = _against(p_took, expected)
+    return (noop + f"; provisioned by run `{prov.run_id}`: {p_took:.1f} min from facts to report, {p_smoke}",
+            f"run `{prov.run_id}`: {check}" if check else None)
+
+
+def _against(took: float | None, expected: Resources | None) -> str | None:
+    if expected is None or took is None:
+        return None
+    return (f"within the expected {expected.minutes:g} min" if took <= expected.minutes
+            else f"{took / expected.minutes:.1f}x the expected {expected.minutes:g} min")
+
+
+def _smoke_measured(report: Report) -> str | None:
+    carried = sorted({n.evidence_from for n in report.nodes if n.evidence_from})
+    if report.run.nothing_to_do is not None:
+        return "not run by this no-op" + (f"; its smoke and benchmark carried forward from run(s) "
+                                          f"{', '.join(carried)}" if carried else "")
+    if report.run.smoke_skipped:
+        return "not run (provision --no-smoke)"
+    return "part of the provision above" if _minutes(report.run.started, report.run.finished) is not None else None
+
+
 def _experiments(report: Report, recipe: Recipe) -> list[Experiment]:
     argv = " ".join(shlex.quote(a) for a in report.run.argv) or f"envbuild provision {recipe.name} --target " \
                                                                   f"{report.run.target}"
     expected = {r.experiment: r for r in recipe.resources}
-    took = _minutes(report.run.started, report.run.finished)
     native = [b for n in report.nodes for b in n.benchmarks if b.name.startswith("native.")]
     gpus = max((n.facts.gpu_count for n in report.nodes if n.facts), default=0)
-    out = []
     prov = expected.get("provision")
-    measured = f"{took:.1f} min from facts to report (run.json), smoke included" if took is not None else None
-    check = None
-    if prov and took is not None:
-        check = (f"within the expected {prov.minutes:g} min" if took <= prov.minutes
-                 else f"{took / prov.minutes:.1f}x the expected {prov.minutes:g} min")
-    out.append(Experiment(kind="provision", command=argv, expected=prov, measured=measured, check=check))
+    measured, check = _provision(report, prov)
+    out = [Experiment(kind="provision", command=argv, expected=prov, measured=measured, check=check)]
     if "smoke" in expected:
         out.append(Experiment(kind="smoke", command="part of the provision (again: envbuild smoke --local)",
-                              expected=expected["smoke"], measured="part of the provision above" if took else None))
+                              expected=expected["smoke"], measured=_smoke_measured(report)))
     if recipe.benchmark is not None:
         bench = expected.get("benchmark")
         shown = "; ".join(f"{b.name} = {b.value:g} {b.unit}".strip() + f" ({b.verdict})" for b in native
                           if b.value is not None)
+        carried = sorted({n.evidence_from for n in report.nodes if n.evidence_from and n.benchmarks})
+        if shown and carried:
+            shown += f" (carried forward from run(s) {', '.join(carried)})"
         check = None
         if bench and gpus:
             check = (f"the node had {gpus} GPU(s), {bench.gpus} expected" if gpus >= bench.gpus
                      else f"the node had {gpus} GPU(s), fewer than the {bench.gpus} expected")
+        not_run = ("the benchmark did not run in this run (provision --no-smoke)" if report.run.smoke_skipped
+                   else "the benchmark did not run in this run")
         out.append(Experiment(kind="benchmark", command=recipe.benchmark.command, expected=bench,
-                              measured=shown or "the benchmark did not run in this run", check=check))
+                              measured=shown or not_run, check=check))
     return out
 
 
@@ -152,6 +193,12 @@ def build(report: Report, recipe: Recipe, lock: Lock | None) -> Appendix:
             else "no published figure"
         judged = "; ".join(f"{b.verdict}: {b.reason}" for b in native if b.verdict) or None
         claims = f"{bench.metric} by the {bench.parser} parser; {pub}" + (f"; this run: {judged}" if judged else "")
+        repro = badges.get("reproduced")
+        if repro is not None:  # the published result, apart from how the setup repeats here
+            claims += "; Results Reproduced: " + (
+                f"not applicable ({repro.not_applicable})" if repro.not_applicable else "supported" if repro.supported
+                else "not supported (" + ", ".join(c.id for c in repro.criteria if not c.met) + ")")
+        claims += "".join(f"; {line}" for line in report.repeatability)
     waits = sum(r.minutes for r in recipe.resources)
     observed = any(n.observed for n in report.nodes)
     items = [

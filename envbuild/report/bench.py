@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from envbuild.report.model import Benchmark, Spread
+from envbuild.report.model import Benchmark, Comparison, Spread
 from envbuild.recipes.schema import Benchmark as RecipeBenchmark
 from envbuild.record import migrate
 from envbuild.record.smoke import NativeSection, Section, SmokeRecord
@@ -106,9 +106,39 @@ def compared_text(v: Verdict) -> str | None:
     if c.kind == "threshold":
         text = f"threshold {rel} {c.value:.6g}{on}"
     else:
-        text = (f"reference {c.value:.6g}{on} ({c.source}"
-                + (f", sha256 {c.sha256[:12]}" if c.sha256 else "") + f"): {rel} {c.required:.6g} needed")
+        several = (f"the {c.statistic or 'median'} of {len(c.runs)} run(s), tolerance {c.tolerance:.1%}: "
+                   if c.runs and c.tolerance is not None else "")
+        sha = f", sha256 {c.sha256[:12]}" if c.sha256 and len(c.runs) <= 1 else ""
+        text = f"reference {c.value:.6g}{on} ({several}{c.source}{sha}): {rel} {c.required:.6g} needed"
     return text + (f"; {c.normalisation}" if c.normalisation else "")
+
+
+def comparison(v: Verdict) -> Comparison | None:
+    """The verdict's yardstick as the report holds it (a reference's runs, statistic, spread and
+    tolerance where the verdict stores them: older verdicts do not)."""
+    c = v.compared
+    if c is None:
+        return None
+    return Comparison(kind=c.kind, value=c.value, required=c.required, gpu=c.gpu, gpus=c.gpus, source=c.source,
+                      normalisation=c.normalisation, runs=list(getattr(c, "runs", None) or []),
+                      statistic=getattr(c, "statistic", None), spread=getattr(c, "spread", None),
+                      tolerance=getattr(c, "tolerance", None))
+
+
+def judged_fields(v: Verdict) -> dict[str, Any]:
+    """What a benchmark row holds of the judge's verdict ``v`` besides its figure: the word, the
+    yardstick, the run's GPU and the published figure's hardware and share."""
+    c, pub = v.compared, v.published
+    return {"verdict": v.verdict, "reason": v.reason, "compared_with": compared_text(v), "compared": comparison(v),
+            "reference": c.source if c is not None and c.kind == "reference" else None,
+            "reference_value": c.value if c is not None and c.kind == "reference" else None,
+            "record": v.record, "gpu": v.gpu, "gpus": v.gpus,
+            "published_source": pub.source if pub is not None else None,
+            "published": pub.value if pub is not None and pub.compared else None,
+            "published_not_compared": pub.why if pub is not None and not pub.compared else None,
+            "published_gpu": pub.gpu if pub is not None else None,
+            "published_gpus": pub.gpus if pub is not None else None,
+            "published_percent": pub.percent if pub is not None else None}
 
 
 def _row(name: str, value: Any, unit: str, threshold: Any, higher: bool, passed: bool | None,
@@ -131,21 +161,10 @@ def native_row(native: NativeSection, recipe_benchmark: dict | None = None,
     if sp is None and v.window is not None and v.window.n > 1:
         sp = Spread(n=v.window.n, median=v.window.median, min=v.window.min, max=v.window.max)
     c = v.compared
-    row = Benchmark(name=f"native.{v.metric}", value=sp.median if repeated else v.value,
-                    unit=v.unit or native.unit, higher_is_better=v.higher_is_better,
-                    threshold=c.required if c is not None and c.kind == "threshold" else None,
-                    passed=v.passed, spread=sp, verdict=v.verdict, reason=v.reason, compared_with=compared_text(v),
-                    reference=c.source if c is not None and c.kind == "reference" else None,
-                    reference_value=c.value if c is not None and c.kind == "reference" else None,
-                    record=v.record)
-    pub = v.published
-    if pub is not None:
-        row.published_source = pub.source
-        if pub.compared:
-            row.published = pub.value
-        else:
-            row.published_not_compared = pub.why
-    return row
+    return Benchmark(name=f"native.{v.metric}", value=sp.median if repeated else v.value,
+                     unit=v.unit or native.unit, higher_is_better=v.higher_is_better,
+                     threshold=c.required if c is not None and c.kind == "threshold" else None,
+                     passed=v.passed, spread=sp, **judged_fields(v))
 
 
 def benchmarks(smoke: SmokeRecord | dict, recipe_benchmark: dict | None = None,

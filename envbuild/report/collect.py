@@ -24,12 +24,15 @@ from envbuild.record.smoke import SmokeRecord
 from envbuild.report import bench
 from envbuild.smoke.pipeline_trace import computation_order
 from envbuild.report.fingerprint import node_fingerprint, node_kind, run_fingerprint
-from envbuild.report.badges import assess
+from envbuild.report.badges import assess, repeatability
 from envbuild.report.model import (BundleInfo, DecisionRow, Deviation, FactsSummary, ImportCostRow, LaunchJob,
-                                   NodeReport, PatchRow, PinRow, PipelineOrder, Preflight, Reason, RecipeInfo, Report, RunInfo, StepResult,
-                                   Verdict)
+                                   NodeReport, PatchRow, PinRow, PipelineOrder, Preflight, ProvisionedRun, Reason,
+                                   RecipeInfo, Report, RunInfo, StepResult, Verdict)
 
-PASS_NEEDS = ("functional", "reproduced")  # the badges a PASS must stand beside
+# the badge a PASS must stand beside: Functional. Results Reproduced asks the published figure
+# on the published hardware (envbuild.report.badges): a PASS against a same-GPU reference is a
+# verdict on the run, never that badge
+PASS_NEEDS = ("functional",)
 
 
 def facts_summary(f: NodeFacts) -> FactsSummary:
@@ -189,7 +192,8 @@ def pipeline_order(node_rec: NodeRecord, recipe: RecipeView) -> PipelineOrder | 
     return PipelineOrder.model_validate({**asdict(order), "record": "smoke/native.out"})
 
 
-def not_judged(nodes: list[NodeReport], recipe: RecipeView, launch: LaunchJob | None) -> list[str]:
+def not_judged(nodes: list[NodeReport], recipe: RecipeView, launch: LaunchJob | None,
+               smoke_skipped: bool = False) -> list[str]:
     """What keeps a run with no failure from a PASS: each node's benchmark that did not run,
     ran without a threshold, or was not compared; [] when every node's was judged."""
     if not recipe.benchmark:
@@ -198,7 +202,8 @@ def not_judged(nodes: list[NodeReport], recipe: RecipeView, launch: LaunchJob | 
     for n in nodes:
         rows = [b for b in n.benchmarks if b.name.startswith("native.")]
         if not rows:
-            why = n.benchmark_not_run or ("no smoke ran" if not n.smoke_ok else "no result in smoke.json")
+            why = n.benchmark_not_run or (("the smoke was not run: provision --no-smoke" if smoke_skipped
+                                           else "no smoke ran") if not n.smoke_ok else "no result in smoke.json")
             out.append(f"{n.host}: the recipe's benchmark did not run ({why})")
         for b in rows:
             if b.passed is None:  # the judge's NOT JUDGED, with its reason
@@ -228,6 +233,33 @@ def carried_smoke(record: RunRecord, host: str, fingerprint: str) -> tuple[Smoke
         except (InputError, OSError):
             continue
     return None, None
+
+
+def provisioning_run(record: RunRecord, nodes: list[NodeReport]) -> ProvisionedRun | None:
+    """The run that provisioned what a no-op run found done: the newest earlier run in the same
+    runs folder that finished ok, started Ansible, installed something, and whose every node has
+    the same environment fingerprint as this run's. None when there is none (or no fingerprint)."""
+    prints = {n.host: n.fingerprint for n in nodes}
+    runs_dir = record.path.parent
+    if not prints or not all(prints.values()) or not runs_dir.is_dir():
+        return None
+    for earlier in sorted((p for p in runs_dir.iterdir() if p.is_dir() and not p.is_symlink()
+                           and p.name < record.path.name), reverse=True):
+        try:
+            there = RunRecord.load(earlier)
+            if there.run.status != "ok" or there.run.ansible:
+                continue
+            theirs = {host: there.node(host) for host in prints}
+            if any(n is None or n.observed is None or node_fingerprint(n.observed, there.lock_digest) != prints[h]
+                   for h, n in theirs.items()):
+                continue
+            if any(n is not None and n.result is not None and n.result.changed for n in theirs.values()):
+                r = there.run
+                return ProvisionedRun(run_id=r.run_id, started=r.started, finished=r.finished, argv=r.argv,
+                                      smoke_skipped=r.options.get("smoke") is False)
+        except (InputError, OSError):
+            continue
+    return None
 
 
 def launch_job(launch: LaunchRecord | None) -> LaunchJob | None:
@@ -271,13 +303,16 @@ def collect(run_dir: str | Path) -> Report:
     launch = launch_job(record.launch)  # its failures are the run's and its node's
     bundle = run.bundle
 
+    smoke_skipped = run.options.get("smoke") is False  # provision --no-smoke
     report = Report(
         envbuild_version=__version__,
-        verdict=verdict(reasons, not_judged(nodes, recipe, launch)),
+        verdict=verdict(reasons, not_judged(nodes, recipe, launch, smoke_skipped)),
         fingerprint=run_fingerprint([n.fingerprint for n in nodes], lock_digest),
         run=RunInfo(run_id=run.run_id, recipe=run.recipe, target=run.target, status=run.status,
                     started=run.started, finished=run.finished, argv=run.argv, hosts=run.hosts,
-                    envbuild_version=run.envbuild_version,
+                    envbuild_version=run.envbuild_version, nothing_to_do=run.ansible,
+                    provisioned_by=provisioning_run(record, nodes) if run.ansible else None,
+                    smoke_skipped=smoke_skipped,
                     bundle=BundleInfo(digest=bundle.digest, file=bundle.file, bytes=bundle.bytes,
                                       offline=bundle.offline) if bundle is not None else None),
         recipe=RecipeInfo(name=recipe.name or run.recipe, title=recipe.title,
@@ -290,8 +325,8 @@ def collect(run_dir: str | Path) -> Report:
         nodes=nodes,
         launch=launch,
     )
-    report.badges = assess(report)
-    # one verdict beside the badges: a PASS needs every Functional and Reproduced criterion met
+    report.badges, report.repeatability = assess(report), repeatability(report)
+    # one verdict beside the badges: a PASS needs every Functional criterion met
     unmet = [f"{b.name}: {c.requirement}: not met ({c.evidence})" for b in report.badges
              if b.id in PASS_NEEDS for c in b.criteria if not c.met and c.id != "functional"]
     if report.verdict.status == "PASS" and unmet:

@@ -62,6 +62,18 @@ class BundleInfo(_M):
     offline: bool = True
 
 
+class ProvisionedRun(_M):
+    """The earlier run that provisioned the environment a no-op run found done (the newest
+    earlier run in the same runs folder with the same environment fingerprint on every node and
+    something installed): its timings are the provision's, the no-op's are not."""
+
+    run_id: str
+    started: str | None = None
+    finished: str | None = None
+    argv: list[str] = Field(default_factory=list)
+    smoke_skipped: bool = False  # that run was made with --no-smoke
+
+
 class RunInfo(_M):
     run_id: str
     recipe: str
@@ -73,6 +85,10 @@ class RunInfo(_M):
     hosts: list[str] = Field(default_factory=list)
     bundle: BundleInfo | None = None  # offline: provisioned from this bundle, no network
     envbuild_version: str | None = None  # the envbuild that made the run (run.json; older runs: None)
+    # a no-op: every step of every node was done and held, nothing ran (run.json's ``ansible``)
+    nothing_to_do: str | None = None
+    provisioned_by: ProvisionedRun | None = None  # a no-op's: the run that provisioned, where found
+    smoke_skipped: bool = False  # provision --no-smoke: no smoke and no benchmark were run
 
 
 class RecipeInfo(_M):
@@ -168,6 +184,24 @@ class Spread(_M):
     max: float
 
 
+class Comparison(_M):
+    """What the judge compared a native figure with (``envbuild.record.verdict.Compared``): the
+    recipe's ``threshold`` (``source``: its citation) or a same-GPU ``reference`` of one or more
+    runs (``runs``, their ``spread``: range over median, and the ``tolerance`` taken from it)."""
+
+    kind: Literal["threshold", "reference"]
+    value: float
+    required: float
+    gpu: str | None = None  # None: any hardware
+    gpus: int | None = None
+    source: str | None = None
+    normalisation: str | None = None  # how GPU counts were divided out, where they differ
+    runs: list[str] = Field(default_factory=list)
+    statistic: str | None = None
+    spread: float | None = None
+    tolerance: float | None = None
+
+
 class Benchmark(_M):
     """One measured number, with its threshold and the published figure when there are any."""
 
@@ -191,6 +225,12 @@ class Benchmark(_M):
     reference: str | None = None  # the reference record (docs/results/...), when compared with one
     reference_value: float | None = None
     record: str | None = None  # the judged run's output
+    compared: Comparison | None = None  # the judge's yardstick, as it stored it
+    gpu: str | None = None  # the run's GPU model and count, as the judge took them
+    gpus: int | None = None
+    published_gpu: str | None = None  # the GPU model and count the published figure was measured on
+    published_gpus: int | None = None
+    published_percent: float | None = None  # the run's figure as a share of it (same model only)
 
 
 class LaunchJob(_M):
@@ -315,6 +355,8 @@ class Report(_M):
     nodes: list[NodeReport] = Field(default_factory=list)
     launch: LaunchJob | None = None  # a run made by envbuild launch --submit
     badges: list[Badge] = Field(default_factory=list)  # ACM artifact badges (envbuild.report.badges)
+    # a repeat of envbuild's own same-GPU reference: repeatability, stated apart, never a badge
+    repeatability: list[str] = Field(default_factory=list)
 
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True, indent=2) + "\n"

@@ -200,7 +200,8 @@ def as_report(root: Path, judged: Judged, published: str | None = None) -> Repor
     and its verdict is the benchmark's."""
     from envbuild.facts.model import NodeFacts
     from envbuild.record import read_run_info
-    from envbuild.report.badges import assess
+    from envbuild.report.badges import assess, repeatability
+    from envbuild.report.bench import judged_fields
     from envbuild.report.collect import facts_summary
     from envbuild.report.model import Benchmark, NodeReport, RecipeInfo, Reason, Report, RunInfo
     from envbuild.report.model import Verdict as ReportVerdict
@@ -214,10 +215,8 @@ def as_report(root: Path, judged: Judged, published: str | None = None) -> Repor
     bench = []
     if now is not None:
         bench.append(Benchmark(name=f"native.{now.metric}", value=now.value, unit=now.unit or "",
-                               higher_is_better=now.higher_is_better, verdict=now.verdict, reason=now.reason,
-                               record=judged.record.record,
-                               reference=now.compared.source if now.compared and now.compared.kind == "reference"
-                               else None))
+                               higher_is_better=now.higher_is_better, passed=now.passed,
+                               **{**judged_fields(now), "record": judged.record.record}))
     status = now.verdict if now and now.verdict in (PASS, "NOT JUDGED") else FAIL
     reasons = [] if status != FAIL else [Reason(kind="benchmark", message=now.reason if now else
                                                 (judged.why_not or "the record was not judged"))]
@@ -228,5 +227,5 @@ def as_report(root: Path, judged: Judged, published: str | None = None) -> Repor
                                 envbuild_version=run.envbuild_version),
                     recipe=RecipeInfo(name=run.recipe, lock_digest=run.lock_digest, published=published),
                     nodes=[NodeReport(host=(run.hosts or ["node"])[0], facts=facts, benchmarks=bench)])
-    report.badges = assess(report)
+    report.badges, report.repeatability = assess(report), repeatability(report)
     return report

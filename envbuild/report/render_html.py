@@ -17,7 +17,8 @@ from envbuild.render import sitetemplates
 from envbuild.report.model import Benchmark, LaunchJob, NodeReport, Report
 from envbuild.report.pipeline_svg import pipeline_section
 from envbuild.report.plot import bar_chart
-from envbuild.report.render_md import IMPORT_COST_HEAD, PASS_TEXT, fmt_num, import_cost_rows, published_text, short
+from envbuild.report.render_md import (IMPORT_COST_HEAD, PASS_TEXT, fmt_num, import_cost_rows, published_text,
+                                       run_notes, short)
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1180px;color:#1d232b;padding:0 16px}
@@ -133,7 +134,10 @@ def badges(report: Report) -> str:
     return ('<h2>ACM artifact badges</h2><div class="badges">' + "".join(cards) + "</div>"
             "<details><summary>criteria and evidence</summary>"
             + table(["badge", "criterion", "", "evidence"], rows)
-            + "<p>Reviewers award the badges; this says which ones the run's evidence supports.</p></details>")
+            + "<p>Reviewers award the badges; this says which ones the run's evidence supports.</p></details>"
+            + ("<p>Repeatability (envbuild's own runs on the same GPU; not an ACM badge):</p><ul>"
+               + "".join(f"<li>{escape(line)}</li>" for line in report.repeatability) + "</ul>"
+               if report.repeatability else ""))
 
 
 def launch_section(job: LaunchJob | None) -> str:
@@ -182,7 +186,7 @@ def render_html(report: Report, site: tuple[tuple[str, str], ...] = ()) -> str:
         ("lock digest", rec.lock_digest), ("fleet fingerprint (all nodes)", report.fingerprint or "not observed"),
         ("started / finished", f"{run.started or '-'} / {run.finished or '-'}"),
         ("hosts", ", ".join(run.hosts) or ", ".join(n.host for n in report.nodes)),
-        ("envbuild", version_text(report)),
+        ("envbuild", version_text(report)), *[(k, str(v).replace("`", "")) for k, v in run_notes(run)],
         *([("offline bundle", f"{run.bundle.digest} ({run.bundle.file}); no network: every wheel and "
                               "commit from the bundle")] if run.bundle else [])]])
     summary += ('<tr><th>command line</th><td class="cmd" id="argv">'

@@ -1,7 +1,15 @@
-"""The report as Markdown: verdict first, short tables, diffs last (pure, byte-stable)."""
+"""The report as Markdown: verdict first, short tables, diffs last (pure, byte-stable).
+
+Every value is printed as literal text, as the HTML report escapes it (``html.escape``): a
+recipe title, a host, a log's message cannot carry raw HTML (``<script>``), a link
+(``[x](javascript:...)``, ``<javascript:...>``) or a code fence into a renderer that does not
+sanitise. ``md`` escapes a value in running text, ``code`` makes one a code span that it cannot
+leave, ``fence`` a fenced block that it cannot close, and every table cell passes ``inert``.
+"""
 
 from __future__ import annotations
 
+import re
 import shlex
 
 from envbuild.render import sitetemplates
@@ -15,9 +23,61 @@ def short(value: str | None, n: int = 12) -> str:
     return value[:n] if len(value) == 40 or len(value) == 64 else value
 
 
+_TAG_START = re.compile(r"<(?=[A-Za-z/!?])")  # where CommonMark starts raw HTML or an autolink
+_TICKS = re.compile(r"`+")
+
+
+def _escape(text: str) -> str:
+    """Running text made literal: backslash, backtick and brackets escaped (no code span, link or
+    image can start), ``<`` before a tag or autolink written ``&lt;``, lines joined."""
+    text = re.sub(r"([\\`\[\]])", r"\\\1", " ".join(text.splitlines()))
+    return _TAG_START.sub("&lt;", text)
+
+
+def md(value) -> str:
+    """A value as literal Markdown text (the Markdown report's ``html.escape``).
+
+    >>> md('Demo <script>alert(1)</script> [x](javascript:alert(1))')
+    'Demo &lt;script>alert(1)&lt;/script> \\\\[x\\\\](javascript:alert(1))'
+    """
+    return _escape("" if value is None else str(value))
+
+
+def code(value) -> str:
+    """``value`` as one code span it cannot leave (a backtick run longer than any inside it)."""
+    text = " ".join(str(value).splitlines())
+    ticks = "`" * (max((len(m[0]) for m in _TICKS.finditer(text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+def fence(text: str, info: str = "") -> list[str]:
+    """Lines of a fenced code block holding ``text`` that no line of it can close."""
+    longest = max((len(m[0]) for m in _TICKS.finditer(text)), default=0)
+    ticks = "`" * max(3, longest + 1)
+    return [ticks + info, text.rstrip("\n"), ticks]
+
+
+def inert(text: str) -> str:
+    """Markdown made by this module with its values in it, made inert as CommonMark reads it: its
+    code spans kept (nothing is interpreted inside one), the text between escaped (``_escape``),
+    so a value that closes a span early leaves nothing live either."""
+    text = " ".join(text.splitlines())
+    runs = list(_TICKS.finditer(text))
+    out, pos, i = [], 0, 0
+    while i < len(runs):
+        close = next((j for j in range(i + 1, len(runs)) if len(runs[j][0]) == len(runs[i][0])), None)
+        if close is None:
+            i += 1
+            continue
+        out += [_escape(text[pos:runs[i].start()]), text[runs[i].start():runs[close].end()]]
+        pos, i = runs[close].end(), close + 1
+    return "".join(out) + _escape(text[pos:])
+
+
 def cell(value) -> str:
     text = "-" if value is None or value == "" else str(value)
-    return text.replace("|", "\\|").replace("\n", " ")
+    return inert(text).replace("|", "\\|")
 
 
 def table(headers: list[str], rows: list[list]) -> list[str]:
@@ -46,29 +106,29 @@ def published_text(b) -> str:
 def verdict_lines(b) -> list[str]:
     """The judge's stored verdict on a benchmark row: its word and reason, what the figure was
     compared with (the threshold on its GPU, or the reference record) and the judged record."""
-    out = [f"Verdict on {b.name}: **{b.verdict}**: {b.reason}".rstrip(": ")]
+    out = [f"Verdict on {md(b.name)}: **{md(b.verdict)}**: {md(b.reason)}".rstrip(": ")]
     if b.compared_with:
-        out.append(f"- compared with: {b.compared_with}")
+        out.append(f"- compared with: {md(b.compared_with)}")
     if b.record:
-        out.append(f"- this run's record: `{b.record}`" + (f"; the reference: `{b.reference}`" if b.reference else ""))
+        out.append(f"- this run's record: {code(b.record)}" + (f"; the reference: {code(b.reference)}" if b.reference else ""))
     return out + [""]
 
 
 def node_section(n: NodeReport) -> list[str]:
-    out = [f"### {n.host}", ""]
+    out = [f"### {md(n.host)}", ""]
     f = n.facts
     if f:
         out += table(["GPU", "driver", "CUDA (driver)", "nvcc", "NCCL", "OS", "glibc", "python"],
                      [[f"{f.gpu_count}x {f.gpu}" if f.gpu else "none", f.driver, f.driver_cuda, f.nvcc, f.nccl,
                        f.os, f.glibc, n.python]]) + [""]
     if n.preflight:
-        out.append(f"Preflight: **{n.preflight.verdict}**" + ("" if n.preflight.ok else " (refused)"))
-        out += [f"- {p}" for p in n.preflight.problems] + [""]
+        out.append(f"Preflight: **{md(n.preflight.verdict)}**" + ("" if n.preflight.ok else " (refused)"))
+        out += [f"- {md(p)}" for p in n.preflight.problems] + [""]
     if n.result:
         r = n.result
-        line = f"Provision: **{r.status}**"
+        line = f"Provision: **{md(r.status)}**"
         if r.failed_step:
-            line += f" at `{r.failed_step}` (rc {r.rc}): `{r.command}`"
+            line += f" at {code(r.failed_step)} (rc {md(r.rc)}): {code(r.command)}"
         line += f"; {len(r.changed)} changed, {len(r.skipped)} skipped"
         if r.duration_s is not None:
             line += f", {r.duration_s:.1f} s"
@@ -77,7 +137,7 @@ def node_section(n: NodeReport) -> list[str]:
         out += ["**Host keys were NOT checked** for this node (`--insecure`): its identity is unproven.", ""]
     if n.unverified:
         out += ["Installed without a verified hash (allowed by `--allow-unverified`): "
-                + ", ".join(f"`{u}`" for u in n.unverified), ""]
+                + ", ".join(code(u) for u in n.unverified), ""]
     if n.drift:
         out += ["Drift:", ""] + table(["kind", "subject", "expected", "observed"],
                                       [[d.kind, d.subject, short(d.expected), short(d.observed)] for d in n.drift]) + [""]
@@ -95,7 +155,7 @@ def node_section(n: NodeReport) -> list[str]:
     if n.decisions:
         out += table(["decision", "outcome", "why"], [[d.subject, d.outcome, d.reason] for d in n.decisions]) + [""]
     if n.evidence_from:
-        out += [f"Smoke and benchmarks: from run `{n.evidence_from}` (this run had nothing to do; the "
+        out += [f"Smoke and benchmarks: from run {code(n.evidence_from)} (this run had nothing to do; the "
                 "environment's fingerprint is the same)", ""]
     if n.benchmarks or n.smoke_ok:
         out += table(["benchmark", "value", "unit", "threshold", "published", "spread (min - max)", "result"],
@@ -106,12 +166,13 @@ def node_section(n: NodeReport) -> list[str]:
                         for k, ok in n.smoke_ok.items()]) + [""]
         out += [line for b in n.benchmarks if b.verdict for line in verdict_lines(b)]
     if n.fingerprint:
-        out += [f"Node environment fingerprint: `{n.fingerprint}`", ""]
+        out += [f"Node environment fingerprint: {code(n.fingerprint)}", ""]
     return out
 
 
-def badges_section(badges: list[Badge]) -> list[str]:
-    """The ACM badges: which ones the run supports, each criterion with its evidence."""
+def badges_section(badges: list[Badge], repeatable: list[str] | None = None) -> list[str]:
+    """The ACM badges: which ones the run supports, each criterion with its evidence; then, apart,
+    how the run repeats envbuild's own runs on its GPU (``repeatable``: never a badge)."""
     if not badges:
         return []
     out = ["## ACM artifact badges", "",
@@ -121,7 +182,22 @@ def badges_section(badges: list[Badge]) -> list[str]:
                    ", ".join(c.id for c in b.criteria if not c.met) or "-"] for b in badges]) + [""]
     out += table(["badge", "criterion", "met", "evidence"],
                  [[b.name, c.requirement, "yes" if c.met else "no", c.evidence] for b in badges for c in b.criteria])
+    if repeatable:
+        out += ["", "Repeatability (envbuild's own runs on the same GPU; not an ACM badge):", "",
+                *[f"- {md(line)}" for line in repeatable]]
     return out + [""]
+
+
+def run_notes(run) -> list[list]:
+    """Summary rows for a run that did nothing (a no-op) or ran no smoke (--no-smoke)."""
+    rows = []
+    if run.nothing_to_do is not None:
+        prov = run.provisioned_by
+        rows.append(["nothing to do", f"{run.nothing_to_do}; provisioned by run `{prov.run_id}`" if prov
+                     else f"{run.nothing_to_do}; the run that provisioned is not in this runs folder"])
+    if run.smoke_skipped:
+        rows.append(["smoke", "not run (provision --no-smoke)"])
+    return rows
 
 
 def launch_section(job: LaunchJob | None) -> list[str]:
@@ -133,7 +209,7 @@ def launch_section(job: LaunchJob | None) -> list[str]:
         ("reason", job.reason), ("node", job.node), ("training command replaced by", job.replaced),
         ("provisioned run", job.provisioned_run)] if v is not None or k in ("state", "exit code")]) + [""]
     if job.output_tail:
-        out += ["Output tail:", "", "```", job.output_tail.rstrip("\n"), "```", ""]
+        out += ["Output tail:", "", *fence(job.output_tail), ""]
     return out
 
 
@@ -189,10 +265,10 @@ def render_md(report: Report, site: tuple[tuple[str, str], ...] = ()) -> str:
     """Markdown text of ``report`` (what the golden test compares): envbuild's template
     (``envbuild/render/jinja/report.md.j2``) of the sections made here, or the site's over it."""
     v, run, rec = report.verdict, report.run, report.recipe
-    head = [f"# envbuild report: {run.recipe} on {run.target}", "", f"## Verdict: {v.status}", ""]
+    head = [f"# envbuild report: {md(run.recipe)} on {md(run.target)}", "", f"## Verdict: {md(v.status)}", ""]
     if v.reasons or v.not_judged:
-        head += [f"- {r.kind}" + (f" [{r.host}]" if r.host else "") + f": {r.message}" for r in v.reasons]
-        head += [f"- not judged: {note}" for note in v.not_judged]
+        head += [f"- {md(r.kind)}" + (f" [{md(r.host)}]" if r.host else "") + f": {md(r.message)}" for r in v.reasons]
+        head += [f"- not judged: {md(note)}" for note in v.not_judged]
     else:
         head += [PASS_TEXT]
     summary = table(["item", "value"], [
@@ -205,6 +281,7 @@ def render_md(report: Report, site: tuple[tuple[str, str], ...] = ()) -> str:
         ["hosts", ", ".join(run.hosts) or ", ".join(n.host for n in report.nodes)],
         ["envbuild", version_line(report)],
         ["command line", f"`{shlex.join(run.argv)}`" if run.argv else None],
+        *run_notes(run),
         *([["offline bundle", f"`{run.bundle.digest}` ({run.bundle.file}); no network: every wheel "
                               "and commit from the bundle"]] if run.bundle else []),
     ])
@@ -223,9 +300,10 @@ def render_md(report: Report, site: tuple[tuple[str, str], ...] = ()) -> str:
                 diffs.setdefault((p.id, p.diff), []).append(n.host)
     diff_lines = ["## Patch diffs", ""] if diffs else []
     for (pid, diff), hosts in diffs.items():
-        diff_lines += [f"### {pid} ({', '.join(hosts)})", "", "```diff", diff.rstrip("\n"), "```", ""]
+        diff_lines += [f"### {md(pid)} ({md(', '.join(hosts))})", "", *fence(diff, "diff"), ""]
     text = sitetemplates.render("report.md.j2", {
-        "verdict": "\n".join(head), "run": "\n".join(summary), "badges": "\n".join(badges_section(report.badges)),
+        "verdict": "\n".join(head), "run": "\n".join(summary),
+        "badges": "\n".join(badges_section(report.badges, report.repeatability)),
         "launch": "\n".join(launch_section(report.launch)), "import_cost": "\n".join(import_cost_section(report)),
         "deviations": "\n".join(deviations), "fleet": "\n".join(fleet_section(report.nodes)),
         "nodes": "\n".join(nodes), "diffs": "\n".join(diff_lines)}, site)
