@@ -4,6 +4,7 @@ digest that says whether two of them are the same document (``digest``)."""
 from __future__ import annotations
 
 import difflib
+import weakref
 from pathlib import Path
 from typing import TypeVar
 
@@ -15,6 +16,27 @@ from envbuild.names import NAME_RULE, is_name
 from envbuild.yamlsrc import load_yaml, validate
 
 M = TypeVar("M", bound=BaseModel)
+
+# how each loaded document of one's own was named on the command line (the path as given), by
+# the identity of its model; an entry goes with its model
+_GIVEN: dict[int, tuple[weakref.ref, str]] = {}
+
+
+def given_as(model: BaseModel) -> str:
+    """How a command line names ``model``: the path it was loaded from, as given, for a file
+    of one's own (``./gpt-neox.yaml``); its name for a shipped one or a model made in code.
+
+    The commands a hint or a header proposes use it, so that they work as printed
+    (``envbuild lock ./gpt-neox.yaml``, where ``envbuild lock gpt-neox`` is an unknown recipe)."""
+    entry = _GIVEN.get(id(model))
+    if entry is not None and entry[0]() is model:
+        return entry[1]
+    return str(getattr(model, "name", ""))
+
+
+def _remember(model: BaseModel, given: str) -> None:
+    key = id(model)
+    _GIVEN[key] = (weakref.ref(model, lambda _ref, k=key: _GIVEN.pop(k, None)), given)
 
 
 def digest(model: BaseModel) -> str:
@@ -61,4 +83,7 @@ def load(model: type[M], name_or_path: str | Path, folder: Path, what: str) -> M
     if not isinstance(data, dict):
         raise InputError(f"a {what} must be a mapping at the top level", where=f"{path}:1",
                          hint=f"see a shipped {what} for the layout")
-    return validate(model, data, path, loc)
+    loaded = validate(model, data, path, loc)
+    if path.resolve().parent != folder.resolve():  # one's own file: named by its path
+        _remember(loaded, str(name_or_path))
+    return loaded

@@ -1,7 +1,7 @@
 """`envbuild lock --check --git-mirror DIR` re-verifies every git pin in repositories the test makes:
 a commit gone from its repository, a required ancestor that no longer holds, a branch or tag
-that no longer contains the pin (problems, exit 1); a branch that moved on past the pin, a ref
-or repository the mirror lacks (notices, exit 0)."""
+that no longer contains the pin (problems, exit 1); a branch or tag past the pin that still
+contains it, as `lock` accepts it, a ref or repository the mirror lacks (notices, exit 0)."""
 
 from __future__ import annotations
 
@@ -102,13 +102,52 @@ def test_force_pushed_branch_no_longer_contains_the_pin(repo):
                         f"contain the pinned {repo['pin'][:12]} (moved tag, force-push or rebase)"]
 
 
-def test_moved_tag_is_a_problem(repo):
+def test_tag_that_no_longer_contains_the_pin_is_a_problem(repo):
     bare = _mirror(repo) / "acme" / "widget.git"
     assert recheck_pin(_pin(repo["pin"], ref="v1"), [], bare) == ([], [])
-    _git("tag", "-f", "v1", repo["later"], cwd=repo["work"])
+    _git("tag", "-f", "v1", repo["side"], cwd=repo["work"])
     bare = _mirror(repo) / "acme" / "widget.git"
     problems, _ = recheck_pin(_pin(repo["pin"], ref="v1"), [], bare)
-    assert problems and problems[0].startswith("git widget: tag v1 now points at")
+    assert problems == [f"git widget: tag v1 now points at {repo['side'][:12]}, which does not "
+                        f"contain the pinned {repo['pin'][:12]} (moved tag, force-push or rebase)"]
+
+
+def test_tag_whose_history_contains_the_pin_is_a_notice(repo):
+    # issue 49: a release tag past the pinned commit (`lock` accepts it) failed `lock --check`
+    _git("tag", "-a", "-m", "release", "v2", repo["later"], cwd=repo["work"])  # annotated
+    bare = _mirror(repo) / "acme" / "widget.git"
+    problems, notices = recheck_pin(_pin(repo["pin"], ref="v2"), [repo["base"]], bare)
+    assert problems == []
+    assert notices == [f"git widget: tag v2 points past the pin {repo['pin'][:12]} to "
+                       f"{repo['later'][:12]} (1 commits ahead); the pin is still on it"]
+
+
+@pytest.mark.parametrize("ref", ["main", "side", "v1", "v2", "v3"])
+@pytest.mark.parametrize("which", ["base", "pin", "later", "side"])
+def test_lock_and_lock_check_accept_the_same_pins(repo, ref, which):
+    """`lock` (gitpins.lock_from_mirror) accepts a pin on a ref exactly when `lock --check`
+    (recheck_pin) finds no problem with it: one rule, for branches and tags alike."""
+    from envbuild.errors import CheckFailed
+    from envbuild.lock.gitpins import lock_from_mirror
+    from envbuild.recipes.schema import GitSource
+
+    _git("tag", "-a", "-m", "release", "v2", repo["later"], cwd=repo["work"])
+    _git("tag", "v3", repo["side"], cwd=repo["work"])
+    bare = _mirror(repo) / "acme" / "widget.git"
+    sha = repo[which]
+    src = GitSource(name="widget", url=URL, ref=ref, sha=sha, why="w")
+    try:
+        locked = lock_from_mirror(src, bare)
+    except CheckFailed:
+        accepted = False
+    else:
+        accepted = locked.verified and locked.sha == sha
+    problems, _ = recheck_pin(_pin(sha, ref=ref), [], bare)
+    assert accepted == (problems == []), (ref, which, problems)
+    expected = {("main", "base"), ("main", "pin"), ("main", "later"), ("side", "base"), ("side", "side"),
+                ("v1", "base"), ("v1", "pin"), ("v2", "base"), ("v2", "pin"), ("v2", "later"),
+                ("v3", "base"), ("v3", "side")}
+    assert accepted == ((ref, which) in expected)
 
 
 def test_required_ancestor_that_does_not_hold(repo):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -93,6 +94,38 @@ def test_check_fails_after_pin_bump(setup, capsys):
     assert "package six: recipe pins 1.17.0, lock has 1.16.0" in err
     assert f"recipe pins {setup['base']}, lock has {setup['head']}" in err
     assert "recipe tiny changed since the lock was made" in err
+
+
+def _hinted_command(err: str) -> list[str]:
+    [line] = [ln for ln in err.splitlines() if ln.startswith("hint: regenerate it: ")]
+    argv = shlex.split(line.removeprefix("hint: regenerate it: "))
+    assert argv[0] == "envbuild", line
+    return argv[1:]
+
+
+def test_stale_lock_hint_is_a_command_that_works(setup, capsys, tmp_path, monkeypatch):
+    """issue 49: the hint said `envbuild lock tiny --target lab`, an unknown recipe and target for
+    a recipe and target given by path; it names them as given, with the lock's own place, and
+    run as printed it makes the lock current."""
+    assert _lock(setup) == 0
+    setup["write"](six="1.17.0")
+    monkeypatch.chdir(tmp_path)  # the recipe given by a relative path, as a user types it
+    rel = ["lock", "tiny.yaml", "--target", LAB, "--lockdir", "locks", "--check"]
+    capsys.readouterr()
+    assert main(rel) == 1
+    argv = _hinted_command(capsys.readouterr().err)
+    assert argv == ["lock", "tiny.yaml", "--target", LAB, "--lockdir", "locks"]
+    assert main(argv) == 0
+    assert main(rel) == 0
+    # a lock given by its file (-o here, --lock for plan and provision) is regenerated there
+    other = tmp_path / "elsewhere" / "my.lock"
+    assert main(["lock", "tiny.yaml", "--target", LAB, "-o", str(other)]) == 0
+    setup["write"](six="1.16.0")
+    capsys.readouterr()
+    assert main(["lock", "tiny.yaml", "--target", LAB, "-o", str(other), "--check"]) == 1
+    argv = _hinted_command(capsys.readouterr().err)
+    assert argv == ["lock", "tiny.yaml", "--target", LAB, "-o", str(other)]
+    assert main(argv) == 0 and main(["lock", "tiny.yaml", "--target", LAB, "-o", str(other), "--check"]) == 0
 
 
 def test_check_json_and_unknown_schema(setup, capsys):

@@ -124,16 +124,78 @@ def test_committed_fact_files_are_what_the_mirror_gives():
             assert generate(rec, Path(mirror)) == read_fact(rec.name), rec.name
 
 
+def _package_files() -> dict[str, tuple[int, int]]:
+    from envbuild import shipped
+
+    return {str(f.relative_to(shipped.PACKAGE)): (f.stat().st_size, f.stat().st_mtime_ns)
+            for f in shipped.PACKAGE.rglob("*") if f.is_file() and "__pycache__" not in f.parts}
+
+
+@pytest.fixture
+def user_setup(tmp_path: Path) -> dict:
+    """A user's recipe (a path, not shipped) whose entry script lies in a mirror the test makes."""
+    import yaml
+
+    work = tmp_path / "work"
+    (work / "tools").mkdir(parents=True)
+    _git("init", "-q", "-b", "main", cwd=work)
+    (work / "tools" / "train.py").write_text(SCRIPT)
+    _git("add", "-A", cwd=work)
+    _git("commit", "-q", "-m", "pinned", cwd=work)
+    pinned = _git("rev-parse", "HEAD", cwd=work)
+    _git("clone", "-q", "--bare", str(work), str(tmp_path / "mirror" / "acme+fork" / "repo"), cwd=tmp_path)
+    data = _recipe(pinned).model_dump(mode="json", by_alias=True, exclude_defaults=True)
+    data["targets"] = ["cpu-local"]
+    recipe = tmp_path / "my-setup.yaml"
+    recipe.write_text(yaml.safe_dump(data, sort_keys=False))
+    return {"recipe": recipe, "mirror": tmp_path / "mirror", "tmp": tmp_path}
+
+
+@pytest.mark.integration
+def test_imports_prints_the_fact_and_writes_nothing_into_the_package(user_setup):
+    """issue 49: ``envbuild imports`` of a user's recipe wrote envbuild/recipes/imports/<name>.yaml
+    into envbuild's own package tree. Without -o it prints the fact; the package is unchanged."""
+    from clirun import envbuild
+
+    s = user_setup
+    before = _package_files()
+    p = envbuild("imports", s["recipe"], "--git-mirror", s["mirror"])
+    assert p.returncode == 0, p.stderr
+    assert _package_files() == before
+    fact = __import__("yaml").safe_load(p.stdout)
+    assert fact["recipe"] == "tiny" and fact["scripts"][0]["path"] == "tools/train.py"
+    assert "megatron.training" in fact["scripts"][0]["modules"]
+    # -o FILE writes that file (and only it); --check compares with it
+    out = s["tmp"] / "tiny.imports.yaml"
+    p = envbuild("imports", s["recipe"], "--git-mirror", s["mirror"], "-o", out)
+    assert p.returncode == 0, p.stderr
+    assert _package_files() == before
+    assert out.read_text() == dump(fact) and f"wrote {out}" in "".join(p.stderr.split("\n"))
+    assert envbuild("imports", s["recipe"], "--git-mirror", s["mirror"], "-o", out, "--check").returncode == 0
+    out.write_text(out.read_text().replace("numpy", "numpy2"))
+    p = envbuild("imports", s["recipe"], "--git-mirror", s["mirror"], "-o", out, "--check")
+    assert p.returncode == 1 and f"out of date: {out}" in "".join(p.stderr.split("\n"))
+    assert out.read_text().count("numpy2") == 1  # --check wrote nothing
+
+
+def test_imports_all_names_its_folder(tmp_path):
+    from clirun import envbuild
+
+    p = envbuild("imports", "--all", "--git-mirror", str(tmp_path))
+    assert p.returncode == 2 and "-o FOLDER" in p.stderr, p.stderr
+
+
 def test_an_installed_envbuild_writes_no_import_facts_into_its_package(tmp_path, monkeypatch):
-    """``envbuild imports`` records shipped facts of a source checkout; installed (the package
-    holds its playbooks: ``envbuild.shipped.INSTALLED``) it refuses to write there (exit 2,
-    naming the flag that works), before reading any mirror, and writes nothing."""
+    """Installed (the package holds its playbooks: ``envbuild.shipped.INSTALLED``), ``-o`` into
+    the package is refused (exit 2, naming what works) before any mirror is read."""
     from clirun import envbuild
 
     from envbuild import shipped
 
     monkeypatch.setattr(shipped, "INSTALLED", True)
-    before = {p.name: p.read_bytes() for p in shipped.SCRIPT_IMPORTS.iterdir()}
-    p = envbuild("imports", "opt-175b-azure", "--git-mirror", str(tmp_path / "no-mirror"))
-    assert p.returncode == 2 and "installed package" in p.stderr and "--check" in p.stderr, p.stderr
-    assert {p.name: p.read_bytes() for p in shipped.SCRIPT_IMPORTS.iterdir()} == before
+    before = _package_files()
+    p = envbuild("imports", "opt-175b-azure", "--git-mirror", str(tmp_path / "no-mirror"),
+                 "-o", str(shipped.SCRIPT_IMPORTS / "opt-175b-azure.yaml"))
+    assert p.returncode == 2 and "inside the installed envbuild package" in p.stderr, p.stderr
+    assert "-o FILE" in p.stderr
+    assert _package_files() == before

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import shlex
+
 import click
 
+from envbuild.catalog import given_as
 from envbuild.cli import cli
 from envbuild.cli.options import recipe_argument, target_option
 from envbuild.cli.output import console, emit_json
@@ -75,7 +78,15 @@ def plan_cmd(recipe, target, facts_file, lock_file, prefix, backend, git_mirror,
     if refused:  # the plan is printed, and the exit says what `check` says: infeasible
         click.echo(f"error: preflight: {rec.name} is infeasible on {', '.join(refused)} "
                    f"(the plan above would be refused)", err=True)
-        click.echo(f"hint: envbuild check {rec.name} --target {tgt.name} lists every violated rule", err=True)
+        click.echo(f"hint: envbuild check {shlex.quote(given_as(rec))} --target {shlex.quote(given_as(tgt))} "
+                   "lists every violated rule", err=True)
+        return INFEASIBLE
+    steps = [(p.host, d) for p in plans for d in p.refused()]
+    if steps:  # a step the recipe needs is refused: a provision would stop there (issue 49)
+        for host, d in steps:
+            click.echo(f"error: {host}: {d.subject} refused: {d.reason}", err=True)
+        click.echo("hint: the plan above would stop at the refused step(s); fix the facts or the recipe "
+                   "as each reason says", err=True)
         return INFEASIBLE
 
 

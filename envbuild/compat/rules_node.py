@@ -77,10 +77,18 @@ def _scheduler(ctx: Context) -> str | None:
     return f"the recipe launches with {want}, but target {ctx.target.name} has scheduler {ctx.target.scheduler}"
 
 
+def profile_gpus(origin: str) -> bool:
+    """Whether facts of ``origin`` count the target profile's GPUs rather than a node's: the
+    profile itself (``profile:T``) or an image built for the target (``image:B+profile:T``,
+    ``envbuild.plan.image.image_facts``), which runs on any machine of the type. `check`,
+    `plan` and `render` then judge one count (issue 49: `render` refused what `check` passed)."""
+    return origin.startswith("profile:") or (origin.startswith("image:") and "+profile:" in origin)
+
+
 def _gpus(ctx: Context) -> str | None:
     b = ctx.recipe.benchmark
     have = len(ctx.facts.gpus)
-    if ctx.facts.origin.startswith("profile:") and ctx.target.lent_gpu_counts:
+    if profile_gpus(ctx.facts.origin) and ctx.target.lent_gpu_counts:
         # the profile's own count is one machine of the type; it is also lent with more cards
         have = max(have, *ctx.target.lent_gpu_counts)
     if not b or b.needs_gpus <= have:

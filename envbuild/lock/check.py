@@ -7,14 +7,16 @@ locked top-level entry the recipe dropped, python or resolve date changed.
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Callable
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from envbuild.catalog import digest
+from envbuild.catalog import digest, given_as
 from envbuild.errors import CheckFailed
+from envbuild.lock.location import lock_option
 from envbuild.lock.schema import Lock, LockedPackage, normalize
 from envbuild.lock.serialize import read_lock, regenerate_command
 from envbuild.lock.tooling import tooling
@@ -138,9 +140,14 @@ def check_lock_file(path: Path, recipe: Recipe, target: Target, *, git_mirror: P
     no longer contains the pin is a problem; a branch that moved on past the pin, or a
     repository the mirror lacks, is a notice given to ``progress``.
     """
+    # the command that regenerates this lock as given: the recipe and target as typed (a path for
+    # one's own), where the lock lies, and the mirror the check read (issue 49)
+    command = regenerate_command(given_as(recipe), given_as(target),
+                                 where=lock_option(path, recipe.name, target.name))
+    if git_mirror is not None:
+        command += f" --git-mirror {shlex.quote(str(git_mirror))}"
     if not path.is_file():
-        raise CheckFailed(f"no lockfile at {path}",
-                          hint=f"create it: {regenerate_command(recipe.name, target.name)}")
+        raise CheckFailed(f"no lockfile at {path}", hint=f"create it: {command}")
     lock = read_lock(path)
     problems = lock_problems(lock, recipe, target)
     if git_mirror is not None:
@@ -152,5 +159,5 @@ def check_lock_file(path: Path, recipe: Recipe, target: Target, *, git_mirror: P
             (progress or (lambda _m: None))(note)
     if problems:
         raise CheckFailed(f"{path} is out of date:\n  - " + "\n  - ".join(problems),
-                          hint=f"regenerate it: {regenerate_command(recipe.name, target.name)}")
+                          hint=f"regenerate it: {command}")
     return lock

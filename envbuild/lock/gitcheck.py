@@ -5,9 +5,10 @@ the pins still hold there, without resolving anything anew:
 
 * the locked commit still exists in its repository (a force-push or a deleted fork loses it);
 * every required ancestor (the recipe's ``requires_ancestors``) is still an ancestor of it;
-* the ref: a branch that has moved on past the pin is a *notice* (the pin is still on it,
-  "N commits ahead"), a branch or tag that no longer contains the pin is a *problem*, a ref
-  gone from the repository is a notice when the commit is still there.
+* the ref: a branch or tag past the pin whose history still contains it is a *notice* (the
+  pin is still on it, "N commits ahead"; ``lock`` accepts the same ref, see
+  ``gitpins.lock_from_mirror``), a branch or tag that no longer contains the pin is a
+  *problem*, a ref gone from the repository is a notice when the commit is still there.
 
 A repository absent from the mirror cannot be re-verified: that is a notice, never a pass
 in disguise (the notice says so). A pin the lock already records unverified stays a notice.
@@ -68,11 +69,12 @@ def recheck_pin(lg: LockedGit, required: list[str], repo: Path) -> tuple[list[st
         head = None
     if head is not None and head != lg.sha:
         kind = "tag" if _is_tag(repo, lg.ref) else "branch"
-        if kind == "branch" and gitsrc.is_ancestor(repo, lg.sha, head):
+        if gitsrc.is_ancestor(repo, lg.sha, head):  # the rule `lock` applies (gitpins.lock_from_mirror)
             n = _ahead(repo, lg.sha, head)
-            notices.append(f"{name}: branch {lg.ref} has moved from the pin {lg.sha[:12]} to "
-                           f"{head[:12]}" + (f" ({n} commits ahead)" if n is not None else "")
-                           + "; the pin is still on it")
+            ahead = f" ({n} commits ahead)" if n is not None else ""
+            moved = ("has moved from the pin" if kind == "branch" else "points past the pin")
+            notices.append(f"{name}: {kind} {lg.ref} {moved} {lg.sha[:12]} to {head[:12]}{ahead}"
+                           "; the pin is still on it")
         else:
             problems.append(f"{name}: {kind} {lg.ref} now points at {head[:12]}, which does not "
                             f"contain the pinned {lg.sha[:12]} (moved tag, force-push or rebase)")

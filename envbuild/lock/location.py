@@ -5,6 +5,7 @@ reads a lock (a no-op provision) never loads the resolvers of ``envbuild.lock.ma
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 
 from envbuild.errors import InputError
@@ -88,3 +89,15 @@ def lock_path(recipe: str, target: str, lockdir: str | Path | None = None) -> Pa
                              "it would not stay inside the lockfile folder",
                              hint=f"give the {what} a name such as 'my-{what}' in its YAML file")
     return Path(lockdir or default_lockdir()) / recipe / f"{target}.lock"
+
+
+def lock_option(path: str | Path, recipe: str, target: str) -> str:
+    """The option of ``envbuild lock`` that writes the lock at ``path`` (of ``recipe`` x
+    ``target``, their names): none where it writes or finds it by default (the default lockdir,
+    the shipped locks), ``--lockdir DIR`` for DIR/<recipe>/<target>.lock, else ``-o FILE``."""
+    path = Path(path)
+    if path in (lock_path(recipe, target, default_lockdir()), lock_path(recipe, target, SHIPPED_LOCKDIR)):
+        return ""
+    if path.name == f"{target}.lock" and path.parent.name == recipe:
+        return f"--lockdir {shlex.quote(str(path.parent.parent))}"
+    return f"-o {shlex.quote(str(path))}"

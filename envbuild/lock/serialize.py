@@ -7,6 +7,7 @@ a file that is no lockfile at all (no ``schema: envbuild.lock/N``) is bad input 
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +39,14 @@ _Dumper.add_representer(list, _represent_list)
 
 
 def regenerate_command(recipe: str, target: str, *, git_mirror: bool = False,
-                       wheelhouse: bool = False) -> str:
-    """The command line that regenerates a lock (paths shown as DIR: they are per machine)."""
-    cmd = f"envbuild lock {recipe} --target {target}"
+                       wheelhouse: bool = False, where: str = "") -> str:
+    """The command line that regenerates a lock (mirror and wheelhouse paths shown as DIR: they
+    are per machine). ``recipe`` and ``target`` as a command line names them (a shipped name or
+    the path as given: ``envbuild.catalog.given_as``); ``where``, the option that writes the lock
+    where it was read (``envbuild.lock.location.lock_option``)."""
+    cmd = f"envbuild lock {shlex.quote(recipe)} --target {shlex.quote(target)}"
+    if where:
+        cmd += f" {where}"
     if git_mirror:
         cmd += " --git-mirror DIR"
     if wheelhouse:

@@ -108,17 +108,22 @@ def requirements_txt(text: str) -> list[str]:
     return out
 
 
-def read_declared(files: dict[str, str], mode: str) -> Declared:
+def read_declared(files: dict[str, str], mode: str,
+                  requirements: tuple[str, ...] = ("requirements.txt",)) -> Declared:
     """What a tree declares, from the text of its metadata files (pure).
 
     ``mode`` ``metadata`` (a pip install of the tree): pyproject's static dependencies, else
     setup.py's literal install_requires, else the requirements.txt that setup.py reads.
-    ``requirements``: the tree's requirements.txt (what its instructions ``pip install -r``).
+    ``requirements``: the tree's requirements files (what its instructions ``pip install -r``):
+    ``requirements`` names them (the source's ``requirements:`` field), by default
+    requirements.txt; every one must be there.
     """
     if mode == "requirements":
-        if "requirements.txt" in files:
-            return Declared("requirements.txt", tuple(requirements_txt(files["requirements.txt"])))
-        return Declared(None, unread="no requirements.txt at this commit")
+        missing = [name for name in requirements if name not in files]
+        if missing:
+            return Declared(None, unread=f"no {', '.join(missing)} at this commit")
+        lines = tuple(line for name in requirements for line in requirements_txt(files[name]))
+        return Declared(", ".join(requirements), lines)
     if "pyproject.toml" in files and (reqs := pyproject_requires(files["pyproject.toml"])) is not None:
         return Declared("pyproject.toml [project].dependencies", tuple(reqs))
     if "setup.py" in files:

@@ -16,11 +16,12 @@ from typing import Callable
 
 from envbuild import gitsrc
 from envbuild.lock.schema import DeclaredDeps, LockedGit, normalize
-from envbuild.lock.srcdeps import (Declared, default_branch_as_of, read_build_requires,
+from envbuild.lock.srcdeps import (METADATA_FILES, Declared, default_branch_as_of, read_build_requires,
                                    read_declared, split, tree_files)
 from envbuild.recipes.schema import GitSource, Recipe
 
 Progress = Callable[[str], None]
+REQUIREMENTS_TXT = ("requirements.txt",)  # what requirements mode reads unless the source names its files
 
 
 @dataclass
@@ -35,9 +36,12 @@ class SourceLock:
 
 
 def dependency_mode(src: GitSource) -> str:
-    """``metadata`` for pip-installed trees, ``none`` otherwise, unless the recipe says."""
+    """``metadata`` for pip-installed trees, ``none`` otherwise, unless the recipe says
+    (``dependencies``, or ``requirements`` naming the files: requirements mode)."""
     if src.dependencies:
         return src.dependencies
+    if src.requirements:
+        return "requirements"
     return "metadata" if src.install in ("editable", "wheel") else "none"
 
 
@@ -59,12 +63,13 @@ def source_dependencies(recipe: Recipe, mirror_dir: Path | None, say: Progress,
     tooling (``tools``: normalized names the lock's tooling pins)."""
     out = SourceLock()
     given = provided(recipe)
-    pending = [(s.name, s.url, s.sha, dependency_mode(s)) for s in recipe.sources]
+    pending = [(s.name, s.url, s.sha, dependency_mode(s), tuple(s.requirements) or REQUIREMENTS_TXT)
+               for s in recipe.sources]
     for src in recipe.sources:
         if dependency_mode(src) != "none":
             out.env.update(src.env)  # install-time variables (sklearn's brownout) for metadata builds
     while pending:
-        name, url, sha, mode = pending.pop(0)
+        name, url, sha, mode, req_files = pending.pop(0)
         if mode == "none":
             continue
         repo = gitsrc.mirror_path(url, mirror_dir)
@@ -75,8 +80,8 @@ def source_dependencies(recipe: Recipe, mirror_dir: Path | None, say: Progress,
             say(f"dependencies of {name}: not read ({why})")
             out.declared.append(DeclaredDeps(component=name, sha=sha, unread=f"not read: {why}"))
             continue
-        files = tree_files(repo, sha)
-        declared = read_declared(files, mode)
+        files = tree_files(repo, sha, tuple(dict.fromkeys(METADATA_FILES + req_files)))
+        declared = read_declared(files, mode, req_files)
         build = read_build_requires(files)
         build_lines = _build_requires(build, recipe.python, given, tools)
         index, gitdeps, dropped = split(declared.requirements, recipe.python)
@@ -100,7 +105,7 @@ def source_dependencies(recipe: Recipe, mirror_dir: Path | None, say: Progress,
                                        mirror_dir, say)
             out.git.append(pin)
             if pin.sha and pin.verified:
-                pending.append((dep.name, dep.url, pin.sha, "metadata"))
+                pending.append((dep.name, dep.url, pin.sha, "metadata", REQUIREMENTS_TXT))
             else:
                 out.declared.append(DeclaredDeps(component=dep.name, sha=pin.sha,
                                                  unread=pin.reason or "not read"))

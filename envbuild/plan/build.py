@@ -26,12 +26,13 @@ from envbuild.patches.apex_options import option_row, submodules_for
 from envbuild.plan import params as P
 from envbuild.plan.installer import choose_installer, step_installer
 from envbuild.plan.model import Decision, Plan, Step
-from envbuild.plan.packages import LockedPackage, locked_packages, torch_closure, torch_requirement
+from envbuild.plan.packages import (LockedPackage, downgrades, locked_packages, torch_closure,
+                                    torch_requirement)
 from envbuild.plan.placeholders import fill_patch, inventory_values, placeholders
 from envbuild.plan.smoke import native_run, node_runs, smoke_dir, torch_variant
 from envbuild.recipes.schema import GitSource, Recipe
 from envbuild.targets.schema import Target
-from envbuild.versions import vtuple
+from envbuild.versions import cuda_of_tag, vtuple
 
 
 
@@ -201,6 +202,8 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
 
     torch = torch_requirement(recipe, facts, lock, decisions)
     rest = [p for p in locked_packages(recipe, lock) if p.name.lower() != "torch"]
+    if env_params.system_site_packages:  # the node's own packages stay visible: say what shadows them
+        decisions.extend(downgrades(rest + ([torch] if torch is not None else []), facts))
     if torch is not None:
         # torch's own dependencies first, in a step of their own: a change of the recipe's
         # packages then leaves them (and torch) alone, on a node and in an image's layers
@@ -224,7 +227,7 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
             params=P.UvToolParams(dest=uv_path, version=opts.uv.version, sha256=opts.uv.sha256),
             reason=why))
 
-    for src in git_dependencies(lock) + list(recipe.sources):  # dependencies first
+    for src in git_dependencies(lock) + recipe.ordered_sources():  # dependencies first
         steps.extend(_source_steps(recipe, src, prefix, facts, torch, pip_version, lock, opts,
                                    decisions))
 
@@ -371,18 +374,24 @@ def _pip_step(step_id: str, title: str, pkgs: list[LockedPackage], opts: PlanOpt
         uv=uv_path if installer == "uv" else None))
 
 
-def _torch_cuda(torch: LockedPackage | None) -> str | None:
-    """"cu111" -> "11.1"; cpu or unknown -> None."""
-    if torch is None or not torch.local_tag or not torch.local_tag.startswith("cu"):
-        return None
-    digits = torch.local_tag[2:]
-    return f"{digits[:-1]}.{digits[-1]}" if len(digits) >= 2 else None
+def torch_cuda(recipe: Recipe, facts: NodeFacts, torch: LockedPackage | None) -> str | None:
+    """torch's CUDA on this node ("11.1"; None: a CPU build or not known), read as preflight
+    reads it: the local tag of the wheel the plan installs ("+cu111"), else the variant
+    ``envbuild.compat.context.pick_torch`` takes for the recipe's torch on these facts (the
+    PyPI build of 2.11.0 is its cu130 variant; a preinstalled torch is the recipe's version).
+    One reading, so that `check` and the plan's Apex decision never disagree (issue 49)."""
+    if torch is not None and torch.local_tag:
+        return cuda_of_tag(torch.local_tag)
+    from envbuild.compat.context import pick_torch
+
+    pick = pick_torch(recipe, facts)
+    return pick.cuda if pick is not None else None
 
 
 def _source_steps(recipe: Recipe, src: GitSource, prefix: str, facts: NodeFacts,
                   torch: LockedPackage | None, pip_version: str, lock: object | None,
                   opts: PlanOptions, decisions: list[Decision]) -> list[Step]:
-    torch_cuda = _torch_cuda(torch)
+    cuda = torch_cuda(recipe, facts, torch)
     dest = f"{prefix}/src/{src.name}"
     out = [Step(id=f"git:{src.name}", title=f"{src.name} @ {(src.sha or src.ref)[:12]}",
                 params=P.GitSourceParams(name=src.name, url=src.url,
@@ -397,7 +406,7 @@ def _source_steps(recipe: Recipe, src: GitSource, prefix: str, facts: NodeFacts,
         if patch.kind == "apex-cuda-check":
             from envbuild.patches.apex import decide
 
-            d = decide(facts.nvcc, torch_cuda, cuda_ext="--cuda_ext" in _apex_options(recipe))
+            d = decide(facts.nvcc, cuda, cuda_ext="--cuda_ext" in _apex_options(recipe))
             decisions.append(Decision(subject=f"patch:{patch.id}", outcome=d.outcome, reason=d.reason))
             decision = d.outcome
             reason = f"{d.outcome}: {d.reason}"
@@ -407,7 +416,7 @@ def _source_steps(recipe: Recipe, src: GitSource, prefix: str, facts: NodeFacts,
         params = P.PatchParams(id=patch.id, component=src.name, dest=dest, patch_kind=patch.kind,
                                file=patch.file, old=old, new=new, count=patch.count,
                                why=patch.why, decision=decision, nvcc=facts.nvcc,
-                               torch_cuda=torch_cuda)
+                               torch_cuda=cuda)
         out.append(Step(id=f"patch:{patch.id}", title=f"patch {patch.id}", params=params,
                         reason=reason))
     from envbuild.plan.data import data_step  # the recipe's downloads into this tree (sha256-checked)
@@ -474,8 +483,11 @@ def _apex_step(src: GitSource, prefix: str, dest: str, facts: NodeFacts, torch: 
                pip_version: str, lock: object | None, decisions: list[Decision], *,
                patch_digest: str = "", python: str | None = None) -> Step:
     """Build Apex once into a wheel cache keyed by everything that changes the binary:
-    the commit, the patches applied to it, torch and its CUDA, nvcc, archs, options, Python."""
-    torch_cuda = _torch_cuda(torch)
+    the commit, the patches applied to it, torch and its CUDA, nvcc, archs, options, Python.
+    The key names the torch wheel the plan installs (version and local tag; neither for a
+    preinstalled torch), as it always has: a key is an identifier, and changing its inputs
+    would rebuild every cached wheel."""
+    torch_cuda = cuda_of_tag(torch.local_tag) if torch is not None else None
     pin = lock.git_pin(src.name) if lock is not None and hasattr(lock, "git_pin") else None
     known, _ = apex_commit(src)
     apex_date = (pin.commit_date if pin and pin.commit_date else None) or (known.date if known else None)

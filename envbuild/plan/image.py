@@ -75,6 +75,16 @@ def split_data(steps: list[Step]) -> tuple[list[Step], list[Step]]:
                                  "and are fetched when a container starts, not baked into the image",
                                  hint="record each file's sha256 in the recipe's data section "
                                       "(sha256: HEX), so the image bakes it")
+            if (writer := s.params.env_writer()) is not None:  # the environment is written at build time only
+                raise InputError(f"step {s.id} writes the environment ({writer!r}) and comes after "
+                                 f"{waiting[s.params.dest]}, whose data files have no sha256 in the recipe "
+                                 "and are fetched when a container starts: an image's environment is "
+                                 "written when it is built, never at a container's start (its user may not "
+                                 "write it, and every container would install again)",
+                                 hint="record each file's sha256 in the recipe's data section (sha256: HEX), "
+                                      "so the image bakes the data and the build; or move the install out of "
+                                      f"{s.params.name}'s build into a source of its own (install: ..., "
+                                      "ordered with after:)")
             later.append(s)
         else:
             baked.append(s)
@@ -170,17 +180,29 @@ def image_facts(target, base: BaseImage, python: str) -> NodeFacts:
         "nvcc": base.nvcc, "nvcc_path": "/usr/local/cuda/bin/nvcc" if base.nvcc else None,
         "cuda_home": "/usr/local/cuda" if base.nvcc else None,
         "pythons": [Interpreter(path=base.python_path.format(v=python), version=python)],
-        "conda": [], "modules": [], "missing": {}, "container_engines": {},
+        "conda": [], "modules": [], "container_engines": {},
+        # an image without a CUDA toolkit has none: the target's nvcc is never assumed there
+        # (``refine`` fills only what was not looked at), so its CUDA builds are judged as such
+        "missing": {} if base.nvcc else {"nvcc": f"{base.image} has no CUDA toolkit"},
     })
 
 
-def torch_variant(recipe, plan: Plan) -> str | None:
-    """``cu113``/``cpu`` from the planned torch requirement, else the recipe's pin."""
+def torch_variant(recipe, plan: Plan, facts: NodeFacts | None = None) -> str | None:
+    """``cu113``/``cpu`` from the planned torch requirement, else the variant preflight reads
+    for the recipe's torch on ``facts`` (``envbuild.compat.context.pick_torch``: the recipe's
+    tag, or the PyPI build's, e.g. torch 2.11.0's cu130, preinstalled or not): the reading that
+    plans the CUDA build steps (``envbuild.plan.build.torch_cuda``) also picks the base image,
+    so a CUDA build never gets a CPU base (issue 49); without ``facts``, the recipe's pin."""
     for s in plan.steps:
         if s.kind == "pip_install":
             for r in s.params.requirements:
                 if r.name.lower() == "torch" and "+" in r.version:
                     return r.version.split("+", 1)[1]
+    if facts is not None:
+        from envbuild.compat.context import pick_torch
+
+        pick = pick_torch(recipe, facts)
+        return pick.tag if pick is not None and pick.tag != "pypi" else None
     pkg = recipe.package("torch")
     return pkg.cuda if pkg is not None and pkg.cuda not in (None, "auto") else None
 
@@ -219,8 +241,12 @@ def host_env(recipe, target, plan: Plan) -> dict[str, str]:
     return out
 
 
-def labels(recipe, target, base: BaseImage, plan: Plan) -> dict[str, str]:
-    """The image's labels: OCI's, and envbuild's recipe, target, lock, plan and sources."""
+def labels(recipe, target, base: BaseImage, plan: Plan, lock_text: str | None = None) -> dict[str, str]:
+    """The image's labels: OCI's, and envbuild's recipe, target, lock, plan and sources. Of the
+    lock, two: ``io.envbuild.lock.sha256`` is the sha256 of the lock file the image carries
+    (``envbuild.lock``: what ``sha256sum`` prints for it; ``none`` without one) and
+    ``io.envbuild.lock.digest`` the lock's canonical digest (over its model, as the plan, run
+    records and reports name it)."""
     out = {
         "org.opencontainers.image.title": f"envbuild {recipe.name} ({target.name})",
         "org.opencontainers.image.description": " ".join(recipe.title.split()),
@@ -231,7 +257,8 @@ def labels(recipe, target, base: BaseImage, plan: Plan) -> dict[str, str]:
         "org.opencontainers.image.version": __version__,
         "io.envbuild.recipe": recipe.name,
         "io.envbuild.target": target.name,
-        "io.envbuild.lock.sha256": plan.lock_digest or "none",
+        "io.envbuild.lock.sha256": sha256_text(lock_text) if lock_text is not None else "none",
+        "io.envbuild.lock.digest": plan.lock_digest or "none",
         "io.envbuild.plan.sha256": plan_digest(plan),
         "io.envbuild.version": __version__,
     }
@@ -255,9 +282,9 @@ def image_plan(recipe, target, lock, *, lock_text: str | None = None, base: str 
                        smoke_preset=smoke_preset, wheelhouse=WHEELHOUSE if wheelhouse else None,
                        inventory=inventory)  # {inventory.*} of the nodes the image is for (patches)
     # first pass on the target's facts: the torch variant decides the base image
-    first = resolve_environment(rec, image_target, image_facts(image_target, choose(recipe, None, base),
-                                                               recipe.python), lock, opts).plan
-    chosen = choose(recipe, torch_variant(recipe, first), base)
+    first_facts = image_facts(image_target, choose(recipe, None, base), recipe.python)
+    first = resolve_environment(rec, image_target, first_facts, lock, opts).plan
+    chosen = choose(recipe, torch_variant(recipe, first, first_facts), base)
     plan = resolve_environment(rec, image_target, image_facts(image_target, chosen, recipe.python),
                                lock, opts).plan
     notes = []
@@ -278,7 +305,7 @@ def image_plan(recipe, target, lock, *, lock_text: str | None = None, base: str 
                        gpus=bool(getattr(target, "gpus", None)), base=chosen, plan=plan,
                        tooling=tooling(recipe, chosen), lock_text=lock_text, wheelhouse=wheels,
                        notes=notes, host_env=host_env(recipe, image_target, plan),
-                       labels=labels(recipe, target, chosen, plan))
+                       labels=labels(recipe, target, chosen, plan, lock_text))
 
 
 @lru_cache(maxsize=1)  # envbuild's own files do not change while it runs: read once, not per node

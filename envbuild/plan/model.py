@@ -104,6 +104,13 @@ class Plan(BaseModel):
     def step(self, step_id: str) -> Step:
         return next(s for s in self.steps if s.id == step_id)
 
+    def refused(self) -> list[Decision]:
+        """The decisions that refuse a step the recipe needs (outcome ``refused``: an Apex CUDA
+        check that cannot pass here; a container node's plan carries its image plan's
+        decisions): a provision of this plan would stop there, so ``envbuild plan`` and
+        ``envbuild render`` exit 1 for them, as for an infeasible preflight."""
+        return [d for d in self.decisions if d.outcome == "refused"]
+
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True, indent=2) + "\n"
 

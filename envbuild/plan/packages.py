@@ -138,3 +138,28 @@ def torch_requirement(recipe: Recipe, facts: NodeFacts, lock: object | None,
     return LockedPackage(name="torch", version=version, hashes=hashes, index_url=base.index_url,
                          find_links=base.find_links, local_tag=tag, env=base.env,
                          from_wheelhouse=base.from_wheelhouse)
+
+
+def downgrades(packages: list[LockedPackage], facts: NodeFacts) -> list[Decision]:
+    """A warning per locked package that the node's Python already has at a newer version
+    (``facts.pip_packages``): the environment sees the node's packages (system site packages)
+    and the locked, older one shadows it there. Said, never silent (issue 49: typing-extensions
+    went from the node's 4.16.0 to an older lock pin without a word)."""
+    from packaging.version import InvalidVersion, Version
+
+    have = {norm(k): v for k, v in facts.pip_packages.items()}
+    out = []
+    for p in packages:
+        node = have.get(norm(p.name))
+        if node is None or not p.version[:1].isdigit():
+            continue
+        try:
+            older = Version(p.version.split("+", 1)[0]) < Version(node.split("+", 1)[0])
+        except InvalidVersion:
+            continue
+        if older:
+            out.append(Decision(subject=f"downgrade:{p.name}", outcome=f"{node} -> {p.version}",
+                                reason=f"warning: {facts.host}'s Python has {p.name} {node}; the environment "
+                                       f"installs the locked {p.version}, which shadows it there. Pin "
+                                       f"{p.name} in the recipe (or mark it preinstalled) to keep the node's"))
+    return out

@@ -10,6 +10,7 @@ expanded with the node's ``$HOME`` fact), the interpreter, URLs to fetch from, t
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, ClassVar, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
@@ -176,12 +177,27 @@ class PatchParams(_P):
     torch_cuda: str | None = None
 
 
+# a build command that installs into the environment (its site-packages, its bin/): pip or uv
+# pip install, setup.py install/develop, conda install. An image's environment is written when
+# the image is built, never when a container starts (envbuild.plan.image.split_data)
+ENV_WRITE_RE = re.compile(r"\bpip[0-9.]*\s+(?:-\S+\s+)*install\b|\bsetup\.py\b[^;&|]*\b(?:install|develop)\b"
+                          r"|\b(?:conda|mamba|micromamba)\s+(?:-\S+\s+)*install\b|\beasy_install\b")
+
+
 class BuildParams(_P):
     kind: Literal["build"] = "build"
     name: str
     dest: str
     commands: list[str]  # the published build commands, run by bash in the tree
     env: dict[str, str] = Field(default_factory=dict)
+
+    def env_writer(self) -> str | None:
+        """The first command that installs into the environment (``ENV_WRITE_RE``), else None.
+
+        >>> BuildParams(name="d", dest="/t", commands=["python setup.py install"]).env_writer()
+        'python setup.py install'
+        """
+        return next((c for c in self.commands if ENV_WRITE_RE.search(c)), None)
 
 
 class ApexBuildParams(_P):

@@ -209,8 +209,26 @@ class GitSource(Strict):
     # (requirements.txt, which its instructions pip install -r), none. Default: metadata for
     # editable and wheel installs, none otherwise.
     dependencies: Literal["metadata", "requirements", "none"] | None = None
+    # the requirements files the lock reads in ``requirements`` mode, paths inside the tree
+    # (default: requirements.txt). Naming one (DeeperSpeed's requirements/requirements.txt,
+    # which its setup.py reads through a function) implies ``dependencies: requirements``.
+    # Example: requirements: [requirements/requirements.txt]
+    requirements: list[str] = Field(default_factory=list)
+    # the sources whose steps come before this one's (envbuild.recipes.order): by default the
+    # order of ``sources:``. Example: after: [deeperspeed] (its data preparation imports it)
+    after: list[Name] = Field(default_factory=list)
     why: str
     source: Source | None = None
+
+    @field_validator("requirements")
+    @classmethod
+    def _requirements_inside(cls, v: list[str]) -> list[str]:
+        for path in v:
+            parts = path.split("/")
+            if not path.strip() or path.startswith("/") or "\\" in path or ".." in parts or "" in parts:
+                raise ValueError(f"requirements entries are paths inside the source tree "
+                                 f"(requirements/requirements.txt), got {path!r}")
+        return v
 
     @field_validator("url")
     @classmethod
@@ -246,6 +264,9 @@ class GitSource(Strict):
     def _pinned(self) -> "GitSource":
         if self.sha is None and not self.unverified:
             raise ValueError("a git source needs 'sha' (full commit) or 'unverified: <why>'")
+        if self.requirements and self.dependencies not in (None, "requirements"):
+            raise ValueError(f"source {self.name!r}: requirements names the files read with "
+                             f"dependencies: requirements, not {self.dependencies!r}")
         if (self.build_needs_image or self.build_provides) and not self.build:
             raise ValueError(f"source {self.name!r}: build_needs_image and build_provides describe "
                              "its build commands, and it has none ('build')")
@@ -253,7 +274,8 @@ class GitSource(Strict):
 
     @model_serializer(mode="wrap")
     def _omit_new(self, handler):  # noqa: ANN001, ANN202
-        return omit_unset(handler(self), {"build_needs_image": None, "build_provides": [], "without": []})
+        return omit_unset(handler(self), {"build_needs_image": None, "build_provides": [], "without": [],
+                                          "requirements": [], "after": []})
 
     @field_validator("without")
     @classmethod
@@ -815,6 +837,25 @@ class Resources(Strict):
     source: str
 
 
+class Undecided(Strict):
+    """A field of the recipe its author has still to decide: what ``envbuild draft`` could not
+    read from the repository (the Python version, the targets, the benchmark's parser...).
+    ``field`` names a recipe field (``python``, ``sources[0].install``), ``why`` says what was
+    read and what is missing. ``envbuild check`` (and every preflight: plan, render, provision)
+    refuses a recipe while any entry is left (rule ``recipe-undecided``, exit 1): fill the
+    field, then delete its entry.
+
+    Example::
+
+        undecided:
+          - field: python
+            why: "no Python version is stated (setup.py, environment.yml, Dockerfile)"
+    """
+
+    field: str = Field(min_length=1)
+    why: str = Field(min_length=1)
+
+
 class Recipe(Strict):
     """One published setup, pinned."""
 
@@ -854,6 +895,8 @@ class Recipe(Strict):
     run: dict[Name, Run] = Field(default_factory=dict)
     # expected use per kind of experiment (one entry per kind)
     resources: list[Resources] = Field(default_factory=list)
+    # fields left for the author to decide (a drafted recipe): check refuses while any is left
+    undecided: list[Undecided] = Field(default_factory=list)
 
     # how jobs are started, the resources it expects, on which hardware a benchmark's figures were measured, which of its
     # logged values are timed, the guide that points at the setup and its errata say nothing of
@@ -876,6 +919,18 @@ class Recipe(Strict):
                 raise ValueError(f"this is a target profile ({', '.join(found)}), not a recipe")
         return data
 
+    def ordered_sources(self) -> list[GitSource]:
+        """The sources in the order their steps run: that of ``sources:``, each after the
+        sources its ``after:`` names (``envbuild.recipes.order``, docs/recipes.md)."""
+        from envbuild.recipes.order import order
+
+        if not any(s.after for s in self.sources):
+            return list(self.sources)
+        by_name = {s.name: s for s in self.sources}
+        if len(by_name) != len(self.sources):
+            raise ValueError("sources: each name once (after: names them)")
+        return [by_name[n] for n in order(list(by_name), {s.name: list(s.after) for s in self.sources})]
+
     @field_validator("schema_")
     @classmethod
     def _schema(cls, v: int) -> int:
@@ -893,6 +948,7 @@ class Recipe(Strict):
     @model_validator(mode="after")
     def _refs(self) -> "Recipe":
         names = {s.name for s in self.sources}
+        self.ordered_sources()  # every after: names a source, and no circle (ValueError)
         for p in self.patches:
             if p.component not in names:
                 raise ValueError(f"patch {p.id!r} names component {p.component!r}, not in sources")
@@ -910,6 +966,11 @@ class Recipe(Strict):
             elif key not in commands:
                 raise ValueError(f"run.{key}: neither 'default' nor a benchmark variant "
                                  f"({', '.join(sorted(commands))}); only a pods layout has a name of its own")
+        fields = {f.alias or n for n, f in type(self).model_fields.items()}
+        for u in self.undecided:
+            top = re.split(r"[.\[]", u.field, maxsplit=1)[0]
+            if top not in fields:
+                raise ValueError(f"undecided field {u.field!r}: {top!r} is not a recipe field")
         kinds = [r.experiment for r in self.resources]
         if len(kinds) != len(set(kinds)):
             raise ValueError("resources: one entry per experiment (provision, smoke, benchmark)")
@@ -922,7 +983,7 @@ class Recipe(Strict):
     @model_serializer(mode="wrap")
     def _omit_new(self, handler):  # noqa: ANN001, ANN202
         return omit_unset(handler(self), {"data": [], "variant_of": None, "run": {}, "guide": None,
-                                             "errata": [], "resources": []})
+                                             "errata": [], "resources": [], "undecided": []})
 
     def run_of(self, variant: str | None) -> Run | None:
         """How ``variant`` (None: the benchmark's own command) runs on a cluster, if said."""

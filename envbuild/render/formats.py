@@ -18,6 +18,7 @@ from envbuild.facts.profile import from_target
 from envbuild.plan.build import PlanOptions, SEARCH_PATH
 from envbuild.plan.resolve import resolve
 from envbuild.render.context import Context
+from envbuild.render.regenerate import render_command
 
 FORMATS = ("ansible", "shell", "dockerfile", "apptainer", "ci")
 IMAGE_FORMATS = ("dockerfile", "apptainer", "ci")
@@ -35,12 +36,14 @@ class Rendered:
 def render(fmt: str, recipe, target, lock, *, lock_text: str | None = None, facts=None,
            base: str | None = None, wheelhouse: str | None = None, prefix: str | None = None,
            connection: dict | None = None, run_dir: str = "run", cache_dir: str = "cache",
-           inventory=None, given=None) -> Rendered:
+           inventory=None, given=None, regenerate: str | None = None) -> Rendered:
     """Render ``recipe`` for ``target`` as ``fmt``. ``facts``: the node's (node formats;
     default: the target's profile). ``wheelhouse``: a folder of wheels (node formats use it as
     is; image formats mount the context's ``wheelhouse/`` there at build time). ``given``: the
     recipe, lock and base as the user named them (``envbuild.render.ci.CiInputs``: the CI
-    workflow renders with the same)."""
+    workflow renders with the same). ``regenerate``: the command a rendered file's header names
+    (``envbuild.render.regenerate.render_command`` of what the user gave; default: the recipe
+    and target by name)."""
     if fmt not in FORMATS:
         from envbuild.errors import InputError
 
@@ -51,9 +54,10 @@ def render(fmt: str, recipe, target, lock, *, lock_text: str | None = None, fact
 
         ip = image_plan(recipe, target, lock, lock_text=lock_text, base=base, wheelhouse=bool(wheelhouse),
                         inventory=inventory)
-        context = ci.render(ip, given) if fmt == "ci" else {"dockerfile": dockerfile, "apptainer": apptainer}[fmt].render(ip)
-        return Rendered(context=context, plan=ip.plan, feasible=ip.feasible,
-                        summary=ip.plan.steps[0].params.summary, base=ip.base.image)
+        context = ci.render(ip, given) if fmt == "ci" else \
+            {"dockerfile": dockerfile, "apptainer": apptainer}[fmt].render(ip, regenerate)
+        return Rendered(context=context, plan=ip.plan, feasible=ip.feasible and not ip.plan.refused(),
+                        summary=_summary(ip.plan), base=ip.base.image)
 
     node = facts if facts is not None else from_target(target)
     res = resolve(recipe, target, node, lock, PlanOptions(prefix=prefix, wheelhouse=wheelhouse,
@@ -63,7 +67,7 @@ def render(fmt: str, recipe, target, lock, *, lock_text: str | None = None, fact
     if fmt == "shell":
         from envbuild.render import script
 
-        ctx = script.render(plan, regenerate=f"envbuild render {recipe.name} --target {target.name} --format shell")
+        ctx = script.render(plan, regenerate=regenerate or render_command(recipe.name, target.name, "shell"))
     else:
         from envbuild.render import ansible
 
@@ -72,4 +76,11 @@ def render(fmt: str, recipe, target, lock, *, lock_text: str | None = None, fact
                              {host: node.path or SEARCH_PATH}, run_dir=run_dir, cache_dir=cache_dir)
         ctx = Context(files={"inventory.yml": out.inventory_text(), "extravars.yml": out.extravars_text(),
                              "plan.json": plan.to_json()})
-    return Rendered(context=ctx, plan=plan, feasible=res.feasible, summary=plan.steps[0].params.summary)
+    return Rendered(context=ctx, plan=plan, feasible=res.feasible and not plan.refused(), summary=_summary(plan))
+
+
+def _summary(plan) -> str:
+    """The preflight's summary, and each step a decision refuses (``Plan.refused``): a render
+    says no where `envbuild plan` does (issue 49)."""
+    refused = "; ".join(f"{d.subject} refused: {d.reason}" for d in plan.refused())
+    return plan.steps[0].params.summary + (f"; {refused}" if refused else "")
