@@ -1,12 +1,12 @@
-"""The test suite's wall time, as CI runs it: the README's test command, timed.
+"""The test suite's wall time, as CI runs it: .ci/test (the README's command once set up), timed.
 
     python bench/suite_bench.py [--label warm|new] [--ci] [--out bench/results/suite.json] [-- EXTRA...]
 
 ``--ci`` runs ``bash .ci/run`` instead (Debian packages, the venv, then the same command; the
 JUnit report is asked for through PYTEST_ADDOPTS), so the row is CI's whole run as CI runs it.
 
-Runs exactly the command between the README's ``<!-- test-command -->`` markers (what
-``.ci/run`` runs) in a shell from the checkout's root, with a JUnit XML report added, then
+Runs ``bash .ci/test`` (what the README's command, ``.ci/run``, runs once it has set up) in a
+shell from the checkout's root, with a JUnit XML report added, then
 records one row in bench/results/suite.json: wall time, the numbers of tests passed, failed,
 skipped and errored, every skip with its reason, the 25 slowest tests, every module's test
 time (read back by tests/conftest.py: the order the modules are handed to the workers in), the
@@ -34,18 +34,10 @@ OUT = ROOT / "bench" / "results" / "suite.json"
 
 
 def test_command() -> str:
-    lines, inside = [], False
-    for line in (ROOT / "README.md").read_text().splitlines():
-        if line.strip() == "<!-- test-command -->":
-            inside = True
-        elif line.strip() == "<!-- /test-command -->":
-            break
-        elif inside and not line.startswith("```"):
-            lines.append(line)
-    command = "\n".join(lines).strip()
-    if not command:
-        sys.exit("README.md has no test command block")
-    return command
+    """The suite as the README's command (``.ci/run``) runs it once set up: ``.ci/test``."""
+    if not (ROOT / ".ci" / "test").is_file():
+        sys.exit(".ci/test is missing")
+    return "bash .ci/test"
 
 
 def load1() -> float:

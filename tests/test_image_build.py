@@ -89,7 +89,7 @@ def test_labels_name_recipe_lock_and_version(image) -> None:
     rec, tgt = load_recipe("cpu-reference"), load_target("local")
     ip = image_plan(rec, tgt, find_lock(rec, tgt), base=BASE, wheelhouse=True)
     assert labels["io.envbuild.recipe"] == "cpu-reference"
-    assert labels["io.envbuild.lock.sha256"] == ip.plan.lock_digest
+    assert labels["io.envbuild.lock.digest"] == ip.plan.lock_digest
     assert labels["org.opencontainers.image.base.name"] == BASE
     assert labels["io.envbuild.version"]
 

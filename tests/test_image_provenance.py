@@ -46,8 +46,8 @@ def test_an_images_signed_provenance_names_its_id_and_its_context(engine, tmp_pa
     ctx = tmp_path / "ctx"
     assert main(["render", "cpu-reference", "--target", "local", "--format", "dockerfile", "-o", str(ctx)]) == 0
     dockerfile = (ctx / "Dockerfile").read_text()
-    labels = dict(re.findall(r'(io\.envbuild\.(?:recipe|target|lock\.sha256|plan\.sha256))="([^"]*)"', dockerfile))
-    assert len(labels) == 4
+    labels = dict(re.findall(r'(io\.envbuild\.(?:recipe|target|lock\.sha256|lock\.digest|plan\.sha256))="([^"]*)"', dockerfile))
+    assert len(labels) == 5
     ident = _image(engine, tmp_path, "localhost/cpu-ref:1", labels, "one")
     key, other = _key(tmp_path / "maker"), _key(tmp_path / "other")
     out = tmp_path / "cpu-ref.intoto.jsonl"

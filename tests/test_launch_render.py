@@ -790,8 +790,10 @@ def test_a_pbs_job_brings_the_pack_to_each_node_through_mpiexec(tmp_path) -> Non
 
     rec, tgt = load_recipe("polaris-megatron-deepspeed"), load_target("polaris")
     made = tmp_path / "made" / "env"
-    (made / ".envbuild").mkdir(parents=True)
+    (made / ".envbuild" / "state").mkdir(parents=True)
     (made / ".envbuild" / "env.sh").write_text("export X=1\n")
+    for step in ("env-file", "smoke"):  # what --smoke-only reads from the pack (its markers)
+        (made / ".envbuild" / "state" / f"{step}.done").write_text("0\n")
     (tmp_path / "shared").mkdir()
     packed = envpack.pack(made, tmp_path / "shared" / "env.tar.gz")
     plan = resolve(rec, tgt, profile_facts(tgt), None, PlanOptions(prefix=str(made), host="polaris")).plan

@@ -332,7 +332,7 @@ def test_a_pack_unpacks_only_at_its_own_prefix(tmp_path) -> None:
     # the sbatch script: sbcast, then each node's check, then the task
     from envbuild.launch.slurm import render
 
-    mine = envpack.PackedEnv("/x.tar.gz", "0" * 64, 1, str(tmp_path / "a"))
+    mine = envpack.PackedEnv("/x.tar.gz", "0" * 64, 1, str(tmp_path / "a"), steps={"env-file": "0", "smoke": "0"})
     text = render(build_job(rec, tgt, plan, LaunchOptions(scheduler="slurm", smoke_only=True, packed=mine)))
     assert "sbcast --force --fanout=1 /x.tar.gz " in text  # the default for up to 16 nodes
     wide = build_job(rec, tgt, plan, LaunchOptions(scheduler="slurm", smoke_only=True, packed=mine, fanout=8))

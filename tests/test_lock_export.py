@@ -113,7 +113,7 @@ def test_pylock_installs_with_uv(tmp_path, capsys):
 @pytest.mark.skipif(not Path(WHEELS).is_dir(), reason="needs the CPU torch wheel in /opt/wheels")
 def test_requirements_install_with_pip_require_hashes(tmp_path, capsys):
     text = export("requirements", tmp_path / "requirements.txt", capsys)
-    assert all("--hash=sha256:" in line for line in text.splitlines() if not line.startswith("#"))
+    assert all("--hash=sha256:" in line for line in text.splitlines() if not line.startswith(("#", "--find-links")))
     venv = tmp_path / "v"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     # --no-compile: what is installed is this test's subject, not the bytecode pip would compile
@@ -131,3 +131,64 @@ def test_requirements_install_with_pip_require_hashes(tmp_path, capsys):
                    check=True, capture_output=True, env=NO_CONFIG)
     by_uv = installed(other / "bin" / "python")
     assert {k: v for k, v in by_uv.items() if k in expected()} == {k: v for k, v in got.items() if k in expected()}
+
+
+def test_the_index_form_names_indexes_not_files_and_installs_from_a_sites_own_sources(tmp_path):
+    """Issue 53: ``--export-form index`` writes ``name==version`` with its hash for every package
+    and the other index as ``--extra-index-url`` (no ``torch @ https://...``), so a site's proxy
+    or find-links serve the same bytes; pip installs exactly the lock from it, the hashes
+    checked, with torch from a folder of wheels (download.pytorch.org is not reached here)."""
+    out = tmp_path / "requirements.txt"
+    assert main(["lock", "cpu-reference", "--target", "local", "--format", "requirements", "--export-form", "index",
+                 "-o", str(out)]) in (0, None)
+    lines = [x for x in out.read_text().splitlines() if not x.startswith("#")]
+    torch = read_lock(LOCK).package("torch")
+    assert lines[0] == "--extra-index-url https://download.pytorch.org/whl/cpu"
+    assert f"torch==2.13.0+cpu --hash=sha256:{torch.dist.sha256}" in lines
+    assert not any(" @ " in x or "file:" in x or "--index-url" in x.split()[0:1] for x in lines)
+    assert main(["lock", "cpu-reference", "--target", "local", "--format", "pylock", "--export-form", "index",
+                 "-o", str(tmp_path / "pylock.toml")]) == 2  # PEP 751 names files: no index form
+    if not any(Path(WHEELS).glob("torch-2.13.0*cp311*.whl")):
+        pytest.skip("no torch 2.13.0 wheel in /opt/wheels to stand for a site's own source")
+    venv = tmp_path / "v"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    # pip passes over the unreachable index (a warning) and takes torch from the folder, its hash checked
+    p = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-input", "--no-compile",
+                        "--retries", "0", "--timeout", "5", "--require-hashes", "--no-deps", "--find-links", WHEELS,
+                        "-r", str(out)], capture_output=True, text=True, env=NO_CONFIG)
+    assert p.returncode == 0, p.stderr[-2000:]
+    got = installed(venv / "bin" / "python")
+    assert {k: v for k, v in got.items() if k in expected()} == expected()
+
+
+def test_a_wheelhouse_is_named_relative_to_the_export_never_by_a_path_of_this_machine(tmp_path):
+    """``--wheelhouse DIR``: the files taken from it are found relative to the exported file
+    (pylock's ``path``, a requirements file's ``--find-links``), which travels with its folder;
+    no ``file://`` and no absolute path of the exporting machine is written."""
+    wheels = tmp_path / "share" / "wheels"
+    wheels.mkdir(parents=True)
+    torch = read_lock(LOCK).package("torch")
+    (wheels / torch.dist.filename).write_bytes(b"stand-in")
+    out = tmp_path / "share" / "locks"
+    out.mkdir()
+    for fmt, name in (("pylock", "pylock.cpu-reference.toml"), ("requirements", "requirements.txt")):
+        assert main(["lock", "cpu-reference", "--target", "local", "--format", fmt, "--wheelhouse", str(wheels),
+                     "-o", str(out / name)]) in (0, None)
+        text = (out / name).read_text()
+        assert "file://" not in text and str(tmp_path) not in text, text
+    pylock = (out / "pylock.cpu-reference.toml").read_text()
+    rel = pylock.split(f'path = "', 1)[1].split('"', 1)[0]
+    assert rel == f"../wheels/{torch.dist.filename}" and (out / rel).is_file()
+    req = (out / "requirements.txt").read_text().splitlines()
+    assert "--find-links ../wheels" in req and f"torch==2.13.0+cpu --hash=sha256:{torch.dist.sha256}" in req
+
+
+def test_pylock_file_names_are_the_ones_pep_751_allows(tmp_path, capsys):
+    for bad in ("my.lock.toml", "pylock.a.b.toml", "pylock..toml", "pylock.toml.txt"):
+        rc = main(["lock", "cpu-reference", "--target", "local", "--format", "pylock", "-o", str(tmp_path / bad)])
+        assert rc == 2 and "pylock.toml or pylock.<name>.toml" in capsys.readouterr().err, bad
+        assert not (tmp_path / bad).exists()
+    for good in ("pylock.toml", "pylock.cpu-reference.toml"):
+        assert main(["lock", "cpu-reference", "--target", "local", "--format", "pylock", "-o",
+                     str(tmp_path / good)]) in (0, None)
+        assert (tmp_path / good).is_file()

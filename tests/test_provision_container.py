@@ -106,7 +106,7 @@ def test_first_provision_builds_the_image_and_passes(node, first) -> None:
     # built by the playbook with the planned labels: the context digest, the image plan's digest
     for key, value in image["labels"].items():
         assert first["image"][key] == value, key
-    assert first["image"]["io.envbuild.lock.sha256"] == plan["lock_digest"]
+    assert first["image"]["io.envbuild.lock.digest"] == plan["lock_digest"]
     # the import check and the smoke ran inside the image; their outputs are in the run
     smoke = run / "nodes/local/smoke"
     check = json.loads((smoke / "import-check.out").read_text())

@@ -126,7 +126,7 @@ def test_labels_and_verify_files() -> None:
     ip = plan_of("alpa-megatron", "azure-nd96")
     ctx = dockerfile.render(ip)
     got = dfp(ctx.files["Dockerfile"]).labels
-    assert got["io.envbuild.recipe"] == "alpa-megatron" and got["io.envbuild.lock.sha256"] == ip.plan.lock_digest
+    assert got["io.envbuild.recipe"] == "alpa-megatron" and got["io.envbuild.lock.digest"] == ip.plan.lock_digest
     assert got["io.envbuild.source.apex"] == "e2083df5eb96643c61613b9df48dd4eea6b07690"
     assert got["org.opencontainers.image.base.name"].startswith("nvidia/cuda:11.1.1")
     spec = __import__("json").loads(ctx.files["envbuild/verify.json"])
@@ -177,7 +177,7 @@ def test_a_package_without_a_hash_fails_the_render_unless_accepted_by_name(tmp_p
     assert (out / "Dockerfile").is_file()
     wf = tmp_path / "ci"
     p = envbuild("render", "opt-175b-azure", "--target", "azure-nd96", "--format", "ci", "-o", str(wf),
-                 "--allow-unverified", "torch")
+                 "--allow-unverified", "torch", "--envbuild-source", "git+https://example.org/envbuild.git@" + "0" * 40)
     assert p.returncode == 0, p.stderr
     text = "\n".join(f.read_text() for f in wf.rglob("*.yml"))
     assert "--format dockerfile -o build/context --allow-unverified torch" in text

@@ -30,6 +30,7 @@ from envbuild.lock.location import SHIPPED_LOCKDIR, lock_path
 from envbuild.plan.build import SEARCH_PATH
 from envbuild.recipes import all_recipes, load_recipe
 from envbuild.render import apptainer
+from envbuild.render.ci import CiInputs, EnvbuildSource
 from envbuild.render.context import ASSETS
 from envbuild.render.formats import render
 from envbuild.plan.placeholders import inventory_values
@@ -52,13 +53,19 @@ def node_facts(target):
     return facts
 
 
+# where the committed workflows install envbuild from: an example source (a documentation domain,
+# RFC 2606) pinned at a commit, as containers/README.md says; a user's render names its own
+EXAMPLE_SOURCE = EnvbuildSource.parse("git+https://example.org/envbuild.git@" + "0" * 40)
+
+
 @lru_cache(maxsize=None)
 def rendered(recipe: str, target: str, fmt: str) -> dict[str, str]:
     rec, tgt = load_recipe(recipe), load_target(target)
     lock = find_lock(rec, tgt)
     path = lock_path(rec.name, tgt.name, SHIPPED_LOCKDIR)
     res = render(fmt, rec, tgt, lock, lock_text=path.read_text() if lock is not None else None,
-                 facts=node_facts(tgt), inventory=inventory_values([node_facts(tgt)]))
+                 facts=node_facts(tgt), inventory=inventory_values([node_facts(tgt)]),
+                 given=CiInputs(recipe=recipe, source=EXAMPLE_SOURCE) if fmt == "ci" else None)
     return res.context.golden()
 
 
@@ -162,6 +169,8 @@ def test_ci_workflow_builds_verifies_and_smokes(recipe: str, target: str) -> Non
     # every action pinned by a commit, never by a tag; envbuild pinned, never `pip install .`
     assert all(re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", s["uses"]) for s in steps if "uses" in s)
     assert "pip install ." not in path.read_text()
+    install = next(s["run"] for s in steps if s.get("name", "").startswith("Install envbuild"))
+    assert install == f"python -m pip install 'envbuild @ {EXAMPLE_SOURCE.spec}'"  # by commit, not by name
     assert True in wf or "on" in wf  # PyYAML reads the key `on` as a boolean
 
 
@@ -204,7 +213,7 @@ def test_a_users_repository_gets_a_workflow_that_renders_what_render_did(tmp_pat
                     "-o", "env/my-stack.lock", cwd=repo)
     assert lock.returncode == 0, lock.stderr
     r = envbuild("render", "env/my-stack.yaml", "--target", "local", "--lock", "env/my-stack.lock",
-                 "--format", "ci", "-o", ".", cwd=repo)
+                 "--format", "ci", "-o", ".", "--envbuild-source", EXAMPLE_SOURCE.spec, cwd=repo)
     assert r.returncode == 0, r.stderr
     wf_path = repo / ".github/workflows/envbuild-my-stack-local.yml"
     wf = yaml.safe_load(wf_path.read_text())
@@ -228,7 +237,8 @@ def test_a_users_repository_gets_a_workflow_that_renders_what_render_did(tmp_pat
     # a lock outside the folder (the repository's root) could not be read by the workflow: refused
     shutil.copy(repo / "env" / "my-stack.lock", tmp_path / "elsewhere.lock")
     out = envbuild("render", str(tmp_path / "repo" / "env" / "my-stack.yaml"), "--target", "local", "--lock",
-                   str(tmp_path / "elsewhere.lock"), "--format", "ci", "-o", ".", cwd=repo / "env")
+                   str(tmp_path / "elsewhere.lock"), "--format", "ci", "-o", ".", "--envbuild-source",
+                   EXAMPLE_SOURCE.spec, cwd=repo / "env")
     assert out.returncode == 2 and "outside this folder" in out.stderr
 
 
@@ -239,12 +249,13 @@ def test_the_workflows_render_step_quotes_what_it_was_given(tmp_path) -> None:
     import shlex
 
     from envbuild.plan.image import image_plan
-    from envbuild.render.ci import CiInputs, workflow
+    from envbuild.render.ci import workflow
     from tests.clirun import envbuild
 
     rec, tgt = load_recipe("cpu-reference"), load_target("local")
     ip = image_plan(rec, tgt, find_lock(rec, tgt))
-    given = CiInputs(recipe="env/my stack $(touch x) 'q'.yaml", lock="env/a b.lock", base="reg.io/img:1@sha256:" + "0" * 64)
+    given = CiInputs(recipe="env/my stack $(touch x) 'q'.yaml", lock="env/a b.lock", base="reg.io/img:1@sha256:" + "0" * 64,
+                     source=EXAMPLE_SOURCE)
     step = next(s["run"] for s in workflow(ip, given)["jobs"]["image"]["steps"] if s.get("name") == "Render the build context")
     argv = shlex.split(step)
     assert argv[2] == given.recipe and argv[argv.index("--lock") + 1] == given.lock
@@ -254,5 +265,6 @@ def test_the_workflows_render_step_quotes_what_it_was_given(tmp_path) -> None:
     assert out.stdout.splitlines()[0] == given.recipe and not (tmp_path / "x").exists()
     bad = tmp_path / "${{ secrets.TOKEN }}.yaml"
     bad.write_text((Path(__file__).parents[1] / "envbuild/recipes/data/cpu-reference.yaml").read_text())
-    r = envbuild("render", bad.name, "--target", "local", "--format", "ci", "-o", "out", cwd=tmp_path)
+    r = envbuild("render", bad.name, "--target", "local", "--format", "ci", "-o", "out", "--envbuild-source",
+                 EXAMPLE_SOURCE.spec, cwd=tmp_path)
     assert r.returncode == 2 and "Actions expression" in r.stderr and not (tmp_path / "out").exists()

@@ -4,8 +4,8 @@ layers: what the engine runs), signed with a key the user holds (``envbuild.bund
 
 ``envbuild image-provenance IMAGE --context DIR --sign-key KEY -o FILE`` reads the image from
 the local engine (``inspect``: its ID and labels) and refuses an image that was not built from
-``DIR``: the ``io.envbuild.*`` labels the image carries (recipe, target, lock digest, plan
-digest) must be the ones the context's Dockerfile sets. The statement names every file of the
+``DIR``: the ``io.envbuild.*`` labels the image carries (recipe, target, the lock file's sha256
+and canonical digest, plan digest) must be the ones the context's Dockerfile sets. The statement names every file of the
 context by sha256 (the Dockerfile, the lock, the scripts), the base image as the Dockerfile
 names it (and whether that name is pinned by digest), envbuild's version and commit.
 ``envbuild image-provenance IMAGE --verify FILE --trusted-key KEY.pub`` checks that a trusted
@@ -26,7 +26,10 @@ from pathlib import Path
 from envbuild.errors import CheckFailed, EnvironmentProblem, InputError
 from envbuild.fsio import sha256_file
 
-LABELS = ("io.envbuild.recipe", "io.envbuild.target", "io.envbuild.lock.sha256", "io.envbuild.plan.sha256")
+# the lock twice: its file's sha256 (what sha256sum prints for the image's envbuild.lock) and its
+# canonical digest (the one plans, runs and statements name)
+LABELS = ("io.envbuild.recipe", "io.envbuild.target", "io.envbuild.lock.sha256", "io.envbuild.lock.digest",
+          "io.envbuild.plan.sha256")
 BASE_LABEL = "org.opencontainers.image.base.name"
 ENGINES = ("podman", "docker")
 INSPECT_TIMEOUT_S = 60
@@ -125,7 +128,7 @@ def statement(image: Image, inputs: dict[str, str], *, envbuild_version: str, en
     base = image.labels.get(BASE_LABEL, "")
     return P.statement(image.ref, image.id, recipe=image.labels["io.envbuild.recipe"],
                        target=image.labels["io.envbuild.target"],
-                       lock_digest=image.labels["io.envbuild.lock.sha256"], inputs=inputs, git=[],
+                       lock_digest=image.labels["io.envbuild.lock.digest"], inputs=inputs, git=[],
                        envbuild_version=envbuild_version, envbuild_commit=envbuild_commit, started=started,
                        finished=finished, build_type=P.IMAGE_BUILD_TYPE,
                        parameters={"image": image.ref, "planDigest": image.labels["io.envbuild.plan.sha256"],

@@ -36,6 +36,8 @@ COMMANDS = {
     "parse": "parse_cmd",
     "imports": "imports_cmd",
     "image-provenance": "image_cmd",
+    "draft": "draft_cmd",
+    "port": "port_cmd",
 }
 COMMAND_MODULES = list(dict.fromkeys(COMMANDS.values()))  # in the order help lists them
 
@@ -78,6 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     _register(args)
     debug = "--debug" in args
+    from envbuild.cli.logs import hold_library_logs
+
+    hold_library_logs(debug)  # no library's log line or traceback on stderr without --debug
     raise_on_sigterm()  # SIGTERM ends a command like Ctrl-C does (recorded, exit 143), never silently
     try:
         rc = cli.main(args=args, prog_name="envbuild", standalone_mode=False)

@@ -39,16 +39,22 @@ def _pairs(recipe: str | None, target: str | None, every: bool):
     return [(rec, tgt)]
 
 
-def _export(pairs, fmt: str, wheelhouse, output, lockdir) -> None:
-    """The up-to-date lock of one recipe x target in another format."""
+def _export(pairs, fmt: str, wheelhouse, output, lockdir, form: str) -> None:
+    """The up-to-date lock of one recipe x target in another format; a wheelhouse is named
+    relative to the file written (or to this folder, for stdout), never by its absolute path."""
+    import os
+
     from envbuild.fsio import write_atomic
-    from envbuild.lock.export import export
+    from envbuild.lock.export import export, pylock_name
 
     if len(pairs) != 1:
         raise InputError("--format exports one lock", hint="name RECIPE and --target, not --all")
+    if output and fmt == "pylock":
+        pylock_name(output.name)
     rec, tgt = pairs[0]
     lock = check_lock_file(locate_lock(rec.name, tgt.name, lockdir), rec, tgt)
-    text = export(lock, fmt, str(wheelhouse.resolve()) if wheelhouse else None)
+    base = (output.resolve().parent if output else Path.cwd().resolve())
+    text = export(lock, fmt, os.path.relpath(wheelhouse.resolve(), base) if wheelhouse else None, form)
     if output:
         write_atomic(output, text)
         _say(f"{rec.name}/{tgt.name}: wrote {output} ({fmt})")
@@ -77,13 +83,17 @@ def _export(pairs, fmt: str, wheelhouse, output, lockdir) -> None:
               default="envbuild", show_default=True,
               help="pylock: PEP 751 pylock.toml; requirements: a hashed requirements.txt (both from "
                    "the existing, up-to-date lock; -o writes a file, else stdout).")
+@click.option("--export-form", "form", type=click.Choice(["url", "index"]), default="url", show_default=True,
+              help="requirements: url names a file of an index other than PyPI by its URL; index writes "
+                   "name==version with its hashes and that index as --extra-index-url (PyPI: the installer's "
+                   "own index, a site's proxy).")
 @click.option("--upgrade", is_flag=True, help="Resolve every package afresh (by default a re-lock keeps "
               "the existing lock's pins wherever the recipe allows, as uv does).")
 @click.option("-P", "--upgrade-package", "upgrade_packages", multiple=True, metavar="NAME",
               help="Let NAME move to the newest version the recipe allows, keeping every other pin "
                    "(repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def lock_cmd(recipe, target, every, check, git_mirror, wheelhouse, output, lockdir, fmt, upgrade,
+def lock_cmd(recipe, target, every, check, git_mirror, wheelhouse, output, lockdir, fmt, form, upgrade,
              upgrade_packages, as_json):
     """Pin every package (exact version + sha256) and git commit of a recipe for a target.
 
@@ -103,12 +113,15 @@ def lock_cmd(recipe, target, every, check, git_mirror, wheelhouse, output, lockd
     from envbuild.lock.keep import Upgrade
 
     pairs = _pairs(recipe, target, every)
+    if form != "url" and fmt != "requirements":
+        raise InputError("--export-form chooses how a requirements export names its files",
+                         hint="use it with --format requirements")
     if (upgrade or upgrade_packages) and (check or fmt != "envbuild"):
         raise InputError("--upgrade and --upgrade-package re-lock; --check and --format do not",
                          hint="drop --check/--format, or drop the upgrade options")
     moving = Upgrade.of(upgrade, upgrade_packages)
     if fmt != "envbuild":
-        _export(pairs, fmt, wheelhouse, output, lockdir)
+        _export(pairs, fmt, wheelhouse, output, lockdir, form)
         return
     if output and len(pairs) > 1:
         raise InputError("-o/--output names one file but --all writes many", hint="use --lockdir")

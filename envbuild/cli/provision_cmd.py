@@ -47,7 +47,9 @@ from envbuild.errors import InputError
                    "before it is unpacked; needed for a bundle made from a lock envbuild does not hold.")
 @click.option("--trusted-key", "trusted_keys", multiple=True, type=click.Path(dir_okay=False), metavar="PUB",
               help="Trust a --bundle signed by this Ed25519 public key (PEM or OpenSSH; repeatable): its "
-                   "provenance (BUNDLE.intoto.jsonl) is verified and its sha256 checked before it is unpacked.")
+                   "provenance (BUNDLE.intoto.jsonl) is verified, its sha256 and name checked before it is "
+                   "unpacked, and a bundle older than the newest accepted for its recipe and target refused "
+                   "($ENVBUILD_HOME/trust); its lock must still be the one envbuild holds (or --bundle-sha256).")
 @click.option("--provenance", "provenance", default=None, type=click.Path(dir_okay=False),
               help="The --bundle's signed provenance (default: BUNDLE.intoto.jsonl beside it).")
 @click.option("--bundle", "bundle", default=None, type=click.Path(),
@@ -142,7 +144,7 @@ def provision_cmd(recipe, target, recipe_option, hosts, inventory, backend, pref
         out = provision(opts, echo=None)
         emit_json_line({"type": "result", "run_dir": str(out.run_dir), "status": out.status,
                         "exit_code": out.exit_code, "results": out.results, "enter": out.enter,
-                        "command": out.command if dry_run else None,
+                        "command": out.command if dry_run and out.plans else None,
                         "plans": {h: p.model_dump(mode="json", by_alias=True) for h, p in out.plans.items()}
                         if dry_run else None})
     else:
@@ -154,8 +156,11 @@ def provision_cmd(recipe, target, recipe_option, hosts, inventory, backend, pref
                 console.print(f"[bold]{host}[/]  prefix {plan.prefix}  ({plan.backend})")
                 for step in plan.steps:
                     console.print(f"  {step.id:<24} {step.kind:<15} {step.title}  [dim]{step.digest}[/]")
-            console.print("\nrun by hand:", style="bold")
-            console.print(out.command, markup=False)
+            if out.plans:  # a node that was not reached (or was refused) has no plan and no command
+                left = sorted(h for h in out.results if h not in out.plans)
+                console.print("\nrun by hand" + (f" (the planned nodes only, not {', '.join(left)})" if left else "")
+                              + ":", style="bold")
+                console.print(out.command, markup=False)
         for host, res in out.results.items():
             line = f"{host}: {res['status']}"
             if res.get("failed_step"):

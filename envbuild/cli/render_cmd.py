@@ -26,8 +26,12 @@ from envbuild.cli.output import console, emit_json
               help="Folder of wheels: node formats use it as find-links; image formats copy the locked ones into the context.")
 @click.option("--allow-unverified", "allow_unverified", multiple=True, metavar="NAME",
               help="Accept a package the lock has no verified hash for (repeat per package), as provision does.")
+@click.option("--envbuild-source", "envbuild_source", default=None, metavar="SPEC",
+              help="ci: where the workflow installs envbuild from, pinned: git+URL@COMMIT (40 hex) or a wheel's "
+                   "URL#sha256=HEX (default: this envbuild checkout's HEAD at its git remote).")
 @click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
-def render_cmd(recipe, target, fmt, out, base, facts_file, lock_file, prefix, wheelhouse, allow_unverified, as_json):
+def render_cmd(recipe, target, fmt, out, base, facts_file, lock_file, prefix, wheelhouse, allow_unverified,
+               envbuild_source, as_json):
     """Write RECIPE's plan for TARGET in FORMAT (default recipe: the embedded reference).
 
     \b
@@ -44,7 +48,7 @@ def render_cmd(recipe, target, fmt, out, base, facts_file, lock_file, prefix, wh
 
     res = render(RenderRequest(target=target, fmt=fmt, recipe=recipe, out=out, base=base, facts_file=facts_file,
                                lock_file=lock_file, prefix=prefix, wheelhouse=wheelhouse,
-                               allow_unverified=tuple(allow_unverified)))
+                               allow_unverified=tuple(allow_unverified), envbuild_source=envbuild_source))
     if as_json:
         emit_json({"format": fmt, **res.to_dict()})
     else:

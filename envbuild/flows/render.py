@@ -17,7 +17,9 @@ class RenderRequest:
     """``recipe`` (None: the embedded default) on ``target`` as ``fmt`` into ``out`` (default
     ``containers/<recipe>/<target>/<format>``); ``facts_file`` the node facts (node formats;
     every format: ``{inventory.*}`` patch placeholders), ``lock_file``, ``prefix``, ``base``,
-    ``wheelhouse``, and the packages accepted without a verified hash."""
+    ``wheelhouse``, the packages accepted without a verified hash, and (ci) ``envbuild_source``:
+    where the workflow installs envbuild from (default: the commit of the git checkout envbuild
+    runs from, at its remote)."""
 
     target: str
     fmt: str
@@ -29,6 +31,7 @@ class RenderRequest:
     prefix: str | None = None
     wheelhouse: str | None = None
     allow_unverified: tuple[str, ...] = ()
+    envbuild_source: str | None = None
 
 
 @dataclass(frozen=True)
@@ -76,15 +79,66 @@ def _ci_inputs(request: RenderRequest, name: str):
         return rel.as_posix()
 
     if request.fmt != "ci":
+        if request.envbuild_source is not None:
+            raise InputError("--envbuild-source is where a CI workflow installs envbuild from",
+                             hint="use it with --format ci")
         return None
     recipe = request.recipe if request.recipe and not Path(request.recipe).is_file() else None
     given = CiInputs(recipe=recipe or in_repo(request.recipe, "the recipe") or name,
-                     lock=in_repo(request.lock_file, "the lock"), base=request.base)
+                     lock=in_repo(request.lock_file, "the lock"), base=request.base,
+                     source=envbuild_source(request.envbuild_source))
     for value in (given.recipe, given.lock, given.base):
         if value and ("${{" in value or any(c in value for c in "\n\r")):  # Actions evaluates ${{ }} in run:
             raise InputError(f"{value!r} cannot go into a workflow's command (an Actions expression or a line break)",
                              hint="rename the file, or render --format dockerfile and write the workflow yourself")
     return given
+
+
+def envbuild_source(option: str | None, checkout: Path | None = None):
+    """Where a CI workflow installs envbuild from: ``option`` (``--envbuild-source``) when given,
+    else the commit HEAD of the git checkout envbuild runs from (``checkout``: default
+    ``envbuild.shipped.CHECKOUT``) at its remote ``origin`` (or its only remote). InputError
+    for an installed wheel, a checkout without a remote, or a remote that is a local path."""
+    from envbuild.errors import InputError
+    from envbuild.gitsrc import GitError, run_git
+    from envbuild.render.ci import SOURCE_HINT, EnvbuildSource
+    from envbuild.shipped import CHECKOUT, INSTALLED
+
+    if option is not None:
+        return EnvbuildSource.parse(option)
+    if checkout is None and INSTALLED:
+        raise InputError("envbuild runs from an installed package, whose source the CI workflow cannot name",
+                         hint=SOURCE_HINT)
+    folder = checkout or CHECKOUT
+    try:
+        commit = run_git(["rev-parse", "HEAD"], cwd=folder).stdout.strip()
+        remotes = run_git(["remote"], cwd=folder).stdout.split()
+    except GitError:
+        raise InputError(f"{folder} is not a git checkout: the CI workflow cannot name envbuild's source",
+                         hint=SOURCE_HINT) from None
+    name = "origin" if "origin" in remotes else (remotes[0] if len(remotes) == 1 else None)
+    if name is None:
+        raise InputError(f"envbuild's checkout {folder} has {len(remotes) or 'no'} git remotes"
+                         + ("" if not remotes else f" ({', '.join(remotes)}) and none is origin"),
+                         hint=SOURCE_HINT)
+    return EnvbuildSource.from_remote(run_git(["remote", "get-url", name], cwd=folder).stdout.strip(), commit)
+
+
+def regenerate_command(request: RenderRequest, rec, tgt, locked: bool) -> str:
+    """The command a rendered file's header names: the recipe and every input as the user gave
+    them; a lock found in ``$ENVBUILD_LOCKDIR`` (not given, not shipped) by its path, which a
+    render elsewhere would not find."""
+    from envbuild.inputs import lock_source
+    from envbuild.lock.location import SHIPPED_LOCKDIR
+    from envbuild.render.regenerate import render_command
+
+    lock = request.lock_file
+    if lock is None and locked:
+        found = lock_source(rec, tgt).resolve()
+        lock = None if found.is_relative_to(SHIPPED_LOCKDIR.resolve()) else str(found)
+    return render_command(request.recipe or rec.name, tgt.name if request.target is None else request.target,
+                          request.fmt, lock=lock, base=request.base, facts=request.facts_file,
+                          wheelhouse=request.wheelhouse, allow_unverified=request.allow_unverified)
 
 
 def render(request: RenderRequest) -> RenderOutcome:
@@ -106,7 +160,8 @@ def render(request: RenderRequest) -> RenderOutcome:
     res = render_format(request.fmt, rec, tgt, lock, lock_text=lock_text, facts=facts, base=request.base,
                         wheelhouse=request.wheelhouse, prefix=request.prefix,
                         run_dir=str((folder / "run").resolve()), cache_dir=str((folder / "cache").resolve()),
-                        inventory=inventory, given=_ci_inputs(request, rec.name))
+                        inventory=inventory, given=_ci_inputs(request, rec.name),
+                        regenerate=regenerate_command(request, rec, tgt, lock is not None))
     refuse_unverified(res.plan, list(request.allow_unverified), lock, rec.python,  # before a file is written
                       tgt.platform.arch)
     written = write(res.context, folder, wheelhouse=Path(request.wheelhouse) if request.wheelhouse else None)

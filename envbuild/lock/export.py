@@ -4,8 +4,17 @@ Pure functions of the lock. What those formats cannot say is left out with a com
 packages provided by an image or a module (``provided_by``), entries without a file or a
 verified hash, the git source trees (built by plan steps, not installed by pip) and the build
 tooling. Every file is written with its upstream URL, also one whose bytes the lock read from
-a wheelhouse; with ``wheelhouse`` given, such files are written as paths in that folder instead
-(a lock made before upstream URLs were recorded needs it).
+a wheelhouse; with ``wheelhouse`` given (a path relative to the exported file's folder, never
+a path of the exporting machine), such files are taken from that folder instead (a lock made
+before upstream URLs were recorded needs it): pylock's ``path`` (PEP 751 reads it relative to
+the lock file), a requirements file's ``--find-links`` (pip and uv read it relative to the file).
+
+A requirements file takes one of two forms (``FORMS``): ``url`` names a file of an index other
+than PyPI by its URL (``torch @ https://download.pytorch.org/...``); ``index`` writes every
+package as ``name==version`` with its hashes and each index other than PyPI as
+``--extra-index-url``, PyPI being the installer's own index (``--index-url`` or a site's proxy in
+pip.conf / ``PIP_INDEX_URL`` / ``UV_INDEX_URL`` serves it). Either way pip checks every hash.
+A pylock file's name is ``pylock.toml`` or ``pylock.<name>.toml`` (PEP 751; ``pylock_name``).
 
     >>> from envbuild.lock.schema import Lock
     >>> print(to_requirements(Lock.model_validate({"schema": "envbuild.lock/1",
@@ -16,6 +25,8 @@ a wheelhouse; with ``wheelhouse`` given, such files are written as paths in that
 """
 
 from __future__ import annotations
+
+import re
 
 import tomli_w
 from packaging.pylock import Package, PackageSdist, PackageWheel, Pylock
@@ -28,6 +39,17 @@ from envbuild.lock.indexes import is_pypi
 from envbuild.lock.schema import Lock, LockedPackage
 
 FORMATS = ("requirements", "pylock")
+FORMS = ("url", "index")
+PYLOCK_NAME = re.compile(r"pylock\.toml|pylock\.([^.]+)\.toml")  # PEP 751, "File Name"
+
+
+def pylock_name(name: str) -> None:
+    """InputError unless ``name`` is a file name PEP 751 allows (``pylock.toml``,
+    ``pylock.<name>.toml`` with no dot in the name): installers look for those only."""
+    m = PYLOCK_NAME.fullmatch(name)
+    if m is None or (m.group(1) is not None and not m.group(1).strip()):
+        raise InputError(f"{name}: a PEP 751 lock file is named pylock.toml or pylock.<name>.toml "
+                         "(no dot in <name>)", hint="e.g. -o pylock.toml or -o pylock.cpu-reference.toml")
 
 
 def _exported(lock: Lock) -> tuple[list[LockedPackage], list[str]]:
@@ -46,7 +68,9 @@ def _exported(lock: Lock) -> tuple[list[LockedPackage], list[str]]:
 
 
 def _location(p: LockedPackage, wheelhouse: str | None) -> tuple[str, str]:
-    """("url" or "path", value) of the entry's file."""
+    """("url" or "path", value) of the entry's file; a path is in ``wheelhouse``, relative."""
+    if wheelhouse and (wheelhouse.startswith("/") or "://" in wheelhouse):
+        raise ValueError(f"the wheelhouse is written relative to the export, not as {wheelhouse}")
     if p.from_wheelhouse and (wheelhouse or not p.dist.url.startswith(("https://", "http://"))):
         if not wheelhouse:
             why = p.wheelhouse.how if p.wheelhouse else "the lock was made before envbuild recorded one"
@@ -64,25 +88,38 @@ def _header(lock: Lock, notes: list[str]) -> list[str]:
     return lines + [f"# left out: {n}" for n in notes]
 
 
-def requirement_lines(lock: Lock, wheelhouse: str | None = None) -> list[str]:
-    """One hashed line per exported package: ``name==version`` for PyPI's files, the file's own
-    URL (``name @ URL``) for another index's (pip would not find ``torch==2.13.0+cpu`` on PyPI),
-    ``name @ file://...`` in ``wheelhouse``."""
+def requirement_lines(lock: Lock, wheelhouse: str | None = None, form: str = "url") -> list[str]:
+    """The option lines, then one hashed line per exported package: ``name==version`` for
+    PyPI's files, for a file in ``wheelhouse`` (``--find-links``) and, in the ``index`` form,
+    for every file (``--extra-index-url`` for each index other than PyPI); in the ``url`` form the
+    file's own URL (``name @ URL``) for another index's (pip would not find ``torch==2.13.0+cpu``
+    on PyPI)."""
+    if form not in FORMS:
+        raise InputError(f"unknown requirements form {form!r}", hint=f"one of: {', '.join(FORMS)}")
     keep, _ = _exported(lock)
-    lines = []
+    options, lines = [], []
     for p in keep:
         kind, where = _location(p, wheelhouse)
-        spec = (f"{p.name} @ file://{where}" if kind == "path"
-                else f"{p.name} @ {where}" if where.startswith(("https://", "http://")) and not is_pypi(where)
-                else f"{p.name}=={p.version}")
+        other = kind == "url" and where.startswith(("https://", "http://")) and not is_pypi(where)
+        if kind == "path":
+            options.append(f"--find-links {wheelhouse}")
+        elif other and form == "index":
+            if p.source.startswith(("https://", "http://")) and not is_pypi(p.source):
+                options.append(f"--extra-index-url {p.source.rstrip('/')}")
+            else:
+                raise InputError(f"{p.name} {p.version}: its file is on {where}, and the lock names no index "
+                                 f"for it (source {p.source})", hint="export with --export-form url")
+        spec = f"{p.name} @ {where}" if other and form == "url" else f"{p.name}=={p.version}"
         lines.append(f"{spec} --hash=sha256:{p.dist.sha256}")
-    return lines
+    return list(dict.fromkeys(options)) + lines
 
 
-def to_requirements(lock: Lock, wheelhouse: str | None = None) -> str:
+def to_requirements(lock: Lock, wheelhouse: str | None = None, form: str = "url") -> str:
     """``pip install --require-hashes --no-deps -r FILE`` installs exactly the lock."""
     _, notes = _exported(lock)
-    return "\n".join(_header(lock, notes) + requirement_lines(lock, wheelhouse)) + "\n"
+    said = ["# index form: every index other than PyPI is an --extra-index-url; PyPI is the installer's own "
+            "index (its --index-url, or a site's proxy)"] if form == "index" else []
+    return "\n".join(_header(lock, notes) + said + requirement_lines(lock, wheelhouse, form)) + "\n"
 
 
 def pylock_model(lock: Lock, wheelhouse: str | None = None) -> Pylock:
@@ -107,9 +144,14 @@ def to_pylock(lock: Lock, wheelhouse: str | None = None) -> str:
     return "\n".join(_header(lock, notes)) + "\n" + tomli_w.dumps(pylock_model(lock, wheelhouse).to_dict())
 
 
-def export(lock: Lock, fmt: str, wheelhouse: str | None = None) -> str:
+def export(lock: Lock, fmt: str, wheelhouse: str | None = None, form: str = "url") -> str:
+    """``lock`` as ``fmt``; ``form`` (requirements only) as ``FORMS`` says; ``wheelhouse`` a
+    folder relative to the exported file's."""
     if fmt == "requirements":
-        return to_requirements(lock, wheelhouse)
+        return to_requirements(lock, wheelhouse, form)
     if fmt == "pylock":
+        if form != "url":
+            raise InputError("a pylock file names each file by its URL or path (PEP 751): it has no index form",
+                             hint="drop --export-form, or export --format requirements")
         return to_pylock(lock, wheelhouse)
     raise InputError(f"unknown export format {fmt!r}", hint=f"one of: {', '.join(FORMATS)}")

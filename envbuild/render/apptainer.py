@@ -20,6 +20,7 @@ import re
 from envbuild import __version__
 from envbuild.actions.model import CopyAsset
 from envbuild.render.context import Context
+from envbuild.render.regenerate import render_command
 from envbuild.plan.image import WHEELHOUSE
 from envbuild.plan.params import ImagePlan
 from envbuild.render.image import build_steps, verify_files, verify_sh, where
@@ -36,8 +37,9 @@ def _label(value: str) -> str:
     return " ".join(value.split())
 
 
-def render(ip: ImagePlan) -> Context:
-    """The definition file and the files it copies in."""
+def render(ip: ImagePlan, regenerate: str | None = None) -> Context:
+    """The definition file and the files it copies in. ``regenerate``: the command its header
+    names (default: the recipe and target by name, ``envbuild.render.regenerate``)."""
     files: dict = {}
     steps = build_steps(ip)
     for _, acts in steps:
@@ -52,7 +54,7 @@ def render(ip: ImagePlan) -> Context:
         "",
         f"# Image of {ip.recipe} for {ip.target}, rendered by envbuild {__version__}; "
         f"lock digest {ip.plan.lock_digest or 'none'}.",
-        f"# Regenerate: envbuild render {ip.recipe} --target {ip.target} --format apptainer",
+        f"# Regenerate: {regenerate or render_command(ip.recipe, ip.target, 'apptainer')}",
         "# Build:      apptainer build envbuild.sif envbuild.def   (in this folder)",
         f"# base: {ip.base.image}: {_label(ip.base.why)} ({ip.base.source})",
     ]

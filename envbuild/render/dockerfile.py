@@ -35,6 +35,7 @@ from pathlib import Path
 
 from envbuild.actions.model import BuildWheel, CopyAsset, GitCheckout, MakeDir, WriteFile
 from envbuild.render.context import Context
+from envbuild.render.regenerate import render_command
 from envbuild.plan.image import PREPARE, WHEELHOUSE, run_time_note
 from envbuild.plan.params import ImagePlan
 from envbuild.render.image import (build_steps, devel_dests, prepare_sh, run_time_steps, verify_files,
@@ -155,8 +156,9 @@ class _Writer:
                        "ARG PIP_CERT"]
 
 
-def render(ip: ImagePlan) -> Context:
-    """The build context of ``ip`` (``envbuild.render.image.image_plan``)."""
+def render(ip: ImagePlan, regenerate: str | None = None) -> Context:
+    """The build context of ``ip`` (``envbuild.render.image.image_plan``). ``regenerate``: the
+    command its header names (default: the recipe and target by name, ``envbuild.render.regenerate``)."""
     w = _Writer(ip)
     plan = ip.plan
     steps = build_steps(ip, run_time_data=True)
@@ -172,7 +174,7 @@ def render(ip: ImagePlan) -> Context:
                 "step rebuilds from its own layer on",
                 f"# Image of {ip.recipe} for {ip.target}, rendered by envbuild from the plan",
                 f"# (lock digest {plan.lock_digest or 'none: no lockfile, versions from the recipe'}).",
-                f"# Regenerate: envbuild render {ip.recipe} --target {ip.target} --format dockerfile",
+                f"# Regenerate: {regenerate or render_command(ip.recipe, ip.target, 'dockerfile')}",
                 "# Build:      docker build -t IMAGE .     (podman build: add --format docker)",
                 # a GPU target's smoke trains on its GPUs (envbuild.plan.smoke): the container needs them
                 "# Verify:     docker run --rm" + (" --gpus all" if ip.gpus else "") + " IMAGE sh "

@@ -5,7 +5,8 @@
 * a venv (``--without-pip``) whose site-packages see this interpreter's packages (torch CPU),
   standing in for the recipe's environment (which may need CUDA or an old Python);
 * the plan's own ``env-file`` and ``smoke`` actions (the env file, the smoke scripts copied),
-  run through the shell renderer (``envbuild.render.shell``), the smoke runs themselves left out;
+  run through the shell renderer (``envbuild.render.shell``), the smoke runs themselves left out,
+  and those two steps' markers (what a pack's manifest lists: ``envbuild.bundle.envpack``);
 * an empty folder for every git checkout of the plan and for the recipe's benchmark working
   folder (a replaced command does not read them).
 
@@ -37,6 +38,11 @@ def materialize(plan, files: Path, recipe=None, python: str = sys.executable) ->
         dest.write_bytes(item.read_bytes() if isinstance(item, Path) else item.encode())
     script = "set -e\n" + "\n".join(commands(acts, Where(files=q(str(files)))))
     subprocess.run(["bash", "-c", script], check=True, capture_output=True)
+    state = prefix / ".envbuild" / "state"  # the markers of the steps it ran, as a provision leaves them
+    state.mkdir(parents=True, exist_ok=True)
+    for s in plan.steps:
+        if s.kind in ("env_file", "smoke"):
+            (state / f"{s.id}.done").write_text(s.digest + "\n")
     sources = {s.params.name: s.params.dest for s in plan.steps if s.kind == "git_source"}
     for dest in sources.values():
         Path(dest).mkdir(parents=True, exist_ok=True)

@@ -30,6 +30,7 @@ then deletes the namespaces: no daemon outlives the context.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import shutil
@@ -199,6 +200,14 @@ class SlurmCluster:
         for ns in self._namespaces:
             subprocess.run(["ip", "netns", "delete", ns], capture_output=True)
 
+    def save(self) -> Path:
+        """``<dir>/cluster.json``: what ``stop_saved`` needs to stop it from another process."""
+        path = self.dir / "cluster.json"
+        path.write_text(json.dumps({"dir": str(self.dir), "hub": self.hub, "namespaces": self._namespaces,
+                                    "pids": [p.pid for p in self._procs], "nodes": [n.name for n in self.nodes],
+                                    "env": self.env}, indent=1) + "\n")
+        return path
+
     def leftovers(self) -> list[str]:
         """Processes or namespaces of this cluster still alive (empty after ``stop``)."""
         out = [f"pid {p.pid} ({p.args[0]})" for p in self._procs if p.poll() is None]
@@ -355,6 +364,22 @@ def slurm_cluster(nodes: int = 2, *, gpus_per_node: int = 2, cpus_per_node: int 
     """Start a cluster of ``nodes`` idle nodes and always tear it down on exit. ``node_local``:
     the path that is each node's own disk (default: a folder of the cluster's); ``tree_width``:
     slurm.conf's TreeWidth, the fan-out of Slurm's message tree (sbcast's too; default Slurm's)."""
+    cluster = start_cluster(nodes, gpus_per_node=gpus_per_node, cpus_per_node=cpus_per_node, memory_mb=memory_mb,
+                            base_dir=base_dir, node_local=node_local, tree_width=tree_width, timeout=timeout)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+        shutil.rmtree(cluster.dir, ignore_errors=True)
+
+
+def start_cluster(nodes: int = 2, *, gpus_per_node: int = 2, cpus_per_node: int = 16,
+                  memory_mb: int = 16384, base_dir: str | None = None, node_local: Path | None = None,
+                  tree_width: int | None = None, timeout: float = 30) -> SlurmCluster:
+    """Start the cluster ``slurm_cluster`` describes and return it running (its daemons in
+    sessions of their own: they outlive this process); the caller stops it (``stop``, or
+    ``stop_saved`` of its folder from another process). A start that fails stops what it
+    started."""
     ensure_packages()
     why = why_unavailable()
     if why:
@@ -404,7 +429,111 @@ def slurm_cluster(nodes: int = 2, *, gpus_per_node: int = 2, cpus_per_node: int 
         want = sorted(n.name for n in cluster.nodes)
         _wait_for("slurmd nodes idle", lambda: cluster.idle_nodes() == want, None,
                   d / "log" / f"slurmd-{want[0]}.log", timeout)
-        yield cluster
-    finally:
+        return cluster
+    except BaseException:
         cluster.stop()
         shutil.rmtree(d, ignore_errors=True)
+        raise
+
+
+def stop_saved(folder: Path) -> list[str]:
+    """Stop the cluster ``save`` recorded in ``folder`` (every process in its namespaces and the
+    daemons it started: SIGTERM, SIGKILL after 3 s), delete its namespaces and its folder; what
+    was still alive after that (empty when all went)."""
+    state = json.loads((folder / "cluster.json").read_text())
+    namespaces = state["namespaces"]
+    for sig, grace in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 10.0)):
+        pids = {*state["pids"], *(pid for ns in namespaces for pid in _netns_pids(ns))}
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and (any(_alive(pid) for pid in state["pids"])
+                                               or any(_netns_pids(ns) for ns in namespaces)):
+            time.sleep(0.05)
+    for ns in namespaces:
+        subprocess.run(["ip", "netns", "delete", ns], capture_output=True)
+    left = [f"pid {pid}" for pid in state["pids"] if _alive(pid)]
+    names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+    left += [f"netns {ns}" for ns in namespaces if ns in names]
+    if not left:
+        shutil.rmtree(folder, ignore_errors=True)
+    return left
+
+
+def _alive(pid: int) -> bool:
+    """A process that exists and is not a zombie (this module's daemons' parent may be gone)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+STATE_DIR = Path(tempfile.gettempdir()) / "envbuild-slurm-testbed"
+USAGE = """Start or stop the Slurm test bed outside pytest, to try a site's templates or a launch by hand.
+
+    python -m envbuild.testbed.slurm up [--nodes 2] [--gpus-per-node 2] [--cpus-per-node 16] [--dir DIR]
+    eval "$(python -m envbuild.testbed.slurm env)"      # SLURM_CONF and PATH for sbatch, sinfo, envbuild launch
+    python -m envbuild.testbed.slurm down [--dir DIR]
+
+``up`` starts the cluster (root, slurm-wlm and munge needed, as for the tests) and leaves it
+running; its folder holds cluster.json, which ``down`` reads to stop every daemon and job and
+delete the namespaces. DIR (default {state}) holds one cluster at a time."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``up`` / ``env`` / ``down`` (``USAGE``)."""
+    import argparse
+    import sys
+
+    ap = argparse.ArgumentParser(prog="python -m envbuild.testbed.slurm", description=USAGE.format(state=STATE_DIR),
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("action", choices=["up", "env", "down"])
+    ap.add_argument("--nodes", type=int, default=2)
+    ap.add_argument("--gpus-per-node", type=int, default=2)
+    ap.add_argument("--cpus-per-node", type=int, default=16)
+    ap.add_argument("--dir", type=Path, default=STATE_DIR, help=f"where the cluster lives (default {STATE_DIR})")
+    args = ap.parse_args(argv)
+    pointer = args.dir / "current"
+    running = Path(pointer.read_text().strip()) if pointer.is_file() else None
+    if args.action == "up":
+        if running is not None and (running / "cluster.json").is_file():
+            print(f"a test bed is already up in {running}: python -m envbuild.testbed.slurm down --dir {args.dir}",
+                  file=sys.stderr)
+            return 1
+        args.dir.mkdir(parents=True, exist_ok=True)
+        try:
+            cluster = start_cluster(args.nodes, gpus_per_node=args.gpus_per_node, cpus_per_node=args.cpus_per_node,
+                                    base_dir=str(args.dir))
+        except EnvironmentProblem as exc:
+            print(f"error: {exc}" + (f"\nhint: {exc.hint}" if exc.hint else ""), file=sys.stderr)
+            return exc.exit_code
+        cluster.save()
+        pointer.write_text(f"{cluster.dir}\n")
+        print(f"Slurm test bed up in {cluster.dir}: {', '.join(n.name for n in cluster.nodes)}, "
+              f"{args.gpus_per_node} GPU(s) (gres) and {args.cpus_per_node} CPUs each; node-local disk "
+              f"{cluster.node_local}", file=sys.stderr)
+        print(f'use it: eval "$(python -m envbuild.testbed.slurm env --dir {args.dir})"; '
+              f"stop it: python -m envbuild.testbed.slurm down --dir {args.dir}", file=sys.stderr)
+        return 0
+    if running is None or not (running / "cluster.json").is_file():
+        print(f"no test bed is up in {args.dir}", file=sys.stderr)
+        return 1
+    if args.action == "env":
+        import shlex
+
+        env = json.loads((running / "cluster.json").read_text())["env"]
+        print(f"export SLURM_CONF={shlex.quote(env['SLURM_CONF'])}")
+        print(f"export PATH={shlex.quote(str(running / 'bin'))}:\"$PATH\"")
+        return 0
+    left = stop_saved(running)
+    if left:
+        print(f"still alive after stopping {running}: {', '.join(left)}", file=sys.stderr)
+        return 3
+    pointer.unlink(missing_ok=True)
+    print(f"Slurm test bed in {running} stopped and removed", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

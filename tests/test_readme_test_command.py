@@ -1,0 +1,52 @@
+"""The README's test command passes on a fresh machine after only the README's set-up, and CI
+runs that same command (issue 53: ``python -m pytest ...`` after ``pip install -e .`` failed with
+``No module named pytest``). The command is ``bash .ci/run``: it installs what the tests need
+(the Debian packages, the hashed test venv, the npm linters) before it runs the suite
+(``.ci/test``). Checked here: the command, the order of .ci/run's steps, that the hashed lock
+it installs holds what .ci/test runs, and (where this environment has xdist) .ci/test itself,
+as a process, collecting a module."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def readme_command() -> str:
+    block = (ROOT / "README.md").read_text().split("<!-- test-command -->", 1)[1].split("<!-- /test-command -->", 1)[0]
+    return "\n".join(x for x in block.strip().splitlines() if not x.startswith("```")).strip()
+
+
+def test_the_readme_command_is_cis_entry_point_which_sets_up_before_it_tests() -> None:
+    assert readme_command() == "bash .ci/run"
+    run = (ROOT / ".ci" / "run").read_text()
+    steps = [line for line in run.splitlines() if line and not line.startswith(("#", "echo"))]
+    at = {what: next(i for i, line in enumerate(steps) if what in line)
+          for what in ("apt-get install", ".ci/venv .venv", ". .venv/bin/activate", "npm ci", "bash .ci/test")}
+    assert at["apt-get install"] < at[".ci/venv .venv"] < at[". .venv/bin/activate"] < at["bash .ci/test"]
+    assert at["npm ci"] < at["bash .ci/test"] == len(steps) - 1
+    assert "README.md" not in run  # it runs the suite itself, not a command read back from the README
+    # the venv .ci/venv makes holds, pinned with hashes, every pytest plugin .ci/test uses
+    venv = (ROOT / ".ci" / "venv").read_text()
+    assert "--require-hashes -r requirements/dev.lock" in venv and "-e ." in venv
+    lock = (ROOT / "requirements" / "dev.lock").read_text()
+    test = (ROOT / ".ci" / "test").read_text()
+    assert "python -m pytest" in test and "-n 2" in test and '"$@"' in test
+    for dist in ("pytest", "pytest-xdist", "pytest-timeout"):
+        assert re.search(rf"^{dist}==\S+ \\\n\s+--hash=sha256:", lock, re.M), dist
+
+
+@pytest.mark.process
+def test_the_suite_script_runs_pytest_with_the_ci_options() -> None:
+    if importlib.util.find_spec("xdist") is None:
+        pytest.skip("pytest-xdist is not installed here (.ci/venv installs it)")
+    p = subprocess.run(["bash", str(ROOT / ".ci" / "test"), "--collect-only", "tests/test_suite_order.py"],
+                       capture_output=True, text=True, timeout=300, cwd="/")
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "test_the_suite_command_keeps_the_order" in p.stdout
