@@ -173,6 +173,9 @@ CASES = {
         "network": "none", "minutes": 1, "basis": "estimate", "source": "a test's figures"}]}),
         ["benchmark: 1000 GiB per GPU expected", "100000 GiB of host memory expected", "a100-node",
          "(estimate: a test's figures)"], set()),
+    "recipe-undecided": (make({"undecided": [{"field": "python", "why": "no version stated"},
+                                             {"field": "benchmark", "why": "README.md:40 launch, parser unknown"}]}),
+                         ["2 field(s) undecided", "python (no version stated)", "benchmark (README.md:40"], set()),
 }
 
 
