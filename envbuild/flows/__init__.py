@@ -11,6 +11,8 @@ provision  ``envbuild.provision.provision``             ``ProvisionOptions -> Pr
 verify     ``envbuild.flows.verify.verify_run``          ``VerifyRequest -> VerifyOutcome``
 launch     ``envbuild.flows.launch.launch``              ``LaunchRequest -> LaunchOutcome``
 render     ``envbuild.flows.render.render``              ``RenderRequest -> RenderOutcome``
+draft      ``envbuild.flows.draft.draft``                ``DraftRequest -> DraftOutcome``
+port       ``envbuild.flows.port.port``                  ``PortRequest -> PortOutcome``
 =========  ===========================================  ======================================
 
 Every flow that reaches nodes chooses them through one ``NodeSelection``

@@ -1,0 +1,148 @@
+"""The variant's name, stack, environment and packages: the node's own torch (or the chosen
+build), a venv over it, and each published package as the node has it."""
+
+from __future__ import annotations
+
+from envbuild.facts.model import NodeFacts
+from envbuild.port.state import TEST, Port, arch_suffix, published_env
+from envbuild.recipes.schema import Recipe
+from envbuild.targets.schema import Target
+from envbuild.versions import pinned
+
+
+def preflight_problem(recipe: Recipe, target: Target, facts: NodeFacts) -> str:
+    from envbuild.compat.check import preflight
+
+    verdict = preflight(recipe, target, facts)
+    if verdict.feasible:
+        return f"{recipe.name} itself passes the preflight on {target.name}"
+    return f"preflight of {recipe.name} on {target.name}: " + "; ".join(
+        f"{v.rule}: {v.message}" for v in verdict.errors)
+
+
+def same_torch(p: Port) -> bool:
+    """Whether the stack is the published torch and Python (a port to the published hardware)."""
+    old = p.recipe.package("torch")
+    return bool(old) and old.version.split("+")[0] == p.stack.torch and (old.cuda or p.stack.cuda) == p.stack.cuda \
+        and p.recipe.python == p.stack.python
+
+
+def port_header(p: Port) -> None:
+    r, s = p.recipe, p.stack
+    suffix = arch_suffix(s)
+    rest = {k: v for k, v in p.data.items() if k not in ("schema", "name", "variant_of")}
+    p.data.clear()
+    p.data.update({"schema": 1, "name": f"{r.name}-{suffix}", "variant_of": r.name, **rest})
+    p.data["title"] = f"{r.title}, ported to {p.target.name} ({s.label()})"
+    p.data["description"] = (
+        f"Drafted by `envbuild port {r.name} --target {p.target.name}` from {r.name}: the same setup at the "
+        f"same commits, moved to {s.label()} ({s.why}). Every change is a deviation below; what port could "
+        f"not decide is listed under undecided (check refuses the recipe until each is settled).")
+    p.data.pop("default", None)
+    p.data.pop("errata", None)  # the published setup's; corrected_by names hand-made variants
+    p.data["targets"] = [p.target.name]
+    p.data["python"] = s.python
+    if "resolve_as_of" in p.data and not same_torch(p):
+        p.notes.append(f"resolve_as_of {p.data.pop('resolve_as_of')} dropped: unpinned dependencies resolve "
+                       "as of the lock (the published date predates the new stack's wheels)")
+
+
+def port_torch(p: Port) -> None:
+    r, s = p.recipe, p.stack
+    old = r.package("torch")
+    if same_torch(p):
+        return
+    pkgs = [q for q in p.data.get("packages", []) if q["name"].lower() != "torch"]
+    if s.node_own:
+        torch = {"name": "torch", "version": s.torch, "preinstalled": True,
+                 "why": f"{s.why}; replaces the published torch "
+                        f"{(old.version + ('+' + old.cuda if old.cuda else '')) if old else '(none)'}",
+                 "source": {"url": s.source}}
+    else:
+        b = s.build
+        torch = {"name": "torch", "version": s.torch, "cuda": s.cuda, "why": s.why, "source": {"url": s.source}}
+        if b and b.index:
+            torch.update({"index": b.index, "index_kind": b.index_kind})
+    p.data["packages"] = [torch, *pkgs]
+    published = (f"torch {old.version}{'+' + old.cuda if old and old.cuda else ''}, Python {r.python}"
+                 if old else f"no torch pinned, Python {r.python}")
+    p.deviate(f"torch-{s.torch}", published, preflight_problem(r, p.target, p.facts),
+              f"{s.label()}: {s.why}.", s.source,
+              ["envbuild.port.stack:choose_stack", "envbuild.compat.check:preflight"],
+              [TEST + "test_port_uses_the_nodes_own_torch", TEST + "test_port_picks_the_closest_build_for_the_arch"])
+
+
+def port_environment(p: Port) -> None:
+    env = dict(p.data.get("environment") or {"kind": "venv"})
+    before = dict(env)
+    if p.stack.node_own:
+        env = {"kind": "venv", "system_site_packages": True}
+    elif env.get("kind") in ("container", "module-venv"):
+        env = {"kind": "venv"}
+    if env == before:
+        return
+    p.data["environment"] = env
+    if before.get("base_image") and not env.get("base_image"):
+        for i, src in enumerate(p.data.get("sources", [])):
+            needs = src.pop("build_needs_image", None)
+            if needs:
+                p.leave(f"sources[{i}].build", f"{src['name']}'s build commands ran inside {before['base_image']}, "
+                        f"whose files they need ({' '.join(needs.split())}); {p.target.name} is not that image: "
+                        "say where the node has them, or carry them (data:, patches)")
+    where = p.stack.prefix or "the node's Python"
+    p.deviate("environment", f"environment: {before}",
+              f"the published environment ({before.get('kind')}"
+              f"{', ' + str(before.get('base_image') or before.get('conda_module') or '') if before.get('base_image') or before.get('conda_module') else ''}"
+              f"{', pip ' + str(before['pip']) if before.get('pip') else ''}"
+              f"{', setuptools ' + str(before['setuptools']) if before.get('setuptools') else ''}) "
+              f"brings or pins what the new stack replaces",
+              f"a venv{' with --system-site-packages over ' + where if p.stack.node_own else ''}; pip and "
+              "setuptools as the node has them (the published pins were for torch 1.x and old Apex)",
+              p.stack.source, ["envbuild.port.environment:port_environment", "envbuild.plan.build:build_plan"],
+              [TEST + "test_port_uses_the_nodes_own_torch"])
+
+
+def port_packages(p: Port) -> None:
+    """Each published package: the node's where it has one; a pin of the published image or
+    module the node lacks becomes a PyPI pin (exact) or undecided (no version stated)."""
+    out, moved, gone = [], [], []
+    for i, pkg in enumerate(p.data.get("packages", [])):
+        name = pkg["name"].lower()
+        if name == "torch" or name == "apex":
+            if name == "torch":
+                out.append(pkg)
+            continue
+        have = p.stack.packages.get(name.replace("_", "-"))
+        if have and p.stack.node_own:
+            if str(pkg["version"]) != have or not pkg.get("preinstalled"):
+                moved.append(f"{pkg['name']} {pkg['version']} -> {have}")
+            out.append({"name": pkg["name"], "version": have, "preinstalled": True,
+                        "why": f"on the node ({p.stack.prefix or 'its Python'}); the published pin was {pkg['version']}",
+                        "source": {"url": p.stack.source}})
+            continue
+        if pkg.get("preinstalled"):
+            exact = pinned(str(pkg["version"]))
+            new = {k: v for k, v in pkg.items() if k != "preinstalled"}
+            out.append(new)
+            gone.append(pkg["name"])
+            if not exact:
+                p.leave(f"packages[{len(out) - 1}].version",
+                        f"{pkg['name']} came with the published environment ({published_env(p.recipe)}) at no stated version; "
+                        f"the node does not have it: pin a release for {p.stack.label()}, or drop it")
+            continue
+        out.append(pkg)
+    p.data["packages"] = out
+    if moved:
+        p.deviate("packages-from-node", "; ".join(moved[:40]),
+                  f"the published pins are for Python {p.recipe.python} and the published torch; the node's "
+                  f"environment already has these packages, which the venv sees (system site-packages)",
+                  "the node's versions, preinstalled (never reinstalled; the lock records them as provided): "
+                  + ", ".join(moved), p.stack.source, ["envbuild.port.environment:port_packages",
+                                                        "envbuild.plan.packages:locked_packages"],
+                  [TEST + "test_port_uses_the_nodes_own_torch"])
+    if gone:
+        p.deviate("packages-not-on-node", f"{', '.join(gone)}: provided by {published_env(p.recipe)}",
+                  f"the node does not have them ({p.stack.source})",
+                  "installed from PyPI at the published version where one is stated (undecided where none is)",
+                  p.stack.source, ["envbuild.port.environment:port_packages", "envbuild.lock.packages:sort_packages"],
+                  [TEST + "test_port_leaves_unstated_image_packages_undecided"])

@@ -1,0 +1,221 @@
+"""The knowledge tables `envbuild port` reads (envbuild/port/data/*.yaml), as typed rows.
+
+* ``torch_builds.yaml``: published torch builds (version, CUDA tag, archs, Pythons, driver
+  minimum, source) a recipe may move to when the node does not bring its own torch;
+* ``node_stacks.yaml``: targets whose nodes bring their own torch (h100-venv: torch 2.11.0+cu130
+  in /opt/torch/.venv, Python 3.12) and the packages those nodes have;
+* ``fixes.yaml``: known fixes (what breaks and why, source, when, files, pattern, replacement);
+* ``packages.yaml``: PyPI packages whose release tag is read in the git mirror, and the
+  upgrades a release needs on the new stack.
+
+Every row names its source; ``tests/test_port_tables.py`` keeps the tables loadable, their
+driver minimums equal to ``envbuild.cuda_arch``'s and each fix row's example true.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from envbuild.shipped import PACKAGE
+from envbuild.versions import admits
+from envbuild.yamlsrc import load_yaml, validate
+
+DATA = PACKAGE / "port" / "data"
+
+#: the stack facts a row's ``when`` may name (``envbuild.port.stack.Stack.versions``)
+CONDITION_KEYS = ("torch", "python", "nvcc", "numpy", "setuptools", "omegaconf", "arch")
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TorchBuild(_Row):
+    """One published torch build: ``torch`` + ``cuda`` tag with kernels for ``archs``."""
+
+    torch: str
+    cuda: str
+    archs: list[str]
+    pythons: list[str]
+    driver_min: str
+    index: str | None = None
+    index_kind: Literal["pypi", "find-links", "index-url"] = "pypi"
+    source: str
+    note: str = ""
+
+    @property
+    def cuda_version(self) -> str:
+        """``cu118`` -> ``11.8``."""
+        digits = self.cuda.removeprefix("cu")
+        return f"{digits[:-1]}.{digits[-1]}"
+
+
+class NodeStack(_Row):
+    """A target whose nodes bring their own torch, and every package they have."""
+
+    target: str
+    torch: str
+    cuda: str
+    python: str
+    prefix: str
+    source: str
+    packages: dict[str, str] = Field(default_factory=dict)
+
+
+Condition = dict[str, str | bool]
+
+
+class _Conditional(_Row):
+    when: list[Condition] = Field(min_length=1)
+
+    @field_validator("when")
+    @classmethod
+    def _known(cls, v: list[Condition]) -> list[Condition]:
+        for cond in v:
+            for key, value in cond.items():
+                if key == "node_torch":
+                    if not isinstance(value, bool):
+                        raise ValueError("node_torch: true or false")
+                elif key not in CONDITION_KEYS:
+                    raise ValueError(f"unknown condition {key!r} (known: node_torch, {', '.join(CONDITION_KEYS)})")
+        return v
+
+    def holds(self, versions: dict[str, str | None], node_torch: bool) -> bool:
+        """Whether any ``when`` entry holds on a stack of ``versions``; a version the stack
+        does not know makes its entry false (never guessed)."""
+        return any(_entry_holds(cond, versions, node_torch) for cond in self.when)
+
+
+def _entry_holds(cond: Condition, versions: dict[str, str | None], node_torch: bool) -> bool:
+    for key, spec in cond.items():
+        if key == "node_torch":
+            if bool(spec) != node_torch:
+                return False
+            continue
+        have = versions.get(key)
+        if not have or not admits(str(spec), have):
+            return False
+    return True
+
+
+class Example(_Row):
+    before: str
+    after: str
+
+
+class Fix(_Conditional):
+    """A known fix: where ``pattern`` is in a file of ``files`` at the pinned commit (and
+    ``requires`` too), ``replace`` takes its place ({cc}/{cc_dot}: the node's GPU arch)."""
+
+    id: str
+    breaks: str
+    source: str
+    files: list[str] = Field(min_length=1)
+    scope: Literal["code", "launch"] = "code"
+    grep: str = Field(min_length=1)
+    pattern: str
+    replace: str
+    requires: str | None = None
+    example: Example
+
+    @field_validator("pattern")
+    @classmethod
+    def _regex(cls, v: str) -> str:
+        re.compile(v, re.MULTILINE)
+        return v
+
+    def regex(self) -> re.Pattern[str]:
+        return re.compile(self.pattern, re.MULTILINE)
+
+    def replacement(self, cc: str | None) -> str:
+        """The replacement template with the node's arch filled in (``9.0`` -> 90)."""
+        dot = cc or "{cc_dot}"
+        return self.replace.replace("{cc}", dot.replace(".", "")).replace("{cc_dot}", dot)
+
+
+class PackageRepo(_Row):
+    package: str
+    url: str
+    tag: str
+    source: str
+
+    def tag_of(self, version: str) -> str:
+        return self.tag.replace("{version}", version)
+
+
+class Upgrade(_Conditional):
+    """A release of ``package`` that cannot run on the stack where ``pattern`` is in ``files``
+    at its tag, and the release ``to`` that can."""
+
+    id: str
+    package: str
+    breaks: str
+    source: str
+    files: list[str] = Field(min_length=1)
+    grep: str = Field(min_length=1)
+    pattern: str
+    to: str
+
+
+class _TorchTable(_Row):
+    schema_: int = Field(alias="schema")
+    builds: list[TorchBuild]
+
+
+class _StackTable(_Row):
+    schema_: int = Field(alias="schema")
+    stacks: list[NodeStack]
+
+
+class _FixTable(_Row):
+    schema_: int = Field(alias="schema")
+    fixes: list[Fix]
+
+
+class _PackageTable(_Row):
+    schema_: int = Field(alias="schema")
+    repos: list[PackageRepo]
+    upgrades: list[Upgrade]
+
+
+def _load(name: str, model: type[_Row]) -> _Row:
+    path = DATA / name
+    data, loc = load_yaml(path)
+    return validate(model, data, path, loc)
+
+
+@functools.lru_cache(maxsize=1)
+def torch_builds() -> tuple[TorchBuild, ...]:
+    return tuple(_load("torch_builds.yaml", _TorchTable).builds)  # type: ignore[attr-defined]
+
+
+@functools.lru_cache(maxsize=1)
+def node_stacks() -> tuple[NodeStack, ...]:
+    return tuple(_load("node_stacks.yaml", _StackTable).stacks)  # type: ignore[attr-defined]
+
+
+@functools.lru_cache(maxsize=1)
+def fixes() -> tuple[Fix, ...]:
+    rows = tuple(_load("fixes.yaml", _FixTable).fixes)  # type: ignore[attr-defined]
+    ids = [r.id for r in rows]
+    if len(ids) != len(set(ids)):
+        raise ValueError(f"{DATA / 'fixes.yaml'}: fix ids repeat")
+    return rows
+
+
+@functools.lru_cache(maxsize=1)
+def package_table() -> tuple[tuple[PackageRepo, ...], tuple[Upgrade, ...]]:
+    table = _load("packages.yaml", _PackageTable)
+    return tuple(table.repos), tuple(table.upgrades)  # type: ignore[attr-defined]
+
+
+def node_stack(target: str) -> NodeStack | None:
+    return next((s for s in node_stacks() if s.target == target), None)
+
+
+def package_repo(name: str) -> PackageRepo | None:
+    return next((r for r in package_table()[0] if r.package == name.lower()), None)
