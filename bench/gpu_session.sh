@@ -18,6 +18,10 @@
 #                                         the Apex wheel it builds lands in the controller's build
 #                                         cache, and the later recipes with the same Apex commit,
 #                                         options, torch and arch list reuse it (same cache key).
+#   load@GPUS (an item of a line)        a co-located load on those GPUs while the line's other items
+#                                         run (bench/gpu_load.py: bf16 matmul bursts, LOAD_DUTY of each
+#                                         100 ms busy, default 0.15), its record in load-lineN-gpuG.json;
+#                                         the GPUs' settings are never changed
 #   smoke JOB@GPUS [JOB@GPUS ...]         one wave: each job's smoke step again (--from-step smoke:
 #                                         the built-in GPT and NCCL smokes, then the recipe's own
 #                                         benchmark, judged), CUDA_VISIBLE_DEVICES=GPUS, the jobs of
@@ -160,15 +164,30 @@ run_dir() {
   python3 -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]; r=[x for x in r if x.get("type")=="result"] or r[-1:]; print(r[-1]["run_dir"] if r else "")' "$1" 2>/dev/null
 }
 
-line() {  # run one plan line: its items in parallel (JOB=RECIPE installs, JOB@GPUS smokes), wait for all
+load_on() {  # GPUS: bench/gpu_load.py on each (LOAD_DUTY of each period busy), until SIGTERM
+  local g n; n=$(wc -l < "$STATE/phases.tsv" 2>/dev/null || echo 0)
+  for g in ${1//,/ }; do
+    CUDA_VISIBLE_DEVICES=$g python3 "$STATE/common/src/bench/gpu_load.py" --duty "${LOAD_DUTY:-0.15}" \
+        --record "$STATE/load-line$((n + 1))-gpu$g.json" > /dev/null 2>> "$STATE/load.err" &
+    echo $! >> "$STATE/load.pids"
+  done
+}
+
+line() {  # run one plan line: its items in parallel (JOB=RECIPE installs, JOB@GPUS smokes, load@GPUS
+  # a co-located GPU load for as long as the line's other items run), wait for all
   local verb=$1; shift
   local pids=() rcs="" t0 item p
-  t0=$(date +%s)
+  t0=$(date +%s); rm -f "$STATE/load.pids"
   for item in "$@"; do
+    case "$item" in load@*) load_on "${item#load@}"; continue ;; esac
     case "$item" in *=*) install_one "${item%%=*}" "${item#*=}" & ;; *) smoke_one "${item%%@*}" "${item#*@}" & ;; esac
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p"; rcs="$rcs $?"; done
+  if [ -f "$STATE/load.pids" ]; then  # the load ends with the line; its records say what it did
+    # shellcheck disable=SC2046 # one pid a word
+    kill $(cat "$STATE/load.pids") 2>/dev/null; sleep 3
+  fi
   printf '%s %s\t%d\t%s\n' "$verb" "$*" $(( $(date +%s) - t0 )) "${rcs# }" >> "$STATE/phases.tsv"
   log "$verb $*: exit codes${rcs} after $(( $(date +%s) - t0 )) s"
 }
@@ -193,7 +212,8 @@ collect() {  # results into $OUT (8 files at most): the runs' records, the state
   while IFS=$'\t' read -r _ _ _ d; do [ -n "$d" ] && [ -d "$d" ] && dirs+=("$d"); done < "$STATE/runs.tsv"
   for d in "$STATE"/*/install.jsonl; do [ -f "$d" ] && dirs+=("$(run_dir "$d")"); done
   tar czf "$OUT/runs.tgz" --exclude='ansible/artifacts' --exclude='*.whl' \
-      "${dirs[@]}" "$STATE"/*/install.err "$STATE"/*/smoke-*.err "$STATE"/*/stall-* 2>/dev/null
+      "${dirs[@]}" "$STATE"/*/install.err "$STATE"/*/smoke-*.err "$STATE"/*/stall-* "$STATE"/load-*.json \
+      "$STATE"/load.err 2>/dev/null
   ls -la "$OUT"
 }
 
