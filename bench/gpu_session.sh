@@ -27,7 +27,8 @@
 #                                         benchmark, judged), CUDA_VISIBLE_DEVICES=GPUS, the jobs of
 #                                         a wave on disjoint GPUs at the same time.
 # A line may mix both kinds of item (an install on the CPUs beside a wave on the GPUs). A job
-# whose install or last smoke ended other than 0 (PASS) or 5 (NOT JUDGED) is not run again:
+# whose install ended other than 0 or 5, or whose last smoke ended other than 0 (PASS), 1 (FAIL:
+# a verdict, repeated like any other) or 5 (NOT JUDGED), is not run again:
 # its later smokes are skipped (exit code 200 in phases.tsv), so a lease is not spent repeating
 # a failure.
 # Every line's wall time and exit codes go to $STATE/phases.tsv; each smoke's run folder is
@@ -155,7 +156,9 @@ smoke_one() {  # JOB GPUS: the smoke step again on those GPUs
       > "$STATE/$job/smoke-$n.jsonl" 2> "$STATE/$job/smoke-$n.err"
   rc=$?
   touch "$STATE/$job/smoke-$n.end"; [ -n "$watcher" ] && wait "$watcher"
-  ok_rc $rc || touch "$STATE/$job/failed"
+  # exit 1 is a verdict (FAIL: the run was judged), not a broken job: run 10 lost its planned
+  # Megatron-DeepSpeed repeats to this rule while their FAILs were the finding
+  ok_rc $rc || [ "$rc" = 1 ] || touch "$STATE/$job/failed"
   printf '%s\t%s\t%s\t%s\n' "$job" "$gpus" "$rc" "$(run_dir "$STATE/$job/smoke-$n.jsonl")" >> "$STATE/runs.tsv"
   return $rc
 }

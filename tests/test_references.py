@@ -182,3 +182,14 @@ def test_a_run_that_did_not_complete_fails_before_any_reference():
     cut = text[:text.index(" iteration       30/")]
     verdict = judge(Evidence(recipe=ref.recipe, benchmark=load_recipe(ref.recipe).benchmark, text=cut, gpu=ref.gpu))
     assert verdict.verdict == "FAIL" and verdict.compared is None and "did not complete" in verdict.reason
+
+
+@pytest.mark.parametrize("record", ["h200x4-run10/mds-run1/native.out", "h200x4-run10/mds-run2/native.out"])
+def test_the_slow_megatron_deepspeed_runs_of_run10_fail_against_the_reference(record):
+    """Run 10's two Megatron-DeepSpeed runs on 2 x H200 completed at about 55 % of the speed of
+    the reference's runs (docs/results/h200x4-run10.md): complete, and FAIL for their figure."""
+    (ref,) = refs.for_recipe("megatron-deepspeed-slurm-h100")
+    verdict = judged(ref.recipe, record, record.replace("native.out", "facts.json"))
+    assert verdict.completion.state == "complete" and verdict.gpus == 2, verdict.reason
+    assert verdict.verdict == "FAIL" and verdict.value < 0.6 * ref.median, verdict.reason
+    assert verdict.compared.runs == ref.records and record not in ref.records
