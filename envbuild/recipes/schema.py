@@ -329,6 +329,8 @@ class Environment(Strict):
 
 
 CODE_REF_RE = re.compile(r"^envbuild(?:\.[a-z_][a-z0-9_]*)+:[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
+# a deviation the recipe handles itself with one of its own patches: ``patch:<patch id>``
+OWN_PATCH_RE = re.compile(r"^patch:([A-Za-z0-9][A-Za-z0-9_.-]*)$")
 TEST_REF_RE = re.compile(r"^tests/[A-Za-z0-9_/]+\.py::[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]+\])?$")
 
 
@@ -340,6 +342,9 @@ class Deviation(Strict):
 
     * ``handled_by``: ``envbuild.module:function`` (or a class/constant), one or more;
     * ``test``: ``tests/test_x.py::test_y`` (pytest node ids), one or more;
+    * or ``handled_by: [patch:<id>]``: the recipe handles it itself with patches it carries
+      (``patches:``, each applied and checked on the node by the patch step, which records
+      applied / already-applied / missing); no envbuild code or test is named, and it is not open;
     * ``status: open``: envbuild cannot carry it out yet; ``instead`` says what is missing and
       the report shows the deviation as open ("not handled yet").
 
@@ -374,8 +379,9 @@ class Deviation(Strict):
     @classmethod
     def _code_refs(cls, v: list[str]) -> list[str]:
         for ref in v:
-            if not CODE_REF_RE.match(ref):
-                raise ValueError(f"handled_by entries are envbuild.module:function, got {ref!r}")
+            if not (CODE_REF_RE.match(ref) or OWN_PATCH_RE.match(ref)):
+                raise ValueError(f"handled_by entries are envbuild.module:function or patch:<the recipe's patch "
+                                 f"id>, got {ref!r}")
         return v
 
     @field_validator("test")
@@ -404,10 +410,15 @@ class Deviation(Strict):
 
 
 def deviation_state(data: dict) -> str:
-    """The state of a deviation given as data (a recipe's, or one read from a run directory)."""
+    """The state of a deviation given as data (a recipe's, or one read from a run directory):
+    handled when it names envbuild's code and tests, or only patches of its recipe (``patch:<id>``,
+    checked against the recipe's ``patches`` when it loads)."""
     if data.get("status") == "open":
         return "open"
-    return "handled" if data.get("handled_by") and data.get("test") else "unverified"
+    refs = data.get("handled_by") or []
+    if refs and all(isinstance(r, str) and OWN_PATCH_RE.match(r) for r in refs):
+        return "handled"
+    return "handled" if refs and data.get("test") else "unverified"
 
 
 class Erratum(Strict):
@@ -952,6 +963,12 @@ class Recipe(Strict):
         for p in self.patches:
             if p.component not in names:
                 raise ValueError(f"patch {p.id!r} names component {p.component!r}, not in sources")
+        patch_ids = {p.id for p in self.patches}
+        for d in self.deviations:
+            for ref in d.handled_by:
+                if (m := OWN_PATCH_RE.match(ref)) and m.group(1) not in patch_ids:
+                    raise ValueError(f"deviation {d.id!r} is handled_by {ref}, but the recipe has no patch "
+                                     f"{m.group(1)!r} (patches: {', '.join(sorted(patch_ids)) or 'none'})")
         for d in self.data:
             if d.component not in names:
                 raise ValueError(f"data {d.name!r} names component {d.component!r}, not in sources")
