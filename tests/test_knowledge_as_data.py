@@ -107,3 +107,25 @@ def test_a_deviation_naming_a_patch_the_recipe_does_not_carry_is_refused(tmp_pat
     got = subprocess.run([sys.executable, "-m", "envbuild", "show", str(path)], capture_output=True, text=True,
                          timeout=120)
     assert got.returncode == 2 and "no patch 'no-such-patch'" in got.stderr and f"{path}:" in got.stderr
+
+
+def test_a_site_adds_an_apex_commit_that_port_and_check_then_know(tmp_path, monkeypatch):
+    from envbuild.compat import commits
+    from envbuild.recipes.schema import GitSource
+
+    folder = tmp_path / "site"
+    folder.mkdir()
+    sha = "1" * 40
+    (folder / "apex_commits.yaml").write_text(yaml.safe_dump({"schema": 1, "commits": [
+        {"sha": sha, "date": "2026-09-01", "note": "our site's Apex", "source": "https://example.org/apex/commit/1111"}]}))
+    src = GitSource(name="apex", url="https://github.com/NVIDIA/apex", ref="master", sha=sha, install="apex", why="site")
+    assert commits.apex_commit(src)[0] is None  # not known without the site's folder
+    monkeypatch.setenv("ENVBUILD_KNOWLEDGE_PATH", str(folder))
+    row, said = commits.apex_commit(src)
+    assert row is not None and row.date == "2026-09-01" and "(2026-09-01)" in said
+    from envbuild.port.apex import candidates
+    assert candidates(None)[-1].sha == sha  # the newest known commit, for port
+    (folder / "apex_commits.yaml").write_text(yaml.safe_dump({"schema": 1, "commits": [
+        {"sha": commits.APEX_MASTER.sha, "date": "2026-09-01", "note": "again", "source": "x"}]}))
+    with pytest.raises(InputError, match="already known"):
+        commits.apex_commits()

@@ -6,10 +6,18 @@ follows from its commit date; these rows come from the mirrors read for PINS.md.
 
 from __future__ import annotations
 
+import functools
+import re
 from dataclasses import dataclass
+from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from envbuild import knowledge
+from envbuild.errors import InputError
 from envbuild.patches.apex_options import PYPROJECT_SINCE, option_row
 from envbuild.recipes.schema import GitSource
+from envbuild.yamlsrc import load_yaml, validate
 
 
 @dataclass(frozen=True)
@@ -29,6 +37,56 @@ APEX_COMMITS: list[KnownCommit] = [
     KnownCommit("6424da3b4faa6c8f062da4a48c424fff3f02d42d", "2026-07-08", "master snapshot head"),
 ]
 APEX_MASTER = APEX_COMMITS[-1]
+
+
+class _Commit(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    sha: str
+    date: str
+    note: str = Field(min_length=1)
+    source: str = Field(min_length=1)  # where the commit and its date were read
+
+    @field_validator("sha")
+    @classmethod
+    def _sha(cls, v: str) -> str:
+        if not re.fullmatch(r"[0-9a-f]{40}", v):
+            raise ValueError(f"a full 40-hex commit, got {v!r}")
+        return v
+
+    @field_validator("date")
+    @classmethod
+    def _date(cls, v: str) -> str:
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", v):
+            raise ValueError(f"YYYY-MM-DD, got {v!r}")
+        return v
+
+
+class _CommitTable(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    schema_: int = Field(alias="schema")
+    commits: list[_Commit]
+
+
+@functools.lru_cache(maxsize=8)
+def _apex_commits(where: tuple[tuple[Path, int | None], ...]) -> tuple[KnownCommit, ...]:
+    rows = list(APEX_COMMITS)
+    for folder, stamp in where:
+        path = folder / "apex_commits.yaml"
+        if stamp is None:
+            continue
+        data, loc = load_yaml(path)
+        for c in validate(_CommitTable, data, path, loc).commits:
+            if any(_match(c.sha, k.sha) for k in rows):
+                raise InputError(f"{path}: Apex commit {c.sha[:12]} is already known (envbuild/compat/commits.py "
+                                 "or an earlier knowledge folder)", hint="a site's rows add commits, never replace them")
+            rows.append(KnownCommit(c.sha, c.date, f"{c.note} ({path}; {c.source})"))
+    return tuple(rows)
+
+
+def apex_commits() -> tuple[KnownCommit, ...]:
+    """The known Apex commits: the shipped rows, then those of the knowledge folders
+    (``apex_commits.yaml``: ``{schema: 1, commits: [{sha, date, note, source}]}``)."""
+    return _apex_commits(knowledge.stamped(knowledge.folders(), "apex_commits.yaml"))
 
 # Apex milestones (first commit on master with the behaviour).
 APEX_PYPROJECT = PYPROJECT_SINCE.isoformat()  # 2d8302a6 (#1669): pyproject.toml, --config-settings
@@ -65,7 +123,7 @@ def apex_commit(src: GitSource) -> tuple[KnownCommit | None, str]:
     An unpinned (``unverified``) ``master`` is taken to be as new as the master snapshot.
     """
     if src.sha:
-        row = next((c for c in APEX_COMMITS if _match(src.sha, c.sha)), None)
+        row = next((c for c in apex_commits() if _match(src.sha, c.sha)), None)
         return row, (f"apex {src.sha[:8]} ({row.date})" if row else f"apex {src.sha[:8]} (date unknown)")
     if src.ref in ("master", "main", "HEAD"):
         return APEX_MASTER, f"apex {src.ref} (unpinned; assumed >= snapshot {APEX_MASTER.date})"

@@ -47,7 +47,7 @@ def _full(c: cm.KnownCommit) -> bool:
 def candidates(published: str | None) -> list[cm.KnownCommit]:
     """The published commit (when known), then every known commit after it, oldest first;
     with no published commit (an Apex that came with an image or module), every known one."""
-    known = sorted((c for c in cm.APEX_COMMITS if _full(c)), key=lambda c: c.date)
+    known = sorted((c for c in cm.apex_commits() if _full(c)), key=lambda c: c.date)
     row = next((c for c in known if published and c.sha.startswith(published)), None)
     if published and row is None:
         return [cm.KnownCommit(published, "", "not in envbuild/compat/commits.py")] + known
@@ -80,4 +80,5 @@ def choose_apex(published: str | None, options: list[str], recipe_with: Callable
         refused[cand.sha] = [f"{v.rule}: {v.message}" for v in verdict.errors]
     raise CheckFailed("no known Apex commit passes the Apex rows on this stack: "
                       + "; ".join(f"{sha[:8]}: {', '.join(m)}" for sha, m in refused.items()),
-                      hint="add a commit that does to envbuild/compat/commits.py (APEX_COMMITS), with its date")
+                      hint="add a commit that does, with its date, to an apex_commits.yaml in a knowledge folder "
+                           "(ENVBUILD_KNOWLEDGE_PATH: docs/port.md)")

@@ -12,9 +12,8 @@ Every row names its source; ``tests/test_port_tables.py`` keeps the tables loada
 driver minimums equal to ``envbuild.cuda_arch``'s and each fix row's example true.
 
 A site or a user adds rows without editing envbuild: folders holding files of the same names
-and layout, named by ``ENVBUILD_KNOWLEDGE_PATH`` (folders separated by ``:``) or by an installed
-package's entry point in the group ``envbuild.knowledge`` (an object that is, or returns, the
-folder's path). Their rows come after the shipped ones; an id (a fix, a node stack's target, a
+and layout (``envbuild.knowledge``: ``ENVBUILD_KNOWLEDGE_PATH`` or an ``envbuild.knowledge``
+entry point). Their rows come after the shipped ones; an id (a fix, a node stack's target, a
 package) that a shipped or earlier row already has is refused, naming both files: a site never
 silently replaces what envbuild ships. The files are data, read as YAML and validated, never run.
 """
@@ -22,22 +21,20 @@ silently replaces what envbuild ships. The files are data, read as YAML and vali
 from __future__ import annotations
 
 import functools
-import os
 import re
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from envbuild import knowledge
 from envbuild.errors import InputError
 from envbuild.shipped import PACKAGE
 from envbuild.versions import admits
 from envbuild.yamlsrc import load_yaml, validate
 
 DATA = PACKAGE / "port" / "data"
-KNOWLEDGE_PATH = "ENVBUILD_KNOWLEDGE_PATH"
-ENTRY_POINTS = "envbuild.knowledge"
+KNOWLEDGE_PATH = knowledge.KNOWLEDGE_PATH
 
 #: the stack facts a row's ``when`` may name (``envbuild.port.stack.Stack.versions``)
 CONDITION_KEYS = ("torch", "python", "nvcc", "numpy", "setuptools", "omegaconf", "arch")
@@ -196,38 +193,22 @@ class _PackageTable(_Row):
 
 
 def folders() -> tuple[Path, ...]:
-    """The folders whose tables are read: the shipped one, then the entry points', then those of
-    ``ENVBUILD_KNOWLEDGE_PATH`` in order."""
-    out = [DATA]
-    for ep in sorted(entry_points(group=ENTRY_POINTS), key=lambda e: e.name):
-        try:
-            obj = ep.load()
-            out.append(Path(obj() if callable(obj) else obj))
-        except Exception as exc:  # a third party's entry point: said, never a traceback
-            raise InputError(f"the knowledge entry point {ep.name!r} ({ep.value}) could not be loaded: "
-                             f"{type(exc).__name__}: {exc}", hint="reinstall the package that registers it") from None
-    for part in os.environ.get(KNOWLEDGE_PATH, "").split(os.pathsep):
-        if part:
-            folder = Path(part)
-            if not folder.is_dir():
-                raise InputError(f"{KNOWLEDGE_PATH} names {part!r}, which is not a folder",
-                                 hint="name folders holding torch_builds.yaml, node_stacks.yaml, fixes.yaml or "
-                                      "packages.yaml")
-            out.append(folder)
-    return tuple(out)
+    """The folders whose tables are read: the shipped one, then the site's and user's
+    (``envbuild.knowledge``)."""
+    return (DATA, *knowledge.folders())
 
 
-def _tables(name: str, model: type[_Row], where: tuple[Path, ...]) -> list[tuple[Path, _Row]]:
+def _tables(name: str, model: type[_Row], where: tuple[tuple[Path, int | None], ...]) -> list[tuple[Path, _Row]]:
     out = []
-    for folder in where:
+    for folder, stamp in where:
         path = folder / name
-        if folder == DATA or path.is_file():
+        if folder == DATA or stamp is not None:
             data, loc = load_yaml(path)
             out.append((path, validate(model, data, path, loc)))
     return out
 
 
-def _merged(name: str, model: type[_Row], field: str, key, where: tuple[Path, ...]) -> tuple:  # noqa: ANN001
+def _merged(name: str, model: type[_Row], field: str, key, where: tuple) -> tuple:  # noqa: ANN001
     """Every table's rows of ``field`` in folder order; an id (``key``: a row's attribute name,
     or a function of the row) seen before is refused."""
     seen: dict[str, Path] = {}
@@ -244,40 +225,40 @@ def _merged(name: str, model: type[_Row], field: str, key, where: tuple[Path, ..
 
 
 @functools.lru_cache(maxsize=8)
-def _torch_builds(where: tuple[Path, ...]) -> tuple[TorchBuild, ...]:
+def _torch_builds(where: tuple) -> tuple[TorchBuild, ...]:
     return _merged("torch_builds.yaml", _TorchTable, "builds", lambda b: f"{b.torch}+{b.cuda}", where)
 
 
 def torch_builds() -> tuple[TorchBuild, ...]:
-    return _torch_builds(folders())
+    return _torch_builds(knowledge.stamped(folders(), "torch_builds.yaml"))
 
 
 @functools.lru_cache(maxsize=8)
-def _node_stacks(where: tuple[Path, ...]) -> tuple[NodeStack, ...]:
+def _node_stacks(where: tuple) -> tuple[NodeStack, ...]:
     return _merged("node_stacks.yaml", _StackTable, "stacks", "target", where)
 
 
 def node_stacks() -> tuple[NodeStack, ...]:
-    return _node_stacks(folders())
+    return _node_stacks(knowledge.stamped(folders(), "node_stacks.yaml"))
 
 
 @functools.lru_cache(maxsize=8)
-def _fixes(where: tuple[Path, ...]) -> tuple[Fix, ...]:
+def _fixes(where: tuple) -> tuple[Fix, ...]:
     return _merged("fixes.yaml", _FixTable, "fixes", "id", where)
 
 
 def fixes() -> tuple[Fix, ...]:
-    return _fixes(folders())
+    return _fixes(knowledge.stamped(folders(), "fixes.yaml"))
 
 
 @functools.lru_cache(maxsize=8)
-def _package_table(where: tuple[Path, ...]) -> tuple[tuple[PackageRepo, ...], tuple[Upgrade, ...]]:
+def _package_table(where: tuple) -> tuple[tuple[PackageRepo, ...], tuple[Upgrade, ...]]:
     return (_merged("packages.yaml", _PackageTable, "repos", "package", where),
             tuple(row for _, t in _tables("packages.yaml", _PackageTable, where) for row in t.upgrades))
 
 
 def package_table() -> tuple[tuple[PackageRepo, ...], tuple[Upgrade, ...]]:
-    return _package_table(folders())
+    return _package_table(knowledge.stamped(folders(), "packages.yaml"))
 
 
 def node_stack(target: str) -> NodeStack | None:
