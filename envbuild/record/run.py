@@ -150,6 +150,11 @@ class RunInfo(Record):
         return str(value) if value else None
 
     @property
+    def smoke_skipped(self) -> bool:
+        """``provision --no-smoke``: the run was told not to run the smoke."""
+        return self.options.get("smoke") is False
+
+    @property
     def given_inventory(self) -> str | None:
         """``--inventory`` as the flow was given it (None: not given)."""
         value = self.options.get("inventory")

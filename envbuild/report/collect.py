@@ -256,7 +256,7 @@ def provisioning_run(record: RunRecord, nodes: list[NodeReport]) -> ProvisionedR
             if any(n is not None and n.result is not None and n.result.changed for n in theirs.values()):
                 r = there.run
                 return ProvisionedRun(run_id=r.run_id, started=r.started, finished=r.finished, argv=r.argv,
-                                      smoke_skipped=r.options.get("smoke") is False)
+                                      smoke_skipped=r.smoke_skipped)
         except (InputError, OSError):
             continue
     return None
@@ -303,7 +303,7 @@ def collect(run_dir: str | Path) -> Report:
     launch = launch_job(record.launch)  # its failures are the run's and its node's
     bundle = run.bundle
 
-    smoke_skipped = run.options.get("smoke") is False  # provision --no-smoke
+    smoke_skipped = run.smoke_skipped  # provision --no-smoke
     report = Report(
         envbuild_version=__version__,
         verdict=verdict(reasons, not_judged(nodes, recipe, launch, smoke_skipped)),
