@@ -61,7 +61,8 @@ setup() {
     echo "$STATE/common/src" > "$("$EBV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/envbuild-checkout.pth"
   fi
   grep -qs '^NCCL_NVLS_ENABLE=0' /etc/nccl.conf || echo 'NCCL_NVLS_ENABLE=0' >> /etc/nccl.conf
-  { echo "gpus: $(nvidia-smi -L | wc -l)"; nvidia-smi -L; grep -E 'MemTotal|MemAvailable' /proc/meminfo; nproc; } > "$STATE/node.txt" 2>&1
+  { echo "gpus: $(nvidia-smi -L | wc -l)"; nvidia-smi -L; grep -E 'MemTotal|MemAvailable' /proc/meminfo; nproc
+    lscpu; nvidia-smi -q -d CLOCK,PERFORMANCE,POWER; } > "$STATE/node.txt" 2>&1
   $EB --version
 }
 
@@ -156,11 +157,19 @@ smoke_one() {  # JOB GPUS: the smoke step again on those GPUs
       > "$STATE/$job/smoke-$n.jsonl" 2> "$STATE/$job/smoke-$n.err"
   rc=$?
   touch "$STATE/$job/smoke-$n.end"; [ -n "$watcher" ] && wait "$watcher"
+  clocks "$job-$n"
   # exit 1 is a verdict (FAIL: the run was judged), not a broken job: run 10 lost its planned
   # Megatron-DeepSpeed repeats to this rule while their FAILs were the finding
   ok_rc $rc || [ "$rc" = 1 ] || touch "$STATE/$job/failed"
   printf '%s\t%s\t%s\t%s\n' "$job" "$gpus" "$rc" "$(run_dir "$STATE/$job/smoke-$n.jsonl")" >> "$STATE/runs.tsv"
   return $rc
+}
+
+clocks() {  # TAG: the GPUs' clocks, throttle reasons, temperature and power and the host's load
+  # average as a smoke ends (read only: the GPUs' settings are never changed), to $STATE/clocks.tsv
+  local q=index,clocks.sm,clocks.max.sm,clocks.mem,clocks_event_reasons.active,temperature.gpu,power.draw
+  { nvidia-smi --query-gpu=$q --format=csv,noheader 2>/dev/null \
+      || nvidia-smi --query-gpu=${q/event/throttle} --format=csv,noheader; } 2>/dev/null | sed "s/^/$1\t$(date +%T)\t$(cut -d' ' -f1-3 /proc/loadavg)\t/" >> "$STATE/clocks.tsv"
 }
 
 run_dir() {
@@ -181,12 +190,15 @@ line() {  # run one plan line: its items in parallel (JOB=RECIPE installs, JOB@G
   local verb=$1; shift
   local pids=() rcs="" t0 item p
   t0=$(date +%s); rm -f "$STATE/load.pids"
+  local sampler ln; ln=$(( $(wc -l < "$STATE/phases.tsv" 2>/dev/null || echo 0) + 1 ))
+  ( while sleep 10; do clocks "line$ln"; done ) & sampler=$!
   for item in "$@"; do
     case "$item" in load@*) load_on "${item#load@}"; continue ;; esac
     case "$item" in *=*) install_one "${item%%=*}" "${item#*=}" & ;; *) smoke_one "${item%%@*}" "${item#*@}" & ;; esac
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p"; rcs="$rcs $?"; done
+  kill "$sampler" 2>/dev/null
   if [ -f "$STATE/load.pids" ]; then  # the load ends with the line; its records say what it did
     # shellcheck disable=SC2046 # one pid a word
     kill $(cat "$STATE/load.pids") 2>/dev/null; sleep 3
@@ -209,7 +221,7 @@ session() {
 
 collect() {  # results into $OUT (8 files at most): the runs' records, the states' logs
   mkdir -p "$OUT"
-  cp "$STATE/phases.tsv" "$STATE/runs.tsv" "$STATE/node.txt" "$OUT/" 2>/dev/null
+  cp "$STATE/phases.tsv" "$STATE/runs.tsv" "$STATE/node.txt" "$STATE/clocks.tsv" "$OUT/" 2>/dev/null
   [ -f "$STATE/session.log" ] && tail -c 2000000 "$STATE/session.log" > "$OUT/session.log"
   local dirs=() d
   while IFS=$'\t' read -r _ _ _ d; do [ -n "$d" ] && [ -d "$d" ] && dirs+=("$d"); done < "$STATE/runs.tsv"
