@@ -75,6 +75,11 @@ bundle_of() {  # wait up to 20 min for a later call to stage JOB's bundle
   echo "$STATE/bundles/$job.tar"
 }
 
+pin_of() {  # JOB: --bundle-sha256 of a bundle made from a lock of the preparer's own (not shipped):
+  # the sha256 `envbuild bundle` printed when it wrote it, carried as .device/JOB/bundle.sha256
+  [ -s "$STATE/bundles/$1.sha256" ] && printf -- '--bundle-sha256 %s' "$(cut -c1-64 "$STATE/bundles/$1.sha256")"
+}
+
 ok_rc() { [ "$1" = 0 ] || [ "$1" = 5 ]; }
 
 install_one() {  # JOB RECIPE: provision from the bundle, no smoke
@@ -82,7 +87,7 @@ install_one() {  # JOB RECIPE: provision from the bundle, no smoke
   mkdir -p "$STATE/$job"
   echo "$recipe" > "$STATE/$job/recipe"
   bundle=$(bundle_of "$job") || { touch "$STATE/$job/failed"; return 1; }
-  $EB provision "$recipe" --target "$TARGET" --hosts local --bundle "$bundle" --no-smoke --json \
+  $EB provision "$recipe" --target "$TARGET" --hosts local --bundle "$bundle" $(pin_of "$job") --no-smoke --json \
       > "$STATE/$job/install.jsonl" 2> "$STATE/$job/install.err"
   rc=$?
   ok_rc $rc || touch "$STATE/$job/failed"
@@ -153,7 +158,7 @@ smoke_one() {  # JOB GPUS: the smoke step again on those GPUs
     local spec=${STALL#*:}; stall_watch "$job" "$n" "${spec%:*}" "${spec##*:}" & watcher=$! ;;
   esac
   CUDA_VISIBLE_DEVICES=$gpus $EB provision "$recipe" --target "$TARGET" --hosts local \
-      --bundle "$STATE/bundles/$job.tar" --from-step smoke --smoke-preset "$SMOKE" --json \
+      --bundle "$STATE/bundles/$job.tar" $(pin_of "$job") --from-step smoke --smoke-preset "$SMOKE" --json \
       > "$STATE/$job/smoke-$n.jsonl" 2> "$STATE/$job/smoke-$n.err"
   rc=$?
   touch "$STATE/$job/smoke-$n.end"; [ -n "$watcher" ] && wait "$watcher"
@@ -238,6 +243,7 @@ case "${1:-}" in
     [ -d "$STATE/common" ] || cp -r "$DEV/common" "$STATE/common" || exit 1
     for d in "$DEV"/*/; do
       j=$(basename "$d")
+      [ -f "$d/bundle.sha256" ] && cp "$d/bundle.sha256" "$STATE/bundles/$j.sha256"
       [ -f "$d/bundle.tar" ] && [ ! -f "$STATE/bundles/$j.tar" ] && cp "$d/bundle.tar" "$STATE/bundles/$j.tar.part" \
           && mv "$STATE/bundles/$j.tar.part" "$STATE/bundles/$j.tar" && log "staged $j"
     done; true ;;
