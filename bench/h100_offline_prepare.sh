@@ -16,7 +16,12 @@ TARGET=${TARGET:-h100-venv}
 DEST=${DEST:-.device}
 BUNDLE=${BUNDLE:-$DEST/h100.tar}
 rm -rf "$DEST/whl" && mkdir -p "$DEST/whl"  # one wheel per package: a stale one conflicts
-[ "${SKIP_BUNDLE:-0}" = 1 ] || python -m envbuild bundle "$RECIPE" --target "$TARGET" ${FACTS:+--facts "$FACTS"} --git-mirror "$MIRROR" -o "$BUNDLE"
+if [ "${SKIP_BUNDLE:-0}" != 1 ]; then
+  python -m envbuild bundle "$RECIPE" --target "$TARGET" ${FACTS:+--facts "$FACTS"} --git-mirror "$MIRROR" -o "$BUNDLE"
+  # made from this machine's own lock (not a shipped one): the node pins the file by this sha256
+  # (provision --bundle-sha256; bench/gpu_session.sh reads it from DEST/bundle.sha256)
+  sha256sum "$BUNDLE" | cut -c1-64 > "${BUNDLE%.tar}.sha256"
+fi
 python - > "$DEST/ebdeps.txt" <<'PY'
 import importlib.metadata as md, re
 from packaging.requirements import Requirement

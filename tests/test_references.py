@@ -78,18 +78,39 @@ def test_the_table_ships_with_the_package():
 @pytest.mark.parametrize("ref,run", RUNS, ids=[run.record for _, run in RUNS])
 def test_each_recorded_run_is_judged_against_the_other_runs_of_its_reference(ref, run):
     verdict = judged(ref.recipe, run.record, run.facts)
+    if len(ref.runs) < repeat.MIN_RUNS:  # too few runs recorded there: nothing is judged against them
+        assert verdict.verdict == "NOT JUDGED" and verdict.compared is None, verdict.reason
+        assert f"a reference judges only once it holds {repeat.MIN_RUNS}" in verdict.reason
+        assert all(r in verdict.reason for r in ref.records), verdict.reason
+        return
     others = ref.without(run.sha256)
     assert "never its own yardstick" in verdict.reason
-    if not others.runs:
-        assert verdict.verdict == "NOT JUDGED" and "has no other run" in verdict.reason, verdict.reason
+    higher = load_recipe(ref.recipe).benchmark.higher_is_better
+    rule = repeat.bound(others, higher)
+    if rule.required is None:  # the other runs spread past the cap
+        assert verdict.verdict == "NOT JUDGED" and "cap" in verdict.reason, verdict.reason
         return
-    rule = repeat.bound(others, load_recipe(ref.recipe).benchmark.higher_is_better)
     assert verdict.compared is not None and verdict.compared.kind == "reference"
     assert verdict.compared.runs == others.records and run.record not in verdict.compared.runs
     assert verdict.compared.value == pytest.approx(rule.center)
     assert verdict.compared.tolerance == pytest.approx(max(repeat.FLOOR, others.deviation or 0.0))
-    assert verdict.verdict == ("PASS" if verdict.value >= rule.required else "FAIL"), verdict.reason
+    meets = verdict.value >= rule.required if higher else verdict.value <= rule.required
+    assert verdict.verdict == ("PASS" if meets else "FAIL"), verdict.reason
     assert all(r in verdict.reason for r in others.records) and f"{len(others.runs)} run(s)" in verdict.reason
+
+
+def test_every_reference_that_judges_holds_at_least_three_runs():
+    """A set of fewer runs on a GPU model and count is recorded, and judges nothing: a run that
+    is none of them (no sha256 given) is NOT JUDGED, naming them."""
+    few = [r for r in refs.references() if len(r.runs) < repeat.MIN_RUNS]
+    assert few, "the test needs a set of fewer runs"
+    for ref in few:
+        run = ref.runs[0]
+        gpu, gpus = recorded_gpu(RESULTS / run.facts)
+        verdict = judge(Evidence(recipe=ref.recipe, benchmark=load_recipe(ref.recipe).benchmark, gpu=gpu, gpus=gpus,
+                                 text=(RESULTS / run.record).read_text(errors="replace")))
+        assert verdict.verdict == "NOT JUDGED" and verdict.compared is None, verdict.reason
+        assert f"{len(ref.runs)} run(s) are recorded on {ref.gpus} x {ref.gpu}" in verdict.reason
 
 
 def test_the_three_h100_alpa_runs_each_pass_against_the_two_others():
@@ -100,22 +121,18 @@ def test_the_three_h100_alpa_runs_each_pass_against_the_two_others():
         assert verdict.verdict == "PASS", verdict.reason
 
 
-def test_a_later_run_is_judged_against_the_median_of_all_runs_within_their_spread():
-    """The two Megatron-DeepSpeed runs on 2 x H200 differ by 6.4 % (run 2 at 93.6 % of run 1): a
-    run judged against both (no sha256: not one of them) is compared with their median, and the
-    slower healthy one PASSes; against run 1 alone (one run, the 5 % floor) it FAILs."""
-    (ref,) = refs.for_recipe("megatron-deepspeed-slurm-h100")
-    assert len(ref.runs) == 2 and ref.spread > repeat.FLOOR > ref.deviation
-    slow = min(ref.runs, key=lambda r: r.value)
-    gpu, gpus = recorded_gpu(RESULTS / slow.facts)
-    text = (RESULTS / slow.record).read_text()
-    bench = load_recipe(ref.recipe).benchmark
-    both = judge(Evidence(recipe=ref.recipe, benchmark=bench, text=text, gpu=gpu, gpus=gpus))
-    alone = judge(Evidence(recipe=ref.recipe, benchmark=bench, text=text, gpu=gpu, gpus=gpus,
-                           sha256=slow.sha256))
-    assert both.verdict == "PASS" and both.compared.value == pytest.approx(ref.median), both.reason
-    assert alone.verdict == "FAIL" and alone.compared.tolerance == repeat.FLOOR, alone.reason
-    assert "fewer than 3 runs" in alone.reason
+@pytest.mark.parametrize("recipe,gpus", [("opt-175b-azure-h100", 2), ("megatronapp-h100", 4)])
+def test_the_latest_run_passes_against_the_earlier_runs_of_its_reference(recipe, gpus):
+    """The last run recorded (the reference lists runs in the order they ran) judged against
+    every earlier one, at least three: OPT's run 10 run 4 against run 8's and run 10's first
+    three; MegatronApp's run 11 run 3 against run 8's and run 11's first two."""
+    (ref,) = [r for r in refs.for_recipe(recipe) if r.gpu == "NVIDIA H200" and r.gpus == gpus]
+    *earlier, latest = ref.runs
+    assert len(earlier) >= repeat.MIN_RUNS
+    verdict = judged(recipe, latest.record, latest.facts)
+    assert verdict.verdict == "PASS", verdict.reason
+    assert verdict.compared.runs == [r.record for r in earlier]
+    assert f"the median ({verdict.compared.value:.6g}) of {len(earlier)} run(s)" in verdict.reason
 
 
 def slowed(text: str, factor: float) -> str:
@@ -131,9 +148,9 @@ def slowed(text: str, factor: float) -> str:
     return re.sub(r"(TFLOPs: )([\d.]+)", per, text)
 
 
-@pytest.mark.parametrize("recipe", ["megatron-deepspeed-slurm-h100", "h100-megatron-deepspeed"])
+@pytest.mark.parametrize("recipe", ["h100-megatron-deepspeed"])
 def test_a_real_ten_percent_slowdown_fails_where_the_same_run_passes(recipe):
-    ref = max(refs.for_recipe(recipe), key=lambda r: r.median)
+    ref = max((r for r in refs.for_recipe(recipe) if len(r.runs) >= repeat.MIN_RUNS), key=lambda r: r.median)
     run = max(ref.runs, key=lambda r: r.value)  # the fastest: the slowdown is measured from a healthy run
     gpu, gpus = recorded_gpu(RESULTS / run.facts)
     bench = load_recipe(recipe).benchmark
@@ -184,12 +201,34 @@ def test_a_run_that_did_not_complete_fails_before_any_reference():
     assert verdict.verdict == "FAIL" and verdict.compared is None and "did not complete" in verdict.reason
 
 
-@pytest.mark.parametrize("record", ["h200x4-run10/mds-run1/native.out", "h200x4-run10/mds-run2/native.out"])
-def test_the_slow_megatron_deepspeed_runs_of_run10_fail_against_the_reference(record):
-    """Run 10's two Megatron-DeepSpeed runs on 2 x H200 completed at about 55 % of the speed of
-    the reference's runs (docs/results/h200x4-run10.md): complete, and FAIL for their figure."""
-    (ref,) = refs.for_recipe("megatron-deepspeed-slurm-h100")
+def test_a_slowdown_made_by_a_co_located_gpu_load_fails():
+    """Run 11, line 5: h100-megatron-deepspeed on GPUs 2,3 of a 4 x H200 node while
+    bench/gpu_load.py kept both GPUs busy in bursts (its records say how long and how busy; the
+    GPUs' settings untouched): complete, about 6 % slower than the reference's median, FAIL. The
+    same setup's run on the same node without the load (line 3) is one of the reference's runs."""
+    (ref,) = [r for r in refs.for_recipe("h100-megatron-deepspeed") if r.gpu == "NVIDIA H200"]
+    assert len(ref.runs) >= repeat.MIN_RUNS and "h200x4-run11/hmds-run1/native.out" in ref.records
+    loads = [json.loads((RESULTS / f"h200x4-run11/session/load-line5-gpu{g}.json").read_text()) for g in (2, 3)]
+    assert all(rec["duty_achieved"] > 0.15 and rec["busy_s"] > 30 for rec in loads), loads
+    record = "h200x4-run11/hmds-run2/native.out"
+    assert record not in ref.records
     verdict = judged(ref.recipe, record, record.replace("native.out", "facts.json"))
     assert verdict.completion.state == "complete" and verdict.gpus == 2, verdict.reason
-    assert verdict.verdict == "FAIL" and verdict.value < 0.6 * ref.median, verdict.reason
-    assert verdict.compared.runs == ref.records and record not in ref.records
+    assert verdict.verdict == "FAIL" and verdict.compared.runs == ref.records, verdict.reason
+    assert 0.90 < verdict.value / ref.median < 1 - repeat.FLOOR
+
+
+def test_megatron_deepspeed_on_three_h200_nodes_spreads_past_the_cap_so_nothing_is_judged():
+    """Six complete runs of megatron-deepspeed-slurm-h100 on 2 x H200 of three lent 4 x H200
+    machines (runs 8, 10, 11): run 8's two at 127-136 samples/s, the four later ones at 71-87,
+    the GPUs at full clocks with no throttle reason (docs/results/h200x4-run11.md). Such a
+    reference cannot tell a real 10 % slowdown from the machine a run lands on: a new run of it
+    is NOT JUDGED, naming the cap, whatever its figure."""
+    (ref,) = refs.for_recipe("megatron-deepspeed-slurm-h100")
+    assert len(ref.runs) == 6 and ref.deviation > repeat.CAP
+    for run in ref.runs:
+        gpu, gpus = recorded_gpu(RESULTS / run.facts)
+        verdict = judge(Evidence(recipe=ref.recipe, benchmark=load_recipe(ref.recipe).benchmark, gpu=gpu, gpus=gpus,
+                                 text=(RESULTS / run.record).read_text()))
+        assert verdict.completion.state == "complete", verdict.reason
+        assert verdict.verdict == "NOT JUDGED" and "cannot tell a real 10 % slowdown from noise" in verdict.reason

@@ -12,7 +12,7 @@ from pathlib import Path
 from envbuild.report.appendix import CHECKLIST
 
 ROOT = Path(__file__).resolve().parents[1]
-RUN = ROOT / "docs" / "results" / "h100x4-run9" / "opt-run2"
+RUN = ROOT / "docs" / "results" / "h200x4-run11" / "mapp-run3"
 
 
 def report(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -31,11 +31,12 @@ def test_a_recorded_gpu_runs_appendix_has_evidence_or_a_gap_for_every_item(tmp_p
     table = rows(got.stdout)
     for item, _, _ in CHECKLIST:
         assert item in table and (table[item][2] != "-" or table[item][3].rstrip(" |") != "-"), item
-    assert "this run: 4 x NVIDIA H100 80GB HBM3" in table["hardware"][2]
-    assert "PASS: words_per_second = 137241 words/s" in table["claims"][2]
-    assert "h100x4-run9/opt-run1/native.out" in table["claims"][2]
+    assert "this run: 4 x NVIDIA H200" in table["hardware"][2]
+    assert "PASS: iteration_time_ms = 2043.59 ms per iteration" in table["claims"][2]
+    assert "of 3 run(s) recorded on 4 x NVIDIA H200" in table["claims"][2]
+    assert "h200x4-run11/mapp-run2/native.out" in table["claims"][2]
     assert "not in this folder" in table["validation"][2]  # only the benchmark is judged again
-    assert "| benchmark | `" in got.stdout and "the node had 4 GPU(s), 2 expected" in got.stdout
+    assert "| benchmark | `" in got.stdout and "the node had 4 GPU(s), 4 expected" in got.stdout
 
 
 def test_the_appendix_as_html_escapes_and_holds_the_same_items(tmp_path):

@@ -33,18 +33,18 @@ def test_an_older_verdict_without_its_metric_is_nothing_found_and_a_section_with
 
 
 def test_a_reference_verdict_names_both_records():
-    record = "h100-offline-run3/native.out"
+    record = "h200x2-run4/native.out"
     bench = load_recipe("h100-megatron-deepspeed").benchmark
     verdict = judge(Evidence(recipe="h100-megatron-deepspeed", benchmark=bench, record="smoke/native.out",
-                             text=(RESULTS / record).read_text(), gpu="NVIDIA H100 80GB HBM3"))
+                             text=(RESULTS / record).read_text(), gpu="NVIDIA H200", gpus=2))
     [row] = benchmarks({"native": {"ran": True, "verdict": verdict.to_dict()}})
     assert row.verdict == "PASS" and row.passed is True and row.threshold is None
-    # not one of the reference's runs (no sha256 given): compared with the median of both
-    both = f"docs/results/{record}, docs/results/h100-offline-run5/native.out"
-    assert row.reference == both and row.record == "smoke/native.out"
+    # not one of the reference's runs (no sha256 given): compared with the median of all three
+    three = f"docs/results/{record}, docs/results/h200x2-run6/native.out, docs/results/h200x4-run11/hmds-run1/native.out"
+    assert row.reference == three and row.record == "smoke/native.out"
     assert row.reference_value == verdict.compared.value
-    assert f"(the median of 2 run(s), tolerance 5.0%: {both})" in row.compared_with
-    assert "on 1 x NVIDIA H100 80GB HBM3" in row.compared_with
+    assert f"(the median of 3 run(s), tolerance 5.0%: {three})" in row.compared_with
+    assert "on 2 x NVIDIA H200" in row.compared_with
 
 
 def test_gpt_floors_are_the_judges_and_rows_without_floors_are_not_judged():

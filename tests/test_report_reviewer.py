@@ -359,13 +359,13 @@ def test_a_verdict_against_a_same_gpu_reference_names_both_records(run):
     report shows that verdict (FAIL below 95 % of it) and names both records."""
     from envbuild.smoke.judge import Evidence, judge
 
-    record = "h100-offline-run3/native.out"
+    record = "h200x2-run4/native.out"
     text = (Path(__file__).resolve().parent.parent / "docs" / "results" / record).read_text()
     # every iteration twice as long: samples/s (global batch over iteration time) halves
     slow = re.sub(r"elapsed time per iteration \(ms\): ([\d.]+)",
                   lambda m: f"elapsed time per iteration (ms): {float(m.group(1)) * 2:.1f}", text)
     verdict = judge(Evidence(recipe="h100-megatron-deepspeed", benchmark=load_recipe("h100-megatron-deepspeed").benchmark,
-                             text=slow, gpu="NVIDIA H100 80GB HBM3", record="smoke/native.out"))
+                             text=slow, gpu="NVIDIA H200", gpus=2, record="smoke/native.out"))
     assert verdict.verdict == "FAIL" and verdict.compared.kind == "reference"
     edit(run / "nodes" / "gpu-b" / "smoke.json", lambda s: s["native"].update(verdict=verdict.to_dict()))
     report = collect(run)

@@ -48,9 +48,10 @@ def parse_cmd(recipe: str, logfile: Path, gpu: str | None, gpus: int | None, war
     The run must have completed (its planned iterations or updates, its end-of-training line,
     no non-finite loss, NaN iterations or error lines) to pass, whatever its throughput. Its
     figure is then compared with the recipe's threshold when the run's GPU is the model the
-    threshold was measured on (per GPU when counts differ), else with the run recorded on that
-    GPU model in docs/results (PASS at >= 95 % of it); with neither it is NOT JUDGED, naming the
-    GPU models that have a reference.
+    threshold was measured on (per GPU when counts differ), else with the runs recorded on that
+    GPU model and count in docs/results (at least 3: PASS within their median less the spread
+    they show, 5 % at least; runs spread over 8 % judge nothing); with neither it is NOT JUDGED,
+    naming the GPU models that have a reference.
     Exit 0: PASS; 1: FAIL (the run did not complete, or its figure misses the threshold or the
     reference); 2: NOTHING FOUND (the metric is not in the file); 5: NOT JUDGED.
 

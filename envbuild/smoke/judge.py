@@ -202,6 +202,11 @@ def _against_reference(ev: Evidence, bench: Benchmark, value: float, gpus: int |
     the judged record left out of it; NOT JUDGED where none applies, saying why."""
     ref = refs.for_gpu(ev.recipe, ev.gpu, gpus)
     ref = ref if ref is not None and ref.metric == bench.metric else None
+    if ref is not None and len(ref.runs) < repeat.MIN_RUNS:
+        notes.append(f"{len(ref.runs)} run(s) are recorded on {ref.gpus} x {ref.gpu} "
+                     f"({', '.join(f'docs/results/{r}' for r in ref.records)}): a reference judges only once it holds "
+                     f"{repeat.MIN_RUNS}, so that its spread is measured (record more runs there)")
+        return Verdict(verdict=NOT_JUDGED, reason=f"{shown}, not judged: " + "; ".join(notes), **base)
     itself = ""
     if ref is not None and ref.holds(ev.sha256):
         itself = (f"this record is itself one of the reference's runs on {ref.gpus} x {ref.gpu}, "

@@ -13,8 +13,10 @@ the per-iteration throughput inside one run spans 97-150 samples/s. The rule the
 * refuses to judge (NOT JUDGED) when that noise exceeds ``CAP`` (8 %): such a
   reference could not tell a real 10 % slowdown from noise, which is what the rule is for
   (asv's step detection likewise reports a change only beyond its noise factor);
-* says when a reference has fewer than ``MIN_RUNS`` runs: its spread is then not measured
-  (one run) or barely (two), and the floor decides.
+* judges nothing against runs recorded fewer than ``MIN_RUNS`` times on a GPU model and count
+  (``envbuild.smoke.judge``: NOT JUDGED, naming them): their spread is then not measured (one
+  run) or barely (two); a run of a reference judged against the others (never its own
+  yardstick) is compared with ``MIN_RUNS - 1`` or more, and the verdict says so.
 
 For a higher-is-better metric the run must reach ``median x (1 - tolerance)``; for a
 lower-is-better one (a time), ``median / (1 - tolerance)``: the same share of speed either way.
