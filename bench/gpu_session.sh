@@ -6,10 +6,12 @@
 #   bash bench/gpu_session.sh start PLANFILE   # start the session's plan in its own session
 #   bash bench/gpu_session.sh wait 550         # follow it, then copy results to $OUT
 #
-# What prepare made (bench/h100_offline_prepare.sh, once per recipe) is carried as
-# .device/<job>/bundle.tar, with envbuild's wheels and a clean export of the commit in
-# .device/common/{whl,src}. A bundle too big to travel with the others comes in a later call:
-# `stage` copies what this call carried and the plan waits for it.
+# What bench/gpu_prepare.sh PLAN MIRRORS made is carried as .device/<job>/bundle.tar (with its
+# bundle.sha256), envbuild's wheels, a clean export of the commit and the stall tools as
+# .device/common/{whl,src.tar.gz,tools} (an unpacked .device/common/src is read too), and the plan
+# as .device/plan.txt. A bundle too big to travel with the others comes in a later call (prepare
+# prints which paths each call carries): `stage` copies what this call carried and the plan waits
+# for it.
 #
 # The plan, one line each (# comments):
 #   install JOB=RECIPE [JOB=RECIPE ...]   provision each from its bundle with --no-smoke (installs
@@ -87,6 +89,7 @@ install_one() {  # JOB RECIPE: provision from the bundle, no smoke
   mkdir -p "$STATE/$job"
   echo "$recipe" > "$STATE/$job/recipe"
   bundle=$(bundle_of "$job") || { touch "$STATE/$job/failed"; return 1; }
+  # shellcheck disable=SC2046 # pin_of: two words or none
   $EB provision "$recipe" --target "$TARGET" --hosts local --bundle "$bundle" $(pin_of "$job") --no-smoke --json \
       > "$STATE/$job/install.jsonl" 2> "$STATE/$job/install.err"
   rc=$?
@@ -157,6 +160,7 @@ smoke_one() {  # JOB GPUS: the smoke step again on those GPUs
   case "${STALL:-}" in "$job":*:*)
     local spec=${STALL#*:}; stall_watch "$job" "$n" "${spec%:*}" "${spec##*:}" & watcher=$! ;;
   esac
+  # shellcheck disable=SC2046 # pin_of: two words or none
   CUDA_VISIBLE_DEVICES=$gpus $EB provision "$recipe" --target "$TARGET" --hosts local \
       --bundle "$STATE/bundles/$job.tar" $(pin_of "$job") --from-step smoke --smoke-preset "$SMOKE" --json \
       > "$STATE/$job/smoke-$n.jsonl" 2> "$STATE/$job/smoke-$n.err"
@@ -241,6 +245,11 @@ case "${1:-}" in
   stage)
     mkdir -p "$STATE/bundles"
     [ -d "$STATE/common" ] || cp -r "$DEV/common" "$STATE/common" || exit 1
+    if [ ! -d "$STATE/common/src" ] && [ -f "$STATE/common/src.tar.gz" ]; then  # the export, carried packed
+      rm -rf "$STATE/common/src.part" && mkdir "$STATE/common/src.part" || exit 1
+      tar -xzf "$STATE/common/src.tar.gz" -C "$STATE/common/src.part" || exit 1
+      mv "$STATE/common/src.part" "$STATE/common/src" || exit 1
+    fi
     for d in "$DEV"/*/; do
       j=$(basename "$d")
       [ -f "$d/bundle.sha256" ] && cp "$d/bundle.sha256" "$STATE/bundles/$j.sha256"

@@ -89,6 +89,7 @@ print("build_sample_idx ok", s.shape, s.dtype, s[-1], flush=True)
 
 drift() {  # change one installed file of a locked package; verify must name it
   local f
+  # shellcheck disable=SC2012 # the first of two known paths
   f=$(ls -d "$PREFIX"/lib/python3*/site-packages/hjson/__init__.py "$PREFIX"/lib/python3*/site-packages/tqdm/__init__.py 2>/dev/null | head -1)
   echo "# changed by bench/h100_offline.sh" >> "$f"
   echo "changed $f"
@@ -127,6 +128,7 @@ pipeline() {
   { echo "gpus: $(nvidia-smi -L | wc -l)"; grep -E 'MemTotal|MemAvailable' /proc/meminfo;
     echo "cgroup memory.max: $(cat /sys/fs/cgroup/memory.max 2>/dev/null)"; nproc; } > "$STATE/node.txt"
   nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv > "$STATE/nvidia-smi.csv" 2>&1
+  # shellcheck disable=SC2086 # EB: the interpreter and -m envbuild
   phase facts $EB facts --local --json -o "$STATE/facts.json"
   phase checks checks
   phase provision-cold provision prov1.jsonl
@@ -167,7 +169,7 @@ case "${1:-}" in
     # The pipeline runs from copies under $STATE: the device tool replaces the carried folder
     # (.device/) at each call, and a controller whose working directory vanished mid-run fails
     # (run 3's first smoke: ansible's fetch raised ENOENT from getcwd).
-    rm -rf "$STATE/src" "$STATE/dev" && cp -r "$REPO" "$STATE/src" && cp "$BUNDLE" "$STATE/bundle.tar" \
+    rm -rf "${STATE:?}/src" "${STATE:?}/dev" && cp -r "$REPO" "$STATE/src" && cp "$BUNDLE" "$STATE/bundle.tar" \
         && cp -r "$DEV" "$STATE/dev" || exit 1
     ( cd "$STATE/src" && EB_SRC="$STATE/src" BUNDLE="$STATE/bundle.tar" DEV="$STATE/dev" \
         setsid nohup bash "$STATE/src/bench/h100_offline.sh" pipeline > "$STATE/pipeline.log" 2>&1 < /dev/null & )

@@ -82,6 +82,12 @@ def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
+def sha256_stream() -> Any:
+    """A sha256 to update with each block of a file read as it streams (a log judged line by
+    line, ``envbuild.smoke.logread``): ``.update(block)``, then ``.hexdigest()``."""
+    return hashlib.sha256()
+
+
 def sha256_text(text: str) -> str:
     """sha256 of a text's UTF-8 bytes: digests of plans, locks, rendered files."""
     return sha256_bytes(text.encode())

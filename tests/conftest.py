@@ -182,12 +182,13 @@ def measured_module_times(path: Path = SUITE_RESULTS) -> dict[str, float]:
 
 
 def longest_first(items: list, times: dict[str, float]) -> list:
-    """``items`` grouped by module, the modules in the order of their measured time, longest
-    first; a module with no measured time (new since the row) goes before all of them, as it
-    may be long. Within a module the order is pytest's. Stable: equal times keep file order."""
+    """``items`` grouped by the unit a worker is handed (``scope_of``: a module, or one import
+    proof), the units in the order of their measured time, longest first; a unit with no
+    measured time (new since the row) goes before all of them, as it may be long. Within a unit
+    the order is pytest's. Stable: equal times keep file order."""
     order: dict[str, list] = {}
     for item in items:
-        order.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+        order.setdefault(scope_of(item.nodeid), []).append(item)
     known = [m for m in order if m in times]
     ranked = [m for m in order if m not in times] + sorted(known, key=lambda m: -times[m])
     return [item for module in ranked for item in order[module]]
@@ -199,8 +200,62 @@ def pytest_collection_modifyitems(config, items):
     their number of tests, which left the two longest single-test modules (a 4-node fleet, an
     extension built per node kind: 100 to 370 s each) to the end of the run. Whether this order
     is faster on the whole has not been measured against xdist's (tests/README.md). The times
-    are measured (bench/suite_bench.py), never asserted."""
-    items[:] = longest_first(items, measured_module_times())
+    are measured (bench/suite_bench.py), never asserted. Each import proof is a unit of its own,
+    timed by its recorded build (``proof_times``): a module's measured row holds whichever recipe
+    that commit's rotation proved (24 to 306 s recorded), so a long proof could come last."""
+    items[:] = longest_first(items, ordering_times(items, lambda: _proof_selection(config)))
+
+
+PROOF_MODULE = "tests/test_import_proof.py"
+
+
+def scope_of(nodeid: str) -> str:
+    """The unit of work an xdist worker is handed under ``--dist loadfile``: the test's module
+    (its module-scoped fixtures made once), but each import proof alone. The proofs share no
+    module fixture, and where their inputs changed all ten run (one per recipe, 24 to 306 s
+    each): as one module they all ran on one worker, one after the other."""
+    module = nodeid.split("::", 1)[0]
+    return nodeid if module == PROOF_MODULE else module
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile`` with ``scope_of``'s units (xdist's LoadFileScheduling splits by module
+    only); any other mode is xdist's own."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class ModulesAndProofs(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return scope_of(nodeid)
+
+    return ModulesAndProofs(config, log)
+
+
+def ordering_times(items: list, proofs, measured: dict[str, float] | None = None) -> dict[str, float]:
+    """The times ``longest_first`` orders by: ``measured`` (default: the newest suite.json row's
+    module times), and each collected import proof's own (``proof_times``; ``proofs()``, the
+    run's ``Selection``, is asked only where a proof is collected: it reads every recipe)."""
+    times = dict(measured_module_times() if measured is None else measured)
+    collected = [item.nodeid for item in items if scope_of(item.nodeid) != item.nodeid.split("::", 1)[0]]
+    if collected:
+        times.update(proof_times(collected, proofs()))
+    return times
+
+
+def proof_times(nodeids: list[str], selection, record: dict | None = None) -> dict[str, float]:
+    """``{node id: seconds}`` of each import proof: what it took when last recorded (``build_s``
+    in docs/results/import-proofs.json, its stand-in base's build included) where this run
+    carries it out, 0 where it skips (or has no record)."""
+    from envbuild.testbed.proofrecord import read_record
+
+    record = read_record() if record is None else record
+    out = {}
+    for nodeid in nodeids:
+        recipe = nodeid.rsplit("[", 1)[-1].rstrip("]")
+        out[nodeid] = float((record.get(recipe) or {}).get("build_s") or 0.0) if recipe in selection.run else 0.0
+    return out
 
 
 # xdist: the README's command runs two workers with ``--dist loadfile``: each test module runs

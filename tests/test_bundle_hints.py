@@ -71,6 +71,7 @@ def test_a_missing_torch_file_is_named_with_the_commands_that_supply_it(tmp_path
     assert torch["verified"] is True and torch["version"] == "1.8.2+cu111"
     assert torch["dist"]["filename"] == whl.name
     assert torch["dist"]["sha256"] == hashlib.sha256(whl.read_bytes()).hexdigest()
+    assert "NOT HASHED" not in lock.read_text()  # the header's account of it is gone with it (issue 53)
 
     # the Dockerfile renders from that lock, torch by the recorded sha256 (without it: refused, above)
     out = tmp_path / "image"

@@ -8,7 +8,9 @@ a user runs it:
 * a valid signature never switches off the comparison with the lock envbuild holds;
 * a statement binds its subject's name and the bundle's lock digest: a renamed bundle, or a
   statement of another lock, is refused; `attest` shows the subject's name and refuses the
-  renamed file."""
+  renamed file;
+* a statement binds its expiry (`bundle --valid-days`): an expired one is refused (exit 1),
+  nothing unpacked nor recorded as accepted."""
 
 from __future__ import annotations
 
@@ -125,3 +127,22 @@ def test_a_statement_binds_the_name_and_the_lock_digest(made, tmp_path):
     provenance.write_envelope(other, provenance.sign(stmt, made["key"].with_suffix("")))
     p = provision(made, other, home)
     assert p.returncode == 1 and "signed statement's lock_digest differ" in p.stderr, p.stderr[-2000:]
+
+
+def test_an_expired_signed_bundle_is_refused(made):
+    """The newest bundle, signed by the trusted key with the lock envbuild holds, but its
+    statement expired: refused before a byte is unpacked, and not recorded as accepted."""
+    out = made["base"] / "expired" / "tiny.tar"
+    p = envbuild("bundle", str(made["base"] / "v2" / "tiny-signed.yaml"), "--target", "local", "-o", str(out),
+                 "--sign-key", str(made["key"]).removesuffix(".pub"), "--valid-days", "0.00001",
+                 home=made["base"] / "maker-home", lockdir=made["lockdir"])
+    assert p.returncode == 0, p.stderr[-2000:]
+    time.sleep(1.2)  # 0.00001 days is 0.864 s after it was made
+    home = made["base"] / "expired-client"
+    p = provision(made, out, home)
+    assert p.returncode == 1 and "the signed statement expired at" in p.stderr, p.stderr[-2000:]
+    assert "Traceback" not in p.stderr and "nothing was unpacked" in p.stderr
+    assert not (home / "bundles").exists() and not (home / "trust" / "accepted.json").exists()
+    p = envbuild("bundle", str(made["base"] / "v2" / "tiny-signed.yaml"), "--target", "local", "-o", str(out),
+                 "--valid-days", "1", home=made["base"] / "maker-home", lockdir=made["lockdir"])
+    assert p.returncode == 2 and "goes with --sign-key" in p.stderr

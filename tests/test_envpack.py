@@ -93,7 +93,7 @@ def test_a_manifest_naming_another_format_is_refused(tmp_path):
     envpack.pack(prefix, tmp_path / "a.tar.gz")
     man = tmp_path / "a.tar.gz.json"
     man.write_text(json.dumps(json.loads(man.read_text()) | {"format": "zip"}))
-    with pytest.raises(InputError, match="format 'zip', envbuild packs tar.gz or squashfs"):
+    with pytest.raises(InputError, match="format 'zip', envbuild packs tar.zst, tar.gz, squashfs"):
         envpack.read(tmp_path / "a.tar.gz")
 
 

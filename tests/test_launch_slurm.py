@@ -183,7 +183,8 @@ def test_a_packed_environment_reaches_every_node_through_sbcast(slurm_cluster, h
     """Build once, pack once: a stand-in environment made at a path that is each node's own disk
     (``cluster.node_local``: a tmpfs per node, empty on every node), packed by envbuild pack,
     then one job: sbcast sends the pack to both nodes through Slurm's tree, each node checks its
-    sha256 and unpacks it at the prefix, and the smoke runs from those copies on both nodes. A
+    sha256 and unpacks it at the prefix (a tar.zst, pack's default: tar -I zstd on the node), and
+    the smoke runs from those copies on both nodes. A
     pack changed after its manifest was written is refused before submitting; a copy that
     differs on a node fails the job before any task runs."""
     from envbuild.bundle import envpack
@@ -193,8 +194,8 @@ def test_a_packed_environment_reaches_every_node_through_sbcast(slurm_cluster, h
     prefix = slurm_cluster.node_local / "envs" / "alpa-megatron"
     plan = resolve(rec, tgt, from_target(tgt), None, PlanOptions(prefix=str(prefix), host="slurm")).plan
     materialize(plan, tmp_path / "files", rec)  # on this machine; the nodes see an empty folder there
-    packed = envpack.pack(prefix, tmp_path / "alpa.tar.gz")
-    assert envpack.read(tmp_path / "alpa.tar.gz") == packed and packed.prefix == str(prefix)
+    packed = envpack.pack(prefix, tmp_path / "alpa.tar.zst")
+    assert envpack.read(tmp_path / "alpa.tar.zst") == packed and packed.prefix == str(prefix)
     opts = dict(scheduler="slurm", variant="8gpu", nodes=2, smoke_only=True, gpus_per_node=1)
     out = sub.launch(rec, tgt, plan, LaunchOptions(**opts, packed=packed), argv=["pytest"],
                      env=slurm_cluster.env, timeout=180)
@@ -215,11 +216,11 @@ def test_a_packed_environment_reaches_every_node_through_sbcast(slurm_cluster, h
     assert "(unpacked from the pack)" in render(report, "md")
 
     # the pack changed after envbuild pack: refused on the controller, nothing submitted
-    data = bytearray((tmp_path / "alpa.tar.gz").read_bytes())
+    data = bytearray((tmp_path / "alpa.tar.zst").read_bytes())
     data[len(data) // 2] ^= 0xFF
-    (tmp_path / "alpa.tar.gz").write_bytes(bytes(data))
-    with pytest.raises(InputError, match="its sha256 differs from the one alpa.tar.gz.json recorded"):
-        envpack.read(tmp_path / "alpa.tar.gz")
+    (tmp_path / "alpa.tar.zst").write_bytes(bytes(data))
+    with pytest.raises(InputError, match="its sha256 differs from the one alpa.tar.zst.json recorded"):
+        envpack.read(tmp_path / "alpa.tar.zst")
     # and if it reaches the nodes anyway (changed between the check and sbcast), they refuse it
     bad = sub.launch(rec, tgt, plan, LaunchOptions(**opts, packed=packed), argv=["pytest"],
                      env=slurm_cluster.env, timeout=180)

@@ -9,6 +9,7 @@ import base64
 import hashlib
 import json
 import subprocess
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from cryptography.hazmat.primitives import serialization
@@ -19,12 +20,13 @@ from envbuild.errors import CheckFailed, InputError
 from tests.clirun import envbuild
 
 
-def _statement(path):
+def _statement(path, **kw):
+    now = provenance.utc_now()  # made now: a statement expires (provenance.DEFAULT_VALID_DAYS after)
     return provenance.statement(path.name, hashlib.sha256(path.read_bytes()).hexdigest(), recipe="r", target="t",
                                 lock_digest="0" * 64, inputs={"lock:x.lock": "1" * 64},
                                 git=[("https://example.org/a", "2" * 40)], envbuild_version="0.1.0",
-                                envbuild_commit="3" * 40, started="2026-11-26T00:00:00Z",
-                                finished="2026-11-26T00:00:01Z")
+                                envbuild_commit="3" * 40, started=kw.pop("started", now),
+                                finished=kw.pop("finished", now), **kw)
 
 
 @pytest.fixture
@@ -87,3 +89,34 @@ def test_the_command_line_refuses_with_its_exit_codes(tmp_path):
                  "--dry-run", env={"ENVBUILD_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"})
     assert r.returncode == 1 and "no provenance for b.tar" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "home" / "bundles").exists()
+
+
+def test_a_statement_binds_its_expiry_and_an_expired_one_is_refused(tmp_path, pem_keys):
+    """Issue 54: a statement states when it expires (DEFAULT_VALID_DAYS after it was made, or as
+    its signer says); past it, or without one, a valid signature vouches for nothing (exit 1)."""
+    priv, pub, _ = pem_keys
+    bundle = tmp_path / "b.tar"
+    bundle.write_bytes(b"bundle bytes")
+    made = "2026-01-01T00:00:00Z"
+    stmt = _statement(bundle, started=made, finished=made, valid_days=30)
+    meta = stmt["predicate"]["runDetails"]["metadata"]
+    assert meta[provenance.EXPIRES] == "2026-01-31T00:00:00Z" and meta["finishedOn"] == made
+    provenance.write_envelope(bundle, provenance.sign(stmt, priv))
+    envelope = provenance.envelope_path(bundle)
+    before = datetime(2026, 1, 30, tzinfo=timezone.utc)
+    assert provenance.verify(bundle, envelope, [pub], now=before)["subject"][0]["name"] == "b.tar"
+    with pytest.raises(CheckFailed, match=r"b\.tar: the signed statement expired at 2026-01-31T00:00:00Z") as exc:
+        provenance.verify(bundle, envelope, [pub], now=datetime(2026, 1, 31, tzinfo=timezone.utc))
+    assert exc.value.exit_code == 1 and "nothing was unpacked" in exc.value.hint
+    with pytest.raises(CheckFailed, match="expired"):  # the clock's now, by default
+        provenance.verify(bundle, envelope, [pub])
+    # the default: DEFAULT_VALID_DAYS after it was made
+    fresh = _statement(bundle)
+    made_on = datetime.strptime(fresh["predicate"]["runDetails"]["metadata"]["finishedOn"], provenance.STAMP)
+    assert datetime.strptime(fresh["predicate"]["runDetails"]["metadata"][provenance.EXPIRES], provenance.STAMP) \
+        - made_on == timedelta(days=provenance.DEFAULT_VALID_DAYS)
+    # a statement that states no expiry (signed by the same trusted key) is refused too
+    del fresh["predicate"]["runDetails"]["metadata"][provenance.EXPIRES]
+    provenance.write_envelope(bundle, provenance.sign(fresh, priv))
+    with pytest.raises(CheckFailed, match="states no expiry"):
+        provenance.verify(bundle, envelope, [pub])

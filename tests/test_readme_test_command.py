@@ -11,9 +11,11 @@ from __future__ import annotations
 import importlib.util
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,6 +42,32 @@ def test_the_readme_command_is_cis_entry_point_which_sets_up_before_it_tests() -
     assert "python -m pytest" in test and "-n 2" in test and '"$@"' in test
     for dist in ("pytest", "pytest-xdist", "pytest-timeout"):
         assert re.search(rf"^{dist}==\S+ \\\n\s+--hash=sha256:", lock, re.M), dist
+
+
+def test_ci_audits_the_runtime_dependencies_against_pypis_advisories_before_the_suite() -> None:
+    """Issue 54: .ci/run audits envbuild's runtime dependencies (.ci/runtime-deps: as installed,
+    no test tool) with pip-audit, pinned with hashes, against PyPI's advisory service, failing
+    on a package it could not look up (--strict), before the suite runs."""
+    steps = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line and not line.startswith(("#", "echo"))]
+    at = {what: next(i for i, line in enumerate(steps) if what in line)
+          for what in (". .venv/bin/activate", "bash .ci/audit", "bash .ci/test")}
+    assert at[". .venv/bin/activate"] < at["bash .ci/audit"] < at["bash .ci/test"]
+    audit = (ROOT / ".ci" / "audit").read_text()
+    assert "pip-audit --vulnerability-service pypi --strict" in audit and ".ci/runtime-deps" in audit
+    lock = (ROOT / "requirements" / "dev.lock").read_text()
+    assert re.search(r"^pip-audit==\S+ \\\n\s+--hash=sha256:", lock, re.M)
+    listed = subprocess.run([sys.executable, str(ROOT / ".ci" / "runtime-deps")], capture_output=True, text=True,
+                            check=True, timeout=60).stdout.split()
+    pins = dict(line.split("==") for line in listed)
+    from importlib.metadata import requires, version
+
+    from packaging.requirements import Requirement
+
+    direct = {canonicalize_name(r.name) for r in map(Requirement, requires("envbuild") or [])
+              if r.marker is None or r.marker.evaluate({"extra": ""})}
+    assert direct and direct <= pins.keys() and {"jinja2", "markupsafe", "pydantic-core"} <= pins.keys()
+    assert not pins.keys() & {"envbuild", "pytest", "pip-audit", "hypothesis", "deptry"}
+    assert all(version(name) == v for name, v in pins.items())
 
 
 @pytest.mark.process

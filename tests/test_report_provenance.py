@@ -87,3 +87,27 @@ def test_a_signed_statements_control_bytes_are_shown_escaped(tmp_path, capsys) -
     shown = capsys.readouterr().out
     assert "\x1b" not in shown and "\x07" not in shown and "\x9b" not in shown
     assert "recipe r\\x1b]52;c;cm0gLXJmIH4=\\x07" in shown and "target t\\x9b2J" in shown
+
+
+def test_a_report_signed_for_a_short_while_expires(tmp_path, capsys) -> None:
+    """Issue 54: --valid-days sets how long the statement holds; attest refuses it after (exit 1),
+    and shows when it expires before. --valid-days without --sign-key is bad input (exit 2)."""
+    key = _key(tmp_path / "maker")
+    out = tmp_path / "report.md"
+    assert main(["report", str(SAMPLE), "-o", str(out), "--sign-key", str(key), "--valid-days", "1"]) == 1
+    capsys.readouterr()
+    assert main(["attest", str(out), "--trusted-key", f"{key}.pub", "--kind", "report"]) == 0
+    shown = capsys.readouterr().out
+    stmt = P.verify(out, P.envelope_path(out), [Path(f"{key}.pub")], kind="report")
+    meta = stmt["predicate"]["runDetails"]["metadata"]
+    assert f"expires {meta[P.EXPIRES]}" in shown and meta[P.EXPIRES] == P.valid_until(meta["finishedOn"], 1)
+    assert main(["report", str(SAMPLE), "-o", str(out), "--sign-key", str(key), "--valid-days", "0.00001"]) == 1
+    capsys.readouterr()
+    import time
+
+    time.sleep(1.5)  # 0.00001 days is 0.864 s after it was made
+    assert main(["attest", str(out), "--trusted-key", f"{key}.pub"]) == 1
+    err = capsys.readouterr().err
+    assert "report.md: the signed statement expired at" in err and "do not trust this report" in err
+    assert main(["report", str(SAMPLE), "-o", str(tmp_path / "r.md"), "--valid-days", "3"]) == 2
+    assert "--valid-days" in capsys.readouterr().err and not (tmp_path / "r.md").exists()

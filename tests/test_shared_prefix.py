@@ -96,10 +96,12 @@ def test_two_controllers_two_nodes_one_shared_prefix(bed):
 
 
 def test_a_shared_prefix_a_node_does_not_see_fails_there(bed):
-    hidden = bed["base"] / "envs" / "not-shared"
-    sshd.hide_folder(bed["nodes"], "node2", hidden)
-    prefix = str(hidden / "env")
-    res, events, err = finish(start(bed, "controller-c", prefix))
+    """The prefix of the test above (installed there, so node1 finds every step done: one cold
+    install serves the module; run alone, node1 installs it here), hidden from node2 (an empty
+    file system over it): node1 is ok, node2 fails at the shared-prefix check, saying why."""
+    prefix = bed["base"] / "envs" / "shared"
+    sshd.hide_folder(bed["nodes"], "node2", prefix)
+    res, events, err = finish(start(bed, "controller-c", str(prefix)))
     assert res["results"]["node1"]["status"] == "ok", res["results"]
     node2 = res["results"]["node2"]
     assert node2["status"] == "failed" and node2["failed_step"] == "shared-prefix", node2

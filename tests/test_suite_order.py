@@ -8,6 +8,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from conftest import longest_first, measured_module_times
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,3 +60,46 @@ def test_the_shipped_results_name_real_modules():
 def test_the_suite_command_keeps_the_order():
     command = (ROOT / ".ci" / "test").read_text()  # what the README's command (.ci/run) runs last
     assert "--dist loadfile" in command and "--no-loadscope-reorder" in command
+
+
+def test_each_proof_is_a_unit_of_its_own_timed_by_its_record():
+    """An import proof is handed out alone (every other test with its module), with the time
+    its record gives where this run carries it out and 0 where it skips; a run that collects no
+    proof never computes the selection (it reads every recipe)."""
+    import conftest
+    from envbuild.testbed.proofrecord import Selection
+
+    proof = f"{conftest.PROOF_MODULE}::test_entry_script_imports_on_cpu"
+    assert conftest.scope_of(f"{proof}[a]") == f"{proof}[a]"
+    assert conftest.scope_of("tests/test_a.py::test_x[a]") == "tests/test_a.py"
+    record = {"a": {"build_s": 243.7}, "b": {"build_s": 24.3}, "c": {}}
+    run = Selection(run={"a": "rotation", "c": "no recorded proof"}, skip={"b": "unchanged"})
+    ids_ = [f"{proof}[a]", f"{proof}[b]", f"{proof}[c]"]
+    assert conftest.proof_times(ids_, run, record) == {ids_[0]: 243.7, ids_[1]: 0.0, ids_[2]: 0.0}
+    items = [Item("tests/test_a.py::x"), *(Item(i) for i in ids_), Item("tests/test_a.py::y")]
+    measured = {"tests/test_a.py": 90.0, conftest.PROOF_MODULE: 12.0}
+    times = conftest.ordering_times(items, lambda: run, measured)
+    assert {k: times[k] for k in ids_} == conftest.proof_times(ids_, run)  # the shipped record's
+    got = ids(longest_first(items, {**measured, **conftest.proof_times(ids_, run, record)}))
+    assert got == [ids_[0], "tests/test_a.py::x", "tests/test_a.py::y", ids_[1], ids_[2]]
+    assert conftest.ordering_times(items[:1], lambda: 1 / 0, measured) == measured
+
+
+@pytest.mark.process
+def test_the_proofs_go_to_both_workers(tmp_path):
+    """Under the suite's own command (two workers, --dist loadfile), four proofs this run skips
+    (so none builds anything) are shared out between both workers, not one module's worker."""
+    import subprocess
+    import sys
+
+    import conftest
+    from envbuild.testbed.proofrecord import proof_pairs, select
+
+    skipped = sorted(select(proof_pairs(), run_all=False).skip)[:4]
+    assert len(skipped) == 4
+    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile",
+            "--no-loadscope-reorder", "-v", conftest.PROOF_MODULE, "-k", " or ".join(f"[{r}]" for r in skipped)]
+    out = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=300).stdout
+    workers = {line.split("]", 1)[0].lstrip("[") for line in out.splitlines()
+               if line.startswith("[gw") and "test_entry_script_imports_on_cpu" in line and "SKIPPED" in line}
+    assert workers == {"gw0", "gw1"}, out[-3000:]

@@ -1,8 +1,10 @@
 """One provisioned environment packed into one file, to be copied to many nodes and unpacked
 there, instead of installing on every node (issue 38: build once, pack once).
 
-``pack(prefix, out)`` writes ``out`` (a gzip'd tar of the prefix's files, names relative to
-the prefix; or, for ``fmt="squashfs"`` or a name ending ``.sqsh``/``.squashfs``, a squashfs image
+``pack(prefix, out)`` writes ``out`` (a tar of the prefix's files, names relative to the prefix,
+compressed with zstd on every core of the packing machine (``tar.zst``, the default), or with gzip on
+one thread for a name ending ``.tar.gz``/``.tgz`` (``tar.gz``: what envbuild packed before, for nodes
+without the ``zstd`` program); or, for ``fmt="squashfs"`` or a name ending ``.sqsh``/``.squashfs``, a squashfs image
 of them made by mksquashfs, which a node mounts read-only at the prefix with squashfuse instead
 of unpacking it: one file on the node's disk, its many small files read through one mount, as
 sites run pyxis/enroot ``.sqsh`` images and squashfs'd venvs) and ``out.json`` (``PackedEnv``: the file's sha256 and size, the prefix it must be
@@ -12,7 +14,11 @@ digests). A venv or conda prefix holds its own absolute path (scripts' ``#!`` li
 as ``/local/scratch`` mounted alike everywhere); relocating it is not done. The prefix's
 temporary folder and its lock file are left out. Both files are written whole or not at all.
 How a pack reaches the nodes is the scheduler's (``envbuild.launch.slurm``: ``sbcast``, then
-every node checks the sha256 before unpacking).
+every node checks the sha256 before unpacking, ``tar -I zstd`` for a ``tar.zst``: the node needs the
+``zstd`` program, and a node without it fails before its prefix is touched, naming itself;
+``envbuild.launch.job.unpack_script``). Why zstd: gzip on one thread was the slow part of building
+once; zstd on every core packs cpu-reference smaller, in a fraction of gzip's time and CPU
+(bench/pack_speed.py, its figures in bench/results/pack-speed.json).
 """
 
 from __future__ import annotations
@@ -30,8 +36,11 @@ from envbuild.fsio import sha256_file
 
 SCHEMA = "envbuild.pack/1"
 LEFT_OUT = (".envbuild/tmp", ".envbuild/prefix.lock")
-FORMATS = ("tar.gz", "squashfs")
+FORMATS = ("tar.zst", "tar.gz", "squashfs")
 SQUASHFS_SUFFIXES = (".sqsh", ".squashfs")
+GZIP_SUFFIXES = (".tar.gz", ".tgz")
+ZSTD_LEVEL = 3  # zstd's own default: smaller than gzip -6 on cpu-reference (bench/pack_speed.py)
+EXTENSIONS = {"tar.zst": "tar.zst", "tar.gz": "tar.gz", "squashfs": "sqsh"}
 MKSQUASHFS_TIMEOUT_S = 3600
 
 
@@ -43,7 +52,9 @@ class PackedEnv:
     prefix: str  # where it unpacks, the same on every node
     steps: dict[str, str] = field(default_factory=dict)  # step id -> marker digest, at pack time
     schema: str = SCHEMA
-    format: str = "tar.gz"  # tar.gz: unpacked on each node; squashfs: mounted there (squashfuse)
+    # tar.zst, tar.gz: unpacked on each node; squashfs: mounted there (squashfuse). A manifest
+    # written before tar.zst had no other tarball: one without the field is a tar.gz
+    format: str = "tar.gz"
 
     def manifest(self) -> dict:
         return asdict(self)
@@ -55,21 +66,22 @@ class PackedEnv:
 
     def node_copy(self) -> str:
         """Where a node keeps its copy: beside the prefix, on the same (node-local) disk."""
-        ext = "sqsh" if self.image else "tar.gz"
-        return f"{self.prefix.rstrip('/')}.pack-{self.sha256[:16]}.{ext}"
+        return f"{self.prefix.rstrip('/')}.pack-{self.sha256[:16]}.{EXTENSIONS[self.format]}"
 
 
 def format_for(out: Path, fmt: str | None) -> str:
     """The pack's format: ``fmt`` when given, else squashfs for a ``.sqsh``/``.squashfs`` name,
-    else tar.gz; InputError for another format or a name that says the other one."""
-    named = "squashfs" if out.name.endswith(SQUASHFS_SUFFIXES) else "tar.gz"
+    tar.gz for a ``.tar.gz``/``.tgz`` one, else tar.zst; InputError for another format or a name
+    that says another one."""
+    says = "squashfs" if out.name.endswith(SQUASHFS_SUFFIXES) else "tar.gz" if out.name.endswith(GZIP_SUFFIXES) \
+        else "tar.zst" if out.name.endswith((".tar.zst", ".tzst")) else None
     if fmt is None:
-        return named
+        return says or "tar.zst"
     if fmt not in FORMATS:
-        raise InputError(f"pack format {fmt!r}: envbuild packs {' or '.join(FORMATS)}")
-    if fmt != named and (out.name.endswith(SQUASHFS_SUFFIXES) or out.name.endswith((".tar.gz", ".tgz"))):
-        raise InputError(f"{out.name}: the name says {named}, --format says {fmt}",
-                         hint="name a squashfs image .sqsh and a tarball .tar.gz")
+        raise InputError(f"pack format {fmt!r}: envbuild packs {', '.join(FORMATS)}")
+    if says is not None and fmt != says:
+        raise InputError(f"{out.name}: the name says {says}, --format says {fmt}",
+                         hint="name a zstd tarball .tar.zst, a gzip one .tar.gz and a squashfs image .sqsh")
     return fmt
 
 
@@ -83,13 +95,31 @@ def _markers(prefix: Path) -> dict[str, str]:
         if state.is_dir() else {}
 
 
-def _tar(prefix: Path, tmp: Path) -> None:
+def _members(prefix: Path, tar: tarfile.TarFile) -> None:
+    for path in sorted(prefix.rglob("*")):
+        rel = path.relative_to(prefix).as_posix()
+        if any(rel == x or rel.startswith(x + "/") for x in LEFT_OUT):
+            continue
+        tar.add(path, arcname=rel, recursive=False)
+
+
+def _tar_gz(prefix: Path, tmp: Path) -> None:
     with tarfile.open(tmp, "w:gz", compresslevel=6) as tar:
-        for path in sorted(prefix.rglob("*")):
-            rel = path.relative_to(prefix).as_posix()
-            if any(rel == x or rel.startswith(x + "/") for x in LEFT_OUT):
-                continue
-            tar.add(path, arcname=rel, recursive=False)
+        _members(prefix, tar)
+
+
+def _tar_zst(prefix: Path, tmp: Path) -> None:
+    """The same tar as ``_tar_gz``'s, streamed through zstd with one worker thread per core
+    (libzstd compresses the stream in jobs of a few MB each, in parallel; one frame, which any
+    ``zstd -d`` reads)."""
+    import zstandard
+
+    zstd = zstandard.ZstdCompressor(level=ZSTD_LEVEL, threads=-1, write_checksum=True)
+    # tarfile's stream mode ("w|") joins its writes into one growing bytes object: 10 of the 11 s
+    # of CPU a pack of cpu-reference took; its plain mode writes each block straight through
+    with open(tmp, "wb") as raw, zstd.stream_writer(raw, closefd=False) as out, \
+            tarfile.open(fileobj=out, mode="w", copybufsize=1 << 20) as tar:
+        _members(prefix, tar)
 
 
 def _squashfs(prefix: Path, tmp: Path) -> None:
@@ -122,7 +152,7 @@ def pack(prefix: Path, out: Path, fmt: str | None = None) -> PackedEnv:
     kind = format_for(out, fmt)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     try:
-        (_squashfs if kind == "squashfs" else _tar)(prefix, tmp)
+        {"squashfs": _squashfs, "tar.gz": _tar_gz, "tar.zst": _tar_zst}[kind](prefix, tmp)
         packed = PackedEnv(archive=str(out), sha256=sha256_file(tmp), bytes=tmp.stat().st_size,
                            prefix=str(prefix), steps=_markers(prefix), format=kind)
         man = manifest_path(out)
@@ -151,7 +181,7 @@ def read(archive: Path) -> PackedEnv:
     if packed.schema != SCHEMA:
         raise InputError(f"{man}: schema {packed.schema!r}, this envbuild reads {SCHEMA}")
     if packed.format not in FORMATS:
-        raise InputError(f"{man}: format {packed.format!r}, envbuild packs {' or '.join(FORMATS)}")
+        raise InputError(f"{man}: format {packed.format!r}, envbuild packs {', '.join(FORMATS)}")
     if not archive.is_file():
         raise InputError(f"{archive}: no such pack")
     if sha256_file(archive) != packed.sha256:
@@ -160,7 +190,7 @@ def read(archive: Path) -> PackedEnv:
     return packed
 
 
-def sign(packed: PackedEnv, key: Path, started: str, finished: str) -> Path:
+def sign(packed: PackedEnv, key: Path, started: str, finished: str, valid_days: float | None = None) -> Path:
     """The pack's signed in-toto statement (``envbuild.bundle.provenance``, build type
     ``urn:envbuild:pack:v1``), written beside it: its subject the pack's sha256, its parameters
     what the manifest says of it (prefix, format, size, step markers), so that a manifest
@@ -172,7 +202,8 @@ def sign(packed: PackedEnv, key: Path, started: str, finished: str) -> Path:
     stmt = P.statement(Path(packed.archive).name, packed.sha256, recipe="", target="", lock_digest="",
                        inputs={}, git=[], envbuild_version=__version__, envbuild_commit=checkout_commit(),
                        started=started, finished=finished, build_type=P.PACK_BUILD_TYPE,
-                       parameters=signed_fields(packed))
+                       parameters=signed_fields(packed),
+                       valid_days=P.DEFAULT_VALID_DAYS if valid_days is None else valid_days)
     return P.write_envelope(Path(packed.archive), P.sign(stmt, key))
 
 

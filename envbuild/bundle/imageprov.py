@@ -120,7 +120,7 @@ def check_built_from(image: Image, dockerfile_text: str, where: str) -> None:
 
 
 def statement(image: Image, inputs: dict[str, str], *, envbuild_version: str, envbuild_commit: str | None,
-              started: str, finished: str) -> dict:
+              started: str, finished: str, valid_days: float | None = None) -> dict:
     """The image's in-toto statement (pure): subject the image ID, parameters its recipe, target,
     lock and plan digests and base image, dependencies the context's files."""
     from envbuild.bundle import provenance as P
@@ -132,4 +132,5 @@ def statement(image: Image, inputs: dict[str, str], *, envbuild_version: str, en
                        envbuild_version=envbuild_version, envbuild_commit=envbuild_commit, started=started,
                        finished=finished, build_type=P.IMAGE_BUILD_TYPE,
                        parameters={"image": image.ref, "planDigest": image.labels["io.envbuild.plan.sha256"],
-                                   "baseImage": base, "basePinned": "@sha256:" in base})
+                                   "baseImage": base, "basePinned": "@sha256:" in base},
+                       valid_days=P.DEFAULT_VALID_DAYS if valid_days is None else valid_days)

@@ -18,6 +18,12 @@ Layout inside the tar::
                                   (``Opened.check_plan``, ``BundleParams.git_commits``), never by URL alone
     prebuilt/<cache key>/<wheel>  extension wheels from the controller's build cache
     node/data/<file>              the recipe's data files (sha256 checked against the recipe's when packed)
+    node/images/<file>.tar        a base image saved by its engine (``--image-tar``: ``podman save`` /
+                                  ``docker save``), loaded on the node instead of pulled (``images``)
+
+``offline`` says whether the node needs nothing beyond the bundle; ``needs_network`` names each
+thing it still needs (``envbuild.bundle.network``: a base image not carried, apt packages, a
+conda channel), with the plan step that needs it.
 
 ``node/`` is what each node receives (``<prefix>/.envbuild/bundle``).
 
@@ -25,7 +31,8 @@ Example (abridged)::
 
     {"schema": "envbuild.bundle/1", "recipe": "cpu-reference", "target": "local",
      "lock_digest": "a6bf...", "files": [{"path": "node/wheels/six-1.16.0-py2.py3-none-any.whl",
-     "sha256": "...", "size": 11053, "kind": "dist", "name": "six", "version": "1.16.0"}]}
+     "sha256": "...", "size": 11053, "kind": "dist", "name": "six", "version": "1.16.0"}],
+     "offline": true, "needs_network": []}
 """
 
 from __future__ import annotations
@@ -44,9 +51,11 @@ NODE_DIR = "node"
 WHEELS = "node/wheels"
 GIT = "node/git"
 DATA = "node/data"
+IMAGES = "node/images"
 PREBUILT = "prebuilt"
 
-FileKind = Literal["dist", "git", "prebuilt", "lock", "recipe", "target", "plan", "playbook", "data"]
+FileKind = Literal["dist", "git", "prebuilt", "lock", "recipe", "target", "plan", "playbook", "data", "image"]
+NeedKind = Literal["base-image", "apt", "conda-channel", "pip-index", "git-remote", "data-url", "other"]
 
 
 class _M(BaseModel):
@@ -117,6 +126,45 @@ class Omitted(_M):
     why: str
 
 
+class CarriedImage(_M):
+    """A base image the bundle carries as its engine saved it (``--image-tar``): ``name`` as the
+    plan names it (and the archive tags it), ``id`` the image's ID in the archive (the sha256 of
+    its configuration: what ``podman images --no-trunc`` shows once loaded)."""
+
+    name: str
+    path: str  # node/images/<file>.tar
+    id: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+    @field_validator("path")
+    @classmethod
+    def _path(cls, v: str) -> str:
+        return inside(v, "image path")
+
+
+class NetworkNeed(_M):
+    """Something the node still needs the network for: what, which plan step needs it, why, and
+    how the bundle could carry it instead (``fix``; None: no bundle can)."""
+
+    kind: NeedKind
+    what: str
+    step: str = ""  # "<host>: <step id>"
+    why: str = ""
+    fix: str | None = None
+
+    def line(self) -> str:
+        """One line for the command's output."""
+        return (f"{self.kind} {self.what}" + (f" ({self.step})" if self.step else "")
+                + (f": {self.why}" if self.why else "") + (f"; {self.fix}" if self.fix else ""))
+
+
+def _old_need(value: object) -> object:
+    """A bundle made before the needs were typed listed them as text ("system packages: ...")."""
+    if isinstance(value, str):
+        kind = "apt" if value.startswith("system packages: ") else "other"
+        return {"kind": kind, "what": value.removeprefix("system packages: ")}
+    return value
+
+
 class Manifest(_M):
     """What ``envbuild bundle`` packed; ``files`` is sorted by path."""
 
@@ -130,9 +178,32 @@ class Manifest(_M):
     files: list[BundleFile] = Field(default_factory=list)
     git: list[GitPin] = Field(default_factory=list)
     omitted: list[Omitted] = Field(default_factory=list)  # preinstalled / provided by the node
-    needs_network: list[str] = Field(default_factory=list)  # what no bundle can carry (apt)
+    images: list[CarriedImage] = Field(default_factory=list)  # base images carried (--image-tar)
+    # what the node still needs the network for (envbuild.bundle.network); offline: none of it.
+    # None in a bundle made before it was said: read from needs_network (``is_offline``)
+    offline: bool | None = None
+    needs_network: list[NetworkNeed] = Field(default_factory=list)
 
     model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, populate_by_name=True)
+
+    @field_validator("needs_network", mode="before")
+    @classmethod
+    def _typed_needs(cls, v: object) -> object:
+        return [_old_need(x) for x in v] if isinstance(v, list) else v
+
+    @model_validator(mode="after")
+    def _offline_agrees(self) -> "Manifest":
+        if self.offline is not None and self.offline == bool(self.needs_network):
+            raise ValueError(f"offline is {self.offline} but needs_network lists {len(self.needs_network)} thing(s)")
+        return self
+
+    @property
+    def is_offline(self) -> bool:
+        """The node needs nothing beyond the bundle."""
+        return not self.needs_network
+
+    def image(self, name: str) -> CarriedImage | None:
+        return next((i for i in self.images if i.name == name), None)
 
     def dists(self) -> list[BundleFile]:
         return [f for f in self.files if f.kind == "dist"]

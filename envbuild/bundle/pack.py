@@ -7,8 +7,12 @@ pins among them: ezpz's ambivalent and enrich) and the submodules its options re
 ``--fast_multihead_attn``: the commit the pinned tree records, from the git mirror), each data
 file of the recipe's ``data`` section (from ``--data-mirror`` or its URL, its sha256 checked
 against the recipe's while packing and recorded in the manifest, so the node checks the copy
-it gets), and each Apex wheel step whose wheel the controller's build cache already holds
-(same cache key as the plan's).
+it gets), each Apex wheel step whose wheel the controller's build cache already holds
+(same cache key as the plan's), and the base image a container recipe's plan needs when given
+as its engine saved it (``--image-tar``: ``envbuild.bundle.imagetar``; the node loads it).
+The manifest says whether the node needs anything else from the network (``offline``) and what
+(``needs_network``: ``envbuild.bundle.network``); with ``offline=True`` a plan that still needs
+the network is refused before anything is fetched or written.
 Packages the plan does not install (``preinstalled`` in the recipe, ``provided_by`` in the
 lock: a module's or the node's own torch) are recorded under ``omitted`` and not packed.
 
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import shlex
 import shutil
 import tarfile
@@ -32,8 +37,8 @@ from typing import Callable
 from envbuild import __version__
 from envbuild.bundle import gitpack
 from envbuild.bundle.fetch import fetch_data_file, fetch_dist
-from envbuild.bundle.manifest import (DATA, GIT, MANIFEST, PREBUILT, WHEELS, BundleFile, GitPin,
-                                      Manifest, Omitted, tree_files)
+from envbuild.bundle.manifest import (DATA, GIT, IMAGES, MANIFEST, PREBUILT, WHEELS, BundleFile, CarriedImage,
+                                      GitPin, Manifest, NetworkNeed, Omitted, tree_files)
 from envbuild.errors import CheckFailed, EnvironmentProblem, InputError
 from envbuild.fsio import sha256_file
 from envbuild.lock.supply import supply_steps
@@ -138,17 +143,56 @@ def supply_hint(recipe: Recipe, lock: Lock, entry, arch: str) -> str:
             + " and bundle with --wheelhouse WHEELS")
 
 
+def carried_image(plans: list[Plan], image_tar: Path | None):
+    """``(base image name, its SavedImage)`` the ``--image-tar`` archive carries for ``plans``
+    (None without one). InputError when no plan needs a base image, or the archive lacks it."""
+    if image_tar is None:
+        return None
+    from envbuild.bundle import imagetar
+    from envbuild.bundle.network import base_images
+
+    wanted = base_images(plans)
+    if not wanted:
+        raise InputError(f"--image-tar {image_tar}: the plan of {plans[0].recipe} on {plans[0].target} runs in "
+                         "and builds from no base image", hint="drop --image-tar: only a container recipe's plan "
+                                                               "needs its base image")
+    return wanted[0], imagetar.find(image_tar, wanted[0])
+
+
+def refuse_online(needs: list[NetworkNeed], recipe: str, target: str) -> None:
+    """``--offline``: CheckFailed (exit 1) naming everything the node would still fetch."""
+    if needs:
+        raise CheckFailed(f"--offline: a node provisioned from the bundle of {recipe} on {target} would still "
+                          f"need the network for {len(needs)} thing(s):\n  - "
+                          + "\n  - ".join(n.line() for n in needs) + "\nnothing was written",
+                          hint="carry what a bundle can (--image-tar for a base image), or drop --offline to "
+                               "write the bundle with offline: no")
+
+
+def _image_file(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name) + ".tar"
+
+
 def make_bundle(recipe: Recipe, recipe_file: Path, target_file: Path | None, lock: Lock, lock_text: str,
                 plan: Plan | list[Plan], out: Path, *, wheelhouse: Path | None = None,
                 git_mirror: Path | None = None, data_mirror: Path | None = None,
-                build_cache: Path | None = None, progress: Progress | None = None, arch: str = "x86_64") -> Packed:
+                build_cache: Path | None = None, progress: Progress | None = None, arch: str = "x86_64",
+                image_tar: Path | None = None, offline: bool = False) -> Packed:
     """Write the bundle of ``plan`` (or of each node's plan: the union of what they need),
-    built from ``recipe`` and ``lock``, to ``out`` (``arch``: the target's, for the hints)."""
+    built from ``recipe`` and ``lock``, to ``out`` (``arch``: the target's, for the hints).
+    ``image_tar``: the base image as its engine saved it; ``offline``: refuse (CheckFailed, before
+    anything is fetched or written) when the node would still need the network."""
+    from envbuild.bundle.network import needs as network_needs
+
     say = progress or (lambda _m: None)
     plans = plan if isinstance(plan, list) else [plan]
     plan = plans[0]
     if lock.recipe.name != recipe.name:
         raise InputError(f"the lock is for recipe {lock.recipe.name}, not {recipe.name}")
+    image = carried_image(plans, image_tar)
+    needs = network_needs(plans, [image[0]] if image else [])
+    if offline:
+        refuse_online(needs, recipe.name, lock.target.name)
     with tempfile.TemporaryDirectory(prefix="envbuild-bundle-") as tmp:
         root = Path(tmp) / "b"
         root.mkdir()
@@ -259,6 +303,21 @@ def make_bundle(recipe: Recipe, recipe_file: Path, target_file: Path | None, loc
                                     size=dest.stat().st_size, kind="prebuilt", name=key))
             say(f"{key}: prebuilt wheel {cached[0].name} from the build cache")
 
+        # the base image as its engine saved it (--image-tar): the node loads it instead of pulling
+        images: list[CarriedImage] = []
+        if image is not None:
+            name, saved = image
+            rel = f"{IMAGES}/{_image_file(name)}"
+            (root / rel).parent.mkdir(parents=True)
+            try:  # a hard link where the folders share a file system: the archive is often GBs
+                os.link(image_tar, root / rel)
+            except OSError:
+                shutil.copyfile(image_tar, root / rel)
+            files.append(BundleFile(path=rel, sha256=sha256_file(root / rel), size=(root / rel).stat().st_size,
+                                    kind="image", name=name))
+            images.append(CarriedImage(name=name, path=rel, id=saved.id))
+            say(f"image {name} (ID {saved.id[:12]}): from {image_tar}, loaded on the node instead of pulled")
+
         # the lock, the recipe, the target, the plan, the playbooks
         (root / "lock.lock").write_text(lock_text)
         shutil.copyfile(recipe_file, root / "recipe.yaml")
@@ -285,8 +344,7 @@ def make_bundle(recipe: Recipe, recipe_file: Path, target_file: Path | None, loc
         manifest = Manifest(recipe=recipe.name, target=lock.target.name, lock_digest=_lock_digest(lock) or "",
                             envbuild_version=__version__, python=recipe.python, facts_origin=plan.facts_origin,
                             files=sorted(files, key=lambda f: f.path), git=pins, omitted=omitted(lock, plans),
-                            needs_network=[f"system packages: {' '.join(s.params.packages)}"
-                                           for s in _steps(plans, "system_packages")])
+                            images=images, offline=not needs, needs_network=needs)
         (root / MANIFEST).write_text(manifest.to_json())
         _write_tar(root, out)
     return Packed(path=out, sha256=sha256_file(out), size=out.stat().st_size, manifest=manifest,
@@ -307,15 +365,19 @@ def _write_tar(root: Path, out: Path) -> None:
     part = out.with_name(out.name + ".part")
     names = [MANIFEST] + [p for p in tree_files(root) if p != MANIFEST]
     compress = out.name.endswith((".gz", ".tgz"))
-    with open(part, "wb") as raw:
-        stream = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=6) if compress else raw
-        with tarfile.open(fileobj=stream, mode="w", format=tarfile.PAX_FORMAT) as tar:
-            for rel in names:
-                f = root / rel
-                with open(f, "rb") as fh:
-                    tar.addfile(_tarinfo(rel, f.stat().st_size), fh)
-        if compress:
-            stream.close()
+    try:
+        with open(part, "wb") as raw:
+            stream = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=6) if compress else raw
+            with tarfile.open(fileobj=stream, mode="w", format=tarfile.PAX_FORMAT) as tar:
+                for rel in names:
+                    f = root / rel
+                    with open(f, "rb") as fh:
+                        tar.addfile(_tarinfo(rel, f.stat().st_size), fh)
+            if compress:
+                stream.close()
+    except BaseException:  # a full disk, an interrupt: no half-written bundle is left beside the name
+        part.unlink(missing_ok=True)
+        raise
     part.replace(out)
 
 

@@ -10,7 +10,11 @@ payload type and payload) signed with an Ed25519 key (PEM/PKCS#8 or OpenSSH, as 
 envelope no trusted key signed, a payload that is not such a statement, and a bundle file whose
 sha256 is not the statement's subject, or whose name is not the subject's (a statement binds
 the artifact's name, its digest, and, for a bundle, its lock digest and creation time:
-``envbuild.bundle.rollback`` refuses one older than the newest accepted). Nothing here reaches the network: a Sigstore bundle
+``envbuild.bundle.rollback`` refuses one older than the newest accepted). A statement also binds
+its expiry (``runDetails.metadata.envbuild_expiresOn``: ``DEFAULT_VALID_DAYS`` after it was
+made unless the signer says otherwise, ``--valid-days``): ``verify`` refuses an expired one, and
+one that states none, as a TUF client refuses expired metadata (CheckFailed, exit 1), so a
+mirror cannot serve a statement forever. Nothing here reaches the network: a Sigstore bundle
 (Fulcio certificate, Rekor entry) needs both, so it is not made here (said in docs/provision.md).
 
 Formats: https://github.com/in-toto/attestation (Statement v1, DSSE envelope),
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import json
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from envbuild.errors import CheckFailed, InputError
@@ -42,6 +47,13 @@ MADE_BY = {"bundle": ("`envbuild bundle ... --sign-key KEY`", "nothing was unpac
            "image": ("`envbuild image-provenance IMAGE --context DIR --sign-key KEY -o FILE`",
                      "do not run this image")}
 SUFFIX = ".intoto.jsonl"  # the envelope beside the bundle: <bundle>.intoto.jsonl
+# how long a statement is valid unless its signer says otherwise (--valid-days): TUF's reference
+# implementation gives its targets metadata 3 months
+DEFAULT_VALID_DAYS = 90
+# where a statement states its expiry: runDetails.metadata, beside startedOn and finishedOn, as an
+# extension field (the in-toto attestation framework names them <vendor>_<field>)
+EXPIRES = "envbuild_expiresOn"
+STAMP = "%Y-%m-%dT%H:%M:%SZ"
 MAX_ENVELOPE = 4 * 2**20  # an envelope is a few KB; a larger file is not read
 
 
@@ -52,11 +64,12 @@ def envelope_path(bundle: Path) -> Path:
 def statement(bundle_name: str, bundle_sha256: str, *, recipe: str, target: str, lock_digest: str,
               inputs: dict[str, str], git: list[tuple[str, str]], envbuild_version: str,
               envbuild_commit: str | None, started: str, finished: str, build_type: str = BUILD_TYPE,
-              parameters: dict | None = None) -> dict:
+              parameters: dict | None = None, valid_days: float = DEFAULT_VALID_DAYS) -> dict:
     """The in-toto statement of one bundle (pure), or of another artifact envbuild made from a
     run (``build_type``: a report). ``inputs``: file name -> sha256 of the files it was made
     from (the recipe, target and lock; a report's run records); ``git``: (url, commit) of every
-    pinned source; ``parameters``: more external parameters (a report's run and verdict)."""
+    pinned source; ``parameters``: more external parameters (a report's run and verdict);
+    ``valid_days``: how long after ``finished`` it expires (``valid_until``)."""
     deps = [{"name": name, "digest": {"sha256": sha}} for name, sha in sorted(inputs.items())]
     deps += [{"uri": f"git+{url}", "digest": {"gitCommit": sha}} for url, sha in sorted(set(git))]
     builder = {"id": f"urn:envbuild:{envbuild_version}"}
@@ -75,9 +88,39 @@ def statement(bundle_name: str, bundle_sha256: str, *, recipe: str, target: str,
                                        **({"envbuildCommit": envbuild_commit} if envbuild_commit else {})},
                 "resolvedDependencies": deps,
             },
-            "runDetails": {"builder": builder, "metadata": {"startedOn": started, "finishedOn": finished}},
+            "runDetails": {"builder": builder, "metadata": {"startedOn": started, "finishedOn": finished,
+                                                            EXPIRES: valid_until(finished, valid_days)}},
         },
     }
+
+
+def valid_until(made: str, days: float) -> str:
+    """The time stamp ``days`` after ``made`` (a statement's time stamp; now where it is none)."""
+    try:
+        start = datetime.strptime(made, STAMP).replace(tzinfo=timezone.utc)
+    except ValueError:
+        start = datetime.now(timezone.utc)
+    return (start + timedelta(days=days)).strftime(STAMP)
+
+
+def expiry(stmt: dict, now: datetime | None = None) -> datetime:
+    """When the statement expires; CheckFailed (exit 1) when it has expired at ``now`` (default:
+    the clock's), or states no expiry (a statement made before expiries, or not by envbuild)."""
+    meta = stmt.get("predicate", {}).get("runDetails", {}).get("metadata", {})
+    raw = meta.get(EXPIRES) if isinstance(meta, dict) else None
+    try:
+        when = datetime.strptime(str(raw), STAMP).replace(tzinfo=timezone.utc)
+    except ValueError:
+        raise CheckFailed(f"the signed statement states no expiry ({EXPIRES} {raw!r})",
+                          hint="a statement without one would vouch forever: ask its maker to sign it again with "
+                               "this envbuild") from None
+    now = now or datetime.now(timezone.utc)
+    if now >= when:
+        made = meta.get("finishedOn", "at a time it does not state")
+        raise CheckFailed(f"the signed statement expired at {raw} (made {made}; it is now {now.strftime(STAMP)})",
+                          hint="an expired statement vouches for nothing, however valid its signature: ask its maker "
+                               "for a newer one (signed with --valid-days DAYS to set how long it holds)")
+    return when
 
 
 def pae(payload_type: str, payload: bytes) -> bytes:
@@ -130,12 +173,13 @@ def sign(stmt: dict, private_key_file: Path) -> dict:
 
 
 def verify(bundle: Path, envelope_file: Path, trusted: list[Path], kind: str = "bundle",
-           actual: str | None = None) -> dict:
+           actual: str | None = None, now: datetime | None = None) -> dict:
     """The statement of ``bundle`` (or of another artifact of ``kind``: a report), once a key of
-    ``trusted`` is shown to have signed it and its subject is the file's sha256 and name
-    (CheckFailed otherwise, exit 1: a statement of another file vouches for nothing here).
-    Reads the file only to hash it; ``actual``: the artifact's sha256 as found elsewhere (an
-    image's ID, from its engine), ``bundle`` then only names it, and the name is not compared."""
+    ``trusted`` is shown to have signed it, it has not expired (``expiry``, at ``now``) and its
+    subject is the file's sha256 and name (CheckFailed otherwise, exit 1: a statement of another
+    file vouches for nothing here). Reads the file only to hash it; ``actual``: the artifact's
+    sha256 as found elsewhere (an image's ID, from its engine), ``bundle`` then only names it,
+    and the name is not compared."""
     made_by, refused = MADE_BY[kind]
     from cryptography.exceptions import InvalidSignature
 
@@ -181,6 +225,10 @@ def verify(bundle: Path, envelope_file: Path, trusted: list[Path], kind: str = "
     if not ok_type:
         raise CheckFailed(f"{envelope_file}: signed, but not an in-toto statement of SLSA provenance of a {kind}",
                           hint=refused)
+    try:
+        expiry(stmt, now)
+    except CheckFailed as exc:
+        raise CheckFailed(f"{bundle.name}: {exc.message}", hint=f"{exc.hint}; {refused}") from None
     named = actual is None
     actual = actual or sha256_file(bundle)
     if actual != subject:
@@ -204,6 +252,4 @@ def write_envelope(bundle: Path, envelope: dict, path: Path | None = None) -> Pa
 
 def utc_now() -> str:
     """A statement's time stamp: UTC to the second, ``2026-11-27T04:10:00Z``."""
-    import datetime
-
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(timezone.utc).strftime(STAMP)

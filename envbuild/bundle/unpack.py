@@ -10,8 +10,11 @@ what the plan may take from it.
 
 and ``Opened.check_plan(plan)`` refuses a consistent bundle that lacks what a node's plan
 needs (a distribution, a pinned commit, a git dependency of a source install, a submodule its
-options read, a data file), or a plan that needs the network anyway (system
-packages): CheckFailed, exit 1, naming each missing item.
+options read, a data file; for the container backend, every wheel its image build installs),
+or a plan that needs the network anyway (system packages, a conda channel, and in an image
+build apt, a git remote or a data URL: ``envbuild.bundle.network``): CheckFailed, exit 1,
+naming each missing item. A base image the bundle does not carry is not refused there: the
+node may hold it already (the manifest's ``offline: no`` said so when the bundle was made).
 
 The bundle is unpacked once per content digest into ``$ENVBUILD_HOME/bundles/<digest[:16]>``
 (a second provision from the same bundle plans the same paths, so its steps are unchanged)
@@ -63,7 +66,8 @@ class Opened:
         return BundleParams(digest=self.digest, src=str(self.root / NODE_DIR), files=files,
                             archive=str(node_archive(self.root)),
                             git={g.url: g.path[cut:] for g in reversed(self.manifest.git)},
-                            git_commits={f"{g.url}@{g.sha}": g.path[cut:] for g in reversed(self.manifest.git)})
+                            git_commits={f"{g.url}@{g.sha}": g.path[cut:] for g in reversed(self.manifest.git)},
+                            images={i.name: i.path[cut:] for i in self.manifest.images})
 
     def seed_build_cache(self, cache: Path) -> list[str]:
         """Put the bundle's prebuilt extension wheels into the controller's build cache
@@ -88,10 +92,15 @@ class Opened:
         have = {(normalize(f.name or ""), f.version) for f in self.manifest.dists()}
         names = {normalize(f.name or "") for f in self.manifest.dists()}
         missing: list[str] = []
+        from envbuild.bundle.network import needs
+
+        missing += [f"step {n.step.split(': ', 1)[-1]}: {n.kind} {n.what} (needs the network: {n.why})"
+                    for n in needs([plan], [i.name for i in self.manifest.images]) if n.kind != "base-image"]
         for step in plan.steps:
-            if step.kind == "system_packages":
-                missing.append(f"step {step.id}: apt packages {' '.join(step.params.packages)} "
-                               "(apt needs the network; no bundle carries them)")
+            if step.kind == "image":  # the container backend: the wheels its build installs --no-index
+                missing += [f"step {step.id}: {r.name} {r.version} for the image build (no such file in the bundle)"
+                            for s in step.params.image.plan.steps if s.kind in ("pip_tooling", "pip_install")
+                            for r in s.params.requirements if (normalize(r.name), r.version) not in have]
             if step.kind in ("pip_tooling", "pip_install"):
                 for r in step.params.requirements:
                     key = normalize(r.name)
@@ -128,7 +137,7 @@ class Opened:
 
     def summary(self) -> dict:
         """What run.json records about the bundle."""
-        return {"file": str(self.file), "digest": self.digest, "offline": True,
+        return {"file": str(self.file), "digest": self.digest, "offline": self.manifest.is_offline,
                 "recipe": self.manifest.recipe, "target": self.manifest.target,
                 "lock_digest": self.manifest.lock_digest, "files": len(self.manifest.files),
                 "bytes": self.file.stat().st_size,

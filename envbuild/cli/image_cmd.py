@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from envbuild.cli import cli
+from envbuild.cli.options import valid_days as _days, valid_days_option
 from envbuild.cli.output import emit_json
 from envbuild.errors import InputError
 
@@ -20,6 +21,7 @@ from envbuild.errors import InputError
               help="Ed25519 private key (PEM or OpenSSH) to sign the statement with.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="Where to write the signed statement (with --sign-key).")
+@valid_days_option
 @click.option("--verify", "verify_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Check this signed statement against IMAGE instead of signing.")
 @click.option("--trusted-key", "trusted_keys", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -27,7 +29,8 @@ from envbuild.errors import InputError
 @click.option("--engine", type=click.Choice(["podman", "docker"]), default="podman", show_default=True,
               help="The local engine that holds IMAGE.")
 @click.option("--json", "as_json", is_flag=True, help="Print the statement as JSON.")
-def image_provenance_cmd(image, context, sign_key, output, verify_file, trusted_keys, engine, as_json):
+def image_provenance_cmd(image, context, sign_key, output, verify_file, trusted_keys, engine, as_json,
+                         valid_days=None):
     """Sign an image's provenance, or check it.
 
     \b
@@ -43,6 +46,7 @@ def image_provenance_cmd(image, context, sign_key, output, verify_file, trusted_
     from envbuild.bundle import imageprov as I, provenance as P
     from envbuild.display import visible
 
+    days = _days(valid_days, sign_key)
     if verify_file is not None:
         if not trusted_keys or sign_key or context or output:
             raise InputError("--verify takes --trusted-key KEY.pub, and none of --context, --sign-key, -o",
@@ -72,7 +76,7 @@ def image_provenance_cmd(image, context, sign_key, output, verify_file, trusted_
     found = I.inspect(image, engine)
     I.check_built_from(found, dockerfile.read_text(errors="replace"), str(context))
     stmt = I.statement(found, I.context_files(context), envbuild_version=__version__,
-                       envbuild_commit=checkout_commit(), started=started, finished=P.utc_now())
+                       envbuild_commit=checkout_commit(), started=started, finished=P.utc_now(), valid_days=days)
     P.write_envelope(output, P.sign(stmt, sign_key), path=output)
     if as_json:
         emit_json(stmt)

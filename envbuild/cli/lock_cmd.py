@@ -62,6 +62,18 @@ def _export(pairs, fmt: str, wheelhouse, output, lockdir, form: str) -> None:
         click.echo(text, nl=False)
 
 
+def _unhashed(lock, path: Path, rec, tgt) -> list[str]:
+    """Each file the lock could not hash, with the commands that fill it, said and returned."""
+    from envbuild.lock.serialize import regenerate_command
+    from envbuild.lock.unhashed import header_command, notes
+
+    command = header_command(path.read_text()) if path.is_file() else None
+    said = notes(lock, command or regenerate_command(rec.name, tgt.name, git_mirror=bool(lock.git)))
+    for line in said:
+        _say(f"{rec.name}/{tgt.name}: {escape(line)}")
+    return said
+
+
 @cli.command("lock")
 @recipe_argument(required=False)
 @target_option(required=False)
@@ -142,11 +154,12 @@ def lock_cmd(recipe, target, every, check, git_mirror, wheelhouse, output, lockd
             entry["notices"] = notices
             name = f"{rec.name}/{tgt.name}"
             try:
-                check_lock_file(path, rec, tgt, git_mirror=mirror,
-                                progress=lambda m, n=name, acc=notices: (acc.append(m), _say(f"{n}: {m}")))
+                held = check_lock_file(path, rec, tgt, git_mirror=mirror,
+                                       progress=lambda m, n=name, acc=notices: (acc.append(m), _say(f"{n}: {m}")))
                 entry.update(ok=True, problems=[])
                 _say(f"{rec.name}/{tgt.name}: up to date" + (" (git pins re-verified in the mirror)"
                                                              if mirror else ""))
+                entry["unhashed"] = _unhashed(held, path, rec, tgt)
             except CheckFailed as exc:
                 entry.update(ok=False, problems=exc.message.split("\n  - ")[1:] or [exc.message])
                 failures.append(exc)
@@ -170,7 +183,7 @@ def lock_cmd(recipe, target, every, check, git_mirror, wheelhouse, output, lockd
                      [g.name for g in lock.git if not g.verified]
         entry.update(ok=True, changed=changed, packages=len(lock.packages), git=len(lock.git),
                      unverified=unverified, seconds=round(time.monotonic() - started, 1),
-                     moved=[m.as_dict() for m in moves])
+                     moved=[m.as_dict() for m in moves], unhashed=_unhashed(lock, path, rec, tgt))
         results.append(entry)
         for m in moves:
             _say(f"{rec.name}/{tgt.name}: {escape(m.line())}")

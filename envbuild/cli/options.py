@@ -7,6 +7,8 @@
 - ``-t`` is ``--target`` and RECIPE is a positional argument in every command taking them.
 - Shell completion of RECIPE and ``--target``: the shipped names (``complete_recipe``,
   ``complete_target``), or file names once the word looks like a path.
+- ``--valid-days`` is how long a statement signed with ``--sign-key`` holds, in every command
+  that signs (``valid_days_option``).
 """
 
 from __future__ import annotations
@@ -81,3 +83,23 @@ def hosts_option(ctx, param, value: str | None) -> str | None:  # noqa: ANN001 -
                          hint="e.g. --hosts root@10.0.0.1,10.0.0.2:2222; leave the option out for none")
     return value
 
+
+def valid_days_option(f):  # noqa: ANN001, ANN201 - a click decorator
+    """``--valid-days DAYS``: how long the statement ``--sign-key`` signs holds (a client refuses it after)."""
+    from envbuild.bundle.provenance import DEFAULT_VALID_DAYS
+
+    return click.option("--valid-days", "valid_days", type=click.FloatRange(min=0, max=36500, min_open=True),
+                        default=None,
+                        metavar="DAYS",
+                        help=f"With --sign-key: the signed statement expires DAYS after it is made (default "
+                             f"{DEFAULT_VALID_DAYS}); a client refuses an expired one (exit 1).")(f)
+
+
+def valid_days(value: float | None, sign_key) -> float:  # noqa: ANN001
+    """``--valid-days``'s days, refused without ``--sign-key``."""
+    from envbuild.bundle.provenance import DEFAULT_VALID_DAYS
+
+    if value is not None and not sign_key:
+        raise InputError("--valid-days sets how long a signed statement holds: it goes with --sign-key",
+                         hint="add --sign-key KEY, or drop --valid-days")
+    return DEFAULT_VALID_DAYS if value is None else value

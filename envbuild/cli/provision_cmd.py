@@ -48,8 +48,9 @@ from envbuild.errors import InputError
 @click.option("--trusted-key", "trusted_keys", multiple=True, type=click.Path(dir_okay=False), metavar="PUB",
               help="Trust a --bundle signed by this Ed25519 public key (PEM or OpenSSH; repeatable): its "
                    "provenance (BUNDLE.intoto.jsonl) is verified, its sha256 and name checked before it is "
-                   "unpacked, and a bundle older than the newest accepted for its recipe and target refused "
-                   "($ENVBUILD_HOME/trust); its lock must still be the one envbuild holds (or --bundle-sha256).")
+                   "unpacked, an expired statement (bundle --valid-days) refused (exit 1), and a bundle older "
+                   "than the newest accepted for its recipe and target refused ($ENVBUILD_HOME/trust); its lock "
+                   "must still be the one envbuild holds (or --bundle-sha256).")
 @click.option("--provenance", "provenance", default=None, type=click.Path(dir_okay=False),
               help="The --bundle's signed provenance (default: BUNDLE.intoto.jsonl beside it).")
 @click.option("--bundle", "bundle", default=None, type=click.Path(),

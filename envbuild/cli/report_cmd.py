@@ -9,7 +9,8 @@ import click
 from envbuild.cli.tables import FoldingTable as Table
 
 from envbuild.cli import cli
-from envbuild.cli.options import hosts_option, identity_option, target_option
+from envbuild.cli.options import hosts_option, identity_option, target_option, valid_days_option
+from envbuild.cli.options import valid_days as _valid_days
 from envbuild.cli.output import console, emit_json
 from envbuild.display import json_visible, visible
 from envbuild.errors import NOT_JUDGED, CheckFailed, EnvironmentProblem, InputError
@@ -32,8 +33,10 @@ from envbuild.errors import NOT_JUDGED, CheckFailed, EnvironmentProblem, InputEr
               help="With -o: sign the report's provenance (an in-toto statement naming the report's sha256 and "
                    "the run records it was made from) with this Ed25519 key, written as OUTPUT.intoto.jsonl; "
                    "`envbuild attest OUTPUT --trusted-key KEY.pub` checks it.")
+@valid_days_option
 def report_cmd(run_dir: Path | None, fmt: str | None, output: Path | None, as_recipe: str | None,
-               appendix: bool, templates_dir: Path | None, sign_key: Path | None) -> None:
+               appendix: bool, templates_dir: Path | None, sign_key: Path | None,
+               valid_days: float | None = None) -> None:
     """Write the verification report of a run (default: $ENVBUILD_HOME/runs/latest).
 
     Exit 0: the verdict is PASS; 1: FAIL; 5: NOT JUDGED (nothing failed, but no threshold decided
@@ -55,6 +58,7 @@ def report_cmd(run_dir: Path | None, fmt: str | None, output: Path | None, as_re
 
     if fmt is None:
         fmt = {".html": "html", ".htm": "html", ".json": "json"}.get(output.suffix if output else "", "md")
+    days = _valid_days(valid_days, sign_key)
     if appendix:
         return _appendix(run_dir, fmt, output, as_recipe)
     if run_dir is not None and run_dir.is_dir() and not (run_dir / "nodes").is_dir():
@@ -84,7 +88,7 @@ def report_cmd(run_dir: Path | None, fmt: str | None, output: Path | None, as_re
         write_atomic(output, text)
         click.echo(f"wrote {output}", err=True)
         if sign_key is not None:
-            click.echo(f"wrote {_sign_report(output, folder, report, sign_key)}", err=True)
+            click.echo(f"wrote {_sign_report(output, folder, report, sign_key, days)}", err=True)
     else:
         sys.stdout.write(text)
     if report.verdict.status != "PASS":
@@ -93,7 +97,7 @@ def report_cmd(run_dir: Path | None, fmt: str | None, output: Path | None, as_re
         raise click.exceptions.Exit(NOT_JUDGED if report.verdict.status == "NOT JUDGED" else 1)
 
 
-def _sign_report(output: Path, folder: Path, report, key: Path) -> Path:
+def _sign_report(output: Path, folder: Path, report, key: Path, days: float) -> Path:
     """The report's signed in-toto statement beside it: the report file by sha256, made from the
     run's records (every file of the run folder but its job/ outputs and logs, by sha256)."""
     from envbuild import __version__
@@ -107,7 +111,7 @@ def _sign_report(output: Path, folder: Path, report, key: Path) -> Path:
     stmt = statement(output.name, sha256_file(output), recipe=report.run.recipe, target=report.run.target,
                      lock_digest=report.recipe.lock_digest or "", inputs=inputs, git=[],
                      envbuild_version=__version__, envbuild_commit=checkout_commit(), started=now, finished=now,
-                     build_type=REPORT_BUILD_TYPE,
+                     build_type=REPORT_BUILD_TYPE, valid_days=days,
                      parameters={"run": report.run.run_id, "verdict": report.verdict.status})
     return write_envelope(output, sign(stmt, key))
 
@@ -127,10 +131,11 @@ def attest_cmd(artifact: Path, trusted_keys: tuple[Path, ...], provenance: Path 
                as_json: bool) -> None:
     """Check an artifact's signed provenance: a trusted key signed it and it names this file.
 
-    Exit 0 with what the statement says (its subject's name and sha256, when it was made, the
-    recipe, target, run and verdict it was made from, its inputs by sha256); 1 when no trusted
-    key signed it, its subject is another file (other bytes, or another name: a statement
-    vouches for the file it names), or it is no in-toto statement of that kind. Offline.
+    Exit 0 with what the statement says (its subject's name and sha256, when it was made and
+    when it expires, the recipe, target, run and verdict it was made from, its inputs by
+    sha256); 1 when no trusted key signed it, it has expired (or states no expiry), its subject
+    is another file (other bytes, or another name: a statement vouches for the file it names),
+    or it is no in-toto statement of that kind. Offline.
 
     \b
     envbuild report -o report.html --sign-key ~/.ssh/id_ed25519
@@ -150,9 +155,10 @@ def attest_cmd(artifact: Path, trusted_keys: tuple[Path, ...], provenance: Path 
     params = stmt["predicate"]["buildDefinition"]["externalParameters"]
     deps = stmt["predicate"]["buildDefinition"]["resolvedDependencies"]
     subject = stmt["subject"][0]
-    made = stmt["predicate"].get("runDetails", {}).get("metadata", {}).get("finishedOn", "not recorded")
+    meta = stmt["predicate"].get("runDetails", {}).get("metadata", {})
     click.echo(visible(f"{artifact.name}: signed by a trusted key; subject {subject['name']} (the file's name), "
-                       f"sha256 {subject['digest']['sha256']}, made {made}"))
+                       f"sha256 {subject['digest']['sha256']}, made {meta.get('finishedOn', 'not recorded')}, "
+                       f"expires {meta.get(P.EXPIRES)}"))
     click.echo(visible("made from: " + ", ".join(f"{k} {v}" for k, v in params.items())))
     click.echo(visible(f"inputs: {len(deps)} file(s) by sha256; builder "
                        f"{stmt['predicate']['runDetails']['builder']['id']}"))

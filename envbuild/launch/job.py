@@ -155,8 +155,9 @@ def unpack_script(p: PackedEnv, fetch: bool = False) -> tuple[str, str, str]:
     quoted word; the sha256 is hex, checked by ``envpack.read``) refuses a parent folder on a
     shared file system (every node would replace the one copy the others read), checks the
     node's copy at ``copy`` against the pack's sha256, and only then unpacks it at the prefix
-    (a tarball) or leaves it there for the task to mount (a squashfs image: ``mount_lines``;
-    a node without squashfuse fails here, before any task); a failure removes the copy and
+    (a tarball: ``tar -I zstd`` for a tar.zst, a node without the zstd program failing before its
+    prefix is touched; ``tar -xz`` for a tar.gz) or leaves it there for the task to mount (a
+    squashfs image: ``mount_lines``; a node without squashfuse fails here, before any task); a failure removes the copy and
     exits 1 naming the node. The prefix is replaced only where it is absent, an empty folder,
     or a prefix envbuild made and marked (``replaceable_test``: its own ``.envbuild`` folder):
     a pack's manifest names the path, and a manifest never chooses what a node deletes.
@@ -184,7 +185,11 @@ def unpack_script(p: PackedEnv, fetch: bool = False) -> tuple[str, str, str]:
                    f'echo "envbuild: $(hostname) checked the image (sha256 {p.sha256[:16]}); the task mounts it at" '
                    f'{q(prefix)}')
     else:
-        script += (f'rm -rf {q(prefix)}; mkdir -p {q(prefix)}; tar -xzf {q(copy)} -C {q(prefix)}; rm -f {q(copy)}; '
+        if p.format == "tar.zst":  # checked before the prefix is touched, as squashfuse is
+            script += ('if ! command -v zstd >/dev/null; then echo "envbuild: $(hostname): no zstd to unpack the pack '
+                       f'(install zstd, or pack a .tar.gz)" >&2; rm -f {q(copy)}; exit 1; fi; ')
+        untar = "tar -I zstd -xf" if p.format == "tar.zst" else "tar -xzf"
+        script += (f'rm -rf {q(prefix)}; mkdir -p {q(prefix)}; {untar} {q(copy)} -C {q(prefix)}; rm -f {q(copy)}; '
                    f'echo "envbuild: $(hostname) checked the pack (sha256 {p.sha256[:16]}) and unpacked it at" '
                    f'{q(prefix)}')
     return parent, copy, script

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from envbuild.connect.selection import NodeSelection
-from envbuild.errors import EnvironmentProblem
+from envbuild.errors import EnvironmentProblem, InputError
 from envbuild.launch import Rendered, render_job
 from envbuild.launch.job import Job, LaunchOptions, build_job
 from envbuild.launch.local import output_paths as local_output_paths
@@ -40,6 +40,7 @@ from envbuild.record import RunRecord, RunWriter, create_run
 from envbuild.smoke import read_result
 from envbuild.smoke.hardware import node_gpus
 from envbuild.smoke.judge import NOT_JUDGED, PASS
+from envbuild.smoke.logread import LogTooLarge, read_log
 from envbuild.smoke.onnode import judged_section, section_head
 
 TERMINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
@@ -64,6 +65,7 @@ class JobResult:
     stderr: str = field(default="", repr=False)
     timings: dict[str, float] = field(default_factory=dict)
     nodes: list[str] = field(default_factory=list)  # every node the job ran on (Slurm: its NodeList)
+    unread: str = ""  # why the output was not read whole for judging (too large: stdout/stderr hold its tail)
 
     @property
     def ok(self) -> bool:
@@ -82,7 +84,7 @@ class JobResult:
 
     def to_dict(self) -> dict:
         d = asdict(self)
-        d.pop("stdout"), d.pop("stderr")
+        d.pop("stdout"), d.pop("stderr"), d.pop("unread")  # unread: said in the native section's error
         d["tail"] = self.tail()
         return d
 
@@ -167,11 +169,21 @@ def follow_slurm(job_id: str, env: dict[str, str], timeout: float) -> dict[str, 
         delay = min(delay * 1.5, 0.5)
 
 
-def _read(path: Path) -> str:
+TAIL_BYTES = 64 * 1024  # of an output too large to judge, what is kept to show its end
+
+
+def _read(path: Path) -> tuple[str, str]:
+    """(the job's output file as the judge reads it, ``envbuild.smoke.logread``: streamed, lines
+    cut, the text held bounded; "" why not). An output that holds more than the bound gives
+    its last ``TAIL_BYTES`` and the reason; a missing one gives ""."""
     try:
-        return path.read_text(errors="replace")
-    except OSError:
-        return ""
+        return read_log(path, what="job output").text, ""
+    except LogTooLarge as exc:
+        with path.open("rb") as fh:
+            fh.seek(max(fh.seek(0, os.SEEK_END) - TAIL_BYTES, 0))
+            return fh.read().decode("utf-8", errors="replace"), exc.message
+    except InputError:
+        return "", ""
 
 
 def run_slurm(job: Job, script: Path, env: dict[str, str], timeout: float) -> JobResult:
@@ -183,9 +195,11 @@ def run_slurm(job: Job, script: Path, env: dict[str, str], timeout: float) -> Jo
     out, err = (Path(p) if os.path.isabs(p) else script.parent / p for p in slurm_output_paths(job, job_id))
     nodes = node_names(rec.get("NodeList", ""), env)
     first = rec.get("BatchHost") or (nodes[0] if nodes else "")
+    (stdout, why_out), (stderr, why_err) = _read(out), _read(err)
     result = JobResult("slurm", job_id, rec.get("JobState", "UNKNOWN").split(" ")[0],
                        rec.get("ExitCode", "?"), rec.get("Reason", ""), first or "unknown",
-                       str(out), str(err), _read(out), _read(err), nodes=nodes or ([first] if first else []))
+                       str(out), str(err), stdout, stderr, nodes=nodes or ([first] if first else []),
+                       unread="; ".join(w for w in (why_out, why_err) if w))
     result.timings = {"submit_s": t1 - t0, "run_s": t2 - t1, "collect_s": time.monotonic() - t2}
     return result
 
@@ -201,8 +215,10 @@ def run_local(job: Job, script: Path, env: dict[str, str], timeout: float) -> Jo
         state, code, reason = "TIMEOUT", "124", f"envbuild stopped it after {timeout:.0f} s"
     out, err, _ = (Path(p) if os.path.isabs(p) else script.parent / p for p in local_output_paths(job))
     here = socket.gethostname()
-    return JobResult("local", "local", state, code, reason, here, str(out), str(err), _read(out), _read(err),
-                     timings={"run_s": time.monotonic() - t0}, nodes=[here])
+    (stdout, why_out), (stderr, why_err) = _read(out), _read(err)
+    return JobResult("local", "local", state, code, reason, here, str(out), str(err), stdout, stderr,
+                     timings={"run_s": time.monotonic() - t0}, nodes=[here],
+                     unread="; ".join(w for w in (why_out, why_err) if w))
 
 
 def node_names(nodelist: str, env: dict[str, str]) -> list[str]:
@@ -230,9 +246,14 @@ def results(job: Job, recipe, result: JobResult, gpu: str | None = None, gpus: i
         out["collective"] = read_result("collective", 0 if result.ok else max(result.rc, 1),
                                         result.stdout, result.stderr)
         out["collective"]["job"] = job_info
+        if result.unread:  # read from the output's tail only: not a result to trust
+            out["collective"]["error"] = f"the job's output was not read whole: {result.unread}"
         native = {**(section_head(recipe.benchmark) if recipe.benchmark else {}), "ran": False, "reason": job.replaced}
     elif recipe.benchmark is None:
         native = {"ran": False, "reason": "the recipe declares no benchmark"}
+    elif result.unread:  # fail closed: an output the judge does not hold whole is not judged
+        native = {**section_head(recipe.benchmark), "ran": True, "source": "job", "rc": result.rc,
+                  "error": f"the job's output was not judged: {result.unread}", "tail": result.tail()}
     else:
         native = judged_section(recipe.name, recipe.benchmark, text, source="job", rc=result.rc,
                                 job_state=result.state, gpu=gpu, gpus=gpus, record="job output")

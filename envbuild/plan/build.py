@@ -69,6 +69,9 @@ class PlanOptions:
     # over every node's facts); None: the node being planned is the whole inventory
     inventory: object | None = None
     data_mirror: str | None = None  # folder of the recipe's data files (DIR/<file>), readable on the node
+    # every pip step installs --no-index from ``wheelhouse`` alone (an image built from a bundle:
+    # its context's wheels; a node's bundle or fleet says so itself)
+    no_index: bool = False
     # package installer (envbuild.plan.installer): auto | pip | uv, and the controller's uv
     # (envbuild.facts.uvbin.controller_uv, found by the resolution; None: pip everywhere)
     installer: str = "auto"
@@ -197,7 +200,7 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
                      requirements=reqs, unverified=unverified,
                      find_links=[opts.wheelhouse] if opts.wheelhouse else [],
                      installer="uv" if uv_path else "pip", uv=uv_path,
-                     no_index=opts.bundle is not None or opts.fleet is not None),
+                     no_index=opts.bundle is not None or opts.fleet is not None or opts.no_index),
                  reason="; ".join(t.why for t in tools) + ("; with uv pip install" if uv_path else "")))
 
     torch = torch_requirement(recipe, facts, lock, decisions)
@@ -346,13 +349,13 @@ def _pip_step(step_id: str, title: str, pkgs: list[LockedPackage], opts: PlanOpt
               recipe: Recipe, locked: bool, reason: str, uv_path: str | None = None) -> Step:
     find_links = [opts.wheelhouse] if opts.wheelhouse else []
     for p in pkgs:
-        if p.find_links and p.find_links not in find_links and opts.fleet is None:
+        if p.find_links and p.find_links not in find_links and opts.fleet is None and not opts.no_index:
             find_links.append(p.find_links)
     index_url = next((p.index_url for p in pkgs if p.index_url), None)
     # Locked from the wheelhouse and a wheelhouse given: install from it alone (air-gapped
     # nodes; no round trips to an index the node may not reach).
     no_index = bool(opts.wheelhouse) and (all(p.from_wheelhouse for p in pkgs) or opts.bundle is not None
-                                          or opts.fleet is not None)
+                                          or opts.fleet is not None or opts.no_index)
     if no_index:
         index_url = None
         reason += f"; from the wheelhouse {opts.wheelhouse} only (--no-index)"

@@ -3,7 +3,7 @@
 For a recipe whose environment is a container (megatronapp, megatron-deepspeed-slurm) and for
 any recipe provisioned with ``--backend container [--base IMAGE]``, a node gets:
 
-    preflight -> image -> [image-import] -> import-check -> smoke
+    preflight -> [bundle] -> image -> [image-import] -> import-check -> smoke
 
 - ``image``: the recipe's image plan (``envbuild.plan.image.image_plan``: typed, the image's
   own node plan nested), carried by the step with the locked wheels by name and sha256. The
@@ -14,6 +14,12 @@ any recipe provisioned with ``--backend container [--base IMAGE]``, a node gets:
   ``io.envbuild.context.sha256`` label (``context_digest``: the plan, the wheels, and the code
   that renders it): the image is built again; the step's effect is the image with its planned
   labels on the node.
+- from an offline bundle (``provision --bundle``): the bundle's ``node/`` folder is staged on the
+  node first (``bundle``, as a node plan's), the image's pip steps install ``--no-index`` from
+  the context's wheels, linked from the bundle's, and the base image, when the bundle carries it
+  (``bundle --image-tar``), is loaded from there before the build (``ImageParams.base_archive``)
+  instead of pulled. Git sources and data files of the image are still fetched by its build:
+  ``envbuild.bundle.unpack.Opened.check_plan`` refuses such a plan, naming them.
 - ``image-import`` (Slurm targets with pyxis only): ``enroot import`` of the image into
   ``<prefix>/envbuild-<recipe>-<target>.sqsh``, the path ``envbuild launch`` passes to
   ``srun --container-image`` (``sqsh_path``; ``envbuild.launch.job.default_image``).
@@ -62,12 +68,19 @@ def container_plan(recipe, target, facts, lock, opts: PlanOptions) -> Plan:
         from envbuild.lock.serialize import image_lock_text
 
         lock_text = image_lock_text(lock, recipe.name, target.name)
+    staged = (opts.bundle.model_copy(update={"dir": f"{prefix.rstrip('/')}/.envbuild/bundle"})
+              if opts.bundle is not None else None)
     ip = image_plan(recipe, target, lock, lock_text=lock_text, base=opts.base,
                     wheelhouse=bool(opts.wheelhouse), smoke_preset=opts.smoke_preset,
-                    inventory=opts.inventory if opts.inventory is not None else inventory_values([facts]))
-    hashes = {p.dist.filename: p.dist.sha256 for p in getattr(lock, "packages", None) or []
+                    inventory=opts.inventory if opts.inventory is not None else inventory_values([facts]),
+                    offline=staged is not None)
+    hashes = {p.dist.filename: p.dist.sha256
+              for p in [*(getattr(lock, "tooling", None) or []), *(getattr(lock, "packages", None) or [])]
               if getattr(p, "dist", None) is not None and p.dist.filename}
     wheels = {name: hashes.get(name) or "" for name in ip.wheelhouse}
+    wheelhouse = f"{staged.dir}/wheels" if staged is not None else opts.wheelhouse
+    archive = (f"{staged.dir}/{staged.images[ip.base.image]}"
+               if staged is not None and ip.base.image in staged.images else None)
     digest = context_digest(ip, wheels)
 
     found = build_engine(facts.container_engines)
@@ -87,6 +100,12 @@ def container_plan(recipe, target, facts, lock, opts: PlanOptions) -> Plan:
     verdict = opts.verdict or P.PreflightParams(feasible=True, summary="not checked")
     steps = [Step(id="preflight", title="Preflight compatibility check", params=verdict,
                   reason="refuse an infeasible node before building")]
+    if staged is not None:
+        steps.append(Step(id="bundle", title=f"offline bundle {staged.digest[:12]} ({len(staged.files)} files)",
+                          params=staged,
+                          reason="no network on the node: the image's wheels"
+                                 + (" and its base image" if archive else "") + " come from the bundle, "
+                                 "copied here and hash-checked before anything is built"))
     run_time = run_time_note(ip)  # data the image fetches when a container starts (no sha256 recorded)
     notes = "; ".join(ip.notes + ([run_time] if run_time else []))
     steps.append(Step(
@@ -94,11 +113,13 @@ def container_plan(recipe, target, facts, lock, opts: PlanOptions) -> Plan:
         params=P.ImageParams(engine=engine, tag=tag,
                              context_dir=f"{prefix.rstrip('/')}/.envbuild/image/context",
                              context_sha256=digest, image=ip,
-                             wheelhouse=opts.wheelhouse if wheels else None, wheels=wheels,
-                             labels=labels),
+                             wheelhouse=wheelhouse if wheels else None, wheels=wheels,
+                             labels=labels, base_archive=archive),
         reason=(f"the recipe's environment is an image, built here from its plan's context "
                 f"(the one `envbuild render --format dockerfile` writes) with the node's {engine.name}; "
                 f"a changed lock changes the image plan and its digest, and the image is built again"
+                + (f"; {ip.base.image} is loaded from the bundle ({archive}), not pulled" if archive else "")
+                + ("; pip installs --no-index from the bundle's wheels" if staged is not None else "")
                 + (f"; {notes}" if notes else ""))))
     if pyxis(target):
         steps.append(Step(

@@ -271,16 +271,28 @@ def labels(recipe, target, base: BaseImage, plan: Plan, lock_text: str | None = 
     return out
 
 
+def planned_wheels(plan: Plan, lock) -> dict[str, str]:
+    """``{file: sha256}`` of the locked file of every requirement the plan's pip steps install."""
+    from envbuild.lock.schema import normalize
+
+    wanted = {(normalize(r.name), r.version.split("+")[0]) for s in plan.steps
+              if s.kind in ("pip_tooling", "pip_install") for r in s.params.requirements}
+    return {e.dist.filename: e.dist.sha256 for e in [*getattr(lock, "tooling", []), *getattr(lock, "packages", [])]
+            if e.dist is not None and (normalize(e.name), e.version.split("+")[0]) in wanted}
+
+
 def image_plan(recipe, target, lock, *, lock_text: str | None = None, base: str | None = None,
-               wheelhouse: bool = False, smoke_preset: str = "tiny", inventory=None) -> P.ImagePlan:
+               wheelhouse: bool = False, smoke_preset: str = "tiny", inventory=None,
+               offline: bool = False) -> P.ImagePlan:
     """Plan ``recipe`` for an image on ``target``'s hardware. ``wheelhouse``: locked wheels
-    from a wheelhouse come from the context's ``wheelhouse/`` folder (mounted at build)."""
+    from a wheelhouse come from the context's ``wheelhouse/`` folder (mounted at build);
+    ``offline`` (a bundle's node): every locked wheel comes from there, pip never asks an index."""
     rec = image_recipe(recipe)
     # the node's scratch disk (cache_dir: PIP_CACHE_DIR, TMPDIR under /mnt) is not in the image
     image_target = target.model_copy(update={"cache_dir": None}) if target.cache_dir else target
     opts = PlanOptions(prefix=f"{IMAGE_ROOT}/{recipe.name}", host="image", smoke=True,
-                       smoke_preset=smoke_preset, wheelhouse=WHEELHOUSE if wheelhouse else None,
-                       inventory=inventory)  # {inventory.*} of the nodes the image is for (patches)
+                       smoke_preset=smoke_preset, wheelhouse=WHEELHOUSE if wheelhouse or offline else None,
+                       inventory=inventory, no_index=offline)  # {inventory.*} of the nodes (patches)
     # first pass on the target's facts: the torch variant decides the base image
     first_facts = image_facts(image_target, choose(recipe, None, base), recipe.python)
     first = resolve_environment(rec, image_target, first_facts, lock, opts).plan
@@ -298,7 +310,9 @@ def image_plan(recipe, target, lock, *, lock_text: str | None = None, base: str 
                          f"and {chosen.image} does not provide it: give --base an image that does, "
                          f"or verify.sh fails on it")
     wheels = []
-    if wheelhouse and lock is not None:
+    if offline and lock is not None:
+        wheels = sorted(planned_wheels(plan, lock))
+    elif wheelhouse and lock is not None:
         wheels = sorted(p.dist.filename for p in getattr(lock, "packages", [])
                         if getattr(p, "from_wheelhouse", False) and p.dist is not None)
     return P.ImagePlan(recipe=recipe.name, title=recipe.title, target=target.name,

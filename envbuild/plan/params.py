@@ -304,6 +304,17 @@ class BundleParams(_P):
     # "URL@SHA" -> "git/<name>.git": the repository of each pinned commit, so that two sources of
     # one repository at two commits (megatron-deepspeed-slurm-h100's gpt2-vocab) each clone their own
     git_commits: dict[str, str] = Field(default_factory=dict)
+    # base image name -> "images/<file>.tar" in dir: a container recipe's base image as its engine
+    # saved it (``bundle --image-tar``), loaded by the container backend instead of pulled
+    images: dict[str, str] = Field(default_factory=dict)
+
+    @model_serializer(mode="wrap")
+    def _omit_no_images(self, handler):
+        # added later: left out when empty, so plans made before keep their step digests
+        data = handler(self)
+        if isinstance(data, dict) and not self.images:
+            data.pop("images", None)
+        return data
 
 
 # --- the container backend (envbuild.plan.container): the image is built on the node -------
@@ -393,6 +404,17 @@ class ImageParams(_P):
     wheelhouse: str | None = None  # the node's folder holding ``wheels``
     wheels: dict[str, str] = Field(default_factory=dict)  # wheel file name -> sha256 (lock)
     labels: dict[str, str] = Field(default_factory=dict)
+    # the base image as its engine saved it, in the node's copy of a bundle: loaded
+    # (``<engine> load -i``) before the build, which then finds it instead of pulling it
+    base_archive: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_no_archive(self, handler):
+        # added later: left out when None, so plans made before keep their step digests
+        data = handler(self)
+        if isinstance(data, dict) and self.base_archive is None:
+            data.pop("base_archive", None)
+        return data
 
     @property
     def base(self) -> str:

@@ -48,29 +48,13 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from envbuild.recipes.linear import MAX_LINE, MAX_PATTERN, compile_linear  # noqa: F401 - the readers' one cap
+
 # the readers shipped in envbuild.smoke.native (a test keeps the two lists equal)
 BUILTIN = ("alpa-benchmark", "envbuild-smoke", "megatron-deepspeed", "megatron-pretrain", "megatronapp",
            "opt-baselines")
 DECLARED = "declared"
 ENTRY_POINTS = "envbuild.parsers"
-MAX_LINE = 4096  # characters of a line the rules see
-MAX_PATTERN = 1000
-
-
-def compile_linear(pattern: str) -> Any:
-    """``pattern`` compiled by RE2 (linear time); ValueError with RE2's reason when it refuses."""
-    import re2
-
-    options = re2.Options()
-    options.log_errors = False  # RE2 would print its refusal on stderr
-    if len(pattern) > MAX_PATTERN:
-        raise ValueError(f"a pattern of {len(pattern)} characters (at most {MAX_PATTERN})")
-    try:
-        return re2.compile(pattern, options=options)
-    except re2.error as exc:
-        reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
-        raise ValueError(f"{pattern!r} is not a linear-time pattern (RE2: {reason}); backreferences and "
-                         "lookaround are not allowed") from None
 
 
 def _linear(pattern: str) -> str:

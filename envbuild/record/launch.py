@@ -46,7 +46,7 @@ class PackedRef(Record):
     sha256: str
     bytes: int
     prefix: str
-    format: str = "tar.gz"  # tar.gz: unpacked on each node; squashfs: mounted there
+    format: str = "tar.gz"  # tar.zst, tar.gz: unpacked on each node; squashfs: mounted there
 
 
 class LaunchRecord(Record):

@@ -5,7 +5,8 @@ Every step kind but one becomes actions in ``envbuild.actions.steps``. An ``imag
 the image's plan (``envbuild.plan.params.ImagePlan``), not its build context: the context is
 rendered here, by the same renderer as ``envbuild render --format dockerfile``
 (``envbuild.render.dockerfile``), and written on the node by the step's actions
-(``envbuild.actions.steps.image_actions``), envbuild's own files by asset name.
+(``envbuild.actions.steps.image_actions``), envbuild's own files by asset name; from a
+bundle that carries its base image, the engine loads it first (``<engine> load -i``).
 
     >>> from envbuild.plan.model import Plan
     >>> plan_actions(Plan(recipe="r", target="t", host="h", prefix="/p", backend="venv"))
@@ -14,7 +15,8 @@ rendered here, by the same renderer as ``envbuild render --format dockerfile``
 
 from __future__ import annotations
 
-from envbuild.actions.steps import actions, image_actions
+from envbuild.actions.model import Run
+from envbuild.actions.steps import actions, engine_env, image_actions
 from envbuild.shipped import asset_of
 
 
@@ -29,7 +31,10 @@ def step_actions(step, prefix: str) -> list:
     p = step.params
     ctx = dockerfile.render(p.image)
     modes = {rel: f"{mode:04o}" for rel, mode in ctx.modes.items()}
-    return image_actions(p, dict(ctx.files), modes, {rel: asset_of(path) for rel, path in ctx.copies.items()})
+    acts = image_actions(p, dict(ctx.files), modes, {rel: asset_of(path) for rel, path in ctx.copies.items()})
+    if p.base_archive:  # the base image from the node's copy of a bundle: loaded, so the build never pulls it
+        acts = [Run(argv=[p.engine.name, "load", "-i", p.base_archive], env=engine_env(p.engine)), *acts]
+    return acts
 
 
 def plan_actions(plan) -> list[tuple[object, list]]:

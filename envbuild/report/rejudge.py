@@ -24,6 +24,7 @@ from envbuild.errors import NOT_JUDGED, InputError
 from envbuild.fsio import sha256_file
 from envbuild.smoke import references as refs
 from envbuild.smoke.judge import FAIL, NOTHING_FOUND, PASS, Evidence, Verdict, judge
+from envbuild.smoke.logread import read_log
 
 if TYPE_CHECKING:
     from envbuild.report.model import Report
@@ -149,7 +150,11 @@ def judge_all(root: Path, records: list[Record], recipes: dict[str, Any]) -> lis
                    else "nothing beside the record names its recipe: pass --as-recipe NAME")
             out.append(Judged(record=rec, now=None, why_not=why))
             continue
-        text = (root / rec.record).read_bytes().decode("utf-8", errors="replace")
+        try:  # streamed, lines cut, the text held bounded (envbuild.smoke.logread)
+            text = read_log(root / rec.record, what="native record").text
+        except InputError as exc:
+            out.append(Judged(record=rec, now=None, why_not=exc.message))
+            continue
         now = judge(Evidence(recipe=recipe.name, benchmark=recipe.benchmark, text=text, rc=rec.rc, gpu=rec.gpu,
                              gpus=rec.gpus, record=rec.record, sha256=rec.sha256))
         out.append(Judged(record=rec, now=now))

@@ -188,7 +188,10 @@ def render_html(report: Report, site: tuple[tuple[str, str], ...] = ()) -> str:
         ("hosts", ", ".join(run.hosts) or ", ".join(n.host for n in report.nodes)),
         ("envbuild", version_text(report)), *[(k, str(v).replace("`", "")) for k, v in run_notes(run)],
         *([("offline bundle", f"{run.bundle.digest} ({run.bundle.file}); no network: every wheel and "
-                              "commit from the bundle")] if run.bundle else [])]])
+                              "commit from the bundle" + ("" if run.bundle.offline else
+                                                          "; the bundle said offline: no (its manifest names "
+                                                          "what the node still fetched)"))]
+          if run.bundle else [])]])
     summary += ('<tr><th>command line</th><td class="cmd" id="argv">'
                 + escape(shlex.join(run.argv) if run.argv else "-") + "</td></tr></table>")
     carried = [f"{n.host}: from run {n.evidence_from}" for n in report.nodes if n.evidence_from]

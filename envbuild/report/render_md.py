@@ -283,7 +283,10 @@ def render_md(report: Report, site: tuple[tuple[str, str], ...] = ()) -> str:
         ["command line", f"`{shlex.join(run.argv)}`" if run.argv else None],
         *run_notes(run),
         *([["offline bundle", f"`{run.bundle.digest}` ({run.bundle.file}); no network: every wheel "
-                              "and commit from the bundle"]] if run.bundle else []),
+                              "and commit from the bundle" + ("" if run.bundle.offline else
+                                                              "; the bundle said offline: no (its manifest "
+                                                              "names what the node still fetched)")]]
+          if run.bundle else []),
     ])
     deviations = []
     if report.deviations:

@@ -46,10 +46,11 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import Any, Callable
 
+from envbuild.recipes.linear import linear
+from envbuild.smoke import logread
 from envbuild.smoke.native import (METASEQ_RE, iteration_lines, last_run, megatron_arguments, parse_alpa_benchmark,
                                    parse_envbuild_smoke)
 
@@ -77,15 +78,15 @@ DEEPSPEED_SOURCES = [
     "v0.18.9 :2744,2759,3005); v0.18.9's logger is at WARNING (utils/logging.py:61), so neither this nor "
     "OVERFLOW is printed there: the missing lm loss is the only trace",
 ]
-DS_STEPS_NAN_RE = re.compile(r"^steps: (\d+) loss: (?:nan|-?inf)\b", re.M | re.I)
-DS_OVERFLOW_RE = re.compile(r"\[deepspeed\] OVERFLOW! Rank \d+ Skipping step\. Attempted loss scale: "
-                            r"([\d.]+), reducing to ([\d.]+)")
-DS_AT_MIN_RE = re.compile(r"Current loss scale already at minimum - cannot decrease scale anymore")
-DS_PROGRESS_RE = re.compile(r"\[Rank 0\] step=(\d+), skipped=(\d+),")
+DS_STEPS_NAN_RE = linear(r"(?mi)^steps: (\d+) loss: (?:nan|-?inf)\b")
+DS_OVERFLOW_RE = linear(r"\[deepspeed\] OVERFLOW! Rank \d+ Skipping step\. Attempted loss scale: "
+                        r"([\d.]+), reducing to ([\d.]+)")
+DS_AT_MIN_RE = linear(r"Current loss scale already at minimum - cannot decrease scale anymore")
+DS_PROGRESS_RE = linear(r"\[Rank 0\] step=(\d+), skipped=(\d+),")
 METASEQ_OVERFLOW = ("metaseq/trainer.py:784-788 logger.info(f'NOTE: gradient overflow detected, ignoring "
                     "gradient, {e}') with metaseq/optim/dynamic_loss_scaler.py:55-75 ('setting loss scale to: X'; "
                     "below --min-loss-scale the scale is kept, so X repeats)")
-METASEQ_OVERFLOW_RE = re.compile(r"NOTE: gradient overflow detected, ignoring gradient, setting loss scale to: (\S+)")
+METASEQ_OVERFLOW_RE = linear(r"NOTE: gradient overflow detected, ignoring gradient, setting loss scale to: (\S+)")
 METASEQ_END = ("metaseq/cli/train.py main(): logger.info('done training in {:.1f} seconds') "
                "(facebookresearch/metaseq 5ca6005)")
 METASEQ_INNER = "metaseq/cli/train.py train(): progress.log(stats, tag='train_inner', step=num_updates)"
@@ -93,27 +94,38 @@ ALPA_RESULT = ("benchmark/util.py write_tsv(), called last by osdi22_artifact/me
                "benchmark_gpt_one_case.py (alpa-projects/alpa e0ae8bf)")
 SMOKE = "envbuild/smoke/gpt.py and collective.py: the envbuild.smoke/1 record's ok, error and loss"
 
-ERROR_LINES = [
-    (re.compile(r"^Traceback \(most recent call last\):", re.M), "a Python traceback"),
-    (re.compile(r"CUDA out of memory|OutOfMemoryError", re.I), "CUDA out of memory"),
-    (re.compile(r"NCCL error|ncclInternalError|ncclSystemError|ncclUnhandledCudaError"), "an NCCL error"),
-    (re.compile(r"^(?:\d+: )?(?:srun|slurmstepd): error: (?!.*CANCELLED)(?!.*TIME LIMIT).*", re.M), "a Slurm error"),
-    (re.compile(r"^Segmentation fault|\bcore dumped\b", re.M), "a crash"),
+
+def _any(m: Any) -> bool:
+    return True
+
+
+def _not_cancelled(m: Any) -> bool:
+    """slurmstepd's cancellation line is the scheduler's word (``CANCELLED``), not an error of the run."""
+    return "CANCELLED" not in m.group(1) and "TIME LIMIT" not in m.group(1)
+
+
+# (the pattern, what it is, which of its matches count): a line any match of which counts
+ERROR_LINES: list[tuple[Any, str, Callable[[Any], bool]]] = [
+    (linear(r"(?m)^Traceback \(most recent call last\):"), "a Python traceback", _any),
+    (linear(r"(?i)CUDA out of memory|OutOfMemoryError"), "CUDA out of memory", _any),
+    (linear(r"NCCL error|ncclInternalError|ncclSystemError|ncclUnhandledCudaError"), "an NCCL error", _any),
+    (linear(r"(?m)^(?:\d+: )?(?:srun|slurmstepd): error: (.*)"), "a Slurm error", _not_cancelled),
+    (linear(r"(?m)^Segmentation fault|\bcore dumped\b"), "a crash", _any),
 ]
 # tracebacks a program catches and logs on purpose, then goes on (each row: the message printed on
 # the line just before "Traceback", the exception line the traceback must end in, the code)
 HANDLED = [
-    (re.compile(r"Failed to register S3PathHandler\. Try pip install boto3$"),
-     re.compile(r"^ModuleNotFoundError: No module named 'boto3'$"),
+    (linear(r"Failed to register S3PathHandler\. Try pip install boto3$"),
+     linear(r"^ModuleNotFoundError: No module named 'boto3'$"),
      "facebookresearch/metaseq 4de251ff metaseq/file_io/__init__.py:23-30: the optional S3 path handler's "
      "import in try/except Exception, logger.exception(...) and on (boto3 is only in setup.py's 'test' extra)"),
 ]
 TRACEBACK = "Traceback (most recent call last):"
-CANCELLED = re.compile(r"slurmstepd: error: \*\*\* (?:JOB|STEP) [\d.]+ ON \S+ CANCELLED AT (\S+)"
-                       r"(?: DUE TO (TIME LIMIT|PREEMPTION|NODE FAILURE))?")
-MEGATRON_END_RE = re.compile(r"\[after training is done\] datetime:")
-MEGATRON_EXIT_RE = re.compile(r"\[exiting program (?:at iteration (\d+)|after [\d.]+ minutes)\]")
-METASEQ_END_RE = re.compile(r"\| done training in [\d.]+ seconds")
+CANCELLED = linear(r"slurmstepd: error: \*\*\* (?:JOB|STEP) [\d.]+ ON \S+ CANCELLED AT (\S+)"
+                   r"(?: DUE TO (TIME LIMIT|PREEMPTION|NODE FAILURE))?")
+MEGATRON_END_RE = linear(r"\[after training is done\] datetime:")
+MEGATRON_EXIT_RE = linear(r"\[exiting program (?:at iteration (\d+)|after [\d.]+ minutes)\]")
+METASEQ_END_RE = linear(r"\| done training in [\d.]+ seconds")
 TERMINAL_OK = {"COMPLETED"}
 
 
@@ -138,13 +150,15 @@ class Completion:
 
 def _errors(text: str) -> list[str]:
     text = without_handled_tracebacks(text)
-    return [what for rx, what in ERROR_LINES if rx.search(text)]
+    return [what for rx, what, counts in ERROR_LINES if any(counts(m) for m in rx.finditer(text))]
 
 
 def without_handled_tracebacks(text: str) -> str:
     """``text`` less each traceback that a ``HANDLED`` row names: its message on the line just
     before "Traceback", its frames, and its last line the row's exception. Anything else (another
     message, another exception, a chained one, lines of other ranks in between) stays."""
+    if TRACEBACK not in text:  # no traceback at all: the text as it is, never copied
+        return text
     lines = text.split("\n")
     keep: list[str] = []
     i = 0
@@ -306,7 +320,7 @@ def _num(text: str | None) -> float | None:
 
 def _metaseq(text: str, planned_hint: int | None) -> Completion:
     updates, losses = [], []
-    for line in text.splitlines():
+    for line in logread.lines(text):
         m = METASEQ_RE.search(line)
         if not m or m.group(1) != "train_inner":
             continue

@@ -19,6 +19,7 @@ from typing import Any, Iterator
 
 from envbuild.recipes.logspec import MAX_LINE, LogRule, LogSpec, compile_linear
 from envbuild.smoke.completion import Completion, _errors, _scheduler
+from envbuild.smoke import logread
 
 
 @lru_cache(maxsize=256)
@@ -27,7 +28,7 @@ def _rx(pattern: str) -> Any:
 
 
 def _lines(text: str) -> Iterator[tuple[int, str]]:
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(logread.lines(text), start=1):
         yield number, line[:MAX_LINE]
 
 

@@ -18,11 +18,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from envbuild.recipes.linear import linear
+
 # model tokens as nvidia-smi and vendors write them; the first that matches names the model
 FAMILIES = ["H200", "H100", "H800", "GH200", "A100", "A800", "A10G", "A10", "A30", "A40", "L40S", "L40",
             "L4", "V100", "P100", "T4", "RTX 4090", "RTX 3090", "RTX A6000", "MI300X", "MI250X"]
-MEMORY = re.compile(r"(\d+)\s*GB", re.I)
-FORM = re.compile(r"\b(SXM\d?|PCIE|NVL)\b", re.I)
+MEMORY = linear(r"(?i)(\d+)\s*GB")
+FORM = linear(r"(?i)\b(SXM\d?|PCIE|NVL)\b")
+FAMILY = [(f, linear(rf"\b{re.escape(f)}\b")) for f in FAMILIES]
 
 
 @dataclass(frozen=True)
@@ -36,7 +39,7 @@ def model(name: str | None) -> tuple[str | None, str | None, str | None]:
     if not name:
         return None, None, None
     upper = name.upper().replace("-", " ")
-    family = next((f for f in FAMILIES if re.search(rf"\b{re.escape(f)}\b", upper)), None)
+    family = next((f for f, rx in FAMILY if rx.search(upper)), None)
     mem = MEMORY.search(name)
     form = FORM.search(name.replace("-", " "))
     return family, mem.group(1) if mem else None, form.group(1).upper() if form else None

@@ -38,7 +38,7 @@ from envbuild.smoke import references as refs
 from envbuild.smoke import readers, repeat
 from envbuild.smoke.hardware import comparison, short_name
 from envbuild.smoke.logfacts import taken
-from envbuild.smoke.native import ALIASES, strip_task_labels
+from envbuild.smoke.native import ALIASES, reading, strip_task_labels
 
 
 class Evidence(BaseModel):
@@ -76,10 +76,11 @@ def judge(ev: Evidence) -> Verdict:
     """The verdict on one benchmark run (module docstring), judged for the GPU model and count
     the judged run's output prints (``envbuild.smoke.logfacts``) unless ``ev`` overrides them;
     the reason says where they differ, and how many runs the file holds when it holds several."""
-    rd = readers.reader(ev.benchmark)
-    run, runs = rd.last_run(ev.text)
-    took = taken(rd.printed(run), ev.gpu, ev.gpus, override=ev.override)
-    got = _judged(ev.model_copy(update={"gpu": took.gpu, "gpus": took.gpus}))
+    with reading():
+        rd = readers.reader(ev.benchmark)
+        run, runs = rd.last_run(ev.text)
+        took = taken(rd.printed(run), ev.gpu, ev.gpus, override=ev.override)
+        got = _judged(ev.model_copy(update={"gpu": took.gpu, "gpus": took.gpus}))
     notes = [took.note] if took.note else []
     if runs > 1 and f"run {runs} of {runs}" not in got.reason:
         notes.append(f"the file holds {runs} runs: run {runs} of {runs} is judged, its figure shown")
@@ -255,7 +256,8 @@ def measure(bench: Benchmark, text: str, warmup: int | None = None) -> dict[str,
     logged values left out at the start; None: the window's, else the parser's own)."""
     if warmup is None and bench.window is not None:
         warmup = bench.window.warmup
-    return readers.reader(bench).measure(text, warmup)
+    with reading():
+        return readers.reader(bench).measure(text, warmup)
 
 
 def floor_verdicts(section: dict) -> dict[str, bool | None]:

@@ -22,13 +22,16 @@ GPUs the node shows, not the ones the run used.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
+from envbuild.recipes.linear import MAX_LINE
+from envbuild.recipes.linear import linear
 from envbuild.smoke.hardware import comparison
+from envbuild.smoke.logread import lines
 
-LINE_CAP = 16384  # characters of a line the regexes see (metaseq's config line is ~13K; its world size at ~1.1K)
+LINE_CAP = MAX_LINE  # characters of a line the regexes see (metaseq's config line is ~13K; its world size at ~1.1K)
 
 MEGATRON = frozenset({"megatron-pretrain", "megatron-deepspeed", "megatronapp"})
 DEEPSPEED = frozenset({"megatron-deepspeed"})
@@ -43,10 +46,10 @@ class Row:
 
     name: str
     parsers: frozenset[str]
-    rx: re.Pattern
-    read: Callable[[re.Match], int | str | None]
+    rx: Any  # an RE2 pattern (envbuild.recipes.linear.compile_linear)
+    read: Callable[[Any], int | str | None]
     source: str
-    say: Callable[[re.Match], str] | None = None  # the words shown for the match (default: its text)
+    say: Callable[[Any], str] | None = None  # the words shown for the match (default: its text)
 
 
 @dataclass(frozen=True)
@@ -77,7 +80,7 @@ def _int(text: str | None) -> int | None:
     return int(text) if text and text.isdigit() and int(text) > 0 else None
 
 
-def _product(m: re.Match) -> int | None:
+def _product(m: Any) -> int | None:
     a, b = _int(m.group(1)), _int(m.group(2) or "1")
     return a * b if a and b else None
 
@@ -87,19 +90,19 @@ ALPA_INT = r"(?:np\.int\d{0,2}\()?(\d{1,5})\)?"
 
 COUNTS: list[Row] = [
     Row("alpa-result-printed", ALPA,
-        re.compile(r"\bnum_hosts: " + ALPA_INT + r"  num_devices_per_host: " + ALPA_INT + r"  "),
+        linear(r"\bnum_hosts: " + ALPA_INT + r"  num_devices_per_host: " + ALPA_INT + r"  "),
         _product,
         "Alpa's write_tsv() print line, 'head: value  ' pairs (alpa-projects/alpa e0ae8bf benchmark/util.py:10-23), "
         "with the heads of osdi22_artifact/megatron/benchmark_gpt_one_case.py:140-143: num_hosts x "
         "num_devices_per_host"),
     Row("alpa-result-tsv", ALPA,
-        re.compile(r"^[^\t]{1,64}\t[^\t]{1,64}\t" + ALPA_INT + r"\t" + ALPA_INT + r"\t[^\t]{1,64}\t[^\t]{1,64}\t\{"),
+        linear(r"^[^\t]{1,64}\t[^\t]{1,64}\t" + ALPA_INT + r"\t" + ALPA_INT + r"\t[^\t]{1,64}\t[^\t]{1,64}\t\{"),
         _product,
         "Alpa's write_tsv() line appended to megatron_results_e2e.tsv, the same values tab-separated "
         "(alpa-projects/alpa e0ae8bf benchmark/util.py:10-23; benchmark_gpt_one_case.py:140-143)",
         lambda m: f"num_hosts {m.group(1)}, num_devices_per_host {m.group(2)} in the TSV line"),
     Row("megatron-arguments", MEGATRON | ALPA,
-        re.compile(r"^(?:\d{1,5}: |.{0,80}\]:)? {0,4}world_size \.{2,60} (\d{1,6})\s*$"),
+        linear(r"^(?:\d{1,5}: |.{0,80}\]:)? {0,4}world_size \.{2,60} (\d{1,6})\s*$"),
         lambda m: _int(m.group(1)),
         "Megatron's _print_args block, '  {} {} {}'.format(arg, '.' * (48 - len(arg)), value), rank 0 "
         "(microsoft/Megatron-DeepSpeed 87476ced megatron/arguments.py:249-261; argonne-lcf/Megatron-DeepSpeed "
@@ -107,7 +110,7 @@ COUNTS: list[Row] = [
         "414-426; NVIDIA/Megatron-LM b31e129 megatron/arguments.py _print_args); DeepSpeed's own config print "
         "'[config.py:N:print]   world_size ...' is its data-parallel size and is not read"),
     Row("megatron-using-world-size", MEGATRON | ALPA,
-        re.compile(r"^using world size: (\d{1,6}), data-parallel[- ]size: "),
+        linear(r"^using world size: (\d{1,6}), data-parallel[- ]size: "),
         lambda m: _int(m.group(1)),
         "Megatron's parse_args(), rank 0: 'using world size: N, data-parallel-size: ...' (microsoft/"
         "Megatron-DeepSpeed 87476ce megatron/arguments.py, docs/results/h200x4-run8/mds-run2/native.out:117; "
@@ -115,24 +118,24 @@ COUNTS: list[Row] = [
         "MegatronApp 1bed2a72 Megatron/megatron/arguments.py 'data-parallel size: ...', docs/results/"
         "h200x4-run8/mapp-run1/native.out:16)"),
     Row("deepspeed-launcher", DEEPSPEED,
-        re.compile(r"\[launch\.py:\d{1,5}:main\] (?P<said>dist_world_size=(\d{1,6}))\s*$"),
+        linear(r"\[launch\.py:\d{1,5}:main\] (?P<said>dist_world_size=(\d{1,6}))\s*$"),
         lambda m: _int(m.group(2)),
         "DeepSpeed's launcher, once per node at start: 'dist_world_size=N' (microsoft/DeepSpeed v0.6.3 dda0336 "
         "launcher/launch.py:123, as the '[launch.py:123:main]' of docs/results/h200x4-run8/mds-run2/native.out:37 "
         "shows); the ranks' world_size= reprs (FSDP's in metaseq) are not read"),
     Row("metaseq-training-on", METASEQ,
-        re.compile(r"\| metaseq\.cli\.train \| (?P<said>training on (\d{1,6}) devices) \(GPUs/TPUs\)"),
+        linear(r"\| metaseq\.cli\.train \| (?P<said>training on (\d{1,6}) devices) \(GPUs/TPUs\)"),
         lambda m: _int(m.group(2)),
         "metaseq's main(): logger.info('training on {} devices (GPUs/TPUs)'), the distributed world size "
         "(facebookresearch/metaseq 4de251ff metaseq/cli/train.py, docs/results/h200x4-run8/opt-run1/native.out:53)"),
     Row("metaseq-config", METASEQ,
-        re.compile(r"'distributed_world_size': (\d{1,6})\b"),
+        linear(r"'distributed_world_size': (\d{1,6})\b"),
         lambda m: _int(m.group(1)),
         "metaseq's main(): logger.info(cfg), DistributedTrainingConfig's distributed_world_size among it "
         "(facebookresearch/metaseq 5ca6005 metaseq/cli/train.py:85; 4de251ff metaseq/cli/train.py:115, "
         "configs.py:210)"),
     Row("alpa-launch-echo", ALPA,
-        re.compile(r"^(?:python3? -m torch\.distributed\.(?:launch|run)|torchrun) --nproc_per_node (\d{1,4})"
+        linear(r"^(?:python3? -m torch\.distributed\.(?:launch|run)|torchrun) --nproc_per_node (\d{1,4})"
                    r"(?: --nnodes (\d{1,5}))? "),
         _product,
         "Alpa's run_cmd echo of each case's launch, --nproc_per_node [x --nnodes] (alpa-projects/alpa e0ae8bf "
@@ -144,13 +147,13 @@ NVIDIA_SMI = ("nvidia-smi, the GPUs the node shows (their model only: the run ma
               "'nvidia-smi -L' as docs/results/h200x4-run8/node.txt:2-5 holds it, the table as "
               "docs/results/h200x4-run8/mapp-hung/stall/nvidia-smi.txt:9 holds it (driver 580.159.04)")
 MODELS: list[Row] = [
-    Row("nvidia-smi-L", ANY, re.compile(r"^GPU \d{1,3}: ([^()]{2,80}?) \(UUID: GPU-"),
+    Row("nvidia-smi-L", ANY, linear(r"^GPU \d{1,3}: ([^()]{2,80}?) \(UUID: GPU-"),
         lambda m: m.group(1).strip(), NVIDIA_SMI, lambda m: "nvidia-smi -L"),
     Row("nvidia-smi-table", ANY,
-        re.compile(r"^\|\s{1,6}\d{1,3}\s{1,6}((?:NVIDIA|Tesla|Quadro)[ -][^|]{1,40}?)\s{2,40}(?:On|Off)\s{1,4}\|"),
+        linear(r"^\|\s{1,6}\d{1,3}\s{1,6}((?:NVIDIA|Tesla|Quadro)[ -][^|]{1,40}?)\s{2,40}(?:On|Off)\s{1,4}\|"),
         lambda m: None if m.group(1).endswith("...") else m.group(1).strip(), NVIDIA_SMI, lambda m: "nvidia-smi"),
     Row("metaseq-cuda-environment", METASEQ,
-        re.compile(r"\| metaseq\.utils \| rank {0,4}\d{1,5}: capabilities = {0,4}[\d.]{1,6} {0,4}; "
+        linear(r"\| metaseq\.utils \| rank {0,4}\d{1,5}: capabilities = {0,4}[\d.]{1,6} {0,4}; "
                    r"total memory = [\d.]{1,12} GB ; name = (\S[^\t]{0,80}?)\s*$"),
         lambda m: m.group(1).strip(),
         "metaseq's CUDA environment of each data-parallel worker, 'rank {:3d}: capabilities = {:^6}; total "
@@ -160,17 +163,25 @@ MODELS: list[Row] = [
 ]
 
 
-def _said(m: re.Match) -> str:
+DOTS = linear(r"\.{4,}")
+
+
+def _said(m: Any) -> str:
     """The words of a matched line that say the count (dot leaders and tabs shortened)."""
     words = m.group("said") if "said" in m.re.groupindex else m.group(0)
-    return re.sub(r"\.{4,}", "...", " ".join(words.split())).strip(" |{")
+    return DOTS.sub("...", " ".join(words.split())).strip(" |{")
 
 
-def _first(rows: list[Row], parser: str, lines: list[str]) -> tuple[Row, re.Match, str] | None:
+def _lines(text: str) -> Iterator[str]:
+    """The lines of ``text``, each cut at ``LINE_CAP`` characters, one at a time."""
+    return (line[:LINE_CAP].rstrip("\r") for line in lines(text))
+
+
+def _first(rows: list[Row], parser: str, printed: Iterable[str]) -> tuple[Row, Any, str] | None:
     """The first row (in the table's order) that matches a line, with its first match."""
-    found: dict[int, tuple[re.Match, str]] = {}
+    found: dict[int, tuple[Any, str]] = {}
     wanted = [i for i, row in enumerate(rows) if parser in row.parsers]
-    for line in lines:
+    for line in printed:
         for i in wanted:
             if i not in found and (m := rows[i].rx.search(line)) and rows[i].read(m):
                 found[i] = (m, line)
@@ -182,11 +193,11 @@ def _first(rows: list[Row], parser: str, lines: list[str]) -> tuple[Row, re.Matc
     return rows[i], found[i][0], found[i][1]
 
 
-def _model(parser: str, lines: list[str]) -> tuple[str, Row, str, str] | None:
+def _model(parser: str, printed: Iterable[str]) -> tuple[str, Row, str, str] | None:
     """(the one GPU model the ``MODELS`` lines name, their row, the first line, what printed
     it); None where they name none, or several."""
-    names: dict[str, tuple[Row, re.Match, str]] = {}
-    for line in lines:
+    names: dict[str, tuple[Row, Any, str]] = {}
+    for line in printed:
         for row in MODELS:
             if parser in row.parsers and (m := row.rx.search(line)) and (name := row.read(m)):
                 names.setdefault(str(name), (row, m, line))
@@ -199,9 +210,8 @@ def _model(parser: str, lines: list[str]) -> tuple[str, Row, str, str] | None:
 def log_gpus(parser: str, text: str) -> LogGpus | None:
     """The GPU count (and model) ``text``, one run's output, prints, for the setups that
     ``parser`` reads; None where it prints neither."""
-    lines = [line[:LINE_CAP].rstrip("\r") for line in text.splitlines()]
-    count = _first(COUNTS, parser, lines)
-    model = _model(parser, lines)
+    count = _first(COUNTS, parser, _lines(text))
+    model = _model(parser, _lines(text))
     if count is None and model is None:
         return None
     name, mrow, mline, by = model if model else (None, None, None, None)

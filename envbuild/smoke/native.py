@@ -62,21 +62,29 @@ outcome of every shipped recipe in those formats (``cases.yaml`` names the print
 from __future__ import annotations
 
 import json
-import re
-from typing import Any, Callable
+import sys
+from contextlib import contextmanager
+from contextvars import ContextVar
+from functools import wraps
+from typing import Any, Callable, Iterator, TypeVar
 
-ITER_RE = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|(.*)$")
+from envbuild.recipes.linear import linear
+from envbuild.smoke.logread import lines
+
+# Every pattern is RE2's (envbuild.recipes.linear: linear in the line, no backtracking), and
+# every line a log file gives is cut at MAX_LINE characters where it is read (logread). The two
+# shapes read on nearly every line, a Megatron field and an srun -l label, are read by the
+# functions field() and label_end(), in one pass each.
+ITER_RE = linear(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|(.*)$")
 NUMBER = r"[-+]?\d[\d.]*(?:[eE][-+]?\d+)?"
-FIELD_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9 _()/\-]*?)\s*:\s*(" + NUMBER + r"|nan|inf)\s*$")
-ARG_RE = re.compile(r"(?:^|\]:)\s*([a-z_][a-z0-9_]*) \.{2,} (\S.*?)\s*$")  # after a "[default0]:" prefix too
-DS_TIMER_RE = re.compile(r"CurrSamplesPerSec=(" + NUMBER + ")")
-METASEQ_RE = re.compile(r"\|\s*(train_inner|train)\s*\|\s*(\{.*\})\s*$")
-TASK_LABEL_RE = re.compile(r"^\s*\d+: ")  # srun -l / --label
-TRACE_RE = re.compile(r"\brank (\d+) iteration (starts|ends) at timestamp (" + NUMBER + r")%")
-ALPA_PRINTED_RE = re.compile(r"\bmethod: (\S+)\s+value: (\{.*?\})\s+time_stamp: (" + NUMBER + ")")
+ARG_RE = linear(r"(?:^|\]:)\s*([a-z_][a-z0-9_]*) \.{2,} (\S.*?)\s*$")  # after a "[default0]:" prefix too
+DS_TIMER_RE = linear(r"CurrSamplesPerSec=(" + NUMBER + ")")
+METASEQ_RE = linear(r"\|\s*(train_inner|train)\s*\|\s*(\{.*\})\s*$")
+TRACE_RE = linear(r"\brank (\d+) iteration (starts|ends) at timestamp (" + NUMBER + r")%")
+ALPA_PRINTED_RE = linear(r"\bmethod: (\S+)\s+value: (\{.*?\})\s+time_stamp: (" + NUMBER + ")")
 # NumPy >= 2 writes a scalar as np.float64(152.5) where 1.x wrote 152.5 (Alpa's value dict holds
 # np.mean's result): the number inside is kept
-NUMPY_SCALAR_RE = re.compile(r"\b(?:np|numpy)\.(?:float|int|uint)\d*\((" + NUMBER + r"|nan|inf)\)")
+NUMPY_SCALAR_RE = linear(r"\b(?:np|numpy)\.(?:float|int|uint)\d*\((" + NUMBER + r"|nan|inf)\)")
 
 # Where one run of a setup starts (or ends) in a file that holds several (a requeued Slurm job, a
 # retry after a crash, a 4-GPU then an 8-GPU run), from the code that prints the line:
@@ -84,7 +92,7 @@ NUMPY_SCALAR_RE = re.compile(r"\b(?:np|numpy)\.(?:float|int|uint)\d*\((" + NUMBE
 # b31e129 megatron/arguments.py:_print_args; microsoft/Megatron-DeepSpeed 87476ced
 # megatron/arguments.py:252; argonne-lcf/Megatron-DeepSpeed e4bac701 megatron/arguments.py:457;
 # OpenSQZ/MegatronApp 1bed2a72 Megatron/megatron/arguments.py:406,417)
-MEGATRON_START_RE = re.compile(r"^(?:[ \t]{0,8}\d{1,5}: )?-{24} arguments -{24}[ \t]*$", re.M)  # srun -l label or not
+MEGATRON_START_RE = linear(r"(?m)^(?:[ \t]{0,8}\d{1,5}: )?-{24} arguments -{24}[ \t]*$")  # srun -l label or not
 # The lines each launch prints before that header (a run killed before its arguments block has
 # only these): Megatron's parse_args() "using world size: N, ..." just before _print_args (87476ce
 # megatron/arguments.py, docs/results/h200x4-run8/mds-run2/native.out:117); DeepSpeed's runner
@@ -92,14 +100,13 @@ MEGATRON_START_RE = re.compile(r"^(?:[ \t]{0,8}\d{1,5}: )?-{24} arguments -{24}[
 # launcher/runner.py:453, launcher/launch.py:103, as that record's lines 25 and 35 show); a
 # job script's set -x trace of the srun that starts the program (woojinsoh/Megatron-DeepSpeed-Slurm
 # 1b53975 megatron_ds_snmg.slurm: srun -l ... bash -c 'deepspeed ...')
-MEGATRON_LAUNCH_RE = re.compile(
-    r"^(?:[ \t]{0,8}\d{1,5}: )?(?:using world size: \d{1,6}, "
-    r"|\+{1,3} srun [^\n]{0,4000}?\b(?:deepspeed|torchrun|python3?|torch\.distributed\.(?:run|launch))\b"
-    r"|\[[^\]\n]{1,40}\] \[INFO\] \[(?:runner\.py:\d{1,5}:main\] cmd = |launch\.py:\d{1,5}:main\] WORLD INFO DICT:))",
-    re.M)
+MEGATRON_LAUNCH_RE = linear(
+    r"(?m)^(?:[ \t]{0,8}\d{1,5}: )?(?:using world size: \d{1,6}, "
+    r"|\+{1,3} srun [^\n]*?\b(?:deepspeed|torchrun|python3?|torch\.distributed\.(?:run|launch))\b"
+    r"|\[[^\]\n]{1,40}\] \[INFO\] \[(?:runner\.py:\d{1,5}:main\] cmd = |launch\.py:\d{1,5}:main\] WORLD INFO DICT:))")
 # metaseq main()'s logger.info(cfg), once per launch, after the first nvidia-smi line
 # (facebookresearch/metaseq 5ca6005 metaseq/cli/train.py:85; the format of train.py's basicConfig)
-METASEQ_START_RE = re.compile(r"^.*\| metaseq\.cli\.train \| \{.*'common': \{.*$", re.M)
+METASEQ_START_RE = linear(r"(?m)^.*\| metaseq\.cli\.train \| \{.*'common': \{.*$")
 # Alpa's run_cmd echo of each case's launch (alpa-projects/alpa e0ae8bf benchmark/util.py:50-52,
 # called by osdi22_artifact/megatron/benchmark_gpt.py:43,50). print() is block-buffered when
 # stdout is a file (no PYTHONUNBUFFERED): the echo then lands after the child's output, at the
@@ -107,19 +114,69 @@ METASEQ_START_RE = re.compile(r"^.*\| metaseq\.cli\.train \| \{.*'common': \{.*$
 # starts with one (unbuffered), else they end them.
 # alpa-megatron-h100's patch launch-to-run makes the echo "python3 -m torch.distributed.run ..."
 # (envbuild/recipes/data/alpa-megatron-h100.yaml; docs/results/h100x4-run9/alpa-run1/native.out:1)
-ALPA_START_RE = re.compile(r"^(?:python3? -m torch\.distributed\.(?:launch|run)|torchrun) [^\n]{0,4000}?"
-                           r"\bbenchmark_gpt_one_case\.py [^\n]{0,8000}$", re.M)
+ALPA_START_RE = linear(r"(?m)^(?:python3? -m torch\.distributed\.(?:launch|run)|torchrun) [^\n]*?"
+                       r"\bbenchmark_gpt_one_case\.py [^\n]*$")
 # an envbuild.smoke/1 record is the last line its run prints (envbuild/smoke/gpt.py, collective.py)
-SMOKE_RECORD_RE = re.compile(r'^\s*\{.*"schema":\s*"envbuild\.smoke/1".*\}\s*$', re.M)
+SMOKE_RECORD_RE = linear(r'(?m)^\s*\{.*"schema":\s*"envbuild\.smoke/1".*\}\s*$')
+# Megatron's tokenizer prints the padded vocabulary (megatron/tokenizer/tokenizer.py _vocab_size_with_padding)
+PADDED_VOCAB_RE = linear(r"padded vocab \(size: \d+\) with \d+ dummy tokens \(new size: (\d+)\)")
 
 
+_READ: ContextVar[dict | None] = ContextVar("envbuild_smoke_read", default=None)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@contextmanager
+def reading() -> Iterator[None]:
+    """Within it, a text's labels, runs, iteration lines and arguments are read once: the judge
+    asks one log the same questions through its measure, its completion and its GPU count."""
+    if _READ.get() is not None:
+        yield
+        return
+    token = _READ.set({})
+    try:
+        yield
+    finally:
+        _READ.reset(token)
+
+
+def _once(fn: F) -> F:
+    """``fn`` of the same arguments read once within ``reading()`` (what it gives is not changed
+    by its callers: they read it)."""
+    @wraps(fn)
+    def once(*args: Any) -> Any:
+        memo = _READ.get()
+        if memo is None:
+            return fn(*args)
+        key = (fn, *args)
+        if key not in memo:
+            memo[key] = fn(*args)
+        return memo[key]
+    return once  # type: ignore[return-value]
+
+
+def label_end(line: str) -> int:
+    """Where the ``srun -l`` / ``--label`` task label (``0: ``; whitespace, digits, a colon and a
+    space) that starts ``line`` ends; 0 where none does."""
+    i, n = 0, len(line)
+    while i < n and line[i].isspace():
+        i += 1
+    j = i
+    while j < n and line[j].isdecimal():
+        j += 1
+    return j + 2 if j > i and line.startswith(": ", j) else 0
+
+
+@_once
 def strip_task_labels(text: str) -> str:
     """Remove ``srun -l`` task labels (``0: ``) when they start most non-empty lines."""
-    lines = text.splitlines()
-    labelled = sum(1 for line in lines if TASK_LABEL_RE.match(line))
-    if not labelled or labelled * 2 < sum(1 for line in lines if line.strip()):
+    labelled = nonempty = 0
+    for line in lines(text):
+        labelled += label_end(line) > 0
+        nonempty += not line.isspace() and line != ""
+    if not labelled or labelled * 2 < nonempty:
         return text
-    return "\n".join(TASK_LABEL_RE.sub("", line, count=1) for line in lines)
+    return "\n".join(line[label_end(line):] for line in lines(text))
 
 
 def split_runs(parser: str, text: str) -> list[str]:
@@ -165,7 +222,7 @@ def _megatron_starts(text: str) -> list[int]:
     return starts
 
 
-def _split_after(rx: re.Pattern, text: str) -> list[str]:
+def _split_after(rx: Any, text: str) -> list[str]:
     """Runs ended by a line ``rx`` matches. Text after the last one stays with the last run: a
     launcher may append the program's stderr after its stdout (launch/submit.py), and a later
     run that printed no end line cannot be told from it (its errors still count)."""
@@ -174,6 +231,7 @@ def _split_after(rx: re.Pattern, text: str) -> list[str]:
     return [text[a:b] for a, b in zip(bounds, bounds[1:])]
 
 
+@_once
 def last_run(parser: str, text: str) -> tuple[str, int]:
     """(the last run's text, its ``srun -l`` labels removed; how many runs the file holds):
     ``split_runs`` of the text, labels removed from the file as a whole and again from the last
@@ -200,26 +258,65 @@ def _num(text: str) -> float | None:
         return None
 
 
+def _number(text: str) -> bool:
+    """Whether ``text`` is all of a ``NUMBER``: a sign, a digit, digits and dots, an exponent."""
+    body = text[1:] if text.startswith(("-", "+")) else text
+    if not body[:1].isdecimal():
+        return False
+    cut = min((i for i in (body.find("e"), body.find("E")) if i >= 0), default=len(body))
+    mantissa, exponent = body[:cut], body[cut + 1:]
+    if not mantissa.replace(".", "").isdecimal():
+        return False
+    if cut == len(body):
+        return True
+    return (exponent[1:] if exponent.startswith(("-", "+")) else exponent).isdecimal()
+
+
+def field(text: str) -> tuple[str, float] | None:
+    """A ``key: value`` field of a Megatron iteration line: (key, value) where ``text`` is
+    whitespace, a key (a letter, then letters, digits, spaces and ``_()/-``), whitespace, ``:``,
+    whitespace, a number (``NUMBER``), ``nan`` or ``inf``, whitespace; None otherwise.
+
+    >>> field(" elapsed time per iteration (ms): 812.3 "), field(" a  b :"), field(" x: 1.2.3 ")
+    (('elapsed time per iteration (ms)', 812.3), None, None)
+    """
+    key, colon, value = text.partition(":")  # the key holds no colon: the first one ends it
+    key, value = key.strip(), value.strip()
+    if not colon or not key or key[0] not in _LETTERS or not _KEY.issuperset(key):
+        return None
+    if value not in ("nan", "inf") and not _number(value):
+        return None
+    try:
+        return key, float(value)
+    except ValueError:  # digits and dots that are no number ("1.2.3")
+        return None
+
+
+_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+_KEY = _LETTERS | frozenset("0123456789 _()/-")
+
+
+@_once
 def iteration_lines(text: str) -> list[dict[str, Any]]:
     """Every Megatron ``iteration N/ M | key: value | ...`` line as a dict of numbers."""
     rows = []
-    for line in text.splitlines():
+    for line in lines(text):
         m = ITER_RE.search(line)
         if not m:
             continue
         row: dict[str, Any] = {"iteration": int(m.group(1)), "train_iters": int(m.group(2))}
-        for field in m.group(3).split("|"):
-            fm = FIELD_RE.match(field)
-            if fm:
-                row[fm.group(1).strip()] = float(fm.group(2))
+        for part in m.group(3).split("|"):
+            if (got := field(part)) is not None:
+                row[sys.intern(got[0])] = got[1]  # one copy of each key, however many rows
         rows.append(row)
     return rows
 
 
+@_once
 def megatron_arguments(text: str) -> dict[str, str]:
     """The ``  name ........ value`` block Megatron prints at start-up (first value wins)."""
     args: dict[str, str] = {}
-    for line in text.splitlines():
+    for line in lines(text):
         m = ARG_RE.search(line)
         if m and m.group(1) not in args:
             args[m.group(1)] = m.group(2)
@@ -295,7 +392,7 @@ def parse_megatron_pretrain(text: str, *, warmup: int = 1, layers: int | None = 
 
 
 def _padded_vocab(text: str) -> int | None:
-    m = re.search(r"padded vocab \(size: \d+\) with \d+ dummy tokens \(new size: (\d+)\)", text)
+    m = PADDED_VOCAB_RE.search(text)
     return int(m.group(1)) if m else None
 
 
@@ -363,7 +460,7 @@ def parse_alpa_benchmark(text: str) -> dict[str, Any]:
     import ast
 
     found: list[tuple[str, dict]] = []
-    for line in text.splitlines():
+    for line in lines(text):
         m = ALPA_PRINTED_RE.search(line)
         raw = (m.group(1), m.group(2)) if m else None
         if raw is None:
@@ -373,7 +470,7 @@ def parse_alpa_benchmark(text: str) -> dict[str, Any]:
         if raw is None:
             continue
         try:
-            value = ast.literal_eval(NUMPY_SCALAR_RE.sub(r"\1", raw[1]))
+            value = ast.literal_eval(NUMPY_SCALAR_RE.sub(lambda m: m.group(1), raw[1]))
         except (ValueError, SyntaxError):
             continue
         if isinstance(value, dict):
@@ -398,7 +495,7 @@ def parse_alpa_benchmark(text: str) -> dict[str, Any]:
 def parse_opt_baselines(text: str, *, warmup: int = 1) -> dict[str, Any]:
     """metaseq ``train_inner`` JSON lines -> mean words/s (``wps``), updates/s, words/batch."""
     inner, summary = [], None
-    for line in text.splitlines():
+    for line in lines(text):
         m = METASEQ_RE.search(line)
         if not m:
             continue

@@ -18,9 +18,14 @@ from envbuild.plan.smoke import FROM_SMOKE
 from envbuild.recipes.schema import Benchmark
 from envbuild.smoke import SMOKE_SCRIPTS, read_result
 from envbuild.smoke.judge import Evidence, judge, measure, with_floor_verdicts
+from envbuild.smoke.logread import LogTooLarge, read_log
+from envbuild.smoke.native import reading
 
 
 def _read(folder: Path, name: str) -> tuple[int, str, str] | None:
+    """(exit status, stdout, stderr) of one run's fetched files, read as the judge reads a log
+    (``envbuild.smoke.logread``: streamed, lines cut, the text held bounded); an output larger
+    than the bound raises ``LogTooLarge``."""
     out, err, rc = (folder / f"{name}.{ext}" for ext in ("out", "err", "rc"))
     if not out.exists() and not rc.exists():
         return None
@@ -28,8 +33,8 @@ def _read(folder: Path, name: str) -> tuple[int, str, str] | None:
         code = int(rc.read_text().strip())
     except (OSError, ValueError):
         code = -1
-    text = out.read_text(errors="replace") if out.exists() else ""
-    return code, text, err.read_text(errors="replace") if err.exists() else ""
+    text = read_log(out, what=f"{name} output").text if out.exists() else ""
+    return code, text, read_log(err, what=f"{name} output").text if err.exists() else ""
 
 
 def section_head(benchmark: Benchmark) -> dict[str, Any]:
@@ -41,9 +46,11 @@ def judged_section(recipe: str, benchmark: Benchmark, text: str, *, source: str,
                    job_state: str | None = None, gpu: str | None = None, gpus: int | None = None,
                    record: str | None = None) -> dict[str, Any]:
     """A native section that ran: its metrics and the judge's verdict (``envbuild.smoke.judge``)."""
-    verdict = judge(Evidence(recipe=recipe, benchmark=benchmark, text=text, rc=rc, job_state=job_state,
-                             gpu=gpu, gpus=gpus, record=record))
-    return {**section_head(benchmark), "ran": True, "source": source, "rc": rc, "metrics": measure(benchmark, text),
+    with reading():
+        verdict = judge(Evidence(recipe=recipe, benchmark=benchmark, text=text, rc=rc, job_state=job_state,
+                                 gpu=gpu, gpus=gpus, record=record))
+        metrics = measure(benchmark, text)
+    return {**section_head(benchmark), "ran": True, "source": source, "rc": rc, "metrics": metrics,
             "verdict": verdict.to_dict()}
 
 
@@ -73,12 +80,24 @@ def collect_node(folder: Path, names: list[str], recipe: str, benchmark: Benchma
     """The node's smoke.json from ``folder`` (the fetched ``<name>.out/.err/.rc`` files of the
     runs ``names``); ``skip`` is why the native benchmark did not run, if it did not; ``gpu`` and
     ``gpus``: the node's GPU model and count (its facts), which the verdict is judged for."""
-    outputs = {n: got for n in names if (got := _read(folder, n)) is not None}
-    results: dict[str, Any] = {}
+    outputs: dict[str, tuple[int, str, str]] = {}
+    unread: dict[str, str] = {}  # a run whose output the judge does not hold whole: why
+    for n in names:
+        try:
+            if (got := _read(folder, n)) is not None:
+                outputs[n] = got
+        except LogTooLarge as exc:
+            unread[n] = exc.message
+    results: dict[str, Any] = {name: {"ok": False, "error": f"not read: {why}"} for name, why in unread.items()
+                               if name in SMOKE_SCRIPTS}
     for name, (rc, out, err) in outputs.items():
         if name in SMOKE_SCRIPTS:
             results[name] = with_floor_verdicts(read_result(name, rc, out, err))
-    native = native_section(recipe, benchmark, outputs, skip, gpu=gpu, gpus=gpus)
+    if benchmark is not None and benchmark.parser and (why := unread.get("gpt" if benchmark.parser == FROM_SMOKE
+                                                                          else "native")):
+        native: dict | None = {**section_head(benchmark), "ran": True, "error": f"the output was not judged: {why}"}
+    else:
+        native = native_section(recipe, benchmark, outputs, skip, gpu=gpu, gpus=gpus)
     if native is not None and (results or native.get("ran")):
         results["native"] = native
     return results

@@ -1,8 +1,9 @@
 """The parse flow (``envbuild parse``): a benchmark's output file judged for a recipe and a GPU.
 
 ``parse_log(ParseRequest(recipe, log, gpu=..., gpus=..., warmup=...)) -> ParseOutcome``: reads
-the file, judges it (``envbuild.smoke.judge``) and returns the verdict with the metrics the
-parser found. The CLI parses its arguments, calls this, prints the outcome.
+the file (``envbuild.smoke.logread``: streamed, lines cut, the text held bounded), judges it
+(``envbuild.smoke.judge``) and returns the verdict with the metrics the parser found. The CLI
+parses its arguments, calls this, prints the outcome.
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from envbuild.errors import NOT_JUDGED, InputError
-from envbuild.fsio import sha256_bytes
 from envbuild.recipes.schema import Recipe
 from envbuild.smoke import readers
 from envbuild.smoke.judge import FAIL, NOTHING_FOUND, PASS, Evidence, Verdict, judge, measure
+from envbuild.smoke.logread import read_log
+from envbuild.smoke.native import reading
 
 # envbuild parse's exit status for each verdict (errors.py: 5 NOT JUDGED)
 EXIT = {PASS: 0, FAIL: 1, NOTHING_FOUND: 2, "NOT JUDGED": NOT_JUDGED}
@@ -69,16 +71,12 @@ def parse_log(req: ParseRequest) -> ParseOutcome:
     if bench is None:
         raise InputError(f"recipe {req.recipe.name} has no benchmark to parse",
                          hint="envbuild show RECIPE lists its benchmark")
-    try:
-        raw = req.log.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read {req.log}: {exc.strerror or exc}",
-                         hint="give the benchmark's output file") from None
-    text = raw.decode("utf-8", errors="replace")
-    verdict = judge(Evidence(recipe=req.recipe.name, benchmark=bench, text=text, gpu=req.gpu, gpus=req.gpus,
-                             override=True, warmup=req.warmup, record=str(req.log), sha256=sha256_bytes(raw)))
-    metrics = measure(bench, text, req.warmup)
-    explained = readers.reader(bench).explain(text) if req.explain else None
+    log = read_log(req.log)  # streamed: lines cut, the text held bounded (envbuild.smoke.logread)
+    with reading():
+        verdict = judge(Evidence(recipe=req.recipe.name, benchmark=bench, text=log.text, gpu=req.gpu, gpus=req.gpus,
+                                 override=True, warmup=req.warmup, record=str(req.log), sha256=log.sha256))
+        metrics = measure(bench, log.text, req.warmup)
+        explained = readers.reader(bench).explain(log.text) if req.explain else None
     numbers = {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     return ParseOutcome(recipe=req.recipe.name, parser=bench.parser, logfile=str(req.log),
                         threshold=bench.threshold, threshold_gpu=bench.threshold_gpu,

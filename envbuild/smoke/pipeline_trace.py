@@ -17,13 +17,14 @@ what the seed's visualize_trace.py draws, and what ``envbuild.report.pipeline_sv
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
-EVENT_RE = re.compile(r"(\d+), (\d+), (forward|backward) (start|finished), ([\d.]+)%")
-MARK_RE = re.compile(r"rank (\d+) iteration (starts|ends) at timestamp ([\d.]+)%")
-ARG_RE = re.compile(r"^\s+(num_layers|pipeline_model_parallel_size|num_layers_per_virtual_pipeline_stage)"
-                    r" \.+ (\S+)", re.M)
+from envbuild.recipes.linear import linear
+
+EVENT_RE = linear(r"(\d+), (\d+), (forward|backward) (start|finished), ([\d.]+)%")
+MARK_RE = linear(r"rank (\d+) iteration (starts|ends) at timestamp ([\d.]+)%")
+ARG_RE = linear(r"(?m)^\s+(num_layers|pipeline_model_parallel_size|num_layers_per_virtual_pipeline_stage)"
+                r" \.+ (\S+)")
 SOURCE = ("OpenSQZ/MegatronApp 1bed2a72 Megatron/megatron/core/pipeline_parallel/schedules.py:516-522 "
           "(get_model_chunk_id), :896,910,959,974 (the slot records); Megatron/megatron/training.py:770,793")
 

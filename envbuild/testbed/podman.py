@@ -70,10 +70,13 @@ class Podman:
             env += ["--engine-env", f"{name}={self.env[name]}"]
         return ["--engine-arg=--isolation=chroot", *ca, *env]
 
-    def import_rootfs(self, rootfs: Path, tag: str, changes: list[str] = (), timeout: float = 900) -> None:
+    def import_rootfs(self, rootfs: Path, tag: str, changes: list[str] = (), timeout: float = 900,
+                      exclude: tuple[str, ...] = ()) -> None:
         """Import the folder ``rootfs`` as image ``tag``; ``changes``: Dockerfile instructions
-        for its config (``podman import --change``: LABEL, ENV...)."""
-        tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
+        for its config (``podman import --change``: LABEL, ENV...); ``exclude``: folders of it
+        left out (``./usr/share/doc``: a smaller image)."""
+        tar = subprocess.Popen(["tar", "-C", str(rootfs), *(f"--exclude={e}" for e in exclude), "-c", "."],
+                               stdout=subprocess.PIPE)
         opts = [arg for change in changes for arg in ("--change", change)]
         try:
             self("import", *opts, "-", tag, stdin=tar.stdout, timeout=timeout)
