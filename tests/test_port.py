@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -113,6 +114,10 @@ MEGATRONAPP = {
     "setup.py": "from setuptools import setup\nargs = [\"-D_GLIBCXX_USE_CXX11_ABI=0\", \"-O3\"]\n",
     "Megatron/pretrain_gpt.py": "import torch\n",
     "Megatron/examples/pretrain_gpt.sh": "torchrun pretrain_gpt.py\n",  # not what the setup starts
+    # the image's Transformer Engine, imported at module level (the node has none: a stand-in)
+    "Megatron/megatron/core/transformer/custom_layers/transformer_engine.py":
+        "import torch\nimport transformer_engine as te\n\nclass TELinear(te.pytorch.Linear):\n    pass\n",
+    "Megatron/megatron/initialize.py": "def f():\n    import transformer_engine\n",  # inside a function: left
 }
 METASEQ = {
     "metaseq/data/data_utils.py": "try:\n    from collections.abc import Iterable\nexcept ImportError:\n"
@@ -124,15 +129,26 @@ METASEQ = {
                                        "        v = MetaseqConfig.__dataclass_fields__[k].default\n",
     "metaseq/launcher/opt_baselines.py": "import os\n",
     "metaseq/cli/train.py": "import torch\n",
+    # the pinned commit imports Megatron fairseq_v3 (in no mirror here)
+    "metaseq/model_parallel/megatron_trainer.py":
+        "try:\n    from megatron.mpu import get_cuda_rng_tracker\nexcept ImportError:\n    pass\n",
 }
+# later commits of metaseq's main: one still imports megatron, the next carries what it used
+METASEQ_LATER = [
+    {"metaseq/cli/train.py": "import torch\nimport os\n"},
+    {"metaseq/model_parallel/megatron_trainer.py": "from metaseq.modules.megatron.mpu import get_cuda_rng_tracker\n",
+     "metaseq/modules/megatron/mpu/__init__.py": "def get_cuda_rng_tracker():\n    pass\n",
+     "setup.py": "extensions = [CUDAExtension(name='amp_C', sources=['metaseq/modules/apex/amp_C.cpp'])]\n",
+     "tests/test_megatron.py": "from megatron import mpu\n"},  # not the setup's code (tests/)
+]
 
 # recipe -> {source: (slug, files)}, and the fix rows the trees hold: (row, component, file)
 UNDECIDED = {
     "alpa-megatron": set(),
-    "polaris-megatron-deepspeed": {"packages[3].version", "benchmark.command"},  # wandb of the conda module; PBS/Slurm
-    "megatron-deepspeed-slurm": {"benchmark.command", "data[0]", "data[1]", "data[2]"},  # sbatch; downloads
-    "megatronapp": {"sources[0].build", "packages[2].version"},  # the NGC image's rdma-core; its Transformer Engine
-    "opt-175b-azure": {"sources[1]"},  # ngoyal2707/Megatron-LM fa6c0860 is in no mirror
+    "polaris-megatron-deepspeed": {"benchmark.command"},  # ALCF's scripts: PBS (or Slurm) and a Polaris host
+    "megatron-deepspeed-slurm": set(),  # sbatch: the run layout's deepspeed program on the node
+    "megatronapp": {"sources[0].build"},  # the NGC image's rdma-core
+    "opt-175b-azure": set(),  # Megatron fa6c0860 in no mirror: metaseq moved past it
 }
 SETUPS = {
     "alpa-megatron": ({"megatron": ("zhisbug/Megatron-LM", MEGATRON_B31E129), "alpa": ("alpa-projects/alpa", ALPA)}, {
@@ -153,8 +169,12 @@ SETUPS = {
         ("numpy-bufsize", "deepspeed", "deepspeed/autotuning/scheduler.py")}),
     "megatronapp": ({"megatronapp": ("OpenSQZ/MegatronApp", MEGATRONAPP)}, {
         ("torchrun-of-the-env", "megatronapp", "examples/megatron4.0/pretrain_gpt_distributed_small.sh"),
-        ("join-threads-releases-gil", "megatronapp", "shm_tensor_new_rdma.cpp")}),
-    "opt-175b-azure": ({"metaseq": ("facebookresearch/metaseq", METASEQ),
+        ("join-threads-releases-gil", "megatronapp", "shm_tensor_new_rdma.cpp"),
+        ("transformer-engine-stand-in", "megatronapp",
+         "Megatron/megatron/core/transformer/custom_layers/transformer_engine.py")}),
+    "opt-175b-azure": ({"metaseq": ("facebookresearch/metaseq", [METASEQ, *METASEQ_LATER]),
+                        # mirrored, but without the pinned fairseq_v3 commit (as the real snapshot)
+                        "megatron": ("ngoyal2707/Megatron-LM", {"megatron/__init__.py": "# master of 2019\n"}),
                         "fairscale": ("facebookresearch/fairscale", {"fairscale/__init__.py": "__version__ = '0.4.13'\n"})}, {
         ("collections-abc-import", "metaseq", "metaseq/data/data_utils.py"),
         ("dataclass-default-factory", "metaseq", "metaseq/dataclass/configs.py"),
@@ -169,8 +189,10 @@ def mirror(tmp_path_factory) -> tuple[Path, dict[str, dict[str, str]]]:
     root.mkdir()
     _repo(root, "microsoft/DeepSpeed", DEEPSPEED)
     pins: dict[str, dict[str, str]] = {}
-    for recipe, (sources, _) in SETUPS.items():
-        pins[recipe] = {name: _repo(root, slug, [(files, None)])[0] for name, (slug, files) in sources.items()}
+    for recipe, (sources, _) in SETUPS.items():  # a list of trees: later commits of the same branch
+        pins[recipe] = {name: _repo(root, slug, [(f, None) for f in (files if isinstance(files, list) else [files])])[0]
+                        for name, (slug, files) in sources.items()}
+    del pins["opt-175b-azure"]["megatron"]  # the recipe's fa6c0860 stays pinned: a commit the mirror lacks
     return root, pins
 
 
@@ -272,21 +294,99 @@ def test_port_reads_a_package_at_its_release_tag(mirror, tmp_path) -> None:
 
 
 def test_port_leaves_scheduler_launches_undecided(mirror, tmp_path) -> None:
+    """A launch through a scheduler the node lacks, whose run layout names no program (ALCF's
+    train-gpt3.sh under PBS, with mpiexec inside): undecided, with the line that shows it."""
     _, polaris, _ = _port("polaris-megatron-deepspeed", mirror, tmp_path, "--git-mirror", str(mirror[0]))
     assert polaris["launcher"] == "local"
     why = next(u["why"] for u in polaris["undecided"] if u["field"] == "benchmark.command")
-    assert "ALCF/launch.sh:2" in why and "SLURM_JOB" in why
-    _, slurm, _ = _port("megatron-deepspeed-slurm", mirror, tmp_path, "--git-mirror", str(mirror[0]))
-    fields = {u["field"] for u in slurm["undecided"]}
-    assert {"benchmark.command", "data[0]", "data[1]", "data[2]"} <= fields
+    assert "ALCF/launch.sh:2" in why and "SLURM_JOB" in why and "run.default: once" in why
     _, mapp, _ = _port("megatronapp", mirror, tmp_path, "--git-mirror", str(mirror[0]))
     assert "two-pods" not in mapp.get("run", {}) and any(d["id"] == "pods-layouts" for d in mapp["deviations"])
 
 
-def test_port_leaves_unstated_image_packages_undecided(mirror, tmp_path) -> None:
+def test_port_runs_the_published_program_without_its_scheduler(mirror, tmp_path) -> None:
+    """sbatch on a node without Slurm: the run layout's deepspeed program and arguments on the
+    node, with the published GPUs per node and its files written first; the multi-node
+    variant (2 nodes at least) goes; the downloads stay as published."""
+    res, slurm, out = _port("megatron-deepspeed-slurm", mirror, tmp_path, "--git-mirror", str(mirror[0]))
+    published = load_recipe("megatron-deepspeed-slurm")
+    layout = published.run["default"]
+    command = slurm["benchmark"]["command"]
+    start = next(line for line in command.splitlines() if line.startswith("deepspeed "))
+    assert start.startswith(f"deepspeed --num_gpus {published.benchmark.needs_gpus} ./pretrain_gpt.py ")
+    assert start.split()[4:] == [w.replace("{cwd}", ".").replace("{job_dir}", ".envbuild-job") for w in layout.argv][1:]
+    assert layout.files["ds_config.json"].rstrip("\n") in command
+    assert "sbatch" not in command and "variants" not in slurm["benchmark"] and "multi-node" not in slurm["run"]
+    dev = next(d for d in slurm["deviations"] if d["id"] == "benchmark-on-the-node")
+    assert "sbatch" in dev["problem"] and "multi-node" in dev["instead"]
+    assert [d["url"] for d in slurm["data"]] == [d.url for d in published.data]
+    assert not slurm.get("undecided") and any("data kept as published" in n for n in res["notes"])
+    assert _check(out) == (0, set())
+
+
+def test_port_moves_past_a_source_no_mirror_holds(mirror, tmp_path) -> None:
+    """Megatron fa6c0860 is in no mirror; metaseq imports it at its pin, and the first later
+    commit of its main whose code imports no megatron carries what it used: metaseq goes there
+    (its pin kept as a required ancestor) and Megatron goes. A tests-only import does not count."""
+    _, variant, out = _port("opt-175b-azure", mirror, tmp_path, "--git-mirror", str(mirror[0]))
+    root, pins = mirror
+    repo = root / "facebookresearch+metaseq" / "repo"
+    later = subprocess.run(["git", "rev-list", "--reverse", "main"], cwd=repo, capture_output=True, text=True,
+                           check=True).stdout.split()
+    metaseq = next(s for s in variant["sources"] if s["name"] == "metaseq")
+    assert later[0] == pins["opt-175b-azure"]["metaseq"] and metaseq["sha"] == later[2]  # not later[1]: it still imports it
+    assert pins["opt-175b-azure"]["metaseq"] in metaseq["requires_ancestors"]
+    assert not any(s["name"] == "megatron" for s in variant["sources"]) and "megatron" not in variant["import_check"]
+    dev = next(d for d in variant["deviations"] if d["id"] == "metaseq-past-megatron")
+    assert "fa6c0860b62e is not in the mirror" in dev["problem"]
+    assert not variant.get("undecided") and _check(out) == (0, set())
+    assert any(s["install"] == "apex" for s in variant["sources"])  # Apex is not in this mirror: not compared
+
+
+def test_port_leaves_out_a_source_whose_modules_the_moved_tree_builds(mirror, tmp_path) -> None:
+    """With Apex in the mirror too: metaseq's later commit builds amp_C itself (its setup.py),
+    as Apex does, so Apex goes; its modules no other source builds leave import_check."""
+    root, pins = mirror
+    both = tmp_path / "mirror"
+    shutil.copytree(root, both)
+    (apex,) = _repo(both, "NVIDIA/apex", [({"setup.py": "ext = [CUDAExtension(name='amp_C', sources=[]),\n"
+                                                         "       CUDAExtension(name='xentropy_cuda', sources=[])]\n"}, None)])
+    src = _published("opt-175b-azure", {**pins["opt-175b-azure"], "apex": apex}, tmp_path)
+    out = tmp_path / "v.yaml"
+    proc = envbuild("port", str(src), "--target", "h100-venv", "--git-mirror", str(both), "-o", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    res, variant = json.loads(proc.stdout), yaml.safe_load(out.read_text())
+    assert not any(s["install"] == "apex" for s in variant["sources"])
+    assert not any(q["component"] == "apex" for q in variant.get("patches", []))  # apex-cuda-check went with it
+    assert "amp_C" in variant["import_check"] and "xentropy_cuda" not in variant["import_check"]
+    assert any("apex left out: metaseq" in n and "amp_C" in n for n in res["notes"])
+    dev = next(d for d in variant["deviations"] if d["id"] == "metaseq-past-megatron")
+    assert "apex" in dev["instead"] and "builds the same compiled modules" in dev["instead"]
+    assert _check(out) == (0, set())
+
+
+def test_port_leaves_out_what_only_a_cuda_build_would_replace(mirror, tmp_path) -> None:
+    """The NGC image's Transformer Engine (no version stated, none on the node, only a CUDA
+    source build on PyPI: packages.yaml): left out, out of import_check, and its module-level
+    import in the setup's code guarded by the fix row that names it absent."""
+    _, mapp, _ = _port("megatronapp", mirror, tmp_path, "--git-mirror", str(mirror[0]))
+    assert not any(p["name"] == "transformer-engine" for p in mapp["packages"])
+    assert "transformer_engine" not in mapp["import_check"]
+    assert any(d["id"] == "transformer-engine-not-installed" for d in mapp["deviations"])
+    stand_in = next(q for q in mapp["patches"] if q["id"].startswith("transformer-engine-stand-in"))
+    assert stand_in["file"].endswith("custom_layers/transformer_engine.py")
+    assert not any(q["file"] == "Megatron/megatron/initialize.py" for q in mapp["patches"])
+
+
+def test_port_pins_what_the_image_carried_or_leaves_it_to_the_lock(mirror, tmp_path) -> None:
+    """wandb came with ALCF's conda module, installed there unpinned: the node lacks it, so it
+    stays unpinned ('*') for the lock to resolve on the new stack, as any unpinned requirement."""
     _, polaris, _ = _port("polaris-megatron-deepspeed", mirror, tmp_path, "--git-mirror", str(mirror[0]))
-    i = next(i for i, p in enumerate(polaris["packages"]) if p["name"] == "wandb")
-    assert any(u["field"] == f"packages[{i}].version" for u in polaris["undecided"])
+    wandb = next(p for p in polaris["packages"] if p["name"] == "wandb")
+    assert wandb["version"] == "*" and not wandb.get("preinstalled") and "the lock pins" in wandb["why"]
+    assert not any(u["field"].startswith("packages") for u in polaris["undecided"])
+    dev = next(d for d in polaris["deviations"] if d["id"] == "packages-not-on-node")
+    assert "unpinned where none is (wandb)" in dev["instead"]
     mpi = next(p for p in polaris["packages"] if p["name"] == "mpi4py")  # the node has it
     assert (mpi["version"], mpi["preinstalled"]) == ("4.1.2", True)
 
@@ -303,9 +403,23 @@ def test_port_without_a_mirror_lists_the_rows_it_could_not_check(mirror, tmp_pat
 
 
 def test_port_of_a_source_missing_from_the_mirror_is_undecided(mirror, tmp_path) -> None:
-    res, variant, _ = _port("opt-175b-azure", mirror, tmp_path, "--git-mirror", str(mirror[0]))
-    assert "megatron" in res["unread"]  # ngoyal2707/Megatron-LM is not in this mirror
-    assert any(u["field"] == "sources[1]" and "no mirror of" in u["why"] for u in variant["undecided"])
+    """Without a later commit to move to (the variant's metaseq pinned at its branch head), the
+    commit the mirror lacks stays undecided; so does a repository not mirrored at all (no
+    move: the mirror is to be given), whatever later commits metaseq has."""
+    root, pins = mirror
+    head = subprocess.run(["git", "rev-parse", "main"], cwd=root / "facebookresearch+metaseq" / "repo",
+                          capture_output=True, text=True, check=True).stdout.strip()
+    bare = tmp_path / "without"
+    shutil.copytree(root, bare)
+    shutil.rmtree(bare / "ngoyal2707+Megatron-LM")
+    for where, metaseq, why in ((root, head, "is not in the mirror"), (bare, pins["opt-175b-azure"]["metaseq"], "no mirror of")):
+        src = _published("opt-175b-azure", {**pins["opt-175b-azure"], "metaseq": metaseq}, tmp_path)
+        out = tmp_path / "v.yaml"
+        proc = envbuild("port", str(src), "--target", "h100-venv", "--git-mirror", str(where), "-o", str(out), "--json")
+        assert proc.returncode == 0, proc.stderr
+        res, variant = json.loads(proc.stdout), yaml.safe_load(out.read_text())
+        assert "megatron" in res["unread"] and not any(d["id"] == "metaseq-past-megatron" for d in variant["deviations"])
+        assert any(u["field"] == "sources[1]" and why in u["why"] for u in variant["undecided"]), variant["undecided"]
 
 
 def test_port_picks_the_closest_build_for_the_arch() -> None:
@@ -350,3 +464,13 @@ def test_port_to_a_nodes_facts_reads_its_torch_and_its_gpu_count(mirror, tmp_pat
     assert any(p["name"] == "pybind11" and p["version"] == "3.1.0" and p["preinstalled"] for p in variant["packages"])
     gpus = next(u["why"] for u in variant["undecided"] if u["field"] == "benchmark.needs_gpus")
     assert gpus.startswith("check row too-few-gpus")
+
+
+def test_module_examples_hold() -> None:
+    """The example in envbuild.port.launch (a run layout's program on one node) is what it returns."""
+    import doctest
+
+    from envbuild.port import launch
+
+    result = doctest.testmod(launch)
+    assert result.attempted > 0 and result.failed == 0

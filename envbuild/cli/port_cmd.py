@@ -36,12 +36,15 @@ def port_cmd(recipe, target_name, facts_path, out, git_mirror, as_json):
     Decides, never asking: the torch / CUDA / Python (the node's own torch where it brings one,
     else the published build closest to the recipe's that runs on the node's GPU arch, driver
     and Pythons: envbuild/port/data/torch_builds.yaml), the Apex commit and options (envbuild's
-    Apex rows over its known commits), the node's packages, and the known fixes of
+    Apex rows over its known commits), the node's packages (what an image carried and the node
+    lacks: a PyPI pin, unpinned for the lock, or left out: packages.yaml), a source whose commit
+    its mirror lacks moved past where the setup stopped importing it, a scheduler launch run as
+    the recipe's deepspeed/torchrun layout on the node, and the known fixes of
     envbuild/port/data/fixes.yaml (torch._six, numpy aliases, collections.abc, launch -> run,
     hard-coded -gencode, ...), each applied only where the source at its pinned commit has the
     pattern (git grep / git show in --git-mirror). Every change is a deviation with its source;
-    what it cannot decide (a source it could not read, GPU counts, downloads, scheduler
-    launches) is listed under undecided:, which `envbuild check` refuses until settled.
+    what it cannot decide (a source it could not read, GPU counts, a scheduler launch with no
+    such layout) is listed under undecided:, which `envbuild check` refuses until settled.
     Nothing is installed or locked: the next steps are printed.
     Example:  envbuild port alpa-megatron --target h100-venv --git-mirror /srv/mirrors \\
                   -o alpa-megatron-sm90.yaml

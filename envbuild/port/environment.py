@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from envbuild.facts.model import NodeFacts
 from envbuild.port.state import TEST, Port, arch_suffix, published_env
+from envbuild.port.tables import canonical, not_installed
 from envbuild.recipes.schema import Recipe
 from envbuild.targets.schema import Target
 from envbuild.versions import pinned
@@ -103,10 +104,12 @@ def port_environment(p: Port) -> None:
 
 
 def port_packages(p: Port) -> None:
-    """Each published package: the node's where it has one; a pin of the published image or
-    module the node lacks becomes a PyPI pin (exact) or undecided (no version stated)."""
-    out, moved, gone = [], [], []
-    for i, pkg in enumerate(p.data.get("packages", [])):
+    """Each published package: the node's where it has one; a package the published image or
+    module carried and the node lacks becomes a PyPI pin at its stated version, or unpinned
+    where none is stated (the lock pins what it resolves for the new stack), or is left out
+    where ``packages.yaml`` says its only release is a CUDA source build (``not_installed``)."""
+    out, moved, gone, unpinned, left_out = [], [], [], [], []
+    for pkg in p.data.get("packages", []):
         name = pkg["name"].lower()
         if name == "torch" or name == "apex":
             if name == "torch":
@@ -121,14 +124,18 @@ def port_packages(p: Port) -> None:
                         "source": {"url": p.stack.source}})
             continue
         if pkg.get("preinstalled"):
-            exact = pinned(str(pkg["version"]))
+            row = next((r for r in not_installed() if canonical(r.package) == canonical(name)), None)
+            if row is not None:
+                left_out.append((pkg, row))
+                continue
             new = {k: v for k, v in pkg.items() if k != "preinstalled"}
             out.append(new)
             gone.append(pkg["name"])
-            if not exact:
-                p.leave(f"packages[{len(out) - 1}].version",
-                        f"{pkg['name']} came with the published environment ({published_env(p.recipe)}) at no stated version; "
-                        f"the node does not have it: pin a release for {p.stack.label()}, or drop it")
+            if not pinned(str(pkg["version"])):
+                unpinned.append(pkg["name"])
+                new["why"] = (f"{str(pkg.get('why', '')).strip()} The node lacks it and the published environment "
+                              f"states no version: unpinned, the lock pins the release it resolves for "
+                              f"{p.stack.label()} (envbuild port).").strip()
             continue
         out.append(pkg)
     p.data["packages"] = out
@@ -143,6 +150,19 @@ def port_packages(p: Port) -> None:
     if gone:
         p.deviate("packages-not-on-node", f"{', '.join(gone)}: provided by {published_env(p.recipe)}",
                   f"the node does not have them ({p.stack.source})",
-                  "installed from PyPI at the published version where one is stated (undecided where none is)",
+                  "installed from PyPI at the published version where one is stated"
+                  + (f"; unpinned where none is ({', '.join(unpinned)}): `envbuild lock` pins the release it "
+                     f"resolves for {p.stack.label()} and records it with its hashes, as for any unpinned "
+                     "requirement (envbuild draft writes one as '*')" if unpinned else ""),
                   p.stack.source, ["envbuild.port.environment:port_packages", "envbuild.lock.packages:sort_packages"],
-                  [TEST + "test_port_leaves_unstated_image_packages_undecided"])
+                  [TEST + "test_port_pins_what_the_image_carried_or_leaves_it_to_the_lock"])
+    for pkg, row in left_out:
+        gone_modules = set(row.modules)
+        if p.data.get("import_check"):
+            p.data["import_check"] = [m for m in p.data["import_check"] if m.split(".")[0] not in gone_modules]
+        p.deviate(f"{canonical(row.package)}-not-installed", f"{pkg['name']} {pkg['version']}: provided by "
+                  f"{published_env(p.recipe)}", f"the node does not have it; {row.why}",
+                  f"not installed (and {', '.join(row.modules)} left out of import_check); the setup's imports of "
+                  "it are guarded by the fix rows whose `when` names it absent (envbuild/port/data/fixes.yaml)",
+                  row.source, ["envbuild.port.environment:port_packages", "envbuild.port.tables:not_installed"],
+                  [TEST + "test_port_leaves_out_what_only_a_cuda_build_would_replace"])

@@ -13,7 +13,7 @@ from envbuild.errors import InputError
 from envbuild.port import scan as sc
 from envbuild.port.apex import choose_apex
 from envbuild.port.state import TEST, Port, open_tree, published_env
-from envbuild.port.tables import package_repo, package_table
+from envbuild.port.tables import PackageRepo, package_repo, package_table
 from envbuild.recipes.schema import Recipe
 from envbuild.versions import pinned
 
@@ -48,7 +48,7 @@ def port_package_sources(p: Port) -> None:
         if tree is None:
             continue
         if sc.scan(tree, pkg["name"], p.holding_fixes(), sc.ScanContext(cc=p.stack.arch)):
-            p.found.trees[_to_source(p, pkg, repo.url, repo.tag_of(version), tree)] = tree  # port_fixes patches it
+            p.found.trees[_to_source(p, pkg, repo, repo.tag_of(version), tree)] = tree  # port_fixes patches it
 
 
 def _tag_sha(p: Port, url: str, tag: str) -> str | None:
@@ -61,14 +61,18 @@ def _tag_sha(p: Port, url: str, tag: str) -> str | None:
         return None
 
 
-def _to_source(p: Port, pkg: dict, url: str, tag: str, tree: Tree) -> str:
+def _to_source(p: Port, pkg: dict, repo: PackageRepo, tag: str, tree: Tree) -> str:
     p.data["packages"] = [q for q in p.data["packages"] if q is not pkg]
-    name = re.sub(r"[^a-z0-9-]+", "-", pkg["name"].lower())
-    p.data.setdefault("sources", []).append(
-        {"name": name, "url": url, "ref": tag, "sha": tree.commit, "install": "wheel",
-         "why": f"{pkg['name']} {pkg['version']} (the published pin) built from its release tag {tag}, so that the "
-                "known fixes below can patch it (envbuild port)",
-         "source": {"url": f"{url}/tree/{tag}", "sha": tree.commit}})
+    name, url = re.sub(r"[^a-z0-9-]+", "-", pkg["name"].lower()), repo.url
+    src = {"name": name, "url": url, "ref": tag, "sha": tree.commit, "install": "wheel",
+           "why": f"{pkg['name']} {pkg['version']} (the published pin) built from its release tag {tag}, so that the "
+                  "known fixes below can patch it (envbuild port)"
+                  + (f"; its dependencies are those of {', '.join(repo.requirements)}, which its setup.py reads"
+                     if repo.requirements else ""),
+           "source": {"url": f"{url}/tree/{tag}", "sha": tree.commit}}
+    if repo.requirements:
+        src["requirements"] = list(repo.requirements)
+    p.data.setdefault("sources", []).append(src)
     p.deviate(f"{name}-from-source", f"pip install {pkg['name']}=={pkg['version']}",
               f"the release needs the patches below on {p.stack.label()}, and a PyPI wheel cannot be patched",
               f"{pkg['name']} built as a wheel from {tag} ({tree.commit[:12]}) with the patches", f"{url}/tree/{tag}",

@@ -14,7 +14,7 @@ from envbuild.draft.gitread import Tree
 from envbuild.facts.model import NodeFacts
 from envbuild.port import scan as sc
 from envbuild.port.stack import Stack
-from envbuild.port.tables import Fix, fixes
+from envbuild.port.tables import Fix, canonical, fixes
 from envbuild.recipes.schema import Recipe
 from envbuild.targets.schema import Target
 from envbuild.versions import pinned
@@ -72,8 +72,14 @@ class Port:
             out[name] = pinned(str(pkg["version"])) if pkg else self.stack.packages.get(name)
         return out
 
+    def installed(self) -> frozenset[str]:
+        """Every package the variant has (canonical names): the node's, its pins, its sources."""
+        names = {*self.stack.packages, *(p["name"] for p in self.data.get("packages", [])),
+                 *(s["name"] for s in self.data.get("sources", []))}
+        return frozenset(canonical(n) for n in names)
+
     def holding_fixes(self) -> list[Fix]:
-        return [f for f in fixes() if f.holds(self.versions(), self.stack.node_own)]
+        return [f for f in fixes() if f.holds(self.versions(), self.stack.node_own, self.installed())]
 
 
 def arch_suffix(stack: Stack) -> str:

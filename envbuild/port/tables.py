@@ -5,8 +5,9 @@
 * ``node_stacks.yaml``: targets whose nodes bring their own torch (h100-venv: torch 2.11.0+cu130
   in /opt/torch/.venv, Python 3.12) and the packages those nodes have;
 * ``fixes.yaml``: known fixes (what breaks and why, source, when, files, pattern, replacement);
-* ``packages.yaml``: PyPI packages whose release tag is read in the git mirror, and the
-  upgrades a release needs on the new stack.
+* ``packages.yaml``: PyPI packages whose release tag is read in the git mirror, the
+  upgrades a release needs on the new stack, and the packages a port does not put in place of
+  an image's (``not_installed``: their only release is a CUDA build from source).
 
 Every row names its source; ``tests/test_port_tables.py`` keeps the tables loadable, their
 driver minimums equal to ``envbuild.cuda_arch``'s and each fix row's example true.
@@ -90,20 +91,37 @@ class _Conditional(_Row):
                 if key == "node_torch":
                     if not isinstance(value, bool):
                         raise ValueError("node_torch: true or false")
+                elif key == "absent":
+                    if not isinstance(value, str) or not value:
+                        raise ValueError("absent: the name of a package")
                 elif key not in CONDITION_KEYS:
-                    raise ValueError(f"unknown condition {key!r} (known: node_torch, {', '.join(CONDITION_KEYS)})")
+                    raise ValueError(f"unknown condition {key!r} (known: node_torch, absent, "
+                                     f"{', '.join(CONDITION_KEYS)})")
         return v
 
-    def holds(self, versions: dict[str, str | None], node_torch: bool) -> bool:
+    def holds(self, versions: dict[str, str | None], node_torch: bool,
+              installed: frozenset[str] | None = None) -> bool:
         """Whether any ``when`` entry holds on a stack of ``versions``; a version the stack
-        does not know makes its entry false (never guessed)."""
-        return any(_entry_holds(cond, versions, node_torch) for cond in self.when)
+        does not know makes its entry false (never guessed). ``absent: PKG`` holds when
+        ``installed`` (every package the variant has: the node's, its pins, its sources; names
+        canonical) is known and lacks PKG."""
+        return any(_entry_holds(cond, versions, node_torch, installed) for cond in self.when)
 
 
-def _entry_holds(cond: Condition, versions: dict[str, str | None], node_torch: bool) -> bool:
+def canonical(name: str) -> str:
+    """A package name as the tables compare it (``Transformer_Engine`` -> ``transformer-engine``)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _entry_holds(cond: Condition, versions: dict[str, str | None], node_torch: bool,
+                 installed: frozenset[str] | None = None) -> bool:
     for key, spec in cond.items():
         if key == "node_torch":
             if bool(spec) != node_torch:
+                return False
+            continue
+        if key == "absent":
+            if installed is None or canonical(str(spec)) in installed:
                 return False
             continue
         have = versions.get(key)
@@ -148,10 +166,15 @@ class Fix(_Conditional):
 
 
 class PackageRepo(_Row):
+    """A PyPI package whose release ``tag`` is read in the mirror; ``requirements``: the files
+    its setup.py reads install_requires from through a function (the lock reads them when the
+    release is built from its tree)."""
+
     package: str
     url: str
     tag: str
     source: str
+    requirements: list[str] = Field(default_factory=list)
 
     def tag_of(self, version: str) -> str:
         return self.tag.replace("{version}", version)
@@ -169,6 +192,18 @@ class Upgrade(_Conditional):
     grep: str = Field(min_length=1)
     pattern: str
     to: str
+
+
+class NotInstalled(_Row):
+    """A package a published image or module carried that a port does not put in its place
+    when the node lacks it: its only release for the new stack is a CUDA build from source
+    against the installed torch. ``modules``: what it provides (left out of import_check); the
+    setup's imports of them are guarded by the fix rows whose ``when`` names it ``absent``."""
+
+    package: str
+    modules: list[str] = Field(min_length=1)
+    why: str
+    source: str
 
 
 class _TorchTable(_Row):
@@ -190,6 +225,7 @@ class _PackageTable(_Row):
     schema_: int = Field(alias="schema")
     repos: list[PackageRepo]
     upgrades: list[Upgrade]
+    not_installed: list[NotInstalled] = Field(default_factory=list)
 
 
 def folders() -> tuple[Path, ...]:
@@ -259,6 +295,16 @@ def _package_table(where: tuple) -> tuple[tuple[PackageRepo, ...], tuple[Upgrade
 
 def package_table() -> tuple[tuple[PackageRepo, ...], tuple[Upgrade, ...]]:
     return _package_table(knowledge.stamped(folders(), "packages.yaml"))
+
+
+@functools.lru_cache(maxsize=8)
+def _not_installed(where: tuple) -> tuple[NotInstalled, ...]:
+    return _merged("packages.yaml", _PackageTable, "not_installed", "package", where)
+
+
+def not_installed() -> tuple[NotInstalled, ...]:
+    """The packages a port leaves out where an image or module carried them (``NotInstalled``)."""
+    return _not_installed(knowledge.stamped(folders(), "packages.yaml"))
 
 
 def node_stack(target: str) -> NodeStack | None:
