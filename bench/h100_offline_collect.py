@@ -122,7 +122,8 @@ def main(state_dir: str, out: str) -> None:
                "provision": {n: provision_summary(state, f"{n}.jsonl") for n in ("prov1", "prov2", "prov3")
                              if (state / f"{n}.jsonl").exists()},
                "verify": _json(state / "verify.json"),
-               "verify_drift": (state / "verify-drift.json").read_text()[-3000:] if (state / "verify-drift.json").exists() else None,
+               "verify_drift": (state / "verify-drift.json").read_text()[-3000:]
+               if (state / "verify-drift.json").exists() else None,
                "verify_repaired": _json(state / "verify-repaired.json"),
                "apex_default": apex_default(state)}
     Path(out).write_text(json.dumps(summary, indent=1, default=str))

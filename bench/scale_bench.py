@@ -20,8 +20,8 @@ smoke's world size, and the load average. The pack is read once, by the batch ho
 from the shared folder it was written to; ``controller_bytes_sent`` (also ``batch_host_bytes_sent``)
 is what node1, the one machine holding the pack, sent to the others, ``bytes_sent_all_nodes``
 the sum over every node. ``--tree-width`` is the test bed's slurm.conf TreeWidth (how each
-slurmd passes the file on), ``--fanout`` sbcast's own first hop (envbuild's default otherwise). Measured, not asserted: the figures go
-to ``--out`` and the closing note.
+slurmd passes the file on), ``--fanout`` sbcast's own first hop (envbuild's default otherwise).
+Measured, not asserted: the figures go to ``--out`` and the closing note.
 """
 
 from __future__ import annotations
@@ -158,7 +158,8 @@ def main() -> None:
         rows.append(row)
     result = {"bench": "scale", "recipe": RECIPE, "pack_s": round(pack_s, 1), "packed_bytes": packed.bytes,
               "tree_width": args.tree_width or "Slurm's default",
-              "fanout": args.fanout or "envbuild's default (launch.job.sbcast_fanout)", "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+              "fanout": args.fanout or "envbuild's default (launch.job.sbcast_fanout)",
+              "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
               "method": __doc__.split("\n\n")[1:4], "rows": rows}
     write_atomic(Path(args.out), json.dumps(result, indent=1) + "\n")
     print(f"wrote {args.out}")

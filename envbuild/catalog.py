@@ -36,7 +36,7 @@ def given_as(model: BaseModel) -> str:
 
 def _remember(model: BaseModel, given: str) -> None:
     key = id(model)
-    _GIVEN[key] = (weakref.ref(model, lambda _ref, k=key: _GIVEN.pop(k, None)), given)
+    _GIVEN[key] = (weakref.ref(model, lambda _ref: _GIVEN.pop(key, None)), given)
 
 
 def digest(model: BaseModel) -> str:

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Callable
 from types import FrameType
+from typing import Any
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -68,7 +70,7 @@ class StopRequest:
     def __init__(self) -> None:
         self.signum: int | None = None
         self._event = threading.Event()
-        self._saved: dict[int, object] = {}
+        self._saved: dict[int, Callable[[int, FrameType | None], Any] | int | signal.Handlers | None] = {}
 
     @property
     def requested(self) -> bool:

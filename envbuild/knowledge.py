@@ -45,7 +45,7 @@ def folders() -> tuple[Path, ...]:
 def stamped(where: tuple[Path, ...], name: str) -> tuple[tuple[Path, int | None], ...]:
     """Each folder with the modification time of its ``name`` (None: absent): a key under which a
     table read from them may be cached, and read again when a file changes."""
-    out = []
+    out: list[tuple[Path, int | None]] = []
     for folder in where:
         try:
             out.append((folder, (folder / name).stat().st_mtime_ns))

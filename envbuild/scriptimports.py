@@ -60,6 +60,7 @@ def script_imports(text: str, filename: str = "<script>") -> list[Imported]:
     found: dict[str, bool] = {}
 
     def visit(node: ast.AST, guarded: bool) -> None:
+        child: ast.AST
         if isinstance(node, ast.Try):
             inner = guarded or any(_catches_import_error(h) for h in node.handlers)
             for child in node.body:

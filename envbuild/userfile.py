@@ -24,8 +24,9 @@ MAX_DEPTH = 64  # nesting of mappings/lists; real documents are under 10 levels 
 
 def line_at(data: str | bytes, offset: int) -> int:
     """1-based line of the character (or byte) at ``offset``."""
-    nl = "\n" if isinstance(data, str) else b"\n"
-    return data.count(nl, 0, max(offset, 0)) + 1
+    if isinstance(data, str):
+        return data.count("\n", 0, max(offset, 0)) + 1
+    return data.count(b"\n", 0, max(offset, 0)) + 1
 
 
 def read_text(path: str | Path, what: str = "file", hint: str | None = None) -> str:

@@ -17,7 +17,7 @@ import pytest
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
 
-from envbuild.errors import EnvironmentProblem
+from envbuild.errors import EnvironmentProblem  # noqa: E402 - imported once bytecode is written again
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -78,7 +78,7 @@ def _remove_tree(path) -> None:
         subprocess.run(["umount", "-l", point], capture_output=True)
     left = mounted()
     if left:
-        warnings.warn(f"{path} kept: still mounted inside it: {left[:3]}")
+        warnings.warn(f"{path} kept: still mounted inside it: {left[:3]}", stacklevel=2)
         return
     # renamed at once, then deleted by an rm of its own while the next tests run: a cluster's
     # folder (GBs, 100k+ files, its inodes long out of the cache on this disk) took a module's
@@ -392,12 +392,12 @@ REFERENCE_PREFIX = "/opt/envs/cpuref"  # where the reference environment lies on
 def reference_node(tmp_path_factory):
     """The provisioned reference node, once per run: cpu-reference (the README's default), its
     shipped lock (the one the image tests build from), provisioned cold from /opt/wheels with the
-    default installer (uv), without smoke, onto one chroot node at ``REFERENCE_PREFIX``; the node is then stopped and what it wrote (its
-    overlay's upper dir) becomes a read-only layer. Tests that need "a provisioned node" start
-    chroot nodes over that layer (``chroot.wheel_cluster(..., layers=[reference_node["layer"]])``),
-    each writing into its own upper dir; ``tests/test_provision_uv.py`` asserts the cold run
-    itself (its exit code, plan and run directory are returned here). Skips, saying why, where
-    chroot nodes cannot run."""
+    default installer (uv), without smoke, onto one chroot node at ``REFERENCE_PREFIX``; the node
+    is then stopped and what it wrote (its overlay's upper dir) becomes a read-only layer. Tests
+    that need "a provisioned node" start chroot nodes over that layer
+    (``chroot.wheel_cluster(..., layers=[reference_node["layer"]])``), each writing into its own
+    upper dir; ``tests/test_provision_uv.py`` asserts the cold run itself (its exit code, plan and
+    run directory are returned here). Skips, saying why, where chroot nodes cannot run."""
     import json
     import subprocess
     import time

@@ -1,4 +1,3 @@
-import pytest
 """`envbuild recipes` and `envbuild show` through the real CLI entry point."""
 
 import json
@@ -9,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from envbuild.cli import main

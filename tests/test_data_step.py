@@ -136,7 +136,8 @@ def test_a_digest_other_than_the_recipes_is_refused(tmp_path) -> None:
     proc = _fetch(tmp_path, "--name", "m", "--url", "http://127.0.0.1:9/m.json", "--dest", str(dest),
                   "--mirror", str(mirror), "--sha256", _sha(b"original\n"))
     assert proc.returncode == 1
-    assert f"has sha256 {_sha(b'tampered' + bytes([10]))}, not the recipe's sha256 {_sha(b'original' + bytes([10]))}" in proc.stderr
+    assert (f"has sha256 {_sha(b'tampered' + bytes([10]))}, not the recipe's sha256 {_sha(b'original' + bytes([10]))}"
+            in proc.stderr)
     assert not dest.exists() and not (dest.parent / "m.json.partial").exists()
 
 
@@ -260,7 +261,7 @@ def test_data_with_a_recorded_digest_is_baked_and_checked_at_build() -> None:
 
     ctx = _context(_mds({"oscar-1gb": "a" * 64}))
     runs = _runs_of(ctx.files["Dockerfile"])
-    assert f"--name oscar-1gb " in runs and "--sha256 " + "a" * 64 in runs and "gpt2-vocab" not in runs
+    assert "--name oscar-1gb " in runs and "--sha256 " + "a" * 64 in runs and "gpt2-vocab" not in runs
     assert "preprocess_data.py" not in runs
     prepare = ctx.files["envbuild/prepare.sh"]
     assert "--name gpt2-vocab " in prepare and "--name gpt2-merges " in prepare and "oscar-1gb" not in prepare.split("set -eu")[1]

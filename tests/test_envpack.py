@@ -134,7 +134,8 @@ def test_a_signed_pack_is_trusted_only_as_signed_and_with_the_manifest_it_was_si
     replaced together no longer pass). An unsigned pack written over it removes the envelope."""
     from envbuild.errors import CheckFailed
 
-    key, other = _key(tmp_path / "maker"), _key(tmp_path / "other")
+    key = _key(tmp_path / "maker")
+    _key(tmp_path / "other")  # another maker's key (other.pub), refused below
     prefix = prefix_tree(tmp_path / "env")
     out = tmp_path / "env.tar.gz"
     assert main(["pack", "--prefix", str(prefix), "-o", str(out), "--sign-key", str(key), "--json"]) == 0

@@ -97,7 +97,8 @@ def test_host_parsers_on_real_capture():
     )
     model = host.parse_cpu_model(read(CPU / "cpuinfo-model.txt"))
     assert model and model in read(CPU / "cpuinfo-model.txt")
-    assert host.parse_cpu_model("Model name:                              Intel(R) Xeon(R) Processor") == "Intel(R) Xeon(R) Processor"
+    assert (host.parse_cpu_model("Model name:                              Intel(R) Xeon(R) Processor")
+            == "Intel(R) Xeon(R) Processor")
     assert host.parse_nproc("16\n") == 16 and host.parse_nproc("nproc: not found") is None
 
 
@@ -150,8 +151,10 @@ def test_nccl_sources():
 
 
 def test_container_engines():
-    assert containers.parse_engine_version(read(CPU / "docker-version.txt")) == read(CPU / "docker-version.txt").split()[2].rstrip(",")
-    got = containers.parse_containers("@@ podman\npodman version 4.3.1\n@@ apptainer\napptainer version 1.3.4\n@@ enroot\n3.5.0\n")
+    docker = read(CPU / "docker-version.txt")
+    assert containers.parse_engine_version(docker) == docker.split()[2].rstrip(",")
+    got = containers.parse_containers("@@ podman\npodman version 4.3.1\n@@ apptainer\napptainer version 1.3.4\n"
+                                      "@@ enroot\n3.5.0\n")
     assert got == {"podman": "4.3.1", "apptainer": "1.3.4", "enroot": "3.5.0"}
     assert containers.parse_containers("") == {}
 

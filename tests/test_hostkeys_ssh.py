@@ -38,7 +38,7 @@ def test_unknown_key_refused_then_insecure_accepts_loudly(ssh_nodes, tmp_path):
     lookup = f"[{node.host}]:{node.port}"
     assert f"the SSH host key of {lookup} is unknown" in r.stderr
     assert f"{tmp_path}/.ssh/known_hosts (missing)" in r.stderr and "SHA256:" in r.stderr
-    assert f"hint: if SHA256:" in r.stderr and f"ssh-keyscan -p {node.port} {node.host}" in r.stderr
+    assert "hint: if SHA256:" in r.stderr and f"ssh-keyscan -p {node.port} {node.host}" in r.stderr
     assert "--insecure" in r.stderr and "Traceback" not in r.stderr and r.stdout == ""
 
     r = envbuild("facts", "--hosts", node.address, "-i", node.key_path, "--json", "--insecure", home=tmp_path)

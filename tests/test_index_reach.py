@@ -103,7 +103,8 @@ def test_an_index_served_by_the_nodes_find_links_installs_from_them_with_uv(tmp_
     p = subprocess.run([sys.executable, "-m", "envbuild", "provision", "--target", "local", "--prefix", str(prefix),
                         "--installer", "uv", "--no-smoke"],
                        capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env)
-    assert p.returncode == 5, p.stdout[-3000:] + p.stderr[-2000:]  # --no-smoke: every node ok, nothing judged (NOT JUDGED, exit 5)
+    # --no-smoke: every node ok, nothing judged (NOT JUDGED, exit 5)
+    assert p.returncode == 5, p.stdout[-3000:] + p.stderr[-2000:]
     assert "find-links folder /opt/wheels holds every wheel" in p.stdout + p.stderr
     run = sorted((tmp_path / "home" / "runs").glob("2*"))[-1]
     plan = json.loads((run / "nodes" / "local" / "plan.json").read_text())

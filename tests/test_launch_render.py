@@ -348,7 +348,8 @@ def test_activation_is_the_plans_env_file_and_nothing_installs(rendered) -> None
 def test_published_launchers(rendered) -> None:
     snmg = rendered["megatron-deepspeed-slurm--slurm--slurm"].text
     assert 'deepspeed --num_gpus "$ENVBUILD_GPUS_PER_NODE"' in snmg and "--tensor-model-parallel-size 4" in snmg
-    assert "srun --nodes=1 --ntasks=1 --container-image=/opt/envbuild/megatron-deepspeed-slurm/envbuild-megatron-deepspeed-slurm-slurm.sqsh" in snmg
+    assert ("srun --nodes=1 --ntasks=1 --container-image="
+            "/opt/envbuild/megatron-deepspeed-slurm/envbuild-megatron-deepspeed-slurm-slurm.sqsh") in snmg
     mnmg = rendered["megatron-deepspeed-slurm--slurm--slurm-multi-node"].text
     assert "#SBATCH --nodes=2" in mnmg and "--rdzv_backend c10d" in mnmg and "--pipeline-model-parallel-size 2" in mnmg
     assert 'ENVBUILD_MASTER_PORT="$((SLURM_JOB_ID % 16384 + 49152))"' in mnmg

@@ -177,7 +177,7 @@ def test_a_wheelhouse_is_named_relative_to_the_export_never_by_a_path_of_this_ma
         text = (out / name).read_text()
         assert "file://" not in text and str(tmp_path) not in text, text
     pylock = (out / "pylock.cpu-reference.toml").read_text()
-    rel = pylock.split(f'path = "', 1)[1].split('"', 1)[0]
+    rel = pylock.split('path = "', 1)[1].split('"', 1)[0]
     assert rel == f"../wheels/{torch.dist.filename}" and (out / rel).is_file()
     req = (out / "requirements.txt").read_text().splitlines()
     assert "--find-links ../wheels" in req and f"torch==2.13.0+cpu --hash=sha256:{torch.dist.sha256}" in req

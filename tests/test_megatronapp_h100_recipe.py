@@ -215,7 +215,8 @@ def test_patched_setup_points_at_the_carried_rdma_core(tmp_path, monkeypatch):
     assert ext["library_dirs"] == libs
     assert ext["libraries"][:2] == ["rdmacm", "ibverbs"]
     link = ext["extra_link_args"]
-    assert "-Wl,--disable-new-dtags" in link and [f"-Wl,-rpath,{d}" for d in libs] == [a for a in link if a.startswith("-Wl,-rpath,/")]
+    assert "-Wl,--disable-new-dtags" in link
+    assert [f"-Wl,-rpath,{d}" for d in libs] == [a for a in link if a.startswith("-Wl,-rpath,/")]
     assert not any("_GLIBCXX_USE_CXX11_ABI" in a for a in ext["extra_compile_args"])
 
 
@@ -304,4 +305,5 @@ def test_import_proof_names_the_patch_that_removes_a_reached_import():
     (left,) = verdict.left
     assert left.what == "megatron.arguments" and "te-absent-stand-in" in left.why
     assert "custom_layers/transformer_engine.py" in left.why
-    assert verdict.unproven == ["Megatron/pretrain_gpt.py: import megatron.training: ModuleNotFoundError: No module named 'einops'"]
+    assert verdict.unproven == [
+        "Megatron/pretrain_gpt.py: import megatron.training: ModuleNotFoundError: No module named 'einops'"]

@@ -151,7 +151,8 @@ def test_the_checks_see_newer_syntax_a_foreign_import_and_a_climbing_one(python,
         "import yaml\nfrom envbuild import errors\nfrom ..x import y\n\n"
         "def f(v):\n    match v:\n        case 1:\n            return yaml, errors, y\n")
     (tmp_path / "node" / "later.py").write_text("import functools\n\n\n@functools.cache\ndef f():\n    return 1\n")
-    (tmp_path / "node" / "alone.py").write_text("from . import textpatch\n\nif __name__ == \"__main__\":\n    print(textpatch.KINDS)\n")
+    (tmp_path / "node" / "alone.py").write_text(
+        "from . import textpatch\n\nif __name__ == \"__main__\":\n    print(textpatch.KINDS)\n")
     found = "\n".join(violations(tmp_path / "node", python))
     assert f"yaml: not in Python {FLOOR}'s standard library" in found
     assert f"envbuild: not in Python {FLOOR}'s standard library" in found

@@ -129,7 +129,8 @@ def test_observes_packages_git_patch_so_and_env(env):
     assert obs.packages["six"] == "1.16.0"
     assert obs.git == {"megatron": lock["git"][0]["sha"]}
     [patch] = obs.patches
-    assert (patch.id, patch.component, patch.status, patch.reason) == ("untie-embeddings", "megatron", "applied", "as benchmarked")
+    assert (patch.id, patch.component, patch.status, patch.reason) == (
+        "untie-embeddings", "megatron", "applied", "as benchmarked")
     assert "-TIE_EMBEDDINGS = True" in patch.diff
     so = [e for e in obs.extensions if e.path.endswith("fused_kernels.so")]
     assert len(so) == 1 and len(so[0].sha256) == 64

@@ -108,7 +108,8 @@ DEEPSPEED = [
 MEGATRONAPP = {
     "run_single.sh": "#!/bin/bash\nsed -i s/x/y/ examples/megatron4.0/pretrain_gpt_distributed_small.sh\n"
                      "bash examples/megatron4.0/pretrain_gpt_distributed_small.sh\n",
-    "examples/megatron4.0/pretrain_gpt_distributed_small.sh": "cd Megatron\ntorchrun $DISTRIBUTED_ARGS pretrain_gpt.py \\\n  --x\n",
+    "examples/megatron4.0/pretrain_gpt_distributed_small.sh": ("cd Megatron\ntorchrun $DISTRIBUTED_ARGS pretrain_gpt.py "
+                                                               "\\\n  --x\n"),
     "shm_tensor_new_rdma.cpp": "std::string ips[] = {\"10.0.0.1\", \"10.0.0.2\"}; // infiniband IPs\n"
                                "PYBIND11_MODULE(m, m) {\n  m.def(\"join_threads\", &join_threads);\n}\n",
     "setup.py": "from setuptools import setup\nargs = [\"-D_GLIBCXX_USE_CXX11_ABI=0\", \"-O3\"]\n",

@@ -96,7 +96,8 @@ def test_the_lock_on_the_prefix_itself_keeps_two_controllers_apart(tmp_path) -> 
                                      lambda node, msg: said.append(f"{node}: {msg}")):
                 pass
         assert "after waiting 1.5 s" in err.value.message
-        assert said and said[0].startswith("local: ") and "is held by run run-a" in said[0] and "waiting for it (up to 1.5 s)" in said[0]
+        assert said and said[0].startswith("local: ") and "is held by run run-a" in said[0]
+        assert "waiting for it (up to 1.5 s)" in said[0]
     with prefixlock.on_nodes([prefixlock.Claim(local, prefix)], "run-d"):
         assert json.loads((tmp_path / "env" / ".envbuild" / "prefix.lock").read_text())["run"] == "run-d"
 

@@ -5,7 +5,6 @@ planted where a lock file goes is never followed, and one prefix written several
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 

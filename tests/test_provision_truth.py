@@ -123,7 +123,7 @@ def test_run_dirs_are_private_and_created_private(tmp_path):
     for f in (rd.path / "run.json", rd.node("n1") / "log.txt"):
         assert stat.S_IMODE(f.stat().st_mode) == 0o600
     (home / "runs").chmod(0o755)  # an older, wider runs/ is narrowed
-    create_run("r", "local", argv=["envbuild"], hosts=["n1"], options={}, home=home).rd
+    create_run("r", "local", argv=["envbuild"], hosts=["n1"], options={}, home=home)
     assert stat.S_IMODE((home / "runs").stat().st_mode) == 0o700
 
 

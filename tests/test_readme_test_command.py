@@ -78,3 +78,40 @@ def test_the_suite_script_runs_pytest_with_the_ci_options() -> None:
                        capture_output=True, text=True, timeout=300, cwd="/")
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     assert "test_the_suite_command_keeps_the_order" in p.stdout
+
+
+def test_ci_lints_and_type_checks_in_the_venv_before_the_suite() -> None:
+    """Issue 55: .ci/run runs ``ruff check .`` (pyproject's [tool.ruff]) and ``mypy`` (the
+    [tool.mypy] baseline, its ``files``) in the test venv, after it is made and before the suite;
+    both tools are pinned with hashes in the dev lock."""
+    import tomllib
+
+    steps = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line and not line.startswith(("#", "echo"))]
+    at = {what: steps.index(what) for what in (". .venv/bin/activate", "ruff check .", "mypy", "exec bash .ci/test \"$@\"")}
+    assert at[". .venv/bin/activate"] < at["ruff check ."] < at["mypy"] < at["exec bash .ci/test \"$@\""]
+    lock = (ROOT / "requirements" / "dev.lock").read_text()
+    for dist in ("ruff", "mypy"):
+        assert re.search(rf"^{dist}==\S+ \\\n\s+--hash=sha256:", lock, re.M), dist
+    tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]
+    assert {"E", "F", "W", "B"} <= set(tool["ruff"]["lint"]["select"]) and tool["mypy"]["files"]
+
+
+@pytest.mark.lint
+def test_the_lint_and_type_configs_catch_what_they_are_for(tmp_path) -> None:
+    """The check itself, with the project's own configuration: ruff reports an unused import
+    (pyflakes), a line past the limit and an undefined name; mypy a value of the wrong type."""
+    import tomllib
+
+    limit = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["ruff"]["line-length"]
+    bad = tmp_path / "bad.py"
+    bad.write_text("import os\n\nx: int = 'one'\ny = '" + "z" * limit + "'\nprint(undefined)\n")
+    ruff = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--output-format", "concise",
+                           "--config", str(ROOT / "pyproject.toml"), str(bad)],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert ruff.returncode == 1, ruff.stdout + ruff.stderr
+    assert {code for code in ("F401", "E501", "F821") if f" {code} " in ruff.stdout} == {"F401", "E501", "F821"}, ruff.stdout
+    mypy = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
+                           "--cache-dir", str(tmp_path / "cache"), str(bad)],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert mypy.returncode == 1, mypy.stdout + mypy.stderr
+    assert "bad.py:3: error: Incompatible types in assignment" in mypy.stdout, mypy.stdout

@@ -179,7 +179,7 @@ def test_a_damaged_node_file_is_named_when_read(tmp_path):
     record = RunRecord.load(folder)
     assert record.node("gpu-a").result.status == "ok"  # the other node still reads
     with pytest.raises(InputError, match=r"gpu-b/result\.json: not a node result: status: Input should be"):
-        record.node("gpu-b").result
+        _ = record.node("gpu-b").result
 
 
 def test_run_writer_is_the_only_writer_of_run_json():

@@ -224,7 +224,8 @@ def test_a_users_repository_gets_a_workflow_that_renders_what_render_did(tmp_pat
         out = subprocess.run([*lint, str(wf_path)], capture_output=True, text=True)
         assert out.returncode == 0, out.stdout[-2000:]
     step = next(s["run"] for s in wf["jobs"]["image"]["steps"] if s.get("name") == "Render the build context")
-    assert step == "envbuild render env/my-stack.yaml --target local --lock env/my-stack.lock --format dockerfile -o build/context"
+    assert step == ("envbuild render env/my-stack.yaml --target local --lock env/my-stack.lock --format dockerfile "
+                    "-o build/context")
     import shlex
 
     argv = shlex.split(step)[1:]

@@ -38,7 +38,8 @@ def test_report_schema_matches_golden_and_shipped_copy():
     check_golden("report.schema.json", text)
     if UPDATE:
         SCHEMA_FILE.write_text(text)
-    assert SCHEMA_FILE.read_text() == text, "envbuild/report/report.schema.json is stale: python -c 'from envbuild.report import write_schema; write_schema()'"
+    assert SCHEMA_FILE.read_text() == text, ("envbuild/report/report.schema.json is stale: "
+                                             "python -c 'from envbuild.report import write_schema; write_schema()'")
 
 
 def test_report_json_validates_against_schema():

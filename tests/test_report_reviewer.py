@@ -205,7 +205,8 @@ def test_badges_in_every_format():
 # -- the chart -------------------------------------------------------------------------------
 
 def bars(svg: str) -> list[float]:
-    return [float(w) for w in re.findall(r'<rect x="\d+" y="\d+" width="([\d.]+)" height="16" fill="#[0-9a-f]+" class="bar"', svg)]
+    return [float(w) for w in
+            re.findall(r'<rect x="\d+" y="\d+" width="([\d.]+)" height="16" fill="#[0-9a-f]+" class="bar"', svg)]
 
 
 def ticks(svg: str, cls: str) -> list[float]:

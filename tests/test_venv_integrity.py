@@ -50,7 +50,8 @@ def venv(tmp_path_factory):
     prefix = tmp_path_factory.mktemp("venv") / "env"
     plan = plan_for(prefix)
     make(plan)
-    site = Path(subprocess.run([str(prefix / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+    site = Path(subprocess.run([str(prefix / "bin" / "python"), "-c",
+                                "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                capture_output=True, text=True, check=True).stdout.strip())
     info = site / "owner-1.0.dist-info"
     info.mkdir()

@@ -7,12 +7,12 @@ one thread for a name ending ``.tar.gz``/``.tgz`` (``tar.gz``: what envbuild pac
 without the ``zstd`` program); or, for ``fmt="squashfs"`` or a name ending ``.sqsh``/``.squashfs``, a squashfs image
 of them made by mksquashfs, which a node mounts read-only at the prefix with squashfuse instead
 of unpacking it: one file on the node's disk, its many small files read through one mount, as
-sites run pyxis/enroot ``.sqsh`` images and squashfs'd venvs) and ``out.json`` (``PackedEnv``: the file's sha256 and size, the prefix it must be
-unpacked at, and the step markers it was made from: which plan steps had run there, with their
-digests). A venv or conda prefix holds its own absolute path (scripts' ``#!`` lines,
-``pyvenv.cfg``), so a pack is unpacked at the same path on every node (a node-local disk such
-as ``/local/scratch`` mounted alike everywhere); relocating it is not done. The prefix's
-temporary folder and its lock file are left out. Both files are written whole or not at all.
+sites run pyxis/enroot ``.sqsh`` images and squashfs'd venvs) and ``out.json`` (``PackedEnv``:
+the file's sha256 and size, the prefix it must be unpacked at, and the step markers it was made
+from: which plan steps had run there, with their digests). A venv or conda prefix holds its own
+absolute path (scripts' ``#!`` lines, ``pyvenv.cfg``), so a pack is unpacked at the same path on
+every node (a node-local disk such as ``/local/scratch`` mounted alike everywhere); relocating it
+is not done. The prefix's temporary folder and its lock file are left out. Both files are written whole or not at all.
 How a pack reaches the nodes is the scheduler's (``envbuild.launch.slurm``: ``sbcast``, then
 every node checks the sha256 before unpacking, ``tar -I zstd`` for a ``tar.zst``: the node needs the
 ``zstd`` program, and a node without it fails before its prefix is touched, naming itself;

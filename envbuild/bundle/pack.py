@@ -196,148 +196,17 @@ def make_bundle(recipe: Recipe, recipe_file: Path, target_file: Path | None, loc
     with tempfile.TemporaryDirectory(prefix="envbuild-bundle-") as tmp:
         root = Path(tmp) / "b"
         root.mkdir()
-        files: list[BundleFile] = []
-        origins: dict[str, str] = {}
-
-        # distributions, each hash-checked against the lock
-        wheels = root / WHEELS
-        wheels.mkdir(parents=True)
-        seen: set[str] = set()
-        for name, version in planned_requirements(plans):
-            entry = _lock_entry(lock, name, version)
-            if entry is None:
-                raise CheckFailed(f"the plan installs {name} {version}, which the lock does not name",
-                                  hint=f"re-lock: envbuild lock {recipe.name} --target {lock.target.name}")
-            if entry.dist is None or entry.dist.filename in seen:
-                if entry.dist is None:
-                    raise CheckFailed(f"{name} {version}: the lock has no file for it ({entry.reason or 'unresolved'})",
-                                      hint=supply_hint(recipe, lock, entry, arch))
-                continue
-            seen.add(entry.dist.filename)
-            dest = wheels / entry.dist.filename
-            origins[entry.dist.filename] = fetch_dist(entry, dest, wheelhouse)
-            say(f"{entry.dist.filename}: {origins[entry.dist.filename]}, sha256 ok")
-            files.append(BundleFile(path=f"{WHEELS}/{entry.dist.filename}", sha256=entry.dist.sha256,
-                                    size=dest.stat().st_size, kind="dist", name=entry.name,
-                                    version=entry.version))
-
-        # git sources: a shallow bare repository per pinned commit (the plan's git steps: the
-        # recipe's sources and the git dependencies of its source installs the lock pins)
-        unpinned = [f"{g.name} (git dependency of {', '.join(g.required_by)})" for g in lock.git
-                    if g.required_by and not g.sha]
-        if unpinned:
-            raise CheckFailed(f"the lock pins no commit of {', '.join(unpinned)}: a bundle carries commits",
-                              hint=f"re-lock with a git mirror that holds them: envbuild lock {recipe.name} "
-                                   f"--target {lock.target.name} --git-mirror DIR")
-        pins: list[GitPin] = []
-        for step in _steps(plans, "git_source"):
-            p = step.params
-            if not p.sha:
-                raise CheckFailed(f"git source {p.name} has no pinned commit",
-                                  hint="a bundle carries commits, not branches: pin a sha in the recipe")
-            from envbuild.gitsrc import mirror_path
-
-            mirror = mirror_path(p.url, git_mirror) if git_mirror else None
-            if mirror is None:
-                raise EnvironmentProblem(f"no git mirror of {p.url} for source {p.name}",
-                                         hint=mirror_hint(p.url))
-            rel = f"{GIT}/{p.name}.git"
-            gitpack.shallow_repo(mirror, p.sha, p.ref, root / rel, without=p.without)
-            locked = lock.git_pin(p.name)  # a git dependency of source installs: who declares it
-            deps_of = locked.required_by if locked is not None and locked.url == p.url else None
-            pins.append(GitPin(name=p.name, url=p.url, ref=p.ref, sha=p.sha, path=rel, required_by=deps_of))
-            say(f"git {p.name} @ {p.sha[:12]}: depth-1 repository from {mirror}"
-                + (f" (git dependency of {', '.join(deps_of)})" if deps_of else ""))
-            for sub in tree_files(root / rel):
-                f = root / rel / sub
-                files.append(BundleFile(path=f"{rel}/{sub}", sha256=sha256_file(f), size=f.stat().st_size,
-                                        kind="git", name=p.name))
-            # the submodules its options read, at the commits the pinned tree records
-            for path, url, commit in (gitpack.submodule_commits(mirror, p.sha, list(p.submodules))
-                                      if p.submodules else []):
-                if any(g.url == url and g.sha == commit for g in pins):
-                    continue
-                sub_mirror = mirror_path(url, git_mirror)
-                if sub_mirror is None:
-                    raise EnvironmentProblem(f"no git mirror of {url}, the submodule {path} of {p.name}",
-                                             hint=mirror_hint(url))
-                sub_name = f"{p.name}:{path}"
-                sub_rel = f"{GIT}/{p.name}--{path.replace('/', '-')}.git"
-                gitpack.shallow_repo(sub_mirror, commit, "pinned", root / sub_rel)
-                pins.append(GitPin(name=sub_name, url=url, ref="pinned", sha=commit, path=sub_rel))
-                say(f"git {sub_name} @ {commit[:12]}: the submodule's recorded commit from {sub_mirror}")
-                for sub in tree_files(root / sub_rel):
-                    f = root / sub_rel / sub
-                    files.append(BundleFile(path=f"{sub_rel}/{sub}", sha256=sha256_file(f),
-                                            size=f.stat().st_size, kind="git", name=sub_name))
-
-        # the recipe's data files, sha256-checked against the recipe's digest where it has one
-        by_name = {d.name: d for d in recipe.data}
-        for step in _steps(plans, "data"):
-            for spec in step.params.files:
-                d = by_name[spec.name]
-                rel = f"{DATA}/{d.mirror_name}"
-                if any(f.path == rel for f in files):
-                    continue
-                local = (data_mirror / d.mirror_name) if data_mirror else None
-                origin, digest = fetch_data_file(d.name, d.url, d.sha256, root / rel, local)
-                files.append(BundleFile(path=rel, sha256=digest, size=(root / rel).stat().st_size,
-                                        kind="data", name=d.name))
-                origins[d.mirror_name] = origin
-                say(f"data {d.name}: {d.mirror_name} from {origin}, sha256 "
-                    + ("as the recipe says" if d.sha256 else f"{digest[:16]}... recorded (the recipe has none)"))
-
-        # prebuilt extension wheels from the controller's build cache (same cache key)
-        for step in _steps(plans, "apex_build"):
-            key = step.params.cache_key
-            cached = sorted((build_cache / key).glob("*.whl")) if build_cache else []
-            if not cached:
-                say(f"{key}: not in the build cache; the node builds it")
-                continue
-            dest = root / PREBUILT / key / cached[0].name
-            if dest.exists():
-                continue
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(cached[0], dest)
-            files.append(BundleFile(path=f"{PREBUILT}/{key}/{cached[0].name}", sha256=sha256_file(dest),
-                                    size=dest.stat().st_size, kind="prebuilt", name=key))
-            say(f"{key}: prebuilt wheel {cached[0].name} from the build cache")
-
-        # the base image as its engine saved it (--image-tar): the node loads it instead of pulling
+        files, origins = _pack_dists(plans, recipe, lock, root, wheelhouse, arch, say)
+        git_files, pins = _pack_git(plans, recipe, lock, root, git_mirror, say)
+        data_files, data_origins = _pack_data(plans, recipe, root, data_mirror, say)
+        files += [*git_files, *data_files, *_pack_prebuilt(plans, root, build_cache, say)]
+        origins.update(data_origins)
         images: list[CarriedImage] = []
         if image is not None:
-            name, saved = image
-            rel = f"{IMAGES}/{_image_file(name)}"
-            (root / rel).parent.mkdir(parents=True)
-            try:  # a hard link where the folders share a file system: the archive is often GBs
-                os.link(image_tar, root / rel)
-            except OSError:
-                shutil.copyfile(image_tar, root / rel)
-            files.append(BundleFile(path=rel, sha256=sha256_file(root / rel), size=(root / rel).stat().st_size,
-                                    kind="image", name=name))
-            images.append(CarriedImage(name=name, path=rel, id=saved.id))
-            say(f"image {name} (ID {saved.id[:12]}): from {image_tar}, loaded on the node instead of pulled")
-
-        # the lock, the recipe, the target, the plan, the playbooks
-        (root / "lock.lock").write_text(lock_text)
-        shutil.copyfile(recipe_file, root / "recipe.yaml")
-        metas = [("lock.lock", "lock"), ("recipe.yaml", "recipe"), ("plan.json", "plan")]
-        if target_file is not None:
-            shutil.copyfile(target_file, root / "target.yaml")
-            metas.append(("target.yaml", "target"))
-        (root / "plan.json").write_text(plan.to_json())
-        if len(plans) > 1:  # every node's plan, named by host (plan.json is the first's)
-            (root / "plans").mkdir()
-            for i, one in enumerate(plans):
-                name = f"plans/{i:02d}-{''.join(c if c.isalnum() or c in '.-_' else '_' for c in one.host)}.json"
-                (root / name).write_text(one.to_json())
-                metas.append((name, "plan"))
-        shutil.copytree(PLAYBOOKS, root / "playbooks", symlinks=False,
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        metas += [(f"playbooks/{p}", "playbook") for p in tree_files(root / "playbooks")]
-        for rel, kind in metas:
-            f = root / rel
-            files.append(BundleFile(path=rel, sha256=sha256_file(f), size=f.stat().st_size, kind=kind))
+            image_file, carried = _pack_image(image, image_tar, root, say)
+            files.append(image_file)
+            images.append(carried)
+        files += _pack_inputs(root, recipe_file, target_file, lock_text, plans)
 
         from envbuild.plan.build import _lock_digest
 
@@ -349,6 +218,194 @@ def make_bundle(recipe: Recipe, recipe_file: Path, target_file: Path | None, loc
         _write_tar(root, out)
     return Packed(path=out, sha256=sha256_file(out), size=out.stat().st_size, manifest=manifest,
                   origins=origins)
+
+
+def _pack_dists(plans: list[Plan], recipe: Recipe, lock: Lock, root: Path, wheelhouse: Path | None, arch: str,
+                say: Progress) -> tuple[list[BundleFile], dict[str, str]]:
+    """Every distribution the plans install, each hash-checked against the lock, under ``WHEELS``:
+    the files, and where each came from. CheckFailed for one the lock does not name or has no file for."""
+    files: list[BundleFile] = []
+    origins: dict[str, str] = {}
+    wheels = root / WHEELS
+    wheels.mkdir(parents=True)
+    seen: set[str] = set()
+    for name, version in planned_requirements(plans):
+        entry = _lock_entry(lock, name, version)
+        if entry is None:
+            raise CheckFailed(f"the plan installs {name} {version}, which the lock does not name",
+                              hint=f"re-lock: envbuild lock {recipe.name} --target {lock.target.name}")
+        if entry.dist is None or entry.dist.filename in seen:
+            if entry.dist is None:
+                raise CheckFailed(f"{name} {version}: the lock has no file for it ({entry.reason or 'unresolved'})",
+                                  hint=supply_hint(recipe, lock, entry, arch))
+            continue
+        seen.add(entry.dist.filename)
+        dest = wheels / entry.dist.filename
+        origins[entry.dist.filename] = fetch_dist(entry, dest, wheelhouse)
+        say(f"{entry.dist.filename}: {origins[entry.dist.filename]}, sha256 ok")
+        files.append(BundleFile(path=f"{WHEELS}/{entry.dist.filename}", sha256=entry.dist.sha256,
+                                size=dest.stat().st_size, kind="dist", name=entry.name,
+                                version=entry.version))
+    return files, origins
+
+
+def _pack_git(plans: list[Plan], recipe: Recipe, lock: Lock, root: Path, git_mirror: Path | None,
+              say: Progress) -> tuple[list[BundleFile], list[GitPin]]:
+    """A shallow bare repository per pinned commit of the plans' git steps (the recipe's sources
+    and the git dependencies of its source installs the lock pins), from the git mirror, with the
+    submodules its options read: the files and the pins."""
+    from envbuild.gitsrc import mirror_path
+
+    unpinned = [f"{g.name} (git dependency of {', '.join(g.required_by)})" for g in lock.git
+                if g.required_by and not g.sha]
+    if unpinned:
+        raise CheckFailed(f"the lock pins no commit of {', '.join(unpinned)}: a bundle carries commits",
+                          hint=f"re-lock with a git mirror that holds them: envbuild lock {recipe.name} "
+                               f"--target {lock.target.name} --git-mirror DIR")
+    files: list[BundleFile] = []
+    pins: list[GitPin] = []
+    for step in _steps(plans, "git_source"):
+        p = step.params
+        if not p.sha:
+            raise CheckFailed(f"git source {p.name} has no pinned commit",
+                              hint="a bundle carries commits, not branches: pin a sha in the recipe")
+        mirror = mirror_path(p.url, git_mirror) if git_mirror else None
+        if mirror is None:
+            raise EnvironmentProblem(f"no git mirror of {p.url} for source {p.name}",
+                                     hint=mirror_hint(p.url))
+        rel = f"{GIT}/{p.name}.git"
+        gitpack.shallow_repo(mirror, p.sha, p.ref, root / rel, without=p.without)
+        locked = lock.git_pin(p.name)  # a git dependency of source installs: who declares it
+        deps_of = locked.required_by if locked is not None and locked.url == p.url else None
+        pins.append(GitPin(name=p.name, url=p.url, ref=p.ref, sha=p.sha, path=rel, required_by=deps_of))
+        say(f"git {p.name} @ {p.sha[:12]}: depth-1 repository from {mirror}"
+            + (f" (git dependency of {', '.join(deps_of)})" if deps_of else ""))
+        files += _repo_files(root, rel, p.name)
+        if p.submodules:
+            files += _pack_submodules(p, mirror, git_mirror, root, pins, say)
+    return files, pins
+
+
+def _pack_submodules(p, mirror: Path, git_mirror: Path | None, root: Path, pins: list[GitPin],
+                     say: Progress) -> list[BundleFile]:
+    """The submodules of git source ``p`` its options read, at the commits its pinned tree
+    records, each from its own mirror (one already in ``pins`` at that commit is not packed
+    twice): their files; their pins are added to ``pins``."""
+    from envbuild.gitsrc import mirror_path
+
+    files: list[BundleFile] = []
+    for path, url, commit in gitpack.submodule_commits(mirror, p.sha, list(p.submodules)):
+        if any(g.url == url and g.sha == commit for g in pins):
+            continue
+        sub_mirror = mirror_path(url, git_mirror)
+        if sub_mirror is None:
+            raise EnvironmentProblem(f"no git mirror of {url}, the submodule {path} of {p.name}",
+                                     hint=mirror_hint(url))
+        sub_name = f"{p.name}:{path}"
+        sub_rel = f"{GIT}/{p.name}--{path.replace('/', '-')}.git"
+        gitpack.shallow_repo(sub_mirror, commit, "pinned", root / sub_rel)
+        pins.append(GitPin(name=sub_name, url=url, ref="pinned", sha=commit, path=sub_rel))
+        say(f"git {sub_name} @ {commit[:12]}: the submodule's recorded commit from {sub_mirror}")
+        files += _repo_files(root, sub_rel, sub_name)
+    return files
+
+
+def _repo_files(root: Path, rel: str, name: str) -> list[BundleFile]:
+    """Every file of the packed repository at ``root / rel``, hashed."""
+    files = []
+    for sub in tree_files(root / rel):
+        f = root / rel / sub
+        files.append(BundleFile(path=f"{rel}/{sub}", sha256=sha256_file(f), size=f.stat().st_size,
+                                kind="git", name=name))
+    return files
+
+
+def _pack_data(plans: list[Plan], recipe: Recipe, root: Path, data_mirror: Path | None,
+               say: Progress) -> tuple[list[BundleFile], dict[str, str]]:
+    """The recipe's data files the plans' data steps read, from ``data_mirror`` or their URLs,
+    sha256-checked against the recipe's digest where it has one (else the digest recorded): the
+    files, and where each came from."""
+    files: list[BundleFile] = []
+    origins: dict[str, str] = {}
+    by_name = {d.name: d for d in recipe.data}
+    for step in _steps(plans, "data"):
+        for spec in step.params.files:
+            d = by_name[spec.name]
+            rel = f"{DATA}/{d.mirror_name}"
+            if any(f.path == rel for f in files):
+                continue
+            local = (data_mirror / d.mirror_name) if data_mirror else None
+            origin, digest = fetch_data_file(d.name, d.url, d.sha256, root / rel, local)
+            files.append(BundleFile(path=rel, sha256=digest, size=(root / rel).stat().st_size,
+                                    kind="data", name=d.name))
+            origins[d.mirror_name] = origin
+            say(f"data {d.name}: {d.mirror_name} from {origin}, sha256 "
+                + ("as the recipe says" if d.sha256 else f"{digest[:16]}... recorded (the recipe has none)"))
+    return files, origins
+
+
+def _pack_prebuilt(plans: list[Plan], root: Path, build_cache: Path | None, say: Progress) -> list[BundleFile]:
+    """The extension wheels the controller's build cache already holds for the plans' Apex
+    build steps (same cache key): the node installs them instead of building."""
+    files: list[BundleFile] = []
+    for step in _steps(plans, "apex_build"):
+        key = step.params.cache_key
+        cached = sorted((build_cache / key).glob("*.whl")) if build_cache else []
+        if not cached:
+            say(f"{key}: not in the build cache; the node builds it")
+            continue
+        dest = root / PREBUILT / key / cached[0].name
+        if dest.exists():
+            continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(cached[0], dest)
+        files.append(BundleFile(path=f"{PREBUILT}/{key}/{cached[0].name}", sha256=sha256_file(dest),
+                                size=dest.stat().st_size, kind="prebuilt", name=key))
+        say(f"{key}: prebuilt wheel {cached[0].name} from the build cache")
+    return files
+
+
+def _pack_image(image, image_tar: Path, root: Path, say: Progress) -> tuple[BundleFile, CarriedImage]:
+    """The base image as its engine saved it (``--image-tar``; ``image``: ``carried_image``'s):
+    the node loads it instead of pulling."""
+    name, saved = image
+    rel = f"{IMAGES}/{_image_file(name)}"
+    (root / rel).parent.mkdir(parents=True)
+    try:  # a hard link where the folders share a file system: the archive is often GBs
+        os.link(image_tar, root / rel)
+    except OSError:
+        shutil.copyfile(image_tar, root / rel)
+    packed = BundleFile(path=rel, sha256=sha256_file(root / rel), size=(root / rel).stat().st_size,
+                        kind="image", name=name)
+    say(f"image {name} (ID {saved.id[:12]}): from {image_tar}, loaded on the node instead of pulled")
+    return packed, CarriedImage(name=name, path=rel, id=saved.id)
+
+
+def _pack_inputs(root: Path, recipe_file: Path, target_file: Path | None, lock_text: str,
+                 plans: list[Plan]) -> list[BundleFile]:
+    """What the bundle was made from and what runs it: the lock, the recipe, the target, the
+    plan (every node's, named by host, where there are several), the playbooks."""
+    (root / "lock.lock").write_text(lock_text)
+    shutil.copyfile(recipe_file, root / "recipe.yaml")
+    metas = [("lock.lock", "lock"), ("recipe.yaml", "recipe"), ("plan.json", "plan")]
+    if target_file is not None:
+        shutil.copyfile(target_file, root / "target.yaml")
+        metas.append(("target.yaml", "target"))
+    (root / "plan.json").write_text(plans[0].to_json())
+    if len(plans) > 1:  # every node's plan, named by host (plan.json is the first's)
+        (root / "plans").mkdir()
+        for i, one in enumerate(plans):
+            name = f"plans/{i:02d}-{''.join(c if c.isalnum() or c in '.-_' else '_' for c in one.host)}.json"
+            (root / name).write_text(one.to_json())
+            metas.append((name, "plan"))
+    shutil.copytree(PLAYBOOKS, root / "playbooks", symlinks=False,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    metas += [(f"playbooks/{p}", "playbook") for p in tree_files(root / "playbooks")]
+    files = []
+    for rel, kind in metas:
+        f = root / rel
+        files.append(BundleFile(path=rel, sha256=sha256_file(f), size=f.stat().st_size, kind=kind))
+    return files
 
 
 def _tarinfo(name: str, size: int, mode: int = 0o644) -> tarfile.TarInfo:

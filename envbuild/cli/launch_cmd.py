@@ -30,7 +30,8 @@ from envbuild.errors import NOT_JUDGED, CheckFailed, InputError
 @click.option("--image", "--container-image", "container_image", metavar="IMAGE",
               help="Image the job runs: a registry reference for Kubernetes (required there), a .sqsh path or "
                    "registry reference for pyxis [Slurm: the enroot import the provision made].")
-@click.option("--no-container", is_flag=True, help="Run a container recipe without its container (the plan's environment on the node).")
+@click.option("--no-container", is_flag=True,
+              help="Run a container recipe without its container (the plan's environment on the node).")
 @click.option("--run", "run", type=click.Path(file_okay=False, path_type=Path),
               help="Provision run whose plan is launched (and verified before --submit) [newest for the target].")
 @click.option("--facts", "facts_file", help="Node facts JSON for the plan (no --run).")

@@ -11,9 +11,9 @@ from envbuild.cli import cli
 from envbuild.cli.options import recipe_argument, target_option
 from envbuild.cli.output import console, emit_json
 from envbuild.errors import InputError
+from envbuild.plan.build import prefix_problem
 
 INFEASIBLE = 1  # as `envbuild check` exits for an infeasible node
-from envbuild.plan.build import prefix_problem
 
 
 @cli.command("plan")

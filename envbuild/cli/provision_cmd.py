@@ -38,7 +38,8 @@ from envbuild.errors import InputError
 @click.option("--wheelhouse", default=None, type=click.Path(), help="Folder of wheels (find-links) for pip.")
 @click.option("--data-mirror", "data_mirror", default=None, type=click.Path(),
               help="Folder of the recipe's data files (DIR/<file>), read on the nodes before any download.")
-@click.option("--lock", "lock", default=None, type=click.Path(), help="Lockfile to use (default: $ENVBUILD_LOCKDIR's, else the lock shipped with envbuild).")
+@click.option("--lock", "lock", default=None, type=click.Path(),
+              help="Lockfile to use (default: $ENVBUILD_LOCKDIR's, else the lock shipped with envbuild).")
 @click.option("--locked", is_flag=True, help="Refuse to create a missing lock (a stale lock is always refused).")
 @click.option("--allow-unverified", "allow_unverified", multiple=True, metavar="NAME",
               help="Install package NAME although the lock has no hash for it (repeatable; the report names it).")
@@ -70,7 +71,8 @@ from envbuild.errors import InputError
 @click.option("--installer", type=click.Choice(["auto", "pip", "uv"]), default="auto", show_default=True,
               help="Package installs with uv (pushed to nodes of this machine's OS and architecture) "
                    "or pip; auto: uv where it can run. Steps that need pip keep it.")
-@click.option("--no-smoke", is_flag=True, help="Skip the smoke benchmark step (nothing is then measured: the verdict is NOT JUDGED, exit 5).")
+@click.option("--no-smoke", is_flag=True,
+              help="Skip the smoke benchmark step (nothing is then measured: the verdict is NOT JUDGED, exit 5).")
 @click.option("--smoke-preset", "smoke_preset", type=click.Choice(["tiny", "350m"]), default="tiny", show_default=True,
               help="The GPT smoke's size: tiny (seconds) or 350m (a ~355M GPT, for MFU); on the node's GPU where it has one.")
 @click.option("--force", is_flag=True, help="Run every step again, even those done whose effect holds.")
@@ -134,8 +136,9 @@ def provision_cmd(recipe, target, recipe_option, hosts, inventory, backend, pref
                             backend=backend, prefix=prefix, conda_channel=conda_channel,
                             conda_packages=list(conda_packages), dry_run=dry_run, git_mirror=git_mirror,
                             wheelhouse=wheelhouse, lock=lock, locked=locked, data_mirror=data_mirror,
-                            allow_unverified=list(allow_unverified), smoke=not no_smoke, smoke_preset=smoke_preset, json_lines=as_json,
-                            force=force, from_step=from_step, bundle=bundle, bundle_sha256=bundle_sha256, push_wheels=push_wheels,
+                            allow_unverified=list(allow_unverified), smoke=not no_smoke, smoke_preset=smoke_preset,
+                            json_lines=as_json, force=force, from_step=from_step, bundle=bundle,
+                            bundle_sha256=bundle_sha256, push_wheels=push_wheels,
                             trusted_keys=tuple(trusted_keys), provenance=provenance,
                             insecure=insecure, identity_file=identity_file,
                             known_hosts=list(known_hosts), argv=["envbuild", *sys.argv[1:]],

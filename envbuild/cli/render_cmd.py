@@ -18,9 +18,11 @@ from envbuild.cli.output import console, emit_json
 @click.option("-o", "--output", "--out", "out", default=None, type=click.Path(),
               help="Folder to write (default: containers/<recipe>/<target>/<format>); --out is the old spelling.")
 @click.option("--base", default=None, help="Base image (dockerfile, apptainer, ci; default: from the recipe).")
-@click.option("--facts", "facts_file", default=None, help="Node facts JSON (ansible, shell; default: the target's profile, live for local; "
+@click.option("--facts", "facts_file", default=None,
+              help="Node facts JSON (ansible, shell; default: the target's profile, live for local; "
               "every format: the nodes whose facts fill {inventory.*} patch placeholders).")
-@click.option("--lock", "lock_file", default=None, help="Lockfile (default: $ENVBUILD_LOCKDIR's, else the shipped lock, if present).")
+@click.option("--lock", "lock_file", default=None,
+              help="Lockfile (default: $ENVBUILD_LOCKDIR's, else the shipped lock, if present).")
 @click.option("--prefix", default=None, help="Environment prefix on the node (ansible, shell).")
 @click.option("--wheelhouse", default=None, type=click.Path(),
               help="Folder of wheels: node formats use it as find-links; image formats copy the locked ones into the context.")

@@ -154,7 +154,7 @@ def _split(value: str | None) -> tuple[str, ...]:
     try:
         return tuple(shlex.split(value)) if value else ()
     except ValueError:
-        return tuple(value.split())
+        return tuple((value or "").split())
 
 
 def _lookup(host: str, port: int | None) -> str:

@@ -157,7 +157,7 @@ def read_inventory(path: str | os.PathLike, *, user: str | None = None, port: in
     nodes = []
     for name, hv in _ansible_hosts(path, limit):
         def first(key: str):
-            return next((hv[v] for v in _FIELDS[key] if hv.get(v) not in (None, "")), None)
+            return next((hv[v] for v in _FIELDS[key] if hv.get(v) not in (None, "")), None)  # noqa: B023 - used in this iteration
 
         where = f"{path}: host {name}"
         p = first("port")
@@ -171,7 +171,8 @@ def read_inventory(path: str | os.PathLike, *, user: str | None = None, port: in
             connection=str(first("connection") or "ssh"),
             python=str(first("python")) if first("python") is not None else None,
             identity_file=os.path.expanduser(str(key)) if key else identity_file,
-            insecure=insecure or _truthy(hv.get("envbuild_insecure")) or _ssh_option(hv, "stricthostkeychecking") in ("no", "off"),
+            insecure=(insecure or _truthy(hv.get("envbuild_insecure"))
+                      or _ssh_option(hv, "stricthostkeychecking") in ("no", "off")),
             known_hosts=kh,
             ansible_vars={k: v for k, v in hv.items() if k.startswith("ansible_") and k not in _FIELD_VARS | _MAGIC},
         ))

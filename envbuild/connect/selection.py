@@ -139,7 +139,7 @@ class NodeSelection:
         known_hosts, insecure), else its hosts. None when the run names no node."""
         if isinstance(run.get("selection"), dict):
             return cls.from_record(run["selection"])
-        opts = run.get("options") if isinstance(run.get("options"), dict) else {}
+        opts: dict = run["options"] if isinstance(run.get("options"), dict) else {}
         hosts = opts.get("hosts") if isinstance(opts.get("hosts"), str) else None
         inventory = opts.get("inventory") if isinstance(opts.get("inventory"), str) else None
         recorded = [h for h in run.get("hosts") or [] if isinstance(h, str)]

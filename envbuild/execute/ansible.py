@@ -358,7 +358,7 @@ def _sweep_orphans(before: set[int], started: float) -> None:
                 continue  # asked already: give it until the deadline
             sig = signal.SIGKILL if pid in seen else signal.SIGTERM
             seen.add(pid)
-            for kill in (lambda: os.killpg(os.getpgid(pid), sig), lambda: os.kill(pid, sig)):
+            for kill in (lambda: os.killpg(os.getpgid(pid), sig), lambda: os.kill(pid, sig)):  # noqa: B023 - called at once
                 try:
                     kill()
                 except (ProcessLookupError, PermissionError):

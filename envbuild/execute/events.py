@@ -205,7 +205,8 @@ class StepTracker:
             h.log.append(f"msg: {res.get('msg')}")
         for item in res.get("results") or []:
             if isinstance(item, dict) and (item.get("stdout") or item.get("stderr")):
-                StepTracker._log(h, f"{task} (item)", {k: item.get(k) for k in ("cmd", "stdout", "stderr", "rc", "msg", "failed")})
+                StepTracker._log(h, f"{task} (item)",
+                                 {k: item.get(k) for k in ("cmd", "stdout", "stderr", "rc", "msg", "failed")})
 
 
 class EventSink:

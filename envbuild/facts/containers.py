@@ -30,7 +30,9 @@ def parse_engine_version(text: str) -> str | None:
 
 def parse_containers(text: str) -> dict[str, str]:
     """Blocks "@@ tool" + version output -> {tool: version or "unknown"}."""
-    out, tool, buf = {}, None, []
+    out: dict[str, str] = {}
+    tool: str | None = None
+    buf: list[str] = []
     for line in text.splitlines() + ["@@ "]:
         if line.startswith("@@ "):
             if tool:

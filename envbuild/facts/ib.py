@@ -105,7 +105,10 @@ def ib_address(devices: list[IbDevice]) -> str | None:
 
 def parse_ibstat(text: str) -> list[IbDevice]:
     """``ibstat`` output ("CA 'mlx5_0'" blocks with "Port N:" sub-blocks) -> devices per port."""
-    devices, ca, port, info = [], None, None, {}
+    devices: list[IbDevice] = []
+    ca: str | None = None
+    port: str | None = None
+    info: dict[str, str] = {}
 
     def flush():
         if ca is not None and port is not None:

@@ -6,11 +6,11 @@ assumed from a target profile (``from_target``) when a lock or plan is made away
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-FACTS_SCHEMA = "envbuild.facts/1"
+FACTS_SCHEMA: Final = "envbuild.facts/1"
 
 
 class _M(BaseModel):

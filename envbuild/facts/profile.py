@@ -71,9 +71,9 @@ def refine(target: Target, facts: NodeFacts) -> NodeFacts:
 
     A field is a gap when it is unknown (None/empty) and not explained in ``facts.missing``:
     a fact the gatherer looked for and did not find (``missing["nvcc"]``) stays absent, so a
-    node without nvcc is never assumed to have the profile's toolkit. For a ``from_facts`` target (``local``) the facts are returned unchanged. When the profile
-    filled anything, the origin becomes ``<origin>+profile:<target>`` and each filled field is
-    listed in ``missing`` as ``"assumed from profile <target>"``.
+    node without nvcc is never assumed to have the profile's toolkit. For a ``from_facts`` target
+    (``local``) the facts are returned unchanged. When the profile filled anything, the origin
+    becomes ``<origin>+profile:<target>`` and each filled field is listed in ``missing`` as ``"assumed from profile <target>"``.
     """
     if target.from_facts:
         return facts

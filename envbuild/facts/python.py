@@ -24,9 +24,9 @@ _VERSION_SNIPPET = (
 
 # One interpreter lists them all (fed the candidate paths on stdin): a venv's version and
 # prefix come from its pyvenv.cfg, the lister's own from itself, a CPython install's from its
-# include/pythonX.Y/patchlevel.h, and any other distinct binary (realpath) is started once; each candidate prints ``path<TAB>X.Y.Z<TAB>sys.prefix``
-# as if it had been started (the shell loop below, which starts each candidate, is the
-# fallback when no python can list). Python 3.2+.
+# include/pythonX.Y/patchlevel.h, and any other distinct binary (realpath) is started once; each
+# candidate prints ``path<TAB>X.Y.Z<TAB>sys.prefix`` as if it had been started (the shell loop
+# below, which starts each candidate, is the fallback when no python can list). Python 3.2+.
 _LISTER = r"""
 import glob, os, re, subprocess, sys
 NAME = re.compile(r"python([23](\.[0-9]{1,2})?)?$")

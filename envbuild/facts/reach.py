@@ -102,4 +102,4 @@ def unreachable(urls: list[str], rc: int, stdout: str, stderr: str) -> dict[str,
     (python3 missing, the probe killed) counts as unreachable with the probe's own error."""
     answers = parse(stdout)
     fallback = (stderr.strip().splitlines() or [f"the probe exited {rc}"])[-1][:200]
-    return {u: answers[u] if u in answers else fallback for u in urls if answers.get(u, fallback) is not None}
+    return {u: why for u in urls if (why := answers.get(u, fallback)) is not None}

@@ -41,7 +41,7 @@ def parse_uv(version_out: str, wheel_text: str | None, sha256: str) -> UvBinary 
         t = re.search(r"^Tag:\s*\S+-\S+-(manylinux|musllinux)_\d+_\d+_(\w+)", tags, re.M)
         if t:
             arch, libc = t.group(2), "musl" if t.group(1) == "musllinux" else "glibc"
-    if arch is None:
+    if arch is None or libc is None:  # set together
         return None
     g = _MANYLINUX.search(tags)
     # a glibc build whose wheel tag is unknown: its minimum glibc is unknown, and the planner

@@ -169,7 +169,8 @@ def unpack_script(p: PackedEnv, fetch: bool = False) -> tuple[str, str, str]:
     shared = "|".join(k + "*" for k in SHARED_FS)
     script = (f'set -eu; fs="$(stat -f -c %T {q(parent)})"; case "$fs" in '
               f'{shared}) '
-              f'echo "envbuild: $(hostname):" {q(parent)} "is on a shared file system ($fs): a pack unpacks on a node\'s own disk" >&2; '
+              f'echo "envbuild: $(hostname):" {q(parent)} '
+              f'"is on a shared file system ($fs): a pack unpacks on a node\'s own disk" >&2; '
               f'rm -f {q(copy)}; exit 1;; esac; '
               + (f'cp -- {q(p.archive)} {q(copy)}; ' if fetch else "")
               + f'if ! echo {q(p.sha256 + "  " + copy)} | sha256sum -c --status -; then '
@@ -379,40 +380,124 @@ def _counts(prog: Run | None, variant: str | None, opts: LaunchOptions, target, 
     return nodes, gpus
 
 
+@dataclass(frozen=True)
+class _Work:
+    """What the job's tasks run and where: the recipe's training command, or what replaces it."""
+
+    mode: str
+    commands: tuple[str, ...]
+    cwd: str
+    nproc: int
+    parser: str
+    metric: str | None
+    files: dict[str, str]
+    notes: tuple[str, ...]
+    shown: tuple[str, ...] | None = None  # the command as published, where commands wraps it
+    replaced: str | None = None  # why the training command is not the recipe's
+
+
+MODES = {"once": "once", "deepspeed": "once", "torchrun": "per-node", "per-node": "per-node", "pods": "pods"}
+
+
 def build_job(recipe, target, plan, opts: LaunchOptions) -> Job:
     """Decide the launch of ``recipe`` on ``target`` from ``plan`` (``envbuild.plan.model.Plan``)."""
     _check_scheduler(opts, target)
     given_queue = opts.partition
     opts, from_profile = _job_settings(opts, target)
+    _check_options(opts)
+    variant = opts.variant
+    command = _published_command(recipe, opts)
+    prog = recipe.run_of(variant)
+    nodes, gpus = _counts(prog, variant, opts, target, recipe)
+    opts, scheduling, warnings = _walltime_and_queue(opts, given_queue, recipe, target, nodes)
+    sources = _sources(plan)
+    env_file = _env_file(plan)
+    smoke_dir = _smoke_dir(plan)
+    launcher = _launcher(recipe, prog, opts, nodes)
+    cwd = _bench_cwd(recipe.benchmark, smoke_dir or plan.prefix, sources)
+    env = _task_env(recipe, target, sources)
+    work = _training(recipe, prog, launcher, command, sources, cwd, gpus)
+    if opts.smoke_only or opts.command_override:
+        work = _replaced(work, opts, smoke_dir, nodes, gpus)
+    files, notes = dict(work.files), list(work.notes)
+    address_var = None
+    if prog and prog.address_var and nodes > 1 and not (opts.smoke_only or opts.command_override):
+        address_var = prog.address_var
+        files[ADDRESS_SCRIPT] = ADDRESS_SOURCE.read_text()
+        notes.append(f"{address_var}: every rank's InfiniBand address, found by each node when it starts "
+                     f"($JOB_DIR/{ADDRESS_SCRIPT}: its first active InfiniBand/RoCE port's IPv4 address, "
+                     "gathered by node 0 over TCP and handed to every node in rank order)")
+    if prog and prog.source:
+        notes.append(f"source: {prog.source}")
+    container, container_notes = _container(recipe, target, plan, opts)
+    # the recipe's image holds no copy of data without a recorded sha256: its prepare.sh fetches
+    # it (and runs the steps that read it) in each container before the training command
+    prepare = (prepare_script(plan) if container and recipe.environment.kind == "container"
+               and not opts.no_container and not opts.smoke_only else None)
+    stage = stage_name(plan)
+    notes += [*container_notes, *_data_notes(prepare, stage, opts.scheduler), *_ipc_lock_notes(opts, target)]
+    header = _header(recipe, target, plan, opts, nodes, gpus, (*from_profile, *scheduling), warnings)
+    return Job(recipe=recipe.name, target=target.name, scheduler=opts.scheduler, variant=variant,
+               name=f"envbuild-{recipe.name}", nodes=nodes, gpus_per_node=gpus, nproc_per_node=work.nproc,
+               mode=work.mode, commands=work.commands, env_file=env_file, cwd=work.cwd,
+               env=env, module=_module(plan),
+               container_image=container, files=files, notes=tuple(notes), replaced=work.replaced,
+               parser=work.parser, metric=work.metric, output_dir=opts.output_dir,
+               cpus_per_task=prog.cpus_per_task if prog else None, cpu_cores=target.cpu_cores,
+               memory_gib=target.memory_gib, shm_size=target.shm_size, infiniband=bool(target.infiniband),
+               scheduler_options=(tuple(prog.scheduler_options.get(opts.scheduler, ())) if prog else ()),
+               master_port=opts.master_port or (prog.master_port if prog else None),
+               address_var=address_var, prepare=prepare, stage=stage, header=header, options=opts,
+               packed=_packed(opts, plan, target, _needs(plan, recipe, opts, command, smoke_dir)),
+               fanout=opts.fanout or sbcast_fanout(nodes), warnings=warnings,
+               exclusive=bool(gpus and target.gpus and gpus >= target.gpus.count),
+               gpu_product=gpu_product_label(target) if gpus else None, ipc_lock=target.jobs.ipc_lock,
+               ttl_after_finished_s=target.jobs.ttl_after_finished_s)
+
+
+def _check_options(opts: LaunchOptions) -> None:
+    """Options that contradict each other or that a scheduler directive cannot hold."""
     if opts.smoke_only and opts.command_override:
         raise InputError("give --smoke-only or --command-override, not both")
     if not SAFE_PATH.match(opts.output_dir):
         raise InputError(f"output folder {opts.output_dir!r} has characters a scheduler directive cannot hold",
                          hint="use a path of letters, digits and ./_-")
-    pods_row = recipe.run_of(opts.variant)
-    variant = opts.variant
-    if pods_row is not None and pods_row.launcher == "pods":
+
+
+def _published_command(recipe, opts: LaunchOptions) -> str:
+    """The recipe's benchmark command for the chosen variant; "" for a Kubernetes layout of pods
+    (each pod runs a variant of its own: ``_training``), which only ``--scheduler k8s`` launches."""
+    row = recipe.run_of(opts.variant)
+    if row is not None and row.launcher == "pods":
         if opts.scheduler != "k8s":
-            raise InputError(f"variant {variant} is a Kubernetes layout", hint="use --scheduler k8s")
-        command = ""
-    else:
-        command = _variant_command(recipe, variant)
-    prog = recipe.run_of(variant)
-    nodes, gpus = _counts(prog, variant, opts, target, recipe)
-    opts, scheduling, warnings = _walltime_and_queue(opts, given_queue, recipe, target, nodes)
-    bench = recipe.benchmark
-    sources = _sources(plan)
-    env_file = _env_file(plan)
-    smoke_dir = _smoke_dir(plan)
+            raise InputError(f"variant {opts.variant} is a Kubernetes layout", hint="use --scheduler k8s")
+        return ""
+    return _variant_command(recipe, opts.variant)
+
+
+def _launcher(recipe, prog: Run | None, opts: LaunchOptions, nodes: int) -> str:
+    """How the ranks start (the recipe's run row; a per-node launch on one node is one start).
+    Refuses more than one node for a recipe without a multi-node launch, unless its command is
+    replaced."""
     launcher = prog.launcher if prog else "once"
     if launcher == "per-node" and nodes == 1:
         launcher = "once"
     if prog is None and nodes > 1 and not (opts.smoke_only or opts.command_override):
         raise InputError(f"{recipe.name} starts its own ranks on one node; it has no multi-node launch here",
-                         hint=(prog.why if prog else "leave --nodes out"))
-    cwd = bench.cwd if bench and bench.cwd else (smoke_dir or plan.prefix)
-    cwd = re.sub(r"\{sources\.([A-Za-z0-9_.-]+)\}", lambda m: sources.get(m.group(1), m.group(0)), cwd)
-    values = {"cwd": path_word(cwd), "job_dir": '"${JOB_DIR}"'}
+                         hint="leave --nodes out")
+    return launcher
+
+
+def _bench_cwd(bench, default: str, sources: dict[str, str]) -> str:
+    """The benchmark's folder (``{sources.X}`` filled in), else ``default``."""
+    cwd = bench.cwd if bench and bench.cwd else default
+    return re.sub(r"\{sources\.([A-Za-z0-9_.-]+)\}", lambda m: sources.get(m.group(1), m.group(0)), cwd)
+
+
+def _task_env(recipe, target, sources: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """The variables every task exports (name, shell word): the benchmark's own, and those it
+    takes from the target profile, which must define them."""
+    bench = recipe.benchmark
     source_words = {f"sources.{k}": path_word(v) for k, v in sources.items()}
     env = {k: template_word(str(v), source_words) for k, v in (bench.env if bench else {}).items()}
     missing = [n for n in (bench.target_env if bench else []) if n not in target.env]
@@ -420,16 +505,20 @@ def build_job(recipe, target, plan, opts: LaunchOptions) -> Job:
         raise InputError(f"target {target.name} does not define {', '.join(missing)}, which {recipe.name} needs",
                          hint="set them in the target profile's env")
     target_env = {n: q(target.env[n]) for n in (bench.target_env if bench else [])}
-    notes: list[str] = []
-    files = dict(prog.files) if prog else {}
-    replaced = None
-    mode = {"once": "once", "deepspeed": "once", "torchrun": "per-node", "per-node": "per-node",
-            "pods": "pods"}[launcher]
-    nproc = max(gpus, 1)
-    parser = bench.parser if bench and bench.parser else ""
-    metric = bench.metric if bench else None
+    return tuple(sorted({**env, **target_env}.items()))
 
-    shown: tuple[str, ...] | None = None  # the command as published, where cmds wraps it
+
+def _training(recipe, prog, launcher: str, command: str, sources: dict[str, str], cwd: str, gpus: int) -> _Work:
+    """The recipe's training command as its launcher starts it (``prog``: the recipe's run row,
+    which every launcher but "once" has): a command per pod, deepspeed or torchrun over the run
+    row's argv, or the published command (with its multi-node arguments) with its output
+    captured on stdout."""
+    bench = recipe.benchmark
+    mode = MODES[launcher]
+    values = {"cwd": path_word(cwd), "job_dir": '"${JOB_DIR}"'}
+    notes: list[str] = []
+    cmds: tuple[str, ...]
+    shown: tuple[str, ...] | None = None
     if launcher == "pods":
         cmds = tuple((f"{prog.pod_setup} && " if prog.pod_setup else "") + fill_command(_variant_command(recipe, v), sources)
                      for v in prog.pod_commands)
@@ -450,44 +539,45 @@ def build_job(recipe, target, plan, opts: LaunchOptions) -> Job:
         cmds = (capture(prog.output if prog else None, text),)
         if prog:
             notes.append(f"{launcher}: {prog.why}")
+    return _Work(mode=mode, commands=cmds, cwd=cwd, nproc=max(gpus, 1),
+                 parser=bench.parser if bench and bench.parser else "", metric=bench.metric if bench else None,
+                 files=dict(prog.files) if prog else {}, notes=tuple(notes), shown=shown)
 
-    if opts.smoke_only or opts.command_override:
-        original = " / ".join(shown or cmds)
-        original = original if len(original) <= 100 else original[:97] + "..."
-        files = {}
-        notes = []
-        if opts.smoke_only:
-            if smoke_dir is None:
-                raise InputError("--smoke-only needs the plan's smoke step (its scripts are copied to the node)",
-                                 hint="plan with the smoke step")
-            nproc = gpus if gpus else 2
-            replaced = (f"--smoke-only: the training command ({original}) is replaced by envbuild's CPU smoke, "
-                        f"an all-reduce over {nodes} node(s) x {nproc} rank(s) (collective.py, gloo)")
-            script = path_word(smoke_dir.rstrip("/") + "/collective.py")
-            if opts.scheduler == "pbs":
-                mode, cmds = "per-rank", (f"python {script} --json --device cpu",)
-            else:
-                mode = "pods" if opts.scheduler == "k8s" else "per-node"
-                cmds = (_torchrun("python -m torch.distributed.run", f"{script} --json --device cpu"),)
-                cmds = cmds * (nodes if mode == "pods" else 1)
-            cwd = smoke_dir
-            parser, metric = SMOKE_PARSER, "max_busbw_gbps"
+
+def _replaced(work: _Work, opts: LaunchOptions, smoke_dir: str | None, nodes: int, gpus: int) -> _Work:
+    """``--smoke-only`` (envbuild's CPU all-reduce over every rank) or ``--command-override`` in
+    place of the training command: said in the job's notes, with the command it replaces."""
+    original = " / ".join(work.shown or work.commands)
+    original = original if len(original) <= 100 else original[:97] + "..."
+    cmds: tuple[str, ...]
+    if opts.smoke_only:
+        if smoke_dir is None:
+            raise InputError("--smoke-only needs the plan's smoke step (its scripts are copied to the node)",
+                             hint="plan with the smoke step")
+        nproc = gpus if gpus else 2
+        replaced = (f"--smoke-only: the training command ({original}) is replaced by envbuild's CPU smoke, "
+                    f"an all-reduce over {nodes} node(s) x {nproc} rank(s) (collective.py, gloo)")
+        script = path_word(smoke_dir.rstrip("/") + "/collective.py")
+        if opts.scheduler == "pbs":
+            mode, cmds = "per-rank", (f"python {script} --json --device cpu",)
         else:
-            replaced = (f"--command-override: the training command ({original}) is replaced by "
-                        f"{opts.command_override!r}, as asked")
-            mode = "pods" if opts.scheduler == "k8s" else ("once" if nodes == 1 else "per-node")
-            cmds = (opts.command_override,) * (nodes if mode == "pods" else 1)
-        notes.append(replaced)
-    address_var = None
-    if prog and prog.address_var and nodes > 1 and not (opts.smoke_only or opts.command_override):
-        address_var = prog.address_var
-        files[ADDRESS_SCRIPT] = ADDRESS_SOURCE.read_text()
-        notes.append(f"{address_var}: every rank's InfiniBand address, found by each node when it starts "
-                     f"($JOB_DIR/{ADDRESS_SCRIPT}: its first active InfiniBand/RoCE port's IPv4 address, "
-                     "gathered by node 0 over TCP and handed to every node in rank order)")
-    if prog and prog.source:
-        notes.append(f"source: {prog.source}")
+            mode = "pods" if opts.scheduler == "k8s" else "per-node"
+            cmds = (_torchrun("python -m torch.distributed.run", f"{script} --json --device cpu"),)
+            cmds = cmds * (nodes if mode == "pods" else 1)
+        return replace(work, mode=mode, commands=cmds, cwd=smoke_dir, nproc=nproc, parser=SMOKE_PARSER,
+                       metric="max_busbw_gbps", files={}, notes=(replaced,), replaced=replaced)
+    replaced = (f"--command-override: the training command ({original}) is replaced by "
+                f"{opts.command_override!r}, as asked")
+    mode = "pods" if opts.scheduler == "k8s" else ("once" if nodes == 1 else "per-node")
+    cmds = (opts.command_override,) * (nodes if mode == "pods" else 1)
+    return replace(work, mode=mode, commands=cmds, files={}, notes=(replaced,), replaced=replaced)
 
+
+def _container(recipe, target, plan, opts: LaunchOptions) -> tuple[str | None, list[str]]:
+    """The image the tasks run in (the recipe's container on Slurm and Kubernetes, unless
+    ``--no-container``; else ``--image``), and notes on it. Refuses an image pyxis would pull
+    from a registry by mistake, and a Kubernetes job without an image a pod can pull."""
+    notes: list[str] = []
     container = None
     if recipe.environment.kind == "container" and opts.scheduler in ("slurm", "k8s"):
         if opts.no_container:
@@ -514,49 +604,46 @@ def build_job(recipe, target, plan, opts: LaunchOptions) -> Job:
     if opts.scheduler == "k8s" and container is None:
         raise InputError(f"a Kubernetes pod needs an image; {recipe.name}'s environment is a {recipe.environment.kind}",
                          hint="pass --image IMAGE (an image with the environment built in)")
-    # the recipe's image holds no copy of data without a recorded sha256: its prepare.sh fetches
-    # it (and runs the steps that read it) in each container before the training command
-    prepare = (prepare_script(plan) if container and recipe.environment.kind == "container"
-               and not opts.no_container and not opts.smoke_only else None)
-    stage = stage_name(plan)
-    if prepare and opts.scheduler == "slurm":
-        notes.append(f"data: {prepare} --stage $JOB_DIR/{stage} runs once per job in one container: it "
-                     "fetches the data files the image does not hold (no sha256 in the recipe; the first "
-                     "fetch's digest is printed), runs the steps that read them and keeps what they wrote with "
-                     "its SHA256SUMS (a later job of the same image whose folder still holds reuses it; the folder is named for the image's plan); every task then copies it "
-                     "into its container (--from), each file checked: no compute node fetches anything")
-    elif prepare:
-        notes.append(f"data: {prepare} runs first in each container: it fetches the data files the image "
-                     "does not hold (no sha256 in the recipe; the first fetch's digest is printed) and runs "
-                     "the steps that read them")
-    if opts.scheduler == "k8s" and target.infiniband and not target.jobs.ipc_lock:
-        notes.append("IPC_LOCK is not added (the Pod Security baseline level refuses it): RDMA memory "
-                     "registration then relies on the locked-memory limit the container runtime gives the pod "
-                     "(`ulimit -l` in a pod shows it); set jobs.ipc_lock in your copy of the target for a namespace "
-                     "at the privileged level")
+    return container, notes
 
-    header = (f"envbuild launch: {recipe.name} on {target.name} through {opts.scheduler}"
-              + (f" (variant {variant})" if variant else "") + f", {nodes} node(s) x {gpus} GPU(s)",
-              f"rendered by envbuild {__version__} from the plan for {plan.host} (facts {plan.facts_origin}; "
-              f"lock digest {plan.lock_digest or 'none'})",
-              *from_profile, *scheduling, *(f"WARNING: {w}" for w in warnings),
-              *([f"regenerate: {opts.regenerate}"] if opts.regenerate else []))
-    return Job(recipe=recipe.name, target=target.name, scheduler=opts.scheduler, variant=variant,
-               name=f"envbuild-{recipe.name}", nodes=nodes, gpus_per_node=gpus, nproc_per_node=nproc,
-               mode=mode, commands=tuple(cmds), env_file=env_file, cwd=cwd,
-               env=tuple(sorted({**env, **target_env}.items())), module=_module(plan),
-               container_image=container, files=files, notes=tuple(notes), replaced=replaced,
-               parser=parser, metric=metric, output_dir=opts.output_dir,
-               cpus_per_task=prog.cpus_per_task if prog else None, cpu_cores=target.cpu_cores,
-               memory_gib=target.memory_gib, shm_size=target.shm_size, infiniband=bool(target.infiniband),
-               scheduler_options=(tuple(prog.scheduler_options.get(opts.scheduler, ())) if prog else ()),
-               master_port=opts.master_port or (prog.master_port if prog else None),
-               address_var=address_var, prepare=prepare, stage=stage, header=header, options=opts,
-               packed=_packed(opts, plan, target, _needs(plan, recipe, opts, command, smoke_dir)),
-               fanout=opts.fanout or sbcast_fanout(nodes), warnings=warnings,
-               exclusive=bool(gpus and target.gpus and gpus >= target.gpus.count),
-               gpu_product=gpu_product_label(target) if gpus else None, ipc_lock=target.jobs.ipc_lock,
-               ttl_after_finished_s=target.jobs.ttl_after_finished_s)
+
+def _data_notes(prepare: str | None, stage: str, scheduler: str) -> list[str]:
+    """What the image's prepare.sh does in the job: once per job on Slurm, else in each container."""
+    if prepare and scheduler == "slurm":
+        return [f"data: {prepare} --stage $JOB_DIR/{stage} runs once per job in one container: it "
+                "fetches the data files the image does not hold (no sha256 in the recipe; the first "
+                "fetch's digest is printed), runs the steps that read them and keeps what they wrote with "
+                "its SHA256SUMS (a later job of the same image whose folder still holds reuses it; the "
+                "folder is named for the image's plan); every task then copies it into its container "
+                "(--from), each file checked: no compute node fetches anything"]
+    if prepare:
+        return [f"data: {prepare} runs first in each container: it fetches the data files the image "
+                "does not hold (no sha256 in the recipe; the first fetch's digest is printed) and runs "
+                "the steps that read them"]
+    return []
+
+
+def _ipc_lock_notes(opts: LaunchOptions, target) -> list[str]:
+    """Why a Kubernetes pod on an InfiniBand target goes without IPC_LOCK, unless the target adds it."""
+    if opts.scheduler == "k8s" and target.infiniband and not target.jobs.ipc_lock:
+        return ["IPC_LOCK is not added (the Pod Security baseline level refuses it): RDMA memory "
+                "registration then relies on the locked-memory limit the container runtime gives the pod "
+                "(`ulimit -l` in a pod shows it); set jobs.ipc_lock in your copy of the target for a namespace "
+                "at the privileged level"]
+    return []
+
+
+def _header(recipe, target, plan, opts: LaunchOptions, nodes: int, gpus: int, settings: tuple[str, ...],
+            warnings: tuple[str, ...]) -> tuple[str, ...]:
+    """The job script's header: what is launched where, what rendered it from which plan, how the
+    settings were chosen (``settings``), the warnings, and the command that renders it again."""
+    variant = opts.variant
+    return (f"envbuild launch: {recipe.name} on {target.name} through {opts.scheduler}"
+            + (f" (variant {variant})" if variant else "") + f", {nodes} node(s) x {gpus} GPU(s)",
+            f"rendered by envbuild {__version__} from the plan for {plan.host} (facts {plan.facts_origin}; "
+            f"lock digest {plan.lock_digest or 'none'})",
+            *settings, *(f"WARNING: {w}" for w in warnings),
+            *([f"regenerate: {opts.regenerate}"] if opts.regenerate else []))
 
 
 def gpu_product_label(target) -> str | None:

@@ -96,6 +96,8 @@ def _command(job: Job) -> str:
 
 
 def manifests(job: Job) -> list[dict]:
+    """The job's manifests: across nodes, the headless Service of a plain Indexed Job (the
+    controllers of the other workloads make their own), then the workload itself."""
     opts = job.options
     namespace = (opts.namespace if opts else None) or DEFAULT_NAMESPACE
     workload = opts.k8s_workload if opts else "job"
@@ -112,20 +114,46 @@ def manifests(job: Job) -> list[dict]:
     docs: list[dict] = []
     controller_named = jobset or pytorchjob or trainjob  # their controllers make the Service, name the pods
     if job.nodes > 1 and not controller_named:
-        docs.append({"apiVersion": "v1", "kind": "Service",
-                     "metadata": {"name": service, "namespace": namespace,
-                                  "labels": {**labels, "app.kubernetes.io/component": "rendezvous"}},
-                     "spec": {"clusterIP": "None", "publishNotReadyAddresses": True, "selector": labels,
-                              "ports": [{"name": "rendezvous", "port": port, "targetPort": port}]
-                              + ([{"name": "ib-addresses", "port": ADDRESS_PORT, "targetPort": ADDRESS_PORT}]
-                                 if job.address_var else [])}})
+        docs.append(_service(job, service, namespace, labels, port))
+    container = _main_container(job, workload, master, port)
+    pod = _pod(job, container, labels, None if controller_named else service)
+    queue = opts.kueue_queue if opts else None
+    metadata = {"name": job.name, "namespace": namespace,
+                "labels": {**labels, **({KUEUE_LABEL: queue} if queue else {})},
+                "annotations": {"envbuild/recipe": job.recipe, "envbuild/target": job.target,
+                                **({"envbuild/replaced": job.replaced} if job.replaced else {})}}
+    deadline = seconds_of(opts.time_limit) if opts and opts.time_limit else None
+    docs.append(_workload(job, workload, metadata, container, pod, deadline))
+    return docs
+
+
+def _service(job: Job, service: str, namespace: str, labels: dict, port: int) -> dict:
+    """The headless Service that names an Indexed Job's pods (``<job>-<i>.<service>``), its names
+    resolving while the pods start: the rendezvous port, and the InfiniBand address exchange's."""
+    return {"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": service, "namespace": namespace,
+                         "labels": {**labels, "app.kubernetes.io/component": "rendezvous"}},
+            "spec": {"clusterIP": "None", "publishNotReadyAddresses": True, "selector": labels,
+                     "ports": [{"name": "rendezvous", "port": port, "targetPort": port}]
+                     + ([{"name": "ib-addresses", "port": ADDRESS_PORT, "targetPort": ADDRESS_PORT}]
+                        if job.address_var else [])}}
+
+
+def _limits(job: Job) -> dict:
+    """A pod's resource limits: the target's CPUs, memory, GPUs and RDMA device resource."""
+    opts = job.options
     limits: dict = {"cpu": str(job.cpu_cores) if job.cpu_cores else None,
                     "memory": f"{job.memory_gib}Gi" if job.memory_gib else None}
     if job.gpus_per_node:
         limits["nvidia.com/gpu"] = job.gpus_per_node
     if job.infiniband:
         limits[opts.rdma_resource if opts else "rdma/hca_shared_devices_a"] = 1
-    limits = {k: v for k, v in limits.items() if v is not None}
+    return {k: v for k, v in limits.items() if v is not None}
+
+
+def _prelude(job: Job, workload: str) -> list[str]:
+    """The task script's first lines in a pod: the job folder's files, the InfiniBand addresses,
+    and the node rank where an operator gives it (PyTorchJob's RANK, the Trainer's PET_NODE_RANK)."""
     prelude = []
     for name, content in sorted(job.files.items()):
         prelude += heredoc(f'"$JOB_DIR"/{name}', content)
@@ -133,14 +161,22 @@ def manifests(job: Job) -> list[dict]:
         prelude += [f"# {job.address_var}: every rank's InfiniBand address, gathered by pod 0 at start",
                     f'{job.address_var}="$(python3 "$JOB_DIR"/{ADDRESS_SCRIPT} --per-node '
                     f'"$ENVBUILD_NPROC_PER_NODE" --port {ADDRESS_PORT})"', f"export {job.address_var}"]
-    if pytorchjob:  # the operator's RANK: the master 0, worker i i+1
+    if workload == "pytorchjob":  # the operator's RANK: the master 0, worker i i+1
         prelude = ["# the node rank: the training operator's RANK (master 0, worker i: i+1)",
                    'export ENVBUILD_NODE_RANK="${RANK:?the training operator sets RANK}"', *prelude]
-    if trainjob:  # the Trainer's torch plugin: PET_NODE_RANK is the pod's completion index
+    if workload == "trainjob":  # the Trainer's torch plugin: PET_NODE_RANK is the pod's completion index
         prelude = ["# the node rank: the Trainer's PET_NODE_RANK (the pod's completion index)",
                    'export ENVBUILD_NODE_RANK="${PET_NODE_RANK:?the Trainer sets PET_NODE_RANK}"', *prelude]
-    script = task_script(job, ['mkdir -p "$JOB_DIR"', *prelude], _command(job))
-    rank = [] if (pytorchjob or trainjob) else [{"name": "ENVBUILD_NODE_RANK", "valueFrom": {
+    return ['mkdir -p "$JOB_DIR"', *prelude]
+
+
+def _main_container(job: Job, workload: str, master: str, port: int) -> dict:
+    """The pod's one container: the image, the task script under ``bash -c``, the ENVBUILD_*
+    variables (the node rank from the completion index, unless an operator gives it), the limits
+    and the /dev/shm mount."""
+    pytorchjob = workload == "pytorchjob"
+    script = task_script(job, _prelude(job, workload), _command(job))
+    rank = [] if workload in ("pytorchjob", "trainjob") else [{"name": "ENVBUILD_NODE_RANK", "valueFrom": {
         "fieldRef": {"fieldPath": f"metadata.annotations['{INDEX_ANNOTATION}']"}}}]
     env = [{"name": "ENVBUILD_JOB_ID", "value": job.name},
            {"name": "ENVBUILD_NNODES", "value": str(job.nodes)},
@@ -152,54 +188,61 @@ def manifests(job: Job) -> list[dict]:
            *([] if pytorchjob else [{"name": "MASTER_ADDR", "value": master}]),  # the operator sets its own
            {"name": "JOB_DIR", "value": "/tmp/envbuild-job"}]
     container = {"name": "pytorch" if pytorchjob else "main", "image": job.container_image,
-                 "command": ["bash", "-c", script], "env": env, "resources": {"limits": limits},
+                 "command": ["bash", "-c", script], "env": env, "resources": {"limits": _limits(job)},
                  "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}]}
     if pytorchjob:  # the operator's MASTER_PORT is this port's
         container["ports"] = [{"name": "pytorchjob-port", "containerPort": port}]
     if job.infiniband and job.ipc_lock:  # the target says its namespace allows it (privileged level)
         container["securityContext"] = {"capabilities": {"add": ["IPC_LOCK"]}}
+    return container
+
+
+def _pod(job: Job, container: dict, labels: dict, subdomain: str | None) -> dict:
+    """The pod spec: never restarted; across nodes, one pod per node (a required anti-affinity)
+    named under ``subdomain`` (None: a controller names the pods); on the target's GPU product;
+    a memory-backed /dev/shm of the target's size."""
     shm = {"medium": "Memory"} | ({"sizeLimit": job.shm_size} if job.shm_size else {})
     pod: dict = {"restartPolicy": "Never"}
     if job.nodes > 1:
-        if not controller_named:
-            pod["subdomain"] = service
+        if subdomain is not None:
+            pod["subdomain"] = subdomain
         pod["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
             {"labelSelector": {"matchLabels": labels}, "topologyKey": HOSTNAME_KEY}]}}
     if job.gpu_product:  # GPU feature discovery's label: the GPUs the run was planned for
         pod["nodeSelector"] = {GPU_PRODUCT_LABEL: job.gpu_product}
     pod |= {"containers": [container], "volumes": [{"name": "dshm", "emptyDir": shm}]}
-    queue = opts.kueue_queue if opts else None
-    metadata = {"name": job.name, "namespace": namespace,
-                "labels": {**labels, **({KUEUE_LABEL: queue} if queue else {})},
-                "annotations": {"envbuild/recipe": job.recipe, "envbuild/target": job.target,
-                                **({"envbuild/replaced": job.replaced} if job.replaced else {})}}
-    deadline = seconds_of(opts.time_limit) if opts and opts.time_limit else None
+    return pod
+
+
+def _workload(job: Job, workload: str, metadata: dict, container: dict, pod: dict, deadline: int | None) -> dict:
+    """The workload of ``--k8s-workload``: an Indexed Job (alone, or as a JobSet's one replicated
+    job), a PyTorchJob's Master and Workers, or a TrainJob; none restarts a failed rank, each
+    stops at the wall time and is deleted after the target's TTL (a TrainJob has none)."""
+    labels = _labels(job)
     limits_of_run = {"ttlSecondsAfterFinished": job.ttl_after_finished_s,
                      **({"activeDeadlineSeconds": deadline} if deadline else {})}
     spec = {"completionMode": "Indexed", "completions": job.nodes, "parallelism": job.nodes,
             "backoffLimit": 0, **({"activeDeadlineSeconds": deadline} if deadline else {}),
             "template": {"metadata": {"labels": labels}, "spec": pod}}
-    if trainjob:
-        docs.append(_trainjob(job, metadata, container, pod, deadline))
-    elif pytorchjob:
+    if workload == "trainjob":
+        return _trainjob(job, metadata, container, pod, deadline)
+    if workload == "pytorchjob":
         template = {"metadata": {"labels": labels}, "spec": pod}
         replicas = {"Master": {"replicas": 1, "restartPolicy": "Never", "template": template}}
         if job.nodes > 1:
             replicas["Worker"] = {"replicas": job.nodes - 1, "restartPolicy": "Never", "template": template}
-        docs.append({"apiVersion": PYTORCHJOB_API, "kind": "PyTorchJob", "metadata": metadata,
-                     "spec": {"runPolicy": {"backoffLimit": 0, "cleanPodPolicy": "None", **limits_of_run},
-                              "pytorchReplicaSpecs": replicas}})
-    elif jobset:
-        docs.append({"apiVersion": JOBSET_API, "kind": "JobSet", "metadata": metadata,
-                     "spec": {"failurePolicy": {"maxRestarts": 0},
-                              "ttlSecondsAfterFinished": job.ttl_after_finished_s,
-                              "network": {"enableDNSHostnames": True, "publishNotReadyAddresses": True},
-                              "replicatedJobs": [{"name": REPLICATED_JOB, "replicas": 1,
-                                                  "template": {"metadata": {"labels": labels}, "spec": spec}}]}})
-    else:
-        docs.append({"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata,
-                     "spec": {**spec, "ttlSecondsAfterFinished": job.ttl_after_finished_s}})
-    return docs
+        return {"apiVersion": PYTORCHJOB_API, "kind": "PyTorchJob", "metadata": metadata,
+                "spec": {"runPolicy": {"backoffLimit": 0, "cleanPodPolicy": "None", **limits_of_run},
+                         "pytorchReplicaSpecs": replicas}}
+    if workload == "jobset":
+        return {"apiVersion": JOBSET_API, "kind": "JobSet", "metadata": metadata,
+                "spec": {"failurePolicy": {"maxRestarts": 0},
+                         "ttlSecondsAfterFinished": job.ttl_after_finished_s,
+                         "network": {"enableDNSHostnames": True, "publishNotReadyAddresses": True},
+                         "replicatedJobs": [{"name": REPLICATED_JOB, "replicas": 1,
+                                             "template": {"metadata": {"labels": labels}, "spec": spec}}]}}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata,
+            "spec": {**spec, "ttlSecondsAfterFinished": job.ttl_after_finished_s}}
 
 
 def _trainjob(job: Job, metadata: dict, container: dict, pod: dict, deadline: int | None) -> dict:

@@ -67,7 +67,8 @@ def lock_from_mirror(src: GitSource, repo: Path, say: Progress = lambda _m: None
         if not gitsrc.is_ancestor(repo, anc, sha):
             present = gitsrc.has_commit(repo, anc)
             raise CheckFailed(
-                f"{src.name}: required ancestor {anc} is {'not an ancestor of' if present else 'absent, so not an ancestor of'} {sha}",
+                f"{src.name}: required ancestor {anc} is "
+                f"{'not an ancestor of' if present else 'absent, so not an ancestor of'} {sha}",
                 hint="the fork is not based on the commit the recipe says; check ref and requires_ancestors")
         checked.append(anc)
     date, subject = gitsrc.commit_info(repo, sha)

@@ -11,7 +11,9 @@ Example::
 
     >>> read_declared({"pyproject.toml": '[project]\\ndependencies = ["rich", '
     ...                '"enrich @ git+https://github.com/saforem2/enrich"]\\n'}, "metadata")
-    Declared(origin='pyproject.toml [project].dependencies', requirements=('rich', 'enrich @ git+https://github.com/saforem2/enrich'), unread=None)
+    ... # doctest: +NORMALIZE_WHITESPACE
+    Declared(origin='pyproject.toml [project].dependencies',
+             requirements=('rich', 'enrich @ git+https://github.com/saforem2/enrich'), unread=None)
 """
 
 from __future__ import annotations

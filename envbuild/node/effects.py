@@ -61,7 +61,8 @@ class EffectContext(object):
             except ActionFailed as exc:
                 rc, out, err = 127, "", exc.msg
             if rc != 0:
-                info = {"ok": False, "error": "%s does not run (exit %s): %s" % (python, rc, (err.strip().splitlines() or [""])[-1][:200])}
+                info = {"ok": False,
+                        "error": "%s does not run (exit %s): %s" % (python, rc, (err.strip().splitlines() or [""])[-1][:200])}
             else:
                 try:
                     info = dict(json.loads(out.strip().splitlines()[-1]), ok=True)

@@ -7,13 +7,13 @@ that text into the model with a clear error when a node printed something else.
 from __future__ import annotations
 
 import json
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from envbuild.errors import EnvironmentProblem
 
-OBSERVED_SCHEMA = "envbuild.observed/1"
+OBSERVED_SCHEMA: Final = "envbuild.observed/1"
 
 DriftKind = Literal[
     "package-version",  # installed version differs from the lock

@@ -7,7 +7,7 @@ from pathlib import Path
 from envbuild.errors import CheckFailed, InputError
 from envbuild.fsio import write_atomic
 from envbuild.node.textpatch import apply_text_patch, unified_diff
-from envbuild.patches.apex import PatchReport, patch_tree
+from envbuild.patches.apex import Outcome, PatchReport, patch_tree
 
 
 def apply_patch(patch, src_dir: str | Path, *, apply: bool = False, nvcc: str | None = None,
@@ -32,6 +32,6 @@ def apply_patch(patch, src_dir: str | Path, *, apply: bool = False, nvcc: str | 
     diff = unified_diff(text, new_text, patch.file)
     if apply and new_text != text:
         write_atomic(path, new_text, mode=path.stat().st_mode & 0o777)
-    decision = "patched" if status in ("applied", "already-applied") and patch.kind != "expect" else "unchanged"
+    decision: Outcome = "patched" if status in ("applied", "already-applied") and patch.kind != "expect" else "unchanged"
     return PatchReport(decision, f"{patch.id}: {status} ({patch.why})", diff, apply and new_text != text,
                        None, str(path), status)

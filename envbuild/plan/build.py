@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from envbuild.compat.commits import apex_commit
 from envbuild.errors import InputError
-from envbuild.facts.model import NodeFacts, UvBinary
+from envbuild.facts.model import Interpreter, NodeFacts, UvBinary
 from envbuild.fsio import canonical_json, sha256_text
 from envbuild.lock.schema import normalize
 from envbuild.lock.serialize import lock_digest
@@ -129,6 +129,60 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
     """The ordered steps for one node. Pure: reads nothing, runs nothing."""
     opts = options or PlanOptions()
     prefix = expand_home(opts.prefix or default_prefix(recipe, target), facts)
+    opts = _node_copies(opts, prefix)
+    backend = opts.backend or recipe.environment.kind
+    if backend not in ("venv", "conda", "container", "module-venv"):
+        raise InputError(f"unknown backend {backend!r}", hint="use --backend venv or --backend conda")
+    decisions: list[Decision] = []
+    steps: list[Step] = _intake_steps(recipe, opts)
+    add = steps.append
+
+    interp = facts.python(recipe.python)
+    conda = _conda_params(recipe, opts) if backend == "conda" else {}
+    installer, why = choose_installer(opts.installer, opts.uv, facts, backend, recipe.python)
+    uv_path = uv_dest(facts, prefix, opts.uv) if installer == "uv" else None
+    tools = tooling(recipe)
+    env_params = _environment_params(recipe, facts, opts, backend, prefix, interp, conda,
+                                     with_pip=not _pip_from_uv_only(recipe, lock, uv_path, tools))
+    add(Step(id="environment", title=f"{backend} environment, Python {recipe.python}",
+             params=env_params, reason=_env_reason(recipe, backend, interp is not None, conda)
+             + ("" if env_params.with_pip else "; made --without-pip: uv installs the locked pip next")))
+
+    decisions.append(Decision(subject="installer", outcome=f"uv {opts.uv.version}" if uv_path and opts.uv
+                              else "pip", reason=why))
+    env_at = len(steps)  # the uv step goes right after the environment, if a step uses uv
+
+    pip_version, _ = pip_release(recipe.environment.pip)
+    packages, torch = _package_steps(recipe, facts, lock, opts, tools, uv_path,
+                                     env_params.system_site_packages, decisions)
+    steps += packages
+    if uv_path and opts.uv and any(getattr(s.params, "installer", "pip") == "uv" for s in steps):
+        steps.insert(env_at, Step(
+            id="uv", title=f"uv {opts.uv.version}",
+            params=P.UvToolParams(dest=uv_path, version=opts.uv.version, sha256=opts.uv.sha256),
+            reason=why))
+
+    for src in git_dependencies(lock) + recipe.ordered_sources():  # dependencies first
+        steps.extend(_source_steps(recipe, src, prefix, facts, torch, pip_version, lock, opts,
+                                   decisions))
+
+    env_file = f"{prefix}/.envbuild/env.sh"
+    add(_env_file_step(recipe, target, env_file))
+    if recipe.import_check:
+        add(Step(id="import-check", title="Import check",
+                 params=P.ImportCheckParams(modules=list(recipe.import_check)),
+                 reason="fail now, not at the first training step"))
+    if opts.smoke:
+        add(_smoke_step(recipe, prefix, env_file, steps, facts, opts, torch_variant(decisions)))
+
+    return Plan(recipe=recipe.name, target=target.name, host=opts.host, prefix=prefix,
+                backend=backend, lock_digest=_lock_digest(lock), facts_origin=facts.origin,
+                decisions=decisions, steps=steps)
+
+
+def _node_copies(opts: PlanOptions, prefix: str) -> PlanOptions:
+    """The options with a bundle's or a fleet's files where the node holds its copy (under
+    ``<prefix>/.envbuild``): offline, the bundle is the only source of wheels, git sources and data."""
     if opts.bundle is not None:  # offline: the node's copy of the bundle is the only source
         staged = opts.bundle.model_copy(update={"dir": f"{prefix.rstrip('/')}/.envbuild/bundle"})
         opts = replace(opts, bundle=staged, wheelhouse=f"{staged.dir}/wheels",
@@ -138,37 +192,37 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
     if opts.fleet is not None and opts.bundle is None:
         pushed = opts.fleet.model_copy(update={"dir": f"{prefix.rstrip('/')}/.envbuild/fleet"})
         opts = replace(opts, fleet=pushed, wheelhouse=f"{pushed.dir}/wheels")
-    backend = opts.backend or recipe.environment.kind
-    if backend not in ("venv", "conda", "container", "module-venv"):
-        raise InputError(f"unknown backend {backend!r}", hint="use --backend venv or --backend conda")
-    decisions: list[Decision] = []
-    steps: list[Step] = []
-    add = steps.append
+    return opts
 
+
+def _intake_steps(recipe: Recipe, opts: PlanOptions) -> list[Step]:
+    """The steps before the environment: the preflight verdict, the offline bundle or the
+    fleet's wheels, the system packages."""
+    steps = []
     verdict = opts.verdict or P.PreflightParams(feasible=True, summary="not checked")
-    add(Step(id="preflight", title="Preflight compatibility check", params=verdict,
-             reason="refuse an infeasible node before installing"))
+    steps.append(Step(id="preflight", title="Preflight compatibility check", params=verdict,
+                      reason="refuse an infeasible node before installing"))
     if opts.bundle is not None:
-        add(Step(id="bundle", title=f"offline bundle {opts.bundle.digest[:12]} ({len(opts.bundle.files)} files)",
-                 params=opts.bundle,
-                 reason="no network on the node: every wheel and pinned commit comes from the "
-                        "bundle, copied here and hash-checked before anything installs"))
+        steps.append(Step(id="bundle", title=f"offline bundle {opts.bundle.digest[:12]} ({len(opts.bundle.files)} files)",
+                          params=opts.bundle,
+                          reason="no network on the node: every wheel and pinned commit comes from the "
+                                 "bundle, copied here and hash-checked before anything installs"))
     if opts.fleet is not None and opts.bundle is None:
-        add(Step(id="wheels", title=f"{len(opts.fleet.files)} wheels pushed from the controller "
-                                    f"({opts.fleet.digest[:12]})", params=opts.fleet,
-                 reason="a fleet: every wheel downloaded once on the controller (sha256 checked "
-                        "against the lock), pushed to each node; pip installs from them --no-index"))
+        steps.append(Step(id="wheels", title=f"{len(opts.fleet.files)} wheels pushed from the controller "
+                                             f"({opts.fleet.digest[:12]})", params=opts.fleet,
+                          reason="a fleet: every wheel downloaded once on the controller (sha256 checked "
+                                 "against the lock), pushed to each node; pip installs from them --no-index"))
     if recipe.system_packages:
-        add(Step(id="system-packages", title="System packages",
-                 params=P.SystemPackagesParams(packages=list(recipe.system_packages)),
-                 reason="native prerequisites named by the published instructions"))
+        steps.append(Step(id="system-packages", title="System packages",
+                          params=P.SystemPackagesParams(packages=list(recipe.system_packages)),
+                          reason="native prerequisites named by the published instructions"))
+    return steps
 
-    interp = facts.python(recipe.python)
-    conda = _conda_params(recipe, opts) if backend == "conda" else {}
-    installer, why = choose_installer(opts.installer, opts.uv, facts, backend, recipe.python)
-    uv_path = uv_dest(facts, prefix, opts.uv) if installer == "uv" else None
-    tools = tooling(recipe)
-    env_params = P.EnvironmentParams(
+
+def _environment_params(recipe: Recipe, facts: NodeFacts, opts: PlanOptions, backend: str, prefix: str,
+                        interp: Interpreter | None, conda: dict, *, with_pip: bool) -> P.EnvironmentParams:
+    """The environment step's parameters: where, which Python, and the backend's own settings."""
+    return P.EnvironmentParams(
         backend=backend, prefix=prefix, python=recipe.python,
         # a container's python3, or the module's python3 once the module is loaded (a path
         # found in the facts is the node's own Python, not the module's)
@@ -181,31 +235,30 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
         conda_channel=opts.conda_channel if backend == "conda" else None,
         conda_tool=(facts.conda[0] if facts.conda else None) if backend == "conda" else None,
         helper_python=(opts.node_python or "python3") if backend == "conda" and not facts.conda else None,
-        with_pip=not _pip_from_uv_only(recipe, lock, uv_path, tools),
+        with_pip=with_pip,
         **conda)
-    add(Step(id="environment", title=f"{backend} environment, Python {recipe.python}",
-             params=env_params, reason=_env_reason(recipe, backend, interp is not None, conda)
-             + ("" if env_params.with_pip else "; made --without-pip: uv installs the locked pip next")))
 
-    decisions.append(Decision(subject="installer", outcome=f"uv {opts.uv.version}" if uv_path and opts.uv
-                              else "pip", reason=why))
-    env_at = len(steps)  # the uv step goes right after the environment, if a step uses uv
 
-    pip_version, _ = pip_release(recipe.environment.pip)
+def _package_steps(recipe: Recipe, facts: NodeFacts, lock: object | None, opts: PlanOptions, tools: list[Tool],
+                   uv_path: str | None, system_site_packages: bool,
+                   decisions: list[Decision]) -> tuple[list[Step], LockedPackage | None]:
+    """The pip steps and the torch requirement: the pip tooling, torch's own dependencies, torch
+    (its variant matched to the node, recorded in ``decisions``), then every other locked package."""
+    steps = []
     if tools:
         reqs = [_tool_requirement(t, lock) for t in tools]
         unverified = [r.name for r in reqs if not r.hashes]
-        add(Step(id="pip-tooling", title=", ".join(r.requirement for r in reqs),
-                 params=P.PipToolingParams(
-                     requirements=reqs, unverified=unverified,
-                     find_links=[opts.wheelhouse] if opts.wheelhouse else [],
-                     installer="uv" if uv_path else "pip", uv=uv_path,
-                     no_index=opts.bundle is not None or opts.fleet is not None or opts.no_index),
-                 reason="; ".join(t.why for t in tools) + ("; with uv pip install" if uv_path else "")))
+        steps.append(Step(id="pip-tooling", title=", ".join(r.requirement for r in reqs),
+                          params=P.PipToolingParams(
+                              requirements=reqs, unverified=unverified,
+                              find_links=[opts.wheelhouse] if opts.wheelhouse else [],
+                              installer="uv" if uv_path else "pip", uv=uv_path,
+                              no_index=opts.bundle is not None or opts.fleet is not None or opts.no_index),
+                          reason="; ".join(t.why for t in tools) + ("; with uv pip install" if uv_path else "")))
 
     torch = torch_requirement(recipe, facts, lock, decisions)
     rest = [p for p in locked_packages(recipe, lock) if p.name.lower() != "torch"]
-    if env_params.system_site_packages:  # the node's own packages stay visible: say what shadows them
+    if system_site_packages:  # the node's own packages stay visible: say what shadows them
         decisions.extend(downgrades(rest + ([torch] if torch is not None else []), facts))
     if torch is not None:
         # torch's own dependencies first, in a step of their own: a change of the recipe's
@@ -214,44 +267,29 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
         deps = [p for p in rest if normalize(p.name) in only_torch]
         rest = [p for p in rest if normalize(p.name) not in only_torch]
         if deps:
-            add(_pip_step("pip:torch-deps", f"{len(deps)} packages torch needs", deps, opts, recipe,
-                          lock is not None, "torch's locked dependencies (none of them named by the "
-                          "recipe): installed apart so that they change only with torch", uv_path))
-        add(_pip_step("pip:torch", f"torch {torch.version}", [torch], opts, recipe, lock is not None,
-                      "torch from the index that carries the variant matched to this node", uv_path))
+            steps.append(_pip_step("pip:torch-deps", f"{len(deps)} packages torch needs", deps, opts, recipe,
+                                   lock is not None, "torch's locked dependencies (none of them named by the "
+                                   "recipe): installed apart so that they change only with torch", uv_path))
+        steps.append(_pip_step("pip:torch", f"torch {torch.version}", [torch], opts, recipe, lock is not None,
+                               "torch from the index that carries the variant matched to this node", uv_path))
 
     if rest:
-        add(_pip_step("pip:packages", f"{len(rest)} Python packages (lock order)", rest, opts,
-                      recipe, lock is not None,
-                      "every locked package at its exact version, hash-checked", uv_path))
-    if uv_path and opts.uv and any(getattr(s.params, "installer", "pip") == "uv" for s in steps):
-        steps.insert(env_at, Step(
-            id="uv", title=f"uv {opts.uv.version}",
-            params=P.UvToolParams(dest=uv_path, version=opts.uv.version, sha256=opts.uv.sha256),
-            reason=why))
+        steps.append(_pip_step("pip:packages", f"{len(rest)} Python packages (lock order)", rest, opts,
+                               recipe, lock is not None,
+                               "every locked package at its exact version, hash-checked", uv_path))
+    return steps, torch
 
-    for src in git_dependencies(lock) + recipe.ordered_sources():  # dependencies first
-        steps.extend(_source_steps(recipe, src, prefix, facts, torch, pip_version, lock, opts,
-                                   decisions))
 
+def _env_file_step(recipe: Recipe, target: Target, env_file: str) -> Step:
+    """The environment file: the target's variables and the recipe's, and on a target with a
+    scratch disk pip's cache and TMPDIR there."""
     env_vars = {**target.env, **recipe.env}
     if target.cache_dir:
         env_vars.setdefault("PIP_CACHE_DIR", f"{target.cache_dir.rstrip('/')}/.cache/pip")
         env_vars.setdefault("TMPDIR", f"{target.cache_dir.rstrip('/')}/tmp")
-    env_file = f"{prefix}/.envbuild/env.sh"
-    add(Step(id="env-file", title="Environment file",
-             params=P.EnvFileParams(path=env_file, vars=dict(sorted(env_vars.items()))),
-             reason="recipe and node-type variables (e.g. NCCL/UCX on Azure ND96)"))
-    if recipe.import_check:
-        add(Step(id="import-check", title="Import check",
-                 params=P.ImportCheckParams(modules=list(recipe.import_check)),
-                 reason="fail now, not at the first training step"))
-    if opts.smoke:
-        add(_smoke_step(recipe, prefix, env_file, steps, facts, opts, torch_variant(decisions)))
-
-    return Plan(recipe=recipe.name, target=target.name, host=opts.host, prefix=prefix,
-                backend=backend, lock_digest=_lock_digest(lock), facts_origin=facts.origin,
-                decisions=decisions, steps=steps)
+    return Step(id="env-file", title="Environment file",
+                params=P.EnvFileParams(path=env_file, vars=dict(sorted(env_vars.items()))),
+                reason="recipe and node-type variables (e.g. NCCL/UCX on Azure ND96)")
 
 
 def _pip_from_uv_only(recipe: Recipe, lock: object | None, uv_path: str | None, tools: list[Tool]) -> bool:

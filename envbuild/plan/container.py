@@ -106,21 +106,8 @@ def container_plan(recipe, target, facts, lock, opts: PlanOptions) -> Plan:
                           reason="no network on the node: the image's wheels"
                                  + (" and its base image" if archive else "") + " come from the bundle, "
                                  "copied here and hash-checked before anything is built"))
-    run_time = run_time_note(ip)  # data the image fetches when a container starts (no sha256 recorded)
-    notes = "; ".join(ip.notes + ([run_time] if run_time else []))
-    steps.append(Step(
-        id="image", title=f"image {tag} ({engine.name} build from {ip.base.image})",
-        params=P.ImageParams(engine=engine, tag=tag,
-                             context_dir=f"{prefix.rstrip('/')}/.envbuild/image/context",
-                             context_sha256=digest, image=ip,
-                             wheelhouse=wheelhouse if wheels else None, wheels=wheels,
-                             labels=labels, base_archive=archive),
-        reason=(f"the recipe's environment is an image, built here from its plan's context "
-                f"(the one `envbuild render --format dockerfile` writes) with the node's {engine.name}; "
-                f"a changed lock changes the image plan and its digest, and the image is built again"
-                + (f"; {ip.base.image} is loaded from the bundle ({archive}), not pulled" if archive else "")
-                + ("; pip installs --no-index from the bundle's wheels" if staged is not None else "")
-                + (f"; {notes}" if notes else ""))))
+    steps.append(_image_step(ip, engine, tag, digest, prefix, wheelhouse if wheels else None, wheels, labels,
+                             archive, offline=staged is not None))
     if pyxis(target):
         steps.append(Step(
             id="image-import", title=f"enroot import of {tag}",
@@ -138,26 +125,60 @@ def container_plan(recipe, target, facts, lock, opts: PlanOptions) -> Plan:
                                   dir=f"{prefix.rstrip('/')}/.envbuild/image/check", gpus=gpus),
         reason="the image's verify script: every module imports, every locked package at its "
                "version, every source tree at its commit; fail now, not at the first training step"))
-    smoke = next((s for s in ip.plan.steps if s.kind == "smoke"), None)
-    if opts.smoke and smoke is not None:
-        bench = recipe.benchmark.model_dump(mode="json") if recipe.benchmark else None
-        params = {"kinds": smoke.params.kinds, "preset": smoke.params.preset}
-        runs = node_runs(ip.prefix, params, bench, gpus=len(facts.gpus), sources=sources, output=recipe.output_of(None),
-                         torch=torch_variant(ip.plan.decisions))
-        skip = native_run(bench, gpus=len(facts.gpus), sources=sources, cwd=smoke.params.dir,
-                          output=recipe.output_of(None)).get("skip")
-        if recipe.launcher in SCHEDULED:
-            runs = [r for r in runs if r["name"] != "native"]
-            skip = (f"the recipe's benchmark is a {recipe.launcher} job: `envbuild launch {recipe.name} "
-                    f"--target {target.name} --submit` runs it")
-        steps.append(Step(
-            id="smoke", title="Smoke benchmark inside the image",
-            params=P.ImageSmokeParams(engine=engine, tag=tag, context_sha256=digest,
-                                      kinds=list(smoke.params.kinds), preset=smoke.params.preset,
-                                      dir=f"{prefix.rstrip('/')}/.envbuild/smoke", image_dir=smoke.params.dir,
-                                      runs=[P.SmokeRun(**r) for r in runs], native_skip=skip,
-                                      gpus=gpus, shm_size=target.shm_size),
-            reason="prove the image trains: each run in its own container, without network"))
+    smoke = _smoke_step(recipe, target, facts, ip, engine, tag, digest, prefix, sources) if opts.smoke else None
+    if smoke is not None:
+        steps.append(smoke)
     return Plan(recipe=recipe.name, target=target.name, host=opts.host, prefix=prefix,
                 backend="container", lock_digest=ip.plan.lock_digest, facts_origin=facts.origin,
                 decisions=decisions, steps=steps)
+
+
+def _image_step(ip, engine: P.Engine, tag: str, digest: str, prefix: str, wheelhouse: str | None,
+                wheels: dict[str, str], labels: dict[str, str], archive: str | None, *, offline: bool) -> Step:
+    """The image built on the node from its plan's context, the base loaded from the bundle
+    where it carries it; the reason says what makes it build again and what the image fetches
+    when a container starts."""
+    run_time = run_time_note(ip)  # data the image fetches when a container starts (no sha256 recorded)
+    notes = "; ".join(ip.notes + ([run_time] if run_time else []))
+    return Step(
+        id="image", title=f"image {tag} ({engine.name} build from {ip.base.image})",
+        params=P.ImageParams(engine=engine, tag=tag,
+                             context_dir=f"{prefix.rstrip('/')}/.envbuild/image/context",
+                             context_sha256=digest, image=ip,
+                             wheelhouse=wheelhouse, wheels=wheels,
+                             labels=labels, base_archive=archive),
+        reason=(f"the recipe's environment is an image, built here from its plan's context "
+                f"(the one `envbuild render --format dockerfile` writes) with the node's {engine.name}; "
+                f"a changed lock changes the image plan and its digest, and the image is built again"
+                + (f"; {ip.base.image} is loaded from the bundle ({archive}), not pulled" if archive else "")
+                + ("; pip installs --no-index from the bundle's wheels" if offline else "")
+                + (f"; {notes}" if notes else "")))
+
+
+def _smoke_step(recipe, target, facts, ip, engine: P.Engine, tag: str, digest: str, prefix: str,
+                sources: dict[str, str]) -> Step | None:
+    """The smoke runs planned for the image, each in its own container (None: the image plan has
+    no smoke step). A recipe whose benchmark is a scheduler's job skips the native run: ``envbuild
+    launch`` runs it."""
+    smoke = next((s for s in ip.plan.steps if s.kind == "smoke"), None)
+    if smoke is None:
+        return None
+    gpus = bool(facts.gpus)
+    bench = recipe.benchmark.model_dump(mode="json") if recipe.benchmark else None
+    params = {"kinds": smoke.params.kinds, "preset": smoke.params.preset}
+    runs = node_runs(ip.prefix, params, bench, gpus=len(facts.gpus), sources=sources, output=recipe.output_of(None),
+                     torch=torch_variant(ip.plan.decisions))
+    skip = native_run(bench, gpus=len(facts.gpus), sources=sources, cwd=smoke.params.dir,
+                      output=recipe.output_of(None)).get("skip")
+    if recipe.launcher in SCHEDULED:
+        runs = [r for r in runs if r["name"] != "native"]
+        skip = (f"the recipe's benchmark is a {recipe.launcher} job: `envbuild launch {recipe.name} "
+                f"--target {target.name} --submit` runs it")
+    return Step(
+        id="smoke", title="Smoke benchmark inside the image",
+        params=P.ImageSmokeParams(engine=engine, tag=tag, context_sha256=digest,
+                                  kinds=list(smoke.params.kinds), preset=smoke.params.preset,
+                                  dir=f"{prefix.rstrip('/')}/.envbuild/smoke", image_dir=smoke.params.dir,
+                                  runs=[P.SmokeRun(**r) for r in runs], native_skip=skip,
+                                  gpus=gpus, shm_size=target.shm_size),
+        reason="prove the image trains: each run in its own container, without network")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from envbuild.facts.model import NodeFacts
+from envbuild.lock.schema import LockedPackage as LockEntry
 from envbuild.lock.schema import normalize as norm
 from envbuild.plan.model import Decision
 from envbuild.plan.params import Requirement
@@ -51,9 +52,9 @@ def _lock_entries(lock: object) -> list:
     return list(getattr(lock, "packages", []) or [])
 
 
-def _from_lock_entry(entry: object, recipe: Recipe) -> LockedPackage:
+def _from_lock_entry(entry: LockEntry, recipe: Recipe) -> LockedPackage:
     """A lock entry (envbuild.lock.schema.LockedPackage) as a pip requirement."""
-    name = getattr(entry, "name")
+    name = entry.name
     declared = recipe.package(name)
     dist = getattr(entry, "dist", None)
     hashes = (dist.sha256,) if dist is not None and getattr(entry, "verified", False) else ()
@@ -65,7 +66,7 @@ def _from_lock_entry(entry: object, recipe: Recipe) -> LockedPackage:
         find_links = declared.index if declared.index_kind == "find-links" else None
     elif source.startswith("http") and "pypi.org" not in source:
         index_url = source
-    version = str(getattr(entry, "version"))
+    version = str(entry.version)
     local = version.split("+", 1)[1] if "+" in version else None
     env = dict(declared.env) if declared else {}
     for requirer in getattr(entry, "required_by", None) or []:  # a source's dependency builds
@@ -83,7 +84,7 @@ def locked_packages(recipe: Recipe, lock: object | None) -> list[LockedPackage]:
     if lock is not None and _lock_entries(lock):
         out = []
         for entry in _lock_entries(lock):
-            if getattr(entry, "name").lower() in preinstalled:
+            if entry.name.lower() in preinstalled:
                 continue
             if getattr(entry, "provided_by", None):
                 continue

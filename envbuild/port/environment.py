@@ -91,9 +91,10 @@ def port_environment(p: Port) -> None:
                         f"whose files they need ({' '.join(needs.split())}); {p.target.name} is not that image: "
                         "say where the node has them, or carry them (data:, patches)")
     where = p.stack.prefix or "the node's Python"
+    base = before.get("base_image") or before.get("conda_module")
     p.deviate("environment", f"environment: {before}",
               f"the published environment ({before.get('kind')}"
-              f"{', ' + str(before.get('base_image') or before.get('conda_module') or '') if before.get('base_image') or before.get('conda_module') else ''}"
+              f"{', ' + str(base) if base else ''}"
               f"{', pip ' + str(before['pip']) if before.get('pip') else ''}"
               f"{', setuptools ' + str(before['setuptools']) if before.get('setuptools') else ''}) "
               f"brings or pins what the new stack replaces",

@@ -123,7 +123,8 @@ def load(opts: ProvisionOptions, on_target: Callable[[object], None] | None = No
         raise InputError(f"--prefix {opts.prefix}: {why}",
                          hint="give the environment a folder of its own, e.g. /opt/envs/<recipe> or ~/.envbuild/envs/<recipe>")
     if opts.lock and not Path(opts.lock).is_file():
-        raise InputError(f"--lock {opts.lock}: no such file", hint="envbuild lock writes LOCKDIR/<recipe>/<target>.lock (--lockdir, $ENVBUILD_LOCKDIR)")
+        raise InputError(f"--lock {opts.lock}: no such file",
+                         hint="envbuild lock writes LOCKDIR/<recipe>/<target>.lock (--lockdir, $ENVBUILD_LOCKDIR)")
     if recipe is not None:
         _check_conda(opts, recipe)
     if on_target is not None:

@@ -36,7 +36,8 @@ def node_status(host: str, t, ran: ansible_exec.RunResult, tracker: StepTracker,
     if (ran.signum is not None or ran.status == "canceled") and (current or missing):
         from envbuild.interrupt import signal_name
 
-        return "interrupted", current, f"interrupted by {signal_name(ran.signum or 2)}" + (f" during {current}" if current else "")
+        return ("interrupted", current,
+                f"interrupted by {signal_name(ran.signum or 2)}" + (f" during {current}" if current else ""))
     if t is None:
         return "unreachable", None, "ansible reported nothing for this host"
     if ran.status == "timeout":

@@ -34,25 +34,10 @@ from envbuild.render.ansible import render
 
 def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = None) -> ProvisionOutcome:
     """Provision every node; see the package docstring. ``echo`` prints progress lines."""
-    from envbuild.plan.placeholders import inventory_values  # {inventory.*} from every node's facts
-
     say = echo or (lambda _m: None)
     bundle_offline.prepare(opts)  # --bundle: verified whole before any node is read (exit 2)
     early = Early(opts)  # facts and a speculative probe of every node, read while we load
-    try:
-        recipe, target = load(opts, on_target=early.start)
-        nodes = early.nodes
-        options = {k: v for k, v in asdict(opts).items() if k not in ("argv", "target", "recipe")}
-        rd = create_run(recipe.name, target.name, argv=opts.argv, hosts=[n.name for n in nodes],
-                        options=options).rd
-        # how the nodes were reached (key and known_hosts paths), for verify and launch --submit
-        chosen = selection(opts)
-        if not chosen.given and all(n.is_local for n in nodes):  # a local target: the controller
-            chosen = replace(chosen, local=True)
-        RunWriter(rd).update(selection=chosen.record())
-    except BaseException:
-        stop_all()  # the facts commands still running on the controller (see below)
-        raise
+    recipe, target, nodes, rd = _open_run(opts, early)
     sink = EventSink(rd.events, json_lines=opts.json_lines, echo=say)
     results = NodeResults(rd, {n.name: n.insecure for n in nodes})
     phase = "facts"  # what the run is doing, until Ansible records its own end (run_playbook)
@@ -63,18 +48,9 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
         phase = "preflight"
         facts, feasible = _preflight(opts, recipe, target, nodes, gathered, rd, sink, results)
         phase = "lock"
-        lock = lock_file = lock_text = None
-        if feasible:
-            lock, lock_file, lock_text = take_lock(opts, recipe, target, say, found=early.lock(recipe, target))
-            if lock_text:
-                rd.write("lock.lock", lock_text)
-            RunWriter(rd).update(lock_path=lock_file, lock_digest=lock_digest(lock) if lock is not None else None)
+        lock, lock_text = _take_lock(opts, recipe, target, early, rd, say) if feasible else (None, None)
         phase = "plan"
-        plan_opts = replace(plan_options(opts, recipe, lock),
-                            inventory=inventory_values([facts[n.name] for n in feasible]))
-        plans = plan_nodes(opts, recipe, target, facts, feasible, lock, plan_opts, rd, say)
-        for name, plan in plans.items():
-            rd.write_node(name, "plan.json", plan.to_json())
+        plans = _plan(opts, recipe, target, facts, feasible, lock, rd, say)
         phase = "render"
         # a shared prefix: its first node installs it, the others use it (envbuild.provision.shared)
         installed_by = shared.users(feasible, plans, shared=target.shared_prefix)
@@ -89,13 +65,7 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
         def finished() -> ProvisionOutcome:  # the events are complete before the report reads them
             nonlocal phase
             phase = "finish"
-            sink.close()
-            done = outcome(*finish(rd, results, len(nodes)))
-            run = read_run_info(rd.path)
-            done.verdict = run.verdict
-            done.verdict_notes = [r.message for r in run.verdict_reasons] + list(run.verdict_not_judged)
-            done.enter = entries(plans, results)
-            return done
+            return _finished(rd, sink, results, len(nodes), plans, command)
 
         if opts.dry_run:  # nothing installed: status "dry-run", never runs/latest, never a verdict
             RunWriter(rd).finish("dry-run")
@@ -116,9 +86,7 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
                                     alone=True) as waited:
             lost = lock_failures(busy, waited.failed, feasible, prefixes, shared=target.shared_prefix)
             if lost:  # those nodes fail here; the playbook is written again for the others
-                for name, why in lost.items():
-                    sink.emit(Event(time.time(), name, "prefix-lock", "failed", why))
-                    results.finish(name, "failed", failed_step="prefix-lock", log_tail=why)
+                _fail_lost(lost, sink, results)
                 feasible = [n for n in feasible if n.name not in lost]
                 installed_by = {u: i for u, i in installed_by.items() if u not in lost}
                 installers = [n for n in installers if n.name not in lost]
@@ -157,6 +125,72 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
         raise
     finally:
         sink.close()
+
+
+def _open_run(opts: ProvisionOptions, early: Early):
+    """(recipe, target, nodes, the run's folder): the recipe and target loaded (the nodes' facts
+    read meanwhile by ``early``), the run recorded with how the nodes were reached (key and
+    known_hosts paths, for verify and launch --submit). On any failure the facts commands still
+    running on the controller are stopped."""
+    try:
+        recipe, target = load(opts, on_target=early.start)
+        nodes = early.nodes
+        options = {k: v for k, v in asdict(opts).items() if k not in ("argv", "target", "recipe")}
+        rd = create_run(recipe.name, target.name, argv=opts.argv, hosts=[n.name for n in nodes],
+                        options=options).rd
+        chosen = selection(opts)
+        if not chosen.given and all(n.is_local for n in nodes):  # a local target: the controller
+            chosen = replace(chosen, local=True)
+        RunWriter(rd).update(selection=chosen.record())
+    except BaseException:
+        stop_all()  # the facts commands still running on the controller (see provision)
+        raise
+    return recipe, target, nodes, rd
+
+
+def _take_lock(opts: ProvisionOptions, recipe, target, early: Early, rd: rundir.RunDir,
+               say: Callable[[str], None]):
+    """(lock, its text): the run's lock (``take_lock``), its text kept in the run folder and its
+    path and digest recorded."""
+    lock, lock_file, lock_text = take_lock(opts, recipe, target, say, found=early.lock(recipe, target))
+    if lock_text:
+        rd.write("lock.lock", lock_text)
+    RunWriter(rd).update(lock_path=lock_file, lock_digest=lock_digest(lock) if lock is not None else None)
+    return lock, lock_text
+
+
+def _plan(opts: ProvisionOptions, recipe, target, facts: dict, feasible: list[Node], lock, rd: rundir.RunDir,
+          say: Callable[[str], None]) -> dict[str, Plan]:
+    """{node: plan} for the feasible nodes ({inventory.*} from every one's facts), each kept in
+    the run folder."""
+    from envbuild.plan.placeholders import inventory_values  # {inventory.*} from every node's facts
+
+    plan_opts = replace(plan_options(opts, recipe, lock),
+                        inventory=inventory_values([facts[n.name] for n in feasible]))
+    plans = plan_nodes(opts, recipe, target, facts, feasible, lock, plan_opts, rd, say)
+    for name, plan in plans.items():
+        rd.write_node(name, "plan.json", plan.to_json())
+    return plans
+
+
+def _finished(rd: rundir.RunDir, sink: EventSink, results: NodeResults, n_nodes: int, plans: dict[str, Plan],
+              command: str) -> ProvisionOutcome:
+    """The outcome of a run that reached its end: its events closed first (the report reads
+    them), its status, exit code and verdict, and how to enter each environment made."""
+    sink.close()
+    done = ProvisionOutcome(rd.path, *finish(rd, results, n_nodes), results, command, plans)
+    run = read_run_info(rd.path)
+    done.verdict = run.verdict
+    done.verdict_notes = [r.message for r in run.verdict_reasons] + list(run.verdict_not_judged)
+    done.enter = entries(plans, results)
+    return done
+
+
+def _fail_lost(lost: dict[str, str], sink: EventSink, results: NodeResults) -> None:
+    """The nodes whose prefix could not be locked (``lock_failures``) fail at the prefix lock."""
+    for name, why in lost.items():
+        sink.emit(Event(time.time(), name, "prefix-lock", "failed", why))
+        results.finish(name, "failed", failed_step="prefix-lock", log_tail=why)
 
 
 def lock_failures(busy: dict, failed: list, nodes: list[Node], prefixes: dict[str, str], *,

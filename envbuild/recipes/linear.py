@@ -139,8 +139,9 @@ def required_literal(pattern: str) -> str:
     >>> required_literal(r"^\\s*(\\w+) \\.{2,} (\\S.*?)$"), required_literal(r"(?i)nan")
     (' ..', '')
     """
-    from re import _constants as sre
-    from re import _parser  # the parser of re since Python 3.11 (sre_parse before)
+    # private modules, absent from typeshed's stubs
+    from re import _constants as sre  # type: ignore[attr-defined]
+    from re import _parser  # type: ignore[attr-defined]  # the parser of re since Python 3.11 (sre_parse before)
 
     try:
         with warnings.catch_warnings():

@@ -44,7 +44,7 @@ from __future__ import annotations
 import difflib
 from functools import cache
 from importlib.metadata import entry_points
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 

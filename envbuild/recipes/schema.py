@@ -969,9 +969,9 @@ class Recipe(Strict):
                 if (m := OWN_PATCH_RE.match(ref)) and m.group(1) not in patch_ids:
                     raise ValueError(f"deviation {d.id!r} is handled_by {ref}, but the recipe has no patch "
                                      f"{m.group(1)!r} (patches: {', '.join(sorted(patch_ids)) or 'none'})")
-        for d in self.data:
-            if d.component not in names:
-                raise ValueError(f"data {d.name!r} names component {d.component!r}, not in sources")
+        for f in self.data:
+            if f.component not in names:
+                raise ValueError(f"data {f.name!r} names component {f.component!r}, not in sources")
         commands = {"default", *(self.benchmark.variants if self.benchmark else {})}
         for key, run in self.run.items():
             if self.benchmark is None:

@@ -63,7 +63,7 @@ def old_verdict(native: dict[str, Any], raw: dict[str, Any] | None) -> dict[str,
     docstring); None when the section holds nothing to judge."""
     metric = str((raw or {}).get("metric") or native.get("metric") or "")
     if raw is None:
-        metrics = native.get("metrics") if isinstance(native.get("metrics"), dict) else {}
+        metrics: dict = native["metrics"] if isinstance(native.get("metrics"), dict) else {}
         value = _num(metrics.get(metric))
         if not metric or value is None:
             return None

@@ -21,7 +21,8 @@ from envbuild.report.render_md import (IMPORT_COST_HEAD, PASS_TEXT, fmt_num, imp
                                        run_notes, short)
 
 CSS = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1180px;color:#1d232b;padding:0 16px}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1180px;color:#1d232b;
+padding:0 16px}
 h1{font-size:22px;margin:0 0 12px}h2{font-size:17px;margin:26px 0 8px;border-bottom:1px solid #dde1e6;padding-bottom:4px}
 .verdict{padding:14px 18px;border-radius:6px;color:#fff;font-size:20px;font-weight:700}
 .PASS{background:#2e8540}.FAIL{background:#c62828}.NOT-JUDGED{background:#8a6d00}
@@ -29,7 +30,8 @@ h1{font-size:22px;margin:0 0 12px}h2{font-size:17px;margin:26px 0 8px;border-bot
 table{border-collapse:collapse;margin:6px 0 10px;font-size:13px}
 th,td{border:1px solid #d4d9df;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f2f4f7}td.bad,span.bad{color:#c62828;font-weight:700}td.good,span.good{color:#2e8540}
-code,pre{font:12px/1.35 ui-monospace,Menlo,Consolas,monospace}pre{background:#f6f8fa;padding:8px;overflow-x:auto;border:1px solid #e1e4e8}
+code,pre{font:12px/1.35 ui-monospace,Menlo,Consolas,monospace}
+pre{background:#f6f8fa;padding:8px;overflow-x:auto;border:1px solid #e1e4e8}
 details{border:1px solid #dde1e6;border-radius:5px;padding:6px 10px;margin:8px 0}
 summary{cursor:pointer;font-weight:600}
 .badges{display:flex;gap:10px;flex-wrap:wrap;margin:10px 0}
@@ -74,9 +76,11 @@ def overview(report: Report) -> str:
         bench_bad = sum(1 for b in n.benchmarks if b.passed is False)
         rows.append("<tr>" + td(n.host) + td(gpu) + td(f.driver if f else None) + td(f.driver_cuda if f else None)
                     + td(f.nccl if f else None) + td(f.os if f else None)
-                    + ok_cell(n.preflight.ok if n.preflight else None, n.preflight.verdict if n.preflight else "", n.preflight.verdict if n.preflight else "")
+                    + ok_cell(n.preflight.ok if n.preflight else None, n.preflight.verdict if n.preflight else "",
+                              n.preflight.verdict if n.preflight else "")
                     + ok_cell(n.result.status == "ok" if n.result else None, "ok", n.result.status if n.result else "")
-                    + (ok_cell(not n.drift, f"{len(n.pins) - pins_bad} ok", f"{len(n.drift)} drift") if n.observed else td("not observed", "bad"))
+                    + (ok_cell(not n.drift, f"{len(n.pins) - pins_bad} ok", f"{len(n.drift)} drift") if n.observed
+                       else td("not observed", "bad"))
                     + ok_cell(bench_bad == 0 if n.benchmarks else None, "pass", f"{bench_bad} missed") + "</tr>")
     return table(["node", "GPU", "driver", "CUDA", "NCCL", "OS", "preflight", "provision", "pins", "benchmarks"], rows)
 
@@ -87,7 +91,8 @@ def node_details(n: NodeReport) -> str:
         parts.append("<p>Preflight problems:</p><ul>" + "".join(f"<li>{escape(p)}</li>" for p in n.preflight.problems) + "</ul>")
     if n.result:
         r = n.result
-        parts.append(f"<p>Provision <b>{escape(r.status)}</b>" + (f" at <code>{escape(r.failed_step)}</code> (rc {r.rc})" if r.failed_step else "")
+        parts.append(f"<p>Provision <b>{escape(r.status)}</b>"
+                     + (f" at <code>{escape(r.failed_step)}</code> (rc {r.rc})" if r.failed_step else "")
                      + f"; changed {len(r.changed)}, skipped {len(r.skipped)}</p>")
         if r.log_tail and r.status != "ok":
             parts.append(f"<pre>{escape(r.log_tail)}</pre>")
@@ -98,15 +103,17 @@ def node_details(n: NodeReport) -> str:
                      + ", ".join(f"<code>{escape(u)}</code>" for u in n.unverified) + "</p>")
     if n.drift:
         parts.append(table(["drift", "subject", "expected", "observed"],
-                           ["<tr>" + td(d.kind, "bad") + td(d.subject) + td(short(d.expected)) + td(short(d.observed)) + "</tr>" for d in n.drift]))
+                           ["<tr>" + td(d.kind, "bad") + td(d.subject) + td(short(d.expected)) + td(short(d.observed))
+                            + "</tr>" for d in n.drift]))
     if n.pins:
         parts.append(table(["kind", "name", "expected", "observed", ""],
                            ["<tr>" + td(p.kind) + td(p.name) + td(short(p.expected, 16)) + td(short(p.observed, 16))
                             + ok_cell(p.ok, "ok", "DRIFT") + "</tr>" for p in n.pins]))
     if n.patches:
         parts.append(table(["patch", "component", "decision", "status", "why"],
-                           ["<tr>" + td(p.id) + td(p.component) + td(p.decision) + td(p.status, "bad" if p.status == "reverted" else "")
-                            + td(p.reason) + "</tr>" for p in n.patches]))
+                           ["<tr>" + td(p.id) + td(p.component) + td(p.decision)
+                            + td(p.status, "bad" if p.status == "reverted" else "") + td(p.reason) + "</tr>"
+                            for p in n.patches]))
         for p in n.patches:
             if p.diff:
                 parts.append(f"<details><summary>diff {escape(p.id)}</summary><pre>{escape(p.diff)}</pre></details>")
@@ -179,7 +186,8 @@ def render_html(report: Report, site: tuple[tuple[str, str], ...] = ()) -> str:
     (``envbuild/render/jinja/report.html.j2``), or the site's over it (``site``); every section
     below is HTML made here with each value escaped, and the template escapes the rest."""
     v, run, rec = report.verdict, report.run, report.recipe
-    reasons = "".join(f"<li>{escape(r.kind)}{escape(f' [{r.host}]' if r.host else '')}: {escape(r.message)}</li>" for r in v.reasons)
+    reasons = "".join(f"<li>{escape(r.kind)}{escape(f' [{r.host}]' if r.host else '')}: {escape(r.message)}</li>"
+                      for r in v.reasons)
     reasons += "".join(f"<li>not judged: {escape(note)}</li>" for note in v.not_judged)
     summary = "<table>" + "".join(["<tr><th>" + escape(k) + "</th>" + td(val) + "</tr>" for k, val in [
         ("run", f"{run.run_id} ({run.status})"), ("recipe", f"{rec.name}: {rec.title}"), ("published", rec.published),
@@ -199,7 +207,8 @@ def render_html(report: Report, site: tuple[tuple[str, str], ...] = ()) -> str:
     bench = table(["node", "benchmark", "value", "unit", "threshold", "published", "spread (min - max)", "result"],
                   ["<tr>" + td(h) + td(b.name) + td(fmt_num(b.value)) + td(b.unit) + td(fmt_num(b.threshold))
                    + td(published_text(b)) + td(spread_text(b))
-                   + ok_cell(b.passed, "pass", "FAIL") + "</tr>" for h, b in bench_rows]) if bench_rows else "<p>No benchmark results.</p>"
+                   + ok_cell(b.passed, "pass", "FAIL") + "</tr>" for h, b in bench_rows]
+                  ) if bench_rows else "<p>No benchmark results.</p>"
     if carried:
         bench = (f"<p>Smoke and benchmarks carried forward ({escape('; '.join(carried))}): this run had nothing "
                  "to do and the environment's fingerprint is the same.</p>") + bench

@@ -266,14 +266,7 @@ def make_optimizer(params, lr, device):
 def run(cfg):
     """Build the model, train ``warmup + steps`` steps on one fixed batch, return the result."""
     warnings = []
-    device = torch.device(cfg["device"] if cfg["device"] != "auto" else
-                          ("cuda" if torch.cuda.is_available() else "cpu"))
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("--device %s, but torch %s (CUDA %s) sees no GPU" % (
-            cfg["device"], torch.__version__, torch.version.cuda))
-    if device.type == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
+    device = pick_device(cfg)
     dtype = pick_dtype(cfg["dtype"], device)
     if cfg.get("threads"):
         torch.set_num_threads(cfg["threads"])
@@ -291,18 +284,7 @@ def run(cfg):
     if dtype == torch.float16 and not pure:
         scaler = torch.cuda.amp.GradScaler(init_scale=2.0 ** 12)
 
-    compiled = "off"
-    step_model = model
-    want_compile = cfg["compile"] == "on" or (cfg["compile"] == "auto" and device.type == "cuda")
-    if want_compile:
-        if hasattr(torch, "compile"):
-            try:
-                step_model = torch.compile(model)
-                compiled = "on"
-            except Exception as exc:  # noqa: BLE001 - any failure falls back to eager
-                warnings.append("torch.compile failed, eager instead: %s" % exc)
-        else:
-            warnings.append("torch.compile not in torch %s; eager" % torch.__version__)
+    step_model, compiled = compile_model(model, cfg, device, warnings)
 
     gen = torch.Generator(device="cpu").manual_seed(cfg["seed"])
     data = torch.randint(0, cfg["vocab"], (cfg["batch"], cfg["seq"] + 1), generator=gen).to(device)
@@ -343,52 +325,81 @@ def run(cfg):
         torch.cuda.reset_peak_memory_stats(device)
     warmup_s = time.perf_counter() - t0
 
-    step_times, paired = [], []
-    for _ in range(cfg["steps"]):
-        timer = Timer(device)
-        timer.mark()
-        losses.append(step())
-        timer.mark()
-        step_times.extend(timer.intervals())
-        paired.extend(probe.sample(2))
+    timed, step_times, paired = timed_steps(step, probe, device, cfg["steps"])
+    losses.extend(timed)
     loss_values = [float(x) for x in losses]
     mem = torch.cuda.max_memory_allocated(device) / 2 ** 30 if device.type == "cuda" else None
 
     peak_after = probe.result(probe.sample(30 if device.type == "cuda" else 5))
     peak = probe.result(paired)
     peak["before_tflops"], peak["after_tflops"] = peak_before["tflops"], peak_after["tflops"]
+    figures = speed(cfg, n_mm, step_times, warmup_s, peak)
+    finite, decreased = judge_loss(loss_values, warnings)
+
+    result = {"schema": SCHEMA, "kind": "gpt", "ok": finite and decreased}
+    result.update(environment(cfg, device, dtype, pure, compiled, opt_kind))
+    result.update(params=total, params_matmul=n_mm, **figures)
+    result.update(max_memory_gib=mem,
+                  loss={"first": loss_values[0], "last": loss_values[-1], "values": loss_values,
+                        "finite": finite, "decreased": decreased},
+                  warnings=warnings)
+    return result
+
+
+def pick_device(cfg):
+    """The torch device of ``--device`` (auto: the first GPU where torch sees one, else the CPU);
+    on a GPU, TF32 matmuls allowed. A GPU asked for that torch does not see is an error."""
+    device = torch.device(cfg["device"] if cfg["device"] != "auto" else
+                          ("cuda" if torch.cuda.is_available() else "cpu"))
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("--device %s, but torch %s (CUDA %s) sees no GPU" % (
+            cfg["device"], torch.__version__, torch.version.cuda))
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    return device
+
+
+def compile_model(model, cfg, device, warnings):
+    """(the model a step calls, "on" or "off"): torch.compile'd where ``--compile`` asks for it
+    (auto: on a GPU) and this torch has it; else, or when compiling fails, eager, said in
+    ``warnings``."""
+    want_compile = cfg["compile"] == "on" or (cfg["compile"] == "auto" and device.type == "cuda")
+    if not want_compile:
+        return model, "off"
+    if not hasattr(torch, "compile"):
+        warnings.append("torch.compile not in torch %s; eager" % torch.__version__)
+        return model, "off"
+    try:
+        return torch.compile(model), "on"
+    except Exception as exc:  # noqa: BLE001 - any failure falls back to eager
+        warnings.append("torch.compile failed, eager instead: %s" % exc)
+        return model, "off"
+
+
+def timed_steps(step, probe, device, steps):
+    """(losses, seconds per step, matmul peak samples): each step timed alone, the peak sampled
+    right after it (``MatmulPeak``)."""
+    losses, step_times, paired = [], [], []
+    for _ in range(steps):
+        timer = Timer(device)
+        timer.mark()
+        losses.append(step())
+        timer.mark()
+        step_times.extend(timer.intervals())
+        paired.extend(probe.sample(2))
+    return losses, step_times, paired
+
+
+def speed(cfg, n_mm, step_times, warmup_s, peak):
+    """The speed figures of the result: step times, tokens/s, model TFLOP/s (``flops_per_token``)
+    and MFU against the paired matmul peak."""
     fpt = flops_per_token(n_mm, cfg["layers"], cfg["hidden"], cfg["seq"])
     tokens_per_step = cfg["batch"] * cfg["seq"]
     t_step = median(step_times)
     tokens_per_s = tokens_per_step / t_step
     tflops = tokens_per_s * fpt / 1e12
-    finite = all(math.isfinite(x) for x in loss_values)
-    k = max(1, min(3, len(loss_values) // 3))
-    decreased = finite and sum(loss_values[-k:]) / k < sum(loss_values[:k]) / k
-    if not finite:
-        warnings.append("non-finite loss")
-    elif not decreased:
-        warnings.append("loss did not decrease over %d steps" % len(loss_values))
-
-    result = {
-        "schema": SCHEMA,
-        "kind": "gpt",
-        "ok": finite and decreased,
-        "device": device.type,
-        "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or platform.machine(),
-        "capability": ".".join(map(str, torch.cuda.get_device_capability(device))) if device.type == "cuda" else None,
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
-        "python": platform.python_version(),
-        "dtype": str(dtype).replace("torch.", ""),
-        "params_dtype": str(dtype if pure else torch.float32).replace("torch.", ""),
-        "compile": compiled,
-        "attention": "sdpa" if HAS_SDPA else "math",
-        "optimizer": opt_kind,
-        "config": {k2: cfg[k2] for k2 in ("layers", "hidden", "heads", "seq", "batch", "vocab", "steps", "warmup")},
-        "threads": torch.get_num_threads() if device.type == "cpu" else None,
-        "params": total,
-        "params_matmul": n_mm,
+    return {
         "flops_per_token": fpt,
         "flops_formula": "6*N + 12*L*H*S",
         "tokens_per_step": tokens_per_step,
@@ -400,12 +411,41 @@ def run(cfg):
         "peak_tflops": peak["tflops"],
         "peak_matmul": peak,
         "mfu": tflops / peak["tflops"],
-        "max_memory_gib": mem,
-        "loss": {"first": loss_values[0], "last": loss_values[-1], "values": loss_values,
-                 "finite": finite, "decreased": decreased},
-        "warnings": warnings,
     }
-    return result
+
+
+def judge_loss(loss_values, warnings):
+    """(finite, decreased): every loss finite, and the mean of the last few below the mean of
+    the first few; either failing is said in ``warnings``."""
+    finite = all(math.isfinite(x) for x in loss_values)
+    k = max(1, min(3, len(loss_values) // 3))
+    decreased = finite and sum(loss_values[-k:]) / k < sum(loss_values[:k]) / k
+    if not finite:
+        warnings.append("non-finite loss")
+    elif not decreased:
+        warnings.append("loss did not decrease over %d steps" % len(loss_values))
+    return finite, decreased
+
+
+def environment(cfg, device, dtype, pure, compiled, opt_kind):
+    """What the steps ran on and how: the device, torch and CUDA, the dtypes, compilation,
+    attention, optimizer, the model's shape and the CPU threads."""
+    return {
+        "device": device.type,
+        "device_name": (torch.cuda.get_device_name(device) if device.type == "cuda"
+                        else platform.processor() or platform.machine()),
+        "capability": ".".join(map(str, torch.cuda.get_device_capability(device))) if device.type == "cuda" else None,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "python": platform.python_version(),
+        "dtype": str(dtype).replace("torch.", ""),
+        "params_dtype": str(dtype if pure else torch.float32).replace("torch.", ""),
+        "compile": compiled,
+        "attention": "sdpa" if HAS_SDPA else "math",
+        "optimizer": opt_kind,
+        "config": {k2: cfg[k2] for k2 in ("layers", "hidden", "heads", "seq", "batch", "vocab", "steps", "warmup")},
+        "threads": torch.get_num_threads() if device.type == "cpu" else None,
+    }
 
 
 def parse_args(argv=None):

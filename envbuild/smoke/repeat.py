@@ -7,9 +7,9 @@ the per-iteration throughput inside one run spans 97-150 samples/s. The rule the
 
 * takes the **median** of the reference's runs as its statistic (robust to one odd run);
 * allows a **tolerance** equal to the run-to-run noise those runs show (how far the farthest
-  of them lies from their median, so each recorded run would itself pass), never less than ``FLOOR`` (5 %: NVIDIA's DGX Cloud Benchmarking recipes ask a
-  run for > 95 % of their baseline, and criterion.rs keeps a noise threshold below which a
-  change is not reported);
+  of them lies from their median, so each recorded run would itself pass), never less than
+  ``FLOOR`` (5 %: NVIDIA's DGX Cloud Benchmarking recipes ask a run for > 95 % of their baseline,
+  and criterion.rs keeps a noise threshold below which a change is not reported);
 * refuses to judge (NOT JUDGED) when that noise exceeds ``CAP`` (8 %): such a
   reference could not tell a real 10 % slowdown from noise, which is what the rule is for
   (asv's step detection likewise reports a change only beyond its noise factor);

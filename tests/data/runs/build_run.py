@@ -102,7 +102,8 @@ def smoke(iter_ms: float, repeat: bool = False) -> dict:
         gpt["repeat"] = {"n": 3, "values": {"tokens_per_s": [179500.0, 183000.0, 184200.0],
                                             "tflops": [295.7, 301.5, 303.5], "mfu": [0.4212, 0.4295, 0.4323]}}
     return {"gpt": gpt,
-            "collective": {"schema": "envbuild.smoke/1", "kind": "collective", "ok": True, "world_size": 2, "max_busbw_gbps": 21.3, "max_algbw_gbps": 42.6},
+            "collective": {"schema": "envbuild.smoke/1", "kind": "collective", "ok": True, "world_size": 2,
+                           "max_busbw_gbps": 21.3, "max_algbw_gbps": 42.6},
             "apex": {"schema": "envbuild.smoke/1", "kind": "apex", "ok": True},
             "native": {"schema": "envbuild.smoke/1", "kind": "native", "metrics": {"elapsed_time_per_iteration_ms": iter_ms}}}
 
@@ -115,7 +116,8 @@ def main() -> None:
                             "target": "h100-ubuntu2404", "envbuild_version": "0.1.0",
                             "argv": ["envbuild", "provision", "alpa-megatron", "--target", "h100-ubuntu2404"],
                             "started": "2026-11-22T07:30:00Z", "finished": "2026-11-22T07:52:41Z", "status": "ok",
-                            "lock_path": "lock.lock", "lock_digest": "9b1d6c1f0a2e7d3c5b4a69788f7e6d5c4b3a2918f7e6d5c4b3a29180f7e6d5c4",
+                            "lock_path": "lock.lock",
+                            "lock_digest": "9b1d6c1f0a2e7d3c5b4a69788f7e6d5c4b3a2918f7e6d5c4b3a29180f7e6d5c4",
                             "hosts": hosts, "options": {"jobs": 2}})
     dump(run / "recipe.json", {
         "schema": 1, "name": "alpa-megatron", "title": "Alpa OSDI'22 Megatron-LM baseline",
