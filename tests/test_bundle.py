@@ -206,7 +206,7 @@ def test_bundle_lacking_what_the_plan_needs_is_refused(bundle, tmp_path):
     opened = open_bundle(out, home=tmp_path)
     plan = Plan.model_validate_json((opened.root / "plan.json").read_text())
     opened.check_plan(plan)  # the plan it was made for: complete
-    step = next(s for s in plan.steps if s.kind == "pip_install")
+    step = plan.pip_installs()[0]
     extra = step.params.requirements[0].model_copy(update={"name": "six", "version": "1.16.0",
                                                             "requirement": "six==1.16.0"})
     params = step.params.model_copy(update={"requirements": [*step.params.requirements, extra]})

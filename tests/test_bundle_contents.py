@@ -214,15 +214,15 @@ def test_union_of_node_plans_and_what_a_plan_lacks(made, tmp_path) -> None:
     opened = open_bundle(made["bundle"], home=tmp_path)
     plan = Plan.model_validate_json((opened.root / "plan.json").read_text())
     opened.check_plan(plan)
-    step = next(s for s in plan.steps if s.kind == "pip_install")
+    step = plan.pip_installs()[0]
     extra = step.params.requirements[0].model_copy(update={"name": "six", "version": "1.16.0"})
     params = step.params.model_copy(update={"requirements": [*step.params.requirements, extra]})
     other = plan.model_copy(update={"steps": [s if s is not step else s.model_copy(update={"params": params})
                                               for s in plan.steps]})
     union = planned_requirements([plan, other])
     assert ("six", "1.16.0") in union and len(union) == len(planned_requirements(plan)) + 1
-    git = next(s for s in plan.steps if s.kind == "git_source")
-    data = next(s for s in plan.steps if s.kind == "data")
+    git = plan.sources()[0]
+    data = plan.downloads()[0]
     lacking = plan.model_copy(update={"steps": [
         git.model_copy(update={"params": git.params.model_copy(update={"submodules": [CUTLASS, "third_party/x"]})})
         if s is git else

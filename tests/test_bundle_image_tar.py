@@ -175,9 +175,9 @@ def test_the_container_plan_from_a_bundle_stages_it_and_loads_the_base_from_it(t
 
     plan = _container_plan(tmp_path, _recipe(BASE), {BASE: "images/base.tar"})
     assert [s.id for s in plan.steps] == ["preflight", "bundle", "image", "import-check", "smoke"]
-    image = next(s for s in plan.steps if s.kind == "image")
+    image = plan.image()
     assert image.params.base_archive == "/opt/envs/tb/.envbuild/bundle/images/base.tar"
-    pips = [s.params for s in image.params.image.plan.steps if s.kind == "pip_install"]
+    pips = [s.params for s in image.params.image.plan.pip_installs()]
     assert pips and all(p.no_index and p.find_links == ["/opt/envbuild/wheelhouse"] for p in pips)
     first = step_actions(image, plan.prefix)[0]
     assert first.argv == ["podman", "load", "-i", "/opt/envs/tb/.envbuild/bundle/images/base.tar"]

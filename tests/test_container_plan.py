@@ -296,5 +296,5 @@ def test_a_container_node_is_entered_through_its_image() -> None:
         "srun --container-image=/home/u/.envbuild/envs/megatron-deepspeed-slurm/"
         "envbuild-megatron-deepspeed-slurm-slurm.sqsh --pty bash")
     _, _, pod = _plan("megatronapp", "rtx4090-pod", {"docker": "26.1.0"})
-    assert "image_import" not in [s.kind for s in pod.plan.steps]
+    assert pod.plan.image_import() is None
     assert enter_command(pod.plan) == "docker run --rm -it localhost/envbuild/megatronapp:rtx4090-pod bash"

@@ -187,7 +187,7 @@ def test_step_actions_run_on_the_node(server, tmp_path) -> None:
     prefix = tmp_path / "env"
     plan = build_plan(rec, load_target("local"), from_target(load_target("local")), None,
                       PlanOptions(prefix=str(prefix), smoke=False))
-    step = next(s for s in plan.steps if s.kind == "data")
+    step = plan.downloads()[0]
     acts = [a.model_dump(mode="json") for a in actions(step, str(prefix))]
     tool = next(a for a in acts if a["op"] == "copy")
     Path(tool["dest"]).parent.mkdir(parents=True)
@@ -355,7 +355,7 @@ def test_a_link_the_tree_carries_never_writes_outside_it(tmp_path, layout) -> No
 def test_the_plan_passes_the_components_tree_as_the_root() -> None:
     rec, tgt = load_recipe("megatron-deepspeed-slurm"), load_target("slurm")
     plan = build_plan(rec, tgt, from_target(tgt), None, PlanOptions(backend="venv", prefix="/e"))
-    step = next(s for s in plan.steps if s.kind == "data")
+    step = plan.downloads()[0]
     assert step.params.tree == "/e/src/megatron-deepspeed"
     runs = [a for a in actions(step, "/e") if a.op == "run"]
     assert all(a.argv[-2:] == ["--root", "/e/src/megatron-deepspeed"] for a in runs)

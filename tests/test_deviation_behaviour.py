@@ -60,7 +60,7 @@ def test_alpa_torch_dependencies_are_pinned_beside_it() -> None:
         tgt = load_target(target)
         plan = build_plan(load_recipe("alpa-megatron"), tgt, profile_facts(tgt), lock, PlanOptions(prefix="/e"))
         assert _step(plan, "pip:torch").params.no_deps
-        reqs = {r.name: r for s in plan.steps if s.kind == "pip_install" for r in s.params.requirements}
+        reqs = {r.name: r for s in plan.pip_installs() for r in s.params.requirements}
         assert reqs["typing-extensions"].requirement == "typing-extensions==3.10.0.2"
         assert reqs["typing-extensions"].hashes == [lock.package("typing-extensions").dist.sha256]
 
@@ -73,7 +73,7 @@ def test_polaris_mpi4py_is_the_modules_own() -> None:
     tgt = load_target("polaris")
     plan = build_plan(load_recipe("polaris-megatron-deepspeed"), tgt, profile_facts(tgt), lock,
                       PlanOptions(prefix="/e"))
-    names = {r.name for s in plan.steps if s.kind == "pip_install" for r in s.params.requirements}
+    names = {r.name for s in plan.pip_installs() for r in s.params.requirements}
     assert "ezpz" not in names and "mpi4py" not in names and "einops" in names
 
 
@@ -197,12 +197,12 @@ def test_mds_installs_nltk_before_its_data_preparation() -> None:
         ids = [s.id for s in plan.steps]
         build = ids.index("build:megatron-deepspeed")
         assert "tools/preprocess_data.py" in _step(plan, "build:megatron-deepspeed").params.commands[0]
-        installs = [i for i, s in enumerate(plan.steps) if s.kind == "pip_install"
-                    and any(r.name == "nltk" and r.version == "3.7" for r in s.params.requirements)]
+        installs = [ids.index(s.id) for s in plan.pip_installs()
+                    if any(r.name == "nltk" and r.version == "3.7" for r in s.params.requirements)]
         assert installs and installs[0] < build
     later = {s.id for s in run_time_steps(image)}
     assert "build:megatron-deepspeed" in later
-    assert not any(s.kind == "pip_install" for s in run_time_steps(image))
+    assert not later & {s.id for s in image.pip_installs()}
 
 
 def test_megatronapp_two_pods_write_the_master_address_before_their_scripts() -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from envbuild.plan.model import Plan
 from envbuild.testbed import sshd, uvcache
 from test_provision_apex import IMPORT_APEX, WHEELS, env_python, mirror, recipe_yaml  # noqa: F401
 
@@ -35,9 +36,8 @@ def test_extension_built_on_one_node_per_kind(mirror, tmp_path, remove_tree):  #
     # --no-smoke: every node ok, nothing judged (NOT JUDGED, exit 5)
     assert p.returncode == 5, json.dumps(out["results"], indent=1)[-3000:] + p.stderr[-2000:]
     run = Path(out["run_dir"])
-    plans = {h: json.loads((run / "nodes" / h / "plan.json").read_text()) for h in ("node1", "node2")}
-    keys = {h: next(s for s in plan["steps"] if s["kind"] == "apex_build")["params"]["cache_key"]
-            for h, plan in plans.items()}
+    plans = {h: Plan.model_validate_json((run / "nodes" / h / "plan.json").read_text()) for h in ("node1", "node2")}
+    keys = {h: plan.apex_builds()[0].params.cache_key for h, plan in plans.items()}
     assert keys["node1"] == keys["node2"]  # one node kind
     builds = {h: (run / "nodes" / h / "log.txt").read_text().count("running bdist_wheel") for h in keys}
     assert builds == {"node1": 1, "node2": 0}

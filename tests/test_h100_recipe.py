@@ -99,7 +99,7 @@ def test_plan_builds_apex_and_fused_adam_for_sm90_offline():
     env = steps["environment"]
     assert env.params.system_site_packages and env.params.interpreter == "/opt/torch/.venv/bin/python"
     assert any(getattr(a, "argv", [None])[-2:] == [BASE_SITE_PTH, "/opt/envs/md"] for a in actions(env, plan.prefix))
-    assert "torch" not in {r.name for s in plan.steps if s.kind == "pip_install" for r in s.params.requirements}
+    assert "torch" not in {r.name for s in plan.pip_installs() for r in s.params.requirements}
 
 
 @pytest.mark.process
@@ -143,7 +143,7 @@ def test_patches_apply_to_the_pinned_text_once(patch_id, excerpt):
         from envbuild.plan.build import build_plan
 
         target, facts = node()
-        env = next(s for s in build_plan(load_recipe(RECIPE), target, facts).steps if s.kind == "env_file")
+        env = build_plan(load_recipe(RECIPE), target, facts).env_file()
         assert env.params.vars["WANDB_MODE"] == "disabled"
     if excerpt is HEAD:
         compile(after.split("\n", 2)[2], "pretrain_gpt.py", "exec")  # still Python

@@ -73,7 +73,7 @@ def test_a_build_that_reads_the_unfetched_data_is_left_out_and_named(tmp_path) -
     assert all(d.name in why for d in recipe.data)  # oscar-1gb, gpt2-vocab, gpt2-merges
     assert "data:megatron-deepspeed" in _left(proof)
     # the package the build needs is still installed by the proof (its pip step is kept)
-    pip = [r.name for s in proof.plan.steps if s.kind == "pip_install" for r in s.params.requirements]
+    pip = [r.name for s in proof.plan.pip_installs() for r in s.params.requirements]
     assert "nltk" in pip
     assert proof.unbuilt == {}
 

@@ -97,7 +97,7 @@ def test_plan_with_uv_pushes_it_first_and_checks_its_sha256():
     assert [a.op for a in acts] == ["mkdir", "copy"] and acts[1].asset == "uv/uv" and acts[1].perm == "0755"
     eff = effects(plan)["uv"]
     assert (eff.check, eff.sha256, eff.perm) == ("file", UV.sha256, "0755")
-    assert {s.params.installer for s in plan.steps if s.kind in ("pip_install", "pip_tooling")} == {"uv"}
+    assert {s.params.installer for s in plan.requirement_installs()} == {"uv"}
     assert next(d for d in plan.decisions if d.subject == "installer").outcome == "uv 0.13.9"
     pip_plan = resolve(rec, tgt, facts, None, PlanOptions(prefix="/opt/e", uv=UV, installer="pip")).plan
     assert "uv" not in [s.id for s in pip_plan.steps]

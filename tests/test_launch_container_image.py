@@ -32,7 +32,7 @@ def test_sbatch_runs_the_imported_sqsh_of_the_node_plan() -> None:
 
 def test_without_an_import_step_the_image_is_the_path_in_the_prefix() -> None:
     rec, tgt, res = _plan("megatron-deepspeed-slurm", "slurm", {"podman": "4.9.3", "enroot": "3.5.0"})
-    plan = res.plan.model_copy(update={"steps": [s for s in res.plan.steps if s.kind != "image_import"]})
+    plan = res.plan.model_copy(update={"steps": [s for s in res.plan.steps if s is not res.plan.image_import()]})
     job = build_job(rec, tgt, plan, LaunchOptions(scheduler="slurm"))
     assert job.container_image == default_image(rec.name, tgt.name, "slurm", plan.prefix)
     assert job.container_image == res.plan.step("image-import").params.path  # the one provision imports

@@ -15,6 +15,7 @@ import pytest
 from envbuild.cli import main
 from envbuild.flows.launch import launch_plan
 from envbuild.lock import lock_path, read_lock
+from envbuild.plan.model import Plan
 from envbuild.recipes import load_recipe
 from envbuild.targets import load_target
 
@@ -57,7 +58,7 @@ def test_launch_plan_takes_the_git_dependencies_from_the_mirror(mirror, capsys) 
     root = str(next(iter(mirror.values())).parents[1])
     plan = launch_plan(load_recipe(RECIPE), load_target(TARGET), run_dir=None, facts_file=None, lock_file=None,
                  prefix=None, git_mirror=root, container=True)
-    git = {s.params.name: s.params for s in plan.steps if s.kind == "git_source"}
+    git = {s.params.name: s.params for s in plan.sources()}
     for pin in deps:  # a git dependency of a source install, as provision fetches it
         assert git[pin.name].sha == pin.sha
         assert git[pin.name].fetch_url == str(mirror[pin.url])
@@ -66,7 +67,8 @@ def test_launch_plan_takes_the_git_dependencies_from_the_mirror(mirror, capsys) 
     # the same git steps as `envbuild plan` prints for the same inputs
     assert main(["plan", RECIPE, "-t", TARGET, "--git-mirror", root, "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
-    want = {s["params"]["name"]: s["params"] for s in printed["steps"] if s["kind"] == "git_source"}
+    sources = {s.id for s in Plan.model_validate(printed).sources()}
+    want = {s["params"]["name"]: s["params"] for s in printed["steps"] if s["id"] in sources}
     assert {n: p.model_dump(mode="json") for n, p in git.items()} == want
     # the command itself renders with the mirror
     assert main(["launch", RECIPE, "-t", TARGET, "--scheduler", "pbs", "--account", "p", "--partition", "debug",

@@ -629,7 +629,7 @@ def test_a_container_job_prepares_the_data_its_image_does_not_hold_before_traini
     node = resolve(rec, tgt, profile_facts(tgt).model_copy(update={"container_engines": {"podman": "4.3.1"}}),
                    None, PlanOptions(backend=default_backend(rec, None), host="n1")).plan
     assert node.backend == "container" and prepare_script(node) == script
-    image = next(s.params for s in node.steps if s.kind == "image").image.plan
+    image = node.image().params.image.plan
     assert stage_name(node) == "envbuild-data-" + plan_digest(image)[:12]
     other = plan_for(rec.model_copy(update={"env": {**rec.env, "ENVBUILD_TEST_CHANGE": "1"}}), tgt)
     assert stage_name(other) != stage

@@ -216,8 +216,7 @@ def test_source_variables_reach_the_pip_step_of_its_dependencies():
     rec, tgt = load_recipe("opt-175b-azure"), load_target("local")
     lock = read_lock(lock_path(rec.name, tgt.name))
     plan = build_plan(rec, tgt, from_target(tgt), lock)
-    step = next(s for s in plan.steps if s.kind == "pip_install"
-                and any(r.name == "sklearn" for r in s.params.requirements))
+    step = next(s for s in plan.pip_installs() if any(r.name == "sklearn" for r in s.params.requirements))
     assert step.params.env["SKLEARN_ALLOW_DEPRECATED_SKLEARN_PACKAGE_INSTALL"] == "True"
 
 

@@ -181,7 +181,7 @@ def test_launch_submit_collects_the_training_output(tmp_path, monkeypatch, name,
     plan = resolve(rec, tgt, facts, None, PlanOptions(prefix=str(tmp_path / "env"), host=target,
                                                       backend="venv")).plan
     materialize(plan, tmp_path / "files", rec)
-    src = next(s.params.dest for s in plan.steps if s.kind == "git_source" and s.params.name in rec.benchmark.cwd)
+    src = next(s.params.dest for s in plan.sources() if s.params.name in rec.benchmark.cwd)
     import shutil
 
     shutil.rmtree(src)

@@ -100,7 +100,7 @@ def test_apex_check_relaxed_for_same_major_minor_mismatch() -> None:
     patch = next(d for d in plan.decisions if d.subject.startswith("patch:") and "apex" in d.subject)
     assert patch.outcome == "patched"
     assert "11.4" in patch.reason and "11.3" in patch.reason
-    assert any(s.kind == "patch" and s.params.patch_kind == "apex-cuda-check" for s in plan.steps)
+    assert any(s.params.patch_kind == "apex-cuda-check" for s in plan.patches())
     # deviation torch-1.10.0-cu116: cu113 up to CUDA 11.x, cu111 below 11.3, never a cu116 wheel
     for nvcc, tag in (("11.6", "cu113"), ("11.2", "cu111")):
         other = build_plan(rec, tgt, _nd96_with_nvcc(nvcc), None)
@@ -112,13 +112,13 @@ def test_apex_check_not_patched_when_versions_equal() -> None:
     plan = build_plan(rec, tgt, _nd96_with_nvcc("11.3"), None)
     patch = next(d for d in plan.decisions if d.subject.startswith("patch:") and "apex" in d.subject)
     assert patch.outcome == "unchanged"
-    assert not any(s.kind == "patch" and s.params.patch_kind == "apex-cuda-check" for s in plan.steps)
+    assert not any(s.params.patch_kind == "apex-cuda-check" for s in plan.patches())
 
 
 def test_arch_list_and_jobs_come_from_facts() -> None:
     rec, tgt = load_recipe("alpa-megatron"), load_target("azure-nd96")
     plan = build_plan(rec, tgt, from_target(tgt), None)
-    apex = next(s for s in plan.steps if s.kind == "apex_build")
+    apex = plan.apex_builds()[0]
     assert apex.params.env["TORCH_CUDA_ARCH_LIST"] == "8.0"
     assert int(apex.params.env["MAX_JOBS"]) > 1
 
@@ -137,7 +137,7 @@ def test_step_ids_unique_and_digests_change_with_params() -> None:
 def test_env_file_carries_target_nccl_variables() -> None:
     rec, tgt = load_recipe("opt-175b-azure"), load_target("azure-nd96")
     plan = build_plan(rec, tgt, from_target(tgt), None)
-    env = next(s for s in plan.steps if s.kind == "env_file").params.vars
+    env = plan.env_file().params.vars
     assert env.get("NCCL_TOPO_FILE") and env.get("NCCL_SOCKET_IFNAME") == "eth0"
     assert json.loads(plan.to_json())["schema"] == "envbuild.plan/2"
 
@@ -157,9 +157,10 @@ def test_step_params_are_checked_by_kind() -> None:
     """A step whose params do not fit its kind is refused, not guessed at."""
     import pydantic
 
-    plan = json.loads(resolve(load_recipe("cpu-reference"), load_target("local"),
-                              from_target(load_target("slurm")), None, PlanOptions()).plan.to_json())
-    env = next(s for s in plan["steps"] if s["kind"] == "environment")
+    typed = resolve(load_recipe("cpu-reference"), load_target("local"),
+                    from_target(load_target("slurm")), None, PlanOptions()).plan
+    plan = json.loads(typed.to_json())
+    env = plan["steps"][typed.steps.index(typed.environment())]
     env["params"]["prefixx"] = env["params"].pop("prefix")
     with pytest.raises(pydantic.ValidationError):
         Plan.model_validate(plan)
@@ -194,7 +195,7 @@ def test_the_smoke_step_uses_every_gpu_the_node_has_unless_torch_is_the_cpu_buil
         facts = refine(tgt, assemble(split_sections(capture.read_text()), "h200x2"))
         assert len(facts.gpus) == 2
         plan = resolve(load_recipe(recipe), tgt, facts, None, PlanOptions(host="h200x2")).plan
-        [smoke] = [s for s in plan.steps if s.kind == "smoke"]
+        smoke = plan.smoke()
         return {r.name: r.argv[2:] for r in smoke.params.runs if r.name in ("gpt", "collective")}
 
     gpu = smoke_argv("h100-megatron-deepspeed", "h100-venv")

@@ -102,12 +102,13 @@ def test_cpp_ext_wheel_built_once_cached_then_reused(mirror, tmp_path):
     rc, out, run = provision_cli(recipe, first, mirror["dir"], home)
     assert rc == 5, json.dumps(out["results"], indent=1)[-3000:]  # no smoke: nothing judged (NOT JUDGED, exit 5)
 
-    plan = json.loads((run / "nodes" / "local" / "plan.json").read_text())
-    decisions = {d["subject"]: d["outcome"] for d in plan["decisions"]}
+    from envbuild.plan.model import Plan
+
+    plan = Plan.model_validate_json((run / "nodes" / "local" / "plan.json").read_text())
+    decisions = {d.subject: d.outcome for d in plan.decisions}
     assert decisions["patch:apex-cuda-check"] == "cpu-only"  # --cpp_ext: the check never runs
-    assert not [s for s in plan["steps"] if s["kind"] == "patch"]
-    step = next(s for s in plan["steps"] if s["kind"] == "apex_build")
-    key = step["params"]["cache_key"]
+    assert not plan.patches()
+    key = plan.apex_builds()[0].params.cache_key
     cached = list((home / "cache" / "wheels" / key).glob("*.whl"))
     assert [w.name for w in cached] == [next((first / ".envbuild/wheels" / key).glob("*.whl")).name]
     wheel_mtime = cached[0].stat().st_mtime_ns
@@ -122,8 +123,8 @@ def test_cpp_ext_wheel_built_once_cached_then_reused(mirror, tmp_path):
     second = tmp_path / "env2"
     rc, out, run2 = provision_cli(recipe, second, mirror["dir"], home, lock=run / "lock.lock")
     assert rc == 5, json.dumps(out["results"], indent=1)[-3000:]  # no smoke: nothing judged (NOT JUDGED, exit 5)
-    plan2 = json.loads((run2 / "nodes" / "local" / "plan.json").read_text())
-    assert next(s for s in plan2["steps"] if s["kind"] == "apex_build")["params"]["cache_key"] == key
+    plan2 = Plan.model_validate_json((run2 / "nodes" / "local" / "plan.json").read_text())
+    assert plan2.apex_builds()[0].params.cache_key == key
     assert "apex:apex" in out["results"]["local"]["changed"]  # installed ...
     assert "running bdist_wheel" not in (run2 / "nodes" / "local" / "log.txt").read_text()  # ... not built
     # the cached wheel was copied to the node's wheel folder (nothing else was put there)
@@ -180,7 +181,8 @@ def test_minor_mismatch_is_patched_through_the_playbook(mirror, tmp_path):
                        fetch_urls=fetch_urls(gpu_recipe, str(mirror["dir"])))
     plan = build_plan(gpu_recipe, target, facts, lock, opts)
     assert {d.subject: d.outcome for d in plan.decisions}["patch:apex-cuda-check"] == "patched"
-    assert [s.id for s in plan.steps if s.kind in ("patch", "apex_build")] == ["patch:apex-cuda-check", "apex:apex"]
+    asked = [*plan.patches(), *plan.apex_builds()]
+    assert [s.id for s in plan.steps if s in asked] == ["patch:apex-cuda-check", "apex:apex"]
     # torch +cu121 cannot be downloaded here: install the CPU plan's torch step in its place
     cpu_torch = build_plan(cpu_recipe, target, facts, lock, opts).step("pip:torch")
     plan = plan.model_copy(update={"steps": [cpu_torch if s.id == "pip:torch" else s for s in plan.steps]})

@@ -38,7 +38,7 @@ def test_a_plan_refused_by_preflight_has_nothing_to_enter() -> None:
 
 def test_a_prefix_with_a_space_is_quoted() -> None:
     plan = Plan.model_validate_json(next(p for p in GOLDEN if "cpu" in p.name or "--uv" not in p.name).read_text())
-    env = next(s for s in plan.steps if s.kind == "env_file")
+    env = plan.env_file()
     moved = env.model_copy(update={"params": env.params.model_copy(update={"path": "/my env/.envbuild/env.sh"})})
     steps = [moved if s is env else s for s in plan.steps]
     assert enter_command(plan.model_copy(update={"steps": steps})) == ". '/my env/.envbuild/env.sh'"

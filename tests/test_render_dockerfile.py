@@ -225,7 +225,7 @@ def test_build_parallelism_is_a_build_argument_sized_on_the_build_machine(recipe
     value that is not a positive whole number stops the build with a message. The RUN's own
     words run in bash here, with the variable as Docker sets it for each case."""
     ip = plan_of(recipe, target)
-    planned = next(s.params.env["MAX_JOBS"] for s in ip.plan.steps if s.kind == "apex_build")
+    planned = ip.plan.apex_builds()[0].params.env["MAX_JOBS"]
     items = _stages(parsed(ip))
     n_run, (stage, run) = next((n, x) for n, x in enumerate(items)
                                if x[1]["instruction"] == "RUN" and "MAX_JOBS" in x[1]["value"])

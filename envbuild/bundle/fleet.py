@@ -116,8 +116,7 @@ def wheel_builders(plans: dict) -> dict[str, str]:
     """{cache key: the node that builds that wheel}: the first node (by name) whose plan builds it."""
     out: dict[str, str] = {}
     for host in sorted(plans):
-        for step in plans[host].steps:
-            key = getattr(step.params, "cache_key", None)
-            if step.kind == "apex_build" and key:
-                out.setdefault(key, host)
+        for step in plans[host].apex_builds():
+            if step.params.cache_key:
+                out.setdefault(step.params.cache_key, host)
     return out

@@ -29,6 +29,8 @@ from __future__ import annotations
 from typing import Iterable, Iterator
 
 from envbuild.bundle.manifest import NetworkNeed
+from envbuild.plan.params import (DataParams, EnvironmentParams, GitSourceParams, ImageParams, PipInstallParams,
+                                  PipToolingParams, SystemPackagesParams)
 
 PYPI = "https://pypi.org/simple"
 IMAGE_TAR_FIX = ("carry it: --image-tar FILE, the image as its engine saved it "
@@ -56,8 +58,9 @@ def base_images(plans: Iterable) -> list[str]:
     out: list[str] = []
     for plan in plans:
         for step in plan.steps:
-            name = (step.params.base_image if step.kind == "environment" and step.params.backend == "container"
-                    else step.params.base if step.kind == "image" else None)
+            p = step.params
+            name = (p.base_image if isinstance(p, EnvironmentParams) and p.backend == "container"
+                    else p.base if isinstance(p, ImageParams) else None)
             if name and name not in out:
                 out.append(name)
     return out
@@ -65,9 +68,9 @@ def base_images(plans: Iterable) -> list[str]:
 
 def _step(step, carried: set[str]) -> Iterator[NetworkNeed]:
     p = step.params
-    if step.kind == "system_packages":
+    if isinstance(p, SystemPackagesParams):
         yield NetworkNeed(kind="apt", what=" ".join(p.packages), why=APT_WHY, fix=APT_FIX)
-    elif step.kind == "environment":
+    elif isinstance(p, EnvironmentParams):
         if p.backend == "container" and p.base_image and p.base_image not in carried:
             yield NetworkNeed(kind="base-image", what=p.base_image, fix=IMAGE_TAR_FIX,
                               why="the environment is made inside a container of this image (a pod of it): "
@@ -76,7 +79,7 @@ def _step(step, carried: set[str]) -> Iterator[NetworkNeed]:
             yield NetworkNeed(kind="conda-channel", what=p.conda_channel or "conda-forge",
                               why="the conda environment's packages come from this channel",
                               fix="a channel folder on the nodes (--conda-channel DIR)")
-    elif step.kind == "image":
+    elif isinstance(p, ImageParams):
         if p.base not in carried:
             yield NetworkNeed(kind="base-image", what=p.base, fix=IMAGE_TAR_FIX,
                               why="the node's engine builds the image FROM it and pulls it unless it is "
@@ -89,19 +92,19 @@ def _image_build(steps: list) -> Iterator[NetworkNeed]:
     """What an image build fetches itself (its RUN steps: the bundle's files are not in its context)."""
     for s in steps:
         p = s.params
-        if s.kind == "system_packages":
+        if isinstance(p, SystemPackagesParams):
             yield NetworkNeed(kind="apt", what=" ".join(p.packages), why=f"the image build's {s.id}: {APT_WHY}",
                               fix="a base image that has them")
-        elif s.kind in ("pip_tooling", "pip_install") and not p.no_index and p.requirements:
+        elif isinstance(p, (PipToolingParams, PipInstallParams)) and not p.no_index and p.requirements:
             index = getattr(p, "index_url", None) or PYPI
             yield NetworkNeed(kind="pip-index", what=index,
                               why=f"the image build's {s.id} installs {len(p.requirements)} package(s) from it",
                               fix="provision from the bundle: the image then installs --no-index from its wheels")
-        elif s.kind == "git_source":
+        elif isinstance(p, GitSourceParams):
             yield NetworkNeed(kind="git-remote", what=p.fetch_url,
                               why=f"the image build clones {p.name} from it (a bundle's repositories are not "
                                   "in an image's build context)")
-        elif s.kind == "data":
+        elif isinstance(p, DataParams):
             for f in p.files:
                 yield NetworkNeed(kind="data-url", what=f.url,
                                   why=f"the image build (or its prepare.sh) fetches {f.name} from it")

@@ -69,20 +69,20 @@ def planned_requirements(plan: Plan | list[Plan]) -> list[tuple[str, str]]:
     order, each once."""
     out: list[tuple[str, str]] = []
     for one in (plan if isinstance(plan, list) else [plan]):
-        for step in one.steps:
-            if step.kind in ("pip_tooling", "pip_install"):
-                out += [(r.name, r.version) for r in step.params.requirements
-                        if (r.name, r.version) not in out]
+        for step in one.requirement_installs():
+            out += [(r.name, r.version) for r in step.params.requirements
+                    if (r.name, r.version) not in out]
     return out
 
 
-def _steps(plans: list[Plan], kind: str) -> list:
-    """The steps of ``kind`` of every plan, each distinct step once (first plan first)."""
+def _steps(plans: list[Plan], asked: Callable[[Plan], list]) -> list:
+    """The steps ``asked`` of every plan (``Plan.sources``...), each distinct step once (first
+    plan first)."""
     out, seen = [], set()
     for plan in plans:
-        for step in plan.steps:
-            key = step.params.model_dump_json() if step.kind == kind else None
-            if key is not None and key not in seen:
+        for step in asked(plan):
+            key = step.params.model_dump_json()
+            if key not in seen:
                 seen.add(key)
                 out.append(step)
     return out
@@ -264,7 +264,7 @@ def _pack_git(plans: list[Plan], recipe: Recipe, lock: Lock, root: Path, git_mir
                                f"--target {lock.target.name} --git-mirror DIR")
     files: list[BundleFile] = []
     pins: list[GitPin] = []
-    for step in _steps(plans, "git_source"):
+    for step in _steps(plans, Plan.sources):
         p = step.params
         if not p.sha:
             raise CheckFailed(f"git source {p.name} has no pinned commit",
@@ -328,7 +328,7 @@ def _pack_data(plans: list[Plan], recipe: Recipe, root: Path, data_mirror: Path 
     files: list[BundleFile] = []
     origins: dict[str, str] = {}
     by_name = {d.name: d for d in recipe.data}
-    for step in _steps(plans, "data"):
+    for step in _steps(plans, Plan.downloads):
         for spec in step.params.files:
             d = by_name[spec.name]
             rel = f"{DATA}/{d.mirror_name}"
@@ -348,7 +348,7 @@ def _pack_prebuilt(plans: list[Plan], root: Path, build_cache: Path | None, say:
     """The extension wheels the controller's build cache already holds for the plans' Apex
     build steps (same cache key): the node installs them instead of building."""
     files: list[BundleFile] = []
-    for step in _steps(plans, "apex_build"):
+    for step in _steps(plans, Plan.apex_builds):
         key = step.params.cache_key
         cached = sorted((build_cache / key).glob("*.whl")) if build_cache else []
         if not cached:

@@ -36,7 +36,8 @@ from envbuild.errors import CheckFailed, InputError
 from envbuild.fsio import sha256_file
 from envbuild.lock import read_lock
 from envbuild.lock.schema import normalize
-from envbuild.plan.params import BundleParams, StagedFile
+from envbuild.plan.params import (BundleParams, DataParams, GitSourceParams, ImageParams, PipInstallParams,
+                                  PipToolingParams, StagedFile)
 
 
 @dataclass(frozen=True)
@@ -97,18 +98,18 @@ class Opened:
         missing += [f"step {n.step.split(': ', 1)[-1]}: {n.kind} {n.what} (needs the network: {n.why})"
                     for n in needs([plan], [i.name for i in self.manifest.images]) if n.kind != "base-image"]
         for step in plan.steps:
-            if step.kind == "image":  # the container backend: the wheels its build installs --no-index
+            if isinstance(step.params, ImageParams):  # the container backend: the wheels its build installs --no-index
                 missing += [f"step {step.id}: {r.name} {r.version} for the image build (no such file in the bundle)"
-                            for s in step.params.image.plan.steps if s.kind in ("pip_tooling", "pip_install")
+                            for s in step.params.image.plan.requirement_installs()
                             for r in s.params.requirements if (normalize(r.name), r.version) not in have]
-            if step.kind in ("pip_tooling", "pip_install"):
+            if isinstance(step.params, (PipToolingParams, PipInstallParams)):
                 for r in step.params.requirements:
                     key = normalize(r.name)
                     if (key, r.version) in have:
                         continue
                     if r.version[:1].isdigit() or key not in names:
                         missing.append(f"step {step.id}: {r.name} {r.version} (no such file in the bundle)")
-            if step.kind == "git_source":
+            if isinstance(step.params, GitSourceParams):
                 # per commit, not per URL: two sources of one repository may pin two commits
                 carried = [g for g in self.manifest.git if g.url == step.params.url]
                 if not any(g.sha == step.params.sha for g in carried):
@@ -120,7 +121,7 @@ class Opened:
                 pinned = {g.name for g in self.manifest.git}
                 missing += [f"step {step.id}: submodule {path} of {step.params.name} (not in the bundle)"
                             for path in step.params.submodules if f"{step.params.name}:{path}" not in pinned]
-            if step.kind == "data":
+            if isinstance(step.params, DataParams):
                 names = {f.name for f in self.manifest.files if f.kind == "data"}
                 missing += [f"step {step.id}: data file {f.name} (not in the bundle)"
                             for f in step.params.files if f.name not in names]

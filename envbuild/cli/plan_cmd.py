@@ -74,7 +74,7 @@ def plan_cmd(recipe, target, facts_file, lock_file, prefix, backend, git_mirror,
     else:
         for plan in plans:
             print_plan(plan)
-    refused = [p.host for p in plans if p.steps and p.steps[0].kind == "preflight" and not p.steps[0].params.feasible]
+    refused = [p.host for p in plans if (pf := p.preflight()) is not None and not pf.params.feasible]
     if refused:  # the plan is printed, and the exit says what `check` says: infeasible
         click.echo(f"error: preflight: {rec.name} is infeasible on {', '.join(refused)} "
                    f"(the plan above would be refused)", err=True)
@@ -95,8 +95,9 @@ def print_plan(plan) -> None:
 
     console.print(f"[bold]plan[/] {plan.recipe} on {plan.target} (host {plan.host}, "
                   f"facts {plan.facts_origin}) -> {plan.backend} at {plan.prefix}")
-    verdict = plan.steps[0].params
-    if verdict.kind == "preflight":
+    preflight = plan.preflight()
+    if preflight is not None:
+        verdict = preflight.params
         console.print(("[green]preflight: feasible[/]" if verdict.feasible else "[red]preflight: INFEASIBLE[/]")
                       + (f" (errors: {', '.join(verdict.errors)})" if verdict.errors else "")
                       + (f" (warnings: {', '.join(verdict.warnings)})" if verdict.warnings else ""))

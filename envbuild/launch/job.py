@@ -266,28 +266,28 @@ def fill_command(command: str, sources: dict[str, str]) -> str:
 
 
 def _sources(plan) -> dict[str, str]:
-    return {s.params.name: s.params.dest for s in plan.steps if s.kind == "git_source"}
+    return {s.params.name: s.params.dest for s in plan.sources()}
 
 
 def _env_file(plan) -> str | None:
     """The env file the plan writes; None for a container node plan (its image sets the
     environment: the job runs inside it)."""
-    steps = [s for s in plan.steps if s.kind == "env_file"]
-    if not steps and any(s.kind == "image" for s in plan.steps):
+    env_file = plan.env_file()
+    if env_file is None and plan.image() is not None:
         return None
-    if not steps:
+    if env_file is None:
         raise InputError(f"the plan for {plan.recipe} has no env-file step",
                          hint="plan it again with this envbuild (envbuild plan ... --json)")
-    return steps[0].params.path
+    return env_file.params.path
 
 
 def _smoke_dir(plan) -> str | None:
-    steps = [s for s in plan.steps if s.kind == "smoke"]
-    return steps[0].params.dir if steps else None
+    smoke = plan.smoke()
+    return smoke.params.dir if smoke is not None else None
 
 
 def _module(plan) -> str | None:
-    env = next((s for s in plan.steps if s.kind == "environment"), None)
+    env = plan.environment()
     return env.params.conda_module if env is not None else None
 
 
@@ -586,7 +586,8 @@ def _container(recipe, target, plan, opts: LaunchOptions) -> tuple[str | None, l
         else:
             # the plan's enroot import (image-import step: <prefix>/envbuild-<recipe>-<target>.sqsh)
             # is the file pyxis runs, not a name relative to the job's folder
-            imported = next((s.params.path for s in plan.steps if s.kind == "image_import"), None)
+            image_import = plan.image_import()
+            imported = image_import.params.path if image_import is not None else None
             if opts.scheduler == "k8s" and not opts.container_image:
                 tag = default_image(recipe.name, target.name, "k8s")
                 raise InputError(f"a Kubernetes pod pulls its image from a registry; {tag} is only the local "
@@ -704,7 +705,8 @@ def _needs(plan, recipe, opts: LaunchOptions, command: str, smoke_dir: str | Non
     environment file; envbuild's smoke scripts for --smoke-only or a benchmark that is
     envbuild's smoke run in their folder (a prefix provisioned with --no-smoke has none); the
     checkout of each source the benchmark's command, folder or environment names."""
-    needs = {s.id: f"the environment file {s.params.path}" for s in plan.steps if s.kind == "env_file"}
+    env_file = plan.env_file()
+    needs = {env_file.id: f"the environment file {env_file.params.path}"} if env_file is not None else {}
     bench = recipe.benchmark
     runs_smoke = bench is not None and not bench.cwd and bench.parser == SMOKE_PARSER
     if opts.smoke_only or (runs_smoke and not opts.command_override):
@@ -713,8 +715,8 @@ def _needs(plan, recipe, opts: LaunchOptions, command: str, smoke_dir: str | Non
     if bench is not None and not (opts.smoke_only or opts.command_override):
         prog = recipe.run_of(opts.variant)
         text = " ".join([command, bench.cwd or "", *map(str, bench.env.values()), *(prog.argv if prog else [])])
-        needs.update({s.id: f"the checkout of {s.params.name} ({s.params.dest})" for s in plan.steps
-                      if s.kind == "git_source" and "{sources." + s.params.name + "}" in text})
+        needs.update({s.id: f"the checkout of {s.params.name} ({s.params.dest})" for s in plan.sources()
+                      if "{sources." + s.params.name + "}" in text})
     return needs
 
 

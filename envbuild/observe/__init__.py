@@ -48,7 +48,7 @@ def observe_command(python: str, args: list[str]) -> str:
 def image_observe_command(plan) -> str:
     """The shell command that runs envbuild's observe script inside the plan's image (a
     throwaway container without network): what observed.json holds for a container node."""
-    p = next(s.params for s in plan.steps if s.kind == "image")
+    p = plan.image().params
     exp = Expected(prefix=p.prefix, sources=dict(p.sources), env_file=p.env_file)
     words = ["env", *(f"{k}={v}" for k, v in engine_env(p.engine).items()), *engine_run_argv(p.engine, p.tag, [])]
     return shlex.join(words) + " " + observe_command(f"{p.prefix}/bin/python", observe_args(exp))

@@ -110,21 +110,21 @@ def expected_state(lock: dict | None, plan: Any | None) -> Expected:
     exp.prefix = plan.prefix
     exp.python = f"{plan.prefix.rstrip('/')}/bin/python"
     exp.env_file = f"{plan.prefix.rstrip('/')}/.envbuild/env.sh"
-    for step in plan.steps:
-        p = step.params
-        if p.kind == "git_source":
-            exp.sources[p.name] = p.dest
-            if p.sha and p.name not in exp.git:
-                exp.git[p.name] = p.sha
-        elif p.kind == "patch":
-            outcome = "expect" if p.patch_kind == "expect" else (p.decision or "patched")
-            if outcome not in NOT_APPLIED:
-                exp.patches[p.id] = p.component
-        elif p.kind == "env_file":
-            exp.env.update(p.vars)
-            exp.env_file = p.path
-        elif p.kind == "pip_install" and not lock:
-            for req in p.requirements:
-                if req.version[:1].isdigit():
-                    exp.packages[project_name(req.name)] = req.version
+    for source in plan.sources():
+        exp.sources[source.params.name] = source.params.dest
+        if source.params.sha and source.params.name not in exp.git:
+            exp.git[source.params.name] = source.params.sha
+    for patch in plan.patches():
+        p = patch.params
+        outcome = "expect" if p.patch_kind == "expect" else (p.decision or "patched")
+        if outcome not in NOT_APPLIED:
+            exp.patches[p.id] = p.component
+    env_file = plan.env_file()
+    if env_file is not None:
+        exp.env.update(env_file.params.vars)
+        exp.env_file = env_file.params.path
+    for install in plan.pip_installs() if not lock else []:
+        for req in install.params.requirements:
+            if req.version[:1].isdigit():
+                exp.packages[project_name(req.name)] = req.version
     return exp

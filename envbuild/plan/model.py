@@ -11,12 +11,30 @@ killed one resumes at the first unfinished step.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from envbuild.fsio import canonical_json, sha256_text
-from envbuild.plan.params import ImagePlan, StepParams
+from envbuild.plan.params import (
+    ApexBuildParams,
+    BuildParams,
+    DataParams,
+    EnvFileParams,
+    EnvironmentParams,
+    GitSourceParams,
+    ImageImportParams,
+    ImageParams,
+    ImagePlan,
+    ImageSmokeParams,
+    ImportCheckParams,
+    PatchParams,
+    PipInstallParams,
+    PipToolingParams,
+    PreflightParams,
+    SmokeParams,
+    StepParams,
+)
 
 PLAN_SCHEMA = "envbuild.plan/2"
 
@@ -74,6 +92,27 @@ class Step(BaseModel):
         return sha256_text(payload)[:16]
 
 
+P_co = TypeVar("P_co", covariant=True)
+
+
+class StepOf(Protocol[P_co]):
+    """A plan ``Step`` whose ``params`` are known to be a ``P_co``: what ``Plan``'s accessors
+    return (the steps themselves, with their params typed for the question asked)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def kind(self) -> StepKind: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def params(self) -> P_co: ...
+    @property
+    def digest(self) -> str: ...
+
+
 class Decision(BaseModel):
     """A choice the planner made from facts (patch applied or not, torch variant, ...)."""
 
@@ -103,6 +142,90 @@ class Plan(BaseModel):
 
     def step(self, step_id: str) -> Step:
         return next(s for s in self.steps if s.id == step_id)
+
+    # --- the questions asked of a plan, by type (issue 55: no one outside plan/ and actions/
+    # scans the steps for a kind string; tests/test_plan_kind_strings.py keeps it so) --------
+
+    def _of(self, *types: type) -> list[Any]:
+        """The steps whose params are one of ``types``, in plan order."""
+        return [s for s in self.steps if isinstance(s.params, types)]
+
+    def _one(self, *types: type) -> Any:
+        return next(iter(self._of(*types)), None)
+
+    def preflight(self) -> StepOf[PreflightParams] | None:
+        """The preflight verdict: the plan's first step, when it is one (the planner puts it first)."""
+        first: Any = self.steps[0] if self.steps else None
+        return first if first is not None and isinstance(first.params, PreflightParams) else None
+
+    def environment(self) -> StepOf[EnvironmentParams] | None:
+        """The step that makes the environment (a venv, a conda prefix, a container's base)."""
+        return self._one(EnvironmentParams)
+
+    def requirement_installs(self) -> list[StepOf[PipToolingParams | PipInstallParams]]:
+        """Every step that installs locked requirements: the pip tooling and the lock's sections."""
+        return self._of(PipToolingParams, PipInstallParams)
+
+    def pip_installs(self) -> list[StepOf[PipInstallParams]]:
+        """The lock's sections, one pip install each (not the pip tooling)."""
+        return self._of(PipInstallParams)
+
+    def unverified(self) -> list[str]:
+        """The names the plan installs without a hash in the lock (each allowed by
+        ``--allow-unverified``), sorted, each once."""
+        return sorted({n for s in self.requirement_installs() for n in s.params.unverified})
+
+    def sources(self) -> list[StepOf[GitSourceParams]]:
+        """The git sources the plan checks out, in plan order."""
+        return self._of(GitSourceParams)
+
+    def source(self, name: str) -> StepOf[GitSourceParams]:
+        """The git source ``name``; KeyError when the plan checks out none of that name."""
+        found = next((s for s in self.sources() if s.params.name == name), None)
+        if found is None:
+            raise KeyError(f"the plan checks out no source {name!r}")
+        return found
+
+    def patches(self) -> list[StepOf[PatchParams]]:
+        """The declarative patches, in the order they apply."""
+        return self._of(PatchParams)
+
+    def builds(self) -> list[StepOf[BuildParams]]:
+        """The published build commands run in a source tree."""
+        return self._of(BuildParams)
+
+    def apex_builds(self) -> list[StepOf[ApexBuildParams]]:
+        """The CUDA-aware Apex wheel builds (one per Apex source)."""
+        return self._of(ApexBuildParams)
+
+    def downloads(self) -> list[StepOf[DataParams]]:
+        """The recipe's data downloads, one step per source tree."""
+        return self._of(DataParams)
+
+    def env_file(self) -> StepOf[EnvFileParams] | None:
+        """The step that writes the environment file; None for a container node's plan (its
+        image holds the env file: ``image()``)."""
+        return self._one(EnvFileParams)
+
+    def import_check(self) -> StepOf[ImportCheckParams] | None:
+        return self._one(ImportCheckParams)
+
+    def smoke(self) -> StepOf[SmokeParams] | None:
+        """The smoke runs in the environment; None with ``--no-smoke`` or on a container node
+        (``image_smoke()``)."""
+        return self._one(SmokeParams)
+
+    def image(self) -> StepOf[ImageParams] | None:
+        """A container node's image build, with the image's own plan (``params.image.plan``)."""
+        return self._one(ImageParams)
+
+    def image_import(self) -> StepOf[ImageImportParams] | None:
+        """A container node's ``enroot import`` of its image (Slurm with pyxis)."""
+        return self._one(ImageImportParams)
+
+    def image_smoke(self) -> StepOf[ImageSmokeParams] | None:
+        """A container node's smoke runs inside its image."""
+        return self._one(ImageSmokeParams)
 
     def refused(self) -> list[Decision]:
         """The decisions that refuse a step the recipe needs (outcome ``refused``: an Apex CUDA

@@ -32,7 +32,7 @@ def observe(rd: rundir.RunDir, node: Node, plan: Plan, lock_text: str | None) ->
 
 def smoke_runs(plan: Plan) -> tuple[list[dict], str | None]:
     """(the plan's smoke runs, why the native benchmark does not run here)."""
-    step = next((s for s in plan.steps if s.kind in ("smoke", "image_smoke")), None)
+    step = plan.smoke() or plan.image_smoke()  # a node plan has one or the other (its image's)
     if step is None:
         return [], None
     return [r.model_dump(mode="json") for r in step.params.runs], step.params.native_skip

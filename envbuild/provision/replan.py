@@ -51,8 +51,7 @@ def refuse_unverified(plan: Plan, allowed: list[str], lock=None, python: str | N
     With the ``lock`` (and the recipe's ``python``), the refusal names each package's file, why
     it has no hash and the commands that supply it (``envbuild.lock.supply``)."""
     ok = {a.lower() for a in allowed}
-    missing = sorted({n for s in plan.steps if s.kind in ("pip_install", "pip_tooling")
-                      for n in s.params.unverified if n.lower() not in ok})
+    missing = [n for n in plan.unverified() if n.lower() not in ok]
     if not missing:
         return
     entries = {normalize(p.name): p for p in lock.packages} if lock is not None else {}

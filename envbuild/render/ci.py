@@ -130,13 +130,12 @@ def workflow(ip: ImagePlan, given: CiInputs | None = None) -> dict:
     given = given or CiInputs(recipe=rec)
     source = _source(given)
     tag = f"envbuild/{rec}:{tgt}"
-    gpu = bool(ip.plan and any(s.kind == "smoke" for s in ip.plan.steps)) and ip.gpus
+    gpu = bool(ip.plan and ip.plan.smoke() is not None) and ip.gpus
     verify = f"{ip.files_dir}/verify.sh"
     run = "docker run --rm" + (" --gpus all" if gpu else "") + " --network=none"
     # rendering this workflow needed each package without a hash accepted by name
     # (--allow-unverified): the build context it renders names the same ones
-    unverified = sorted({n for st in (ip.plan.steps if ip.plan else []) if st.kind in ("pip_install", "pip_tooling")
-                         for n in st.params.unverified})
+    unverified = ip.plan.unverified() if ip.plan else []
     render = (given.command(tgt, "dockerfile") + " -o build/context"
               + (" --wheelhouse \"$WHEELHOUSE\"" if ip.wheelhouse else "")
               + "".join(f" --allow-unverified {q(n)}" for n in unverified))

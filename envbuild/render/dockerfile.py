@@ -37,13 +37,14 @@ from envbuild.actions.model import BuildWheel, CopyAsset, GitCheckout, MakeDir, 
 from envbuild.render.context import Context
 from envbuild.render.regenerate import render_command
 from envbuild.plan.image import PREPARE, WHEELHOUSE, run_time_note
-from envbuild.plan.params import ImagePlan
+from envbuild.plan.params import (ApexBuildParams, DataParams, GitSourceParams, ImagePlan, InstallSourceParams,
+                                  PatchParams, PipInstallParams, PipToolingParams)
 from envbuild.render.image import (build_steps, devel_dests, prepare_sh, run_time_steps, verify_files,
                                    verify_sh, verify_spec, where)
 from envbuild.render.shell import CAPPED_BY_CORES, build_arg_check, commands, copied, q, shipped
 
 JOIN = " && \\\n    "
-PIP_STEPS = ("pip_tooling", "pip_install", "install_source", "apex_build")  # steps that run pip
+PIP_STEPS = (PipToolingParams, PipInstallParams, InstallSourceParams, ApexBuildParams)  # steps that run pip
 PIP_CACHE = "/root/.cache/pip"
 IGNORE_APT = ("# hadolint ignore=DL3008,DL3009 # reason: the published apt package names, "
               "unpinned (one version per distribution release); the lists are removed below")
@@ -117,7 +118,7 @@ class _Writer:
         self.lines += ["", f"# step {step.id}: {step.title}"] + _comment(step.reason, "# why: ")
         pending: list = []
         uses_wheelhouse = any(WHEELHOUSE in " ".join(getattr(a, "argv", [])) for a in acts)
-        pip_cache = step.kind in PIP_STEPS
+        pip_cache = isinstance(step.params, PIP_STEPS)
 
         def flush() -> None:
             if pending:
@@ -166,8 +167,8 @@ def render(ip: ImagePlan, regenerate: str | None = None) -> Context:
     devel = devel_dests(ip)
     devel_ids = {s.id for s, acts in steps
                  if any(isinstance(a, GitCheckout) and a.dest in devel for a in acts)
-                 or (s.kind == "patch" and s.params.dest in devel)}
-    first_src = next((i for i, (s, _) in enumerate(steps) if s.kind == "git_source"), len(steps))
+                 or (isinstance(s.params, PatchParams) and s.params.dest in devel)}
+    first_src = next((i for i, (s, _) in enumerate(steps) if isinstance(s.params, GitSourceParams)), len(steps))
     env_part, rest = steps[:first_src], steps[first_src:]
 
     w.lines += ["# hadolint global ignore=DL3059 # reason: one RUN per plan step, so that a changed "
@@ -224,7 +225,8 @@ def render(ip: ImagePlan, regenerate: str | None = None) -> Context:
     modes = {"envbuild/verify.sh": 0o755}
     if run_time:
         w.lines += _comment(f"{PREPARE} fetches the data files the image does not hold (no sha256 in the recipe: "
-                            + ", ".join(f.name for s, _ in run_time if s.kind == "data" for f in s.params.files)
+                            + ", ".join(f.name for s, _ in run_time if isinstance(s.params, DataParams)
+                                        for f in s.params.files)
                             + ") and runs the steps that read them, when a container starts: "
                             f"docker run IMAGE sh -c 'sh {ip.files_dir}/{PREPARE} && exec COMMAND'")
         for _, acts in run_time:

@@ -14,7 +14,7 @@ from envbuild import __version__
 from envbuild.actions.model import BuildWheel
 from envbuild.actions.steps import actions as step_actions, python_of
 from envbuild.plan import image as I
-from envbuild.plan.params import ImagePlan
+from envbuild.plan.params import BuildParams, DataParams, ImagePlan, SmokeParams
 from envbuild.render.shell import Where, capture_failures, commands, q, shipped
 from envbuild.shipped import NODE
 
@@ -47,14 +47,14 @@ def devel_dests(ip: ImagePlan) -> set[str]:
 def verify_spec(ip: ImagePlan) -> dict:
     """What ``verify_image.py`` checks inside the image."""
     packages: dict[str, str] = {}
-    for s in ip.plan.steps:
-        if s.kind in ("pip_tooling", "pip_install"):
-            for r in s.params.requirements:
-                packages[r.name] = r.requirement[len(r.name):]
-    modules = next((list(s.params.modules) for s in ip.plan.steps if s.kind == "import_check"), [])
+    for s in ip.plan.requirement_installs():
+        for r in s.params.requirements:
+            packages[r.name] = r.requirement[len(r.name):]
+    check = ip.plan.import_check()
+    modules = list(check.params.modules) if check is not None else []
     devel = devel_dests(ip)
-    trees = {s.params.dest: s.params.sha for s in ip.plan.steps
-             if s.kind == "git_source" and s.params.sha and s.params.dest not in devel}
+    trees = {s.params.dest: s.params.sha for s in ip.plan.sources()
+             if s.params.sha and s.params.dest not in devel}
     return {"schema": "envbuild.verify/1", "recipe": ip.recipe, "prefix": ip.prefix,
             "lock_sha256": ip.plan.lock_digest, "modules": modules, "packages": packages,
             "sources": trees}
@@ -70,7 +70,7 @@ def verify_sh(ip: ImagePlan, files: str) -> str:
              "# usage: verify.sh [--smoke]   (run inside the image)",
              "set -eu",
              f"{q(python_of(ip.prefix))} {where.file('verify_image.py')} {where.file('verify.json')}"]
-    smoke = [(s, a) for s, a in verify_steps(ip) if s.kind == "smoke"]
+    smoke = [(s, a) for s, a in verify_steps(ip) if isinstance(s.params, SmokeParams)]
     if smoke:
         lines += ['if [ "${1:-}" = --smoke ]; then', "  failed=''"]
         for _, acts in smoke:
@@ -127,8 +127,8 @@ rm -f "$stamp"
 
 def run_time_roots(ip: ImagePlan) -> list[str]:
     """The trees the run-time steps write into: each data step's tree, each build step's."""
-    roots = {s.params.tree for s, _ in run_time_steps(ip) if s.kind == "data" and s.params.tree}
-    roots |= {s.params.dest for s, _ in run_time_steps(ip) if s.kind == "build"}
+    roots = {s.params.tree for s, _ in run_time_steps(ip) if isinstance(s.params, DataParams) and s.params.tree}
+    roots |= {s.params.dest for s, _ in run_time_steps(ip) if isinstance(s.params, BuildParams)}
     return sorted(roots)
 
 

@@ -28,8 +28,8 @@ def where(plan) -> Where:
     before it checks out, patches, builds or runs anything (the node's own python3 may be older
     than the tool's floor: SLES 15 ships 3.6, and Polaris's recipe Python comes from a module);
     python3 for a plan without one (the container backend's)."""
-    env = next((s.params for s in plan.steps if s.kind == "environment"), None)
-    return Where(files=FILES, python=python_of(env.prefix) if env is not None else "python3")
+    env = plan.environment()
+    return Where(files=FILES, python=python_of(env.params.prefix) if env is not None else "python3")
 
 
 def _fn(step_id: str) -> str:

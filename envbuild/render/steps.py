@@ -17,12 +17,13 @@ from __future__ import annotations
 
 from envbuild.actions.model import Run
 from envbuild.actions.steps import actions, engine_env, image_actions
+from envbuild.plan.params import ImageParams
 from envbuild.shipped import asset_of
 
 
 def step_actions(step, prefix: str) -> list:
     """The actions of one plan step; an image step's with its rendered build context."""
-    if step.kind != "image":
+    if not isinstance(step.params, ImageParams):
         return actions(step, prefix)
     # imported here, as plan.resolve imports the container planner: only a container node's plan
     # needs the image renderers, and every provision (a no-op's too) loads this module

@@ -71,17 +71,14 @@ def pins(exp, obs: Observed) -> list[PinRow]:
 
 def unverified_packages(plan: Plan | None) -> list[str]:
     """Packages the plan installs without a hash (each allowed by --allow-unverified)."""
-    steps = plan.steps if plan is not None else []
-    return sorted({n for s in steps if s.kind in ("pip_install", "pip_tooling") for n in s.params.unverified})
+    return plan.unverified() if plan is not None else []
 
 
 def patch_rows(exp, obs: Observed | None, plan: Plan | None) -> list[PatchRow]:
     decided = {}
-    for step in (plan.steps if plan is not None else []):
+    for step in (plan.patches() if plan is not None else []):
         p = step.params
-        if p.kind == "patch":
-            decided[p.id] = ("expect" if p.patch_kind == "expect" else (p.decision or "patched"),
-                             step.reason)
+        decided[p.id] = ("expect" if p.patch_kind == "expect" else (p.decision or "patched"), step.reason)
     recorded = {p.id: p for p in (obs.patches if obs else [])}
     rows = []
     for pid in sorted(set(decided) | set(recorded) | set(exp.patches)):
@@ -95,16 +92,15 @@ def patch_rows(exp, obs: Observed | None, plan: Plan | None) -> list[PatchRow]:
 
 def _plan_versions(plan: Plan | None) -> tuple[str | None, str | None]:
     """(python, torch) versions a node's plan installs."""
-    python = torch = None
-    for step in plan.steps if plan is not None else []:
-        p = step.params
-        if p.kind == "environment":
-            python = p.python
-        if p.kind in ("pip_install", "pip_tooling"):
-            for r in p.requirements:
-                if r.name.lower() == "torch":
-                    torch = r.version
-    return python, torch
+    if plan is None:
+        return None, None
+    env = plan.environment()
+    torch = None
+    for step in plan.requirement_installs():
+        for r in step.params.requirements:
+            if r.name.lower() == "torch":
+                torch = r.version
+    return env.params.python if env is not None else None, torch
 
 
 def node_report(record: RunRecord, node_rec: NodeRecord, lock_digest: str | None,

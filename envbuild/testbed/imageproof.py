@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envbuild.gitsrc import github_slug, mirror_path
-from envbuild.plan.params import ImagePlan
+from envbuild.plan.params import ApexBuildParams, BuildParams, ImagePlan
 from envbuild.testbed.importproof import PROBE, Unexercised
 
 STANDIN_APT = "/opt/envbuild-standin/apt"  # the local apt repository in the stand-in
@@ -61,10 +61,10 @@ def cpu_image_plan(ip: ImagePlan, recipe) -> CutImage:
     stack (see the module doc)."""
     kept, left, unbuilt = [], [], {}
     for step in ip.plan.steps:
-        if step.kind == "apex_build":
+        if isinstance(step.params, ApexBuildParams):
             left.append(Unexercised(step.id, "Apex's C++/CUDA extensions need nvcc and a CUDA torch"))
             continue
-        src = recipe.source(step.params.name) if step.kind == "build" else None
+        src = recipe.source(step.params.name) if isinstance(step.params, BuildParams) else None
         if src is not None and src.build_needs_image:
             left.append(Unexercised(step.id, f"runs only in {recipe.environment.base_image}: it "
                                              f"needs {src.build_needs_image}"))

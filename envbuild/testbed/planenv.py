@@ -30,8 +30,8 @@ def materialize(plan, files: Path, recipe=None, python: str = sys.executable) ->
     subprocess.run([python, "-m", "venv", "--without-pip", str(prefix)], check=True, capture_output=True)
     site = next(prefix.glob("lib/python*/site-packages"))
     (site / "envbuild-stand-in.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    acts = [a for s in plan.steps if s.kind in ("env_file", "smoke")
-            for a in actions(s, plan.prefix) if a.op != "capture"]
+    ran = [s for s in (plan.env_file(), plan.smoke()) if s is not None]  # in plan order
+    acts = [a for s in ran for a in actions(s, plan.prefix) if a.op != "capture"]
     for rel, item in shipped(acts).items():
         dest = files / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -40,10 +40,9 @@ def materialize(plan, files: Path, recipe=None, python: str = sys.executable) ->
     subprocess.run(["bash", "-c", script], check=True, capture_output=True)
     state = prefix / ".envbuild" / "state"  # the markers of the steps it ran, as a provision leaves them
     state.mkdir(parents=True, exist_ok=True)
-    for s in plan.steps:
-        if s.kind in ("env_file", "smoke"):
-            (state / f"{s.id}.done").write_text(s.digest + "\n")
-    sources = {s.params.name: s.params.dest for s in plan.steps if s.kind == "git_source"}
+    for s in ran:
+        (state / f"{s.id}.done").write_text(s.digest + "\n")
+    sources = {s.params.name: s.params.dest for s in plan.sources()}
     for dest in sources.values():
         Path(dest).mkdir(parents=True, exist_ok=True)
     cwd = recipe.benchmark.cwd if recipe is not None and recipe.benchmark else None
