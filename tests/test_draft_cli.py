@@ -205,3 +205,23 @@ def test_conda_setup_py_and_a_pinned_submodule(tmp_path):
     fields = [u.field for u in recipe.undecided]
     assert "python" not in fields and "sources[1].install" in fields and "benchmark" in fields
     assert "setup.py:2: hydra-core>=1.1 (package metadata" in out.read_text()
+
+
+def test_an_apex_pip_install_becomes_envbuilds_apex_install_with_its_global_options(tmp_path):
+    """Dockerfile:99 of GPT-NeoX v1.0 builds Apex by `pip install --global-option=--cpp_ext
+    --global-option=--cuda_ext git+https://github.com/NVIDIA/apex.git@SHA`: the draft says
+    install: apex (envbuild's Apex path, whose commit the port chooses by the Apex rows) with those
+    options, not a plain wheel that would build without its extensions."""
+    apex_sha = "a651e2c24ecf97cbf367fd3f330df36760e1c597"
+    repo = tmp_path / "neox"
+    _commit(repo, {"README.md": "# x\n", "Dockerfile": DOCKERFILE + (
+        "RUN pip install -v --disable-pip-version-check --no-cache-dir --global-option=\"--cpp_ext\" "
+        f"--global-option=\"--cuda_ext\" git+https://github.com/NVIDIA/apex.git@{apex_sha}\n"
+        "RUN pip install git+https://github.com/NVIDIA/apex-fork.git@" + "0" * 40 + "\n")}, tag="v1.0")
+    res = envbuild("draft", repo, "--ref", "v1.0", "--json")
+    assert res.returncode == 0, res.stderr
+    sources = {s["url"]: s for s in yaml.safe_load(json.loads(res.stdout)["text"])["sources"]}
+    apex = sources["https://github.com/NVIDIA/apex"]
+    assert apex["install"] == "apex" and apex["build_options"] == ["--cpp_ext", "--cuda_ext"]
+    assert apex["sha"] == apex_sha
+    assert sources["https://github.com/NVIDIA/apex-fork"]["install"] == "wheel"  # only NVIDIA's Apex

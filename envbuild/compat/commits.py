@@ -29,6 +29,7 @@ class KnownCommit:
 
 APEX_COMMITS: list[KnownCommit] = [
     KnownCommit("e2083df5eb96643c61613b9df48dd4eea6b07690", "2021-02-23", "fast layer norm (#1037); metaseq a1a4e733 pin"),
+    KnownCommit("a651e2c24ecf97cbf367fd3f330df36760e1c597", "2021-03-24", "GPT-NeoX v1.0 Dockerfile:99 pin (committer date)"),
     KnownCommit("9263bc8c", "2022-04-01", "22.04-dev branch head (date approximate: branch name)"),
     KnownCommit("265b451de8ba9bfcb67edc7360f3d8772d0a8bea", "2022-05-31", "#1391; metaseq docs from 2022-10"),
     KnownCommit("52e18c894223800cb611682dce27d88050edf1de", "2023-09-06", "#1721; ALCF conda/2023-10-04"),

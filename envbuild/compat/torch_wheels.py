@@ -68,6 +68,8 @@ def _std(versions: tuple[str, ...], tag: str, pythons: tuple[str, ...], archs: t
                       index=STABLE.format(tag=tag), pypi=pypi, glibc=glibc)
 
 
+W18 = ("builder release/1.8: variants cpu/cu101/cu102/cu111, the 11.x arch list 3.7..8.6 without PTX "
+       "(as the 1.8 LTS rows); pythons cp36-cp39")
 V110 = ("1.10.0", "1.10.1", "1.10.2")
 W110 = ("builder release/1.10 knows CUDA 9.x/10.x/11.0/11.1-11.3 only (no cu116); 11.x arch "
         "list 3.7..8.6 without PTX; no cp310 (PyPI cp310 starts at 1.11.0, TESTBED)")
@@ -84,6 +86,11 @@ WHEELS: list[TorchWheel] = [
     _lts("cpu", ()),
     _lts("cu102", CU10),
     _lts("cu111", CU11_86),
+    _std(("1.8.0", "1.8.1"), "cpu", PY36_39, (), W18),
+    _std(("1.8.0", "1.8.1"), "cu101", PY36_39, CU10, W18),
+    _std(("1.8.0", "1.8.1"), "cu102", PY36_39, CU10, W18 + "; PyPI default (inference)", pypi=True),
+    _std(("1.8.0", "1.8.1"), "cu111", PY36_39, CU11_86, W18 + "; GPT-NeoX v1.0 Dockerfile:89 installs "
+         "torch==1.8.1+cu111 from this index", source=f"{BUILDER}/blob/release/1.8/manywheel/build.sh"),
     _std(("1.9.1",), "cu111", PY36_39, CU11_86,
          "metaseq CI pairs torch 1.9.1+cu111 with CUDA 11.1; arch list inferred from 1.8/1.10",
          source="https://github.com/facebookresearch/metaseq/blob/a1a4e733/.circleci/config.yml"),

@@ -194,6 +194,14 @@ class Composer:
             self.leave(f"{where}.sha", f"{dep.cite}: {dep.vcs.url}@{dep.vcs.ref or ''} could not be resolved "
                                        f"to a commit ({dep.unread}); pin it")
         entry["install"] = "editable" if dep.editable else "wheel"
+        if is_apex(dep.vcs.url) and not dep.editable:
+            # Apex's README builds its extensions by `pip install ... --global-option=--cpp_ext
+            # --global-option=--cuda_ext`: envbuild's Apex install (install: apex) takes those
+            # options as build_options, patches the CUDA check where asked, and the port
+            # chooses its commit by the Apex rows.
+            entry["install"] = "apex"
+            if dep.global_options:
+                entry["build_options"] = list(dep.global_options)
         if dep.tree is None:
             self.leave(f"{where}.requirements", f"{dep.cite}: {dep.vcs.url} was not read ({dep.unread}): name its "
                                                 "requirements files (requirements: [PATH]), or dependencies: metadata")
@@ -321,3 +329,13 @@ def render(recipe: dict, found: Survey, url: str, ref: str, comments: list[str],
     tail = (_comment_block("commands read (README shell blocks, Dockerfile RUN lines):", commands)
             + _comment_block("also read:", comments) + _comment_block("notes:", notes))
     return head + body + tail
+
+
+def is_apex(url: str) -> bool:
+    """NVIDIA's Apex, however the URL is written.
+
+    >>> is_apex("https://github.com/NVIDIA/apex.git"), is_apex("https://github.com/NVIDIA/apex-fork")
+    (True, False)
+    """
+    tail = url.lower().rstrip("/").removesuffix(".git")
+    return tail.endswith("github.com/nvidia/apex")

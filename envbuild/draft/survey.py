@@ -54,6 +54,7 @@ class Dependency:
     unread: str = ""
     requirements: Requirements | None = None
     metadata: str | None = None  # "setup.py install_requires" when its metadata is a literal
+    global_options: tuple[str, ...] = ()  # the --global-option values of the pip command that names it
 
 
 @dataclass
@@ -156,12 +157,28 @@ def survey(tree: Tree, mirror_dir: str | Path | None) -> Survey:
     return found
 
 
-def _vcs_rows(found: Survey) -> list[tuple[Cite, Vcs, bool]]:
-    rows = [(cite, row.vcs, row.kind == "editable") for cite, row in found.requirements.rows if row.vcs]
+def _vcs_rows(found: Survey) -> list[tuple[Cite, Vcs, bool, tuple[str, ...]]]:
+    rows = [(cite, row.vcs, row.kind == "editable", ()) for cite, row in found.requirements.rows if row.vcs]
     for cite, cmd in found.commands:
         if cmd.pip:
-            rows += [(cite, v, any(v.url in e for e in cmd.pip.editables)) for v in cmd.pip.vcs]
+            rows += [(cite, v, any(v.url in e for e in cmd.pip.editables), global_options(cmd.pip.options))
+                     for v in cmd.pip.vcs]
     return rows
+
+
+def global_options(options: tuple[str, ...]) -> tuple[str, ...]:
+    """The values of ``--global-option=X`` / ``--global-option X`` among a pip command's options.
+
+    >>> global_options(("-v", "--global-option=--cpp_ext", "--global-option", "--cuda_ext"))
+    ('--cpp_ext', '--cuda_ext')
+    """
+    out, it = [], iter(options)
+    for o in it:
+        if o.startswith("--global-option="):
+            out.append(o.split("=", 1)[1])
+        elif o == "--global-option":
+            out.append(next(it, ""))
+    return tuple(v for v in out if v)
 
 
 def dependency_requirements(tree: Tree) -> tuple[Requirements | None, str | None]:
@@ -181,18 +198,18 @@ def dependency_requirements(tree: Tree) -> tuple[Requirements | None, str | None
 
 def _follow_all(found: Survey, mirror_dir: str | Path | None) -> None:
     seen: set[str] = set()
-    queue = [(cite, vcs, editable, 0) for cite, vcs, editable in _vcs_rows(found)]
+    queue = [(cite, vcs, editable, opts, 0) for cite, vcs, editable, opts in _vcs_rows(found)]
     while queue:
-        cite, vcs, editable, depth = queue.pop(0)
+        cite, vcs, editable, opts, depth = queue.pop(0)
         if vcs.url.lower() in seen:
             continue
         seen.add(vcs.url.lower())
         label = (vcs.name or vcs.url.rsplit("/", 1)[-1]).lower()
         tree, why = follow(vcs.url, vcs.ref, mirror_dir, label) if depth < MAX_DEPTH else (None, "too deep")
-        dep = Dependency(vcs, cite, editable, tree, why)
+        dep = Dependency(vcs, cite, editable, tree, why, global_options=opts)
         if tree is not None:
             dep.requirements, dep.metadata = dependency_requirements(tree)
             for sub_cite, row in dep.requirements.rows if dep.requirements else []:
                 if row.vcs:
-                    queue.append((sub_cite, row.vcs, row.kind == "editable", depth + 1))
+                    queue.append((sub_cite, row.vcs, row.kind == "editable", (), depth + 1))
         found.dependencies.append(dep)

@@ -118,6 +118,8 @@ def port_apex(p: Port) -> None:
                       f"the first known commit after {str(base.get('sha'))[:8]} that no Apex row refuses on "
                       f"{p.stack.label()}.").strip()
         new["source"] = {"url": f"https://github.com/NVIDIA/apex/commit/{choice.sha}", "sha": choice.sha}
+        if base.get("ref") == base.get("sha"):  # a ref naming the old commit itself would not hold the new one
+            new["ref"] = choice.sha
         p.data["sources"][src_i] = new
         p.deviate(f"apex-{str(base.get('sha'))[:8]}-to-{choice.sha[:8]}", f"Apex {base.get('sha')}",
                   "; ".join(f"{sha[:8]}: {', '.join(m)}" for sha, m in choice.refused.items()),

@@ -1,0 +1,112 @@
+"""gpt-neox (GPT-NeoX v1.0 as published) and gpt-neox-sm90 (its port to the H100 node by `envbuild port`).
+
+The published pins (torch 1.8.1+cu111 in nvidia/cuda:11.1.1, Apex a651e2c) are refused on the real
+H100 node with the rows that say why; the variant, drafted by `envbuild port` and settled by hand
+where port said it could not decide (each such change a deviation), is feasible there, its lock
+is current, and its benchmark reads only what the bundle carries. With a git mirror
+(ENVBUILD_GIT_MIRROR), porting the published recipe again gives the shipped variant's
+machine-made decisions.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+
+import pytest
+import yaml
+
+from envbuild.compat.check import preflight
+from envbuild.facts.assemble import assemble
+from envbuild.facts.profile import refine
+from envbuild.facts.script import split_sections
+from envbuild.lock.check import check_lock_file
+from envbuild.lock.location import SHIPPED_LOCKDIR
+from envbuild.recipes import load_recipe
+from envbuild.targets import load_target
+
+from clirun import envbuild
+
+CAPTURE = Path(__file__).parent / "fixtures" / "nodes" / "h100-ubuntu2404-cuda13" / "facts-probe.txt"
+RECIPE, PUBLISHED = "gpt-neox-sm90", "gpt-neox"
+MIRROR = os.environ.get("ENVBUILD_GIT_MIRROR")
+
+
+def node():
+    target = load_target("h100-venv")
+    return target, refine(target, assemble(split_sections(CAPTURE.read_text()), "h100-node"))
+
+
+def test_the_variant_is_feasible_on_h100_venv():
+    target, facts = node()
+    recipe = load_recipe(RECIPE)
+    verdict = preflight(recipe, target, facts)
+    assert verdict.feasible, [v.message for v in verdict.violations]
+    assert recipe.variant_of == PUBLISHED and not recipe.undecided
+    assert recipe.system_packages == []  # deviation image-apt-list
+    assert "cupy-cuda111" not in {p.name for p in recipe.packages}  # deviation onebit-adam-cupy-left-out
+    lock = check_lock_file(SHIPPED_LOCKDIR / RECIPE / "h100-venv.lock", recipe, target)
+    assert {g.name: g.sha[:8] for g in lock.git} == {
+        "gpt-neox": "71df4d50", "neox-fused-kernels": "71df4d50", "deepspeed": "eb7f5cff",
+        "lm_dataformat": "4eec0534", "apex": "6424da3b", "gpt2-vocab": "f4157bea"}
+    given = {p.name for p in lock.packages if p.source == "preinstalled"}
+    assert {"torch", "numpy", "mpi4py", "transformers"} <= given  # the node's own: never packed
+    ids = {d.id for d in recipe.deviations}
+    assert {"torch-2.11.0", "apex-a651e2c2-to-6424da3b", "torch-six-inf", "image-apt-list",
+            "onebit-adam-cupy-left-out", "enron-and-s3-vocab-unreachable", "wandb-0.10.28-on-python-3.12",
+            "deeperspeed-requirements", "benchmark-bounded-125m", "dataset-helpers-suffix"} <= ids
+    assert "wandb" not in {p.name for p in recipe.packages} and {"shortuuid", "best_download"} <= {
+        p.name for p in recipe.packages}
+    pypi = {p.name: p.version for p in lock.packages if p.source == "pypi"}
+    assert not pypi.get("tensorboardx", "2").startswith("1.")  # 1.8's protos need protobuf < 4
+
+
+def test_the_published_pins_are_refused_on_the_h100_node():
+    target, facts = node()
+    published = preflight(load_recipe(PUBLISHED), target, facts)
+    rows = {v.rule: v.message for v in published.errors}
+    assert "recipe-undecided" not in rows
+    assert "sm_90" in rows["wheel-lacks-gpu-arch"] and "1.8.1+cu111" in rows["wheel-lacks-gpu-arch"]
+    assert "container-runtime-missing" in rows  # the Dockerfile's image; the node runs venvs
+    assert [v.recipe for v in published.variants] == [RECIPE]
+    assert not preflight(load_recipe(RECIPE), target, facts).errors
+
+
+def test_the_benchmark_runs_what_the_deviations_say():
+    """No download: the corpus is written from the DeeperSpeed tree, the vocabulary read from the
+    pinned gpt2-vocab source, and the published deepy.py command trains on configs/125M.yml and
+    local_setup.yml with a third config that bounds it (100 iterations) and points at the vocab."""
+    recipe = load_recipe(RECIPE)
+    assert not recipe.data
+    command = recipe.benchmark.command
+    assert "http" not in command
+    assert "{sources.deepspeed}/docs" in command
+    assert command.count("{sources.gpt2-vocab}/examples_deepspeed/rebase/gpt2-vocab.json") == 2
+    tail = shlex.split(command.rsplit(";", 1)[1])
+    assert tail == ["python", "./deepy.py", "train.py", "configs/envbuild_125M.yml", "configs/envbuild_local_setup.yml"]
+    # the copies change only what deviation benchmark-bounded-125m names
+    assert "'train-iters': 100, 'lr-decay-iters': 100, 'log-interval': 10" in command
+    assert "[s.pop(k) for k in ('save', 'load')]" in command and "'use_wandb': False" in command
+    names = {s.name for s in recipe.sources}
+    assert {"deepspeed", "gpt2-vocab", "gpt-neox"} <= names
+    published = load_recipe(PUBLISHED).benchmark
+    assert recipe.benchmark.log == published.log  # the same printing code, the same rules
+
+
+@pytest.mark.skipif(not MIRROR, reason="set ENVBUILD_GIT_MIRROR to a folder of git mirrors (GPT-NeoX, DeeperSpeed, Apex)")
+def test_port_drafts_the_shipped_variants_machine_made_decisions(tmp_path):
+    out = tmp_path / "port.yaml"
+    run = envbuild("port", PUBLISHED, "--target", "h100-venv", "--git-mirror", MIRROR, "-o", str(out))
+    assert run.returncode == 0, run.stderr
+    drafted = yaml.safe_load(out.read_text())
+    shipped = yaml.safe_load((Path("envbuild/recipes/data") / f"{RECIPE}.yaml").read_text())
+    apex = [s for s in drafted["sources"] if s["name"] == "apex"]
+    assert apex and apex[0]["sha"] == apex[0]["ref"] == "6424da3b4faa6c8f062da4a48c424fff3f02d42d"
+    by_hand = {"wandb-optional-utils", "wandb-optional-logging"}  # deviation wandb-0.10.28-on-python-3.12
+    assert {p["id"] for p in drafted["patches"]} == {p["id"] for p in shipped["patches"]} - by_hand
+    machine = {d["id"] for d in drafted["deviations"]}
+    assert machine <= {d["id"] for d in shipped["deviations"]}
+    # what port left undecided is exactly what was settled by hand
+    assert [u["field"] for u in drafted["undecided"]] == ["sources"]
+    assert "rdma-needs-infiniband" in drafted["undecided"][0]["why"]
