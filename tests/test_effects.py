@@ -129,6 +129,24 @@ def test_distributions_intact_missing_other_version_and_broken_files(tmp_path, s
     assert "alpha/data.bin (missing)" in broken["detail"] and "alpha/__init__.py (content differs" in broken["detail"]
 
 
+def test_folders_a_record_lists_are_not_files(tmp_path, site):
+    """cmake 3.26.4's wheel (`wheel tags`, pypa/wheel#558) lists folders in RECORD with the empty
+    file's hash and size 0, one of them a folder pip never creates (cmake.libs/): the CPU import
+    proof of nanogpt failed on them. A folder is no file to check; the files stay checked."""
+    info = make_dist(site, "cmake", "3.26.4", {"cmake/__init__.py": b"def cmake(): pass\n",
+                                              "cmake/data/bin/cmake": b"\x7fELF" * 64})
+    empty = _b64(b"")
+    folders = [f"{info.name}/", "cmake.libs/", "cmake/", "cmake/data/", "cmake/data/bin/"]
+    with open(info / "RECORD", "a") as fh:
+        fh.write("".join(f"{folder},sha256={empty},0\n" for folder in folders))
+    ok = check(tmp_path, dists_effect(cmake="3.26.4"))
+    assert ok["ok"] and "1 distribution(s) intact" in ok["detail"], ok["detail"]
+    (site / "cmake" / "data" / "bin" / "cmake").unlink()
+    broken = check(tmp_path, dists_effect(cmake="3.26.4"))
+    assert not broken["ok"] and "cmake/data/bin/cmake (missing)" in broken["detail"]
+    assert "cmake/ (" not in broken["detail"] and "cmake.libs/" not in broken["detail"]
+
+
 def test_manifest_makes_the_check_read_no_file_and_a_changed_stat_is_hashed(tmp_path, site, monkeypatch):
     eff = dists_effect(**{"alpha-pkg": "1.0"})
     os.makedirs(tmp_path / "state")

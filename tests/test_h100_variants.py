@@ -32,8 +32,8 @@ from envbuild.targets import load_target
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = "h100-venv"
 VARIANTS = sorted(r.name for r in all_recipes() if TARGET in r.targets)
-NAMED = ["alpa-megatron-h100", "h100-megatron-deepspeed", "megatron-deepspeed-slurm-h100", "megatronapp-h100",
-         "opt-175b-azure-h100"]  # issue 53's five
+NAMED = ["alpa-megatron-h100", "gpt-neox-sm90", "h100-megatron-deepspeed", "megatron-deepspeed-slurm-h100", "megatronapp-h100",
+         "nanogpt-h100", "opt-175b-azure-h100"]  # issue 53's five, and issue 50's nanoGPT and GPT-NeoX
 
 
 def repositories(name: str) -> list[str]:

@@ -143,6 +143,19 @@ METASEQ_LATER = [
      "tests/test_megatron.py": "from megatron import mpu\n"},  # not the setup's code (tests/)
 ]
 
+# nanoGPT eba36e84: what bench.py, model.py and train.py hold that a row might look at; none is a
+# fix row's pattern (the legacy TF32 switch, torch.compile, SDPA, a fused-AdamW probe, DDP)
+NANOGPT = {
+    "bench.py": "import torch\nfrom model import GPTConfig, GPT\nexec(open('configurator.py').read())\n"
+                "torch.backends.cuda.matmul.allow_tf32 = True\nmodel = torch.compile(model) # pytorch 2.0\n",
+    "model.py": "import inspect\nimport torch\n"
+                "flash = hasattr(torch.nn.functional, 'scaled_dot_product_attention')\n"
+                "fused_available = 'fused' in inspect.signature(torch.optim.AdamW).parameters\n",
+    "train.py": "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+                "from torch.distributed import init_process_group, destroy_process_group\n",
+    "configurator.py": "from ast import literal_eval\n",
+}
+
 # recipe -> {source: (slug, files)}, and the fix rows the trees hold: (row, component, file)
 UNDECIDED = {
     "alpa-megatron": set(),
@@ -150,6 +163,7 @@ UNDECIDED = {
     "megatron-deepspeed-slurm": set(),  # sbatch: the run layout's deepspeed program on the node
     "megatronapp": {"sources[0].build"},  # the NGC image's rdma-core
     "opt-175b-azure": set(),  # Megatron fa6c0860 in no mirror: metaseq moved past it
+    "nanogpt": set(),  # a plain pip install over PyPI's torch: only the stack moves
 }
 SETUPS = {
     "alpa-megatron": ({"megatron": ("zhisbug/Megatron-LM", MEGATRON_B31E129), "alpa": ("alpa-projects/alpa", ALPA)}, {
@@ -180,6 +194,7 @@ SETUPS = {
         ("collections-abc-import", "metaseq", "metaseq/data/data_utils.py"),
         ("dataclass-default-factory", "metaseq", "metaseq/dataclass/configs.py"),
         ("hydra-init-default-factory", "metaseq", "metaseq/dataclass/initialize.py")}),
+    "nanogpt": ({"nanogpt": ("karpathy/nanoGPT", NANOGPT)}, set()),
 }
 
 
@@ -228,7 +243,7 @@ def test_port_applies_fixes_only_where_the_pattern_is(recipe, mirror, tmp_path) 
     res, variant, out = _port(recipe, mirror, tmp_path, "--git-mirror", str(mirror[0]))
     assert {(f["fix"], f["component"], f["file"]) for f in res["fixes"]} == SETUPS[recipe][1]
     assert variant["variant_of"] == recipe and variant["name"] == f"{recipe}-sm90"
-    mine = {(q["component"], q["file"]) for q in variant["patches"] if q["id"].split("-")[0] in
+    mine = {(q["component"], q["file"]) for q in variant.get("patches", []) if q["id"].split("-")[0] in
             {f.split("-")[0] for f, _, _ in SETUPS[recipe][1]}}
     assert {(c, f) for _, c, f in SETUPS[recipe][1]} <= mine
     # every change is a deviation that names its code and its test, both real
@@ -263,6 +278,20 @@ def test_port_uses_the_nodes_own_torch(mirror, tmp_path) -> None:
     numpy = next(p for p in variant["packages"] if p["name"] == "numpy")
     assert (numpy["version"], numpy["preinstalled"]) == ("2.5.2", True)
     assert _check(out) == (0, set())
+
+
+def test_port_names_only_the_environment_pins_the_setup_had(mirror, tmp_path) -> None:
+    """The environment deviation names the published pip and setuptools pins where the setup had
+    them (alpa: pip <23.1 for Apex's --global-option, setuptools 59.5.0 for torch 1.x) and claims
+    none for a plain venv (nanoGPT's README), whose problem is that it does not see the node."""
+    _, alpa, _ = _port("alpa-megatron", mirror, tmp_path, "--git-mirror", str(mirror[0]))
+    env = next(d for d in alpa["deviations"] if d["id"] == "environment")
+    assert "pip <23.1, setuptools 59.5.0" in env["problem"]
+    assert env["instead"].endswith("(the published pip <23.1 and setuptools 59.5.0 were pinned for the published stack)")
+    _, nano, _ = _port("nanogpt", mirror, tmp_path, "--git-mirror", str(mirror[0]))
+    env = next(d for d in nano["deviations"] if d["id"] == "environment")
+    assert env["problem"].startswith("the published environment (a plain venv) does not see /opt/torch/.venv")
+    assert env["instead"].endswith("pip and setuptools as the node has them") and "pinned" not in env["instead"]
 
 
 def test_port_moves_apex_by_the_apex_rows(mirror, tmp_path) -> None:

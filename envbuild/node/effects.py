@@ -158,6 +158,12 @@ def _record_rows(site, dist_info):
         for row in csv.reader(fh):
             if len(row) < 3 or not row[1] or "=" not in row[1]:
                 continue  # RECORD itself, .pyc written at install time: no hash recorded
+            if row[0].endswith(("/", "\\")):
+                # a folder, which RECORD should not list ("Directories should not be listed",
+                # recording-installed-packages spec); `wheel tags` wrote such rows into cmake's
+                # wheels (pypa/wheel#558: "cmake/,sha256=<empty>,0"), and pip leaves an empty
+                # one uncreated: no file to check
+                continue
             algo, digest = row[1].split("=", 1)
             rows.append((row[0], algo, digest, int(row[2]) if row[2].isdigit() else None))
     return rows

@@ -92,14 +92,16 @@ def port_environment(p: Port) -> None:
                         "say where the node has them, or carry them (data:, patches)")
     where = p.stack.prefix or "the node's Python"
     base = before.get("base_image") or before.get("conda_module")
-    p.deviate("environment", f"environment: {before}",
-              f"the published environment ({before.get('kind')}"
-              f"{', ' + str(base) if base else ''}"
-              f"{', pip ' + str(before['pip']) if before.get('pip') else ''}"
-              f"{', setuptools ' + str(before['setuptools']) if before.get('setuptools') else ''}) "
-              f"brings or pins what the new stack replaces",
+    # only the pins the published environment has are named (a plain venv pins neither)
+    pins = [f"{tool} {before[tool]}" for tool in ("pip", "setuptools") if before.get(tool)]
+    problem = (f"the published environment ({before.get('kind')}{', ' + str(base) if base else ''}"
+               f"{''.join(', ' + pin for pin in pins)}) brings or pins what the new stack replaces")
+    if not (base or pins):  # a plain venv: it brings nothing, it does not see the node's torch
+        problem = f"the published environment (a plain {before.get('kind')}) does not see {where}, whose torch the new stack uses"
+    p.deviate("environment", f"environment: {before}", problem,
               f"a venv{' with --system-site-packages over ' + where if p.stack.node_own else ''}; pip and "
-              "setuptools as the node has them (the published pins were for torch 1.x and old Apex)",
+              "setuptools as the node has them"
+              + (f" (the published {' and '.join(pins)} were pinned for the published stack)" if pins else ""),
               p.stack.source, ["envbuild.port.environment:port_environment", "envbuild.plan.build:build_plan"],
               [TEST + "test_port_uses_the_nodes_own_torch"])
 

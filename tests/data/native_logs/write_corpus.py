@@ -937,6 +937,147 @@ def write_alpa() -> None:
               "reference, so NOT JUDGED naming the H100 one")
 
 
+# ---- nanogpt / nanogpt-h100: karpathy/nanoGPT eba36e84 bench.py ---------------------------------
+
+NANOGPT = "karpathy/nanoGPT@eba36e84649f3c6d840a93092cb779a260544d08"
+
+
+def nanogpt_run(ms: float, *, until: int | None = None, nan_from: int | None = None, crash: bool = False) -> str:
+    """`python bench.py --real_data=False`: configurator.py:44 (the override), model.py:148 (GPT's
+    parameter count, GPT-2 124M with vocab 50304 and no bias: 123,587,328 without the position
+    embedding), model.py:278-279 and :285 (configure_optimizers), bench.py:63 (compile), then
+    bench.py:100-117: 10 burn-in and 20 timed iterations, each printing bench.py:111
+    f"{k}/{num_steps} loss: {lossf:.4f}", and after the timed ones bench.py:117 f"time per iteration:
+    {dt/num_steps*1000:.4f}ms, MFU: {mfu*100:.2f}%" with model.py:289-303's estimate_mfu(batch_size *
+    num_steps, dt) against 312 TFLOPS. ``until``: killed after that many timed iterations;
+    ``nan_from``: the loss is NaN from that timed iteration on; ``crash``: CUDA out of memory in the
+    first burn-in step."""
+    n_params, layers, heads, head_dim, block, batch = 123_587_328, 12, 12, 64, 1024, 12
+    out = ["Overriding: real_data = False",
+           "number of parameters: %.2fM" % (n_params / 1e6,),
+           f"num decayed parameter tensors: {50}, with {124_354_560:,} parameters",
+           f"num non-decayed parameter tensors: {25}, with {19_200:,} parameters",
+           f"using fused AdamW: {True}",
+           "Compiling model..."]
+    if crash:
+        return "\n".join(out) + "\n" + OOM.replace("pretrain_gpt.py", "bench.py")
+    loss = 10.9912
+    for stage, num_steps in enumerate([10, 20]):
+        for k in range(num_steps):
+            if stage == 1 and until is not None and k >= until:
+                return "\n".join(out) + "\n"
+            nan = stage == 1 and nan_from is not None and k >= nan_from
+            out.append(f"{k}/{num_steps} loss: {NAN if nan else loss:.4f}")
+            loss = max(loss * 0.93, 0.0421)
+        if stage == 1:
+            dt = ms * num_steps / 1000
+            flops = (6 * n_params + 12 * layers * heads * head_dim * block) * block * batch * num_steps
+            mfu = flops / dt / 312e12
+            out.append(f"time per iteration: {dt / num_steps * 1000:.4f}ms, MFU: {mfu * 100:.2f}%")
+    return "\n".join(out) + "\n"
+
+
+def write_nanogpt() -> None:
+    follows = [f"{NANOGPT} bench.py:63, :100-117 (:111 the step line, :117 the result line); model.py:148, "
+               ":278-279, :285, :289-303; configurator.py:44"]
+    for r, gpu, ms in (("nanogpt", "NVIDIA A100-SXM4-40GB", 145.2), ("nanogpt-h100", "NVIDIA H100 80GB HBM3", 78.4)):
+        text = nanogpt_run(ms)
+        v = float(f"{ms:.4f}")  # the figure as printed
+        # iteration_time_ms: lower is better, so a threshold above the figure is met
+        for name, thr, verdict in (("completed-met", v * 1.5, "PASS"), ("completed-below", v * 0.5, "FAIL")):
+            case(r, name, text, follows=follows, state="complete", verdict=verdict, threshold=thr, metric=v,
+                 window=[v], gpu=gpu, gpus=1, log="completed")
+        case(r, "completed-as-shipped", text, follows=follows, state="complete", verdict="NOT JUDGED", metric=v,
+             window=[v], gpu=gpu, gpus=1, log="completed", note="no threshold and no recorded reference")
+        case(r, "diverged", nanogpt_run(ms, nan_from=12), follows=follows, state="diverged", verdict="FAIL",
+             threshold=v * 1.5, metric=v, gpu=gpu, gpus=1, says=["a non-finite loss"],
+             note="bench.py goes on after a NaN loss and still prints its result line: the loss line says it diverged")
+        case(r, "stopped-early", nanogpt_run(ms, until=7), follows=follows, state="stopped",
+             verdict="NOTHING FOUND", threshold=v * 1.5, gpu=gpu, gpus=1, says=["the last logged step is 6 of 20"],
+             note="killed in the timed stage, before its result line (exit 2, a failure)")
+        crashed = nanogpt_run(ms, crash=True)
+        case(r, "crashed", crashed, follows=follows, state="error", verdict="NOTHING FOUND", threshold=v * 1.5,
+             gpu=gpu, gpus=1, note="out of memory in the first step: no figure")
+        again = nanogpt_run(ms * 1.01)
+        v2 = float(f"{ms * 1.01:.4f}")
+        case(r, "two-runs-retry-after-crash", crashed + again, follows=follows, state="complete", verdict="PASS",
+             threshold=v * 1.5, runs=2, metric=v2, window=[v2], gpu=gpu, gpus=1)
+        case(r, "two-runs-second-killed", text + nanogpt_run(ms, until=3), follows=follows, state="stopped",
+             verdict="NOTHING FOUND", threshold=v * 1.5, runs=2, gpu=gpu, gpus=1,
+             note="a completed run, then a second one killed before its result: the second is judged")
+
+
+def write_nanogpt_h100_real() -> None:
+    """A real run, not made up: bench.py at eba36e84 with --real_data=False on one H100 (2026-11-27),
+    run by the node's own /opt/torch/.venv python (torch 2.11.0+cu130, Python 3.12.3: what
+    nanogpt-h100's venv sees; bench.py imports only numpy and torch), stdout as written."""
+    real = HERE / "nanogpt-h100" / "bench-1xh100-2026-11-27.txt"
+    text = real.read_text()
+    v = float(re.search(r"^time per iteration: ([0-9.]+)ms", text, re.M).group(1))
+    case("nanogpt-h100", "real-run-1xh100", text, follows=[f"{NANOGPT} bench.py, model.py, configurator.py, as run"],
+         state="complete", verdict="NOT JUDGED", metric=v, window=[v], gpu="NVIDIA H100 80GB HBM3", gpus=1,
+         note="a real run (tests/data/native_logs/nanogpt-h100/bench-1xh100-2026-11-27.txt, 55 s with torch.compile); "
+              "no threshold and no recorded reference")
+
+
+# ---- gpt-neox / gpt-neox-sm90: EleutherAI/gpt-neox 71df4d5 megatron/logging.py training_log ----------
+
+NEOX = "EleutherAI/gpt-neox@71df4d5017f9f4919566a11454fe3a507ffdc632"
+
+
+def neox_run(sps: list[float], *, planned: int = 100, gpus: int = 1, nan_from: int | None = None,
+             crash: bool = False) -> str:
+    """``python ./deepy.py train.py CONFIGS`` on ``gpus`` GPUs, log-interval 10: the world-size line of
+    megatron/neox_arguments/arguments.py:584 (NeoXArgs.configure_distributed_args), then one
+    megatron/logging.py training_log line per interval (:274 samples/sec, :289 iteration i/planned, then
+    the elapsed time, learning rate, lm_loss (:323) and the skipped / nan iteration counts (:330)), an
+    interval's samples/sec from ``sps``; ``nan_from``: lm_loss nan from that iteration on; ``crash``:
+    CUDA out of memory after the first interval."""
+    out = [f"NeoXArgs.configure_distributed_args() using world size: {gpus} and model-parallel size: 1 "]
+    for i, s in enumerate(sps):
+        it = 10 * (i + 1)
+        if crash and i == 1:
+            return "\n".join(out) + "\n" + OOM.replace("pretrain_gpt.py", "train.py")
+        nan = nan_from is not None and it >= nan_from
+        line = " samples/sec: {:.3f} |".format(s)
+        line += " iteration {:8d}/{:8d} |".format(it, planned)
+        line += " elapsed time per iteration (ms): {:.1f} |".format(1000 * 4 * gpus / s)
+        line += " learning rate: {:.3E} |".format(6e-4 * min(1.0, it / 100))
+        line += " approx flops per GPU: 35.6TFLOPS |"
+        line += " {}: {:.6E} |".format("lm_loss", NAN if nan else 10.5 - it / 100)
+        line += " number of skipped iterations: {:3d} |".format(0)
+        line += " number of nan iterations: {:3d} |".format(1 if nan else 0)
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def write_neox() -> None:
+    follows = [f"{NEOX} megatron/neox_arguments/arguments.py:584; megatron/logging.py:274-330 training_log "
+               "(log-interval 10, the benchmark's 100 iterations)"]
+    for r, gpu, base in (("gpt-neox", "NVIDIA A100-SXM4-40GB", 41.3), ("gpt-neox-sm90", "NVIDIA H100 80GB HBM3", 96.7)):
+        sps = [base * 0.6] + [base * (1 + 0.004 * ((i % 3) - 1)) for i in range(9)]
+        text = neox_run(sps)
+        window = [float(f"{s:.3f}") for s in sps[1:]]
+        v = sum(window) / len(window)
+        for name, thr, verdict in (("completed-met", v * 0.9, "PASS"), ("completed-below", v * 1.2, "FAIL")):
+            case(r, name, text, follows=follows, state="complete", verdict=verdict, threshold=thr, metric=v,
+                 window=window, gpu=gpu, gpus=1, log="completed")
+        case(r, "completed-as-shipped", text, follows=follows, state="complete", verdict="NOT JUDGED", metric=v,
+             window=window, gpu=gpu, gpus=1, log="completed", note="no threshold and no recorded reference")
+        case(r, "diverged", neox_run(sps, nan_from=60), follows=follows, state="diverged", verdict="FAIL",
+             threshold=v * 0.9, gpu=gpu, gpus=1, says=["a non-finite lm_loss"])
+        case(r, "stopped-early", neox_run(sps[:5]), follows=follows, state="stopped", verdict="FAIL",
+             threshold=v * 0.9, gpu=gpu, gpus=1, says=["the last logged step is 50 of 100"])
+        crashed = neox_run(sps, crash=True)
+        case(r, "crashed", crashed, follows=follows, state="error", verdict="NOTHING FOUND", threshold=v * 0.9,
+             gpu=gpu, gpus=1, note="out of memory after the first interval, the warm-up: no figure")
+        case(r, "two-runs-retry-after-crash", crashed + text, follows=follows, state="complete", verdict="PASS",
+             threshold=v * 0.9, runs=2, metric=v, window=window, gpu=gpu, gpus=1)
+        case(r, "two-gpus-read-from-the-log", neox_run(sps, gpus=2), follows=follows, state="complete",
+             verdict="PASS", threshold=v * 0.9, metric=v, window=window, gpu=gpu, gpus=2, given={},
+             note="the world-size line says 2 GPUs; no --gpus given")
+
+
 # ---- cpu-reference: envbuild/smoke/gpt.py --preset tiny --json --------------------------------
 
 SMOKE_FILE = HERE / "corpus" / "cpu-reference" / "gpt-tiny.json"
@@ -981,6 +1122,9 @@ def main() -> None:
     write_opt_h100_real()
     write_opt_h100_resumed()
     write_alpa()
+    write_nanogpt()
+    write_nanogpt_h100_real()
+    write_neox()
     write_cpu()
     header = ("# Written by write_corpus.py (do not edit by hand): one row per case. threshold: 'as-shipped' "
               "or the value the test sets; metric/window: computed by the writer from the numbers it printed;\n"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision gpt-neox on local (host local, facts profile:local),
-# rendered by envbuild 0.1.0 from the plan; lock digest 501f6d66cc356b357dd527ef53db7c6256fe5a8af8851433556214ccf154ee62.
+# rendered by envbuild 0.1.0 from the plan; lock digest db4700cc55758b5f266cb4f0a76e5e0129bf009fdb0688c402812499139b69c3.
 # Regenerate: envbuild render gpt-neox --target local --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
