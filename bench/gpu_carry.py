@@ -118,6 +118,40 @@ def carry_split(tree: int, first: list[Item], bundles: list[Item], plan_path: st
     return [Call(tuple(carry), size, start if n == 0 else later) for n, (carry, size) in enumerate(calls)]
 
 
+PART_ROOM = 1 << 20  # what a part leaves of a call beside the working tree (the sha256, the count)
+
+
+def part_size(tree: int, limit: int) -> int:
+    """The largest part of a bundle that travels in one call beside a working tree of ``tree`` bytes.
+
+    >>> part_size(20 << 20, 64 << 20) == (43 << 20)
+    True
+    """
+    room = limit - tree - PART_ROOM
+    if room < (1 << 20):
+        raise CarryError(f"the working tree ({tree / (1 << 20):.1f} MiB) leaves no room in a call", 1)
+    return room
+
+
+def split_bundle(folder: Path, size: int) -> int:
+    """Split ``folder``/bundle.tar into parts of ``size`` bytes when it is bigger: part 00 stays in
+    ``folder`` (with ``bundle.parts``, their count), part NN goes to ``folder+NN``; the tar is removed.
+    ``bench/gpu_session.sh stage`` joins them when all have come. Returns the count (0: not split)."""
+    tar = folder / "bundle.tar"
+    if tar.stat().st_size <= size:
+        return 0
+    n = 0
+    with tar.open("rb") as fh:
+        while chunk := fh.read(size):
+            dest = folder if n == 0 else folder.parent / f"{folder.name}+{n:02d}"
+            dest.mkdir(exist_ok=True)
+            (dest / f"bundle.part.{n:02d}").write_bytes(chunk)
+            n += 1
+    (folder / "bundle.parts").write_text(f"{n}\n")
+    tar.unlink()
+    return n
+
+
 def render(calls: list[Call], tree: int, limit: int) -> str:
     """The split as the reviewer follows it."""
     mib = 1 << 20
@@ -158,11 +192,21 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     j = sub.add_parser("jobs", help="the jobs a plan installs, one 'JOB RECIPE' a line")
     j.add_argument("plan", type=Path)
+    pt = sub.add_parser("parts", help="split .device/JOB/bundle.tar into parts when one call cannot carry it")
+    pt.add_argument("job")
+    pt.add_argument("--limit-mib", type=float, default=LIMIT_MIB)
     s = sub.add_parser("split", help="the device calls that carry .device/ (run from the repository root)")
     s.add_argument("--limit-mib", type=float, default=LIMIT_MIB)
     s.add_argument("--plan-path", default=".device/plan.txt", help="the plan as carried (default %(default)s)")
     a = ap.parse_args(argv)
     try:
+        if a.cmd == "parts":
+            root = Path.cwd()
+            limit = int(a.limit_mib * (1 << 20))
+            n = split_bundle(root / ".device" / a.job, part_size(tree_size(root), limit))
+            if n:
+                print(f"{a.job}: its bundle travels in {n} parts")
+            return 0
         if a.cmd == "jobs":
             if not a.plan.is_file():
                 raise CarryError(f"{a.plan}: no such plan file", 2)
@@ -176,9 +220,11 @@ def main(argv: list[str] | None = None) -> int:
         bundles = []
         for job, _ in plan_jobs((root / plan).read_text(), str(plan)):
             folder = root / ".device" / job
-            if not (folder / "bundle.tar").is_file():
+            if not (folder / "bundle.tar").is_file() and not (folder / "bundle.parts").is_file():
                 raise CarryError(f"no {folder.relative_to(root)}/bundle.tar: run bench/gpu_prepare.sh first", 2)
             bundles.append(Item(f".device/{job}", folder_size(folder)))
+            for extra in sorted((root / ".device").glob(f"{job}+*")):  # the bundle's later parts
+                bundles.append(Item(f".device/{extra.name}", folder_size(extra)))
         tree, limit = tree_size(root), int(a.limit_mib * (1 << 20))
         print(render(carry_split(tree, first, bundles, str(plan), limit), tree, limit))
         return 0

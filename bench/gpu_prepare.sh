@@ -10,7 +10,10 @@
 #                                         more GPUs than the target profile's, e.g. the facts.json
 #                                         of a run on such a node), its git sources from MIRROR_DIR
 #                                         (OWNER/NAME, OWNER/NAME.git or OWNER+NAME); the sha256 is
-#                                         what the node pins it by (provision --bundle-sha256)
+#                                         what the node pins it by (provision --bundle-sha256); a
+#                                         bundle too big for one call with the working tree travels in
+#                                         parts: .device/JOB/bundle.part.00 (with bundle.parts, their
+#                                         count) and .device/JOB+NN/bundle.part.NN, joined by `stage`
 #   .device/common/whl                    envbuild's own dependencies as cp312 wheels
 #   .device/common/src.tar.gz             a clean export of this commit (git archive HEAD, the
 #                                         whole commit: playbooks/ included); stage unpacks it
@@ -50,6 +53,8 @@ while read -r job recipe; do
   echo "=== bundle $job: $recipe for $TARGET${FACTS:+ with $FACTS}"
   rm -rf ".device/$job"
   prep_bundle "$recipe" "$TARGET" "$MIRROR" ".device/$job/bundle.tar" "$FACTS"
+  rm -rf ".device/$job+"*
+  "$PY" "$HERE/gpu_carry.py" parts "$job" --limit-mib "${CARRY_LIMIT_MIB:-64}" || exit 1
 done <<< "$job_list"
 echo "=== envbuild's wheels, the export of $(git rev-parse --short HEAD), the stall tools"
 prep_wheels .device/common

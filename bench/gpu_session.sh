@@ -255,6 +255,21 @@ case "${1:-}" in
       [ -f "$d/bundle.sha256" ] && cp "$d/bundle.sha256" "$STATE/bundles/$j.sha256"
       [ -f "$d/bundle.tar" ] && [ ! -f "$STATE/bundles/$j.tar" ] && cp "$d/bundle.tar" "$STATE/bundles/$j.tar.part" \
           && mv "$STATE/bundles/$j.tar.part" "$STATE/bundles/$j.tar" && log "staged $j"
+      # a bundle carried in parts (bench/gpu_carry.py parts): JOB/ has part 00 and the count, JOB+NN/ part NN
+      for part in "$d"bundle.part.*; do
+        [ -f "$part" ] || continue
+        mkdir -p "$STATE/parts/${j%%+*}" && cp "$part" "$STATE/parts/${j%%+*}/" || exit 1
+      done
+      [ -f "$d/bundle.parts" ] && mkdir -p "$STATE/parts/$j" && cp "$d/bundle.parts" "$STATE/parts/$j/count"
+    done
+    for p in "$STATE"/parts/*/count; do
+      [ -f "$p" ] || continue
+      pd=$(dirname "$p"); j=$(basename "$pd")
+      [ -f "$STATE/bundles/$j.tar" ] && continue
+      if [ "$(find "$pd" -name 'bundle.part.*' | wc -l)" -eq "$(cat "$p")" ]; then
+        cat "$pd"/bundle.part.* > "$STATE/bundles/$j.tar.part" && mv "$STATE/bundles/$j.tar.part" "$STATE/bundles/$j.tar" \
+          && rm -f "$pd"/bundle.part.* && log "staged $j (joined from $(cat "$p") parts)"
+      fi
     done; true ;;
   start)
     [ -f "$STATE/started" ] && { echo "session already started"; exit 0; }
