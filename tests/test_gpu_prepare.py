@@ -141,10 +141,29 @@ def test_prepare_makes_what_the_session_stages(tmp_path) -> None:
         return subprocess.run(["bash", "bench/gpu_prepare.sh", *args], cwd=clone, env={**env, **extra},
                               capture_output=True, text=True, timeout=900)
 
-    # a bundle of 212 MiB (torch) cannot travel in 64 MiB: everything is made, the split names it
+    # a bundle of 212 MiB (torch) cannot travel in one call of 64 MiB: it is cut into parts, one a call,
+    # and stage joins them into the bundle whose sha256 was taken before the cut
     p = prepare(str(plan), str(mirrors))
-    assert p.returncode == 1, p.stdout[-2000:] + p.stderr[-2000:]
-    assert re.search(r"error: \.device/ref \([0-9.]+ MiB\) cannot travel: .* the 64 MiB of one call", p.stderr)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    n = int(re.search(r"^ref: its bundle travels in (\d+) parts$", p.stdout, re.M).group(1))
+    dev = clone / ".device"
+    assert not (dev / "ref" / "bundle.tar").exists() and (dev / "ref" / "bundle.parts").read_text() == f"{n}\n"
+    assert n >= 4 and [f'".device/ref+{i:02d}"' in p.stdout for i in range(1, n)] == [True] * (n - 1)
+    cut_digest = (dev / "ref" / "bundle.sha256").read_text().strip()
+    parts = [dev / ("ref" if i == 0 else f"ref+{i:02d}") for i in range(n)]
+    for i, folder in enumerate(parts):  # each call stages what it carried; the last part completes it
+        part = f"bundle.part.{i:02d}"
+        others = [f for f in parts if f != folder]
+        for f in others:  # as on the node: this call's .device holds only its own part
+            (f / f"bundle.part.{parts.index(f):02d}").rename(tmp_path / f"away-{parts.index(f)}")
+        s = subprocess.run(["bash", "bench/gpu_session.sh", "stage"], cwd=clone, capture_output=True, text=True,
+                           env={**os.environ, "STATE": str(tmp_path / "parts-state")}, timeout=300)
+        for f in others:
+            (tmp_path / f"away-{parts.index(f)}").rename(f / f"bundle.part.{parts.index(f):02d}")
+        assert s.returncode == 0 and (folder / part).exists(), s.stderr
+        assert ("staged ref (joined from" in s.stdout) == (i == n - 1), s.stdout
+    joined = tmp_path / "parts-state" / "bundles" / "ref.tar"
+    assert hashlib.sha256(joined.read_bytes()).hexdigest() == cut_digest
     # a device that takes more per call: the split and its commands
     p = prepare(str(plan), str(mirrors), CARRY_LIMIT_MIB="1024")
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
@@ -153,7 +172,6 @@ def test_prepare_makes_what_the_session_stages(tmp_path) -> None:
             "bash bench/gpu_session.sh wait 15") in p.stdout
     assert "SKIP_WHEELS=1" in p.stderr and "SKIP_TOOLS=1" in p.stderr  # said, not silent
 
-    dev = clone / ".device"
     bundle = dev / "ref" / "bundle.tar"
     digest = hashlib.sha256(bundle.read_bytes()).hexdigest()
     assert (dev / "ref" / "bundle.sha256").read_text().strip() == digest
