@@ -87,7 +87,7 @@ def test_local_run_is_parsed_with_the_recipes_parser(tmp_path, home, capsys) -> 
     assert native["parser"] == "envbuild-smoke" and verdict["metric"] == "mfu" and verdict["compared"]["value"] == 0.10
     assert verdict["verdict"] == ("PASS" if verdict["value"] >= 0.10 else "FAIL")
     assert rc == (0 if verdict["verdict"] == "PASS" else 1), captured.err
-    assert res["status"] == verdict["verdict"].lower() and res["passed"] is (verdict["verdict"] == "PASS")
+    assert res["status"] == verdict["verdict"] and res["passed"] is (verdict["verdict"] == "PASS")
     assert native["metrics"]["tokens_per_second"] > 0
     run = Path(res["run"])
     assert (home / "runs" / "latest").resolve() == run and res["latest"] is True  # a measurement: evidence

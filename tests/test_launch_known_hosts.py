@@ -32,6 +32,7 @@ import pytest
 from envbuild.cli import main
 from envbuild.connect.runners import SshRunner
 from envbuild.connect.selection import NodeSelection
+from envbuild.record import RunRecord
 from envbuild.testbed import sshd, uvcache
 from envbuild.verify import verify
 
@@ -91,7 +92,7 @@ def test_the_provision_records_how_it_reached_the_node(strict) -> None:
     key = Path(node.key_path).read_text()
     secret = key.split("-----")[2].strip().splitlines()[1]  # a line of the private key's body
     assert secret not in (run / "run.json").read_text()
-    assert NodeSelection.for_run(record) == NodeSelection.from_record(sel)
+    assert RunRecord.load(run).selection == NodeSelection.model_validate(sel)  # typed where run.json is read
 
 
 def test_ssh_defaults_do_not_reach_the_node(strict) -> None:
@@ -124,7 +125,7 @@ def test_launch_verifies_with_the_provisions_key_then_refuses_a_changed_host_key
     assert json.loads((Path(res["run"]) / "run.json").read_text())["selection"]["identity_file"] == node.key_path
     assert main(["verify", "--run", res["run"], "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["nodes"][0]["status"] == "clean"
-    assert rc == {"pass": 0, "fail": 1}[res["status"]]  # the job's own verdict: cpu-reference's floor
+    assert rc == {"PASS": 0, "FAIL": 1}[res["status"]]  # the job's own verdict: cpu-reference's floor
 
     runs = sorted(p.name for p in (home / "runs").iterdir())
     sshd.rekey(bed, node.name)  # the node now offers a host key the provision's file does not hold

@@ -74,17 +74,18 @@ def _launch(stand_ins, cluster, name, **kw):
 def test_smoke_replaces_training_and_is_collected(stand_ins, slurm_cluster, home, name, kw) -> None:
     out = _launch(stand_ins, slurm_cluster, name, **kw)
     assert out.result.state == "COMPLETED", out.result.tail()
-    coll = out.smoke["collective"]
+    coll = out.smoke.collective  # the job node's smoke.json, typed (envbuild.record.SmokeRecord)
     ranks = kw["gpus_per_node"] * (2 if kw.get("nodes") == 2 or kw.get("variant") == "multi-node" else 1)
-    assert coll["ok"] is True and coll["world_size"] == ranks and coll["backend"] == "gloo"
-    assert coll["max_busbw_gbps"] > 0 or ranks == 1
-    native = out.smoke["native"]
-    assert native["ran"] is False and native["reason"].startswith("--smoke-only: the training command")
+    assert coll.ok is True and coll.world_size == ranks and coll.backend == "gloo"
+    assert coll.max_busbw_gbps > 0 or ranks == 1
+    native = out.smoke.native
+    assert native.ran is False and native.reason.startswith("--smoke-only: the training command")
     assert "envbuild: --smoke-only" in out.result.stdout + out.result.stderr  # the job says so too
     smoke = json.loads((out.run_dir / "nodes" / out.node / "smoke.json").read_text())
-    assert smoke == json.loads(json.dumps(out.smoke))
+    assert smoke == json.loads(json.dumps(out.smoke.as_written()))
     launch = json.loads((out.run_dir / "launch.json").read_text())
-    assert launch["job"]["state"] == "COMPLETED" and launch["replaced"] == native["reason"]
+    assert launch["job"]["state"] == "COMPLETED" and launch["replaced"] == native.reason
+    assert launch["status"] == out.status == "NOT JUDGED" and launch["passed"] is None
     script = (out.run_dir / "job" / out.rendered.filename).read_text()
     assert "# NOTE: --smoke-only: the training command" in script
     # each rank's import of torch, from the environment where it lies (a prefix every node reads)
@@ -108,30 +109,30 @@ def test_replayed_log_is_parsed_with_the_recipes_parser(stand_ins, slurm_cluster
     out = _launch(stand_ins, slurm_cluster, "megatron-deepspeed-slurm", no_container=True, gpus_per_node=1,
                   command_override=f"cat {log}")
     assert out.result.state == "COMPLETED", out.result.tail()
-    native = out.smoke["native"]
-    assert native["parser"] == "megatron-deepspeed" and native["ran"] is True
-    assert native["metrics"]["samples_per_second"] > 0
+    native = out.smoke.native
+    assert native.parser == "megatron-deepspeed" and native.ran is True
+    assert native.metrics["samples_per_second"] > 0
     # the replayed excerpt logs 4 of its 1000 iterations: whatever the throughput, a run that
     # stopped early is not a pass (envbuild.smoke.completion)
-    assert native["verdict"]["verdict"] == "FAIL" and "4 of 1000" in native["verdict"]["reason"]
-    assert not out.passed
-    assert native["replaced"].startswith("--command-override")
+    assert native.verdict.verdict == "FAIL" and "4 of 1000" in native.verdict.reason
+    assert not out.passed and out.status == "FAIL"
+    assert native.replaced.startswith("--command-override")
     # sbatch wrote the task's output to --output=<job folder>/%x-%j.out, and that file is what
     # was read: the job name and id filled in, the parsed metrics those of its text
     script = (out.run_dir / "job" / out.rendered.filename).read_text()
     assert f"#SBATCH --output={out.run_dir / 'job'}/%x-%j.out" in script
     job_out = out.run_dir / "job" / f"envbuild-megatron-deepspeed-slurm-{out.result.job_id}.out"
     assert Path(out.result.stdout_path) == job_out and job_out.is_file()
-    assert parse(native["parser"], job_out.read_text()) == native["metrics"]
+    assert parse(native.parser, job_out.read_text()) == native.metrics
 
 
 def test_failed_job_reports_state_and_tail(stand_ins, slurm_cluster, home) -> None:
     out = _launch(stand_ins, slurm_cluster, "alpa-megatron", gpus_per_node=1,
                   command_override="echo training started; echo CUDA error: no device >&2; exit 3")
     assert out.result.state == "FAILED" and out.result.exit_code == "3:0"  # the command's own status
-    native = out.smoke["native"]
-    assert native["error"].startswith(f"job {out.result.job_id} FAILED")
-    assert "CUDA error: no device" in native["tail"] and "training started" in native["tail"]
+    native = out.smoke.native
+    assert native.error.startswith(f"job {out.result.job_id} FAILED")
+    assert "CUDA error: no device" in native.tail and "training started" in native.tail
     run = json.loads((out.run_dir / "run.json").read_text())
     assert run["status"] == "failed" and run["job"]["state"] == "FAILED"
     assert not out.passed
@@ -169,7 +170,7 @@ def test_cli_submit_on_slurm(stand_ins, slurm_cluster, home, monkeypatch, capsys
     # measured, so the job is NOT JUDGED (exit 5), never PASS
     assert rc == 5, captured.err
     res = json.loads(captured.out)
-    assert res["status"] == "not-judged" and res["passed"] is None
+    assert res["status"] == "NOT JUDGED" and res["passed"] is None
     assert res["job"]["state"] == "COMPLETED" and res["results"]["collective"]["ok"]
     assert "NOT JUDGED" in captured.err and "--smoke-only" in captured.err
     assert "not verified before submitting" in captured.err
@@ -203,8 +204,8 @@ def test_a_packed_environment_reaches_every_node_through_sbcast(slurm_cluster, h
     text = Path(out.result.stdout_path).read_text()
     for node in ("node1", "node2"):
         assert f"envbuild: {node} checked the pack (sha256 {packed.sha256[:16]}) and unpacked it at {prefix}" in text
-    coll = out.smoke["collective"]
-    assert coll["ok"] is True and coll["world_size"] == 2  # one rank per node, each from its own copy
+    coll = out.smoke.collective
+    assert coll.ok is True and coll.world_size == 2  # one rank per node, each from its own copy
     # the report: each rank imported torch from its node's own copy, unpacked from the pack
     from envbuild.report import collect, render
 
@@ -228,7 +229,7 @@ def test_a_packed_environment_reaches_every_node_through_sbcast(slurm_cluster, h
     err = Path(bad.result.stderr_path).read_text()
     assert "the copy of the pack does not match its sha256" in err
     assert "checked the pack" not in Path(bad.result.stdout_path).read_text()  # no node unpacked it
-    assert bad.smoke["collective"]["ok"] is False  # and no task ran: nothing measured
+    assert bad.smoke.collective.ok is False  # and no task ran: nothing measured
 
 
 @pytest.mark.skipif(not shutil.which("mksquashfs") or not shutil.which("squashfuse"),

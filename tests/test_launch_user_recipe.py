@@ -182,14 +182,14 @@ def _judged(res: dict) -> dict:
     assert verdict["value"] == native["metrics"]["tokens_per_s"] >= THRESHOLD
     assert verdict["completion"]["state"] == "complete"
     assert verdict["completion"]["detail"] == "the smoke record says ok"
-    assert verdict["verdict"] == "PASS" and res["status"] == "pass" and res["passed"] is True
+    assert verdict["verdict"] == "PASS" and res["status"] == "PASS" and res["passed"] is True
     return native
 
 
 def _run_dir(res: dict, scheduler: str, variant: str | None, job_state: str) -> Path:
     run = Path(res["run"])
     launch = json.loads((run / "launch.json").read_text())
-    assert launch["scheduler"] == scheduler and launch["status"] == "pass" and launch["passed"] is True
+    assert launch["scheduler"] == scheduler and launch["status"] == "PASS" and launch["passed"] is True
     assert launch["job"]["state"] == job_state and launch["replaced"] is None
     record = json.loads((run / "run.json").read_text())
     assert record["recipe"] == NAME and record["target"] == "slurm" and record["status"] == "ok"

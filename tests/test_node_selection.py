@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from envbuild.cli import main
-from envbuild.connect.selection import NodeSelection
+from envbuild.connect.selection import SELECTION_SCHEMA, NodeSelection
 from envbuild.errors import InputError
 from envbuild.provision.options import ProvisionOptions, select_nodes
+from envbuild.record import RunRecord
 from envbuild.targets import load_target
 
 
@@ -52,30 +53,65 @@ def test_a_record_holds_paths_never_contents(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ENVBUILD_KNOWN_HOSTS", "kh")
     record = NodeSelection(hosts="h:2200", identity_file="id").record()
-    assert record["identity_file"] == str(key) and record["known_hosts"] == [str(known)]  # absolute, env's file
-    assert "SECRETBODY" not in json.dumps(record)
+    assert record.identity_file == str(key) and record.known_hosts == (str(known),)  # absolute, env's file
+    written = record.model_dump(mode="json", by_alias=True)  # as run.json holds it
+    assert "SECRETBODY" not in json.dumps(written) and "port_names" not in written
+    assert written["schema"] == SELECTION_SCHEMA and written["known_hosts"] == [str(known)]
     monkeypatch.delenv("ENVBUILD_KNOWN_HOSTS")
-    again = NodeSelection.from_record(record)
+    again = NodeSelection.model_validate(written)
+    assert again == record
     assert again.nodes()[0].known_hosts == (str(known),) and again.nodes()[0].identity_file == str(key)
-    with pytest.raises(InputError, match="selection.port"):
-        NodeSelection.from_record({**record, "port": "22; rm"})
 
 
-def test_a_run_reached_again_and_the_request_over_it():
+def _run_json(folder: Path, **fields) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "run.json").write_text(json.dumps({"schema": "envbuild.run/2", "run_id": folder.name, "recipe": "r",
+                                                 "target": "t", "status": "ok", **fields}))
+    return folder
+
+
+def test_a_damaged_recorded_selection_is_named_where_run_json_is_read(tmp_path):
+    good = NodeSelection(hosts="h:2200", identity_file="/k").record().model_dump(mode="json", by_alias=True)
+    for bad, field in (({**good, "port": "22; rm"}, "selection.port"), ({**good, "local": "maybe"}, "selection.local"),
+                       ({**good, "known_hosts": "/kh"}, "selection.known_hosts"),
+                       ({**good, "key": "SECRET"}, "selection.key: Extra inputs are not permitted")):
+        folder = _run_json(tmp_path / field.split(":")[0], selection=bad)
+        with pytest.raises(InputError, match=field) as exc:
+            RunRecord.load(folder)
+        assert str(folder / "run.json") in exc.value.message
+    with pytest.raises(InputError, match="only one of --hosts, --inventory, --local"):
+        RunRecord.load(_run_json(tmp_path / "two", selection={**good, "local": True}))
+
+
+def test_a_run_reached_again_and_the_request_over_it(tmp_path):
     recorded = NodeSelection(hosts="u@h:2200", identity_file="/k", known_hosts=("/kh",))
-    run = {"selection": recorded.record(), "hosts": ["h"]}
-    assert NodeSelection.for_run(run) == recorded
+    folder = _run_json(tmp_path / "recorded", selection=recorded.record().model_dump(mode="json", by_alias=True),
+                       hosts=["h"])
+    run = RunRecord.load(folder)
+    assert run.run.selection == recorded and run.selection == recorded  # typed where read, once
     # another key given: the run's nodes, the new key, the run's known_hosts
     mine = NodeSelection(identity_file="/other").over(recorded)
     assert (mine.hosts, mine.identity_file, mine.known_hosts) == ("u@h:2200", "/other", ("/kh",))
     # other nodes given: those, with the run's key and known_hosts
     other = NodeSelection(local=True).over(recorded)
     assert other.local and other.hosts is None and other.identity_file == "/k"
-    # a run written before the selection was recorded: its options, else its hosts
-    old = {"hosts": ["a", "b"], "options": {"identity_file": "/k", "known_hosts": ["/kh"]}}
-    assert NodeSelection.for_run(old) == NodeSelection(hosts="a,b", identity_file="/k", known_hosts=("/kh",))
-    assert NodeSelection.for_run({"hosts": ["local"], "options": {}}) == NodeSelection(local=True)
-    assert NodeSelection.for_run({"hosts": []}) is None
+
+
+def test_a_run_that_recorded_no_selection_is_mapped_where_it_is_read(tmp_path):
+    # a run written before the selection was recorded: its options, else its hosts; run.json
+    # stays as it was written
+    old = _run_json(tmp_path / "old", schema="envbuild.run/1", hosts=["a", "b"],
+                    options={"identity_file": "/k", "known_hosts": ["/kh"], "insecure": True})
+    text = (old / "run.json").read_text()
+    record = RunRecord.load(old)
+    assert record.run.selection is None and "selection" not in record.run.as_written()
+    assert record.selection == NodeSelection(hosts="a,b", identity_file="/k", known_hosts=("/kh",), insecure=True)
+    assert (old / "run.json").read_text() == text
+    inventory = _run_json(tmp_path / "inv", schema="envbuild.run/1", hosts=["n1"], options={"inventory": "/inv.ini"})
+    assert RunRecord.load(inventory).selection == NodeSelection(inventory="/inv.ini")
+    assert RunRecord.load(_run_json(tmp_path / "local", hosts=["local"], options={})).selection == \
+        NodeSelection(local=True)
+    assert RunRecord.load(_run_json(tmp_path / "none", hosts=[])).selection is None
 
 
 def test_verify_of_a_run_with_no_provisioned_node_says_so(tmp_path, capsys):

@@ -193,3 +193,56 @@ def test_run_writer_is_the_only_writer_of_run_json():
                and 'write("run.json"' in p.read_text()]
     assert writers == [Path("envbuild/record/write.py")]
     assert RunWriter.update.__doc__ and "RunInfo" in RunWriter.update.__doc__
+
+
+def _launch_json(folder: Path, **fields) -> dict:
+    data = {"schema": "envbuild.launch/1", "scheduler": "local", "script": "/x/job.sh",
+            "job": {"scheduler": "local", "job_id": "local", "state": "COMPLETED", "exit_code": "0"},
+            "node": "n1", "nodes": ["n1"], "node_dir": "n1", **fields}
+    (folder / "launch.json").write_text(json.dumps(data))
+    return data
+
+
+@pytest.mark.parametrize("old,word,passed", [("pass", "PASS", True), ("not-judged", "NOT JUDGED", None),
+                                             ("fail", "FAIL", False)])
+def test_a_launch_record_in_the_old_words_reads_in_the_one_vocabulary(tmp_path, old, word, passed):
+    # launch.json as envbuild launch --submit wrote it before its status took the judge's words
+    folder = shutil.copytree(RUN, tmp_path / "run")
+    written = _launch_json(folder, passed=passed, status=old)
+    launch = RunRecord.load(folder).launch
+    assert launch.status == word and launch.passed is passed
+    assert {**launch.as_written(), "status": old} == written  # nothing else changed
+    assert json.loads((folder / "launch.json").read_text())["status"] == old  # the file stays as written
+    # today's words read as written; a word of neither vocabulary is refused, named
+    _launch_json(folder, passed=passed, status=word)
+    assert RunRecord.load(folder).launch.status == word
+    _launch_json(folder, status="passed")
+    with pytest.raises(InputError, match=r"launch\.json: not a launch record: status: Input should be 'PASS'"):
+        _ = RunRecord.load(folder).launch
+
+
+def test_the_writer_refuses_a_launch_status_outside_the_vocabulary(tmp_path):
+    writer = create_run("r", "local", argv=["envbuild"], hosts=[], options={}, home=tmp_path)
+    record = {"scheduler": "local", "job": {"scheduler": "local", "job_id": "local", "state": "COMPLETED",
+                                            "exit_code": "0"}}
+    with pytest.raises(RecordError, match=r"launch\.json: refused: status: Input should be 'PASS'"):
+        writer.launch({**record, "status": "pass"})
+    assert writer.launch({**record, "status": "NOT JUDGED"}).status == "NOT JUDGED"
+
+
+def test_the_recipes_benchmark_is_read_as_the_recipes_own_model(tmp_path):
+    from envbuild.recipes.schema import Benchmark
+
+    bench = RunRecord.load(RUN).recipe.benchmark
+    recipe = json.loads((RUN / "recipe.json").read_text())
+    assert isinstance(bench, Benchmark) and bench.parser == recipe["benchmark"]["parser"]
+    dumped = bench.model_dump(mode="json")
+    assert {k: dumped[k] for k in recipe["benchmark"]} == recipe["benchmark"]  # every field as written
+    # one that does not fit the recipe's model is named where recipe.json is read
+    folder = shutil.copytree(RUN, tmp_path / "run")
+    (folder / "recipe.json").write_text(json.dumps({**recipe, "benchmark": {**recipe["benchmark"], "threshold": "high"}}))
+    with pytest.raises(InputError, match=r"recipe\.json: not a recipe: benchmark\.threshold"):
+        _ = RunRecord.load(folder).recipe
+    # a parser gone since the run was recorded still reads: the record is not a recipe file
+    (folder / "recipe.json").write_text(json.dumps({**recipe, "benchmark": {**recipe["benchmark"], "parser": "gone"}}))
+    assert RunRecord.load(folder).recipe.benchmark.parser == "gone"

@@ -143,22 +143,22 @@ def _print_rendered(rendered, scheduler: str, out: Path | None, as_json: bool) -
 
 def _print_job(outcome, as_json: bool) -> int | None:
     """The submitted job: its state, its verdict, where its run is; the exit code."""
+    from envbuild.record.verdict import NOT_JUDGED as NOT_JUDGED_WORD
+
     res = outcome.result
+    native = outcome.smoke.native  # the job node's smoke.json, typed (envbuild.record.SmokeRecord)
     if as_json:
         emit_json({"run": str(outcome.run_dir), "passed": outcome.passed, "status": outcome.status,
                    "job": res.to_dict(), "node": outcome.node, "nodes": outcome.hosts,
-                   "node_dir": outcome.node_dir, "latest": outcome.published, "results": outcome.smoke})
+                   "node_dir": outcome.node_dir, "latest": outcome.published, "results": outcome.smoke.as_written()})
     else:
         console.print(f"job {res.job_id} ({res.scheduler}) on {', '.join(outcome.hosts) or '?'}: {res.state}, "
                       f"exit {res.exit_code}; run {outcome.run_dir}", markup=False)
-        native = outcome.smoke.get("native") or {}
-        verdict = native.get("verdict") or {}
-        if verdict:
-            console.print(f"  {verdict.get('reason')}", markup=False)
-        elif outcome.smoke.get("collective"):
-            c = outcome.smoke["collective"]
-            console.print(f"  smoke all-reduce x{c.get('world_size')}: ok={c.get('ok')}, "
-                          f"max busbw {c.get('max_busbw_gbps')} GB/s ({native.get('reason', '')})", markup=False)
+        if native is not None and native.verdict is not None:
+            console.print(f"  {native.verdict.reason}", markup=False)
+        elif (c := outcome.smoke.collective) is not None:
+            console.print(f"  smoke all-reduce x{c.world_size}: ok={c.ok}, "
+                          f"max busbw {c.max_busbw_gbps} GB/s ({(native.reason if native else None) or ''})", markup=False)
     if not outcome.published:
         click.echo("runs/latest not moved: the job " + ("carries no measurement" if res.ok else "did not complete"),
                    err=True)
@@ -166,9 +166,9 @@ def _print_job(outcome, as_json: bool) -> int | None:
         raise CheckFailed(f"job {res.job_id} {res.state} (exit {res.exit_code})"
                           + (f": {res.reason}" if res.reason else "") + "\n" + res.tail(),
                           hint=f"the job's output is in {outcome.run_dir / 'job'}")
-    if outcome.status == "not-judged":
-        why = ((outcome.smoke.get("native") or {}).get("verdict") or {}).get("reason") \
-            or "the recipe's benchmark did not run in this job (" + ((outcome.smoke.get("native") or {}).get("reason")
+    if outcome.status == NOT_JUDGED_WORD:
+        why = (native.verdict.reason if native is not None and native.verdict is not None else "") \
+            or "the recipe's benchmark did not run in this job (" + ((native.reason if native else None)
                                                                      or "smoke only") + ")"
         click.echo(f"verdict: NOT JUDGED: the job completed; {why}", err=True)
         return NOT_JUDGED

@@ -15,7 +15,7 @@ from pathlib import Path
 from envbuild.connect.runners import LocalRunner, Runner, SshRunner
 from envbuild.connect.selection import NodeSelection
 from envbuild.errors import InputError
-from envbuild.record import RunRecord, read_run_info
+from envbuild.record import RunRecord
 from envbuild.verify import NodeVerdict, exit_code, resolve_run, verify
 
 
@@ -49,11 +49,11 @@ class VerifyOutcome:
 def runners(run_dir: Path, given: NodeSelection | None = None) -> list[Runner]:
     """One runner per node of ``run_dir``, chosen by ``given`` over the run's recorded
     selection: this machine for a local node, else SSH with the key and host-key files."""
-    record = read_run_info(run_dir)  # a damaged run.json is bad input (exit 2), named
-    if not any((n.path / "plan.json").is_file() for n in RunRecord.load(run_dir).nodes()):
+    record = RunRecord.load(run_dir)  # a damaged run.json (its selection too) is bad input (exit 2), named
+    if not any((n.path / "plan.json").is_file() for n in record.nodes()):
         raise InputError(f"run {run_dir.name} records no provisioned node (no nodes/*/plan.json): nothing to verify",
                          hint="pass the provision run: --run RUN_DIR (a launch run names it in launch.json)")
-    selection = (given or NodeSelection()).over(NodeSelection.for_run(record.model_dump(mode="json", by_alias=True)))
+    selection = (given or NodeSelection()).over(record.selection)
     if not selection.given:
         raise InputError(f"run {run_dir.name} names no nodes to verify", hint="pass --hosts, --inventory or --local")
     return [LocalRunner(name=n.name) if n.is_local else SshRunner(n) for n in selection.nodes()]

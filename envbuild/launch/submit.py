@@ -30,16 +30,15 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from envbuild.connect.selection import NodeSelection
 from envbuild.errors import EnvironmentProblem, InputError
 from envbuild.launch import Rendered, render_job
 from envbuild.launch.job import Job, LaunchOptions, build_job
 from envbuild.launch.local import output_paths as local_output_paths
 from envbuild.launch.slurm import output_paths as slurm_output_paths
-from envbuild.record import RunRecord, RunWriter, create_run
+from envbuild.record import RunRecord, RunWriter, SmokeRecord, create_run
+from envbuild.record.verdict import FAIL, NOT_JUDGED, PASS, RunWord
 from envbuild.smoke import read_result
 from envbuild.smoke.hardware import node_gpus
-from envbuild.smoke.judge import NOT_JUDGED, PASS
 from envbuild.smoke.logread import LogTooLarge, read_log
 from envbuild.smoke.onnode import judged_section, section_head
 
@@ -281,7 +280,7 @@ class Outcome:
     run_dir: Path
     rendered: Rendered
     result: JobResult
-    smoke: dict[str, Any]
+    smoke: SmokeRecord  # the job node's smoke.json, as written
     node_dir: str
     published: bool = False  # runs/latest moved to this run (a completed job with evidence)
 
@@ -295,34 +294,34 @@ class Outcome:
         return self.result.first_node or self.node_dir
 
     @property
-    def status(self) -> str:
-        """``pass``, ``not-judged`` (the run completed; no threshold to judge it by) or ``fail``."""
+    def status(self) -> RunWord:
+        """``PASS``, ``NOT JUDGED`` (the run completed; nothing to judge it by) or ``FAIL`` (the
+        job failed, a section holds an error or is not ok, or the judge's word is FAIL or
+        NOTHING FOUND): launch.json's ``status``."""
         if not self.result.ok:
-            return "fail"
-        sections = [v for v in self.smoke.values() if isinstance(v, dict)]
-        if any("error" in s or s.get("ok") is False for s in sections):
-            return "fail"
-        native = self.smoke.get("native") or {}
-        if not native.get("ran"):  # a smoke-only job, or no benchmark: what ran held, nothing was judged
-            return "not-judged"
-        word = (native.get("verdict") or {}).get("verdict")
-        return {PASS: "pass", NOT_JUDGED: "not-judged"}.get(word, "fail")
+            return FAIL
+        if any(s.error is not None or s.ok is False for s in self.smoke.sections().values()):
+            return FAIL
+        native = self.smoke.native
+        if native is None or not native.ran:  # a smoke-only job, or no benchmark: what ran held, nothing was judged
+            return NOT_JUDGED
+        word = native.verdict.verdict if native.verdict is not None else None
+        return PASS if word == PASS else NOT_JUDGED if word == NOT_JUDGED else FAIL
 
     @property
     def passed(self) -> bool | None:
         """True PASS, False FAIL, None NOT JUDGED (launch.json's ``passed``)."""
-        return {"pass": True, "fail": False}.get(self.status)
+        return {PASS: True, FAIL: False}.get(self.status)
 
 
-def evidence(result: JobResult, smoke: dict[str, Any]) -> bool:
+def evidence(result: JobResult, smoke: SmokeRecord) -> bool:
     """Whether a job carries evidence: it completed, and its output gave a measurement (the
     recipe's benchmark parsed into metrics, or the smoke's all-reduce ok). Only such a run
     becomes ``runs/latest``."""
     if not result.ok:
         return False
-    native = smoke.get("native") if isinstance(smoke.get("native"), dict) else {}
-    collective = smoke.get("collective") if isinstance(smoke.get("collective"), dict) else {}
-    return bool(native.get("ran") and native.get("metrics")) or collective.get("ok") is True
+    native, collective = smoke.native, smoke.collective
+    return bool(native is not None and native.ran and native.metrics) or (collective is not None and collective.ok is True)
 
 
 def launch(recipe, target, plan, options: LaunchOptions, *, argv: list[str],
@@ -355,8 +354,7 @@ def launch(recipe, target, plan, options: LaunchOptions, *, argv: list[str],
     node = RunRecord.load(rd.path).node(folder)  # the job node's facts, where a provision run was copied in
     facts = node.facts if node is not None else None
     gpu, gpus = node_gpus(facts.model_dump(mode="json") if facts is not None else None)
-    smoke = results(job, recipe, result, gpu, gpus)
-    writer.node_smoke(folder, smoke)
+    smoke = writer.node_smoke(folder, results(job, recipe, result, gpu, gpus))  # validated: the typed record
     result.timings["parse_s"] = time.monotonic() - t0
     outcome = Outcome(rd.path, rendered, result, smoke, folder, published=evidence(result, smoke))
     writer.launch({"schema": "envbuild.launch/1", "scheduler": options.scheduler,
@@ -393,9 +391,9 @@ def job_node_dir(run_dir: Path, result: JobResult) -> str:
 def _copy_provisioned(src: Path, rd) -> None:
     if (src / "lock.lock").exists():
         shutil.copy2(src / "lock.lock", rd.path / "lock.lock")
-    run = RunRecord.load(src).run
-    chosen = NodeSelection.for_run(run.model_dump(mode="json", by_alias=True))  # older runs: their options
-    RunWriter(rd).update(lock_digest=run.lock_digest, lock_path=run.lock_path, provisioned_run=str(src),
+    record = RunRecord.load(src)
+    chosen = record.selection  # read once, typed; a run that recorded none: its options (record.migrate)
+    RunWriter(rd).update(lock_digest=record.run.lock_digest, lock_path=record.run.lock_path, provisioned_run=str(src),
                          selection=chosen.record() if chosen else None)
     for node in sorted(p for p in (src / "nodes").glob("*") if p.is_dir()):
         for name in NODE_FILES:

@@ -140,7 +140,7 @@ def _open_run(opts: ProvisionOptions, early: Early):
                         options=options).rd
         chosen = selection(opts)
         if not chosen.given and all(n.is_local for n in nodes):  # a local target: the controller
-            chosen = replace(chosen, local=True)
+            chosen = chosen.model_copy(update={"local": True})
         RunWriter(rd).update(selection=chosen.record())
     except BaseException:
         stop_all()  # the facts commands still running on the controller (see provision)

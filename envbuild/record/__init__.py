@@ -4,9 +4,12 @@ A run directory (``envbuild.rundir``: ``$ENVBUILD_HOME/runs/<run-id>/``) holds
 
 - ``run.json``: ``RunInfo`` (``run.py``), written only through ``RunWriter`` (``write.py``):
   every update is validated by the model, so a field the record does not know, or a value of
-  the wrong type, is refused where it is written;
-- ``launch.json``: ``LaunchRecord`` (``launch.py``), a run of ``envbuild launch --submit``;
-- ``recipe.json``: the recipe as run, read through ``RecipeView`` (``run.py``);
+  the wrong type, is refused where it is written; its ``selection`` is the one node selection
+  (``envbuild.connect.selection.NodeSelection``), read as ``RunRecord.selection``;
+- ``launch.json``: ``LaunchRecord`` (``launch.py``), a run of ``envbuild launch --submit``, its
+  ``status`` in the judge's words (PASS, NOT JUDGED, FAIL);
+- ``recipe.json``: the recipe as run, read through ``RecipeView`` (``run.py``; its ``benchmark``
+  the recipe's own ``envbuild.recipes.schema.Benchmark``);
 - ``nodes/<host>/``: ``result.json`` (``NodeResult``), ``facts.json`` (``envbuild.facts``'
   ``NodeFacts``), ``preflight.json`` (``envbuild.compat``'s preflight ``Verdict``),
   ``plan.json`` (``envbuild.plan``'s ``Plan``), ``observed.json`` (``envbuild.observe``'s

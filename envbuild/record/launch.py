@@ -9,6 +9,7 @@ from pydantic import Field
 
 from envbuild.observe.model import Drift
 from envbuild.record.base import Number, Record
+from envbuild.record.verdict import RunWord
 
 LAUNCH_SCHEMA = "envbuild.launch/1"
 
@@ -59,7 +60,7 @@ class LaunchRecord(Record):
     nodes: list[str] = Field(default_factory=list)  # every node of the job
     node_dir: str | None = None  # the folder under nodes/ holding the job's results
     passed: bool | None = None  # True PASS, False FAIL, None NOT JUDGED
-    status: str | None = None  # pass | not-judged | fail
+    status: RunWord | None = None  # the job's verdict (older pass | not-judged | fail: record.migrate.launch)
     provisioned_run: str | None = None
     # the pack the job unpacked on every node's own disk before the task (launch --packed)
     packed: PackedRef | None = None

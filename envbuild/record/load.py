@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from envbuild.compat.check import Verdict as PreflightVerdict
+from envbuild.connect.selection import NodeSelection
 from envbuild.errors import InputError
 from envbuild.facts.model import NodeFacts
 from envbuild.observe.model import Observed
@@ -128,7 +129,16 @@ class RunRecord:
     @functools.cached_property
     def launch(self) -> LaunchRecord | None:
         data = _json(self.path / "launch.json")
+        if isinstance(data, dict):
+            data = migrate.launch(data)
         return None if data is None else validated(LaunchRecord, data, self.path / "launch.json", "a launch record")
+
+    @property
+    def selection(self) -> NodeSelection | None:
+        """How the run reaches its nodes: run.json's ``selection``, validated where it was read;
+        for a run that recorded none, its options or hosts (``migrate.selection``); None when
+        it names no node."""
+        return migrate.selection(self.run)
 
     @property
     def lock_file(self) -> Path:

@@ -16,14 +16,22 @@ input is not changed). What changed, and when:
   by tests/data and hand-made runs: ``{verdict|status, feasible?, violations|refusals|findings|
   problems|errors}``): mapped onto ``Verdict``, its items onto ``Violation`` (items at
   severity info/ok/pass dropped, as the report did).
+- run.json without a ``selection`` (before provision recorded how it reached its nodes, or a
+  launch run with no provision run to copy it from): ``selection(run)`` gives the selection its
+  options held (``hosts``, ``inventory``, ``identity_file``, ``known_hosts``, ``insecure``),
+  else its ``hosts`` (``["local"]``: the controller); None when it names no node. Read through
+  ``RunRecord.selection``; run.json itself stays as written.
+- launch.json ``status`` in the words before the one vocabulary (``pass`` / ``not-judged`` /
+  ``fail``): mapped onto ``PASS`` / ``NOT JUDGED`` / ``FAIL`` (``launch``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from envbuild.connect.selection import NodeSelection
 from envbuild.errors import InputError
-from envbuild.record.run import RUN_SCHEMA
+from envbuild.record.run import RUN_SCHEMA, RunInfo
 
 RUN_SCHEMAS = ("envbuild.run/1", RUN_SCHEMA)
 OK_WORDS = {"ok", "feasible", "pass", "passed", "warn", "warning"}
@@ -116,3 +124,30 @@ def _violation(item: Any) -> list[dict[str, Any]]:
              "severity": "warning" if severity == "warning" else "error", "message": str(text),
              "what": str(item.get("what") or ""), "why": str(item.get("why") or ""),
              "source": str(item.get("source") or ""), "fix": str(item.get("fix") or "")}]
+
+
+def selection(run: RunInfo) -> NodeSelection | None:
+    """How ``run`` reaches its nodes: the selection it recorded; for a run that recorded none,
+    its options', else its hosts (module docstring); None when it names no node."""
+    if run.selection is not None:
+        return run.selection
+    opts = run.options
+    hosts = opts.get("hosts") if isinstance(opts.get("hosts"), str) else None
+    inventory = opts.get("inventory") if isinstance(opts.get("inventory"), str) else None
+    if not hosts and not inventory:
+        if run.hosts == ["local"]:
+            return NodeSelection(local=True)
+        hosts = ",".join(run.hosts) or None
+    if not hosts and not inventory:
+        return None
+    key = opts.get("identity_file") if isinstance(opts.get("identity_file"), str) else None
+    known = opts.get("known_hosts")
+    known = known if isinstance(known, list) else []
+    return NodeSelection(hosts=hosts, inventory=inventory, identity_file=key,
+                         known_hosts=tuple(k for k in known if isinstance(k, str)), insecure=opts.get("insecure") is True)
+
+
+def launch(data: dict[str, Any]) -> dict[str, Any]:
+    """launch.json data with its ``status`` in the one verdict vocabulary."""
+    status = data.get("status")
+    return {**data, "status": OLD_WORDS[status]} if isinstance(status, str) and status in OLD_WORDS else data

@@ -12,7 +12,10 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator
 
+from envbuild.connect.selection import NodeSelection
+from envbuild.recipes.schema import Benchmark as RecipeBenchmark
 from envbuild.record.base import Record
+from envbuild.record.verdict import RunWord
 
 RUN_SCHEMA = "envbuild.run/2"
 # /1: written by envbuild before the typed record (a dict merged by RunDir.update_run); read
@@ -85,21 +88,6 @@ class VerdictReason(Record):
     message: str
 
 
-class SelectionRecord(Record):
-    """How the flow reached its nodes (``envbuild.connect.selection.NodeSelection.record``): what
-    repeating the selection needs, paths made absolute; never a key's contents."""
-
-    schema_: str | None = Field(None, alias="schema")
-    hosts: str | None = None
-    inventory: str | None = None
-    local: bool = False
-    identity_file: str | None = None
-    known_hosts: list[str] = Field(default_factory=list)
-    insecure: bool = False
-    user: str | None = None
-    port: int | None = None
-
-
 class RunInfo(Record):
     """run.json: what was run, where, with which lock, and how it ended."""
 
@@ -121,7 +109,7 @@ class RunInfo(Record):
     fleet: FleetRecord | None = None
     bundle: BundleRecord | None = None
     ansible: str | None = None  # why Ansible did not start (a no-op run)
-    verdict: Literal["PASS", "NOT JUDGED", "FAIL"] | None = None  # the report's, when the run finished
+    verdict: RunWord | None = None  # the report's, when the run finished
     verdict_reasons: list[VerdictReason] = Field(default_factory=list)
     verdict_not_judged: list[str] = Field(default_factory=list)
     exit_code: int | None = None  # provision's exit code (the README's exit codes)
@@ -131,7 +119,10 @@ class RunInfo(Record):
     interrupted_at: dict[str, str | None] = Field(default_factory=dict)  # node -> step it was in
     job: JobRef | None = None  # launch --submit
     provisioned_run: str | None = None  # launch --submit: the verified provision run copied in
-    selection: SelectionRecord | None = None  # how the nodes were reached (verify, launch --submit)
+    # how the nodes were reached (verify, launch --submit): the one node selection, as recorded
+    # (NodeSelection.record()); a run that recorded none is mapped once where it is read
+    # (RunRecord.selection, envbuild.record.migrate.selection)
+    selection: NodeSelection | None = None
 
     @field_validator("lock_path", "provisioned_run", mode="before")
     @classmethod
@@ -197,8 +188,9 @@ class PublishedView(Record):
 
 class RecipeView(Record):
     """recipe.json (the recipe as run, ``envbuild.recipes.schema.Recipe``'s own document) as far
-    as the report reads it; the rest of the recipe is not read here. ``benchmark`` is carried as
-    the recipe wrote it, for ``envbuild.report.bench`` (the judge's input)."""
+    as the report reads it; the rest of the recipe is not read here. ``benchmark`` is the
+    recipe's own model (``envbuild.recipes.schema.Benchmark``), validated where recipe.json is
+    read (its parser is not looked up: a record may name a reader gone since)."""
 
     model_config = ConfigDict(defer_build=True, extra="ignore")
 
@@ -206,7 +198,7 @@ class RecipeView(Record):
     title: str = ""
     python: str | None = None
     published: PublishedView | None = None
-    benchmark: dict[str, Any] | None = None
+    benchmark: RecipeBenchmark | None = None
     deviations: list[DeviationView] = Field(default_factory=list)
 
 

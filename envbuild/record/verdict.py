@@ -10,13 +10,18 @@ A verdict written before these models is mapped to them in ``envbuild.record.mig
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-PASS, NOT_JUDGED, FAIL, NOTHING_FOUND = "PASS", "NOT JUDGED", "FAIL", "NOTHING FOUND"
+PASS: Final = "PASS"
+NOT_JUDGED: Final = "NOT JUDGED"
+FAIL: Final = "FAIL"
+NOTHING_FOUND: Final = "NOTHING FOUND"
 VERDICTS = (PASS, NOT_JUDGED, FAIL, NOTHING_FOUND)
 Word = Literal["PASS", "NOT JUDGED", "FAIL", "NOTHING FOUND"]
+# a whole run's or job's word (run.json's verdict, launch.json's status): a figure NOTHING FOUND is its FAIL
+RunWord = Literal["PASS", "NOT JUDGED", "FAIL"]
 
 
 class _Frozen(BaseModel):

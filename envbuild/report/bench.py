@@ -21,14 +21,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pydantic import ValidationError
-
 from envbuild.report.model import Benchmark, Comparison, Spread
 from envbuild.recipes.schema import Benchmark as RecipeBenchmark
 from envbuild.record import migrate
 from envbuild.record.smoke import NativeSection, Section, SmokeRecord
 from envbuild.record.migrate import UNRECORDED_GPU
-from envbuild.smoke.judge import Published, Verdict, floor_verdicts, published
+from envbuild.smoke.judge import Verdict, floor_verdicts, published
 
 GPT_METRICS = {"tokens_per_s": "tokens/s", "tflops": "TFLOP/s", "mfu": ""}
 
@@ -62,7 +60,7 @@ def as_record(smoke: SmokeRecord | dict) -> SmokeRecord:
     return smoke if isinstance(smoke, SmokeRecord) else SmokeRecord.model_validate(migrate.smoke(smoke))
 
 
-def stored_verdict(native: NativeSection | dict, recipe_benchmark: dict | None = None,
+def stored_verdict(native: NativeSection | dict, recipe_benchmark: RecipeBenchmark | None = None,
                    gpu: str | None = None) -> Verdict | None:
     """The judge's verdict stored in a native section (an older one was mapped onto it when the
     record was read: ``envbuild.record.migrate``), with the recipe's published figure beside
@@ -73,18 +71,10 @@ def stored_verdict(native: NativeSection | dict, recipe_benchmark: dict | None =
     if native is None or native.ran is False or native.verdict is None:
         return None
     v = native.verdict
-    if v.published is None and recipe_benchmark:
-        v = v.model_copy(update={"published": _old_published(recipe_benchmark, v.value, gpu)})
+    if v.published is None and recipe_benchmark is not None:
+        # an older verdict did not store the recipe's published figure: shown beside it
+        v = v.model_copy(update={"published": published(recipe_benchmark, v.value, gpu, None)})
     return v
-
-
-def _old_published(recipe_benchmark: dict | None, value: float | None, gpu: str | None) -> Published | None:
-    """The recipe's published figure beside an older verdict, which did not store it."""
-    try:
-        bench = RecipeBenchmark.model_validate(recipe_benchmark) if recipe_benchmark else None
-    except ValidationError:
-        return None
-    return published(bench, value, gpu, None) if bench is not None else None
 
 
 def stored_floors(section: Section) -> dict[str, bool | None]:
@@ -150,7 +140,7 @@ def _row(name: str, value: Any, unit: str, threshold: Any, higher: bool, passed:
                      passed=passed, spread=sp)
 
 
-def native_row(native: NativeSection, recipe_benchmark: dict | None = None,
+def native_row(native: NativeSection, recipe_benchmark: RecipeBenchmark | None = None,
                gpu: str | None = None) -> Benchmark | None:
     """The native benchmark's row: the stored verdict as it was decided."""
     v = stored_verdict(native, recipe_benchmark, gpu)
@@ -167,7 +157,7 @@ def native_row(native: NativeSection, recipe_benchmark: dict | None = None,
                      passed=v.passed, spread=sp, **judged_fields(v))
 
 
-def benchmarks(smoke: SmokeRecord | dict, recipe_benchmark: dict | None = None,
+def benchmarks(smoke: SmokeRecord | dict, recipe_benchmark: RecipeBenchmark | None = None,
                gpu: str | None = None) -> list[Benchmark]:
     """Rows for every number worth a reviewer's look, in a stable order, with the verdicts
     smoke.json stores (``recipe_benchmark`` and the node's ``gpu``: only to show the published

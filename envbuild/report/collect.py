@@ -177,7 +177,7 @@ def node_report(record: RunRecord, node_rec: NodeRecord, lock_digest: str | None
 def pipeline_order(node_rec: NodeRecord, recipe: RecipeView) -> PipelineOrder | None:
     """The computation order of the last training iteration in the node's benchmark trace, for a
     benchmark whose parser reads MegatronApp's per-micro-batch trace (None otherwise)."""
-    if (recipe.benchmark or {}).get("parser") != "megatronapp":
+    if recipe.benchmark is None or recipe.benchmark.parser != "megatronapp":
         return None
     trace = node_rec.path / "smoke" / "native.out"
     if not trace.is_file():
@@ -192,7 +192,7 @@ def not_judged(nodes: list[NodeReport], recipe: RecipeView, launch: LaunchJob | 
                smoke_skipped: bool = False) -> list[str]:
     """What keeps a run with no failure from a PASS: each node's benchmark that did not run,
     ran without a threshold, or was not compared; [] when every node's was judged."""
-    if not recipe.benchmark:
+    if recipe.benchmark is None:
         return ["the recipe declares no benchmark: nothing was measured against a threshold"]
     out = []
     for n in nodes:
