@@ -267,8 +267,15 @@ case "${1:-}" in
       pd=$(dirname "$p"); j=$(basename "$pd")
       [ -f "$STATE/bundles/$j.tar" ] && continue
       if [ "$(find "$pd" -name 'bundle.part.*' | wc -l)" -eq "$(cat "$p")" ]; then
-        cat "$pd"/bundle.part.* > "$STATE/bundles/$j.tar.part" && mv "$STATE/bundles/$j.tar.part" "$STATE/bundles/$j.tar" \
-          && rm -f "$pd"/bundle.part.* && log "staged $j (joined from $(cat "$p") parts)"
+        cat "$pd"/bundle.part.* > "$STATE/bundles/$j.tar.part" || exit 1
+        # the parts of an earlier cut may be among them: the joined bundle must be the one whose
+        # sha256 was taken before this cut, else it waits for the right parts (each call copies its own)
+        if [ "$(sha256sum "$STATE/bundles/$j.tar.part" | cut -c1-64)" = "$(cat "$STATE/bundles/$j.sha256" 2>/dev/null)" ]; then
+          mv "$STATE/bundles/$j.tar.part" "$STATE/bundles/$j.tar" && rm -f "$pd"/bundle.part.* \
+            && log "staged $j (joined from $(cat "$p") parts)"
+        else
+          rm -f "$STATE/bundles/$j.tar.part"; log "$j: its $(cat "$p") parts do not join to its sha256 yet"
+        fi
       fi
     done; true ;;
   start)
