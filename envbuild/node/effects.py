@@ -479,7 +479,9 @@ def _check_git(eff, ctx):
         if rc != 0:
             dirty.append(rel + " (not in the commit)")
             continue
-        want = base
+        # the patch action reads the file with universal newlines and writes "\n" (actions.do_patch):
+        # a file committed with CRLF endings is compared in that form
+        want = base.replace("\r\n", "\n").replace("\r", "\n")
         for spec in (s for s in eff["patches"] if s["file"] == rel):
             status, want = textpatch.apply_text_patch(want, spec["kind"], spec.get("old") or None,
                                                       spec.get("new") or None, int(spec.get("count") or 1))
