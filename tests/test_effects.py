@@ -234,6 +234,33 @@ def test_git_effect_accepts_the_patched_text_only(tmp_path):
     assert changed and (repo / "b.py").read_text() == "B = 1\n" and check(tmp_path, eff)["ok"]
 
 
+def test_git_effect_reads_a_crlf_file_as_the_patch_action_writes_it(tmp_path):
+    """DeeperSpeed eb7f5cf commits deepspeed/runtime/zero/stage3.py with CRLF endings: the tree as
+    checked out (CRLF) is the commit's text, and after the patch action (universal newlines in,
+    "\\n" out) it is the patched text; found on a lent H200, where both were called local changes."""
+    import subprocess
+
+    repo = tmp_path / "x"
+    repo.mkdir()
+    run = lambda *a: subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", "-c", "core.autocrlf=false",  # noqa: E731
+                                     *a], cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
+    run("init", "-q")
+    (repo / "s.py").write_bytes(b"import torch\r\nfrom torch._six import inf\r\nX = inf\r\n")
+    run("add", ".")
+    run("commit", "-qm", "one")
+    sha = run("rev-parse", "HEAD")
+    spec = {"id": "six", "kind": "replace", "file": "s.py", "old": "from torch._six import inf\n",
+            "new": "from torch import inf\n", "count": 1}
+    eff = {"check": "git", "dest": str(repo), "sha": sha, "patches": [spec]}
+    assert check(tmp_path, eff)["ok"], check(tmp_path, eff)  # as checked out
+    changed, _ = node_actions.do_patch({"spec": spec, "dest": str(repo), "diff_dir": str(tmp_path / "diffs")})
+    assert changed and b"from torch import inf\n" in (repo / "s.py").read_bytes()
+    assert check(tmp_path, eff)["ok"], check(tmp_path, eff)  # as patched
+    assert check(tmp_path, {"check": "patch", "dest": str(repo), "spec": spec})["ok"]
+    (repo / "s.py").write_bytes(b"import torch\nfrom torch import inf\nX = 2\n")
+    assert "neither the commit's nor the patched text" in check(tmp_path, eff)["detail"]
+
+
 def test_probe_command_runs_the_same_check_in_one_process(tmp_path):
     prefix = str(tmp_path / "env")
     step = Step(id="env-file", title="", params=P.EnvFileParams(path=f"{prefix}/.envbuild/env.sh", vars={"A": "1"}))

@@ -481,7 +481,8 @@ def _check_git(eff, ctx):
             continue
         # the patch action reads the file with universal newlines and writes "\n" (actions.do_patch):
         # a file committed with CRLF endings is compared in that form
-        want = base.replace("\r\n", "\n").replace("\r", "\n")
+        base = base.replace("\r\n", "\n").replace("\r", "\n")
+        want = base
         for spec in (s for s in eff["patches"] if s["file"] == rel):
             status, want = textpatch.apply_text_patch(want, spec["kind"], spec.get("old") or None,
                                                       spec.get("new") or None, int(spec.get("count") or 1))
