@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from envbuild.smoke.onnode import visible_gpus
 from envbuild.fsio import sha256_file
 from envbuild.recipes import load_recipe
 from envbuild.smoke import references as refs
@@ -33,7 +34,11 @@ def recorded_gpu(facts_file: Path) -> tuple[str | None, int | None]:
     """(GPU model, count) from the node's facts.json, or from the report written on the node."""
     data = json.loads(facts_file.read_text())
     if "gpus" in data:
-        return node_gpus(data)
+        gpu, gpus = node_gpus(data)
+        smoke = facts_file.with_name("smoke.json")  # the GPUs the run could see, where it recorded them
+        if smoke.is_file():
+            gpus = visible_gpus(json.loads(smoke.read_text()).get("collective")) or gpus
+        return gpu, gpus
     (node,) = data["nodes"]
     return node["facts"]["gpu"], node["facts"]["gpu_count"]
 

@@ -97,6 +97,9 @@ def collect_node(folder: Path, names: list[str], recipe: str, benchmark: Benchma
                                                                           else "native")):
         native: dict | None = {**section_head(benchmark), "ran": True, "error": f"the output was not judged: {why}"}
     else:
+        # the benchmark ran with the GPUs the collective smoke saw (CUDA_VISIBLE_DEVICES), not every GPU
+        # of the node: a log that prints no count of its own is judged for those
+        gpus = visible_gpus(results.get("collective")) or gpus
         native = native_section(recipe, benchmark, outputs, skip, gpu=gpu, gpus=gpus)
     if native is not None and (results or native.get("ran")):
         results["native"] = native
@@ -106,3 +109,14 @@ def collect_node(folder: Path, names: list[str], recipe: str, benchmark: Benchma
 def dumps(results: dict) -> str:
     """smoke.json text (stable key order)."""
     return json.dumps(results, indent=2, sort_keys=True) + "\n"
+
+
+def visible_gpus(collective: dict | None) -> int | None:
+    """The GPUs the node's processes could see (``gpus_visible`` of the collective smoke, which reads
+    CUDA_VISIBLE_DEVICES), None when it did not say.
+
+    >>> visible_gpus({"gpus_node": 2, "gpus_visible": 1, "cuda_visible_devices": "1"}), visible_gpus(None)
+    (1, None)
+    """
+    seen = (collective or {}).get("gpus_visible")
+    return seen if isinstance(seen, int) and seen > 0 else None
