@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision gpt-neox-sm90 on h100-venv (host h100-venv, facts profile:h100-venv),
-# rendered by envbuild 0.1.0 from the plan; lock digest 68ad048fa61c3da101d416b2dff77387dc36a67a3c667ff91571435ff9ca66df.
+# rendered by envbuild 0.1.0 from the plan; lock digest 93ad8dbbe6d6f845080d35722b8374552ff0d0d1fc2745fa676e515fce1b4f51.
 # Regenerate: envbuild render gpt-neox-sm90 --target h100-venv --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
@@ -35,10 +35,10 @@ ENVBUILD_EOF_93b40a7a3b9c
   /root/.envbuild/envs/gpt-neox-sm90/bin/python -m pip install --no-input --disable-pip-version-check -r /root/.envbuild/envs/gpt-neox-sm90/.envbuild/requirements/pip-tooling.txt --require-hashes --no-deps
 }
 
-# step pip:packages: 62 Python packages (lock order)
+# step pip:packages: 59 Python packages (lock order)
 # why: every locked package at its exact version, hash-checked
 step_pip_packages() {
-  mkdir -p /root/.envbuild/envs/gpt-neox-sm90/.envbuild/requirements && cat > /root/.envbuild/envs/gpt-neox-sm90/.envbuild/requirements/pip-packages.txt <<'ENVBUILD_EOF_be18f9b9e258' && chmod 0644 /root/.envbuild/envs/gpt-neox-sm90/.envbuild/requirements/pip-packages.txt
+  mkdir -p /root/.envbuild/envs/gpt-neox-sm90/.envbuild/requirements && cat > /root/.envbuild/envs/gpt-neox-sm90/.envbuild/requirements/pip-packages.txt <<'ENVBUILD_EOF_ca01adf963ff' && chmod 0644 /root/.envbuild/envs/gpt-neox-sm90/.envbuild/requirements/pip-packages.txt
 absl-py==2.4.0 --hash=sha256:88476fd881ca8aab94ffa78b7b6c632a782ab3ba1cd19c9bd423abc4fb4cd28d
 annotated-types==0.7.0 --hash=sha256:1f02e8b43a8fbbc3f3e0d4f0f4bfc8131bcb4eebe8849b8e5c773f3a1c582a53
 attrs==26.1.0 --hash=sha256:c647aa4a12dfbad9333ca4e71fe62ddc36f4e63b2d260a37a8b83d2f043ac309
@@ -60,7 +60,6 @@ mbstrdecoder==1.1.4 --hash=sha256:03dae4ec50ec0d2ff4743e63fdbd5e0022815857494d35
 multiprocess==0.70.19 --hash=sha256:97404393419dcb2a8385910864eedf47a3cadf82c66345b44f036420eb0b5d87
 nltk==3.9.4 --hash=sha256:f2fa301c3a12718ce4a0e9305c5675299da5ad9e26068218b69d692fda84828f
 numexpr==2.14.1 --hash=sha256:eee6d4fbbbc368e6cdd0772734d6249128d957b3b8ad47a100789009f4de7083
-nvidia-ml-py==13.595.45 --hash=sha256:b65a7977f503d56154b14d683710125ef93594adb63fbf7e559336e3318f1376
 packaging==26.2 --hash=sha256:5fc45236b9446107ff2415ce77c807cee2862cb6fac22b8a73826d0693b0980e
 pathvalidate==3.3.1 --hash=sha256:5263baab691f8e1af96092fa5137ee17df5bdfbd6cff1fcac4d6ef4bc2e1735f
 pluggy==1.6.0 --hash=sha256:e920276dd6813095e9377c0bc5566d94c932c33b27a3e3945d8389c374dd4746
@@ -96,12 +95,10 @@ requests==2.33.1 --hash=sha256:4e6d1ef462f3626a1f0a0a9c42dd93c63bad33f9f1c193750
 best-download==0.1.2 --hash=sha256:25f25c14bb356a8dd3455fa3778c56cf2af3b515f2e2b841ebfdcaf42412d9ff
 datasets==4.8.5 --hash=sha256:5079900781719c0e063a8efdd2cd95a31ad0c63209178669cd23cf1b926149ff
 wcwidth==0.6.0 --hash=sha256:1a3a1e510b553315f8e146c54764f4fb6264ffad731b3d78088cdb1478ffbdad
-blessed==1.38.0 --hash=sha256:905884ae650e41284fa4fd7d0c3eed5e5b4a42be8c2bfb24c90d79fbf26a1490
 ftfy==6.0.1 --hash=sha256:9eb68533eb2a6124e96ed7f63049e6c519194fda3fae92629b5e0b5753cb2c8f
-gpustat==1.1.1 --hash=sha256:c18d3ed5518fc16300c42d694debc70aebb3be55cae91f1db64d63b5fa8af9d8
 zstandard==0.25.0 --hash=sha256:5a56ba0db2d244117ed744dfa8f6f5b366e14148e00de44723413b2f3938a902
 lm-eval==0.3.0 --hash=sha256:a1b3cc6c3f1291717cac79a995dc2204547fe086ecfdec0e440ff1cea20b2ac2
-ENVBUILD_EOF_be18f9b9e258
+ENVBUILD_EOF_ca01adf963ff
   /root/.envbuild/envs/gpt-neox-sm90/bin/python -m pip install --no-input --disable-pip-version-check -r /root/.envbuild/envs/gpt-neox-sm90/.envbuild/requirements/pip-packages.txt --require-hashes --no-deps
 }
 

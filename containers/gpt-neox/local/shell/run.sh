@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision gpt-neox on local (host local, facts profile:local),
-# rendered by envbuild 0.1.0 from the plan; lock digest db4700cc55758b5f266cb4f0a76e5e0129bf009fdb0688c402812499139b69c3.
+# rendered by envbuild 0.1.0 from the plan; lock digest 3e56805e1c96ef2d68187ea61d6ef3a19d07dd4ded2f08301e53a46ae9d2ee3d.
 # Regenerate: envbuild render gpt-neox --target local --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
@@ -50,13 +50,13 @@ step_pip_torch() {
   mkdir -p /root/.envbuild/envs/gpt-neox/.envbuild/requirements && cat > /root/.envbuild/envs/gpt-neox/.envbuild/requirements/pip-torch-unverified.txt <<'ENVBUILD_EOF_82a612b77244' && chmod 0644 /root/.envbuild/envs/gpt-neox/.envbuild/requirements/pip-torch-unverified.txt
 torch==1.8.1+cu111
 ENVBUILD_EOF_82a612b77244
-  /root/.envbuild/envs/gpt-neox/bin/python -m pip install --no-input --disable-pip-version-check -r /root/.envbuild/envs/gpt-neox/.envbuild/requirements/pip-torch-unverified.txt --no-deps
+  /root/.envbuild/envs/gpt-neox/bin/python -m pip install --no-input --disable-pip-version-check -r /root/.envbuild/envs/gpt-neox/.envbuild/requirements/pip-torch-unverified.txt --no-deps --find-links=https://download.pytorch.org/whl/torch_stable.html
 }
 
 # step pip:packages: 102 Python packages (lock order)
 # why: every locked package at its exact version, hash-checked
 step_pip_packages() {
-  mkdir -p /root/.envbuild/envs/gpt-neox/.envbuild/requirements && cat > /root/.envbuild/envs/gpt-neox/.envbuild/requirements/pip-packages.txt <<'ENVBUILD_EOF_72f1294d2de6' && chmod 0644 /root/.envbuild/envs/gpt-neox/.envbuild/requirements/pip-packages.txt
+  mkdir -p /root/.envbuild/envs/gpt-neox/.envbuild/requirements && cat > /root/.envbuild/envs/gpt-neox/.envbuild/requirements/pip-packages.txt <<'ENVBUILD_EOF_23b1f6725a9d' && chmod 0644 /root/.envbuild/envs/gpt-neox/.envbuild/requirements/pip-packages.txt
 absl-py==1.4.0 --hash=sha256:0d3fe606adfa4f7db64792dd4c7aee4ee0c38ab75dfd353b7a83ed3e957fcb47
 async-timeout==4.0.2 --hash=sha256:8ca1e4fcf50d07413d66d1a5e416e42cfdf5851c981d679a09851a6853383b3c
 attrs==22.2.0 --hash=sha256:29e95c7f6778868dbd49170f98f8818f78f3dc5e0e37c0b1f474e3561b240836
@@ -130,12 +130,12 @@ tqdm==4.65.0 --hash=sha256:c4f53a17fe37e132815abceec022631be8ffe1b9381c2e6e30aa7
 nltk==3.8.1 --hash=sha256:fd5c9109f976fa86bcadba8f91e47f5e9293bd034474752e92a520f81c93dda5
 rouge-score==0.1.2 --hash=sha256:c7d4da2683e68c9abf0135ef915d63a46643666f848e558a1b9f7ead17ff0f04
 tqdm-multiprocess==0.0.11 --hash=sha256:3ebdf03e7a675150fa0bbceaa9c3c64b8cb556e9ffafa4fe6c078e51820524aa
+triton==0.4.2 --hash=sha256:7103e9ffa8a1052547c3ecce0df010fc7c590c88658f7518308e2873b79d2878
 typepy==1.3.0 --hash=sha256:cf1913982969cf6348152c4a5feec08e324addd99670999e57cdb3ad87a61e9a
 dataproperty==0.55.0 --hash=sha256:a8f29175950f4b2c33a387aa3809130d87b9a8d3b92a916c906c49efdb566b32
 tabledata==1.3.1 --hash=sha256:73e610c378670a2b9bb80e56cece24427d18c8672a36c80fcdf2a3753b19642b
 pytablewriter==0.64.2 --hash=sha256:c46d1ddc40ef4d084213a86f8626cee33b3aa0119535aa8555da64cb5b65e382
 typing-extensions==4.5.0 --hash=sha256:fb33085c39dd998ac16d1431ebc293a8b3eedd00fd4a32de0ff79002c19511b4
-triton==0.4.2 --hash=sha256:7103e9ffa8a1052547c3ecce0df010fc7c590c88658f7518308e2873b79d2878
 ujson==5.7.0 --hash=sha256:b6a6961fc48821d84b1198a09516e396d56551e910d489692126e90bf4887d29
 urllib3==1.26.14 --hash=sha256:75edcdc2f7d85b137124a6c3c9fc3933cdeaa12ecb9a6a959f22797a0feca7e1
 blobfile==2.0.1 --hash=sha256:6f51b3e948f30a92e734a974b24fcd0f6a51841fd083de968899231481358da2
@@ -159,7 +159,7 @@ datasets==2.10.1 --hash=sha256:bfde7253b31abfd075f9ad55961b13c135a5a9295cea04ae8
 openai==0.27.0 --hash=sha256:7d4066ea529658a1f1696a8766912b3f3b7139faca860dc530bf102f0b19d42c
 zstandard==0.20.0 --hash=sha256:4af5d1891eebef430038ea4981957d31b1eb70aca14b906660c3ac1c3e7a8612
 lm-eval==0.3.0 --hash=sha256:a1b3cc6c3f1291717cac79a995dc2204547fe086ecfdec0e440ff1cea20b2ac2
-ENVBUILD_EOF_72f1294d2de6
+ENVBUILD_EOF_23b1f6725a9d
   /root/.envbuild/envs/gpt-neox/bin/python -m pip install --no-input --disable-pip-version-check -r /root/.envbuild/envs/gpt-neox/.envbuild/requirements/pip-packages.txt --require-hashes --no-deps
 }
 
