@@ -225,3 +225,60 @@ def test_an_apex_pip_install_becomes_envbuilds_apex_install_with_its_global_opti
     assert apex["install"] == "apex" and apex["build_options"] == ["--cpp_ext", "--cuda_ext"]
     assert apex["sha"] == apex_sha
     assert sources["https://github.com/NVIDIA/apex-fork"]["install"] == "wheel"  # only NVIDIA's Apex
+
+
+NANOGPT_README = """\
+# nanoGPT
+
+```
+pip install torch numpy transformers datasets tiktoken wandb tqdm
+```
+
+```
+$ python data/shakespeare_char/prepare.py
+```
+
+This generates a few samples, for example:
+
+```
+ANGELO:
+And cowards it be strawn to my bed,
+And thrust the gates of my threats,
+```
+
+```
+number of parameters: 123.59M
+time per iteration: 78.4123ms, MFU: 41.27%
+```
+
+```
+Run on the first (master) node with example IP 123.456.123.456:
+$ torchrun --nproc_per_node=8 --nnodes=2 --node_rank=0 train.py
+```
+
+```python
+import torch
+```
+"""
+
+
+def test_untagged_blocks_are_shell_only_where_their_lines_are_commands(tmp_path):
+    """nanoGPT's README fences its commands, its sample outputs and Shakespeare text alike
+    without a language: a block is read where it uses `$ ` prompts or each line starts with a
+    known program; the two of prose and output are skipped, and the draft's comments say so."""
+    repo = tmp_path / "nanoGPT"
+    _commit(repo, {"README.md": NANOGPT_README, "train.py": "print('train')\n"}, tag="v0")
+    res = envbuild("draft", repo, "--ref", "v0", "--json")
+    assert res.returncode == 0, res.stderr
+    text = json.loads(res.stdout)["text"]
+    comments = [line.removeprefix("#   ") for line in text.splitlines() if line.startswith("#   ")]
+    read = [c for c in comments if c.startswith("README.md:")]
+    assert read[:3] == [
+        "README.md:4: [pip] pip install torch numpy transformers datasets tiktoken wandb tqdm",
+        "README.md:8: [data] python data/shakespeare_char/prepare.py",
+        "README.md:26: [launch] torchrun --nproc_per_node=8 --nnodes=2 --node_rank=0 train.py"]
+    assert not any(word in text for word in ("ANGELO", "cowards", "number of parameters", "time per iteration",
+                                              "Run on the first", "import torch"))
+    assert "README.md: 2 code block(s) without a language skipped, their lines not commands (output or prose): " \
+           "opened at line(s) 13, 19" in comments
+    assert {p["name"] for p in yaml.safe_load(text)["packages"]} >= {"torch", "datasets", "wandb"}

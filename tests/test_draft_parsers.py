@@ -15,6 +15,7 @@ from envbuild.draft import (
     setuppy,
 )
 from envbuild.draft.cite import inside
+from envbuild.draft.pipcmd import looks_like_command
 from envbuild.draft.requirements import Vcs, vcs_requirement
 
 NEOX_REQUIREMENTS = """\
@@ -212,6 +213,25 @@ def test_readme_fenced_shell_commands_classified_at_their_lines():
         (24, "other", "git submodule update --init"),
         (24, "pip", "pip install -e ."),
     ]
+
+
+def test_an_untagged_block_is_shell_only_where_its_lines_are_commands():
+    """A block without a language: read with `$ ` prompts (the lines without one are output) or
+    where every command line starts with a known program (continuations joined); sample output
+    and prose are skipped and counted by the line of their opening fence."""
+    text = ("```\ngit clone https://github.com/karpathy/nanoGPT && cd nanoGPT\n./run.sh \\\n  --gpus 8\n```\n"
+            "```\nANGELO:\nAnd cowards it be strawn to my bed,\n```\n"
+            "```\n$ python sample.py\nTHEODORE:\n```\n"
+            "~~~\nCUDA_VISIBLE_DEVICES=0 python bench.py\nstep 0: loss 10.99\n~~~\n"
+            "```text\npip install torch\n```\n")
+    got = readme.read(text)
+    assert [(r.line, r.command.kind, r.command.text) for r in got.commands] == [
+        (2, "other", "git clone https://github.com/karpathy/nanoGPT"), (2, "other", "cd nanoGPT"),
+        (3, "other", "./run.sh --gpus 8"), (11, "other", "python sample.py")]
+    assert got.skipped == (6, 14)  # a labelled block that is not a shell (text) is not counted
+    assert [looks_like_command(t) for t in ("$ ls", "FOO=1", "python3.11 -m pip list", "scripts/train.py",
+                                             "time per iteration: 78ms", "Thou shalt sell me")] == [
+        True, True, True, True, False, False]
 
 
 def test_gitmodules_sections():

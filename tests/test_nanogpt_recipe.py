@@ -82,7 +82,8 @@ def test_the_variant_is_feasible_on_the_real_h100_and_both_locks_are_current():
     lock = check_lock_file(SHIPPED_LOCKDIR / "nanogpt-h100" / "h100-venv.lock", variant, target)
     assert {g.name: g.sha for g in lock.git} == {"nanogpt": SHA}
     given = {p.name for p in lock.packages if p.source == "preinstalled"}
-    assert given == {"torch", "numpy", "transformers", "tiktoken", "tqdm"}  # the node's own: never packed
+    # the node's own: never packed (certifi kept as the node's by hand: its why)
+    assert given == {"torch", "numpy", "transformers", "tiktoken", "tqdm", "certifi"}
     assert {"datasets", "wandb"} <= {p.name for p in lock.packages if p.verified}
     published = load_recipe("nanogpt")
     lock = check_lock_file(SHIPPED_LOCKDIR / "nanogpt" / "local.lock", published, load_target("local"))
@@ -105,9 +106,10 @@ def test_the_published_pins_are_refused_on_the_h100_node_naming_the_variant():
 @pytest.mark.integration
 def test_the_shipped_variant_is_ports_draft_but_for_what_its_header_names(tmp_path):
     """`envbuild port nanogpt --target h100-venv` over a mirror of nanoGPT's tree (the files
-    tests/test_port.py holds for it) drafts the shipped nanogpt-h100, but for its name,
-    resolve_as_of (deviation resolve-as-of), its resources and port's note on undecided
-    entries, which it has none of."""
+    tests/test_port.py holds for it) drafts the shipped nanogpt-h100, resolve_as_of and resources
+    included (port's rules: deviations resolve-as-of and resources-carried), but for its name,
+    certifi kept as the node's (a hand change, found on the lent H200: its why says so) and
+    port's note on undecided entries, which it has none of."""
     from test_port import NANOGPT, _repo
 
     mirror = tmp_path / "mirror"
@@ -124,14 +126,14 @@ def test_the_shipped_variant_is_ports_draft_but_for_what_its_header_names(tmp_pa
     drafted = yaml.safe_load(out.read_text())
     drafted["sources"][0]["sha"] = SHA
     shipped = yaml.safe_load((RECIPES / "nanogpt-h100.yaml").read_text())
-    by_hand = [d for d in shipped["deviations"] if d["id"] == "resolve-as-of"]
-    assert by_hand and by_hand[0]["instead"].startswith(f"resolve_as_of {shipped['resolve_as_of']}")
-    shipped["deviations"].remove(by_hand[0])
+    assert drafted["resolve_as_of"] == shipped["resolve_as_of"] == "2026-04-30"
+    assert {"resolve-as-of", "resources-carried"} <= {d["id"] for d in drafted["deviations"]}
+    by_hand = [p for p in shipped["packages"] if p["name"] == "certifi"]
+    assert by_hand and by_hand[0]["preinstalled"] and "effect check" in by_hand[0]["why"]
+    assert not any(p["name"] == "certifi" for p in drafted["packages"])
+    shipped["packages"].remove(by_hand[0])
     assert (drafted.pop("name"), shipped.pop("name")) == ("nanogpt-sm90", "nanogpt-h100")
-    assert "resolve_as_of" not in drafted and shipped.pop("resolve_as_of") == "2026-04-30"
     assert drafted.pop("description").startswith(shipped.pop("description").removesuffix("Every change is a deviation below."))
-    drafted.pop("resources")
-    shipped.pop("resources")
     assert drafted == shipped
 
 

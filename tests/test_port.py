@@ -22,6 +22,7 @@ from clirun import envbuild
 
 from envbuild.facts.profile import from_target
 from envbuild.port.stack import choose_stack
+from envbuild.port.tables import node_stack
 from envbuild.recipes import load_recipe
 from envbuild.shipped import RECIPES
 from envbuild.targets import load_target
@@ -421,6 +422,69 @@ def test_port_pins_what_the_image_carried_or_leaves_it_to_the_lock(mirror, tmp_p
     assert (mpi["version"], mpi["preinstalled"]) == ("4.1.2", True)
 
 
+def _port_data(recipe: str, change: dict, mirror, tmp_path: Path, target: str = "h100-venv") -> tuple[dict, dict]:
+    """Port the shipped ``recipe`` (sources pinned to the test trees) with ``change`` made to its
+    data first (a key set to None is removed): the JSON summary and the variant."""
+    _root, pins = mirror
+    tmp_path.mkdir(exist_ok=True)
+    src = _published(recipe, pins[recipe], tmp_path)
+    data = yaml.safe_load(src.read_text())
+    data.update(change)
+    src.write_text(yaml.safe_dump({k: v for k, v in data.items() if v is not None}, sort_keys=False))
+    out = tmp_path / f"{recipe}-{target}.yaml"
+    proc = envbuild("port", str(src), "--target", target, "--git-mirror", str(mirror[0]), "-o", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout), yaml.safe_load(out.read_text())
+
+
+def test_port_resolves_as_of_the_stacks_day(mirror, tmp_path) -> None:
+    """nanoGPT's published date (2023-06-22, before Python 3.12) predates h100-venv's stack: the
+    variant resolves as of the day of the stack's row (node_stacks.yaml), deviation
+    resolve-as-of, as the hand-made variants did; a recipe without a date gets that day too. A
+    published date after that day is kept, as is the date of a port that keeps the published
+    stack (test_port_to_the_published_hardware_changes_nothing_it_need_not); a stack the tables
+    give no day (h100: a published torch build) drops the published date, with a note."""
+    day = node_stack("h100-venv").resolve_as_of
+    assert day is not None
+    _, nano, _ = _port("nanogpt", mirror, tmp_path, "--git-mirror", str(mirror[0]))
+    assert nano["resolve_as_of"] == day.date and list(nano).index("resolve_as_of") == list(nano).index("python") + 1
+    dev = next(d for d in nano["deviations"] if d["id"] == "resolve-as-of")
+    assert dev["published"].startswith("resolve_as_of 2023-06-22: ")
+    assert dev["instead"].startswith(f"resolve_as_of {day.date}, {day.why}")
+    assert "(datasets, wandb)" in dev["problem"] and "Python 3.12" in dev["problem"]
+    assert dev["source"]["url"] == day.source
+    _, undated = _port_data("nanogpt", {"resolve_as_of": None}, mirror, tmp_path / "undated")
+    assert undated["resolve_as_of"] == day.date
+    assert next(d for d in undated["deviations"] if d["id"] == "resolve-as-of")["published"].startswith("no resolve_as_of")
+    _, later = _port_data("nanogpt", {"resolve_as_of": "2026-05-15"}, mirror, tmp_path / "later")
+    assert later["resolve_as_of"] == "2026-05-15" and not any(d["id"] == "resolve-as-of" for d in later["deviations"])
+    res, built = _port_data("nanogpt", {}, mirror, tmp_path / "h100", target="h100")
+    assert "resolve_as_of" not in built and not any(d["id"] == "resolve-as-of" for d in built["deviations"])
+    assert any(n.startswith("resolve_as_of 2023-06-22 dropped") for n in res["notes"])
+
+
+def test_port_carries_the_resources_as_estimates(mirror, tmp_path) -> None:
+    """The published resources describe the published hardware: the variant carries each figure
+    as an estimate whose source says so (deviation resources-carried), never as measured or
+    published for the new nodes; provision needs no GPU and the benchmark the GPUs the variant's
+    benchmark needs (here a published 8-GPU measured figure for nanoGPT's 1-GPU bench.py), so
+    the variant holds what tests/test_recipe_resources.py asks of a shipped recipe."""
+    changed = [{**r, "gpus": 8, "basis": "measured"} if r["experiment"] == "benchmark" else r
+               for r in yaml.safe_load((RECIPES / "nanogpt.yaml").read_text())["resources"]]
+    _, variant = _port_data("nanogpt", {"resources": changed}, mirror, tmp_path)
+    assert [r["experiment"] for r in variant["resources"]] == [r["experiment"] for r in changed]
+    for old, new in zip(changed, variant["resources"], strict=True):
+        assert new["basis"] == "estimate"
+        assert new["source"] == (f"carried from nanogpt (its {old['basis']} figure: {old['source']}); not measured "
+                                 "on h100-venv's nodes")
+        assert {k: v for k, v in new.items() if k not in ("basis", "source", "gpus")} == {
+            k: v for k, v in old.items() if k not in ("basis", "source", "gpus")}
+    kinds = {r["experiment"]: r for r in variant["resources"]}
+    assert kinds["provision"]["gpus"] == 0 and kinds["benchmark"]["gpus"] == variant["benchmark"]["needs_gpus"] == 1
+    dev = next(d for d in variant["deviations"] if d["id"] == "resources-carried")
+    assert dev["published"] == "provision: estimate; benchmark: measured" and "not measured" in dev["instead"]
+
+
 def test_port_without_a_mirror_lists_the_rows_it_could_not_check(mirror, tmp_path) -> None:
     res, variant, out = _port("alpa-megatron", mirror, tmp_path)
     assert res["fixes"] == [] and {"megatron", "alpa"} <= set(res["unread"])
@@ -469,7 +533,7 @@ def test_port_to_the_published_hardware_changes_nothing_it_need_not(tmp_path) ->
     variant = yaml.safe_load(out.read_text())
     assert variant["name"] == "alpa-megatron-sm80" and variant["python"] == "3.8"
     assert variant["resolve_as_of"] == "2021-11-12" and variant["packages"][0]["version"] == "1.8.2"
-    assert not any(d["id"].startswith(("torch-", "apex-")) for d in variant["deviations"])
+    assert not any(d["id"].startswith(("torch-", "apex-", "resolve-as-of")) for d in variant["deviations"])
 
 
 def test_port_needs_the_nodes() -> None:

@@ -27,6 +27,14 @@ PIP_VALUED = {"-i", "--index-url", "--extra-index-url", "-f", "--find-links", "-
               "--cache-dir", "--log", "--timeout", "--retries", "--progress-bar", "--no-binary",
               "--only-binary"}
 LAUNCHERS = ("deepspeed", "torchrun", "srun", "mpirun", "mpiexec", "accelerate", "sbatch", "qsub")
+# programs a README's untagged code block is read as shell for (``looks_like_command``): the
+# installers and launchers classified here, and the shell's everyday tools
+PROGRAMS = frozenset({
+    *LAUNCHERS, "apt", "apt-get", "yum", "dnf", "conda", "mamba", "micromamba", "git", "cd", "export",
+    "source", ".", "bash", "sh", "zsh", "make", "cmake", "ninja", "wget", "curl", "mkdir", "cp", "mv", "rm",
+    "ln", "tar", "unzip", "gunzip", "ls", "cat", "echo", "chmod", "docker", "singularity", "apptainer",
+    "module", "nvidia-smi", "nvcc", "huggingface-cli", "gsutil", "aws", "pytest", "virtualenv", "uv",
+})
 TRAIN_WORDS = re.compile(r"(^|[/_.-])(train|pretrain|deepy|finetune|run_clm|launch)", re.IGNORECASE)
 DATA_WORDS = re.compile(r"(prepare|preprocess|download|tokeni[sz]e|data)", re.IGNORECASE)
 
@@ -153,6 +161,28 @@ def classify(words: list[str]) -> Command:
     if name in ("wget", "curl") or (script != name or name.endswith(".sh")) and DATA_WORDS.search(script):
         return Command(tuple(words), "data")
     return Command(tuple(words), "other")
+
+
+def looks_like_command(line: str) -> bool:
+    """Whether ``line`` reads as a shell command: a ``$ `` prompt, a ``VAR=value`` assignment, or a
+    first program that is a known one (``PROGRAMS``, ``python``/``pip`` of any version) or a
+    script path (``./run.sh``, ``scripts/train.py``); prose and program output are not.
+
+    >>> [looks_like_command(t) for t in ("$ make", "pip install torch", "./run.sh 8", "ANGELO:", "And so")]
+    [True, True, True, False, False]
+    """
+    if re.match(r"^\s*\$ ", line):
+        return True
+    words = split_words(line)
+    first = _split(words)[0][1] if _split(words) else []
+    prog = _program(first)
+    if first and not prog:
+        return True  # only assignments
+    name = prog[0] if prog else ""
+    if re.fullmatch(r"(?:python|pip)[0-9.]*", name.rsplit("/", 1)[-1]):
+        return True
+    return name in PROGRAMS or name.startswith(("./", "../", "~/", "/")) or (
+        "/" in name and name.endswith((".sh", ".py")))
 
 
 def _split(words: list[str]) -> list[tuple[int, list[str]]]:

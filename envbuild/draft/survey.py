@@ -131,7 +131,12 @@ def survey(tree: Tree, mirror_dir: str | Path | None) -> Survey:
     files = tree.files()
     found = Survey(tree=tree, files=files, requirements=Requirements(), other_requirement_files=[])
     for path in sorted(f for f in files if README.match(f)):
-        found.commands += [(Cite(path, r.line), r.command) for r in readme.parse(tree.read(path) or "")]
+        read = readme.read(tree.read(path) or "")
+        found.commands += [(Cite(path, r.line), r.command) for r in read.commands]
+        if read.skipped:
+            found.notes.append(f"{path}: {len(read.skipped)} code block(s) without a language skipped, their "
+                               "lines not commands (output or prose): opened at line(s) "
+                               + ", ".join(map(str, read.skipped)))
     for path in sorted(f for f in files if DOCKERFILE.match(f)):
         parsed = dockerfile.parse(tree.read(path) or "")
         found.dockerfiles[path] = parsed

@@ -4,11 +4,11 @@ change a deviation (published, problem, instead, source, handled_by, test), and 
 cannot decide as ``undecided:`` entries.
 
 ``compose`` runs the steps in order on a ``Port`` (``envbuild.port.state``): the name, stack,
-environment and packages (``environment``), the trees (``fixes.read_trees``), a source whose
-commit the mirror lacks moved past (``vendored``), the packages read at their release tag and
-Apex (``sources``), the known fixes (``fixes``), the launch and the downloads (``launch``), then
-``settle``. It reads git mirrors and nothing else (pure planning: nothing is installed, locked
-or run).
+environment, packages and the day unpinned requirements resolve as of (``environment``), the
+trees (``fixes.read_trees``), a source whose commit the mirror lacks moved past (``vendored``),
+the packages read at their release tag and Apex (``sources``), the known fixes (``fixes``), the
+launch and the downloads (``launch``), the expected resources (``resources``), then ``settle``.
+It reads git mirrors and nothing else (pure planning: nothing is installed, locked or run).
 """
 
 from __future__ import annotations
@@ -21,10 +21,12 @@ from envbuild.port.environment import (
     port_environment,
     port_header,
     port_packages,
+    port_resolve_as_of,
     port_torch,
 )
 from envbuild.port.fixes import port_fixes, read_trees
 from envbuild.port.launch import port_data, port_launch
+from envbuild.port.resources import port_resources
 from envbuild.port.sources import port_apex, port_package_sources
 from envbuild.port.stack import Stack
 from envbuild.port.state import Port
@@ -56,8 +58,8 @@ def settle(p: Port) -> Recipe:
     return Recipe.model_validate(p.data)
 
 
-STEPS = (port_header, port_torch, port_environment, port_packages, read_trees, port_unread_sources,
-         port_package_sources, port_apex, port_fixes, port_launch, port_data)
+STEPS = (port_header, port_torch, port_environment, port_packages, port_resolve_as_of, read_trees,
+         port_unread_sources, port_package_sources, port_apex, port_fixes, port_launch, port_data, port_resources)
 
 
 def compose(recipe: Recipe, raw: dict, target: Target, facts: NodeFacts, stack: Stack,

@@ -43,9 +43,44 @@ def port_header(p: Port) -> None:
     p.data.pop("errata", None)  # the published setup's; corrected_by names hand-made variants
     p.data["targets"] = [p.target.name]
     p.data["python"] = s.python
-    if "resolve_as_of" in p.data and not same_torch(p):
-        p.notes.append(f"resolve_as_of {p.data.pop('resolve_as_of')} dropped: unpinned dependencies resolve "
-                       "as of the lock (the published date predates the new stack's wheels)")
+
+
+def port_resolve_as_of(p: Port) -> None:
+    """The day unpinned requirements resolve as of: the published one on the published stack, or
+    where it does not predate the new stack's day (``node_stacks.yaml``, ``resolve_as_of``);
+    else the stack's day (deviation ``resolve-as-of``). A stack without a day (a build of
+    ``torch_builds.yaml``, a facts file) drops the published date: the lock's day then."""
+    day, published = p.stack.resolve_as_of, p.data.get("resolve_as_of")
+    if same_torch(p) or (published and day and str(published) >= day.date):
+        return
+    if day is None:
+        if published:
+            p.data.pop("resolve_as_of")
+            p.notes.append(f"resolve_as_of {published} dropped: unpinned dependencies resolve as of the lock "
+                           "(the published date predates the new stack's wheels)")
+        return
+    items = [(k, v) for k, v in p.data.items() if k != "resolve_as_of"]
+    at = next((i + 1 for i, (k, _) in enumerate(items) if k == "python"), len(items))
+    p.data.clear()
+    p.data.update([*items[:at], ("resolve_as_of", day.date), *items[at:]])  # after python, as recipes write it
+    unpinned = [q["name"] for q in p.data.get("packages", [])
+                if not q.get("preinstalled") and not pinned(str(q["version"]))]
+    what = (f"its unpinned requirements ({', '.join(unpinned)}) and the dependencies of what it installs"
+            if unpinned else "the dependencies of what it installs")
+    old = p.recipe.package("torch")
+    was = f"torch {old.version}, Python {p.recipe.python}" if old else f"Python {p.recipe.python}"
+    p.deviate("resolve-as-of",
+              f"resolve_as_of {published}: {p.recipe.name}'s unpinned requirements resolve as of then"
+              if published else f"no resolve_as_of: {p.recipe.name}'s unpinned requirements resolve as of the lock",
+              (f"{what} would resolve as of {published}, before the new stack ({p.stack.label()}): the releases "
+               f"of that day were made for the published one ({was}), and compiled ones that predate Python "
+               f"{p.stack.python} have no wheels for it" if published else
+               f"{what} would resolve as of whatever day the lock is made, where every shipped recipe resolves "
+               "as of a fixed date"),
+              f"resolve_as_of {day.date}, {day.why}: they resolve to the releases of that day, locked with their "
+              "hashes", day.source, ["envbuild.port.environment:port_resolve_as_of", "envbuild.lock.make:make_lock"],
+              [TEST + "test_port_resolves_as_of_the_stacks_day", "tests/test_lock_resolve.py::"
+               "test_resolve_as_of_limits_versions"])
 
 
 def port_torch(p: Port) -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from envbuild import cuda_arch as ca
 from envbuild.errors import CheckFailed
 from envbuild.facts.model import NodeFacts
-from envbuild.port.tables import TorchBuild, node_stack, torch_builds
+from envbuild.port.tables import ResolveAsOf, TorchBuild, node_stack, torch_builds
 from envbuild.recipes.schema import Recipe
 from envbuild.targets.schema import Target
 from envbuild.versions import major_minor, split_local, vtuple
@@ -26,7 +26,8 @@ class Stack:
 
     ``node_own``: the node's torch, preinstalled (a venv with --system-site-packages over it);
     ``build``: the chosen published build otherwise. ``packages``: what the node's Python has
-    (canonical name -> version), empty when unknown.
+    (canonical name -> version), empty when unknown. ``resolve_as_of``: the day a port to it
+    resolves as of (its ``node_stacks.yaml`` row), None when the table gives none.
     """
 
     torch: str
@@ -40,6 +41,7 @@ class Stack:
     prefix: str | None = None
     build: TorchBuild | None = None
     packages: dict[str, str] = field(default_factory=dict)
+    resolve_as_of: ResolveAsOf | None = None
 
     @property
     def arch(self) -> str | None:
@@ -126,6 +128,6 @@ def choose_stack(recipe: Recipe, target: Target, facts: NodeFacts) -> Stack:
         return Stack(torch=row.torch, cuda=row.cuda, python=row.python, node_own=True,
                      why=f"the node's own torch {row.torch}+{row.cuda} in {row.prefix} (never reinstalled)",
                      source=row.source, archs=tuple(facts.archs), nvcc=facts.nvcc, prefix=row.prefix,
-                     packages={_norm(k): v for k, v in row.packages.items()})
+                     packages={_norm(k): v for k, v in row.packages.items()}, resolve_as_of=row.resolve_as_of)
     offered = [major_minor(p.version) or p.version for p in facts.pythons] or list(target.python)
     return _from_builds(recipe, facts, list(dict.fromkeys(offered)))

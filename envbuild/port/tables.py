@@ -3,7 +3,8 @@
 * ``torch_builds.yaml``: published torch builds (version, CUDA tag, archs, Pythons, driver
   minimum, source) a recipe may move to when the node does not bring its own torch;
 * ``node_stacks.yaml``: targets whose nodes bring their own torch (h100-venv: torch 2.11.0+cu130
-  in /opt/torch/.venv, Python 3.12) and the packages those nodes have;
+  in /opt/torch/.venv, Python 3.12), the packages those nodes have, and the day a port to them
+  resolves as of (``resolve_as_of``);
 * ``fixes.yaml``: known fixes (what breaks and why, source, when, files, pattern, replacement);
 * ``packages.yaml``: PyPI packages whose release tag is read in the git mirror, the
   upgrades a release needs on the new stack, and the packages a port does not put in place of
@@ -65,8 +66,18 @@ class TorchBuild(_Row):
         return f"{digits[:-1]}.{digits[-1]}"
 
 
+class ResolveAsOf(_Row):
+    """The day a port to a stack resolves its unpinned requirements as of (``resolve_as_of``),
+    when the published date predates the stack: ``why`` that day, and its ``source``."""
+
+    date: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$")
+    why: str = Field(min_length=1)
+    source: str = Field(min_length=1)
+
+
 class NodeStack(_Row):
-    """A target whose nodes bring their own torch, and every package they have."""
+    """A target whose nodes bring their own torch, every package they have, and the day a
+    port to them resolves as of."""
 
     target: str
     torch: str
@@ -74,6 +85,7 @@ class NodeStack(_Row):
     python: str
     prefix: str
     source: str
+    resolve_as_of: ResolveAsOf | None = None
     packages: dict[str, str] = Field(default_factory=dict)
 
 

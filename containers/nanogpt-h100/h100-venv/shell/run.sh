@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision nanogpt-h100 on h100-venv (host h100-venv, facts profile:h100-venv),
-# rendered by envbuild 0.1.0 from the plan; lock digest 988bb0600cc050a88cff7ce062e7e7c8a0277438dace221d0fd5d9a4b648a6ba.
+# rendered by envbuild 0.1.0 from the plan; lock digest 9a12e89003a552d6902bd754885ad24cfadc307ec8a0b18f66a25a43d0dc84ee.
 # Regenerate: envbuild render nanogpt-h100 --target h100-venv --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
@@ -23,15 +23,14 @@ step_environment() {
   /root/.envbuild/envs/nanogpt-h100/bin/python -c "import csv, pathlib, sysconfig; s = pathlib.Path(sysconfig.get_paths()['purelib']); own = {r[0] for f in s.glob('*.dist-info/RECORD') for r in csv.reader(f.open(newline='')) if r}; own |= {'easy-install.pth'} if any(s.glob('*.egg-link')) else set(); [print('envbuild: removed', p, '(a .pth no installed package owns)') or p.unlink() for p in sorted(s.glob('*.pth')) if p.name not in own and not p.name.startswith(('envbuild-', '_envbuild_'))]"
 }
 
-# step pip:packages: 51 Python packages (lock order)
+# step pip:packages: 50 Python packages (lock order)
 # why: every locked package at its exact version, hash-checked
 step_pip_packages() {
-  mkdir -p /root/.envbuild/envs/nanogpt-h100/.envbuild/requirements && cat > /root/.envbuild/envs/nanogpt-h100/.envbuild/requirements/pip-packages.txt <<'ENVBUILD_EOF_434565c551ae' && chmod 0644 /root/.envbuild/envs/nanogpt-h100/.envbuild/requirements/pip-packages.txt
+  mkdir -p /root/.envbuild/envs/nanogpt-h100/.envbuild/requirements && cat > /root/.envbuild/envs/nanogpt-h100/.envbuild/requirements/pip-packages.txt <<'ENVBUILD_EOF_a64d1e5cea02' && chmod 0644 /root/.envbuild/envs/nanogpt-h100/.envbuild/requirements/pip-packages.txt
 aiohappyeyeballs==2.6.1 --hash=sha256:f349ba8f4b75cb25c99c5c2d84e997e485204d2902a9597802b0371f09331fb8
 annotated-doc==0.0.4 --hash=sha256:571ac1dc6991c450b25a9c2d84a3705e2ae7a53467b5d111c24fa8baabbed320
 annotated-types==0.7.0 --hash=sha256:1f02e8b43a8fbbc3f3e0d4f0f4bfc8131bcb4eebe8849b8e5c773f3a1c582a53
 attrs==26.1.0 --hash=sha256:c647aa4a12dfbad9333ca4e71fe62ddc36f4e63b2d260a37a8b83d2f043ac309
-certifi==2026.4.22 --hash=sha256:3cb2210c8f88ba2318d29b0388d1023c8492ff72ecdde4ebdaddbb13a31b1c4a
 charset-normalizer==3.4.7 --hash=sha256:5649fd1c7bade02f320a462fdefd0b4bd3ce036065836d4f42e0de958038e116
 click==8.3.3 --hash=sha256:a2bf429bb3033c89fa4936ffb35d5cb471e3719e1f3c8a7c3fff0b8314305613
 dill==0.4.1 --hash=sha256:1e1ce33e978ae97fcfcff5638477032b801c46c7c65cf717f95fbc2248f79a9d
@@ -78,7 +77,7 @@ aiohttp==3.13.5 --hash=sha256:b18f31b80d5a33661e08c89e202edabf1986e9b49c42b45043
 fsspec==2026.2.0 --hash=sha256:98de475b5cb3bd66bedd5c4679e87b4fdfe1a3bf4d707b151b3c07e58c9a2437
 huggingface-hub==1.13.0 --hash=sha256:e942cb50d6a08dd5306688b1ac05bda157fd2fcc88b63dae405f7bd0d3234005
 datasets==4.8.5 --hash=sha256:5079900781719c0e063a8efdd2cd95a31ad0c63209178669cd23cf1b926149ff
-ENVBUILD_EOF_434565c551ae
+ENVBUILD_EOF_a64d1e5cea02
   /root/.envbuild/envs/nanogpt-h100/bin/python -m pip install --no-input --disable-pip-version-check -r /root/.envbuild/envs/nanogpt-h100/.envbuild/requirements/pip-packages.txt --require-hashes --no-deps
 }
 
