@@ -123,3 +123,52 @@ def test_port_drafts_the_shipped_variants_machine_made_decisions(tmp_path):
     # what port left undecided is exactly what was settled by hand
     assert [u["field"] for u in drafted["undecided"]] == ["sources"]
     assert "rdma-needs-infiniband" in drafted["undecided"][0]["why"]
+
+
+# excerpts of the pinned text at 71df4d5 (megatron/utils.py:20-30, megatron/logging.py:15-20), as
+# `git show 71df4d5:PATH` prints them
+PINNED = {
+    "megatron/utils.py": "import os\nimport sys\nimport re\nimport time\nimport socket\nfrom typing import Dict, List\n\n"
+                         "import requests\nimport wandb\nfrom wandb import UsageError\n\nimport torch\n",
+    "megatron/logging.py": "import sys\nimport torch\nimport wandb\nfrom megatron import mpu, print_rank_0\n",
+}
+
+
+@pytest.mark.parametrize("patch_id", ["wandb-optional-utils", "wandb-optional-logging"])
+def test_the_wandb_guards_apply_once_and_import_without_wandb(patch_id):
+    """Deviation wandb-0.10.28-on-python-3.12: wandb is not installed, so each module-level import
+    is guarded; the patched text is still Python and runs where no wandb can be imported."""
+    from envbuild.node.textpatch import apply_text_patch
+
+    p = next(x for x in load_recipe(RECIPE).patches if x.id == patch_id)
+    text = PINNED[p.file]
+    status, after = apply_text_patch(text, p.kind, p.old, p.new, p.count)
+    assert status == "applied" and "except ImportError" in after
+    assert apply_text_patch(after, p.kind, p.old, p.new, p.count)[0] == "already-applied"
+    head = after.split("from megatron", 1)[0].replace("import torch\n", "").replace("import requests\n", "")
+    scope: dict = {}
+    blocker = type("NoWandb", (), {"find_spec": staticmethod(
+        lambda name, *a: (_ for _ in ()).throw(ImportError(name)) if name == "wandb" else None)})
+    import sys
+    sys.meta_path.insert(0, blocker)
+    saved = sys.modules.pop("wandb", None)
+    try:
+        exec(compile(head, p.file, "exec"), scope)
+    finally:
+        sys.meta_path.remove(blocker)
+        if saved is not None:
+            sys.modules["wandb"] = saved
+    assert scope["wandb"] is None
+
+
+def test_the_fused_kernels_build_only_where_a_gpu_is():
+    """Deviation fused-kernels-need-a-gpu-node: README.md:51's install runs where torch sees a GPU,
+    and a node without one says so instead of failing; the published command itself is unchanged."""
+    src = load_recipe(RECIPE).source("neox-fused-kernels")
+    (command,) = src.build
+    assert "torch.cuda.is_available()" in command
+    assert "then python megatron/fused_kernels/setup.py install;" in command
+    assert "else echo" in command and command.rstrip().endswith("fi")
+    assert set(src.build_provides) == {"scaled_upper_triang_masked_softmax_cuda", "scaled_masked_softmax_cuda"}
+    published = load_recipe(PUBLISHED).source("neox-fused-kernels")
+    assert published.build == ["python megatron/fused_kernels/setup.py install"]
