@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from envbuild.smoke.onnode import visible_gpus
+from envbuild.record import migrate
+from envbuild.record.smoke import SmokeRecord
 from envbuild.fsio import sha256_file
 from envbuild.recipes import load_recipe
 from envbuild.smoke import references as refs
@@ -37,7 +38,8 @@ def recorded_gpu(facts_file: Path) -> tuple[str | None, int | None]:
         gpu, gpus = node_gpus(data)
         smoke = facts_file.with_name("smoke.json")  # the GPUs the run could see, where it recorded them
         if smoke.is_file():
-            gpus = visible_gpus(json.loads(smoke.read_text()).get("collective")) or gpus
+            collective = SmokeRecord.model_validate(migrate.smoke(json.loads(smoke.read_text()))).collective
+            gpus = (collective.gpus_visible if collective and collective.gpus_visible else None) or gpus
         return gpu, gpus
     (node,) = data["nodes"]
     return node["facts"]["gpu"], node["facts"]["gpu_count"]

@@ -159,3 +159,25 @@ def test_a_bounded_benchmark_that_hangs_ends_with_its_output_captured(tmp_path):
     assert done.stdout.splitlines()[-1] == "rank 0 iteration starts"
     unbounded = native_run({**hang, "timeout_s": None}, gpus=4, sources={}, cwd="/x", output=output)
     assert "timeout -k" not in unbounded["argv"][-1]
+
+
+def test_a_log_without_a_gpu_count_is_judged_for_the_gpus_the_collective_smoke_saw(tmp_path):
+    """nanogpt-h100's bench.py prints no GPU count. Recorded on a 2-GPU H200 node with
+    CUDA_VISIBLE_DEVICES=1 (docs/results/h200x2-run12/nano-run1), the run is judged as the 1 GPU
+    its collective smoke saw, against the 1 x H200 reference; without the collective's record it
+    would be judged as the node's 2 GPUs, for which no reference exists."""
+    from pathlib import Path
+
+    run = Path(__file__).resolve().parent.parent / "docs" / "results" / "h200x2-run12" / "nano-run1"
+    for name in ("native.out", "native.err", "native.rc", "collective.out"):
+        (tmp_path / name).write_bytes((run / name).read_bytes())
+    (tmp_path / "collective.rc").write_text("0\n")
+    seen = collect_node(tmp_path, ["collective", "native"], "nanogpt-h100", model("nanogpt-h100"),
+                        gpu="NVIDIA H200", gpus=2)
+    assert seen["collective"]["gpus_visible"] == 1
+    verdict = seen["native"]["verdict"]
+    assert (verdict["gpus"], verdict["verdict"]) == (1, "PASS"), verdict["reason"]
+    for name in ("collective.out", "collective.rc"):
+        (tmp_path / name).unlink()
+    alone = collect_node(tmp_path, ["native"], "nanogpt-h100", model("nanogpt-h100"), gpu="NVIDIA H200", gpus=2)
+    assert (alone["native"]["verdict"]["gpus"], alone["native"]["verdict"]["verdict"]) == (2, "NOT JUDGED")
