@@ -54,14 +54,14 @@ def _complete(names: list[str], incomplete: str) -> list[CompletionItem]:
 
 def complete_recipe(ctx, param, incomplete: str) -> list[CompletionItem]:  # noqa: ANN001
     """Shipped recipe names starting with ``incomplete`` (file names for a path)."""
-    from envbuild.recipes import recipe_names
+    from envbuild.flows.choices import recipe_names
 
     return _complete(recipe_names(), incomplete)
 
 
 def complete_target(ctx, param, incomplete: str) -> list[CompletionItem]:  # noqa: ANN001
     """Shipped target profile names starting with ``incomplete`` (file names for a path)."""
-    from envbuild.targets import target_names
+    from envbuild.flows.choices import target_names
 
     return _complete(target_names(), incomplete)
 
@@ -86,7 +86,7 @@ def hosts_option(ctx, param, value: str | None) -> str | None:  # noqa: ANN001 -
 
 def valid_days_option(f):  # noqa: ANN001, ANN201 - a click decorator
     """``--valid-days DAYS``: how long the statement ``--sign-key`` signs holds (a client refuses it after)."""
-    from envbuild.bundle.provenance import DEFAULT_VALID_DAYS
+    from envbuild.flows.choices import DEFAULT_VALID_DAYS
 
     return click.option("--valid-days", "valid_days", type=click.FloatRange(min=0, max=36500, min_open=True),
                         default=None,
@@ -97,7 +97,7 @@ def valid_days_option(f):  # noqa: ANN001, ANN201 - a click decorator
 
 def valid_days(value: float | None, sign_key) -> float:  # noqa: ANN001
     """``--valid-days``'s days, refused without ``--sign-key``."""
-    from envbuild.bundle.provenance import DEFAULT_VALID_DAYS
+    from envbuild.flows.choices import DEFAULT_VALID_DAYS
 
     if value is not None and not sign_key:
         raise InputError("--valid-days sets how long a signed statement holds: it goes with --sign-key",

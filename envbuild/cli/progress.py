@@ -6,8 +6,8 @@ steps done out of the plan's, the Ansible task inside the step, and the tail of 
 lines and ticks every quarter second; elsewhere (a pipe, a CI log, TERM=dumb) each event is
 one plain line, with the step's duration and ``[done/total]`` once it ends, and nothing else.
 
-The events come from ``envbuild.execute.events.EventSink``, which calls ``display.event(ev)``
-for each step event and each transient progress event (``pending``, ``task``, ``output``) as
+The events (``envbuild.record.events.Event``) come from ``envbuild.execute.events.EventSink``,
+which calls ``display.event(ev)`` for each step event and each transient progress event (``pending``, ``task``, ``output``) as
 ansible-runner reports them, and ``display(line)`` for messages. The tail shows what each
 Ansible task returned as soon as it ends (the commands a step ran, a failure's output), and,
 for a local node, the build log of the running command as it grows (pip/uv output, a build's
@@ -32,7 +32,7 @@ from rich.table import Table
 from rich.text import Text
 
 from envbuild.display import visible
-from envbuild.execute.events import BOOKKEEPING, Event
+from envbuild.record.events import BOOKKEEPING, Event
 
 TAIL_LINES = 8
 STYLES = {"start": "cyan", "ok": "green", "changed": "yellow", "skipped": "dim", "rerun": "yellow",

@@ -25,24 +25,18 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable
+from envbuild.record.events import BOOKKEEPING, KINDS, TRANSIENT, Event  # noqa: F401 - the executor's vocabulary
 from envbuild.redact import Redactor
 
 LOG_TAIL_LINES = 30
 OUTPUT_LINES = 20  # lines of a task's output in one transient "output" event
 
-#: step events: written to events.jsonl, printed (JSON Lines with --json)
-KINDS = ("start", "ok", "changed", "skipped", "rerun", "failed", "unreachable", "interrupted",
-         "waiting")  # waiting: for the lock of a prefix another run holds (step "prefix-lock")
-#: progress only (see the module docstring): "pending" (msg: the step ids the host will run, one
-#: per line), "task" (msg: the Ansible task the host started), "output" (msg: what a task returned)
-TRANSIENT = frozenset({"pending", "task", "output"})
 #: the provision role's bookkeeping tasks (all named "Envbuild ..."): the state check, whose
 #: result says which steps run, and the marker written after a step whose last batch is not a
 #: node batch (its change is not the step's; a last node batch writes the marker itself and
 #: reports only its actions' change)
 STATE_TASK = "Envbuild state"
 RECORD_TASK = "Envbuild record"
-BOOKKEEPING = "Envbuild "
 #: tasks a node delegates to another node (``provision --fanout``: its holder sends it the
 #: fleet's archive); their holder being unreachable is not this node's: it falls back
 HOLDER_TASK = "Envbuild holder"
@@ -53,24 +47,6 @@ STAGE_FROM = "envbuild:stage-from "
 def task_name(raw_task: str) -> str:
     """A runner event's task name without the role's prefix (``provision : Envbuild state``)."""
     return raw_task.split(" : ", 1)[1] if " : " in raw_task else raw_task
-
-
-@dataclass
-class Event:
-    """One line of events.jsonl: {ts, host, step, kind, msg}."""
-
-    ts: float
-    host: str
-    step: str | None
-    kind: str  # one of KINDS, or a TRANSIENT progress kind
-    msg: str = ""
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
-
-    @property
-    def transient(self) -> bool:
-        return self.kind in TRANSIENT
 
 
 @dataclass

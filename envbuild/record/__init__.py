@@ -8,6 +8,7 @@ A run directory (``envbuild.rundir``: ``$ENVBUILD_HOME/runs/<run-id>/``) holds
   (``envbuild.connect.selection.NodeSelection``), read as ``RunRecord.selection``;
 - ``launch.json``: ``LaunchRecord`` (``launch.py``), a run of ``envbuild launch --submit``, its
   ``status`` in the judge's words (PASS, NOT JUDGED, FAIL);
+- ``events.jsonl``: one ``Event`` a line (``events.py``), the executor's step events;
 - ``recipe.json``: the recipe as run, read through ``RecipeView`` (``run.py``; its ``benchmark``
   the recipe's own ``envbuild.recipes.schema.Benchmark``);
 - ``nodes/<host>/``: ``result.json`` (``NodeResult``), ``facts.json`` (``envbuild.facts``'
