@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -59,3 +60,11 @@ class Declared:
     requires: tuple[Read, ...] = ()
     python: Read | None = None
     notes: tuple[str, ...] = ()
+    extras: tuple[tuple[str, tuple[Read, ...]], ...] = ()  # (extra, its requirements): extras_require
+
+    def extra(self, name: str) -> tuple[Read, ...] | None:
+        """The requirements of extra ``name`` (names compared as pip does: ``GPU_flash`` is
+        ``gpu-flash``), or None when the file defines no such extra as a literal."""
+        def key(text: str) -> str:
+            return re.sub(r"[-_.]+", "-", text).lower()
+        return next((rows for extra, rows in self.extras if key(extra) == key(name)), None)

@@ -19,12 +19,19 @@ from packaging.version import InvalidVersion, Version
 from envbuild.draft.cite import Cite
 from envbuild.draft.gitmodules import Submodule
 from envbuild.draft.gitread import default_branch
+from envbuild.draft.requirements import vcs_requirement
+from envbuild.draft.pipcmd import PipInstall, container_image, pytorch_variant
 from envbuild.draft.survey import Dependency, Survey
 from envbuild.gitsrc import SHA_RE, github_slug
 from envbuild.names import project_name
 from envbuild.recipes.schema import GIT_URL_RE
 
 PLACEHOLDER_PYTHON = "3.10"  # written with an undecided entry when nothing states the version
+# PyTorch's own packages, published per build variant on its wheel indexes (/whl/cu124, /whl/cpu):
+# the index a pip command installs them from names their variant
+# (https://pytorch.org/get-started/previous-versions/, "pip install torch==... torchvision==...
+# torchaudio==... --index-url https://download.pytorch.org/whl/cu118")
+PYTORCH_VARIANTS = frozenset({"torch", "torchvision", "torchaudio"})
 
 
 @dataclass
@@ -51,8 +58,10 @@ def plain_name(text: str) -> str:
     return name or "drafted"
 
 
-def package(req_text: str, cite: Cite, src: dict) -> dict | None:
-    """A ``packages:`` entry of a requirement line, or None when it is not one."""
+def package(req_text: str, cite: Cite, src: dict, indexes: tuple[tuple[str, str], ...] = ()) -> dict | None:
+    """A ``packages:`` entry of a requirement line, or None when it is not one; ``indexes``: the
+    ``(URL, index_kind)`` it is installed from, whose PyPI variant (``/whl/cu124``) is the CUDA
+    variant of PyTorch's own packages (``PYTORCH_VARIANTS``) where the version names none."""
     try:
         req = Requirement(req_text)
     except InvalidRequirement:
@@ -70,6 +79,10 @@ def package(req_text: str, cite: Cite, src: dict) -> dict | None:
         except InvalidVersion:
             pass
     entry["version"] = version
+    variant = [(url, kind, v) for url, kind in indexes if (v := pytorch_variant(url))]
+    if variant and "cuda" not in entry and project_name(req.name) in PYTORCH_VARIANTS:
+        url, kind, entry["cuda"] = variant[0]
+        entry["index"], entry["index_kind"] = url, kind
     extra = []
     if req.extras:
         extra.append(f"extras [{','.join(sorted(req.extras))}]")
@@ -100,6 +113,8 @@ class Composer:
             if env.python:
                 return env.python.text, self.src(Cite(path, env.python.line))
         for cite, cmd in self.found.commands:
+            if cmd.python:  # uv venv --python 3.11, python3.10 -m venv, pyenv install 3.10.12
+                return cmd.python, self.src(cite)
             for word in cmd.packages:
                 m = re.fullmatch(r"python(?:=|==)?(3\.\d+)(?:[.=*].*)?|python(3\.\d+)(?:-.*)?", word)
                 if m:
@@ -110,40 +125,83 @@ class Composer:
                     return m.group(1), self.src(Cite(path, f.line))
         bounds = [f"{name}:{d.python.line} requires Python {d.python.text}"
                   for name, d in self.found.metadata.items() if d.python]
-        self.leave("python", "no Python version is stated (environment.yml, apt or conda lines, a python: image)"
+        self.leave("python", "no Python version is stated (environment.yml, apt, conda or venv lines, a python: image)"
                    + (f"; {'; '.join(bounds)}" if bounds else "") + f": {PLACEHOLDER_PYTHON} is a placeholder")
         return PLACEHOLDER_PYTHON, None
 
+    def images(self) -> list[str]:
+        """Each image the instructions build on or run, as ``FILE:LINE builds FROM IMAGE`` (the
+        last stage of each Dockerfile) or ``FILE:LINE runs IMAGE`` (``docker run``/``pull``)."""
+        out: list[str] = []
+        for path, df in self.found.dockerfiles.items():
+            if df.froms:
+                f = df.froms[-1]
+                what = f.image if not f.image.startswith("$") else (
+                    f"{f.image}, a build argument with no default (the image is chosen at build time)")
+                out.append(f"{path}:{f.line} builds FROM {what}")
+        seen: set[str] = set()
+        for cite, cmd in self.found.commands:
+            image = container_image(list(cmd.words))
+            if image and image not in seen:
+                seen.add(image)
+                placeholder = " (its tag is a placeholder)" if re.search(r":.*\bx{2}\b", image, re.I) else ""
+                out.append(f"{cite} runs {image}{placeholder}")
+        return out
+
     def environment(self) -> dict:
-        froms = [(path, f) for path, df in self.found.dockerfiles.items() for f in df.froms]
-        if froms:
-            path, f = froms[-1]
-            self.leave("environment", f"{path}:{f.line} builds FROM {f.image}: a venv on the node, or that "
-                                      "image (kind: container, base_image)?")
+        images = self.images()
+        if images:
+            self.leave("environment", "; ".join(images) + ": a venv on the node, or that image (kind: container, "
+                                                          "base_image)?")
             return {"kind": "venv"}
         if self.found.conda:
             path = next(iter(self.found.conda))
             return {"kind": "conda", "source": self.src(Cite(path, 1))}
         return {"kind": "venv"}
 
-    def packages(self) -> list[dict]:
-        out: dict[str, dict] = {}
-        rows = [(c, r.target) for c, r in self.found.requirements.rows if r.kind == "requirement"]
+    def _rows(self) -> list[tuple[Cite, str, tuple[tuple[str, str], ...], bool]]:
+        """Every requirement the instructions install, with the index options it is installed
+        from (a requirements file's own ``--index-url`` / ``-f`` lines, a pip command's options)
+        and whether its command builds it without isolation (``--no-build-isolation``)."""
+        rows: list[tuple[Cite, str, tuple[tuple[str, str], ...], bool]] = []
+        file_indexes: dict[str, list[tuple[str, str]]] = {}
+        for c, r in self.found.requirements.rows:
+            if r.kind == "option":
+                file_indexes.setdefault(c.file, []).extend(PipInstall(options=(r.text,)).indexes())
+        rows += [(c, r.target, tuple(file_indexes.get(c.file, ())), True)
+                 for c, r in self.found.requirements.rows if r.kind == "requirement"]
         for cite, cmd in self.found.commands:
             if cmd.pip:
-                rows += [(cite, r) for r in cmd.pip.requirements]
+                isolated = "--no-build-isolation" not in cmd.pip.options
+                rows += [(cite, r, cmd.pip.indexes(), isolated) for r in cmd.pip.requirements]
         for path, env in self.found.conda.items():
-            rows += [(Cite(path, r.line), r.text) for r in env.pip if not r.text.startswith("-")]
-        for cite, text in rows:
-            entry = package(text, cite, self.src(cite))
+            rows += [(Cite(path, r.line), r.text, (), True) for r in env.pip if not r.text.startswith("-")]
+        return rows
+
+    def packages(self) -> list[dict]:
+        out: dict[str, dict] = {}
+        extra_rows = self.extras()
+        for cite, text, indexes, isolated in self._rows():
+            entry = package(text, cite, self.src(cite), indexes)
+            if entry is not None and not isolated:
+                entry["build_isolation"] = False  # pip install --no-build-isolation: its build imports torch
             if entry is None:
                 self.comments.append(f"{cite}: {text}: not a requirement, left out")
                 continue
+            if str(entry.get("cuda", "")).startswith("rocm"):
+                self.comments.append(f"{cite}: {text}: a ROCm build (AMD GPUs), not a CUDA one: left out")
+                continue
             key = project_name(entry["name"])
             if key in out:
-                out[key]["why"] += f"; also {cite}: {text}"
+                merge(out[key], entry, f"{cite}: {text}")
                 continue
             out[key] = entry
+        for entry in extra_rows:
+            key = project_name(entry["name"])
+            if key in out:
+                merge(out[key], entry, entry["why"])
+            else:
+                out[key] = entry
         listed = list(out.values())
         for i, entry in enumerate(listed):
             if project_name(entry["name"]) == "torch" and "cuda" not in entry:
@@ -151,22 +209,58 @@ class Composer:
                                                   "auto (from the node's CUDA)?")
         return listed
 
-    def main_source(self) -> dict:
-        install, why = "none", "no instruction installs the tree itself"
+    def _main_install(self) -> tuple[str, str, tuple[str, ...]]:
+        """``(install, why, extras)``: how the first instruction that installs the drafted tree
+        installs it, and the extras it names (``pip install -e ".[gpu]"``)."""
         for cite, cmd in self.found.commands:
-            if cmd.pip and any(p in (".", "./") for p in cmd.pip.editables):
-                install, why = "editable", f"{cite}: {cmd.text}"
-                break
-            if cmd.pip and any(p in (".", "./") for p in cmd.pip.paths):
-                install, why = "wheel", f"{cite}: {cmd.text}"
-                break
+            if cmd.inside is not None:  # run in another clone: its `pip install .` is that clone's
+                continue
+            own = [editable for c, _url, editable in self.found.self_installs if c == cite]
+            if own:  # pip install git+URL of the drafted repository itself
+                return ("editable" if own[0] else "wheel"), f"{cite}: {cmd.text}", ()
+            for kind, targets in (("editable", cmd.pip.editables if cmd.pip else ()),
+                                  ("wheel", cmd.pip.paths if cmd.pip else ())):
+                here = [p for p in targets if is_here(p)]
+                if here:
+                    extras = re.findall(r"[A-Za-z0-9._-]+", here[0][here[0].find("["):]) if "[" in here[0] else []
+                    return kind, f"{cite}: {cmd.text}", tuple(extras)
             if cmd.kind == "setup" and cmd.words[1:2] == ("setup.py",):
-                install, why = "wheel", f"{cite}: {cmd.text}"
-                break
+                return "wheel", f"{cite}: {cmd.text}", ()
+        return "none", "no instruction installs the tree itself", ()
+
+    def extras(self) -> list[dict]:
+        """The requirements of the extras the tree's install names (``.[gpu]``), read from its
+        setup.py ``extras_require`` or pyproject.toml ``[project.optional-dependencies]``: the
+        lock reads a source's base dependencies only, so they are packages here."""
+        _install, why, names = self._main_install()
+        out: list[dict] = []
+        for extra in names:
+            found = [(meta, d.extra(extra)) for meta, d in self.found.metadata.items() if d.extra(extra) is not None]
+            if not found:
+                self.leave("packages", f"{why.split(': ', 1)[0]} installs the tree with extra [{extra}], which no "
+                                       "setup.py extras_require or pyproject.toml optional-dependencies literal "
+                                       "defines: name its requirements as packages")
+                continue
+            meta, rows = found[0]
+            for r in rows or ():
+                cite = Cite(meta, r.line)
+                if vcs_requirement(r.text) or "://" in r.text:
+                    self.leave("sources", f"{cite}: {r.text} (extra [{extra}]) is a requirement by URL: a source "
+                                          "of its own (sources:), or left out?")
+                    continue
+                entry = package(r.text, cite, self.src(cite))
+                if entry is not None:
+                    entry["why"] += f" (extra [{extra}] of the tree, installed by {why})"
+                    out.append(entry)
+        return out
+
+    def main_source(self) -> dict:
+        install, why, _extras = self._main_install()
+        own = [(c, cmd) for c, cmd in self.found.commands if cmd.inside is None]  # not in another clone
         entry = {"name": self.name, "url": self.url, "ref": self.ref, "sha": self.sha, "install": install,
                  "why": f"the drafted repository at {self.ref}; install {install}: {why}",
                  "source": {"url": self.url, "ref": self.ref, "sha": self.sha}}
-        builds = [(c, cmd) for c, cmd in self.found.commands if cmd.kind == "setup" and cmd.words[1:2] != ("setup.py",)]
+        builds = [(c, cmd) for c, cmd in own if cmd.kind == "setup" and cmd.words[1:2] != ("setup.py",)]
         if builds:
             self.leave("sources[0].build", "; ".join(f"{c} runs `{cmd.text}`" for c, cmd in builds)
                        + ": a build step of the tree (build:), or not needed?")
@@ -212,8 +306,9 @@ class Composer:
         origin = (f"; its dependencies: {dep.metadata}" if dep.metadata else
                   f"; its dependencies: {', '.join(reqs.files)} at {dep.tree.commit[:12]}" if reqs and dep.tree else
                   f"; its dependencies not read: {dep.unread}" if dep.unread else "")
-        entry["why"] = f"{cite}: pip install {'-e ' if dep.editable else ''}git+{dep.vcs.url}" \
-                       f"{'@' + dep.vcs.ref if dep.vcs.ref else ''}{origin}"
+        entry["why"] = (f"{cite}: pip install {'-e ' if dep.editable else ''}" + (
+            f"{'the clone of ' if dep.cloned else 'git+'}{dep.vcs.url}{('@' + dep.vcs.ref) if dep.vcs.ref else ''}"
+            + (" (git clone, then an install in its folder)" if dep.cloned else "")) + origin)
         entry["source"] = self.src(cite) if cite.repo is None else {"url": dep.vcs.url, "note": str(cite)}
         if reqs:
             self.comments.append(f"{name}: read at {dep.tree.commit[:12] if dep.tree else '?'} "
@@ -329,6 +424,26 @@ def render(recipe: dict, found: Survey, url: str, ref: str, comments: list[str],
     tail = (_comment_block("commands read (README shell blocks, Dockerfile RUN lines):", commands)
             + _comment_block("also read:", comments) + _comment_block("notes:", notes))
     return head + body + tail
+
+
+def merge(held: dict, again: dict, why: str) -> None:
+    """A package named twice: the first entry, with what the second says that it does not (a
+    version where it had none, pip keeping the pinned release either way; the CUDA variant of
+    the index a later line installs it from)."""
+    held["why"] += f"; also {why}"
+    if held["version"] == "*" and again["version"] != "*":
+        held["version"], held["source"] = again["version"], again["source"]
+    if "cuda" in again and "cuda" not in held:
+        held.update({k: again[k] for k in ("cuda", "index", "index_kind") if k in again})
+
+
+def is_here(path: str) -> bool:
+    """Whether a pip install target is the folder the command runs in (``.``, ``./``, ``.[gpu]``).
+
+    >>> is_here(".[gpu]"), is_here("./"), is_here("./apex")
+    (True, True, False)
+    """
+    return re.sub(r"\[[^\]]*\]$", "", path) in (".", "./")
 
 
 def is_apex(url: str) -> bool:

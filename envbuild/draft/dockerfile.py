@@ -1,5 +1,7 @@
 """A Dockerfile's FROM, ARG, ENV and the pip, apt, setup.py commands of its RUN lines, each
-with its line (pure). ``${ARG}`` in FROM is filled from the ARG defaults before it.
+with its line (pure). ``${ARG}`` in FROM is filled from the ARG defaults before it (an ARG without
+a default stays ``$ARG``: the image is chosen at build time); ``FROM stage`` of a multi-stage
+file is the image that stage was built from.
 
 >>> d = parse("ARG CUDA=11.1.1\\nFROM nvidia/cuda:${CUDA}-devel-ubuntu20.04\\nRUN apt-get update && \\\\\\n"
 ...           "    apt-get install -y python3.8 git && \\\\\\n    pip install -r requirements/requirements.txt\\n")
@@ -9,6 +11,7 @@ with its line (pure). ``${ARG}`` in FROM is filled from the ARG defaults before 
 
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import dataclass
 
@@ -29,6 +32,7 @@ class Dockerfile:
     args: tuple[Read, ...] = ()  # ``NAME=default`` at its line
     env: tuple[Read, ...] = ()
     commands: tuple[tuple[int, Command], ...] = ()
+    runs: tuple[tuple[int, str], ...] = ()  # each RUN's first line and the WORKDIR it starts in ("" for none)
 
 
 def _instructions(text: str) -> list[tuple[str, list[tuple[int, str]]]]:
@@ -53,13 +57,15 @@ def _instructions(text: str) -> list[tuple[str, list[tuple[int, str]]]]:
 
 def _fill(text: str, args: dict[str, str]) -> str:
     return re.sub(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}?",
-                  lambda m: args.get(m.group(1), m.group(2) or m.group(0)), text)
+                  lambda m: args.get(m.group(1)) or m.group(2) or m.group(0), text)
 
 
 def parse(text: str) -> Dockerfile:
     """See module."""
-    froms, argrows, envrows, cmds = [], [], [], []
+    froms, argrows, envrows, cmds, runs = [], [], [], [], []
     args: dict[str, str] = {}
+    workdir = ""
+    stages: dict[str, str] = {}  # FROM IMAGE AS NAME: a later FROM NAME builds on IMAGE
     for word, lines in _instructions(text):
         body = [(n, t) for n, t in lines]
         body[0] = (body[0][0], body[0][1].split(None, 1)[1] if len(body[0][1].split(None, 1)) > 1 else "")
@@ -72,8 +78,16 @@ def parse(text: str) -> Dockerfile:
         elif word == "ENV":
             envrows.extend(Read(n, t.rstrip("\\").strip()) for n, t in body if t.strip())
         elif word == "FROM":
-            image = body[0][1].split()[0] if body[0][1].split() else ""
-            froms.append(From(body[0][0], image, _fill(image, args)))
+            words = [w for w in body[0][1].split() if not w.startswith("--platform")]
+            image = words[0] if words else ""
+            filled = stages.get(image.lower(), _fill(image, args))  # FROM an earlier stage: its image
+            if len(words) >= 3 and words[1].lower() == "as":
+                stages[words[2].lower()] = filled
+            froms.append(From(body[0][0], image, filled))
+            workdir = ""
+        elif word == "WORKDIR" and body[0][1].strip():
+            workdir = posixpath.normpath(posixpath.join(workdir or "/", _fill(body[0][1].strip(), args)))
         elif word == "RUN":
+            runs.append((body[0][0], workdir))
             cmds.extend(located_commands(body))
-    return Dockerfile(tuple(froms), tuple(argrows), tuple(envrows), tuple(cmds))
+    return Dockerfile(tuple(froms), tuple(argrows), tuple(envrows), tuple(cmds), tuple(runs))

@@ -38,5 +38,11 @@ def parse(text: str) -> Declared:
         notes.append("pyproject.toml: [project] dependencies are dynamic (computed by the build backend)")
     requires = tuple(Read(_line_of(lines, start, str(d)), str(d)) for d in project.get("dependencies") or [])
     python = project.get("requires-python")
+    optional = project.get("optional-dependencies")
+    optional = optional if isinstance(optional, dict) else {}
+    at = next((i for i, line in enumerate(lines) if re.fullmatch(r"\s*\[project\.optional-dependencies\]\s*", line)),
+              start)
+    extras = tuple((str(k), tuple(Read(_line_of(lines, at, str(d)), str(d)) for d in v))
+                   for k, v in optional.items() if isinstance(v, list))
     return Declared(requires, Read(_line_of(lines, start, python), python) if isinstance(python, str) else None,
-                    tuple(notes))
+                    tuple(notes), extras)

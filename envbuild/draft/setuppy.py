@@ -44,6 +44,7 @@ def parse(text: str) -> Declared:
     requires: list[Read] = []
     python = None
     notes: list[str] = []
+    extras: tuple[tuple[str, tuple[Read, ...]], ...] = ()
     for node in ast.walk(tree):
         func = getattr(node, "func", None)
         fname = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
@@ -61,7 +62,47 @@ def parse(text: str) -> Declared:
                                  + (f" (it names {', '.join(files)})" if files else ""))
             elif kw.arg == "python_requires" and isinstance(value, ast.Constant) and isinstance(value.value, str):
                 python = Read(value.lineno, value.value)
-    return Declared(tuple(requires), python, tuple(notes))
+            elif kw.arg == "extras_require":
+                name = kw.value.id if isinstance(kw.value, ast.Name) else None
+                extras, skipped = _extras(value, name, tree)
+                notes += [f"setup.py:{kw.value.lineno}: extras_require[{k!r}] is computed, not a literal: not read"
+                          for k in skipped]
+    return Declared(tuple(requires), python, tuple(notes), extras)
+
+
+def _extras(value: ast.AST, name: str | None, tree: ast.Module) -> tuple[tuple[tuple[str, tuple[Read, ...]], ...],
+                                                                          list[str]]:
+    """The literal extras of ``extras_require``: a dict literal, or a name bound to one (or to
+    ``{}``) and filled by module-level ``NAME['gpu'] = [...]`` assignments (or a copy of an
+    extra assigned before: ``copy.deepcopy(NAME['gpu-flash2'])``); ``(extras, the keys whose
+    value is computed)``."""
+    out: dict[str, tuple[Read, ...]] = {}
+    skipped: list[str] = []
+
+    def put(key: ast.AST | None, rows: ast.AST) -> None:
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+            return
+        # extra_deps['gpu'] = copy.deepcopy(extra_deps['gpu-flash2']): the same requirements
+        inner = rows.args[0] if isinstance(rows, ast.Call) and len(rows.args) == 1 and not rows.keywords else rows
+        if isinstance(inner, ast.Subscript) and isinstance(inner.value, ast.Name) and inner.value.id == name \
+                and isinstance(inner.slice, ast.Constant) and inner.slice.value in out:
+            out[key.value] = out[inner.slice.value]
+            return
+        literal = _strings(rows)
+        if literal is None:
+            skipped.append(key.value)
+        else:
+            out[key.value] = tuple(literal)
+
+    if isinstance(value, ast.Dict):
+        for k, v in zip(value.keys, value.values):
+            put(k, v)
+    if name is not None:
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Subscript) \
+                    and isinstance(node.targets[0].value, ast.Name) and node.targets[0].value.id == name:
+                put(node.targets[0].slice, node.value)
+    return tuple(out.items()), skipped
 
 
 def named_requirement_files(text: str) -> list[str]:

@@ -12,7 +12,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from envbuild import gitsrc
 from envbuild.draft import (
+    clones,
     condaenv,
     dockerfile,
     gitmodules,
@@ -24,7 +26,7 @@ from envbuild.draft import (
 from envbuild.draft import pyproject as pyproject_parser
 from envbuild.draft.cite import Cite, Declared, inside
 from envbuild.draft.gitread import Tree, follow
-from envbuild.draft.pipcmd import Command
+from envbuild.draft.pipcmd import Command, global_options
 from envbuild.draft.requirements import ReqRow, Vcs
 
 REQ_FILE = re.compile(r"^(?:requirements/[^/]+\.txt|(?:[^/]+/)?requirements[^/]*\.(?:txt|in))$")
@@ -55,6 +57,7 @@ class Dependency:
     requirements: Requirements | None = None
     metadata: str | None = None  # "setup.py install_requires" when its metadata is a literal
     global_options: tuple[str, ...] = ()  # the --global-option values of the pip command that names it
+    cloned: bool = False  # installed from a clone (git clone URL; cd; pip install .), not a git+URL
 
 
 @dataclass
@@ -67,6 +70,9 @@ class Survey:
     conda: dict[str, condaenv.CondaEnv] = field(default_factory=dict)
     dockerfiles: dict[str, dockerfile.Dockerfile] = field(default_factory=dict)
     commands: list[tuple[Cite, Command]] = field(default_factory=list)  # README, then Dockerfile RUN lines
+    cloned: list[clones.ClonedInstall] = field(default_factory=list)  # clones the instructions install
+    # pip install git+URL of the drafted repository itself: (where, the URL, editable)
+    self_installs: list[tuple[Cite, str, bool]] = field(default_factory=list)
     submodules: list[tuple[gitmodules.Submodule, str | None]] = field(default_factory=list)
     dependencies: list[Dependency] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -101,11 +107,42 @@ def closure(tree: Tree, start: list[str], label: str | None = None) -> Requireme
     return out
 
 
+def drafted_repository(tree: Tree, mirror_dir: str | Path | None):  # noqa: ANN201
+    """``is_main(url)``: whether a URL the instructions clone is the drafted repository itself:
+    its mirror is the tree's repository, or it names the repository's own name (the folder of a
+    local clone, ``OWNER+NAME`` of a mirror folder holding it, or its origin's URL)."""
+    repo = tree.repo.resolve()
+    names = {repo.name.removesuffix(".git").lower()}
+    if repo.parent.name and "+" in repo.parent.name:
+        names.add(repo.parent.name.split("+", 1)[1].lower())
+    origin = gitsrc.run_git(["config", "--get", "remote.origin.url"], cwd=repo, check=False).stdout.strip()
+    if origin:
+        names.add(origin.rstrip("/").removesuffix(".git").rsplit("/", 1)[-1].rsplit(":", 1)[-1].lower())
+
+    def is_main(url: str) -> bool:
+        mirrored = gitsrc.mirror_path(url, mirror_dir) if mirror_dir else None
+        if mirrored is not None:
+            return mirrored.resolve() == repo
+        return url.rstrip("/").removesuffix(".git").rsplit("/", 1)[-1].rsplit(":", 1)[-1].lower() in names
+    return is_main
+
+
+def _runs(path: str, parsed: dockerfile.Dockerfile) -> list[tuple[str, list[tuple[Cite, Command]]]]:
+    """A Dockerfile's commands by RUN instruction, each with the WORKDIR it starts in."""
+    segments: list[tuple[str, list[tuple[Cite, Command]]]] = [(w, []) for _, w in parsed.runs] or [("", [])]
+    starts = [line for line, _ in parsed.runs]
+    for line, cmd in parsed.commands:
+        at = max((i for i, s in enumerate(starts) if s <= line), default=0)
+        segments[at][1].append((Cite(path, line), cmd))
+    return segments
+
+
 def _installed_files(commands: list[tuple[Cite, Command]], conda: dict[str, condaenv.CondaEnv]) -> list[str]:
-    """The requirement files the instructions ``pip install -r`` (paths as from the root)."""
+    """The requirement files the instructions ``pip install -r`` in the drafted tree (paths as
+    from the root; a file installed inside another clone is that clone's)."""
     out: list[str] = []
     for _cite, cmd in commands:
-        if cmd.pip:
+        if cmd.pip and cmd.inside is None:
             out += [f.removeprefix("./") for f in cmd.pip.files]
     for path, env in conda.items():
         out += [inside(path, r.text.split(None, 1)[1]) or "" for r in env.pip if r.text.startswith("-r ")]
@@ -130,9 +167,12 @@ def survey(tree: Tree, mirror_dir: str | Path | None) -> Survey:
     """Everything the draft reads of the main tree, and its VCS dependencies followed."""
     files = tree.files()
     found = Survey(tree=tree, files=files, requirements=Requirements(), other_requirement_files=[])
+    is_main = drafted_repository(tree, mirror_dir)
     for path in sorted(f for f in files if README.match(f)):
         read = readme.read(tree.read(path) or "")
-        found.commands += [(Cite(path, r.line), r.command) for r in read.commands]
+        marked, cloned = clones.attribute([("", [(Cite(path, r.line), r.command) for r in read.commands])], is_main)
+        found.commands += marked
+        found.cloned += cloned
         if read.skipped:
             found.notes.append(f"{path}: {len(read.skipped)} code block(s) without a language skipped, their "
                                "lines not commands (output or prose): opened at line(s) "
@@ -140,7 +180,9 @@ def survey(tree: Tree, mirror_dir: str | Path | None) -> Survey:
     for path in sorted(f for f in files if DOCKERFILE.match(f)):
         parsed = dockerfile.parse(tree.read(path) or "")
         found.dockerfiles[path] = parsed
-        found.commands += [(Cite(path, line), cmd) for line, cmd in parsed.commands]
+        marked, cloned = clones.attribute(_runs(path, parsed), is_main)
+        found.commands += marked
+        found.cloned += cloned
     for path in sorted(f for f in files if CONDA.match(f)):
         found.conda[path] = condaenv.parse(tree.read(path) or "", path)
     for name, parser in (("setup.py", setuppy.parse), ("setup.cfg", setupcfg.parse),
@@ -150,6 +192,10 @@ def survey(tree: Tree, mirror_dir: str | Path | None) -> Survey:
     if ".gitmodules" in files:
         for sub in gitmodules.parse(tree.read(".gitmodules") or ""):
             found.submodules.append((sub, tree.gitlink(sub.path) if sub.path else None))
+    for cite, cmd in found.commands:
+        for v in cmd.pip.vcs if cmd.pip else ():
+            if is_main(v.url):
+                found.self_installs.append((cite, v.url, any(v.url in e for e in cmd.pip.editables)))
     req_files = sorted(f for f in files if REQ_FILE.match(f))
     start = [in_tree(f, files) for f in _installed_files(found.commands, found.conda)]
     if not start:
@@ -163,27 +209,15 @@ def survey(tree: Tree, mirror_dir: str | Path | None) -> Survey:
 
 
 def _vcs_rows(found: Survey) -> list[tuple[Cite, Vcs, bool, tuple[str, ...]]]:
-    rows = [(cite, row.vcs, row.kind == "editable", ()) for cite, row in found.requirements.rows if row.vcs]
+    rows: list[tuple[Cite, Vcs, bool, tuple[str, ...]]] = [
+        (cite, row.vcs, row.kind == "editable", ()) for cite, row in found.requirements.rows if row.vcs]
     for cite, cmd in found.commands:
         if cmd.pip:
             rows += [(cite, v, any(v.url in e for e in cmd.pip.editables), global_options(cmd.pip.options))
-                     for v in cmd.pip.vcs]
+                     for v in cmd.pip.vcs if (cite, v.url) not in {(c, u) for c, u, _ in found.self_installs}]
+    for c in found.cloned:  # git clone URL && cd NAME && pip install . : as git+URL@REF
+        rows.append((c.cite, Vcs(None, c.url, c.ref), c.editable, c.build_options))
     return rows
-
-
-def global_options(options: tuple[str, ...]) -> tuple[str, ...]:
-    """The values of ``--global-option=X`` / ``--global-option X`` among a pip command's options.
-
-    >>> global_options(("-v", "--global-option=--cpp_ext", "--global-option", "--cuda_ext"))
-    ('--cpp_ext', '--cuda_ext')
-    """
-    out, it = [], iter(options)
-    for o in it:
-        if o.startswith("--global-option="):
-            out.append(o.split("=", 1)[1])
-        elif o == "--global-option":
-            out.append(next(it, ""))
-    return tuple(v for v in out if v)
 
 
 def dependency_requirements(tree: Tree) -> tuple[Requirements | None, str | None]:
@@ -211,7 +245,8 @@ def _follow_all(found: Survey, mirror_dir: str | Path | None) -> None:
         seen.add(vcs.url.lower())
         label = (vcs.name or vcs.url.rsplit("/", 1)[-1]).lower()
         tree, why = follow(vcs.url, vcs.ref, mirror_dir, label) if depth < MAX_DEPTH else (None, "too deep")
-        dep = Dependency(vcs, cite, editable, tree, why, global_options=opts)
+        cloned = any(c.cite == cite and c.url == vcs.url for c in found.cloned)
+        dep = Dependency(vcs, cite, editable, tree, why, global_options=opts, cloned=cloned)
         if tree is not None:
             dep.requirements, dep.metadata = dependency_requirements(tree)
             for sub_cite, row in dep.requirements.rows if dep.requirements else []:

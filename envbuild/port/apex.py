@@ -3,7 +3,9 @@ the Apex rows of the preflight (``envbuild.compat.rules_apex``: torch._six, torc
 nvcc 13 and sm_70, options removed from master...) over the known commits
 (``envbuild.compat.commits.APEX_COMMITS``) and the option table
 (``envbuild.patches.apex_options``). The published commit stays when no row refuses it on the
-new stack; otherwise the first known commit after it (by date) that no row refuses.
+new stack; otherwise the first known commit after it (by date) that no row refuses. A published
+commit the table lacks (its date unknown, so no date-based row can judge it) is placed by its
+committer date in the git mirror: the first known commit not older than it that no row refuses.
 
     choose_apex(published_sha, options, lambda sha, opts: recipe_with(sha, opts), target, facts)
 """
@@ -44,13 +46,17 @@ def _full(c: cm.KnownCommit) -> bool:
     return len(c.sha) == 40
 
 
-def candidates(published: str | None) -> list[cm.KnownCommit]:
+def candidates(published: str | None, published_date: str | None = None) -> list[cm.KnownCommit]:
     """The published commit (when known), then every known commit after it, oldest first;
-    with no published commit (an Apex that came with an image or module), every known one."""
+    with no published commit (an Apex that came with an image or module), every known one.
+    A published commit the table lacks, whose date the mirror gave (``published_date``), is
+    one the rows cannot judge: the known commits not older than it (itself where there is
+    none, as without a date)."""
     known = sorted((c for c in cm.apex_commits() if _full(c)), key=lambda c: c.date)
     row = next((c for c in known if published and c.sha.startswith(published)), None)
     if published and row is None:
-        return [cm.KnownCommit(published, "", "not in envbuild/compat/commits.py")] + known
+        later = [c for c in known if published_date and c.date >= published_date]
+        return later or [cm.KnownCommit(published, "", "not in envbuild/compat/commits.py")] + known
     return [c for c in known if row is None or c.date >= row.date]
 
 
@@ -67,11 +73,13 @@ def options_at(options: list[str], day: str) -> tuple[list[str], list[str]]:
 
 
 def choose_apex(published: str | None, options: list[str], recipe_with: Callable[[str, list[str]], Recipe],
-                target: Target, facts: NodeFacts) -> ApexChoice:
-    """See module. ``recipe_with(sha, options)`` is the ported recipe with that Apex; CheckFailed
-    when every known commit is refused (the messages say by which rows)."""
+                target: Target, facts: NodeFacts, published_date: str | None = None) -> ApexChoice:
+    """See module. ``recipe_with(sha, options)`` is the ported recipe with that Apex;
+    ``published_date``: the committer date of a published commit the table lacks, read in the
+    mirror (``candidates``). CheckFailed when every known commit is refused (the messages say
+    by which rows)."""
     refused: dict[str, list[str]] = {}
-    for cand in candidates(published):
+    for cand in candidates(published, published_date):
         kept, dropped = options_at(options, cand.date)
         verdict = preflight(recipe_with(cand.sha, kept), target, facts, rules=APEX_ROWS)
         if not verdict.errors:

@@ -30,6 +30,7 @@ from envbuild.port.resources import port_resources
 from envbuild.port.sources import port_apex, port_package_sources
 from envbuild.port.stack import Stack
 from envbuild.port.state import Port
+from envbuild.port.undecided import port_undecided
 from envbuild.port.vendored import port_unread_sources
 from envbuild.recipes.schema import Recipe
 from envbuild.targets.schema import Target
@@ -59,7 +60,8 @@ def settle(p: Port) -> Recipe:
 
 
 STEPS = (port_header, port_torch, port_environment, port_packages, port_resolve_as_of, read_trees,
-         port_unread_sources, port_package_sources, port_apex, port_fixes, port_launch, port_data, port_resources)
+         port_unread_sources, port_package_sources, port_apex, port_fixes, port_launch, port_data, port_resources,
+         port_undecided)
 
 
 def compose(recipe: Recipe, raw: dict, target: Target, facts: NodeFacts, stack: Stack,

@@ -10,8 +10,10 @@ applies, exactly as many times as it was found, and a second time finds it appli
 
 from __future__ import annotations
 
+import io
 import re
 import shlex
+import tokenize
 from dataclasses import dataclass, field
 from posixpath import dirname, join, normpath
 
@@ -66,17 +68,80 @@ def _is_code(path: str) -> bool:
     return not any(part in NOT_CODE for part in path.split("/")[:-1])
 
 
-def _patches_of(text: str, fix: Fix, cc: str | None) -> list[tuple[str, str, str, int, int]]:
-    """``[(kind, old, new, count, first line)]``: the patches ``fix`` makes in ``text``. A
-    literal ``replace`` per distinct match where the literal says exactly what the regex found
-    (a second run then finds it applied); else the row's regex, when its replacement is a
-    literal (the same holds); else nothing (a match ``textpatch`` could not tell applied)."""
+def not_code(text: str) -> list[tuple[int, int]] | None:
+    """The ``(start, end)`` offsets of the string literals and comments of Python source
+    ``text``, as Python's tokenizer reads it; None when it does not tokenize (then every match
+    counts, as in any other file).
+
+    >>> src = 'x = np.int  # np.int\\nif "np.int" in s: pass\\n'
+    >>> [src[a:b] for a, b in not_code(src)]
+    ['# np.int', '"np.int"']
+    """
+    starts = [0]
+    for line in text.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    kinds = {tokenize.STRING, tokenize.COMMENT, *(getattr(tokenize, n) for n in ("FSTRING_MIDDLE", "FSTRING_START",
+                                                                                  "FSTRING_END") if hasattr(tokenize, n))}
+    spans = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type in kinds:
+                spans.append((starts[tok.start[0] - 1] + tok.start[1], starts[tok.end[0] - 1] + tok.end[1]))
+    except (tokenize.TokenError, SyntaxError, IndexError):
+        return None
+    return spans
+
+
+def _in(spans: list[tuple[int, int]], at: int) -> bool:
+    return any(a <= at < b for a, b in spans)
+
+
+def _line_patches(text: str, matches: list[re.Match[str]], template: str) -> list[tuple[str, str, str, int, int]]:
+    """A literal ``replace`` of each whole line that holds a code match, where the text holds the
+    same literal text or string matches too (``x = np.int  # np.int``): the line, with only its
+    code matches replaced, when it is unique in the text."""
+    by_line: dict[int, list[re.Match[str]]] = {}
+    for m in matches:
+        by_line.setdefault(text.rfind("\n", 0, m.start()) + 1, []).append(m)
+    out = []
+    for start, found in by_line.items():
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        line, new, at = text[start:end], "", start
+        for m in found:
+            if m.end() > end:  # a match across lines: not a line literal
+                return []
+            new += text[at:m.start()] + m.expand(template)
+            at = m.end()
+        new += text[at:end]
+        if text.count(line) != 1:
+            return []
+        out.append(("replace", line, new, 1, text.count("\n", 0, start) + 1))
+    return out
+
+
+def _patches_of(text: str, fix: Fix, cc: str | None, path: str = "") -> list[tuple[str, str, str, int, int]]:
+    """``[(kind, old, new, count, first line)]``: the patches ``fix`` makes in ``text`` (the
+    file ``path``). A literal ``replace`` per distinct match where the literal says exactly what
+    the regex found (a second run then finds it applied); else the row's regex, when its
+    replacement is a literal (the same holds); else nothing (a match ``textpatch`` could not
+    tell applied). In a Python file a row that ``matches: code`` skips the matches inside string
+    literals and comments; where such ones remain, each line holding a code match is replaced
+    whole."""
     if fix.requires is not None and fix.requires not in text:
         return []
     matches = list(fix.regex().finditer(text))
+    skipped = False
+    if matches and fix.matches == "code" and path.endswith(".py"):
+        spans = not_code(text)
+        if spans:
+            kept = [m for m in matches if not _in(spans, m.start())]
+            skipped, matches = len(kept) < len(matches), kept
     if not matches:
         return []
     template = fix.replacement(cc)
+    if skipped:
+        return _line_patches(text, matches, template)
     pairs: dict[tuple[str, str], list[int]] = {}
     for m in matches:
         pairs.setdefault((m.group(0), m.expand(template)), []).append(text.count("\n", 0, m.start()) + 1)
@@ -107,7 +172,7 @@ def scan(tree: Tree, component: str, rows: list[Fix] | tuple[Fix, ...], ctx: Sca
                 for kind, old, new, count in ctx.carried.get((component, path), []):
                     text = apply_text_patch(text, kind, old, new, count)[1]
                 texts[path] = text
-            for kind, old, new, count, line in _patches_of(texts[path], fix, ctx.cc):
+            for kind, old, new, count, line in _patches_of(texts[path], fix, ctx.cc, path):
                 status, after = apply_text_patch(texts[path], kind, old, new, count)
                 again, _ = apply_text_patch(after, kind, old, new, count)
                 if status != "applied" or again != "already-applied":

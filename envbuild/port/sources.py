@@ -11,6 +11,7 @@ from envbuild import gitsrc
 from envbuild.draft.gitread import Tree
 from envbuild.errors import InputError
 from envbuild.port import scan as sc
+from envbuild.compat.commits import apex_commits
 from envbuild.port.apex import choose_apex
 from envbuild.port.state import TEST, Port, open_tree, published_env
 from envbuild.port.tables import PackageRepo, package_repo, package_table
@@ -100,7 +101,8 @@ def port_apex(p: Port) -> None:
         data["undecided"] = []
         return Recipe.model_validate(data)
 
-    choice = choose_apex(base.get("sha"), options, recipe_with, p.target, p.facts)
+    unknown_date = _unknown_apex_date(p, base)
+    choice = choose_apex(base.get("sha"), options, recipe_with, p.target, p.facts, unknown_date)
     new = {**base, "sha": choice.sha, "build_options": choice.options}
     if src_i is None:
         new["why"] = (f"the published environment's Apex ({published_env(p.recipe)}) is not on the node; built from "
@@ -121,12 +123,18 @@ def port_apex(p: Port) -> None:
         if base.get("ref") == base.get("sha"):  # a ref naming the old commit itself would not hold the new one
             new["ref"] = choice.sha
         p.data["sources"][src_i] = new
+        unknown = (f"{str(base.get('sha'))[:8]} (committed {unknown_date}, read in the mirror) is not in "
+                   "envbuild/compat/commits.py, so no date-based Apex row (torch._six, torch.library, nvcc 13) "
+                   "and not the plan's build path can reason about it; to keep it, add it with its date to an "
+                   "apex_commits.yaml (docs/port.md, A site's own rows)" if unknown_date else "")
         p.deviate(f"apex-{str(base.get('sha'))[:8]}-to-{choice.sha[:8]}", f"Apex {base.get('sha')}",
-                  "; ".join(f"{sha[:8]}: {', '.join(m)}" for sha, m in choice.refused.items()),
+                  "; ".join([unknown] * bool(unknown)
+                            + [f"{sha[:8]}: {', '.join(m)}" for sha, m in choice.refused.items()]),
                   f"Apex {choice.sha} ({choice.date}), the first commit of envbuild/compat/commits.py after it that "
                   "passes every Apex row", f"https://github.com/NVIDIA/apex/commit/{choice.sha}",
                   ["envbuild.port.apex:choose_apex", "envbuild.compat.rules_apex:_apex_torch_six"],
-                  [TEST + "test_port_moves_apex_by_the_apex_rows"])
+                  [TEST + "test_port_moves_apex_by_the_apex_rows"]
+                  + ["tests/test_draft_port_unseen.py::test_the_filled_draft_ports_to_a_feasible_variant"] * bool(unknown))
     if choice.dropped:
         p.deviate("apex-options-removed", f"Apex build options {' '.join(options)}",
                   f"{', '.join(choice.dropped)} no longer exist at {choice.sha[:8]} (envbuild/patches/apex_options.py)",
@@ -134,6 +142,18 @@ def port_apex(p: Port) -> None:
                   ["envbuild.port.apex:options_at", "envbuild.patches.apex_options:validate_options"],
                   [TEST + "test_port_moves_apex_by_the_apex_rows"])
     _apex_check_patch(p, new)
+
+
+def _unknown_apex_date(p: Port, apex: dict) -> str | None:
+    """The committer date (YYYY-MM-DD) in the mirror of a published Apex commit that
+    envbuild's table lacks; None when the table knows it, or the mirror does not hold it."""
+    sha = apex.get("sha")
+    if not sha or any(c.sha.startswith(sha) or sha.startswith(c.sha) for c in apex_commits()) or p.mirror is None:
+        return None
+    repo = gitsrc.mirror_path(apex["url"], p.mirror)
+    if repo is None or not gitsrc.has_commit(repo, sha):
+        return None
+    return gitsrc.commit_info(repo, sha)[0][:10]
 
 
 def _apex_check_patch(p: Port, apex: dict) -> None:

@@ -156,6 +156,10 @@ class Fix(_Conditional):
     source: str
     files: list[str] = Field(min_length=1)
     scope: Literal["code", "launch"] = "code"
+    # where in a Python file a match counts: ``code`` (not inside a string literal or a comment,
+    # as Python's tokenizer reads the file: ``"np.int" in size`` is text, not the alias) or
+    # ``anywhere`` (a flag inside a string: ``'arch=compute_70,code=sm_70'``)
+    matches: Literal["code", "anywhere"] = "code"
     grep: str = Field(min_length=1)
     pattern: str
     replace: str
