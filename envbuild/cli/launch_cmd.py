@@ -10,7 +10,7 @@ import click
 from envbuild.cli import cli
 from envbuild.cli.options import identity_option, recipe_argument, target_option
 from envbuild.cli.output import console, emit_json
-from envbuild.errors import NOT_JUDGED, CheckFailed, InputError
+from envbuild.errors import NOT_JUDGED
 
 
 @cli.command("launch")
@@ -97,40 +97,26 @@ def launch_cmd(recipe, target, scheduler, nodes, gpus_per_node, variant, out, su
         --image registry.example.org/envbuild/megatronapp:rtx4090-pod -o pods.yaml
       envbuild launch alpa-megatron -t slurm --scheduler slurm --smoke-only --gpus-per-node 2 --submit
     """
-    from envbuild.connect.selection import NodeSelection
     from envbuild.flows.launch import LaunchRequest, launch
-    from envbuild.launch import LaunchOptions
-    from envbuild.render import sitetemplates
 
-    opts = LaunchOptions(scheduler=scheduler, nodes=nodes, gpus_per_node=gpus_per_node, variant=variant,
-                         smoke_only=smoke_only, command_override=command_override,
-                         container_image=container_image, no_container=no_container, time_limit=time_limit,
-                         partition=partition, account=account, namespace=namespace, kueue_queue=kueue_queue,
-                         k8s_workload=k8s_workload or "job", master_port=master_port,
-                         packed=_packed(packed_file, pack_keys), fanout=fanout,
-                         templates=sitetemplates.read_site(templates_dir) if templates_dir else ())
-    if fanout and packed_file is None:
-        raise InputError("--fanout is the fan-out of the pack's sbcast; there is no --packed",
-                         hint="drop --fanout, or give --packed FILE")
-    if k8s_workload and scheduler != "k8s":
-        raise InputError(f"--k8s-workload is a Kubernetes option; the scheduler is {scheduler}",
-                         hint="drop --k8s-workload, or use --scheduler k8s")
-    outcome = launch(LaunchRequest(recipe=recipe, target=target, options=opts, submit=submit, run=run,
-                                   facts_file=facts_file, lock_file=lock_file, prefix=prefix, git_mirror=git_mirror,
-                                   nodes=NodeSelection(identity_file=identity, known_hosts=tuple(known_hosts)),
-                                   timeout=timeout, argv=["envbuild", *sys.argv[1:]]),
+    outcome = launch(LaunchRequest(recipe=recipe, target=target, scheduler=scheduler, nodes=nodes,
+                                   gpus_per_node=gpus_per_node, variant=variant, smoke_only=smoke_only,
+                                   command_override=command_override, container_image=container_image,
+                                   no_container=no_container, time_limit=time_limit, partition=partition,
+                                   account=account, namespace=namespace, kueue_queue=kueue_queue,
+                                   k8s_workload=k8s_workload, master_port=master_port, packed=packed_file,
+                                   pack_keys=tuple(pack_keys), fanout=fanout, templates=templates_dir,
+                                   out=out, submit=submit, run=run, facts_file=facts_file,
+                                   lock_file=lock_file, prefix=prefix, git_mirror=git_mirror, identity_file=identity,
+                                   known_hosts=tuple(known_hosts), timeout=timeout, argv=("envbuild", *sys.argv[1:])),
                      warn=lambda msg: click.echo(f"warning: {msg}", err=True))
     if outcome.job is None:
-        _print_rendered(outcome.rendered, scheduler, out, as_json)
+        _print_rendered(outcome.rendered, scheduler, outcome.file, as_json)
         return None
-    return _print_job(outcome.job, as_json)
+    return _print_job(outcome, as_json)
 
 
 def _print_rendered(rendered, scheduler: str, out: Path | None, as_json: bool) -> None:
-    if out:
-        out.write_text(rendered.text)
-        if scheduler != "k8s":
-            out.chmod(0o755)
     if as_json:
         emit_json({"scheduler": scheduler, "file": str(out) if out else None, "name": rendered.filename,
                    "nodes": rendered.job.nodes, "gpus_per_node": rendered.job.gpus_per_node,
@@ -141,10 +127,9 @@ def _print_rendered(rendered, scheduler: str, out: Path | None, as_json: bool) -
         sys.stdout.write(rendered.text)
 
 
-def _print_job(outcome, as_json: bool) -> int | None:
+def _print_job(launched, as_json: bool) -> int | None:
     """The submitted job: its state, its verdict, where its run is; the exit code."""
-    from envbuild.record.verdict import NOT_JUDGED as NOT_JUDGED_WORD
-
+    outcome = launched.job
     res = outcome.result
     native = outcome.smoke.native  # the job node's smoke.json, typed (envbuild.record.SmokeRecord)
     if as_json:
@@ -162,30 +147,9 @@ def _print_job(outcome, as_json: bool) -> int | None:
     if not outcome.published:
         click.echo("runs/latest not moved: the job " + ("carries no measurement" if res.ok else "did not complete"),
                    err=True)
-    if not res.ok:
-        raise CheckFailed(f"job {res.job_id} {res.state} (exit {res.exit_code})"
-                          + (f": {res.reason}" if res.reason else "") + "\n" + res.tail(),
-                          hint=f"the job's output is in {outcome.run_dir / 'job'}")
-    if outcome.status == NOT_JUDGED_WORD:
-        why = (native.verdict.reason if native is not None and native.verdict is not None else "") \
-            or "the recipe's benchmark did not run in this job (" + ((native.reason if native else None)
-                                                                     or "smoke only") + ")"
+    if (failure := launched.failure) is not None:
+        raise failure
+    if (why := launched.not_judged) is not None:
         click.echo(f"verdict: NOT JUDGED: the job completed; {why}", err=True)
         return NOT_JUDGED
-    if not outcome.passed:
-        raise CheckFailed("the job finished but its result does not pass",
-                          hint=f"envbuild report {outcome.run_dir}")
     return None
-
-
-def _packed(path: Path | None, keys: tuple[Path, ...] = ()):
-    """The pack at ``path``, its sha256 checked against its manifest (None without --packed);
-    with ``keys``, its signed provenance checked first (``envpack.trusted``)."""
-    if path is None:
-        if keys:
-            raise InputError("--trusted-key checks the signature of a --packed pack; none was given",
-                             hint="add --packed FILE, or drop --trusted-key")
-        return None
-    from envbuild.bundle.envpack import read, trusted
-
-    return trusted(path, list(keys)) if keys else read(path)

@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-import shlex
-
 import click
 
-from envbuild.catalog import given_as
 from envbuild.cli import cli
 from envbuild.cli.options import recipe_argument, target_option
 from envbuild.cli.output import console, emit_json
-from envbuild.errors import InputError
-from envbuild.plan.build import prefix_problem
-
-INFEASIBLE = 1  # as `envbuild check` exits for an infeasible node
 
 
 @cli.command("plan")
@@ -44,50 +37,30 @@ def plan_cmd(recipe, target, facts_file, lock_file, prefix, backend, git_mirror,
     Pure: nothing is installed. Example:
       envbuild plan alpa-megatron --target azure-nd96
     """
-    from dataclasses import replace
+    from envbuild.flows.plan import PlanRequest, plan
 
-    from envbuild.inputs import find_lock, node_facts, recipe_and_target
-    from envbuild.plan.build import PlanOptions
-    from envbuild.plan.resolve import fetch_urls, resolve
-    from envbuild.provision import controller_uv
-
-    rec, tgt = recipe_and_target(recipe, target)
-    lock = find_lock(rec, tgt, lock_file)
-    from envbuild.plan.resolve import default_backend
-
-    if prefix and (why := prefix_problem(prefix)):
-        raise InputError(f"--prefix {prefix}: {why}",
-                         hint="give the environment a folder of its own, e.g. /opt/envs/<recipe> or ~/.envbuild/envs/<recipe>")
-    opts = PlanOptions(prefix=prefix, backend=default_backend(rec, backend), git_mirror=git_mirror,
-                       wheelhouse=wheelhouse, fetch_urls=fetch_urls(rec, git_mirror, lock), base=base,
-                       data_mirror=data_mirror, installer=installer, uv=controller_uv(installer),
-                       engine_args=tuple(engine_args),
-                       engine_env=dict(e.split("=", 1) for e in engine_env if "=" in e))
-    from envbuild.plan.placeholders import inventory_values
-
-    nodes = node_facts(tgt, facts_file)
-    opts = replace(opts, inventory=inventory_values(nodes))  # {inventory.*}: every node given
-    plans = [resolve(rec, tgt, facts, lock, replace(opts, host=facts.host)).plan for facts in nodes]
+    res = plan(PlanRequest(target=target, recipe=recipe, facts_file=facts_file, lock_file=lock_file, prefix=prefix,
+                           backend=backend, base=base, engine_args=tuple(engine_args), engine_env=tuple(engine_env),
+                           git_mirror=git_mirror, wheelhouse=wheelhouse, data_mirror=data_mirror, installer=installer))
+    plans = res.plans
     if as_json:
         emit_json([p.model_dump(by_alias=True) for p in plans] if len(plans) > 1
                   else plans[0].model_dump(by_alias=True))
     else:
-        for plan in plans:
-            print_plan(plan)
-    refused = [p.host for p in plans if (pf := p.preflight()) is not None and not pf.params.feasible]
-    if refused:  # the plan is printed, and the exit says what `check` says: infeasible
-        click.echo(f"error: preflight: {rec.name} is infeasible on {', '.join(refused)} "
+        for one in plans:
+            print_plan(one)
+    if res.infeasible:  # the plan is printed, and the exit says what `check` says: infeasible
+        click.echo(f"error: preflight: {res.recipe} is infeasible on {', '.join(res.infeasible)} "
                    f"(the plan above would be refused)", err=True)
-        click.echo(f"hint: envbuild check {shlex.quote(given_as(rec))} --target {shlex.quote(given_as(tgt))} "
-                   "lists every violated rule", err=True)
-        return INFEASIBLE
-    steps = [(p.host, d) for p in plans for d in p.refused()]
-    if steps:  # a step the recipe needs is refused: a provision would stop there (issue 49)
-        for host, d in steps:
+        click.echo(f"hint: {res.check_command} lists every violated rule", err=True)
+        return res.exit_code
+    if res.refused:  # a step the recipe needs is refused: a provision would stop there (issue 49)
+        for host, d in res.refused:
             click.echo(f"error: {host}: {d.subject} refused: {d.reason}", err=True)
         click.echo("hint: the plan above would stop at the refused step(s); fix the facts or the recipe "
                    "as each reason says", err=True)
-        return INFEASIBLE
+        return res.exit_code
+    return None
 
 
 def print_plan(plan) -> None:

@@ -117,32 +117,22 @@ def provision_cmd(recipe, target, recipe_option, hosts, inventory, backend, pref
     run.json records "interrupted" and the step each node was in).
     """
     from envbuild.cli.progress import ProgressDisplay
-    from envbuild.provision import ProvisionOptions, provision
+    from envbuild.flows.provision import ProvisionRequest, provision
 
     if recipe and recipe_option and recipe != recipe_option:
         raise InputError(f"two recipes given: {recipe} (argument) and {recipe_option} (--recipe)",
                          hint="give the recipe once, as the RECIPE argument")
-    recipe = recipe or recipe_option
-    if (trusted_keys or provenance) and not bundle:
-        raise InputError("--trusted-key and --provenance check a --bundle; none was given",
-                         hint="add --bundle FILE, or drop them")
-    if node_identity and not fanout:
-        raise InputError("--node-identity logs one node in to the next for --fanout; no --fanout was given",
-                         hint="add --fanout K, or drop --node-identity")
-    if fanout and push_wheels is False:
-        raise InputError("--fanout sends the pushed wheels down a tree; --no-push-wheels pushes none",
-                         hint="drop one of them")
-    opts = ProvisionOptions(target=target, recipe=recipe, hosts=hosts, inventory=inventory,
+    opts = ProvisionRequest(target=target, recipe=recipe or recipe_option, hosts=hosts, inventory=inventory,
                             backend=backend, prefix=prefix, conda_channel=conda_channel,
-                            conda_packages=list(conda_packages), dry_run=dry_run, git_mirror=git_mirror,
+                            conda_packages=tuple(conda_packages), dry_run=dry_run, git_mirror=git_mirror,
                             wheelhouse=wheelhouse, lock=lock, locked=locked, data_mirror=data_mirror,
-                            allow_unverified=list(allow_unverified), smoke=not no_smoke, smoke_preset=smoke_preset,
+                            allow_unverified=tuple(allow_unverified), smoke=not no_smoke, smoke_preset=smoke_preset,
                             json_lines=as_json, force=force, from_step=from_step, bundle=bundle,
                             bundle_sha256=bundle_sha256, push_wheels=push_wheels,
                             trusted_keys=tuple(trusted_keys), provenance=provenance,
                             insecure=insecure, identity_file=identity_file,
-                            known_hosts=list(known_hosts), argv=["envbuild", *sys.argv[1:]],
-                            base=base, engine_args=list(engine_args), engine_env=list(engine_env),
+                            known_hosts=tuple(known_hosts), argv=("envbuild", *sys.argv[1:]),
+                            base=base, engine_args=tuple(engine_args), engine_env=tuple(engine_env),
                             installer=installer, fanout=fanout, node_identity=node_identity)
     if as_json:
         out = provision(opts, echo=None)

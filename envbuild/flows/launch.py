@@ -5,9 +5,10 @@ run there, after its provision run's nodes are verified.
 the newest of the recipe on the target when submitting), else the image's for a container
 recipe run in its container, else the node plan resolved as ``envbuild plan`` does. Before a
 submit, the provision run's nodes are verified (``envbuild.flows.verify.runners``: the nodes
-and the SSH key and known_hosts files the provision recorded, the request's ``nodes`` over
-them): drift refuses the job (``CheckFailed``), a node that cannot be observed too
-(``EnvironmentProblem``). The job itself is ``envbuild.launch.submit.launch``.
+and the SSH key and known_hosts files the provision recorded, the request's ``identity_file``
+and ``known_hosts`` over them): drift refuses the job (``CheckFailed``), a node that cannot be
+observed too (``EnvironmentProblem``). The job itself is ``envbuild.launch.submit.launch``; the
+outcome says what the command ends with (``failure``: exit 1, ``not_judged``: exit 5).
 """
 
 from __future__ import annotations
@@ -17,66 +18,158 @@ from pathlib import Path
 from typing import Callable
 
 from envbuild import rundir
+from envbuild.bundle import envpack
+from envbuild.bundle.envpack import PackedEnv
 from envbuild.connect.selection import NodeSelection
 from envbuild.errors import CheckFailed, EnvironmentProblem, InputError
 from envbuild.flows.verify import runners
 from envbuild.launch import LaunchOptions, Rendered, render_launch
 from envbuild.launch import submit as sub
 from envbuild.record import RunRecord, read_run_info
+from envbuild.record.verdict import NOT_JUDGED
+from envbuild.render import sitetemplates
 from envbuild.verify import UNFINISHED, NodeVerdict, resolve_run, verify
 
 
 @dataclass(frozen=True)
 class LaunchRequest:
     """What ``envbuild launch`` was asked: the recipe and target (names or YAML paths), the
-    scheduler's options, ``submit`` (run the job and collect it), the provision ``run`` whose
-    plan is launched, the inputs of a plan made without one (``facts_file``, ``lock_file``,
-    ``prefix``, ``git_mirror``), ``nodes`` (a key or known_hosts files over the run's own, for
-    verifying), the job's ``timeout``, the command line (``argv``) and extra environment of
+    ``scheduler`` and the job's shape (``nodes``, ``gpus_per_node``, ``variant``, what it runs:
+    ``smoke_only``, ``command_override``, ``container_image``/``no_container``; where it runs:
+    ``time_limit``, ``partition``, ``account``, ``namespace``, ``kueue_queue``,
+    ``k8s_workload`` (None: an Indexed Job), ``master_port``), a ``packed`` environment (its
+    provenance checked with ``pack_keys``) sent with sbcast's ``fanout``, the site's
+    ``templates`` folder, ``out`` (the file to write; None: the caller prints the text),
+    ``submit`` (run the job and collect it), the provision ``run`` whose plan is launched, the
+    inputs of a plan made without one (``facts_file``, ``lock_file``, ``prefix``,
+    ``git_mirror``), an SSH key (``identity_file``) or ``known_hosts`` files over the run's own
+    for verifying, the job's ``timeout``, the command line (``argv``) and extra environment of
     the job's commands (``env``)."""
 
     recipe: str
     target: str
-    options: LaunchOptions
+    scheduler: str
+    nodes: int | None = None
+    gpus_per_node: int | None = None
+    variant: str | None = None
+    smoke_only: bool = False
+    command_override: str | None = None
+    container_image: str | None = None
+    no_container: bool = False
+    time_limit: str | None = None
+    partition: str | None = None
+    account: str | None = None
+    namespace: str | None = None
+    kueue_queue: str | None = None
+    k8s_workload: str | None = None
+    master_port: int | None = None
+    packed: Path | None = None
+    pack_keys: tuple[Path, ...] = ()
+    fanout: int | None = None
+    templates: Path | None = None
+    out: Path | None = None
     submit: bool = False
     run: Path | None = None
     facts_file: str | None = None
     lock_file: str | None = None
     prefix: str | None = None
     git_mirror: str | None = None
-    nodes: NodeSelection = field(default_factory=NodeSelection)
+    identity_file: str | None = None
+    known_hosts: tuple[str, ...] = ()
     timeout: float = 3600
-    argv: list[str] = field(default_factory=list)
+    argv: tuple[str, ...] = ()
     env: dict[str, str] | None = None
 
 
 @dataclass
 class LaunchOutcome:
-    """The rendered launch file; with a submit, the job's run (``job``), the provision run it
-    verified (``provisioned``, None when there was none) and what verify said of each node."""
+    """The rendered launch file and where it was written (``file``, None: not written); with a
+    submit, the job's run (``job``), the provision run it verified (``provisioned``, None when
+    there was none) and what verify said of each node."""
 
     rendered: Rendered
     job: sub.Outcome | None = None
     provisioned: Path | None = None
     verified: list[NodeVerdict] = field(default_factory=list)
+    file: Path | None = None
 
     @property
     def unverified(self) -> bool:
         """A job submitted without a provision run to verify first."""
         return self.job is not None and self.provisioned is None
 
+    @property
+    def failure(self) -> CheckFailed | None:
+        """What a submitted job ends the command with (exit 1): the job did not complete (its
+        state, reason and output tail), or it completed and its result does not pass; None when
+        it passed, is NOT JUDGED, or nothing was submitted."""
+        job = self.job
+        if job is None:
+            return None
+        res = job.result
+        if not res.ok:
+            return CheckFailed(f"job {res.job_id} {res.state} (exit {res.exit_code})"
+                               + (f": {res.reason}" if res.reason else "") + "\n" + res.tail(),
+                               hint=f"the job's output is in {job.run_dir / 'job'}")
+        if job.status != NOT_JUDGED and not job.passed:
+            return CheckFailed("the job finished but its result does not pass", hint=f"envbuild report {job.run_dir}")
+        return None
+
+    @property
+    def not_judged(self) -> str | None:
+        """Why a submitted job that completed is NOT JUDGED (the judge's reason, else why the
+        recipe's benchmark did not run); None otherwise."""
+        job = self.job
+        if job is None or not job.result.ok or job.status != NOT_JUDGED:
+            return None
+        native = job.smoke.native
+        return (native.verdict.reason if native is not None and native.verdict is not None else "") \
+            or "the recipe's benchmark did not run in this job (" + ((native.reason if native else None)
+                                                                     or "smoke only") + ")"
+
+
+def options(request: LaunchRequest) -> LaunchOptions:
+    """The scheduler's options from the request: the pack read (its sha256 checked against its
+    manifest; with ``pack_keys``, its signed provenance first) and the site's templates read;
+    options that need another one refused (InputError)."""
+    opts = LaunchOptions(scheduler=request.scheduler, nodes=request.nodes, gpus_per_node=request.gpus_per_node,
+                         variant=request.variant, smoke_only=request.smoke_only,
+                         command_override=request.command_override, container_image=request.container_image,
+                         no_container=request.no_container, time_limit=request.time_limit,
+                         partition=request.partition, account=request.account, namespace=request.namespace,
+                         kueue_queue=request.kueue_queue, k8s_workload=request.k8s_workload or "job",
+                         master_port=request.master_port, packed=_packed(request.packed, request.pack_keys),
+                         fanout=request.fanout,
+                         templates=sitetemplates.read_site(request.templates) if request.templates else ())
+    if request.fanout and request.packed is None:
+        raise InputError("--fanout is the fan-out of the pack's sbcast; there is no --packed",
+                         hint="drop --fanout, or give --packed FILE")
+    if request.k8s_workload and request.scheduler != "k8s":
+        raise InputError(f"--k8s-workload is a Kubernetes option; the scheduler is {request.scheduler}",
+                         hint="drop --k8s-workload, or use --scheduler k8s")
+    return opts
+
+
+def _packed(path: Path | None, keys: tuple[Path, ...] = ()) -> PackedEnv | None:
+    """The pack at ``path``, its sha256 checked against its manifest (None without --packed);
+    with ``keys``, its signed provenance checked first (``envpack.trusted``)."""
+    if path is None:
+        if keys:
+            raise InputError("--trusted-key checks the signature of a --packed pack; none was given",
+                             hint="add --packed FILE, or drop --trusted-key")
+        return None
+    return envpack.trusted(path, list(keys)) if keys else envpack.read(path)
+
 
 def launch(request: LaunchRequest, *, warn: Callable[[str], None] | None = None) -> LaunchOutcome:
-    """Render, and with ``submit`` verify, submit, follow and collect (module docstring).
+    """Render, and with ``submit`` verify, submit, follow and collect (module docstring);
+    rendered only, the file is written to ``out`` when given (executable, but for Kubernetes).
     ``warn`` is told, before the job is submitted, when there is no provision run to verify."""
     from envbuild.recipes import load_recipe
     from envbuild.targets import load_target
 
-    opts = request.options
+    opts = options(request)
     rec, tgt = load_recipe(request.recipe), load_target(request.target)
-    if opts.k8s_workload != "job" and opts.scheduler != "k8s":
-        raise InputError(f"--k8s-workload is a Kubernetes option; the scheduler is {opts.scheduler}",
-                         hint="drop --k8s-workload, or use --scheduler k8s")
     if request.submit and opts.scheduler not in ("slurm", "local"):
         raise InputError(f"--submit runs slurm and local jobs; {opts.scheduler} is render-only here",
                          hint="write the file with -o and submit it yourself (qsub / kubectl apply -f)")
@@ -85,17 +178,24 @@ def launch(request: LaunchRequest, *, warn: Callable[[str], None] | None = None)
                        prefix=request.prefix, git_mirror=request.git_mirror, container=not opts.no_container)
     if not request.submit:
         rendered = render_launch(rec, tgt, plan, opts)
-        for w in rendered.job.warnings if warn is not None else ():
-            warn(w)
-        return LaunchOutcome(rendered, provisioned=provisioned)
-    verdicts = verify_nodes(provisioned, request.nodes) if provisioned is not None else []
+        for w in rendered.job.warnings:
+            if warn is not None:
+                warn(w)
+        if request.out is not None:
+            request.out.write_text(rendered.text)
+            if opts.scheduler != "k8s":
+                request.out.chmod(0o755)
+        return LaunchOutcome(rendered, provisioned=provisioned, file=request.out)
+    selection = NodeSelection(identity_file=request.identity_file, known_hosts=tuple(request.known_hosts))
+    verdicts = verify_nodes(provisioned, selection) if provisioned is not None else []
     if provisioned is None and warn is not None:
         warn(f"no provision run of {rec.name} on {tgt.name}: the nodes' environments are not verified "
              "before submitting")
-    job = sub.launch(rec, tgt, plan, opts, argv=request.argv, env=request.env, timeout=request.timeout,
+    job = sub.launch(rec, tgt, plan, opts, argv=list(request.argv), env=request.env, timeout=request.timeout,
                      provisioned=provisioned, verdicts=verdicts)
-    for w in job.rendered.job.warnings if warn is not None else ():
-        warn(w)
+    for w in job.rendered.job.warnings:
+        if warn is not None:
+            warn(w)
     return LaunchOutcome(job.rendered, job, provisioned, verdicts)
 
 

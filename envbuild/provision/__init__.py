@@ -1,9 +1,9 @@
 """Provision: facts -> preflight -> lock -> plan -> run directory -> ansible -> results.
 
-``provision(ProvisionOptions(...)) -> ProvisionOutcome`` is the flow behind ``envbuild
-provision`` (the request is also named ``ProvisionRequest``; envbuild/flows/__init__.py lists
-every flow); its nodes are chosen by the one node selection (``envbuild.connect.selection``),
-which run.json records as ``selection``. Every
+``provision(ProvisionOptions(...)) -> ProvisionOutcome`` runs ``envbuild provision``; its flow,
+``envbuild.flows.provision``, makes the options from a ``ProvisionRequest`` and calls it. Its
+nodes are chosen by the one node selection (``envbuild.connect.selection``), which run.json
+records as ``selection``. Every
 node is handled on its own: an unreachable node or one refused by preflight is recorded and
 the others go on; a node that fails a step does not stop the others.
 
@@ -26,6 +26,4 @@ from envbuild.provision.lockfile import take_lock
 from envbuild.provision.options import ProvisionOptions, ProvisionOutcome, controller_uv
 from envbuild.provision.run import provision
 
-ProvisionRequest = ProvisionOptions  # the flow's request, by the name the other flows use
-
-__all__ = ["ProvisionOptions", "ProvisionOutcome", "ProvisionRequest", "controller_uv", "provision", "take_lock"]
+__all__ = ["ProvisionOptions", "ProvisionOutcome", "controller_uv", "provision", "take_lock"]
