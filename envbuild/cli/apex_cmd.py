@@ -6,9 +6,6 @@ import click
 
 from envbuild.cli import cli
 from envbuild.cli.output import console, emit_json
-from envbuild.patches.apex import patch_tree
-
-EXIT = {"unchanged": 0, "patched": 0, "cpu-only": 0, "refused": 1}
 
 
 @cli.command("apex-patch")
@@ -27,9 +24,14 @@ def apex_patch(source_dir: str, nvcc: str, torch_cuda: str, cpp_ext_only: bool,
     Exit 0 unchanged/patched, 1 refused, 2 bad input (no setup.py, not Apex).
     Example: envbuild apex-patch ./apex --nvcc 11.4 --torch-cuda 11.3 --apply
     """
-    report = patch_tree(source_dir, nvcc, torch_cuda, apply, cuda_ext=not cpp_ext_only)
+    from envbuild.flows.apex import ApexRequest
+    from envbuild.flows.apex import apex_patch as decide
+
+    res = decide(ApexRequest(source_dir=source_dir, nvcc=nvcc, torch_cuda=torch_cuda, cuda_ext=not cpp_ext_only,
+                             apply=apply))
+    report = res.report
     if as_json:
-        emit_json(report.to_dict())
+        emit_json(res.to_dict())
     else:
         console.print(f"decision: {report.decision}")
         console.print(f"reason: {report.reason}", markup=False)
@@ -41,6 +43,6 @@ def apex_patch(source_dir: str, nvcc: str, torch_cuda: str, cpp_ext_only: bool,
             state = "written" if report.applied else (
                 "already patched" if report.status == "already-applied" else "dry run (use --apply)")
             console.print(f"setup.py: {state}")
-    code = EXIT[report.decision]
+    code = res.exit_code
     if code:  # envbuild.cli.main drops click's return code under standalone_mode=False
         raise SystemExit(code)

@@ -9,15 +9,9 @@ from envbuild.cli.tables import FoldingTable as Table
 from envbuild.cli import cli
 from envbuild.cli.options import recipe_argument, target_option
 from envbuild.cli.output import console, emit_json
-from envbuild.compat.check import Verdict
-from envbuild.errors import CheckFailed
-from envbuild.inputs import node_facts
-from envbuild.plan.resolve import check_facts
-from envbuild.recipes import load_recipe
-from envbuild.targets import load_target
 
 
-def print_verdict(v: Verdict) -> None:
+def print_verdict(v) -> None:  # noqa: ANN001 - a Verdict of envbuild.flows.check.CheckOutcome
     """Human output: a verdict line, then the table of violated rows."""
     style = "green" if v.feasible else "red"
     console.print(f"[{style}]{v.summary()}[/{style}]")
@@ -55,21 +49,15 @@ def check(recipe: str, target_name: str, facts_path: str | None, as_json: bool) 
     Example:  envbuild check alpa-megatron --target h100
               envbuild check opt-175b-azure -t azure-nd96 --facts nd96.json --json
     """
-    rec = load_recipe(recipe)
-    tgt = load_target(target_name)
-    verdicts = [check_facts(rec, tgt, f)[1] for f in node_facts(tgt, facts_path)]
+    from envbuild.flows.check import CheckRequest
+    from envbuild.flows.check import check as preflight
+
+    res = preflight(CheckRequest(recipe=recipe, target=target_name, facts_file=facts_path))
     if as_json:
-        dumped = [v.model_dump(mode="json") for v in verdicts]
-        emit_json(dumped if len(verdicts) > 1 else dumped[0])
+        emit_json(res.to_json())
     else:
-        for v in verdicts:
+        for v in res.verdicts:
             print_verdict(v)
-    bad = [v for v in verdicts if not v.feasible]
-    if bad:
-        rules = sorted({x.rule for v in bad for x in v.errors})
-        variants = sorted({x.recipe for v in bad for x in v.variants})
-        hint = "apply the fixes listed for each error rule, or pick another target"
-        if variants:
-            hint += f", or the variant recipe {' / '.join(variants)}"
-        raise CheckFailed(f"{rec.name} is infeasible on {tgt.name} "
-                          f"({len(bad)} of {len(verdicts)} node(s)): {', '.join(rules)}", hint=hint)
+    failure = res.failure()
+    if failure is not None:
+        raise failure

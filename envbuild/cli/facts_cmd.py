@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 from envbuild.cli.tables import FoldingTable as Table
 
 from envbuild.cli import cli
 from envbuild.cli.options import hosts_option, identity_option
 from envbuild.cli.output import SafeConsole, console, data, write_json_text
-from envbuild.errors import EnvironmentProblem, InputError
-from envbuild.facts.model import NodeFacts
-from envbuild.fsio import write_atomic
+
+if TYPE_CHECKING:
+    from envbuild.flows.facts import FactsOutcome
 
 
 @cli.command("facts")
@@ -45,58 +47,37 @@ def facts_command(local, hosts, inventory, identity, port, user, known_hosts, in
     envbuild facts --hosts root@10.0.0.1,10.0.0.2:2222 -i ~/.ssh/id_ed25519 --json
     envbuild facts --inventory hosts.ini -o facts.json
     """
-    from envbuild.connect.selection import NodeSelection
-    from envbuild.facts.gather import gather_hosts, gather_local
-    from envbuild.facts.load import dump_facts
+    from envbuild.flows.facts import FactsRequest, facts
 
-    if sum(bool(x) for x in (local, hosts, inventory)) > 1:
-        raise InputError("choose one of --local, --hosts, --inventory", hint="envbuild facts --help")
-    selection = NodeSelection(hosts=hosts, inventory=inventory, identity_file=identity, user=user, port=port,
-                              known_hosts=tuple(known_hosts), insecure=insecure, port_names=True)
-    if selection.given and not selection.is_controller:
-        specs = selection.nodes()
-        results = gather_hosts(specs, python=python, connect_timeout=connect_timeout)
-        as_list = len(specs) > 1
-    else:
-        results = [gather_local(python=python)]
-        as_list = False
-    facts = [r for r in results if isinstance(r, NodeFacts)]
-    errors = [r for r in results if isinstance(r, EnvironmentProblem)]
-
-    if facts:
-        text = dump_facts(facts, as_list=as_list)
-        if output:
-            write_atomic(output, text)
+    res = facts(FactsRequest(local=local, hosts=hosts, inventory=inventory, identity=identity, port=port, user=user,
+                             known_hosts=tuple(known_hosts), insecure=insecure, python=python,
+                             connect_timeout=connect_timeout, output=output))
+    if res.text is not None:
         if as_json:
-            write_json_text(text)
+            write_json_text(res.text)
         else:
-            _print_table(facts)
+            _print_table(res)
             if output:
                 console.print(f"wrote {output}")
-    elif as_json and as_list:
+    elif as_json and res.as_list:
         click.echo("[]")
 
-    for exc in errors[:-1] if len(errors) > 1 else []:
+    for exc in res.errors[:-1] if len(res.errors) > 1 else []:
         click.echo(f"error: {exc}", err=True)
-    if len(errors) == 1:
-        raise errors[0]
-    if errors:
-        last = errors[-1]
-        raise EnvironmentProblem(f"{len(errors)} of {len(specs)} hosts could not be gathered; last: {last}",
-                                 hint=last.hint)
+    failure = res.failure()
+    if failure is not None:
+        raise failure
 
 
-def _print_table(facts: list[NodeFacts]) -> None:
-    from envbuild.facts.summary import COLUMNS, summary_row
-
+def _print_table(res: FactsOutcome) -> None:
     table = Table(show_lines=False, header_style="bold")
-    for i, name in enumerate(COLUMNS):
+    for i, name in enumerate(res.columns):
         table.add_column(name, no_wrap=i < 2, overflow="fold")
-    for f in facts:
-        table.add_row(*summary_row(f))
+    for row in res.rows:
+        table.add_row(*row)
     # a pipe or a log file gets the whole table instead of an 80-column squeeze
     out = console if console.is_terminal else SafeConsole(highlight=False, width=max(console.width, 240))
     out.print(table)
-    if len(facts) == 1 and facts[0].missing:
-        for key, why in facts[0].missing.items():
+    if len(res.facts) == 1 and res.facts[0].missing:
+        for key, why in res.facts[0].missing.items():
             console.print(data(f"  not found: {key}: {why}", style="dim"))

@@ -1,9 +1,7 @@
 """``envbuild imports``: print, write or check the modules a recipe's entry scripts import.
 
-Thin: loads the recipe, calls ``envbuild.scriptimports.generate`` against the git mirror and
-prints the fact (stdout), writes it where ``-o`` says, or compares it (``--check``) with that
-file or the shipped one. Nothing is written unless ``-o`` names where, and never into an
-installed envbuild's package (the next install or upgrade would drop it).
+Thin: parses its options, calls the imports flow (``envbuild.flows.imports``: the fact printed,
+written where ``-o`` says, or compared with that file or the shipped one), prints.
 """
 
 from __future__ import annotations
@@ -16,16 +14,6 @@ import click
 from envbuild.cli import cli
 from envbuild.cli.options import recipe_argument
 from envbuild.cli.output import err_console
-from envbuild.errors import CheckFailed, InputError
-
-
-def _refuse_package_path(out: Path) -> None:
-    """An installed envbuild never writes into its own package tree."""
-    from envbuild import shipped
-
-    if shipped.INSTALLED and out.resolve().is_relative_to(shipped.PACKAGE):
-        raise InputError(f"-o {out}: inside the installed envbuild package ({shipped.PACKAGE})",
-                         hint="write the fact to a file of your own (-o FILE), or print it (no -o)")
 
 
 @cli.command("imports")
@@ -50,39 +38,12 @@ def imports_cmd(recipe, every, git_mirror, out, check):
     Regenerate the shipped facts (in a checkout of envbuild):
       envbuild imports --all --git-mirror /srv/mirrors -o envbuild/recipes/imports
     """
-    from envbuild.fsio import write_atomic
-    from envbuild.recipes import all_recipes, load_recipe
-    from envbuild.scriptimports import dump, fact_path, generate
+    from envbuild.flows.imports import ImportsRequest, ImportsWritten, imports
 
-    if every == bool(recipe):
-        raise InputError("name one RECIPE or --all", hint="envbuild imports RECIPE --git-mirror DIR")
-    if every and out is None and not check:
-        raise InputError("--all writes one file per recipe: name their folder with -o",
-                         hint="envbuild imports --all --git-mirror DIR -o FOLDER")
-    if out is not None and not check:
-        _refuse_package_path(out)
-    recipes = [r for r in all_recipes() if r.entry_scripts] if every else [load_recipe(recipe)]
-    stale = []
-    for rec in recipes:
-        if not rec.entry_scripts:
-            raise InputError(f"recipe {rec.name} names no entry_scripts",
-                             hint="add entry_scripts: [{component: NAME, path: SCRIPT}] to the recipe")
-        text = dump(generate(rec, git_mirror))
-        path = (out / f"{rec.name}.yaml" if every else out) if out is not None else None
-        if check:
-            ref = path or fact_path(rec.name)
-            if not ref.is_file() or ref.read_text() != text:
-                stale.append(str(ref))
-            continue
-        if path is None:
-            sys.stdout.write(text)
-            continue
-        old = path.read_text() if path.is_file() else None
-        if old != text:
-            write_atomic(path, text)
-        err_console.print(f"imports: {rec.name}: {'wrote' if old != text else 'unchanged'} {path}",
+    def wrote(w: ImportsWritten) -> None:
+        err_console.print(f"imports: {w.recipe}: {'wrote' if w.changed else 'unchanged'} {w.path}",
                           markup=False, highlight=False)
-    if stale:
-        raise CheckFailed(f"out of date: {', '.join(stale)}",
-                          hint="regenerate: envbuild imports --all --git-mirror DIR -o envbuild/recipes/imports "
-                               "(in a checkout of envbuild), or RECIPE --git-mirror DIR -o FILE")
+
+    res = imports(ImportsRequest(git_mirror=git_mirror, recipe=recipe, every=every, out=out, check=check), wrote=wrote)
+    if res.text is not None:
+        sys.stdout.write(res.text)

@@ -1,9 +1,9 @@
-"""``envbuild lock``: write or check lockfiles (thin: parse, call envbuild.lock, print)."""
+"""``envbuild lock``: write or check lockfiles (thin: parse, call ``envbuild.flows.lock``, print)."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.markup import escape
@@ -11,67 +11,20 @@ from rich.markup import escape
 from envbuild.cli import cli
 from envbuild.cli.options import recipe_argument, target_option
 from envbuild.cli.output import emit_json, err_console
-from envbuild.errors import CheckFailed, EnvbuildError, InputError
-from envbuild.lock import (check_lock_file, default_lockdir, ensure_target, git_mirror_dir, locate_lock,
-                           lock_path, writable_lock, write_lock)
-from envbuild.recipes import all_recipes, load_recipe
-from envbuild.targets import load_target
+
+if TYPE_CHECKING:
+    from envbuild.flows.lock import LockNote
 
 
 def _say(msg: str) -> None:
     err_console.print(f"[dim]lock:[/dim] {msg}", markup=True, highlight=False, soft_wrap=True)
 
 
-def _pairs(recipe: str | None, target: str | None, every: bool):
-    if every:
-        if recipe or target:
-            raise InputError("--all takes no RECIPE and no --target",
-                             hint="use `envbuild lock --all` or `envbuild lock RECIPE --target T`")
-        return [(r, load_target(t)) for r in all_recipes() for t in r.targets]
-    if not recipe:
-        raise InputError("missing RECIPE", hint="envbuild lock RECIPE --target TARGET (or --all)")
-    rec = load_recipe(recipe)
-    if not target:
-        raise InputError(f"missing --target for recipe {rec.name}",
-                         hint=f"its targets are: {', '.join(rec.targets) or '(none)'}")
-    tgt = load_target(target)
-    ensure_target(rec, tgt)
-    return [(rec, tgt)]
-
-
-def _export(pairs, fmt: str, wheelhouse, output, lockdir, form: str) -> None:
-    """The up-to-date lock of one recipe x target in another format; a wheelhouse is named
-    relative to the file written (or to this folder, for stdout), never by its absolute path."""
-    import os
-
-    from envbuild.fsio import write_atomic
-    from envbuild.lock.export import export, pylock_name
-
-    if len(pairs) != 1:
-        raise InputError("--format exports one lock", hint="name RECIPE and --target, not --all")
-    if output and fmt == "pylock":
-        pylock_name(output.name)
-    rec, tgt = pairs[0]
-    lock = check_lock_file(locate_lock(rec.name, tgt.name, lockdir), rec, tgt)
-    base = (output.resolve().parent if output else Path.cwd().resolve())
-    text = export(lock, fmt, os.path.relpath(wheelhouse.resolve(), base) if wheelhouse else None, form)
-    if output:
-        write_atomic(output, text)
-        _say(f"{rec.name}/{tgt.name}: wrote {output} ({fmt})")
-    else:
-        click.echo(text, nl=False)
-
-
-def _unhashed(lock, path: Path, rec, tgt) -> list[str]:
-    """Each file the lock could not hash, with the commands that fill it, said and returned."""
-    from envbuild.lock.serialize import regenerate_command
-    from envbuild.lock.unhashed import header_command, notes
-
-    command = header_command(path.read_text()) if path.is_file() else None
-    said = notes(lock, command or regenerate_command(rec.name, tgt.name, git_mirror=bool(lock.git)))
-    for line in said:
-        _say(f"{rec.name}/{tgt.name}: {escape(line)}")
-    return said
+def _note(note: LockNote) -> None:
+    """A step of the lock flow, as it happens: its words, text from a file escaped, a verdict in red."""
+    text = {"data": escape(note.text), "stale": "[red]stale[/red]",
+            "failed": f"[red]failed[/red]: {note.text}"}.get(note.kind, note.text)
+    _say(f"{note.pair}: {text}")
 
 
 @cli.command("lock")
@@ -122,83 +75,21 @@ def lock_cmd(recipe, target, every, check, git_mirror, wheelhouse, output, lockd
     A re-lock keeps the existing lock's pins wherever the recipe allows (uv's semantics) and
     says which pins moved and why; --upgrade resolves everything afresh.
     """
-    from envbuild.lock.keep import Upgrade
+    from envbuild.flows.lock import LockRequest, lock
 
-    pairs = _pairs(recipe, target, every)
-    if form != "url" and fmt != "requirements":
-        raise InputError("--export-form chooses how a requirements export names its files",
-                         hint="use it with --format requirements")
-    if (upgrade or upgrade_packages) and (check or fmt != "envbuild"):
-        raise InputError("--upgrade and --upgrade-package re-lock; --check and --format do not",
-                         hint="drop --check/--format, or drop the upgrade options")
-    moving = Upgrade.of(upgrade, upgrade_packages)
-    if fmt != "envbuild":
-        _export(pairs, fmt, wheelhouse, output, lockdir, form)
+    res = lock(LockRequest(recipe=recipe, target=target, every=every, check=check, git_mirror=git_mirror,
+                           wheelhouse=wheelhouse, output=output, lockdir=lockdir, fmt=fmt, form=form, upgrade=upgrade,
+                           upgrade_packages=tuple(upgrade_packages)), say=_note)
+    if res.export:
+        if res.text is not None:
+            click.echo(res.text, nl=False)
         return
-    if output and len(pairs) > 1:
-        raise InputError("-o/--output names one file but --all writes many", hint="use --lockdir")
-    mirror = git_mirror_dir(git_mirror)  # --check with a mirror re-verifies every git pin there
-
-    def where(rec, tgt) -> Path:
-        if check:  # the lock provision would take
-            return output or locate_lock(rec.name, tgt.name, lockdir)
-        return writable_lock(output or lock_path(rec.name, tgt.name, default_lockdir(lockdir)))
-
-    paths = [where(rec, tgt) for rec, tgt in pairs]  # a refused path: before anything is resolved
-    results, failures = [], []
-    for (rec, tgt), path in zip(pairs, paths):
-        started = time.monotonic()
-        entry = {"recipe": rec.name, "target": tgt.name, "path": str(path)}
-        if check:
-            notices: list[str] = []
-            entry["notices"] = notices
-            name = f"{rec.name}/{tgt.name}"
-            try:
-                held = check_lock_file(path, rec, tgt, git_mirror=mirror,
-                                       progress=lambda m, n=name, acc=notices: (acc.append(m), _say(f"{n}: {m}")))
-                entry.update(ok=True, problems=[])
-                _say(f"{rec.name}/{tgt.name}: up to date" + (" (git pins re-verified in the mirror)"
-                                                             if mirror else ""))
-                entry["unhashed"] = _unhashed(held, path, rec, tgt)
-            except CheckFailed as exc:
-                entry.update(ok=False, problems=exc.message.split("\n  - ")[1:] or [exc.message])
-                failures.append(exc)
-                _say(f"{rec.name}/{tgt.name}: [red]stale[/red]")
-            results.append(entry)
-            continue
-        _say(f"{rec.name}/{tgt.name}: locking")
-        try:
-            lock, changed, moves = write_lock(rec, tgt, path, git_mirror=mirror, wheelhouse=wheelhouse,
-                                              progress=lambda m, n=f"{rec.name}/{tgt.name}": _say(f"{n}: {m}"),
-                                              upgrade=moving)
-        except EnvbuildError as exc:
-            if not every:
-                raise
-            failures.append(exc)
-            entry.update(ok=False, problems=[str(exc)])
-            results.append(entry)
-            _say(f"{rec.name}/{tgt.name}: [red]failed[/red]: {exc}")
-            continue
-        unverified = [p.name for p in lock.packages if not p.verified] + \
-                     [g.name for g in lock.git if not g.verified]
-        entry.update(ok=True, changed=changed, packages=len(lock.packages), git=len(lock.git),
-                     unverified=unverified, seconds=round(time.monotonic() - started, 1),
-                     moved=[m.as_dict() for m in moves], unhashed=_unhashed(lock, path, rec, tgt))
-        results.append(entry)
-        for m in moves:
-            _say(f"{rec.name}/{tgt.name}: {escape(m.line())}")
-        _say(f"{rec.name}/{tgt.name}: {'wrote' if changed else 'unchanged'} {path} "
-             f"({len(lock.packages)} packages, {len(lock.git)} git, {len(unverified)} unverified)")
     if as_json:
-        emit_json({"check": check, "ok": not failures, "results": results})
+        emit_json(res.to_dict())
     elif not check:
-        for e in results:
+        for e in res.results:
             if e["ok"]:
                 click.echo(e["path"])
-    if failures:
-        if len(failures) == 1 and not every:
-            raise failures[0]
-        lines = [f"{e['recipe']}/{e['target']}: {p}" for e in results if not e["ok"] for p in e["problems"]]
-        raise CheckFailed(f"{len(failures)} of {len(results)} lock(s) "
-                          f"{'stale' if check else 'failed'}:\n  - " + "\n  - ".join(lines),
-                          hint="regenerate with `envbuild lock --all` (or per recipe with --target)")
+    failure = res.failure()
+    if failure is not None:
+        raise failure

@@ -1,6 +1,6 @@
 """``envbuild parse``: judge a native benchmark's output for a recipe and a GPU.
 
-Thin: parses its arguments, calls the parse flow (``envbuild.smoke.parselog``), prints.
+Thin: parses its arguments, calls the parse flow (``envbuild.flows.parse``), prints.
 """
 
 from __future__ import annotations
@@ -64,21 +64,18 @@ def parse_cmd(recipe: str, logfile: Path, gpu: str | None, gpus: int | None, war
               envbuild parse opt-175b-azure train.log --gpu "NVIDIA A100-SXM4-80GB" --gpus 8
               envbuild parse megatron-deepspeed-slurm megatron_ds_snmg-4242.out --json
     """
-    from envbuild.cli.recipes_cmd import load_recipe_arg
-    from envbuild.smoke.parselog import ParseRequest, parse_log
-
-    rec = load_recipe_arg(recipe)
+    from envbuild.flows.parse import ParseRequest, parse
 
     def echo(line: str) -> None:  # what the log holds, its control bytes visible
         click.echo(visible(line))
 
-    got = parse_log(ParseRequest(recipe=rec, log=logfile, gpu=gpu, gpus=gpus, warmup=warmup, explain=explain))
+    got = parse(ParseRequest(recipe=recipe, log=logfile, gpu=gpu, gpus=gpus, warmup=warmup, explain=explain))
     v = got.verdict
     if as_json:
         emit_json(got.to_dict())
         return got.exit_code
     unit = f" {v.unit}" if v.unit else ""
-    echo(f"{rec.name}: {v.metric} = {_fmt(v.value)}{unit} ({got.parser} parser, {logfile})")
+    echo(f"{got.recipe}: {v.metric} = {_fmt(v.value)}{unit} ({got.parser} parser, {logfile})")
     if v.window is not None:
         w = v.window
         echo(f"window: n {w.n}, median {_fmt(w.median)}, min {_fmt(w.min)}, max {_fmt(w.max)}"

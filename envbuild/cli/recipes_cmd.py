@@ -6,8 +6,6 @@ point at its line (``x.yaml:12: packages[3].version: required field is missing``
 
 from __future__ import annotations
 
-import json
-
 import click
 from rich.markup import escape
 from envbuild.cli.tables import FoldingTable as Table
@@ -15,38 +13,6 @@ from envbuild.cli.tables import FoldingTable as Table
 from envbuild.cli import cli
 from envbuild.cli.options import complete_recipe, recipe_argument
 from envbuild.cli.output import console, emit_json
-from envbuild.errors import InputError
-from envbuild.recipes import DATA, all_recipes, load_recipe
-from envbuild.recipes.schema import GitSource, Package, Recipe, Source
-
-
-def load_recipe_arg(name_or_path: str) -> Recipe:
-    """``load_recipe`` with a pointed hint when the file is a target profile, not a recipe."""
-    try:
-        return load_recipe(name_or_path)
-    except InputError as exc:
-        if "this is a target profile" in exc.message:
-            exc.message = exc.message.replace("<top>: Value error, ", "")
-            exc.hint = (f"pass it as a target (`--target {name_or_path}`); recipes live in "
-                        f"{DATA} and have published/packages/sources")
-        raise
-
-
-def summary_row(recipe: Recipe) -> dict:
-    """The one-line facts `envbuild recipes --json` prints per recipe."""
-    return {
-        "name": recipe.name,
-        "title": recipe.title,
-        "default": recipe.default,
-        "python": recipe.python,
-        "environment": recipe.environment.kind,
-        "launcher": recipe.launcher,
-        "targets": list(recipe.targets),
-        "resolve_as_of": recipe.resolve_as_of,
-        "sources": len(recipe.sources),
-        "packages": len(recipe.packages),
-        "deviations": len(recipe.deviations),
-    }
 
 
 @cli.command("recipes")
@@ -60,8 +26,10 @@ def recipes_command(recipes: tuple[str, ...], as_json: bool) -> None:
               envbuild recipes --json
               envbuild recipes ./my-recipe.yaml
     """
-    found = [load_recipe_arg(r) for r in recipes] if recipes else all_recipes()
-    rows = [summary_row(r) for r in found]
+    from envbuild.flows.recipes import RecipesRequest
+    from envbuild.flows.recipes import recipes as list_recipes
+
+    rows = list_recipes(RecipesRequest(recipes=tuple(recipes))).rows
     if as_json:
         emit_json(rows)
         return
@@ -76,7 +44,7 @@ def recipes_command(recipes: tuple[str, ...], as_json: bool) -> None:
         console.print("* default recipe")
 
 
-def _source_text(src: Source | None) -> str:
+def _source_text(src) -> str:  # noqa: ANN001 - a recipe Source, or None
     if src is None:
         return ""
     parts = [src.url]
@@ -89,7 +57,7 @@ def _source_text(src: Source | None) -> str:
     return " ".join(parts)
 
 
-def _version_text(pkg: Package) -> str:
+def _version_text(pkg) -> str:  # noqa: ANN001 - a recipe Package
     text = pkg.version
     if pkg.cuda:
         text += f" [{pkg.cuda}]"
@@ -100,7 +68,7 @@ def _version_text(pkg: Package) -> str:
     return text
 
 
-def _pin_text(src: GitSource) -> str:
+def _pin_text(src) -> str:  # noqa: ANN001 - a recipe GitSource
     pin = src.sha or f"UNVERIFIED: {src.unverified}"
     text = f"{src.url}\n{src.ref} @ {pin}"
     if src.requires_ancestors:
@@ -108,7 +76,7 @@ def _pin_text(src: GitSource) -> str:
     return text
 
 
-def _install_text(src: GitSource) -> str:
+def _install_text(src) -> str:  # noqa: ANN001 - a recipe GitSource
     text = src.install
     if src.build_options:
         text += " " + " ".join(src.build_options)
@@ -144,7 +112,7 @@ def _table(title: str, *columns: str) -> Table:
     return table
 
 
-def print_recipe(recipe: Recipe) -> None:
+def print_recipe(recipe) -> None:  # noqa: ANN001 - the Recipe of envbuild.flows.recipes.ShowOutcome
     """A readable summary: header, pins with sources and reasons, patches, deviations, benchmark."""
     env = recipe.environment
     where = env.base_image or env.conda_module or ""
@@ -244,14 +212,10 @@ def show_command(recipe: str | None, as_json: bool, as_schema: bool) -> None:
               envbuild show ./my-recipe.yaml
               envbuild show --schema
     """
-    if as_schema:
-        emit_json(Recipe.model_json_schema(by_alias=True))
+    from envbuild.flows.recipes import ShowRequest, show
+
+    res = show(ShowRequest(recipe=recipe, schema=as_schema))
+    if as_json or res.recipe is None:
+        emit_json(res.to_dict())
         return
-    if not recipe:
-        raise InputError("envbuild show needs a RECIPE (a shipped name or a YAML path)",
-                         hint="list the shipped recipes with `envbuild recipes`")
-    loaded = load_recipe_arg(recipe)
-    if as_json:
-        emit_json(json.loads(loaded.model_dump_json(by_alias=True)))
-        return
-    print_recipe(loaded)
+    print_recipe(res.recipe)

@@ -2,27 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import sys
-
 import click
 
 from envbuild.cli import cli
 from envbuild.cli.output import console, emit_json
-from envbuild.errors import CheckFailed, EnvironmentProblem, InputError
-from envbuild.fsio import write_atomic
-from envbuild.smoke import KINDS, PRESETS, local_runner, run_smoke
-
-
-def _resolve_python(python: str | None) -> str:
-    if python is None:
-        return sys.executable
-    found = shutil.which(python) if os.sep not in python else (python if os.access(python, os.X_OK) else None)
-    if not found or not os.path.isfile(found):
-        raise InputError(f"python interpreter {python!r} not found or not executable",
-                         hint="give the environment's interpreter, e.g. --python /opt/env/bin/python")
-    return found
+from envbuild.flows.smoke import KINDS, PRESETS
 
 
 def _spread(r: dict, key: str, fmt: str) -> str:
@@ -74,25 +58,15 @@ def smoke_cmd(local: bool, python: str | None, preset: str, kinds: tuple[str, ..
     shows for that node (with the spread of repeated runs).
     Exit 1 when a smoke result is not ok; 3 when the interpreter has no torch.
     """
-    if not local:
-        raise InputError("envbuild smoke runs here only with --local",
-                         hint="pass --local, or run the smoke on nodes with `envbuild provision`")
-    interp = _resolve_python(python)
-    results = run_smoke(interp, list(kinds) or ["gpt", "collective"], preset, local_runner, repeat=repeat)
-    no_torch = [k for k, r in results.items() if "No module named 'torch'" in str(r.get("error", ""))]
-    if no_torch:
-        raise EnvironmentProblem(f"{interp} has no torch, so the smoke scripts cannot run",
-                                 hint=f"install torch into that environment ({interp} -m pip install torch)")
-    if out:
-        import json
-        write_atomic(out, json.dumps(results, indent=2, sort_keys=True) + "\n")
+    from envbuild.flows.smoke import SmokeRequest, smoke
+
+    res = smoke(SmokeRequest(local=local, python=python, preset=preset, kinds=kinds, repeat=repeat, out=out))
     if as_json:
-        emit_json(results)
+        emit_json(res.results)
     else:
-        for kind, r in results.items():
+        for kind, r in res.results.items():
             mark = "[green]ok[/]" if r.get("ok") else "[red]FAIL[/]"
             console.print(f"{kind:11} {mark}  {_summary(kind, r)}")
-    bad = [k for k, r in results.items() if not r.get("ok")]
-    if bad:
-        raise CheckFailed(f"smoke not ok: {', '.join(bad)}",
-                          hint="rerun with --json to see each script's full result")
+    failure = res.failure()
+    if failure is not None:
+        raise failure

@@ -1,9 +1,9 @@
-"""The parse flow (``envbuild parse``): a benchmark's output file judged for a recipe and a GPU.
+"""The judge of ``envbuild parse``: a benchmark's output file judged for a recipe and a GPU.
 
 ``parse_log(ParseRequest(recipe, log, gpu=..., gpus=..., warmup=...)) -> ParseOutcome``: reads
 the file (``envbuild.smoke.logread``: streamed, lines cut, the text held bounded), judges it
-(``envbuild.smoke.judge``) and returns the verdict with the metrics the parser found. The CLI
-parses its arguments, calls this, prints the outcome.
+(``envbuild.smoke.judge``) and returns the verdict with the metrics the parser found. The flow
+``envbuild.flows.parse`` loads the recipe and calls this; the CLI prints the outcome.
 """
 
 from __future__ import annotations
