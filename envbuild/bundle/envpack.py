@@ -190,21 +190,19 @@ def read(archive: Path) -> PackedEnv:
     return packed
 
 
-def sign(packed: PackedEnv, key: Path, started: str, finished: str, valid_days: float | None = None) -> Path:
-    """The pack's signed in-toto statement (``envbuild.bundle.provenance``, build type
-    ``urn:envbuild:pack:v1``), written beside it: its subject the pack's sha256, its parameters
-    what the manifest says of it (prefix, format, size, step markers), so that a manifest
-    changed beside a signed pack is refused too (``trusted``)."""
-    from envbuild import __version__
+def statement(packed: PackedEnv, *, envbuild_version: str, envbuild_commit: str | None, started: str, finished: str,
+              valid_days: float | None = None) -> dict:
+    """The pack's in-toto statement (pure; ``envbuild.bundle.provenance``, build type
+    ``urn:envbuild:pack:v1``), signed by ``envbuild.flows.signing``: its subject the pack's
+    sha256, its parameters what the manifest says of it (prefix, format, size, step markers), so
+    that a manifest changed beside a signed pack is refused too (``trusted``)."""
     from envbuild.bundle import provenance as P
-    from envbuild.shipped import checkout_commit
 
-    stmt = P.statement(Path(packed.archive).name, packed.sha256, recipe="", target="", lock_digest="",
-                       inputs={}, git=[], envbuild_version=__version__, envbuild_commit=checkout_commit(),
+    return P.statement(Path(packed.archive).name, packed.sha256, recipe="", target="", lock_digest="",
+                       inputs={}, git=[], envbuild_version=envbuild_version, envbuild_commit=envbuild_commit,
                        started=started, finished=finished, build_type=P.PACK_BUILD_TYPE,
                        parameters=signed_fields(packed),
                        valid_days=P.DEFAULT_VALID_DAYS if valid_days is None else valid_days)
-    return P.write_envelope(Path(packed.archive), P.sign(stmt, key))
 
 
 def signed_fields(packed: PackedEnv) -> dict:

@@ -63,64 +63,22 @@ def bundle_cmd(recipe, target, facts_file, lock_file, wheelhouse, git_mirror, da
     --image-tar that is not the plan's base image as an engine saved it); 3 no network for a
     download or no git mirror for a source.
     """
-    from envbuild import rundir
-    from envbuild.bundle.pack import make_bundle, manifest_summary, node_plans
-    from envbuild.catalog import resolve as resolve_file
-    from envbuild.errors import CheckFailed, InputError
-    from envbuild.inputs import find_lock, lock_source, node_facts, recipe_and_target
-    from envbuild.recipes import DATA as RECIPES
-    from envbuild.targets import DATA as TARGETS
+    from envbuild.flows.bundle import BundleRequest, bundle
 
     days = _days(valid_days, sign_key)
-    rec, tgt = recipe_and_target(recipe, target)
-    for name, value in (("--wheelhouse", wheelhouse), ("--git-mirror", git_mirror), ("--data-mirror", data_mirror)):
-        if value and not Path(value).is_dir():
-            raise InputError(f"{name} {value}: no such folder", hint=f"pass an existing folder to {name}")
-    lock = find_lock(rec, tgt, lock_file)
-    path = lock_source(rec, tgt, lock_file)
-    if lock is None:
-        raise CheckFailed(f"no lockfile at {path}: a bundle packs what a lock names",
-                          hint=f"lock first: envbuild lock {rec.name} --target {tgt.name}")
-    facts = node_facts(tgt, facts_file)
-    plans = node_plans(rec, tgt, facts, lock, prefix)
-    recipe_file = resolve_file(recipe or rec.name, RECIPES, "recipe")
-    target_file = resolve_file(target, TARGETS, "target")
     say = (lambda _m: None) if as_json else (lambda m: console.print(m, markup=False))
-    from envbuild.bundle.provenance import load_key, utc_now
-
-    if sign_key:  # an unusable key is refused before anything is packed
-        load_key(Path(sign_key), private=True)
-    started = utc_now()
-    packed = make_bundle(rec, recipe_file, target_file, lock, path.read_text(), plans, Path(output), arch=tgt.platform.arch,
-                         wheelhouse=Path(wheelhouse) if wheelhouse else None,
-                         git_mirror=Path(git_mirror) if git_mirror else None,
-                         data_mirror=Path(data_mirror) if data_mirror else None,
-                         build_cache=rundir.envbuild_home() / "cache" / "wheels", progress=say,
-                         image_tar=image_tar, offline=offline)
-    m = packed.manifest
-    result = {"bundle": str(packed.path), "sha256": packed.sha256, "bytes": packed.size,
-              "recipe": rec.name, "target": tgt.name, "kinds": manifest_summary(m),
-              "nodes": [p.host for p in plans],
-              "omitted": [o.model_dump() for o in m.omitted],
-              "images": [i.model_dump() for i in m.images], "offline": m.is_offline,
-              "needs_network": [n.model_dump() for n in m.needs_network], "origins": packed.origins}
-    if sign_key:
-        result["provenance"] = str(_sign(packed, rec, tgt, recipe_file, target_file, path, Path(sign_key), started,
-                                         days))
-    else:  # an envelope left beside the path by an earlier signed bundle names that file, not this one
-        from envbuild.bundle.provenance import envelope_path
-
-        stale = envelope_path(packed.path)
-        if stale.is_file():
-            stale.unlink()
-            result["removed"] = [str(stale)]
-            say(f"  removed {stale}: the provenance of the bundle this one replaced")
+    outcome = bundle(BundleRequest(recipe=recipe, target=target, output=Path(output), facts_file=facts_file,
+                                   lock_file=lock_file, wheelhouse=wheelhouse, git_mirror=git_mirror,
+                                   data_mirror=data_mirror, prefix=prefix,
+                                   sign_key=Path(sign_key) if sign_key else None, valid_days=days,
+                                   image_tar=image_tar, offline=offline), progress=say)
     if as_json:
-        emit_json(result)
+        emit_json(outcome.to_dict())
         return
+    packed, m = outcome.packed, outcome.packed.manifest
     console.print(f"bundle {packed.path}: {packed.size / 2**20:.1f} MiB, sha256 {packed.sha256}, "
-                  f"planned for {len(plans)} node(s): {', '.join(p.host for p in plans)}", markup=False)
-    for kind, row in result["kinds"].items():
+                  f"planned for {len(outcome.nodes)} node(s): {', '.join(outcome.nodes)}", markup=False)
+    for kind, row in outcome.kinds.items():
         console.print(f"  {kind:<9} {row['files']:>4} file(s) {row['bytes'] / 2**20:8.1f} MiB", markup=False)
     for o in m.omitted:
         console.print(f"  not packed: {o.name} ({o.why})", markup=False)
@@ -130,26 +88,8 @@ def bundle_cmd(recipe, target, facts_file, lock_file, wheelhouse, git_mirror, da
                   f"offline: no: the node still needs the network for {len(m.needs_network)} thing(s):", markup=False)
     for n in m.needs_network:
         console.print(f"  - {n.line()}", markup=False)
-    if sign_key:
-        console.print(f"  provenance signed: {result['provenance']}", markup=False)
-
-
-def _sign(packed, rec, tgt, recipe_file, target_file, lock_path, key: Path, started: str, days: float) -> Path:
-    """The bundle's signed in-toto statement, written beside it (envbuild.bundle.provenance)."""
-    from envbuild import __version__
-    from envbuild.bundle.provenance import sign, statement, utc_now, write_envelope
-    from envbuild.fsio import sha256_file
-    from envbuild.shipped import checkout_commit
-
-    inputs = {f"recipe:{Path(recipe_file).name}": sha256_file(Path(recipe_file)),
-              f"lock:{Path(lock_path).name}": sha256_file(Path(lock_path))}
-    if target_file:
-        inputs[f"target:{Path(target_file).name}"] = sha256_file(Path(target_file))
-    stmt = statement(packed.path.name, packed.sha256, recipe=rec.name, target=tgt.name,
-                     lock_digest=packed.manifest.lock_digest, inputs=inputs,
-                     git=[(g.url, g.sha) for g in packed.manifest.git], envbuild_version=__version__,
-                     envbuild_commit=checkout_commit(), started=started, finished=utc_now(), valid_days=days)
-    return write_envelope(packed.path, sign(stmt, key))
+    if outcome.provenance:
+        console.print(f"  provenance signed: {outcome.provenance}", markup=False)
 
 
 @cli.command("pack")
@@ -182,23 +122,14 @@ def pack_cmd(prefix, output, fmt, as_json, sign_key=None, valid_days=None):
       envbuild pack --prefix /local/envs/cpu-reference -o cpu-reference.tar.zst
       envbuild pack --prefix /local/envs/cpu-reference -o cpu-reference.sqsh
     """
-    from envbuild.bundle import envpack
-    from envbuild.bundle.provenance import envelope_path, load_key, utc_now
+    from envbuild.flows.pack import PackRequest, pack
 
     days = _days(valid_days, sign_key)
-    if sign_key:  # an unusable key is refused before anything is packed
-        load_key(Path(sign_key), private=True)
-    started = utc_now()
-    packed = envpack.pack(prefix, output, fmt)
-    signed = removed = None
-    if sign_key:
-        signed = envpack.sign(packed, Path(sign_key), started, utc_now(), valid_days=days)
-    elif envelope_path(Path(packed.archive)).is_file():  # it names the pack this one replaced
-        removed = envelope_path(Path(packed.archive))
-        removed.unlink()
+    outcome = pack(PackRequest(prefix=prefix, output=output, fmt=fmt, sign_key=Path(sign_key) if sign_key else None,
+                               valid_days=days))
+    packed, signed, removed = outcome.packed, outcome.provenance, outcome.removed
     if as_json:
-        emit_json({**packed.manifest(), "provenance": str(signed) if signed else None,
-                   "removed": [str(removed)] if removed else []})
+        emit_json(outcome.to_dict())
         return
     how = "mounts" if packed.image else "unpacks"
     console.print(f"{packed.archive}: {packed.format}, {packed.bytes} bytes, sha256 {packed.sha256}, "

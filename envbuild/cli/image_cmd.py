@@ -1,5 +1,5 @@
 """``envbuild image-provenance``: sign, or verify, the provenance of an image built from a
-rendered context (``envbuild.bundle.imageprov``)."""
+rendered context (``envbuild.flows.image``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import click
 from envbuild.cli import cli
 from envbuild.cli.options import valid_days as _days, valid_days_option
 from envbuild.cli.output import emit_json
-from envbuild.errors import InputError
 
 
 @cli.command("image-provenance")
@@ -43,43 +42,19 @@ def image_provenance_cmd(image, context, sign_key, output, verify_file, trusted_
     Exit codes: 1 not built from that context, or not signed by a trusted key, or another image;
     2 bad input; 3 the engine cannot show the image.
     """
-    from envbuild.bundle import imageprov as I, provenance as P
     from envbuild.display import visible
+    from envbuild.flows.image import ImageRequest, image_provenance
 
     days = _days(valid_days, sign_key)
-    if verify_file is not None:
-        if not trusted_keys or sign_key or context or output:
-            raise InputError("--verify takes --trusted-key KEY.pub, and none of --context, --sign-key, -o",
-                             hint="envbuild image-provenance IMAGE --verify FILE --trusted-key KEY.pub")
-        found = I.inspect(image, engine)
-        stmt = P.verify(Path(image), verify_file, list(trusted_keys), kind="image", actual=found.id)
-        if as_json:
-            emit_json(stmt)
-            return
-        params = stmt["predicate"]["buildDefinition"]["externalParameters"]
-        click.echo(visible(f"{image}: signed by a trusted key; image ID sha256:{found.id}"))
-        click.echo(visible("made from: " + ", ".join(f"{k} {v}" for k, v in params.items())))
-        return
-    if not (context and sign_key and output):
-        raise InputError("signing needs --context DIR, --sign-key KEY and -o FILE (or --verify FILE to check)",
-                         hint="envbuild image-provenance IMAGE --context DIR --sign-key KEY -o FILE")
-    if trusted_keys:
-        raise InputError("--trusted-key goes with --verify", hint="drop it when signing")
-    from envbuild import __version__
-    from envbuild.shipped import checkout_commit
-
-    dockerfile = context / "Dockerfile"
-    if not dockerfile.is_file():
-        raise InputError(f"{context}: no Dockerfile", hint="envbuild render RECIPE --format dockerfile -o DIR")
-    P.load_key(sign_key, private=True)  # an unusable key is refused before anything is read
-    started = P.utc_now()
-    found = I.inspect(image, engine)
-    I.check_built_from(found, dockerfile.read_text(errors="replace"), str(context))
-    stmt = I.statement(found, I.context_files(context), envbuild_version=__version__,
-                       envbuild_commit=checkout_commit(), started=started, finished=P.utc_now(), valid_days=days)
-    P.write_envelope(output, P.sign(stmt, sign_key), path=output)
+    outcome = image_provenance(ImageRequest(image=image, engine=engine, context=context, sign_key=sign_key,
+                                            output=output, valid_days=days, verify_file=verify_file,
+                                            trusted_keys=tuple(trusted_keys)))
     if as_json:
-        emit_json(stmt)
+        emit_json(outcome.statement)
         return
-    click.echo(visible(f"{output}: the provenance of {image} (image ID sha256:{found.id}), signed; "
-                       f"{len(stmt['predicate']['buildDefinition']['resolvedDependencies'])} context file(s) by sha256"))
+    if verify_file is not None:
+        click.echo(visible(f"{image}: signed by a trusted key; image ID sha256:{outcome.image_id}"))
+        click.echo(visible("made from: " + ", ".join(f"{k} {v}" for k, v in outcome.parameters.items())))
+        return
+    click.echo(visible(f"{output}: the provenance of {image} (image ID sha256:{outcome.image_id}), signed; "
+                       f"{outcome.context_files} context file(s) by sha256"))

@@ -12,8 +12,8 @@ from envbuild.cli import cli
 from envbuild.cli.options import hosts_option, identity_option, target_option, valid_days_option
 from envbuild.cli.options import valid_days as _valid_days
 from envbuild.cli.output import console, emit_json
-from envbuild.display import json_visible, visible
-from envbuild.errors import NOT_JUDGED, CheckFailed, EnvironmentProblem, InputError
+from envbuild.display import visible
+from envbuild.errors import CheckFailed, EnvironmentProblem
 
 
 @cli.command("report")
@@ -52,68 +52,22 @@ def report_cmd(run_dir: Path | None, fmt: str | None, output: Path | None, as_re
     envbuild report docs/results/h100x4-run9         # committed runs, judged again
     envbuild report --appendix -o appendix.html      # the artifact appendix of the latest run
     """
-    from envbuild.fsio import write_atomic
-    from envbuild.report import collect, render
-    from envbuild.verify import resolve_run
+    from envbuild.flows.report import ReportRequest, report
 
-    if fmt is None:
-        fmt = {".html": "html", ".htm": "html", ".json": "json"}.get(output.suffix if output else "", "md")
     days = _valid_days(valid_days, sign_key)
-    if appendix:
-        return _appendix(run_dir, fmt, output, as_recipe)
-    if run_dir is not None and run_dir.is_dir() and not (run_dir / "nodes").is_dir():
-        from envbuild.report import rejudge
-
-        if records := rejudge.find(run_dir, as_recipe):
-            return _rejudged(run_dir, records, fmt, output)
-    if run_dir is not None and not (run_dir / "run.json").exists():
-        raise InputError(f"{run_dir} is not a run directory (no run.json) and holds no native.out record",
-                         hint="pass a folder under $ENVBUILD_HOME/runs/ (or none for runs/latest), or a folder "
-                              "of committed results")
-    from envbuild.render.sitetemplates import read_site
-
-    if sign_key is not None:
-        if output is None:
-            raise InputError("--sign-key signs a report file: give -o FILE", hint="add -o report.html (or .md, .json)")
-        from envbuild.bundle.provenance import load_key
-
-        load_key(sign_key, private=True)  # an unusable key is refused before anything is written
-    site = read_site(templates_dir) if templates_dir else ()
-    folder = resolve_run(run_dir)
-    report = collect(folder)
-    text = render(report, fmt, site)
-    if fmt == "json":  # pydantic leaves DEL and C1 raw in strings: U+009B is CSI to a terminal
-        text = json_visible(text)
-    if output:
-        write_atomic(output, text)
-        click.echo(f"wrote {output}", err=True)
-        if sign_key is not None:
-            click.echo(f"wrote {_sign_report(output, folder, report, sign_key, days)}", err=True)
+    outcome = report(ReportRequest(run_dir=run_dir, fmt=fmt, output=output, as_recipe=as_recipe, appendix=appendix,
+                                   templates_dir=templates_dir, sign_key=sign_key, valid_days=days))
+    if outcome.output:
+        click.echo(f"wrote {outcome.output}", err=True)
+        if outcome.provenance:
+            click.echo(f"wrote {outcome.provenance}", err=True)
     else:
-        sys.stdout.write(text)
-    if report.verdict.status != "PASS":
+        sys.stdout.write(outcome.text)
+    if outcome.summary:
         sys.stdout.flush()
-        click.echo(report.verdict.summary(), err=True)
-        raise click.exceptions.Exit(NOT_JUDGED if report.verdict.status == "NOT JUDGED" else 1)
-
-
-def _sign_report(output: Path, folder: Path, report, key: Path, days: float) -> Path:
-    """The report's signed in-toto statement beside it: the report file by sha256, made from the
-    run's records (every file of the run folder but its job/ outputs and logs, by sha256)."""
-    from envbuild import __version__
-    from envbuild.bundle.provenance import REPORT_BUILD_TYPE, sign, statement, utc_now, write_envelope
-    from envbuild.fsio import sha256_file
-    from envbuild.shipped import checkout_commit
-
-    inputs = {f"run:{p.relative_to(folder).as_posix()}": sha256_file(p) for p in sorted(folder.rglob("*"))
-              if p.is_file() and not p.is_symlink() and p.relative_to(folder).parts[0] not in ("job", "logs")}
-    now = utc_now()
-    stmt = statement(output.name, sha256_file(output), recipe=report.run.recipe, target=report.run.target,
-                     lock_digest=report.recipe.lock_digest or "", inputs=inputs, git=[],
-                     envbuild_version=__version__, envbuild_commit=checkout_commit(), started=now, finished=now,
-                     build_type=REPORT_BUILD_TYPE, valid_days=days,
-                     parameters={"run": report.run.run_id, "verdict": report.verdict.status})
-    return write_envelope(output, sign(stmt, key))
+        click.echo(outcome.summary, err=True)
+    if outcome.exit_code:
+        raise click.exceptions.Exit(outcome.exit_code)
 
 
 @cli.command("attest")
@@ -143,99 +97,20 @@ def attest_cmd(artifact: Path, trusted_keys: tuple[Path, ...], provenance: Path 
     """
     import json
 
-    from envbuild.bundle import provenance as P
+    from envbuild.flows.attest import AttestRequest, attest
 
-    stmt = P.verify(artifact, provenance or P.envelope_path(artifact), list(trusted_keys), kind=kind)
+    outcome = attest(AttestRequest(artifact=artifact, trusted_keys=tuple(trusted_keys), provenance=provenance,
+                                   kind=kind))
     if as_json:
-        click.echo(json.dumps(stmt, indent=2, sort_keys=True))
+        click.echo(json.dumps(outcome.statement, indent=2, sort_keys=True))
         return
-    from envbuild.display import visible
-
     # the statement's values are the signer's text: shown with control bytes escaped
-    params = stmt["predicate"]["buildDefinition"]["externalParameters"]
-    deps = stmt["predicate"]["buildDefinition"]["resolvedDependencies"]
-    subject = stmt["subject"][0]
-    meta = stmt["predicate"].get("runDetails", {}).get("metadata", {})
+    subject = outcome.subject
     click.echo(visible(f"{artifact.name}: signed by a trusted key; subject {subject['name']} (the file's name), "
-                       f"sha256 {subject['digest']['sha256']}, made {meta.get('finishedOn', 'not recorded')}, "
-                       f"expires {meta.get(P.EXPIRES)}"))
-    click.echo(visible("made from: " + ", ".join(f"{k} {v}" for k, v in params.items())))
-    click.echo(visible(f"inputs: {len(deps)} file(s) by sha256; builder "
-                       f"{stmt['predicate']['runDetails']['builder']['id']}"))
-
-
-def _appendix(run_dir: Path | None, fmt: str, output: Path | None, as_recipe: str | None) -> None:
-    """``--appendix``: of a run folder, or of one committed run (its run.json and its record)."""
-    from envbuild.fsio import write_atomic
-    from envbuild.inputs import find_lock
-    from envbuild.lock.serialize import lock_digest
-    from envbuild.recipes import load_recipe
-    from envbuild.record import RunRecord
-    from envbuild.report import appendix as A, collect, rejudge
-    from envbuild.targets import load_target
-    from envbuild.verify import resolve_run
-
-    if fmt not in ("md", "html"):
-        raise InputError(f"the appendix is written as md or html, not {fmt}", hint="--format md or html")
-    folder = resolve_run(run_dir) if run_dir is None or (run_dir / "nodes").is_dir() else run_dir
-    if (folder / "nodes").is_dir():
-        report, lock = collect(folder), None
-        record = RunRecord.load(folder)
-        if record.lock_file.exists():
-            from envbuild.lock.serialize import parse_lock
-
-            lock = parse_lock(record.lock_file.read_text(), record.lock_file)
-    else:
-        records = [r for r in rejudge.find(folder, as_recipe) if "/" not in r.record]
-        if len(records) != 1:
-            raise InputError(f"{folder}: the appendix of committed results is of one run: its run.json and "
-                             f"one native record beside it ({len(records)} found)",
-                             hint="pass one run's folder, e.g. docs/results/h100x4-run9/alpa-run2")
-        rec = load_recipe(records[0].recipe) if records[0].recipe else None
-        (judged,) = rejudge.judge_all(folder, records, {rec.name: rec} if rec else {})
-        report, lock = rejudge.as_report(folder, judged, rec.published.url if rec else None), None
-        try:  # the shipped lock, where it is the one the run used
-            shipped = find_lock(load_recipe(report.run.recipe), load_target(report.run.target))
-            lock = shipped if shipped is not None and lock_digest(shipped) == report.recipe.lock_digest else None
-        except InputError:
-            lock = None
-    appx = A.build(report, load_recipe(report.run.recipe), lock)
-    text = visible(A.to_html(appx) if fmt == "html" else A.to_markdown(appx))
-    if output:
-        write_atomic(output, text)
-        click.echo(f"wrote {output}", err=True)
-    else:
-        sys.stdout.write(text)
-
-
-def _rejudged(root: Path, records, fmt: str, output: Path | None) -> None:
-    """Committed results judged again (``envbuild.report.rejudge``)."""
-    import json
-
-    from envbuild import __version__
-    from envbuild.fsio import write_atomic
-    from envbuild.recipes import load_recipe
-    from envbuild.report import rejudge
-
-    if fmt == "html":
-        raise InputError("committed results judged again are written as md or json", hint="--format md or json")
-    recipes = {}
-    for name in {r.recipe for r in records if r.recipe}:
-        try:
-            recipes[name] = load_recipe(name)
-        except InputError:
-            pass  # shown as "not known" beside its record
-    judged = rejudge.judge_all(root, records, recipes)
-    text = (json.dumps(rejudge.to_dict(root, judged), indent=2, sort_keys=True) + "\n" if fmt == "json"
-            else visible(rejudge.to_markdown(root, judged, __version__)))
-    if output:
-        write_atomic(output, text)
-        click.echo(f"wrote {output}", err=True)
-    else:
-        sys.stdout.write(text)
-    code = rejudge.exit_code(judged)
-    if code:
-        raise click.exceptions.Exit(code)
+                       f"sha256 {subject['digest']['sha256']}, made {outcome.finished}, "
+                       f"expires {outcome.expires}"))
+    click.echo(visible("made from: " + ", ".join(f"{k} {v}" for k, v in outcome.parameters.items())))
+    click.echo(visible(f"inputs: {outcome.inputs} file(s) by sha256; builder {outcome.builder}"))
 
 
 @cli.command("verify")
@@ -268,13 +143,11 @@ def verify_cmd(target, hosts, inventory, local, identity, known_hosts, insecure,
     envbuild verify --local
     envbuild verify --inventory nodes.yaml --run ~/.envbuild/runs/20250101-120000-r-t
     """
-    from envbuild.connect.selection import NodeSelection
     from envbuild.flows.verify import VerifyRequest, verify_run
 
-    outcome = verify_run(VerifyRequest(
-        run=run, target=target, deep=deep,
-        nodes=NodeSelection(hosts=hosts, inventory=inventory, local=local, identity_file=identity,
-                            known_hosts=tuple(known_hosts), insecure=insecure)))
+    outcome = verify_run(VerifyRequest(run=run, target=target, deep=deep, hosts=hosts, inventory=inventory,
+                                       local=local, identity_file=identity, known_hosts=tuple(known_hosts),
+                                       insecure=insecure))
     run_dir, results = outcome.run_dir, outcome.verdicts
     if as_json:
         emit_json(outcome.to_dict())
@@ -310,14 +183,12 @@ def diff_cmd(report_a: Path, report_b: Path, as_json: bool) -> None:
     Exit 1 when the environments differ (fingerprint, packages, SHAs, .so hashes, facts);
     benchmark numbers are shown but do not count as a different environment.
     """
-    from dataclasses import asdict
+    from envbuild.flows.diff import DiffRequest, diff
 
-    from envbuild.report.diff import diff_reports, environments_differ, load_report
-
-    diffs = diff_reports(load_report(report_a), load_report(report_b))
-    differ = environments_differ(diffs)
+    outcome = diff(DiffRequest(report_a, report_b))
+    diffs, differ = outcome.differences, outcome.environments_differ
     if as_json:
-        emit_json({"environments_differ": differ, "differences": [asdict(d) for d in diffs]})
+        emit_json(outcome.to_dict())
     elif not diffs:
         console.print("identical: same fingerprint, pins, facts and benchmark numbers")
     else:
