@@ -82,9 +82,27 @@ def test_the_flows_lie_in_the_layer_under_the_cli():
     """Every flow named in envbuild/flows/__init__.py lies in the layer right under the CLI."""
     layering = layers()
     text = (PACKAGE / "flows" / "__init__.py").read_text()
-    named = re.findall(r"``(envbuild\.[a-z_.]+)\.[a-z_]+``\s", text)
-    assert {"envbuild.flows.verify", "envbuild.flows.launch", "envbuild.flows.render", "envbuild.provision"} <= set(named)
-    assert {layer_of(m, layering) for m in named} == {layer_of("envbuild.cli", layering) + 1}
+    rows = dict(re.findall(r"^([a-z-]+) +``(envbuild\.[a-z_.]+)\.[a-z_]+``\s", text, re.M))
+    from envbuild.cli import COMMANDS  # the commands, as tests/test_cli_interfaces.py keeps them
+
+    assert set(rows) == set(COMMANDS)  # every command has its flow, and every row is a command
+    assert all(m.startswith("envbuild.flows.") for m in rows.values()), rows
+    assert {layer_of(m, layering) for m in rows.values()} == {layer_of("envbuild.cli", layering) + 1}
+
+
+# what the CLI may import (the contract cli-thin forbids every other child of envbuild)
+CLI_MAY_IMPORT = {"envbuild.cli", "envbuild.flows", "envbuild.record", "envbuild.display", "envbuild.errors",
+                  "envbuild.interrupt"}
+
+
+def test_the_cli_contract_forbids_every_other_layer():
+    """Every child of envbuild but what the CLI may import is in cli-thin's list: a new package
+    is forbidden to the CLI until it is placed, and only direct imports count (a flow imports
+    the layers below on the CLI's behalf)."""
+    contract = CONTRACTS["cli-thin"]
+    assert contract["source_modules"] == ["envbuild.cli"] and contract["allow_indirect_imports"] is True
+    children = {".".join(m.split(".")[:2]) for m in modules() if m != "envbuild"}
+    assert set(contract["forbidden_modules"]) == children - CLI_MAY_IMPORT
 
 
 def test_no_import_climbs_and_no_contract_lists_exceptions():
@@ -235,6 +253,9 @@ BREAKS = {
     "one fact probe imports another": (
         _append("facts/cuda.py", "from envbuild.facts import gpu\n"),
         "fact-probes", "envbuild.facts.cuda is not allowed to import envbuild.facts.gpu"),
+    "the CLI composes a command itself": (
+        _append("cli/_case.py", "def f():\n    from envbuild.recipes import load_recipe\n    return load_recipe\n"),
+        "cli-thin", "envbuild.cli._case -> envbuild.recipes"),
 }
 
 

@@ -42,6 +42,7 @@ def commands_markdown() -> str:
     parts = [HEADER, "## envbuild", "", "```text", pkg.cli.get_help(root), "```", ""]
     for name in pkg.COMMANDS:
         command = pkg.cli.get_command(root, name)
+        assert command is not None, name  # COMMANDS names only registered commands (tests/test_cli_interfaces.py)
         parts += [f"## envbuild {name}", "", "```text", command.get_help(_context(command, name, root)), "```", ""]
     return "\n".join(parts)
 

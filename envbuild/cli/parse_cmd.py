@@ -90,7 +90,7 @@ def parse_cmd(recipe: str, logfile: Path, gpu: str | None, gpus: int | None, war
         echo(f"threshold: {rel} {_fmt(got.threshold)}{unit}{on}{src}")
     if v.compared is not None and v.compared.kind == "reference":
         c = v.compared
-        echo(f"reference: {_fmt(c.value)}{unit} on {c.gpus} x {c.gpu} ({c.source}, sha256 {c.sha256[:12]})")
+        echo(f"reference: {_fmt(c.value)}{unit} on {c.gpus} x {c.gpu} ({c.source}, sha256 {(c.sha256 or '?')[:12]})")
     pub = v.published
     if pub is not None:
         on = f" on {pub.gpus or '?'} x {pub.gpu}" if pub.gpu else ""

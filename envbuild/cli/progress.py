@@ -117,7 +117,7 @@ class ProgressState:
                 n.planned.append(step)
             if step and step not in n.done:
                 n.done.append(step)
-            if kind != "skipped" and n.step == step and n.step_started is not None:
+            if step and kind != "skipped" and n.step == step and n.step_started is not None:
                 n.durations[step] = max(0.0, ev.ts - n.step_started)
             if n.step == step:
                 n.step, n.step_started, n.task = None, None, ""

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from envbuild.facts.profile import from_target
 from envbuild.plan.build import PlanOptions, SEARCH_PATH
+from envbuild.plan.model import Plan
 from envbuild.plan.resolve import resolve
 from envbuild.render.context import Context
 from envbuild.render.regenerate import render_command
@@ -27,7 +28,7 @@ IMAGE_FORMATS = ("dockerfile", "apptainer", "ci")
 @dataclass(frozen=True)
 class Rendered:
     context: Context
-    plan: object  # envbuild.plan.model.Plan
+    plan: Plan
     feasible: bool
     summary: str
     base: str | None = None  # image formats: the base image
