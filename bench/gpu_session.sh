@@ -266,8 +266,12 @@ case "${1:-}" in
       [ -f "$p" ] || continue
       pd=$(dirname "$p"); j=$(basename "$pd")
       [ -f "$STATE/bundles/$j.tar" ] && continue
-      if [ "$(find "$pd" -name 'bundle.part.*' | wc -l)" -eq "$(cat "$p")" ]; then
-        cat "$pd"/bundle.part.* > "$STATE/bundles/$j.tar.part" || exit 1
+      # parts 00 .. count-1 by name: parts left by an earlier cut with more parts are never joined
+      n=$(cat "$p"); names=()
+      for ((i = 0; i < n; i++)); do names+=("$pd/$(printf 'bundle.part.%02d' "$i")"); done
+      have=0; for f in "${names[@]}"; do [ -f "$f" ] && have=$((have + 1)); done
+      if [ "$have" -eq "$n" ]; then
+        cat "${names[@]}" > "$STATE/bundles/$j.tar.part" || exit 1
         # the parts of an earlier cut may be among them: the joined bundle must be the one whose
         # sha256 was taken before this cut, else it waits for the right parts (each call copies its own)
         if [ "$(sha256sum "$STATE/bundles/$j.tar.part" | cut -c1-64)" = "$(cat "$STATE/bundles/$j.sha256" 2>/dev/null)" ]; then

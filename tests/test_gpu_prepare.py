@@ -151,6 +151,10 @@ def test_prepare_makes_what_the_session_stages(tmp_path) -> None:
     assert n >= 4 and [f'".device/ref+{i:02d}"' in p.stdout for i in range(1, n)] == [True] * (n - 1)
     cut_digest = (dev / "ref" / "bundle.sha256").read_text().strip()
     parts = [dev / ("ref" if i == 0 else f"ref+{i:02d}") for i in range(n)]
+    # an earlier cut into more parts left its last one on the node: never joined, never counted
+    stale = tmp_path / "parts-state" / "parts" / "ref"
+    stale.mkdir(parents=True)
+    (stale / f"bundle.part.{n:02d}").write_bytes(b"a part of an earlier cut")
     for i, folder in enumerate(parts):  # each call stages what it carried; the last part completes it
         part = f"bundle.part.{i:02d}"
         others = [f for f in parts if f != folder]
