@@ -4,13 +4,13 @@ typed accessors (``Plan.sources()``, ``Plan.env_file()``, ``Plan.pip_installs()`
 by its params' type (``isinstance(step.params, ImageParams)``), never by a step's ``kind``
 compared with a string.
 
-The check reads every ``tests/**/*.py`` (not ``tests/data/`` and the like) and every ``envbuild/**/*.py`` outside those two packages
-with ``ast`` and names ``file:line`` for each comparison (``==``, ``!=``, ``is``, ``in``,
-``not in``) of a plan step's ``.kind`` (or ``["kind"]`` / ``.get("kind")``) with a string
-literal, or with a tuple, list or set of string literals (also a ``frozenset``/``set``/``tuple``
-call of one, or a module-level constant holding one), and for each ``"x" in [s.kind for s in
-plan.steps]``, where a literal is a step kind. The step kinds are ``envbuild.plan.model.StepKind``'s,
-read from the code.
+The check reads every ``tests/**/*.py`` (not ``tests/data/`` and the like) and every
+``envbuild/**/*.py`` outside those two packages with ``ast`` and names ``file:line`` for each
+comparison (``==``, ``!=``, ``is``, ``in``, ``not in``) of a plan step's ``.kind`` (or
+``["kind"]`` / ``.get("kind")``) with a string literal, or with a tuple, list or set of string
+literals (also a ``frozenset``/``set``/``tuple`` call of one, or a module-level constant holding
+one), and for each ``"x" in [s.kind for s in plan.steps]``, where a literal is a step kind. The
+step kinds are ``envbuild.plan.model.StepKind``'s, read from the code.
 
 Other things have a ``kind`` whose words are step kinds too (a bundle file's ``"data"`` and
 ``"image"``, a draft command's ``"data"``, an experiment's ``"smoke"``), so only a ``kind`` read
