@@ -48,10 +48,11 @@ def facts_command(local, hosts, inventory, identity, port, user, known_hosts, in
     envbuild facts --inventory hosts.ini -o facts.json
     """
     from envbuild.flows.facts import FactsRequest, facts
+    from envbuild.flows.nodes import NodesRequest
 
-    res = facts(FactsRequest(local=local, hosts=hosts, inventory=inventory, identity=identity, port=port, user=user,
-                             known_hosts=tuple(known_hosts), insecure=insecure, python=python,
-                             connect_timeout=connect_timeout, output=output))
+    reach = NodesRequest(local=local, hosts=hosts, inventory=inventory, identity_file=identity, port=port, user=user,
+                         known_hosts=tuple(known_hosts), insecure=insecure)
+    res = facts(FactsRequest(reach=reach, python=python, connect_timeout=connect_timeout, output=output))
     if res.text is not None:
         if as_json:
             write_json_text(res.text)

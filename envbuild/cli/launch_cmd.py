@@ -98,6 +98,7 @@ def launch_cmd(recipe, target, scheduler, nodes, gpus_per_node, variant, out, su
       envbuild launch alpa-megatron -t slurm --scheduler slurm --smoke-only --gpus-per-node 2 --submit
     """
     from envbuild.flows.launch import LaunchRequest, launch
+    from envbuild.flows.nodes import NodesRequest
 
     outcome = launch(LaunchRequest(recipe=recipe, target=target, scheduler=scheduler, nodes=nodes,
                                    gpus_per_node=gpus_per_node, variant=variant, smoke_only=smoke_only,
@@ -107,8 +108,9 @@ def launch_cmd(recipe, target, scheduler, nodes, gpus_per_node, variant, out, su
                                    k8s_workload=k8s_workload, master_port=master_port, packed=packed_file,
                                    pack_keys=tuple(pack_keys), fanout=fanout, templates=templates_dir,
                                    out=out, submit=submit, run=run, facts_file=facts_file,
-                                   lock_file=lock_file, prefix=prefix, git_mirror=git_mirror, identity_file=identity,
-                                   known_hosts=tuple(known_hosts), timeout=timeout, argv=("envbuild", *sys.argv[1:])),
+                                   lock_file=lock_file, prefix=prefix, git_mirror=git_mirror,
+                                   reach=NodesRequest(identity_file=identity, known_hosts=tuple(known_hosts)),
+                                   timeout=timeout, argv=("envbuild", *sys.argv[1:])),
                      warn=lambda msg: click.echo(f"warning: {msg}", err=True))
     if outcome.job is None:
         _print_rendered(outcome.rendered, scheduler, outcome.file, as_json)

@@ -117,12 +117,15 @@ def provision_cmd(recipe, target, recipe_option, hosts, inventory, backend, pref
     run.json records "interrupted" and the step each node was in).
     """
     from envbuild.cli.progress import ProgressDisplay
+    from envbuild.flows.nodes import NodesRequest
     from envbuild.flows.provision import ProvisionRequest, provision
 
     if recipe and recipe_option and recipe != recipe_option:
         raise InputError(f"two recipes given: {recipe} (argument) and {recipe_option} (--recipe)",
                          hint="give the recipe once, as the RECIPE argument")
-    opts = ProvisionRequest(target=target, recipe=recipe or recipe_option, hosts=hosts, inventory=inventory,
+    opts = ProvisionRequest(target=target, recipe=recipe or recipe_option,
+                            reach=NodesRequest(hosts=hosts, inventory=inventory, identity_file=identity_file,
+                                               known_hosts=tuple(known_hosts), insecure=insecure),
                             backend=backend, prefix=prefix, conda_channel=conda_channel,
                             conda_packages=tuple(conda_packages), dry_run=dry_run, git_mirror=git_mirror,
                             wheelhouse=wheelhouse, lock=lock, locked=locked, data_mirror=data_mirror,
@@ -130,8 +133,7 @@ def provision_cmd(recipe, target, recipe_option, hosts, inventory, backend, pref
                             json_lines=as_json, force=force, from_step=from_step, bundle=bundle,
                             bundle_sha256=bundle_sha256, push_wheels=push_wheels,
                             trusted_keys=tuple(trusted_keys), provenance=provenance,
-                            insecure=insecure, identity_file=identity_file,
-                            known_hosts=tuple(known_hosts), argv=("envbuild", *sys.argv[1:]),
+                            argv=("envbuild", *sys.argv[1:]),
                             base=base, engine_args=tuple(engine_args), engine_env=tuple(engine_env),
                             installer=installer, fanout=fanout, node_identity=node_identity)
     if as_json:

@@ -143,11 +143,12 @@ def verify_cmd(target, hosts, inventory, local, identity, known_hosts, insecure,
     envbuild verify --local
     envbuild verify --inventory nodes.yaml --run ~/.envbuild/runs/20250101-120000-r-t
     """
+    from envbuild.flows.nodes import NodesRequest
     from envbuild.flows.verify import VerifyRequest, verify_run
 
-    outcome = verify_run(VerifyRequest(run=run, target=target, deep=deep, hosts=hosts, inventory=inventory,
-                                       local=local, identity_file=identity, known_hosts=tuple(known_hosts),
-                                       insecure=insecure))
+    reach = NodesRequest(hosts=hosts, inventory=inventory, local=local, identity_file=identity,
+                         known_hosts=tuple(known_hosts), insecure=insecure)
+    outcome = verify_run(VerifyRequest(run=run, target=target, deep=deep, reach=reach))
     run_dir, results = outcome.run_dir, outcome.verdicts
     if as_json:
         emit_json(outcome.to_dict())

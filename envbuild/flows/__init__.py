@@ -37,7 +37,8 @@ image-provenance); ``choices.py`` what the CLI offers before a flow runs (comple
 signed statement's default validity).
 
 Every flow that reaches nodes chooses them through one ``NodeSelection``
-(``envbuild.connect.selection``), built from the request's ``--hosts``/``--inventory``/``--local``
-with the SSH key and the known_hosts files. A provision run records its selection; verify and
+(``envbuild.connect.selection``), built from its request's ``reach``: a ``NodesRequest``
+(``nodes.py``: ``--hosts``/``--inventory``/``--local`` with the SSH key and the known_hosts
+files), the one type the CLI gives them as. A provision run records its selection; verify and
 launch of that run reach the nodes the same way.
 """

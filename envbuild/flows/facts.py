@@ -15,23 +15,17 @@ from dataclasses import dataclass, field
 
 from envbuild.errors import EnvironmentProblem, InputError
 from envbuild.facts.model import NodeFacts
+from envbuild.flows.nodes import NodesRequest
 
 
 @dataclass(frozen=True)
 class FactsRequest:
-    """How to reach the nodes (``local``, ``hosts`` ``[user@]host[:port],...``, ``inventory``;
-    ``identity`` the SSH key, ``user`` and ``port`` the defaults, ``known_hosts`` files,
+    """How to reach the nodes (``reach``: ``local``, ``hosts`` ``[user@]host[:port],...`` or
+    ``inventory``; the SSH key, ``user`` and ``port`` the defaults, ``known_hosts`` files,
     ``insecure``), ``python`` the interpreter whose packages and torch NCCL to record,
     ``connect_timeout`` in seconds, ``output`` the file to write the JSON to."""
 
-    local: bool = False
-    hosts: str | None = None
-    inventory: str | None = None
-    identity: str | None = None
-    port: int = 22
-    user: str | None = None
-    known_hosts: tuple[str, ...] = ()
-    insecure: bool = False
+    reach: NodesRequest = NodesRequest()
     python: str | None = None
     connect_timeout: int = 10
     output: str | None = None
@@ -66,17 +60,15 @@ class FactsOutcome:
 def facts(request: FactsRequest) -> FactsOutcome:
     """Gather, and with ``output`` write (see the module docstring). InputError for more than one
     of local, hosts and inventory, or a bad host list, inventory or key."""
-    from envbuild.connect.selection import NodeSelection
     from envbuild.facts.gather import gather_hosts, gather_local
     from envbuild.facts.load import dump_facts
     from envbuild.facts.summary import COLUMNS, summary_row
     from envbuild.fsio import write_atomic
 
-    if sum(bool(x) for x in (request.local, request.hosts, request.inventory)) > 1:
+    reach = request.reach
+    if sum(bool(x) for x in (reach.local, reach.hosts, reach.inventory)) > 1:
         raise InputError("choose one of --local, --hosts, --inventory", hint="envbuild facts --help")
-    selection = NodeSelection(hosts=request.hosts, inventory=request.inventory, identity_file=request.identity,
-                              user=request.user, port=request.port, known_hosts=request.known_hosts,
-                              insecure=request.insecure, port_names=True)
+    selection = reach.selection(port_names=True)
     if selection.given and not selection.is_controller:
         specs = selection.nodes()
         results = gather_hosts(specs, python=request.python, connect_timeout=request.connect_timeout)

@@ -5,8 +5,8 @@ run there, after its provision run's nodes are verified.
 the newest of the recipe on the target when submitting), else the image's for a container
 recipe run in its container, else the node plan resolved as ``envbuild plan`` does. Before a
 submit, the provision run's nodes are verified (``envbuild.flows.verify.runners``: the nodes
-and the SSH key and known_hosts files the provision recorded, the request's ``identity_file``
-and ``known_hosts`` over them): drift refuses the job (``CheckFailed``), a node that cannot be
+and the SSH key and known_hosts files the provision recorded, the request's key and
+``known_hosts`` files over them): drift refuses the job (``CheckFailed``), a node that cannot be
 observed too (``EnvironmentProblem``). The job itself is ``envbuild.launch.submit.launch``; the
 outcome says what the command ends with (``failure``: exit 1, ``not_judged``: exit 5).
 """
@@ -22,6 +22,7 @@ from envbuild.bundle import envpack
 from envbuild.bundle.envpack import PackedEnv
 from envbuild.connect.selection import NodeSelection
 from envbuild.errors import CheckFailed, EnvironmentProblem, InputError
+from envbuild.flows.nodes import NodesRequest
 from envbuild.flows.verify import runners
 from envbuild.launch import LaunchOptions, Rendered, render_launch
 from envbuild.launch import submit as sub
@@ -42,8 +43,8 @@ class LaunchRequest:
     ``templates`` folder, ``out`` (the file to write; None: the caller prints the text),
     ``submit`` (run the job and collect it), the provision ``run`` whose plan is launched, the
     inputs of a plan made without one (``facts_file``, ``lock_file``, ``prefix``,
-    ``git_mirror``), an SSH key (``identity_file``) or ``known_hosts`` files over the run's own
-    for verifying, the job's ``timeout``, the command line (``argv``) and extra environment of
+    ``git_mirror``), an SSH key or ``known_hosts`` files (``reach``) over the run's own for
+    verifying, the job's ``timeout``, the command line (``argv``) and extra environment of
     the job's commands (``env``)."""
 
     recipe: str
@@ -74,8 +75,7 @@ class LaunchRequest:
     lock_file: str | None = None
     prefix: str | None = None
     git_mirror: str | None = None
-    identity_file: str | None = None
-    known_hosts: tuple[str, ...] = ()
+    reach: NodesRequest = NodesRequest()
     timeout: float = 3600
     argv: tuple[str, ...] = ()
     env: dict[str, str] | None = None
@@ -186,7 +186,7 @@ def launch(request: LaunchRequest, *, warn: Callable[[str], None] | None = None)
             if opts.scheduler != "k8s":
                 request.out.chmod(0o755)
         return LaunchOutcome(rendered, provisioned=provisioned, file=request.out)
-    selection = NodeSelection(identity_file=request.identity_file, known_hosts=tuple(request.known_hosts))
+    selection = request.reach.selection()
     verdicts = verify_nodes(provisioned, selection) if provisioned is not None else []
     if provisioned is None and warn is not None:
         warn(f"no provision run of {rec.name} on {tgt.name}: the nodes' environments are not verified "

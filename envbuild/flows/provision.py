@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from envbuild.errors import InputError
+from envbuild.flows.nodes import NodesRequest
 from envbuild.provision import ProvisionOptions, ProvisionOutcome
 from envbuild.provision import provision as run_provision
 
@@ -23,8 +24,8 @@ from envbuild.provision import provision as run_provision
 @dataclass(frozen=True)
 class ProvisionRequest:
     """What ``envbuild provision`` was asked: the ``target`` and ``recipe`` (names or YAML paths;
-    None: the embedded reference), the nodes (``hosts`` or ``inventory``, reached with
-    ``identity_file``, ``known_hosts`` files, or ``insecure``ly), the environment (``backend``,
+    None: the embedded reference), the nodes (``reach``: ``hosts`` or ``inventory``, reached
+    with its SSH key, ``known_hosts`` files, or ``insecure``ly), the environment (``backend``,
     ``prefix``, conda's ``conda_channel``/``conda_packages``, a container's ``base``,
     ``engine_args``, ``engine_env``), where things come from (``git_mirror``, ``wheelhouse``,
     ``data_mirror``, ``lock``/``locked``, an offline ``bundle`` pinned by ``bundle_sha256`` or
@@ -35,8 +36,7 @@ class ProvisionRequest:
 
     target: str
     recipe: str | None = None
-    hosts: str | None = None
-    inventory: str | None = None
+    reach: NodesRequest = NodesRequest()
     backend: str | None = None
     prefix: str | None = None
     conda_channel: str | None = None
@@ -60,9 +60,6 @@ class ProvisionRequest:
     push_wheels: bool | None = None
     fanout: int | None = None
     node_identity: str | None = None
-    insecure: bool = False
-    identity_file: str | None = None
-    known_hosts: tuple[str, ...] = ()
     base: str | None = None
     engine_args: tuple[str, ...] = ()
     engine_env: tuple[str, ...] = ()
@@ -85,8 +82,9 @@ def _check(request: ProvisionRequest) -> None:
 
 def options(request: ProvisionRequest) -> ProvisionOptions:
     """The provision package's options, as the request gives them."""
-    return ProvisionOptions(target=request.target, recipe=request.recipe, hosts=request.hosts,
-                            inventory=request.inventory, backend=request.backend, prefix=request.prefix,
+    reach = request.reach
+    return ProvisionOptions(target=request.target, recipe=request.recipe, hosts=reach.hosts,
+                            inventory=reach.inventory, backend=request.backend, prefix=request.prefix,
                             conda_channel=request.conda_channel, conda_packages=list(request.conda_packages),
                             dry_run=request.dry_run, git_mirror=request.git_mirror, wheelhouse=request.wheelhouse,
                             lock=request.lock, locked=request.locked, data_mirror=request.data_mirror,
@@ -94,8 +92,8 @@ def options(request: ProvisionRequest) -> ProvisionOptions:
                             smoke_preset=request.smoke_preset, json_lines=request.json_lines, force=request.force,
                             from_step=request.from_step, bundle=request.bundle, bundle_sha256=request.bundle_sha256,
                             push_wheels=request.push_wheels, trusted_keys=tuple(request.trusted_keys),
-                            provenance=request.provenance, insecure=request.insecure,
-                            identity_file=request.identity_file, known_hosts=list(request.known_hosts),
+                            provenance=request.provenance, insecure=reach.insecure,
+                            identity_file=reach.identity_file, known_hosts=list(reach.known_hosts),
                             argv=list(request.argv), base=request.base, engine_args=list(request.engine_args),
                             engine_env=list(request.engine_env), installer=request.installer,
                             fanout=request.fanout, node_identity=request.node_identity)

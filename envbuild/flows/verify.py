@@ -15,6 +15,7 @@ from pathlib import Path
 from envbuild.connect.runners import LocalRunner, Runner, SshRunner
 from envbuild.connect.selection import NodeSelection
 from envbuild.errors import InputError
+from envbuild.flows.nodes import NodesRequest
 from envbuild.record import RunRecord
 from envbuild.verify import NodeVerdict, exit_code, resolve_run, verify
 
@@ -22,25 +23,14 @@ from envbuild.verify import NodeVerdict, exit_code, resolve_run, verify
 @dataclass(frozen=True)
 class VerifyRequest:
     """Which run (``run``, else the newest finished run of ``target``, else runs/latest), which
-    nodes and how to reach them (``hosts``, ``inventory`` or ``local``, the SSH key
-    ``identity_file``, ``known_hosts`` files, ``insecure``: the ``selection``, over the run's
-    own), and ``deep`` (hash every installed file)."""
+    nodes and how to reach them (``reach``: ``hosts``, ``inventory`` or ``local``, the SSH key,
+    ``known_hosts`` files, ``insecure``; its selection laid over the run's own), and ``deep``
+    (hash every installed file)."""
 
     run: Path | None = None
     target: str | None = None
-    hosts: str | None = None
-    inventory: str | None = None
-    local: bool = False
-    identity_file: str | None = None
-    known_hosts: tuple[str, ...] = ()
-    insecure: bool = False
+    reach: NodesRequest = NodesRequest()
     deep: bool = False
-
-    @property
-    def selection(self) -> NodeSelection:
-        return NodeSelection(hosts=self.hosts, inventory=self.inventory, local=self.local,
-                             identity_file=self.identity_file, known_hosts=tuple(self.known_hosts),
-                             insecure=self.insecure)
 
 
 @dataclass
@@ -73,6 +63,6 @@ def runners(run_dir: Path, given: NodeSelection | None = None) -> list[Runner]:
 
 def verify_run(request: VerifyRequest) -> VerifyOutcome:
     """Observe the run's nodes again (see the module docstring)."""
-    selection = request.selection  # two node sources given is bad input before any run is looked for
+    selection = request.reach.selection()  # two node sources given is bad input before any run is looked for
     run_dir = resolve_run(request.run, request.target)
     return VerifyOutcome(run_dir, verify(run_dir, runners(run_dir, selection), deep=request.deep))
