@@ -18,27 +18,19 @@ from pathlib import Path
 import pytest
 
 from envbuild.compat.check import preflight
-from envbuild.facts.assemble import assemble
-from envbuild.facts.profile import refine
-from envbuild.facts.script import split_sections
 from envbuild.lock.check import check_lock_file
 from envbuild.lock.location import SHIPPED_LOCKDIR
 from envbuild.recipes import load_recipe
-from envbuild.targets import load_target
+from support.h100 import h100_node
 
-CAPTURE = Path(__file__).parent / "fixtures" / "nodes" / "h100-ubuntu2404-cuda13" / "facts-probe.txt"
 EXCERPTS = Path(__file__).parent / "data" / "alpa_h100"
 RESULTS = Path(__file__).parent.parent / "docs" / "results" / "alpa-megatron"
 RECIPE = "alpa-megatron-h100"
 
 
-def node():
-    target = load_target("h100-venv")
-    return target, refine(target, assemble(split_sections(CAPTURE.read_text()), "h100-node"))
-
 
 def test_feasible_on_the_real_h100_and_the_lock_is_current():
-    target, facts = node()
+    target, facts = h100_node()
     recipe = load_recipe(RECIPE)
     verdict = preflight(recipe, target, facts)
     assert verdict.feasible, [v.message for v in verdict.violations]
@@ -50,7 +42,7 @@ def test_feasible_on_the_real_h100_and_the_lock_is_current():
 
 
 def test_published_pins_are_refused_on_the_h100_node_with_the_reason(tmp_path):
-    target, facts = node()
+    target, facts = h100_node()
     published = preflight(load_recipe("alpa-megatron"), target, facts)
     rows = {v.rule: v.message for v in published.errors}
     assert "sm_90" in rows["wheel-lacks-gpu-arch"] and "cu111" in rows["wheel-lacks-gpu-arch"]
@@ -68,7 +60,7 @@ def test_published_pins_are_refused_on_the_h100_node_with_the_reason(tmp_path):
 
 def test_the_gencode_row_reads_the_patched_arch(tmp_path):
     """Without the fused-kernels-sm90 patch the row refuses the H100; with it, it is quiet."""
-    target, facts = node()
+    target, facts = h100_node()
     text = (Path("envbuild/recipes/data") / f"{RECIPE}.yaml").read_text()
     start = text.index("  - id: fused-kernels-sm90\n    kind: replace")
     end = text.index("  - id: jit-modules-by-name\n    kind: replace")

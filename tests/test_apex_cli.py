@@ -6,7 +6,7 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
-from clirun import envbuild as run_envbuild
+from support.clirun import envbuild as run_envbuild
 
 SHAPES = Path(__file__).parent / "data" / "apex_shapes"
 

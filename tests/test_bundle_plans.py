@@ -1,6 +1,6 @@
 """``envbuild bundle`` plans every node it is given (a facts file of several nodes), as
 provision would: each node's plan with the ``{inventory.*}`` values of all of them. Two pods of
-MegatronApp with the address list filled at plan time (tests/ib_inventory.planned_addresses_recipe):
+MegatronApp with the address list filled at plan time (tests/support/ib_inventory.planned_addresses_recipe):
 the ib-addresses patch of each pod's plan lists both pods' InfiniBand addresses (planned alone,
 a pod would list only its own)."""
 
@@ -11,7 +11,7 @@ from envbuild.facts.profile import from_target
 from envbuild.plan.build import PlanOptions
 from envbuild.plan.resolve import resolve
 from envbuild.targets import load_target
-from ib_inventory import planned_addresses_recipe, with_ib
+from support.ib_inventory import planned_addresses_recipe, with_ib
 
 PODS = (("pod-0", "192.0.2.10"), ("pod-1", "192.0.2.11"))  # RFC 5737 documentation addresses
 

@@ -1,4 +1,4 @@
-"""``envbuild check`` end to end through the CLI (in-process, tests/clirun.py): exit codes, JSON, errors."""
+"""``envbuild check`` end to end through the CLI (in-process, tests/support/clirun.py): exit codes, JSON, errors."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from clirun import envbuild
+from support.clirun import envbuild
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data"

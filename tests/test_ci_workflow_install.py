@@ -22,7 +22,7 @@ import yaml
 
 from envbuild.errors import InputError
 from envbuild.flows.render import envbuild_source
-from tests.clirun import envbuild
+from support.clirun import envbuild
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import click
 import pytest
 
-from clirun import envbuild as run_envbuild
+from support.clirun import envbuild as run_envbuild
 from envbuild.cli import _register, cli
 from envbuild.recipes import recipe_names
 from envbuild.targets import target_names
@@ -28,7 +28,7 @@ BIN = str(Path(sys.executable).parent)
 
 
 def envbuild(*args: str, home: Path | None = None, env: dict | None = None, timeout: int = 300):
-    """``envbuild ARGS`` in this process (tests/clirun.py), as a subprocess would see it."""
+    """``envbuild ARGS`` in this process (tests/support/clirun.py), as a subprocess would see it."""
     full = {**os.environ, **({"ENVBUILD_HOME": str(home)} if home else {}), **(env or {})}
     return run_envbuild(*args, env=full)
 

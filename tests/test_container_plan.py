@@ -33,7 +33,7 @@ from envbuild.plan.model import Plan
 from envbuild.plan.resolve import check_facts, default_backend, resolve
 from envbuild.recipes import load_recipe
 from envbuild.targets import load_target
-from ib_inventory import profile_facts
+from support.ib_inventory import profile_facts
 
 BASE = "localhost/envbuild-base:bookworm"
 

@@ -15,7 +15,7 @@ from envbuild.lock import read_lock
 from envbuild.plan.build import PlanOptions, build_plan
 from envbuild.recipes import load_recipe
 from envbuild.targets import load_target
-from ib_inventory import profile_facts
+from support.ib_inventory import profile_facts
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCKS = ROOT / "lockfiles"

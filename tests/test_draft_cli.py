@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from clirun import envbuild
+from support.clirun import envbuild
 
 from envbuild.lock.srclock import source_dependencies
 from envbuild.recipes import load_recipe

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from clirun import envbuild
+from support.clirun import envbuild
 
 from envbuild.compat.commits import apex_commits
 from envbuild.facts.profile import from_target

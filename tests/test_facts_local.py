@@ -10,7 +10,7 @@ import pytest
 from envbuild.facts.gather import gather_local
 from envbuild.facts.load import load_facts
 from envbuild.testbed.doubles import install_gpu_doubles
-from clirun import envbuild as run_envbuild
+from support.clirun import envbuild as run_envbuild
 
 H100 = Path(__file__).parent / "fixtures" / "nodes" / "h100-ubuntu2404-cuda13"
 

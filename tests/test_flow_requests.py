@@ -10,7 +10,7 @@ import shlex
 from pathlib import Path
 
 import pytest
-from clirun import envbuild
+from support.clirun import envbuild
 
 from envbuild.flows.plan import INFEASIBLE, PlanRequest, plan
 

@@ -19,28 +19,20 @@ import pytest
 import yaml
 
 from envbuild.compat.check import preflight
-from envbuild.facts.assemble import assemble
-from envbuild.facts.profile import refine
-from envbuild.facts.script import split_sections
 from envbuild.lock.check import check_lock_file
 from envbuild.lock.location import SHIPPED_LOCKDIR
 from envbuild.recipes import load_recipe
-from envbuild.targets import load_target
 
-from clirun import envbuild
+from support.clirun import envbuild
+from support.h100 import h100_node
 
-CAPTURE = Path(__file__).parent / "fixtures" / "nodes" / "h100-ubuntu2404-cuda13" / "facts-probe.txt"
 RECIPE, PUBLISHED = "gpt-neox-sm90", "gpt-neox"
 MIRROR = os.environ.get("ENVBUILD_GIT_MIRROR")
 
 
-def node():
-    target = load_target("h100-venv")
-    return target, refine(target, assemble(split_sections(CAPTURE.read_text()), "h100-node"))
-
 
 def test_the_variant_is_feasible_on_h100_venv():
-    target, facts = node()
+    target, facts = h100_node()
     recipe = load_recipe(RECIPE)
     verdict = preflight(recipe, target, facts)
     assert verdict.feasible, [v.message for v in verdict.violations]
@@ -64,7 +56,7 @@ def test_the_variant_is_feasible_on_h100_venv():
 
 
 def test_the_published_pins_are_refused_on_the_h100_node():
-    target, facts = node()
+    target, facts = h100_node()
     published = preflight(load_recipe(PUBLISHED), target, facts)
     rows = {v.rule: v.message for v in published.errors}
     assert "recipe-undecided" not in rows

@@ -17,25 +17,18 @@ from pathlib import Path
 import pytest
 
 from envbuild.compat.check import preflight
-from envbuild.facts.assemble import assemble
-from envbuild.facts.profile import refine
-from envbuild.facts.script import split_sections
 from envbuild.lock.location import SHIPPED_LOCKDIR
 from envbuild.recipes import load_recipe
 from envbuild.targets import load_target
+from support.h100 import h100_node
 
-CAPTURE = Path(__file__).parent / "fixtures" / "nodes" / "h100-ubuntu2404-cuda13" / "facts-probe.txt"
 HEAD = Path(__file__).parent / "data" / "megatron_ds_e4bac701_pretrain_gpt_head.py.txt"
 RECIPE = "h100-megatron-deepspeed"
 
 
-def node():
-    target = load_target("h100-venv")
-    return target, refine(target, assemble(split_sections(CAPTURE.read_text()), "h100-node"))
-
 
 def test_feasible_on_the_real_h100_and_the_lock_is_current():
-    target, facts = node()
+    target, facts = h100_node()
     verdict = preflight(load_recipe(RECIPE), target, facts)
     assert verdict.feasible, [v.message for v in verdict.violations]
     from envbuild.lock.check import check_lock_file
@@ -52,7 +45,7 @@ def test_published_pins_are_refused_on_cuda13_torch211_with_the_reason(tmp_path)
         "sha: 6424da3b4faa6c8f062da4a48c424fff3f02d42d", "sha: 52e18c894223800cb611682dce27d88050edf1de")
     published = tmp_path / "published.yaml"
     published.write_text(text)
-    target, facts = node()
+    target, facts = h100_node()
     verdict = preflight(load_recipe(str(published)), target, facts)
     rows = {v.rule: v.message for v in verdict.violations if v.severity == "error"}
     assert not verdict.feasible
@@ -79,7 +72,7 @@ def test_plan_builds_apex_and_fused_adam_for_sm90_offline():
     from envbuild.plan.params import BundleParams
     from envbuild.plan.resolve import resolve
 
-    target, facts = node()
+    target, facts = h100_node()
     recipe = load_recipe(RECIPE)
     lock = check_lock_file(SHIPPED_LOCKDIR / RECIPE / "h100-venv.lock", recipe, target)
     staged = BundleParams(digest="0" * 64, src="/ctl/bundle/node", files=[],
@@ -142,7 +135,7 @@ def test_patches_apply_to_the_pinned_text_once(patch_id, excerpt):
     if patch_id == "wandb-optional":  # deviation ezpz-wandb-offline: W&B off in the env file the run sources
         from envbuild.plan.build import build_plan
 
-        target, facts = node()
+        target, facts = h100_node()
         env = build_plan(load_recipe(RECIPE), target, facts).env_file()
         assert env.params.vars["WANDB_MODE"] == "disabled"
     if excerpt is HEAD:

@@ -17,7 +17,7 @@ from envbuild.plan.model import Plan, Step
 from envbuild.plan.resolve import resolve
 from envbuild.recipes import load_recipe
 from envbuild.targets import load_target
-from clirun import envbuild as run_envbuild
+from support.clirun import envbuild as run_envbuild
 
 UV = UvBinary(version="0.13.9", sha256="5" * 64, os="linux", arch="x86_64", libc="glibc", glibc_min="2.17")
 NODE = NodeFacts(host="n1", arch="x86_64", glibc="2.36")

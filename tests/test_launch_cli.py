@@ -33,7 +33,7 @@ def test_render_to_file(tmp_path, capsys) -> None:
     assert stat.S_IMODE(out.stat().st_mode) & 0o100
     # the image's extension holds the pods' InfiniBand addresses: the plan needs their facts
     from envbuild.targets import load_target
-    from ib_inventory import profile_facts
+    from support.ib_inventory import profile_facts
 
     facts = tmp_path / "pods.json"
     facts.write_text(profile_facts(load_target("rtx4090-pod")).to_json())

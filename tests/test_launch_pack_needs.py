@@ -17,7 +17,7 @@ from envbuild.plan.build import PlanOptions
 from envbuild.plan.resolve import resolve
 from envbuild.recipes import load_recipe
 from envbuild.targets import load_target
-from tests.clirun import envbuild
+from support.clirun import envbuild
 
 
 def provisioned(prefix, steps: list[str]):

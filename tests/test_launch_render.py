@@ -25,7 +25,7 @@ from envbuild.plan.build import PlanOptions
 from envbuild.plan.resolve import resolve
 from envbuild.recipes import load_recipe
 from envbuild.targets import DATA, load_target
-from ib_inventory import profile_facts
+from support.ib_inventory import profile_facts
 
 GOLDEN = Path(__file__).parent / "golden" / "launch"
 HEREDOC = re.compile(r"<<'(ENVBUILD_EOF_[0-9a-f]+)'\n(.*?)\n\1\n", re.S)
@@ -578,7 +578,7 @@ def test_every_launch_help_example_that_renders_runs_as_written(tmp_path) -> Non
     """What `envbuild launch --help` shows is what a user runs: each example that only renders
     (no --submit) exits 0 as written, in an empty folder, and writes its -o file. The Kubernetes
     one needs no facts: the pods find their InfiniBand addresses when they start."""
-    from clirun import envbuild
+    from support.clirun import envbuild
 
     examples = _help_examples("launch")
     k8s = [a for a in examples if "k8s" in a]

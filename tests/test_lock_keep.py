@@ -104,7 +104,7 @@ def test_the_command_prints_and_reports_the_moves(tmp_path, monkeypatch):
     --json's `moved`; --upgrade with --check is refused with exit 2."""
     import yaml
 
-    from tests.clirun import envbuild
+    from support.clirun import envbuild
 
     target = tmp_path / "lab.yaml"
     target.write_text((DATA / "lab.yaml").read_text())

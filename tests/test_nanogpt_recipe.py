@@ -22,19 +22,16 @@ from types import SimpleNamespace
 
 import pytest
 import yaml
-from clirun import envbuild
+from support.clirun import envbuild
 
 from envbuild.compat.check import preflight
-from envbuild.facts.assemble import assemble
-from envbuild.facts.profile import refine
-from envbuild.facts.script import split_sections
 from envbuild.lock.check import check_lock_file
 from envbuild.lock.location import SHIPPED_LOCKDIR
 from envbuild.recipes import load_recipe
 from envbuild.shipped import RECIPES
 from envbuild.targets import load_target
+from support.h100 import h100_node
 
-CAPTURE = Path(__file__).parent / "fixtures" / "nodes" / "h100-ubuntu2404-cuda13" / "facts-probe.txt"
 SHA = "eba36e84649f3c6d840a93092cb779a260544d08"
 H100 = "NVIDIA H100 80GB HBM3"
 
@@ -68,13 +65,9 @@ def bench_log(ms: float, *, until: int | None = None, nan_from: int | None = Non
     return "\n".join(out) + "\n"
 
 
-def node():
-    target = load_target("h100-venv")
-    return target, refine(target, assemble(split_sections(CAPTURE.read_text()), "h100-node"))
-
 
 def test_the_variant_is_feasible_on_the_real_h100_and_both_locks_are_current():
-    target, facts = node()
+    target, facts = h100_node()
     variant = load_recipe("nanogpt-h100")
     verdict = preflight(variant, target, facts)
     assert verdict.feasible, [v.message for v in verdict.violations]
@@ -94,7 +87,7 @@ def test_the_variant_is_feasible_on_the_real_h100_and_both_locks_are_current():
 
 
 def test_the_published_pins_are_refused_on_the_h100_node_naming_the_variant():
-    target, facts = node()
+    target, facts = h100_node()
     published = preflight(load_recipe("nanogpt"), target, facts)
     rows = {v.rule: v.message for v in published.errors}
     assert set(rows) == {"wheel-lacks-gpu-arch", "python-absent"}

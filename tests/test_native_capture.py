@@ -173,7 +173,7 @@ def test_launch_submit_collects_the_training_output(tmp_path, monkeypatch, name,
     from envbuild.plan.resolve import resolve
     from envbuild.targets import load_target
     from envbuild.testbed.planenv import materialize
-    from ib_inventory import profile_facts
+    from support.ib_inventory import profile_facts
 
     monkeypatch.setenv("ENVBUILD_HOME", str(tmp_path / "home"))
     rec, tgt = load_recipe(name), load_target(target)

@@ -6,7 +6,7 @@ a file run as a script imports no sibling (it is copied alone), but for the node
 is the oldest Python a shipped target or recipe names; Ansible's module_utils carry the package,
 file for file.
 
-The floor's interpreter is found by tests/nodefloor.py (pyenv or $PATH); without it the checks
+The floor's interpreter is found by tests/support/nodefloor.py (pyenv or $PATH); without it the checks
 that need it skip, saying so.
 """
 
@@ -29,7 +29,7 @@ from envbuild.render.shell import NODE_TOOL, NODE_TOOL_FILES
 from envbuild.shipped import PLAYBOOKS
 from envbuild.recipes import all_recipes
 from envbuild.targets import DATA as TARGETS, load_target
-from nodefloor import FLOOR, floor_python
+from support.nodefloor import FLOOR, floor_python
 
 FILES = sorted(NODE.glob("*.py"))
 MODULE_UTILS = (PLAYBOOKS / "ansible_collections" / "envbuild" / "node" / "plugins"

@@ -14,7 +14,7 @@ from envbuild.connect.hostkeys import host_key_check
 from envbuild.connect.nodes import INSECURE_SSH_ARGS, connection_vars, parse_hosts, read_inventory
 from envbuild.connect.ssh import jump_hosts
 from envbuild.errors import InputError
-from clirun import envbuild as run_envbuild
+from support.clirun import envbuild as run_envbuild
 
 COMMON = "-o ProxyJump=jump@10.0.0.1:2222 -o ServerAliveInterval=30"
 HOSTS = {

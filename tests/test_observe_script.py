@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from envbuild.observe import compare, expected_state, observe_args, observe_command, parse_observed
-from nodefloor import FLOOR, floor_python
+from support.nodefloor import FLOOR, floor_python
 
 pytestmark = pytest.mark.integration
 

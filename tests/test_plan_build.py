@@ -16,7 +16,7 @@ from envbuild.plan.model import Plan
 from envbuild.plan.resolve import resolve
 from envbuild.recipes import all_recipes, load_recipe
 from envbuild.targets import load_target
-from ib_inventory import profile_facts
+from support.ib_inventory import profile_facts
 
 GOLDEN = Path(__file__).parent / "golden" / "plans"
 PAIRS = [(r.name, t) for r in all_recipes() for t in r.targets if t != "local"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from clirun import envbuild
+from support.clirun import envbuild
 
 from envbuild.facts.profile import from_target
 from envbuild.targets import load_target

@@ -57,7 +57,7 @@ from envbuild.plan.resolve import default_backend, resolve
 from envbuild.recipes import load_recipe
 from envbuild.targets import load_target
 from envbuild.testbed.proofrecord import CODE as PROOF_CODE
-from ib_inventory import profile_facts
+from support.ib_inventory import profile_facts
 
 ROOT = Path(__file__).resolve().parents[1]
 STEP_KINDS = frozenset(typing.get_args(StepKind))

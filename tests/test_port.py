@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from clirun import envbuild
+from support.clirun import envbuild
 
 from envbuild.facts.profile import from_target
 from envbuild.port.stack import choose_stack

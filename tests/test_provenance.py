@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 
 from envbuild.bundle import provenance
 from envbuild.errors import CheckFailed, InputError
-from tests.clirun import envbuild
+from support.clirun import envbuild
 
 
 def _statement(path, **kw):

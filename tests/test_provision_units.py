@@ -89,7 +89,7 @@ def test_cli_missing_wheelhouse_is_exit_2(tmp_path):
 
 @pytest.mark.parametrize("prefix", ["/", "/usr", "/usr/local/", "/root", "~", "/opt/envs/../../etc"])
 def test_a_system_folder_or_a_path_that_goes_up_is_refused_as_a_prefix(prefix, tmp_path):
-    from clirun import envbuild as run_envbuild
+    from support.clirun import envbuild as run_envbuild
 
     for argv in (["plan", "cpu-reference", "-t", "local", "--prefix", prefix],
                  ["provision", "--target", "local", "--prefix", prefix, "--dry-run"]):

@@ -5,7 +5,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from clirun import envbuild as run_envbuild
+from support.clirun import envbuild as run_envbuild
 
 BAD = Path(__file__).parent / "data" / "bad_recipes"
 ROOT = Path(__file__).parent.parent

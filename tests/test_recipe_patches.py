@@ -21,7 +21,7 @@ makes the file parse). What was read where:
 
 MegatronApp's address patch makes the extension read its list at run time (tests/
 test_ib_addresses.py runs it); the plan-time placeholder ``{inventory.ib_addresses}`` is tested
-here on the same file with tests/ib_inventory.planned_addresses_recipe, applied the way a node
+here on the same file with tests/support/ib_inventory.planned_addresses_recipe, applied the way a node
 applies it: from the plan's patch step, through envbuild.node.textpatch.
 """
 
@@ -41,7 +41,7 @@ from envbuild.plan.build import PlanOptions, build_plan
 from envbuild.plan.placeholders import inventory_values
 from envbuild.recipes import all_recipes, load_recipe
 from envbuild.targets import load_target
-from ib_inventory import planned_addresses_recipe, with_ib
+from support.ib_inventory import planned_addresses_recipe, with_ib
 
 MEGATRON_TRAINING = '''\
 import torch

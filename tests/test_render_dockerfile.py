@@ -22,7 +22,7 @@ from envbuild.compat.base_images import CUDA_ROWS, choose
 from envbuild.plan.image import image_plan
 from envbuild.plan.placeholders import inventory_values
 from envbuild.targets import load_target
-from ib_inventory import profile_facts
+from support.ib_inventory import profile_facts
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -165,7 +165,7 @@ def test_a_package_without_a_hash_fails_the_render_unless_accepted_by_name(tmp_p
     """OPT's torch 1.10.1+cu113 has no verified hash in its lock: provision refuses it without
     --allow-unverified torch, and so does every render (nothing written); accepted, the CI
     workflow's own render names it too."""
-    from clirun import envbuild
+    from support.clirun import envbuild
 
     out = tmp_path / "ctx"
     p = envbuild("render", "opt-175b-azure", "--target", "azure-nd96", "--format", "dockerfile", "-o", str(out))

@@ -35,7 +35,7 @@ from envbuild.render.context import ASSETS
 from envbuild.render.formats import render
 from envbuild.plan.placeholders import inventory_values
 from envbuild.targets import load_target
-from ib_inventory import profile_facts
+from support.ib_inventory import profile_facts
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTAINERS = ROOT / "containers"
@@ -201,7 +201,7 @@ def test_a_users_repository_gets_a_workflow_that_renders_what_render_did(tmp_pat
     `envbuild render my-recipe.yaml --lock ... --format ci` there names both files as its
     triggers and passes the workflow linter; the workflow's own render step, run in that
     repository, writes the build context `envbuild render ... --format dockerfile` writes."""
-    from tests.clirun import envbuild
+    from support.clirun import envbuild
 
     repo = tmp_path / "repo"
     (repo / "env").mkdir(parents=True)
@@ -251,7 +251,7 @@ def test_the_workflows_render_step_quotes_what_it_was_given(tmp_path) -> None:
 
     from envbuild.plan.image import image_plan
     from envbuild.render.ci import workflow
-    from tests.clirun import envbuild
+    from support.clirun import envbuild
 
     rec, tgt = load_recipe("cpu-reference"), load_target("local")
     ip = image_plan(rec, tgt, find_lock(rec, tgt))

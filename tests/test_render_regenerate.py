@@ -12,7 +12,7 @@ from pathlib import Path
 
 from envbuild.bundle.imageprov import LABELS, dockerfile_labels
 from envbuild.render.regenerate import render_command
-from tests.clirun import envbuild
+from support.clirun import envbuild
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -15,7 +15,7 @@ from envbuild.plan.build import PlanOptions
 from envbuild.plan.resolve import resolve
 from envbuild.recipes import load_recipe
 from envbuild.targets import load_target
-from ib_inventory import profile_facts
+from support.ib_inventory import profile_facts
 
 HEREDOC = re.compile(r"<<'(ENVBUILD_EOF_[0-9a-f]+)'\n(.*?)\n\1\n", re.S)
 # one line without control bytes (the schema's rule for environment values), and no "{": a brace

@@ -155,7 +155,7 @@ def user_setup(tmp_path: Path) -> dict:
 def test_imports_prints_the_fact_and_writes_nothing_into_the_package(user_setup):
     """issue 49: ``envbuild imports`` of a user's recipe wrote envbuild/recipes/imports/<name>.yaml
     into envbuild's own package tree. Without -o it prints the fact; the package is unchanged."""
-    from clirun import envbuild
+    from support.clirun import envbuild
 
     s = user_setup
     before = _package_files()
@@ -179,7 +179,7 @@ def test_imports_prints_the_fact_and_writes_nothing_into_the_package(user_setup)
 
 
 def test_imports_all_names_its_folder(tmp_path):
-    from clirun import envbuild
+    from support.clirun import envbuild
 
     p = envbuild("imports", "--all", "--git-mirror", str(tmp_path))
     assert p.returncode == 2 and "-o FOLDER" in p.stderr, p.stderr
@@ -188,7 +188,7 @@ def test_imports_all_names_its_folder(tmp_path):
 def test_an_installed_envbuild_writes_no_import_facts_into_its_package(tmp_path, monkeypatch):
     """Installed (the package holds its playbooks: ``envbuild.shipped.INSTALLED``), ``-o`` into
     the package is refused (exit 2, naming what works) before any mirror is read."""
-    from clirun import envbuild
+    from support.clirun import envbuild
 
     from envbuild import shipped
 

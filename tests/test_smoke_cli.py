@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 import pytest
-from clirun import envbuild as run_envbuild
+from support.clirun import envbuild as run_envbuild
 
 pytestmark = pytest.mark.torch
 
