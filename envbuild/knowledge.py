@@ -4,7 +4,8 @@
 one by an entry point in the group ``envbuild.knowledge`` (an object that is, or returns, the
 folder's path). Each folder may hold any of the tables that read them: ``apex_commits.yaml``
 (``envbuild.compat.commits``), ``torch_builds.yaml``, ``node_stacks.yaml``, ``fixes.yaml`` and
-``packages.yaml`` (``envbuild.port.tables``), in the shipped layout. Their rows come after the
+``packages.yaml`` (``envbuild.port.tables``), ``builders.yaml`` (``envbuild.draft.builders``), in
+the shipped layout. Their rows come after the
 shipped ones; a row whose id is already given is refused by the table that reads it, naming both
 files. The files are YAML data, validated, never run.
 """
@@ -15,11 +16,15 @@ import os
 from importlib.metadata import entry_points
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from envbuild.errors import InputError
+from envbuild.yamlsrc import load_yaml, validate
 
 KNOWLEDGE_PATH = "ENVBUILD_KNOWLEDGE_PATH"
 ENTRY_POINTS = "envbuild.knowledge"
-TABLES = ("apex_commits.yaml", "torch_builds.yaml", "node_stacks.yaml", "fixes.yaml", "packages.yaml")
+TABLES = ("apex_commits.yaml", "torch_builds.yaml", "node_stacks.yaml", "fixes.yaml", "packages.yaml",
+          "builders.yaml")
 
 
 def folders() -> tuple[Path, ...]:
@@ -52,3 +57,32 @@ def stamped(where: tuple[Path, ...], name: str) -> tuple[tuple[Path, int | None]
         except OSError:
             out.append((folder, None))
     return tuple(out)
+
+
+def tables(name: str, model: type[BaseModel], where: tuple[tuple[Path, int | None], ...],
+           shipped: Path) -> list[tuple[Path, BaseModel]]:
+    """``name`` read from each folder of ``where`` (``stamped``'s pairs) that holds it, the
+    ``shipped`` folder always, each validated as ``model``: (file, table) in folder order."""
+    out = []
+    for folder, stamp in where:
+        path = folder / name
+        if folder == shipped or stamp is not None:
+            data, loc = load_yaml(path)
+            out.append((path, validate(model, data, path, loc)))
+    return out
+
+
+def merged(name: str, model: type[BaseModel], field: str, key, where: tuple, shipped: Path) -> tuple:  # noqa: ANN001
+    """Every table's rows of ``field`` in folder order; an id (``key``: a row's attribute name,
+    or a function of the row) seen before is refused, naming both files."""
+    seen: dict[str, Path] = {}
+    rows = []
+    for path, table in tables(name, model, where, shipped):
+        for row in getattr(table, field):
+            ident = str(key(row) if callable(key) else getattr(row, key))
+            if ident in seen:
+                raise InputError(f"{path}: {field} row {ident!r} is already given by {seen[ident]}",
+                                 hint="give it another id: a site's rows add to envbuild's, never replace them")
+            seen[ident] = path
+            rows.append(row)
+    return tuple(rows)

@@ -129,3 +129,43 @@ def test_a_site_adds_an_apex_commit_that_port_and_check_then_know(tmp_path, monk
         {"sha": commits.APEX_MASTER.sha, "date": "2026-09-01", "note": "again", "source": "x"}]}))
     with pytest.raises(InputError, match="already known"):
         commits.apex_commits()
+
+
+FORK = "https://github.com/ROCm/apex"
+
+
+def test_a_site_adds_a_repository_envbuild_builds_and_draft_then_uses_its_builder(tmp_path, monkeypatch):
+    """Which repositories draft writes as ``install: apex`` is a table (envbuild/draft/data/
+    builders.yaml): NVIDIA's Apex ships; a site's row adds a fork built the same way, and draft
+    then writes the fork's git install with envbuild's Apex builder and its --global-option values;
+    a row naming a repository the table already has is refused, naming both files."""
+    from envbuild.draft import builders
+    from support.clirun import envbuild
+
+    assert [(b.url, b.install) for b in builders.builders()] == [("https://github.com/nvidia/apex", "apex")]
+    assert builders.builder_of(FORK + ".git") is None
+    folder = tmp_path / "site-knowledge"
+    folder.mkdir()
+    row = {"url": FORK, "install": "apex", "why": "the ROCm fork keeps Apex's setup.py options",
+           "source": "https://github.com/ROCm/apex/blob/master/README.md"}
+    (folder / "builders.yaml").write_text(yaml.safe_dump({"schema": 1, "builders": [row]}))
+    monkeypatch.setenv(tables.KNOWLEDGE_PATH, str(folder))
+    assert builders.builder_of(FORK + ".git/").install == "apex"
+
+    repo = tmp_path / "setup"
+    repo.mkdir()
+    (repo / "README.md").write_text("# a setup\n\n```bash\npip install --global-option=--cpp_ext "
+                                    f"git+{FORK}.git@{'1' * 40}\n```\n")
+    for argv in (["init", "-q", "-b", "main"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t",
+                                                              "commit", "-q", "-m", "x"]):
+        subprocess.run(["git", "-C", str(repo), *argv], check=True)
+    res = envbuild("draft", str(repo), "--ref", "main", "--json")
+    assert res.returncode == 0, res.stderr
+    drafted = {s["url"]: s for s in yaml.safe_load(__import__("json").loads(res.stdout)["text"])["sources"]}
+    assert (drafted[FORK]["install"], drafted[FORK]["build_options"]) == ("apex", ["--cpp_ext"])
+
+    (folder / "builders.yaml").write_text(yaml.safe_dump({"schema": 1, "builders": [
+        {**row, "url": "https://github.com/NVIDIA/apex.git"}]}))
+    with pytest.raises(InputError) as err:
+        builders.builders()
+    assert "https://github.com/nvidia/apex" in str(err.value) and str(builders.DATA / "builders.yaml") in str(err.value)

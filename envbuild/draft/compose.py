@@ -16,6 +16,7 @@ import yaml
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
+from envbuild.draft.builders import builder_of
 from envbuild.draft.cite import Cite
 from envbuild.draft.gitmodules import Submodule
 from envbuild.draft.gitread import default_branch
@@ -288,12 +289,10 @@ class Composer:
             self.leave(f"{where}.sha", f"{dep.cite}: {dep.vcs.url}@{dep.vcs.ref or ''} could not be resolved "
                                        f"to a commit ({dep.unread}); pin it")
         entry["install"] = "editable" if dep.editable else "wheel"
-        if is_apex(dep.vcs.url) and not dep.editable:
-            # Apex's README builds its extensions by `pip install ... --global-option=--cpp_ext
-            # --global-option=--cuda_ext`: envbuild's Apex install (install: apex) takes those
-            # options as build_options, patches the CUDA check where asked, and the port
-            # chooses its commit by the Apex rows.
-            entry["install"] = "apex"
+        if (builder := builder_of(dep.vcs.url)) and not dep.editable:
+            # a repository envbuild builds itself (data/builders.yaml: NVIDIA's Apex, whose
+            # extensions its README builds by --global-option values)
+            entry["install"] = builder.install
             if dep.global_options:
                 entry["build_options"] = list(dep.global_options)
         if dep.tree is None:
@@ -444,13 +443,3 @@ def is_here(path: str) -> bool:
     (True, True, False)
     """
     return re.sub(r"\[[^\]]*\]$", "", path) in (".", "./")
-
-
-def is_apex(url: str) -> bool:
-    """NVIDIA's Apex, however the URL is written.
-
-    >>> is_apex("https://github.com/NVIDIA/apex.git"), is_apex("https://github.com/NVIDIA/apex-fork")
-    (True, False)
-    """
-    tail = url.lower().rstrip("/").removesuffix(".git")
-    return tail.endswith("github.com/nvidia/apex")

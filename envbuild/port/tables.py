@@ -30,10 +30,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from envbuild import knowledge
-from envbuild.errors import InputError
 from envbuild.shipped import PACKAGE
 from envbuild.versions import admits
-from envbuild.yamlsrc import load_yaml, validate
 
 DATA = PACKAGE / "port" / "data"
 KNOWLEDGE_PATH = knowledge.KNOWLEDGE_PATH
@@ -251,29 +249,11 @@ def folders() -> tuple[Path, ...]:
 
 
 def _tables(name: str, model: type[_Row], where: tuple[tuple[Path, int | None], ...]) -> list[tuple[Path, _Row]]:
-    out = []
-    for folder, stamp in where:
-        path = folder / name
-        if folder == DATA or stamp is not None:
-            data, loc = load_yaml(path)
-            out.append((path, validate(model, data, path, loc)))
-    return out
+    return knowledge.tables(name, model, where, DATA)  # type: ignore[return-value]  # validated as model
 
 
 def _merged(name: str, model: type[_Row], field: str, key, where: tuple) -> tuple:  # noqa: ANN001
-    """Every table's rows of ``field`` in folder order; an id (``key``: a row's attribute name,
-    or a function of the row) seen before is refused."""
-    seen: dict[str, Path] = {}
-    rows = []
-    for path, table in _tables(name, model, where):
-        for row in getattr(table, field):
-            ident = str(key(row) if callable(key) else getattr(row, key))
-            if ident in seen:
-                raise InputError(f"{path}: {field} row {ident!r} is already given by {seen[ident]}",
-                                 hint="give it another id: a site's rows add to envbuild's, never replace them")
-            seen[ident] = path
-            rows.append(row)
-    return tuple(rows)
+    return knowledge.merged(name, model, field, key, where, DATA)
 
 
 @functools.lru_cache(maxsize=8)
