@@ -111,3 +111,20 @@ def test_a_report_signed_for_a_short_while_expires(tmp_path, capsys) -> None:
     assert "report.md: the signed statement expired at" in err and "do not trust this report" in err
     assert main(["report", str(SAMPLE), "-o", str(tmp_path / "r.md"), "--valid-days", "3"]) == 2
     assert "--valid-days" in capsys.readouterr().err and not (tmp_path / "r.md").exists()
+
+
+def test_a_report_written_again_without_a_key_removes_the_signature_of_the_one_it_replaced(tmp_path, capsys) -> None:
+    """A signature beside a report names that report's sha256; a report written again at that
+    path without --sign-key removes it and says so (as bundle and pack do), so nothing beside the
+    new report claims a provenance it does not have."""
+    key = _key(tmp_path / "maker")
+    run = tmp_path / "run"
+    shutil.copytree(SAMPLE, run)
+    out = tmp_path / "report.md"
+    assert main(["report", str(run), "-o", str(out), "--sign-key", str(key)]) == 1
+    envelope = Path(str(out) + ".intoto.jsonl")
+    assert envelope.is_file()
+    capsys.readouterr()
+    assert main(["report", str(run), "-o", str(out)]) == 1
+    assert not envelope.exists() and out.is_file()
+    assert f"removed {envelope}: the provenance of the report this one replaced" in capsys.readouterr().err

@@ -32,7 +32,8 @@ from envbuild.errors import CheckFailed, EnvironmentProblem
 @click.option("--sign-key", "sign_key", type=click.Path(dir_okay=False, path_type=Path),
               help="With -o: sign the report's provenance (an in-toto statement naming the report's sha256 and "
                    "the run records it was made from) with this Ed25519 key, written as OUTPUT.intoto.jsonl; "
-                   "`envbuild attest OUTPUT --trusted-key KEY.pub` checks it.")
+                   "`envbuild attest OUTPUT --trusted-key KEY.pub` checks it. Without it, a signature an earlier "
+                   "report left as OUTPUT.intoto.jsonl is removed.")
 @valid_days_option
 def report_cmd(run_dir: Path | None, fmt: str | None, output: Path | None, as_recipe: str | None,
                appendix: bool, templates_dir: Path | None, sign_key: Path | None,
@@ -61,6 +62,8 @@ def report_cmd(run_dir: Path | None, fmt: str | None, output: Path | None, as_re
         click.echo(f"wrote {outcome.output}", err=True)
         if outcome.provenance:
             click.echo(f"wrote {outcome.provenance}", err=True)
+        if outcome.removed:
+            click.echo(f"removed {outcome.removed}: the provenance of the report this one replaced", err=True)
     else:
         sys.stdout.write(outcome.text)
     if outcome.summary:

@@ -45,14 +45,15 @@ class ReportRequest:
 
 @dataclass(frozen=True)
 class ReportOutcome:
-    """The text, the file it was written to (None: print it), the report's signed envelope,
-    the exit code (0 PASS, 1 FAIL, 5 NOT JUDGED) and the verdict's summary when not PASS."""
+    """The text, the file it was written to (None: print it), the report's signed envelope (or
+    the stale one removed), the exit code (0 PASS, 1 FAIL, 5 NOT JUDGED) and the verdict's summary when not PASS."""
 
     text: str
     output: Path | None = None
     provenance: Path | None = None
     exit_code: int = 0
     summary: str | None = None
+    removed: Path | None = None  # the stale signature of an earlier report at ``output``, removed
 
 
 def report(request: ReportRequest) -> ReportOutcome:
@@ -83,15 +84,16 @@ def report(request: ReportRequest) -> ReportOutcome:
     text = render(made, fmt, site)
     if fmt == "json":  # pydantic leaves DEL and C1 raw in strings: U+009B is CSI to a terminal
         text = json_visible(text)
-    provenance = None
+    provenance = removed = None
     if output:
         write_atomic(output, text)
-        if sig.key is not None:
-            provenance = sign_provenance(beside(output), sig,
-                                         lambda stamp: _statement(output, folder, made, stamp)).provenance
+        # with a key, signed; without one, a signature left by an earlier report at this path
+        # (which names that report's sha256, not this one's) is removed, as bundle and pack do
+        signed = sign_provenance(beside(output), sig, lambda stamp: _statement(output, folder, made, stamp))
+        provenance, removed = signed.provenance, signed.removed
     status = made.verdict.status
     return ReportOutcome(text, output, provenance, 0 if status == "PASS" else NOT_JUDGED if status == "NOT JUDGED" else 1,
-                         None if status == "PASS" else made.verdict.summary())
+                         None if status == "PASS" else made.verdict.summary(), removed)
 
 
 def _statement(output: Path, folder: Path, report: Report, stamp: Stamp) -> dict:
