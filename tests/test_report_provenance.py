@@ -128,3 +128,22 @@ def test_a_report_written_again_without_a_key_removes_the_signature_of_the_one_i
     assert main(["report", str(run), "-o", str(out)]) == 1
     assert not envelope.exists() and out.is_file()
     assert f"removed {envelope}: the provenance of the report this one replaced" in capsys.readouterr().err
+
+
+def test_an_appendix_written_over_a_signed_report_removes_its_signature_and_sign_key_is_refused_there(tmp_path, capsys):
+    """The appendix is written unsigned (envbuild makes no statement of it): a signature beside
+    its file, left by a signed report, is removed; --sign-key with --appendix is refused (exit 2)
+    before anything is written, not ignored."""
+    key = _key(tmp_path / "maker")
+    run = tmp_path / "run"
+    shutil.copytree(SAMPLE, run)
+    out = tmp_path / "report.md"
+    assert main(["report", str(run), "-o", str(out), "--sign-key", str(key)]) == 1
+    envelope = Path(str(out) + ".intoto.jsonl")
+    before = out.read_text()
+    capsys.readouterr()
+    assert main(["report", str(run), "--appendix", "-o", str(out), "--sign-key", str(key)]) == 2
+    assert "--sign-key signs the report of a run folder, not --appendix" in capsys.readouterr().err
+    assert out.read_text() == before and envelope.is_file()
+    main(["report", str(run), "--appendix", "-o", str(out)])
+    assert not envelope.exists() and out.read_text() != before

@@ -6,6 +6,7 @@ ones; a URL already given is refused, naming both files."""
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -46,8 +47,14 @@ def same_repo(url: str) -> str:
 
     >>> same_repo("https://github.com/NVIDIA/apex.git/"), same_repo("https://GitHub.com/nvidia/Apex")
     ('https://github.com/nvidia/apex', 'https://github.com/nvidia/apex')
+    >>> same_repo("ssh://git@github.com/NVIDIA/apex.git"), same_repo("git://www.github.com/NVIDIA/apex")
+    ('https://github.com/nvidia/apex', 'https://github.com/nvidia/apex')
+    >>> same_repo("git@github.com:NVIDIA/apex.git"), same_repo("https://github.com:443/NVIDIA/apex")
+    ('https://github.com/nvidia/apex', 'https://github.com:443/nvidia/apex')
     """
-    return url.lower().rstrip("/").removesuffix(".git")
+    bare = re.sub(r"^(?:[a-z][a-z0-9+.-]*://)?(?:[^@/]+@)?(?:www\.)?", "", url.strip().lower())
+    bare = re.sub(r"^([^/:]+):(?!\d)", r"\1/", bare)  # scp's form, git@github.com:NVIDIA/apex
+    return "https://" + bare.rstrip("/").removesuffix(".git")
 
 
 @functools.lru_cache(maxsize=8)

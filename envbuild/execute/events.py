@@ -25,7 +25,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable
-from envbuild.record.events import BOOKKEEPING, KINDS, TRANSIENT, Event  # noqa: F401 - the executor's vocabulary
+from envbuild.record.events import Event
 from envbuild.redact import Redactor
 
 LOG_TAIL_LINES = 30

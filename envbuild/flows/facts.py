@@ -67,6 +67,8 @@ def facts(request: FactsRequest) -> FactsOutcome:
 
     reach = request.reach
     if sum(bool(x) for x in (reach.local, reach.hosts, reach.inventory)) > 1:
+        # facts' own message (NodeSelection refuses the same in the words of the other commands;
+        # this one is older and its tests and docs quote it)
         raise InputError("choose one of --local, --hosts, --inventory", hint="envbuild facts --help")
     selection = reach.selection(port_names=True)
     if selection.given and not selection.is_controller:

@@ -65,11 +65,13 @@ def report(request: ReportRequest) -> ReportOutcome:
     run_dir, output = request.run_dir, request.output
     fmt = request.fmt or {".html": "html", ".htm": "html", ".json": "json"}.get(output.suffix if output else "", "md")
     if request.appendix:
+        _unsigned(request, "--appendix")
         return _appendix(run_dir, fmt, output, request.as_recipe)
     if run_dir is not None and run_dir.is_dir() and not (run_dir / "nodes").is_dir():
         from envbuild.report import rejudge
 
         if records := rejudge.find(run_dir, request.as_recipe):
+            _unsigned(request, "a report of committed results")
             return _rejudged(run_dir, records, fmt, output)
     if run_dir is not None and not (run_dir / "run.json").exists():
         raise InputError(f"{run_dir} is not a run directory (no run.json) and holds no native.out record",
@@ -112,10 +114,21 @@ def _statement(output: Path, folder: Path, report: Report, stamp: Stamp) -> dict
                      **(stamp.fields() | {"started": stamp.finished}))
 
 
+def _unsigned(request: ReportRequest, what: str) -> None:
+    """--sign-key signs a run's report (its statement names the run's records): refused for
+    ``what``, whose statement envbuild does not make, rather than written unsigned."""
+    if request.sign_key is not None:
+        raise InputError(f"--sign-key signs the report of a run folder, not {what}",
+                         hint="drop --sign-key, or report a run folder (under $ENVBUILD_HOME/runs/)")
+
+
 def _written(text: str, output: Path | None, exit_code: int = 0) -> ReportOutcome:
+    removed = None
     if output:
         write_atomic(output, text)
-    return ReportOutcome(text, output, exit_code=exit_code)
+        # unsigned: a signature an earlier report left beside it names that report, not this one
+        removed = sign_provenance(beside(output), signer(None, None), lambda _stamp: {}).removed
+    return ReportOutcome(text, output, exit_code=exit_code, removed=removed)
 
 
 def _appendix(run_dir: Path | None, fmt: str, output: Path | None, as_recipe: str | None) -> ReportOutcome:

@@ -79,6 +79,8 @@ def sign_provenance(envelope: Path, signer: Signer, statement: Callable[[Stamp],
     from envbuild import __version__
     from envbuild.shipped import checkout_commit
 
+    # first: the artifact beside it is already the new one, so an envelope left by an error or an
+    # interrupt while the statement is made would vouch for the artifact it replaced
     stale = envelope.is_file()
     if stale:
         envelope.unlink()
