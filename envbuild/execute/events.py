@@ -25,6 +25,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable
+from envbuild.node.stage import SOURCES as STAGE_SOURCES, describe as describe_stage
 from envbuild.record.events import Event
 from envbuild.redact import Redactor
 
@@ -38,10 +39,14 @@ OUTPUT_LINES = 20  # lines of a task's output in one transient "output" event
 STATE_TASK = "Envbuild state"
 RECORD_TASK = "Envbuild record"
 #: tasks a node delegates to another node (``provision --fanout``: its holder sends it the
-#: fleet's archive); their holder being unreachable is not this node's: it falls back
+#: fleet's archive); their holder being unreachable is not this node's: it falls back. Known by
+#: name: a runner event of an unreachable delegated task names the node, the task and the
+#: module, never the host delegated to (ansible-core 2.19 leaves ``_ansible_delegated_vars`` out
+#: of an unreachable result, and ``ignore_unreachable`` out of the event)
 HOLDER_TASK = "Envbuild holder"
-#: the debug message saying where a node's copy of the fleet's archive came from
-STAGE_FROM = "envbuild:stage-from "
+#: the module that says where a node's copy of the fleet's archive came from: its result's
+#: ``stage`` ({source, holder, why}, envbuild/node/stage.py), shown as ``describe_stage`` says
+STAGE_MODULE = "envbuild.node.envbuild_stage"
 
 
 def task_name(raw_task: str) -> str:
@@ -91,6 +96,14 @@ def _failed_res(res: dict) -> dict:
     return res
 
 
+def _stage(data: dict, res: dict) -> dict | None:
+    """The ``stage`` an event of the module ``STAGE_MODULE`` returned, else None."""
+    stage = res.get("stage")
+    if STAGE_MODULE not in (data.get("resolved_action"), data.get("task_action")) or not isinstance(stage, dict):
+        return None
+    return stage if stage.get("source") in STAGE_SOURCES else None
+
+
 class StepTracker:
     """Turns raw runner events into step events; keeps per-host state."""
 
@@ -131,8 +144,8 @@ class StepTracker:
             elif msg.startswith("envbuild:start "):
                 h.current, h.current_changed = msg.split(" ", 1)[1], False
                 out.append(Event(now, name, h.current, "start", ""))
-            elif msg.startswith(STAGE_FROM):
-                h.stage_from = msg[len(STAGE_FROM):]
+            elif (stage := _stage(data, res)) is not None:
+                h.stage_from = describe_stage(stage)
                 out.append(Event(now, name, h.current, "output", "the fleet's archive from " + h.stage_from))
             elif msg.startswith("envbuild:done "):
                 sid = msg.split(" ", 1)[1]

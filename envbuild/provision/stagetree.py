@@ -9,7 +9,9 @@ task runs ``scp`` ON ITS HOLDER (``delegate_to``), from the holder's kept copy t
 is gone, fails, has no copy, cannot log in to it or sends a different file costs only a
 fallback: the node takes the controller's copy, as without a tree. A holder's copy is
 "settled" for the nodes below it (``<keep>.ok``: its sha256 once checked, else ``none``) by the
-role whatever happens to the holder: they wait for that, not for a fixed time.
+role whatever happens to the holder: they wait for that, not for a fixed time. Where the copy
+came from, and why, is decided on the node from what those tasks registered
+(``envbuild/node/stage.py``, Ansible's ``envbuild_stage``), and read back as a typed result.
 
 What the holder needs, and gets from here as data:
 
