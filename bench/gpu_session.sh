@@ -16,8 +16,9 @@
 # The plan, one line each (# comments):
 #   install JOB=RECIPE [JOB=RECIPE ...]   provision each from its bundle with --no-smoke (installs
 #                                         and builds only), all of the line in parallel; the line
-#                                         after waits for them. The first line is one recipe alone:
-#                                         the Apex wheel it builds lands in the controller's build
+#                                         after waits for them. A job's install again is envbuild's
+#                                         no-op on what is there (install-2.jsonl), timed alike.
+#                                         The first line is one recipe alone: the Apex wheel it builds lands in the controller's build
 #                                         cache, and the later recipes with the same Apex commit,
 #                                         options, torch and arch list reuse it (same cache key).
 #   load@GPUS (an item of a line)        a co-located load on those GPUs while the line's other items
@@ -84,14 +85,19 @@ pin_of() {  # JOB: --bundle-sha256 of a bundle made from a lock of the preparer'
 
 ok_rc() { [ "$1" = 0 ] || [ "$1" = 5 ]; }
 
-install_one() {  # JOB RECIPE: provision from the bundle, no smoke
-  local job=$1 recipe=$2 bundle rc
+install_one() {  # JOB RECIPE: provision from the bundle, no smoke; the job's first install is
+  # install.jsonl, a later one (the same bundle again: envbuild's no-op) install-2.jsonl, ...
+  local job=$1 recipe=$2 bundle rc name=install n=2
   mkdir -p "$STATE/$job"
+  if [ -e "$STATE/$job/install.jsonl" ]; then
+    while [ -e "$STATE/$job/install-$n.jsonl" ]; do n=$((n + 1)); done
+    name=install-$n
+  fi
   echo "$recipe" > "$STATE/$job/recipe"
   bundle=$(bundle_of "$job") || { touch "$STATE/$job/failed"; return 1; }
   # shellcheck disable=SC2046 # pin_of: two words or none
   $EB provision "$recipe" --target "$TARGET" --hosts local --bundle "$bundle" $(pin_of "$job") --no-smoke --json \
-      > "$STATE/$job/install.jsonl" 2> "$STATE/$job/install.err"
+      > "$STATE/$job/$name.jsonl" 2> "$STATE/$job/$name.err"
   rc=$?
   ok_rc $rc || touch "$STATE/$job/failed"
   return $rc
@@ -234,9 +240,9 @@ collect() {  # results into $OUT (8 files at most): the runs' records, the state
   [ -f "$STATE/session.log" ] && tail -c 2000000 "$STATE/session.log" > "$OUT/session.log"
   local dirs=() d
   while IFS=$'\t' read -r _ _ _ d; do [ -n "$d" ] && [ -d "$d" ] && dirs+=("$d"); done < "$STATE/runs.tsv"
-  for d in "$STATE"/*/install.jsonl; do [ -f "$d" ] && dirs+=("$(run_dir "$d")"); done
+  for d in "$STATE"/*/install.jsonl "$STATE"/*/install-*.jsonl; do [ -f "$d" ] && dirs+=("$(run_dir "$d")"); done
   tar czf "$OUT/runs.tgz" --exclude='ansible/artifacts' --exclude='*.whl' \
-      "${dirs[@]}" "$STATE"/*/install.err "$STATE"/*/smoke-*.err "$STATE"/*/stall-* "$STATE"/load-*.json \
+      "${dirs[@]}" "$STATE"/*/install*.err "$STATE"/*/smoke-*.err "$STATE"/*/stall-* "$STATE"/load-*.json \
       "$STATE"/load.err 2>/dev/null
   ls -la "$OUT"
 }
