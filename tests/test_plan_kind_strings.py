@@ -4,13 +4,13 @@ typed accessors (``Plan.sources()``, ``Plan.env_file()``, ``Plan.pip_installs()`
 by its params' type (``isinstance(step.params, ImageParams)``), never by a step's ``kind``
 compared with a string.
 
-The check reads every ``tests/*.py`` and every ``envbuild/**/*.py`` outside those two packages
-with ``ast`` and names ``file:line`` for each comparison (``==``, ``!=``, ``is``, ``in``,
-``not in``) of a plan step's ``.kind`` (or ``["kind"]`` / ``.get("kind")``) with a string
-literal, or with a tuple, list or set of string literals (also a ``frozenset``/``set``/``tuple``
-call of one, or a module-level constant holding one), and for each ``"x" in [s.kind for s in
-plan.steps]``, where a literal is a step kind. The step kinds are ``envbuild.plan.model.StepKind``'s,
-read from the code.
+The check reads every ``tests/**/*.py`` (not the files tests read: ``tests/data/``...) and
+every ``envbuild/**/*.py`` outside those two packages with ``ast`` and names ``file:line`` for
+each comparison (``==``, ``!=``, ``is``, ``in``, ``not in``) of a plan step's ``.kind`` (or
+``["kind"]`` / ``.get("kind")``) with a string literal, or with a tuple, list or set of string
+literals (also a ``frozenset``/``set``/``tuple`` call of one, or a module-level constant holding
+one), and for each ``"x" in [s.kind for s in plan.steps]``, where a literal is a step kind. The
+step kinds are ``envbuild.plan.model.StepKind``'s, read from the code.
 
 Other things have a ``kind`` whose words are step kinds too (a bundle file's ``"data"`` and
 ``"image"``, a draft command's ``"data"``, an experiment's ``"smoke"``), so only a ``kind`` read
@@ -30,10 +30,6 @@ A collection of steps is a ``steps`` or ``*_steps`` attribute, name, string key
 (``data["steps"]``) or call (``run_time_steps(ip)``), a name assigned one, a slice of one,
 ``enumerate``/``reversed``/``sorted``/``list``/``tuple``/``zip`` over one, or a comprehension
 whose items are plan steps. Names are scoped per function and per comprehension.
-
-``DEFERRED`` names the files that may still compare kinds: the import proofs' own code, whose
-every change re-runs all the CPU import proofs in CI (``envbuild.testbed.proofrecord.CODE``);
-a test fails when one of them no longer needs it.
 """
 
 from __future__ import annotations
@@ -56,7 +52,6 @@ from envbuild.plan.params import (ApexBuildParams, BuildParams, DataParams, EnvF
 from envbuild.plan.resolve import default_backend, resolve
 from envbuild.recipes import load_recipe
 from envbuild.targets import load_target
-from envbuild.testbed.proofrecord import CODE as PROOF_CODE
 from ib_inventory import profile_facts
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,14 +62,13 @@ STEP_TYPES = frozenset({"Step", "StepParams"} | {
     if isinstance(obj, type) and issubclass(obj, BaseModel) and "kind" in obj.model_fields})
 OUTSIDE = ("envbuild/plan/", "envbuild/actions/")  # the packages that may spell kinds
 WRAPPERS = frozenset({"enumerate", "reversed", "sorted", "list", "tuple", "zip", "iter"})
-# the import proofs' own code (envbuild.testbed.proofrecord.CODE): a change to it re-runs every
-# CPU import proof in CI, so its kind comparisons wait for a change that re-runs them anyway
-DEFERRED = frozenset({"envbuild/testbed/importproof.py", "tests/test_import_proof.py"})
+TEST_DATA = ("tests/data/", "tests/fixtures/", "tests/golden/")  # files read by tests, not test code
 
 
 def scanned_files(root: Path = ROOT) -> list[Path]:
-    """``tests/*.py`` and ``envbuild/**/*.py`` outside ``OUTSIDE``."""
-    files = sorted(root.glob("tests/*.py"))
+    """``tests/**/*.py`` outside ``TEST_DATA`` and ``envbuild/**/*.py`` outside ``OUTSIDE``."""
+    files = [p for p in sorted((root / "tests").rglob("*.py"))
+             if not p.relative_to(root).as_posix().startswith(TEST_DATA)]
     files += [p for p in sorted((root / "envbuild").rglob("*.py"))
               if not p.relative_to(root).as_posix().startswith(OUTSIDE)]
     return files
@@ -311,19 +305,10 @@ def kind_string_comparisons(paths: list[Path], root: Path = ROOT) -> list[str]:
 
 
 def test_the_plan_is_queried_by_its_accessors_not_by_kind_strings():
-    found = [f for f in kind_string_comparisons(scanned_files()) if f.split(":", 1)[0] not in DEFERRED]
+    found = kind_string_comparisons(scanned_files())
     assert not found, ("a plan step's kind compared with a string outside envbuild/plan/ and envbuild/actions/; "
                        "ask the Plan (envbuild/plan/model.py: sources(), env_file(), pip_installs()...) or test "
                        "isinstance(step.params, XParams):\n" + "\n".join(found))
-
-
-def test_each_deferred_file_is_a_proof_input_that_still_needs_its_deferral():
-    """``DEFERRED`` holds only the import proofs' own code (a change to it re-runs every proof),
-    and only while it still compares kinds: a file converted leaves the list."""
-    code = {path.relative_to(ROOT).as_posix() for path in PROOF_CODE}
-    assert DEFERRED <= code, f"not an input of the import proofs: {sorted(DEFERRED - code)}"
-    for rel in sorted(DEFERRED):
-        assert kind_string_comparisons([ROOT / rel]), f"{rel} no longer compares kinds: take it out of DEFERRED"
 
 
 SAMPLE = """\
