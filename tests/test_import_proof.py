@@ -82,8 +82,8 @@ def test_entry_script_imports_on_cpu(recipe, tmp_path, monkeypatch, record_prope
     proof = proof_plan(recipe, target, lock, str(prefix), mirror, base_python=base_python,
                        stand=stand, gaps=tree_gaps(recipe, lock, mirror))
     plan, left = proof.plan, proof.left + stand.left
-    for step in plan.steps:  # a snapshot without some non-code files: checked out without them
-        if step.kind == "git_source" and step.params.name in proof.sparse:
+    for step in plan.sources():  # a snapshot without some non-code files: checked out without them
+        if step.params.name in proof.sparse:
             check_out_without(step.params.fetch_url, step.params.sha, step.params.dest,
                               proof.sparse[step.params.name])
     rc, host, events = run_local_plan(tmp_path, plan,
@@ -92,7 +92,7 @@ def test_entry_script_imports_on_cpu(recipe, tmp_path, monkeypatch, record_prope
     failed = [e for e in events if e.get("kind") == "failed"]
     assert rc == 0, f"the environment did not build: {json.dumps(failed)[-3000:]}"
 
-    checked_out = {s.params.name for s in plan.steps if s.kind == "git_source"}
+    checked_out = {s.params.name for s in plan.sources()}
     sources = {normalize(s.name) for s in recipe.sources}
     by_path, results = {}, {}
     for script in fact["scripts"]:

@@ -30,10 +30,6 @@ A collection of steps is a ``steps`` or ``*_steps`` attribute, name, string key
 (``data["steps"]``) or call (``run_time_steps(ip)``), a name assigned one, a slice of one,
 ``enumerate``/``reversed``/``sorted``/``list``/``tuple``/``zip`` over one, or a comprehension
 whose items are plan steps. Names are scoped per function and per comprehension.
-
-``DEFERRED`` names the files that may still compare kinds: the import proofs' own code, whose
-every change re-runs all the CPU import proofs in CI (``envbuild.testbed.proofrecord.CODE``);
-a test fails when one of them no longer needs it.
 """
 
 from __future__ import annotations
@@ -56,7 +52,6 @@ from envbuild.plan.params import (ApexBuildParams, BuildParams, DataParams, EnvF
 from envbuild.plan.resolve import default_backend, resolve
 from envbuild.recipes import load_recipe
 from envbuild.targets import load_target
-from envbuild.testbed.proofrecord import CODE as PROOF_CODE
 from support.ib_inventory import profile_facts
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,10 +62,6 @@ STEP_TYPES = frozenset({"Step", "StepParams"} | {
     if isinstance(obj, type) and issubclass(obj, BaseModel) and "kind" in obj.model_fields})
 OUTSIDE = ("envbuild/plan/", "envbuild/actions/")  # the packages that may spell kinds
 WRAPPERS = frozenset({"enumerate", "reversed", "sorted", "list", "tuple", "zip", "iter"})
-# the import proofs' own code (envbuild.testbed.proofrecord.CODE): a change to it re-runs every
-# CPU import proof in CI, so its kind comparisons wait for a change that re-runs them anyway
-# (their conversion is ready on the branch proof-inputs-next, to land with the proofs re-recorded)
-DEFERRED = frozenset({"envbuild/testbed/importproof.py", "tests/test_import_proof.py"})
 TEST_DATA = ("tests/data/", "tests/fixtures/", "tests/golden/")  # files read by tests, not test code
 
 
@@ -314,19 +305,10 @@ def kind_string_comparisons(paths: list[Path], root: Path = ROOT) -> list[str]:
 
 
 def test_the_plan_is_queried_by_its_accessors_not_by_kind_strings():
-    found = [f for f in kind_string_comparisons(scanned_files()) if f.split(":", 1)[0] not in DEFERRED]
+    found = kind_string_comparisons(scanned_files())
     assert not found, ("a plan step's kind compared with a string outside envbuild/plan/ and envbuild/actions/; "
                        "ask the Plan (envbuild/plan/model.py: sources(), env_file(), pip_installs()...) or test "
                        "isinstance(step.params, XParams):\n" + "\n".join(found))
-
-
-def test_each_deferred_file_is_a_proof_input_that_still_needs_its_deferral():
-    """``DEFERRED`` holds only the import proofs' own code (a change to it re-runs every proof),
-    and only while it still compares kinds: a file converted leaves the list."""
-    code = {path.relative_to(ROOT).as_posix() for path in PROOF_CODE}
-    assert DEFERRED <= code, f"not an input of the import proofs: {sorted(DEFERRED - code)}"
-    for rel in sorted(DEFERRED):
-        assert kind_string_comparisons([ROOT / rel]), f"{rel} no longer compares kinds: take it out of DEFERRED"
 
 
 SAMPLE = """\

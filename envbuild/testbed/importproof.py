@@ -48,18 +48,22 @@ from envbuild.gitsrc import mirror_path
 from envbuild.plan.build import PlanOptions, build_plan
 from envbuild.lock.schema import normalize
 from envbuild.plan.model import Decision, Plan
+from envbuild.plan.params import (ApexBuildParams, BuildParams, DataParams, EnvironmentParams, GitSourceParams,
+                                  InstallSourceParams, PatchParams, PipInstallParams, PipToolingParams,
+                                  PreflightParams, SystemPackagesParams)
 from envbuild.plan.placeholders import placeholders
 from envbuild.plan.resolve import fetch_urls
 from envbuild.recipes.schema import Recipe
 from envbuild.targets.schema import Target
 
-KEPT = {"environment", "pip_tooling", "pip_install", "git_source", "install_source", "build"}
-WHY_LEFT_OUT = {
-    "apex_build": "Apex's C++/CUDA extensions ({options}) need nvcc and a CUDA torch",
-    "patch": "patch {id}: applies to a tree this proof does not build ({why})",
-    "data": "the recipe's data downloads (not needed to import)",
-    "system_packages": "system packages (apt) of the node",
-    "preflight": "the preflight verdict (no GPU here)",
+# the steps that make the Python environment, by the type of their params
+KEPT = (EnvironmentParams, PipToolingParams, PipInstallParams, GitSourceParams, InstallSourceParams, BuildParams)
+WHY_LEFT_OUT: dict[type, str] = {
+    ApexBuildParams: "Apex's C++/CUDA extensions ({options}) need nvcc and a CUDA torch",
+    PatchParams: "patch {id}: applies to a tree this proof does not build ({why})",
+    DataParams: "the recipe's data downloads (not needed to import)",
+    SystemPackagesParams: "system packages (apt) of the node",
+    PreflightParams: "the preflight verdict (no GPU here)",
 }
 
 
@@ -255,12 +259,12 @@ def proof_plan(recipe: Recipe, target: Target, lock, prefix: str, mirror: str | 
         pin = lock.git_pin(name) if lock is not None else None
         return pin is not None and not pin.verified
 
-    absent = {s.params.name for s in plan.steps if s.kind == "git_source"
-              and (s.params.url not in opts.fetch_urls or unpinned(s.params.name))}
+    absent = {s.params.name for s in plan.sources()
+              if s.params.url not in opts.fetch_urls or unpinned(s.params.name)}
     # Apex is only built with its CUDA extensions: its checkout (and the cutlass submodule
     # some options fetch) serves nothing here
-    cuda_built = {s.params.name for s in plan.steps if s.kind == "git_source"
-                  and any(t.kind == "apex_build" and t.params.dest == s.params.dest for t in plan.steps)}
+    cuda_built = {s.params.name for s in plan.sources()
+                  if any(t.params.dest == s.params.dest for t in plan.apex_builds())}
     for name in sorted(absent):
         pin = lock.git_pin(name) if lock is not None else None
         left.append(Unexercised(f"source {name}", "its commit is in no git mirror here"
@@ -284,11 +288,11 @@ def proof_plan(recipe: Recipe, target: Target, lock, prefix: str, mirror: str | 
     kept = []
     for step in plan.steps:
         component = getattr(step.params, "name", None) or getattr(step.params, "component", None)
-        if step.kind == "data":  # every later build step of its tree reads its files
+        if isinstance(step.params, DataParams):  # every later build step of its tree reads its files
             unfetched.setdefault(_tree(plan, step.params.component), []).extend(
                 f.name for f in step.params.files)
-        why_not = _build_left_out(recipe, step, unfetched) if step.kind == "build" else None
-        if step.kind in KEPT and component not in absent | cuda_built and why_not is None:
+        why_not = _build_left_out(recipe, step, unfetched) if isinstance(step.params, BuildParams) else None
+        if isinstance(step.params, KEPT) and component not in absent | cuda_built and why_not is None:
             if (used := _with_stand_ins(step, base_python, stand)) is not None:
                 kept.append(used)
         elif why_not is not None and component not in absent:
@@ -296,9 +300,9 @@ def proof_plan(recipe: Recipe, target: Target, lock, prefix: str, mirror: str | 
             src = recipe.source(step.params.name)
             for module in src.build_provides if src is not None else []:
                 unbuilt[module] = f"which the left-out {step.id} makes"
-        elif step.kind in WHY_LEFT_OUT:
+        elif type(step.params) in WHY_LEFT_OUT:
             params = step.params
-            left.append(Unexercised(step.id, WHY_LEFT_OUT[step.kind].format(
+            left.append(Unexercised(step.id, WHY_LEFT_OUT[type(params)].format(
                 options=" ".join(getattr(params, "options", []) or []),
                 id=getattr(params, "id", step.id), why=(getattr(params, "why", "") or "")[:80])))
     decisions = list(plan.decisions) + (list(stand.decisions) if stand else [])
@@ -308,7 +312,7 @@ def proof_plan(recipe: Recipe, target: Target, lock, prefix: str, mirror: str | 
 
 def _tree(plan: Plan, component: str) -> str:
     """The checkout folder of the source ``component`` in ``plan``."""
-    return next(s.params.dest for s in plan.steps if s.kind == "git_source" and s.params.name == component)
+    return plan.source(component).params.dest
 
 
 def _build_left_out(recipe: Recipe, step, unfetched: dict[str, list[str]]) -> str | None:
@@ -375,11 +379,11 @@ def check_out_without(fetch_url: str, sha: str, dest: str, files: list[str]) -> 
 
 def _with_stand_ins(step, base_python: str | None, stand: StandIns | None):
     """``step`` over the base stand-in (environment) or with the in-plan stand-ins (pip)."""
-    if step.kind == "environment" and base_python is not None:
+    if isinstance(step.params, EnvironmentParams) and base_python is not None:
         return step.model_copy(update={"params": step.params.model_copy(update={
             "backend": "venv", "interpreter": base_python, "system_site_packages": True,
             "conda_module": None, "base_image": None})})
-    if step.kind == "pip_install" and stand is not None and (stand.in_plan or stand.absent):
+    if isinstance(step.params, PipInstallParams) and stand is not None and (stand.in_plan or stand.absent):
         reqs = [_stand_in_requirement(r, *stand.in_plan[normalize(r.name)])
                 if normalize(r.name) in stand.in_plan else r for r in step.params.requirements
                 if normalize(r.name) not in stand.absent]  # no public stand-in: named, not installed
