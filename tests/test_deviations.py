@@ -12,13 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from envbuild.catalog import digest
 from envbuild.recipes import all_recipes
 from envbuild.recipes.schema import Deviation, deviation_state
 
 ROOT = Path(__file__).resolve().parents[1]
-SHIPPED = ("alpa-megatron", "opt-175b-azure", "megatronapp", "polaris-megatron-deepspeed",
-           "megatron-deepspeed-slurm", "cpu-reference", "h100-megatron-deepspeed", "alpa-megatron-h100")
-RECIPES = [r for r in all_recipes() if r.name in SHIPPED]
+RECIPES = list(all_recipes())  # every shipped recipe, ported ones (gpt-neox-sm90...) included
 DEVIATIONS = [(r.name, d) for r in RECIPES for d in r.deviations]
 
 
@@ -84,3 +83,18 @@ def test_state_rules() -> None:
     assert deviation_state({"status": "open", "handled_by": ["a"], "test": ["b"]}) == "open"
     # fields left unset are not in the dump: recipes without them keep their digest (and lock)
     assert set(Deviation(**base).model_dump()) == set(base) | {"source"}
+
+
+def test_which_test_and_code_prove_a_deviation_leave_the_digest_and_what_it_does_does_not() -> None:
+    """A deviation's ``test`` and ``handled_by`` say how envbuild proves its claim, so moving a
+    test or the code leaves the recipe digest a lock records (``Recipe.DIGEST_EXCLUDE``); what
+    envbuild does ``instead`` is part of it."""
+    recipe = next(r for r in RECIPES if r.name == "megatron-deepspeed-slurm")
+    first, *rest = recipe.deviations
+
+    def with_first(**update: object) -> object:
+        return recipe.model_copy(update={"deviations": [first.model_copy(update=update), *rest]})
+
+    moved = with_first(test=["tests/elsewhere/test_moved.py::test_it"], handled_by=["envbuild.plan.data:data_step"])
+    assert digest(moved) == digest(recipe)
+    assert digest(with_first(instead=first.instead + " and more")) != digest(recipe)

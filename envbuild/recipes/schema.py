@@ -912,9 +912,13 @@ class Recipe(Strict):
     # how jobs are started, the resources it expects, on which hardware a benchmark's figures were measured, which of its
     # logged values are timed, the guide that points at the setup and its errata say nothing of
     # what is installed: not part of the digest
-    # a lock records (``catalog.digest``), so a recipe's locks stay current when they change
+    # a lock records (``catalog.digest``), so a recipe's locks stay current when they change.
+    # Likewise a deviation's ``test`` and ``handled_by``: they say how envbuild proves its claim
+    # (which test, which code), not what is installed, as an erratum's do; its ``instead`` stays
+    # in, so a lock goes stale when what envbuild does instead changes, not when a test moves
     DIGEST_EXCLUDE: ClassVar[dict] = {
         "run": True, "guide": True, "errata": True, "resources": True,
+        "deviations": {"__all__": {"test": True, "handled_by": True}},
         "benchmark": {"threshold_gpu": True, "threshold_gpus": True, "per_gpu": True, "same_gpu_count": True,
                       "window": True, "timeout_s": True,
                       "published": {"gpu": True, "gpus": True}}}
