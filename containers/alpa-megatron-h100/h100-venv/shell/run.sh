@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision alpa-megatron-h100 on h100-venv (host h100-venv, facts profile:h100-venv),
-# rendered by envbuild 0.1.0 from the plan; lock digest 596e68fcd1b0c6ed638712438d3dea533eb3b482560f04c880c28e3d9dc3f1b1.
+# rendered by envbuild 0.1.0 from the plan; lock digest 8c4945d9febd6652752f4e8fe057d558259686989e59abdc886132e9a1e75268.
 # Regenerate: envbuild render alpa-megatron-h100 --target h100-venv --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

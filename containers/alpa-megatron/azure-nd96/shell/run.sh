@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision alpa-megatron on azure-nd96 (host azure-nd96, facts profile:azure-nd96),
-# rendered by envbuild 0.1.0 from the plan; lock digest b7ad0fcadef4180052c73c0ae8f812089b204061493370a112a52acaa3ba098e.
+# rendered by envbuild 0.1.0 from the plan; lock digest 45cb80356e6cc6abd7aef49e89af59cda75c0ee9172cd53d0fdecb40bc5e3012.
 # Regenerate: envbuild render alpa-megatron --target azure-nd96 --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

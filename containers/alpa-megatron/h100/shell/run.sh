@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision alpa-megatron on h100 (host h100, facts profile:h100),
-# rendered by envbuild 0.1.0 from the plan; lock digest 126fb96e0aa381f63bb45b2a92a0ca4e4025645f0ca4e859d97f841c145e4325.
+# rendered by envbuild 0.1.0 from the plan; lock digest 241096e18ce23b075a565da89e031dec2e4074046035e615886b8a6e78107ded.
 # Regenerate: envbuild render alpa-megatron --target h100 --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision alpa-megatron on local (host local, facts profile:local),
-# rendered by envbuild 0.1.0 from the plan; lock digest cd92dc2d2b3a84564cb011f5f6746e86b1c9574cf11e151dc0536e6e7287dd0e.
+# rendered by envbuild 0.1.0 from the plan; lock digest 19b750f1b2268cdb69ca49ef1813846126039265fe3cf4b7ef074abccbad42f6.
 # Regenerate: envbuild render alpa-megatron --target local --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

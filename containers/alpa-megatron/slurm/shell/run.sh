@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision alpa-megatron on slurm (host slurm, facts profile:slurm),
-# rendered by envbuild 0.1.0 from the plan; lock digest 46fa880018690a2f4acb9a640585216c7542e95edbaea2d0f5e5410d7b7c2c3d.
+# rendered by envbuild 0.1.0 from the plan; lock digest d8947f116f34b3c549f694ee0cb6ee9c5394d4a1e524902401b25eeb01e7715c.
 # Regenerate: envbuild render alpa-megatron --target slurm --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

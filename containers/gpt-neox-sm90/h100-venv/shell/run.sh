@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision gpt-neox-sm90 on h100-venv (host h100-venv, facts profile:h100-venv),
-# rendered by envbuild 0.1.0 from the plan; lock digest 93ad8dbbe6d6f845080d35722b8374552ff0d0d1fc2745fa676e515fce1b4f51.
+# rendered by envbuild 0.1.0 from the plan; lock digest 1643977f038780dfcc19abd07f91ce05c650a8b87315972b6c7ba93296e7d4c6.
 # Regenerate: envbuild render gpt-neox-sm90 --target h100-venv --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision h100-megatron-deepspeed on h100-venv (host h100-venv, facts profile:h100-venv),
-# rendered by envbuild 0.1.0 from the plan; lock digest 2ea6ffac84c686fc8084da2766612cd5865c86946be67d19d1755a6edecbae52.
+# rendered by envbuild 0.1.0 from the plan; lock digest cf895a73248f6928070fbcc675113aa9eb2b6565ceb4a19c26e1164c21fb164e.
 # Regenerate: envbuild render h100-megatron-deepspeed --target h100-venv --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

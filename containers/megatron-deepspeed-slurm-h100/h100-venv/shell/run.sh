@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision megatron-deepspeed-slurm-h100 on h100-venv (host h100-venv, facts profile:h100-venv),
-# rendered by envbuild 0.1.0 from the plan; lock digest 26d83839c4133d3297f48058d570c2a6f9be128036710466ddae3a1daf08b0d8.
+# rendered by envbuild 0.1.0 from the plan; lock digest b0f9ea4a65944d4ba5b352214f9fbdcd5401590fa94add50850e2abbc4fce1ec.
 # Regenerate: envbuild render megatron-deepspeed-slurm-h100 --target h100-venv --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision megatron-deepspeed-slurm on slurm (host slurm, facts profile:slurm),
-# rendered by envbuild 0.1.0 from the plan; lock digest 38d3f7ba43899d42fe58589c24037c2db2a6a7265171a26b25901638e34ede03.
+# rendered by envbuild 0.1.0 from the plan; lock digest faf4dd6d290bcccbddeae7d9d97ac4e1b9f551be99e95933cd607ccb3189d014.
 # Regenerate: envbuild render megatron-deepspeed-slurm --target slurm --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision megatronapp-h100 on h100-venv (host h100-venv, facts profile:h100-venv),
-# rendered by envbuild 0.1.0 from the plan; lock digest 7a538849fede623364343b741a377ed7d330111b088947f646665cb2a431cffd.
+# rendered by envbuild 0.1.0 from the plan; lock digest 8647f9cfbad7a0310e79394854a3b683b1cfae0343e2528be698bcac8e5ee128.
 # Regenerate: envbuild render megatronapp-h100 --target h100-venv --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision megatronapp on rtx4090-pod (host rtx4090-pod, facts profile:rtx4090-pod),
-# rendered by envbuild 0.1.0 from the plan; lock digest 53a79bb6b3d562d1b822afd0c49879244f013f42bf28966ef8666a566a9b76a3.
+# rendered by envbuild 0.1.0 from the plan; lock digest fa2e5965ded16dfa533972a21c0944f37ba3ceae22d228f0f218f46f977e6b9b.
 # Regenerate: envbuild render megatronapp --target rtx4090-pod --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision nanogpt-h100 on h100-venv (host h100-venv, facts profile:h100-venv),
-# rendered by envbuild 0.1.0 from the plan; lock digest 9a12e89003a552d6902bd754885ad24cfadc307ec8a0b18f66a25a43d0dc84ee.
+# rendered by envbuild 0.1.0 from the plan; lock digest c5e794cb8aae0fcd32f49d9b1ffa32951a5ce183c92bbec95f767c7e8aa3e76d.
 # Regenerate: envbuild render nanogpt-h100 --target h100-venv --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision opt-175b-azure-h100 on h100-venv (host h100-venv, facts profile:h100-venv),
-# rendered by envbuild 0.1.0 from the plan; lock digest 2176822d8e1148efe142d993b7db121c8e0a7060fe5bc0b164fdba8c6ba16b5c.
+# rendered by envbuild 0.1.0 from the plan; lock digest 733de319eb62554e32f7470d69348a9eb0955cdd33bbdfaabe391076b4916a05.
 # Regenerate: envbuild render opt-175b-azure-h100 --target h100-venv --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision opt-175b-azure on azure-nd96 (host azure-nd96, facts profile:azure-nd96),
-# rendered by envbuild 0.1.0 from the plan; lock digest 67d81a10355b2c5cafc404deda6d3c2926c9af99784ed623fe8ab83cded5c67f.
+# rendered by envbuild 0.1.0 from the plan; lock digest 9df4614a22d4d82a359359c7fcfd371cf148a827172f6be71c849a92a260009b.
 # Regenerate: envbuild render opt-175b-azure --target azure-nd96 --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

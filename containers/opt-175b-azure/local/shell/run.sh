@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision opt-175b-azure on local (host local, facts profile:local),
-# rendered by envbuild 0.1.0 from the plan; lock digest cee60e0fa0df10595e5d503a153a642a87578bd038df621cb1a77999fe7ec339.
+# rendered by envbuild 0.1.0 from the plan; lock digest 9e3afcd99145e9b1915e25dd74e51ee052e93f89052c65fc9b71409209367930.
 # Regenerate: envbuild render opt-175b-azure --target local --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail

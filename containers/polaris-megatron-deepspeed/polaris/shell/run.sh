@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision polaris-megatron-deepspeed on polaris (host polaris, facts profile:polaris),
-# rendered by envbuild 0.1.0 from the plan; lock digest 77e82060befa1bcadb97a13c8ab0dcffd34b4d00c549920d57471da9e1c94d7f.
+# rendered by envbuild 0.1.0 from the plan; lock digest 8cae541d5d961026c57e4665ebecd1ceb107792639e7d33a0c3400e1014f9809.
 # Regenerate: envbuild render polaris-megatron-deepspeed --target polaris --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
