@@ -73,7 +73,8 @@ def junit_summary(path: Path) -> dict:
 
 
 def module_of(classname: str) -> str:
-    """``tests.test_x`` or ``tests.test_x.TestClass`` -> ``tests/test_x.py`` (JUnit's classname)."""
+    """``tests.lock.test_x`` or ``tests.lock.test_x.TestClass`` -> ``tests/lock/test_x.py``: JUnit's
+    classname to the module's path, the key of its time in bench/results/suite.json."""
     parts = classname.split(".")
     for i in range(len(parts), 0, -1):
         if parts[i - 1].startswith("test_"):

@@ -3,7 +3,7 @@ shipped beside them, so that an editor completes and checks a recipe as it is ty
 (``# yaml-language-server: $schema=...`` at the top of the file; docs/recipes.md says how).
 
 ``schema_text(kind)`` is the stable text (sorted keys); ``SCHEMA_FILES`` where each one is
-shipped; tests/test_jsonschemas.py fails when a model changes and its file was not written
+shipped; tests/recipes/test_jsonschemas.py fails when a model changes and its file was not written
 again (``python -m envbuild.jsonschemas`` writes them), and validates every shipped recipe and
 target against its file.
 """

@@ -181,6 +181,24 @@ def measured_module_times(path: Path = SUITE_RESULTS) -> dict[str, float]:
     return next((dict(r["modules"]) for r in reversed(runs) if r.get("modules")), {})
 
 
+def by_current_path(times: dict[str, float], modules) -> dict[str, float]:
+    """``times`` with each of ``modules`` (the collected modules' paths) that has no time of its
+    own given the one recorded under its file name: rows made before the modules went into
+    folders by layer (``tests/<layer>/test_x.py``) name ``tests/test_x.py``, and recorded rows are
+    never rewritten. A file name recorded under two paths names neither (no guess)."""
+    from pathlib import PurePosixPath
+
+    named: dict[str, list[float]] = {}
+    for key, seconds in times.items():
+        named.setdefault(PurePosixPath(key).name, []).append(seconds)
+    out = dict(times)
+    for module in modules:
+        found = named.get(PurePosixPath(module).name, [])
+        if module not in out and len(found) == 1:
+            out[module] = found[0]
+    return out
+
+
 def longest_first(items: list, times: dict[str, float]) -> list:
     """``items`` grouped by the unit a worker is handed (``scope_of``: a module, or one import
     proof), the units in the order of their measured time, longest first; a unit with no
@@ -206,7 +224,7 @@ def pytest_collection_modifyitems(config, items):
     items[:] = longest_first(items, ordering_times(items, lambda: _proof_selection(config)))
 
 
-PROOF_MODULE = "tests/test_import_proof.py"
+PROOF_MODULE = "tests/testbed/test_import_proof.py"
 
 
 def scope_of(nodeid: str) -> str:
@@ -235,9 +253,12 @@ def pytest_xdist_make_scheduler(config, log):
 
 def ordering_times(items: list, proofs, measured: dict[str, float] | None = None) -> dict[str, float]:
     """The times ``longest_first`` orders by: ``measured`` (default: the newest suite.json row's
-    module times), and each collected import proof's own (``proof_times``; ``proofs()``, the
-    run's ``Selection``, is asked only where a proof is collected: it reads every recipe)."""
-    times = dict(measured_module_times() if measured is None else measured)
+    module times), each collected module's found by its file name where the row names its old
+    path (``by_current_path``), and each collected import proof's own (``proof_times``;
+    ``proofs()``, the run's ``Selection``, is asked only where a proof is collected: it reads
+    every recipe)."""
+    times = by_current_path(measured_module_times() if measured is None else measured,
+                            {item.nodeid.split("::", 1)[0] for item in items})
     collected = [item.nodeid for item in items if scope_of(item.nodeid) != item.nodeid.split("::", 1)[0]]
     if collected:
         times.update(proof_times(collected, proofs()))
@@ -353,7 +374,7 @@ def image(tmp_path_factory, podman_store):
     """cpu-reference's image, built once per run into ``podman_store`` from the context that
     ``envbuild render cpu-reference --format dockerfile --base PODMAN_BASE --wheelhouse
     /opt/wheels`` writes (the cold build: its log says what ran). The image tests
-    (tests/test_image_build.py) check it; the container backend (tests/test_provision_container.py)
+    (tests/render/test_image_build.py) check it; the container backend (tests/provision/test_provision_container.py)
     builds the same context through the playbook and must reuse its layers."""
     import time
 
@@ -396,7 +417,7 @@ def reference_node(tmp_path_factory):
     is then stopped and what it wrote (its overlay's upper dir) becomes a read-only layer. Tests
     that need "a provisioned node" start chroot nodes over that layer
     (``chroot.wheel_cluster(..., layers=[reference_node["layer"]])``), each writing into its own
-    upper dir; ``tests/test_provision_uv.py`` asserts the cold run itself (its exit code, plan and
+    upper dir; ``tests/provision/test_provision_uv.py`` asserts the cold run itself (its exit code, plan and
     run directory are returned here). Skips, saying why, where chroot nodes cannot run."""
     import json
     import subprocess

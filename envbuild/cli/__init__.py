@@ -18,7 +18,7 @@ from envbuild.errors import EnvbuildError
 
 #: each command's module (``envbuild/cli/<module>.py`` registers it on ``cli``); a run imports
 #: only the module of the command it runs (importing all of them took a second of every
-#: command's start), --help and completion import them all. tests/test_cli_interfaces.py
+#: command's start), --help and completion import them all. tests/cli/test_cli_interfaces.py
 #: keeps this table equal to what the modules register.
 COMMANDS = {
     "recipes": "recipes_cmd", "show": "recipes_cmd",

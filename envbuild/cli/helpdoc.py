@@ -1,7 +1,7 @@
 """docs/commands.md, made from the command line's own help, so that the reference cannot drift.
 
 Every command's ``--help`` as click renders it (100 columns, whatever the terminal), in the
-order of ``envbuild.cli.COMMANDS``, under one heading each. tests/test_commands_doc.py makes it
+order of ``envbuild.cli.COMMANDS``, under one heading each. tests/house/test_commands_doc.py makes it
 again and fails on a difference; ``ENVBUILD_UPDATE_GOLDEN=1`` there, or this module run as a
 script, writes it::
 
@@ -20,7 +20,7 @@ HEADER = """# Commands
 
 Every command's `--help`, as `envbuild COMMAND --help` prints it. This file is generated from
 the command line itself (`python -m envbuild.cli.helpdoc -o docs/commands.md`;
-`tests/test_commands_doc.py` fails when it differs): edit the commands' help, not this file.
+`tests/house/test_commands_doc.py` fails when it differs): edit the commands' help, not this file.
 Exit codes are in the [README](../README.md#exit-codes); the flags every command shares in
 [interfaces.md](interfaces.md).
 """
@@ -42,7 +42,7 @@ def commands_markdown() -> str:
     parts = [HEADER, "## envbuild", "", "```text", pkg.cli.get_help(root), "```", ""]
     for name in pkg.COMMANDS:
         command = pkg.cli.get_command(root, name)
-        assert command is not None, name  # COMMANDS names only registered commands (tests/test_cli_interfaces.py)
+        assert command is not None, name  # COMMANDS names only registered commands (tests/cli/test_cli_interfaces.py)
         parts += [f"## envbuild {name}", "", "```text", command.get_help(_context(command, name, root)), "```", ""]
     return "\n".join(parts)
 

@@ -30,7 +30,7 @@ def imports_cmd(recipe, every, git_mirror, out, check):
     """Read the imports of RECIPE's entry scripts at their pinned commits (ast, never run).
 
     Prints the fact (repository, commit, script paths and modules) unless -o names a file;
-    the CPU import proof (tests/test_import_proof.py) imports the modules of the shipped
+    the CPU import proof (tests/testbed/test_import_proof.py) imports the modules of the shipped
     facts, envbuild/recipes/imports/<recipe>.yaml of a source checkout.
 
     \b

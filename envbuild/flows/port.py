@@ -85,7 +85,7 @@ def _next_steps(name: str, where: str, target: str, mirror: str | None, facts: s
     return [f"envbuild check {where} --target {target}{f}",
             f"envbuild lock {where} --target {target}{m}",
             f"envbuild imports {where}{m}",
-            (f"pytest -m proof tests/test_import_proof.py -k {name}  (the CPU import proof, once {where} is "
+            (f"pytest -m proof tests/testbed/test_import_proof.py -k {name}  (the CPU import proof, once {where} is "
              "among the recipes: envbuild/recipes/data/)")]
 
 

@@ -88,7 +88,7 @@ def sbcast_fanout(nodes: int) -> int:
     nodes (the batch host sends the file to one node, its own slurmd, which passes it on), 2
     beyond. ``--fanout`` shapes only sbcast's own first hop: on Slurm 22.05 every slurmd
     below it forwards with its own slurm.conf's ``TreeWidth`` (measured on the test bed:
-    tests/test_launch_slurm.py), so what the batch host sends in all is min(nodes - 1,
+    tests/launch/test_launch_slurm.py), so what the batch host sends in all is min(nodes - 1,
     TreeWidth) copies with a fan-out of 1, and at least min(nodes - 1, fan-out) with a wider
     one. Where a Slurm carries the fan-out down the tree, 1 is a chain, and a chain's time
     grows with its length (sbcast waits for each block to reach every node): hence 2 beyond 16."""

@@ -12,7 +12,7 @@ A file is *not hashed* when the lock records no sha256 for the build the recipe 
 
 The fill is the same for both: download exactly that file on a machine that reaches its index,
 then lock again with the folder as ``--wheelhouse``; the lock then records its sha256
-(tests/test_bundle_hints.py follows it). ``header_lines`` puts this into the lock's header
+(tests/bundle/test_bundle_hints.py follows it). ``header_lines`` puts this into the lock's header
 (``envbuild.lock.serialize.dump_lock``: the missing ones; a stand-in is said by its entry's
 ``replaces``), ``page`` into docs/unhashed.md (both).
 
@@ -112,8 +112,8 @@ def page(locks: Iterable[tuple[str, str, Lock, str]]) -> str:
     rows = list(locks)
     out = ["# Files the published locks could not hash", "",
            "Generated from the shipped locks (`lockfiles/`) by `envbuild.lock.unhashed.page`;",
-           "tests/test_lock_unhashed.py fails when it differs from them (regenerate with",
-           "`ENVBUILD_UPDATE_GOLDEN=1 python -m pytest tests/test_lock_unhashed.py`). Each lock says the",
+           "tests/lock/test_lock_unhashed.py fails when it differs from them (regenerate with",
+           "`ENVBUILD_UPDATE_GOLDEN=1 python -m pytest tests/lock/test_lock_unhashed.py`). Each lock says the",
            "same: its header lists the files it has none for, with these commands, and a stand-in's entry",
            "names the build it stands in for (`replaces`). A file is not hashed when the lock holds no",
            "sha256 for the build the recipe names:",

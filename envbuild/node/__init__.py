@@ -35,7 +35,7 @@ Ubuntu 20.04 hosts and NGC 22.02; rtx4090-pod: NGC 23.04), so do the shipped rec
 (alpa-megatron, megatron-deepspeed-slurm, megatronapp), and ansible-core runs its modules on
 nothing older (``_PY_MIN = (3, 8)`` in ansible/module_utils/basic.py of 2.19, which
 requirements/dev.lock installs). ``boot.py`` and the node tool refuse an
-older interpreter with a message; tests/test_node_package.py compiles and imports every file
+older interpreter with a message; tests/node/test_node_package.py compiles and imports every file
 here with this Python, checks that each imports only its standard library, and that no shipped
 target or recipe names an older Python.
 """

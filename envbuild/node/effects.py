@@ -376,7 +376,7 @@ def foreign_pth(site):
     """The ``.pth`` files directly in ``site`` that no ``*.dist-info/RECORD`` there lists and that
     are not envbuild's own (``envbuild-*``, ``_envbuild_*``); ``easy-install.pth`` is owned while
     an ``.egg-link`` (a legacy develop install) is there. The same rule as the environment step's
-    pruning action (``envbuild.actions.steps.PRUNE_PTH``; tests/test_venv_integrity.py keeps
+    pruning action (``envbuild.actions.steps.PRUNE_PTH``; tests/node/test_venv_integrity.py keeps
     the two equal)."""
     try:
         names = sorted(os.listdir(site))

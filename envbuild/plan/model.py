@@ -144,7 +144,7 @@ class Plan(BaseModel):
         return next(s for s in self.steps if s.id == step_id)
 
     # --- the questions asked of a plan, by type (issue 55: no one outside plan/ and actions/
-    # scans the steps for a kind string; tests/test_plan_kind_strings.py keeps it so) --------
+    # scans the steps for a kind string; tests/house/test_plan_kind_strings.py keeps it so) --------
 
     def _of(self, *types: type) -> list[Any]:
         """The steps whose params are one of ``types``, in plan order."""

@@ -79,7 +79,7 @@ def port_resolve_as_of(p: Port) -> None:
                "as of a fixed date"),
               f"resolve_as_of {day.date}, {day.why}: they resolve to the releases of that day, locked with their "
               "hashes", day.source, ["envbuild.port.environment:port_resolve_as_of", "envbuild.lock.make:make_lock"],
-              [TEST + "test_port_resolves_as_of_the_stacks_day", "tests/test_lock_resolve.py::"
+              [TEST + "test_port_resolves_as_of_the_stacks_day", "tests/lock/test_lock_resolve.py::"
                "test_resolve_as_of_limits_versions"])
 
 

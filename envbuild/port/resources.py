@@ -8,7 +8,7 @@ from envbuild.port.state import TEST, Port
 
 #: where the rule comes from: what each basis claims (a measured figure names a run of its own)
 SOURCE = ("envbuild/recipes/schema.py Resources: basis measured names a run recorded in docs/results, published "
-          "the authors' page, estimate says how it was made; tests/test_recipe_resources.py")
+          "the authors' page, estimate says how it was made; tests/recipes/test_recipe_resources.py")
 
 
 def port_resources(p: Port) -> None:
@@ -35,5 +35,5 @@ def port_resources(p: Port) -> None:
               "the same figures, basis estimate, each source saying it is carried from the published setup and "
               "not measured on the new nodes; provision needs no GPU, the benchmark the GPUs it needs "
               "(benchmark.needs_gpus)", SOURCE, ["envbuild.port.resources:port_resources"],
-              [TEST + "test_port_carries_the_resources_as_estimates", "tests/test_recipe_resources.py::"
+              [TEST + "test_port_carries_the_resources_as_estimates", "tests/recipes/test_recipe_resources.py::"
                "test_each_recipe_states_provision_and_its_benchmark"])

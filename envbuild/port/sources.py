@@ -134,7 +134,8 @@ def port_apex(p: Port) -> None:
                   "passes every Apex row", f"https://github.com/NVIDIA/apex/commit/{choice.sha}",
                   ["envbuild.port.apex:choose_apex", "envbuild.compat.rules_apex:_apex_torch_six"],
                   [TEST + "test_port_moves_apex_by_the_apex_rows"]
-                  + ["tests/test_draft_port_unseen.py::test_the_filled_draft_ports_to_a_feasible_variant"] * bool(unknown))
+                  + ["tests/draft_port/test_draft_port_unseen.py::"
+                     "test_the_filled_draft_ports_to_a_feasible_variant"] * bool(unknown))
     if choice.dropped:
         p.deviate("apex-options-removed", f"Apex build options {' '.join(options)}",
                   f"{', '.join(choice.dropped)} no longer exist at {choice.sha[:8]} (envbuild/patches/apex_options.py)",

@@ -19,8 +19,8 @@ from envbuild.recipes.schema import Recipe
 from envbuild.targets.schema import Target
 from envbuild.versions import pinned
 
-TEST = "tests/test_port.py::"
-FIX_TEST = "tests/test_port_fixes.py::test_fix_row_example"
+TEST = "tests/draft_port/test_port.py::"
+FIX_TEST = "tests/draft_port/test_port_fixes.py::test_fix_row_example"
 
 
 @dataclass

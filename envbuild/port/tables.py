@@ -10,7 +10,7 @@
   upgrades a release needs on the new stack, and the packages a port does not put in place of
   an image's (``not_installed``: their only release is a CUDA build from source).
 
-Every row names its source; ``tests/test_port_tables.py`` keeps the tables loadable, their
+Every row names its source; ``tests/draft_port/test_port_tables.py`` keeps the tables loadable, their
 driver minimums equal to ``envbuild.cuda_arch``'s and each fix row's example true.
 
 A site or a user adds rows without editing envbuild: folders holding files of the same names

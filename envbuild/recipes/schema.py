@@ -341,14 +341,14 @@ class Deviation(Strict):
     does it and the tests that fail when that behaviour goes:
 
     * ``handled_by``: ``envbuild.module:function`` (or a class/constant), one or more;
-    * ``test``: ``tests/test_x.py::test_y`` (pytest node ids), one or more;
+    * ``test``: ``tests/<layer>/test_x.py::test_y`` (pytest node ids), one or more;
     * or ``handled_by: [patch:<id>]``: the recipe handles it itself with patches it carries
       (``patches:``, each applied and checked on the node by the patch step, which records
       applied / already-applied / missing); no envbuild code or test is named, and it is not open;
     * ``status: open``: envbuild cannot carry it out yet; ``instead`` says what is missing and
       the report shows the deviation as open ("not handled yet").
 
-    ``tests/test_deviations.py`` imports every ``handled_by`` and collects every ``test`` of
+    ``tests/recipes/test_deviations.py`` imports every ``handled_by`` and collects every ``test`` of
     the shipped recipes, and refuses a deviation that is neither handled nor open.
 
     Example::
@@ -358,7 +358,7 @@ class Deviation(Strict):
           problem: "not checksummed"
           instead: "the data step checks each file's sha256"
           handled_by: [envbuild.plan.data:data_steps]
-          test: [tests/test_data_step.py::test_mismatch_is_refused]
+          test: [tests/plan/test_data_step.py::test_mismatch_is_refused]
     """
 
     id: str
@@ -389,7 +389,7 @@ class Deviation(Strict):
     def _test_refs(cls, v: list[str]) -> list[str]:
         for ref in v:
             if not TEST_REF_RE.match(ref):
-                raise ValueError(f"test entries are tests/test_x.py::test_y, got {ref!r}")
+                raise ValueError(f"test entries are tests/<layer>/test_x.py::test_y, got {ref!r}")
         return v
 
     @model_validator(mode="after")
@@ -401,7 +401,7 @@ class Deviation(Strict):
     @property
     def state(self) -> str:
         """``handled`` (code and test named), ``open`` (not handled yet) or ``unverified``
-        (a claim that names no code: refused for shipped recipes by tests/test_deviations.py)."""
+        (a claim that names no code: refused for shipped recipes by tests/recipes/test_deviations.py)."""
         return deviation_state(self.model_dump())
 
     @model_serializer(mode="wrap")
@@ -436,7 +436,7 @@ class Erratum(Strict):
             problem: "the KeyError branch prints args.suite, which the parser never defines"
             source: {url: "https://github.com/alpa-projects/alpa/blob/e0ae8bf8.../benchmark_gpt.py#L33"}
             corrected_by: [alpa-megatron-h100:args-suite-undefined]
-            test: [tests/test_errata.py::test_alpa_args_suite_is_undefined]
+            test: [tests/recipes/test_errata.py::test_alpa_args_suite_is_undefined]
     """
 
     id: str
@@ -460,7 +460,7 @@ class Erratum(Strict):
     def _test_refs(cls, v: list[str]) -> list[str]:
         for ref in v:
             if not TEST_REF_RE.match(ref):
-                raise ValueError(f"test entries are tests/test_x.py::test_y, got {ref!r}")
+                raise ValueError(f"test entries are tests/<layer>/test_x.py::test_y, got {ref!r}")
         return v
 
 
@@ -749,7 +749,7 @@ class Run(Strict):
     ``$ENVBUILD_JOB_ID``, set by each scheduler's script. ``files`` are written into the job's
     folder before the start; it is ``$JOB_DIR`` in every task, so a ``once`` or ``per-node``
     command (shell text) runs a program shipped there as ``python "$JOB_DIR"/NAME``
-    (``tests/test_launch_user_recipe.py``: a recipe of one's own on Slurm and locally).
+    (``tests/launch/test_launch_user_recipe.py``: a recipe of one's own on Slurm and locally).
 
     Example::
 

@@ -58,7 +58,7 @@ def q(value: str) -> str:
 
 # The node tool: the files of envbuild/node/ that its actions need, run as one folder
 # (python3 <files>/envbuild_node ACTION.json: its __main__.py loads the folder as the package).
-# tests/test_node_package.py checks that these are every file actions.py imports.
+# tests/node/test_node_package.py checks that these are every file actions.py imports.
 NODE_TOOL = "envbuild_node"
 NODE_TOOL_FILES = ("__init__.py", "__main__.py", "actions.py", "textpatch.py")
 TOOL_ACTIONS = (GitCheckout, ApplyPatch, BuildWheel, Capture)  # what the node tool runs

@@ -5,7 +5,7 @@ recipe, GPU model and GPU count, each a list of runs recorded in docs/results wi
 output: the record's path under docs/results, its sha256, the file naming the GPU (the node's
 facts.json or the report written on the node), the value the recipe's parser reads from the
 record, and who else used the node while it ran (``tenancy``). No figure is typed in by hand:
-tests/test_references.py recomputes every value, sha256, GPU model and count from the raw
+tests/smoke/test_references.py recomputes every value, sha256, GPU model and count from the raw
 records (``ENVBUILD_UPDATE_GOLDEN=1`` writes them).
 
 The rule (``envbuild.smoke.repeat``) compares a later run with the median of a reference's runs,

@@ -1,4 +1,4 @@
-"""The import proof inside a container recipe's image (tests/test_image_proof.py): the image
+"""The import proof inside a container recipe's image (tests/testbed/test_image_proof.py): the image
 built with podman from the recipe's rendered Dockerfile over a stand-in of its base image, then
 the entry scripts' imports imported in a container of it, as the CPU import proof does in a
 venv (``envbuild.testbed.importproof``).

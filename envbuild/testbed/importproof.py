@@ -1,4 +1,4 @@
-"""The CPU import proof of a recipe (tests/test_import_proof.py): its Python environment built
+"""The CPU import proof of a recipe (tests/testbed/test_import_proof.py): its Python environment built
 by the real executor from its lock, then every module its entry scripts import, imported.
 
 ``proof_plan`` is the recipe's own plan for a CPU node (the lock's torch stand-in for a ``+cpu``

@@ -1,6 +1,6 @@
 """Which CPU import proofs a test run carries out, and the record of the last proof of each.
 
-A proof (tests/test_import_proof.py) builds a recipe's environment from its lock and imports
+A proof (tests/testbed/test_import_proof.py) builds a recipe's environment from its lock and imports
 what its entry scripts import: minutes per recipe. Its outcome depends on its inputs: the
 recipe (what it installs: its digest), its lock for the CPU target, its import fact, and the code
 that installs (the actions layer and the proof itself). ``inputs_digest`` hashes those; ``docs/results/import-
@@ -35,7 +35,7 @@ RECORD = ROOT / "docs" / "results" / "import-proofs.json"
 PACKAGE = ROOT / "envbuild"
 # the code whose change can change any proof's outcome: how steps install, how the proof runs
 CODE = [PACKAGE / "actions" / "steps.py", PACKAGE / "node" / "actions.py",
-        PACKAGE / "testbed" / "importproof.py", ROOT / "tests" / "test_import_proof.py"]
+        PACKAGE / "testbed" / "importproof.py", ROOT / "tests" / "testbed" / "test_import_proof.py"]
 
 
 def cpu_target(recipe):
@@ -104,7 +104,7 @@ def write_record(recipe: str, entry: dict, path: Path = RECORD) -> None:
         fcntl.flock(lock, fcntl.LOCK_EX)
         proofs = read_record(path)
         proofs[recipe] = entry
-        body = {"about": "the last passing CPU import proof of each recipe (tests/test_import_proof.py); "
+        body = {"about": "the last passing CPU import proof of each recipe (tests/testbed/test_import_proof.py); "
                          "envbuild.testbed.proofrecord says how a test run uses it",
                 "proofs": dict(sorted(proofs.items()))}
         tmp = path.with_suffix(".tmp")

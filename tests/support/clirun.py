@@ -9,7 +9,7 @@ written against a subprocess reads it unchanged.
 
 What only a separate process shows (the console script's start-up, a signal, a traceback on a
 real stderr, a process that outlives the command) stays tested with subprocesses
-(tests/test_cli_recipes.py, tests/test_bad_input.py, tests/test_provision_interrupt.py).
+(tests/cli/test_cli_recipes.py, tests/cli/test_bad_input.py, tests/provision/test_provision_interrupt.py).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Run from the repository root: ``python tests/data/native_logs/write_corpus.py``.
 strings below follow the printing code named in each writer (repository, commit, file:line, as
 cases.yaml repeats per case); the numbers (times, losses) are made up. The expected metric of
 each case is computed here from the numbers the writer prints (the mean over the measurement
-window: the logged rows after the first), not typed in; ``tests/test_native_corpus.py`` checks
+window: the logged rows after the first), not typed in; ``tests/smoke/test_native_corpus.py`` checks
 the parsers and the completion rules against it.
 """
 

@@ -1,0 +1,206 @@
+"""The plan is pure data: golden JSON per recipe x target profile, and decisions from facts."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from envbuild.facts.model import NodeFacts
+from envbuild.facts.model import UvBinary
+from envbuild.facts.profile import from_target
+from envbuild.plan.build import PlanOptions, build_plan
+from envbuild.plan.model import Plan
+from envbuild.plan.resolve import resolve
+from envbuild.recipes import all_recipes, load_recipe
+from envbuild.targets import load_target
+from support.ib_inventory import profile_facts
+from support import paths
+from support.paths import FIXTURES
+
+GOLDEN = paths.GOLDEN / "plans"
+PAIRS = [(r.name, t) for r in all_recipes() for t in r.targets if t != "local"]
+
+
+@pytest.mark.parametrize("recipe,target", PAIRS)
+def test_plan_matches_golden(recipe: str, target: str) -> None:
+    rec, tgt = load_recipe(recipe), load_target(target)
+    plan = resolve(rec, tgt, profile_facts(tgt), None, PlanOptions(host=target)).plan
+    text = plan.to_json()
+    path = GOLDEN / f"{recipe}--{target}.json"
+    if os.environ.get("ENVBUILD_UPDATE_GOLDEN"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert path.exists(), f"no golden file {path}; create it with ENVBUILD_UPDATE_GOLDEN=1"
+    assert text == path.read_text(), f"plan changed; review and rerun with ENVBUILD_UPDATE_GOLDEN=1 ({path})"
+
+
+# the controller's uv as data (envbuild.facts.uvbin finds the real one): the plan with uv is
+# as pure as without; nodes of the same architecture and a glibc it runs on get it
+UV = UvBinary(version="0.13.9", sha256="5" * 64, os="linux", arch="x86_64", libc="glibc", glibc_min="2.17")
+
+
+@pytest.mark.parametrize("recipe,target", PAIRS)
+def test_plan_with_uv_matches_golden(recipe: str, target: str) -> None:
+    rec, tgt = load_recipe(recipe), load_target(target)
+    plan = resolve(rec, tgt, profile_facts(tgt), None, PlanOptions(host=target, uv=UV)).plan
+    text = plan.to_json()
+    path = GOLDEN / f"{recipe}--{target}--uv.json"
+    if os.environ.get("ENVBUILD_UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert path.exists(), f"no golden file {path}; create it with ENVBUILD_UPDATE_GOLDEN=1"
+    assert text == path.read_text(), f"plan changed; review and rerun with ENVBUILD_UPDATE_GOLDEN=1 ({path})"
+
+
+def test_a_venv_that_uv_fills_is_made_without_pip() -> None:
+    """With uv and a locked pip, ensurepip's pip (4-5 s of the environment step) would only be
+    replaced by pip-tooling: the venv is made --without-pip. Up to Python 3.11 ensurepip also
+    brings setuptools, which a build without isolation needs: a recipe that builds sources in
+    the environment there keeps it. With pip as the installer the venv keeps its own pip."""
+    from envbuild.actions.steps import plan_actions
+
+    def env_step(recipe: str, target: str, **kw):
+        rec, tgt = load_recipe(recipe), load_target(target)
+        plan = resolve(rec, tgt, profile_facts(tgt), None, PlanOptions(host=target, **kw)).plan
+        ids = [s.id for s in plan.steps]
+        acts = dict((s.id, a) for s, a in plan_actions(plan))["environment"]
+        [venv] = [a.argv for a in acts if "venv" in getattr(a, "argv", [])]
+        return venv, ids, next(s for s in plan.steps if s.id == "environment")
+
+    for recipe, target in (("alpa-megatron-h100", "h100-venv"), ("cpu-reference", "local")):
+        venv, ids, step = env_step(recipe, target, uv=UV)  # 3.12 building sources; 3.11 building nothing
+        assert "--without-pip" in venv and ids.index("pip-tooling") > ids.index("environment"), recipe
+        assert step.params.with_pip is False and "--without-pip" in step.reason
+    assert load_recipe("alpa-megatron-h100").sources and load_recipe("alpa-megatron-h100").python == "3.12"
+    assert not load_recipe("cpu-reference").sources and load_recipe("cpu-reference").python == "3.11"
+    venv, _, step = env_step("alpa-megatron", "h100", uv=UV)  # Python 3.8, Megatron-LM and Apex built here
+    assert "--without-pip" not in venv and step.params.with_pip
+    venv, _, step = env_step("alpa-megatron-h100", "h100-venv", uv=UV, installer="pip")
+    assert "--without-pip" not in venv and step.params.with_pip
+    assert "with_pip" not in step.params.model_dump()  # plans made before keep their digests
+
+
+def test_plan_is_pure_and_stable() -> None:
+    rec, tgt = load_recipe("opt-175b-azure"), load_target("azure-nd96")
+    facts = from_target(tgt)
+    a = build_plan(rec, tgt, facts, None).to_json()
+    b = build_plan(rec, tgt, facts, None).to_json()
+    assert a == b
+
+
+def _nd96_with_nvcc(nvcc: str) -> NodeFacts:
+    return from_target(load_target("azure-nd96")).model_copy(update={"nvcc": nvcc})
+
+
+def test_apex_check_relaxed_for_same_major_minor_mismatch() -> None:
+    rec, tgt = load_recipe("opt-175b-azure"), load_target("azure-nd96")
+    plan = build_plan(rec, tgt, _nd96_with_nvcc("11.4"), None)
+    variant = next(d for d in plan.decisions if d.subject == "torch-variant")
+    assert variant.outcome == "cu113"
+    patch = next(d for d in plan.decisions if d.subject.startswith("patch:") and "apex" in d.subject)
+    assert patch.outcome == "patched"
+    assert "11.4" in patch.reason and "11.3" in patch.reason
+    assert any(s.params.patch_kind == "apex-cuda-check" for s in plan.patches())
+    # deviation torch-1.10.0-cu116: cu113 up to CUDA 11.x, cu111 below 11.3, never a cu116 wheel
+    for nvcc, tag in (("11.6", "cu113"), ("11.2", "cu111")):
+        other = build_plan(rec, tgt, _nd96_with_nvcc(nvcc), None)
+        assert next(d for d in other.decisions if d.subject == "torch-variant").outcome == tag, nvcc
+
+
+def test_apex_check_not_patched_when_versions_equal() -> None:
+    rec, tgt = load_recipe("opt-175b-azure"), load_target("azure-nd96")
+    plan = build_plan(rec, tgt, _nd96_with_nvcc("11.3"), None)
+    patch = next(d for d in plan.decisions if d.subject.startswith("patch:") and "apex" in d.subject)
+    assert patch.outcome == "unchanged"
+    assert not any(s.params.patch_kind == "apex-cuda-check" for s in plan.patches())
+
+
+def test_arch_list_and_jobs_come_from_facts() -> None:
+    rec, tgt = load_recipe("alpa-megatron"), load_target("azure-nd96")
+    plan = build_plan(rec, tgt, from_target(tgt), None)
+    apex = plan.apex_builds()[0]
+    assert apex.params.env["TORCH_CUDA_ARCH_LIST"] == "8.0"
+    assert int(apex.params.env["MAX_JOBS"]) > 1
+
+
+def test_step_ids_unique_and_digests_change_with_params() -> None:
+    rec, tgt = load_recipe("alpa-megatron"), load_target("azure-nd96")
+    plan = build_plan(rec, tgt, from_target(tgt), None)
+    ids = [s.id for s in plan.steps]
+    assert len(ids) == len(set(ids))
+    other = build_plan(rec, tgt, from_target(tgt), None, PlanOptions(prefix="/elsewhere"))
+    env_a = next(s for s in plan.steps if s.id == "environment")
+    env_b = next(s for s in other.steps if s.id == "environment")
+    assert env_a.digest != env_b.digest
+
+
+def test_env_file_carries_target_nccl_variables() -> None:
+    rec, tgt = load_recipe("opt-175b-azure"), load_target("azure-nd96")
+    plan = build_plan(rec, tgt, from_target(tgt), None)
+    env = plan.env_file().params.vars
+    assert env.get("NCCL_TOPO_FILE") and env.get("NCCL_SOCKET_IFNAME") == "eth0"
+    assert json.loads(plan.to_json())["schema"] == "envbuild.plan/2"
+
+
+@pytest.mark.parametrize("recipe,target", PAIRS)
+def test_plan_json_reads_back_typed(recipe: str, target: str) -> None:
+    """A plan read back from its JSON is the same typed plan, with the same digests."""
+    rec, tgt = load_recipe(recipe), load_target(target)
+    plan = resolve(rec, tgt, profile_facts(tgt), None, PlanOptions(host=target)).plan
+    back = Plan.model_validate_json(plan.to_json())
+    assert back == plan
+    assert [s.digest for s in back.steps] == [s.digest for s in plan.steps]
+    assert all(type(a.params) is type(b.params) for a, b in zip(back.steps, plan.steps))
+
+
+def test_step_params_are_checked_by_kind() -> None:
+    """A step whose params do not fit its kind is refused, not guessed at."""
+    import pydantic
+
+    typed = resolve(load_recipe("cpu-reference"), load_target("local"),
+                    from_target(load_target("slurm")), None, PlanOptions()).plan
+    plan = json.loads(typed.to_json())
+    env = plan["steps"][typed.steps.index(typed.environment())]
+    env["params"]["prefixx"] = env["params"].pop("prefix")
+    with pytest.raises(pydantic.ValidationError):
+        Plan.model_validate(plan)
+    env["params"]["prefix"] = env["params"].pop("prefixx")
+    env["kind"] = "pip_install"
+    with pytest.raises(pydantic.ValidationError):
+        Plan.model_validate(plan)
+
+
+def test_home_fact_makes_the_prefix_absolute() -> None:
+    rec, tgt = load_recipe("alpa-megatron"), load_target("azure-nd96")
+    facts = from_target(tgt).model_copy(update={"home": "/home/alice"})
+    plan = build_plan(rec, tgt, facts, None)
+    assert plan.prefix.startswith("/")  # the azure profile has a cache dir
+    plan = build_plan(load_recipe("cpu-reference"), load_target("local"), facts, None)
+    assert plan.prefix == "/home/alice/.envbuild/envs/cpu-reference"
+    assert all("~" not in json.dumps(s.params.model_dump()) for s in plan.steps)
+
+
+def test_the_smoke_step_uses_every_gpu_the_node_has_unless_torch_is_the_cpu_build() -> None:
+    """The real 2x H200 node's facts: the Polaris stack over the node's torch runs its gpt smoke
+    on a GPU and its all-reduce as 2 NCCL ranks; cpu-reference, whose torch is the CPU build,
+    keeps 2 gloo ranks on the CPU on the same node."""
+    from envbuild.facts.assemble import assemble
+    from envbuild.facts.profile import refine
+    from envbuild.facts.script import split_sections
+
+    capture = FIXTURES / "nodes" / "h200x2-cuda13" / "facts-probe.txt"
+
+    def smoke_argv(recipe: str, target: str) -> dict[str, list[str]]:
+        tgt = load_target(target)
+        facts = refine(tgt, assemble(split_sections(capture.read_text()), "h200x2"))
+        assert len(facts.gpus) == 2
+        plan = resolve(load_recipe(recipe), tgt, facts, None, PlanOptions(host="h200x2")).plan
+        smoke = plan.smoke()
+        return {r.name: r.argv[2:] for r in smoke.params.runs if r.name in ("gpt", "collective")}
+
+    gpu = smoke_argv("h100-megatron-deepspeed", "h100-venv")
+    assert gpu["gpt"][-2:] == ["--device", "cuda"]
+    assert gpu["collective"] == ["--json", "--device", "cuda", "--node-gpus", "2"]
+    cpu = smoke_argv("cpu-reference", "local")
+    assert "cuda" not in cpu["gpt"] and cpu["collective"] == ["--json", "--device", "cpu", "--nproc", "2"]
