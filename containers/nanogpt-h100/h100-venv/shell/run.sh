@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision nanogpt-h100 on h100-venv (host h100-venv, facts profile:h100-venv),
-# rendered by envbuild 0.1.0 from the plan; lock digest c5e794cb8aae0fcd32f49d9b1ffa32951a5ce183c92bbec95f767c7e8aa3e76d.
+# rendered by envbuild 0.1.0 from the plan; lock digest 09d4c2355c0c25f9d680f37fa0f87aa7dd314359dd5e96a5dfd925d6ae26bee5.
 # Regenerate: envbuild render nanogpt-h100 --target h100-venv --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
