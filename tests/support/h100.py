@@ -4,14 +4,13 @@ check them against."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from envbuild.facts.assemble import assemble
 from envbuild.facts.profile import refine
 from envbuild.facts.script import split_sections
 from envbuild.targets import load_target
+from support.paths import FIXTURES
 
-CAPTURE = Path(__file__).resolve().parents[1] / "fixtures" / "nodes" / "h100-ubuntu2404-cuda13" / "facts-probe.txt"
+CAPTURE = FIXTURES / "nodes" / "h100-ubuntu2404-cuda13" / "facts-probe.txt"
 
 
 def h100_node():
