@@ -258,7 +258,13 @@ case "${1:-}" in
     fi
     for d in "$DEV"/*/; do
       j=$(basename "$d")
-      [ -f "$d/bundle.sha256" ] && cp "$d/bundle.sha256" "$STATE/bundles/$j.sha256"
+      if [ -f "$d/bundle.sha256" ]; then
+        # a bundle carried anew (a re-prepared job on a warm node): the one staged before is not it
+        if [ -f "$STATE/bundles/$j.tar" ] && ! cmp -s "$d/bundle.sha256" "$STATE/bundles/$j.sha256"; then
+          rm -f "$STATE/bundles/$j.tar" && log "$j: a new bundle was carried; the one staged before is dropped"
+        fi
+        cp "$d/bundle.sha256" "$STATE/bundles/$j.sha256"
+      fi
       [ -f "$d/bundle.tar" ] && [ ! -f "$STATE/bundles/$j.tar" ] && cp "$d/bundle.tar" "$STATE/bundles/$j.tar.part" \
           && mv "$STATE/bundles/$j.tar.part" "$STATE/bundles/$j.tar" && log "staged $j"
       # a bundle carried in parts (bench/gpu_carry.py parts): JOB/ has part 00 and the count, JOB+NN/ part NN

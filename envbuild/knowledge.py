@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import TypeVar
 
 from pydantic import BaseModel
 
@@ -23,6 +24,7 @@ from envbuild.yamlsrc import load_yaml, validate
 
 KNOWLEDGE_PATH = "ENVBUILD_KNOWLEDGE_PATH"
 ENTRY_POINTS = "envbuild.knowledge"
+M = TypeVar("M", bound=BaseModel)
 TABLES = ("apex_commits.yaml", "torch_builds.yaml", "node_stacks.yaml", "fixes.yaml", "packages.yaml",
           "builders.yaml")
 
@@ -59,11 +61,11 @@ def stamped(where: tuple[Path, ...], name: str) -> tuple[tuple[Path, int | None]
     return tuple(out)
 
 
-def tables(name: str, model: type[BaseModel], where: tuple[tuple[Path, int | None], ...],
-           shipped: Path) -> list[tuple[Path, BaseModel]]:
+def tables(name: str, model: type[M], where: tuple[tuple[Path, int | None], ...],
+           shipped: Path) -> list[tuple[Path, M]]:
     """``name`` read from each folder of ``where`` (``stamped``'s pairs) that holds it, the
     ``shipped`` folder always, each validated as ``model``: (file, table) in folder order."""
-    out = []
+    out: list[tuple[Path, M]] = []
     for folder, stamp in where:
         path = folder / name
         if folder == shipped or stamp is not None:

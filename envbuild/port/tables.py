@@ -249,7 +249,7 @@ def folders() -> tuple[Path, ...]:
 
 
 def _tables(name: str, model: type[_Row], where: tuple[tuple[Path, int | None], ...]) -> list[tuple[Path, _Row]]:
-    return knowledge.tables(name, model, where, DATA)  # type: ignore[return-value]  # validated as model
+    return knowledge.tables(name, model, where, DATA)
 
 
 def _merged(name: str, model: type[_Row], field: str, key, where: tuple) -> tuple:  # noqa: ANN001

@@ -96,7 +96,8 @@ def test_port_drafts_the_shipped_variants_machine_made_decisions(tmp_path):
     shipped = yaml.safe_load((Path("envbuild/recipes/data") / f"{RECIPE}.yaml").read_text())
     apex = [s for s in drafted["sources"] if s["name"] == "apex"]
     assert apex and apex[0]["sha"] == apex[0]["ref"] == "6424da3b4faa6c8f062da4a48c424fff3f02d42d"
-    by_hand = {"wandb-optional-utils", "wandb-optional-logging"}  # deviation wandb-0.10.28-on-python-3.12
+    # wandb-0.10.28-on-python-3.12 and dataset-helpers-cxx11: found on the lent GPU, not by port
+    by_hand = {"wandb-optional-utils", "wandb-optional-logging", "wandb-optional-arguments", "helpers-cxx17"}
     assert {p["id"] for p in drafted["patches"]} == {p["id"] for p in shipped["patches"]} - by_hand
     machine = {d["id"]: d for d in drafted["deviations"]}
     # port carries the published resources as estimates (resources-carried); the shipped ones were
@@ -152,6 +153,96 @@ def test_the_wandb_guards_apply_once_and_import_without_wandb(patch_id):
             sys.modules["wandb"] = saved
     assert scope["wandb"] is None
 
+
+# megatron/neox_arguments/arguments.py:346-355 at 71df4d5, as `git show` prints it
+PINNED_ARGUMENTS = (
+    "        neox_args = cls.from_ymls(\n"
+    "            paths_to_yml_files=conf_files, overwrite_values=overwrite_values\n"
+    "        )\n\n"
+    "        if neox_args.wandb_group is not None:\n"
+    "            # concat the wandb group name with a uid to make sure it's unique\n"
+    "            import wandb\n\n"
+    "            neox_args.wandb_group += \"_\" + wandb.util.generate_id()\n"
+    "        neox_args.print()\n")
+
+
+def test_deepy_names_its_group_without_wandb():
+    """Run 13 on a lent H200: deepy.py imported wandb for the group name's suffix whenever
+    wandb_group is set, which calculate_derived always does, and stopped before training. The
+    patched text gives the suffix of wandb.util.generate_id's form where no wandb can be imported."""
+    import random
+    import string
+    import sys
+    import textwrap
+    import types
+
+    from envbuild.node.textpatch import apply_text_patch
+
+    p = next(x for x in load_recipe(RECIPE).patches if x.id == "wandb-optional-arguments")
+    status, after = apply_text_patch(PINNED_ARGUMENTS, p.kind, p.old, p.new, p.count)
+    assert status == "applied"
+    assert apply_text_patch(after, p.kind, p.old, p.new, p.count)[0] == "already-applied"
+    body = after.split("        )\n\n", 1)[1]
+    fn = "def consume(neox_args):\n" + textwrap.indent(textwrap.dedent(body), "    ")
+    args = types.SimpleNamespace(wandb_group="group", print=lambda: None)
+    blocker = type("NoWandb", (), {"find_spec": staticmethod(
+        lambda name, *a: (_ for _ in ()).throw(ImportError(name)) if name == "wandb" else None)})
+    sys.meta_path.insert(0, blocker)
+    saved = sys.modules.pop("wandb", None)
+    try:
+        scope: dict = {}
+        exec(compile(fn, p.file, "exec"), scope)
+        random.seed(0)
+        scope["consume"](args)
+    finally:
+        sys.meta_path.remove(blocker)
+        if saved is not None:
+            sys.modules["wandb"] = saved
+    head, suffix = args.wandb_group.split("_")
+    assert head == "group" and len(suffix) == 8 and set(suffix) <= set(string.ascii_lowercase + string.digits)
+
+
+
+def test_the_helpers_build_with_cxx17_once():
+    """Deviation dataset-helpers-cxx11: megatron/data/Makefile:1 at 71df4d5 (as `git show` prints it)
+    builds with -std=c++17 after the patch, once; nothing else on the line moves."""
+    from envbuild.node.textpatch import apply_text_patch
+
+    line = "CXXFLAGS += -O3 -Wall -shared -std=c++11 -fPIC -fdiagnostics-color\n"
+    p = next(x for x in load_recipe(RECIPE).patches if x.id == "helpers-cxx17")
+    status, after = apply_text_patch(line, p.kind, p.old, p.new, p.count)
+    assert (status, after) == ("applied", line.replace("-std=c++11", "-std=c++17"))
+    assert apply_text_patch(after, p.kind, p.old, p.new, p.count)[0] == "already-applied"
+
+# configs/125M.yml at 71df4d5, the lines the copy must keep as numbers (lines 33-38, as written)
+PINNED_125M = '{\n   "optimizer": {\n     "type": "Adam",\n     "params": {\n       "lr": 0.0006,\n' \
+              '       "betas": [0.9, 0.95],\n       "eps": 1.0e-8,\n     }\n   },\n   "min_lr": 0.00006,\n' \
+              '   "train-iters": 320000,\n}\n'
+PINNED_LOCAL_SETUP = '{\n  "data-path": "data/enron/enron_text_document",\n  "save": "checkpoints",\n' \
+                     '  "load": "checkpoints",\n  "use_wandb": True,\n}\n'
+
+
+def test_the_benchmark_copies_of_the_configs_keep_their_numbers(tmp_path):
+    """Run 13 on a lent H200: the copies were written with json.dump, which prints 0.00006 as 6e-05,
+    a string to YAML 1.1 (deepy.py reads them with PyYAML), and NeoXArgs refused min_lr. The copy
+    the benchmark command writes reads back with every number a number."""
+    import subprocess
+    import sys
+
+    command = load_recipe(RECIPE).benchmark.command
+    m = re.search(r'python -c "(import sys, yaml;.*?)"\s+(\S+)\s+(\S+);', command, re.S)
+    assert m, "the benchmark's config-writing step"
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "125M.yml").write_text(PINNED_125M)
+    (tmp_path / "configs" / "local_setup.yml").write_text(PINNED_LOCAL_SETUP)
+    subprocess.run([sys.executable, "-c", m.group(1), "vocab.json", "merges.txt"], cwd=tmp_path, check=True)
+    c = yaml.safe_load((tmp_path / "configs" / "envbuild_125M.yml").read_text())
+    assert c["min_lr"] == 0.00006 and isinstance(c["min_lr"], float)
+    assert c["optimizer"]["params"]["eps"] == 1e-8 and isinstance(c["optimizer"]["params"]["eps"], float)
+    assert c["train-iters"] == 100
+    s = yaml.safe_load((tmp_path / "configs" / "envbuild_local_setup.yml").read_text())
+    assert s == {"data-path": "data/enron/enron_text_document", "use_wandb": False,
+                 "vocab-file": "vocab.json", "merge-file": "merges.txt"}
 
 def test_the_fused_kernels_build_only_where_a_gpu_is():
     """Deviation fused-kernels-need-a-gpu-node: README.md:51's install runs where torch sees a GPU,

@@ -208,6 +208,51 @@ def test_prepare_makes_what_the_session_stages(tmp_path) -> None:
     assert p.returncode == 2 and "usage:" in p.stderr
 
 
+
+def test_stage_replaces_a_bundle_carried_anew(tmp_path) -> None:
+    """Run 13: a job prepared again on a warm node (a recipe fixed between leases' calls) came with a
+    new sha256, and stage kept the bundle it had staged before; the install then refused it (its
+    sha256 was not the pinned one). Now the staged bundle goes when a different sha256 is carried,
+    whole or in parts."""
+    dev, state = tmp_path / ".device", tmp_path / "state"
+    (dev / "common").mkdir(parents=True)
+    job = dev / "job"
+    job.mkdir()
+
+    def carry(data: bytes) -> str:
+        (job / "bundle.tar").write_bytes(data)
+        digest = hashlib.sha256(data).hexdigest()
+        (job / "bundle.sha256").write_text(digest + "\n")
+        return digest
+
+    def stage() -> str:
+        s = subprocess.run(["bash", str(ROOT / "bench" / "gpu_session.sh"), "stage"], cwd=tmp_path,
+                           capture_output=True, text=True, env={**os.environ, "STATE": str(state), "DEV": str(dev)},
+                           timeout=60)
+        assert s.returncode == 0, s.stderr
+        return s.stdout
+
+    carry(b"the first bundle")
+    assert "staged job" in stage()
+    assert "dropped" not in stage()  # the same bundle again: kept
+    carry(b"the bundle prepared again")
+    out = stage()
+    assert "the one staged before is dropped" in out and "staged job" in out
+    assert (state / "bundles" / "job.tar").read_bytes() == b"the bundle prepared again"
+    # in parts: the first call carries part 00 and the new sha256; the staged bundle goes, and the
+    # parts join only to that sha256
+    (job / "bundle.tar").unlink()
+    new = b"a third bundle, carried in two parts"
+    (job / "bundle.sha256").write_text(hashlib.sha256(new).hexdigest() + "\n")
+    (job / "bundle.parts").write_text("2\n")
+    (job / "bundle.part.00").write_bytes(new[:10])
+    assert "dropped" in stage() and not (state / "bundles" / "job.tar").exists()
+    (job / "bundle.part.00").unlink()
+    (dev / "job+01").mkdir()
+    (dev / "job+01" / "bundle.part.01").write_bytes(new[10:])
+    assert "staged job (joined from 2 parts)" in stage()
+    assert (state / "bundles" / "job.tar").read_bytes() == new
+
 def test_the_split_reads_what_is_under_device(tmp_path) -> None:
     """``gpu_carry.py split`` measures the working tree and .device/ (here: a tiny repository)."""
     (tmp_path / "f.txt").write_bytes(b"x" * 1000)

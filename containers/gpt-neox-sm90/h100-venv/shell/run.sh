@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision gpt-neox-sm90 on h100-venv (host h100-venv, facts profile:h100-venv),
-# rendered by envbuild 0.1.0 from the plan; lock digest 1643977f038780dfcc19abd07f91ce05c650a8b87315972b6c7ba93296e7d4c6.
+# rendered by envbuild 0.1.0 from the plan; lock digest 8894f9324e3956206edca75823ff39d70695193896816407f4f4580421390737.
 # Regenerate: envbuild render gpt-neox-sm90 --target h100-venv --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
@@ -255,6 +255,23 @@ step_patch_wandb_optional_logging() {
   /root/.envbuild/envs/gpt-neox-sm90/bin/python "$FILES/envbuild_node" "$FILES/actions/patch-wandb-optional-logging.json"
 }
 
+# step patch:wandb-optional-arguments: patch wandb-optional-arguments
+# why: megatron/neox_arguments/arguments.py:352 imports wandb whenever wandb_group is set, and
+# why: calculate_derived (:658) always sets it, so deepy.py stops before training without wandb
+# why: (ModuleNotFoundError on a lent H200, run 13); the group name gets the same 8-character suffix
+# why: without it
+step_patch_wandb_optional_arguments() {
+  /root/.envbuild/envs/gpt-neox-sm90/bin/python "$FILES/envbuild_node" "$FILES/actions/patch-wandb-optional-arguments.json"
+}
+
+# step patch:helpers-cxx17: patch helpers-cxx17
+# why: the dataset index helpers built with -std=c++11 died with SIGSEGV in build_sample_idx on a lent
+# why: H200 (run 13, deviation dataset-helpers-cxx11); the same helpers.cpp built with -std=c++17
+# why: returned
+step_patch_helpers_cxx17() {
+  /root/.envbuild/envs/gpt-neox-sm90/bin/python "$FILES/envbuild_node" "$FILES/actions/patch-helpers-cxx17.json"
+}
+
 # step build:gpt-neox: build gpt-neox
 # why: published build step for gpt-neox
 step_build_gpt_neox() {
@@ -296,7 +313,7 @@ step_smoke() {
   if [ -n "$failed" ]; then echo "smoke failed:$failed" >&2; exit 1; fi
 }
 
-STEPS=(preflight environment pip-tooling pip:packages git:deepspeed patch:torch-six-inf-utils patch:torch-six-inf-stage2 patch:torch-six-inf-stage3 patch:collections-abc-attr-config-utils patch:collections-abc-attr-config-utils-2 install:deepspeed git:lm_dataformat install:lm_dataformat git:apex apex:apex git:neox-fused-kernels patch:collections-abc-attr-optimizers-2 patch:gencode-sm70-setup-2 build:neox-fused-kernels git:gpt-neox patch:collections-abc-attr-optimizers patch:gencode-sm70-setup patch:wandb-optional-utils patch:wandb-optional-logging build:gpt-neox git:gpt2-vocab env-file smoke)
+STEPS=(preflight environment pip-tooling pip:packages git:deepspeed patch:torch-six-inf-utils patch:torch-six-inf-stage2 patch:torch-six-inf-stage3 patch:collections-abc-attr-config-utils patch:collections-abc-attr-config-utils-2 install:deepspeed git:lm_dataformat install:lm_dataformat git:apex apex:apex git:neox-fused-kernels patch:collections-abc-attr-optimizers-2 patch:gencode-sm70-setup-2 build:neox-fused-kernels git:gpt-neox patch:collections-abc-attr-optimizers patch:gencode-sm70-setup patch:wandb-optional-utils patch:wandb-optional-logging patch:wandb-optional-arguments patch:helpers-cxx17 build:gpt-neox git:gpt2-vocab env-file smoke)
 if [ "$#" -gt 0 ]; then STEPS=("$@"); fi
 n=0
 for id in "${STEPS[@]}"; do
