@@ -22,7 +22,10 @@ Effects by step kind:
   version, and every file of its RECORD is present with the recorded size and hash
   (``dists``), whichever installer wrote it (pip, or uv: it writes RECORD with the wheel's
   hashes and ``INSTALLER`` = ``uv``); ``apex_build``: the ``apex`` distribution likewise, at
-  any version;
+  any version. A RECORD file that is a top-level extension module (``<module>.so``,
+  ``<module>.<tag>.so``) which a later build step installs into the environment over it
+  (``later_writes``: its source's ``build_provides``; GPT-NeoX's fused kernels over Apex's)
+  must exist, its size and hash are not compared;
 - ``git_source``: HEAD is the pinned SHA and no tracked file differs from that commit, except
   the files the plan's patches change, which must equal the commit's text with those patches
   applied in plan order (``git``);
@@ -91,12 +94,17 @@ class DistsEffect(_E):
     dists: dict[str, Optional[str]]  # canonical name -> exact version or None
     # canonical name -> RECORD paths wrong in the published wheel itself (envbuild.compat.wheel_records)
     record_defects: dict[str, list[str]] = Field(default_factory=dict)
+    # top-level module -> id of a later build step that installs it into the environment over
+    # this step's copy (its source's build_provides): those RECORD files must exist, their
+    # size and hash are not compared
+    later_writes: dict[str, str] = Field(default_factory=dict)
 
     @model_serializer(mode="wrap")
     def _no_empty_defects(self, handler):  # the usual effect stays as it was: no empty key
         data = handler(self)
-        if not data.get("record_defects"):
-            data.pop("record_defects", None)
+        for key in ("record_defects", "later_writes"):
+            if not data.get(key):
+                data.pop(key, None)
         return data
 
 
@@ -181,7 +189,7 @@ Effect = Annotated[Union[InterpreterEffect, DistsEffect, GitEffect, PatchEffect,
 
 
 
-def _requirements_effect(python: str, reqs: list[P.Requirement]) -> DistsEffect:
+def _requirements_effect(python: str, reqs: list[P.Requirement], later: dict[str, str]) -> DistsEffect:
     dists: dict[str, Optional[str]] = {}
     defects: dict[str, list[str]] = {}
     for r in reqs:
@@ -189,25 +197,49 @@ def _requirements_effect(python: str, reqs: list[P.Requirement]) -> DistsEffect:
         dists[project_name(r.name)] = r.version if exact and _EXACT.match(r.version) else None
         if paths := record_defects(project_name(r.name), r.hashes):
             defects[project_name(r.name)] = paths
-    return DistsEffect(python=python, dists=dists, record_defects=defects)
+    return DistsEffect(python=python, dists=dists, record_defects=defects, later_writes=later)
+
+
+def later_writes(plan) -> list[dict[str, str]]:
+    """For each step of ``plan``, in order: ``{module: step id}`` of the build steps after it that
+    install into the environment (``BuildParams.env_writer()``) the modules their source provides;
+    the last such build names a module.
+
+    >>> from envbuild.plan.model import Plan, Step
+    >>> build = P.BuildParams(name="k", dest="/t", commands=["python setup.py install"], provides=["m_cuda"])
+    >>> plan = Plan(recipe="r", target="t", host="h", prefix="/e", backend="venv", steps=[
+    ...     Step(id="env-file", title="", params=P.EnvFileParams(path="/e/env.sh", vars={})),
+    ...     Step(id="build:k", title="", params=build)])
+    >>> later_writes(plan)
+    [{'m_cuda': 'build:k'}, {}]
+    """
+    out: list[dict[str, str]] = []
+    after: dict[str, str] = {}
+    for step in reversed(plan.steps):
+        out.append(dict(after))
+        p = step.params
+        if isinstance(p, P.BuildParams) and p.env_writer() is not None:
+            for module in p.provides:
+                after.setdefault(module, step.id)  # seen backwards: the last writer stays
+    return list(reversed(out))
 
 
 def effects(plan) -> dict[str, Optional[Effect]]:
     """``{step id: effect or None}`` for every step of ``plan`` (``envbuild.plan.model.Plan``)."""
     python = python_of(plan.prefix)
     out: dict[str, Optional[Effect]] = {}
-    for step in plan.steps:
+    for step, over in zip(plan.steps, later_writes(plan)):
         p = step.params
         eff: Optional[Effect] = None
         if p.kind == "environment" and p.backend != "container":
             eff = InterpreterEffect(python=python, prefix=plan.prefix, venv=p.backend in ("venv", "module-venv"),
                                     system_site_packages=p.system_site_packages)
         elif p.kind in ("pip_tooling", "pip_install"):  # pip or uv: both write RECORD (uv: INSTALLER=uv)
-            eff = _requirements_effect(python, p.requirements)
+            eff = _requirements_effect(python, p.requirements, over)
         elif p.kind == "uv_tool":
             eff = FileEffect(path=p.dest, sha256=p.sha256, perm="0755")
         elif p.kind == "apex_build":
-            eff = DistsEffect(python=python, dists={project_name(p.dist_name): None})
+            eff = DistsEffect(python=python, dists={project_name(p.dist_name): None}, later_writes=over)
         elif p.kind == "git_source":
             later = [s.params for s in plan.steps
                      if s.kind == "patch" and s.params.component == p.name and s.params.dest == p.dest]

@@ -169,6 +169,25 @@ def _record_rows(site, dist_info):
     return rows
 
 
+def written_over(rels, later):
+    """{path: step id} of the RECORD paths ``rels`` that are a top-level extension module which a
+    later step installs over this distribution's copy (``later``: the effect's ``later_writes``,
+    {module: step id}): ``<module>.so`` or ``<module>.<anything>.so`` directly in site-packages.
+
+    >>> written_over(["m_cuda.cpython-312-x86_64-linux-gnu.so", "m_cuda.so", "pkg/m_cuda.so",
+    ...               "m_cuda_x.so", "m_cuda.py"], {"m_cuda": "build:k"})
+    {'m_cuda.cpython-312-x86_64-linux-gnu.so': 'build:k', 'm_cuda.so': 'build:k'}
+    """
+    out = {}
+    for rel in rels if later else ():
+        if "/" in rel or "\\" in rel or not rel.endswith(".so"):
+            continue
+        module = rel.split(".", 1)[0]
+        if module in later:
+            out[rel] = later[module]
+    return out
+
+
 def check_record(site, dist_info, recorded=None, deep=False, excused=()):
     """(broken paths, files hashed, manifest entry) for one installed distribution.
 
@@ -177,16 +196,22 @@ def check_record(site, dist_info, recorded=None, deep=False, excused=()):
 
     ``recorded`` is this distribution's manifest entry; with it and not ``deep``, files whose
     stat is unchanged are trusted without reading RECORD."""
+    return _check_record(site, dist_info, recorded, deep, excused)[:3]
+
+
+def _check_record(site, dist_info, recorded, deep, excused, later=None):
+    """``check_record`` and {path: step id} of the files a later step wrote over (``later``, see
+    ``written_over``): they must exist, their size and hash are not compared."""
     record = os.path.join(site, dist_info, "RECORD")
     try:
         record_key = _stat_key(os.stat(record))
     except OSError:
-        return ["%s/RECORD (missing)" % dist_info], 0, None
+        return ["%s/RECORD (missing)" % dist_info], 0, None, {}
     if recorded and not deep and recorded.get("dist_info") == dist_info and recorded.get("site") == site \
             and recorded.get("record") == record_key:
         changed = _changed_files(site, recorded.get("files", []))
-        if not changed:
-            return [], 0, recorded
+        if not changed:  # every file there with its recorded stat, those written over included
+            return [], 0, recorded, written_over([row[0] for row in recorded.get("files", [])], later)
         trusted = set()
     else:
         changed = None
@@ -195,9 +220,11 @@ def check_record(site, dist_info, recorded=None, deep=False, excused=()):
             keys = dict((rel, [s, m, c]) for rel, s, m, c in recorded.get("files", []))
             trusted = set(rel for rel, key in keys.items()
                           if _stat_ok(os.path.join(site, rel), key))
-    broken, hashed, files = [], 0, []
+    broken, hashed, files, written = [], 0, [], {}
     only = set(changed) if changed is not None else None
-    for rel, algo, digest, size in _record_rows(site, dist_info):
+    rows = _record_rows(site, dist_info)
+    over = written_over([row[0] for row in rows], later)
+    for rel, algo, digest, size in rows:
         path = os.path.normpath(os.path.join(site, rel))
         shown = rel if not rel.startswith("..") and not os.path.isabs(rel) else path
         try:
@@ -206,6 +233,9 @@ def check_record(site, dist_info, recorded=None, deep=False, excused=()):
             broken.append(shown + " (missing)")
             continue
         files.append([rel] + _stat_key(st))
+        if rel in over:
+            written[rel] = over[rel]
+            continue
         if (only is not None and rel not in only) or rel in trusted or rel in excused:
             continue
         if size is not None and st.st_size != size:
@@ -218,7 +248,7 @@ def check_record(site, dist_info, recorded=None, deep=False, excused=()):
         except (OSError, ValueError) as exc:
             broken.append("%s (%s)" % (shown, exc))
     entry = None if broken else {"site": site, "dist_info": dist_info, "record": record_key, "files": files}
-    return broken, hashed, entry
+    return broken, hashed, entry, written
 
 
 def _changed_files(site, files):
@@ -254,7 +284,7 @@ def _check_dists(eff, ctx, manifest):
     if not env.get("ok"):
         return {"ok": False, "detail": env.get("error", "no environment"), "repair": False}
     have = ctx.dists(eff["python"])
-    problems, repair, entries, hashed = [], False, {}, 0
+    problems, repair, entries, hashed, written = [], False, {}, 0, {}
     recorded = (manifest or {}).get("dists") or {}
     for name, want in sorted(eff["dists"].items()):
         found = have.get(canonical(name))
@@ -274,18 +304,25 @@ def _check_dists(eff, ctx, manifest):
             continue
         if dist_info.endswith(".egg-info"):
             continue  # no RECORD to check: the version is all the evidence
-        broken, n, entry = check_record(site, dist_info, recorded.get(name), ctx.deep,
-                                        (eff.get("record_defects") or {}).get(name, ()))
+        broken, n, entry, over = _check_record(site, dist_info, recorded.get(name), ctx.deep,
+                                               (eff.get("record_defects") or {}).get(name, ()),
+                                               eff.get("later_writes"))
         hashed += n
+        for sid in over.values():
+            written[sid] = written.get(sid, 0) + 1
         if broken:
             repair = True
             problems.append("%s %s: %d file(s) differ from its RECORD: %s" % (name, version, len(broken), _listed(broken)))
         else:
             entries[name] = entry
+    # the files a later build installs over these (its source's build_provides): there, not compared
+    over = "".join("; %d file(s) written over by %s (its build_provides), not compared" % (n, sid)
+                   for sid, n in sorted(written.items()))
     if problems:
-        return {"ok": False, "detail": "; ".join(problems), "repair": repair}
-    return {"ok": True, "detail": "%d distribution(s) intact%s" % (len(entries) or len(eff["dists"]),
-                                                                 ", %d file(s) hashed" % hashed if hashed else ""),
+        return {"ok": False, "detail": "; ".join(problems) + over, "repair": repair}
+    return {"ok": True, "detail": "%d distribution(s) intact%s%s" % (len(entries) or len(eff["dists"]),
+                                                                   ", %d file(s) hashed" % hashed if hashed else "",
+                                                                   over),
             "repair": False, "manifest": {"dists": entries}}
 
 

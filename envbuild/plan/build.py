@@ -469,7 +469,7 @@ def _source_steps(recipe: Recipe, src: GitSource, prefix: str, facts: NodeFacts,
     if src.build:
         out.append(Step(id=f"build:{src.name}", title=f"build {src.name}",
                         params=P.BuildParams(name=src.name, dest=dest, commands=list(src.build),
-                                             env=dict(src.env)),
+                                             env=dict(src.env), provides=list(src.build_provides)),
                         reason=f"published build step for {src.name}"))
     if src.install == "apex":
         patch_params = [s.params.model_dump(mode="json") for s in out if s.kind == "patch"]

@@ -190,6 +190,17 @@ class BuildParams(_P):
     dest: str
     commands: list[str]  # the published build commands, run by bash in the tree
     env: dict[str, str] = Field(default_factory=dict)
+    # the top-level modules the commands make (the source's ``build_provides``): an install into
+    # the environment writes them over an earlier step's copies (envbuild.actions.effects)
+    provides: list[str] = Field(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _omit_no_provides(self, handler):
+        # added later: left out when empty, so plans made before keep their step digests
+        data = handler(self)
+        if isinstance(data, dict) and not data.get("provides"):
+            data.pop("provides", None)
+        return data
 
     def env_writer(self) -> str | None:
         """The first command that installs into the environment (``ENV_WRITE_RE``), else None.
