@@ -6,14 +6,14 @@ by the lock (the dependency's requirements/requirements.txt, named by the draft)
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
+from functools import partial
 from pathlib import Path
 
 import pytest
 import yaml
 from support.clirun import envbuild
+from support.gitrepo import commit, git
 
 from envbuild.lock.srclock import source_dependencies
 from envbuild.recipes import load_recipe
@@ -21,24 +21,9 @@ from envbuild.recipes import load_recipe
 pytestmark = pytest.mark.integration
 
 
-def _git(*args: str, cwd: Path) -> str:
-    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.org", GIT_COMMITTER_NAME="t",
-               GIT_COMMITTER_EMAIL="t@example.org", GIT_AUTHOR_DATE="2022-03-10T12:00:00Z",
-               GIT_COMMITTER_DATE="2022-03-10T12:00:00Z")
-    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout.strip()
-
-
-def _commit(work: Path, files: dict[str, str], tag: str | None = None) -> str:
-    work.mkdir(parents=True)
-    _git("init", "-q", "-b", "main", cwd=work)
-    for rel, text in files.items():
-        (work / rel).parent.mkdir(parents=True, exist_ok=True)
-        (work / rel).write_text(text)
-    _git("add", "-A", cwd=work)
-    _git("commit", "-q", "-m", "published", cwd=work)
-    if tag:
-        _git("tag", tag, cwd=work)
-    return _git("rev-parse", "HEAD", cwd=work)
+PUBLISHED = "2022-03-10T12:00:00Z"  # the day the walk-through's setup was published
+_git = partial(git, date=PUBLISHED)
+_commit = partial(commit, date=PUBLISHED)
 
 
 DEEPERSPEED = {

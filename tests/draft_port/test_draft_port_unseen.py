@@ -22,13 +22,13 @@ from __future__ import annotations
 import doctest
 import importlib
 import json
-import os
-import subprocess
+from functools import partial
 from pathlib import Path
 
 import pytest
 import yaml
 from support.clirun import envbuild
+from support.gitrepo import git, mirrored
 
 from envbuild.compat.commits import apex_commits
 from envbuild.facts.profile import from_target
@@ -42,27 +42,9 @@ from envbuild.targets import load_target
 pytestmark = pytest.mark.integration
 
 
-def _git(*args: str, cwd: Path) -> str:
-    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.org", GIT_COMMITTER_NAME="t",
-               GIT_COMMITTER_EMAIL="t@example.org", GIT_AUTHOR_DATE="2023-06-01T12:00:00Z",
-               GIT_COMMITTER_DATE="2023-06-01T12:00:00Z")
-    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout.strip()
-
-
-def _mirrored(mirror: Path, slug: str, files: dict[str, str], tag: str | None = None) -> str:
-    """A bare mirror of ``slug`` (OWNER+NAME/repo) holding one commit of ``files``: its SHA."""
-    work = mirror.parent / "work" / slug.replace("/", "+")
-    work.mkdir(parents=True)
-    _git("init", "-q", "-b", "main", cwd=work)
-    for rel, text in files.items():
-        (work / rel).parent.mkdir(parents=True, exist_ok=True)
-        (work / rel).write_text(text)
-    _git("add", "-A", cwd=work)
-    _git("commit", "-q", "-m", "published", cwd=work)
-    if tag:
-        _git("tag", tag, cwd=work)
-    _git("clone", "-q", "--bare", str(work), str(mirror / slug.replace("/", "+") / "repo"), cwd=mirror)
-    return _git("rev-parse", "HEAD", cwd=work)
+PUBLISHED = "2023-06-01T12:00:00Z"  # the day these setups were published
+_git = partial(git, date=PUBLISHED)
+_mirrored = partial(mirrored, date=PUBLISHED)
 
 
 APEX = {"setup.py": "import sys\nfrom setuptools import setup\nif '--cpp_ext' in sys.argv:\n    pass\n"
