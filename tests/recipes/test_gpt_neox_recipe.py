@@ -96,8 +96,8 @@ def test_port_drafts_the_shipped_variants_machine_made_decisions(tmp_path):
     shipped = yaml.safe_load((Path("envbuild/recipes/data") / f"{RECIPE}.yaml").read_text())
     apex = [s for s in drafted["sources"] if s["name"] == "apex"]
     assert apex and apex[0]["sha"] == apex[0]["ref"] == "6424da3b4faa6c8f062da4a48c424fff3f02d42d"
-    # wandb-0.10.28-on-python-3.12 and dataset-helpers-cxx11: found on the lent GPU, not by port
-    by_hand = {"wandb-optional-utils", "wandb-optional-logging", "wandb-optional-arguments", "helpers-cxx17"}
+    # wandb-0.10.28-on-python-3.12: found on the lent GPU, not by port
+    by_hand = {"wandb-optional-utils", "wandb-optional-logging", "wandb-optional-arguments"}
     assert {p["id"] for p in drafted["patches"]} == {p["id"] for p in shipped["patches"]} - by_hand
     machine = {d["id"]: d for d in drafted["deviations"]}
     # port carries the published resources as estimates (resources-carried); the shipped ones were
@@ -203,16 +203,54 @@ def test_deepy_names_its_group_without_wandb():
 
 
 
-def test_the_helpers_build_with_cxx17_once():
-    """Deviation dataset-helpers-cxx11: megatron/data/Makefile:1 at 71df4d5 (as `git show` prints it)
-    builds with -std=c++17 after the patch, once; nothing else on the line moves."""
-    from envbuild.node.textpatch import apply_text_patch
+# megatron/data/Makefile at 71df4d5, as `git show` prints it
+PINNED_MAKEFILE = """CXXFLAGS += -O3 -Wall -shared -std=c++11 -fPIC -fdiagnostics-color
+CPPFLAGS += $(shell python3 -m pybind11 --includes)
+LIBNAME = helpers
+LIBEXT = $(shell python3-config --extension-suffix)
 
-    line = "CXXFLAGS += -O3 -Wall -shared -std=c++11 -fPIC -fdiagnostics-color\n"
-    p = next(x for x in load_recipe(RECIPE).patches if x.id == "helpers-cxx17")
-    status, after = apply_text_patch(line, p.kind, p.old, p.new, p.count)
-    assert (status, after) == ("applied", line.replace("-std=c++11", "-std=c++17"))
-    assert apply_text_patch(after, p.kind, p.old, p.new, p.count)[0] == "already-applied"
+default: $(LIBNAME)$(LIBEXT)
+
+%$(LIBEXT): %.cpp
+\t$(CXX) $(CXXFLAGS) $(CPPFLAGS) $< -o $@
+"""
+
+
+def test_the_helpers_are_built_with_g_plus_plus_not_the_nodes_cxx(tmp_path):
+    """Deviation dataset-helpers-node-cxx: the lent nodes export CXX=/opt/gcc/bin/g++, whose shared
+    objects come out without libstdc++.so.6 among their NEEDED libraries, and the helpers it built
+    crashed (run 14: docs/results/h200-run14/helpers-compilers.txt). Here a real compiler wrapper that
+    links libstdc++ statically stands for it: the recipe's install-time make builds the module with g++
+    (NEEDED libstdc++.so.6) whatever CXX says, and the published make would have taken the wrapper."""
+    import os
+    import shutil
+    import subprocess
+
+    if not (shutil.which("g++") and shutil.which("readelf") and shutil.which("make")):
+        pytest.fail("g++, readelf and make are needed (CI's apt packages: build-essential, binutils)")
+    data = tmp_path / "megatron" / "data"
+    data.mkdir(parents=True)
+    (data / "Makefile").write_text(PINNED_MAKEFILE)
+    (data / "helpers.cpp").write_text('#include <iostream>\nextern "C" void hello() { std::cout << 1 << std::endl; }\n')
+    wrapper = tmp_path / "node-gxx"
+    wrapper.write_text('#!/bin/sh\nexec g++ -static-libstdc++ "$@"\n')
+    wrapper.chmod(0o755)
+    env = {**os.environ, "CXX": str(wrapper)}
+    source = next(s for s in load_recipe(RECIPE).sources if s.name == "gpt-neox")
+    assert len(source.build) == 1
+
+    def needed(command: str) -> list[str]:
+        for so in data.glob("helpers*.so"):
+            so.unlink()
+        subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, check=True, capture_output=True)
+        (so,) = data.glob("helpers*.so")
+        dyn = subprocess.run(["readelf", "-d", str(so)], capture_output=True, text=True, check=True).stdout
+        return [line.split("[")[1].rstrip("]") for line in dyn.splitlines() if "(NEEDED)" in line]
+
+    assert "libstdc++.so.6" in needed(source.build[0])
+    published = source.build[0].replace(", 'CXX=g++'", "")
+    assert published != source.build[0] and "libstdc++.so.6" not in needed(published)
+
 
 # configs/125M.yml at 71df4d5, the lines the copy must keep as numbers (lines 33-38, as written)
 PINNED_125M = '{\n   "optimizer": {\n     "type": "Adam",\n     "params": {\n       "lr": 0.0006,\n' \

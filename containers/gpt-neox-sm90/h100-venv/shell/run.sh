@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision gpt-neox-sm90 on h100-venv (host h100-venv, facts profile:h100-venv),
-# rendered by envbuild 0.1.0 from the plan; lock digest 8894f9324e3956206edca75823ff39d70695193896816407f4f4580421390737.
+# rendered by envbuild 0.1.0 from the plan; lock digest 777346c1b17f506c31192fa36428fc5c87d0f3813debb597325dbbbdfa724f05.
 # Regenerate: envbuild render gpt-neox-sm90 --target h100-venv --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
@@ -264,18 +264,10 @@ step_patch_wandb_optional_arguments() {
   /root/.envbuild/envs/gpt-neox-sm90/bin/python "$FILES/envbuild_node" "$FILES/actions/patch-wandb-optional-arguments.json"
 }
 
-# step patch:helpers-cxx17: patch helpers-cxx17
-# why: the dataset index helpers built with -std=c++11 died with SIGSEGV in build_sample_idx on a lent
-# why: H200 (run 13, deviation dataset-helpers-cxx11); the same helpers.cpp built with -std=c++17
-# why: returned
-step_patch_helpers_cxx17() {
-  /root/.envbuild/envs/gpt-neox-sm90/bin/python "$FILES/envbuild_node" "$FILES/actions/patch-helpers-cxx17.json"
-}
-
 # step build:gpt-neox: build gpt-neox
 # why: published build step for gpt-neox
 step_build_gpt_neox() {
-  (cd /root/.envbuild/envs/gpt-neox-sm90/src/gpt-neox && env PATH=/root/.envbuild/envs/gpt-neox-sm90/bin:"$PATH" bash -ec 'python3 -c "import subprocess, sysconfig; subprocess.check_call(['"'"'make'"'"', '"'"'-C'"'"', '"'"'megatron/data'"'"', '"'"'LIBEXT='"'"' + sysconfig.get_config_var('"'"'EXT_SUFFIX'"'"')])"')
+  (cd /root/.envbuild/envs/gpt-neox-sm90/src/gpt-neox && env PATH=/root/.envbuild/envs/gpt-neox-sm90/bin:"$PATH" bash -ec 'python3 -c "import subprocess, sysconfig; subprocess.check_call(['"'"'make'"'"', '"'"'-C'"'"', '"'"'megatron/data'"'"', '"'"'LIBEXT='"'"' + sysconfig.get_config_var('"'"'EXT_SUFFIX'"'"'), '"'"'CXX=g++'"'"'])"')
 }
 
 # step git:gpt2-vocab: gpt2-vocab @ f4157bea69f3
@@ -313,7 +305,7 @@ step_smoke() {
   if [ -n "$failed" ]; then echo "smoke failed:$failed" >&2; exit 1; fi
 }
 
-STEPS=(preflight environment pip-tooling pip:packages git:deepspeed patch:torch-six-inf-utils patch:torch-six-inf-stage2 patch:torch-six-inf-stage3 patch:collections-abc-attr-config-utils patch:collections-abc-attr-config-utils-2 install:deepspeed git:lm_dataformat install:lm_dataformat git:apex apex:apex git:neox-fused-kernels patch:collections-abc-attr-optimizers-2 patch:gencode-sm70-setup-2 build:neox-fused-kernels git:gpt-neox patch:collections-abc-attr-optimizers patch:gencode-sm70-setup patch:wandb-optional-utils patch:wandb-optional-logging patch:wandb-optional-arguments patch:helpers-cxx17 build:gpt-neox git:gpt2-vocab env-file smoke)
+STEPS=(preflight environment pip-tooling pip:packages git:deepspeed patch:torch-six-inf-utils patch:torch-six-inf-stage2 patch:torch-six-inf-stage3 patch:collections-abc-attr-config-utils patch:collections-abc-attr-config-utils-2 install:deepspeed git:lm_dataformat install:lm_dataformat git:apex apex:apex git:neox-fused-kernels patch:collections-abc-attr-optimizers-2 patch:gencode-sm70-setup-2 build:neox-fused-kernels git:gpt-neox patch:collections-abc-attr-optimizers patch:gencode-sm70-setup patch:wandb-optional-utils patch:wandb-optional-logging patch:wandb-optional-arguments build:gpt-neox git:gpt2-vocab env-file smoke)
 if [ "$#" -gt 0 ]; then STEPS=("$@"); fi
 n=0
 for id in "${STEPS[@]}"; do
