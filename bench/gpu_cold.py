@@ -35,6 +35,7 @@ import json
 import sys
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -179,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
               f"benchmark {r['first_run_s']} s ({r['first_run_verdict']}) then {r['second_run_s']} s "
               f"({r['second_run_verdict']}), prebuilt {r['prebuilt'] or 'none'} ({r['from']})")
     if args.output:
-        doc = json.loads(args.output.read_text()) if args.output.exists() else {
+        doc: dict[str, Any] = json.loads(args.output.read_text()) if args.output.exists() else {
             "what": "issue 52: cold provision, the no-op, and the first and second benchmark run, from a GPU "
                     "lease's run folders (bench/gpu_cold.py); wall times of runs that went to their end with "
                     "any verdict (PASS, FAIL or NOT JUDGED: *_verdict), not judged figures; null where no run "
