@@ -4,14 +4,20 @@ its benchmark the first and the second time, read from the run folders of a GPU 
     python bench/gpu_cold.py FOLDER [FOLDER ...] [-o bench/results/gpu-cold.json]
 
 FOLDER holds a lease's run folders (each with run.json and events.jsonl; as docs/results/*/ keep
-them): every ``envbuild provision`` run of one recipe on one node, in the order they started.
+them): every ``envbuild provision`` run of one recipe on one node, in the order they started. Each is
+read through the run record (``envbuild.record.RunRecord``), as envbuild reads its own: a run.json of
+an older schema is mapped (``envbuild.record.migrate``), one of a schema envbuild does not read, or a
+damaged one, is refused with the file named.
 
 - ``cold_s``: the first run that installed (``--no-smoke``, no ``--from-step``), from run.json's
   started to finished, when it was cold: none of its steps was skipped or run again over what an
   earlier run left (events ``skipped``/``rerun``), else ``null`` (a node that held the environment
   already); a later such run is the no-op (``noop_s``: the first of them).
-- ``first_run_s``, ``second_run_s``: the benchmark runs (``--from-step smoke``) in order. A run that
-  did not end with a verdict (exit 0 PASS, 1 FAIL, 5 NOT JUDGED) gives no figure: ``null``, and
+- ``first_run_s``, ``second_run_s``: the benchmark runs (``--from-step smoke``) in order: wall times
+  (started to finished) of runs that went to their end with any verdict, not judged figures;
+  ``first_run_verdict``, ``second_run_verdict`` say which (PASS, FAIL or NOT JUDGED: run.json's
+  verdict, else its exit code's word). A run that did not go to its end (a node not ok, or an exit
+  other than 0 PASS, 1 FAIL, 5 NOT JUDGED) gives no figure: ``null`` and a ``null`` verdict, and
   ``runs`` says what it ended with. A figure is never taken from a run that stopped early.
 - ``prebuilt``: the build-cache keys the bundle seeded (run.json's ``bundle.prebuilt_seeded``).
 - ``gpu``, ``gpus``: from the node's facts (nodes/*/facts.json) of the cold run.
@@ -19,7 +25,7 @@ them): every ``envbuild provision`` run of one recipe on one node, in the order 
 
 The row is appended to the output file (its ``rows``), each with the folders it was read from. Rows
 with different ``gpu`` are different machines: compare a figure only with one of the same GPU.
-Exit codes: 0 rows written; 2 a folder holds no provision run (named).
+Exit codes: 0 rows written; 2 a folder holds no provision run, or a run.json that is not a run record (named).
 """
 
 from __future__ import annotations
@@ -29,12 +35,18 @@ import json
 import sys
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
-VERDICT_EXITS = {0, 1, 5}  # PASS, FAIL, NOT JUDGED: the run went to its end
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from envbuild.errors import InputError  # noqa: E402
+from envbuild.record import RunInfo, RunRecord  # noqa: E402
+
+EXIT_WORDS = {0: "PASS", 1: "FAIL", 5: "NOT JUDGED"}  # the exits of a run that went to its end, and their words
 
 
-def _seconds(run: dict) -> float:
-    start, end = (datetime.fromisoformat(run[k].replace("Z", "+00:00")) for k in ("started", "finished"))
+def _seconds(run: RunInfo) -> float:
+    start, end = (datetime.fromisoformat(str(t).replace("Z", "+00:00")) for t in (run.started, run.finished))
     return round((end - start).total_seconds(), 1)
 
 
@@ -62,38 +74,57 @@ def was_cold(folder: Path) -> bool:
     return True
 
 
-def kind_of(run: dict) -> str:
+def kind_of(run: RunInfo) -> str:
     """install (no smoke, no --from-step), benchmark (--from-step smoke) or other."""
-    options = run.get("options") or {}
+    options = run.options
     if options.get("from_step") == "smoke":
         return "benchmark"
-    if not options.get("smoke", True) and not options.get("from_step"):
+    if run.smoke_skipped and not options.get("from_step"):
         return "install"
     return "other"
 
 
-def runs_in(folder: Path) -> list[tuple[Path, dict]]:
+def verdict_of(run: RunInfo) -> str | None:
+    """The run's word when it went to its end: run.json's verdict (the judge's), else the word of its
+    exit code; None for a run that stopped early. It went to its end when every node was ok (status
+    ``ok``: a run refused by preflight exits 1 too, with status ``failed``) and its exit is a verdict's
+    (0, 1, 5); a run.json from before exit codes were recorded (``envbuild.run/1``) by its verdict alone."""
+    if run.status != "ok":
+        return None
+    if run.exit_code is None:
+        return run.verdict
+    if run.exit_code not in EXIT_WORDS:
+        return None
+    return run.verdict or EXIT_WORDS[run.exit_code]
+
+
+def runs_in(folder: Path) -> list[RunRecord]:
+    """The provision runs in ``folder`` that started and finished, read through the run record
+    (``envbuild.record.RunRecord``: older schemas mapped, a damaged or unknown one an InputError)."""
     found = []
     for path in sorted(folder.glob("*/run.json")):
-        run = json.loads(path.read_text())
-        if run.get("argv", [None, None])[1:2] == ["provision"] and run.get("started") and run.get("finished"):
-            found.append((path.parent, run))
-    return sorted(found, key=lambda r: r[1]["started"])
+        record = RunRecord.load(path.parent)
+        if record.run.argv[1:2] == ["provision"] and record.run.started and record.run.finished:
+            found.append(record)
+    return sorted(found, key=lambda r: str(r.run.started))
 
 
-def _gpu(folder: Path) -> tuple[str | None, int | None]:
-    for facts in sorted(folder.glob("nodes/*/facts.json")):
-        gpus = json.loads(facts.read_text()).get("gpus") or []
-        names = sorted({g.get("name") for g in gpus})
-        return (names[0] if len(names) == 1 else " + ".join(n for n in names if n)), len(gpus)
+def _gpu(record: RunRecord) -> tuple[str | None, int | None]:
+    """The GPU model and count from the first node's facts.json that has one."""
+    for node in record.nodes():
+        if node.facts is None:
+            continue
+        names = sorted({g.name for g in node.facts.gpus})
+        return (names[0] if len(names) == 1 else " + ".join(names)), len(node.facts.gpus)
     return None, None
 
 
-def _figure(runs: list[tuple[Path, dict]], i: int) -> float | None:
-    """The i-th run's seconds, when there is one and it went to its end (a verdict)."""
-    if i >= len(runs) or runs[i][1].get("exit_code") not in VERDICT_EXITS:
-        return None
-    return _seconds(runs[i][1])
+def _figure(runs: list[RunRecord], i: int) -> tuple[float | None, str | None]:
+    """The i-th run's wall seconds and its verdict, when there is one and it went to its end; else
+    (None, None). The seconds are a wall time whatever the verdict, never a judged figure."""
+    if i >= len(runs) or (word := verdict_of(runs[i].run)) is None:
+        return None, None
+    return _seconds(runs[i].run), word
 
 
 def rows(folders: list[Path]) -> list[dict]:
@@ -103,23 +134,25 @@ def rows(folders: list[Path]) -> list[dict]:
         found = runs_in(folder)
         if not found:
             raise SystemExit(f"error: {folder}: no envbuild provision run folder (run.json) in it")
-        for recipe in sorted({r["recipe"] for _, r in found}):
-            mine = [(f, r) for f, r in found if r["recipe"] == recipe]
-            installs = [(f, r) for f, r in mine if kind_of(r) == "install"]
-            benches = [(f, r) for f, r in mine if kind_of(r) == "benchmark"]
+        for recipe in sorted({r.run.recipe for r in found}):
+            mine = [r for r in found if r.run.recipe == recipe]
+            installs = [r for r in mine if kind_of(r.run) == "install"]
+            benches = [r for r in mine if kind_of(r.run) == "benchmark"]
             cold = installs[0] if installs else None
-            gpu, gpus = _gpu(cold[0]) if cold else (None, None)
+            gpu, gpus = _gpu(cold) if cold else (None, None)
 
-            cold_ok = cold is not None and cold[1].get("exit_code") in VERDICT_EXITS and was_cold(cold[0])
+            cold_ok = cold is not None and verdict_of(cold.run) is not None and was_cold(cold.path)
+            (first_s, first_word), (second_s, second_word) = _figure(benches, 0), _figure(benches, 1)
             out.append({
                 "recipe": recipe, "gpu": gpu, "gpus": gpus,
-                "cold_s": _seconds(cold[1]) if cold_ok else None,
-                "noop_s": _figure(installs, 1),
-                "first_run_s": _figure(benches, 0), "second_run_s": _figure(benches, 1),
-                "prebuilt": sorted(((cold[1].get("bundle") or {}).get("prebuilt_seeded") or [])) if cold else [],
-                "steps": dict(sorted(step_seconds(cold[0]).items(), key=lambda kv: -kv[1])[:5]) if cold else {},
-                "runs": [{"run": f.name, "kind": kind_of(r), "s": _seconds(r), "exit_code": r.get("exit_code"),
-                          "verdict": r.get("verdict")} for f, r in mine],
+                "cold_s": _seconds(cold.run) if cold and cold_ok else None,
+                "noop_s": _figure(installs, 1)[0],
+                "first_run_s": first_s, "first_run_verdict": first_word,
+                "second_run_s": second_s, "second_run_verdict": second_word,
+                "prebuilt": sorted(cold.run.bundle.prebuilt_seeded) if cold and cold.run.bundle else [],
+                "steps": dict(sorted(step_seconds(cold.path).items(), key=lambda kv: -kv[1])[:5]) if cold else {},
+                "runs": [{"run": r.path.name, "kind": kind_of(r.run), "s": _seconds(r.run),
+                          "exit_code": r.run.exit_code, "verdict": r.run.verdict} for r in mine],
                 "from": str(folder),
             })
     return out
@@ -139,14 +172,19 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as e:
         print(e, file=sys.stderr)
         return 2
+    except InputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     for r in new:
         print(f"{r['recipe']} on {r['gpus']} x {r['gpu']}: cold {r['cold_s']} s, no-op {r['noop_s']} s, "
-              f"benchmark {r['first_run_s']} s then {r['second_run_s']} s, prebuilt {r['prebuilt'] or 'none'} "
-              f"({r['from']})")
+              f"benchmark {r['first_run_s']} s ({r['first_run_verdict']}) then {r['second_run_s']} s "
+              f"({r['second_run_verdict']}), prebuilt {r['prebuilt'] or 'none'} ({r['from']})")
     if args.output:
-        doc = json.loads(args.output.read_text()) if args.output.exists() else {
+        doc: dict[str, Any] = json.loads(args.output.read_text()) if args.output.exists() else {
             "what": "issue 52: cold provision, the no-op, and the first and second benchmark run, from a GPU "
-                    "lease's run folders (bench/gpu_cold.py); null where no run went to its end", "rows": []}
+                    "lease's run folders (bench/gpu_cold.py); wall times of runs that went to their end with "
+                    "any verdict (PASS, FAIL or NOT JUDGED: *_verdict), not judged figures; null where no run "
+                    "went to its end", "rows": []}
         doc["rows"] += new
         args.output.write_text(json.dumps(doc, indent=1) + "\n")
     return 0

@@ -6,9 +6,7 @@ contains it, as `lock` accepts it, a ref or repository the mirror lacks (notices
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,6 +16,7 @@ from envbuild.lock import read_lock
 from envbuild.lock.gitcheck import recheck_git, recheck_pin
 from envbuild.lock.schema import LockedGit
 from support import paths
+from support.gitrepo import add_commit, git
 
 pytestmark = pytest.mark.integration
 
@@ -26,19 +25,11 @@ LAB = str(DATA / "lab.yaml")
 URL = "https://github.com/acme/widget"
 
 
-def _git(*args: str, cwd: Path) -> str:
-    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.org",
-               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.org",
-               GIT_AUTHOR_DATE="2022-05-04T08:46:00Z", GIT_COMMITTER_DATE="2022-05-04T08:46:00Z")
-    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True,
-                          text=True).stdout.strip()
+DATE = "2022-05-04T08:46:00Z"  # every commit's and tag's
 
 
 def _commit(work: Path, name: str) -> str:
-    (work / name).write_text(name + "\n")
-    _git("add", name, cwd=work)
-    _git("commit", "-qm", name, cwd=work)
-    return _git("rev-parse", "HEAD", cwd=work)
+    return add_commit(work, {name: name + "\n"}, name, date=DATE)
 
 
 @pytest.fixture
@@ -46,14 +37,14 @@ def repo(tmp_path: Path) -> dict:
     """work: main = base -> pin -> later; side branch from base; tag v1 at pin."""
     work = tmp_path / "work"
     work.mkdir()
-    _git("init", "-q", "-b", "main", cwd=work)
+    git("init", "-q", "-b", "main", cwd=work, date=DATE)
     base = _commit(work, "base")
     pin = _commit(work, "pin")
-    _git("tag", "v1", cwd=work)
+    git("tag", "v1", cwd=work, date=DATE)
     later = _commit(work, "later")
-    _git("checkout", "-qb", "side", base, cwd=work)
+    git("checkout", "-qb", "side", base, cwd=work, date=DATE)
     side = _commit(work, "side")
-    _git("checkout", "-q", "main", cwd=work)
+    git("checkout", "-q", "main", cwd=work, date=DATE)
     return {"work": work, "base": base, "pin": pin, "later": later, "side": side, "tmp": tmp_path}
 
 
@@ -61,8 +52,8 @@ def _mirror(repo: dict, *clone_args: str) -> Path:
     root = repo["tmp"] / "mirror"
     shutil.rmtree(root, ignore_errors=True)
     (root / "acme").mkdir(parents=True)
-    _git("clone", "-q", "--bare", "--no-local", *clone_args, str(repo["work"]), str(root / "acme" / "widget.git"),
-         cwd=repo["tmp"])
+    git("clone", "-q", "--bare", "--no-local", *clone_args, str(repo["work"]), str(root / "acme" / "widget.git"),
+        cwd=repo["tmp"], date=DATE)
     return root
 
 
@@ -96,7 +87,7 @@ def test_vanished_commit_is_a_problem(repo):
 
 
 def test_force_pushed_branch_no_longer_contains_the_pin(repo):
-    _git("reset", "-q", "--hard", repo["side"], cwd=repo["work"])  # rewrite main; pin kept by tag v1
+    git("reset", "-q", "--hard", repo["side"], cwd=repo["work"], date=DATE)  # rewrite main; pin kept by tag v1
     bare = _mirror(repo) / "acme" / "widget.git"
     problems, _ = recheck_pin(_pin(repo["pin"]), [], bare)
     assert problems == [f"git widget: branch main now points at {repo['side'][:12]}, which does not "
@@ -106,7 +97,7 @@ def test_force_pushed_branch_no_longer_contains_the_pin(repo):
 def test_tag_that_no_longer_contains_the_pin_is_a_problem(repo):
     bare = _mirror(repo) / "acme" / "widget.git"
     assert recheck_pin(_pin(repo["pin"], ref="v1"), [], bare) == ([], [])
-    _git("tag", "-f", "v1", repo["side"], cwd=repo["work"])
+    git("tag", "-f", "v1", repo["side"], cwd=repo["work"], date=DATE)
     bare = _mirror(repo) / "acme" / "widget.git"
     problems, _ = recheck_pin(_pin(repo["pin"], ref="v1"), [], bare)
     assert problems == [f"git widget: tag v1 now points at {repo['side'][:12]}, which does not "
@@ -115,7 +106,7 @@ def test_tag_that_no_longer_contains_the_pin_is_a_problem(repo):
 
 def test_tag_whose_history_contains_the_pin_is_a_notice(repo):
     # issue 49: a release tag past the pinned commit (`lock` accepts it) failed `lock --check`
-    _git("tag", "-a", "-m", "release", "v2", repo["later"], cwd=repo["work"])  # annotated
+    git("tag", "-a", "-m", "release", "v2", repo["later"], cwd=repo["work"], date=DATE)  # annotated
     bare = _mirror(repo) / "acme" / "widget.git"
     problems, notices = recheck_pin(_pin(repo["pin"], ref="v2"), [repo["base"]], bare)
     assert problems == []
@@ -132,8 +123,8 @@ def test_lock_and_lock_check_accept_the_same_pins(repo, ref, which):
     from envbuild.lock.gitpins import lock_from_mirror
     from envbuild.recipes.schema import GitSource
 
-    _git("tag", "-a", "-m", "release", "v2", repo["later"], cwd=repo["work"])
-    _git("tag", "v3", repo["side"], cwd=repo["work"])
+    git("tag", "-a", "-m", "release", "v2", repo["later"], cwd=repo["work"], date=DATE)
+    git("tag", "v3", repo["side"], cwd=repo["work"], date=DATE)
     bare = _mirror(repo) / "acme" / "widget.git"
     sha = repo[which]
     src = GitSource(name="widget", url=URL, ref=ref, sha=sha, why="w")
@@ -198,7 +189,7 @@ def cli_setup(repo, tmp_path, monkeypatch, tmp_path_factory):
     monkeypatch.delenv("ENVBUILD_GIT_MIRROR", raising=False)
     recipe = tmp_path / "tiny.yaml"
     text = (DATA / "recipe.yaml.in").read_text()
-    _git("checkout", "-qb", "feature", repo["pin"], cwd=repo["work"])
+    git("checkout", "-qb", "feature", repo["pin"], cwd=repo["work"], date=DATE)
     for key, value in {"{sha}": repo["pin"], "{base}": repo["base"], "{python}": "3.9",
                        "{six}": "1.16.0"}.items():
         text = text.replace(key, value)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 import time
 from pathlib import Path
 
@@ -13,25 +11,16 @@ from envbuild import gitsrc
 from envbuild.errors import CheckFailed, InputError
 from envbuild.lock.gitpins import lock_git
 from envbuild.recipes.schema import GitSource
+from support.gitrepo import add_commit, git
 
 pytestmark = pytest.mark.integration
 
 URL = "https://github.com/acme/widget"
-
-
-def _git(*args: str, cwd: Path) -> str:
-    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.org",
-               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.org",
-               GIT_AUTHOR_DATE="2021-10-07T16:07:01-07:00", GIT_COMMITTER_DATE="2021-10-07T16:07:01-07:00")
-    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True,
-                          text=True).stdout.strip()
+DATE = "2021-10-07T16:07:01-07:00"  # every commit's (test_ancestry_and_commit_info reads it back)
 
 
 def _commit(work: Path, name: str, subject: str) -> str:
-    (work / name).write_text(subject + "\n")
-    _git("add", name, cwd=work)
-    _git("commit", "-q", "-m", subject, cwd=work)
-    return _git("rev-parse", "HEAD", cwd=work)
+    return add_commit(work, {name: subject + "\n"}, subject, date=DATE)
 
 
 @pytest.fixture
@@ -39,17 +28,17 @@ def mirror(tmp_path: Path) -> dict:
     """A work repo (main: base; feature: base + 2 commits; orphan branch) and its bare mirror."""
     work = tmp_path / "work"
     work.mkdir()
-    _git("init", "-q", "-b", "main", cwd=work)
+    git("init", "-q", "-b", "main", cwd=work, date=DATE)
     base = _commit(work, "a.txt", "upstream base")
-    _git("tag", "v1", cwd=work)
-    _git("checkout", "-q", "-b", "feature", cwd=work)
+    git("tag", "v1", cwd=work, date=DATE)
+    git("checkout", "-q", "-b", "feature", cwd=work, date=DATE)
     _commit(work, "b.txt", "fix embedding")
     head = _commit(work, "c.txt", "currently disable tie embedding")
-    _git("checkout", "-q", "--orphan", "unrelated", cwd=work)
+    git("checkout", "-q", "--orphan", "unrelated", cwd=work, date=DATE)
     other = _commit(work, "d.txt", "unrelated history")
     root = tmp_path / "mirror"
     (root / "acme").mkdir(parents=True)
-    _git("clone", "-q", "--bare", str(work), str(root / "acme" / "widget.git"), cwd=tmp_path)
+    git("clone", "-q", "--bare", str(work), str(root / "acme" / "widget.git"), cwd=tmp_path, date=DATE)
     return {"root": root, "repo": root / "acme" / "widget.git", "base": base, "head": head, "other": other}
 
 
@@ -63,7 +52,7 @@ def test_mirror_path_layouts(mirror, tmp_path):
     assert gitsrc.mirror_path(URL, mirror["root"]) == mirror["repo"]
     assert gitsrc.mirror_path(URL + ".git", mirror["root"]) == mirror["repo"]
     plain = tmp_path / "plain"
-    _git("clone", "-q", str(mirror["repo"]), str(plain / "acme" / "widget"), cwd=tmp_path)
+    git("clone", "-q", str(mirror["repo"]), str(plain / "acme" / "widget"), cwd=tmp_path, date=DATE)
     assert gitsrc.mirror_path(URL, plain) == plain / "acme" / "widget"
     assert gitsrc.mirror_path("https://github.com/acme/absent", mirror["root"]) is None
     assert gitsrc.mirror_path("https://gitlab.com/acme/widget", mirror["root"]) is None

@@ -7,7 +7,6 @@ https URL, and mirrors of both)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +22,7 @@ from envbuild.plan.resolve import fetch_urls
 from envbuild.recipes import load_recipe
 from envbuild.render.shell import Where, commands, shipped
 from envbuild.targets import load_target
+from support.gitrepo import commit, git
 
 pytestmark = pytest.mark.integration
 
@@ -30,11 +30,7 @@ CUTLASS = "apex/contrib/csrc/multihead_attn/cutlass"
 CUTLASS_URL = "https://github.com/NVIDIA/cutlass.git"
 
 
-def _git(*args: str, cwd: Path) -> str:
-    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.org",
-               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.org")
-    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True,
-                          text=True).stdout.strip()
+DATE = "2023-03-01T12:00:00Z"  # the commits' (nothing here reads it)
 
 
 @pytest.fixture
@@ -42,27 +38,18 @@ def mirror(tmp_path: Path) -> dict:
     """mirror/NVIDIA/apex.git (a superproject with the cutlass submodule, as at e2083df5) and
     mirror/NVIDIA/cutlass.git; .gitmodules names the real https URL, which is never reached."""
     cut = tmp_path / "cutlass-work"
-    cut.mkdir()
-    _git("init", "-q", "-b", "main", cwd=cut)
-    (cut / "cutlass.h").write_text("// cutlass\n")
-    _git("add", ".", cwd=cut)
-    _git("commit", "-qm", "cutlass", cwd=cut)
-    cut_sha = _git("rev-parse", "HEAD", cwd=cut)
+    cut_sha = commit(cut, {"cutlass.h": "// cutlass\n"}, date=DATE)
     root = tmp_path / "mirror" / "NVIDIA"
     root.mkdir(parents=True)
-    _git("clone", "-q", "--bare", str(cut), str(root / "cutlass.git"), cwd=tmp_path)
+    git("clone", "-q", "--bare", str(cut), str(root / "cutlass.git"), cwd=tmp_path, date=DATE)
     sup = tmp_path / "apex-work"
-    sup.mkdir()
-    _git("init", "-q", "-b", "master", cwd=sup)
-    (sup / "setup.py").write_text("print('apex')\n")
-    _git("add", ".", cwd=sup)
-    _git("commit", "-qm", "base", cwd=sup)
-    _git("-c", "protocol.file.allow=always", "submodule", "add", "-q", str(cut), CUTLASS, cwd=sup)
-    _git("config", "-f", ".gitmodules", f"submodule.{CUTLASS}.url", CUTLASS_URL, cwd=sup)
-    _git("add", ".gitmodules", cwd=sup)
-    _git("commit", "-qm", "cutlass submodule", cwd=sup)
-    sha = _git("rev-parse", "HEAD", cwd=sup)
-    _git("clone", "-q", "--bare", str(sup), str(root / "apex.git"), cwd=tmp_path)
+    commit(sup, {"setup.py": "print('apex')\n"}, date=DATE, branch="master")
+    git("-c", "protocol.file.allow=always", "submodule", "add", "-q", str(cut), CUTLASS, cwd=sup, date=DATE)
+    git("config", "-f", ".gitmodules", f"submodule.{CUTLASS}.url", CUTLASS_URL, cwd=sup, date=DATE)
+    git("add", ".gitmodules", cwd=sup, date=DATE)
+    git("commit", "-qm", "cutlass submodule", cwd=sup, date=DATE)
+    sha = git("rev-parse", "HEAD", cwd=sup, date=DATE)
+    git("clone", "-q", "--bare", str(sup), str(root / "apex.git"), cwd=tmp_path, date=DATE)
     return {"root": tmp_path / "mirror", "apex": root / "apex.git", "cutlass": root / "cutlass.git",
             "sha": sha, "cut_sha": cut_sha, "tmp": tmp_path}
 
@@ -109,8 +96,8 @@ def test_node_git_action_fetches_the_submodule_from_the_mirror(mirror) -> None:
     result = node_actions.run_actions([_checkout(mirror, dest)])
     assert result["changed"]
     assert (dest / CUTLASS / "cutlass.h").is_file()
-    assert _git("rev-parse", "HEAD", cwd=dest / CUTLASS) == mirror["cut_sha"]
-    assert _git("status", "--porcelain", cwd=dest) == ""  # the tree is the commit (git effect holds)
+    assert git("rev-parse", "HEAD", cwd=dest / CUTLASS, date=DATE) == mirror["cut_sha"]
+    assert git("status", "--porcelain", cwd=dest, date=DATE) == ""  # the tree is the commit (git effect holds)
     again = node_actions.run_actions([_checkout(mirror, dest)])
     assert not again["changed"]
 

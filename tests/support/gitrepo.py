@@ -20,19 +20,26 @@ def git(*args: str, cwd: Path, date: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout.strip()
 
 
-def commit(work: Path, files: dict[str, str], tag: str | None = None, *, date: str) -> str:
-    """A new repository at ``work`` holding one commit of ``files`` (path -> text), tagged ``tag``
-    if given: the commit's SHA."""
-    work.mkdir(parents=True)
-    git("init", "-q", "-b", "main", cwd=work, date=date)
+def add_commit(work: Path, files: dict[str, str], subject: str, *, date: str) -> str:
+    """One more commit on the branch checked out in ``work``: ``files`` (path -> text) written and
+    committed with ``subject``; the commit's SHA."""
     for rel, text in files.items():
         (work / rel).parent.mkdir(parents=True, exist_ok=True)
         (work / rel).write_text(text)
     git("add", "-A", cwd=work, date=date)
-    git("commit", "-q", "-m", "published", cwd=work, date=date)
+    git("commit", "-q", "-m", subject, cwd=work, date=date)
+    return git("rev-parse", "HEAD", cwd=work, date=date)
+
+
+def commit(work: Path, files: dict[str, str], tag: str | None = None, *, date: str, branch: str = "main") -> str:
+    """A new repository at ``work`` (its first branch ``branch``) holding one commit of ``files``
+    (path -> text), tagged ``tag`` if given: the commit's SHA."""
+    work.mkdir(parents=True)
+    git("init", "-q", "-b", branch, cwd=work, date=date)
+    sha = add_commit(work, files, "published", date=date)
     if tag:
         git("tag", tag, cwd=work, date=date)
-    return git("rev-parse", "HEAD", cwd=work, date=date)
+    return sha
 
 
 def mirrored(mirror: Path, slug: str, files: dict[str, str], tag: str | None = None, *, date: str) -> str:

@@ -14,19 +14,35 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import gpu_cold  # noqa: E402
 
+from envbuild.facts.model import Gpu, NodeFacts  # noqa: E402
+from envbuild.record import RunInfo  # noqa: E402
+from envbuild.record.run import BundleRecord  # noqa: E402
 
-def _run(folder: Path, name: str, started: str, finished: str, *, exit_code: int, from_step: str | None = None,
-         smoke: bool = False, events: list[tuple[str, str]] = (), prebuilt: list[str] = (), gpus: int = 1) -> None:
+WORDS = {0: "PASS", 1: "FAIL", 5: "NOT JUDGED"}
+
+
+def _folder(folder: Path, name: str, run: dict, events: list[tuple[str, str]] = (), gpus: int = 1) -> None:
     d = folder / name
     (d / "nodes" / "local").mkdir(parents=True)
-    (d / "run.json").write_text(json.dumps({
-        "argv": ["envbuild", "provision", "r"], "recipe": "r", "started": started, "finished": finished,
-        "exit_code": exit_code, "verdict": {0: "PASS", 1: "FAIL", 5: "NOT JUDGED"}.get(exit_code, "FAIL"),
-        "options": {"from_step": from_step, "smoke": smoke}, "bundle": {"prebuilt_seeded": list(prebuilt)}}))
+    (d / "run.json").write_text(json.dumps(run))
     (d / "events.jsonl").write_text("".join(
         json.dumps({"step": step, "kind": kind, "ts": ts}) + "\n"
         for ts, (step, kind) in enumerate([("apex:apex", "start"), *events, ("apex:apex", "changed")])))
-    (d / "nodes" / "local" / "facts.json").write_text(json.dumps({"gpus": [{"name": "NVIDIA H200"}] * gpus}))
+    facts = NodeFacts(host="local", gpus=[Gpu(index=i, name="NVIDIA H200", compute_capability="9.0")
+                                          for i in range(gpus)])
+    (d / "nodes" / "local" / "facts.json").write_text(facts.model_dump_json(by_alias=True))
+
+
+def _run(folder: Path, name: str, started: str, finished: str, *, exit_code: int, from_step: str | None = None,
+         smoke: bool = False, events: list[tuple[str, str]] = (), prebuilt: list[str] = (), gpus: int = 1,
+         status: str | None = None) -> None:
+    """A run folder whose run.json is a record as provision writes it (validated by ``RunInfo``)."""
+    run = RunInfo(run_id=name, recipe="r", target="t", argv=["envbuild", "provision", "r"], started=started,
+                  finished=finished, status=status or ("ok" if exit_code in WORDS else "failed"),
+                  exit_code=exit_code, verdict=WORDS.get(exit_code, "FAIL"),
+                  options={"from_step": from_step, "smoke": smoke},
+                  bundle=BundleRecord(file="b.tar", digest="0" * 64, prebuilt_seeded=list(prebuilt)))
+    _folder(folder, name, run.model_dump(mode="json", by_alias=True), events, gpus)
 
 
 def test_a_lease_gives_its_cold_noop_and_benchmark_figures(tmp_path) -> None:
@@ -40,6 +56,8 @@ def test_a_lease_gives_its_cold_noop_and_benchmark_figures(tmp_path) -> None:
          smoke=True)
     (row,) = gpu_cold.rows([lease])
     assert (row["cold_s"], row["noop_s"], row["first_run_s"], row["second_run_s"]) == (420.0, 4.0, 180.0, 120.0)
+    # wall times of runs with any verdict: each figure says its run's
+    assert (row["first_run_verdict"], row["second_run_verdict"]) == ("PASS", "FAIL")
     assert (row["gpu"], row["gpus"], row["prebuilt"]) == ("NVIDIA H200", 1, ["k1"])
     assert [r["kind"] for r in row["runs"]] == ["install", "install", "benchmark", "benchmark"]
 
@@ -53,7 +71,58 @@ def test_no_figure_from_a_run_that_stopped_or_a_node_that_was_not_cold(tmp_path)
          smoke=True)  # the benchmark died (exit 4): no figure
     (row,) = gpu_cold.rows([lease])
     assert (row["cold_s"], row["noop_s"], row["first_run_s"], row["second_run_s"]) == (None, None, None, None)
-    assert [(r["s"], r["exit_code"]) for r in row["runs"]] == [(65.0, 5), (152.0, 4)]
+    assert (row["first_run_verdict"], row["second_run_verdict"]) == (None, None)
+    assert [(r["s"], r["exit_code"], r["verdict"]) for r in row["runs"]] == [(65.0, 5, "NOT JUDGED"), (152.0, 4, "FAIL")]
+
+
+def test_a_run_refused_by_preflight_gives_no_figure(tmp_path) -> None:
+    lease = tmp_path / "lease"
+    _run(lease, "a-cold", "2026-11-27T10:00:00+0000", "2026-11-27T10:07:00+0000", exit_code=5)
+    # refused: exit 1 as a FAIL verdict is, but no node was ok (status failed): it stopped before the benchmark
+    _run(lease, "b-refused", "2026-11-27T10:09:00+0000", "2026-11-27T10:09:05+0000", exit_code=1,
+         from_step="smoke", smoke=True, status="failed")
+    (row,) = gpu_cold.rows([lease])
+    assert (row["first_run_s"], row["first_run_verdict"]) == (None, None)
+    assert [(r["exit_code"], r["verdict"]) for r in row["runs"]] == [(5, "NOT JUDGED"), (1, "FAIL")]
+
+
+def _old_record(name: str, started: str, finished: str, verdict: str, options: dict) -> dict:
+    """run.json as envbuild wrote it before the typed record (envbuild.run/1, as
+    docs/results/h100-offline-run5/run.json holds it): no ``schema``, no ``exit_code``."""
+    return {"run_id": name, "recipe": "r", "target": "t", "envbuild_version": "0.1.0",
+            "argv": ["envbuild", "provision", "r"], "started": started, "finished": finished, "status": "ok",
+            "hosts": ["local"], "options": options, "verdict": verdict, "verdict_reasons": [],
+            "verdict_not_judged": []}
+
+
+def test_an_older_record_is_read_through_the_migration(tmp_path) -> None:
+    lease = tmp_path / "lease"
+    _folder(lease, "a-cold", _old_record("a-cold", "2026-11-26T01:00:00+0000", "2026-11-26T01:08:00+0000",
+                                         "NOT JUDGED", {"smoke": False, "from_step": None}))
+    _folder(lease, "b-first", _old_record("b-first", "2026-11-26T01:09:00+0000", "2026-11-26T01:11:30+0000",
+                                          "PASS", {"smoke": True, "from_step": "smoke"}))
+    (row,) = gpu_cold.rows([lease])
+    # no exit code was recorded then: the run's own verdict says it went to its end
+    assert (row["cold_s"], row["first_run_s"], row["first_run_verdict"]) == (480.0, 150.0, "PASS")
+    assert [(r["exit_code"], r["verdict"]) for r in row["runs"]] == [(None, "NOT JUDGED"), (None, "PASS")]
+
+
+def test_a_record_envbuild_does_not_read_is_refused_not_misread(tmp_path) -> None:
+    newer = tmp_path / "newer"
+    _run(newer, "a-cold", "2026-11-27T10:00:00+0000", "2026-11-27T10:07:00+0000", exit_code=5)
+    run_json = newer / "a-cold" / "run.json"
+    run_json.write_text(json.dumps({**json.loads(run_json.read_text()), "schema": "envbuild.run/9"}))
+    damaged = tmp_path / "damaged"
+    _run(damaged, "a-cold", "2026-11-27T10:00:00+0000", "2026-11-27T10:07:00+0000", exit_code=5)
+    (damaged / "a-cold" / "run.json").write_text(json.dumps({"argv": ["envbuild", "provision", "r"], "recipe": "r",
+                                                             "started": "2026-11-27T10:00:00+0000",
+                                                             "finished": "2026-11-27T10:07:00+0000"}))
+    for lease, why in ((newer, "schema 'envbuild.run/9'"), (damaged, "status: Field required")):
+        out = tmp_path / f"{lease.name}.json"
+        p = subprocess.run([sys.executable, str(ROOT / "bench" / "gpu_cold.py"), str(lease), "-o", str(out)],
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 2 and str(lease / "a-cold" / "run.json") in p.stderr and why in p.stderr, p.stderr
+        assert not out.exists()
 
 
 def test_the_command_appends_rows_and_refuses_a_folder_without_runs(tmp_path) -> None:
