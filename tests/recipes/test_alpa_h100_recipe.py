@@ -221,6 +221,36 @@ def test_patched_kernel_loader_registers_modules_by_name():
         sys.modules.pop(name, None)
 
 
+def test_the_fused_kernels_are_built_at_provision_as_the_first_start_would(tmp_path):
+    """Deviation fused-kernels-at-provision: the megatron source's build command loads the tree's own
+    megatron/fused_kernels/__init__.py (not through megatron/__init__.py, which imports the rest of
+    Megatron) and calls its load() with what the benchmark's first start passes: rank 0 and the masked
+    softmax fusion on (benchmark_gpt_one_case.py gives no --no-masked-softmax-fusion). A loader that
+    records its arguments stands in for the CUDA build; this CPU has no GPU, so the guarded command
+    itself says so and builds nothing."""
+    import os
+    import re
+    import subprocess
+
+    megatron = next(s for s in load_recipe("alpa-megatron-h100").sources if s.name == "megatron")
+    command = megatron.build[-1]
+    kernels = tmp_path / "megatron" / "fused_kernels"
+    kernels.mkdir(parents=True)
+    (kernels / "__init__.py").write_text(
+        "import json, pathlib\n"
+        "def load(args):\n"
+        "    pathlib.Path('loaded.json').write_text(json.dumps({'file': __file__, **vars(args)}))\n")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    guarded = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert guarded.returncode == 0 and "no GPU here" in guarded.stdout
+    assert not (tmp_path / "loaded.json").exists()
+    then = re.search(r'then (python -c ".*?");\s*else', command, re.S)
+    assert then, "the command's build branch"
+    subprocess.run(["bash", "-c", then.group(1)], cwd=tmp_path, env=env, check=True)
+    loaded = json.loads((tmp_path / "loaded.json").read_text())
+    assert loaded == {"file": str(kernels / "__init__.py"), "rank": 0, "masked_softmax_fusion": True}
+
+
 def test_the_h100_run_is_parsed_beside_the_v100_figure(capsys):
     """The raw output of the H100 run (docs/results/alpa-megatron/h100-native.out, NumPy 2
     prints np.float64(...)) is read by `envbuild parse`: on its H100 it is one of the 1-GPU

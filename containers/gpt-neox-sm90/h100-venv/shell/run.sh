@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision gpt-neox-sm90 on h100-venv (host h100-venv, facts profile:h100-venv),
-# rendered by envbuild 0.1.0 from the plan; lock digest 777346c1b17f506c31192fa36428fc5c87d0f3813debb597325dbbbdfa724f05.
+# rendered by envbuild 0.1.0 from the plan; lock digest 1073ef01fb8c61233e59811c2e185c6d907654a205494f4e3e4d505202584f9b.
 # Regenerate: envbuild render gpt-neox-sm90 --target h100-venv --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
