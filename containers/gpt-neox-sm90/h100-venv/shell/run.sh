@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision gpt-neox-sm90 on h100-venv (host h100-venv, facts profile:h100-venv),
-# rendered by envbuild 0.1.0 from the plan; lock digest 1073ef01fb8c61233e59811c2e185c6d907654a205494f4e3e4d505202584f9b.
+# rendered by envbuild 0.1.0 from the plan; lock digest c36e822fb53a81dba7edc78b89e365a7c75e1e77780219822bfbe3d12e8a9438.
 # Regenerate: envbuild render gpt-neox-sm90 --target h100-venv --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
