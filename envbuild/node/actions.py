@@ -92,12 +92,7 @@ def kill_running(grace=KILL_GRACE_S):
     deadline = time.time() + grace
     while groups and time.time() < deadline:
         for pg in list(groups):
-            try:
-                proc = _RUNNING.get(pg)
-                if proc is not None:
-                    proc.poll()  # reap the leader, so its group can be seen to go
-                os.killpg(pg, 0)
-            except OSError:
+            if _group_gone(pg, _RUNNING.get(pg)):
                 groups.remove(pg)
         if groups:
             time.sleep(0.05)
@@ -106,6 +101,46 @@ def kill_running(grace=KILL_GRACE_S):
             os.killpg(pg, signal.SIGKILL)
         except OSError:
             pass
+
+
+def _group_gone(pg, proc=None):
+    """Whether process group ``pg`` has no live process left. A member that has exited but is
+    not reaped yet (a zombie) is gone: the handler runs while the code it interrupted waits for
+    the command (``proc.wait()`` holds Popen's lock, so ``proc.poll()`` cannot reap the leader
+    here), and counting its zombie made every interrupt wait out KILL_GRACE_S. Zombies are told
+    from /proc, where it shows this process's own PID namespace; elsewhere only ``killpg``."""
+    if proc is not None:
+        proc.poll()  # reaps the leader where the interrupted code holds no lock
+    try:
+        os.killpg(pg, 0)
+    except OSError:
+        return True
+    states = _group_states(pg)
+    return states is not None and all(state in ("Z", "X") for state in states)
+
+
+def _group_states(pg):
+    """The states (R, S, Z, ...) of the processes of group ``pg`` as /proc shows them; None when
+    /proc cannot be read or is not this process's PID namespace's."""
+    try:
+        with open("/proc/self/stat") as fh:
+            if int(fh.read().split(None, 1)[0]) != os.getpid():
+                return None
+        names = os.listdir("/proc")
+    except (OSError, ValueError):
+        return None
+    states = []
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name) as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone while the folder was read
+        if int(fields[2]) == pg:
+            states.append(fields[0])
+    return states
 
 
 class _Interrupts(object):
