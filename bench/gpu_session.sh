@@ -5,6 +5,7 @@
 #   bash bench/gpu_session.sh stage            # copy the carried bundles to $STATE (each call)
 #   bash bench/gpu_session.sh start PLANFILE   # start the session's plan in its own session
 #   bash bench/gpu_session.sh wait 550         # follow it, then copy results to $OUT
+#   bash bench/gpu_session.sh harvest          # the build cache's wheels into $OUT/prebuilt, in parts
 #
 # What bench/gpu_prepare.sh PLAN MIRRORS made is carried as .device/<job>/bundle.tar (with its
 # bundle.sha256), envbuild's wheels, a clean export of the commit and the stall tools as
@@ -247,6 +248,26 @@ collect() {  # results into $OUT (8 files at most): the runs' records, the state
   ls -la "$OUT"
 }
 
+harvest() {  # the extension wheels the node's controller cache holds ($ENVBUILD_HOME/cache/wheels/KEY/),
+  # built by this lease's installs, into $OUT/prebuilt: KEY.sha256 (sha256 and the wheel's name) and
+  # the wheel cut into KEY.part.NN of 15 MiB (the device returns 8 files of 16 MiB at most; one key a
+  # call, HARVEST_KEY to name it). bench/gpu_harvest.py joins them, checks the sha256 and seeds the
+  # build cache here, so the next bundle carries the wheel (prebuilt) instead of the node building it.
+  local cache=$ENVBUILD_HOME/cache/wheels key whl
+  mkdir -p "$OUT/prebuilt"
+  for d in "$cache"/*/; do
+    key=$(basename "$d")
+    [ -n "${HARVEST_KEY:-}" ] && [ "$key" != "$HARVEST_KEY" ] && continue
+    whl=$(find "$d" -maxdepth 1 -name '*.whl' | sort | head -1)
+    [ -n "$whl" ] || { log "$key: no wheel in the build cache"; continue; }
+    (cd "$d" && sha256sum "$(basename "$whl")") > "$OUT/prebuilt/$key.sha256"
+    split -b 15M -d -a 2 "$whl" "$OUT/prebuilt/$key.part."
+    log "harvested $key: $(basename "$whl"), $(stat -c %s "$whl") bytes, $(find "$OUT/prebuilt" -name "$key.part.*" | wc -l) parts"
+    return 0
+  done
+  log "no wheel in $cache${HARVEST_KEY:+ under $HARVEST_KEY}"; return 1
+}
+
 case "${1:-}" in
   stage)
     mkdir -p "$STATE/bundles"
@@ -312,5 +333,6 @@ case "${1:-}" in
     [ -f "$STATE/done" ] && echo "session done" || echo "session still running after $limit s"
     collect ;;
   session) session "$2" ;;
-  *) echo "usage: $0 stage | start PLANFILE | wait SECONDS | session PLANFILE" >&2; exit 2 ;;
+  harvest) harvest ;;
+  *) echo "usage: $0 stage | start PLANFILE | wait SECONDS | harvest | session PLANFILE" >&2; exit 2 ;;
 esac
