@@ -129,11 +129,12 @@ def test_the_three_h100_alpa_runs_each_pass_against_the_two_others():
         assert verdict.verdict == "PASS", verdict.reason
 
 
-@pytest.mark.parametrize("recipe,gpus", [("opt-175b-azure-h100", 2), ("megatronapp-h100", 4)])
+@pytest.mark.parametrize("recipe,gpus", [("opt-175b-azure-h100", 2), ("megatronapp-h100", 4), ("gpt-neox-sm90", 1)])
 def test_the_latest_run_passes_against_the_earlier_runs_of_its_reference(recipe, gpus):
     """The last run recorded (the reference lists runs in the order they ran) judged against
     every earlier one, at least three: OPT's run 10 run 4 against run 8's and run 10's first
-    three; MegatronApp's run 11 run 3 against run 8's and run 11's first two."""
+    three; MegatronApp's run 11 run 3 against run 8's and run 11's first two; GPT-NeoX's run 15
+    run 4 against the three before it, on the same 1 x H200."""
     (ref,) = [r for r in refs.for_recipe(recipe) if r.gpu == "NVIDIA H200" and r.gpus == gpus]
     *earlier, latest = ref.runs
     assert len(earlier) >= repeat.MIN_RUNS
@@ -181,13 +182,13 @@ def test_a_reference_whose_runs_spread_past_the_cap_judges_nothing():
 
 
 def test_another_gpu_count_of_the_same_model_is_not_judged():
-    """The 1-GPU H100 record judged as if on an H200: the H200 reference was recorded on 2 GPUs,
+    """A 2-GPU H200 record judged as if on an H100: the H100 reference was recorded on 1 GPU,
     so nothing is divided out: NOT JUDGED, naming the counts."""
     bench = load_recipe("h100-megatron-deepspeed").benchmark
-    verdict = judge(Evidence(recipe="h100-megatron-deepspeed", benchmark=bench, gpu="NVIDIA H200",
-                             text=(RESULTS / "h100-offline-run3" / "native.out").read_text()))
-    assert verdict.gpus == 1 and verdict.compared is None and verdict.verdict == "NOT JUDGED"
-    assert "recorded on 2 GPU(s) and this run used 1 GPU(s)" in verdict.reason
+    verdict = judge(Evidence(recipe="h100-megatron-deepspeed", benchmark=bench, gpu="NVIDIA H100 80GB HBM3",
+                             text=(RESULTS / "h200x2-run4" / "native.out").read_text()))
+    assert verdict.gpus == 2 and verdict.compared is None and verdict.verdict == "NOT JUDGED"
+    assert "recorded on 1 GPU(s) and this run used 2 GPU(s)" in verdict.reason, verdict.reason
 
 
 def test_h100_megatron_deepspeed_on_an_unreferenced_gpu_names_h100_and_h200(capsys):
@@ -214,7 +215,7 @@ def test_a_slowdown_made_by_a_co_located_gpu_load_fails():
     bench/gpu_load.py kept both GPUs busy in bursts (its records say how long and how busy; the
     GPUs' settings untouched): complete, about 6 % slower than the reference's median, FAIL. The
     same setup's run on the same node without the load (line 3) is one of the reference's runs."""
-    (ref,) = [r for r in refs.for_recipe("h100-megatron-deepspeed") if r.gpu == "NVIDIA H200"]
+    (ref,) = [r for r in refs.for_recipe("h100-megatron-deepspeed") if r.gpu == "NVIDIA H200" and r.gpus == 2]
     assert len(ref.runs) >= repeat.MIN_RUNS and "h200x4-run11/hmds-run1/native.out" in ref.records
     loads = [json.loads((RESULTS / f"h200x4-run11/session/load-line5-gpu{g}.json").read_text()) for g in (2, 3)]
     assert all(rec["duty_achieved"] > 0.15 and rec["busy_s"] > 30 for rec in loads), loads
