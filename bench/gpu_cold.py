@@ -19,7 +19,10 @@ damaged one, is refused with the file named.
   verdict, else its exit code's word). A run that did not go to its end (a node not ok, or an exit
   other than 0 PASS, 1 FAIL, 5 NOT JUDGED) gives no figure: ``null`` and a ``null`` verdict, and
   ``runs`` says what it ended with. A figure is never taken from a run that stopped early.
-- ``prebuilt``: the build-cache keys the bundle seeded (run.json's ``bundle.prebuilt_seeded``).
+- ``prebuilt``: the build-cache keys whose wheel the cold install's bundle carried (run.json's
+  ``bundle.prebuilt``), with those it seeded (``bundle.prebuilt_seeded``; a record made before
+  ``bundle.prebuilt`` existed names only these, so a key another bundle of the lease had seeded
+  first is missing there).
 - ``gpu``, ``gpus``: from the node's facts (nodes/*/facts.json) of the cold run.
 - ``steps``: the cold run's five longest steps (events.jsonl), where the time went.
 
@@ -149,7 +152,8 @@ def rows(folders: list[Path]) -> list[dict]:
                 "noop_s": _figure(installs, 1)[0],
                 "first_run_s": first_s, "first_run_verdict": first_word,
                 "second_run_s": second_s, "second_run_verdict": second_word,
-                "prebuilt": sorted(cold.run.bundle.prebuilt_seeded) if cold and cold.run.bundle else [],
+                "prebuilt": sorted({*cold.run.bundle.prebuilt, *cold.run.bundle.prebuilt_seeded})
+                if cold and cold.run.bundle else [],
                 "steps": dict(sorted(step_seconds(cold.path).items(), key=lambda kv: -kv[1])[:5]) if cold else {},
                 "runs": [{"run": r.path.name, "kind": kind_of(r.run), "s": _seconds(r.run),
                           "exit_code": r.run.exit_code, "verdict": r.run.verdict} for r in mine],

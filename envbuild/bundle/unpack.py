@@ -142,7 +142,8 @@ class Opened:
                 "recipe": self.manifest.recipe, "target": self.manifest.target,
                 "lock_digest": self.manifest.lock_digest, "files": len(self.manifest.files),
                 "bytes": self.file.stat().st_size,
-                "omitted": [o.model_dump() for o in self.manifest.omitted]}
+                "omitted": [o.model_dump() for o in self.manifest.omitted],
+                "prebuilt": sorted({f.name for f in self.manifest.files if f.kind == "prebuilt" and f.name})}
 
 
 def _members(tar: tarfile.TarFile, file: Path) -> list[tarfile.TarInfo]:

@@ -37,7 +37,8 @@ class BundleRecord(Record):
     files: int | None = None
     bytes: int | None = None
     omitted: list["Omitted"] = Field(default_factory=list)
-    prebuilt_seeded: list[str] = Field(default_factory=list)  # build-cache keys seeded from the bundle
+    prebuilt: list[str] = Field(default_factory=list)  # build-cache keys whose wheel the bundle carries
+    prebuilt_seeded: list[str] = Field(default_factory=list)  # of those, the keys the controller's cache lacked
 
 
 class Omitted(Record):

@@ -4,7 +4,8 @@ built through the real playbook path on this CPU machine.
 * ``envbuild provision --target local`` with a git mirror laid out as ``NVIDIA/apex.git``:
   the wheel is built once into the controller cache under the planner's cache key, installed,
   ``apex_C`` imports; a second provision onto another prefix installs the cached wheel and
-  builds nothing.
+  builds nothing; a bundle made from that cache carries the wheel (prebuilt), and a provision
+  from it under a fresh ``ENVBUILD_HOME`` installs those bytes, building nothing.
 * The patched path (nvcc 12.4 vs torch built for CUDA 12.1, ``--cuda_ext``): nvcc is a double
   replaying the captured ``nvcc -V`` of the H100 node with the release changed, and torch's
   CUDA side comes from ``$APEX_STANDIN_TORCH_CUDA`` because no CUDA torch wheel can be
@@ -24,6 +25,8 @@ from pathlib import Path
 import pytest
 import yaml
 from support.paths import DATA
+
+from envbuild.fsio import sha256_file
 
 
 STANDIN = DATA / "apex_standin"
@@ -132,6 +135,31 @@ def test_cpp_ext_wheel_built_once_cached_then_reused(mirror, tmp_path):
     assert [w.name for w in (second / ".envbuild" / "wheels" / key).iterdir()] == [cached[0].name]
     assert [w.stat().st_mtime_ns for w in (home / "cache" / "wheels" / key).glob("*.whl")] == [wheel_mtime]
     assert "[0, 2, 5] True" in env_python(second, IMPORT_APEX)
+
+    # carried: a bundle made from this cache packs the wheel as prebuilt; a controller that never
+    # built it (a fresh ENVBUILD_HOME, as a GPU node's is) provisions from the bundle, offline,
+    # and installs that wheel without building (run 15's second lease, docs/results/h200-run15.md)
+    bundle = tmp_path / "apex.tar"
+    made = subprocess.run([sys.executable, "-m", "envbuild", "bundle", str(recipe), "--target", "local",
+                           "--lock", str(run / "lock.lock"), "--git-mirror", str(mirror["dir"]),
+                           "--wheelhouse", str(WHEELS), "-o", str(bundle)], capture_output=True, text=True,
+                          timeout=900, env={**os.environ, "ENVBUILD_HOME": str(home)})
+    assert made.returncode == 0, made.stdout[-2000:] + made.stderr[-2000:]
+    assert f"{key}: prebuilt wheel {cached[0].name} from the build cache" in made.stdout + made.stderr
+    fresh, third = tmp_path / "fresh-home", tmp_path / "env3"
+    p = subprocess.run([sys.executable, "-m", "envbuild", "provision", "--target", "local", "--recipe", str(recipe),
+                        "--bundle", str(bundle), "--bundle-sha256", sha256_file(bundle),  # made from our own lock
+                        "--prefix", str(third), "--no-smoke", "--json"],
+                       capture_output=True, text=True, timeout=1200, env={**os.environ, "ENVBUILD_HOME": str(fresh)})
+    assert p.returncode == 5, p.stdout[-3000:] + p.stderr[-2000:]
+    result = [json.loads(line) for line in p.stdout.splitlines()][-1]
+    run3 = Path(result["run_dir"])
+    record = json.loads((run3 / "run.json").read_text())["bundle"]
+    assert record["prebuilt"] == [key] and record["prebuilt_seeded"] == [key]
+    assert "running bdist_wheel" not in (run3 / "nodes" / "local" / "log.txt").read_text()
+    carried = next((fresh / "cache" / "wheels" / key).glob("*.whl"))
+    assert carried.read_bytes() == cached[0].read_bytes()  # the bytes built once, not a rebuild
+    assert "[0, 2, 5] True" in env_python(third, IMPORT_APEX)
 
 
 def fake_nvcc(folder: Path, release: str) -> Path:

@@ -35,19 +35,21 @@ def _folder(folder: Path, name: str, run: dict, events: list[tuple[str, str]] = 
 
 def _run(folder: Path, name: str, started: str, finished: str, *, exit_code: int, from_step: str | None = None,
          smoke: bool = False, events: list[tuple[str, str]] = (), prebuilt: list[str] = (), gpus: int = 1,
-         status: str | None = None) -> None:
+         status: str | None = None, carried: list[str] = ()) -> None:
     """A run folder whose run.json is a record as provision writes it (validated by ``RunInfo``)."""
     run = RunInfo(run_id=name, recipe="r", target="t", argv=["envbuild", "provision", "r"], started=started,
                   finished=finished, status=status or ("ok" if exit_code in WORDS else "failed"),
                   exit_code=exit_code, verdict=WORDS.get(exit_code, "FAIL"),
                   options={"from_step": from_step, "smoke": smoke},
-                  bundle=BundleRecord(file="b.tar", digest="0" * 64, prebuilt_seeded=list(prebuilt)))
+                  bundle=BundleRecord(file="b.tar", digest="0" * 64, prebuilt=list(carried),
+                                                prebuilt_seeded=list(prebuilt)))
     _folder(folder, name, run.model_dump(mode="json", by_alias=True), events, gpus)
 
 
 def test_a_lease_gives_its_cold_noop_and_benchmark_figures(tmp_path) -> None:
     lease = tmp_path / "lease"
-    _run(lease, "a-cold", "2026-11-27T10:00:00+0000", "2026-11-27T10:07:00+0000", exit_code=5, prebuilt=["k1"])
+    _run(lease, "a-cold", "2026-11-27T10:00:00+0000", "2026-11-27T10:07:00+0000", exit_code=5, prebuilt=["k1"],
+         carried=["k0", "k1"])  # k0 carried, but another bundle of the lease had seeded it first
     _run(lease, "b-noop", "2026-11-27T10:08:00+0000", "2026-11-27T10:08:04+0000", exit_code=5,
          events=[("environment", "skipped")])
     _run(lease, "c-first", "2026-11-27T10:09:00+0000", "2026-11-27T10:12:00+0000", exit_code=0, from_step="smoke",
@@ -58,7 +60,7 @@ def test_a_lease_gives_its_cold_noop_and_benchmark_figures(tmp_path) -> None:
     assert (row["cold_s"], row["noop_s"], row["first_run_s"], row["second_run_s"]) == (420.0, 4.0, 180.0, 120.0)
     # wall times of runs with any verdict: each figure says its run's
     assert (row["first_run_verdict"], row["second_run_verdict"]) == ("PASS", "FAIL")
-    assert (row["gpu"], row["gpus"], row["prebuilt"]) == ("NVIDIA H200", 1, ["k1"])
+    assert (row["gpu"], row["gpus"], row["prebuilt"]) == ("NVIDIA H200", 1, ["k0", "k1"])
     assert [r["kind"] for r in row["runs"]] == ["install", "install", "benchmark", "benchmark"]
 
 
