@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision gpt-neox-sm90 on h100-venv (host h100-venv, facts profile:h100-venv),
-# rendered by envbuild 0.1.0 from the plan; lock digest c36e822fb53a81dba7edc78b89e365a7c75e1e77780219822bfbe3d12e8a9438.
+# rendered by envbuild 0.1.0 from the plan; lock digest 7e4e3b579ad6622e686723a4e454941795c02d05854fdbd401135fd8cdb17c26.
 # Regenerate: envbuild render gpt-neox-sm90 --target h100-venv --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
