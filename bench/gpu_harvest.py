@@ -22,8 +22,8 @@ holds that wheel (same name, same sha256) is left as it is; one that holds anoth
 refused unless ``--replace`` (which removes the other wheels: the bundle packs the first).
 
 Exit codes: 0 every key seeded or already there; 1 a check failed (a missing part, a sha256 or zip
-that does not match, another wheel in the cache, two folders that disagree): nothing written for
-that key; 2 bad input or usage (a bad KEY, sha256 line or wheel name, a missing folder, no
+that does not match, another wheel in the cache): nothing written for that key; two folders whose
+``KEY.sha256`` disagree stop every key; 2 bad input or usage (a bad KEY, sha256 line or wheel name, a missing folder, no
 ``KEY.sha256`` at all): nothing written.
 """
 

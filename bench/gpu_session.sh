@@ -250,8 +250,8 @@ collect() {  # results into $OUT (8 files at most): the runs' records, the state
 
 harvest() {  # the extension wheels the node's controller cache holds ($ENVBUILD_HOME/cache/wheels/KEY/),
   # built by this lease's installs, into $OUT/prebuilt: KEY.sha256 (sha256 and the wheel's name) and
-  # the wheel cut into KEY.part.NN of 15 MiB (the device returns 8 files of 16 MiB at most; one key a
-  # call, HARVEST_KEY to name it). bench/gpu_harvest.py joins them, checks the sha256 and seeds the
+  # the wheel cut into KEY.part.NN of 15 MiB (the device returns 8 files of 16 MiB at most: one key a
+  # call, HARVEST_KEY to name it, and a wheel of 7 parts at most). bench/gpu_harvest.py joins them, checks the sha256 and seeds the
   # build cache here, so the next bundle carries the wheel (prebuilt) instead of the node building it.
   local cache=$ENVBUILD_HOME/cache/wheels key whl
   mkdir -p "$OUT/prebuilt"
@@ -260,8 +260,13 @@ harvest() {  # the extension wheels the node's controller cache holds ($ENVBUILD
     [ -n "${HARVEST_KEY:-}" ] && [ "$key" != "$HARVEST_KEY" ] && continue
     whl=$(find "$d" -maxdepth 1 -name '*.whl' | sort | head -1)
     [ -n "$whl" ] || { log "$key: no wheel in the build cache"; continue; }
-    (cd "$d" && sha256sum "$(basename "$whl")") > "$OUT/prebuilt/$key.sha256"
-    split -b 15M -d -a 2 "$whl" "$OUT/prebuilt/$key.part."
+    if [ "$(stat -c %s "$whl")" -gt $((7 * 15 * 1024 * 1024)) ]; then  # 7 parts and the .sha256: 8 files
+      log "$key: $(basename "$whl") is over 105 MiB, more than one call brings back"; return 1
+    fi
+    if ! { (cd "$d" && sha256sum "$(basename "$whl")") > "$OUT/prebuilt/$key.sha256" \
+           && split -b 15M -d -a 2 "$whl" "$OUT/prebuilt/$key.part."; }; then
+      log "$key: harvest failed"; rm -f "$OUT/prebuilt/$key".*; return 1
+    fi
     log "harvested $key: $(basename "$whl"), $(stat -c %s "$whl") bytes, $(find "$OUT/prebuilt" -name "$key.part.*" | wc -l) parts"
     return 0
   done

@@ -137,3 +137,29 @@ def test_bad_input_is_refused_with_exit_2_naming_the_file(tmp_path) -> None:
     p = _run(lines, "--cache", cache, home=tmp_path)
     assert p.returncode == 2 and "not a plain .whl file name" in p.stderr and "Traceback" not in p.stderr, p.stderr
     assert not cache.exists()
+
+
+def test_the_session_scripts_harvest_verb_round_trips_through_gpu_harvest(tmp_path) -> None:
+    """``bash bench/gpu_session.sh harvest`` on a node's build cache (the wheel an install left in
+    ``$ENVBUILD_HOME/cache/wheels/KEY/``) writes what gpu_harvest.py joins back into the same bytes."""
+    data = _wheel(tmp_path)
+    node_home, out, home = tmp_path / "node-home", tmp_path / "out", tmp_path / "home"
+    cached = node_home / "cache" / "wheels" / KEY / WHEEL
+    cached.parent.mkdir(parents=True)
+    cached.write_bytes(data)
+    p = subprocess.run(["bash", str(ROOT / "bench" / "gpu_session.sh"), "harvest"], capture_output=True, text=True,
+                       timeout=60, env={**os.environ, "ENVBUILD_HOME": str(node_home), "OUT": str(out),
+                                        "STATE": str(tmp_path / "state")})
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert f"harvested {KEY}: {WHEEL}, {len(data)} bytes, 1 parts" in p.stdout
+    assert sorted(f.name for f in (out / "prebuilt").iterdir()) == [f"{KEY}.part.00", f"{KEY}.sha256"]
+    q = _run(out / "prebuilt", home=home)
+    assert q.returncode == 0, q.stderr
+    assert (home / "cache" / "wheels" / KEY / WHEEL).read_bytes() == data
+
+
+def test_the_harvest_verb_with_an_empty_build_cache_fails(tmp_path) -> None:
+    p = subprocess.run(["bash", str(ROOT / "bench" / "gpu_session.sh"), "harvest"], capture_output=True, text=True,
+                       timeout=60, env={**os.environ, "ENVBUILD_HOME": str(tmp_path / "node-home"),
+                                        "OUT": str(tmp_path / "out"), "STATE": str(tmp_path / "state")})
+    assert p.returncode == 1 and "no wheel in" in p.stdout
