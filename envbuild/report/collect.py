@@ -310,7 +310,9 @@ def collect(run_dir: str | Path) -> Report:
                     provisioned_by=provisioning_run(record, nodes) if run.ansible else None,
                     smoke_skipped=smoke_skipped,
                     bundle=BundleInfo(digest=bundle.digest, file=bundle.file, bytes=bundle.bytes,
-                                      offline=bundle.offline) if bundle is not None else None),
+                                      offline=bundle.offline,
+                                      prebuilt=sorted({*bundle.prebuilt, *bundle.prebuilt_seeded}))
+                    if bundle is not None else None),
         recipe=RecipeInfo(name=recipe.name or run.recipe, title=recipe.title,
                           published=recipe.published.url if recipe.published else None, python=recipe.python,
                           lock_digest=lock_digest),

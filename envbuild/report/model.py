@@ -60,6 +60,7 @@ class BundleInfo(_M):
     file: str
     bytes: int | None = None
     offline: bool = True
+    prebuilt: list[str] = Field(default_factory=list)  # build-cache keys of the extension wheels it carried
 
 
 class ProvisionedRun(_M):

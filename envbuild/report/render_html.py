@@ -17,8 +17,8 @@ from envbuild.render import sitetemplates
 from envbuild.report.model import Benchmark, LaunchJob, NodeReport, Report
 from envbuild.report.pipeline_svg import pipeline_section
 from envbuild.report.plot import bar_chart
-from envbuild.report.render_md import (IMPORT_COST_HEAD, PASS_TEXT, fmt_num, import_cost_rows, published_text,
-                                       run_notes, short)
+from envbuild.report.render_md import (IMPORT_COST_HEAD, PASS_TEXT, bundle_text, fmt_num, import_cost_rows,
+                                       published_text, run_notes, short)
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1180px;color:#1d232b;
@@ -195,10 +195,7 @@ def render_html(report: Report, site: tuple[tuple[str, str], ...] = ()) -> str:
         ("started / finished", f"{run.started or '-'} / {run.finished or '-'}"),
         ("hosts", ", ".join(run.hosts) or ", ".join(n.host for n in report.nodes)),
         ("envbuild", version_text(report)), *[(k, str(v).replace("`", "")) for k, v in run_notes(run)],
-        *([("offline bundle", f"{run.bundle.digest} ({run.bundle.file}); no network: every wheel and "
-                              "commit from the bundle" + ("" if run.bundle.offline else
-                                                          "; the bundle said offline: no (its manifest names "
-                                                          "what the node still fetched)"))]
+        *([("offline bundle", f"{run.bundle.digest} ({run.bundle.file}); {bundle_text(run.bundle)}")]
           if run.bundle else [])]])
     summary += ('<tr><th>command line</th><td class="cmd" id="argv">'
                 + escape(shlex.join(run.argv) if run.argv else "-") + "</td></tr></table>")

@@ -188,6 +188,17 @@ def badges_section(badges: list[Badge], repeatable: list[str] | None = None) -> 
     return out + [""]
 
 
+def bundle_text(bundle) -> str:
+    """What a run took from its offline bundle, for the run table of every report format."""
+    text = "no network: every wheel and commit from the bundle"
+    if not bundle.offline:
+        text += "; the bundle said offline: no (its manifest names what the node still fetched)"
+    if bundle.prebuilt:
+        text += ("; extension wheels built elsewhere and carried by the bundle (sha256 checked), installed "
+                 "without a build here: " + ", ".join(bundle.prebuilt))
+    return text
+
+
 def run_notes(run) -> list[list]:
     """Summary rows for a run that did nothing (a no-op) or ran no smoke (--no-smoke)."""
     rows = []
@@ -282,10 +293,7 @@ def render_md(report: Report, site: tuple[tuple[str, str], ...] = ()) -> str:
         ["envbuild", version_line(report)],
         ["command line", f"`{shlex.join(run.argv)}`" if run.argv else None],
         *run_notes(run),
-        *([["offline bundle", f"`{run.bundle.digest}` ({run.bundle.file}); no network: every wheel "
-                              "and commit from the bundle" + ("" if run.bundle.offline else
-                                                              "; the bundle said offline: no (its manifest "
-                                                              "names what the node still fetched)")]]
+        *([["offline bundle", f"`{run.bundle.digest}` ({run.bundle.file}); {bundle_text(run.bundle)}"]]
           if run.bundle else []),
     ])
     deviations = []
