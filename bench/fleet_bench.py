@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from envbuild.fsio import write_atomic  # noqa: E402
 from envbuild.record import read_run_info  # noqa: E402
 from envbuild.record.run import FleetRecord  # noqa: E402
-from envbuild.testbed import sshd, uvcache  # noqa: E402
+from envbuild.testbed import uvcache  # noqa: E402
 
 OUT = Path(__file__).parent / "results" / "fleet.json"
 
@@ -85,8 +85,7 @@ def main() -> int:
         root = Path(a.root) / str(n)
         shutil.rmtree(root, ignore_errors=True)  # cold: no environment, no cache, no runs
         root.mkdir(parents=True)
-        before = uvcache.archives()
-        with sshd.ssh_nodes(n, first_address=100, base_dir=str(root)) as bed:
+        with uvcache.loopback_fleet(root, n, 100) as bed:  # the fleet's own uv cache, removed with envs
             cold = provision(bed, root, a.wheelhouse)
             print(f"{n} node(s) cold  rc={cold['rc']} {cold['wall_s']:8.2f} s  index bytes "
                   f"{cold['index_bytes_run_json']} (cache growth {cold['index_bytes_cache_growth']})", flush=True)
@@ -95,8 +94,6 @@ def main() -> int:
             print(f"{n} node(s) no-op {walls} s (median {statistics.median(walls):.2f})", flush=True)
         rows.append({"nodes": n, "cold": cold, "noop": noops, "noop_median_s": statistics.median(walls),
                      "noop_all_ok": all(r["rc"] == 5 and r["changed_steps"] == 0 for r in noops)})
-        shutil.rmtree(root / "envs", ignore_errors=True)
-        uvcache.prune_new(before)  # the nodes' uv unpacked each node's copy of torch into the shared cache
     by = {r["nodes"]: r for r in rows}
     summary: dict = {}
     if 1 in by and 8 in by:

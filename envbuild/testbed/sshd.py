@@ -46,7 +46,7 @@ UseDNS no
 PrintMotd no
 LogLevel ERROR
 Subsystem sftp internal-sftp
-"""
+{set_env}"""
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,7 @@ class SshTestbed:
     inventory_path: Path | None = None
     known_hosts: Path | None = None
     key_path: Path | None = None
+    session_env: dict[str, str] = field(default_factory=dict)
     _procs: list[subprocess.Popen] = field(default_factory=list, repr=False)
 
     @property
@@ -162,7 +163,8 @@ def _start_sshd(bed: SshTestbed, index: int, node_dir: Path, host: str, port: in
     """Start (or restart) node ``index``'s sshd with the host key in ``node_dir``."""
     host_key = node_dir / "ssh_host_ed25519_key"
     config = node_dir / "sshd_config"
-    config.write_text(_CONFIG.format(host=host, port=port, host_key=host_key,
+    set_env = "".join(f'SetEnv "{k}={v}"\n' for k, v in bed.session_env.items())
+    config.write_text(_CONFIG.format(host=host, port=port, host_key=host_key, set_env=set_env,
                                      pid_file=node_dir / "sshd.pid", authorized_keys=authorized))
     log = node_dir / "sshd.log"
     proc = subprocess.Popen([find_sshd(), "-D", "-f", str(config), "-E", str(log)],
@@ -218,15 +220,22 @@ def hide_folder(bed: SshTestbed, name: str, folder: Path) -> SshNode:
 
 
 @contextlib.contextmanager
-def ssh_nodes(count: int = 3, *, first_address: int = 2, base_dir: str | None = None) -> Iterator[SshTestbed]:
+def ssh_nodes(count: int = 3, *, first_address: int = 2, base_dir: str | None = None,
+              session_env: dict[str, str] | None = None) -> Iterator[SshTestbed]:
     """Start ``count`` sshd nodes on 127.0.0.<first_address>.. and stop them on exit.
+
+    ``session_env``: variables every session on these nodes starts with (sshd's ``SetEnv``),
+    as a node's own profile would set them (say, its own ``UV_CACHE_DIR``).
 
     ``bed.known_hosts`` holds every node's host key (the testbed made them), so clients check
     host keys for real: ``--known-hosts bed.known_hosts``, ``bed.env`` (ENVBUILD_KNOWN_HOSTS),
     or the inventory, whose ssh args name the file."""
     find_sshd()
+    if any(c in kv for item in (session_env or {}).items() for kv in item for c in '"\n'):
+        raise ValueError("session_env: a name or value holds a double quote or a newline")
     Path("/run/sshd").mkdir(parents=True, exist_ok=True)  # privilege separation directory
-    bed = SshTestbed(dir=Path(tempfile.mkdtemp(prefix="envbuild-sshd-", dir=base_dir)))
+    bed = SshTestbed(dir=Path(tempfile.mkdtemp(prefix="envbuild-sshd-", dir=base_dir)),
+                     session_env=dict(session_env or {}))
     try:
         bed.key_path = bed.dir / "id_ed25519"
         _keygen(bed.key_path)

@@ -1,57 +1,31 @@
-"""Loopback test nodes share this machine's uv cache (``~/.cache/uv``): every node's copy of a
-pushed wheel is another local path, so uv unpacks it once per node (torch: ~700 MB each).
-``archives()`` lists the cache's unpacked archives; ``prune_new(before)`` removes the ones made
-since ``before`` that no environment links to any more (every file's link count is 1: the
-environments that used them are gone), so a bench or a test leaves the cache as it found it."""
+"""Loopback test nodes share this machine's file system, so by default they would share its uv
+cache (``~/.cache/uv``). Every install step runs uv with ``--link-mode copy``, so nothing in an
+environment links to that cache: no test can tell its own unpacked archives from another
+worker's, and removing "new" archives broke a concurrent install whose cache entry pointed at
+one. So a fleet's nodes get a uv cache of their own (``UV_CACHE_DIR`` through sshd's ``SetEnv``,
+as a node's profile would set it), removed with the fleet; the machine's cache is never pruned.
+Nothing is lost: each node's copy of a pushed wheel is another local path, which uv unpacks
+once per node in either cache."""
 
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 from pathlib import Path
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("UV_CACHE_DIR") or Path.home() / ".cache" / "uv")
-
-
-def archives() -> set[str]:
-    root = cache_dir() / "archive-v0"
-    return {p.name for p in root.iterdir()} if root.is_dir() else set()
-
-
-def _unlinked(folder: Path) -> bool:
-    for dirpath, _dirs, files in os.walk(folder):
-        for f in files:
-            try:
-                if os.lstat(os.path.join(dirpath, f)).st_nlink > 1:
-                    return False
-            except OSError:
-                continue
-    return True
-
-
-def prune_new(before: set[str]) -> int:
-    """Remove the archives made since ``before`` that nothing links to; returns how many."""
-    root, n = cache_dir() / "archive-v0", 0
-    for name in sorted(archives() - before):
-        folder = root / name
-        if folder.is_dir() and _unlinked(folder):
-            shutil.rmtree(folder, ignore_errors=True)
-            n += 1
-    return n
 
 
 @contextlib.contextmanager
 def loopback_fleet(base: Path, count: int, first_address: int, remove=shutil.rmtree):
     """``count`` loopback sshd nodes (``envbuild.testbed.sshd``) for a fleet of environments
-    under ``base / "envs"``; on exit those environments go (``remove``), then the uv archives
-    only they linked to (the nodes share this machine's cache)."""
+    under ``base / "envs"``, whose sessions use the uv cache ``base / "uv-cache"``; on exit the
+    environments and that cache go (``remove``)."""
     from envbuild.testbed import sshd
 
-    before = archives()
-    with sshd.ssh_nodes(count, first_address=first_address) as nodes:
-        yield nodes
-    remove(base / "envs")
-    prune_new(before)
+    cache = base / "uv-cache"
+    try:
+        with sshd.ssh_nodes(count, first_address=first_address, session_env={"UV_CACHE_DIR": str(cache)}) as nodes:
+            yield nodes
+    finally:
+        for folder in (base / "envs", cache):
+            if folder.exists():
+                remove(folder)

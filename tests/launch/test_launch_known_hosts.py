@@ -33,7 +33,7 @@ from envbuild.cli import main
 from envbuild.connect.runners import SshRunner
 from envbuild.connect.selection import NodeSelection
 from envbuild.record import RunRecord
-from envbuild.testbed import sshd, uvcache
+from envbuild.testbed import sshd
 from envbuild.verify import verify
 
 pytestmark = pytest.mark.integration
@@ -49,8 +49,8 @@ def provisioned(module_tmp, remove_tree):
     if not any(WHEELS.glob("torch-2.13.0*cp311*.whl")):
         pytest.skip("no torch 2.13.0 cp311 wheel in /opt/wheels")
     base = module_tmp("launch-known-hosts")
-    before = uvcache.archives()
-    with sshd.ssh_nodes(1, first_address=80) as bed:
+    # the node's uv cache is its own (see envbuild.testbed.uvcache), removed with the environment
+    with sshd.ssh_nodes(1, first_address=80, session_env={"UV_CACHE_DIR": str(base / "uv-cache")}) as bed:
         [node] = bed.nodes
         # the premise: nothing of this node is where ssh looks by default
         for path in DEFAULT_KNOWN_HOSTS:
@@ -70,7 +70,7 @@ def provisioned(module_tmp, remove_tree):
         assert result["results"][node.name]["status"] == "ok", (result["results"], p.stderr[-3000:])
         yield bed, Path(result["run_dir"]), base / "home"
     remove_tree(base / "env")
-    uvcache.prune_new(before)
+    remove_tree(base / "uv-cache")
 
 
 @pytest.fixture
