@@ -45,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from envbuild import rundir  # noqa: E402
 from envbuild.bundle.manifest import KEY  # noqa: E402
+from envbuild.fsio import sha256_file, write_atomic  # noqa: E402
 
 SHA_SUFFIX = ".sha256"
 PART = re.compile(r"^(?P<key>.+)\.part\.(?P<n>[0-9]{2,})$")
@@ -69,14 +70,6 @@ class Harvest:
     wheel: str
     sha256: str
     parts: dict[int, list[Path]] = field(default_factory=dict)
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def plain_wheel_name(name: str) -> bool:
@@ -190,14 +183,6 @@ def cached_state(h: Harvest, folder: Path, replace: bool) -> str | None:
     return None
 
 
-def write_json(path: Path, data: dict) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.fchmod(fd, 0o644)
-    with os.fdopen(fd, "w") as f:
-        f.write(json.dumps(data, indent=2) + "\n")
-    os.replace(tmp, path)
-
-
 def seed(h: Harvest, cache: Path, folders: list[Path], replace: bool) -> dict:
     """Check and place one KEY's wheel; the result row. HarvestError 1 with nothing written."""
     dest = cache / h.key
@@ -223,7 +208,7 @@ def seed(h: Harvest, cache: Path, folders: list[Path], replace: bool) -> dict:
     info = {"key": h.key, "wheel": h.wheel, "sha256": sha, "size": size,
             "from": [str(f.resolve()) for f in folders],
             "harvested_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-    write_json(dest / "harvest.json", info)
+    write_atomic(dest / "harvest.json", json.dumps(info, indent=2) + "\n", mode=0o644)
     return {**row, "status": "seeded", "size": size, "parts": len(parts)}
 
 
