@@ -19,10 +19,11 @@ damaged one, is refused with the file named.
   verdict, else its exit code's word). A run that did not go to its end (a node not ok, or an exit
   other than 0 PASS, 1 FAIL, 5 NOT JUDGED) gives no figure: ``null`` and a ``null`` verdict, and
   ``runs`` says what it ended with. A figure is never taken from a run that stopped early.
-- ``prebuilt``: the build-cache keys whose wheel the cold install's bundle carried (run.json's
-  ``bundle.prebuilt``), with those it seeded (``bundle.prebuilt_seeded``; a record made before
-  ``bundle.prebuilt`` existed names only these, so a key another bundle of the lease had seeded
-  first is missing there).
+- ``prebuilt``: the build-cache keys whose carried wheel the cold install installed, as its report
+  says (``envbuild.report.collect.prebuilt_use``): carried (run.json's ``bundle.prebuilt``, with
+  ``bundle.prebuilt_seeded``; a record made before ``bundle.prebuilt`` existed names only these, so
+  a key another bundle of the lease had seeded first is missing there), built by a node's plan,
+  and not shadowed by another wheel in the controller's cache (``bundle.prebuilt_not_used``).
 - ``gpu``, ``gpus``: from the node's facts (nodes/*/facts.json) of the cold run.
 - ``steps``: the cold run's five longest steps (events.jsonl), where the time went.
 
@@ -44,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from envbuild.errors import InputError  # noqa: E402
 from envbuild.record import RunInfo, RunRecord  # noqa: E402
+from envbuild.report.collect import prebuilt_use  # noqa: E402
 
 EXIT_WORDS = {0: "PASS", 1: "FAIL", 5: "NOT JUDGED"}  # the exits of a run that went to its end, and their words
 
@@ -152,7 +154,7 @@ def rows(folders: list[Path]) -> list[dict]:
                 "noop_s": _figure(installs, 1)[0],
                 "first_run_s": first_s, "first_run_verdict": first_word,
                 "second_run_s": second_s, "second_run_verdict": second_word,
-                "prebuilt": sorted({*cold.run.bundle.prebuilt, *cold.run.bundle.prebuilt_seeded})
+                "prebuilt": prebuilt_use(cold.run.bundle, [n.plan for n in cold.nodes()])["prebuilt"]
                 if cold and cold.run.bundle else [],
                 "steps": dict(sorted(step_seconds(cold.path).items(), key=lambda kv: -kv[1])[:5]) if cold else {},
                 "runs": [{"run": r.path.name, "kind": kind_of(r.run), "s": _seconds(r.run),

@@ -156,4 +156,5 @@ def record(opts, rd, cache_dir: str) -> None:
     if getattr(opts, "bundle", None):
         b = opened(opts.bundle)
         seeded = b.seed_build_cache(Path(cache_dir))
-        RunWriter(rd).update(bundle={**b.summary(), "prebuilt_seeded": seeded})
+        RunWriter(rd).update(bundle={**b.summary(), "prebuilt_seeded": seeded,
+                                     "prebuilt_not_used": b.prebuilt_not_used(Path(cache_dir))})

@@ -88,6 +88,17 @@ class Opened:
             seeded.append(f.name)
         return seeded
 
+    def prebuilt_not_used(self, cache: Path) -> list[str]:
+        """The carried keys whose ``<cache>/<key>/`` holds anything but the carried wheel's bytes
+        (another wheel, or several): the provision pushes the cache's wheel, not the bundle's."""
+        out = []
+        for f in self.manifest.files:
+            if f.kind == "prebuilt" and f.name:
+                wheels = sorted((cache / f.name).glob("*.whl"))
+                if len(wheels) != 1 or sha256_file(wheels[0]) != f.sha256:
+                    out.append(f.name)
+        return sorted(out)
+
     def check_plan(self, plan) -> None:
         """CheckFailed naming everything ``plan`` needs that the bundle does not carry."""
         have = {(normalize(f.name or ""), f.version) for f in self.manifest.dists()}

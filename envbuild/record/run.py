@@ -39,6 +39,8 @@ class BundleRecord(Record):
     omitted: list["Omitted"] = Field(default_factory=list)
     prebuilt: list[str] = Field(default_factory=list)  # build-cache keys whose wheel the bundle carries
     prebuilt_seeded: list[str] = Field(default_factory=list)  # of those, the keys the controller's cache lacked
+    # of those, the keys whose cache folder held another wheel (other bytes): that one was pushed, not the carried
+    prebuilt_not_used: list[str] = Field(default_factory=list)
 
 
 class Omitted(Record):

@@ -280,6 +280,23 @@ def verdict(reasons: list[Reason], notes: list[str]) -> Verdict:
     return Verdict(status="NOT JUDGED" if notes else "PASS", not_judged=notes)
 
 
+def prebuilt_use(bundle, plans: list[Plan | None]) -> dict[str, list[str]]:
+    """The bundle's carried extension wheels the run installed (``prebuilt``: a node's plan
+    builds that key and the controller's cache held exactly the carried bytes, which the
+    provision pushed) and the others, each with why not (``prebuilt_not_used``)."""
+    carried = sorted({*bundle.prebuilt, *bundle.prebuilt_seeded})
+    planned = {step.params.cache_key for plan in plans if plan is not None for step in plan.apex_builds()}
+    used, unused = [], []
+    for key in carried:
+        if key not in planned:
+            unused.append(f"{key} (no node's plan builds that key)")
+        elif key in bundle.prebuilt_not_used:
+            unused.append(f"{key} (the controller's build cache held another wheel for that key: that one was installed)")
+        else:
+            used.append(key)
+    return {"prebuilt": used, "prebuilt_not_used": unused}
+
+
 def collect(run_dir: str | Path) -> Report:
     """Read one run directory and produce its report with its verdict (PASS / NOT JUDGED / FAIL)."""
     record = RunRecord.load(run_dir)
@@ -311,7 +328,7 @@ def collect(run_dir: str | Path) -> Report:
                     smoke_skipped=smoke_skipped,
                     bundle=BundleInfo(digest=bundle.digest, file=bundle.file, bytes=bundle.bytes,
                                       offline=bundle.offline,
-                                      prebuilt=sorted({*bundle.prebuilt, *bundle.prebuilt_seeded}))
+                                      **prebuilt_use(bundle, [n.plan for n in record.nodes()]))
                     if bundle is not None else None),
         recipe=RecipeInfo(name=recipe.name or run.recipe, title=recipe.title,
                           published=recipe.published.url if recipe.published else None, python=recipe.python,

@@ -60,7 +60,8 @@ class BundleInfo(_M):
     file: str
     bytes: int | None = None
     offline: bool = True
-    prebuilt: list[str] = Field(default_factory=list)  # build-cache keys of the extension wheels it carried
+    prebuilt: list[str] = Field(default_factory=list)  # build-cache keys of the carried extension wheels installed
+    prebuilt_not_used: list[str] = Field(default_factory=list)  # "KEY (why)": carried, not installed
 
 
 class ProvisionedRun(_M):

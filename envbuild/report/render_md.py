@@ -196,6 +196,8 @@ def bundle_text(bundle) -> str:
     if bundle.prebuilt:
         text += ("; extension wheels built elsewhere and carried by the bundle (sha256 checked), installed "
                  "without a build here: " + ", ".join(bundle.prebuilt))
+    if bundle.prebuilt_not_used:
+        text += "; extension wheels the bundle carried but this run did not install: " + ", ".join(bundle.prebuilt_not_used)
     return text
 
 

@@ -155,7 +155,7 @@ def test_cpp_ext_wheel_built_once_cached_then_reused(mirror, tmp_path):
     result = [json.loads(line) for line in p.stdout.splitlines()][-1]
     run3 = Path(result["run_dir"])
     record = json.loads((run3 / "run.json").read_text())["bundle"]
-    assert record["prebuilt"] == [key] and record["prebuilt_seeded"] == [key]
+    assert record["prebuilt"] == [key] and record["prebuilt_seeded"] == [key] and record["prebuilt_not_used"] == []
     assert "running bdist_wheel" not in (run3 / "nodes" / "local" / "log.txt").read_text()
     carried = next((fresh / "cache" / "wheels" / key).glob("*.whl"))
     assert carried.read_bytes() == cached[0].read_bytes()  # the bytes built once, not a rebuild

@@ -5,6 +5,7 @@ without a build, which a reviewer must know were not compiled on the node the re
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -34,3 +35,39 @@ def test_a_bundle_that_carried_none_names_none(tmp_path) -> None:
     text = out.read_text()
     assert "no network: every wheel and commit from the bundle" in text
     assert "built elsewhere" not in text
+
+
+def _copy_run(tmp_path, edit) -> Path:
+    """Run 15's h100-megatron-deepspeed record copied, its run.json's bundle edited by ``edit``."""
+    import shutil
+
+    src = RUN15 / "20261128-011015-h100-megatron-deepspeed-h100-venv"
+    run = tmp_path / src.name
+    shutil.copytree(src, run)
+    data = json.loads((run / "run.json").read_text())
+    edit(data["bundle"])
+    (run / "run.json").write_text(json.dumps(data, indent=2))
+    return run
+
+
+def test_a_carried_wheel_the_cache_shadowed_is_not_called_installed(tmp_path) -> None:
+    """The controller's cache held another wheel for the key (the seed leaves it): the provision
+    pushed that one, so the carried wheel is named as not installed, and why."""
+    run = _copy_run(tmp_path, lambda b: b.update(prebuilt=[KEY], prebuilt_seeded=[], prebuilt_not_used=[KEY]))
+    assert main(["report", str(run), "--format", "json", "-o", str(tmp_path / "r.json")]) == 5
+    bundle = json.loads((tmp_path / "r.json").read_text())["run"]["bundle"]
+    assert bundle["prebuilt"] == []
+    assert bundle["prebuilt_not_used"] == [f"{KEY} (the controller's build cache held another wheel for that "
+                                           "key: that one was installed)"]
+    assert main(["report", str(run), "-o", str(tmp_path / "r.md")]) == 5
+    text = (tmp_path / "r.md").read_text()
+    assert "installed without a build here" not in text and f"did not install: {KEY} (the controller" in text
+
+
+def test_a_carried_wheel_no_node_plans_is_not_called_installed(tmp_path) -> None:
+    other = "apex-000000000000-00000000000000000000"
+    run = _copy_run(tmp_path, lambda b: b.update(prebuilt=[KEY, other]))
+    assert main(["report", str(run), "--format", "json", "-o", str(tmp_path / "r.json")]) == 5
+    bundle = json.loads((tmp_path / "r.json").read_text())["run"]["bundle"]
+    assert bundle["prebuilt"] == [KEY]
+    assert bundle["prebuilt_not_used"] == [f"{other} (no node's plan builds that key)"]

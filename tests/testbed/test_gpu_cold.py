@@ -16,14 +16,23 @@ import gpu_cold  # noqa: E402
 
 from envbuild.facts.model import Gpu, NodeFacts  # noqa: E402
 from envbuild.record import RunInfo  # noqa: E402
+from envbuild.plan.model import Plan, Step  # noqa: E402
+from envbuild.plan.params import ApexBuildParams  # noqa: E402
 from envbuild.record.run import BundleRecord  # noqa: E402
 
 WORDS = {0: "PASS", 1: "FAIL", 5: "NOT JUDGED"}
 
 
-def _folder(folder: Path, name: str, run: dict, events: list[tuple[str, str]] = (), gpus: int = 1) -> None:
+def _folder(folder: Path, name: str, run: dict, events: list[tuple[str, str]] = (), gpus: int = 1,
+            keys: list[str] = ()) -> None:
     d = folder / name
     (d / "nodes" / "local").mkdir(parents=True)
+    # the node's plan builds one Apex wheel per key (ApexBuildParams.cache_key)
+    steps = [Step(id=f"apex:{k}", title="apex", params=ApexBuildParams(
+        dest="/p/src/apex", argv=["pip", "install", "."], wheel_argv=["pip", "wheel", "."], env={}, cache_key=k,
+        wheel_dir=f"/p/.envbuild/wheels/{k}", options=[])) for k in keys]
+    (d / "nodes" / "local" / "plan.json").write_text(
+        Plan(recipe="r", target="t", host="local", prefix="/p", backend="venv", steps=steps).to_json())
     (d / "run.json").write_text(json.dumps(run))
     (d / "events.jsonl").write_text("".join(
         json.dumps({"step": step, "kind": kind, "ts": ts}) + "\n"
@@ -35,21 +44,25 @@ def _folder(folder: Path, name: str, run: dict, events: list[tuple[str, str]] = 
 
 def _run(folder: Path, name: str, started: str, finished: str, *, exit_code: int, from_step: str | None = None,
          smoke: bool = False, events: list[tuple[str, str]] = (), prebuilt: list[str] = (), gpus: int = 1,
-         status: str | None = None, carried: list[str] = ()) -> None:
+         status: str | None = None, carried: list[str] = (), not_used: list[str] = (),
+         planned: list[str] | None = None) -> None:
     """A run folder whose run.json is a record as provision writes it (validated by ``RunInfo``)."""
     run = RunInfo(run_id=name, recipe="r", target="t", argv=["envbuild", "provision", "r"], started=started,
                   finished=finished, status=status or ("ok" if exit_code in WORDS else "failed"),
                   exit_code=exit_code, verdict=WORDS.get(exit_code, "FAIL"),
                   options={"from_step": from_step, "smoke": smoke},
                   bundle=BundleRecord(file="b.tar", digest="0" * 64, prebuilt=list(carried),
-                                                prebuilt_seeded=list(prebuilt)))
-    _folder(folder, name, run.model_dump(mode="json", by_alias=True), events, gpus)
+                                      prebuilt_seeded=list(prebuilt), prebuilt_not_used=list(not_used)))
+    keys = sorted({*carried, *prebuilt}) if planned is None else planned
+    _folder(folder, name, run.model_dump(mode="json", by_alias=True), events, gpus, keys)
 
 
 def test_a_lease_gives_its_cold_noop_and_benchmark_figures(tmp_path) -> None:
     lease = tmp_path / "lease"
+    # k0 carried, but another bundle of the lease had seeded it first; k2 shadowed by another wheel
+    # in the controller's cache; k3 carried, but no node's plan builds it: neither installed
     _run(lease, "a-cold", "2026-11-27T10:00:00+0000", "2026-11-27T10:07:00+0000", exit_code=5, prebuilt=["k1"],
-         carried=["k0", "k1"])  # k0 carried, but another bundle of the lease had seeded it first
+         carried=["k0", "k1", "k2", "k3"], not_used=["k2"], planned=["k0", "k1", "k2"])
     _run(lease, "b-noop", "2026-11-27T10:08:00+0000", "2026-11-27T10:08:04+0000", exit_code=5,
          events=[("environment", "skipped")])
     _run(lease, "c-first", "2026-11-27T10:09:00+0000", "2026-11-27T10:12:00+0000", exit_code=0, from_step="smoke",

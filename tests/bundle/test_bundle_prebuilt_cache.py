@@ -1,0 +1,48 @@
+"""A bundle's carried extension wheel seeds the controller's build cache only where the key's
+folder holds no wheel; a folder that holds other bytes is named (``prebuilt_not_used``): the
+provision pushes the cache's wheel, so the report must not say the carried one was installed."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from envbuild.bundle.manifest import BundleFile, Manifest
+from envbuild.bundle.unpack import Opened
+
+KEY = "apex-6424da3b4faa-837967d631b5195728b8"
+WHEEL = "apex-0.1-cp311-cp311-linux_x86_64.whl"
+
+
+def _opened(tmp_path: Path, data: bytes) -> Opened:
+    root = tmp_path / "bundle"
+    (root / "prebuilt" / KEY).mkdir(parents=True)
+    (root / "prebuilt" / KEY / WHEEL).write_bytes(data)
+    f = BundleFile(path=f"prebuilt/{KEY}/{WHEEL}", sha256=hashlib.sha256(data).hexdigest(), size=len(data),
+                   kind="prebuilt", name=KEY)
+    manifest = Manifest(recipe="r", target="t", lock_digest="0" * 64, envbuild_version="0", python="3.11", files=[f])
+    return Opened(file=tmp_path / "b.tar", digest="0" * 64, root=root, manifest=manifest)
+
+
+def test_an_empty_cache_is_seeded_and_the_carried_wheel_is_the_one_used(tmp_path):
+    b, cache = _opened(tmp_path, b"carried"), tmp_path / "cache"
+    assert b.seed_build_cache(cache) == [KEY]
+    assert (cache / KEY / WHEEL).read_bytes() == b"carried"
+    assert b.prebuilt_not_used(cache) == []
+    assert b.seed_build_cache(cache) == [] and b.prebuilt_not_used(cache) == []  # the same bytes: still used
+
+
+def test_a_cache_holding_other_bytes_keeps_them_and_names_the_key(tmp_path):
+    b, cache = _opened(tmp_path, b"carried"), tmp_path / "cache"
+    (cache / KEY).mkdir(parents=True)
+    (cache / KEY / WHEEL).write_bytes(b"built here earlier")
+    assert b.seed_build_cache(cache) == []
+    assert (cache / KEY / WHEEL).read_bytes() == b"built here earlier"
+    assert b.prebuilt_not_used(cache) == [KEY]
+
+
+def test_a_second_wheel_beside_the_carried_one_makes_it_unsure(tmp_path):
+    b, cache = _opened(tmp_path, b"carried"), tmp_path / "cache"
+    b.seed_build_cache(cache)
+    (cache / KEY / "apex-0.2-cp311-cp311-linux_x86_64.whl").write_bytes(b"another")
+    assert b.prebuilt_not_used(cache) == [KEY]
