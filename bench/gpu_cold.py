@@ -22,8 +22,8 @@ damaged one, is refused with the file named.
 - ``prebuilt``: the build-cache keys whose carried wheel the cold install installed, as its report
   says (``envbuild.report.collect.prebuilt_use``): carried (run.json's ``bundle.prebuilt``, with
   ``bundle.prebuilt_seeded``; a record made before ``bundle.prebuilt`` existed names only these, so
-  a key another bundle of the lease had seeded first is missing there), built by a node's plan,
-  and not shadowed by another wheel in the controller's cache (``bundle.prebuilt_not_used``).
+  a key another bundle of the lease had seeded first is missing there), whose node step ran in
+  that run, and not shadowed by another wheel in the controller's cache (``bundle.prebuilt_not_used``).
 - ``gpu``, ``gpus``: from the node's facts (nodes/*/facts.json) of the cold run.
 - ``steps``: the cold run's five longest steps (events.jsonl), where the time went.
 
@@ -154,7 +154,7 @@ def rows(folders: list[Path]) -> list[dict]:
                 "noop_s": _figure(installs, 1)[0],
                 "first_run_s": first_s, "first_run_verdict": first_word,
                 "second_run_s": second_s, "second_run_verdict": second_word,
-                "prebuilt": prebuilt_use(cold.run.bundle, [n.plan for n in cold.nodes()])["prebuilt"]
+                "prebuilt": prebuilt_use(cold.run.bundle, cold.nodes())["prebuilt"]
                 if cold and cold.run.bundle else [],
                 "steps": dict(sorted(step_seconds(cold.path).items(), key=lambda kv: -kv[1])[:5]) if cold else {},
                 "runs": [{"run": r.path.name, "kind": kind_of(r.run), "s": _seconds(r.run),

@@ -20,6 +20,7 @@ from envbuild.observe import Observed, compare_expected, expected_state
 from envbuild.observe.compare import same_version
 from envbuild.plan.model import Plan
 from envbuild.record import LaunchRecord, NodeRecord, RecipeView, RunRecord
+from envbuild.record.run import BundleRecord
 from envbuild.record.smoke import SmokeRecord
 from envbuild.report import bench
 from envbuild.smoke.pipeline_trace import computation_order
@@ -280,16 +281,23 @@ def verdict(reasons: list[Reason], notes: list[str]) -> Verdict:
     return Verdict(status="NOT JUDGED" if notes else "PASS", not_judged=notes)
 
 
-def prebuilt_use(bundle, plans: list[Plan | None]) -> dict[str, list[str]]:
-    """The bundle's carried extension wheels the run installed (``prebuilt``: a node's plan
-    builds that key and the controller's cache held exactly the carried bytes, which the
-    provision pushed) and the others, each with why not (``prebuilt_not_used``)."""
+def prebuilt_use(bundle: BundleRecord, nodes: list[NodeRecord]) -> dict[str, list[str]]:
+    """The bundle's carried extension wheels the run installed (``prebuilt``: a node's step that
+    builds that key ran in this run, and the controller's cache held exactly the carried bytes,
+    which the provision pushed) and the others, each with why not (``prebuilt_not_used``)."""
     carried = sorted({*bundle.prebuilt, *bundle.prebuilt_seeded})
-    planned = {step.params.cache_key for plan in plans if plan is not None for step in plan.apex_builds()}
+    planned, ran = set(), set()
+    for node in nodes:
+        steps = node.plan.apex_builds() if node.plan is not None else []
+        changed = set(node.result.changed) if node.result is not None else set()
+        planned |= {s.params.cache_key for s in steps}
+        ran |= {s.params.cache_key for s in steps if s.id in changed}
     used, unused = [], []
     for key in carried:
         if key not in planned:
             unused.append(f"{key} (no node's plan builds that key)")
+        elif key not in ran:
+            unused.append(f"{key} (no node's step of that key ran in this run: its environment had it already)")
         elif key in bundle.prebuilt_not_used:
             unused.append(f"{key} (the controller's build cache held another wheel for that key: that one was installed)")
         else:
@@ -328,7 +336,7 @@ def collect(run_dir: str | Path) -> Report:
                     smoke_skipped=smoke_skipped,
                     bundle=BundleInfo(digest=bundle.digest, file=bundle.file, bytes=bundle.bytes,
                                       offline=bundle.offline,
-                                      **prebuilt_use(bundle, [n.plan for n in record.nodes()]))
+                                      **prebuilt_use(bundle, record.nodes()))
                     if bundle is not None else None),
         recipe=RecipeInfo(name=recipe.name or run.recipe, title=recipe.title,
                           published=recipe.published.url if recipe.published else None, python=recipe.python,

@@ -71,3 +71,19 @@ def test_a_carried_wheel_no_node_plans_is_not_called_installed(tmp_path) -> None
     bundle = json.loads((tmp_path / "r.json").read_text())["run"]["bundle"]
     assert bundle["prebuilt"] == [KEY]
     assert bundle["prebuilt_not_used"] == [f"{other} (no node's plan builds that key)"]
+
+
+def test_a_carried_wheel_whose_step_did_not_run_is_not_called_installed(tmp_path) -> None:
+    """The environment had Apex already (its step skipped, as in a no-op run): nothing was installed
+    from the bundle in this run, whatever it carried."""
+    run = _copy_run(tmp_path, lambda b: None)
+    for result in (run / "nodes").glob("*/result.json"):
+        data = json.loads(result.read_text())
+        data["skipped"] = [*data.get("skipped", []), "apex:apex"]
+        data["changed"] = [s for s in data["changed"] if s != "apex:apex"]
+        result.write_text(json.dumps(data))
+    assert main(["report", str(run), "--format", "json", "-o", str(tmp_path / "r.json")]) == 5
+    bundle = json.loads((tmp_path / "r.json").read_text())["run"]["bundle"]
+    assert bundle["prebuilt"] == []
+    assert bundle["prebuilt_not_used"] == [f"{KEY} (no node's step of that key ran in this run: its environment "
+                                           "had it already)"]

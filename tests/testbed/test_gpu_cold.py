@@ -33,6 +33,8 @@ def _folder(folder: Path, name: str, run: dict, events: list[tuple[str, str]] = 
         wheel_dir=f"/p/.envbuild/wheels/{k}", options=[])) for k in keys]
     (d / "nodes" / "local" / "plan.json").write_text(
         Plan(recipe="r", target="t", host="local", prefix="/p", backend="venv", steps=steps).to_json())
+    # and ran them in this run (the node's result.json: the steps it changed)
+    (d / "nodes" / "local" / "result.json").write_text(json.dumps({"status": "ok", "changed": [s.id for s in steps]}))
     (d / "run.json").write_text(json.dumps(run))
     (d / "events.jsonl").write_text("".join(
         json.dumps({"step": step, "kind": kind, "ts": ts}) + "\n"
