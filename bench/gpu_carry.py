@@ -60,7 +60,8 @@ def plan_jobs(text: str, name: str = "plan") -> list[tuple[str, str]]:
     """The (job, recipe) pairs a plan installs, in the order it first installs them.
 
     A plan line is a verb and items (bench/gpu_session.sh's header): ``JOB=RECIPE`` installs,
-    ``JOB@GPUS`` a smoke of a job an earlier item installed, ``load@GPUS`` a co-located load."""
+    ``JOB@GPUS`` a smoke of a job an earlier item installed, ``load@GPUS`` a co-located load,
+    ``wipe:JOB`` the removal of the environment of a job an earlier item installed."""
     jobs: dict[str, str] = {}
     for no, raw in enumerate(text.splitlines(), 1):
         words = raw.split()
@@ -70,7 +71,10 @@ def plan_jobs(text: str, name: str = "plan") -> list[tuple[str, str]]:
         if len(words) < 2:
             raise CarryError(f"{where}: a plan line is a verb and items, got {raw.strip()!r}", 2)
         for item in words[1:]:
-            if "=" in item:
+            if item.startswith("wipe:"):
+                if item[len("wipe:"):] not in jobs:
+                    raise CarryError(f"{where}: {item!r}: no earlier item installs {item[len('wipe:'):]}", 2)
+            elif "=" in item:
                 job, recipe = item.split("=", 1)
                 if not NAME.match(job) or not NAME.match(recipe) or job == "common":
                     raise CarryError(f"{where}: {item!r}: an install is JOB=RECIPE, both names "
@@ -85,7 +89,7 @@ def plan_jobs(text: str, name: str = "plan") -> list[tuple[str, str]]:
                 if job != "load" and job not in jobs:
                     raise CarryError(f"{where}: {item!r}: no earlier item installs {job} ({job}=RECIPE)", 2)
             else:
-                raise CarryError(f"{where}: {item!r} is neither JOB=RECIPE, JOB@GPUS nor load@GPUS", 2)
+                raise CarryError(f"{where}: {item!r} is neither JOB=RECIPE, JOB@GPUS, load@GPUS nor wipe:JOB", 2)
     if not jobs:
         raise CarryError(f"{name}: no JOB=RECIPE item: nothing to prepare", 2)
     return list(jobs.items())

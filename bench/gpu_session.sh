@@ -22,6 +22,10 @@
 #                                         The first line is one recipe alone: the Apex wheel it builds lands in the controller's build
 #                                         cache, and the later recipes with the same Apex commit,
 #                                         options, torch and arch list reuse it (same cache key).
+#   wipe:JOB (an item of a line)         remove the environment JOB's last install made (the prefix
+#                                         of its plan), keeping the node's build cache: JOB's next
+#                                         install is cold again, as on the next node of the kind,
+#                                         and restores or installs what the first one built
 #   load@GPUS (an item of a line)        a co-located load on those GPUs while the line's other items
 #                                         run (bench/gpu_load.py: bf16 matmul bursts, LOAD_DUTY of each
 #                                         100 ms busy, default 0.15), its record in load-lineN-gpuG.json;
@@ -192,6 +196,17 @@ run_dir() {
   python3 -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]; r=[x for x in r if x.get("type")=="result"] or r[-1:]; print(r[-1]["run_dir"] if r else "")' "$1" 2>/dev/null
 }
 
+wipe_one() {  # JOB: remove the environment of JOB's last install (its plan's prefix), keeping the
+  # node's build cache ($ENVBUILD_HOME/cache/wheels): JOB's next install is that of the next node of
+  # the kind, which finds what the first built (an Apex wheel, a source's build outputs) in the cache
+  local job=$1 dir prefix last
+  last=$(find "$STATE/$job" -maxdepth 1 -name 'install*.jsonl' -printf '%T@ %p\n' 2>/dev/null | sort -n | tail -1 | cut -d' ' -f2)
+  dir=$(run_dir "$last")
+  prefix=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["prefix"])' "$dir/nodes/local/plan.json" 2>/dev/null)
+  case "$prefix" in /?*/*) ;; *) log "$job: no environment to wipe (plan of ${dir:-no install})"; return 1 ;; esac
+  rm -rf -- "$prefix" && log "$job: wiped $prefix (the build cache kept)"
+}
+
 load_on() {  # GPUS: bench/gpu_load.py on each (LOAD_DUTY of each period busy), until SIGTERM
   local g n; n=$(wc -l < "$STATE/phases.tsv" 2>/dev/null || echo 0)
   for g in ${1//,/ }; do
@@ -210,7 +225,11 @@ line() {  # run one plan line: its items in parallel (JOB=RECIPE installs, JOB@G
   ( while sleep 10; do clocks "line$ln"; done ) & sampler=$!
   for item in "$@"; do
     case "$item" in load@*) load_on "${item#load@}"; continue ;; esac
-    case "$item" in *=*) install_one "${item%%=*}" "${item#*=}" & ;; *) smoke_one "${item%%@*}" "${item#*@}" & ;; esac
+    case "$item" in
+      wipe:*) wipe_one "${item#wipe:}" & ;;
+      *=*) install_one "${item%%=*}" "${item#*=}" & ;;
+      *) smoke_one "${item%%@*}" "${item#*@}" & ;;
+    esac
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p"; rcs="$rcs $?"; done

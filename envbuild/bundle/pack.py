@@ -36,6 +36,7 @@ from typing import Callable
 
 from envbuild import __version__
 from envbuild.bundle import gitpack
+from envbuild.bundle.buildcache import TREE_ARCHIVE, cached_artifacts
 from envbuild.bundle.fetch import fetch_data_file, fetch_dist
 from envbuild.bundle.manifest import (DATA, GIT, IMAGES, MANIFEST, PREBUILT, WHEELS, BundleFile, CarriedImage,
                                       GitPin, Manifest, NetworkNeed, Omitted, tree_files)
@@ -345,12 +346,13 @@ def _pack_data(plans: list[Plan], recipe: Recipe, root: Path, data_mirror: Path 
 
 
 def _pack_prebuilt(plans: list[Plan], root: Path, build_cache: Path | None, say: Progress) -> list[BundleFile]:
-    """The extension wheels the controller's build cache already holds for the plans' Apex
-    build steps (same cache key): the node installs them instead of building."""
+    """What the controller's build cache already holds for the plans' cached builds (same cache
+    key): an Apex build's extension wheel, a build step's archive of its in-tree outputs. The
+    node installs or restores them instead of building."""
     files: list[BundleFile] = []
-    for step in _steps(plans, Plan.apex_builds):
+    for step in _steps(plans, Plan.cached_builds):
         key = step.params.cache_key
-        cached = sorted((build_cache / key).glob("*.whl")) if build_cache else []
+        cached = cached_artifacts(build_cache / key) if build_cache else []
         if not cached:
             say(f"{key}: not in the build cache; the node builds it")
             continue
@@ -361,7 +363,8 @@ def _pack_prebuilt(plans: list[Plan], root: Path, build_cache: Path | None, say:
         shutil.copyfile(cached[0], dest)
         files.append(BundleFile(path=f"{PREBUILT}/{key}/{cached[0].name}", sha256=sha256_file(dest),
                                 size=dest.stat().st_size, kind="prebuilt", name=key))
-        say(f"{key}: prebuilt wheel {cached[0].name} from the build cache")
+        what = "archive of build outputs" if cached[0].name == TREE_ARCHIVE else "wheel"
+        say(f"{key}: prebuilt {what} {cached[0].name} from the build cache")
     return files
 
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from envbuild import rundir
+from envbuild.bundle.buildcache import cached_artifacts
 from envbuild.bundle.manifest import MANIFEST, NODE_DIR, Manifest, verify_tree
 from envbuild.errors import CheckFailed, InputError
 from envbuild.fsio import sha256_file
@@ -71,8 +72,9 @@ class Opened:
                             images={i.name: i.path[cut:] for i in self.manifest.images})
 
     def seed_build_cache(self, cache: Path) -> list[str]:
-        """Put the bundle's prebuilt extension wheels into the controller's build cache
-        (``<cache>/<key>/``) unless a wheel is there already; returns the keys seeded."""
+        """Put the bundle's prebuilt extension wheels and archives of build outputs into the
+        controller's build cache (``<cache>/<key>/``) unless one is there already; returns the
+        keys seeded."""
         seeded = []
         for f in self.manifest.files:
             if f.kind != "prebuilt" or not f.name:
@@ -81,7 +83,7 @@ class Opened:
             if not dest.resolve().is_relative_to(cache.resolve()):  # the manifest refuses it; twice is cheap
                 raise InputError(f"{self.file}: prebuilt key {f.name!r} leaves the build cache",
                                  hint="this is not a bundle made by `envbuild bundle`; nothing was written")
-            if dest.is_dir() and any(dest.glob("*.whl")):
+            if cached_artifacts(dest):
                 continue
             dest.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(self.root / f.path, dest / PurePosixPath(f.path).name)
@@ -90,11 +92,11 @@ class Opened:
 
     def prebuilt_not_used(self, cache: Path) -> list[str]:
         """The carried keys whose ``<cache>/<key>/`` holds anything but the carried wheel's bytes
-        (another wheel, or several): the provision pushes the cache's wheel, not the bundle's."""
+        (another wheel or archive, or several): the provision pushes the cache's, not the bundle's."""
         out = []
         for f in self.manifest.files:
             if f.kind == "prebuilt" and f.name:
-                wheels = sorted((cache / f.name).glob("*.whl"))
+                wheels = cached_artifacts(cache / f.name)
                 if len(wheels) != 1 or sha256_file(wheels[0]) != f.sha256:
                     out.append(f.name)
         return sorted(out)

@@ -6,6 +6,7 @@ controller. Its modules import each other relatively, so the package works under
 * ``effects``: check the effects of plan steps (``envbuild.actions.effects`` as data);
 * ``state``: which plan steps must run, and marking a step done;
 * ``textpatch``: declarative text patches, pure functions on text;
+* ``treecache``: a source's in-tree build outputs, saved once per cache key and restored;
 * ``stage``: where a node's copy of a fleet's archive came from (``provision --fanout``), pure;
 * ``__main__``: the node tool, ``actions`` run from an action file (run.sh, images: below);
 * ``observe``: what is really installed in an environment;

@@ -467,10 +467,15 @@ def _source_steps(recipe: Recipe, src: GitSource, prefix: str, facts: NodeFacts,
     if (data := data_step(recipe, src, dest, prefix, opts.data_mirror, bundled)) is not None:
         out.append(data)
     if src.build:
+        key = (_tree_key(src, dest, out, facts, torch, cuda, recipe.python) if src.build_outputs else None)
         out.append(Step(id=f"build:{src.name}", title=f"build {src.name}",
                         params=P.BuildParams(name=src.name, dest=dest, commands=list(src.build),
-                                             env=dict(src.env), provides=list(src.build_provides)),
-                        reason=f"published build step for {src.name}"))
+                                             env=dict(src.env), provides=list(src.build_provides),
+                                             outputs=list(src.build_outputs), cache_key=key),
+                        reason=f"published build step for {src.name}"
+                               + (f"; its outputs ({', '.join(src.build_outputs)}) are built once per "
+                                  f"key {key} and restored from the build cache on the next node"
+                                  if key else "")))
     if src.install == "apex":
         patch_params = [s.params.model_dump(mode="json") for s in out if s.kind == "patch"]
         out.append(_apex_step(src, prefix, dest, facts, torch, pip_version, lock, decisions,
@@ -565,6 +570,19 @@ def _apex_step(src: GitSource, prefix: str, dest: str, facts: NodeFacts, torch: 
                                          env=env, cache_key=key, wheel_dir=wheel_dir,
                                          options=list(src.build_options)),
                 reason=f"{cmd.reason}; {jobs.reason}")
+
+
+def _tree_key(src: GitSource, dest: str, steps: list[Step], facts: NodeFacts, torch: LockedPackage | None,
+              cuda: str | None, python: str | None) -> str:
+    """The build cache key of a source's in-tree build outputs: everything the outputs depend on,
+    the tree's absolute path included (a build tool such as ninja records its command lines,
+    which name it). The source's patch steps so far are its patches."""
+    patches = [s.params.model_dump(mode="json") for s in steps if s.kind == "patch"]
+    payload = {"sha": src.sha or src.ref, "patches": _digest(patches) if patches else "",
+               "commands": list(src.build), "env": dict(src.env), "outputs": list(src.build_outputs),
+               "dest": dest, "torch": f"{torch.version}+{torch.local_tag or ''}" if torch else None,
+               "torch_cuda": cuda, "nvcc": facts.nvcc, "archs": sorted(facts.archs), "python": python or ""}
+    return f"tree-{src.name}-{(src.sha or 'unpinned')[:12]}-{_digest(payload)[:20]}"
 
 
 def _digest(obj: object) -> str:

@@ -198,6 +198,12 @@ class Plan(BaseModel):
         """The CUDA-aware Apex wheel builds (one per Apex source)."""
         return self._of(ApexBuildParams)
 
+    def cached_builds(self) -> list[StepOf[ApexBuildParams] | StepOf[BuildParams]]:
+        """The steps whose product the controller's build cache keeps per ``cache_key``: the Apex
+        wheel builds and the build commands with in-tree outputs (``BuildParams.outputs``)."""
+        return [s for s in self.steps
+                if isinstance(s.params, ApexBuildParams) or (isinstance(s.params, BuildParams) and s.params.cache_key)]
+
     def downloads(self) -> list[StepOf[DataParams]]:
         """The recipe's data downloads, one step per source tree."""
         return self._of(DataParams)

@@ -193,13 +193,20 @@ class BuildParams(_P):
     # the top-level modules the commands make (the source's ``build_provides``): an install into
     # the environment writes them over an earlier step's copies (envbuild.actions.effects)
     provides: list[str] = Field(default_factory=list)
+    # what the commands write in the tree that depends only on ``cache_key``'s inputs (the
+    # source's ``build_outputs``): an executor with a build cache restores them from an earlier
+    # node's build before the commands run and keeps them after (envbuild.node.treecache)
+    outputs: list[str] = Field(default_factory=list)
+    cache_key: str | None = None
 
     @model_serializer(mode="wrap")
     def _omit_no_provides(self, handler):
         # added later: left out when empty, so plans made before keep their step digests
         data = handler(self)
-        if isinstance(data, dict) and not data.get("provides"):
-            data.pop("provides", None)
+        if isinstance(data, dict):
+            for name in ("provides", "outputs", "cache_key"):
+                if not data.get(name):
+                    data.pop(name, None)
         return data
 
     def env_writer(self) -> str | None:

@@ -198,6 +198,12 @@ class GitSource(Strict):
     build_needs_image: str | None = None
     # the Python modules the build commands make (an extension such as shm_tensor_new_rdma)
     build_provides: list[str] = Field(default_factory=list)
+    # what the build commands write inside the tree (folders or files, relative to it) that
+    # depends only on the build's inputs (source commit and patches, commands, torch, CUDA, archs,
+    # Python, the tree's path): built once per such key, kept in the controller's build cache,
+    # carried by bundles and restored before the commands run on the next node, which then find
+    # them up to date (envbuild.node.treecache). Example: [megatron/fused_kernels/build]
+    build_outputs: list[str] = Field(default_factory=list)
     build_options: list[str] = Field(default_factory=list)  # e.g. Apex --cpp_ext --cuda_ext
     # files of the pinned commit its checkout leaves out: documents a git mirror's snapshot
     # lacks (metaseq's OPT logbook PDFs), so a bundle cannot carry them; never code (the node
@@ -220,14 +226,17 @@ class GitSource(Strict):
     why: str
     source: Source | None = None
 
-    @field_validator("requirements")
+    @field_validator("requirements", "build_outputs")
     @classmethod
-    def _requirements_inside(cls, v: list[str]) -> list[str]:
+    def _paths_inside(cls, v: list[str], info: ValidationInfo) -> list[str]:
+        example = {"requirements": "requirements/requirements.txt",
+                   "build_outputs": "megatron/fused_kernels/build"}[info.field_name or ""]
         for path in v:
             parts = path.split("/")
-            if not path.strip() or path.startswith("/") or "\\" in path or ".." in parts or "" in parts:
-                raise ValueError(f"requirements entries are paths inside the source tree "
-                                 f"(requirements/requirements.txt), got {path!r}")
+            if (not path.strip() or path.startswith("/") or "\\" in path or ".." in parts or "" in parts
+                    or "." in parts or parts[0] == ".git"):
+                raise ValueError(f"{info.field_name} entries are paths inside the source tree "
+                                 f"({example}), got {path!r}")
         return v
 
     @field_validator("url")
@@ -267,14 +276,15 @@ class GitSource(Strict):
         if self.requirements and self.dependencies not in (None, "requirements"):
             raise ValueError(f"source {self.name!r}: requirements names the files read with "
                              f"dependencies: requirements, not {self.dependencies!r}")
-        if (self.build_needs_image or self.build_provides) and not self.build:
-            raise ValueError(f"source {self.name!r}: build_needs_image and build_provides describe "
-                             "its build commands, and it has none ('build')")
+        if (self.build_needs_image or self.build_provides or self.build_outputs) and not self.build:
+            raise ValueError(f"source {self.name!r}: build_needs_image, build_provides and build_outputs "
+                             "describe its build commands, and it has none ('build')")
         return self
 
     @model_serializer(mode="wrap")
     def _omit_new(self, handler):  # noqa: ANN001, ANN202
-        return omit_unset(handler(self), {"build_needs_image": None, "build_provides": [], "without": [],
+        return omit_unset(handler(self), {"build_needs_image": None, "build_provides": [], "build_outputs": [],
+                                          "without": [],
                                           "requirements": [], "after": []})
 
     @field_validator("without")

@@ -13,6 +13,10 @@ whose meta/argument_specs.yml documents its inputs) reads ``provision_prefix``,
   as the one tar its params name (``BundleParams.archive``), copied and unpacked into ``dest``
   (one transfer, not one per file; the step's effect checks every file's sha256 on the node);
 - ``{type: wheel, ...}``: a wheel built once per cache key (controller wheel cache);
+- ``{type: tree_restore | tree_save, cache_key, stash, root, outputs}``: around a build step
+  whose in-tree outputs are cached per key (``BuildParams.cache_key``): the controller cache's
+  archive restored before the commands, the node's archive taken into it after them
+  (``tree_restore.yml``, ``tree_save.yml``, ``envbuild.node.treecache``);
 - ``{type: capture, actions, fetch}``: the smoke runs, their outputs brought back, then the
   step fails if one of them did;
 - a last node batch carries ``record: true``: it records its step done in the same module
@@ -40,6 +44,7 @@ from envbuild.actions.effects import effect_data
 from envbuild.actions.model import MakeDir
 from envbuild.render.steps import step_actions
 from envbuild.plan.model import Plan, Step
+from envbuild.plan.params import BuildParams
 from envbuild.redact import secret_key
 
 NODE_OPS = ("run", "write", "mkdir", "git", "patch")
@@ -98,7 +103,16 @@ def batches(step: Step, prefix: str) -> list[dict]:
             out[-1]["fetch"] += [f"{data['dir']}/{data['name']}.{ext}" for ext in ("out", "err", "rc")]
         else:  # pragma: no cover - every op of envbuild.actions.model is handled above
             raise ValueError(f"no Ansible batch for action {op!r}")
+    if isinstance(step.params, BuildParams) and step.params.cache_key:
+        tree = {"cache_key": step.params.cache_key, "stash": tree_stash(prefix, step.params.cache_key),
+                "root": step.params.dest, "outputs": list(step.params.outputs)}
+        out = [{"type": "tree_restore", **tree}, *out, {"type": "tree_save", **tree}]
     return out
+
+
+def tree_stash(prefix: str, key: str) -> str:
+    """Where a node keeps the archive of a build step's cached outputs (``tree_restore.yml``)."""
+    return f"{prefix}/.envbuild/trees/{key}/outputs.tar"
 
 
 def _folder_first(out: list[dict], folder: str, made: set[str]) -> None:

@@ -288,7 +288,7 @@ def prebuilt_use(bundle: BundleRecord, nodes: list[NodeRecord]) -> dict[str, lis
     carried = sorted({*bundle.prebuilt, *bundle.prebuilt_seeded})
     planned, ran = set(), set()
     for node in nodes:
-        steps = node.plan.apex_builds() if node.plan is not None else []
+        steps = node.plan.cached_builds() if node.plan is not None else []
         changed = set(node.result.changed) if node.result is not None else set()
         planned |= {s.params.cache_key for s in steps}
         ran |= {s.params.cache_key for s in steps if s.id in changed}
@@ -299,7 +299,8 @@ def prebuilt_use(bundle: BundleRecord, nodes: list[NodeRecord]) -> dict[str, lis
         elif key not in ran:
             unused.append(f"{key} (no node's step of that key ran in this run: its environment had it already)")
         elif key in bundle.prebuilt_not_used:
-            unused.append(f"{key} (the controller's build cache held another wheel for that key: that one was installed)")
+            unused.append(f"{key} (the controller's build cache held another wheel or archive for that key: "
+                          "that one was used)")
         else:
             used.append(key)
     return {"prebuilt": used, "prebuilt_not_used": unused}

@@ -3,7 +3,7 @@
 - ``ansible-lint --profile production`` and ``yamllint`` pass on the playbook and the
   collection (the linters come with the ``test`` extra; a test skips, saying so, only where
   the binary is absent);
-- ``ansible-doc`` renders the three modules (DOCUMENTATION, EXAMPLES, RETURN) and the role's
+- ``ansible-doc`` renders the four modules (DOCUMENTATION, EXAMPLES, RETURN) and the role's
   argument specs; ``ansible-galaxy collection build`` carries the shared code as files;
 - Molecule's idempotence check: the role converges twice on a real sshd node through
   envbuild's executor, and Ansible's own stats count no change the second time; a forced rerun
@@ -76,7 +76,7 @@ def test_yamllint_passes(tmp_path):
     assert len(files) >= 9  # it did read the playbook, the role and the collection metadata
 
 
-@pytest.mark.parametrize("module", ["envbuild_actions", "envbuild_state", "envbuild_stage"])
+@pytest.mark.parametrize("module", ["envbuild_actions", "envbuild_state", "envbuild_stage", "envbuild_tree"])
 def test_module_documentation_renders(tmp_path, module):
     p = subprocess.run([str(BIN / "ansible-doc"), "--json", f"envbuild.node.{module}"], cwd=tmp_path,
                        capture_output=True, text=True, timeout=120,
@@ -90,7 +90,8 @@ def test_module_documentation_renders(tmp_path, module):
             "envbuild_state": {"prefix", "steps", "digests", "effects", "from_step", "record", "digest",
                                "effect"},
             "envbuild_stage": {"sha256", "holder", "holder_in_play", "why_controller", "kept", "waited", "served",
-                               "sent", "held"}}[module]
+                               "sent", "held"},
+            "envbuild_tree": {"mode", "stash", "root", "outputs"}}[module]
     assert set(doc["doc"]["options"]) == spec  # every argument of the module is documented
 
 
@@ -151,7 +152,8 @@ def test_collection_build_carries_the_shared_code_as_files(tmp_path):
             assert tar.extractfile(member).read() == src.read_bytes()
         names = set(tar.getnames())
     assert {"roles/provision/meta/argument_specs.yml", "plugins/modules/envbuild_actions.py",
-            "plugins/modules/envbuild_state.py", "plugins/modules/envbuild_stage.py", "meta/runtime.yml"} <= names
+            "plugins/modules/envbuild_state.py", "plugins/modules/envbuild_stage.py", "plugins/modules/envbuild_tree.py",
+            "meta/runtime.yml"} <= names
 
 
 # --- converge twice (Molecule's idempotence check) on a real sshd node ---------------------

@@ -320,3 +320,43 @@ def test_the_recipes_say_the_1gpu_case_as_the_driver_runs_it(name):
     words = " ".join(load_recipe(name).benchmark.why.split())
     assert f"global batch {batch} as {micro_batches} micro-batches of {batch // dp // micro_batches}" in words
     assert "micro-batch 8" not in words
+
+
+def _alpa_plan(recipe_path: str | Path = RECIPE, nvcc: str | None = None, prefix: str = "/opt/envs/alpa"):
+    from envbuild.lock.serialize import read_lock
+    from envbuild.plan.build import PlanOptions, build_plan
+
+    target, facts = h100_node()
+    if nvcc is not None:
+        facts = facts.model_copy(update={"nvcc": nvcc})
+    lock = read_lock(SHIPPED_LOCKDIR / RECIPE / "h100-venv.lock")
+    return build_plan(load_recipe(str(recipe_path)), target, facts, lock, PlanOptions(prefix=prefix))
+
+
+def test_the_fused_kernels_build_folder_is_cached_per_key_around_the_build_commands(tmp_path):
+    """The megatron source's build_outputs: the plan's build step names the folder and a key of
+    what it depends on, the key changes with the patches, nvcc and the tree's path (ninja records
+    command lines that name it) and with nothing else of the plan, and the playbook's batches restore
+    the cached folder before the commands and take the node's after them."""
+    from envbuild.render.ansible import batches
+
+    plan = _alpa_plan()
+    [step] = [s for s in plan.cached_builds() if s.id == "build:megatron"]
+    assert step.params.outputs == ["megatron/fused_kernels/build"]
+    key = step.params.cache_key
+    assert key.startswith("tree-megatron-c28bbd208d16-")
+    assert [s.id for s in plan.cached_builds()] == ["build:megatron", "apex:apex"]
+    assert _alpa_plan().builds()[0].params.cache_key == key  # a pure function of its inputs
+    assert _alpa_plan(nvcc="13.1.80").builds()[0].params.cache_key != key
+    assert _alpa_plan(prefix="/elsewhere").builds()[0].params.cache_key != key
+    repatched = tmp_path / "r.yaml"
+    text = (ROOT / "envbuild" / "recipes" / "data" / f"{RECIPE}.yaml").read_text()
+    repatched.write_text(text.replace("'-gencode', 'arch=compute_90,code=sm_90',",
+                                      "'-gencode', 'arch=compute_90a,code=sm_90a',"))
+    assert _alpa_plan(repatched).builds()[0].params.cache_key != key
+    out = batches(step, "/opt/envs/alpa")
+    tree = {"cache_key": key, "stash": f"/opt/envs/alpa/.envbuild/trees/{key}/outputs.tar",
+            "root": "/opt/envs/alpa/src/megatron", "outputs": ["megatron/fused_kernels/build"]}
+    assert out[0] == {"type": "tree_restore", **tree} and out[-1] == {"type": "tree_save", **tree}
+    assert [b["type"] for b in out[1:-1]] == ["node"]
+    assert [a["argv"][-1] for a in out[1]["actions"]] == step.params.commands

@@ -57,8 +57,8 @@ def test_a_carried_wheel_the_cache_shadowed_is_not_called_installed(tmp_path) ->
     assert main(["report", str(run), "--format", "json", "-o", str(tmp_path / "r.json")]) == 5
     bundle = json.loads((tmp_path / "r.json").read_text())["run"]["bundle"]
     assert bundle["prebuilt"] == []
-    assert bundle["prebuilt_not_used"] == [f"{KEY} (the controller's build cache held another wheel for that "
-                                           "key: that one was installed)"]
+    assert bundle["prebuilt_not_used"] == [f"{KEY} (the controller's build cache held another wheel or archive "
+                                           "for that key: that one was used)"]
     assert main(["report", str(run), "-o", str(tmp_path / "r.md")]) == 5
     text = (tmp_path / "r.md").read_text()
     assert "installed without a build here" not in text and f"did not install: {KEY} (the controller" in text

@@ -51,6 +51,8 @@ def test_the_jobs_of_the_committed_plans() -> None:
     assert jobs("docs/results/h200x4-run10/session/plan.txt") == [
         ("mds", "megatron-deepspeed-slurm-h100"), ("opt", "opt-175b-azure-h100")]
     assert [j for j, _ in jobs("docs/results/h200x4-run8/plan-lease1.txt")] == ["opt", "mds", "mapp"]
+    assert jobs("docs/results/h200x2-run16/plan.txt") == [  # wipe:alpa between two installs of alpa
+        ("alpa", "alpa-megatron-h100"), ("mds", "megatron-deepspeed-slurm-h100"), ("mapp", "megatronapp-h100")]
 
 
 @pytest.mark.parametrize("text, says", [
@@ -62,6 +64,7 @@ def test_the_jobs_of_the_committed_plans() -> None:
     ("install a=cpu-reference\nsmoke a@0;1\n", "plan:2: 'a@0;1': GPUS is a comma-separated list"),
     ("install a=cpu-reference\nsmoke a\n", "plan:2: 'a' is neither"),
     ("install\n", "plan:1: a plan line is a verb and items"),
+    ("next-node wipe:a\ninstall a=cpu-reference\n", "plan:1: 'wipe:a': no earlier item installs a"),
     ("# only a comment\n\n", "no JOB=RECIPE item"),
 ])
 def test_a_bad_plan_is_refused_naming_its_line(text: str, says: str) -> None:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision alpa-megatron-h100 on h100-venv (host h100-venv, facts profile:h100-venv),
-# rendered by envbuild 0.1.0 from the plan; lock digest d3910a20810012d9bc5515199a149afafbd61e838db2c4ae920fd5a78181ac66.
+# rendered by envbuild 0.1.0 from the plan; lock digest f14fb693c434eac46e9d44a42045a01819ce9a91b8e01db9c03a1733443007c7.
 # Regenerate: envbuild render alpa-megatron-h100 --target h100-venv --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
@@ -85,7 +85,9 @@ step_patch_jit_modules_by_name() {
 }
 
 # step build:megatron: build megatron
-# why: published build step for megatron
+# why: published build step for megatron; its outputs (megatron/fused_kernels/build) are built once per
+# why: key tree-megatron-c28bbd208d16-3fd55e27067e8e63696e and restored from the build cache on the
+# why: next node
 step_build_megatron() {
   (cd /root/.envbuild/envs/alpa-megatron-h100/src/megatron && env PATH=/root/.envbuild/envs/alpa-megatron-h100/bin:"$PATH" bash -ec 'python3 -c "import subprocess, sysconfig; subprocess.check_call(['"'"'make'"'"', '"'"'-C'"'"', '"'"'megatron/data'"'"', '"'"'LIBEXT='"'"' + sysconfig.get_config_var('"'"'EXT_SUFFIX'"'"')])"')
   (cd /root/.envbuild/envs/alpa-megatron-h100/src/megatron && env PATH=/root/.envbuild/envs/alpa-megatron-h100/bin:"$PATH" bash -ec 'if python -c "import sys, torch; sys.exit(not torch.cuda.is_available())"; then python -c "import importlib.util, types; s = importlib.util.spec_from_file_location('"'"'fused_kernels'"'"', '"'"'megatron/fused_kernels/__init__.py'"'"'); m = importlib.util.module_from_spec(s); s.loader.exec_module(m); m.load(types.SimpleNamespace(rank=0, masked_softmax_fusion=True))"; else echo "no GPU here: the fused kernels are left to the benchmark'"'"'s first start"; fi')

@@ -1,0 +1,153 @@
+"""A source's in-tree build outputs, kept once per cache key and restored on the next node.
+
+Standard library only, under the package's floor (``envbuild/node/__init__.py``). A recipe's
+source names what its build commands write inside its tree (``build_outputs``: Megatron's fused
+kernels, torch's JIT build folder ``megatron/fused_kernels/build``); the planner keys them by
+everything they depend on (``envbuild.plan.build``: commit, patches, commands, torch, CUDA,
+archs, Python, the tree's path). Around the build commands, the executor with a build cache
+(Ansible's tree.yml) calls:
+
+* ``restore(stash, root, outputs)`` before them: where the controller's cache held an archive of
+  the key (copied to ``stash``), its files replace the outputs, with the modification times
+  they had when they were built; every other file of the tree that is newer than the oldest of
+  them gets that oldest time less one second. The tree's files are those of the key's commit and
+  patches, which the outputs were built from; only their checkout here is newer. A build tool
+  that decides by time (ninja, make) then finds the outputs up to date, and one that also
+  compares its recorded command lines (ninja's log, restored with the folder) rebuilds where
+  they differ: the build commands always run after a restore.
+* ``save(stash, root, outputs)`` after them: where nothing was restored and the commands made
+  every output, an archive of them (with ``MTIMES``, their times in nanoseconds) at ``stash``,
+  which the executor brings to its cache; a build that made none (no GPU: the fused kernels are
+  left to the first start) saves nothing and says so.
+
+An archive holds regular files and folders under the outputs only: a member elsewhere, a link
+or a device is refused before anything is written.
+"""
+import io
+import json
+import os
+import shutil
+import tarfile
+
+MTIMES = ".envbuild-mtimes.json"  # the archive's member with each file's mtime in nanoseconds
+SECOND_NS = 1000000000
+
+
+class TreeCacheError(Exception):
+    pass
+
+
+def _inside(name, outputs):
+    """Whether the archive member ``name`` lies under one of ``outputs`` (relative paths)."""
+    parts = name.split("/")
+    if name.startswith("/") or ".." in parts or "" in parts or "." in parts:
+        return False
+    return any(name == o or name.startswith(o.rstrip("/") + "/") for o in outputs)
+
+
+def _files(root, outputs):
+    """The regular files under ``outputs`` of ``root``, as relative paths."""
+    out = []
+    for o in outputs:
+        path = os.path.join(root, o)
+        if os.path.isfile(path) and not os.path.islink(path):
+            out.append(o)
+        for folder, dirs, names in os.walk(path):
+            dirs.sort()
+            for n in sorted(names):
+                full = os.path.join(folder, n)
+                if os.path.isfile(full) and not os.path.islink(full):
+                    out.append(os.path.relpath(full, root))
+    return out
+
+
+def save(stash, root, outputs):
+    """Archive the outputs at ``stash`` when the build made all of them and none was restored;
+    returns what it did, in words."""
+    if os.path.exists(stash):
+        return "build outputs: the cached archive %s stays (restored before the build)" % os.path.basename(stash)
+    missing = [o for o in outputs if not os.path.exists(os.path.join(root, o))]
+    if missing:
+        return "build outputs: not saved, the build made no %s" % ", ".join(missing)
+    files = _files(root, outputs)
+    mtimes = dict((f, os.stat(os.path.join(root, f)).st_mtime_ns) for f in files)
+    folder = os.path.dirname(stash)
+    if not os.path.isdir(folder):
+        os.makedirs(folder)
+    part = stash + ".part"
+    with tarfile.open(part, "w", format=tarfile.PAX_FORMAT) as tar:
+        for f in files:
+            tar.add(os.path.join(root, f), arcname=f, recursive=False)
+        data = json.dumps(mtimes, sort_keys=True).encode()
+        info = tarfile.TarInfo(MTIMES)
+        info.size = len(data)
+        info.mode = 0o644
+        tar.addfile(info, io.BytesIO(data))
+    os.replace(part, stash)
+    return "build outputs: %d file(s) of %s saved for the next node" % (len(files), ", ".join(outputs))
+
+
+def restore(stash, root, outputs):
+    """Put the archive's outputs into the tree (see the module docstring); returns (restored,
+    what it did in words). No archive at ``stash``: nothing is done."""
+    if not os.path.exists(stash):
+        return False, "build outputs: none cached for this key, the build makes them"
+    with tarfile.open(stash, "r") as tar:
+        members = tar.getmembers()
+        mtimes = None
+        for m in members:
+            if m.name == MTIMES and m.isfile():
+                mtimes = json.loads(tar.extractfile(m).read().decode())
+            elif not (m.isfile() or m.isdir()) or not _inside(m.name, outputs):
+                raise TreeCacheError("%s: member %r is not a file or folder under %s"
+                                     % (stash, m.name, ", ".join(outputs)))
+        if mtimes is None:
+            raise TreeCacheError("%s: no %s member, the times of its files are not known" % (stash, MTIMES))
+        for o in outputs:
+            path = os.path.join(root, o)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            elif os.path.lexists(path):
+                os.remove(path)
+        for m in members:
+            if m.name == MTIMES:
+                continue
+            dest = os.path.join(root, m.name)
+            if m.isdir():
+                if not os.path.isdir(dest):
+                    os.makedirs(dest)
+                continue
+            if not os.path.isdir(os.path.dirname(dest)):
+                os.makedirs(os.path.dirname(dest))
+            src = tar.extractfile(m)
+            with open(dest, "wb") as f:
+                shutil.copyfileobj(src, f)
+            os.chmod(dest, m.mode & 0o755)
+    times = [int(mtimes[f]) for f in mtimes if os.path.isfile(os.path.join(root, f))]
+    for f in mtimes:
+        path = os.path.join(root, f)
+        if os.path.isfile(path):
+            os.utime(path, ns=(int(mtimes[f]), int(mtimes[f])))
+    if not times:
+        return True, "build outputs: the cached archive holds no files"
+    before = min(times) - SECOND_NS
+    older = _age_inputs(root, outputs, min(times), before)
+    return True, ("build outputs: %d file(s) of %s restored from the build cache; %d file(s) of the tree "
+                  "dated before them" % (len(times), ", ".join(outputs), older))
+
+
+def _age_inputs(root, outputs, oldest, before):
+    """Give every file of the tree outside ``outputs`` and .git that is not older than ``oldest``
+    the time ``before``; returns how many."""
+    count = 0
+    skip = set(os.path.normpath(os.path.join(root, o)) for o in outputs)
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if d != ".git" and os.path.normpath(os.path.join(folder, d)) not in skip]
+        for n in names:
+            path = os.path.join(folder, n)
+            if os.path.normpath(path) in skip or os.path.islink(path):
+                continue
+            if os.stat(path).st_mtime_ns >= oldest:
+                os.utime(path, ns=(before, before))
+                count += 1
+    return count

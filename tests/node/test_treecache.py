@@ -1,0 +1,148 @@
+"""A source's in-tree build outputs, saved once per key and restored into a fresh checkout
+(envbuild.node.treecache, the node side of tree_restore.yml / tree_save.yml): real ninja and gcc
+find the restored outputs up to date, and rebuild where an input really changed."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+
+from envbuild.node import treecache
+
+pytestmark = pytest.mark.skipif(not (shutil.which("ninja") and shutil.which("gcc")),
+                                reason="needs ninja and gcc (.ci/apt-packages.txt: ninja-build)")
+
+OUTPUTS = ["kernels/build"]
+NINJA = """\
+rule cc
+  command = gcc -MMD -MF $out.d -fPIC -I{root}/kernels -c {root}/kernels/k.c -o $out
+  depfile = $out.d
+  deps = gcc
+rule link
+  command = gcc -shared $in -o $out
+build k.o: cc {root}/kernels/k.c
+build k.so: link k.o
+default k.so
+"""
+
+
+def _checkout(root: Path) -> None:
+    """A fresh checkout of the tree: the sources only, every file written now."""
+    (root / "kernels" / "build").mkdir(parents=True)
+    (root / "kernels" / "k.h").write_text("#define SCALE 3\n")
+    (root / "kernels" / "k.c").write_text('#include "k.h"\nint scale(int x) { return SCALE * x; }\n')
+    (root / "README").write_text("a tree\n")
+    (root / "kernels" / "build" / "build.ninja").write_text(NINJA.format(root=root))
+
+
+def _ninja(root: Path) -> str:
+    return subprocess.run(["ninja", "-C", str(root / "kernels" / "build")], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def _built(tmp_path: Path) -> tuple[Path, Path]:
+    """A first node's tree, built, and its archive saved at the stash."""
+    first = tmp_path / "node1" / "src"
+    _checkout(first)
+    assert "gcc -shared" in _ninja(first)
+    stash = tmp_path / "node1" / "stash" / "outputs.tar"
+    said = treecache.save(str(stash), str(first), OUTPUTS)
+    assert said.startswith("build outputs: ") and "saved for the next node" in said
+    return first, stash
+
+
+def test_outputs_restored_into_a_newer_checkout_are_up_to_date_for_ninja(tmp_path):
+    first, stash = _built(tmp_path)
+    time.sleep(0.05)
+    # the next node: the same tree at the same path (the key holds it), checked out later
+    shutil.rmtree(first)
+    _checkout(first)
+    assert "gcc" in subprocess.run(["ninja", "-n", "-C", str(first / "kernels" / "build")],
+                                   capture_output=True, text=True, check=True).stdout  # without: a rebuild
+    restored, said = treecache.restore(str(stash), str(first), OUTPUTS)
+    assert restored and said.startswith("build outputs: 5 file(s) of kernels/build restored from the build cache")
+    assert "ninja: no work to do." in _ninja(first)
+    # the stash stays, so the step's save keeps the cache's archive and writes nothing
+    assert "stays" in treecache.save(str(stash), str(first), OUTPUTS)
+
+
+def test_an_input_changed_after_the_restore_is_rebuilt(tmp_path):
+    first, stash = _built(tmp_path)
+    shutil.rmtree(first)
+    _checkout(first)
+    treecache.restore(str(stash), str(first), OUTPUTS)
+    (first / "kernels" / "k.h").write_text("#define SCALE 4\n")  # a header, known from ninja's deps log
+    assert "gcc -shared" in _ninja(first)
+
+
+def test_a_changed_command_line_is_rebuilt(tmp_path):
+    """ninja's log travels with the folder: a command line it did not record is built again."""
+    first, stash = _built(tmp_path)
+    shutil.rmtree(first)
+    _checkout(first)
+    treecache.restore(str(stash), str(first), OUTPUTS)
+    ninja = first / "kernels" / "build" / "build.ninja"
+    ninja.write_text(ninja.read_text().replace("-fPIC", "-fPIC -O2"))
+    assert "-O2" in _ninja(first)
+
+
+def test_nothing_cached_the_build_makes_them_and_a_build_that_made_none_saves_nothing(tmp_path):
+    root = tmp_path / "src"
+    root.mkdir()
+    stash = tmp_path / "stash" / "outputs.tar"
+    assert treecache.restore(str(stash), str(root), OUTPUTS) == (
+        False, "build outputs: none cached for this key, the build makes them")
+    assert treecache.save(str(stash), str(root), OUTPUTS) == "build outputs: not saved, the build made no kernels/build"
+    assert not stash.exists() and not stash.parent.exists()
+
+
+def _archive(path: Path, members: list[tuple[tarfile.TarInfo, bytes]]) -> None:
+    with tarfile.open(path, "w") as tar:
+        for info, data in members:
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data) if info.isfile() else None)
+
+
+@pytest.mark.parametrize("name, kind", [("kernels/other/x.so", tarfile.REGTYPE),
+                                        ("kernels/build/../../evil", tarfile.REGTYPE),
+                                        ("/etc/evil", tarfile.REGTYPE),
+                                        ("kernels/build/link", tarfile.SYMTYPE)])
+def test_an_archive_with_a_member_outside_the_outputs_or_a_link_is_refused_before_writing(tmp_path, name, kind):
+    root = tmp_path / "src"
+    _checkout(root)
+    keep = root / "kernels" / "build" / "build.ninja"
+    before = keep.read_text()
+    stash = tmp_path / "outputs.tar"
+    bad = tarfile.TarInfo(name)
+    bad.type = kind
+    bad.linkname = "/etc/passwd" if kind == tarfile.SYMTYPE else ""
+    _archive(stash, [(tarfile.TarInfo("kernels/build/k.so"), b"x"), (bad, b"y"),
+                     (tarfile.TarInfo(treecache.MTIMES), json.dumps({"kernels/build/k.so": 1}).encode())])
+    with pytest.raises(treecache.TreeCacheError, match="is not a file or folder under kernels/build"):
+        treecache.restore(str(stash), str(root), OUTPUTS)
+    assert keep.read_text() == before and not (root / "kernels" / "build" / "k.so").exists()
+
+
+def test_the_restored_files_keep_their_build_times_and_the_tree_is_dated_before_them(tmp_path):
+    first, stash = _built(tmp_path)
+    built = {p.name: p.stat().st_mtime_ns for p in (first / "kernels" / "build").iterdir()}
+    shutil.rmtree(first)
+    _checkout(first)
+    (first / ".git").mkdir()
+    (first / ".git" / "index").write_text("i")
+    git_time = (first / ".git" / "index").stat().st_mtime_ns
+    treecache.restore(str(stash), str(first), OUTPUTS)
+    now = {p.name: p.stat().st_mtime_ns for p in (first / "kernels" / "build").iterdir()}
+    assert now == built
+    oldest = min(built.values())
+    assert (first / "kernels" / "k.c").stat().st_mtime_ns == oldest - treecache.SECOND_NS
+    assert (first / "README").stat().st_mtime_ns == oldest - treecache.SECOND_NS
+    assert (first / ".git" / "index").stat().st_mtime_ns == git_time
+    assert os.access(first / "kernels" / "build" / "k.so", os.X_OK)
