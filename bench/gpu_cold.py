@@ -24,6 +24,10 @@ damaged one, is refused with the file named.
   ``bundle.prebuilt_seeded``; a record made before ``bundle.prebuilt`` existed names only these, so
   a key another bundle of the lease had seeded first is missing there), whose node step ran in
   that run, and not shadowed by another wheel in the controller's cache (``bundle.prebuilt_not_used``).
+- ``restored``: the build-cache keys of a source's in-tree build outputs (``build_outputs``) that the
+  cold install restored instead of building (its node's log.txt says "restored from the build
+  cache" for that step's outputs): from a bundle, or from the node's cache where an earlier install
+  of the lease built them (``wipe:JOB`` in bench/gpu_session.sh: the next node of the kind).
 - ``gpu``, ``gpus``: from the node's facts (nodes/*/facts.json) of the cold run.
 - ``steps``: the cold run's five longest steps (events.jsonl), where the time went.
 
@@ -124,6 +128,22 @@ def _gpu(record: RunRecord) -> tuple[str | None, int | None]:
     return None, None
 
 
+def restored(record: RunRecord) -> list[str]:
+    """The keys of the run's build steps whose outputs its nodes restored from the build cache (the
+    node's log line of ``envbuild.node.treecache.restore``, naming the step's outputs)."""
+    keys = set()
+    for node in record.nodes():
+        log = node.path / "log.txt"
+        if node.plan is None or not log.is_file():
+            continue
+        said = [line for line in log.read_text(errors="replace").splitlines() if "restored from the build cache" in line]
+        for step in node.plan.cached_builds():
+            outputs = getattr(step.params, "outputs", [])
+            if outputs and any(f" of {', '.join(outputs)} restored from the build cache" in line for line in said):
+                keys.add(step.params.cache_key)
+    return sorted(keys)
+
+
 def _figure(runs: list[RunRecord], i: int) -> tuple[float | None, str | None]:
     """The i-th run's wall seconds and its verdict, when there is one and it went to its end; else
     (None, None). The seconds are a wall time whatever the verdict, never a judged figure."""
@@ -156,6 +176,7 @@ def rows(folders: list[Path]) -> list[dict]:
                 "second_run_s": second_s, "second_run_verdict": second_word,
                 "prebuilt": prebuilt_use(cold.run.bundle, cold.nodes())["prebuilt"]
                 if cold and cold.run.bundle else [],
+                "restored": restored(cold) if cold else [],
                 "steps": dict(sorted(step_seconds(cold.path).items(), key=lambda kv: -kv[1])[:5]) if cold else {},
                 "runs": [{"run": r.path.name, "kind": kind_of(r.run), "s": _seconds(r.run),
                           "exit_code": r.run.exit_code, "verdict": r.run.verdict} for r in mine],

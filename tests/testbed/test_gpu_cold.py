@@ -155,3 +155,25 @@ def test_the_command_appends_rows_and_refuses_a_folder_without_runs(tmp_path) ->
     p = subprocess.run([sys.executable, str(ROOT / "bench" / "gpu_cold.py"), str(tmp_path / "empty")],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "no envbuild provision run folder" in p.stderr
+
+
+def test_restored_names_the_build_outputs_the_cold_install_restored_not_those_it_built(tmp_path) -> None:
+    """``restored``: a source's build step whose node log says its outputs came from the build cache
+    (envbuild.node.treecache.restore's line); a build that made them, or another step's line, is not."""
+    from envbuild.plan.params import BuildParams
+
+    lease = tmp_path / "lease"
+    _run(lease, "a-cold", "2026-11-27T10:00:00+0000", "2026-11-27T10:01:00+0000", exit_code=5)
+    node = lease / "a-cold" / "nodes" / "local"
+    steps = [Step(id=f"build:{n}", title=n, params=BuildParams(name=n, dest=f"/p/src/{n}", commands=["make"],
+                                                               outputs=[f"{n}/build"], cache_key=f"tree-{n}-k"))
+             for n in ("megatron", "other")]
+    (node / "plan.json").write_text(Plan(recipe="r", target="t", host="local", prefix="/p", backend="venv",
+                                         steps=steps).to_json())
+    (node / "log.txt").write_text(
+        "TASK [Restore the build outputs]\n"
+        "build outputs: 9 file(s) of megatron/build restored from the build cache; 40 file(s) of the tree dated before them\n"
+        "TASK [Restore the build outputs]\nbuild outputs: none cached for this key, the build makes them\n"
+        "build outputs: 9 file(s) of other/build saved for the next node\n")
+    (row,) = gpu_cold.rows([lease])
+    assert row["restored"] == ["tree-megatron-k"]
