@@ -52,7 +52,7 @@ def test_the_jobs_of_the_committed_plans() -> None:
         ("mds", "megatron-deepspeed-slurm-h100"), ("opt", "opt-175b-azure-h100")]
     assert [j for j, _ in jobs("docs/results/h200x4-run8/plan-lease1.txt")] == ["opt", "mds", "mapp"]
     assert jobs("docs/results/h200x2-run16/plan.txt") == [  # wipe:alpa between two installs of alpa
-        ("alpa", "alpa-megatron-h100"), ("mds", "megatron-deepspeed-slurm-h100"), ("mapp", "megatronapp-h100")]
+        ("alpa", "alpa-megatron-h100"), ("mds", "megatron-deepspeed-slurm-h100")]
 
 
 @pytest.mark.parametrize("text, says", [
