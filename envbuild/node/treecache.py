@@ -20,8 +20,10 @@ archs, Python, the tree's path). Around the build commands, the executor with a 
   which the executor brings to its cache; a build that made none (no GPU: the fused kernels are
   left to the first start) saves nothing and says so.
 
-An archive holds regular files and folders under the outputs only: a member elsewhere, a link
-or a device is refused before anything is written.
+An archive holds regular files and folders under the outputs only: a member elsewhere, a link,
+a device, or a time recorded for a path that is not one of its files is refused before anything is
+written. Neither call goes through a link: an output, or a folder above it, that resolves outside
+the tree is refused (a checkout's link would carry the writes, or the archive's reads, elsewhere).
 """
 import io
 import json
@@ -45,6 +47,19 @@ def _inside(name, outputs):
     return any(name == o or name.startswith(o.rstrip("/") + "/") for o in outputs)
 
 
+def _check_paths(root, outputs):
+    """Refuse an output that is a link, or whose folders resolve outside ``root``."""
+    top = os.path.realpath(root)
+    for o in outputs:
+        path = os.path.join(root, o)
+        parent = os.path.realpath(os.path.dirname(path))
+        if parent != top and not parent.startswith(top.rstrip(os.sep) + os.sep):
+            raise TreeCacheError("%s: the folder of build output %s resolves to %s, outside the tree"
+                                 % (root, o, parent))
+        if os.path.islink(path):
+            raise TreeCacheError("%s: build output %s is a link (to %s)" % (root, o, os.readlink(path)))
+
+
 def _files(root, outputs):
     """The regular files under ``outputs`` of ``root``, as relative paths."""
     out = []
@@ -66,6 +81,7 @@ def save(stash, root, outputs):
     returns what it did, in words."""
     if os.path.exists(stash):
         return "build outputs: the cached archive %s stays (restored before the build)" % os.path.basename(stash)
+    _check_paths(root, outputs)
     missing = [o for o in outputs if not os.path.exists(os.path.join(root, o))]
     if missing:
         return "build outputs: not saved, the build made no %s" % ", ".join(missing)
@@ -103,6 +119,15 @@ def restore(stash, root, outputs):
                                      % (stash, m.name, ", ".join(outputs)))
         if mtimes is None:
             raise TreeCacheError("%s: no %s member, the times of its files are not known" % (stash, MTIMES))
+        if not isinstance(mtimes, dict) or not all(isinstance(t, int) and not isinstance(t, bool)
+                                                   for t in mtimes.values()):
+            raise TreeCacheError("%s: %s is not a map of paths to times in nanoseconds" % (stash, MTIMES))
+        files = set(m.name for m in members if m.isfile() and m.name != MTIMES)
+        strange = sorted(f for f in mtimes if f not in files)
+        if strange:
+            raise TreeCacheError("%s: %s names %r, which is not one of its files under %s"
+                                 % (stash, MTIMES, strange[0], ", ".join(outputs)))
+        _check_paths(root, outputs)
         for o in outputs:
             path = os.path.join(root, o)
             if os.path.isdir(path) and not os.path.islink(path):

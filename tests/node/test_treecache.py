@@ -146,3 +146,45 @@ def test_the_restored_files_keep_their_build_times_and_the_tree_is_dated_before_
     assert (first / "README").stat().st_mtime_ns == oldest - treecache.SECOND_NS
     assert (first / ".git" / "index").stat().st_mtime_ns == git_time
     assert os.access(first / "kernels" / "build" / "k.so", os.X_OK)
+
+
+@pytest.mark.parametrize("times", [{"kernels/build/k.so": 1, "README": 1},
+                                   {"kernels/build/k.so": 1, "../../outside": 1},
+                                   {"kernels/build/k.so": "1"}, ["kernels/build/k.so"]])
+def test_times_for_paths_that_are_not_the_archives_files_are_refused_before_writing(tmp_path, times):
+    root = tmp_path / "src"
+    _checkout(root)
+    readme = root / "README"
+    os.utime(readme, ns=(5 * treecache.SECOND_NS, 5 * treecache.SECOND_NS))
+    outside = tmp_path / "outside"
+    outside.write_text("o")
+    outside_time = outside.stat().st_mtime_ns
+    stash = tmp_path / "outputs.tar"
+    _archive(stash, [(tarfile.TarInfo("kernels/build/k.so"), b"x"),
+                     (tarfile.TarInfo(treecache.MTIMES), json.dumps(times).encode())])
+    with pytest.raises(treecache.TreeCacheError, match=treecache.MTIMES):
+        treecache.restore(str(stash), str(root), OUTPUTS)
+    assert readme.stat().st_mtime_ns == 5 * treecache.SECOND_NS and outside.stat().st_mtime_ns == outside_time
+    assert not (root / "kernels" / "build" / "k.so").exists()
+
+
+def test_outputs_reached_through_a_link_are_neither_written_nor_read(tmp_path):
+    first, stash = _built(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "build").mkdir(parents=True)
+    (elsewhere / "build" / "secret").write_text("s")
+    root = tmp_path / "node2" / "src"
+    root.mkdir(parents=True)
+    (root / "kernels").symlink_to(elsewhere)  # a checkout whose folder above the output is a link
+    with pytest.raises(treecache.TreeCacheError, match="resolves to .*outside the tree"):
+        treecache.restore(str(stash), str(root), OUTPUTS)
+    assert sorted(p.name for p in (elsewhere / "build").iterdir()) == ["secret"]
+    with pytest.raises(treecache.TreeCacheError, match="outside the tree"):
+        treecache.save(str(tmp_path / "s2" / "outputs.tar"), str(root), OUTPUTS)
+    # the output itself a link: nothing read through it either
+    (root / "kernels").unlink()
+    (root / "kernels").mkdir()
+    (root / "kernels" / "build").symlink_to(elsewhere / "build")
+    with pytest.raises(treecache.TreeCacheError, match="is a link"):
+        treecache.save(str(tmp_path / "s3" / "outputs.tar"), str(root), OUTPUTS)
+    assert not (tmp_path / "s3").exists() and not (tmp_path / "s2").exists()
