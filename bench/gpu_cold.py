@@ -26,8 +26,10 @@ damaged one, is refused with the file named.
   that run, and not shadowed by another wheel in the controller's cache (``bundle.prebuilt_not_used``).
 - ``restored``: the build-cache keys of a source's in-tree build outputs (``build_outputs``) that the
   cold install restored instead of building (its node's log.txt says "restored from the build
-  cache" for that step's outputs): from a bundle, or from the node's cache where an earlier install
-  of the lease built them (``wipe:JOB`` in bench/gpu_session.sh: the next node of the kind).
+  cache" for that step's outputs, and the save after the build "none of its N file(s) changed after
+  the restore": a build that redid part of them is not counted): from a bundle, or from the node's
+  cache where an earlier install of the lease built them (``wipe:JOB`` in bench/gpu_session.sh:
+  the next node of the kind).
 - ``gpu``, ``gpus``: from the node's facts (nodes/*/facts.json) of the cold run.
 - ``steps``: the cold run's five longest steps (events.jsonl), where the time went.
 
@@ -48,6 +50,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from envbuild.errors import InputError  # noqa: E402
+from envbuild.node import treecache  # noqa: E402
 from envbuild.record import RunInfo, RunRecord  # noqa: E402
 from envbuild.report.collect import prebuilt_use  # noqa: E402
 
@@ -129,17 +132,19 @@ def _gpu(record: RunRecord) -> tuple[str | None, int | None]:
 
 
 def restored(record: RunRecord) -> list[str]:
-    """The keys of the run's build steps whose outputs its nodes restored from the build cache (the
-    node's log line of ``envbuild.node.treecache.restore``, naming the step's outputs)."""
+    """The keys of the run's build steps whose outputs its nodes restored from the build cache and
+    whose build then changed none of them (the node's log lines of ``envbuild.node.treecache``:
+    restore's, naming the step's outputs, and the save's after it, "none of its N file(s) changed
+    after the restore"). A restore the build then partly redid (ninja rebuilt a module) is not one."""
     keys = set()
     for node in record.nodes():
         log = node.path / "log.txt"
         if node.plan is None or not log.is_file():
             continue
-        said = [line for line in log.read_text(errors="replace").splitlines() if "restored from the build cache" in line]
+        kept = treecache.kept_restores(log.read_text(errors="replace").splitlines())
         for step in node.plan.cached_builds():
             outputs = getattr(step.params, "outputs", [])
-            if outputs and any(f" of {', '.join(outputs)} restored from the build cache" in line for line in said):
+            if outputs and ", ".join(outputs) in kept:
                 keys.add(step.params.cache_key)
     return sorted(keys)
 

@@ -90,6 +90,20 @@ pin_of() {  # JOB: --bundle-sha256 of a bundle made from a lock of the preparer'
 
 ok_rc() { [ "$1" = 0 ] || [ "$1" = 5 ]; }
 
+explain_path() {  # PATH for an install: with NINJA_EXPLAIN=1, a ninja that explains comes first
+  [ "${NINJA_EXPLAIN:-0}" = 1 ] || { printf '%s' "$PATH"; return; }
+  local d=$STATE/explain
+  mkdir -p "$d"
+  cat > "$d/ninja" <<EOS
+#!/bin/sh
+# the next ninja on PATH, with -d explain (bench/gpu_session.sh NINJA_EXPLAIN=1)
+PATH=\$(printf '%s' "\$PATH" | tr ':' '\\n' | grep -vx '$d' | paste -sd: -)
+exec ninja -d explain "\$@"
+EOS
+  chmod +x "$d/ninja"
+  printf '%s:%s' "$d" "$PATH"
+}
+
 install_one() {  # JOB RECIPE: provision from the bundle, no smoke; the job's first install is
   # install.jsonl, a later one (the same bundle again: envbuild's no-op) install-2.jsonl, ...
   local job=$1 recipe=$2 bundle rc name=install n=2
@@ -101,7 +115,7 @@ install_one() {  # JOB RECIPE: provision from the bundle, no smoke; the job's fi
   echo "$recipe" > "$STATE/$job/recipe"
   bundle=$(bundle_of "$job") || { touch "$STATE/$job/failed"; return 1; }
   # shellcheck disable=SC2046 # pin_of: two words or none
-  $EB provision "$recipe" --target "$TARGET" --hosts local --bundle "$bundle" $(pin_of "$job") --no-smoke --json \
+  PATH=$(explain_path) $EB provision "$recipe" --target "$TARGET" --hosts local --bundle "$bundle" $(pin_of "$job") --no-smoke --json \
       > "$STATE/$job/$name.jsonl" 2> "$STATE/$job/$name.err"
   rc=$?
   ok_rc $rc || touch "$STATE/$job/failed"

@@ -15,10 +15,12 @@ archs, Python, the tree's path). Around the build commands, the executor with a 
   that decides by time (ninja, make) then finds the outputs up to date, and one that also
   compares its recorded command lines (ninja's log, restored with the folder) rebuilds where
   they differ: the build commands always run after a restore.
-* ``save(stash, root, outputs)`` after them: where nothing was restored and the commands made
-  every output, an archive of them (with ``MTIMES``, their times in nanoseconds) at ``stash``,
-  which the executor brings to its cache; a build that made none (no GPU: the fused kernels are
-  left to the first start) saves nothing and says so.
+* ``save(stash, root, outputs)`` after them: where the archive was restored, which of its files
+  the commands changed (none: the restore saved the build; some: it saved less or nothing);
+  where nothing was restored and the commands made every output, an archive of them (with
+  ``MTIMES``, their times in nanoseconds) at ``stash``, which the executor brings to its cache;
+  a build that made none (no GPU: the fused kernels are left to the first start) saves nothing
+  and says so.
 
 An archive holds regular files and folders under the outputs only: a member elsewhere, a link,
 a device, or a time recorded for a path that is not one of its files is refused before anything is
@@ -80,7 +82,8 @@ def save(stash, root, outputs):
     """Archive the outputs at ``stash`` when the build made all of them and none was restored;
     returns what it did, in words."""
     if os.path.exists(stash):
-        return "build outputs: the cached archive %s stays (restored before the build)" % os.path.basename(stash)
+        return "build outputs: the cached archive %s stays (restored before the build); %s" % (
+            os.path.basename(stash), _rebuilt(stash, root))
     _check_paths(root, outputs)
     missing = [o for o in outputs if not os.path.exists(os.path.join(root, o))]
     if missing:
@@ -101,6 +104,25 @@ def save(stash, root, outputs):
         tar.addfile(info, io.BytesIO(data))
     os.replace(part, stash)
     return "build outputs: %d file(s) of %s saved for the next node" % (len(files), ", ".join(outputs))
+
+
+def _rebuilt(stash, root):
+    """Which restored files the build commands changed, in words: a restore saved the build only
+    where none changed. A file written again with the archive's bytes (torch writes each module's
+    build.ninja into the shared folder in turn) is named apart: its content is what was restored."""
+    changed, same = [], []
+    with tarfile.open(stash, "r") as tar:
+        mtimes = json.loads(tar.extractfile(tar.getmember(MTIMES)).read().decode())
+        for f in sorted(mtimes):
+            path = os.path.join(root, f)
+            if not os.path.isfile(path):
+                changed.append(f)
+            elif os.stat(path).st_mtime_ns != int(mtimes[f]):
+                with open(path, "rb") as now:
+                    (same if now.read() == tar.extractfile(tar.getmember(f)).read() else changed).append(f)
+    said = ("none of its %d file(s) changed after the restore" % len(mtimes) if not changed else
+            "%d of its %d file(s) changed after the restore: %s" % (len(changed), len(mtimes), ", ".join(changed)))
+    return said + ("; written again with the same bytes: %s" % ", ".join(same) if same else "")
 
 
 def restore(stash, root, outputs):
@@ -176,3 +198,20 @@ def _age_inputs(root, outputs, oldest, before):
                 os.utime(path, ns=(before, before))
                 count += 1
     return count
+
+
+def kept_restores(lines):
+    """The outputs (as restore's line names them, "a, b") of each restore in a node's log that
+    the build after it changed none of: restore's line, then save's "none of its N file(s)
+    changed after the restore". A restore whose build redid part of it, or whose save said
+    nothing of it (a record made before save said so), is not one."""
+    kept, pending = set(), None
+    for line in lines:
+        if " restored from the build cache" in line and " file(s) of " in line:
+            pending = line.split(" file(s) of ", 1)[1].split(" restored from the build cache", 1)[0]
+        elif pending is not None and "stays (restored before the build)" in line:
+            if "; none of its " in line and " changed after the restore" in line:
+                kept.add(pending)
+            pending = None
+    return kept
+

@@ -16,6 +16,7 @@ from envbuild import __version__
 from envbuild.compat.check import Verdict as PreflightVerdict
 from envbuild.errors import InputError
 from envbuild.facts.model import NodeFacts
+from envbuild.node import treecache
 from envbuild.observe import Observed, compare_expected, expected_state
 from envbuild.observe.compare import same_version
 from envbuild.plan.model import Plan
@@ -282,22 +283,32 @@ def verdict(reasons: list[Reason], notes: list[str]) -> Verdict:
 
 
 def prebuilt_use(bundle: BundleRecord, nodes: list[NodeRecord]) -> dict[str, list[str]]:
-    """The bundle's carried extension wheels the run installed (``prebuilt``: a node's step that
-    builds that key ran in this run, and the controller's cache held exactly the carried bytes,
-    which the provision pushed) and the others, each with why not (``prebuilt_not_used``)."""
+    """The bundle's carried extension wheels and build-output archives the run used (``prebuilt``:
+    a node's step that builds that key ran in this run, the controller's cache held exactly the
+    carried bytes, which the provision pushed, and, for build outputs, the node's log shows the
+    build after the restore changed none of them) and the others, each with why not
+    (``prebuilt_not_used``)."""
     carried = sorted({*bundle.prebuilt, *bundle.prebuilt_seeded})
-    planned, ran = set(), set()
+    planned, ran, trees, kept = set(), set(), set(), set()
     for node in nodes:
         steps = node.plan.cached_builds() if node.plan is not None else []
         changed = set(node.result.changed) if node.result is not None else set()
         planned |= {s.params.cache_key for s in steps}
         ran |= {s.params.cache_key for s in steps if s.id in changed}
+        outputs = {s.params.cache_key: ", ".join(s.params.outputs) for s in steps if getattr(s.params, "outputs", None)}
+        trees |= set(outputs)
+        log = node.path / "log.txt"
+        restores = treecache.kept_restores(log.read_text(errors="replace").splitlines()) if log.is_file() else set()
+        kept |= {key for key, said in outputs.items() if said in restores}
     used, unused = [], []
     for key in carried:
         if key not in planned:
             unused.append(f"{key} (no node's plan builds that key)")
         elif key not in ran:
             unused.append(f"{key} (no node's step of that key ran in this run: its environment had it already)")
+        elif key in trees and key not in kept:
+            unused.append(f"{key} (its build outputs were restored, but the node's log does not show the build "
+                          "then changed none of them: it redid them, in part or whole)")
         elif key in bundle.prebuilt_not_used:
             unused.append(f"{key} (the controller's build cache held another wheel or archive for that key: "
                           "that one was used)")

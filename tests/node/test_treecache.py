@@ -69,8 +69,10 @@ def test_outputs_restored_into_a_newer_checkout_are_up_to_date_for_ninja(tmp_pat
     restored, said = treecache.restore(str(stash), str(first), OUTPUTS)
     assert restored and said.startswith("build outputs: 5 file(s) of kernels/build restored from the build cache")
     assert "ninja: no work to do." in _ninja(first)
-    # the stash stays, so the step's save keeps the cache's archive and writes nothing
-    assert "stays" in treecache.save(str(stash), str(first), OUTPUTS)
+    # the stash stays, so the step's save keeps the cache's archive, and says ninja wrote none of it again
+    assert treecache.save(str(stash), str(first), OUTPUTS) == (
+        "build outputs: the cached archive outputs.tar stays (restored before the build); "
+        "none of its 5 file(s) changed after the restore")
 
 
 def test_an_input_changed_after_the_restore_is_rebuilt(tmp_path):
@@ -80,6 +82,23 @@ def test_an_input_changed_after_the_restore_is_rebuilt(tmp_path):
     treecache.restore(str(stash), str(first), OUTPUTS)
     (first / "kernels" / "k.h").write_text("#define SCALE 4\n")  # a header, known from ninja's deps log
     assert "gcc -shared" in _ninja(first)
+
+
+def test_the_save_after_a_restore_names_what_the_build_wrote_again(tmp_path):
+    first, stash = _built(tmp_path)
+    shutil.rmtree(first)
+    _checkout(first)
+    treecache.restore(str(stash), str(first), OUTPUTS)
+    time.sleep(0.05)
+    (first / "kernels" / "k.h").write_text("#define SCALE 4\n")
+    manifest = first / "kernels" / "build" / "build.ninja"
+    manifest.write_text(manifest.read_text())  # written again, as torch writes it, with the same bytes
+    assert "gcc -shared" in _ninja(first)
+    said = treecache.save(str(stash), str(first), OUTPUTS)
+    assert said == ("build outputs: the cached archive outputs.tar stays (restored before the build); "
+                    "4 of its 5 file(s) changed after the restore: kernels/build/.ninja_deps, "
+                    "kernels/build/.ninja_log, kernels/build/k.o, kernels/build/k.so; "
+                    "written again with the same bytes: kernels/build/build.ninja")
 
 
 def test_a_changed_command_line_is_rebuilt(tmp_path):

@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from envbuild.fsio import sha256_file
+from envbuild.report.collect import collect
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(not (shutil.which("ninja") and shutil.which("gcc")),
@@ -110,6 +111,7 @@ def test_outputs_built_once_restored_on_the_next_node_and_carried_by_a_bundle(mi
     log = node_log(run2)
     assert "build outputs: 5 file(s) of kernels/build restored from the build cache" in log, log[-3000:]
     assert "ninja: no work to do." in log and "gcc" not in log and "saved for the next node" not in log
+    assert "none of its 5 file(s) changed after the restore" in log
     assert (prefix / "src" / "kern" / "kernels" / "build" / "libk.so").read_bytes() == built
 
     # carried: a bundle from this cache packs the archive; a controller that never built it restores it
@@ -130,3 +132,4 @@ def test_outputs_built_once_restored_on_the_next_node_and_carried_by_a_bundle(mi
     record = json.loads((run3 / "run.json").read_text())
     assert record["bundle"]["prebuilt"] == [key] and record["bundle"]["prebuilt_seeded"] == [key]
     assert record["bundle"]["prebuilt_not_used"] == []
+    assert collect(run3).run.bundle.prebuilt == [key]  # the report: carried, restored, and kept by the build

@@ -87,3 +87,35 @@ def test_a_carried_wheel_whose_step_did_not_run_is_not_called_installed(tmp_path
     assert bundle["prebuilt"] == []
     assert bundle["prebuilt_not_used"] == [f"{KEY} (no node's step of that key ran in this run: its environment "
                                            "had it already)"]
+
+
+RUN16 = ROOT / "docs" / "results" / "h200x2-run16" / "alpa-node2" / "20261128-080541-alpa-megatron-h100-h100-venv"
+TREE = "tree-megatron-c28bbd208d16-3fd55e27067e8e63696e"
+
+
+@pytest.mark.parametrize("said, used", [
+    ("", False),  # run 16 as recorded: ninja rebuilt one of the three modules, and the save did not say
+    ("; 3 of its 12 file(s) changed after the restore: megatron/fused_kernels/build/.ninja_log", False),
+    ("; none of its 12 file(s) changed after the restore", True)])
+def test_carried_build_outputs_are_called_used_only_where_the_build_changed_none_of_them(tmp_path, said,
+                                                                                         used) -> None:
+    """Run 16's next node restored Megatron's fused-kernel folder (from the node's cache; here the
+    record says a bundle carried it), and ninja then rebuilt one module: a restore is a build saved
+    only where the node's log shows the build after it changed none of the restored files."""
+    import shutil
+
+    run = tmp_path / RUN16.name
+    shutil.copytree(RUN16, run)
+    data = json.loads((run / "run.json").read_text())
+    data["bundle"]["prebuilt"] = [*data["bundle"]["prebuilt"], TREE]
+    (run / "run.json").write_text(json.dumps(data, indent=2))
+    log = run / "nodes" / "local" / "log.txt"
+    stays = "build outputs: the cached archive outputs.tar stays (restored before the build)"
+    assert stays in log.read_text()
+    log.write_text(log.read_text().replace(stays, stays + said))
+    assert main(["report", str(run), "--format", "json", "-o", str(tmp_path / "r.json")]) == 5  # install only: NOT JUDGED
+    bundle = json.loads((tmp_path / "r.json").read_text())["run"]["bundle"]
+    assert (TREE in bundle["prebuilt"]) is used and KEY in bundle["prebuilt"]
+    assert bundle["prebuilt_not_used"] == ([] if used else [
+        f"{TREE} (its build outputs were restored, but the node's log does not show the build then changed "
+        "none of them: it redid them, in part or whole)"])
