@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision megatron-deepspeed-slurm-h100 on h100-venv (host h100-venv, facts profile:h100-venv),
-# rendered by envbuild 0.1.0 from the plan; lock digest b0f9ea4a65944d4ba5b352214f9fbdcd5401590fa94add50850e2abbc4fce1ec.
+# rendered by envbuild 0.1.0 from the plan; lock digest 9cbe7b5aa28d5f8f442064255b3b65232c3f4ea6808b5b68338b50599110e55b.
 # Regenerate: envbuild render megatron-deepspeed-slurm-h100 --target h100-venv --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
@@ -144,7 +144,9 @@ step_patch_sample_idx_python() {
 }
 
 # step build:megatron-deepspeed: build megatron-deepspeed
-# why: published build step for megatron-deepspeed
+# why: published build step for megatron-deepspeed; its outputs (megatron/fused_kernels/build) are
+# why: built once per key tree-megatron-deepspeed-87476ced4362-a0b01846d3ccb0de7582 and restored from
+# why: the build cache on the next node
 step_build_megatron_deepspeed() {
   (cd /root/.envbuild/envs/megatron-deepspeed-slurm-h100/src/megatron-deepspeed && env PATH=/root/.envbuild/envs/megatron-deepspeed-slurm-h100/bin:"$PATH" bash -ec 'python3 -c "import subprocess, sysconfig; subprocess.check_call(['"'"'make'"'"', '"'"'-C'"'"', '"'"'megatron/data'"'"', '"'"'LIBEXT='"'"' + sysconfig.get_config_var('"'"'EXT_SUFFIX'"'"')])"')
   (cd /root/.envbuild/envs/megatron-deepspeed-slurm-h100/src/megatron-deepspeed && env PATH=/root/.envbuild/envs/megatron-deepspeed-slurm-h100/bin:"$PATH" bash -ec 'python3 -c "import sys, types, torch, importlib.util as u; torch.cuda.is_available() or sys.exit(print('"'"'no GPU: the fused kernels are built at the first start'"'"')); s = u.spec_from_file_location('"'"'megatron_fused_kernels'"'"', '"'"'megatron/fused_kernels/__init__.py'"'"'); m = u.module_from_spec(s); s.loader.exec_module(m); m.load(types.SimpleNamespace(rank=0, masked_softmax_fusion=True))"')
