@@ -9,8 +9,12 @@ archs, Python, the tree's path). Around the build commands, the executor with a 
 
 * ``restore(stash, root, outputs)`` before them: where the controller's cache held an archive of
   the key (copied to ``stash``), its files replace the outputs, with the modification times
-  they had when they were built; every other file of the tree that is newer than the oldest of
-  them gets that oldest time less one second. The tree's files are those of the key's commit and
+  they had when they were built; every other file of the tree that is newer than the build's
+  start (``STARTED``, which restore stamped beside the stash where nothing was cached, and save
+  archived) or the oldest of them gets that time less one second. Not the oldest output alone:
+  ninja's log records each command's start, not its output's time, and a first module's
+  sources dated after its command began are newer than its log says (run 17: ninja rebuilt the
+  first of Megatron's three modules). The tree's files are those of the key's commit and
   patches, which the outputs were built from; only their checkout here is newer. A build tool
   that decides by time (ninja, make) then finds the outputs up to date, and one that also
   compares its recorded command lines (ninja's log, restored with the folder) rebuilds where
@@ -32,8 +36,10 @@ import json
 import os
 import shutil
 import tarfile
+import time
 
 MTIMES = ".envbuild-mtimes.json"  # the archive's member with each file's mtime in nanoseconds
+STARTED = ".envbuild-build-started"  # the archive's member with the time its build began, in ns
 SECOND_NS = 1000000000
 
 
@@ -85,6 +91,7 @@ def save(stash, root, outputs):
         return "build outputs: the cached archive %s stays (restored before the build); %s" % (
             os.path.basename(stash), _rebuilt(stash, root))
     _check_paths(root, outputs)
+    started = _take_stamp(stash)
     missing = [o for o in outputs if not os.path.exists(os.path.join(root, o))]
     if missing:
         return "build outputs: not saved, the build made no %s" % ", ".join(missing)
@@ -102,8 +109,30 @@ def save(stash, root, outputs):
         info.size = len(data)
         info.mode = 0o644
         tar.addfile(info, io.BytesIO(data))
+        if started is not None:
+            data = str(started).encode()
+            info = tarfile.TarInfo(STARTED)
+            info.size = len(data)
+            info.mode = 0o644
+            tar.addfile(info, io.BytesIO(data))
     os.replace(part, stash)
     return "build outputs: %d file(s) of %s saved for the next node" % (len(files), ", ".join(outputs))
+
+
+def _take_stamp(stash):
+    """The build's start time that restore wrote beside the stash (None without one); the stamp is
+    removed, and its folder too where nothing else is in it."""
+    stamp = stash + ".started"
+    if not os.path.isfile(stamp):
+        return None
+    with open(stamp) as f:
+        text = f.read().strip()
+    os.remove(stamp)
+    try:
+        os.rmdir(os.path.dirname(stamp))
+    except OSError:
+        pass  # not empty: it holds more than the stamp
+    return int(text) if text.isdigit() else None
 
 
 def _rebuilt(stash, root):
@@ -129,13 +158,24 @@ def restore(stash, root, outputs):
     """Put the archive's outputs into the tree (see the module docstring); returns (restored,
     what it did in words). No archive at ``stash``: nothing is done."""
     if not os.path.exists(stash):
+        # the build begins now: its archive records it, and the next node's tree is dated before it
+        # (ninja's log records each command's start, which is before its output's time)
+        if not os.path.isdir(os.path.dirname(stash)):
+            os.makedirs(os.path.dirname(stash))
+        with open(stash + ".started", "w") as f:
+            f.write("%d\n" % time.time_ns())
         return False, "build outputs: none cached for this key, the build makes them"
     with tarfile.open(stash, "r") as tar:
         members = tar.getmembers()
-        mtimes = None
+        mtimes, started = None, None
         for m in members:
             if m.name == MTIMES and m.isfile():
                 mtimes = json.loads(tar.extractfile(m).read().decode())
+            elif m.name == STARTED and m.isfile():
+                text = tar.extractfile(m).read().decode().strip()
+                if not text.isdigit():
+                    raise TreeCacheError("%s: %s is not a time in nanoseconds: %r" % (stash, STARTED, text[:40]))
+                started = int(text)
             elif not (m.isfile() or m.isdir()) or not _inside(m.name, outputs):
                 raise TreeCacheError("%s: member %r is not a file or folder under %s"
                                      % (stash, m.name, ", ".join(outputs)))
@@ -144,7 +184,7 @@ def restore(stash, root, outputs):
         if not isinstance(mtimes, dict) or not all(isinstance(t, int) and not isinstance(t, bool)
                                                    for t in mtimes.values()):
             raise TreeCacheError("%s: %s is not a map of paths to times in nanoseconds" % (stash, MTIMES))
-        files = set(m.name for m in members if m.isfile() and m.name != MTIMES)
+        files = set(m.name for m in members if m.isfile() and m.name not in (MTIMES, STARTED))
         strange = sorted(f for f in mtimes if f not in files)
         if strange:
             raise TreeCacheError("%s: %s names %r, which is not one of its files under %s"
@@ -157,7 +197,7 @@ def restore(stash, root, outputs):
             elif os.path.lexists(path):
                 os.remove(path)
         for m in members:
-            if m.name == MTIMES:
+            if m.name in (MTIMES, STARTED):
                 continue
             dest = os.path.join(root, m.name)
             if m.isdir():
@@ -177,8 +217,9 @@ def restore(stash, root, outputs):
             os.utime(path, ns=(int(mtimes[f]), int(mtimes[f])))
     if not times:
         return True, "build outputs: the cached archive holds no files"
-    before = min(times) - SECOND_NS
-    older = _age_inputs(root, outputs, min(times), before)
+    oldest = min(times) if started is None else min(min(times), started)
+    before = oldest - SECOND_NS
+    older = _age_inputs(root, outputs, oldest, before)
     return True, ("build outputs: %d file(s) of %s restored from the build cache; %d file(s) of the tree "
                   "dated before them" % (len(times), ", ".join(outputs), older))
 

@@ -16,8 +16,17 @@ import pytest
 
 from envbuild.node import treecache
 
-pytestmark = pytest.mark.skipif(not (shutil.which("ninja") and shutil.which("gcc")),
-                                reason="needs ninja and gcc (.ci/apt-packages.txt: ninja-build)")
+
+
+def _ninja_version() -> tuple[int, ...]:
+    if not shutil.which("ninja"):
+        return ()
+    out = subprocess.run(["ninja", "--version"], capture_output=True, text=True).stdout
+    return tuple(int(p) for p in out.strip().split(".")[:2] if p.isdigit())
+
+
+pytestmark = pytest.mark.skipif(not (_ninja_version() >= (1, 12) and shutil.which("gcc")),
+                                reason="needs gcc and ninja >= 1.12 on PATH (the test venv's, requirements/dev.lock)")
 
 OUTPUTS = ["kernels/build"]
 NINJA = """\
@@ -207,3 +216,50 @@ def test_outputs_reached_through_a_link_are_neither_written_nor_read(tmp_path):
     with pytest.raises(treecache.TreeCacheError, match="is a link"):
         treecache.save(str(tmp_path / "s3" / "outputs.tar"), str(root), OUTPUTS)
     assert not (tmp_path / "s3").exists() and not (tmp_path / "s2").exists()
+
+
+SLOW = NINJA.replace("  command = gcc -MMD", "  command = sleep 1.5 && gcc -MMD")
+
+
+def test_a_build_whose_command_ends_after_it_began_is_up_to_date_after_the_restore(tmp_path):
+    """ninja's log records each command's start, not its output's time: Megatron's first module
+    compiles for ~30 s, so its sources dated just before the oldest output were still newer than
+    its log said, and ninja rebuilt it on the next node (run 17). The tree is dated before the
+    build's start, which restore stamps where nothing is cached and save archives (ninja >= 1.12,
+    the test venv's and the node's; run 17's `-d explain` lines, docs/results/h200x2-run17)."""
+    first = tmp_path / "node1" / "src"
+    _checkout(first)
+    (first / "kernels" / "build" / "build.ninja").write_text(SLOW.format(root=first))
+    stash = tmp_path / "node1" / "stash" / "outputs.tar"
+    assert treecache.restore(str(stash), str(first), OUTPUTS)[0] is False  # nothing cached: the build begins
+    assert "gcc -shared" in _ninja(first)
+    os.utime(first / "kernels" / "build" / "build.ninja")  # written after the build, as torch writes the next module's
+    assert "saved for the next node" in treecache.save(str(stash), str(first), OUTPUTS)
+    assert sorted(p.name for p in stash.parent.iterdir()) == ["outputs.tar"]  # the stamp is in the archive
+    with tarfile.open(stash) as tar:
+        started = int(tar.extractfile(treecache.STARTED).read())
+        times = json.loads(tar.extractfile(treecache.MTIMES).read())
+    assert started < min(times.values()) - treecache.SECOND_NS  # the command began 1.5 s before its output
+
+    shutil.rmtree(first)
+    _checkout(first)
+    (first / "kernels" / "build" / "build.ninja").write_text(SLOW.format(root=first))
+    treecache.restore(str(stash), str(first), OUTPUTS)
+    assert (first / "kernels" / "k.c").stat().st_mtime_ns == started - treecache.SECOND_NS
+    assert "ninja: no work to do." in _ninja(first)
+    assert "; none of its 5 file(s) changed after the restore" in treecache.save(str(stash), str(first), OUTPUTS)
+
+    # the same archive without the start, as run 17's were: the tree dated before the oldest output
+    # only, and ninja finds the source newer than the start its log recorded
+    plain = tmp_path / "plain.tar"
+    with tarfile.open(stash) as tar, tarfile.open(plain, "w") as out:
+        for m in tar.getmembers():
+            if m.name != treecache.STARTED:
+                out.addfile(m, tar.extractfile(m))
+    shutil.rmtree(first)
+    _checkout(first)
+    (first / "kernels" / "build" / "build.ninja").write_text(SLOW.format(root=first))
+    treecache.restore(str(plain), str(first), OUTPUTS)
+    explained = subprocess.run(["ninja", "-d", "explain", "-n", "-C", str(first / "kernels" / "build")],
+                               capture_output=True, text=True, check=True)
+    assert "recorded mtime of k.o older than most recent input" in explained.stdout + explained.stderr

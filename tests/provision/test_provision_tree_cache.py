@@ -97,7 +97,7 @@ def test_outputs_built_once_restored_on_the_next_node_and_carried_by_a_bundle(mi
     key = step["params"]["cache_key"]
     archive = home / "cache" / "wheels" / key / "outputs.tar"
     with tarfile.open(archive) as tar:
-        assert sorted(tar.getnames()) == sorted([".envbuild-mtimes.json", "kernels/build/.ninja_deps",
+        assert sorted(tar.getnames()) == sorted([".envbuild-build-started", ".envbuild-mtimes.json", "kernels/build/.ninja_deps",
                                                  "kernels/build/.ninja_log", "kernels/build/build.ninja",
                                                  "kernels/build/k.o", "kernels/build/libk.so"])
     built = (prefix / "src" / "kern" / "kernels" / "build" / "libk.so").read_bytes()
