@@ -133,19 +133,16 @@ def _gpu(record: RunRecord) -> tuple[str | None, int | None]:
 
 def restored(record: RunRecord) -> list[str]:
     """The keys of the run's build steps whose outputs its nodes restored from the build cache and
-    whose build then changed none of them (the node's log lines of ``envbuild.node.treecache``:
-    restore's, naming the step's outputs, and the save's after it, "none of its N file(s) changed
-    after the restore"). A restore the build then partly redid (ninja rebuilt a module) is not one."""
+    whose build then changed none of them (the node's log lines of ``envbuild.node.treecache``,
+    each naming its key: restore's, and the save's after it, "none of its N file(s) changed after
+    the restore"). A restore the build then partly redid (ninja rebuilt a module) is not one."""
     keys = set()
     for node in record.nodes():
         log = node.path / "log.txt"
         if node.plan is None or not log.is_file():
             continue
         kept = treecache.kept_restores(log.read_text(errors="replace").splitlines())
-        for step in node.plan.cached_builds():
-            outputs = getattr(step.params, "outputs", [])
-            if outputs and ", ".join(outputs) in kept:
-                keys.add(step.params.cache_key)
+        keys |= {s.params.cache_key for s in node.plan.cached_builds() if s.params.cache_key in kept}
     return sorted(keys)
 
 

@@ -27,24 +27,35 @@ archs, Python, the tree's path). Around the build commands, the executor with a 
   and says so.
 
 An archive holds regular files and folders under the outputs only: a member elsewhere, a link,
-a device, or a time recorded for a path that is not one of its files is refused before anything is
-written. Neither call goes through a link: an output, or a folder above it, that resolves outside
-the tree is refused (a checkout's link would carry the writes, or the archive's reads, elsewhere).
+a device, members that clash (a name twice, or under a file), or a time recorded for a path that
+is not one of its files is refused before anything is written. Neither call goes through a link:
+an output, or a folder above it, that resolves outside the tree is refused (a checkout's link
+would carry the writes, or the archive's reads, elsewhere). Each line either prints begins with
+"build outputs (KEY):", KEY the stash's folder (the cache key), which ``kept_restores`` reads.
 """
+import errno
 import io
 import json
 import os
 import shutil
 import tarfile
-import time
 
 MTIMES = ".envbuild-mtimes.json"  # the archive's member with each file's mtime in nanoseconds
 STARTED = ".envbuild-build-started"  # the archive's member with the time its build began, in ns
+# the archive's format, part of the cache key (envbuild.plan.build._tree_key): 2 records the build's
+# start; an archive of format 1 (runs 16 and 17) has none, and its key is not asked for again
+ARCHIVE_FORMAT = 2
 SECOND_NS = 1000000000
 
 
 class TreeCacheError(Exception):
     pass
+
+
+def _said(stash, text):
+    """A line of the node's log: "build outputs (KEY): ...", KEY the stash's folder (the cache key,
+    ``tree_stash``), so that a reader ties it to its step (``kept_restores``)."""
+    return "build outputs (%s): %s" % (os.path.basename(os.path.dirname(os.path.abspath(stash))), text)
 
 
 def _inside(name, outputs):
@@ -87,14 +98,14 @@ def _files(root, outputs):
 def save(stash, root, outputs):
     """Archive the outputs at ``stash`` when the build made all of them and none was restored;
     returns what it did, in words."""
-    if os.path.exists(stash):
-        return "build outputs: the cached archive %s stays (restored before the build); %s" % (
-            os.path.basename(stash), _rebuilt(stash, root))
     _check_paths(root, outputs)
+    if os.path.exists(stash):
+        return _said(stash, "the cached archive %s stays (restored before the build); %s" % (
+            os.path.basename(stash), _rebuilt(stash, root)))
     started = _take_stamp(stash)
     missing = [o for o in outputs if not os.path.exists(os.path.join(root, o))]
     if missing:
-        return "build outputs: not saved, the build made no %s" % ", ".join(missing)
+        return _said(stash, "not saved, the build made no %s" % ", ".join(missing))
     files = _files(root, outputs)
     mtimes = dict((f, os.stat(os.path.join(root, f)).st_mtime_ns) for f in files)
     folder = os.path.dirname(stash)
@@ -103,55 +114,87 @@ def save(stash, root, outputs):
     part = stash + ".part"
     with tarfile.open(part, "w", format=tarfile.PAX_FORMAT) as tar:
         for f in files:
-            tar.add(os.path.join(root, f), arcname=f, recursive=False)
-        data = json.dumps(mtimes, sort_keys=True).encode()
-        info = tarfile.TarInfo(MTIMES)
-        info.size = len(data)
-        info.mode = 0o644
-        tar.addfile(info, io.BytesIO(data))
+            # each a regular member, a hard link too (tarfile would store the second of two linked
+            # files as a link, which restore refuses)
+            path = os.path.join(root, f)
+            info = tar.gettarinfo(path, arcname=f)
+            info.type, info.linkname, info.size = tarfile.REGTYPE, "", os.path.getsize(path)
+            with open(path, "rb") as fh:
+                tar.addfile(info, fh)
+        _add_text(tar, MTIMES, json.dumps(mtimes, sort_keys=True))
         if started is not None:
-            data = str(started).encode()
-            info = tarfile.TarInfo(STARTED)
-            info.size = len(data)
-            info.mode = 0o644
-            tar.addfile(info, io.BytesIO(data))
+            _add_text(tar, STARTED, str(started))
     os.replace(part, stash)
-    return "build outputs: %d file(s) of %s saved for the next node" % (len(files), ", ".join(outputs))
+    return _said(stash, "%d file(s) of %s saved for the next node" % (len(files), ", ".join(outputs)))
+
+
+def _add_text(tar, name, text):
+    data = text.encode()
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    info.mode = 0o644
+    tar.addfile(info, io.BytesIO(data))
+
+
+def _stamp(stash):
+    """Record that a build begins now (nothing cached for its key): the stamp beside the stash gets
+    the filesystem's time of its making, as the build's own files will. An existing stamp stays:
+    a build that failed and is run again began at the earlier time, and its first outputs are as
+    old as that (an older start dates the next node's tree earlier, the safe side)."""
+    folder = os.path.dirname(stash)
+    if not os.path.isdir(folder):
+        os.makedirs(folder)
+    try:
+        fd = os.open(stash + ".started", os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    except OSError as exc:
+        if exc.errno == errno.EEXIST:
+            return
+        raise
+    os.close(fd)
 
 
 def _take_stamp(stash):
-    """The build's start time that restore wrote beside the stash (None without one); the stamp is
+    """The build's start (the stamp's modification time, None without one); the stamp is
     removed, and its folder too where nothing else is in it."""
     stamp = stash + ".started"
-    if not os.path.isfile(stamp):
+    if os.path.islink(stamp) or not os.path.isfile(stamp):
         return None
-    with open(stamp) as f:
-        text = f.read().strip()
+    started = os.lstat(stamp).st_mtime_ns
     os.remove(stamp)
     try:
         os.rmdir(os.path.dirname(stamp))
     except OSError:
         pass  # not empty: it holds more than the stamp
-    return int(text) if text.isdigit() else None
+    return started
 
 
 def _rebuilt(stash, root):
     """Which restored files the build commands changed, in words: a restore saved the build only
-    where none changed. A file written again with the archive's bytes (torch writes each module's
-    build.ninja into the shared folder in turn) is named apart: its content is what was restored."""
+    where none changed. A file whose time changed but whose bytes are the archive's is named apart
+    and not counted as changed (torch writes each module's build.ninja into the shared folder in
+    turn; a tool that rebuilt a file to the same bytes and keeps no log of it would pass too)."""
     changed, same = [], []
     with tarfile.open(stash, "r") as tar:
         mtimes = json.loads(tar.extractfile(tar.getmember(MTIMES)).read().decode())
         for f in sorted(mtimes):
             path = os.path.join(root, f)
-            if not os.path.isfile(path):
+            if os.path.islink(path) or not os.path.isfile(path):
                 changed.append(f)
-            elif os.stat(path).st_mtime_ns != int(mtimes[f]):
-                with open(path, "rb") as now:
-                    (same if now.read() == tar.extractfile(tar.getmember(f)).read() else changed).append(f)
+            elif os.lstat(path).st_mtime_ns != int(mtimes[f]):
+                (same if _same_bytes(path, tar.extractfile(tar.getmember(f))) else changed).append(f)
     said = ("none of its %d file(s) changed after the restore" % len(mtimes) if not changed else
             "%d of its %d file(s) changed after the restore: %s" % (len(changed), len(mtimes), ", ".join(changed)))
     return said + ("; written again with the same bytes: %s" % ", ".join(same) if same else "")
+
+
+def _same_bytes(path, member):
+    with open(path, "rb") as f:
+        while True:
+            a, b = f.read(1 << 20), member.read(1 << 20)
+            if a != b:
+                return False
+            if not a:
+                return True
 
 
 def restore(stash, root, outputs):
@@ -160,11 +203,9 @@ def restore(stash, root, outputs):
     if not os.path.exists(stash):
         # the build begins now: its archive records it, and the next node's tree is dated before it
         # (ninja's log records each command's start, which is before its output's time)
-        if not os.path.isdir(os.path.dirname(stash)):
-            os.makedirs(os.path.dirname(stash))
-        with open(stash + ".started", "w") as f:
-            f.write("%d\n" % time.time_ns())
-        return False, "build outputs: none cached for this key, the build makes them"
+        _check_paths(root, outputs)
+        _stamp(stash)
+        return False, _said(stash, "none cached for this key, the build makes them")
     with tarfile.open(stash, "r") as tar:
         members = tar.getmembers()
         mtimes, started = None, None
@@ -185,11 +226,18 @@ def restore(stash, root, outputs):
                                                    for t in mtimes.values()):
             raise TreeCacheError("%s: %s is not a map of paths to times in nanoseconds" % (stash, MTIMES))
         files = set(m.name for m in members if m.isfile() and m.name not in (MTIMES, STARTED))
+        names = [m.name.rstrip("/") for m in members]
+        clash = sorted(set(n for n in names if names.count(n) > 1) |
+                       set(n for n in names if any(n.startswith(f + "/") for f in files)))
+        if clash:
+            raise TreeCacheError("%s: member %r appears twice, or under a member that is a file" % (stash, clash[0]))
         strange = sorted(f for f in mtimes if f not in files)
         if strange:
             raise TreeCacheError("%s: %s names %r, which is not one of its files under %s"
                                  % (stash, MTIMES, strange[0], ", ".join(outputs)))
         _check_paths(root, outputs)
+        if os.path.lexists(stash + ".started"):
+            os.remove(stash + ".started")  # an earlier attempt's, which built nothing that was kept
         for o in outputs:
             path = os.path.join(root, o)
             if os.path.isdir(path) and not os.path.islink(path):
@@ -216,12 +264,13 @@ def restore(stash, root, outputs):
         if os.path.isfile(path):
             os.utime(path, ns=(int(mtimes[f]), int(mtimes[f])))
     if not times:
-        return True, "build outputs: the cached archive holds no files"
+        return True, _said(stash, "the cached archive holds no files")
     oldest = min(times) if started is None else min(min(times), started)
     before = oldest - SECOND_NS
     older = _age_inputs(root, outputs, oldest, before)
-    return True, ("build outputs: %d file(s) of %s restored from the build cache; %d file(s) of the tree "
-                  "dated before them" % (len(times), ", ".join(outputs), older))
+    return True, _said(stash, "%d file(s) of %s restored from the build cache; %d file(s) of the tree dated "
+                              "before %s" % (len(times), ", ".join(outputs), older,
+                                             "the build's start" if started is not None else "them"))
 
 
 def _age_inputs(root, outputs, oldest, before):
@@ -242,17 +291,24 @@ def _age_inputs(root, outputs, oldest, before):
 
 
 def kept_restores(lines):
-    """The outputs (as restore's line names them, "a, b") of each restore in a node's log that
-    the build after it changed none of: restore's line, then save's "none of its N file(s)
-    changed after the restore". A restore whose build redid part of it, or whose save said
-    nothing of it (a record made before save said so), is not one."""
-    kept, pending = set(), None
+    """The cache keys of the restores in a node's log that the build after them changed none of:
+    restore's line "build outputs (KEY): ... restored from the build cache ...", then save's
+    "build outputs (KEY): the cached archive ... stays ...; none of its N file(s) changed after the
+    restore". A restore whose build redid part of it, or whose save said nothing of it (a record
+    made before save said so, or lines without the key), is not one."""
+    restored, kept = set(), set()
     for line in lines:
-        if " restored from the build cache" in line and " file(s) of " in line:
-            pending = line.split(" file(s) of ", 1)[1].split(" restored from the build cache", 1)[0]
-        elif pending is not None and "stays (restored before the build)" in line:
-            if "; none of its " in line and " changed after the restore" in line:
-                kept.add(pending)
-            pending = None
+        line = line.strip()
+        if not line.startswith("build outputs (") or "): " not in line:
+            continue
+        key, text = line[len("build outputs ("):].split("): ", 1)
+        if text.startswith("none cached for this key") or text.startswith("the cached archive holds no files"):
+            restored.discard(key)
+        elif " restored from the build cache; " in text:
+            restored.add(key)
+        elif text.startswith("the cached archive ") and " stays (restored before the build); " in text:
+            after = text.split(" stays (restored before the build); ", 1)[1]
+            if key in restored and after.startswith("none of its ") and " changed after the restore" in after:
+                kept.add(key)
+            restored.discard(key)
     return kept
-

@@ -21,6 +21,7 @@ from envbuild.fsio import canonical_json, sha256_text
 from envbuild.lock.schema import normalize
 from envbuild.lock.serialize import lock_digest
 from envbuild.lock.tooling import Tool, pip_release, tooling
+from envbuild.node import treecache
 from envbuild.patches import apex_build
 from envbuild.patches.apex_options import option_row, submodules_for
 from envbuild.plan import params as P
@@ -576,12 +577,13 @@ def _tree_key(src: GitSource, dest: str, steps: list[Step], facts: NodeFacts, to
               cuda: str | None, python: str | None) -> str:
     """The build cache key of a source's in-tree build outputs: everything the outputs depend on,
     the tree's absolute path included (a build tool such as ninja records its command lines,
-    which name it). The source's patch steps so far are its patches."""
+    which name it), and the archive's format. The source's patch steps so far are its patches."""
     patches = [s.params.model_dump(mode="json") for s in steps if s.kind == "patch"]
     payload = {"sha": src.sha or src.ref, "patches": _digest(patches) if patches else "",
                "commands": list(src.build), "env": dict(src.env), "outputs": list(src.build_outputs),
                "dest": dest, "torch": f"{torch.version}+{torch.local_tag or ''}" if torch else None,
-               "torch_cuda": cuda, "nvcc": facts.nvcc, "archs": sorted(facts.archs), "python": python or ""}
+               "torch_cuda": cuda, "nvcc": facts.nvcc, "archs": sorted(facts.archs), "python": python or "",
+               "archive": treecache.ARCHIVE_FORMAT}
     return f"tree-{src.name}-{(src.sha or 'unpinned')[:12]}-{_digest(payload)[:20]}"
 
 

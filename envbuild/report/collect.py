@@ -295,11 +295,9 @@ def prebuilt_use(bundle: BundleRecord, nodes: list[NodeRecord]) -> dict[str, lis
         changed = set(node.result.changed) if node.result is not None else set()
         planned |= {s.params.cache_key for s in steps}
         ran |= {s.params.cache_key for s in steps if s.id in changed}
-        outputs = {s.params.cache_key: ", ".join(s.params.outputs) for s in steps if getattr(s.params, "outputs", None)}
-        trees |= set(outputs)
+        trees |= {s.params.cache_key for s in steps if getattr(s.params, "outputs", None)}
         log = node.path / "log.txt"
-        restores = treecache.kept_restores(log.read_text(errors="replace").splitlines()) if log.is_file() else set()
-        kept |= {key for key, said in outputs.items() if said in restores}
+        kept |= treecache.kept_restores(log.read_text(errors="replace").splitlines()) if log.is_file() else set()
     used, unused = [], []
     for key in carried:
         if key not in planned:

@@ -25,8 +25,9 @@ def _ninja_version() -> tuple[int, ...]:
     return tuple(int(p) for p in out.strip().split(".")[:2] if p.isdigit())
 
 
-pytestmark = pytest.mark.skipif(not (_ninja_version() >= (1, 12) and shutil.which("gcc")),
-                                reason="needs gcc and ninja >= 1.12 on PATH (the test venv's, requirements/dev.lock)")
+# the tests that build: the archive's and the links' refusals need neither
+needs_ninja = pytest.mark.skipif(not (_ninja_version() >= (1, 12) and shutil.which("gcc")),
+                                 reason="needs gcc and ninja >= 1.12 on PATH (the test venv's, requirements/dev.lock)")
 
 OUTPUTS = ["kernels/build"]
 NINJA = """\
@@ -61,12 +62,13 @@ def _built(tmp_path: Path) -> tuple[Path, Path]:
     first = tmp_path / "node1" / "src"
     _checkout(first)
     assert "gcc -shared" in _ninja(first)
-    stash = tmp_path / "node1" / "stash" / "outputs.tar"
+    stash = tmp_path / "node1" / "tree-kern-k" / "outputs.tar"
     said = treecache.save(str(stash), str(first), OUTPUTS)
-    assert said.startswith("build outputs: ") and "saved for the next node" in said
+    assert said.startswith("build outputs (tree-kern-k): ") and "saved for the next node" in said
     return first, stash
 
 
+@needs_ninja
 def test_outputs_restored_into_a_newer_checkout_are_up_to_date_for_ninja(tmp_path):
     first, stash = _built(tmp_path)
     time.sleep(0.05)
@@ -76,14 +78,15 @@ def test_outputs_restored_into_a_newer_checkout_are_up_to_date_for_ninja(tmp_pat
     assert "gcc" in subprocess.run(["ninja", "-n", "-C", str(first / "kernels" / "build")],
                                    capture_output=True, text=True, check=True).stdout  # without: a rebuild
     restored, said = treecache.restore(str(stash), str(first), OUTPUTS)
-    assert restored and said.startswith("build outputs: 5 file(s) of kernels/build restored from the build cache")
+    assert restored and said.startswith("build outputs (tree-kern-k): 5 file(s) of kernels/build restored from the build cache")
     assert "ninja: no work to do." in _ninja(first)
     # the stash stays, so the step's save keeps the cache's archive, and says ninja wrote none of it again
     assert treecache.save(str(stash), str(first), OUTPUTS) == (
-        "build outputs: the cached archive outputs.tar stays (restored before the build); "
+        "build outputs (tree-kern-k): the cached archive outputs.tar stays (restored before the build); "
         "none of its 5 file(s) changed after the restore")
 
 
+@needs_ninja
 def test_an_input_changed_after_the_restore_is_rebuilt(tmp_path):
     first, stash = _built(tmp_path)
     shutil.rmtree(first)
@@ -93,6 +96,7 @@ def test_an_input_changed_after_the_restore_is_rebuilt(tmp_path):
     assert "gcc -shared" in _ninja(first)
 
 
+@needs_ninja
 def test_the_save_after_a_restore_names_what_the_build_wrote_again(tmp_path):
     first, stash = _built(tmp_path)
     shutil.rmtree(first)
@@ -104,12 +108,13 @@ def test_the_save_after_a_restore_names_what_the_build_wrote_again(tmp_path):
     manifest.write_text(manifest.read_text())  # written again, as torch writes it, with the same bytes
     assert "gcc -shared" in _ninja(first)
     said = treecache.save(str(stash), str(first), OUTPUTS)
-    assert said == ("build outputs: the cached archive outputs.tar stays (restored before the build); "
+    assert said == ("build outputs (tree-kern-k): the cached archive outputs.tar stays (restored before the build); "
                     "4 of its 5 file(s) changed after the restore: kernels/build/.ninja_deps, "
                     "kernels/build/.ninja_log, kernels/build/k.o, kernels/build/k.so; "
                     "written again with the same bytes: kernels/build/build.ninja")
 
 
+@needs_ninja
 def test_a_changed_command_line_is_rebuilt(tmp_path):
     """ninja's log travels with the folder: a command line it did not record is built again."""
     first, stash = _built(tmp_path)
@@ -124,10 +129,11 @@ def test_a_changed_command_line_is_rebuilt(tmp_path):
 def test_nothing_cached_the_build_makes_them_and_a_build_that_made_none_saves_nothing(tmp_path):
     root = tmp_path / "src"
     root.mkdir()
-    stash = tmp_path / "stash" / "outputs.tar"
+    stash = tmp_path / "tree-kern-k" / "outputs.tar"
     assert treecache.restore(str(stash), str(root), OUTPUTS) == (
-        False, "build outputs: none cached for this key, the build makes them")
-    assert treecache.save(str(stash), str(root), OUTPUTS) == "build outputs: not saved, the build made no kernels/build"
+        False, "build outputs (tree-kern-k): none cached for this key, the build makes them")
+    assert treecache.save(str(stash), str(root), OUTPUTS) == (
+        "build outputs (tree-kern-k): not saved, the build made no kernels/build")
     assert not stash.exists() and not stash.parent.exists()
 
 
@@ -158,6 +164,7 @@ def test_an_archive_with_a_member_outside_the_outputs_or_a_link_is_refused_befor
     assert keep.read_text() == before and not (root / "kernels" / "build" / "k.so").exists()
 
 
+@needs_ninja
 def test_the_restored_files_keep_their_build_times_and_the_tree_is_dated_before_them(tmp_path):
     first, stash = _built(tmp_path)
     built = {p.name: p.stat().st_mtime_ns for p in (first / "kernels" / "build").iterdir()}
@@ -196,6 +203,7 @@ def test_times_for_paths_that_are_not_the_archives_files_are_refused_before_writ
     assert not (root / "kernels" / "build" / "k.so").exists()
 
 
+@needs_ninja
 def test_outputs_reached_through_a_link_are_neither_written_nor_read(tmp_path):
     first, stash = _built(tmp_path)
     elsewhere = tmp_path / "elsewhere"
@@ -221,6 +229,7 @@ def test_outputs_reached_through_a_link_are_neither_written_nor_read(tmp_path):
 SLOW = NINJA.replace("  command = gcc -MMD", "  command = sleep 1.5 && gcc -MMD")
 
 
+@needs_ninja
 def test_a_build_whose_command_ends_after_it_began_is_up_to_date_after_the_restore(tmp_path):
     """ninja's log records each command's start, not its output's time: Megatron's first module
     compiles for ~30 s, so its sources dated just before the oldest output were still newer than
@@ -230,7 +239,7 @@ def test_a_build_whose_command_ends_after_it_began_is_up_to_date_after_the_resto
     first = tmp_path / "node1" / "src"
     _checkout(first)
     (first / "kernels" / "build" / "build.ninja").write_text(SLOW.format(root=first))
-    stash = tmp_path / "node1" / "stash" / "outputs.tar"
+    stash = tmp_path / "node1" / "tree-kern-k" / "outputs.tar"
     assert treecache.restore(str(stash), str(first), OUTPUTS)[0] is False  # nothing cached: the build begins
     assert "gcc -shared" in _ninja(first)
     os.utime(first / "kernels" / "build" / "build.ninja")  # written after the build, as torch writes the next module's
@@ -263,3 +272,93 @@ def test_a_build_whose_command_ends_after_it_began_is_up_to_date_after_the_resto
     explained = subprocess.run(["ninja", "-d", "explain", "-n", "-C", str(first / "kernels" / "build")],
                                capture_output=True, text=True, check=True)
     assert "recorded mtime of k.o older than most recent input" in explained.stdout + explained.stderr
+
+
+def test_a_build_run_again_keeps_the_start_of_its_first_attempt(tmp_path):
+    """A build that failed and is run again began at the first attempt (its first outputs are that
+    old): the stamp is not written over, and the archive records that start."""
+    root = tmp_path / "src"
+    _checkout(root)
+    stash = tmp_path / "tree-kern-k" / "outputs.tar"
+    treecache.restore(str(stash), str(root), OUTPUTS)
+    first = os.stat(str(stash) + ".started").st_mtime_ns
+    time.sleep(0.05)
+    treecache.restore(str(stash), str(root), OUTPUTS)  # the step again, after a failure
+    assert os.stat(str(stash) + ".started").st_mtime_ns == first
+    (root / "kernels" / "build" / "k.so").write_bytes(b"so")
+    assert "saved for the next node" in treecache.save(str(stash), str(root), OUTPUTS)
+    with tarfile.open(stash) as tar:
+        assert int(tar.extractfile(treecache.STARTED).read()) == first
+    assert not Path(str(stash) + ".started").exists()
+
+
+def test_hard_linked_outputs_are_archived_as_files_that_restore_takes(tmp_path):
+    root = tmp_path / "node1" / "src"
+    _checkout(root)
+    build = root / "kernels" / "build"
+    (build / "k.so").write_bytes(b"library")
+    os.link(build / "k.so", build / "k.so.1")  # tarfile would store the second as a link
+    stash = tmp_path / "tree-kern-k" / "outputs.tar"
+    treecache.save(str(stash), str(root), OUTPUTS)
+    with tarfile.open(stash) as tar:
+        assert all(m.isfile() for m in tar.getmembers())
+    shutil.rmtree(root)
+    _checkout(root)
+    assert treecache.restore(str(stash), str(root), OUTPUTS)[0] is True
+    assert (build / "k.so.1").read_bytes() == b"library" == (build / "k.so").read_bytes()
+
+
+@pytest.mark.parametrize("names", [["kernels/build/x", "kernels/build/x/y"], ["kernels/build/x", "kernels/build/x"]])
+def test_members_that_clash_are_refused_before_writing(tmp_path, names):
+    root = tmp_path / "src"
+    _checkout(root)
+    keep = root / "kernels" / "build" / "build.ninja"
+    before = keep.read_text()
+    stash = tmp_path / "outputs.tar"
+    _archive(stash, [(tarfile.TarInfo(n), b"x") for n in names] +
+             [(tarfile.TarInfo(treecache.MTIMES), json.dumps({names[0]: 1}).encode())])
+    with pytest.raises(treecache.TreeCacheError, match="appears twice, or under a member that is a file"):
+        treecache.restore(str(stash), str(root), OUTPUTS)
+    assert keep.read_text() == before
+
+
+def test_the_save_after_a_restore_does_not_read_through_a_link(tmp_path):
+    """A restored tree whose outputs' folder became a link: save does not compare (or call kept)
+    what lies where the link points."""
+    root = tmp_path / "src"
+    _checkout(root)
+    (root / "kernels" / "build" / "k.so").write_bytes(b"so")
+    stash = tmp_path / "tree-kern-k" / "outputs.tar"
+    treecache.restore(str(stash), str(root), OUTPUTS)
+    treecache.save(str(stash), str(root), OUTPUTS)
+    Path(str(stash) + ".started").write_text("")  # an attempt's stamp, left where the archive came after
+    treecache.restore(str(stash), str(root), OUTPUTS)
+    assert not Path(str(stash) + ".started").exists()
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(root / "kernels", elsewhere, copy_function=shutil.copy2)
+    shutil.rmtree(root / "kernels")
+    (root / "kernels").symlink_to(elsewhere)
+    with pytest.raises(treecache.TreeCacheError, match="outside the tree"):
+        treecache.save(str(stash), str(root), OUTPUTS)
+
+
+def test_kept_restores_ties_each_line_to_its_key():
+    lines = [
+        "TASK [Restore the build outputs]",
+        "build outputs (tree-a): 9 file(s) of build restored from the build cache; 4 file(s) of the tree dated "
+        "before the build's start",
+        "build outputs (tree-b): 9 file(s) of build restored from the build cache; 4 file(s) of the tree dated "
+        "before the build's start",
+        "[1/3] c++ ... (a rebuild's output)",
+        "build outputs (tree-a): the cached archive outputs.tar stays (restored before the build); 3 of its 9 "
+        "file(s) changed after the restore: build/.ninja_log, build/a.o, build/a.so",
+        "build outputs (tree-b): the cached archive outputs.tar stays (restored before the build); none of its 9 "
+        "file(s) changed after the restore",
+        # a line without the key (a record of runs 16 and 17), and a save with no restore before it
+        "build outputs: the cached archive outputs.tar stays (restored before the build); none of its 9 file(s) "
+        "changed after the restore",
+        "build outputs (tree-c): none cached for this key, the build makes them",
+        "build outputs (tree-c): the cached archive outputs.tar stays (restored before the build); none of its 9 "
+        "file(s) changed after the restore",
+    ]
+    assert treecache.kept_restores(lines) == {"tree-b"}

@@ -109,7 +109,7 @@ def test_outputs_built_once_restored_on_the_next_node_and_carried_by_a_bundle(mi
     assert rc == 5, out  # no smoke: nothing judged (NOT JUDGED, exit 5)
     assert "saved for the next node" in node_log(run)
     log = node_log(run2)
-    assert "build outputs: 5 file(s) of kernels/build restored from the build cache" in log, log[-3000:]
+    assert f"build outputs ({key}): 5 file(s) of kernels/build restored from the build cache" in log, log[-3000:]
     assert "ninja: no work to do." in log and "gcc" not in log and "saved for the next node" not in log
     assert "none of its 5 file(s) changed after the restore" in log
     assert (prefix / "src" / "kern" / "kernels" / "build" / "libk.so").read_bytes() == built

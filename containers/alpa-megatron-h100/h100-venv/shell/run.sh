@@ -86,7 +86,7 @@ step_patch_jit_modules_by_name() {
 
 # step build:megatron: build megatron
 # why: published build step for megatron; its outputs (megatron/fused_kernels/build) are built once per
-# why: key tree-megatron-c28bbd208d16-3fd55e27067e8e63696e and restored from the build cache on the
+# why: key tree-megatron-c28bbd208d16-d420024fed4bc69d3df2 and restored from the build cache on the
 # why: next node
 step_build_megatron() {
   (cd /root/.envbuild/envs/alpa-megatron-h100/src/megatron && env PATH=/root/.envbuild/envs/alpa-megatron-h100/bin:"$PATH" bash -ec 'python3 -c "import subprocess, sysconfig; subprocess.check_call(['"'"'make'"'"', '"'"'-C'"'"', '"'"'megatron/data'"'"', '"'"'LIBEXT='"'"' + sysconfig.get_config_var('"'"'EXT_SUFFIX'"'"')])"')

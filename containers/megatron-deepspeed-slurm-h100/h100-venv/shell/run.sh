@@ -145,7 +145,7 @@ step_patch_sample_idx_python() {
 
 # step build:megatron-deepspeed: build megatron-deepspeed
 # why: published build step for megatron-deepspeed; its outputs (megatron/fused_kernels/build) are
-# why: built once per key tree-megatron-deepspeed-87476ced4362-a0b01846d3ccb0de7582 and restored from
+# why: built once per key tree-megatron-deepspeed-87476ced4362-449edecf7e561a2e6fc1 and restored from
 # why: the build cache on the next node
 step_build_megatron_deepspeed() {
   (cd /root/.envbuild/envs/megatron-deepspeed-slurm-h100/src/megatron-deepspeed && env PATH=/root/.envbuild/envs/megatron-deepspeed-slurm-h100/bin:"$PATH" bash -ec 'python3 -c "import subprocess, sysconfig; subprocess.check_call(['"'"'make'"'"', '"'"'-C'"'"', '"'"'megatron/data'"'"', '"'"'LIBEXT='"'"' + sysconfig.get_config_var('"'"'EXT_SUFFIX'"'"')])"')

@@ -15,11 +15,16 @@ short_description: Restore or save a source's in-tree build outputs
 description:
   - With O(mode=restore), puts the files of the archive at O(stash) (when there is one) under
     O(outputs) of the tree O(root), with the times they were built at, and dates every other file
-    of the tree that is not older than them just before them, so that a build tool deciding by
-    times finds the outputs up to date. An archive member that is not a file or folder under
-    O(outputs) fails the task before anything is written.
-  - With O(mode=save), archives the files under O(outputs) at O(stash) when there is no archive
-    there yet and the build made every output; otherwise it writes nothing and says why.
+    of the tree that is not older than the build's recorded start (or than them) just before it,
+    so that a build tool deciding by times finds the outputs up to date. An archive member that is
+    not a file or folder under O(outputs), members that clash, or recorded times of other paths
+    fail the task before anything is written; so does an output reached through a link. With no
+    archive, it stamps the build's start beside O(stash) (kept if a stamp is there already) and
+    reports no change.
+  - With O(mode=save), archives the files under O(outputs) at O(stash), with the stamped start,
+    when there is no archive there yet and the build made every output, and removes the stamp.
+    After a restore it writes nothing and says which restored files the build changed. Each line
+    it prints begins with "build outputs (KEY):", KEY the folder of O(stash).
 version_added: "0.4.0"
 author:
   - envbuild authors
@@ -67,7 +72,7 @@ stdout:
   description: What was done, in words.
   returned: success
   type: str
-  sample: "build outputs: 9 file(s) of megatron/fused_kernels/build restored from the build cache"
+  sample: "build outputs (tree-megatron-0123): 9 file(s) of megatron/fused_kernels/build restored from the build cache"
 """
 
 from ansible.module_utils.basic import AnsibleModule
