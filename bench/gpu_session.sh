@@ -39,6 +39,8 @@
 # a verdict, repeated like any other) or 5 (NOT JUDGED), is not run again:
 # its later smokes are skipped (exit code 200 in phases.tsv), so a lease is not spent repeating
 # a failure.
+# `wait` on a machine where no session was started (a fresh machine: the lease was lost) says so
+# and exits 3 at once, without polling.
 # Every line's wall time and exit codes go to $STATE/phases.tsv; each smoke's run folder is
 # listed in $STATE/runs.tsv (job, gpus, exit code, run folder).
 #
@@ -360,6 +362,11 @@ case "${1:-}" in
         > "$STATE/session.log" 2>&1 < /dev/null & )
     sleep 2; echo "session started" ;;
   wait)
+    # a machine without the session's start mark is a fresh one: the lease was lost with everything
+    # on it (run 18: a wait polled an empty machine for 560 s of device time); say so at once
+    [ -f "$STATE/started" ] || { echo "no session on this machine ($STATE/started is missing): it is a fresh" \
+      "one, the last was lost with everything on it; write a plan of the lines not yet run, prepare it," \
+      "and start again from call 1"; exit 3; }
     limit=${2:-550}; t0=$(date +%s); seen=0
     while [ ! -f "$STATE/done" ] && [ $(( $(date +%s) - t0 )) -lt "$limit" ]; do
       n=$(wc -l < "$STATE/phases.tsv" 2>/dev/null || echo 0)

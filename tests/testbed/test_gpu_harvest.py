@@ -163,3 +163,14 @@ def test_the_harvest_verb_with_an_empty_build_cache_fails(tmp_path) -> None:
                        timeout=60, env={**os.environ, "ENVBUILD_HOME": str(tmp_path / "node-home"),
                                         "OUT": str(tmp_path / "out"), "STATE": str(tmp_path / "state")})
     assert p.returncode == 1 and "no wheel in" in p.stdout
+
+
+def test_wait_on_a_machine_where_no_session_started_says_so_at_once(tmp_path) -> None:
+    """A fresh machine (the lease was lost) has no session: ``wait`` exits 3 and says what to do,
+    instead of polling for its whole limit (run 18 spent 560 s of device time so)."""
+    p = subprocess.run(["bash", str(ROOT / "bench" / "gpu_session.sh"), "wait", "300"], capture_output=True,
+                       text=True, timeout=30, env={**os.environ, "OUT": str(tmp_path / "out"),
+                                                   "STATE": str(tmp_path / "state")})
+    assert p.returncode == 3, p.stdout + p.stderr
+    assert "no session on this machine" in p.stdout and "start again from call 1" in p.stdout
+    assert not (tmp_path / "state" / "phases.tsv").exists()
