@@ -138,10 +138,9 @@ def restored(record: RunRecord) -> list[str]:
     the restore"). A restore the build then partly redid (ninja rebuilt a module) is not one."""
     keys = set()
     for node in record.nodes():
-        log = node.path / "log.txt"
-        if node.plan is None or not log.is_file():
+        if node.plan is None:
             continue
-        kept = treecache.kept_restores(log.read_text(errors="replace").splitlines())
+        kept = treecache.kept_restores(node.log_lines)
         keys |= {s.params.cache_key for s in node.plan.cached_builds() if s.params.cache_key in kept}
     return sorted(keys)
 

@@ -108,6 +108,13 @@ class NodeRecord:
     def smoke(self) -> SmokeRecord | None:
         return self._load("smoke.json", SmokeRecord, "a smoke record", migrate.smoke)
 
+    @functools.cached_property
+    def log_lines(self) -> list[str]:
+        """The node's log (``log.txt``: what its steps printed), one line each; [] without one.
+        Undecodable bytes are replaced: a log is evidence to read, never a record to refuse."""
+        log = self.path / "log.txt"
+        return log.read_text(errors="replace").splitlines() if log.is_file() else []
+
 
 @dataclass
 class RunRecord:

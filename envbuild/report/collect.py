@@ -296,8 +296,7 @@ def prebuilt_use(bundle: BundleRecord, nodes: list[NodeRecord]) -> dict[str, lis
         planned |= {s.params.cache_key for s in steps}
         ran |= {s.params.cache_key for s in steps if s.id in changed}
         trees |= {s.params.cache_key for s in steps if getattr(s.params, "outputs", None)}
-        log = node.path / "log.txt"
-        kept |= treecache.kept_restores(log.read_text(errors="replace").splitlines()) if log.is_file() else set()
+        kept |= treecache.kept_restores(node.log_lines)
     used, unused = [], []
     for key in carried:
         if key not in planned:

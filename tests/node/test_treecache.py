@@ -68,6 +68,16 @@ def _built(tmp_path: Path) -> tuple[Path, Path]:
     return first, stash
 
 
+def _restored(tmp_path: Path) -> tuple[Path, Path]:
+    """The next node's tree: the first node's build saved, the tree checked out again at the
+    same path, its outputs restored from the stash."""
+    first, stash = _built(tmp_path)
+    shutil.rmtree(first)
+    _checkout(first)
+    treecache.restore(str(stash), str(first), OUTPUTS)
+    return first, stash
+
+
 @needs_ninja
 def test_outputs_restored_into_a_newer_checkout_are_up_to_date_for_ninja(tmp_path):
     first, stash = _built(tmp_path)
@@ -88,20 +98,14 @@ def test_outputs_restored_into_a_newer_checkout_are_up_to_date_for_ninja(tmp_pat
 
 @needs_ninja
 def test_an_input_changed_after_the_restore_is_rebuilt(tmp_path):
-    first, stash = _built(tmp_path)
-    shutil.rmtree(first)
-    _checkout(first)
-    treecache.restore(str(stash), str(first), OUTPUTS)
+    first, stash = _restored(tmp_path)
     (first / "kernels" / "k.h").write_text("#define SCALE 4\n")  # a header, known from ninja's deps log
     assert "gcc -shared" in _ninja(first)
 
 
 @needs_ninja
 def test_the_save_after_a_restore_names_what_the_build_wrote_again(tmp_path):
-    first, stash = _built(tmp_path)
-    shutil.rmtree(first)
-    _checkout(first)
-    treecache.restore(str(stash), str(first), OUTPUTS)
+    first, stash = _restored(tmp_path)
     time.sleep(0.05)
     (first / "kernels" / "k.h").write_text("#define SCALE 4\n")
     manifest = first / "kernels" / "build" / "build.ninja"
@@ -117,10 +121,7 @@ def test_the_save_after_a_restore_names_what_the_build_wrote_again(tmp_path):
 @needs_ninja
 def test_a_changed_command_line_is_rebuilt(tmp_path):
     """ninja's log travels with the folder: a command line it did not record is built again."""
-    first, stash = _built(tmp_path)
-    shutil.rmtree(first)
-    _checkout(first)
-    treecache.restore(str(stash), str(first), OUTPUTS)
+    first, stash = _restored(tmp_path)
     ninja = first / "kernels" / "build" / "build.ninja"
     ninja.write_text(ninja.read_text().replace("-fPIC", "-fPIC -O2"))
     assert "-O2" in _ninja(first)

@@ -246,3 +246,18 @@ def test_the_recipes_benchmark_is_read_as_the_recipes_own_model(tmp_path):
     # a parser gone since the run was recorded still reads: the record is not a recipe file
     (folder / "recipe.json").write_text(json.dumps({**recipe, "benchmark": {**recipe["benchmark"], "parser": "gone"}}))
     assert RunRecord.load(folder).recipe.benchmark.parser == "gone"
+
+
+def test_a_nodes_log_is_read_as_lines_and_a_node_without_one_has_none(tmp_path):
+    """Run 18's next-node install: the log's lines as the node wrote them (the tree cache's restore
+    and save lines among them); the same record with the log gone reads as no lines."""
+    src = ROOT / "docs/results/h200x2-run18/alpa-node2/20261128-132125-alpa-megatron-h100-h100-venv"
+    node = RunRecord.load(src).nodes()[0]
+    lines = node.log_lines
+    assert lines == (src / "nodes/local/log.txt").read_text().splitlines()
+    assert any(line.startswith("build outputs (tree-megatron-") and "none of its 12 file(s) changed" in line
+               for line in lines)
+    copy = tmp_path / src.name
+    shutil.copytree(src, copy)
+    (copy / "nodes/local/log.txt").unlink()
+    assert RunRecord.load(copy).nodes()[0].log_lines == []
