@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -15,6 +15,7 @@ from envbuild.execute import ansible as ansible_exec
 from envbuild.execute import prefixlock
 from envbuild.execute.events import Event, EventSink
 from envbuild.facts.python import ANSIBLE_TARGET_PYTHON, ansible_python
+from envbuild.interrupt import Interrupted, StopRequest
 from envbuild.lock.serialize import lock_digest
 from envbuild.plan.build import verdict_summary
 from envbuild.plan.enter import enter_command
@@ -37,11 +38,14 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
     say = echo or (lambda _m: None)
     bundle_offline.prepare(opts)  # --bundle: verified whole before any node is read (exit 2)
     early = Early(opts)  # facts and a speculative probe of every node, read while we load
-    recipe, target, nodes, rd = _open_run(opts, early)
-    sink = EventSink(rd.events, json_lines=opts.json_lines, echo=say)
-    results = NodeResults(rd, {n.name: n.insecure for n in nodes})
+    opened = _Opened()  # the run's folder, from the moment it exists (a signal may come at any time)
     phase = "facts"  # what the run is doing, until Ansible records its own end (run_playbook)
     try:
+        recipe, target, nodes = _open_run(opts, early, opened)
+        rd = opened.rd
+        sink = opened.sink = EventSink(rd.events, json_lines=opts.json_lines, echo=say)
+        results = opened.results = NodeResults(rd, {n.name: n.insecure for n in nodes})
+        RunWriter(rd).update(selection=_selection(opts, nodes))
         rd.write("recipe.json", recipe.model_dump(mode="json", by_alias=True))
         early.read_lock(recipe, target)
         gathered = early.facts()
@@ -121,31 +125,67 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
             # remote node's facts command runs to its end first (each probe at most
             # envbuild.facts.script.PROBE_TIMEOUT_S), as Python waits for the SSH threads
             stop_all()
-            record_stopped(rd, sink, results, [n.name for n in nodes], phase, exc)
+            if opened.rd is not None:  # a run folder exists: it says how the run stopped
+                record_stopped(opened.rd, opened.events(opts), opened.node_results(early),
+                               [n.name for n in early.nodes], phase, exc)
         raise
     finally:
-        sink.close()
+        if opened.sink is not None:
+            opened.sink.close()
 
 
-def _open_run(opts: ProvisionOptions, early: Early):
-    """(recipe, target, nodes, the run's folder): the recipe and target loaded (the nodes' facts
-    read meanwhile by ``early``), the run recorded with how the nodes were reached (key and
-    known_hosts paths, for verify and launch --submit). On any failure the facts commands still
-    running on the controller are stopped."""
+@dataclass
+class _Opened:
+    """What provision has opened so far: the run's folder (set the moment it exists), its event
+    sink and node results (once made). An interrupt at any point after the folder exists is
+    recorded in it (``record_stopped``), never left "running"."""
+
+    rd: rundir.RunDir | None = None
+    sink: EventSink | None = None
+    results: NodeResults | None = None
+
+    def events(self, opts: ProvisionOptions) -> EventSink:
+        if self.sink is None:
+            assert self.rd is not None
+            self.sink = EventSink(self.rd.events, json_lines=opts.json_lines)
+        return self.sink
+
+    def node_results(self, early: Early) -> NodeResults:
+        if self.results is None:
+            assert self.rd is not None
+            self.results = NodeResults(self.rd, {n.name: n.insecure for n in early.nodes})
+        return self.results
+
+
+def _open_run(opts: ProvisionOptions, early: Early, opened: _Opened):
+    """(recipe, target, nodes): the recipe and target loaded (the nodes' facts read meanwhile by
+    ``early``) and the run's folder made, into ``opened.rd``. A signal while the folder is made
+    waits until ``opened`` holds it (``StopRequest``), then stops the run, so that provision
+    records the interrupt in it (run 18's CI: a SIGINT between the folder's run.json and the
+    recording left it "running"). On any failure the facts commands still running on the
+    controller are stopped."""
     try:
         recipe, target = load(opts, on_target=early.start)
         nodes = early.nodes
         options = {k: v for k, v in asdict(opts).items() if k not in ("argv", "target", "recipe")}
-        rd = create_run(recipe.name, target.name, argv=opts.argv, hosts=[n.name for n in nodes],
-                        options=options).rd
-        chosen = selection(opts)
-        if not chosen.given and all(n.is_local for n in nodes):  # a local target: the controller
-            chosen = chosen.model_copy(update={"local": True})
-        RunWriter(rd).update(selection=chosen.record())
+        with StopRequest() as stop:
+            opened.rd = create_run(recipe.name, target.name, argv=opts.argv, hosts=[n.name for n in nodes],
+                                   options=options).rd
+        if stop.signum is not None:
+            raise Interrupted(stop.signum)
     except BaseException:
         stop_all()  # the facts commands still running on the controller (see provision)
         raise
-    return recipe, target, nodes, rd
+    return recipe, target, nodes
+
+
+def _selection(opts: ProvisionOptions, nodes: list[Node]):
+    """How the run reaches its nodes, as run.json records it (for verify and launch --submit):
+    the options' selection; a local target's nodes are the controller."""
+    chosen = selection(opts)
+    if not chosen.given and all(n.is_local for n in nodes):  # a local target: the controller
+        chosen = chosen.model_copy(update={"local": True})
+    return chosen.record()
 
 
 def _take_lock(opts: ProvisionOptions, recipe, target, early: Early, rd: rundir.RunDir,
