@@ -1,30 +1,35 @@
-"""Seed the controller's build cache with a wheel a GPU node built, carried back in parts.
+"""Seed the controller's build cache with what a GPU node built, carried back in parts.
 
-A node's install builds Apex (its install's Apex step) into the node's controller build cache;
-``bash bench/gpu_session.sh harvest`` cuts that wheel into ``$OUT/prebuilt/``: ``KEY.sha256``
-(one ``sha256sum`` line, ``<64 hex>  <wheel file name>``) and ``KEY.part.00``, ``KEY.part.01``,
-... (``split -b 15M -d -a 2``), KEY the build-cache key (``apex-6424da3b4faa-837967d631b5195728b8``).
-This script joins the parts, checks them and places the wheel as
-``<ENVBUILD_HOME>/cache/wheels/<KEY>/<wheel>``, the cache ``envbuild bundle`` reads: the next
-bundle packs it as prebuilt (envbuild/bundle/pack.py, ``_pack_prebuilt``) and the nodes install
-it instead of building it.
+A node's install builds Apex (its install's Apex step: a wheel) and a source's in-tree outputs (a
+build step with ``build_outputs``: ``outputs.tar``, the archive ``envbuild.node.treecache`` saves,
+e.g. Megatron's fused kernels) into the node's controller build cache;
+``bash bench/gpu_session.sh harvest`` cuts each such product into ``$OUT/prebuilt/``: ``KEY.sha256``
+(one ``sha256sum`` line, ``<64 hex>  <file name>``) and ``KEY.part.00``, ``KEY.part.01``,
+... (``split -b 15M -d -a 2``), KEY the build-cache key (``apex-6424da3b4faa-837967d631b5195728b8``,
+``tree-megatron-c28bbd208d16-...``). This script joins the parts, checks them and places the
+product as ``<ENVBUILD_HOME>/cache/wheels/<KEY>/<file>``, the cache ``envbuild bundle`` reads: the
+next bundle packs it as prebuilt (envbuild/bundle/pack.py, ``_pack_prebuilt``) and the nodes
+install or restore it instead of building it.
 
     python bench/gpu_harvest.py FOLDER [FOLDER ...] [--cache DIR] [--replace] [--json]
 
 Each FOLDER holds the files of one call's ``$OUT/prebuilt`` (a harvest may come back over several
 calls: the parts of one KEY are gathered from all the folders). For each ``KEY.sha256``: KEY must
 be a cache key (the bundle manifest's ``KEY``), its line a sha256sum line naming a plain ``.whl``
-file name; the parts ``00`` to ``N-1`` must all be there; they are joined into a temporary file
-beside ``<cache>/<KEY>/``, whose sha256 must be the line's and which must open as a zip with a
-``*.dist-info/RECORD`` entry; then it is moved into place (``os.replace``, one filesystem) with
-``<cache>/<KEY>/harvest.json`` (key, wheel, sha256, size, from, harvested_at). A cache that already
-holds that wheel (same name, same sha256) is left as it is; one that holds another wheel for KEY is
-refused unless ``--replace`` (which removes the other wheels: the bundle packs the first).
+file name or ``outputs.tar``; the parts ``00`` to ``N-1`` must all be there; they are joined into a
+temporary file beside ``<cache>/<KEY>/``, whose sha256 must be the line's and which must open as a
+zip with a ``*.dist-info/RECORD`` entry (a wheel) or as a tar of files and folders with relative
+names and the archive's times (``envbuild.node.treecache.MTIMES`` and ``STARTED``: the node's
+restore checks every member again before it writes); then it is moved into place (``os.replace``,
+one filesystem) with ``<cache>/<KEY>/harvest.json`` (key, file, sha256, size, from, harvested_at).
+A cache that already holds that file (same name, same sha256) is left as it is; one that holds
+another product for KEY is refused unless ``--replace`` (which removes the others: the bundle
+packs the first).
 
-Exit codes: 0 every key seeded or already there; 1 a check failed (a missing part, a sha256 or zip
-that does not match, another wheel in the cache): nothing written for that key; two folders whose
-``KEY.sha256`` disagree stop every key; 2 bad input or usage (a bad KEY, sha256 line or wheel name, a missing folder, no
-``KEY.sha256`` at all): nothing written.
+Exit codes: 0 every key seeded or already there; 1 a check failed (a missing part, a sha256, zip
+or tar that does not match, another product in the cache): nothing written for that key; two
+folders whose ``KEY.sha256`` disagree stop every key; 2 bad input or usage (a bad KEY, sha256 line
+or file name, a missing folder, no ``KEY.sha256`` at all): nothing written.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import json
 import os
 import re
 import sys
+import tarfile
 import tempfile
 import zipfile
 from dataclasses import dataclass, field
@@ -44,8 +50,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from envbuild import rundir  # noqa: E402
+from envbuild.bundle.buildcache import TREE_ARCHIVE, cached_artifacts  # noqa: E402
 from envbuild.bundle.manifest import KEY  # noqa: E402
 from envbuild.fsio import sha256_file, write_atomic  # noqa: E402
+from envbuild.node.treecache import MTIMES, STARTED  # noqa: E402
 
 SHA_SUFFIX = ".sha256"
 PART = re.compile(r"^(?P<key>.+)\.part\.(?P<n>[0-9]{2,})$")
@@ -64,21 +72,22 @@ class HarvestError(Exception):
 
 @dataclass
 class Harvest:
-    """One KEY's wheel as the folders declare it and the parts that carry it."""
+    """One KEY's product (a wheel or a tree archive) as the folders declare it and the parts that carry it."""
 
     key: str
-    wheel: str
+    file: str
     sha256: str
     parts: dict[int, list[Path]] = field(default_factory=dict)
 
 
-def plain_wheel_name(name: str) -> bool:
-    """A file name the cache folder can hold as it is: no folder, no ``..``, ends ``.whl``."""
-    return name.endswith(".whl") and ".." not in name and KEY.fullmatch(name) is not None
+def product_name(name: str) -> bool:
+    """A file name the cache folder can hold as it is: the tree archive's, or a wheel's (no folder,
+    no ``..``, ends ``.whl``)."""
+    return name == TREE_ARCHIVE or (name.endswith(".whl") and ".." not in name and KEY.fullmatch(name) is not None)
 
 
 def read_sha_file(path: Path) -> tuple[str, str, str]:
-    """(key, sha256, wheel name) of ``KEY.sha256``; HarvestError 2 for a bad key, line or name."""
+    """(key, sha256, file name) of ``KEY.sha256``; HarvestError 2 for a bad key, line or name."""
     key = path.name[: -len(SHA_SUFFIX)]
     if not KEY.fullmatch(key):
         raise HarvestError(f"{path}: {key!r} is not a build-cache key", 2)
@@ -87,16 +96,16 @@ def read_sha_file(path: Path) -> tuple[str, str, str]:
         raise HarvestError(f"{path}: {len(lines)} lines, expected one sha256sum line", 2)
     m = SHA_LINE.match(lines[0])
     if not m:
-        raise HarvestError(f"{path}: line 1 is not '<64 hex>  <wheel>': {lines[0]!r}", 2)
+        raise HarvestError(f"{path}: line 1 is not '<64 hex>  <file>': {lines[0]!r}", 2)
     name = m.group("name")
-    if not plain_wheel_name(name):
-        raise HarvestError(f"{path}: line 1 names {name!r}, not a plain .whl file name", 2)
+    if not product_name(name):
+        raise HarvestError(f"{path}: line 1 names {name!r}, neither a plain .whl file name nor {TREE_ARCHIVE}", 2)
     return key, m.group("sha").lower(), name
 
 
 def gather(folders: list[Path]) -> list[Harvest]:
     """Every KEY the folders declare, with its parts from all of them. HarvestError 2 for bad input,
-    1 for two folders that declare different wheels for one KEY."""
+    1 for two folders that declare different files for one KEY."""
     missing = [str(f) for f in folders if not f.is_dir()]
     if missing:
         raise HarvestError(f"no such folder: {', '.join(missing)}", 2)
@@ -105,9 +114,9 @@ def gather(folders: list[Path]) -> list[Harvest]:
         for path in sorted(folder.glob(f"*{SHA_SUFFIX}")):
             key, sha, name = read_sha_file(path)
             seen = found.setdefault(key, Harvest(key, name, sha))
-            if (seen.wheel, seen.sha256) != (name, sha):
+            if (seen.file, seen.sha256) != (name, sha):
                 raise HarvestError(f"{path}: {name} {sha[:12]}... but another folder declares "
-                                   f"{seen.wheel} {seen.sha256[:12]}... for {key}", 1)
+                                   f"{seen.file} {seen.sha256[:12]}... for {key}", 1)
     if not found:
         raise HarvestError(f"no KEY{SHA_SUFFIX} in {', '.join(map(str, folders))}", 2)
     orphans = set()
@@ -146,7 +155,7 @@ def join_parts(parts: list[Path], dest_dir: Path, key: str) -> tuple[Path, str, 
     h, size = hashlib.sha256(), 0
     fd, tmp = tempfile.mkstemp(dir=dest_dir, prefix=f".{key}.", suffix=".harvest")
     try:
-        os.fchmod(fd, 0o644)  # as a wheel pip built (mkstemp makes 0600)
+        os.fchmod(fd, 0o644)  # as the node wrote it (mkstemp makes 0600)
         with os.fdopen(fd, "wb") as out:
             for part in parts:
                 with part.open("rb") as f:
@@ -171,24 +180,46 @@ def check_wheel(path: Path, key: str) -> None:
         raise HarvestError(f"{key}: the joined wheel has no *.dist-info/RECORD entry", 1)
 
 
+def check_tree_archive(path: Path, key: str) -> None:
+    """HarvestError 1 unless ``path`` opens as a tar of files and folders with relative names that
+    holds the times treecache's restore needs (``MTIMES``, ``STARTED``)."""
+    try:
+        with tarfile.open(path, "r") as tar:
+            members = tar.getmembers()
+    except (tarfile.TarError, OSError) as e:
+        raise HarvestError(f"{key}: the joined {TREE_ARCHIVE} does not open as a tar ({e})", 1) from None
+    for m in members:
+        parts = m.name.split("/")
+        if not (m.isfile() or m.isdir()) or m.name.startswith("/") or ".." in parts:
+            raise HarvestError(f"{key}: {TREE_ARCHIVE} member {m.name!r} is not a file or folder under the tree", 1)
+    names = {m.name for m in members if m.isfile()}
+    for needed in (MTIMES, STARTED):
+        if needed not in names:
+            raise HarvestError(f"{key}: {TREE_ARCHIVE} has no {needed} member (not an archive treecache saved)", 1)
+
+
+def check_product(path: Path, key: str, name: str) -> None:
+    (check_tree_archive if name == TREE_ARCHIVE else check_wheel)(path, key)
+
+
 def cached_state(h: Harvest, folder: Path, replace: bool) -> str | None:
-    """``"present"`` when the cache holds exactly this wheel; None when it may be seeded; HarvestError 1
-    when it holds another wheel for the key and ``replace`` is off."""
-    wheels = sorted(folder.glob("*.whl")) if folder.is_dir() else []
-    if [w.name for w in wheels] == [h.wheel] and sha256_file(wheels[0]) == h.sha256:
+    """``"present"`` when the cache holds exactly this file; None when it may be seeded; HarvestError 1
+    when it holds another product for the key and ``replace`` is off."""
+    held = cached_artifacts(folder)
+    if [w.name for w in held] == [h.file] and sha256_file(held[0]) == h.sha256:
         return "present"
-    if wheels and not replace:
-        raise HarvestError(f"{h.key}: the cache already holds {', '.join(w.name for w in wheels)} in {folder}, "
-                           f"not {h.wheel} {h.sha256[:12]}... (--replace to put this one instead)", 1)
+    if held and not replace:
+        raise HarvestError(f"{h.key}: the cache already holds {', '.join(w.name for w in held)} in {folder}, "
+                           f"not {h.file} {h.sha256[:12]}... (--replace to put this one instead)", 1)
     return None
 
 
 def seed(h: Harvest, cache: Path, folders: list[Path], replace: bool) -> dict:
-    """Check and place one KEY's wheel; the result row. HarvestError 1 with nothing written."""
+    """Check and place one KEY's product; the result row. HarvestError 1 with nothing written."""
     dest = cache / h.key
-    row = {"key": h.key, "wheel": h.wheel, "sha256": h.sha256}
+    row = {"key": h.key, "file": h.file, "sha256": h.sha256}
     if cached_state(h, dest, replace) == "present":
-        return {**row, "status": "present", "size": (dest / h.wheel).stat().st_size}
+        return {**row, "status": "present", "size": (dest / h.file).stat().st_size}
     parts = part_paths(h)
     cache.mkdir(parents=True, exist_ok=True)
     tmp, sha, size = join_parts(parts, cache, h.key)
@@ -196,16 +227,16 @@ def seed(h: Harvest, cache: Path, folders: list[Path], replace: bool) -> dict:
         if sha != h.sha256:
             raise HarvestError(f"{h.key}: the {len(parts)} joined parts have sha256 {sha}, "
                                f"{h.key}{SHA_SUFFIX} says {h.sha256}", 1)
-        check_wheel(tmp, h.key)
+        check_product(tmp, h.key, h.file)
         dest.mkdir(exist_ok=True)
-        os.replace(tmp, dest / h.wheel)
+        os.replace(tmp, dest / h.file)
     finally:
         if tmp.exists():
             tmp.unlink()
-    for other in dest.glob("*.whl"):  # --replace: the bundle packs the first wheel of the folder
-        if other.name != h.wheel:
+    for other in cached_artifacts(dest):  # --replace: the bundle packs the first product of the folder
+        if other.name != h.file:
             other.unlink()
-    info = {"key": h.key, "wheel": h.wheel, "sha256": sha, "size": size,
+    info = {"key": h.key, "file": h.file, "sha256": sha, "size": size,
             "from": [str(f.resolve()) for f in folders],
             "harvested_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     write_atomic(dest / "harvest.json", json.dumps(info, indent=2) + "\n", mode=0o644)
@@ -214,9 +245,9 @@ def seed(h: Harvest, cache: Path, folders: list[Path], replace: bool) -> dict:
 
 def line(row: dict) -> str:
     if row["status"] == "seeded":
-        return (f"{row['key']}: seeded {row['wheel']} ({row['size']} bytes, sha256 {row['sha256'][:8]}...) "
+        return (f"{row['key']}: seeded {row['file']} ({row['size']} bytes, sha256 {row['sha256'][:8]}...) "
                 f"from {row['parts']} parts")
-    return (f"{row['key']}: the cache already holds {row['wheel']} ({row['size']} bytes, "
+    return (f"{row['key']}: the cache already holds {row['file']} ({row['size']} bytes, "
             f"sha256 {row['sha256'][:8]}...); nothing done")
 
 
@@ -225,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("folders", nargs="+", type=Path, metavar="FOLDER", help="a harvested $OUT/prebuilt folder")
     ap.add_argument("--cache", type=Path, default=None,
                     help="the build cache (default $ENVBUILD_HOME/cache/wheels)")
-    ap.add_argument("--replace", action="store_true", help="put the wheel in place of another one the cache holds")
+    ap.add_argument("--replace", action="store_true", help="put the file in place of another product the cache holds")
     ap.add_argument("--json", action="store_true", help="a JSON list of the keys' results")
     a = ap.parse_args(argv)
     cache = a.cache if a.cache is not None else rundir.envbuild_home() / "cache" / "wheels"
@@ -239,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             rows.append(seed(h, cache, a.folders, a.replace))
         except (HarvestError, OSError) as e:
-            rows.append({"key": h.key, "wheel": h.wheel, "sha256": h.sha256, "status": "failed", "error": str(e)})
+            rows.append({"key": h.key, "file": h.file, "sha256": h.sha256, "status": "failed", "error": str(e)})
             code = max(code, getattr(e, "code", 1))
             print(f"error: {e}", file=sys.stderr)
     if a.json:

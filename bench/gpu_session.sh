@@ -5,7 +5,7 @@
 #   bash bench/gpu_session.sh stage            # copy the carried bundles to $STATE (each call)
 #   bash bench/gpu_session.sh start PLANFILE   # start the session's plan in its own session
 #   bash bench/gpu_session.sh wait 550         # follow it, then copy results to $OUT
-#   bash bench/gpu_session.sh harvest          # the build cache's wheels into $OUT/prebuilt, in parts
+#   bash bench/gpu_session.sh harvest          # the build cache's wheels and tree archives into $OUT/prebuilt, in parts
 #
 # What bench/gpu_prepare.sh PLAN MIRRORS made is carried as .device/<job>/bundle.tar (with its
 # bundle.sha256), envbuild's wheels, a clean export of the commit and the stall tools as
@@ -283,29 +283,37 @@ collect() {  # results into $OUT (8 files at most): the runs' records, the state
   ls -la "$OUT"
 }
 
-harvest() {  # the extension wheels the node's controller cache holds ($ENVBUILD_HOME/cache/wheels/KEY/),
-  # built by this lease's installs, into $OUT/prebuilt: KEY.sha256 (sha256 and the wheel's name) and
-  # the wheel cut into KEY.part.NN of 15 MiB (the device returns 8 files of 16 MiB at most: one key a
-  # call, HARVEST_KEY to name it, and a wheel of 7 parts at most). bench/gpu_harvest.py joins them, checks the sha256 and seeds the
-  # build cache here, so the next bundle carries the wheel (prebuilt) instead of the node building it.
-  local cache=$ENVBUILD_HOME/cache/wheels key whl
+harvest() {  # what the node's controller build cache holds ($ENVBUILD_HOME/cache/wheels/KEY/: an extension
+  # wheel, or outputs.tar, a source's in-tree build outputs), built by this lease's installs, into
+  # $OUT/prebuilt: KEY.sha256 (sha256 and the file's name) and the file cut into KEY.part.NN of 15 MiB.
+  # The device returns 8 files of 16 MiB at most a call: the keys are taken in order (HARVEST_KEY,
+  # words, names those to take) while their files fit; one that does not is named for the next call.
+  # bench/gpu_harvest.py joins them, checks them and seeds the build cache here, so the next bundle
+  # carries them (prebuilt) instead of the node building them.
+  local cache=$ENVBUILD_HOME/cache/wheels key art n files=0 took=0 left=""
+  local part=$((15 * 1024 * 1024))
   mkdir -p "$OUT/prebuilt"
   for d in "$cache"/*/; do
+    [ -d "$d" ] || continue
     key=$(basename "$d")
-    [ -n "${HARVEST_KEY:-}" ] && [ "$key" != "$HARVEST_KEY" ] && continue
-    whl=$(find "$d" -maxdepth 1 -name '*.whl' | sort | head -1)
-    [ -n "$whl" ] || { log "$key: no wheel in the build cache"; continue; }
-    if [ "$(stat -c %s "$whl")" -gt $((7 * 15 * 1024 * 1024)) ]; then  # 7 parts and the .sha256: 8 files
-      log "$key: $(basename "$whl") is over 105 MiB, more than one call brings back"; return 1
+    if [ -n "${HARVEST_KEY:-}" ]; then case " $HARVEST_KEY " in *" $key "*) ;; *) continue ;; esac; fi
+    art=$(find "$d" -maxdepth 1 -name '*.whl' | sort | head -1)
+    [ -n "$art" ] || { [ -f "$d/outputs.tar" ] && art=$d/outputs.tar; }
+    [ -n "$art" ] || { log "$key: no wheel or outputs.tar in the build cache"; continue; }
+    n=$(( ($(stat -c %s "$art") + part - 1) / part )); [ "$n" -ge 1 ] || n=1
+    if [ $((n + 1)) -gt 8 ]; then
+      log "$key: $(basename "$art") is over 105 MiB, more than one call brings back"; return 1
     fi
-    if ! { (cd "$d" && sha256sum "$(basename "$whl")") > "$OUT/prebuilt/$key.sha256" \
-           && split -b 15M -d -a 2 "$whl" "$OUT/prebuilt/$key.part."; }; then
+    if [ $((files + n + 1)) -gt 8 ]; then left="$left $key"; continue; fi
+    if ! { (cd "$d" && sha256sum "$(basename "$art")") > "$OUT/prebuilt/$key.sha256" \
+           && split -b 15M -d -a 2 "$art" "$OUT/prebuilt/$key.part."; }; then
       log "$key: harvest failed"; rm -f "$OUT/prebuilt/$key".*; return 1
     fi
-    log "harvested $key: $(basename "$whl"), $(stat -c %s "$whl") bytes, $(find "$OUT/prebuilt" -name "$key.part.*" | wc -l) parts"
-    return 0
+    files=$((files + n + 1)); took=$((took + 1))
+    log "harvested $key: $(basename "$art"), $(stat -c %s "$art") bytes, $n parts"
   done
-  log "no wheel in $cache${HARVEST_KEY:+ under $HARVEST_KEY}"; return 1
+  [ -z "$left" ] || log "not in this call (8 files at most): harvest again with HARVEST_KEY='${left# }'"
+  [ "$took" -gt 0 ] || { log "nothing to harvest in $cache${HARVEST_KEY:+ under $HARVEST_KEY}"; return 1; }
 }
 
 case "${1:-}" in

@@ -1,4 +1,4 @@
-"""bench/gpu_harvest.py: a wheel a GPU node built, carried back as KEY.sha256 and KEY.part.NN (as
+"""bench/gpu_harvest.py: a wheel or tree archive a GPU node built, carried back as KEY.sha256 and KEY.part.NN (as
 ``bench/gpu_session.sh harvest`` cuts it), joined, checked and placed in the controller's build cache,
 or refused with nothing written."""
 
@@ -61,7 +61,7 @@ def test_the_parts_seed_the_cache_and_a_second_run_changes_nothing(tmp_path) -> 
     assert seeded.read_bytes() == data
     assert p.stdout == f"{KEY}: seeded {WHEEL} ({len(data)} bytes, sha256 {sha[:8]}...) from {parts} parts\n"
     info = json.loads((seeded.parent / "harvest.json").read_text())
-    assert (info["key"], info["wheel"], info["sha256"], info["size"]) == (KEY, WHEEL, sha, len(data))
+    assert (info["key"], info["file"], info["sha256"], info["size"]) == (KEY, WHEEL, sha, len(data))
     assert info["from"] == [str(folder.resolve())] and info["harvested_at"].endswith("+00:00")
     assert sorted(x.name for x in seeded.parent.parent.iterdir()) == [KEY]  # no temporary file left
     before = {f.name: (f.read_bytes(), f.stat().st_mtime_ns) for f in seeded.parent.iterdir()}
@@ -135,7 +135,7 @@ def test_bad_input_is_refused_with_exit_2_naming_the_file(tmp_path) -> None:
     assert p.returncode == 2 and f"{KEY}.sha256: line 1" in p.stderr, p.stderr
     (lines / f"{KEY}.sha256").write_text(f"{'0' * 64}  ../{WHEEL}\n")
     p = _run(lines, "--cache", cache, home=tmp_path)
-    assert p.returncode == 2 and "not a plain .whl file name" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert p.returncode == 2 and "neither a plain .whl file name nor outputs.tar" in p.stderr and "Traceback" not in p.stderr, p.stderr
     assert not cache.exists()
 
 
@@ -162,7 +162,7 @@ def test_the_harvest_verb_with_an_empty_build_cache_fails(tmp_path) -> None:
     p = subprocess.run(["bash", str(ROOT / "bench" / "gpu_session.sh"), "harvest"], capture_output=True, text=True,
                        timeout=60, env={**os.environ, "ENVBUILD_HOME": str(tmp_path / "node-home"),
                                         "OUT": str(tmp_path / "out"), "STATE": str(tmp_path / "state")})
-    assert p.returncode == 1 and "no wheel in" in p.stdout
+    assert p.returncode == 1 and "nothing to harvest in" in p.stdout
 
 
 def test_wait_on_a_machine_where_no_session_started_says_so_at_once(tmp_path) -> None:
@@ -174,3 +174,86 @@ def test_wait_on_a_machine_where_no_session_started_says_so_at_once(tmp_path) ->
     assert p.returncode == 3, p.stdout + p.stderr
     assert "no session on this machine" in p.stdout and "start again from call 1" in p.stdout
     assert not (tmp_path / "state" / "phases.tsv").exists()
+
+
+TREE_KEY = "tree-megatron-c28bbd208d16-d420024fed4bc69d3df2"
+
+
+def _tree_archive(tmp_path: Path) -> Path:
+    """An archive as the node's build saves it: treecache's restore (nothing cached: the build's
+    start stamped), the build's outputs, then its save."""
+    from envbuild.node import treecache
+
+    root, stash = tmp_path / "tree", tmp_path / "node-cache" / TREE_KEY / "outputs.tar"
+    root.mkdir()
+    treecache.restore(str(stash), str(root), ["build"])
+    (root / "build").mkdir()
+    (root / "build" / "kernels.so").write_bytes(os.urandom(40 * 1024))
+    (root / "build" / ".ninja_log").write_text("# ninja log v6\n")
+    treecache.save(str(stash), str(root), ["build"])
+    return stash
+
+
+def _session_harvest(node_home: Path, out: Path, tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", str(ROOT / "bench" / "gpu_session.sh"), "harvest"], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "ENVBUILD_HOME": str(node_home), "OUT": str(out),
+                                           "STATE": str(tmp_path / "state"), **env})
+
+
+def test_a_tree_archive_and_a_wheel_come_back_in_one_call_and_seed_the_cache(tmp_path) -> None:
+    """The fused-kernel folder a first node built (treecache's ``outputs.tar``) comes back as a wheel
+    does, and the controller's cache then holds it where ``envbuild bundle`` packs it as prebuilt."""
+    from envbuild.bundle.buildcache import cached_artifacts
+
+    node_home, out, home = tmp_path / "node-home", tmp_path / "out", tmp_path / "home"
+    archive = _tree_archive(tmp_path)
+    (node_home / "cache" / "wheels").mkdir(parents=True)
+    archive.parent.rename(node_home / "cache" / "wheels" / TREE_KEY)
+    wheel = node_home / "cache" / "wheels" / KEY / WHEEL
+    wheel.parent.mkdir()
+    wheel.write_bytes(_wheel(tmp_path))
+    p = _session_harvest(node_home, out, tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert f"harvested {TREE_KEY}: outputs.tar" in p.stdout and f"harvested {KEY}: {WHEEL}" in p.stdout
+    q = _run(out / "prebuilt", "--json", home=home)
+    assert q.returncode == 0, q.stderr
+    rows = {r["key"]: r for r in json.loads(q.stdout)}
+    assert rows[TREE_KEY]["status"] == "seeded" and rows[TREE_KEY]["file"] == "outputs.tar"
+    seeded = cached_artifacts(home / "cache" / "wheels" / TREE_KEY)
+    assert [f.name for f in seeded] == ["outputs.tar"]
+    assert seeded[0].read_bytes() == (node_home / "cache" / "wheels" / TREE_KEY / "outputs.tar").read_bytes()
+    again = _run(out / "prebuilt", home=home)
+    assert again.returncode == 0 and f"{TREE_KEY}: the cache already holds outputs.tar" in again.stdout
+
+
+def test_a_tar_without_the_archives_times_is_refused_and_nothing_written(tmp_path) -> None:
+    import tarfile
+
+    plain = tmp_path / "outputs.tar"
+    with tarfile.open(plain, "w") as tar:
+        tar.add(SCRIPT, arcname="build/x.py")
+    data = plain.read_bytes()
+    folder, home = tmp_path / "prebuilt", tmp_path / "home"
+    folder.mkdir()
+    (folder / f"{TREE_KEY}.sha256").write_text(f"{hashlib.sha256(data).hexdigest()}  outputs.tar\n")
+    (folder / f"{TREE_KEY}.part.00").write_bytes(data)
+    p = _run(folder, home=home)
+    assert p.returncode == 1
+    assert "has no .envbuild-mtimes.json member" in p.stderr
+    assert not (home / "cache" / "wheels" / TREE_KEY).exists()
+
+
+def test_keys_past_a_calls_eight_files_are_named_for_the_next_call(tmp_path) -> None:
+    """Eight files a call: five one-part keys take ten, so the fifth is left and named."""
+    node_home, out = tmp_path / "node-home", tmp_path / "out"
+    keys = [f"tree-src{i}-0123456789ab-{i:020d}" for i in range(5)]
+    for key in keys:
+        (node_home / "cache" / "wheels" / key).mkdir(parents=True)
+        (node_home / "cache" / "wheels" / key / "outputs.tar").write_bytes(b"x")
+    p = _session_harvest(node_home, out, tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert len(list((out / "prebuilt").iterdir())) == 8
+    assert f"harvest again with HARVEST_KEY='{keys[4]}'" in p.stdout
+    q = _session_harvest(node_home, tmp_path / "out2", tmp_path, HARVEST_KEY=keys[4])
+    assert q.returncode == 0 and sorted(f.name for f in (tmp_path / "out2" / "prebuilt").iterdir()) == [
+        f"{keys[4]}.part.00", f"{keys[4]}.sha256"]
