@@ -1,5 +1,6 @@
 """``provision --fanout``: a fleet's wheels archive down a tree of three real loopback sshd nodes
-(``envbuild.testbed.sshd``), cpu-reference, two provisions:
+(``envbuild.testbed.sshd``), two provisions of tests/data/fleet_mini.yaml (cpu-reference's small
+wheels without torch: the tree's hops are the same, each moves and checks a small archive):
 
 1. ``--fanout 1`` with no way for one node to log in to the next (the nodes' own SSH setup
    has no key the others accept): node1, the root, takes the controller's copy; node2's
@@ -23,21 +24,22 @@ from pathlib import Path
 import pytest
 
 from envbuild.testbed import uvcache
+from support.paths import DATA
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def bed(module_tmp, remove_tree, cpu_torch_wheels):
+def bed(module_tmp, remove_tree):
     base = module_tmp("fleet-tree")
     with uvcache.loopback_fleet(base, 3, 70, remove_tree) as nodes:
-        yield {"nodes": nodes, "base": base, "envs": base / "envs", "wheels": cpu_torch_wheels}
+        yield {"nodes": nodes, "base": base, "envs": base / "envs"}
 
 
 def provision(bed, *extra: str) -> dict:
-    argv = [sys.executable, "-m", "envbuild", "provision", "cpu-reference", "--target", "local",
+    argv = [sys.executable, "-m", "envbuild", "provision", str(DATA / "fleet_mini.yaml"), "--target", "local",
             "--inventory", str(bed["nodes"].inventory_path), "--prefix", f"{bed['envs']}/{{node}}",
-            "--wheelhouse", str(bed["wheels"]), "--no-smoke", "--json", "--fanout", "1", *extra]
+            "--no-smoke", "--json", "--fanout", "1", *extra]
     env = {**os.environ, **bed["nodes"].env, "ENVBUILD_HOME": str(bed["base"] / "home"),
            "ENVBUILD_CACHE_DIR": str(bed["base"] / "cache")}
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=900)
