@@ -38,13 +38,12 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
     say = echo or (lambda _m: None)
     bundle_offline.prepare(opts)  # --bundle: verified whole before any node is read (exit 2)
     early = Early(opts)  # facts and a speculative probe of every node, read while we load
-    opened = _Opened()  # the run's folder, from the moment it exists (a signal may come at any time)
+    opened = _Opened(echo=say)  # the run's folder, from the moment it exists (a signal may come at any time)
     phase = "facts"  # what the run is doing, until Ansible records its own end (run_playbook)
     try:
         recipe, target, nodes = _open_run(opts, early, opened)
         rd = opened.rd
-        sink = opened.sink = EventSink(rd.events, json_lines=opts.json_lines, echo=say)
-        results = opened.results = NodeResults(rd, {n.name: n.insecure for n in nodes})
+        sink, results = opened.events(opts), opened.node_results(early)
         RunWriter(rd).update(selection=_selection(opts, nodes))
         rd.write("recipe.json", recipe.model_dump(mode="json", by_alias=True))
         early.read_lock(recipe, target)
@@ -137,9 +136,11 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
 @dataclass
 class _Opened:
     """What provision has opened so far: the run's folder (set the moment it exists), its event
-    sink and node results (once made). An interrupt at any point after the folder exists is
-    recorded in it (``record_stopped``), never left "running"."""
+    sink and node results (each made once, on first use, by the run or by the recording of its
+    stop). An interrupt at any point after the folder exists is recorded in it
+    (``record_stopped``), never left "running"."""
 
+    echo: Callable[[str], None]
     rd: rundir.RunDir | None = None
     sink: EventSink | None = None
     results: NodeResults | None = None
@@ -147,7 +148,7 @@ class _Opened:
     def events(self, opts: ProvisionOptions) -> EventSink:
         if self.sink is None:
             assert self.rd is not None
-            self.sink = EventSink(self.rd.events, json_lines=opts.json_lines)
+            self.sink = EventSink(self.rd.events, json_lines=opts.json_lines, echo=self.echo)
         return self.sink
 
     def node_results(self, early: Early) -> NodeResults:
@@ -161,21 +162,17 @@ def _open_run(opts: ProvisionOptions, early: Early, opened: _Opened):
     """(recipe, target, nodes): the recipe and target loaded (the nodes' facts read meanwhile by
     ``early``) and the run's folder made, into ``opened.rd``. A signal while the folder is made
     waits until ``opened`` holds it (``StopRequest``), then stops the run, so that provision
-    records the interrupt in it (run 18's CI: a SIGINT between the folder's run.json and the
-    recording left it "running"). On any failure the facts commands still running on the
-    controller are stopped."""
-    try:
-        recipe, target = load(opts, on_target=early.start)
-        nodes = early.nodes
-        options = {k: v for k, v in asdict(opts).items() if k not in ("argv", "target", "recipe")}
-        with StopRequest() as stop:
-            opened.rd = create_run(recipe.name, target.name, argv=opts.argv, hosts=[n.name for n in nodes],
-                                   options=options).rd
-        if stop.signum is not None:
-            raise Interrupted(stop.signum)
-    except BaseException:
-        stop_all()  # the facts commands still running on the controller (see provision)
-        raise
+    records the interrupt in it (the fresh-clone CI of 76450c1: a SIGINT between the folder's
+    run.json and the recording left it "running"). On any failure provision's handler stops the
+    facts commands still running on the controller."""
+    recipe, target = load(opts, on_target=early.start)
+    nodes = early.nodes
+    options = {k: v for k, v in asdict(opts).items() if k not in ("argv", "target", "recipe")}
+    with StopRequest() as stop:
+        opened.rd = create_run(recipe.name, target.name, argv=opts.argv, hosts=[n.name for n in nodes],
+                               options=options).rd
+    if stop.signum is not None:
+        raise Interrupted(stop.signum)
     return recipe, target, nodes
 
 
