@@ -18,9 +18,9 @@ calls: the parts of one KEY are gathered from all the folders). For each ``KEY.s
 be a cache key (the bundle manifest's ``KEY``), its line a sha256sum line naming a plain ``.whl``
 file name or ``outputs.tar``; the parts ``00`` to ``N-1`` must all be there; they are joined into a
 temporary file beside ``<cache>/<KEY>/``, whose sha256 must be the line's and which must open as a
-zip with a ``*.dist-info/RECORD`` entry (a wheel) or as a tar of files and folders with relative
-names and the archive's times (``envbuild.node.treecache.MTIMES`` and ``STARTED``: the node's
-restore checks every member again before it writes); then it is moved into place (``os.replace``,
+zip with a ``*.dist-info/RECORD`` entry (a wheel) or pass the checks the node's restore makes of an
+archive before it writes (``envbuild.node.treecache.check_archive``: plain files and folders under
+relative paths, none twice, the files' times well-formed); then it is moved into place (``os.replace``,
 one filesystem) with ``<cache>/<KEY>/harvest.json`` (key, file, sha256, size, from, harvested_at).
 A cache that already holds that file (same name, same sha256) is left as it is; one that holds
 another product for KEY is refused unless ``--replace`` (which removes the others: the bundle
@@ -53,7 +53,7 @@ from envbuild import rundir  # noqa: E402
 from envbuild.bundle.buildcache import TREE_ARCHIVE, cached_artifacts  # noqa: E402
 from envbuild.bundle.manifest import KEY  # noqa: E402
 from envbuild.fsio import sha256_file, write_atomic  # noqa: E402
-from envbuild.node.treecache import MTIMES, STARTED  # noqa: E402
+from envbuild.node.treecache import TreeCacheError, check_archive  # noqa: E402
 
 SHA_SUFFIX = ".sha256"
 PART = re.compile(r"^(?P<key>.+)\.part\.(?P<n>[0-9]{2,})$")
@@ -181,21 +181,14 @@ def check_wheel(path: Path, key: str) -> None:
 
 
 def check_tree_archive(path: Path, key: str) -> None:
-    """HarvestError 1 unless ``path`` opens as a tar of files and folders with relative names that
-    holds the times treecache's restore needs (``MTIMES``, ``STARTED``)."""
+    """HarvestError 1 unless ``path`` passes the checks the node's restore makes of an archive
+    before it writes anything (``treecache.check_archive``: plain files and folders under relative
+    paths, none twice, the files' times well-formed), so that a bad archive is refused here, not
+    on a leased GPU node."""
     try:
-        with tarfile.open(path, "r") as tar:
-            members = tar.getmembers()
-    except (tarfile.TarError, OSError) as e:
-        raise HarvestError(f"{key}: the joined {TREE_ARCHIVE} does not open as a tar ({e})", 1) from None
-    for m in members:
-        parts = m.name.split("/")
-        if not (m.isfile() or m.isdir()) or m.name.startswith("/") or ".." in parts:
-            raise HarvestError(f"{key}: {TREE_ARCHIVE} member {m.name!r} is not a file or folder under the tree", 1)
-    names = {m.name for m in members if m.isfile()}
-    for needed in (MTIMES, STARTED):
-        if needed not in names:
-            raise HarvestError(f"{key}: {TREE_ARCHIVE} has no {needed} member (not an archive treecache saved)", 1)
+        check_archive(str(path))
+    except (tarfile.TarError, OSError, TreeCacheError) as e:
+        raise HarvestError(f"{key}: the joined {TREE_ARCHIVE} is not an archive treecache restores ({e})", 1) from None
 
 
 def check_product(path: Path, key: str, name: str) -> None:

@@ -286,34 +286,43 @@ collect() {  # results into $OUT (8 files at most): the runs' records, the state
 harvest() {  # what the node's controller build cache holds ($ENVBUILD_HOME/cache/wheels/KEY/: an extension
   # wheel, or outputs.tar, a source's in-tree build outputs), built by this lease's installs, into
   # $OUT/prebuilt: KEY.sha256 (sha256 and the file's name) and the file cut into KEY.part.NN of 15 MiB.
-  # The device returns 8 files of 16 MiB at most a call: the keys are taken in order (HARVEST_KEY,
-  # words, names those to take) while their files fit; one that does not is named for the next call.
-  # bench/gpu_harvest.py joins them, checks them and seeds the build cache here, so the next bundle
-  # carries them (prebuilt) instead of the node building them.
-  local cache=$ENVBUILD_HOME/cache/wheels key art n files=0 took=0 left=""
-  local part=$((15 * 1024 * 1024))
+  # The device returns 8 files of 16 MiB at most a call, those already in $OUT counted: the keys
+  # (HARVEST_KEY, words, in its order; else every key of the cache) are taken while their files fit,
+  # and those that do not are named for the next call. A key whose file is empty, or over 7 parts,
+  # is named and left; a named key the cache lacks is said. Exit 0 when every key was taken, 1 when
+  # one was left or failed. bench/gpu_harvest.py joins them, checks them and seeds the build cache
+  # here, so the next bundle carries them (prebuilt) instead of the node building them.
+  local cache=$ENVBUILD_HOME/cache/wheels key d art n size files took=0 left="" bad=0
+  local part=$((15 * 1024 * 1024)) keys
   mkdir -p "$OUT/prebuilt"
-  for d in "$cache"/*/; do
-    [ -d "$d" ] || continue
-    key=$(basename "$d")
-    if [ -n "${HARVEST_KEY:-}" ]; then case " $HARVEST_KEY " in *" $key "*) ;; *) continue ;; esac; fi
+  files=$(find "$OUT" -type f | wc -l)
+  if [ -n "${HARVEST_KEY:-}" ]; then keys=$HARVEST_KEY
+  else keys=$(find "$cache" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' 2>/dev/null | sort); fi
+  for key in $keys; do
+    d=$cache/$key
+    [ -d "$d" ] || { log "$key: not in the build cache ($cache)"; bad=1; continue; }
     art=$(find "$d" -maxdepth 1 -name '*.whl' | sort | head -1)
-    [ -n "$art" ] || { [ -f "$d/outputs.tar" ] && art=$d/outputs.tar; }
-    [ -n "$art" ] || { log "$key: no wheel or outputs.tar in the build cache"; continue; }
-    n=$(( ($(stat -c %s "$art") + part - 1) / part )); [ "$n" -ge 1 ] || n=1
+    if [ -n "$art" ]; then
+      [ ! -f "$d/outputs.tar" ] || log "$key: a wheel and outputs.tar: the wheel, which a bundle packs first"
+    elif [ -f "$d/outputs.tar" ]; then art=$d/outputs.tar
+    else log "$key: no wheel or outputs.tar in the build cache"; bad=1; continue; fi
+    size=$(stat -c %s "$art")
+    if [ "$size" -eq 0 ]; then log "$key: $(basename "$art") is empty: not harvested"; bad=1; continue; fi
+    n=$(( (size + part - 1) / part ))
     if [ $((n + 1)) -gt 8 ]; then
-      log "$key: $(basename "$art") is over 105 MiB, more than one call brings back"; return 1
+      log "$key: $(basename "$art") is over 105 MiB, more than one call brings back: not harvested"; bad=1; continue
     fi
     if [ $((files + n + 1)) -gt 8 ]; then left="$left $key"; continue; fi
     if ! { (cd "$d" && sha256sum "$(basename "$art")") > "$OUT/prebuilt/$key.sha256" \
            && split -b 15M -d -a 2 "$art" "$OUT/prebuilt/$key.part."; }; then
-      log "$key: harvest failed"; rm -f "$OUT/prebuilt/$key".*; return 1
+      log "$key: harvest failed"; rm -f "$OUT/prebuilt/$key".*; bad=1; continue
     fi
     files=$((files + n + 1)); took=$((took + 1))
-    log "harvested $key: $(basename "$art"), $(stat -c %s "$art") bytes, $n parts"
+    log "harvested $key: $(basename "$art"), $size bytes, $n parts"
   done
   [ -z "$left" ] || log "not in this call (8 files at most): harvest again with HARVEST_KEY='${left# }'"
-  [ "$took" -gt 0 ] || { log "nothing to harvest in $cache${HARVEST_KEY:+ under $HARVEST_KEY}"; return 1; }
+  [ "$took" -gt 0 ] || [ "$bad" -eq 1 ] || [ -n "$left" ] || log "nothing to harvest in $cache"
+  [ "$took" -gt 0 ] && [ "$bad" -eq 0 ] && [ -z "$left" ]
 }
 
 case "${1:-}" in

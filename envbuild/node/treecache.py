@@ -59,11 +59,12 @@ def _said(stash, text):
 
 
 def _inside(name, outputs):
-    """Whether the archive member ``name`` lies under one of ``outputs`` (relative paths)."""
+    """Whether the archive member ``name`` lies under one of ``outputs`` (relative paths); with
+    ``outputs`` None, whether it is a plain relative path at all."""
     parts = name.split("/")
     if name.startswith("/") or ".." in parts or "" in parts or "." in parts:
         return False
-    return any(name == o or name.startswith(o.rstrip("/") + "/") for o in outputs)
+    return outputs is None or any(name == o or name.startswith(o.rstrip("/") + "/") for o in outputs)
 
 
 def _check_paths(root, outputs):
@@ -197,6 +198,52 @@ def _same_bytes(path, member):
                 return True
 
 
+def _checked(tar, stash, outputs):
+    """(members, mtimes, started) of the open archive ``tar`` at ``stash``, every member checked
+    before anything is written (see the module docstring); ``outputs`` None (an archive read off
+    the node, ``check_archive``): any plain relative path. TreeCacheError names what is wrong."""
+    members = tar.getmembers()
+    mtimes, started = None, None
+    under = ", ".join(outputs) if outputs is not None else "the tree"
+    for m in members:
+        if m.name == MTIMES and m.isfile():
+            try:
+                mtimes = json.loads(tar.extractfile(m).read().decode())
+            except ValueError as e:
+                raise TreeCacheError("%s: %s is not JSON: %s" % (stash, MTIMES, e)) from None
+        elif m.name == STARTED and m.isfile():
+            text = tar.extractfile(m).read().decode().strip()
+            if not text.isdigit():
+                raise TreeCacheError("%s: %s is not a time in nanoseconds: %r" % (stash, STARTED, text[:40]))
+            started = int(text)
+        elif not (m.isfile() or m.isdir()) or not _inside(m.name, outputs):
+            raise TreeCacheError("%s: member %r is not a file or folder under %s" % (stash, m.name, under))
+    if mtimes is None:
+        raise TreeCacheError("%s: no %s member, the times of its files are not known" % (stash, MTIMES))
+    if not isinstance(mtimes, dict) or not all(isinstance(t, int) and not isinstance(t, bool)
+                                               for t in mtimes.values()):
+        raise TreeCacheError("%s: %s is not a map of paths to times in nanoseconds" % (stash, MTIMES))
+    files = set(m.name for m in members if m.isfile() and m.name not in (MTIMES, STARTED))
+    names = [m.name.rstrip("/") for m in members]
+    clash = sorted(set(n for n in names if names.count(n) > 1) |
+                   set(n for n in names if any(n.startswith(f + "/") for f in files)))
+    if clash:
+        raise TreeCacheError("%s: member %r appears twice, or under a member that is a file" % (stash, clash[0]))
+    strange = sorted(f for f in mtimes if f not in files)
+    if strange:
+        raise TreeCacheError("%s: %s names %r, which is not one of its files under %s"
+                             % (stash, MTIMES, strange[0], under))
+    return members, mtimes, started
+
+
+def check_archive(stash):
+    """Check the archive at ``stash`` as ``restore`` would, without a tree: its members plain files
+    and folders under relative paths, none twice or under a file, its times well-formed.
+    TreeCacheError names what is wrong (tarfile's own errors pass through)."""
+    with tarfile.open(stash, "r") as tar:
+        _checked(tar, stash, None)
+
+
 def restore(stash, root, outputs):
     """Put the archive's outputs into the tree (see the module docstring); returns (restored,
     what it did in words). No archive at ``stash``: nothing is done."""
@@ -207,34 +254,7 @@ def restore(stash, root, outputs):
         _stamp(stash)
         return False, _said(stash, "none cached for this key, the build makes them")
     with tarfile.open(stash, "r") as tar:
-        members = tar.getmembers()
-        mtimes, started = None, None
-        for m in members:
-            if m.name == MTIMES and m.isfile():
-                mtimes = json.loads(tar.extractfile(m).read().decode())
-            elif m.name == STARTED and m.isfile():
-                text = tar.extractfile(m).read().decode().strip()
-                if not text.isdigit():
-                    raise TreeCacheError("%s: %s is not a time in nanoseconds: %r" % (stash, STARTED, text[:40]))
-                started = int(text)
-            elif not (m.isfile() or m.isdir()) or not _inside(m.name, outputs):
-                raise TreeCacheError("%s: member %r is not a file or folder under %s"
-                                     % (stash, m.name, ", ".join(outputs)))
-        if mtimes is None:
-            raise TreeCacheError("%s: no %s member, the times of its files are not known" % (stash, MTIMES))
-        if not isinstance(mtimes, dict) or not all(isinstance(t, int) and not isinstance(t, bool)
-                                                   for t in mtimes.values()):
-            raise TreeCacheError("%s: %s is not a map of paths to times in nanoseconds" % (stash, MTIMES))
-        files = set(m.name for m in members if m.isfile() and m.name not in (MTIMES, STARTED))
-        names = [m.name.rstrip("/") for m in members]
-        clash = sorted(set(n for n in names if names.count(n) > 1) |
-                       set(n for n in names if any(n.startswith(f + "/") for f in files)))
-        if clash:
-            raise TreeCacheError("%s: member %r appears twice, or under a member that is a file" % (stash, clash[0]))
-        strange = sorted(f for f in mtimes if f not in files)
-        if strange:
-            raise TreeCacheError("%s: %s names %r, which is not one of its files under %s"
-                                 % (stash, MTIMES, strange[0], ", ".join(outputs)))
+        members, mtimes, started = _checked(tar, stash, outputs)
         _check_paths(root, outputs)
         if os.path.lexists(stash + ".started"):
             os.remove(stash + ".started")  # an earlier attempt's, which built nothing that was kept

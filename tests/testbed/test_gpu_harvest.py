@@ -12,6 +12,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
 from support.paths import ROOT
 
 SCRIPT = ROOT / "bench" / "gpu_harvest.py"
@@ -240,21 +241,68 @@ def test_a_tar_without_the_archives_times_is_refused_and_nothing_written(tmp_pat
     (folder / f"{TREE_KEY}.part.00").write_bytes(data)
     p = _run(folder, home=home)
     assert p.returncode == 1
-    assert "has no .envbuild-mtimes.json member" in p.stderr
+    assert "no .envbuild-mtimes.json member" in p.stderr
     assert not (home / "cache" / "wheels" / TREE_KEY).exists()
 
 
 def test_keys_past_a_calls_eight_files_are_named_for_the_next_call(tmp_path) -> None:
-    """Eight files a call: five one-part keys take ten, so the fifth is left and named."""
+    """Eight files a call, those already in $OUT counted: with one file there, four one-part keys
+    take eight, so the fourth key is left, named, and the call exits 1; the named key comes next."""
     node_home, out = tmp_path / "node-home", tmp_path / "out"
-    keys = [f"tree-src{i}-0123456789ab-{i:020d}" for i in range(5)]
+    keys = [f"tree-src{i}-0123456789ab-{i:020d}" for i in range(4)]
     for key in keys:
         (node_home / "cache" / "wheels" / key).mkdir(parents=True)
         (node_home / "cache" / "wheels" / key / "outputs.tar").write_bytes(b"x")
+    out.mkdir()
+    (out / "phases.tsv").write_text("install\t1\t5\n")  # what a `wait` of the same call left
     p = _session_harvest(node_home, out, tmp_path)
-    assert p.returncode == 0, p.stdout + p.stderr
-    assert len(list((out / "prebuilt").iterdir())) == 8
-    assert f"harvest again with HARVEST_KEY='{keys[4]}'" in p.stdout
-    q = _session_harvest(node_home, tmp_path / "out2", tmp_path, HARVEST_KEY=keys[4])
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert len(list((out / "prebuilt").iterdir())) == 6
+    assert f"harvest again with HARVEST_KEY='{keys[3]}'" in p.stdout
+    q = _session_harvest(node_home, tmp_path / "out2", tmp_path, HARVEST_KEY=keys[3])
     assert q.returncode == 0 and sorted(f.name for f in (tmp_path / "out2" / "prebuilt").iterdir()) == [
-        f"{keys[4]}.part.00", f"{keys[4]}.sha256"]
+        f"{keys[3]}.part.00", f"{keys[3]}.sha256"]
+
+
+def test_a_key_that_cannot_come_back_is_named_and_the_others_still_come(tmp_path) -> None:
+    """HARVEST_KEY's keys in its order: an empty archive, one of more than 7 parts (sparse) and a
+    key the cache lacks are each said and left, the good key after them is still taken, exit 1."""
+    node_home, out = tmp_path / "node-home", tmp_path / "out"
+    cache = node_home / "cache" / "wheels"
+    empty, big, good = "tree-empty-0123456789ab-00000000000000000001", "apex-big-00000000000000000002", \
+        "tree-good-0123456789ab-00000000000000000003"
+    for key in (empty, big, good):
+        (cache / key).mkdir(parents=True)
+    (cache / empty / "outputs.tar").write_bytes(b"")
+    with (cache / big / "apex-0.1-cp312-cp312-linux_x86_64.whl").open("wb") as f:
+        f.truncate(106 * 1024 * 1024)
+    (cache / good / "outputs.tar").write_bytes(b"x")
+    p = _session_harvest(node_home, out, tmp_path, HARVEST_KEY=f"tree-missing-0 {empty} {big} {good}")
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "tree-missing-0: not in the build cache" in p.stdout
+    assert f"{empty}: outputs.tar is empty" in p.stdout and f"{big}: apex-0.1" in p.stdout
+    assert sorted(f.name for f in (out / "prebuilt").iterdir()) == [f"{good}.part.00", f"{good}.sha256"]
+
+
+@pytest.mark.parametrize("name", ["../escape", "/abs/file", "./build/x", "build//x"])
+def test_an_archive_member_restore_would_refuse_is_refused_here(tmp_path, name) -> None:
+    """gpu_harvest.py checks a tree archive as the node's restore does (treecache.check_archive),
+    so an archive the node would refuse never reaches a bundle."""
+    import io
+    import tarfile
+
+    archive = tmp_path / "outputs.tar"
+    with tarfile.open(archive, "w") as tar:
+        for member, data in ((name, b"x"), (".envbuild-mtimes.json", b"{}")):
+            info = tarfile.TarInfo(member)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    data = archive.read_bytes()
+    folder, home = tmp_path / "prebuilt", tmp_path / "home"
+    folder.mkdir()
+    (folder / f"{TREE_KEY}.sha256").write_text(f"{hashlib.sha256(data).hexdigest()}  outputs.tar\n")
+    (folder / f"{TREE_KEY}.part.00").write_bytes(data)
+    p = _run(folder, home=home)
+    assert p.returncode == 1 and "is not an archive treecache restores" in p.stderr, p.stderr
+    assert repr(name) in p.stderr
+    assert not (home / "cache" / "wheels" / TREE_KEY).exists()
