@@ -134,7 +134,10 @@ def record_stopped(rd: rundir.RunDir, sink: EventSink, results: NodeResults, hos
     extra = {} if signum is None else {"signal": signal_name(signum)}
     stopped = [h for h in hosts if h not in results]
     for host in stopped:
-        sink.emit(Event(time.time(), host, phase, "failed" if signum is None else "interrupted", why))
+        try:
+            sink.emit(Event(time.time(), host, phase, "failed" if signum is None else "interrupted", why))
+        except OSError:  # its display is gone (`--json | head` closed the pipe) or its file cannot be
+            pass  # written: the event is lost, and the node's result and run.json below still say it
         results.finish(host, status, failed_step=phase, log_tail=why, **extra)
     if signum is None:
         RunWriter(rd).finish(status, phase=phase, error=why)

@@ -125,7 +125,7 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
             # envbuild.facts.script.PROBE_TIMEOUT_S), as Python waits for the SSH threads
             stop_all()
             if opened.rd is not None:  # a run folder exists: it says how the run stopped
-                record_stopped(opened.rd, opened.events(opts), opened.node_results(early),
+                record_stopped(opened.rd, opened.stop_events(opts), opened.node_results(early),
                                [n.name for n in early.nodes], phase, exc)
         raise
     finally:
@@ -150,6 +150,14 @@ class _Opened:
             assert self.rd is not None
             self.sink = EventSink(self.rd.events, json_lines=opts.json_lines, echo=self.echo)
         return self.sink
+
+    def stop_events(self, opts: ProvisionOptions) -> EventSink:
+        """The sink the stop is recorded through: the run's, else (its events file cannot be
+        opened) one that only shows it, so that the recording itself still happens."""
+        try:
+            return self.events(opts)
+        except OSError:
+            return EventSink(None, json_lines=opts.json_lines, echo=self.echo)
 
     def node_results(self, early: Early) -> NodeResults:
         if self.results is None:

@@ -96,3 +96,31 @@ def test_a_system_folder_or_a_path_that_goes_up_is_refused_as_a_prefix(prefix, t
         p = run_envbuild(*argv, env={**os.environ, "ENVBUILD_HOME": str(tmp_path / "home")})
         assert p.returncode == 2 and f"--prefix {prefix}:" in p.stderr and "hint:" in p.stderr, (argv, p.stderr)
     assert not (tmp_path / "home" / "runs").exists()  # nothing half-written
+
+
+def test_a_stop_is_recorded_even_when_its_display_is_a_closed_pipe(tmp_path, monkeypatch):
+    """``envbuild provision --json | head``: the reader is gone, so showing the stop's event raises
+    BrokenPipeError. The run is still recorded as interrupted, never left "running"."""
+    import signal
+
+    from envbuild.execute.events import EventSink
+    from envbuild.interrupt import Interrupted
+    from envbuild.provision.results import NodeResults, record_stopped
+
+    rd = create_run("r", "local", argv=["envbuild"], hosts=["local"], options={}, home=tmp_path).rd
+    read, write = os.pipe()
+    os.close(read)
+    closed = os.fdopen(write, "w")
+    monkeypatch.setattr(sys, "stdout", closed)
+    try:
+        record_stopped(rd, EventSink(rd.events, json_lines=True), NodeResults(rd, {"local": False}), ["local"],
+                       "facts", Interrupted(signal.SIGINT))
+    finally:
+        monkeypatch.undo()
+        try:
+            closed.close()
+        except BrokenPipeError:
+            pass
+    meta = json.loads((rd.path / "run.json").read_text())
+    assert meta["status"] == "interrupted" and meta["interrupted_at"] == {"local": "facts"}, meta
+    assert json.loads((rd.path / "nodes" / "local" / "result.json").read_text())["status"] == "interrupted"
