@@ -1,11 +1,13 @@
 """podman for tests and benchmarks: its own storage, config and temp dir, the host untouched.
 
 Storage (graphroot/runroot), containers.conf (runc, cgroupfs, ulimits 1024: hybrid cgroups
-and no CAP_SYS_RESOURCE on the CI machine) and TMPDIR (buildah keeps RUN cache mounts there)
-all live under one folder. Builds use ``--isolation chroot`` (host network, for PyPI; no
-netns, no NAT rules) and containers ``--network=none`` (see shared/docs/TESTBED.md). The host's
-CA bundle is mounted into RUN steps and named by the ``PIP_CERT`` build argument that the
-rendered Dockerfiles declare.
+and no CAP_SYS_RESOURCE on the CI machine), libpod's tmp_dir (its ``alive`` file and exit
+codes; ``podman system reset`` deletes it, and the default /run/libpod is shared by every
+podman on the machine, so one test's reset broke another's running containers in CI) and
+TMPDIR (buildah keeps RUN cache mounts there) all live under one folder.
+Builds use ``--isolation chroot`` (host network, for PyPI; no netns, no NAT rules) and
+containers ``--network=none`` (see shared/docs/TESTBED.md). The host's CA bundle is mounted
+into RUN steps and named by the ``PIP_CERT`` build argument that the rendered Dockerfiles declare.
 
     pm = Podman(Path("/tmp/x"))
     pm.import_rootfs(rootfs(), "localhost/envbuild-base:bookworm")
@@ -42,7 +44,8 @@ class Podman:
             f'[storage]\ndriver = "overlay"\ngraphroot = "{root}/graph"\nrunroot = "{root}/run"\n')
         (root / "containers.conf").write_text(
             '[containers]\nnetns = "none"\ndefault_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]\n'
-            '[engine]\nruntime = "runc"\ncgroup_manager = "cgroupfs"\nevents_logger = "file"\n')
+            '[engine]\nruntime = "runc"\ncgroup_manager = "cgroupfs"\nevents_logger = "file"\n'
+            f'tmp_dir = "{root}/libpod"\n')
         self.env = {**os.environ, "CONTAINERS_STORAGE_CONF": str(root / "storage.conf"),
                     "CONTAINERS_CONF": str(root / "containers.conf"), "TMPDIR": str(root / "tmp")}
 
