@@ -212,7 +212,7 @@ def _checked(tar, stash, outputs):
             except ValueError as e:
                 raise TreeCacheError("%s: %s is not JSON: %s" % (stash, MTIMES, e)) from None
         elif m.name == STARTED and m.isfile():
-            text = tar.extractfile(m).read().decode().strip()
+            text = tar.extractfile(m).read().decode(errors="replace").strip()
             if not text.isdigit():
                 raise TreeCacheError("%s: %s is not a time in nanoseconds: %r" % (stash, STARTED, text[:40]))
             started = int(text)

@@ -134,11 +134,13 @@ def record_stopped(rd: rundir.RunDir, sink: EventSink, results: NodeResults, hos
     extra = {} if signum is None else {"signal": signal_name(signum)}
     stopped = [h for h in hosts if h not in results]
     for host in stopped:
+        tail = why
         try:
             sink.emit(Event(time.time(), host, phase, "failed" if signum is None else "interrupted", why))
-        except OSError:  # its display is gone (`--json | head` closed the pipe) or its file cannot be
-            pass  # written: the event is lost, and the node's result and run.json below still say it
-        results.finish(host, status, failed_step=phase, log_tail=why, **extra)
+        except OSError as e:  # its display is gone (`--json | head` closed the pipe) or its file cannot
+            # be written: the node's result says the event was lost, and run.json still says the stop
+            tail = f"{why} (its event was not shown: {type(e).__name__}: {e})"
+        results.finish(host, status, failed_step=phase, log_tail=tail, **extra)
     if signum is None:
         RunWriter(rd).finish(status, phase=phase, error=why)
     else:

@@ -204,6 +204,21 @@ def test_times_for_paths_that_are_not_the_archives_files_are_refused_before_writ
     assert not (root / "kernels" / "build" / "k.so").exists()
 
 
+@pytest.mark.parametrize("started", [b"\xff\xfe", b"later", b"-5"])
+def test_a_start_time_that_is_not_nanoseconds_is_refused_before_writing(tmp_path, started):
+    root = tmp_path / "src"
+    _checkout(root)
+    stash = tmp_path / "outputs.tar"
+    _archive(stash, [(tarfile.TarInfo("kernels/build/k.so"), b"x"),
+                     (tarfile.TarInfo(treecache.MTIMES), json.dumps({"kernels/build/k.so": 1}).encode()),
+                     (tarfile.TarInfo(treecache.STARTED), started)])
+    with pytest.raises(treecache.TreeCacheError, match=treecache.STARTED):
+        treecache.check_archive(str(stash))
+    with pytest.raises(treecache.TreeCacheError, match=treecache.STARTED):
+        treecache.restore(str(stash), str(root), OUTPUTS)
+    assert not (root / "kernels" / "build" / "k.so").exists()
+
+
 @needs_ninja
 def test_outputs_reached_through_a_link_are_neither_written_nor_read(tmp_path):
     first, stash = _built(tmp_path)

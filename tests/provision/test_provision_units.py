@@ -123,4 +123,6 @@ def test_a_stop_is_recorded_even_when_its_display_is_a_closed_pipe(tmp_path, mon
             pass
     meta = json.loads((rd.path / "run.json").read_text())
     assert meta["status"] == "interrupted" and meta["interrupted_at"] == {"local": "facts"}, meta
-    assert json.loads((rd.path / "nodes" / "local" / "result.json").read_text())["status"] == "interrupted"
+    node = json.loads((rd.path / "nodes" / "local" / "result.json").read_text())
+    assert node["status"] == "interrupted", node
+    assert "its event was not shown: BrokenPipeError" in node["log_tail"], node

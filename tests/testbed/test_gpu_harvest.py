@@ -33,11 +33,12 @@ def _wheel(tmp_path: Path, record: bool = True) -> bytes:
     return path.read_bytes()
 
 
-def _harvest(data: bytes, *folders: Path, key: str = KEY, sha: str | None = None) -> int:
-    """KEY.sha256 in every folder and the parts dealt over the folders in turn, as split -d -a 2 names them."""
+def _harvest(data: bytes, *folders: Path, key: str = KEY, sha: str | None = None, name: str = WHEEL) -> int:
+    """KEY.sha256 (naming the product ``name``) in every folder and the parts dealt over the folders
+    in turn, as split -d -a 2 names them."""
     for folder in folders:
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"{key}.sha256").write_text(f"{sha or hashlib.sha256(data).hexdigest()}  {WHEEL}\n")
+        (folder / f"{key}.sha256").write_text(f"{sha or hashlib.sha256(data).hexdigest()}  {name}\n")
     chunks = [data[i:i + PART] for i in range(0, len(data), PART)]
     for n, chunk in enumerate(chunks):
         (folders[n % len(folders)] / f"{key}.part.{n:02d}").write_bytes(chunk)
@@ -236,9 +237,7 @@ def test_a_tar_without_the_archives_times_is_refused_and_nothing_written(tmp_pat
         tar.add(SCRIPT, arcname="build/x.py")
     data = plain.read_bytes()
     folder, home = tmp_path / "prebuilt", tmp_path / "home"
-    folder.mkdir()
-    (folder / f"{TREE_KEY}.sha256").write_text(f"{hashlib.sha256(data).hexdigest()}  outputs.tar\n")
-    (folder / f"{TREE_KEY}.part.00").write_bytes(data)
+    _harvest(data, folder, key=TREE_KEY, name="outputs.tar")
     p = _run(folder, home=home)
     assert p.returncode == 1
     assert "no .envbuild-mtimes.json member" in p.stderr
@@ -299,9 +298,7 @@ def test_an_archive_member_restore_would_refuse_is_refused_here(tmp_path, name) 
             tar.addfile(info, io.BytesIO(data))
     data = archive.read_bytes()
     folder, home = tmp_path / "prebuilt", tmp_path / "home"
-    folder.mkdir()
-    (folder / f"{TREE_KEY}.sha256").write_text(f"{hashlib.sha256(data).hexdigest()}  outputs.tar\n")
-    (folder / f"{TREE_KEY}.part.00").write_bytes(data)
+    _harvest(data, folder, key=TREE_KEY, name="outputs.tar")
     p = _run(folder, home=home)
     assert p.returncode == 1 and "is not an archive treecache restores" in p.stderr, p.stderr
     assert repr(name) in p.stderr
