@@ -187,8 +187,8 @@ smoke_one() {  # JOB GPUS: the smoke step again on those GPUs
   case "${STALL:-}" in "$job":*:*)
     local spec=${STALL#*:}; stall_watch "$job" "$n" "${spec%:*}" "${spec##*:}" & watcher=$! ;;
   esac
-  # shellcheck disable=SC2046 # pin_of: two words or none
-  CUDA_VISIBLE_DEVICES=$gpus $EB provision "$recipe" --target "$TARGET" --hosts local \
+  # shellcheck disable=SC2046,SC2086 # pin_of: two words or none; $EB: the command's words
+  CUDA_VISIBLE_DEVICES=$gpus own_net $EB provision "$recipe" --target "$TARGET" --hosts local \
       --bundle "$STATE/bundles/$job.tar" $(pin_of "$job") --from-step smoke --smoke-preset "$SMOKE" --json \
       > "$STATE/$job/smoke-$n.jsonl" 2> "$STATE/$job/smoke-$n.err"
   rc=$?
@@ -200,6 +200,24 @@ smoke_one() {  # JOB GPUS: the smoke step again on those GPUs
   printf '%s\t%s\t%s\t%s\n' "$job" "$gpus" "$rc" "$(run_dir "$STATE/$job/smoke-$n.jsonl")" >> "$STATE/runs.tsv"
   return $rc
 }
+
+own_net() {  # CMD...: CMD in a network namespace of its own, only its loopback up, so the jobs of
+  # a wave never meet on a port: torch's launchers and DeepSpeed's both rendezvous on 127.0.0.1:29500
+  # by default, and run 20's Megatron-DeepSpeed benchmark died on it beside alpa's (EADDRINUSE).
+  # A smoke needs no other interface (a bundle, --hosts local: Ansible's local connection; NCCL
+  # takes lo when nothing else is up). OWN_NET=0, or no unshare here: CMD as it is, said in the log.
+  if [ "${OWN_NET:-1}" = 1 ] && unshare --net true 2>/dev/null; then
+    unshare --net -- sh -c "$LO_UP"' && exec "$@"' own-net "$@"
+  else
+    log "own_net: not in a namespace of its own (OWN_NET=${OWN_NET:-1}, unshare --net refused or missing)"
+    "$@"
+  fi
+}
+# loopback up in a fresh namespace: ip where it is installed, else the ioctls (SIOCGIFFLAGS,
+# SIOCSIFFLAGS with IFF_UP) from python3, which every node of ours has
+LO_UP='if command -v ip >/dev/null; then ip link set lo up; else python3 -c "import fcntl, socket, struct
+s = socket.socket(); f = struct.unpack(\"16sH14x\", fcntl.ioctl(s, 0x8913, struct.pack(\"16sH14x\", b\"lo\", 0)))[1]
+fcntl.ioctl(s, 0x8914, struct.pack(\"16sH14x\", b\"lo\", f | 1))"; fi'
 
 clocks() {  # TAG: the GPUs' clocks, throttle reasons, temperature and power and the host's load
   # average as a smoke ends (read only: the GPUs' settings are never changed), to $STATE/clocks.tsv
@@ -396,5 +414,6 @@ case "${1:-}" in
     collect ;;
   session) session "$2" ;;
   harvest) harvest ;;
-  *) echo "usage: $0 stage | start PLANFILE | wait SECONDS | harvest | session PLANFILE" >&2; exit 2 ;;
+  own-net) shift; own_net "$@" ;;  # CMD...: what a smoke of a wave runs in (tests/testbed/test_gpu_session_net.py)
+  *) echo "usage: $0 stage | start PLANFILE | wait SECONDS | harvest | session PLANFILE | own-net CMD..." >&2; exit 2 ;;
 esac
