@@ -15,8 +15,10 @@
 #                                         parts: .device/JOB/bundle.part.00 (with bundle.parts, their
 #                                         count) and .device/JOB+NN/bundle.part.NN, joined by `stage`
 #   .device/common/whl                    envbuild's own dependencies as cp312 wheels
-#   .device/common/src.tar.gz             a clean export of this commit (git archive HEAD, the
-#                                         whole commit: playbooks/ included); stage unpacks it
+#   .device/common/src.commit             the commit the device runs: no export travels, every call
+#                                         carries the working tree already (36 MiB and more), and stage
+#                                         copies it (without .device/) as the session's source; so the
+#                                         tree must be that commit, clean (exit 1 otherwise)
 #   .device/common/tools                  the stall tools (a py-spy wheel, elfutils' .debs) for
 #                                         STALL=...; offline, a note and none
 #   .device/plan.txt                      PLAN, as `start` reads it
@@ -47,8 +49,12 @@ HERE=$(dirname "$0")
 . "$HERE/prepare_lib.sh"
 
 job_list=$("$PY" "$HERE/gpu_carry.py" jobs "$PLAN") || exit 2
-if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
-  echo "note: uncommitted changes to tracked files: the export is HEAD's ($(git rev-parse --short HEAD)), without them" >&2
+if [ -n "$(git status --porcelain --untracked-files=normal)" ]; then
+  # the device copies the working tree, untracked files too, and runs it: it must be the commit
+  echo "error: the working tree is not HEAD ($(git rev-parse --short HEAD)): the device runs the tree it is" \
+       "carried, so commit (or remove) first:" >&2
+  git status --short --untracked-files=normal | head -5 >&2
+  exit 1
 fi
 rm -rf .device/common && mkdir -p .device/common  # only what gpu_session.sh reads: each byte is carried
 while read -r job recipe; do
@@ -58,9 +64,9 @@ while read -r job recipe; do
   rm -rf ".device/$job+"*
   "$PY" "$HERE/gpu_carry.py" parts "$job" --limit-mib "${CARRY_LIMIT_MIB:-58}" || exit 1
 done <<< "$job_list"
-echo "=== envbuild's wheels, the export of $(git rev-parse --short HEAD), the stall tools"
+echo "=== envbuild's wheels, the commit $(git rev-parse --short HEAD), the stall tools"
 prep_wheels .device/common
-prep_src_tgz .device/common
+git rev-parse HEAD > .device/common/src.commit
 prep_tools .device/common
 cp "$PLAN" .device/plan.txt
 du -sh .device/*

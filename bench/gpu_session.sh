@@ -8,8 +8,9 @@
 #   bash bench/gpu_session.sh harvest          # the build cache's wheels and tree archives into $OUT/prebuilt, in parts
 #
 # What bench/gpu_prepare.sh PLAN MIRRORS made is carried as .device/<job>/bundle.tar (with its
-# bundle.sha256), envbuild's wheels, a clean export of the commit and the stall tools as
-# .device/common/{whl,src.tar.gz,tools} (an unpacked .device/common/src is read too), and the plan
+# bundle.sha256), envbuild's wheels, the commit's id and the stall tools as
+# .device/common/{whl,src.commit,tools} (the commit's source is the working tree every call carries,
+# copied by `stage`; an export in .device/common/src or src.tar.gz is read instead), and the plan
 # as .device/plan.txt. A bundle too big to travel with the others comes in a later call (prepare
 # prints which paths each call carries): `stage` copies what this call carried and the plan waits
 # for it.
@@ -351,6 +352,19 @@ case "${1:-}" in
       rm -rf "$STATE/common/src.part" && mkdir "$STATE/common/src.part" || exit 1
       tar -xzf "$STATE/common/src.tar.gz" -C "$STATE/common/src.part" || exit 1
       mv "$STATE/common/src.part" "$STATE/common/src" || exit 1
+    fi
+    if [ ! -d "$STATE/common/src" ] && [ -f "$STATE/common/src.commit" ]; then
+      # the working tree this call carried, the commit prepare named (a clean tree; on the device,
+      # without .git, all of it but .device/; with .git, the files git tracks)
+      tree=$(dirname "$DEV")
+      rm -rf "$STATE/common/src.part" && mkdir "$STATE/common/src.part" || exit 1
+      if [ -d "$tree/.git" ]; then
+        git -C "$tree" ls-files -z | tar -C "$tree" --null -T - -cf - | tar -xf - -C "$STATE/common/src.part" || exit 1
+      else
+        tar -C "$tree" --exclude=./.device -cf - . | tar -xf - -C "$STATE/common/src.part" || exit 1
+      fi
+      mv "$STATE/common/src.part" "$STATE/common/src" || exit 1
+      log "source: the carried working tree, commit $(cat "$STATE/common/src.commit" 2>/dev/null || echo unknown)"
     fi
     for d in "$DEV"/*/; do
       j=$(basename "$d")

@@ -17,7 +17,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -186,9 +185,9 @@ def test_prepare_makes_what_the_session_stages(tmp_path) -> None:
     assert (dev / "plan.txt").read_text() == plan.read_text()
     deps = (dev / "common" / "ebdeps.txt").read_text()
     assert all(re.search(rf"^{n}==", deps, re.M) for n in ("ansible-core", "pydantic", "click"))
-    with tarfile.open(dev / "common" / "src.tar.gz") as tar:  # the whole commit, playbooks/ included
-        names = set(tar.getnames())
-    assert {"bench/gpu_session.sh", "playbooks/provision.yml", "envbuild/__init__.py"} <= names
+    # no export travels: each call carries the working tree, the commit prepare names
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=clone, capture_output=True, text=True).stdout
+    assert not (dev / "common" / "src.tar.gz").exists() and (dev / "common" / "src.commit").read_text() == head
     assert (dev / "common" / "whl").is_dir() and (dev / "common" / "tools").is_dir()
 
     # gpu_session.sh stage (as on the node) reads that layout
@@ -199,6 +198,13 @@ def test_prepare_makes_what_the_session_stages(tmp_path) -> None:
     assert (state / "bundles" / "ref.sha256").read_text().strip() == digest
     assert (state / "common" / "src" / "playbooks" / "provision.yml").is_file()
     assert (state / "common" / "src" / "bench" / "gpu_session.sh").is_file()
+    assert not (state / "common" / "src" / ".device").exists() and f"commit {head.strip()}" in s.stdout
+
+    # a tree that is not the commit is refused: the device would run what it is, not HEAD
+    (clone / "envbuild" / "__init__.py").write_text("# changed\n", encoding="utf-8")
+    p = prepare(str(plan), str(mirrors))
+    assert p.returncode == 1 and "the working tree is not HEAD" in p.stderr, p.stderr
+    subprocess.run(["git", "checkout", "--", "envbuild/__init__.py"], cwd=clone, check=True)
 
     # bad input: exit 2 naming the file and line, before anything is made
     bad = tmp_path / "bad.txt"
