@@ -72,7 +72,8 @@ from envbuild.errors import InputError
               help="Package installs with uv (pushed to nodes of this machine's OS and architecture) "
                    "or pip; auto: uv where it can run. Steps that need pip keep it.")
 @click.option("--no-smoke", is_flag=True,
-              help="Skip the smoke benchmark step (nothing is then measured: the verdict is NOT JUDGED, exit 5).")
+              help="Skip the smoke benchmark step (nothing is then measured: the verdict is NOT JUDGED, exit 5). "
+                   "A node with fewer GPUs than the benchmark needs is then installed, with a warning.")
 @click.option("--smoke-preset", "smoke_preset", type=click.Choice(["tiny", "350m"]), default="tiny", show_default=True,
               help="The GPT smoke's size: tiny (seconds) or 350m (a ~355M GPT, for MFU); on the node's GPU where it has one.")
 @click.option("--force", is_flag=True, help="Run every step again, even those done whose effect holds.")

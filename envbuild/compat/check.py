@@ -139,6 +139,27 @@ def preflight(recipe: Recipe, target: Target, facts: NodeFacts, rules: list[Rule
     )
 
 
+# rows about the benchmark's run alone: the environment an install makes does not depend on them
+BENCHMARK_ONLY = frozenset({"too-few-gpus"})
+
+
+def without_benchmark(verdict: Verdict) -> Verdict:
+    """The verdict for an install whose benchmark does not run (``provision --no-smoke``): an error
+    of a row that concerns only the benchmark's run (``BENCHMARK_ONLY``) becomes a warning that
+    says so. The environment is the same on a node with fewer GPUs; a provision that runs the
+    benchmark there is refused by the same row, as before."""
+    if not any(v.rule in BENCHMARK_ONLY and v.severity == "error" for v in verdict.violations):
+        return verdict
+    found = [v.model_copy(update={"severity": "warning",
+                                  "message": f"{v.message} (--no-smoke: the environment is installed; "
+                                             f"its benchmark cannot run on this node)"})
+             if v.rule in BENCHMARK_ONLY and v.severity == "error" else v for v in verdict.violations]
+    found.sort(key=lambda v: v.severity != "error")
+    feasible = not any(v.severity == "error" for v in found)
+    return verdict.model_copy(update={"violations": found, "feasible": feasible,
+                                      "variants": [] if feasible else verdict.variants})
+
+
 def preflight_nodes(recipe: Recipe, target: Target, nodes: list[NodeFacts]) -> list[Verdict]:
     """One verdict per node (the recipe is feasible on the set when every verdict is)."""
     return [preflight(recipe, target, f) for f in nodes]

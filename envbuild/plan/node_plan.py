@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from envbuild.compat.check import Verdict, preflight
+from envbuild.compat.check import Verdict, preflight, without_benchmark
 from envbuild.compat.rules import RULES
 from envbuild.compat.rules_container import CONTAINER_RULES
 from envbuild.facts.model import NodeFacts
@@ -36,16 +36,20 @@ class Resolved:
 
 
 def check_facts(recipe: Recipe, target: Target, facts: NodeFacts,
-                backend: str | None = None) -> tuple[NodeFacts, Verdict]:
+                backend: str | None = None, smoke: bool = True) -> tuple[NodeFacts, Verdict]:
     """``facts`` completed by the target profile, and the preflight verdict on them.
     ``backend="container"``: the image is built on the node; the node-side rows are those of a
-    container recipe, plus ``envbuild.compat.rules_container`` (engine, enroot for pyxis)."""
+    container recipe, plus ``envbuild.compat.rules_container`` (engine, enroot for pyxis).
+    ``smoke=False`` (an install without its benchmark): a row about the benchmark's run alone is
+    a warning (``envbuild.compat.check.without_benchmark``)."""
     refined = refine(target, facts)
     if backend == "container":
         env = recipe.environment.model_copy(update={"kind": "container"})
         as_image = recipe.model_copy(update={"environment": env})
-        return refined, preflight(as_image, target, refined, rules=[*RULES, *CONTAINER_RULES])
-    return refined, preflight(recipe, target, refined)
+        verdict = preflight(as_image, target, refined, rules=[*RULES, *CONTAINER_RULES])
+    else:
+        verdict = preflight(recipe, target, refined)
+    return refined, (verdict if smoke else without_benchmark(verdict))
 
 
 def resolve_environment(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | None,
@@ -55,6 +59,6 @@ def resolve_environment(recipe: Recipe, target: Target, facts: NodeFacts, lock: 
     if options.backend == "container":
         raise ValueError("resolve_environment plans a node's own environment; envbuild.plan.resolve "
                          "plans the container backend")
-    refined, verdict = check_facts(recipe, target, facts)
+    refined, verdict = check_facts(recipe, target, facts, smoke=options.smoke)
     plan = build_plan(recipe, target, refined, lock, replace(options, verdict=verdict_summary(verdict)))
     return Resolved(facts=refined, verdict=verdict, plan=plan)

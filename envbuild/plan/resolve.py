@@ -60,7 +60,7 @@ def resolve(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | Non
         # (8 modules every other command would load at start-up, a no-op provision included)
         from envbuild.plan.container import container_plan
 
-        refined, verdict = check_facts(recipe, target, facts, backend="container")
+        refined, verdict = check_facts(recipe, target, facts, backend="container", smoke=options.smoke)
         plan = container_plan(recipe, target, refined, lock, replace(options, verdict=verdict_summary(verdict)))
         return Resolved(facts=refined, verdict=verdict, plan=plan)
     return resolve_environment(recipe, target, facts, lock, options)

@@ -289,7 +289,7 @@ def _preflight(opts: ProvisionOptions, recipe, target, nodes: list[Node], gather
     feasible: list[Node] = []
     for node in live:
         facts[node.name], verdict = check_facts(recipe, target, facts[node.name],
-                                                backend=default_backend(recipe, opts.backend))
+                                                backend=default_backend(recipe, opts.backend), smoke=opts.smoke)
         rd.write_node(node.name, "preflight.json", verdict.model_dump(mode="json"))
         if verdict.feasible and node.python is None and not node.is_local:
             # Ansible's own discovery takes the first python3.N on the login PATH (a pyenv shim

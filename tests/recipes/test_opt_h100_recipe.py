@@ -55,6 +55,29 @@ def test_feasible_on_a_two_h100_node_and_the_lock_is_current():
     assert {g.name: g.sha[:8] for g in lock.git} == {"metaseq": PORT[:8], "fairscale": "19155319"}
 
 
+def test_an_install_without_its_benchmark_goes_ahead_on_one_gpu_and_says_why_the_benchmark_cannot():
+    """Run 22: `provision --no-smoke` of this recipe on a lent 1 x H200 (to build metaseq's kernels
+    once) was refused by too-few-gpus, a row about the benchmark's two ranks alone. Without the
+    benchmark it is a warning; with it, still the refusal; the plan's preflight step says which."""
+    from envbuild.plan.build import PlanOptions
+    from envbuild.plan.resolve import check_facts, resolve
+
+    recipe = load_recipe(RECIPE)
+    target, facts = node(gpus=1)
+    _, with_smoke = check_facts(recipe, target, facts)
+    assert not with_smoke.feasible and {v.rule for v in with_smoke.errors} == {"too-few-gpus"}
+    _, install_only = check_facts(recipe, target, facts, smoke=False)
+    assert install_only.feasible and not install_only.errors
+    (gpus,) = [v for v in install_only.violations if v.rule == "too-few-gpus"]
+    assert gpus.severity == "warning" and "needs 2 GPU" in gpus.message and "--no-smoke" in gpus.message
+    lock = check_lock_file(SHIPPED_LOCKDIR / RECIPE / "h100-venv.lock", recipe, target)
+    for smoke in (True, False):
+        plan = resolve(recipe, target, facts, lock, PlanOptions(prefix="/opt/envs/opt", smoke=smoke)).plan
+        assert plan.preflight().params.feasible is (not smoke)
+    # two GPUs: nothing to say either way
+    assert check_facts(recipe, *node(gpus=2), smoke=False)[1].violations == check_facts(recipe, *node(gpus=2))[1].violations
+
+
 def test_published_recipe_is_refused_on_the_h100_naming_this_variant():
     target, facts = node(gpus=2)
     published = preflight(load_recipe("opt-175b-azure"), target, facts)
