@@ -1,13 +1,14 @@
 """A setuptools source built by opt-175b-azure-h100's metaseq build commands (``setup.py build_ext
---inplace``, then the objects removed), whose output is its ``build/`` folder: the next node's
-checkout, with that folder restored, compiles nothing, in the build commands and in the editable
-install's build_ext after them.
+--inplace``, then the linked modules removed), whose output is its ``build/`` folder: the next
+node's checkout, with that folder restored, compiles nothing, in the build commands and in the
+editable install's build_ext after them; only the links run again.
 
-Real setuptools and torch's BuildExtension (metaseq's cmdclass) on this machine's compiler; a C++
-module stands for metaseq's CUDA ones (no nvcc here), which build_ext skips by the same rule: a
-module in build/lib newer than its sources is up to date. The editable install itself
-(``setup.py develop``, setuptools < 80) runs that build_ext with the same folders; the GPU run
-shows it on metaseq (docs/results)."""
+Real setuptools, torch's BuildExtension (metaseq's cmdclass) and ninja on this machine's compiler;
+a C++ module stands for metaseq's CUDA ones (no nvcc here). With ninja, BuildExtension forces
+every extension through it (``force`` is true), so ninja alone decides what is compiled: the
+objects in build/temp.* with its log and deps. ``setup.py develop`` (the editable install,
+setuptools < 80) runs the same build_ext with the same folders and the same force; run 22 showed
+that removing the objects made develop compile everything again on the GPU node."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from torch.utils.cpp_extension import BuildExtension, CppExtension
 
 setup(name="demo", version="0.1", py_modules=[],
       ext_modules=[CppExtension("demo_ext", sources=["csrc/demo.cpp"])],
-      cmdclass={"build_ext": BuildExtension.with_options(use_ninja=False)})
+      cmdclass={"build_ext": BuildExtension})
 """
 SOURCE = """\
 #include <Python.h>
@@ -68,7 +69,7 @@ def _module(root: Path) -> Path:
 
 def test_the_restored_build_folder_makes_the_next_checkouts_build_ext_compile_nothing(tmp_path):
     stash = str(tmp_path / "cache" / "tree-demo-key" / "outputs.tar")
-    first = _checkout(tmp_path / "node1" / "demo")
+    first = _checkout(tmp_path / "node" / "demo")
     restored, said = treecache.restore(stash, str(first), ["build"])
     assert not restored and "none cached for this key" in said
     log = _build(first)
@@ -76,15 +77,17 @@ def test_the_restored_build_folder_makes_the_next_checkouts_build_ext_compile_no
     said = treecache.save(stash, str(first), ["build"])
     assert "saved for the next node" in said, said
     built = _module(first).read_bytes()
-    assert not list(first.glob("build/temp.*")) and list(first.glob("build/lib.*/demo_ext*.so"))
+    assert list(first.glob("build/temp.*/.ninja_log")) and not list(first.glob("build/lib.*"))
 
-    time.sleep(0.05)  # the next node checks the tree out later than the build
-    second = _checkout(tmp_path / "node2" / "demo")
+    # the next node: the same path (part of the key: ninja's commands name it), checked out later
+    shutil.rmtree(first)
+    time.sleep(0.05)
+    second = _checkout(first)
     restored, said = treecache.restore(stash, str(second), ["build"])
     assert restored and "restored from the build cache" in said, said
     log = _build(second)
-    assert "demo.cpp" not in log, log  # no compile: build_ext found the module up to date
-    assert _module(second).read_bytes() == built  # copied into the tree from the restored build/lib
+    assert "demo.cpp" not in log and "demo.o" in log, log  # no compile: ninja found the object up to date; linked
+    assert _module(second).stat().st_size == len(built)  # linked again from the restored object
     said = treecache.save(stash, str(second), ["build"])
     assert "none of its" in said and "changed after the restore" in said, said
 
@@ -96,12 +99,13 @@ def test_the_restored_build_folder_makes_the_next_checkouts_build_ext_compile_no
 
 def test_a_source_changed_after_the_restore_is_compiled_again(tmp_path):
     stash = str(tmp_path / "cache" / "tree-demo-key" / "outputs.tar")
-    first = _checkout(tmp_path / "node1" / "demo")
+    first = _checkout(tmp_path / "node" / "demo")
     treecache.restore(stash, str(first), ["build"])
     _build(first)
     treecache.save(stash, str(first), ["build"])
 
-    second = _checkout(tmp_path / "node2" / "demo")
+    shutil.rmtree(first)
+    second = _checkout(first)
     treecache.restore(stash, str(second), ["build"])
     source = second / "csrc" / "demo.cpp"
     source.write_text(SOURCE + "// changed on this node\n")
