@@ -4,11 +4,12 @@
 # Two torch.distributed.run jobs of 2 ranks each (an NCCL all_reduce over GPUs 0 and 1, held 4 s)
 # start side by side, first each in a network namespace of its own (gpu_session.sh own-net), then
 # both in the machine's (the control: the second's store cannot listen on 29500). Records go to
-# $OUT (own-a.txt, own-b.txt, plain-c.txt, plain-d.txt); the summary is printed.
+# $OUT (own-a.txt, own-b.txt, plain-c.txt, plain-d.txt), and the summary (each job's exit code and
+# each pair's seconds) is printed and kept as $OUT/summary.txt beside them.
 set -u
 PY=${PY:-/opt/torch/.venv/bin/python}
 OUT=${OUT:-/tmp/netns-check}
-mkdir -p "$OUT"
+mkdir -p "$OUT" && : > "$OUT/summary.txt"
 nvidia-smi -L
 if unshare --net true; then echo "unshare --net: allowed"; else echo "unshare --net: refused"; fi
 command -v ip || echo "no ip here (own_net brings lo up with python3's ioctls)"
@@ -27,8 +28,8 @@ job() {  # NAME WRAPPER...: a 2-rank job under WRAPPER (gpu_session.sh own-net, 
 echo "== own namespaces, side by side"; t0=$(date +%s)
 job A bash bench/gpu_session.sh own-net > "$OUT/own-a.txt" 2>&1 &
 job B bash bench/gpu_session.sh own-net > "$OUT/own-b.txt" 2>&1; rb=$?; wait $!; ra=$?
-echo "A rc $ra, B rc $rb, $(( $(date +%s) - t0 )) s"; grep -h "sum\|own_net\|Error" "$OUT"/own-*.txt | head
+echo "A rc $ra, B rc $rb, $(( $(date +%s) - t0 )) s" | tee -a "$OUT/summary.txt"; grep -h "sum\|own_net\|Error" "$OUT"/own-*.txt | head
 echo "== no namespaces, side by side"; t0=$(date +%s)
 job C env > "$OUT/plain-c.txt" 2>&1 & sleep 1
 job D env > "$OUT/plain-d.txt" 2>&1; rd=$?; wait $!; rc=$?
-echo "C rc $rc, D rc $rd, $(( $(date +%s) - t0 )) s"; grep -h "sum\|EADDRINUSE\|address already in use" "$OUT"/plain-*.txt | head -5
+echo "C rc $rc, D rc $rd, $(( $(date +%s) - t0 )) s" | tee -a "$OUT/summary.txt"; grep -h "sum\|EADDRINUSE\|address already in use" "$OUT"/plain-*.txt | head -5
