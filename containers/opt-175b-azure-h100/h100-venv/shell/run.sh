@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provision opt-175b-azure-h100 on h100-venv (host h100-venv, facts profile:h100-venv),
-# rendered by envbuild 0.1.0 from the plan; lock digest 733de319eb62554e32f7470d69348a9eb0955cdd33bbdfaabe391076b4916a05.
+# rendered by envbuild 0.1.0 from the plan; lock digest 2f711102290948bd1ac760762ff140a7b247e368b17c4bbeb72a6c1907dfc026.
 # Regenerate: envbuild render opt-175b-azure-h100 --target h100-venv --format shell
 # usage: bash run.sh [STEP_ID...]   (no argument: every step, in order)
 set -euo pipefail
@@ -105,6 +105,14 @@ step_patch_fused_dense_scalar_type() {
   /root/.envbuild/envs/opt-175b-azure-h100/bin/python "$FILES/envbuild_node" "$FILES/actions/patch-fused-dense-scalar-type.json"
 }
 
+# step build:metaseq: build metaseq
+# why: published build step for metaseq; its outputs (build) are built once per key tree-
+# why: metaseq-4de251ffca9a-8d1f2ef8b6825faa8150 and restored from the build cache on the next node
+step_build_metaseq() {
+  (cd /root/.envbuild/envs/opt-175b-azure-h100/src/metaseq && env PATH=/root/.envbuild/envs/opt-175b-azure-h100/bin:"$PATH" bash -ec 'python3 setup.py build_ext --inplace')
+  (cd /root/.envbuild/envs/opt-175b-azure-h100/src/metaseq && env PATH=/root/.envbuild/envs/opt-175b-azure-h100/bin:"$PATH" bash -ec 'rm -rf build/lib.*')
+}
+
 # step install:metaseq: install metaseq (editable)
 # why: editable install: the tree stays writable (JIT kernels build into it)
 step_install_metaseq() {
@@ -157,7 +165,7 @@ step_smoke() {
   if [ -n "$failed" ]; then echo "smoke failed:$failed" >&2; exit 1; fi
 }
 
-STEPS=(preflight environment pip-tooling pip:packages git:metaseq patch:dataclass-default-factory patch:hydra-init-default-factory patch:omegaconf-primitive-type patch:opt-125m-batch-2gpu patch:fused-dense-scalar-type install:metaseq git:fairscale install:fairscale env-file import-check smoke)
+STEPS=(preflight environment pip-tooling pip:packages git:metaseq patch:dataclass-default-factory patch:hydra-init-default-factory patch:omegaconf-primitive-type patch:opt-125m-batch-2gpu patch:fused-dense-scalar-type build:metaseq install:metaseq git:fairscale install:fairscale env-file import-check smoke)
 if [ "$#" -gt 0 ]; then STEPS=("$@"); fi
 n=0
 for id in "${STEPS[@]}"; do
