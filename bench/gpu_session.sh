@@ -348,6 +348,14 @@ case "${1:-}" in
   stage)
     mkdir -p "$STATE/bundles"
     [ -d "$STATE/common" ] || cp -r "$DEV/common" "$STATE/common" || exit 1
+    if [ -f "$DEV/common/src.commit" ] && ! cmp -s "$DEV/common/src.commit" "$STATE/common/src.commit"; then
+      # prepared again at another commit while this machine keeps the first one's source: the
+      # session would run that one, not the commit this call names
+      echo "error: this machine's source is commit $(cat "$STATE/common/src.commit" 2>/dev/null || echo unknown)," \
+           "this call carries $(cat "$DEV/common/src.commit"): start again on a fresh machine" >&2
+      exit 1
+    fi
+    set -o pipefail  # a copy below whose first command fails is not a source
     if [ ! -d "$STATE/common/src" ] && [ -f "$STATE/common/src.tar.gz" ]; then  # the export, carried packed
       rm -rf "$STATE/common/src.part" && mkdir "$STATE/common/src.part" || exit 1
       tar -xzf "$STATE/common/src.tar.gz" -C "$STATE/common/src.part" || exit 1

@@ -199,6 +199,12 @@ def test_prepare_makes_what_the_session_stages(tmp_path) -> None:
     assert (state / "common" / "src" / "playbooks" / "provision.yml").is_file()
     assert (state / "common" / "src" / "bench" / "gpu_session.sh").is_file()
     assert not (state / "common" / "src" / ".device").exists() and f"commit {head.strip()}" in s.stdout
+    # prepared again at another commit, the same machine: refused, not the first commit's source run
+    (dev / "common" / "src.commit").write_text("0" * 40 + "\n")
+    s = subprocess.run(["bash", "bench/gpu_session.sh", "stage"], cwd=clone, capture_output=True, text=True,
+                       env={**os.environ, "STATE": str(state)}, timeout=300)
+    assert s.returncode == 1 and "start again on a fresh machine" in s.stderr, s.stdout + s.stderr
+    (dev / "common" / "src.commit").write_text(head)
 
     # a tree that is not the commit is refused: the device would run what it is, not HEAD
     (clone / "envbuild" / "__init__.py").write_text("# changed\n", encoding="utf-8")
