@@ -4,11 +4,14 @@ run there, after its provision run's nodes are verified.
 ``launch(LaunchRequest(...)) -> LaunchOutcome``. The plan is a provision run's (``run``, else
 the newest of the recipe on the target when submitting), else the image's for a container
 recipe run in its container, else the node plan resolved as ``envbuild plan`` does. Before a
-submit, the provision run's nodes are verified (``envbuild.flows.verify.runners``: the nodes
-and the SSH key and known_hosts files the provision recorded, the request's key and
-``known_hosts`` files over them): drift refuses the job (``CheckFailed``), a node that cannot be
-observed too (``EnvironmentProblem``). The job itself is ``envbuild.launch.submit.launch``; the
-outcome says what the command ends with (``failure``: exit 1, ``not_judged``: exit 5).
+submit that runs the recipe's benchmark, the provision run's recorded facts are judged again
+with the rows about the benchmark's run (``check_benchmark_rows``: a run provisioned with
+``--no-smoke`` on too few GPUs is refused, ``CheckFailed``); then its nodes are verified
+(``envbuild.flows.verify.runners``: the nodes and the SSH key and known_hosts files the
+provision recorded, the request's key and ``known_hosts`` files over them): drift refuses the
+job (``CheckFailed``), a node that cannot be observed too (``EnvironmentProblem``). The job
+itself is ``envbuild.launch.submit.launch``; the outcome says what the command ends with
+(``failure``: exit 1, ``not_judged``: exit 5).
 """
 
 from __future__ import annotations
@@ -186,6 +189,8 @@ def launch(request: LaunchRequest, *, warn: Callable[[str], None] | None = None)
             if opts.scheduler != "k8s":
                 request.out.chmod(0o755)
         return LaunchOutcome(rendered, provisioned=provisioned, file=request.out)
+    if provisioned is not None and not (request.smoke_only or request.command_override):
+        check_benchmark_rows(provisioned, rec, tgt)
     selection = request.reach.selection()
     verdicts = verify_nodes(provisioned, selection) if provisioned is not None else []
     if provisioned is None and warn is not None:
@@ -197,6 +202,34 @@ def launch(request: LaunchRequest, *, warn: Callable[[str], None] | None = None)
         if warn is not None:
             warn(w)
     return LaunchOutcome(job.rendered, job, provisioned, verdicts)
+
+
+def check_benchmark_rows(run_dir: Path, rec, tgt) -> None:
+    """The provision run's installed nodes judged again on their recorded facts (facts.json, as
+    gathered) with the rows about the benchmark's run (``BENCHMARK_ONLY``: too-few-gpus), which
+    an install without its benchmark (``provision --no-smoke``) records as warnings in its
+    preflight.json. The job runs that benchmark: a violated row refuses it (``CheckFailed``)
+    before the nodes are verified. Re-judged rather than read from preflight.json or run.json's
+    options, so a run made by an envbuild that did not record its smoke option is judged too;
+    a node whose facts were not recorded is passed over."""
+    from envbuild.compat.check import BENCHMARK_ONLY
+    from envbuild.plan.resolve import check_facts, default_backend
+
+    record = RunRecord.load(run_dir)
+    backend = default_backend(rec, record.run.options.get("backend"))
+    refused = []
+    for node in record.nodes():
+        if node.plan is None or node.facts is None:
+            continue
+        _, verdict = check_facts(rec, tgt, node.facts, backend=backend)
+        refused += [f"{node.host}: {v.rule}: {v.message}" for v in verdict.errors if v.rule in BENCHMARK_ONLY]
+    if refused:
+        how = " (provisioned with --no-smoke: judged without the benchmark)" if record.run.smoke_skipped else ""
+        raise CheckFailed(f"not submitting: {rec.name}'s benchmark cannot run on the nodes of run "
+                          f"{run_dir.name}{how}: " + "; ".join(refused),
+                          hint="provision nodes with enough GPUs for the benchmark (envbuild provision without "
+                               "--no-smoke judges them), or replace the training command (--smoke-only, "
+                               "--command-override)")
 
 
 def verify_nodes(run_dir: Path, given: NodeSelection | None = None) -> list[NodeVerdict]:

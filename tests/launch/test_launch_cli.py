@@ -152,3 +152,73 @@ def test_verified_run_is_submitted_and_drifted_nodes_are_refused(provisioned, ho
     assert "not submitting: drift on local" in err
     assert sorted(p.name for p in (home / "runs").iterdir()) == runs_before  # nothing ran
     assert os.path.exists(run / "nodes" / "local" / "plan.json")
+
+
+def _no_smoke_run(home: Path, gpus: int) -> Path:
+    """A run of opt-175b-azure-h100 as ``provision --no-smoke`` leaves it on the captured H100 node
+    with ``gpus`` GPUs: the facts as gathered, the preflight verdict without the benchmark (the
+    benchmark's two GPUs a warning on one), the plan without its smoke, run.json's options."""
+    from envbuild.facts.assemble import assemble
+    from envbuild.facts.script import split_sections
+    from envbuild.lock.check import check_lock_file
+    from envbuild.lock.location import SHIPPED_LOCKDIR
+    from envbuild.plan.build import PlanOptions
+    from envbuild.plan.resolve import check_facts, resolve
+    from envbuild.recipes import load_recipe
+    from envbuild.targets import load_target
+    from support.h100 import CAPTURE
+
+    rec, tgt = load_recipe("opt-175b-azure-h100"), load_target("h100-venv")
+    facts = assemble(split_sections(CAPTURE.read_text()), "local")
+    facts = facts.model_copy(update={"gpus": [facts.gpus[0]] * gpus})
+    lock = check_lock_file(SHIPPED_LOCKDIR / rec.name / "h100-venv.lock", rec, tgt)
+    _, verdict = check_facts(rec, tgt, facts, smoke=False)
+    plan = resolve(rec, tgt, facts, lock, PlanOptions(prefix=str(home / "env"), smoke=False)).plan
+    run = home / "runs" / f"20261130-100000-{rec.name}-h100-venv"
+    node = run / "nodes" / "local"
+    node.mkdir(parents=True)
+    (node / "facts.json").write_text(facts.model_dump_json(by_alias=True))
+    (node / "preflight.json").write_text(verdict.to_json())
+    (node / "plan.json").write_text(plan.model_dump_json(by_alias=True))
+    (run / "run.json").write_text(json.dumps({"schema": "envbuild.run/2", "run_id": run.name, "recipe": rec.name,
+                                              "target": "h100-venv", "status": "ok", "hosts": ["local"],
+                                              "options": {"smoke": False}}))
+    return run
+
+
+def test_a_run_provisioned_without_its_benchmark_on_too_few_gpus_is_not_launched(home, capsys) -> None:
+    """Run 22's install: opt-175b-azure-h100 provisioned with --no-smoke on one GPU, its preflight
+    FEASIBLE with too-few-gpus a warning. launch --submit runs the benchmark (TP 2): the run's
+    facts are judged again with that row, and the job is refused before anything is verified or
+    submitted."""
+    run = _no_smoke_run(home, gpus=1)
+    recorded = json.loads((run / "nodes" / "local" / "preflight.json").read_text())
+    assert recorded["feasible"] is True and [v["severity"] for v in recorded["violations"]
+                                             if v["rule"] == "too-few-gpus"] == ["warning"]
+    args = ["launch", "opt-175b-azure-h100", "-t", "h100-venv", "--scheduler", "local", "--submit"]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert f"not submitting: opt-175b-azure-h100's benchmark cannot run on the nodes of run {run.name}" in err
+    assert "provisioned with --no-smoke" in err and "local: too-few-gpus: the benchmark needs 2 GPU(s)" in err
+    assert "hint: provision nodes with enough GPUs" in err
+    assert sorted(p.name for p in (home / "runs").iterdir()) == [run.name]  # no job run made
+    # the same run named with --run, and with a run.json that does not record the option: judged too
+    (run / "run.json").write_text((run / "run.json").read_text().replace('{"smoke": false}', "{}"))
+    assert main([*args, "--run", str(run)]) == 1
+    err = capsys.readouterr().err
+    assert "benchmark cannot run" in err and "--no-smoke" not in err.split("hint:")[0]
+
+
+def test_a_run_without_its_benchmark_on_enough_gpus_goes_on_to_be_verified(home, capsys) -> None:
+    """The benchmark's rows pass on two GPUs, and a job that replaces the training command does
+    not run the benchmark: neither is refused by them (the launch goes on to verify the node,
+    whose environment this machine does not hold)."""
+    _no_smoke_run(home, gpus=2)
+    args = ["launch", "opt-175b-azure-h100", "-t", "h100-venv", "--scheduler", "local", "--submit"]
+    assert main(args) == 3
+    err = capsys.readouterr().err
+    assert "not submitting: could not verify local" in err and "benchmark cannot run" not in err
+    one = _no_smoke_run(home / "one", gpus=1)
+    assert main([*args, "--run", str(one), "--smoke-only"]) == 3
+    err = capsys.readouterr().err
+    assert "not submitting: could not verify local" in err and "benchmark cannot run" not in err

@@ -110,16 +110,25 @@ def test_what_cannot_travel_is_named() -> None:
         carry.carry_split(30 * MIB, first, [], ".device/plan.txt")
 
 
-def _snapshot(dest: Path) -> None:
-    """A git repository of this working tree as the device would copy it (tracked files and
-    untracked files git does not ignore), committed: what a fresh clone holds."""
+def _device_copy(dest: Path) -> set[str]:
+    """This working tree as the device copies it (tracked files and untracked files git does not
+    ignore; no .git), into ``dest``: the names of the files copied."""
     names = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
                            check=True, capture_output=True).stdout.decode().split("\0")
+    copied = set()
     for name in filter(None, names):
         src = ROOT / name
         if src.is_file() and not src.is_symlink():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / name)
+            copied.add(name)
+    return copied
+
+
+def _snapshot(dest: Path) -> None:
+    """A git repository of this working tree as the device would copy it, committed: what a
+    fresh clone holds."""
+    _device_copy(dest)
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org",
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org"}
     for argv in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "snapshot"]):
@@ -267,6 +276,42 @@ def test_stage_replaces_a_bundle_carried_anew(tmp_path) -> None:
     (dev / "job+01" / "bundle.part.01").write_bytes(new[10:])
     assert "staged job (joined from 2 parts)" in stage()
     assert (state / "bundles" / "job.tar").read_bytes() == new
+
+def test_stage_copies_a_tree_without_git_but_its_device_folder(tmp_path) -> None:
+    """On the device the working tree comes without .git (the branch of ``stage`` the GPU machine
+    takes): the staged source is every file of the tree but .device/, named by the carried
+    src.commit; a later call that carries another commit is refused and the staged source kept."""
+    tree, state = tmp_path / "tree", tmp_path / "state"
+    copied = _device_copy(tree)
+    assert not (tree / ".git").exists() and "bench/gpu_session.sh" in copied
+    dev = tree / ".device"
+    (dev / "common").mkdir(parents=True)
+    (dev / "common" / "src.commit").write_text("1" * 40 + "\n")
+    (dev / "job").mkdir()
+    (dev / "job" / "bundle.tar").write_bytes(b"a bundle")
+    (dev / "plan.txt").write_text("install job=cpu-reference\n")
+
+    def stage() -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", "bench/gpu_session.sh", "stage"], cwd=tree, capture_output=True, text=True,
+                              env={**os.environ, "STATE": str(state)}, timeout=120)
+
+    s = stage()
+    assert s.returncode == 0, s.stdout + s.stderr
+    assert f"source: the carried working tree, commit {'1' * 40}" in s.stdout and "staged job" in s.stdout
+    src = state / "common" / "src"
+    staged = {p.relative_to(src).as_posix() for p in src.rglob("*") if not p.is_dir()}
+    assert staged == copied  # the tree's files, .device/ left out
+    assert not (src / ".device").exists() and not (src / ".git").exists()
+    assert (src / "bench" / "gpu_session.sh").read_bytes() == (ROOT / "bench" / "gpu_session.sh").read_bytes()
+    # the machine prepared again at another commit: refused, the first commit's source kept
+    (dev / "common" / "src.commit").write_text("2" * 40 + "\n")
+    (tree / "envbuild" / "__init__.py").write_text("# the other commit\n")
+    s = stage()
+    assert s.returncode == 1 and f"this machine's source is commit {'1' * 40}" in s.stderr, s.stdout + s.stderr
+    assert f"this call carries {'2' * 40}" in s.stderr and "start again on a fresh machine" in s.stderr
+    assert (src / "envbuild" / "__init__.py").read_bytes() == (ROOT / "envbuild" / "__init__.py").read_bytes()
+    assert (state / "common" / "src.commit").read_text() == "1" * 40 + "\n"
+
 
 def test_the_split_reads_what_is_under_device(tmp_path) -> None:
     """``gpu_carry.py split`` measures the working tree and .device/ (here: a tiny repository)."""
