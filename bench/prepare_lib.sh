@@ -6,7 +6,10 @@
 #                                 sha256 beside it (BUNDLE without .tar, plus .sha256): the node
 #                                 pins the file by it (provision --bundle-sha256) as the bundle was
 #                                 made from this machine's lock, not a shipped one; $BUNDLE_ARGS
-#                                 (words) go to envbuild bundle too (e.g. --wheelhouse DIR)
+#                                 (words) go to envbuild bundle too (e.g. --wheelhouse DIR);
+#                                 BUNDLE_GZIP=1 packs it gzipped under the same name (a build
+#                                 output's objects: a third of the bytes to carry; the node's
+#                                 provision --bundle reads either)
 #   prep_wheels DEST              envbuild's own dependencies (their list in DEST/ebdeps.txt, from
 #                                 $PY's installed versions) as cp312 wheels in DEST/whl (the
 #                                 node's python is 3.12; uv is left out: nothing locks there)
@@ -23,9 +26,12 @@ PY=${PY:-python}
 prep_bundle() {
   local recipe=$1 target=$2 mirror=$3 bundle=$4 facts=${5:-}
   mkdir -p "$(dirname "$bundle")"
+  local out=$bundle
+  [ "${BUNDLE_GZIP:-0}" != 1 ] || out=${bundle%.tar}.tar.gz
   # shellcheck disable=SC2086 # BUNDLE_ARGS: words
   "$PY" -m envbuild bundle "$recipe" --target "$target" ${facts:+--facts "$facts"} --git-mirror "$mirror" \
-      ${BUNDLE_ARGS:-} -o "$bundle" || return 1
+      ${BUNDLE_ARGS:-} -o "$out" || return 1
+  [ "$out" = "$bundle" ] || mv "$out" "$bundle" || return 1
   sha256sum "$bundle" | cut -c1-64 > "${bundle%.tar}.sha256"
 }
 

@@ -112,18 +112,23 @@ def omitted(lock: Lock, plan: Plan | list[Plan]) -> list[Omitted]:
     return out
 
 
-def node_plans(recipe: Recipe, target, facts: list, lock: Lock, prefix: str | None) -> list[Plan]:
+def node_plans(recipe: Recipe, target, facts: list, lock: Lock, prefix: str | None, *,
+               smoke: bool = True) -> list[Plan]:
     """The plan of every node (``facts``: one per node), as provision would make them: the
-    ``{inventory.*}`` values (MegatronApp's InfiniBand addresses) from all the nodes. CheckFailed
-    naming the node when preflight refuses one."""
+    ``{inventory.*}`` values (MegatronApp's InfiniBand addresses) from all the nodes;
+    ``smoke=False`` as ``provision --no-smoke`` plans them (no benchmark; a row about the
+    benchmark's run alone, too-few-gpus, warns). CheckFailed naming the node when preflight
+    refuses one."""
     inventory = inventory_values(facts)
-    plans = [resolve(recipe, target, f, lock, PlanOptions(prefix=prefix, host=f.host, inventory=inventory)).plan
+    plans = [resolve(recipe, target, f, lock,
+                     PlanOptions(prefix=prefix, host=f.host, inventory=inventory, smoke=smoke)).plan
              for f in facts]
     for plan in plans:
         if not plan.steps[0].params.feasible:
             raise CheckFailed(f"preflight refuses {recipe.name} on {target.name} ({plan.host}): "
                               f"{plan.steps[0].params.summary}",
-                              hint="a bundle is made for nodes that can run the recipe; see envbuild check")
+                              hint="a bundle is made for nodes that can run the recipe; see envbuild check (for installs "
+                                   "without the benchmark on nodes with too few GPUs: --no-smoke)")
     return plans
 
 

@@ -38,9 +38,12 @@ from envbuild.cli.output import console, emit_json
 @click.option("--offline", is_flag=True,
               help="Refuse (exit 1, nothing written) when the node would still need the network (a base image "
                    "not carried, apt packages, a conda channel), naming each.")
+@click.option("--no-smoke", "no_smoke", is_flag=True,
+              help="Plan the nodes without the benchmark, as `provision --no-smoke` does: a node with fewer GPUs "
+                   "than the benchmark needs is planned (a warning); the bundle carries what the installs need.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def bundle_cmd(recipe, target, facts_file, lock_file, wheelhouse, git_mirror, data_mirror, prefix, output, sign_key,
-               as_json, image_tar=None, offline=False, valid_days=None):
+               as_json, image_tar=None, offline=False, valid_days=None, no_smoke=False):
     """Pack RECIPE (default: the embedded reference) for TARGET into one tar file: a wheel or
     sdist for every locked package the plan installs (hash-checked while packing), each pinned
     commit as a shallow git repository from the mirror (with the submodules its options read,
@@ -71,7 +74,8 @@ def bundle_cmd(recipe, target, facts_file, lock_file, wheelhouse, git_mirror, da
                                    lock_file=lock_file, wheelhouse=wheelhouse, git_mirror=git_mirror,
                                    data_mirror=data_mirror, prefix=prefix,
                                    sign_key=Path(sign_key) if sign_key else None, valid_days=days,
-                                   image_tar=image_tar, offline=offline), progress=say)
+                                   image_tar=image_tar, offline=offline, smoke=not no_smoke),
+                     progress=say)
     if as_json:
         emit_json(outcome.to_dict())
         return

@@ -26,7 +26,10 @@ class BundleRequest:
     (names or YAML paths), the nodes' ``facts_file``, the ``lock_file``, the folders files come
     from (``wheelhouse``, ``git_mirror``, ``data_mirror``), the environment's ``prefix``, the
     bundle to write (``output``), ``sign_key`` with ``valid_days``, the base image's
-    ``image_tar`` and ``offline`` (refuse when the node would still need the network)."""
+    ``image_tar``, ``offline`` (refuse when the node would still need the network) and
+    ``smoke`` (False: the nodes planned without the benchmark, as ``provision --no-smoke``; a
+    node that provision then asks for the benchmark is refused by ``Opened.check_plan`` where
+    the bundle lacks what the benchmark reads)."""
 
     recipe: str | None
     target: str
@@ -41,6 +44,7 @@ class BundleRequest:
     valid_days: float | None = None
     image_tar: Path | None = None
     offline: bool = False
+    smoke: bool = True
 
 
 @dataclass(frozen=True)
@@ -91,7 +95,8 @@ def bundle(request: BundleRequest, progress: Callable[[str], None] | None = None
     if lock is None:
         raise CheckFailed(f"no lockfile at {lock_path}: a bundle packs what a lock names",
                           hint=f"lock first: envbuild lock {rec.name} --target {tgt.name}")
-    plans = node_plans(rec, tgt, node_facts(tgt, request.facts_file), lock, request.prefix)
+    plans = node_plans(rec, tgt, node_facts(tgt, request.facts_file), lock, request.prefix,
+                       smoke=request.smoke)
     recipe_file = resolve_file(request.recipe or rec.name, RECIPES, "recipe")
     target_file = resolve_file(request.target, TARGETS, "target")
     sig = signer(request.sign_key, request.valid_days)  # an unusable key is refused before anything is packed
