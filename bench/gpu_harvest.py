@@ -5,8 +5,9 @@ build step with ``build_outputs``: ``outputs.tar``, the archive ``envbuild.node.
 e.g. Megatron's fused kernels) into the node's controller build cache;
 ``bash bench/gpu_session.sh harvest`` cuts each such product into ``$OUT/prebuilt/``: ``KEY.sha256``
 (one ``sha256sum`` line, ``<64 hex>  <file name>``) and ``KEY.part.00``, ``KEY.part.01``,
-... (``split -b 15M -d -a 2``), KEY the build-cache key (``apex-6424da3b4faa-837967d631b5195728b8``,
-``tree-megatron-c28bbd208d16-...``). This script joins the parts, checks them and places the
+... (``split -b 15M -d -a 2``; a product over 7 parts is gzipped first and decompressed here),
+KEY the build-cache key (``apex-6424da3b4faa-837967d631b5195728b8``, ``tree-megatron-c28bbd208d16-...``).
+This script joins the parts, checks them and places the
 product as ``<ENVBUILD_HOME>/cache/wheels/<KEY>/<file>``, the cache ``envbuild bundle`` reads: the
 next bundle packs it as prebuilt (envbuild/bundle/pack.py, ``_pack_prebuilt``) and the nodes
 install or restore it instead of building it.
@@ -43,6 +44,7 @@ import sys
 import tarfile
 import tempfile
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -60,6 +62,7 @@ PART = re.compile(r"^(?P<key>.+)\.part\.(?P<n>[0-9]{2,})$")
 SHA_LINE = re.compile(r"^(?P<sha>[0-9a-fA-F]{64}) [ *](?P<name>.+)$")
 RECORD = re.compile(r"^[^/]+\.dist-info/RECORD$")
 CHUNK = 1 << 20
+GZIP_MAGIC = b"\x1f\x8b"
 
 
 class HarvestError(Exception):
@@ -151,7 +154,13 @@ def part_paths(h: Harvest) -> list[Path]:
 
 
 def join_parts(parts: list[Path], dest_dir: Path, key: str) -> tuple[Path, str, int]:
-    """The parts joined into a temporary file in ``dest_dir``: (path, sha256, size)."""
+    """The parts joined into a temporary file in ``dest_dir``: (path, sha256, size). Parts whose
+    stream is gzip (``harvest`` gzips a product that would take over 7 parts; no wheel or tar
+    begins with gzip's magic) are decompressed as they are joined, so the sha256 and the file are
+    the product's own; HarvestError 1 for a gzip stream that is cut short or has bytes after it."""
+    with parts[0].open("rb") as f:
+        gz = f.read(2) == GZIP_MAGIC
+    unz = zlib.decompressobj(16 + zlib.MAX_WBITS) if gz else None
     h, size = hashlib.sha256(), 0
     fd, tmp = tempfile.mkstemp(dir=dest_dir, prefix=f".{key}.", suffix=".harvest")
     try:
@@ -160,9 +169,18 @@ def join_parts(parts: list[Path], dest_dir: Path, key: str) -> tuple[Path, str, 
             for part in parts:
                 with part.open("rb") as f:
                     while chunk := f.read(CHUNK):
+                        if unz is not None:
+                            if unz.eof:
+                                raise HarvestError(f"{key}: bytes after the end of the parts' gzip stream", 1)
+                            chunk = unz.decompress(chunk)
                         h.update(chunk)
                         size += len(chunk)
                         out.write(chunk)
+            if unz is not None and not (unz.eof and not unz.unused_data):
+                raise HarvestError(f"{key}: the parts' gzip stream is cut short or has bytes after its end", 1)
+    except zlib.error as e:
+        os.unlink(tmp)
+        raise HarvestError(f"{key}: the parts' gzip stream does not decompress ({e})", 1) from None
     except BaseException:
         os.unlink(tmp)
         raise

@@ -304,14 +304,15 @@ collect() {  # results into $OUT (8 files at most): the runs' records, the state
 
 harvest() {  # what the node's controller build cache holds ($ENVBUILD_HOME/cache/wheels/KEY/: an extension
   # wheel, or outputs.tar, a source's in-tree build outputs), built by this lease's installs, into
-  # $OUT/prebuilt: KEY.sha256 (sha256 and the file's name) and the file cut into KEY.part.NN of 15 MiB.
+  # $OUT/prebuilt: KEY.sha256 (sha256 and the file's name) and the file cut into KEY.part.NN of 15 MiB
+  # (gzipped first when it would take over 7 parts; KEY.sha256 is still the file's own).
   # The device returns 8 files of 16 MiB at most a call, those already in $OUT counted: the keys
   # (HARVEST_KEY, words, in its order; else every key of the cache) are taken while their files fit,
   # and those that do not are named for the next call. A key whose file is empty, or over 7 parts,
   # is named and left; a named key the cache lacks is said. Exit 0 when every key was taken, 1 when
   # one was left or failed. bench/gpu_harvest.py joins them, checks them and seeds the build cache
   # here, so the next bundle carries them (prebuilt) instead of the node building them.
-  local cache=$ENVBUILD_HOME/cache/wheels key d art n size files took=0 left="" bad=0
+  local cache=$ENVBUILD_HOME/cache/wheels key d art src how n size files took=0 left="" bad=0
   local part=$((15 * 1024 * 1024)) keys
   mkdir -p "$OUT/prebuilt"
   files=$(find "$OUT" -type f | wc -l)
@@ -327,17 +328,28 @@ harvest() {  # what the node's controller build cache holds ($ENVBUILD_HOME/cach
     else log "$key: no wheel or outputs.tar in the build cache"; bad=1; continue; fi
     size=$(stat -c %s "$art")
     if [ "$size" -eq 0 ]; then log "$key: $(basename "$art") is empty: not harvested"; bad=1; continue; fi
+    src=$art how=""
     n=$(( (size + part - 1) / part ))
-    if [ $((n + 1)) -gt 8 ]; then
-      log "$key: $(basename "$art") is over 105 MiB, more than one call brings back: not harvested"; bad=1; continue
+    if [ $((n + 1)) -gt 8 ]; then  # a build output's objects: gzipped they fit (run 23: 122 MB, 33 MB gzipped)
+      src=$STATE/harvest-$key.gz
+      if ! { mkdir -p "$STATE" && gzip -1 -c "$art" > "$src"; }; then
+        log "$key: gzip failed"; rm -f "$src"; bad=1; continue
+      fi
+      n=$(( ($(stat -c %s "$src") + part - 1) / part )); how=", gzipped to $(stat -c %s "$src") bytes"
+      if [ $((n + 1)) -gt 8 ]; then
+        log "$key: $(basename "$art") is over 105 MiB gzipped, more than one call brings back: not harvested"
+        rm -f "$src"; bad=1; continue
+      fi
     fi
-    if [ $((files + n + 1)) -gt 8 ]; then left="$left $key"; continue; fi
+    if [ $((files + n + 1)) -gt 8 ]; then left="$left $key"; [ "$src" = "$art" ] || rm -f "$src"; continue; fi
     if ! { (cd "$d" && sha256sum "$(basename "$art")") > "$OUT/prebuilt/$key.sha256" \
-           && split -b 15M -d -a 2 "$art" "$OUT/prebuilt/$key.part."; }; then
-      log "$key: harvest failed"; rm -f "$OUT/prebuilt/$key".*; bad=1; continue
+           && split -b 15M -d -a 2 "$src" "$OUT/prebuilt/$key.part."; }; then
+      log "$key: harvest failed"; rm -f "$OUT/prebuilt/$key".*; bad=1
+    else
+      files=$((files + n + 1)); took=$((took + 1))
+      log "harvested $key: $(basename "$art"), $size bytes$how, $n parts"
     fi
-    files=$((files + n + 1)); took=$((took + 1))
-    log "harvested $key: $(basename "$art"), $size bytes, $n parts"
+    [ "$src" = "$art" ] || rm -f "$src"
   done
   [ -z "$left" ] || log "not in this call (8 files at most): harvest again with HARVEST_KEY='${left# }'"
   [ "$took" -gt 0 ] || [ "$bad" -eq 1 ] || [ -n "$left" ] || log "nothing to harvest in $cache"

@@ -229,6 +229,41 @@ def test_a_tree_archive_and_a_wheel_come_back_in_one_call_and_seed_the_cache(tmp
     assert again.returncode == 0 and f"{TREE_KEY}: the cache already holds outputs.tar" in again.stdout
 
 
+def test_an_archive_over_seven_parts_comes_back_gzipped_and_seeds_its_own_bytes(tmp_path) -> None:
+    """Run 23: metaseq's objects made a 122 MB outputs.tar, over the 7 parts of 15 MiB one call
+    brings back. harvest gzips such a product (KEY.sha256 still the archive's own), and
+    gpu_harvest.py decompresses the joined parts into the same bytes; a part cut short is refused."""
+    from envbuild.node import treecache
+
+    node_home, out, home = tmp_path / "node-home", tmp_path / "out", tmp_path / "home"
+    root, stash = tmp_path / "tree", node_home / "cache" / "wheels" / TREE_KEY / "outputs.tar"
+    root.mkdir()
+    treecache.restore(str(stash), str(root), ["build"])
+    (root / "build").mkdir()
+    with (root / "build" / "kernels.o").open("wb") as f:  # compressible, as objects are
+        for i in range(110):
+            f.write(bytes([i % 7]) * (1024 * 1024))
+    treecache.save(str(stash), str(root), ["build"])
+    assert stash.stat().st_size > 105 * 1024 * 1024
+    p = _session_harvest(node_home, out, tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert f"harvested {TREE_KEY}: outputs.tar, {stash.stat().st_size} bytes, gzipped to" in p.stdout
+    parts = sorted((out / "prebuilt").glob(f"{TREE_KEY}.part.*"))
+    assert len(parts) == 1 and parts[0].read_bytes()[:2] == b"\x1f\x8b"
+    assert not list((tmp_path / "state").glob("harvest-*"))
+    cut = tmp_path / "cut"
+    cut.mkdir()
+    (cut / f"{TREE_KEY}.sha256").write_bytes((out / "prebuilt" / f"{TREE_KEY}.sha256").read_bytes())
+    (cut / f"{TREE_KEY}.part.00").write_bytes(parts[0].read_bytes()[:-100])
+    bad = _run(cut, home=home)
+    assert bad.returncode == 1 and "gzip stream is cut short" in bad.stderr, bad.stderr
+    assert not (home / "cache" / "wheels" / TREE_KEY).exists()
+    q = _run(out / "prebuilt", home=home)
+    assert q.returncode == 0, q.stderr
+    seeded = home / "cache" / "wheels" / TREE_KEY / "outputs.tar"
+    assert hashlib.sha256(seeded.read_bytes()).hexdigest() == hashlib.sha256(stash.read_bytes()).hexdigest()
+
+
 def test_a_tar_without_the_archives_times_is_refused_and_nothing_written(tmp_path) -> None:
     import tarfile
 
@@ -264,8 +299,9 @@ def test_keys_past_a_calls_eight_files_are_named_for_the_next_call(tmp_path) -> 
 
 
 def test_a_key_that_cannot_come_back_is_named_and_the_others_still_come(tmp_path) -> None:
-    """HARVEST_KEY's keys in its order: an empty archive, one of more than 7 parts (sparse) and a
-    key the cache lacks are each said and left, the good key after them is still taken, exit 1."""
+    """HARVEST_KEY's keys in its order: an empty archive, one of more than 7 parts even gzipped
+    (random bytes) and a key the cache lacks are each said and left, the good key after them is
+    still taken, exit 1."""
     node_home, out = tmp_path / "node-home", tmp_path / "out"
     cache = node_home / "cache" / "wheels"
     empty, big, good = "tree-empty-0123456789ab-00000000000000000001", "apex-big-00000000000000000002", \
@@ -274,12 +310,15 @@ def test_a_key_that_cannot_come_back_is_named_and_the_others_still_come(tmp_path
         (cache / key).mkdir(parents=True)
     (cache / empty / "outputs.tar").write_bytes(b"")
     with (cache / big / "apex-0.1-cp312-cp312-linux_x86_64.whl").open("wb") as f:
-        f.truncate(106 * 1024 * 1024)
+        for _ in range(106):
+            f.write(os.urandom(1024 * 1024))
     (cache / good / "outputs.tar").write_bytes(b"x")
     p = _session_harvest(node_home, out, tmp_path, HARVEST_KEY=f"tree-missing-0 {empty} {big} {good}")
     assert p.returncode == 1, p.stdout + p.stderr
     assert "tree-missing-0: not in the build cache" in p.stdout
-    assert f"{empty}: outputs.tar is empty" in p.stdout and f"{big}: apex-0.1" in p.stdout
+    assert f"{empty}: outputs.tar is empty" in p.stdout
+    assert f"{big}: apex-0.1-cp312-cp312-linux_x86_64.whl is over 105 MiB gzipped" in p.stdout
+    assert not list((tmp_path / "state").glob("harvest-*"))  # the gzipped copy does not stay
     assert sorted(f.name for f in (out / "prebuilt").iterdir()) == [f"{good}.part.00", f"{good}.sha256"]
 
 
