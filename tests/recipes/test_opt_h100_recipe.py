@@ -271,3 +271,30 @@ def test_the_venv_gets_a_setuptools_whose_develop_builds_in_place():
         lock = check_lock_file(SHIPPED_LOCKDIR / RECIPE / f"{target}.lock", recipe, load_target(target))
         tooling = {t.name: t.version for t in lock.tooling}
         assert Version(tooling["setuptools"]) < Version("80") and "wheel" in tooling
+
+
+def test_a_bundle_for_installs_without_the_benchmark_is_planned_on_one_gpu(tmp_path, capsys):
+    """Run 23: the bundle that carried metaseq's build/ to a fresh 1 x H200 was planned from the first
+    node's facts (the key names its torch, CUDA and archs). `envbuild bundle --facts` refused them for
+    the benchmark's two ranks; `--no-smoke` plans the nodes as `provision --no-smoke` does. With
+    the benchmark the refusal stands, and its hint names the option."""
+    import json
+
+    from envbuild.bundle.pack import node_plans
+    from envbuild.cli import main
+    from envbuild.errors import CheckFailed
+
+    recipe = load_recipe(RECIPE)
+    target, facts = node(gpus=1)
+    lock = check_lock_file(SHIPPED_LOCKDIR / RECIPE / "h100-venv.lock", recipe, target)
+    with pytest.raises(CheckFailed, match="too-few-gpus") as refused:
+        node_plans(recipe, target, [facts], lock, None)
+    assert "--no-smoke" in (refused.value.hint or "")
+    (plan,) = node_plans(recipe, target, [facts], lock, None, smoke=False)
+    assert plan.preflight().params.feasible and "smoke" not in {s.id for s in plan.steps}
+    facts_file = tmp_path / "facts.json"
+    facts_file.write_text(json.dumps(facts.model_dump(mode="json", by_alias=True)))
+    out = tmp_path / "b.tar"
+    args = ["bundle", RECIPE, "--target", "h100-venv", "--facts", str(facts_file), "-o", str(out)]
+    assert main(args) == 1 and not out.exists()
+    assert "too-few-gpus" in capsys.readouterr().err
