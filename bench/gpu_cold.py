@@ -12,7 +12,8 @@ damaged one, is refused with the file named.
 - ``cold_s``: the first run that installed (``--no-smoke``, no ``--from-step``), from run.json's
   started to finished, when it was cold: none of its steps was skipped or run again over what an
   earlier run left (events ``skipped``/``rerun``), else ``null`` (a node that held the environment
-  already); a later such run is the no-op (``noop_s``: the first of them).
+  already); a later such run is the no-op (``noop_s``: the first of them; ``noop_phase_s``: its
+  run.json's seconds per phase, where it recorded them).
 - ``first_run_s``, ``second_run_s``: the benchmark runs (``--from-step smoke``) in order: wall times
   (started to finished) of runs that went to their end with any verdict, not judged figures;
   ``first_run_verdict``, ``second_run_verdict`` say which (PASS, FAIL or NOT JUDGED: run.json's
@@ -173,6 +174,8 @@ def rows(folders: list[Path]) -> list[dict]:
                 "recipe": recipe, "gpu": gpu, "gpus": gpus,
                 "cold_s": _seconds(cold.run) if cold and cold_ok else None,
                 "noop_s": _figure(installs, 1)[0],
+                # where the no-op's seconds went (run.json's phase_s; {} from a run made before it)
+                "noop_phase_s": installs[1].run.phase_s if len(installs) > 1 else {},
                 "first_run_s": first_s, "first_run_verdict": first_word,
                 "second_run_s": second_s, "second_run_verdict": second_word,
                 "prebuilt": prebuilt_use(cold.run.bundle, cold.nodes())["prebuilt"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -36,10 +37,11 @@ from envbuild.render.ansible import render
 def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = None) -> ProvisionOutcome:
     """Provision every node; see the package docstring. ``echo`` prints progress lines."""
     say = echo or (lambda _m: None)
+    phases = Phases("bundle")  # what the run is doing, until Ansible records its own end (run_playbook)
     bundle_offline.prepare(opts)  # --bundle: verified whole before any node is read (exit 2)
+    phases.enter("facts")
     early = Early(opts)  # facts and a speculative probe of every node, read while we load
     opened = _Opened(echo=say)  # the run's folder, from the moment it exists (a signal may come at any time)
-    phase = "facts"  # what the run is doing, until Ansible records its own end (run_playbook)
     try:
         recipe, target, nodes = _open_run(opts, early, opened)
         rd = opened.rd
@@ -48,13 +50,13 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
         rd.write("recipe.json", recipe.model_dump(mode="json", by_alias=True))
         early.read_lock(recipe, target)
         gathered = early.facts()
-        phase = "preflight"
+        phases.enter("preflight")
         facts, feasible = _preflight(opts, recipe, target, nodes, gathered, rd, sink, results)
-        phase = "lock"
+        phases.enter("lock")
         lock, lock_text = _take_lock(opts, recipe, target, early, rd, say) if feasible else (None, None)
-        phase = "plan"
+        phases.enter("plan")
         plans = _plan(opts, recipe, target, facts, feasible, lock, rd, say)
-        phase = "render"
+        phases.enter("render")
         # a shared prefix: its first node installs it, the others use it (envbuild.provision.shared)
         installed_by = shared.users(feasible, plans, shared=target.shared_prefix)
         installers = [n for n in feasible if n.name not in installed_by]
@@ -66,8 +68,7 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
             return ProvisionOutcome(rd.path, status, code, results, command, plans)
 
         def finished() -> ProvisionOutcome:  # the events are complete before the report reads them
-            nonlocal phase
-            phase = "finish"
+            phases.enter("finish")
             return _finished(rd, sink, results, len(nodes), plans, command)
 
         if opts.dry_run:  # nothing installed: status "dry-run", never runs/latest, never a verdict
@@ -75,7 +76,7 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
             return outcome("dry-run", exit_code(results))
         if not feasible:
             return finished()
-        phase = "prefix-lock"  # one provision of a prefix at a time (envbuild.execute.prefixlock)
+        phases.enter("prefix-lock")  # one provision of a prefix at a time (envbuild.execute.prefixlock)
         prefixes = {n.name: plans[n.name].prefix for n in feasible if n.name in plans}
         # this controller's quick lock per node, then the lock on each prefix itself; a shared
         # prefix is locked on its file system alone, and waited for, through the first node of the
@@ -99,26 +100,26 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
             # one round trip per node: markers, effects and the observed environment; when every
             # step of every node is done and holds, Ansible does not start (envbuild.provision.noop).
             # After a wait for another run's lock, the early (speculative) probes are stale
-            phase = "probe"
+            phases.enter("probe")
             probes = {} if any(rerun_from.values()) else \
                 probe_nodes(feasible, plans) if waited else early.probes(feasible, plans)
             if probes and all(p is not None and p.nothing_to_do for p in probes.values()):
-                phase = "finish"
+                phases.enter("finish")
                 nothing_to_do(rd, sink, feasible, plans, probes, results.finish)
                 return finished()
-            phase = "ansible"
+            phases.enter("ansible")
             signum = run_playbook(job, rendered, rd, sink, results, installers, plans, recipe=recipe,
                                   lock_text=lock_text, json_lines=opts.json_lines)
             if signum is not None:
                 waited.abandon()  # the nodes stop this run's work before its locks go (issue 41)
                 return outcome("interrupted", 128 + signum)
             if installed_by:
-                phase = "shared-prefix"
+                phases.enter("shared-prefix")
                 shared.record_users(rd, sink, [n for n in feasible if n.name in installed_by], plans,
                                     installed_by, results, results.finish)
             return finished()
     except BaseException as exc:  # an interrupt or an error before Ansible is never "running", never "ok"
-        if phase != "ansible":  # run_playbook records its own end
+        if phases.now != "ansible":  # run_playbook records its own end
             # the facts may still be read in the background (Early): stop the commands that
             # read them on the controller, so that the process exits now. Not done here: a
             # remote node's facts command runs to its end first (each probe at most
@@ -126,11 +127,33 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
             stop_all()
             if opened.rd is not None:  # a run folder exists: it says how the run stopped
                 record_stopped(opened.rd, opened.stop_events(opts), opened.node_results(early),
-                               [n.name for n in early.nodes], phase, exc)
+                               [n.name for n in early.nodes], phases.now, exc)
         raise
     finally:
         if opened.sink is not None:
             opened.sink.close()
+        if opened.rd is not None and (opened.rd.path / "run.json").is_file():
+            with contextlib.suppress(OSError):  # the timings only: never in place of how the run ended
+                RunWriter(opened.rd).update(phase_s=phases.seconds())
+
+
+class Phases:
+    """The provision's phase now (``now``) and the seconds each took, in order (run.json's
+    ``phase_s``); a phase entered twice adds up."""
+
+    def __init__(self, first: str) -> None:
+        self.now, self._since = first, time.monotonic()
+        self._took: dict[str, float] = {}
+
+    def enter(self, name: str) -> None:
+        t = time.monotonic()
+        self._took[self.now] = self._took.get(self.now, 0.0) + t - self._since
+        self.now, self._since = name, t
+
+    def seconds(self) -> dict[str, float]:
+        """Every phase so far, the one now up to this moment, to the millisecond."""
+        took = {**self._took, self.now: self._took.get(self.now, 0.0) + time.monotonic() - self._since}
+        return {k: round(v, 3) for k, v in took.items()}
 
 
 @dataclass

@@ -265,6 +265,10 @@ def test_noop_starts_no_ansible_and_from_step_and_force(env, capsys):
     assert (out.run_dir / "nodes" / "local" / "observed.json").is_file()
     assert not (out.run_dir / "ansible" / "artifacts").exists()
     assert all(e["kind"] == "skipped" for e in events) and took < 10, took
+    # where its wall time went, phase by phase (run 23's no-op took 6 s on a GPU node: which part?)
+    assert list(run["phase_s"]) == ["bundle", "facts", "preflight", "lock", "plan", "render", "prefix-lock",
+                                    "probe", "finish"], run["phase_s"]
+    assert all(v >= 0 for v in run["phase_s"].values()) and sum(run["phase_s"].values()) <= took
 
     # The same no-op as a command: it reads the lock and never loads what makes one (the
     # resolvers, the package-index client): each import is start-up time of every provision.
@@ -294,6 +298,8 @@ def test_noop_starts_no_ansible_and_from_step_and_force(env, capsys):
 
     out, res, _ = again(env, force=True)
     assert out.exit_code == 5 and sorted(res["changed"]) == sorted(ids(out)) and res["skipped"] == [], res
+    phase_s = json.loads((out.run_dir / "run.json").read_text())["phase_s"]
+    assert "ansible" in phase_s and phase_s["ansible"] == max(phase_s.values()), phase_s
 
 
 # --- git trees, through the real playbook on a tiny local repository ---------------------------

@@ -49,14 +49,15 @@ def _folder(folder: Path, name: str, run: dict, events: list[tuple[str, str]] = 
 def _run(folder: Path, name: str, started: str, finished: str, *, exit_code: int, from_step: str | None = None,
          smoke: bool = False, events: list[tuple[str, str]] = (), prebuilt: list[str] = (), gpus: int = 1,
          status: str | None = None, carried: list[str] = (), not_used: list[str] = (),
-         planned: list[str] | None = None) -> None:
+         planned: list[str] | None = None, phase_s: dict[str, float] | None = None) -> None:
     """A run folder whose run.json is a record as provision writes it (validated by ``RunInfo``)."""
     run = RunInfo(run_id=name, recipe="r", target="t", argv=["envbuild", "provision", "r"], started=started,
                   finished=finished, status=status or ("ok" if exit_code in WORDS else "failed"),
                   exit_code=exit_code, verdict=WORDS.get(exit_code, "FAIL"),
                   options={"from_step": from_step, "smoke": smoke},
                   bundle=BundleRecord(file="b.tar", digest="0" * 64, prebuilt=list(carried),
-                                      prebuilt_seeded=list(prebuilt), prebuilt_not_used=list(not_used)))
+                                      prebuilt_seeded=list(prebuilt), prebuilt_not_used=list(not_used)),
+                  phase_s=phase_s or {})
     keys = sorted({*carried, *prebuilt}) if planned is None else planned
     _folder(folder, name, run.model_dump(mode="json", by_alias=True), events, gpus, keys)
 
@@ -68,13 +69,14 @@ def test_a_lease_gives_its_cold_noop_and_benchmark_figures(tmp_path) -> None:
     _run(lease, "a-cold", "2026-11-27T10:00:00+0000", "2026-11-27T10:07:00+0000", exit_code=5, prebuilt=["k1"],
          carried=["k0", "k1", "k2", "k3"], not_used=["k2"], planned=["k0", "k1", "k2"])
     _run(lease, "b-noop", "2026-11-27T10:08:00+0000", "2026-11-27T10:08:04+0000", exit_code=5,
-         events=[("environment", "skipped")])
+         events=[("environment", "skipped")], phase_s={"facts": 2.5, "probe": 1.0})
     _run(lease, "c-first", "2026-11-27T10:09:00+0000", "2026-11-27T10:12:00+0000", exit_code=0, from_step="smoke",
          smoke=True)
     _run(lease, "d-second", "2026-11-27T10:13:00+0000", "2026-11-27T10:15:00+0000", exit_code=1, from_step="smoke",
          smoke=True)
     (row,) = gpu_cold.rows([lease])
     assert (row["cold_s"], row["noop_s"], row["first_run_s"], row["second_run_s"]) == (420.0, 4.0, 180.0, 120.0)
+    assert row["noop_phase_s"] == {"facts": 2.5, "probe": 1.0}  # the no-op's own run.json, not the cold run's
     # wall times of runs with any verdict: each figure says its run's
     assert (row["first_run_verdict"], row["second_run_verdict"]) == ("PASS", "FAIL")
     assert (row["gpu"], row["gpus"], row["prebuilt"]) == ("NVIDIA H200", 1, ["k0", "k1"])
