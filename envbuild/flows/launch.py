@@ -4,9 +4,9 @@ run there, after its provision run's nodes are verified.
 ``launch(LaunchRequest(...)) -> LaunchOutcome``. The plan is a provision run's (``run``, else
 the newest of the recipe on the target when submitting), else the image's for a container
 recipe run in its container, else the node plan resolved as ``envbuild plan`` does. Before a
-submit that runs the recipe's benchmark, the provision run's recorded facts are judged again
-with the rows about the benchmark's run (``check_benchmark_rows``: a run provisioned with
-``--no-smoke`` on too few GPUs is refused, ``CheckFailed``); then its nodes are verified
+submit that runs the recipe's training command, the provision run's nodes are held against the
+GPUs per node the job asks (``check_job_gpus``, from their recorded facts: a run provisioned
+with ``--no-smoke`` on too few GPUs is refused, ``CheckFailed``); then its nodes are verified
 (``envbuild.flows.verify.runners``: the nodes and the SSH key and known_hosts files the
 provision recorded, the request's key and ``known_hosts`` files over them): drift refuses the
 job (``CheckFailed``), a node that cannot be observed too (``EnvironmentProblem``). The job
@@ -27,7 +27,7 @@ from envbuild.connect.selection import NodeSelection
 from envbuild.errors import CheckFailed, EnvironmentProblem, InputError
 from envbuild.flows.nodes import NodesRequest
 from envbuild.flows.verify import runners
-from envbuild.launch import LaunchOptions, Rendered, render_launch
+from envbuild.launch import LaunchOptions, Rendered, build_job, render_launch
 from envbuild.launch import submit as sub
 from envbuild.record import RunRecord, read_run_info
 from envbuild.record.verdict import NOT_JUDGED
@@ -190,7 +190,7 @@ def launch(request: LaunchRequest, *, warn: Callable[[str], None] | None = None)
                 request.out.chmod(0o755)
         return LaunchOutcome(rendered, provisioned=provisioned, file=request.out)
     if provisioned is not None and not (request.smoke_only or request.command_override):
-        check_benchmark_rows(provisioned, rec, tgt)
+        check_job_gpus(provisioned, rec, job_gpus(rec, build_job(rec, tgt, plan, opts).gpus_per_node, opts))
     selection = request.reach.selection()
     verdicts = verify_nodes(provisioned, selection) if provisioned is not None else []
     if provisioned is None and warn is not None:
@@ -204,32 +204,40 @@ def launch(request: LaunchRequest, *, warn: Callable[[str], None] | None = None)
     return LaunchOutcome(job.rendered, job, provisioned, verdicts)
 
 
-def check_benchmark_rows(run_dir: Path, rec, tgt) -> None:
-    """The provision run's installed nodes judged again on their recorded facts (facts.json, as
-    gathered) with the rows about the benchmark's run (``BENCHMARK_ONLY``: too-few-gpus), which
-    an install without its benchmark (``provision --no-smoke``) records as warnings in its
-    preflight.json. The job runs that benchmark: a violated row refuses it (``CheckFailed``)
-    before the nodes are verified. Re-judged rather than read from preflight.json or run.json's
-    options, so a run made by an envbuild that did not record its smoke option is judged too;
-    a node whose facts were not recorded is passed over."""
-    from envbuild.compat.check import BENCHMARK_ONLY
-    from envbuild.plan.resolve import check_facts, default_backend
+def job_gpus(rec, asked: int, opts: LaunchOptions) -> int:
+    """The GPUs per node a job's training command needs: the job's (``asked``: the variant's run
+    section or ``--gpus-per-node``, else the target's count), and for the recipe's own benchmark
+    command with neither given, at least the GPUs the benchmark needs (opt-175b-azure-h100's TP 2
+    on a target whose profile counts one)."""
+    if opts.variant is None and opts.gpus_per_node is None and rec.benchmark is not None:
+        return max(asked, rec.benchmark.needs_gpus)
+    return asked
 
+
+def check_job_gpus(run_dir: Path, rec, gpus_per_node: int) -> None:
+    """The provision run's installed nodes against the GPUs per node the job needs (``job_gpus``),
+    read from each node's recorded
+    facts (facts.json, as gathered). An install without its benchmark (``provision --no-smoke``)
+    may have gone ahead on a node with fewer (``too-few-gpus`` a warning in its preflight.json):
+    the job is refused (``CheckFailed``) before the nodes are verified, and so is a node whose
+    facts the run did not record (its GPUs unknown)."""
     record = RunRecord.load(run_dir)
-    backend = default_backend(rec, record.run.options.get("backend"))
-    refused = []
+    short, unknown = [], []
     for node in record.nodes():
-        if node.plan is None or node.facts is None:
+        if node.plan is None:
             continue
-        _, verdict = check_facts(rec, tgt, node.facts, backend=backend)
-        refused += [f"{node.host}: {v.rule}: {v.message}" for v in verdict.errors if v.rule in BENCHMARK_ONLY]
-    if refused:
+        if node.facts is None:
+            unknown.append(node.host)
+        elif len(node.facts.gpus) < gpus_per_node:
+            short.append(f"{node.host} has {len(node.facts.gpus)}")
+    if short or unknown:
         how = " (provisioned with --no-smoke: judged without the benchmark)" if record.run.smoke_skipped else ""
-        raise CheckFailed(f"not submitting: {rec.name}'s benchmark cannot run on the nodes of run "
-                          f"{run_dir.name}{how}: " + "; ".join(refused),
-                          hint="provision nodes with enough GPUs for the benchmark (envbuild provision without "
-                               "--no-smoke judges them), or replace the training command (--smoke-only, "
-                               "--command-override)")
+        said = short + [f"{host}: no facts recorded, its GPUs unknown" for host in unknown]
+        raise CheckFailed(f"not submitting: the job runs {rec.name} on {gpus_per_node} GPU(s) per node, "
+                          f"and the nodes of run {run_dir.name}{how} have fewer: " + "; ".join(said),
+                          hint="provision nodes with enough GPUs for the job (envbuild provision without "
+                               "--no-smoke judges them), or launch a variant or --gpus-per-node they have, "
+                               "or replace the training command (--smoke-only, --command-override)")
 
 
 def verify_nodes(run_dir: Path, given: NodeSelection | None = None) -> list[NodeVerdict]:

@@ -188,9 +188,10 @@ def _no_smoke_run(home: Path, gpus: int) -> Path:
 
 def test_a_run_provisioned_without_its_benchmark_on_too_few_gpus_is_not_launched(home, capsys) -> None:
     """Run 22's install: opt-175b-azure-h100 provisioned with --no-smoke on one GPU, its preflight
-    FEASIBLE with too-few-gpus a warning. launch --submit runs the benchmark (TP 2): the run's
-    facts are judged again with that row, and the job is refused before anything is verified or
-    submitted."""
+    FEASIBLE with too-few-gpus a warning. launch --submit runs the training command on the GPUs
+    per node the job asks (TP 2: two): the run's nodes are held against it from their recorded
+    facts, and the job is refused before anything is verified or submitted; a node whose facts
+    were not recorded is refused too (its GPUs unknown)."""
     run = _no_smoke_run(home, gpus=1)
     recorded = json.loads((run / "nodes" / "local" / "preflight.json").read_text())
     assert recorded["feasible"] is True and [v["severity"] for v in recorded["violations"]
@@ -198,15 +199,18 @@ def test_a_run_provisioned_without_its_benchmark_on_too_few_gpus_is_not_launched
     args = ["launch", "opt-175b-azure-h100", "-t", "h100-venv", "--scheduler", "local", "--submit"]
     assert main(args) == 1
     err = capsys.readouterr().err
-    assert f"not submitting: opt-175b-azure-h100's benchmark cannot run on the nodes of run {run.name}" in err
-    assert "provisioned with --no-smoke" in err and "local: too-few-gpus: the benchmark needs 2 GPU(s)" in err
+    assert ("not submitting: the job runs opt-175b-azure-h100 on 2 GPU(s) per node, and the nodes of run "
+            f"{run.name} (provisioned with --no-smoke: judged without the benchmark) have fewer: local has 1") in err
     assert "hint: provision nodes with enough GPUs" in err
     assert sorted(p.name for p in (home / "runs").iterdir()) == [run.name]  # no job run made
     # the same run named with --run, and with a run.json that does not record the option: judged too
     (run / "run.json").write_text((run / "run.json").read_text().replace('{"smoke": false}', "{}"))
     assert main([*args, "--run", str(run)]) == 1
     err = capsys.readouterr().err
-    assert "benchmark cannot run" in err and "--no-smoke" not in err.split("hint:")[0]
+    assert "have fewer: local has 1" in err and "--no-smoke" not in err.split("hint:")[0]
+    (run / "nodes" / "local" / "facts.json").unlink()
+    assert main([*args, "--run", str(run)]) == 1
+    assert "local: no facts recorded, its GPUs unknown" in capsys.readouterr().err
 
 
 def test_a_run_without_its_benchmark_on_enough_gpus_goes_on_to_be_verified(home, capsys) -> None:
@@ -217,8 +221,23 @@ def test_a_run_without_its_benchmark_on_enough_gpus_goes_on_to_be_verified(home,
     args = ["launch", "opt-175b-azure-h100", "-t", "h100-venv", "--scheduler", "local", "--submit"]
     assert main(args) == 3
     err = capsys.readouterr().err
-    assert "not submitting: could not verify local" in err and "benchmark cannot run" not in err
+    assert "not submitting: could not verify local" in err and "have fewer" not in err
     one = _no_smoke_run(home / "one", gpus=1)
-    assert main([*args, "--run", str(one), "--smoke-only"]) == 3
-    err = capsys.readouterr().err
-    assert "not submitting: could not verify local" in err and "benchmark cannot run" not in err
+    for replaced in (["--smoke-only"], ["--command-override", "nvidia-smi -L"]):
+        assert main([*args, "--run", str(one), *replaced]) == 3
+        err = capsys.readouterr().err
+        assert "not submitting: could not verify local" in err and "have fewer" not in err
+
+
+def test_the_gpus_a_job_needs_follow_its_variant_and_gpus_per_node() -> None:
+    """MegatronApp's benchmark needs 4 GPUs, its variant pp2-no-interleave 2: a node with 2 is held
+    against the variant's count, not the benchmark's; with neither given, at least the benchmark's."""
+    from envbuild.flows.launch import job_gpus
+    from envbuild.launch import LaunchOptions
+    from envbuild.recipes import load_recipe
+
+    rec = load_recipe("megatronapp-h100")
+    assert job_gpus(rec, 2, LaunchOptions(scheduler="local", variant="pp2-no-interleave")) == 2
+    assert job_gpus(rec, 2, LaunchOptions(scheduler="local", gpus_per_node=2)) == 2
+    assert job_gpus(rec, 1, LaunchOptions(scheduler="local")) == 4
+    assert job_gpus(rec, 8, LaunchOptions(scheduler="local")) == 8
