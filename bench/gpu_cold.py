@@ -175,7 +175,7 @@ def rows(folders: list[Path]) -> list[dict]:
                 "cold_s": _seconds(cold.run) if cold and cold_ok else None,
                 "noop_s": _figure(installs, 1)[0],
                 # where the no-op's seconds went (run.json's phase_s; {} from a run made before it)
-                "noop_phase_s": installs[1].run.phase_s if len(installs) > 1 else {},
+                "noop_phase_s": installs[1].run.phase_s if _figure(installs, 1)[0] is not None else {},
                 "first_run_s": first_s, "first_run_verdict": first_word,
                 "second_run_s": second_s, "second_run_verdict": second_word,
                 "prebuilt": prebuilt_use(cold.run.bundle, cold.nodes())["prebuilt"]

@@ -130,11 +130,17 @@ def provision(opts: ProvisionOptions, *, echo: Callable[[str], None] | None = No
                                [n.name for n in early.nodes], phases.now, exc)
         raise
     finally:
-        if opened.sink is not None:
-            opened.sink.close()
-        if opened.rd is not None and (opened.rd.path / "run.json").is_file():
-            with contextlib.suppress(OSError):  # the timings only: never in place of how the run ended
-                RunWriter(opened.rd).update(phase_s=phases.seconds())
+        _close(opened, phases)
+
+
+def _close(opened: "_Opened", phases: "Phases") -> None:
+    """The run's event sink closed, and the seconds of its phases put in run.json (``phase_s``):
+    the timings only, so a failure to write them never takes the place of how the run ended."""
+    if opened.sink is not None:
+        opened.sink.close()
+    if opened.rd is not None and (opened.rd.path / "run.json").is_file():
+        with contextlib.suppress(Exception):
+            RunWriter(opened.rd).update(phase_s=phases.seconds())
 
 
 class Phases:

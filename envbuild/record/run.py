@@ -117,8 +117,9 @@ class RunInfo(Record):
     verdict_not_judged: list[str] = Field(default_factory=list)
     exit_code: int | None = None  # provision's exit code (the README's exit codes)
     phase: str | None = None  # where a run stopped before Ansible recorded its own end
-    # seconds each phase of the provision took, in order (facts, preflight, lock, plan, render,
-    # prefix-lock, probe, ansible, finish...): where a run's wall time went (a no-op's too)
+    # seconds each phase of the provision took, in order (bundle, facts, preflight, lock, plan,
+    # render, prefix-lock, probe, ansible, shared-prefix, finish: those it reached): where a run's
+    # wall time went (a no-op's too)
     phase_s: dict[str, float] = Field(default_factory=dict)
     error: str | None = None  # the error that stopped it
     signal: str | None = None  # the signal that interrupted it

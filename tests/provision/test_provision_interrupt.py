@@ -227,6 +227,7 @@ def test_interrupt_while_reading_facts_records_the_run_as_interrupted(tmp_path, 
     meta = json.loads((run / "run.json").read_text())
     assert meta["status"] == "interrupted" and meta["signal"] == signal.Signals(sig).name, meta
     assert meta["phase"] == "facts" and meta["interrupted_at"] == {"local": "facts"}
+    assert list(meta["phase_s"]) == ["bundle", "facts"], meta["phase_s"]  # up to the signal
     assert meta["finished"] is not None
     res = json.loads((run / "nodes" / "local" / "result.json").read_text())
     assert res["status"] == "interrupted" and res["failed_step"] == "facts"
@@ -256,6 +257,7 @@ def test_error_while_planning_records_the_run_as_an_error(tmp_path):
     meta = json.loads(run_json.read_text())
     assert meta["status"] == "error" and meta["phase"] == "plan", meta
     assert "no-such-step" in meta["error"]
+    assert list(meta["phase_s"]) == ["bundle", "facts", "preflight", "lock", "plan"], meta["phase_s"]
     res = json.loads((run_json.parent / "nodes" / "local" / "result.json").read_text())
     assert res["status"] == "error" and res["failed_step"] == "plan"
     assert not (home / "runs" / "latest").exists()
