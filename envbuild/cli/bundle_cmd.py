@@ -40,7 +40,8 @@ from envbuild.cli.output import console, emit_json
                    "not carried, apt packages, a conda channel), naming each.")
 @click.option("--no-smoke", "no_smoke", is_flag=True,
               help="Plan the nodes without the benchmark, as `provision --no-smoke` does: a node with fewer GPUs "
-                   "than the benchmark needs is planned (a warning); the bundle carries what the installs need.")
+                   "than the benchmark needs is planned, not refused; the bundle carries what the installs need "
+                   "(provision with the benchmark still refuses such a node).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def bundle_cmd(recipe, target, facts_file, lock_file, wheelhouse, git_mirror, data_mirror, prefix, output, sign_key,
                as_json, image_tar=None, offline=False, valid_days=None, no_smoke=False):

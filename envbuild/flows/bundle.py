@@ -27,9 +27,9 @@ class BundleRequest:
     from (``wheelhouse``, ``git_mirror``, ``data_mirror``), the environment's ``prefix``, the
     bundle to write (``output``), ``sign_key`` with ``valid_days``, the base image's
     ``image_tar``, ``offline`` (refuse when the node would still need the network) and
-    ``smoke`` (False: the nodes planned without the benchmark, as ``provision --no-smoke``; a
-    node that provision then asks for the benchmark is refused by ``Opened.check_plan`` where
-    the bundle lacks what the benchmark reads)."""
+    ``smoke`` (False: the nodes planned without the benchmark, as ``provision --no-smoke``: a
+    node with too few GPUs for it is planned; a provision of it with the benchmark is refused
+    by its own preflight, and the benchmark's step adds nothing a bundle packs)."""
 
     recipe: str | None
     target: str

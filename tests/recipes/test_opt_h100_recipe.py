@@ -298,3 +298,10 @@ def test_a_bundle_for_installs_without_the_benchmark_is_planned_on_one_gpu(tmp_p
     args = ["bundle", RECIPE, "--target", "h100-venv", "--facts", str(facts_file), "-o", str(out)]
     assert main(args) == 1 and not out.exists()
     assert "too-few-gpus" in capsys.readouterr().err
+    # --no-smoke goes past the planning to the packing, here stopped by the git mirror it lacks
+    # (its locked wheels from PyPI or the download cache, as any bundle's)
+    empty = tmp_path / "mirror"
+    empty.mkdir()
+    assert main([*args, "--no-smoke", "--git-mirror", str(empty)]) == 3 and not out.exists()
+    err = capsys.readouterr().err
+    assert "no git mirror of https://github.com/facebookresearch/metaseq" in err and "too-few-gpus" not in err
