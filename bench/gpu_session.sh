@@ -75,6 +75,7 @@ setup() {
   { echo "gpus: $(nvidia-smi -L | wc -l)"; nvidia-smi -L; grep -E 'MemTotal|MemAvailable' /proc/meminfo; nproc
     lscpu; nvidia-smi -q -d CLOCK,PERFORMANCE,POWER; } > "$STATE/node.txt" 2>&1
   $EB --version
+  echo "source: commit $(cat "$STATE/common/src.commit" 2>/dev/null || echo unknown)"  # the record says what ran
 }
 
 bundle_of() {  # wait up to 20 min for a later call to stage JOB's bundle
@@ -308,9 +309,9 @@ harvest() {  # what the node's controller build cache holds ($ENVBUILD_HOME/cach
   # (gzipped first when it would take over 7 parts; KEY.sha256 is still the file's own).
   # The device returns 8 files of 16 MiB at most a call, those already in $OUT counted: the keys
   # (HARVEST_KEY, words, in its order; else every key of the cache) are taken while their files fit,
-  # and those that do not are named for the next call. A key whose file is empty, or over 7 parts,
-  # is named and left; a named key the cache lacks is said. Exit 0 when every key was taken, 1 when
-  # one was left or failed. bench/gpu_harvest.py joins them, checks them and seeds the build cache
+  # and those that do not are named for the next call. A key whose file is empty, or over 7 parts
+  # gzipped, is named and left; a named key the cache lacks is said. Exit 0 when every key was
+  # taken, 1 when one was left or failed. bench/gpu_harvest.py joins them, checks them and seeds the build cache
   # here, so the next bundle carries them (prebuilt) instead of the node building them.
   local cache=$ENVBUILD_HOME/cache/wheels key d art src how n size files took=0 left="" bad=0
   local part=$((15 * 1024 * 1024)) keys

@@ -27,7 +27,13 @@ prep_bundle() {
   local recipe=$1 target=$2 mirror=$3 bundle=$4 facts=${5:-}
   mkdir -p "$(dirname "$bundle")"
   local out=$bundle
-  [ "${BUNDLE_GZIP:-0}" != 1 ] || out=${bundle%.tar}.tar.gz
+  if [ "${BUNDLE_GZIP:-0}" = 1 ]; then
+    case " ${BUNDLE_ARGS:-} " in  # its signature would name the .tar.gz, not the file renamed
+      *" --sign-key "*) echo "error: BUNDLE_GZIP=1 with --sign-key in BUNDLE_ARGS: sign an ungzipped bundle" >&2
+                        return 1;;
+    esac
+    out=${bundle%.tar}.tar.gz
+  fi
   # shellcheck disable=SC2086 # BUNDLE_ARGS: words
   "$PY" -m envbuild bundle "$recipe" --target "$target" ${facts:+--facts "$facts"} --git-mirror "$mirror" \
       ${BUNDLE_ARGS:-} -o "$out" || return 1

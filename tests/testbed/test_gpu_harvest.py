@@ -342,3 +342,26 @@ def test_an_archive_member_restore_would_refuse_is_refused_here(tmp_path, name) 
     assert p.returncode == 1 and "is not an archive treecache restores" in p.stderr, p.stderr
     assert repr(name) in p.stderr
     assert not (home / "cache" / "wheels" / TREE_KEY).exists()
+
+
+def test_a_gzip_stream_over_several_parts_joins_and_one_with_bytes_after_it_is_refused(tmp_path) -> None:
+    """The gzip stream of a product cut into several parts (at any byte) decompresses across their
+    boundaries into the product; bytes after its end, or a stream that is not gzip past its magic,
+    are refused with nothing written."""
+    import gzip
+
+    data = _wheel(tmp_path)
+    packed = gzip.compress(data + os.urandom(48 * 1024))  # a wheel cannot be padded: pad the zip's tail
+    raw = gzip.decompress(packed)
+    folder, home = tmp_path / "prebuilt", tmp_path / "home"
+    parts = _harvest(packed, folder, sha=hashlib.sha256(raw).hexdigest())
+    assert parts >= 3
+    p = _run(folder, home=home)
+    assert p.returncode == 0, p.stderr
+    assert (home / "cache" / "wheels" / KEY / WHEEL).read_bytes() == raw
+    for bad, said in ((packed + b"junk", "bytes after its end"), (packed[:2] + b"\x00" * 64, "does not decompress")):
+        other, home2 = tmp_path / f"bad{len(bad)}", tmp_path / f"home{len(bad)}"
+        _harvest(bad, other, sha=hashlib.sha256(raw).hexdigest())
+        q = _run(other, home=home2)
+        assert q.returncode == 1 and said in q.stderr, q.stderr
+        assert not (home2 / "cache" / "wheels" / KEY).exists()
