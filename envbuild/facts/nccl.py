@@ -1,7 +1,9 @@
 """NCCL version: torch's own (only for a CUDA build of torch), the nccl.h header, or the
 versioned file name of libnccl.so found through ``ldconfig -p`` and the usual library folders.
 
-Output lines of the probe are tagged: "torch <value>", "header #define ...", "lib <path>".
+Output lines of the probe are tagged: "torchlib <code> <path>" (the libnccl torch's CUDA library
+loads, asked through ncclGetVersion), "torch <value>" (torch imported), "header #define ...",
+"lib <path>".
 """
 
 from __future__ import annotations
@@ -10,16 +12,37 @@ import re
 
 from envbuild.facts.probe import Probe
 
+# torch's NCCL, cheaply where it can be: importing a CUDA build of torch takes seconds (3.8 s of a
+# 4.3 s facts run on an H200 node, bench/results/facts-probe-times-h200.json), and facts run at
+# every provision, the no-op's too. A torch that links NCCL dynamically (PyPI's builds since 1.13,
+# with the nvidia-nccl wheel) calls ncclGetVersion() of the libnccl the loader resolves for its
+# lib/libtorch_cuda.so; ldd names that library as the loader resolves it (RPATH, LD_LIBRARY_PATH)
+# and ctypes asks it the same question ("torchlib CODE PATH"). A build with NCCL linked in (no
+# libnccl in ldd's list) or a library that does not answer: torch is imported ("torch VALUE").
+_TORCH_CUDA_LIB = (
+    "import importlib.util as u, os; s = u.find_spec('torch'); "
+    "p = s and s.submodule_search_locations and os.path.join(list(s.submodule_search_locations)[0], 'lib', "
+    "'libtorch_cuda.so'); print(p if p and os.path.exists(p) else '')"
+)
+_NCCL_GET_VERSION = (
+    "import ctypes, sys; c = ctypes.c_int(); r = ctypes.CDLL(sys.argv[1]).ncclGetVersion(ctypes.byref(c)); "
+    "sys.exit(1) if r else print(c.value)"
+)
+
 PROBES = [
     Probe(
         "nccl",
-        "found=\n"
-        # import torch (seconds) only for a CUDA build of it: lib/libtorch_cuda.so exists
-        'if [ -n "$__eb_py" ] && "$__eb_py" -c "import importlib.util as u, os, sys; s = u.find_spec(\'torch\'); '
-        "sys.exit(not (s and s.submodule_search_locations and os.path.exists("
-        "os.path.join(list(s.submodule_search_locations)[0], 'lib', 'libtorch_cuda.so'))))\" 2>/dev/null; then\n"
-        '  v=$(__eb_to "$__eb_py" -c "import torch; print(torch.cuda.nccl.version())" 2>/dev/null)'
+        "found=; tc=\n"
+        f'[ -z "$__eb_py" ] || tc=$("$__eb_py" -c "{_TORCH_CUDA_LIB}" 2>/dev/null)\n'
+        'if [ -n "$tc" ]; then\n'
+        "  nl=$(ldd \"$tc\" 2>/dev/null | sed -n 's/^[[:space:]]*libnccl[.]so[^ ]* => \\(\\/.*\\) (0x[0-9a-f]*)$/\\1/p'"
+        " | head -n 1)\n"
+        f'  if [ -n "$nl" ] && v=$(__eb_to "$__eb_py" -c "{_NCCL_GET_VERSION}" "$nl" 2>/dev/null) && [ -n "$v" ]; then\n'
+        '    echo "torchlib $v $(readlink -f "$nl")"; found=1\n'
+        "  else\n"
+        '    v=$(__eb_to "$__eb_py" -c "import torch; print(torch.cuda.nccl.version())" 2>/dev/null)'
         ' && { echo "torch $v"; found=1; }\n'
+        "  fi\n"
         "fi\n"
         'for h in "${CUDA_HOME:-/usr/local/cuda}/include/nccl.h" /usr/include/nccl.h /usr/local/include/nccl.h; do\n'
         '  [ -r "$h" ] && grep -E "^#define NCCL_(MAJOR|MINOR|PATCH) " "$h" | sed "s/^/header /" && found=1 && break\n'
@@ -50,10 +73,13 @@ def parse_torch_nccl(value: str) -> str | None:
 
 
 def parse_nccl(text: str) -> str | None:
-    """Best NCCL version in the probe output: torch's, else the header's, else the newest library."""
-    torch = [parse_torch_nccl(line[6:]) for line in text.splitlines() if line.startswith("torch ")]
-    if torch and torch[0]:
-        return torch[0]
+    """Best NCCL version in the probe output: torch's (imported, else its loaded library's), else the
+    header's, else the newest library."""
+    for tag in ("torch ", "torchlib "):
+        found = [parse_torch_nccl(line[len(tag):].split(" ", 1)[0] if tag == "torchlib " else line[len(tag):])
+                 for line in text.splitlines() if line.startswith(tag)]
+        if found and found[0]:
+            return found[0]
     defs = dict(re.findall(r"^header #define NCCL_(MAJOR|MINOR|PATCH)\s+(\d+)", text, re.M))
     if {"MAJOR", "MINOR", "PATCH"} <= defs.keys():
         return f"{defs['MAJOR']}.{defs['MINOR']}.{defs['PATCH']}"
