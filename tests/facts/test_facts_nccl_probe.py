@@ -4,7 +4,8 @@ A CUDA build of torch cannot be installed here (no GPU software); a stand-in pac
 it: ``torch/lib/libtorch_cuda.so`` compiled by cc, linked to a compiled ``libnccl.so.2`` through
 an RPATH as PyPI's torch is linked to the nvidia-nccl wheel, and a ``torch/__init__.py`` whose
 ``torch.cuda.nccl.version()`` says something else, so each test knows which path answered. The
-real libraries were compared on an H200 node (docs/results/h200-run24.md).
+real libraries were compared on an H200 node (docs/results/h200-run24.md): the probe's output
+there is tests/data/facts/nccl-probe-h200-torchlib.txt.
 """
 
 import os
@@ -13,13 +14,16 @@ import shutil
 import subprocess
 import sys
 
+from pathlib import Path
+
 import pytest
 
 from envbuild.connect.runners import LocalRunner
 from envbuild.facts.nccl import PROBES, parse_nccl
 from envbuild.facts.script import build_script, split_sections
 
-pytestmark = pytest.mark.skipif(not shutil.which("cc") or not shutil.which("ldd"), reason="needs cc and ldd")
+NEEDS_CC = pytest.mark.skipif(not shutil.which("cc") or not shutil.which("ldd"), reason="needs cc and ldd")
+H200 = Path(__file__).resolve().parents[1] / "data" / "facts" / "nccl-probe-h200-torchlib.txt"
 
 IMPORTED = "import torch: ran\n"
 
@@ -58,6 +62,7 @@ def _probe(py, tmp_path):
     return split_sections(out)["nccl"], mark.exists()
 
 
+@NEEDS_CC
 def test_a_dynamically_linked_torch_is_asked_through_its_library_without_importing_it(tmp_path):
     py, lib = _torch(tmp_path)
     sec, imported = _probe(py, tmp_path)
@@ -67,6 +72,7 @@ def test_a_dynamically_linked_torch_is_asked_through_its_library_without_importi
     assert parse_nccl(sec.out) == "2.28.9"
 
 
+@NEEDS_CC
 def test_nccl_linked_into_torch_imports_torch(tmp_path):
     py, _ = _torch(tmp_path, dynamic=False)
     sec, imported = _probe(py, tmp_path)
@@ -74,12 +80,14 @@ def test_nccl_linked_into_torch_imports_torch(tmp_path):
     assert parse_nccl(sec.out) == "2.18.5"
 
 
+@NEEDS_CC
 def test_a_library_that_does_not_answer_falls_back_to_importing_torch(tmp_path):
     py, _ = _torch(tmp_path, rc=5)
     sec, imported = _probe(py, tmp_path)
     assert imported and "torch (2, 18, 5)" in sec.out and "torchlib" not in sec.out
 
 
+@NEEDS_CC
 def test_a_library_the_loader_cannot_find_falls_back_and_a_broken_torch_gives_no_torch_line(tmp_path):
     py, lib = _torch(tmp_path, importable=False)
     lib.unlink()  # ldd: "libnccl.so.2 => not found"
@@ -94,3 +102,9 @@ def test_parse_prefers_an_imported_torch_then_its_library_then_header_and_files(
     assert parse_nccl("torchlib 21805 /a path/with spaces/libnccl.so.2\n") == "2.18.5"
     assert parse_nccl("torchlib x /p\nheader #define NCCL_MAJOR 2\nheader #define NCCL_MINOR 21\n"
                       "header #define NCCL_PATCH 5\n") == "2.21.5"
+
+
+def test_the_h200_nodes_probe_gives_torchs_nccl_not_the_systems():
+    # torch 2.11.0+cu130 there: `torch.cuda.nccl.version()` said (2, 28, 9); the system's
+    # libnccl and nccl.h are 2.28.3
+    assert parse_nccl(H200.read_text()) == "2.28.9"
