@@ -63,6 +63,10 @@ SHA_LINE = re.compile(r"^(?P<sha>[0-9a-fA-F]{64}) [ *](?P<name>.+)$")
 RECORD = re.compile(r"^[^/]+\.dist-info/RECORD$")
 CHUNK = 1 << 20
 GZIP_MAGIC = b"\x1f\x8b"
+# what a gzipped product may inflate to: the largest one harvested so far is 122 MB (run 23's
+# metaseq objects); a stream that inflates past this (a gzip bomb, a node gone wrong) is refused
+# before it fills the disk, and no chunk is inflated into memory beyond CHUNK at a time
+MAX_PRODUCT = 4 << 30
 
 
 class HarvestError(Exception):
@@ -153,11 +157,12 @@ def part_paths(h: Harvest) -> list[Path]:
     return out
 
 
-def join_parts(parts: list[Path], dest_dir: Path, key: str) -> tuple[Path, str, int]:
+def join_parts(parts: list[Path], dest_dir: Path, key: str, max_size: int = MAX_PRODUCT) -> tuple[Path, str, int]:
     """The parts joined into a temporary file in ``dest_dir``: (path, sha256, size). Parts whose
     stream is gzip (``harvest`` gzips a product that would take over 7 parts; no wheel or tar
     begins with gzip's magic) are decompressed as they are joined, so the sha256 and the file are
-    the product's own; HarvestError 1 for a gzip stream that is cut short or has bytes after it."""
+    the product's own; HarvestError 1 for a gzip stream that is cut short, has bytes after it or
+    inflates past ``max_size``."""
     with parts[0].open("rb") as f:
         gz = f.read(2) == GZIP_MAGIC
     unz = zlib.decompressobj(16 + zlib.MAX_WBITS) if gz else None
@@ -169,13 +174,13 @@ def join_parts(parts: list[Path], dest_dir: Path, key: str) -> tuple[Path, str, 
             for part in parts:
                 with part.open("rb") as f:
                     while chunk := f.read(CHUNK):
-                        if unz is not None:
-                            if unz.eof:
-                                raise HarvestError(f"{key}: bytes after the end of the parts' gzip stream", 1)
-                            chunk = unz.decompress(chunk)
-                        h.update(chunk)
-                        size += len(chunk)
-                        out.write(chunk)
+                        for piece in (_inflate(unz, chunk, key) if unz is not None else (chunk,)):
+                            size += len(piece)
+                            if unz is not None and size > max_size:
+                                raise HarvestError(f"{key}: the parts' gzip stream inflates past {max_size} bytes:"
+                                                   " not a product of ours", 1)
+                            h.update(piece)
+                            out.write(piece)
             if unz is not None and not (unz.eof and not unz.unused_data):
                 raise HarvestError(f"{key}: the parts' gzip stream is cut short or has bytes after its end", 1)
     except zlib.error as e:
@@ -185,6 +190,15 @@ def join_parts(parts: list[Path], dest_dir: Path, key: str) -> tuple[Path, str, 
         os.unlink(tmp)
         raise
     return Path(tmp), h.hexdigest(), size
+
+
+def _inflate(unz, data: bytes, key: str):
+    """``data`` inflated by ``unz`` in pieces of at most CHUNK bytes."""
+    while data:
+        if unz.eof:
+            raise HarvestError(f"{key}: bytes after the end of the parts' gzip stream", 1)
+        yield unz.decompress(data, CHUNK)
+        data = unz.unconsumed_tail
 
 
 def check_wheel(path: Path, key: str) -> None:

@@ -365,3 +365,30 @@ def test_a_gzip_stream_over_several_parts_joins_and_one_with_bytes_after_it_is_r
         q = _run(other, home=home2)
         assert q.returncode == 1 and said in q.stderr, q.stderr
         assert not (home2 / "cache" / "wheels" / KEY).exists()
+
+
+def test_a_gzip_stream_that_inflates_past_the_cap_is_refused_and_leaves_nothing(tmp_path) -> None:
+    """join_parts inflates in bounded pieces and stops at its cap (MAX_PRODUCT, 4 GiB: a gzip
+    bomb from a node fills no disk); under the cap the same stream joins into its own bytes."""
+    import gzip
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gpu_harvest_mod", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # its dataclasses look their module up
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        del sys.modules[spec.name]
+    data = bytes(3 * 1024 * 1024)  # 3 MiB of zeros: a few KiB gzipped
+    part = tmp_path / f"{TREE_KEY}.part.00"
+    part.write_bytes(gzip.compress(data))
+    assert part.stat().st_size < 64 * 1024
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    with pytest.raises(mod.HarvestError, match="inflates past 1048576 bytes"):
+        mod.join_parts([part], dest, TREE_KEY, max_size=1024 * 1024)
+    assert list(dest.iterdir()) == []
+    path, sha, size = mod.join_parts([part], dest, TREE_KEY)
+    assert size == len(data) and sha == hashlib.sha256(data).hexdigest() and path.read_bytes() == data
+    assert mod.MAX_PRODUCT == 4 << 30
