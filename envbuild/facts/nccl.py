@@ -35,7 +35,7 @@ PROBES = [
         "found=; tc=\n"
         f'[ -z "$__eb_py" ] || tc=$("$__eb_py" -c "{_TORCH_CUDA_LIB}" 2>/dev/null)\n'
         'if [ -n "$tc" ]; then\n'
-        "  nl=$(ldd \"$tc\" 2>/dev/null | sed -n 's/^[[:space:]]*libnccl[.]so[^ ]* => \\(\\/.*\\) (0x[0-9a-f]*)$/\\1/p'"
+        "  nl=$(__eb_to ldd \"$tc\" 2>/dev/null | sed -n 's/^[[:space:]]*libnccl[.]so[^ ]* => \\(\\/.*\\) (0x[0-9a-f]*)$/\\1/p'"
         " | head -n 1)\n"
         f'  if [ -n "$nl" ] && v=$(__eb_to "$__eb_py" -c "{_NCCL_GET_VERSION}" "$nl" 2>/dev/null) && [ -n "$v" ]; then\n'
         '    echo "torchlib $v $(readlink -f "$nl")"; found=1\n'
