@@ -6,7 +6,7 @@ Each probe of ``envbuild.facts.assemble.all_probes()`` runs alone (``build_scrip
 the same preamble and bounds as ``envbuild facts``) ``--repeat`` times; then the whole script as
 ``envbuild facts`` runs it, and the whole script without ``pip_list`` (what provision runs).
 ``--python`` is the interpreter whose packages and torch NCCL are probed (provision passes the
-environment's). Wall seconds of each run, their median, and the probe's exit status; written as
+environment's). Wall seconds of each run, their median, and each run's exit statuses; written as
 JSON to -o (default: printed). Issue 52's no-op: the part of a GPU node's no-op spent in facts.
 """
 
@@ -34,10 +34,11 @@ def _time(script: str) -> tuple[float, dict[str, int]]:
 
 
 def _row(name: str, script: str, repeat: int) -> dict:
-    walls, rcs = [], {}
+    walls, rcs = [], []
     for _ in range(repeat):
-        s, rcs = _time(script)
+        s, rc = _time(script)
         walls.append(round(s, 3))
+        rcs.append(rc)
     return {"probe": name, "median_s": round(statistics.median(walls), 3), "runs_s": walls, "rc": rcs}
 
 

@@ -19,6 +19,8 @@ from envbuild.facts.probe import Probe
 # lib/libtorch_cuda.so; ldd names that library as the loader resolves it (RPATH, LD_LIBRARY_PATH)
 # and ctypes asks it the same question ("torchlib CODE PATH"). A build with NCCL linked in (no
 # libnccl in ldd's list) or a library that does not answer: torch is imported ("torch VALUE").
+# ldd lists the libraries loaded indirectly too: a torch with NCCL linked in whose other
+# dependencies load a libnccl would be answered by that one (no PyPI or conda build does).
 _TORCH_CUDA_LIB = (
     "import importlib.util as u, os; s = u.find_spec('torch'); "
     "p = s and s.submodule_search_locations and os.path.join(list(s.submodule_search_locations)[0], 'lib', "
@@ -33,7 +35,7 @@ PROBES = [
     Probe(
         "nccl",
         "found=; tc=\n"
-        f'[ -z "$__eb_py" ] || tc=$("$__eb_py" -c "{_TORCH_CUDA_LIB}" 2>/dev/null)\n'
+        f'[ -z "$__eb_py" ] || tc=$(__eb_to "$__eb_py" -c "{_TORCH_CUDA_LIB}" 2>/dev/null)\n'
         'if [ -n "$tc" ]; then\n'
         "  nl=$(__eb_to ldd \"$tc\" 2>/dev/null | sed -n 's/^[[:space:]]*libnccl[.]so[^ ]* => \\(\\/.*\\) (0x[0-9a-f]*)$/\\1/p'"
         " | head -n 1)\n"

@@ -386,9 +386,21 @@ def test_a_gzip_stream_that_inflates_past_the_cap_is_refused_and_leaves_nothing(
     assert part.stat().st_size < 64 * 1024
     dest = tmp_path / "dest"
     dest.mkdir()
+    mod.CHUNK = 4096
+    inflate, pieces = mod._inflate, []
+
+    def counted(unz, chunk, key):
+        for piece in inflate(unz, chunk, key):
+            pieces.append(len(piece))
+            yield piece
+    mod._inflate = counted
     with pytest.raises(mod.HarvestError, match="inflates past 1048576 bytes"):
         mod.join_parts([part], dest, TREE_KEY, max_size=1024 * 1024)
     assert list(dest.iterdir()) == []
+    assert pieces and max(pieces) <= 4096 and sum(pieces) <= 1024 * 1024 + 4096
+    exact, _, _ = mod.join_parts([part], dest, TREE_KEY, max_size=len(data))  # the cap itself is allowed
+    assert exact.read_bytes() == data
+    exact.unlink()
     path, sha, size = mod.join_parts([part], dest, TREE_KEY)
     assert size == len(data) and sha == hashlib.sha256(data).hexdigest() and path.read_bytes() == data
     assert mod.MAX_PRODUCT == 4 << 30
