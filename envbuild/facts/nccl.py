@@ -77,11 +77,11 @@ def parse_torch_nccl(value: str) -> str | None:
 def parse_nccl(text: str) -> str | None:
     """Best NCCL version in the probe output: torch's (imported, else its loaded library's), else the
     header's, else the newest library."""
-    for tag in ("torch ", "torchlib "):
-        found = [parse_torch_nccl(line[len(tag):].split(" ", 1)[0] if tag == "torchlib " else line[len(tag):])
-                 for line in text.splitlines() if line.startswith(tag)]
-        if found and found[0]:
-            return found[0]
+    # "torch VALUE" (VALUE may hold blanks: "(2, 28, 9)"), else "torchlib CODE PATH"
+    for pattern in (r"^torch (.+)$", r"^torchlib (\S+) "):
+        m = re.search(pattern, text, re.M)
+        if m and (version := parse_torch_nccl(m.group(1))):
+            return version
     defs = dict(re.findall(r"^header #define NCCL_(MAJOR|MINOR|PATCH)\s+(\d+)", text, re.M))
     if {"MAJOR", "MINOR", "PATCH"} <= defs.keys():
         return f"{defs['MAJOR']}.{defs['MINOR']}.{defs['PATCH']}"
