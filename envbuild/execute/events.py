@@ -2,7 +2,8 @@
 
 ``StepTracker.feed(raw)`` is pure bookkeeping (no I/O): it follows each host through the plan
 markers the provision role emits (``envbuild:start <id>``, ``envbuild:done <id>``; its tasks
-``STATE_TASK`` and ``RECORD_TASK``: playbooks/.../roles/provision/tasks), keeps each node's
+``STATE_TASK`` and ``RECORD_TASK``; ``NODE_STEP_TASK`` + id, a step that is one task, whose
+start and end are the step's: playbooks/.../roles/provision/tasks), keeps each node's
 log, and records what failed (step, command, exit code, message); ``HostTrack.current`` is the
 step a host is in right now (what an interrupted run records), and ``StepTracker.completed``
 says the playbook reached its end (``playbook_on_stats``). ``EventSink`` writes the events to
@@ -38,6 +39,9 @@ OUTPUT_LINES = 20  # lines of a task's output in one transient "output" event
 #: reports only its actions' change)
 STATE_TASK = "Envbuild state"
 RECORD_TASK = "Envbuild record"
+#: a step that is one node batch (``form: node``, tasks/step_node.yml) is one task named this,
+#: then its id: the task's start is the step's start, its end the step's end
+NODE_STEP_TASK = "Envbuild node step "
 #: tasks a node delegates to another node (``provision --fanout``: its holder sends it the
 #: fleet's archive); their holder being unreachable is not this node's: it falls back. Known by
 #: name: a runner event of an unreachable delegated task names the node, the task and the
@@ -132,8 +136,12 @@ class StepTracker:
         out: list[Event] = []
         msg = str(res.get("msg") or "")
         logged = len(h.log)
+        here = h.current  # the step this task ran in (a step's own task ends it below)
         if etype == "runner_on_start":
-            return [Event(now, name, h.current, "task", task)]
+            if task.startswith(NODE_STEP_TASK):
+                h.current, h.current_changed = task[len(NODE_STEP_TASK):], False
+                out.append(Event(now, name, h.current, "start", ""))
+            return [*out, Event(now, name, h.current, "task", task)]
         if etype == "runner_on_ok":
             self._log(h, task, res)
             if task == STATE_TASK:
@@ -148,10 +156,10 @@ class StepTracker:
                 h.stage_from = describe_stage(stage)
                 out.append(Event(now, name, h.current, "output", "the fleet's archive from " + h.stage_from))
             elif msg.startswith("envbuild:done "):
-                sid = msg.split(" ", 1)[1]
-                (h.changed if h.current_changed else h.ok).append(sid)
-                out.append(Event(now, name, sid, "changed" if h.current_changed else "ok", ""))
-                h.current = None
+                out.append(self._done(h, name, msg.split(" ", 1)[1], now))
+            elif task.startswith(NODE_STEP_TASK):
+                h.current_changed = bool(res.get("changed"))
+                out.append(self._done(h, name, task[len(NODE_STEP_TASK):], now))
             elif res.get("changed") and task != RECORD_TASK:
                 h.current_changed = True
         elif etype == "runner_on_failed" and not data.get("ignore_errors"):
@@ -176,8 +184,15 @@ class StepTracker:
         text = h.log[logged + 1:]  # what this task printed, after its TASK [...] line
         if text:
             lines = "\n".join(text).splitlines()[-OUTPUT_LINES:]
-            out.insert(0, Event(now, name, h.current, "output", "\n".join(lines)))
+            out.insert(0, Event(now, name, h.current or here, "output", "\n".join(lines)))
         return out
+
+    @staticmethod
+    def _done(h: HostTrack, name: str, sid: str, now: float) -> Event:
+        """Step ``sid`` of host ``h`` ended well: changed if a task of it changed something."""
+        (h.changed if h.current_changed else h.ok).append(sid)
+        h.current = None
+        return Event(now, name, sid, "changed" if h.current_changed else "ok", "")
 
     @staticmethod
     def _log(h: HostTrack, task: str, res: dict) -> None:

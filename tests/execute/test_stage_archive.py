@@ -9,6 +9,7 @@ import pytest
 
 from envbuild.fsio import sha256_file, write_tar
 from envbuild.plan.model import Step
+from envbuild.plan import params as P
 from envbuild.plan.params import BundleParams, StagedFile
 from envbuild.render.ansible import batches
 
@@ -137,6 +138,25 @@ def test_every_batch_type_has_its_task_file():
     assert set(table) == {"node", "copy", "stage", "wheel", "tree_restore", "tree_save", "capture", "record"}
     for kind, name in table.items():
         assert (role / "tasks" / name).is_file(), (kind, name)
+    forms = yaml.safe_load((role / "vars" / "main.yml").read_text())["provision_step_tasks"]
+    assert set(forms) == {"node", "batches"} and all((role / "tasks" / n).is_file() for n in forms.values())
+
+
+def test_a_step_that_is_one_node_batch_is_one_task():
+    """``form: node`` exactly when the step's batches are one node batch (which records the
+    step): the role runs it as one task named for the step; every other step is announced and
+    its batches included one by one (``form: batches``)."""
+    from envbuild.render.ansible import step_vars
+
+    prefix = "/opt/env"
+    env_file = Step(id="env-file", title="e", params=P.EnvFileParams(path=f"{prefix}/.envbuild/env.sh", vars={}))
+    one = step_vars(env_file, prefix)
+    assert one["form"] == "node" and [b["type"] for b in one["batches"]] == ["node"]
+    assert one["batches"][0]["record"] is True
+    uv = Step(id="uv", title="uv", params=P.UvToolParams(dest=f"{prefix}/.envbuild/bin/uv", version="0.9.0",
+                                                          sha256="0" * 64))
+    more = step_vars(uv, prefix)
+    assert more["form"] == "batches" and [b["type"] for b in more["batches"]][-1] == "copy"
 
 
 def test_ansible_moves_files_over_a_reused_uncompressed_ssh_connection(tmp_path):

@@ -175,3 +175,30 @@ def test_runner_folder_scrubbed_of_secret_env_and_values(tmp_path):
     assert "ghp-abc123" not in text and "hf-1" not in text and "inv-pw-1" not in text
     action = json.loads((events / "1-x.json").read_text())["event_data"]["res"]["invocation"]["module_args"]["actions"][0]
     assert action["env"] == {"HF_TOKEN": "***", "LANG": "C"}
+
+
+def node_step(etype, host, sid, **res):
+    """A runner event of a step that is one task (``form: node``: tasks/step_node.yml)."""
+    return {"event": etype, "event_data": {"host": host, "task": f"provision : Envbuild node step {sid}",
+                                           "res": res}}
+
+
+def test_a_one_task_step_starts_and_ends_with_its_task():
+    """The task named for the step is the step: its start starts it (an interrupt then names it),
+    its end ends it, changed as the module says; its output is shown under the step it ran in;
+    a failure of it is the step's."""
+    t = StepTracker()
+    started = t.feed(node_step("runner_on_start", "n1", "pip:packages"))
+    assert [(e.kind, e.step) for e in started] == [("start", "pip:packages"), ("task", "pip:packages")]
+    assert t.hosts["n1"].current == "pip:packages"
+    done = t.feed(node_step("runner_on_ok", "n1", "pip:packages", changed=True, stdout="$ uv pip install"))
+    assert [(e.kind, e.step) for e in done] == [("output", "pip:packages"), ("changed", "pip:packages")]
+    t.feed(node_step("runner_on_start", "n1", "env-file"))
+    assert [(e.kind, e.step) for e in t.feed(node_step("runner_on_ok", "n1", "env-file", changed=False))] == [
+        ("ok", "env-file")]
+    h = t.hosts["n1"]
+    assert (h.changed, h.ok, h.current) == (["pip:packages"], ["env-file"], None)
+    t.feed(node_step("runner_on_start", "n1", "import-check"))
+    failed = t.feed(node_step("runner_on_failed", "n1", "import-check", msg="exit 1", cmd=["python", "-c", "x"], rc=1))
+    assert ("failed", "import-check") in [(e.kind, e.step) for e in failed]
+    assert (h.failed_step, h.rc) == ("import-check", 1)
