@@ -42,6 +42,9 @@ RECORD_TASK = "Envbuild record"
 #: a step that is one node batch (``form: node``, tasks/step_node.yml) is one task named this,
 #: then its id: the task's start is the step's start, its end the step's end
 NODE_STEP_TASK = "Envbuild node step "
+#: what such a task is called in logs, failures and the live view: the name the step's work has
+#: as a batch of a longer step (tasks/batch_node.yml), not the role's bookkeeping
+NODE_TASK = "Node actions"
 #: tasks a node delegates to another node (``provision --fanout``: its holder sends it the
 #: fleet's archive); their holder being unreachable is not this node's: it falls back. Known by
 #: name: a runner event of an unreachable delegated task names the node, the task and the
@@ -132,14 +135,17 @@ class StepTracker:
         h = self.host(name)
         res = data.get("res") or {}
         task = task_name(str(data.get("task") or ""))
+        node_step = task[len(NODE_STEP_TASK):] if task.startswith(NODE_STEP_TASK) else None
+        if node_step is not None:
+            task = NODE_TASK
         now = time.time()
         out: list[Event] = []
         msg = str(res.get("msg") or "")
         logged = len(h.log)
         here = h.current  # the step this task ran in (a step's own task ends it below)
         if etype == "runner_on_start":
-            if task.startswith(NODE_STEP_TASK):
-                h.current, h.current_changed = task[len(NODE_STEP_TASK):], False
+            if node_step is not None:
+                h.current, h.current_changed = node_step, False
                 out.append(Event(now, name, h.current, "start", ""))
             return [*out, Event(now, name, h.current, "task", task)]
         if etype == "runner_on_ok":
@@ -157,9 +163,9 @@ class StepTracker:
                 out.append(Event(now, name, h.current, "output", "the fleet's archive from " + h.stage_from))
             elif msg.startswith("envbuild:done "):
                 out.append(self._done(h, name, msg.split(" ", 1)[1], now))
-            elif task.startswith(NODE_STEP_TASK):
+            elif node_step is not None:
                 h.current_changed = bool(res.get("changed"))
-                out.append(self._done(h, name, task[len(NODE_STEP_TASK):], now))
+                out.append(self._done(h, name, node_step, now))
             elif res.get("changed") and task != RECORD_TASK:
                 h.current_changed = True
         elif etype == "runner_on_failed" and not data.get("ignore_errors"):

@@ -47,6 +47,25 @@ def test_tracker_yields_progress_events_as_tasks_start_and_end():
                    ("changed", "environment", "")]
 
 
+def test_a_step_that_is_one_task_shows_the_same_progress():
+    """A step of one node batch runs as one task named for it (tasks/step_node.yml): the same
+    events as the announced form above, and the live view shows its work as "Node actions"."""
+    t = StepTracker()
+    got = []
+    for r in (raw("runner_on_ok", "Envbuild state", done=[], pending=["environment"]),
+              raw("runner_on_start", "provision : Envbuild node step environment"),
+              raw("runner_on_ok", "provision : Envbuild node step environment", changed=True,
+                  stdout="$ python -m venv /e")):
+        got += [(e.kind, e.step, e.msg) for e in t.feed(r)]
+    assert got == [("pending", None, "environment"), ("start", "environment", ""),
+                   ("task", "environment", "Node actions"), ("output", "environment", "$ python -m venv /e"),
+                   ("changed", "environment", "")]
+    s = ProgressState(clock=lambda: 0.0)
+    s.feed(Event(0.0, "n1", "environment", "start"))
+    s.feed(Event(0.0, "n1", "environment", "task", got[2][2]))
+    assert s.nodes["n1"].task == "Node actions"
+
+
 def test_sink_keeps_progress_events_out_of_the_record_and_the_json_lines(tmp_path, capsys):
     seen = []
 

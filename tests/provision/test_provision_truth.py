@@ -190,6 +190,7 @@ def test_a_one_task_step_starts_and_ends_with_its_task():
     t = StepTracker()
     started = t.feed(node_step("runner_on_start", "n1", "pip:packages"))
     assert [(e.kind, e.step) for e in started] == [("start", "pip:packages"), ("task", "pip:packages")]
+    assert started[1].msg == "Node actions"  # the live view shows the work, as batch_node.yml's task
     assert t.hosts["n1"].current == "pip:packages"
     done = t.feed(node_step("runner_on_ok", "n1", "pip:packages", changed=True, stdout="$ uv pip install"))
     assert [(e.kind, e.step) for e in done] == [("output", "pip:packages"), ("changed", "pip:packages")]
@@ -200,5 +201,7 @@ def test_a_one_task_step_starts_and_ends_with_its_task():
     assert (h.changed, h.ok, h.current) == (["pip:packages"], ["env-file"], None)
     t.feed(node_step("runner_on_start", "n1", "import-check"))
     failed = t.feed(node_step("runner_on_failed", "n1", "import-check", msg="exit 1", cmd=["python", "-c", "x"], rc=1))
-    assert ("failed", "import-check") in [(e.kind, e.step) for e in failed]
+    assert [(e.kind, e.step, e.msg) for e in failed if e.kind == "failed"] == [
+        ("failed", "import-check", "Node actions: exit 1")]
     assert (h.failed_step, h.rc) == ("import-check", 1)
+    assert "TASK [Node actions]" in h.tail()  # the node's log names the work, the step is in the event
