@@ -10,7 +10,10 @@ shell from the checkout's root, with a JUnit XML report added, then
 records one row in bench/results/suite.json: wall time, the numbers of tests passed, failed,
 skipped and errored, every skip with its reason, the 25 slowest tests, every module's test
 time (read back by tests/conftest.py: the order the modules are handed to the workers in), the
-1-minute load average before and after (sampled every 10 s while it runs: mean and max), the machine (cores,
+1-minute load average before and after (sampled every 10 s while it runs: mean and max), the CPU's
+split over the run (user, system, iowait, idle, from /proc/stat), the lowest MemAvailable and the
+peak use of the suite's temp folder (ENVBUILD_TEST_TMP, else /dev/shm: what a tmpfs must hold;
+sampled every 2 s), the machine (cores,
 memory), the commit, and the label (``warm``: a machine that ran the suite before and keeps its
 caches; ``new``: caches emptied first -- the caller's job, e.g. a fresh HOME and cache dirs).
 Nothing is asserted: the figures are measured and kept (rows append; the newest is last).
@@ -42,6 +45,32 @@ def test_command() -> str:
 
 def load1() -> float:
     return float(Path("/proc/loadavg").read_text().split()[0])
+
+
+def cpu_times() -> list[int]:
+    """/proc/stat's first line: user, nice, system, idle, iowait, irq, softirq, steal (ticks)."""
+    return [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:9]]
+
+
+def cpu_split(before: list[int], after: list[int]) -> dict:
+    """Shares of the machine's CPU time between two samples: user (with nice), system (with irq
+    and softirq), iowait, idle."""
+    d = [b - a for a, b in zip(before, after)]
+    total = sum(d) or 1
+    return {"user": round((d[0] + d[1]) / total, 3), "system": round((d[2] + d[5] + d[6]) / total, 3),
+            "iowait": round(d[4] / total, 3), "idle": round(d[3] / total, 3)}
+
+
+def mem_available() -> int:
+    """MemAvailable in bytes."""
+    line = next(x for x in Path("/proc/meminfo").read_text().splitlines() if x.startswith("MemAvailable:"))
+    return int(line.split()[1]) * 1024
+
+
+def used_bytes(folder: str) -> int:
+    """Bytes in use on the filesystem that holds ``folder``."""
+    st = os.statvfs(folder)
+    return (st.f_blocks - st.f_bfree) * st.f_frsize
 
 
 def junit_summary(path: Path) -> dict:
@@ -96,18 +125,28 @@ def main() -> int:
         env["PYTEST_ADDOPTS"] = f"{env.get('PYTEST_ADDOPTS', '')} --junitxml={xml} {' '.join(args.extra)}".strip()
     else:
         command = f"{test_command()} --junitxml={xml} {' '.join(args.extra)}".strip()
+    # the suite's temp folder as .ci/test picks it: ENVBUILD_TEST_TMP, else /dev/shm (a tmpfs, when
+    # it has room) -- its peak use is what a tmpfs must hold; sampled either way
+    temp = os.environ.get("ENVBUILD_TEST_TMP") or ("/dev/shm" if os.path.isdir("/dev/shm") else "/tmp")
     samples, stop = [load1()], threading.Event()
+    temp_base, temp_peak, mem_min = used_bytes(temp), 0, mem_available()
 
     def sample():
-        while not stop.wait(10):
-            samples.append(load1())
+        nonlocal temp_peak, mem_min
+        n = 0
+        while not stop.wait(2):
+            temp_peak, mem_min = max(temp_peak, used_bytes(temp) - temp_base), min(mem_min, mem_available())
+            n += 1
+            if n % 5 == 0:
+                samples.append(load1())
 
     threading.Thread(target=sample, daemon=True).start()
-    before = load1()
+    before, cpu_before = load1(), cpu_times()
     started = time.monotonic()
     rc = subprocess.run(["bash", "-c", command], cwd=ROOT, env=env).returncode
     wall = time.monotonic() - started
     stop.set()
+    cpu = cpu_split(cpu_before, cpu_times())
     after = load1()
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
@@ -119,13 +158,16 @@ def main() -> int:
            "machine": {"cores": os.cpu_count(), "mem_mib": mem, "python": platform.python_version()},
            "load1": {"before": before, "after": after, "mean": round(sum(samples) / len(samples), 2),
                      "max": max(samples)},
+           "cpu": cpu, "mem_available_min_gib": round(mem_min / 2**30, 1),
+           "temp": {"folder": temp, "peak_gib": round(temp_peak / 2**30, 1)},
            **(junit_summary(xml) if xml.is_file() else {"junit": "not written"})}
     rows = json.loads(args.out.read_text()).get("runs", []) if args.out.is_file() else []
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"about": __doc__.split("\n")[0], "runs": rows + [row]}, indent=1) + "\n")
     print(f"suite: {row['wall_s']} s, exit {rc}, {row.get('tests')} tests "
           f"({row.get('passed')} passed, {row.get('skipped')} skipped, {row.get('failed')} failed), "
-          f"load1 mean {row['load1']['mean']}")
+          f"load1 mean {row['load1']['mean']}, cpu {cpu}, temp peak {row['temp']['peak_gib']} GiB on "
+          f"{temp}, MemAvailable min {row['mem_available_min_gib']} GiB")
     return rc
 
 
