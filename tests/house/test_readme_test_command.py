@@ -9,9 +9,11 @@ as a process, collecting a module."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from packaging.utils import canonicalize_name
@@ -38,7 +40,7 @@ def test_the_readme_command_is_cis_entry_point_which_sets_up_before_it_tests() -
     assert "--require-hashes -r requirements/dev.lock" in venv and "-e ." in venv
     lock = (ROOT / "requirements" / "dev.lock").read_text()
     test = (ROOT / ".ci" / "test").read_text()
-    assert "python -m pytest" in test and "-n 2" in test and '"$@"' in test
+    assert "python -m pytest" in test and "-n 3" in test and '"$@"' in test
     for dist in ("pytest", "pytest-xdist", "pytest-timeout"):
         assert re.search(rf"^{dist}==\S+ \\\n\s+--hash=sha256:", lock, re.M), dist
 
@@ -77,6 +79,27 @@ def test_the_suite_script_runs_pytest_with_the_ci_options() -> None:
                        capture_output=True, text=True, timeout=300, cwd="/")
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     assert "test_the_suite_command_keeps_the_order" in p.stdout
+
+
+@pytest.mark.process
+def test_the_suite_script_keeps_its_temp_files_in_the_named_folder_and_removes_them(tmp_path) -> None:
+    """ENVBUILD_TEST_TMP names where pytest's basetemp and TMPDIR go (.ci/test picks /dev/shm
+    when it is a roomy tmpfs); what the run made there is gone when it ends, failed or not.
+    Set empty: pytest's own default, no folder made."""
+    if importlib.util.find_spec("xdist") is None:
+        pytest.skip("pytest-xdist is not installed here (.ci/venv installs it)")
+    script = ["bash", str(ROOT / ".ci" / "test"), "--collect-only", "tests/house/test_suite_order.py"]
+    for args, rc in (([], 0), (["-k", "no such test", "--no-such-option"], 4)):
+        p = subprocess.run(script + args, capture_output=True, text=True, timeout=300, cwd="/",
+                           env={**os.environ, "ENVBUILD_TEST_TMP": str(tmp_path)})
+        assert p.returncode == rc, p.stdout[-2000:] + p.stderr[-2000:]
+        [line] = [x for x in p.stdout.splitlines() if x.startswith("temp files under ")]
+        made = Path(line.split()[3])
+        assert made.parent == tmp_path and made.name.startswith("envbuild-suite-")
+        assert list(tmp_path.iterdir()) == []  # removed when the run ended
+    p = subprocess.run(script, capture_output=True, text=True, timeout=300, cwd="/",
+                       env={**os.environ, "ENVBUILD_TEST_TMP": ""})
+    assert p.returncode == 0 and "temp files under" not in p.stdout, p.stdout[-2000:] + p.stderr[-2000:]
 
 
 def test_ci_lints_and_type_checks_in_the_venv_before_the_suite() -> None:

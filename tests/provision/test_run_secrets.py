@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shlex
 import shutil
 import stat
 import subprocess
@@ -63,6 +64,14 @@ def test_no_secret_in_the_run_dir_private_modes_and_plain_verify(tmp_path):
     assert r.returncode == 5 and "Verdict: NOT JUDGED" in r.stdout, r.stdout[-2000:] + r.stderr
 
 
+def suite_folder(tmp_path: Path) -> Path | None:
+    """The suite's own folder on /dev/shm, where .ci/test puts its temp files on a tmpfs: the
+    tests below leave it out when they look through /dev/shm, as it holds their inventories (the
+    input, password included) and other tests' copies of this file. The controller's temporary
+    folder and home, inside it, are looked through on their own."""
+    return Path("/dev/shm", tmp_path.relative_to("/dev/shm").parts[0]) if tmp_path.is_relative_to("/dev/shm") else None
+
+
 def test_inventory_password_never_enters_the_run_dir(tmp_path):
     """Not scrubbed afterwards: never there. The build step looks while the playbook runs: no
     file anywhere holds the password (under ENVBUILD_HOME, /dev/shm or the temporary folder);
@@ -74,9 +83,11 @@ def test_inventory_password_never_enters_the_run_dir(tmp_path):
     home, tmp = tmp_path / "home", tmp_path / "tmp"
     tmp.mkdir()
     b64 = base64.b64encode(password.encode()).decode()  # the recipe (and so the plan) never holds it
+    suite = suite_folder(tmp_path)
+    exclude = f"--exclude-dir={shlex.quote(suite.name)}" if suite else ""
     look = (f'pw=$(echo {b64} | base64 -d); '
             f'{{ grep -rlF "$pw" {home} || true; }} > {seen}/in_home.txt; '
-            f'{{ grep -rlF "$pw" /dev/shm {tmp} 2>/dev/null || true; }} > {seen}/regular.txt; '
+            f'{{ grep -rlF "$pw" {exclude} /dev/shm {tmp} 2>/dev/null || true; }} > {seen}/regular.txt; '
             f'find /dev/shm {tmp} -maxdepth 2 -path "*/envbuild-inventory-*" -type l -newer {seen}/start '
             f'-exec stat -L -c "%a %n" {{}} + > {seen}/files.txt; '
             f'ANSIBLE_HOME={seen}/ah {Path(sys.executable).parent}/ansible-inventory '
@@ -143,10 +154,7 @@ def test_a_killed_controller_leaves_no_credentials_on_disk(tmp_path):
         except ProcessLookupError:
             pass
     leaks, left = [], sorted(set(Path("/dev/shm").glob("envbuild-inventory-*")) - before)
-    # where the suite's own temp files live on /dev/shm (.ci/test puts them there on a tmpfs), that
-    # folder is left out of the /dev/shm walk: it holds this test's inventory (the input) and other
-    # tests' copies of this file; the controller's temporary folder and home in it are walked
-    suite = Path("/dev/shm", tmp_path.relative_to("/dev/shm").parts[0]) if tmp_path.is_relative_to("/dev/shm") else None
+    suite = suite_folder(tmp_path)
     for root in (Path("/dev/shm"), tmp, home):
         for folder, dirs, names in os.walk(root):
             dirs[:] = [d for d in dirs if Path(folder, d) != suite]
