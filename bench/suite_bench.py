@@ -12,8 +12,8 @@ skipped and errored, every skip with its reason, the 25 slowest tests, every mod
 time (read back by tests/conftest.py: the order the modules are handed to the workers in), the
 1-minute load average before and after (sampled every 10 s while it runs: mean and max), the CPU's
 split over the run (user, system, iowait, idle, from /proc/stat), the lowest MemAvailable and the
-peak use of the suite's temp folder (ENVBUILD_TEST_TMP, else /dev/shm: what a tmpfs must hold;
-sampled every 2 s), the machine (cores,
+peak use of the file system of the suite's temp folder (.ci/test-tmp's; what a tmpfs there must
+hold; sampled every 2 s), the machine (cores,
 memory), the commit, and the label (``warm``: a machine that ran the suite before and keeps its
 caches; ``new``: caches emptied first -- the caller's job, e.g. a fresh HOME and cache dirs).
 Nothing is asserted: the figures are measured and kept (rows append; the newest is last).
@@ -125,9 +125,10 @@ def main() -> int:
         env["PYTEST_ADDOPTS"] = f"{env.get('PYTEST_ADDOPTS', '')} --junitxml={xml} {' '.join(args.extra)}".strip()
     else:
         command = f"{test_command()} --junitxml={xml} {' '.join(args.extra)}".strip()
-    # the suite's temp folder as .ci/test picks it: ENVBUILD_TEST_TMP, else /dev/shm (a tmpfs, when
-    # it has room) -- its peak use is what a tmpfs must hold; sampled either way
-    temp = os.environ.get("ENVBUILD_TEST_TMP") or ("/dev/shm" if os.path.isdir("/dev/shm") else "/tmp")
+    # the suite's temp folder as .ci/test picks it (.ci/test-tmp; none: pytest's /tmp): the peak use
+    # of its file system is what a tmpfs there must hold
+    temp = subprocess.run(["bash", str(ROOT / ".ci" / "test-tmp")], capture_output=True, text=True,
+                          check=True).stdout.strip() or "/tmp"
     samples, stop = [load1()], threading.Event()
     temp_base, temp_peak, mem_min = used_bytes(temp), 0, mem_available()
 

@@ -102,6 +102,35 @@ def test_the_suite_script_keeps_its_temp_files_in_the_named_folder_and_removes_t
     assert p.returncode == 0 and "temp files under" not in p.stdout, p.stdout[-2000:] + p.stderr[-2000:]
 
 
+@pytest.mark.process
+def test_an_interrupted_suite_script_removes_its_temp_files(tmp_path) -> None:
+    """SIGTERM to the run's process group (CI cancelling, Ctrl-C's SIGINT alike): pytest stops, and
+    the folder .ci/test made under ENVBUILD_TEST_TMP goes with it; the exit is the signal's."""
+    import signal
+    import time
+
+    if importlib.util.find_spec("xdist") is None:
+        pytest.skip("pytest-xdist is not installed here (.ci/venv installs it)")
+    temp, tests = tmp_path / "temp", tmp_path / "t"
+    temp.mkdir()
+    tests.mkdir()
+    (tests / "test_slow.py").write_text("import time\n\ndef test_slow():\n    time.sleep(120)\n")
+    p = subprocess.Popen(["bash", str(ROOT / ".ci" / "test"), "-n", "0", "-p", "no:randomly", str(tests)],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd="/",
+                         start_new_session=True, env={**os.environ, "ENVBUILD_TEST_TMP": str(temp)})
+    try:
+        assert p.stdout.readline().startswith("temp files under ")
+        [made] = list(temp.iterdir())
+        assert made.name.startswith("envbuild-suite-") and (made / "tmp").is_dir()
+        time.sleep(3)  # pytest is in the test by then (it sleeps 120 s)
+        os.killpg(p.pid, signal.SIGTERM)
+        assert p.wait(timeout=60) == 143
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    assert list(temp.iterdir()) == []
+
+
 def test_ci_lints_and_type_checks_in_the_venv_before_the_suite() -> None:
     """Issue 55: .ci/run runs ``ruff check .`` (pyproject's [tool.ruff]) and ``mypy`` (the
     [tool.mypy] baseline, its ``files``) in the test venv, after it is made and before the suite;

@@ -30,7 +30,7 @@ def test_extension_built_on_one_node_per_kind(mirror, tmp_path, remove_tree):  #
                 "--wheelhouse", str(WHEELS), "--prefix", f"{envs}/{{node}}", "--no-smoke", "--json",
                 # the nodes read the wheelhouse where it is (they share this machine's disk): the
                 # builder is elected from the plans either way, and pushing a fleet's wheels is
-                # test_fleet_faults.py's and test_fleet_tree.py's (a 222 MB archive, ~10 s here)
+                # test_fleet_faults.py's and test_fleet_tree.py's (a 222 MB archive)
                 "--no-push-wheels"]
         p = subprocess.run(argv, capture_output=True, text=True, timeout=1500,
                            env={**os.environ, **bed.env, "ENVBUILD_HOME": str(home),
