@@ -1,6 +1,6 @@
 """The test suite's wall time, as CI runs it: .ci/test (the README's command once set up), timed.
 
-    python bench/suite_bench.py [--label warm|new] [--ci] [--out bench/results/suite.json] [-- EXTRA...]
+    python bench/suite_bench.py [--label warm|new] [--ci] [--cpu] [--out bench/results/suite.json] [-- EXTRA...]
 
 ``--ci`` runs ``bash .ci/run`` instead (Debian packages, the venv, then the same command; the
 JUnit report is asked for through PYTEST_ADDOPTS), so the row is CI's whole run as CI runs it.
@@ -16,7 +16,9 @@ peak use of the file system of the suite's temp folder (.ci/test-tmp's; what a t
 hold; sampled every 2 s), the machine (cores,
 memory), the commit, and the label (``warm``: a machine that ran the suite before and keeps its
 caches; ``new``: caches emptied first -- the caller's job, e.g. a fresh HOME and cache dirs).
-Nothing is asserted: the figures are measured and kept (rows append; the newest is last).
+``--cpu`` adds each test's CPU time, its children's included (bench/cpu_plugin.py), summed per
+module (``modules_cpu``; ``cpu_slowest``: the 25 costliest tests). Nothing is asserted: the
+figures are measured and kept (rows append; the newest is last).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import xml.etree.ElementTree as ET
@@ -101,6 +104,21 @@ def junit_summary(path: Path) -> dict:
     return out
 
 
+def cpu_per_test(folder: Path) -> dict:
+    """bench/cpu_plugin.py's lines (one per test, per worker) summed per module, and the 25 tests
+    that cost the most CPU (the worker's own and its reaped descendants')."""
+    tests = [json.loads(line) for f in sorted(folder.glob("*.jsonl")) for line in f.read_text().splitlines()]
+    modules: dict[str, float] = {}
+    for t in tests:
+        t["cpu_s"] = round(t["own_cpu_s"] + t["children_cpu_s"], 2)
+        module = t["test"].split("::", 1)[0]
+        modules[module] = modules.get(module, 0.0) + t["cpu_s"]
+    top = sorted(tests, key=lambda t: -t["cpu_s"])[:25]
+    return {"cpu_total_s": round(sum(modules.values()), 1),
+            "modules_cpu": {m: round(c, 1) for m, c in sorted(modules.items(), key=lambda x: -x[1])},
+            "cpu_slowest": top}
+
+
 def module_of(classname: str) -> str:
     """``tests.lock.test_x`` or ``tests.lock.test_x.TestClass`` -> ``tests/lock/test_x.py``: JUnit's
     classname to the module's path, the key of its time in bench/results/suite.json."""
@@ -116,10 +134,18 @@ def main() -> int:
     ap.add_argument("--label", default="warm", choices=["warm", "new"])
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--ci", action="store_true", help="run bash .ci/run (CI's whole run)")
+    ap.add_argument("--cpu", action="store_true",
+                    help="also the CPU time of every test, children included (bench/cpu_plugin.py)")
     ap.add_argument("extra", nargs="*", help="extra pytest arguments (after --)")
     args = ap.parse_args()
+    cpu_log = None
+    if args.cpu:
+        cpu_log = Path(tempfile.mkdtemp(prefix="suite-cpu-"))
+        args.extra = ["-p", "bench.cpu_plugin", *args.extra]
     xml = Path(os.environ.get("TMPDIR", "/tmp")) / f"suite-bench-{os.getpid()}.xml"
     env = dict(os.environ)
+    if cpu_log:
+        env["ENVBUILD_CPU_LOG"] = str(cpu_log)
     if args.ci:
         command = "bash .ci/run"
         env["PYTEST_ADDOPTS"] = f"{env.get('PYTEST_ADDOPTS', '')} --junitxml={xml} {' '.join(args.extra)}".strip()
@@ -161,7 +187,8 @@ def main() -> int:
                      "max": max(samples)},
            "cpu": cpu, "mem_available_min_gib": round(mem_min / 2**30, 1),
            "temp": {"folder": temp, "peak_gib": round(temp_peak / 2**30, 1)},
-           **(junit_summary(xml) if xml.is_file() else {"junit": "not written"})}
+           **(junit_summary(xml) if xml.is_file() else {"junit": "not written"}),
+           **(cpu_per_test(cpu_log) if cpu_log else {})}
     rows = json.loads(args.out.read_text()).get("runs", []) if args.out.is_file() else []
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"about": __doc__.split("\n")[0], "runs": rows + [row]}, indent=1) + "\n")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import getpass
+import os
 import shlex
 import shutil
 import socket
@@ -163,7 +164,9 @@ def _start_sshd(bed: SshTestbed, index: int, node_dir: Path, host: str, port: in
     """Start (or restart) node ``index``'s sshd with the host key in ``node_dir``."""
     host_key = node_dir / "ssh_host_ed25519_key"
     config = node_dir / "sshd_config"
-    set_env = "".join(f'SetEnv "{k}={v}"\n' for k, v in bed.session_env.items())
+    # one SetEnv line with every pair: sshd takes the first SetEnv it reads and ignores the rest
+    set_env = ("SetEnv " + " ".join(f'"{k}={v}"' for k, v in bed.session_env.items()) + "\n"
+               if bed.session_env else "")
     config.write_text(_CONFIG.format(host=host, port=port, host_key=host_key, set_env=set_env,
                                      pid_file=node_dir / "sshd.pid", authorized_keys=authorized))
     log = node_dir / "sshd.log"
@@ -219,23 +222,39 @@ def hide_folder(bed: SshTestbed, name: str, folder: Path) -> SshNode:
     return node
 
 
+# where a TLS client finds its CA bundle (pip, requests, curl, OpenSSL): what a node's profile
+# exports when its network inspects TLS, as this machine's environment does
+CA_BUNDLE_ENV = ("PIP_CERT", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE")
+
+
+def ca_bundle_env() -> dict[str, str]:
+    """The ``CA_BUNDLE_ENV`` variables set here, with their values (none: an empty dict)."""
+    return {k: os.environ[k] for k in CA_BUNDLE_ENV if os.environ.get(k)}
+
+
 @contextlib.contextmanager
 def ssh_nodes(count: int = 3, *, first_address: int = 2, base_dir: str | None = None,
               session_env: dict[str, str] | None = None) -> Iterator[SshTestbed]:
     """Start ``count`` sshd nodes on 127.0.0.<first_address>.. and stop them on exit.
 
     ``session_env``: variables every session on these nodes starts with (sshd's ``SetEnv``),
-    as a node's own profile would set them (say, its own ``UV_CACHE_DIR``).
+    as a node's own profile would set them (say, its own ``UV_CACHE_DIR``). They start with
+    the CA bundle variables this machine's environment sets, too (``CA_BUNDLE_ENV``), unless
+    ``session_env`` names them: a node behind the same network as its controller, whose profile
+    names the same bundle. Without them a session reads the bundle from pip.conf alone, which uv
+    does not read, and the nodes would install with pip (``envbuild.plan.installer``; a pip.conf
+    uv cannot see is the planner's own tests' case: tests/plan/test_installer.py).
 
     ``bed.known_hosts`` holds every node's host key (the testbed made them), so clients check
     host keys for real: ``--known-hosts bed.known_hosts``, ``bed.env`` (ENVBUILD_KNOWN_HOSTS),
     or the inventory, whose ssh args name the file."""
     find_sshd()
-    if any(c in kv for item in (session_env or {}).items() for kv in item for c in '"\n'):
+    session_env = {**ca_bundle_env(), **(session_env or {})}
+    if any(c in kv for item in session_env.items() for kv in item for c in '"\n'):
         raise ValueError("session_env: a name or value holds a double quote or a newline")
     Path("/run/sshd").mkdir(parents=True, exist_ok=True)  # privilege separation directory
     bed = SshTestbed(dir=Path(tempfile.mkdtemp(prefix="envbuild-sshd-", dir=base_dir)),
-                     session_env=dict(session_env or {}))
+                     session_env=session_env)
     try:
         bed.key_path = bed.dir / "id_ed25519"
         _keygen(bed.key_path)
