@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -189,6 +190,8 @@ def main() -> int:
            "temp": {"folder": temp, "peak_gib": round(temp_peak / 2**30, 1)},
            **(junit_summary(xml) if xml.is_file() else {"junit": "not written"}),
            **(cpu_per_test(cpu_log) if cpu_log else {})}
+    if cpu_log:
+        shutil.rmtree(cpu_log, ignore_errors=True)
     rows = json.loads(args.out.read_text()).get("runs", []) if args.out.is_file() else []
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"about": __doc__.split("\n")[0], "runs": rows + [row]}, indent=1) + "\n")

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Iterator
 
 from envbuild.errors import EnvironmentProblem
+from envbuild.facts.pipconf import FETCH_SETTINGS
 
 INSTALL_HINT = "install OpenSSH: apt-get install -y openssh-server openssh-client"
 _CONFIG = """\
@@ -222,9 +223,10 @@ def hide_folder(bed: SshTestbed, name: str, folder: Path) -> SshNode:
     return node
 
 
-# where a TLS client finds its CA bundle (pip, requests, curl, OpenSSL): what a node's profile
+# where a TLS client finds its CA bundle (pip, requests, curl, OpenSSL): the variables that stand
+# for pip.conf's ``cert`` (the installer's choice reads the same table), what a node's profile
 # exports when its network inspects TLS, as this machine's environment does
-CA_BUNDLE_ENV = ("PIP_CERT", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE")
+CA_BUNDLE_ENV = FETCH_SETTINGS["cert"]
 
 
 def ca_bundle_env() -> dict[str, str]:
