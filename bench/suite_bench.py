@@ -11,13 +11,15 @@ records one row in bench/results/suite.json: wall time, the numbers of tests pas
 skipped and errored, every skip with its reason, the 25 slowest tests, every module's test
 time (read back by tests/conftest.py: the order the modules are handed to the workers in), the
 1-minute load average before and after (sampled every 10 s while it runs: mean and max), the CPU's
-split over the run (user, system, iowait, idle, from /proc/stat), the lowest MemAvailable and the
+split over the run (user, system, iowait, idle, from /proc/stat) and its busy share (user and
+system) of each 30 s (``busy_by_30s``: a tail of idle cores shows there), the lowest MemAvailable and the
 peak use of the file system of the suite's temp folder (.ci/test-tmp's; what a tmpfs there must
 hold; sampled every 2 s), the machine (cores,
 memory), the commit, and the label (``warm``: a machine that ran the suite before and keeps its
 caches; ``new``: caches emptied first -- the caller's job, e.g. a fresh HOME and cache dirs).
 ``--cpu`` adds each test's CPU time, its children's included (bench/cpu_plugin.py), summed per
-module (``modules_cpu``; ``cpu_slowest``: the 25 costliest tests). Nothing is asserted: the
+module (``modules_cpu``; ``cpu_slowest``: the 25 costliest tests), and when each xdist worker's
+last test ended (``workers_done_s``, seconds after the start). Nothing is asserted: the
 figures are measured and kept (rows append; the newest is last).
 """
 
@@ -105,10 +107,16 @@ def junit_summary(path: Path) -> dict:
     return out
 
 
-def cpu_per_test(folder: Path) -> dict:
-    """bench/cpu_plugin.py's lines (one per test, per worker) summed per module, and the 25 tests
-    that cost the most CPU (the worker's own and its reaped descendants')."""
+def cpu_per_test(folder: Path, started: float) -> dict:
+    """bench/cpu_plugin.py's lines (one per test, per worker) summed per module, the 25 tests
+    that cost the most CPU (the worker's own and its reaped descendants'), and when each worker's
+    last test ended, in seconds after ``started`` (epoch): a worker done long before the others
+    is a core left idle at the end of the run."""
     tests = [json.loads(line) for f in sorted(folder.glob("*.jsonl")) for line in f.read_text().splitlines()]
+    done: dict[str, float] = {}
+    for t in tests:
+        if "end" in t:
+            done[t["worker"]] = max(done.get(t["worker"], 0.0), t["end"] - started)
     modules: dict[str, float] = {}
     for t in tests:
         t["cpu_s"] = round(t["own_cpu_s"] + t["children_cpu_s"], 2)
@@ -117,7 +125,8 @@ def cpu_per_test(folder: Path) -> dict:
     top = sorted(tests, key=lambda t: -t["cpu_s"])[:25]
     return {"cpu_total_s": round(sum(modules.values()), 1),
             "modules_cpu": {m: round(c, 1) for m, c in sorted(modules.items(), key=lambda x: -x[1])},
-            "cpu_slowest": top}
+            "cpu_slowest": top,
+            "workers_done_s": {w: round(s) for w, s in sorted(done.items(), key=lambda x: x[1])}}
 
 
 def module_of(classname: str) -> str:
@@ -158,19 +167,25 @@ def main() -> int:
                           check=True).stdout.strip() or "/tmp"
     samples, stop = [load1()], threading.Event()
     temp_base, temp_peak, mem_min = used_bytes(temp), 0, mem_available()
+    busy: list[float] = []  # the machine's busy share (not idle, not iowait) of each 30 s
 
     def sample():
         nonlocal temp_peak, mem_min
-        n = 0
+        n, window = 0, cpu_times()
         while not stop.wait(2):
             temp_peak, mem_min = max(temp_peak, used_bytes(temp) - temp_base), min(mem_min, mem_available())
             n += 1
             if n % 5 == 0:
                 samples.append(load1())
+            if n % 15 == 0:
+                now = cpu_times()
+                split = cpu_split(window, now)
+                busy.append(round(split["user"] + split["system"], 2))
+                window = now
 
     threading.Thread(target=sample, daemon=True).start()
     before, cpu_before = load1(), cpu_times()
-    started = time.monotonic()
+    started, started_epoch = time.monotonic(), time.time()
     rc = subprocess.run(["bash", "-c", command], cwd=ROOT, env=env).returncode
     wall = time.monotonic() - started
     stop.set()
@@ -186,10 +201,10 @@ def main() -> int:
            "machine": {"cores": os.cpu_count(), "mem_mib": mem, "python": platform.python_version()},
            "load1": {"before": before, "after": after, "mean": round(sum(samples) / len(samples), 2),
                      "max": max(samples)},
-           "cpu": cpu, "mem_available_min_gib": round(mem_min / 2**30, 1),
+           "cpu": cpu, "busy_by_30s": busy, "mem_available_min_gib": round(mem_min / 2**30, 1),
            "temp": {"folder": temp, "peak_gib": round(temp_peak / 2**30, 1)},
            **(junit_summary(xml) if xml.is_file() else {"junit": "not written"}),
-           **(cpu_per_test(cpu_log) if cpu_log else {})}
+           **(cpu_per_test(cpu_log, started_epoch) if cpu_log else {})}
     if cpu_log:
         shutil.rmtree(cpu_log, ignore_errors=True)
     rows = json.loads(args.out.read_text()).get("runs", []) if args.out.is_file() else []
