@@ -1,10 +1,11 @@
 """podman for tests and benchmarks: its own storage, config and temp dir, the host untouched.
 
-Storage (graphroot/runroot), containers.conf (runc, cgroupfs, ulimits 1024: hybrid cgroups
-and no CAP_SYS_RESOURCE on the CI machine), libpod's tmp_dir (its ``alive`` file and exit
-codes; ``podman system reset`` deletes it, and the default /run/libpod is shared by every
-podman on the machine, so one test's reset broke another's running containers in CI) and
-TMPDIR (buildah keeps RUN cache mounts there) all live under one folder.
+Storage (graphroot; the runroot in a short folder of its own, ``runroot_of``), containers.conf
+(runc, cgroupfs, ulimits 1024: hybrid cgroups and no CAP_SYS_RESOURCE on the CI machine),
+libpod's tmp_dir (its ``alive`` file and exit codes; ``podman system reset`` deletes it, and
+the default /run/libpod is shared by every podman on the machine, so one test's reset broke
+another's running containers in CI) and TMPDIR (buildah keeps RUN cache mounts there) all live
+under one folder.
 Builds use ``--isolation chroot`` (host network, for PyPI; no netns, no NAT rules) and
 containers ``--network=none`` (see shared/docs/TESTBED.md). The host's CA bundle is mounted
 into RUN steps and named by the ``PIP_CERT`` build argument that the rendered Dockerfiles declare.
@@ -21,6 +22,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from envbuild.fsio import sha256_text
+
 HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
 BUILD_CA = "/etc/envbuild-ca.crt"
 
@@ -34,14 +37,26 @@ def why_unavailable() -> str | None:
     return None
 
 
+def runroot_of(root: Path) -> Path:
+    """The storage's runroot (its containers' pid files and attach sockets): a short folder named
+    for ``root``, not under it. Under a root as deep as a test's temp folder
+    (``/dev/shm/envbuild-suite-XXXXXX/pytest/popen-gw0/...``), ``podman run`` never heard that its
+    container had exited and waited out conmon's timeout: 20 s added to every container run (its
+    debug log: "Exceeded conmon timeout waiting for container ... to exit"), where the same run
+    under a short runroot took 0.1 s."""
+    return Path("/tmp") / f"envbuild-podman-run-{sha256_text(str(root.resolve()))[:12]}"
+
+
 class Podman:
-    """podman with everything under ``root``; call it like the command line."""
+    """podman with everything under ``root`` (but the runroot: ``runroot_of``); call it like the
+    command line."""
 
     def __init__(self, root: Path):
         self.root = root
+        self.runroot = runroot_of(root)
         (root / "tmp").mkdir(parents=True, exist_ok=True)
         (root / "storage.conf").write_text(
-            f'[storage]\ndriver = "overlay"\ngraphroot = "{root}/graph"\nrunroot = "{root}/run"\n')
+            f'[storage]\ndriver = "overlay"\ngraphroot = "{root}/graph"\nrunroot = "{self.runroot}"\n')
         (root / "containers.conf").write_text(
             '[containers]\nnetns = "none"\ndefault_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]\n'
             '[engine]\nruntime = "runc"\ncgroup_manager = "cgroupfs"\nevents_logger = "file"\n'
@@ -94,6 +109,7 @@ class Podman:
         """Unmount and delete the storage (podman's overlay mounts first)."""
         self("system", "reset", "--force", check=False, timeout=120)
         shutil.rmtree(self.root, ignore_errors=True)
+        shutil.rmtree(self.runroot, ignore_errors=True)
 
 
 def build_steps(log: str) -> list[tuple[str, bool]]:
