@@ -171,14 +171,15 @@ SUITE_RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results" / "sui
 
 def measured_module_times(path: Path = SUITE_RESULTS) -> dict[str, float]:
     """Each test module's time in the newest row of bench/results/suite.json that has them
-    (``modules``, written by bench/suite_bench.py from the run's JUnit report), else {}."""
+    (``modules``, written by bench/suite_bench.py from the run's JUnit report) and did not fail
+    (a failed test ends early: its module's time is not the module's), else {}."""
     import json
 
     try:
         runs = json.loads(path.read_text()).get("runs", [])
     except (OSError, ValueError):
         return {}
-    return next((dict(r["modules"]) for r in reversed(runs) if r.get("modules")), {})
+    return next((dict(r["modules"]) for r in reversed(runs) if r.get("modules") and r.get("exit", 0) == 0), {})
 
 
 def by_current_path(times: dict[str, float], modules) -> dict[str, float]:

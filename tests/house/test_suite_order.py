@@ -40,8 +40,9 @@ def test_an_unmeasured_module_goes_first_and_ties_keep_file_order():
 def test_times_come_from_the_newest_row_that_has_them(tmp_path):
     path = tmp_path / "suite.json"
     path.write_text(json.dumps({"runs": [{"modules": {"tests/x/test_a.py": 1.0}},
-                                         {"modules": {"tests/x/test_a.py": 7.0}}, {"wall_s": 1}]}))
-    assert measured_module_times(path) == {"tests/x/test_a.py": 7.0}
+                                         {"modules": {"tests/x/test_a.py": 7.0}, "exit": 0}, {"wall_s": 1},
+                                         {"modules": {"tests/x/test_a.py": 0.5}, "exit": 1}]}))
+    assert measured_module_times(path) == {"tests/x/test_a.py": 7.0}  # not the failed run's
     path.write_text("not json")
     assert measured_module_times(path) == {}
     assert measured_module_times(tmp_path / "missing.json") == {}
