@@ -5,8 +5,7 @@
 For every test (setup, call and teardown, so a session fixture is charged to the first test that
 asks for it), the worker's own user+system time and that of its waited-for descendants
 (``RUSAGE_CHILDREN``: ansible-playbook, podman, the nodes' sshd and what they ran, once reaped)
-are read before and after. One JSON line per test goes to ``$ENVBUILD_CPU_LOG/<worker>.jsonl``,
-with the worker's name and when the test ended (epoch seconds): when each worker ran out of work.
+are read before and after. One JSON line per test goes to ``$ENVBUILD_CPU_LOG/<worker>.jsonl``.
 What a daemon that outlives the test does (a Slurm controller a fixture keeps for the run) is
 charged when it is reaped, to whichever test is running then; what is never reaped is missed.
 """
@@ -39,8 +38,7 @@ def pytest_runtest_protocol(item, nextitem):
     t0 = time.monotonic()
     yield
     own1, kids1 = _cpu()
-    row = {"test": item.nodeid, "worker": worker, "end": round(time.time(), 2),
-           "wall_s": round(time.monotonic() - t0, 2),
+    row = {"test": item.nodeid, "wall_s": round(time.monotonic() - t0, 2),
            "own_cpu_s": round(own1 - own0, 2), "children_cpu_s": round(kids1 - kids0, 2)}
     with (Path(folder) / f"{worker}.jsonl").open("a") as f:
         f.write(json.dumps(row) + "\n")

@@ -11,15 +11,15 @@ records one row in bench/results/suite.json: wall time, the numbers of tests pas
 skipped and errored, every skip with its reason, the 25 slowest tests, every module's test
 time (read back by tests/conftest.py: the order the modules are handed to the workers in), the
 1-minute load average before and after (sampled every 10 s while it runs: mean and max), the CPU's
-split over the run (user, system, iowait, idle, from /proc/stat) and its busy share (user and
-system) of each 30 s (``busy_by_30s``: a tail of idle cores shows there), the lowest MemAvailable and the
+split over the run (user, system, iowait, idle, from /proc/stat) and its busy share (neither
+idle nor iowait) of each 30 s from the start, the last window as long as the run had left
+(``busy_by_30s``: where cores sat idle shows there), the lowest MemAvailable and the
 peak use of the file system of the suite's temp folder (.ci/test-tmp's; what a tmpfs there must
 hold; sampled every 2 s), the machine (cores,
 memory), the commit, and the label (``warm``: a machine that ran the suite before and keeps its
 caches; ``new``: caches emptied first -- the caller's job, e.g. a fresh HOME and cache dirs).
 ``--cpu`` adds each test's CPU time, its children's included (bench/cpu_plugin.py), summed per
-module (``modules_cpu``; ``cpu_slowest``: the 25 costliest tests), and when each xdist worker's
-last test ended (``workers_done_s``, seconds after the start). Nothing is asserted: the
+module (``modules_cpu``; ``cpu_slowest``: the 25 costliest tests). Nothing is asserted: the
 figures are measured and kept (rows append; the newest is last).
 """
 
@@ -67,6 +67,13 @@ def cpu_split(before: list[int], after: list[int]) -> dict:
             "iowait": round(d[4] / total, 3), "idle": round(d[3] / total, 3)}
 
 
+def busy_share(before: list[int], after: list[int]) -> float:
+    """The machine's busy share between two samples: neither idle nor iowait (steal counts as
+    busy, as in the A/B records of bench/results)."""
+    split = cpu_split(before, after)
+    return round(1 - split["idle"] - split["iowait"], 2)
+
+
 def mem_available() -> int:
     """MemAvailable in bytes."""
     line = next(x for x in Path("/proc/meminfo").read_text().splitlines() if x.startswith("MemAvailable:"))
@@ -107,16 +114,10 @@ def junit_summary(path: Path) -> dict:
     return out
 
 
-def cpu_per_test(folder: Path, started: float) -> dict:
-    """bench/cpu_plugin.py's lines (one per test, per worker) summed per module, the 25 tests
-    that cost the most CPU (the worker's own and its reaped descendants'), and when each worker's
-    last test ended, in seconds after ``started`` (epoch): a worker done long before the others
-    is a core left idle at the end of the run."""
+def cpu_per_test(folder: Path) -> dict:
+    """bench/cpu_plugin.py's lines (one per test, per worker) summed per module, and the 25 tests
+    that cost the most CPU (the worker's own and its reaped descendants')."""
     tests = [json.loads(line) for f in sorted(folder.glob("*.jsonl")) for line in f.read_text().splitlines()]
-    done: dict[str, float] = {}
-    for t in tests:
-        if "end" in t:
-            done[t["worker"]] = max(done.get(t["worker"], 0.0), t["end"] - started)
     modules: dict[str, float] = {}
     for t in tests:
         t["cpu_s"] = round(t["own_cpu_s"] + t["children_cpu_s"], 2)
@@ -125,8 +126,7 @@ def cpu_per_test(folder: Path, started: float) -> dict:
     top = sorted(tests, key=lambda t: -t["cpu_s"])[:25]
     return {"cpu_total_s": round(sum(modules.values()), 1),
             "modules_cpu": {m: round(c, 1) for m, c in sorted(modules.items(), key=lambda x: -x[1])},
-            "cpu_slowest": top,
-            "workers_done_s": {w: round(s) for w, s in sorted(done.items(), key=lambda x: x[1])}}
+            "cpu_slowest": top}
 
 
 def module_of(classname: str) -> str:
@@ -167,11 +167,12 @@ def main() -> int:
                           check=True).stdout.strip() or "/tmp"
     samples, stop = [load1()], threading.Event()
     temp_base, temp_peak, mem_min = used_bytes(temp), 0, mem_available()
-    busy: list[float] = []  # the machine's busy share (not idle, not iowait) of each 30 s
+    busy: list[float] = []  # the machine's busy share (neither idle nor iowait) of each 30 s
+    window = cpu_times()
 
     def sample():
-        nonlocal temp_peak, mem_min
-        n, window = 0, cpu_times()
+        nonlocal temp_peak, mem_min, window
+        n = 0
         while not stop.wait(2):
             temp_peak, mem_min = max(temp_peak, used_bytes(temp) - temp_base), min(mem_min, mem_available())
             n += 1
@@ -179,16 +180,18 @@ def main() -> int:
                 samples.append(load1())
             if n % 15 == 0:
                 now = cpu_times()
-                split = cpu_split(window, now)
-                busy.append(round(split["user"] + split["system"], 2))
+                busy.append(busy_share(window, now))
                 window = now
 
-    threading.Thread(target=sample, daemon=True).start()
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
     before, cpu_before = load1(), cpu_times()
-    started, started_epoch = time.monotonic(), time.time()
+    started = time.monotonic()
     rc = subprocess.run(["bash", "-c", command], cwd=ROOT, env=env).returncode
     wall = time.monotonic() - started
     stop.set()
+    sampler.join()
+    busy.append(busy_share(window, cpu_times()))  # the last window: what the run had left of 30 s
     cpu = cpu_split(cpu_before, cpu_times())
     after = load1()
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
@@ -204,7 +207,7 @@ def main() -> int:
            "cpu": cpu, "busy_by_30s": busy, "mem_available_min_gib": round(mem_min / 2**30, 1),
            "temp": {"folder": temp, "peak_gib": round(temp_peak / 2**30, 1)},
            **(junit_summary(xml) if xml.is_file() else {"junit": "not written"}),
-           **(cpu_per_test(cpu_log, started_epoch) if cpu_log else {})}
+           **(cpu_per_test(cpu_log) if cpu_log else {})}
     if cpu_log:
         shutil.rmtree(cpu_log, ignore_errors=True)
     rows = json.loads(args.out.read_text()).get("runs", []) if args.out.is_file() else []
