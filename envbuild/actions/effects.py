@@ -18,8 +18,8 @@ Effects by step kind:
   (``sys.prefix``); a venv's ``pyvenv.cfg`` has the planned system-site setting and no ``.pth``
   file in it is foreign (``interpreter``);
 - ``uv_tool``: the pushed uv binary has the planned sha256 and mode 0755 (``file``);
-- ``pip_tooling`` / ``pip_install``: every named distribution is installed at its locked
-  version, and every file of its RECORD is present with the recorded size and hash
+- ``pip_tooling`` / ``pip_install``: every named distribution (and setuptools, at any version,
+  where pip-tooling puts in ensurepip's wheel of it) is installed at its locked version, and every file of its RECORD is present with the recorded size and hash
   (``dists``), whichever installer wrote it (pip, or uv: it writes RECORD with the wheel's
   hashes and ``INSTALLER`` = ``uv``); ``apex_build``: the ``apex`` distribution likewise, at
   any version. A RECORD file that is a top-level extension module (``<module>.so``,
@@ -189,8 +189,9 @@ Effect = Annotated[Union[InterpreterEffect, DistsEffect, GitEffect, PatchEffect,
 
 
 
-def _requirements_effect(python: str, reqs: list[P.Requirement], later: dict[str, str]) -> DistsEffect:
-    dists: dict[str, Optional[str]] = {}
+def _requirements_effect(python: str, reqs: list[P.Requirement], later: dict[str, str],
+                         any_version: list[str] | None = None) -> DistsEffect:
+    dists: dict[str, Optional[str]] = dict.fromkeys(any_version or [])
     defects: dict[str, list[str]] = {}
     for r in reqs:
         exact = r.requirement.replace(" ", "").endswith("==" + r.version)
@@ -235,7 +236,8 @@ def effects(plan) -> dict[str, Optional[Effect]]:
             eff = InterpreterEffect(python=python, prefix=plan.prefix, venv=p.backend in ("venv", "module-venv"),
                                     system_site_packages=p.system_site_packages)
         elif p.kind in ("pip_tooling", "pip_install"):  # pip or uv: both write RECORD (uv: INSTALLER=uv)
-            eff = _requirements_effect(python, p.requirements, over)
+            seeded = ["setuptools"] if p.kind == "pip_tooling" and p.seed_setuptools else []  # ensurepip's
+            eff = _requirements_effect(python, p.requirements, over, any_version=seeded)
         elif p.kind == "uv_tool":
             eff = FileEffect(path=p.dest, sha256=p.sha256, perm="0755")
         elif p.kind == "apex_build":

@@ -206,18 +206,41 @@ def requirement_line(r: P.Requirement, with_hashes: bool) -> str:
     return line
 
 
+# Up to Python 3.11 `python -m venv` runs ensurepip, which installs pip and setuptools from the
+# wheels the interpreter carries (2-3 CPU-s: pip installs itself and compiles every file). Where
+# uv installs the locked pip next, the venv is made --without-pip and this puts in ensurepip's
+# setuptools wheel alone, with uv (the argv after the code): the version and the bytes ensurepip
+# would install, found as ensurepip finds them (its bundled folder, or the distribution's wheel
+# folder it is patched to read). An ensurepip that does not say (before Python 3.10) runs
+# itself, as the venv would have.
+SEED_SETUPTOOLS = ("import ensurepip, os, subprocess, sys\n"
+                   "get = getattr(ensurepip, '_get_packages', None)\n"
+                   "pkg = get().get('setuptools') if get else None\n"
+                   "wheel = pkg and (pkg.wheel_path or os.path.join(os.path.dirname(ensurepip.__file__), "
+                   "'_bundled', pkg.wheel_name))\n"
+                   "if wheel and os.path.isfile(wheel):\n"
+                   "    sys.exit(subprocess.call(sys.argv[1:] + ['--no-deps', '--no-index', wheel]))\n"
+                   "print('envbuild: ensurepip names no setuptools wheel; running ensurepip', flush=True)\n"
+                   "sys.exit(subprocess.call([sys.executable, '-m', 'ensurepip', '--upgrade', '--default-pip']))\n")
+
+
 def _pip_tooling(step, p: P.PipToolingParams, prefix: str) -> list[Action]:
-    """The locked tooling, hash-checked; without a lock entry, the bare specifiers."""
+    """The locked tooling, hash-checked; without a lock entry, the bare specifiers. First, where
+    the plan says so, the setuptools wheel of the interpreter's ensurepip (``SEED_SETUPTOOLS``)."""
     links = [f"--find-links={d}" for d in p.find_links] + (["--no-index"] if p.no_index else [])
     install = install_argv(prefix, p.installer, p.uv)
     log = log_path(prefix, step.id)
+    out: list[Action] = []
+    if p.seed_setuptools:
+        out.append(Run(argv=[python_of(prefix), "-c", SEED_SETUPTOOLS, *install],
+                       repair_args=repair_args(p.installer), log=log, env_from=env_from(p.installer)))
     if all(r.hashes for r in p.requirements):
         path = f"{state_dir(prefix)}/requirements/pip-tooling.txt"
-        return [WriteFile(path=path, content="".join(requirement_line(r, True) + "\n" for r in p.requirements)),
+        return [*out, WriteFile(path=path, content="".join(requirement_line(r, True) + "\n" for r in p.requirements)),
                 Run(argv=[*install, "-r", path, "--require-hashes", "--no-deps", *links],
                     repair_args=repair_args(p.installer), log=log, env_from=env_from(p.installer))]
-    return [Run(argv=[*install, *(r.requirement for r in p.requirements), *links],
-                repair_args=repair_args(p.installer), log=log, env_from=env_from(p.installer))]
+    return [*out, Run(argv=[*install, *(r.requirement for r in p.requirements), *links],
+                      repair_args=repair_args(p.installer), log=log, env_from=env_from(p.installer))]
 
 
 def _uv_tool(step, p: P.UvToolParams, prefix: str) -> list[Action]:

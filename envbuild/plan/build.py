@@ -145,9 +145,11 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
     tools = tooling(recipe)
     env_params = _environment_params(recipe, facts, opts, backend, prefix, interp, conda,
                                      with_pip=not _pip_from_uv_only(recipe, lock, uv_path, tools))
+    seed = not env_params.with_pip and _needs_ensurepip_setuptools(recipe, lock, tools)
     add(Step(id="environment", title=f"{backend} environment, Python {recipe.python}",
              params=env_params, reason=_env_reason(recipe, backend, interp is not None, conda)
-             + ("" if env_params.with_pip else "; made --without-pip: uv installs the locked pip next")))
+             + ("" if env_params.with_pip else "; made --without-pip: uv installs the locked pip next")
+             + ("" if not seed else ", and the setuptools wheel of the interpreter's own ensurepip")))
 
     decisions.append(Decision(subject="installer", outcome=f"uv {opts.uv.version}" if uv_path and opts.uv
                               else "pip", reason=why))
@@ -155,7 +157,7 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
 
     pip_version, _ = pip_release(recipe.environment.pip)
     packages, torch = _package_steps(recipe, facts, lock, opts, tools, uv_path,
-                                     env_params.system_site_packages, decisions)
+                                     env_params.system_site_packages, decisions, seed_setuptools=seed)
     steps += packages
     if uv_path and opts.uv and any(getattr(s.params, "installer", "pip") == "uv" for s in steps):
         steps.insert(env_at, Step(
@@ -242,9 +244,11 @@ def _environment_params(recipe: Recipe, facts: NodeFacts, opts: PlanOptions, bac
 
 def _package_steps(recipe: Recipe, facts: NodeFacts, lock: object | None, opts: PlanOptions, tools: list[Tool],
                    uv_path: str | None, system_site_packages: bool,
-                   decisions: list[Decision]) -> tuple[list[Step], LockedPackage | None]:
+                   decisions: list[Decision], *, seed_setuptools: bool = False) -> tuple[list[Step], LockedPackage | None]:
     """The pip steps and the torch requirement: the pip tooling, torch's own dependencies, torch
-    (its variant matched to the node, recorded in ``decisions``), then every other locked package."""
+    (its variant matched to the node, recorded in ``decisions``), then every other locked package.
+    ``seed_setuptools``: the venv was made --without-pip where ensurepip would have brought
+    setuptools; pip-tooling puts that wheel in first (``_needs_ensurepip_setuptools``)."""
     steps = []
     if tools:
         reqs = [_tool_requirement(t, lock) for t in tools]
@@ -254,8 +258,11 @@ def _package_steps(recipe: Recipe, facts: NodeFacts, lock: object | None, opts: 
                               requirements=reqs, unverified=unverified,
                               find_links=[opts.wheelhouse] if opts.wheelhouse else [],
                               installer="uv" if uv_path else "pip", uv=uv_path,
-                              no_index=opts.bundle is not None or opts.fleet is not None or opts.no_index),
-                          reason="; ".join(t.why for t in tools) + ("; with uv pip install" if uv_path else "")))
+                              no_index=opts.bundle is not None or opts.fleet is not None or opts.no_index,
+                              seed_setuptools=seed_setuptools),
+                          reason="; ".join(t.why for t in tools) + ("; with uv pip install" if uv_path else "")
+                          + ("; first the setuptools wheel of the interpreter's ensurepip, as `python -m venv` "
+                             "would have installed it, for the builds without isolation" if seed_setuptools else "")))
 
     torch = torch_requirement(recipe, facts, lock, decisions)
     rest = [p for p in locked_packages(recipe, lock) if p.name.lower() != "torch"]
@@ -295,14 +302,24 @@ def _env_file_step(recipe: Recipe, target: Target, env_file: str) -> Step:
 
 def _pip_from_uv_only(recipe: Recipe, lock: object | None, uv_path: str | None, tools: list[Tool]) -> bool:
     """Whether the venv can be made ``--without-pip``: uv installs the locked pip into it next
-    (pip-tooling), so ensurepip's pip would only be replaced. Up to Python 3.11 ensurepip also
-    installs setuptools, which a build without isolation in the environment imports (a source
-    tree, a git dependency, a package with ``build_isolation: false``): then the venv keeps it."""
+    (pip-tooling), so ensurepip's pip would only be replaced (2-3 CPU-s: pip installs itself
+    from its wheel and compiles every file). Where ensurepip would also bring the setuptools a
+    build needs (``_needs_ensurepip_setuptools``), pip-tooling puts that wheel in with uv from
+    Python 3.10, whose ensurepip says where the wheel is; before, the venv keeps ensurepip."""
     if not uv_path or not any(t.name == "pip" for t in tools):
         return False
+    return vtuple(recipe.python)[:2] >= (3, 10) or not _needs_ensurepip_setuptools(recipe, lock, tools)
+
+
+def _needs_ensurepip_setuptools(recipe: Recipe, lock: object | None, tools: list[Tool]) -> bool:
+    """Whether a venv made ``--without-pip`` lacks what ``python -m venv`` would have given a
+    build: up to Python 3.11 ensurepip also installs setuptools, which a build without isolation
+    in the environment imports (a source tree, a git dependency, a package with
+    ``build_isolation: false``). A recipe that pins setuptools gets its own from pip-tooling."""
     builds_here = bool(recipe.sources or git_dependencies(lock)
                        or any(not p.build_isolation for p in recipe.packages))
-    return vtuple(recipe.python)[:2] >= (3, 12) or not builds_here
+    return (builds_here and vtuple(recipe.python)[:2] < (3, 12)
+            and not any(t.name == "setuptools" for t in tools))
 
 
 def git_dependencies(lock: object | None) -> list[GitSource]:

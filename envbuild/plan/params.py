@@ -66,8 +66,8 @@ class EnvironmentParams(_P):
     conda_tool: str | None = None  # micromamba/mamba/conda path from facts; None: py-rattler
     helper_python: str | None = None  # conda without a conda tool: runs rattler_create.py
     # False: the venv is made --without-pip (ensurepip's 4-5 s) because uv installs the locked
-    # pip into it in the next step; left out of the data when True, so plans made before keep
-    # their step digests
+    # pip into it (and, where a build needs it, ensurepip's setuptools wheel) next; left out of
+    # the data when True, so plans made before keep their step digests
     with_pip: bool = True
 
     @model_serializer(mode="wrap")
@@ -108,6 +108,9 @@ class PipToolingParams(_P):
     no_index: bool = False  # offline (a bundle): pip never asks an index
     installer: Installer = "pip"  # uv: ``uv pip install`` with the binary at ``uv``
     uv: str | None = None
+    # True (uv only): the venv was made --without-pip where ensurepip would have brought
+    # setuptools; the interpreter's own ensurepip wheel of it is installed first (SEED_SETUPTOOLS)
+    seed_setuptools: bool = False
 
     @model_serializer(mode="wrap")
     def _omit_online_default(self, handler):
@@ -115,6 +118,8 @@ class PipToolingParams(_P):
         data = handler(self)
         if isinstance(data, dict) and not self.no_index:
             data.pop("no_index", None)
+        if isinstance(data, dict) and not self.seed_setuptools:
+            data.pop("seed_setuptools", None)
         return _omit_pip(data, self.installer, self.uv)
 
 

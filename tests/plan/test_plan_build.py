@@ -54,30 +54,44 @@ def test_plan_with_uv_matches_golden(recipe: str, target: str) -> None:
 
 
 def test_a_venv_that_uv_fills_is_made_without_pip() -> None:
-    """With uv and a locked pip, ensurepip's pip (4-5 s of the environment step) would only be
+    """With uv and a locked pip, ensurepip's pip (2-3 CPU-s of the environment step) would only be
     replaced by pip-tooling: the venv is made --without-pip. Up to Python 3.11 ensurepip also
-    brings setuptools, which a build without isolation needs: a recipe that builds sources in
-    the environment there keeps it. With pip as the installer the venv keeps its own pip."""
-    from envbuild.actions.steps import plan_actions
+    brings setuptools, which a build without isolation needs: for a recipe that builds sources
+    in the environment and pins no setuptools of its own, pip-tooling first puts in the
+    interpreter's ensurepip wheel of it (from Python 3.10, whose ensurepip names it); before
+    3.10 such a venv keeps ensurepip. With pip as the installer the venv keeps its own pip."""
+    from envbuild.actions.steps import SEED_SETUPTOOLS, plan_actions
 
-    def env_step(recipe: str, target: str, **kw):
-        rec, tgt = load_recipe(recipe), load_target(target)
+    def env_step(rec, target: str, **kw):
+        tgt = load_target(target)
         plan = resolve(rec, tgt, profile_facts(tgt), None, PlanOptions(host=target, **kw)).plan
         ids = [s.id for s in plan.steps]
-        acts = dict((s.id, a) for s, a in plan_actions(plan))["environment"]
-        [venv] = [a.argv for a in acts if "venv" in getattr(a, "argv", [])]
-        return venv, ids, next(s for s in plan.steps if s.id == "environment")
+        acts = dict((s.id, a) for s, a in plan_actions(plan))
+        [venv] = [a.argv for a in acts["environment"] if "venv" in getattr(a, "argv", [])]
+        tooling = next((s for s in plan.steps if s.id == "pip-tooling"), None)
+        seeds = [a for a in acts.get("pip-tooling", []) if SEED_SETUPTOOLS in getattr(a, "argv", [])]
+        seeded = bool(tooling and tooling.params.seed_setuptools)
+        assert seeded == bool(seeds) and (not seeds or acts["pip-tooling"][0] is seeds[0])  # first
+        return venv, ids, next(s for s in plan.steps if s.id == "environment"), seeded
 
-    for recipe, target in (("alpa-megatron-h100", "h100-venv"), ("cpu-reference", "local")):
-        venv, ids, step = env_step(recipe, target, uv=UV)  # 3.12 building sources; 3.11 building nothing
-        assert "--without-pip" in venv and ids.index("pip-tooling") > ids.index("environment"), recipe
+    alpa_h100, cpu, alpa = load_recipe("alpa-megatron-h100"), load_recipe("cpu-reference"), load_recipe("alpa-megatron")
+    assert alpa_h100.sources and alpa_h100.python == "3.12" and not cpu.sources and cpu.python == "3.11"
+    assert alpa.python == "3.8" and alpa.sources and alpa.environment.setuptools == "59.5.0"
+    unpinned = alpa.model_copy(update={"environment": alpa.environment.model_copy(update={"setuptools": None})})
+    cases = [  # recipe, target, seeded: 3.12 building sources; 3.11 building nothing; 3.11 building
+        # sources; 3.8 building sources with its own setuptools pinned (pip-tooling installs it)
+        (alpa_h100, "h100-venv", False), (cpu, "local", False),
+        (alpa_h100.model_copy(update={"python": "3.11"}), "h100-venv", True), (alpa, "h100", False)]
+    for recipe, target, seeded in cases:
+        venv, ids, step, seeds = env_step(recipe, target, uv=UV)
+        assert "--without-pip" in venv and ids.index("pip-tooling") > ids.index("environment"), recipe.name
         assert step.params.with_pip is False and "--without-pip" in step.reason
-    assert load_recipe("alpa-megatron-h100").sources and load_recipe("alpa-megatron-h100").python == "3.12"
-    assert not load_recipe("cpu-reference").sources and load_recipe("cpu-reference").python == "3.11"
-    venv, _, step = env_step("alpa-megatron", "h100", uv=UV)  # Python 3.8, Megatron-LM and Apex built here
-    assert "--without-pip" not in venv and step.params.with_pip
-    venv, _, step = env_step("alpa-megatron-h100", "h100-venv", uv=UV, installer="pip")
-    assert "--without-pip" not in venv and step.params.with_pip
+        assert seeds == seeded and ("ensurepip" in step.reason) == seeded, (recipe.name, recipe.python)
+    venv, _, step, seeds = env_step(unpinned, "h100", uv=UV)  # 3.8: its ensurepip names no wheel
+    assert "--without-pip" not in venv and step.params.with_pip and not seeds
+    venv, _, step, seeds = env_step(alpa_h100.model_copy(update={"python": "3.11"}), "h100-venv", uv=UV,
+                                    installer="pip")
+    assert "--without-pip" not in venv and step.params.with_pip and not seeds
     assert "with_pip" not in step.params.model_dump()  # plans made before keep their digests
 
 
