@@ -223,6 +223,16 @@ def hide_folder(bed: SshTestbed, name: str, folder: Path) -> SshNode:
     return node
 
 
+# A command sent over ssh runs as ``$SHELL -c``, and bash, seeing it was started by sshd at
+# shell level 1, reads the user's ~/.bashrc first. A node's stock ~/.bashrc returns at once for a
+# non-interactive shell; this machine's (root, the nodes' user) has no such guard and runs
+# `pyenv init` twice (~20 processes, ~0.08 s of CPU), in every one of the suite's ~700 sessions.
+# With SHLVL=1 in the session, bash starts at level 2 and reads no ~/.bashrc: the session is
+# what sshd makes (its PATH, no pyenv shims), as on a node whose ~/.bashrc keeps the guard.
+# ``ssh_nodes(read_bashrc=True)`` leaves it out.
+NON_INTERACTIVE = {"SHLVL": "1"}
+
+
 # where a TLS client finds its CA bundle (pip, requests, curl, OpenSSL): the variables that stand
 # for pip.conf's ``cert`` (the installer's choice reads the same table), what a node's profile
 # exports when its network inspects TLS, as this machine's environment does
@@ -236,12 +246,13 @@ def ca_bundle_env() -> dict[str, str]:
 
 @contextlib.contextmanager
 def ssh_nodes(count: int = 3, *, first_address: int = 2, base_dir: str | None = None,
-              session_env: dict[str, str] | None = None) -> Iterator[SshTestbed]:
+              session_env: dict[str, str] | None = None, read_bashrc: bool = False) -> Iterator[SshTestbed]:
     """Start ``count`` sshd nodes on 127.0.0.<first_address>.. and stop them on exit.
 
     ``session_env``: variables every session on these nodes starts with (sshd's ``SetEnv``),
     as a node's own profile would set them (say, its own ``UV_CACHE_DIR``). They start with
-    the CA bundle variables this machine's environment sets, too (``CA_BUNDLE_ENV``), unless
+    ``NON_INTERACTIVE`` (no ~/.bashrc read by a command's shell; ``read_bashrc``: it is read,
+    as on a node whose ~/.bashrc has no guard) and the CA bundle variables this machine's environment sets, too (``CA_BUNDLE_ENV``), unless
     ``session_env`` names them: a node behind the same network as its controller, whose profile
     names the same bundle. Without them a session reads the bundle from pip.conf alone, which uv
     does not read, and the nodes would install with pip (``envbuild.plan.installer``; a pip.conf
@@ -251,7 +262,7 @@ def ssh_nodes(count: int = 3, *, first_address: int = 2, base_dir: str | None = 
     host keys for real: ``--known-hosts bed.known_hosts``, ``bed.env`` (ENVBUILD_KNOWN_HOSTS),
     or the inventory, whose ssh args name the file."""
     find_sshd()
-    session_env = {**ca_bundle_env(), **(session_env or {})}
+    session_env = {**({} if read_bashrc else NON_INTERACTIVE), **ca_bundle_env(), **(session_env or {})}
     if any(c in kv for item in session_env.items() for kv in item for c in '"\n'):
         raise ValueError("session_env: a name or value holds a double quote or a newline")
     Path("/run/sshd").mkdir(parents=True, exist_ok=True)  # privilege separation directory

@@ -80,7 +80,7 @@ def test_hosts_on_a_node_whose_login_path_has_pyenv_shims_provisions(tmp_path):
         "schema": 1, "name": "tiny", "title": "one package", "description": "issue 40: the node's Python",
         "published": {"url": "https://example.org"}, "python": "3.11", "targets": ["local"],
         "packages": [{"name": "six", "version": "1.16.0", "why": "small, pure Python"}]}))
-    with sshd.ssh_nodes(1, first_address=91) as bed:
+    with sshd.ssh_nodes(1, first_address=91, read_bashrc=True) as bed:  # its sessions run `pyenv init`
         inventory = tmp_path / "discovery.ini"
         inventory.write_text(bed.inventory_path.read_text().replace("ansible_python_interpreter=/usr/bin/python3\n", ""))
         ping = subprocess.run([str(Path(sys.executable).parent / "ansible"), "all", "-i", str(inventory), "-m", "ping"],

@@ -5,6 +5,7 @@ controller's CA bundle variables (``envbuild.testbed.sshd.ca_bundle_env``)."""
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -47,3 +48,20 @@ def test_a_value_sshd_cannot_hold_is_refused(tmp_path):
     with pytest.raises(ValueError, match="double quote or a newline"):
         with ssh_nodes(1, first_address=23, base_dir=str(tmp_path), session_env={"X": 'a"b'}):
             pass
+
+
+def test_a_command_runs_without_the_users_bashrc(tmp_path):
+    """sshd runs a command as ``bash -c`` at shell level 1, which reads ~/.bashrc; the bed's
+    sessions start at SHLVL=1 (``NON_INTERACTIVE``), so it is not read: the PATH is sshd's own.
+    Seen by the PATH: a bed made with ``read_bashrc=True`` has the bashrc's additions."""
+    home = Path.home() / ".bashrc"
+    if not home.exists() or "PATH" not in home.read_text():
+        pytest.skip("this user's ~/.bashrc sets no PATH to tell it by")
+    with ssh_nodes(1, first_address=23, base_dir=str(tmp_path)) as bed:
+        p = _printenv(bed, "SHLVL", "PATH")
+        with ssh_nodes(1, first_address=24, base_dir=str(tmp_path), read_bashrc=True) as read:
+            q = _printenv(read, "PATH")
+    assert p.returncode == 0 and q.returncode == 0, p.stderr + q.stderr
+    shlvl, path = p.stdout.splitlines()
+    read_path = q.stdout.strip().split(":")
+    assert shlvl == "1" and set(read_path) - set(path.split(":")), (path, read_path)  # what the bashrc adds
