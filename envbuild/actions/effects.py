@@ -19,13 +19,14 @@ Effects by step kind:
   file in it is foreign (``interpreter``);
 - ``uv_tool``: the pushed uv binary has the planned sha256 and mode 0755 (``file``);
 - ``pip_tooling`` / ``pip_install``: every named distribution (and setuptools, at any version,
-  where pip-tooling puts in ensurepip's wheel of it) is installed at its locked version, and every file of its RECORD is present with the recorded size and hash
-  (``dists``), whichever installer wrote it (pip, or uv: it writes RECORD with the wheel's
-  hashes and ``INSTALLER`` = ``uv``); ``apex_build``: the ``apex`` distribution likewise, at
-  any version. A RECORD file that is a top-level extension module (``<module>.so``,
-  ``<module>.<tag>.so``) which a later build step installs into the environment over it
-  (``later_writes``: its source's ``build_provides``; GPT-NeoX's fused kernels over Apex's)
-  must exist, its size and hash are not compared;
+  where pip-tooling puts in ensurepip's wheel of it) is installed at its locked version, and
+  every file of its RECORD is present with the recorded size and hash (``dists``), whichever
+  installer wrote it (pip, or uv: it writes RECORD with the wheel's hashes and ``INSTALLER`` =
+  ``uv``); ``apex_build``: the ``apex`` distribution likewise, at any version. A RECORD file
+  that is a top-level extension module (``<module>.so``, ``<module>.<tag>.so``) which a later
+  build step installs into the environment over it (``later_writes``: its source's
+  ``build_provides``; GPT-NeoX's fused kernels over Apex's) must exist, its size and hash are
+  not compared;
 - ``git_source``: HEAD is the pinned SHA and no tracked file differs from that commit, except
   the files the plan's patches change, which must equal the commit's text with those patches
   applied in plan order (``git``);

@@ -249,14 +249,15 @@ def ssh_nodes(count: int = 3, *, first_address: int = 2, base_dir: str | None = 
               session_env: dict[str, str] | None = None, read_bashrc: bool = False) -> Iterator[SshTestbed]:
     """Start ``count`` sshd nodes on 127.0.0.<first_address>.. and stop them on exit.
 
-    ``session_env``: variables every session on these nodes starts with (sshd's ``SetEnv``),
-    as a node's own profile would set them (say, its own ``UV_CACHE_DIR``). They start with
-    ``NON_INTERACTIVE`` (no ~/.bashrc read by a command's shell; ``read_bashrc``: it is read,
-    as on a node whose ~/.bashrc has no guard) and the CA bundle variables this machine's environment sets, too (``CA_BUNDLE_ENV``), unless
-    ``session_env`` names them: a node behind the same network as its controller, whose profile
-    names the same bundle. Without them a session reads the bundle from pip.conf alone, which uv
-    does not read, and the nodes would install with pip (``envbuild.plan.installer``; a pip.conf
-    uv cannot see is the planner's own tests' case: tests/plan/test_installer.py).
+    ``session_env``: variables every session on these nodes starts with (sshd's ``SetEnv``), as
+    a node's own profile would set them (say, its own ``UV_CACHE_DIR``). They start with
+    ``NON_INTERACTIVE`` (no ~/.bashrc read by a command's shell; ``read_bashrc``: it is read, as
+    on a node whose ~/.bashrc has no guard) and the CA bundle variables this machine's
+    environment sets, too (``CA_BUNDLE_ENV``), unless ``session_env`` names them: a node behind
+    the same network as its controller, whose profile names the same bundle. Without them a
+    session reads the bundle from pip.conf alone, which uv does not read, and the nodes would
+    install with pip (``envbuild.plan.installer``; a pip.conf uv cannot see is the planner's own
+    tests' case: tests/plan/test_installer.py).
 
     ``bed.known_hosts`` holds every node's host key (the testbed made them), so clients check
     host keys for real: ``--known-hosts bed.known_hosts``, ``bed.env`` (ENVBUILD_KNOWN_HOSTS),
