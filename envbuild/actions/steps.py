@@ -209,18 +209,27 @@ def requirement_line(r: P.Requirement, with_hashes: bool) -> str:
 # Up to Python 3.11 `python -m venv` runs ensurepip, which installs pip and setuptools from the
 # wheels the interpreter carries (2-3 CPU-s: pip installs itself and compiles every file). Where
 # uv installs the locked pip next, the venv is made --without-pip and this puts in ensurepip's
-# setuptools wheel alone, with uv (the argv after the code): the version and the bytes ensurepip
-# would install, found as ensurepip finds them (its bundled folder, or the distribution's wheel
-# folder it is patched to read). An ensurepip that does not say (before Python 3.10) runs
-# itself, as the venv would have.
-SEED_SETUPTOOLS = ("import ensurepip, os, subprocess, sys\n"
+# setuptools wheel alone, with uv (the argv after the code; a repair's --reinstall with it): the
+# version and the bytes ensurepip would install, found as ensurepip finds them (its bundled
+# folder, or the folder a distribution's build names, WHEEL_PKG_DIR: Debian's
+# /usr/share/python-wheels). The planner asks for it from Python 3.10, whose ensurepip says
+# where the wheel is; where it names none, or a file that is not there, ensurepip runs itself,
+# as the venv would have (a repair then reinstalls nothing of the same version). A Python
+# without ensurepip (Debian's without its python3.X-venv package) stops with that said.
+SEED_SETUPTOOLS = ("import os, subprocess, sys\n"
+                   "try:\n"
+                   "    import ensurepip\n"
+                   "except ImportError:\n"
+                   "    sys.exit('envbuild: this Python has no ensurepip, which a venv needs '\n"
+                   "             '(Debian and Ubuntu: apt-get install python%d.%d-venv)' % sys.version_info[:2])\n"
                    "get = getattr(ensurepip, '_get_packages', None)\n"
                    "pkg = get().get('setuptools') if get else None\n"
                    "wheel = pkg and (pkg.wheel_path or os.path.join(os.path.dirname(ensurepip.__file__), "
                    "'_bundled', pkg.wheel_name))\n"
                    "if wheel and os.path.isfile(wheel):\n"
                    "    sys.exit(subprocess.call(sys.argv[1:] + ['--no-deps', '--no-index', wheel]))\n"
-                   "print('envbuild: ensurepip names no setuptools wheel; running ensurepip', flush=True)\n"
+                   "print('envbuild: no setuptools wheel from ensurepip (%s); running ensurepip' % (wheel or 'none named'),\n"
+                   "      flush=True)\n"
                    "sys.exit(subprocess.call([sys.executable, '-m', 'ensurepip', '--upgrade', '--default-pip']))\n")
 
 

@@ -224,9 +224,10 @@ def hide_folder(bed: SshTestbed, name: str, folder: Path) -> SshNode:
 
 
 # A command sent over ssh runs as ``$SHELL -c``, and bash, seeing it was started by sshd at
-# shell level 1, reads the user's ~/.bashrc first. A node's stock ~/.bashrc returns at once for a
-# non-interactive shell; this machine's (root, the nodes' user) has no such guard and runs
-# `pyenv init` twice (~20 processes, ~0.08 s of CPU), in every one of the suite's ~700 sessions.
+# shell level 1, reads the user's ~/.bashrc first. A user's stock ~/.bashrc (/etc/skel's) returns
+# at once for a non-interactive shell; root's on Debian has no such guard, and this machine's
+# (root: the nodes' user) runs `pyenv init` twice (~20 processes, ~0.08 s of CPU) in every one
+# of the suite's ~700 sessions.
 # With SHLVL=1 in the session, bash starts at level 2 and reads no ~/.bashrc: the session is
 # what sshd makes (its PATH, no pyenv shims), as on a node whose ~/.bashrc keeps the guard.
 # ``ssh_nodes(read_bashrc=True)`` leaves it out.

@@ -23,7 +23,9 @@ from envbuild.plan.model import Plan, Step
 pytestmark = pytest.mark.integration
 
 UV = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
-PYTHONS = [sys.executable] + [p for p in ["/usr/bin/python3.11"] if Path(p).exists()]
+# Pythons up to 3.11 (the planner seeds nothing from 3.12: their ensurepip brings no setuptools)
+PYTHONS = ([sys.executable] if sys.version_info < (3, 12) else []) + [
+    p for p in ["/usr/bin/python3.11"] if Path(p).exists()]
 ENSUREPIP = ("import ensurepip, json; p = ensurepip._get_packages()['setuptools']; "
              "print(json.dumps([p.version, p.wheel_path or p.wheel_name]))")
 SHOW = ("import importlib.metadata as m, json; d = m.distribution('setuptools'); "
@@ -34,8 +36,8 @@ def run(*argv, **kw) -> str:
     return subprocess.run([str(a) for a in argv], capture_output=True, text=True, check=True, **kw).stdout
 
 
-@pytest.mark.skipif(UV is None, reason="no uv on this machine")
-@pytest.mark.parametrize("python", PYTHONS)
+@pytest.mark.skipif(UV is None or not PYTHONS, reason="no uv, or no Python up to 3.11, on this machine")
+@pytest.mark.parametrize("python", PYTHONS or [None])
 def test_the_venv_gets_the_setuptools_ensurepip_would_install(python, tmp_path):
     prefix = tmp_path / "env"
     run(python, "-m", "venv", "--without-pip", prefix)
@@ -73,5 +75,19 @@ def test_an_ensurepip_that_names_no_wheel_runs_itself(tmp_path):
     run(sys.executable, "-m", "venv", "--without-pip", prefix)
     out = run(prefix / "bin" / "python", "-c", SEED_SETUPTOOLS, *install_argv(str(prefix), "uv", UV),
               env={"PYTHONPATH": str(old.parent), "PATH": "/usr/bin:/bin"})
-    assert "names no setuptools wheel; running ensurepip" in out
+    assert "no setuptools wheel from ensurepip (none named); running ensurepip" in out
     assert (tmp_path / "ran").read_text() == "--upgrade --default-pip"
+
+
+def test_a_python_without_ensurepip_says_what_to_install(tmp_path):
+    """Debian's Python without its python3.X-venv package has no ensurepip: said, not a traceback."""
+    hidden = tmp_path / "hide"
+    hidden.mkdir()
+    (hidden / "ensurepip.py").write_text("raise ImportError('no ensurepip here')\n")
+    prefix = tmp_path / "env"
+    run(sys.executable, "-m", "venv", "--without-pip", prefix)
+    p = subprocess.run([str(prefix / "bin" / "python"), "-c", SEED_SETUPTOOLS, "true"], capture_output=True,
+                       text=True, env={"PYTHONPATH": str(hidden), "PATH": "/usr/bin:/bin"})
+    major, minor = sys.version_info[:2]
+    assert p.returncode == 1 and f"apt-get install python{major}.{minor}-venv" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
