@@ -6,6 +6,7 @@ Every error names the file, the line and the field, with a hint:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Hashable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -120,7 +121,7 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
 _PLAIN_TAGS = {yaml.MappingNode: "tag:yaml.org,2002:map", yaml.SequenceNode: "tag:yaml.org,2002:seq"}
 
 
-def _walk(node: yaml.Node, path: PathKey, loc: _Located) -> Any:
+def _walk(node: yaml.Node, path: PathKey, loc: _Located, ctor: yaml.constructor.SafeConstructor) -> Any:
     loc.lines.setdefault(path, node.start_mark.line + 1)
     plain = _PLAIN_TAGS.get(type(node))
     if plain and node.tag != plain:  # !!python/object/apply:..., !!set, !!omap, !custom
@@ -130,7 +131,7 @@ def _walk(node: yaml.Node, path: PathKey, loc: _Located) -> Any:
     if isinstance(node, yaml.MappingNode):
         out: dict[Any, Any] = {}
         for key_node, value_node in node.value:
-            key = _walk(key_node, path + ("<key>",), _Located())
+            key = _walk(key_node, path + ("<key>",), _Located(), ctor)
             if not isinstance(key, Hashable) or isinstance(key, (dict, list)):
                 raise InputError(
                     "a mapping key must be a plain value, not a list or mapping",
@@ -144,27 +145,26 @@ def _walk(node: yaml.Node, path: PathKey, loc: _Located) -> Any:
                     where=f"line {key_node.start_mark.line + 1}",
                 )
             loc.lines[path + (key,)] = key_node.start_mark.line + 1
-            out[key] = _walk(value_node, path + (key,), loc)
+            out[key] = _walk(value_node, path + (key,), loc, ctor)
         return out
     if isinstance(node, yaml.SequenceNode):
-        return [_walk(child, path + (i,), loc) for i, child in enumerate(node.value)]
-    return _scalar(node)
+        return [_walk(child, path + (i,), loc, ctor) for i, child in enumerate(node.value)]
+    return _scalar(node, ctor)
 
 
-def _scalar(node: yaml.ScalarNode) -> Any:
-    loader = yaml.SafeLoader("")
+def _scalar(node: yaml.ScalarNode, ctor: yaml.constructor.SafeConstructor) -> Any:
     try:
-        return loader.construct_object(node, deep=True)
+        return ctor.construct_object(node, deep=True)
     except yaml.YAMLError as exc:  # an unknown or unsafe tag (!!python/object), bad !!binary
         raise InputError(f"cannot read value {node.value[:40]!r}: {getattr(exc, 'problem', None) or exc}",
                          hint="remove the YAML tag (!...) and write a plain value",
                          where=f"line {node.start_mark.line + 1}") from None
-    except (ValueError, TypeError, OverflowError) as exc:  # !!int abc, a 5000-digit integer
+    # !!int abc, a 5000-digit integer; !!int with no value (IndexError), !!bool maybe (KeyError),
+    # !!timestamp soon (AttributeError): PyYAML's constructors assume a well-formed value
+    except (ValueError, TypeError, OverflowError, IndexError, KeyError, AttributeError) as exc:
         raise InputError(f"cannot read value {node.value[:40]!r} as {node.tag.rsplit(':', 1)[-1]}: {exc}",
                          hint="quote it to keep it as text, or fix the number",
                          where=f"line {node.start_mark.line + 1}") from None
-    finally:
-        loader.dispose()
 
 
 def _compose(text: str, path: Path) -> yaml.Node | None:
@@ -217,16 +217,41 @@ def load_yaml(path: str | Path, text: str | None = None) -> tuple[Any, _Located]
     path = Path(path)
     if text is None:
         text = read_text(path, "YAML file", hint="pass a YAML file (UTF-8 text)")
+    read = _READ.get(text)
+    if read is None:
+        read = _read(text, path)
+        if len(text) <= _READ_MAX_CHARS:
+            while len(_READ) >= _READ_MAX:
+                del _READ[next(iter(_READ))]  # the oldest
+            _READ[text] = read
+    data, lines = read
+    loc = _Located()
+    loc.lines = dict(lines)
+    return copy.deepcopy(data), loc
+
+
+# Documents read by this process, by their text: a process reads the same few again and again
+# (every shipped recipe ~15 times in a test worker's collection, 14 of its 16 s on this machine,
+# all of it PyYAML's pure-Python scanner). The caller gets a copy of the data, as if read anew.
+# Only documents that were read without error are kept; a refused one is refused again.
+_READ: dict[str, tuple[Any, dict[PathKey, int]]] = {}
+_READ_MAX = 128
+_READ_MAX_CHARS = 1 << 20
+
+
+def _read(text: str, path: Path) -> tuple[Any, dict[PathKey, int]]:
     node = _compose(text, path)
     loc = _Located()
     if node is None:
         raise InputError("file is empty", hint="see `envbuild show` for a complete example", where=f"{path}:1")
     try:
-        data = _walk(node, (), loc)
+        # one constructor per document, for every scalar in it (a loader per scalar was ~1 s of
+        # the 16 above)
+        data = _walk(node, (), loc, yaml.constructor.SafeConstructor())
     except InputError as exc:
         exc.where = f"{path}:{exc.where.removeprefix('line ')}" if exc.where else str(path)
         raise
-    return data, loc
+    return data, loc.lines
 
 
 def _dotted(loc_path: PathKey) -> str:
