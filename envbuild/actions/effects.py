@@ -18,8 +18,8 @@ Effects by step kind:
   (``sys.prefix``); a venv's ``pyvenv.cfg`` has the planned system-site setting and no ``.pth``
   file in it is foreign (``interpreter``);
 - ``uv_tool``: the pushed uv binary has the planned sha256 and mode 0755 (``file``);
-- ``pip_tooling`` / ``pip_install``: every named distribution (and setuptools, at any version,
-  where pip-tooling puts in ensurepip's wheel of it) is installed at its locked version, and
+- ``pip_tooling`` / ``pip_install``: every named distribution (and pip and setuptools, at any
+  version, where pip-tooling puts in ensurepip's wheels of them) is installed at its locked version, and
   every file of its RECORD is present with the recorded size and hash (``dists``), whichever
   installer wrote it (pip, or uv: it writes RECORD with the wheel's hashes and ``INSTALLER`` =
   ``uv``); ``apex_build``: the ``apex`` distribution likewise, at any version. A RECORD file
@@ -237,7 +237,8 @@ def effects(plan) -> dict[str, Optional[Effect]]:
             eff = InterpreterEffect(python=python, prefix=plan.prefix, venv=p.backend in ("venv", "module-venv"),
                                     system_site_packages=p.system_site_packages)
         elif p.kind in ("pip_tooling", "pip_install"):  # pip or uv: both write RECORD (uv: INSTALLER=uv)
-            seeded = ["setuptools"] if p.kind == "pip_tooling" and p.seed_setuptools else []  # ensurepip's
+            seeded = ((["setuptools"] if p.seed_setuptools else []) + list(p.seed_ensurepip)
+                      if p.kind == "pip_tooling" else [])  # ensurepip's wheels, any version
             eff = _requirements_effect(python, p.requirements, over, any_version=seeded)
         elif p.kind == "uv_tool":
             eff = FileEffect(path=p.dest, sha256=p.sha256, perm="0755")

@@ -233,16 +233,43 @@ SEED_SETUPTOOLS = ("import os, subprocess, sys\n"
                    "sys.exit(subprocess.call([sys.executable, '-m', 'ensurepip', '--upgrade', '--default-pip']))\n")
 
 
+# A venv whose recipe locks no pip still gets the pip `python -m venv` gives it: where uv fills
+# the venv it is made --without-pip and this installs, with uv, every wheel the interpreter's
+# ensurepip would (pip, and setuptools up to Python 3.11), found as SEED_SETUPTOOLS finds its
+# one: the same versions and bytes, not compiled to bytecode at install (Python writes that at
+# the first import, as for everything uv installs), ~0.2 CPU-s where ensurepip takes 2-3.
+# Where ensurepip names no wheel, or one that is not there, ensurepip runs itself.
+SEED_ENSUREPIP = ("import os, subprocess, sys\n"
+                  "try:\n"
+                  "    import ensurepip\n"
+                  "except ImportError:\n"
+                  "    sys.exit('envbuild: this Python has no ensurepip, which a venv needs '\n"
+                  "             '(Debian and Ubuntu: apt-get install python%d.%d-venv)' % sys.version_info[:2])\n"
+                  "get = getattr(ensurepip, '_get_packages', None)\n"
+                  "pkgs = get() if get else {}\n"
+                  "wheels = sorted(p.wheel_path or os.path.join(os.path.dirname(ensurepip.__file__), '_bundled', "
+                  "p.wheel_name) for p in pkgs.values())\n"
+                  "if wheels and all(os.path.isfile(w) for w in wheels):\n"
+                  "    sys.exit(subprocess.call(sys.argv[1:] + ['--no-deps', '--no-index'] + wheels))\n"
+                  "print('envbuild: no wheels from ensurepip (%s); running ensurepip' % (', '.join(wheels) or 'none named'),\n"
+                  "      flush=True)\n"
+                  "sys.exit(subprocess.call([sys.executable, '-m', 'ensurepip', '--upgrade', '--default-pip']))\n")
+
+
 def _pip_tooling(step, p: P.PipToolingParams, prefix: str) -> list[Action]:
     """The locked tooling, hash-checked; without a lock entry, the bare specifiers. First, where
-    the plan says so, the setuptools wheel of the interpreter's ensurepip (``SEED_SETUPTOOLS``)."""
+    the plan says so, ensurepip's wheels (``SEED_ENSUREPIP``) or its setuptools wheel alone
+    (``SEED_SETUPTOOLS``)."""
     links = [f"--find-links={d}" for d in p.find_links] + (["--no-index"] if p.no_index else [])
     install = install_argv(prefix, p.installer, p.uv)
     log = log_path(prefix, step.id)
     out: list[Action] = []
-    if p.seed_setuptools:
-        out.append(Run(argv=[python_of(prefix), "-c", SEED_SETUPTOOLS, *install],
-                       repair_args=repair_args(p.installer), log=log, env_from=env_from(p.installer)))
+    for seed, code in ((p.seed_ensurepip, SEED_ENSUREPIP), (p.seed_setuptools, SEED_SETUPTOOLS)):
+        if seed:
+            out.append(Run(argv=[python_of(prefix), "-c", code, *install],
+                           repair_args=repair_args(p.installer), log=log, env_from=env_from(p.installer)))
+    if not p.requirements:  # ensurepip's wheels alone: the recipe locks no tooling
+        return out
     if all(r.hashes for r in p.requirements):
         path = f"{state_dir(prefix)}/requirements/pip-tooling.txt"
         return [*out, WriteFile(path=path, content="".join(requirement_line(r, True) + "\n" for r in p.requirements)),

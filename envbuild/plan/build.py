@@ -143,12 +143,15 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
     installer, why = choose_installer(opts.installer, opts.uv, facts, backend, recipe.python)
     uv_path = uv_dest(facts, prefix, opts.uv) if installer == "uv" else None
     tools = tooling(recipe)
+    ensurepip = _ensurepip_by_uv(recipe, backend, uv_path, tools)
     env_params = _environment_params(recipe, facts, opts, backend, prefix, interp, conda,
-                                     with_pip=not _pip_from_uv_only(recipe, lock, uv_path, tools))
-    seed = not env_params.with_pip and _needs_ensurepip_setuptools(recipe, lock, tools)
+                                     with_pip=not (ensurepip or _pip_from_uv_only(recipe, lock, uv_path, tools)))
+    seed = not env_params.with_pip and not ensurepip and _needs_ensurepip_setuptools(recipe, lock, tools)
     add(Step(id="environment", title=f"{backend} environment, Python {recipe.python}",
              params=env_params, reason=_env_reason(recipe, backend, interp is not None, conda)
-             + ("" if env_params.with_pip else "; made --without-pip: uv installs the locked pip next")
+             + ("" if env_params.with_pip else
+                f"; made --without-pip: uv installs the interpreter's own ensurepip wheels ({', '.join(ensurepip)}) "
+                "next" if ensurepip else "; made --without-pip: uv installs the locked pip next")
              + ("" if not seed else ", and the setuptools wheel of the interpreter's own ensurepip")))
 
     decisions.append(Decision(subject="installer", outcome=f"uv {opts.uv.version}" if uv_path and opts.uv
@@ -157,7 +160,8 @@ def build_plan(recipe: Recipe, target: Target, facts: NodeFacts, lock: object | 
 
     pip_version, _ = pip_release(recipe.environment.pip)
     packages, torch = _package_steps(recipe, facts, lock, opts, tools, uv_path,
-                                     env_params.system_site_packages, decisions, seed_setuptools=seed)
+                                     env_params.system_site_packages, decisions, seed_setuptools=seed,
+                                     seed_ensurepip=ensurepip)
     steps += packages
     if uv_path and opts.uv and any(getattr(s.params, "installer", "pip") == "uv" for s in steps):
         steps.insert(env_at, Step(
@@ -244,23 +248,32 @@ def _environment_params(recipe: Recipe, facts: NodeFacts, opts: PlanOptions, bac
 
 def _package_steps(recipe: Recipe, facts: NodeFacts, lock: object | None, opts: PlanOptions, tools: list[Tool],
                    uv_path: str | None, system_site_packages: bool,
-                   decisions: list[Decision], *, seed_setuptools: bool = False) -> tuple[list[Step], LockedPackage | None]:
+                   decisions: list[Decision], *, seed_setuptools: bool = False,
+                   seed_ensurepip: list[str] | None = None) -> tuple[list[Step], LockedPackage | None]:
     """The pip steps and the torch requirement: the pip tooling, torch's own dependencies, torch
     (its variant matched to the node, recorded in ``decisions``), then every other locked package.
     ``seed_setuptools``: the venv was made --without-pip where ensurepip would have brought
-    setuptools; pip-tooling puts that wheel in first (``_needs_ensurepip_setuptools``)."""
+    setuptools; pip-tooling puts that wheel in first (``_needs_ensurepip_setuptools``).
+    ``seed_ensurepip``: the venv was made --without-pip and the recipe locks no pip; pip-tooling
+    puts in ensurepip's wheels (these projects) first (``_ensurepip_by_uv``)."""
     steps = []
-    if tools:
+    if tools or seed_ensurepip:
         reqs = [_tool_requirement(t, lock) for t in tools]
         unverified = [r.name for r in reqs if not r.hashes]
-        steps.append(Step(id="pip-tooling", title=", ".join(r.requirement for r in reqs),
+        seeded = ", ".join(seed_ensurepip or [])
+        steps.append(Step(id="pip-tooling",
+                          title=", ".join(r.requirement for r in reqs) or f"{seeded} (the interpreter's ensurepip)",
                           params=P.PipToolingParams(
                               requirements=reqs, unverified=unverified,
                               find_links=[opts.wheelhouse] if opts.wheelhouse else [],
                               installer="uv" if uv_path else "pip", uv=uv_path,
                               no_index=opts.bundle is not None or opts.fleet is not None or opts.no_index,
-                              seed_setuptools=seed_setuptools),
-                          reason="; ".join(t.why for t in tools) + ("; with uv pip install" if uv_path else "")
+                              seed_setuptools=seed_setuptools, seed_ensurepip=list(seed_ensurepip or [])),
+                          reason="; ".join([t.why for t in tools]
+                                           + ([f"first {seeded}: the wheels of the interpreter's ensurepip, "
+                                               "which `python -m venv` would have installed, put in by uv"]
+                                              if seed_ensurepip else []))
+                          + ("; with uv pip install" if uv_path else "")
                           + ("; first the setuptools wheel of the interpreter's ensurepip, as `python -m venv` "
                              "would have installed it, for the builds without isolation" if seed_setuptools else "")))
 
@@ -309,6 +322,19 @@ def _pip_from_uv_only(recipe: Recipe, lock: object | None, uv_path: str | None, 
     if not uv_path or not any(t.name == "pip" for t in tools):
         return False
     return vtuple(recipe.python)[:2] >= (3, 10) or not _needs_ensurepip_setuptools(recipe, lock, tools)
+
+
+def _ensurepip_by_uv(recipe: Recipe, backend: str, uv_path: str | None, tools: list[Tool]) -> list[str]:
+    """What ensurepip installs into a venv on this Python (pip, and setuptools up to 3.11), where
+    uv puts those wheels in instead (pip-tooling, ``SEED_ENSUREPIP``): a venv whose recipe locks
+    no pip, filled by uv, from Python 3.10 (whose ensurepip says where its wheels are). ensurepip
+    itself took 2-3 CPU-s a venv (pip installs itself and compiles every file); [] elsewhere."""
+    if backend != "venv" or not uv_path or any(t.name == "pip" for t in tools):
+        return []
+    version = vtuple(recipe.python)[:2]
+    if version < (3, 10):
+        return []
+    return ["pip", "setuptools"] if version < (3, 12) else ["pip"]
 
 
 def _needs_ensurepip_setuptools(recipe: Recipe, lock: object | None, tools: list[Tool]) -> bool:

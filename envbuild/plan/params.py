@@ -111,6 +111,10 @@ class PipToolingParams(_P):
     # True (uv only): the venv was made --without-pip where ensurepip would have brought
     # setuptools; the interpreter's own ensurepip wheel of it is installed first (SEED_SETUPTOOLS)
     seed_setuptools: bool = False
+    # (uv only) the venv was made --without-pip where the recipe locks no pip: what `python -m
+    # venv` would have installed (ensurepip's wheels: pip, and setuptools up to Python 3.11) is
+    # installed by uv from the interpreter's own wheels first (SEED_ENSUREPIP); the names here
+    seed_ensurepip: list[str] = Field(default_factory=list)
 
     @model_serializer(mode="wrap")
     def _omit_online_default(self, handler):
@@ -120,6 +124,8 @@ class PipToolingParams(_P):
             data.pop("no_index", None)
         if isinstance(data, dict) and not self.seed_setuptools:
             data.pop("seed_setuptools", None)
+        if isinstance(data, dict) and not self.seed_ensurepip:
+            data.pop("seed_ensurepip", None)
         return _omit_pip(data, self.installer, self.uv)
 
 

@@ -95,6 +95,49 @@ def test_a_venv_that_uv_fills_is_made_without_pip() -> None:
     assert "with_pip" not in step.params.model_dump()  # plans made before keep their digests
 
 
+def test_a_venv_whose_recipe_locks_no_pip_gets_ensurepips_wheels_from_uv() -> None:
+    """A recipe that locks no pip still gets the pip `python -m venv` gives: with uv the venv is
+    made --without-pip and pip-tooling (then only that) puts in, with uv, what ensurepip would
+    (pip, and setuptools up to Python 3.11; pip alone from 3.12), and its effect names them at
+    any version. Not with pip as the installer, not before Python 3.10, not for a recipe that
+    locks pip (pip-tooling installs that one), not for another backend."""
+    from envbuild.actions.effects import effects
+    from envbuild.actions.steps import SEED_ENSUREPIP, SEED_SETUPTOOLS, plan_actions
+    from envbuild.lock.tooling import tooling
+
+    nano = load_recipe("nanogpt-h100")
+    assert nano.python == "3.12" and "pip" not in [t.name for t in tooling(nano)]
+
+    def planned(recipe, **kw):
+        tgt = load_target("h100-venv")
+        return resolve(recipe, tgt, profile_facts(tgt), None, PlanOptions(host="h100-venv", **kw)).plan
+
+    for python, names in (("3.12", ["pip"]), ("3.11", ["pip", "setuptools"]), ("3.10", ["pip", "setuptools"])):
+        plan = planned(nano.model_copy(update={"python": python}), uv=UV)
+        ids = [s.id for s in plan.steps]
+        acts = dict((s.id, a) for s, a in plan_actions(plan))
+        env = next(s for s in plan.steps if s.id == "environment")
+        tooling = next(s for s in plan.steps if s.id == "pip-tooling")
+        assert env.params.with_pip is False and "ensurepip wheels" in env.reason, python
+        assert ids.index("environment") < ids.index("uv") < ids.index("pip-tooling"), ids
+        assert tooling.params.seed_ensurepip == names and tooling.params.requirements == []
+        assert [a.argv[:3] for a in acts["pip-tooling"]] == [[f"{plan.prefix}/bin/python", "-c", SEED_ENSUREPIP]]
+        assert SEED_SETUPTOOLS not in acts["pip-tooling"][0].argv
+        assert list(effects(plan)["pip-tooling"].dists) == names  # any version: None
+        assert set(effects(plan)["pip-tooling"].dists.values()) == {None}
+        assert tooling.params.model_dump()["seed_ensurepip"] == names
+    for recipe, kw in ((nano, {"installer": "pip"}), (nano.model_copy(update={"python": "3.9"}), {"uv": UV}),
+                       (nano, {})):
+        plan = planned(recipe, **kw)
+        env = next(s for s in plan.steps if s.id == "environment")
+        assert env.params.with_pip is True and "pip-tooling" not in [s.id for s in plan.steps], (recipe.python, kw)
+    cpu = load_recipe("cpu-reference")  # locks pip: pip-tooling installs it, no seed
+    tgt = load_target("local")
+    plan = resolve(cpu, tgt, profile_facts(tgt), None, PlanOptions(host="local", uv=UV)).plan
+    tooling = next(s for s in plan.steps if s.id == "pip-tooling")
+    assert tooling.params.seed_ensurepip == [] and "seed_ensurepip" not in tooling.params.model_dump()
+
+
 def test_plan_is_pure_and_stable() -> None:
     rec, tgt = load_recipe("opt-175b-azure"), load_target("azure-nd96")
     facts = from_target(tgt)
