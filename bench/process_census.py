@@ -50,7 +50,7 @@ KINDS: list[tuple[str, str, str]] = [
     ("import check (an environment's)", r"^python", r"import importlib, sys"),
     ("smoke: all-reduce (collective.py and its ranks)", r"^python", r"collective|multiprocessing\.spawn"),
     ("smoke: GPT (gpt.py)", r"^python", r"gpt\.py"),
-    ("ensurepip (python -m venv with pip)", r"^python", r'ensurepip|"ignore::DeprecationWarning", "-c"'),
+    ("ensurepip (python -m venv with pip)", r"^python", r'"-m", "ensurepip"|"ignore::DeprecationWarning", "-c"'),
     ("pip", r"^python", r'"-m", "pip"|pip/__pip-runner__|pip-[0-9.]+-py3-none-any\.whl'),
     ("setup.py builds", r"^python", r"setup\.py"),
     ("other python", r"^python", r""),

@@ -163,7 +163,7 @@ def _scalar(node: yaml.ScalarNode, ctor: yaml.constructor.SafeConstructor) -> An
     # !!timestamp soon (AttributeError): PyYAML's constructors assume a well-formed value
     except (ValueError, TypeError, OverflowError, IndexError, KeyError, AttributeError) as exc:
         raise InputError(f"cannot read value {node.value[:40]!r} as {node.tag.rsplit(':', 1)[-1]}: {exc}",
-                         hint="quote it to keep it as text, or fix the number",
+                         hint="quote it to keep it as text, or fix the value",
                          where=f"line {node.start_mark.line + 1}") from None
 
 

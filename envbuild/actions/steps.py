@@ -234,23 +234,27 @@ SEED_SETUPTOOLS = ("import os, subprocess, sys\n"
 
 
 # A venv whose recipe locks no pip still gets the pip `python -m venv` gives it: where uv fills
-# the venv it is made --without-pip and this installs, with uv, every wheel the interpreter's
-# ensurepip would (pip, and setuptools up to Python 3.11), found as SEED_SETUPTOOLS finds its
-# one: the same versions and bytes, not compiled to bytecode at install (Python writes that at
-# the first import, as for everything uv installs), ~0.2 CPU-s where ensurepip takes 2-3.
-# Where ensurepip names no wheel, or one that is not there, ensurepip runs itself.
+# a plain venv it is made --without-pip and this installs, with uv, the wheels the interpreter's
+# ensurepip would (pip, and setuptools up to Python 3.11) whose projects the first argument
+# names (comma-separated; pip-tooling installs a locked setuptools itself), found as
+# SEED_SETUPTOOLS finds its one: the same versions and bytes, not compiled to bytecode at
+# install (Python writes that at the first import, as for everything uv installs), ~0.2 CPU-s
+# where ensurepip takes 2-3. The argv after the names is the install command (a repair's
+# --reinstall with it). Where ensurepip names no wheel, or one that is not there, ensurepip
+# runs itself, as the venv would have (a repair then reinstalls nothing of the same version).
 SEED_ENSUREPIP = ("import os, subprocess, sys\n"
                   "try:\n"
                   "    import ensurepip\n"
                   "except ImportError:\n"
                   "    sys.exit('envbuild: this Python has no ensurepip, which a venv needs '\n"
                   "             '(Debian and Ubuntu: apt-get install python%d.%d-venv)' % sys.version_info[:2])\n"
+                  "want = sys.argv[1].split(',')\n"
                   "get = getattr(ensurepip, '_get_packages', None)\n"
                   "pkgs = get() if get else {}\n"
                   "wheels = sorted(p.wheel_path or os.path.join(os.path.dirname(ensurepip.__file__), '_bundled', "
-                  "p.wheel_name) for p in pkgs.values())\n"
-                  "if wheels and all(os.path.isfile(w) for w in wheels):\n"
-                  "    sys.exit(subprocess.call(sys.argv[1:] + ['--no-deps', '--no-index'] + wheels))\n"
+                  "p.wheel_name) for name, p in pkgs.items() if name in want)\n"
+                  "if len(wheels) == len(want) and all(os.path.isfile(w) for w in wheels):\n"
+                  "    sys.exit(subprocess.call(sys.argv[2:] + ['--no-deps', '--no-index'] + wheels))\n"
                   "print('envbuild: no wheels from ensurepip (%s); running ensurepip' % (', '.join(wheels) or 'none named'),\n"
                   "      flush=True)\n"
                   "sys.exit(subprocess.call([sys.executable, '-m', 'ensurepip', '--upgrade', '--default-pip']))\n")
@@ -264,10 +268,12 @@ def _pip_tooling(step, p: P.PipToolingParams, prefix: str) -> list[Action]:
     install = install_argv(prefix, p.installer, p.uv)
     log = log_path(prefix, step.id)
     out: list[Action] = []
-    for seed, code in ((p.seed_ensurepip, SEED_ENSUREPIP), (p.seed_setuptools, SEED_SETUPTOOLS)):
-        if seed:
-            out.append(Run(argv=[python_of(prefix), "-c", code, *install],
-                           repair_args=repair_args(p.installer), log=log, env_from=env_from(p.installer)))
+    if p.seed_ensurepip:
+        out.append(Run(argv=[python_of(prefix), "-c", SEED_ENSUREPIP, ",".join(p.seed_ensurepip), *install],
+                       repair_args=repair_args(p.installer), log=log, env_from=env_from(p.installer)))
+    if p.seed_setuptools:
+        out.append(Run(argv=[python_of(prefix), "-c", SEED_SETUPTOOLS, *install],
+                       repair_args=repair_args(p.installer), log=log, env_from=env_from(p.installer)))
     if not p.requirements:  # ensurepip's wheels alone: the recipe locks no tooling
         return out
     if all(r.hashes for r in p.requirements):

@@ -325,16 +325,21 @@ def _pip_from_uv_only(recipe: Recipe, lock: object | None, uv_path: str | None, 
 
 
 def _ensurepip_by_uv(recipe: Recipe, backend: str, uv_path: str | None, tools: list[Tool]) -> list[str]:
-    """What ensurepip installs into a venv on this Python (pip, and setuptools up to 3.11), where
-    uv puts those wheels in instead (pip-tooling, ``SEED_ENSUREPIP``): a venv whose recipe locks
-    no pip, filled by uv, from Python 3.10 (whose ensurepip says where its wheels are). ensurepip
-    itself took 2-3 CPU-s a venv (pip installs itself and compiles every file); [] elsewhere."""
-    if backend != "venv" or not uv_path or any(t.name == "pip" for t in tools):
+    """What ensurepip installs into a venv on this Python (pip, and setuptools up to 3.11), less
+    what pip-tooling installs at its locked version, where uv puts those wheels in instead
+    (pip-tooling, ``SEED_ENSUREPIP``): a plain venv (no system site packages: there `python -m
+    venv` runs ensurepip before the base's packages are visible, which a fallback to ensurepip
+    after it could not match) whose recipe locks no pip, filled by uv, on Python 3.10 to 3.12,
+    whose ensurepip says where its wheels are (``_get_packages``; 3.13's has another interface).
+    ensurepip itself took 2-3 CPU-s a venv (pip installs itself and compiles every file); []
+    elsewhere."""
+    if backend != "venv" or recipe.environment.system_site_packages or not uv_path:
         return []
+    pinned = {t.name for t in tools}
     version = vtuple(recipe.python)[:2]
-    if version < (3, 10):
+    if "pip" in pinned or not (3, 10) <= version < (3, 13):
         return []
-    return ["pip", "setuptools"] if version < (3, 12) else ["pip"]
+    return [name for name in (["pip", "setuptools"] if version < (3, 12) else ["pip"]) if name not in pinned]
 
 
 def _needs_ensurepip_setuptools(recipe: Recipe, lock: object | None, tools: list[Tool]) -> bool:

@@ -65,9 +65,10 @@ class EnvironmentParams(_P):
     python_from: Literal["node", "conda"] = "node"
     conda_tool: str | None = None  # micromamba/mamba/conda path from facts; None: py-rattler
     helper_python: str | None = None  # conda without a conda tool: runs rattler_create.py
-    # False: the venv is made --without-pip (ensurepip's 4-5 s) because uv installs the locked
-    # pip into it (and, where a build needs it, ensurepip's setuptools wheel) next; left out of
-    # the data when True, so plans made before keep their step digests
+    # False: the venv is made --without-pip (ensurepip's 2-3 CPU-s) because uv installs into it
+    # next the locked pip (and, where a build needs it, ensurepip's setuptools wheel), or, where
+    # the recipe locks no pip, ensurepip's own wheels (PipToolingParams.seed_ensurepip); left out
+    # of the data when True, so plans made before keep their step digests
     with_pip: bool = True
 
     @model_serializer(mode="wrap")
@@ -112,8 +113,9 @@ class PipToolingParams(_P):
     # setuptools; the interpreter's own ensurepip wheel of it is installed first (SEED_SETUPTOOLS)
     seed_setuptools: bool = False
     # (uv only) the venv was made --without-pip where the recipe locks no pip: what `python -m
-    # venv` would have installed (ensurepip's wheels: pip, and setuptools up to Python 3.11) is
-    # installed by uv from the interpreter's own wheels first (SEED_ENSUREPIP); the names here
+    # venv` would have installed (ensurepip's wheels: pip, and setuptools up to Python 3.11),
+    # less what pip-tooling installs at its locked version, is installed by uv from the
+    # interpreter's own wheels first (SEED_ENSUREPIP); the names here
     seed_ensurepip: list[str] = Field(default_factory=list)
 
     @model_serializer(mode="wrap")

@@ -1,7 +1,7 @@
 """``SEED_ENSUREPIP`` (envbuild.actions.steps): a venv made --without-pip, whose recipe locks no
 pip, gets from uv what its interpreter's ensurepip would have installed: the same distributions
 at the same versions as ``python -m venv`` gives, pip working, on real interpreters of this
-machine (python.org builds 3.10 to 3.12: ensurepip's ``_bundled`` folder; Debian's
+machine (python.org builds 3.10 to 3.12, where the planner asks for it: ensurepip's ``_bundled`` folder; Debian's
 /usr/bin/python3.11: /usr/share/python-wheels). An ensurepip that names no wheel runs itself;
 a Python without ensurepip says what to install."""
 
@@ -52,7 +52,7 @@ def test_the_venv_gets_what_python_m_venv_gives_it(python, tmp_path):
     py = seeded / "bin" / "python"
     assert installed(py) == {}
     wanted = json.loads(run(py, "-c", WANTED))
-    out = run(py, "-c", SEED_ENSUREPIP, *install_argv(str(seeded), "uv", UV))
+    out = run(py, "-c", SEED_ENSUREPIP, ",".join(sorted(wanted)), *install_argv(str(seeded), "uv", UV))
     assert "running ensurepip" not in out
     have = installed(py)
     assert {k: v for k, (v, _) in have.items()} == wanted == {
@@ -70,9 +70,20 @@ def test_the_venv_gets_what_python_m_venv_gives_it(python, tmp_path):
     assert check_effect(eff, ctx)["ok"]
     run(UV, "pip", "uninstall", "--python", py, "pip")
     res = check_effect(eff, ctx)
-    assert not res["ok"] and "pip" in res["detail"], res
+    assert not res["ok"] and res["detail"].split()[0] == "pip", res  # pip is what broke
     [seed] = actions(step, str(seeded))  # only the seed: the recipe locks no tooling
-    assert seed.argv[:3] == [str(py), "-c", SEED_ENSUREPIP]
+    assert seed.argv[:4] == [str(py), "-c", SEED_ENSUREPIP, ",".join(sorted(wanted))]
+
+
+@pytest.mark.skipif(UV is None or sys.version_info >= (3, 12), reason="no uv, or a Python whose ensurepip has no setuptools")
+def test_only_the_named_wheels_go_in(tmp_path):
+    """A recipe that locks setuptools (and no pip) gets ensurepip's pip alone: pip-tooling
+    installs its setuptools at the locked version next."""
+    prefix = tmp_path / "env"
+    run(sys.executable, "-m", "venv", "--without-pip", prefix)
+    py = prefix / "bin" / "python"
+    run(py, "-c", SEED_ENSUREPIP, "pip", *install_argv(str(prefix), "uv", UV))
+    assert sorted(installed(py)) == ["pip"]
 
 
 @pytest.mark.skipif(UV is None, reason="no uv on this machine")
@@ -85,7 +96,7 @@ def test_an_ensurepip_that_names_no_wheel_runs_itself(tmp_path):
     (old / "__main__.py").write_text(f"import sys\nopen({str(tmp_path / 'ran')!r}, 'w').write(' '.join(sys.argv[1:]))\n")
     prefix = tmp_path / "env"
     run(sys.executable, "-m", "venv", "--without-pip", prefix)
-    out = run(prefix / "bin" / "python", "-c", SEED_ENSUREPIP, *install_argv(str(prefix), "uv", UV),
+    out = run(prefix / "bin" / "python", "-c", SEED_ENSUREPIP, "pip,setuptools", *install_argv(str(prefix), "uv", UV),
               env={"PYTHONPATH": str(old.parent), "PATH": "/usr/bin:/bin"})
     assert "no wheels from ensurepip (none named); running ensurepip" in out
     assert (tmp_path / "ran").read_text() == "--upgrade --default-pip"
@@ -98,7 +109,7 @@ def test_a_python_without_ensurepip_says_what_to_install(tmp_path):
     (hidden / "ensurepip.py").write_text("raise ImportError('no ensurepip here')\n")
     prefix = tmp_path / "env"
     run(sys.executable, "-m", "venv", "--without-pip", prefix)
-    p = subprocess.run([str(prefix / "bin" / "python"), "-c", SEED_ENSUREPIP, "true"], capture_output=True,
+    p = subprocess.run([str(prefix / "bin" / "python"), "-c", SEED_ENSUREPIP, "pip", "true"], capture_output=True,
                        text=True, env={"PYTHONPATH": str(hidden), "PATH": "/usr/bin:/bin"})
     major, minor = sys.version_info[:2]
     assert p.returncode == 1 and f"apt-get install python{major}.{minor}-venv" in p.stderr, p.stderr

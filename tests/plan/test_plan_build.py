@@ -105,8 +105,10 @@ def test_a_venv_whose_recipe_locks_no_pip_gets_ensurepips_wheels_from_uv() -> No
     from envbuild.actions.steps import SEED_ENSUREPIP, SEED_SETUPTOOLS, plan_actions
     from envbuild.lock.tooling import tooling
 
-    nano = load_recipe("nanogpt-h100")
-    assert nano.python == "3.12" and "pip" not in [t.name for t in tooling(nano)]
+    site = load_recipe("nanogpt-h100")  # its venv sees the node's packages (system site packages)
+    assert site.python == "3.12" and "pip" not in [t.name for t in tooling(site)]
+    assert site.environment.system_site_packages
+    nano = site.model_copy(update={"environment": site.environment.model_copy(update={"system_site_packages": False})})
 
     def planned(recipe, **kw):
         tgt = load_target("h100-venv")
@@ -117,25 +119,36 @@ def test_a_venv_whose_recipe_locks_no_pip_gets_ensurepips_wheels_from_uv() -> No
         ids = [s.id for s in plan.steps]
         acts = dict((s.id, a) for s, a in plan_actions(plan))
         env = next(s for s in plan.steps if s.id == "environment")
-        tooling = next(s for s in plan.steps if s.id == "pip-tooling")
+        step = next(s for s in plan.steps if s.id == "pip-tooling")
         assert env.params.with_pip is False and "ensurepip wheels" in env.reason, python
         assert ids.index("environment") < ids.index("uv") < ids.index("pip-tooling"), ids
-        assert tooling.params.seed_ensurepip == names and tooling.params.requirements == []
-        assert [a.argv[:3] for a in acts["pip-tooling"]] == [[f"{plan.prefix}/bin/python", "-c", SEED_ENSUREPIP]]
+        assert step.params.seed_ensurepip == names and step.params.requirements == []
+        assert [a.argv[:4] for a in acts["pip-tooling"]] == [[f"{plan.prefix}/bin/python", "-c", SEED_ENSUREPIP,
+                                                               ",".join(names)]]
         assert SEED_SETUPTOOLS not in acts["pip-tooling"][0].argv
         assert list(effects(plan)["pip-tooling"].dists) == names  # any version: None
         assert set(effects(plan)["pip-tooling"].dists.values()) == {None}
-        assert tooling.params.model_dump()["seed_ensurepip"] == names
+        assert step.params.model_dump()["seed_ensurepip"] == names
     for recipe, kw in ((nano, {"installer": "pip"}), (nano.model_copy(update={"python": "3.9"}), {"uv": UV}),
-                       (nano, {})):
+                       (nano.model_copy(update={"python": "3.13"}), {"uv": UV}), (nano, {}), (site, {"uv": UV}),
+                       (nano, {"uv": UV, "backend": "module-venv"})):
         plan = planned(recipe, **kw)
         env = next(s for s in plan.steps if s.id == "environment")
         assert env.params.with_pip is True and "pip-tooling" not in [s.id for s in plan.steps], (recipe.python, kw)
+    # a recipe that locks setuptools (and no pip) on 3.11: ensurepip's pip alone, then its setuptools
+    pinned = nano.model_copy(update={"python": "3.11", "environment": nano.environment.model_copy(
+        update={"setuptools": "69.5.1"})})
+    plan = planned(pinned, uv=UV)
+    step = next(s for s in plan.steps if s.id == "pip-tooling")
+    acts = dict((s.id, a) for s, a in plan_actions(plan))["pip-tooling"]
+    assert step.params.seed_ensurepip == ["pip"] and [r.name for r in step.params.requirements] == ["setuptools"]
+    assert acts[0].argv[2:4] == [SEED_ENSUREPIP, "pip"] and "setuptools==69.5.1" in acts[-1].argv
+    assert effects(plan)["pip-tooling"].dists == {"pip": None, "setuptools": "69.5.1"}
     cpu = load_recipe("cpu-reference")  # locks pip: pip-tooling installs it, no seed
     tgt = load_target("local")
     plan = resolve(cpu, tgt, profile_facts(tgt), None, PlanOptions(host="local", uv=UV)).plan
-    tooling = next(s for s in plan.steps if s.id == "pip-tooling")
-    assert tooling.params.seed_ensurepip == [] and "seed_ensurepip" not in tooling.params.model_dump()
+    step = next(s for s in plan.steps if s.id == "pip-tooling")
+    assert step.params.seed_ensurepip == [] and "seed_ensurepip" not in step.params.model_dump()
 
 
 def test_plan_is_pure_and_stable() -> None:

@@ -4,6 +4,7 @@ refused with the file and line, never a traceback."""
 
 from __future__ import annotations
 
+import copy
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -32,6 +33,7 @@ def test_a_document_is_composed_once_and_each_caller_gets_its_own_copy(monkeypat
     monkeypatch.setattr(yamlsrc, "_READ", {})
     recipe = next((ROOT / "envbuild" / "recipes").rglob("*.yaml"))
     first, loc = yamlsrc.load_yaml(recipe)
+    snapshot = copy.deepcopy(first)  # shares nothing with what load_yaml keeps, however it copies
     assert yamlsrc._READ  # kept
 
     def refuse(text, path):
@@ -44,8 +46,9 @@ def test_a_document_is_composed_once_and_each_caller_gets_its_own_copy(monkeypat
     loc.lines.clear()
     third, loc3 = yamlsrc.load_yaml(recipe)
     assert third == second and loc3.lines == loc2.lines and third  # the caller's changes stay the caller's
-    third[next(iter(third))] = "changed"
-    assert yamlsrc.load_yaml(recipe)[0] == second
+    nested = next(v for v in third.values() if isinstance(v, list) and v)  # a copy deep, not shallow
+    nested.append("changed")
+    assert yamlsrc.load_yaml(recipe)[0] == snapshot
 
 
 def test_a_refused_document_is_refused_again_and_kept_nowhere(monkeypatch):
