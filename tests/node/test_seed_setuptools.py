@@ -2,7 +2,8 @@
 wheel its interpreter's ensurepip would have installed, put in by uv, on real interpreters of
 this machine: the one running the tests (a python.org build: ensurepip's ``_bundled`` folder)
 and Debian's /usr/bin/python3.11 where present (its ensurepip reads /usr/share/python-wheels).
-An ensurepip that names no wheel (before Python 3.10) runs itself."""
+An ensurepip that names no wheel (before Python 3.10) runs itself, and a Python without
+ensurepip says what to install: tests/node/test_seed_ensurepip.py, for both seeds."""
 
 from __future__ import annotations
 
@@ -61,33 +62,3 @@ def test_the_venv_gets_the_setuptools_ensurepip_would_install(python, tmp_path):
     res = check_effect(eff, ctx)
     assert not res["ok"] and "setuptools" in res["detail"], res
     assert actions(step, str(prefix))[0].argv[:3] == [str(py), "-c", SEED_SETUPTOOLS]
-
-
-@pytest.mark.skipif(UV is None, reason="no uv on this machine")
-def test_an_ensurepip_that_names_no_wheel_runs_itself(tmp_path):
-    """A stand-in for Python 3.8/3.9's ensurepip (no ``_get_packages``) first on the path: the
-    code runs ``-m ensurepip --upgrade --default-pip``, as ``python -m venv`` would have."""
-    old = tmp_path / "old" / "ensurepip"
-    old.mkdir(parents=True)
-    (old / "__init__.py").write_text("_SETUPTOOLS_VERSION = '56.0.0'\n")
-    (old / "__main__.py").write_text(f"import sys\nopen({str(tmp_path / 'ran')!r}, 'w').write(' '.join(sys.argv[1:]))\n")
-    prefix = tmp_path / "env"
-    run(sys.executable, "-m", "venv", "--without-pip", prefix)
-    out = run(prefix / "bin" / "python", "-c", SEED_SETUPTOOLS, *install_argv(str(prefix), "uv", UV),
-              env={"PYTHONPATH": str(old.parent), "PATH": "/usr/bin:/bin"})
-    assert "no setuptools wheel from ensurepip (none named); running ensurepip" in out
-    assert (tmp_path / "ran").read_text() == "--upgrade --default-pip"
-
-
-def test_a_python_without_ensurepip_says_what_to_install(tmp_path):
-    """Debian's Python without its python3.X-venv package has no ensurepip: said, not a traceback."""
-    hidden = tmp_path / "hide"
-    hidden.mkdir()
-    (hidden / "ensurepip.py").write_text("raise ImportError('no ensurepip here')\n")
-    prefix = tmp_path / "env"
-    run(sys.executable, "-m", "venv", "--without-pip", prefix)
-    p = subprocess.run([str(prefix / "bin" / "python"), "-c", SEED_SETUPTOOLS, "true"], capture_output=True,
-                       text=True, env={"PYTHONPATH": str(hidden), "PATH": "/usr/bin:/bin"})
-    major, minor = sys.version_info[:2]
-    assert p.returncode == 1 and f"apt-get install python{major}.{minor}-venv" in p.stderr, p.stderr
-    assert "Traceback" not in p.stderr
