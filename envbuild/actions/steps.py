@@ -208,40 +208,19 @@ def requirement_line(r: P.Requirement, with_hashes: bool) -> str:
 
 # Up to Python 3.11 `python -m venv` runs ensurepip, which installs pip and setuptools from the
 # wheels the interpreter carries (2-3 CPU-s: pip installs itself and compiles every file). Where
-# uv installs the locked pip next, the venv is made --without-pip and this puts in ensurepip's
-# setuptools wheel alone, with uv (the argv after the code; a repair's --reinstall with it): the
-# version and the bytes ensurepip would install, found as ensurepip finds them (its bundled
-# folder, or the folder a distribution's build names, WHEEL_PKG_DIR: Debian's
-# /usr/share/python-wheels). The planner asks for it from Python 3.10, whose ensurepip says
-# where the wheel is; where it names none, or a file that is not there, ensurepip runs itself,
-# as the venv would have (a repair then reinstalls nothing of the same version). A Python
-# without ensurepip (Debian's without its python3.X-venv package) stops with that said.
-SEED_SETUPTOOLS = ("import os, subprocess, sys\n"
-                   "try:\n"
-                   "    import ensurepip\n"
-                   "except ImportError:\n"
-                   "    sys.exit('envbuild: this Python has no ensurepip, which a venv needs '\n"
-                   "             '(Debian and Ubuntu: apt-get install python%d.%d-venv)' % sys.version_info[:2])\n"
-                   "get = getattr(ensurepip, '_get_packages', None)\n"
-                   "pkg = get().get('setuptools') if get else None\n"
-                   "wheel = pkg and (pkg.wheel_path or os.path.join(os.path.dirname(ensurepip.__file__), "
-                   "'_bundled', pkg.wheel_name))\n"
-                   "if wheel and os.path.isfile(wheel):\n"
-                   "    sys.exit(subprocess.call(sys.argv[1:] + ['--no-deps', '--no-index', wheel]))\n"
-                   "print('envbuild: no setuptools wheel from ensurepip (%s); running ensurepip' % (wheel or 'none named'),\n"
-                   "      flush=True)\n"
-                   "sys.exit(subprocess.call([sys.executable, '-m', 'ensurepip', '--upgrade', '--default-pip']))\n")
-
-
-# A venv whose recipe locks no pip still gets the pip `python -m venv` gives it: where uv fills
-# a plain venv it is made --without-pip and this installs, with uv, the wheels the interpreter's
-# ensurepip would (pip, and setuptools up to Python 3.11) whose projects the first argument
-# names (comma-separated; pip-tooling installs a locked setuptools itself), found as
-# SEED_SETUPTOOLS finds its one: the same versions and bytes, not compiled to bytecode at
-# install (Python writes that at the first import, as for everything uv installs), ~0.2 CPU-s
-# where ensurepip takes 2-3. The argv after the names is the install command (a repair's
-# --reinstall with it). Where ensurepip names no wheel, or one that is not there, ensurepip
-# runs itself, as the venv would have (a repair then reinstalls nothing of the same version).
+# uv fills a venv it is made --without-pip, and this installs with uv those of ensurepip's
+# wheels whose projects the first argument names (comma-separated): ensurepip's pip and
+# setuptools where the recipe locks no pip (PipToolingParams.seed_ensurepip; pip-tooling installs
+# a locked setuptools itself), or its setuptools alone where uv installs the locked pip next and
+# a build without isolation needs setuptools (seed_setuptools). The same versions and bytes,
+# found as ensurepip finds them (its bundled folder, or the folder a distribution's build names,
+# WHEEL_PKG_DIR: Debian's /usr/share/python-wheels), not compiled to bytecode at install (Python
+# writes that at the first import, as for everything uv installs): ~0.2 CPU-s. The argv after
+# the names is the install command (a repair's --reinstall with it). The planner asks for it
+# from Python 3.10, whose ensurepip says where its wheels are; where it names none, or a file
+# that is not there, ensurepip runs itself, as the venv would have (a repair then reinstalls
+# nothing of the same version). A Python without ensurepip (Debian's without its python3.X-venv
+# package) stops with that said.
 SEED_ENSUREPIP = ("import os, subprocess, sys\n"
                   "try:\n"
                   "    import ensurepip\n"
@@ -262,17 +241,15 @@ SEED_ENSUREPIP = ("import os, subprocess, sys\n"
 
 def _pip_tooling(step, p: P.PipToolingParams, prefix: str) -> list[Action]:
     """The locked tooling, hash-checked; without a lock entry, the bare specifiers. First, where
-    the plan says so, ensurepip's wheels (``SEED_ENSUREPIP``) or its setuptools wheel alone
-    (``SEED_SETUPTOOLS``)."""
+    the plan says so, ensurepip's wheels (``SEED_ENSUREPIP``): pip and setuptools, or setuptools
+    alone."""
     links = [f"--find-links={d}" for d in p.find_links] + (["--no-index"] if p.no_index else [])
     install = install_argv(prefix, p.installer, p.uv)
     log = log_path(prefix, step.id)
     out: list[Action] = []
-    if p.seed_ensurepip:
-        out.append(Run(argv=[python_of(prefix), "-c", SEED_ENSUREPIP, ",".join(p.seed_ensurepip), *install],
-                       repair_args=repair_args(p.installer), log=log, env_from=env_from(p.installer)))
-    if p.seed_setuptools:
-        out.append(Run(argv=[python_of(prefix), "-c", SEED_SETUPTOOLS, *install],
+    seeded = list(p.seed_ensurepip) + (["setuptools"] if p.seed_setuptools else [])
+    if seeded:
+        out.append(Run(argv=[python_of(prefix), "-c", SEED_ENSUREPIP, ",".join(seeded), *install],
                        repair_args=repair_args(p.installer), log=log, env_from=env_from(p.installer)))
     if not p.requirements:  # ensurepip's wheels alone: the recipe locks no tooling
         return out

@@ -110,7 +110,7 @@ class PipToolingParams(_P):
     installer: Installer = "pip"  # uv: ``uv pip install`` with the binary at ``uv``
     uv: str | None = None
     # True (uv only): the venv was made --without-pip where ensurepip would have brought
-    # setuptools; the interpreter's own ensurepip wheel of it is installed first (SEED_SETUPTOOLS)
+    # setuptools; the interpreter's own ensurepip wheel of it is installed first (SEED_ENSUREPIP)
     seed_setuptools: bool = False
     # (uv only) the venv was made --without-pip where the recipe locks no pip: what `python -m
     # venv` would have installed (ensurepip's wheels: pip, and setuptools up to Python 3.11),

@@ -3,7 +3,7 @@ pip, gets from uv what its interpreter's ensurepip would have installed: the sam
 at the same versions as ``python -m venv`` gives, pip working, on real interpreters of this
 machine (python.org builds 3.10 to 3.12, where the planner asks for it: ensurepip's ``_bundled`` folder; Debian's
 /usr/bin/python3.11: /usr/share/python-wheels). An ensurepip that names no wheel runs itself;
-a Python without ensurepip says what to install (both for SEED_SETUPTOOLS too)."""
+a Python without ensurepip says what to install (for setuptools alone too, a plan's seed_setuptools)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from envbuild.actions.effects import effect_data
-from envbuild.actions.steps import SEED_ENSUREPIP, SEED_SETUPTOOLS, actions, install_argv
+from envbuild.actions.steps import SEED_ENSUREPIP, actions, install_argv
 from envbuild.node.effects import EffectContext, check_effect
 from envbuild.plan import params as P
 from envbuild.plan.model import Plan, Step
@@ -86,9 +86,8 @@ def test_only_the_named_wheels_go_in(tmp_path):
     assert sorted(installed(py)) == ["pip"]
 
 
-# each seed's code and the arguments before its install command
-SEEDS = {"ensurepip": (SEED_ENSUREPIP, ["pip,setuptools"], "no wheels from ensurepip (none named)"),
-         "setuptools": (SEED_SETUPTOOLS, [], "no setuptools wheel from ensurepip (none named)")}
+# the projects each kind of seed names (seed_ensurepip; seed_setuptools)
+SEEDS = {"ensurepip": "pip,setuptools", "setuptools": "setuptools"}
 
 
 @pytest.mark.skipif(UV is None, reason="no uv on this machine")
@@ -96,29 +95,29 @@ SEEDS = {"ensurepip": (SEED_ENSUREPIP, ["pip,setuptools"], "no wheels from ensur
 def test_an_ensurepip_that_names_no_wheel_runs_itself(seed, tmp_path):
     """A stand-in for Python 3.8/3.9's ensurepip (no ``_get_packages``) first on the path: the
     code runs ``-m ensurepip --upgrade --default-pip``, as ``python -m venv`` would have."""
-    code, args, said = SEEDS[seed]
+    names = SEEDS[seed]
     old = tmp_path / "old" / "ensurepip"
     old.mkdir(parents=True)
     (old / "__init__.py").write_text("_SETUPTOOLS_VERSION = '56.0.0'\n")
     (old / "__main__.py").write_text(f"import sys\nopen({str(tmp_path / 'ran')!r}, 'w').write(' '.join(sys.argv[1:]))\n")
     prefix = tmp_path / "env"
     run(sys.executable, "-m", "venv", "--without-pip", prefix)
-    out = run(prefix / "bin" / "python", "-c", code, *args, *install_argv(str(prefix), "uv", UV),
+    out = run(prefix / "bin" / "python", "-c", SEED_ENSUREPIP, names, *install_argv(str(prefix), "uv", UV),
               env={"PYTHONPATH": str(old.parent), "PATH": "/usr/bin:/bin"})
-    assert f"{said}; running ensurepip" in out
+    assert "no wheels from ensurepip (none named); running ensurepip" in out
     assert (tmp_path / "ran").read_text() == "--upgrade --default-pip"
 
 
 @pytest.mark.parametrize("seed", sorted(SEEDS))
 def test_a_python_without_ensurepip_says_what_to_install(seed, tmp_path):
     """Debian's Python without its python3.X-venv package has no ensurepip: said, not a traceback."""
-    code, args, _ = SEEDS[seed]
+    names = SEEDS[seed]
     hidden = tmp_path / "hide"
     hidden.mkdir()
     (hidden / "ensurepip.py").write_text("raise ImportError('no ensurepip here')\n")
     prefix = tmp_path / "env"
     run(sys.executable, "-m", "venv", "--without-pip", prefix)
-    p = subprocess.run([str(prefix / "bin" / "python"), "-c", code, *args, "true"], capture_output=True,
+    p = subprocess.run([str(prefix / "bin" / "python"), "-c", SEED_ENSUREPIP, names, "true"], capture_output=True,
                        text=True, env={"PYTHONPATH": str(hidden), "PATH": "/usr/bin:/bin"})
     major, minor = sys.version_info[:2]
     assert p.returncode == 1 and f"apt-get install python{major}.{minor}-venv" in p.stderr, p.stderr

@@ -1,4 +1,5 @@
-"""``SEED_SETUPTOOLS`` (envbuild.actions.steps): a venv made --without-pip gets the setuptools
+"""``SEED_ENSUREPIP`` naming setuptools (envbuild.actions.steps; a plan's ``seed_setuptools``): a
+venv made --without-pip gets the setuptools
 wheel its interpreter's ensurepip would have installed, put in by uv, on real interpreters of
 this machine: the one running the tests (a python.org build: ensurepip's ``_bundled`` folder)
 and Debian's /usr/bin/python3.11 where present (its ensurepip reads /usr/share/python-wheels).
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from envbuild.actions.effects import effect_data
-from envbuild.actions.steps import SEED_SETUPTOOLS, actions, install_argv
+from envbuild.actions.steps import SEED_ENSUREPIP, actions, install_argv
 from envbuild.node.effects import EffectContext, check_effect
 from envbuild.plan import params as P
 from envbuild.plan.model import Plan, Step
@@ -45,7 +46,7 @@ def test_the_venv_gets_the_setuptools_ensurepip_would_install(python, tmp_path):
     py = prefix / "bin" / "python"
     version, wheel = json.loads(run(py, "-c", ENSUREPIP))
     assert run(py, "-c", "import importlib.util as u; print(u.find_spec('setuptools'))").strip() == "None"
-    out = run(py, "-c", SEED_SETUPTOOLS, *install_argv(str(prefix), "uv", UV))
+    out = run(py, "-c", SEED_ENSUREPIP, "setuptools", *install_argv(str(prefix), "uv", UV))
     assert "running ensurepip" not in out
     installed, installer, where = json.loads(run(py, "-c", SHOW))
     assert (installed, installer) == (version, "uv") and where.startswith(str(prefix))
@@ -61,4 +62,4 @@ def test_the_venv_gets_the_setuptools_ensurepip_would_install(python, tmp_path):
     run(UV, "pip", "uninstall", "--python", py, "setuptools")
     res = check_effect(eff, ctx)
     assert not res["ok"] and "setuptools" in res["detail"], res
-    assert actions(step, str(prefix))[0].argv[:3] == [str(py), "-c", SEED_SETUPTOOLS]
+    assert actions(step, str(prefix))[0].argv[:4] == [str(py), "-c", SEED_ENSUREPIP, "setuptools"]
