@@ -60,12 +60,16 @@ def test_the_build_maps_the_folders_the_locator_names():
 def test_package_data_names_every_shipped_file_of_the_mapped_folders():
     """Each file of playbooks/ and lockfiles/ that provisioning reads is matched by the
     package-data patterns of its mapped package (setuptools globs them recursively); the
-    module_utils links count as files (the wheel holds their targets' bytes)."""
-    data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    module_utils links count as files (the wheel holds their targets' bytes); what
+    exclude-package-data leaves out (bytecode: Ansible imports the action plugins) is not shipped."""
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    data, excluded = setuptools["package-data"], setuptools["exclude-package-data"]["*"]
+    assert excluded == ["*.pyc", "__pycache__/*"]
     for package, folder in setup_mapping().items():
         root = ROOT / folder
         matched = {Path(p) for pattern in data[package]
-                   for p in glob.glob(str(root / pattern), recursive=True) if Path(p).is_file()}
+                   for p in glob.glob(str(root / pattern), recursive=True)
+                   if Path(p).is_file() and not p.endswith(".pyc") and "__pycache__" not in Path(p).parts}
         wanted = {p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts
                   and not p.name.startswith(".")}
         assert wanted and wanted == matched, sorted(str(p) for p in wanted ^ matched)

@@ -37,7 +37,7 @@ MODULE_UTILS = (PLAYBOOKS / "ansible_collections" / "envbuild" / "node" / "plugi
 # imports outside the standard library, file by file, and why
 NOT_STDLIB = {"rattler_create.py": {"rattler": "py-rattler creates the conda prefix; the file says so when it "
                                                "cannot import it (envbuild's 'conda' extra)"}}
-THROUGH_BOOT_ONLY = {"probe.py"}  # run only as ``python -m`` would (boot.py): it may import siblings
+THROUGH_BOOT_ONLY = {"probe.py", "task.py"}  # run only as ``python -m`` would (boot.py): they may import siblings
 
 # Run by the floor's interpreter with -I -S (no site-packages, no user paths): which of the
 # names are its standard library, then each file of the package (copied as envbuild_node/ into

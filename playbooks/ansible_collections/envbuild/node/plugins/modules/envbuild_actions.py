@@ -136,45 +136,17 @@ stderr:
 
 from ansible.module_utils.basic import AnsibleModule
 # envbuild's node package (envbuild/node/, linked as module_utils/envbuild_node/): a module
-# imports module_utils by the collection's full name, the name Ansible gives them
-from ansible_collections.envbuild.node.plugins.module_utils.envbuild_node import actions as node_actions
-from ansible_collections.envbuild.node.plugins.module_utils.envbuild_node import state as node_steps
+# imports module_utils by the collection's full name, the name Ansible gives them. The action
+# plugin of this name (plugins/action/envbuild_actions.py) runs the same task without AnsiballZ.
+from ansible_collections.envbuild.node.plugins.module_utils.envbuild_node import task as node_task
 
 
 def main():
-    module = AnsibleModule(argument_spec=dict(
-        actions=dict(type="list", elements="dict", required=True),
-        node_path=dict(type="str", default=None),
-        repair=dict(type="bool", default=False),
-        record=dict(type="dict", default=None, options=dict(
-            prefix=dict(type="str", required=True),
-            id=dict(type="str", required=True),
-            digest=dict(type="str", required=True),
-            effect=dict(type="raw", default=None),
-        )),
-    ), supports_check_mode=True)
-    acts = module.params["actions"]
-    if module.check_mode:
-        would = [a.get("op") for a in acts]
-        module.exit_json(changed=any(a.get("changes", True) or a.get("op") != "run" for a in acts),
-                         would_run=would)
-    try:
-        res = node_actions.run_actions(acts, node_path=module.params["node_path"] or None,
-                                       repair=module.params["repair"])
-    except node_actions.ActionFailed as exc:
-        module.fail_json(msg=exc.msg, cmd=exc.cmd, rc=exc.rc, stdout=exc.stdout, stderr=exc.stderr)
-    out = {}
-    rec = module.params["record"]
-    if rec:
-        try:
-            out["effect"] = node_steps.record_step(rec["prefix"], rec["id"], rec["digest"], rec.get("effect") or None)
-        except node_actions.ActionFailed as exc:
-            module.fail_json(msg=exc.msg, stdout="\n".join(res["log"]))
-        except Exception as exc:  # the state folder unwritable, a malformed effect: said, with the log
-            module.fail_json(msg="recording step %s failed: %s: %s" % (rec["id"], type(exc).__name__, exc),
-                             stdout="\n".join(res["log"]))
-        out["recorded"] = rec["id"]
-    module.exit_json(changed=res["changed"], stdout="\n".join(res["log"]), **out)
+    module = AnsibleModule(argument_spec=node_task.SPECS["envbuild_actions"], supports_check_mode=True)
+    res = node_task.run_task("envbuild_actions", module.params, module.check_mode)
+    if res.pop("failed", False):
+        module.fail_json(**res)
+    module.exit_json(**res)
 
 
 if __name__ == "__main__":

@@ -146,41 +146,18 @@ effect:
 
 from ansible.module_utils.basic import AnsibleModule
 # envbuild's node package (envbuild/node/, linked as module_utils/envbuild_node/): a module
-# imports module_utils by the collection's full name, the name Ansible gives them
-from ansible_collections.envbuild.node.plugins.module_utils.envbuild_node import actions as node_actions
-from ansible_collections.envbuild.node.plugins.module_utils.envbuild_node import state as node_steps
+# imports module_utils by the collection's full name, the name Ansible gives them. The action
+# plugin of this name (plugins/action/envbuild_state.py) runs the same task without AnsiballZ.
+from ansible_collections.envbuild.node.plugins.module_utils.envbuild_node import task as node_task
 
 
 def main():
-    module = AnsibleModule(argument_spec=dict(
-        prefix=dict(type="str", required=True),
-        steps=dict(type="list", elements="str", default=[]),
-        digests=dict(type="list", elements="str", default=[]),
-        effects=dict(type="list", elements="raw", default=[]),
-        from_step=dict(type="str", default=None),
-        record=dict(type="str", default=None),
-        digest=dict(type="str", default=None),
-        effect=dict(type="raw", default=None),
-    ), supports_check_mode=True)
-    p = module.params
-    if p["record"]:
-        if module.check_mode:  # check mode changes nothing on the node, markers included
-            module.exit_json(changed=False, recorded=None)
-        before = node_steps.read_marker(node_steps.state_dir_of(p["prefix"]), p["record"])
-        try:
-            detail = node_steps.record_step(p["prefix"], p["record"], p["digest"], p["effect"] or None)
-        except node_actions.ActionFailed as exc:
-            module.fail_json(msg=exc.msg)
-        module.exit_json(changed=before != p["digest"], recorded=p["record"], effect=detail)
-    effects = list(p["effects"] or [])
-    steps = [{"id": sid, "digest": digest, "effect": effects[i] if i < len(effects) else None}
-             for i, (sid, digest) in enumerate(zip(p["steps"], p["digests"]))]
-    if p["from_step"] and p["from_step"] not in p["steps"]:
-        module.fail_json(msg="--from-step %s: no such step (steps: %s)" % (p["from_step"], ", ".join(p["steps"])))
-    cleared = [] if module.check_mode else node_steps.fresh_tmp(p["prefix"], keep=__file__)
-    res = node_steps.node_state(p["prefix"], steps, from_step=p["from_step"] or None,
-                               refresh=not module.check_mode)
-    module.exit_json(changed=False, tmp_cleared=cleared, **res)
+    module = AnsibleModule(argument_spec=node_task.SPECS["envbuild_state"], supports_check_mode=True)
+    # keep: this module's own payload, in the prefix's temporary folder when not pipelined
+    res = node_task.run_task("envbuild_state", module.params, module.check_mode, keep=__file__)
+    if res.pop("failed", False):
+        module.fail_json(**res)
+    module.exit_json(**res)
 
 
 if __name__ == "__main__":

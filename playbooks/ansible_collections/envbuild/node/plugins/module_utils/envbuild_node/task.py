@@ -1,0 +1,1 @@
+../../../../../../../envbuild/node/task.py

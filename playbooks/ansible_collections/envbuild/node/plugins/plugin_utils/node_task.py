@@ -1,0 +1,95 @@
+"""The controller's half of the action plugins ``envbuild_actions`` and ``envbuild_state``: run
+the module's task (``module_utils/envbuild_node/task.py``) on the node in one command, not as
+an AnsiballZ payload.
+
+A module run through AnsiballZ compiles Ansible's module_utils (``basic.py`` and what it
+imports) from the payload's zip on every task, ~0.12 s of a node's CPU per task, several
+times a step. The command here carries envbuild's node package instead (``boot.py`` as the
+program, the package's files zlib-compressed as its first argument: the same files the module
+imports), reads the parameters on stdin and prints the result after a line ``task.BEGIN``.
+
+What stays Ansible's: the parameters are validated with the module's own spec (``task.SPECS``)
+by ``validate_argument_spec``; the node's Python is the one Ansible picks for the module
+(``ansible_python_interpreter``, or its discovery: ``_configure_module``), the command gets the
+task's environment and become, through the task's connection. Where the module would not be
+pipelined (pipelining off, async, a connection that cannot) the module runs as it is.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shlex
+import zlib
+from functools import lru_cache
+
+from ansible.plugins.action import ActionBase
+from ansible_collections.envbuild.node.plugins.module_utils.envbuild_node import task as node_task
+
+NODE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils", "envbuild_node")
+# the package's files the two tasks import (task imports actions and state; state, effects;
+# effects, observe and textpatch)
+FILES = ("__init__", "actions", "effects", "observe", "state", "task", "textpatch")
+
+
+def _read(name: str) -> str:
+    with open(os.path.join(NODE, name + ".py"), encoding="utf-8") as fh:
+        return fh.read()
+
+
+@lru_cache(maxsize=1)
+def program() -> str:
+    """``-c <boot.py> PACKAGE task``: what follows the interpreter in the command."""
+    package = base64.b64encode(zlib.compress(json.dumps([[n, _read(n)] for n in FILES]).encode(), 9)).decode()
+    return " ".join(["-c", shlex.quote(_read("boot")), package, "task"])
+
+
+def parse_result(res: dict) -> dict:
+    """The node command's result (``_low_level_execute_command``'s) -> the task's result."""
+    head, sep, body = (res.get("stdout") or "").rpartition("\n%s\n" % node_task.BEGIN)
+    try:
+        data = json.loads(body) if sep else None
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        return {"failed": True, "rc": res.get("rc"),
+                "msg": "envbuild's node task printed no result (exit %s)" % res.get("rc"),
+                "module_stdout": res.get("stdout") or "", "module_stderr": res.get("stderr") or ""}
+    for key in ("stdout", "stderr"):
+        if key in data and "%s_lines" % key not in data:
+            data["%s_lines" % key] = (data[key] or "").splitlines()
+    return data
+
+
+class NodeTaskAction(ActionBase):
+    """Run ``MODULE``'s task on the node through the task's connection (see the module docstring)."""
+
+    MODULE = ""
+    _supports_check_mode = True
+
+    def run(self, tmp=None, task_vars=None):
+        task_vars = task_vars or {}
+        result = super().run(tmp, task_vars)
+        del tmp
+        _, params = self.validate_argument_spec(argument_spec=node_task.SPECS[self.MODULE])
+        fqcn = "envbuild.node." + self.MODULE
+        if self._task.async_val or not self._is_pipelining_enabled("new"):
+            result.update(self._execute_module(module_name=fqcn, task_vars=task_vars))
+            return result
+        shebang = self._shebang(fqcn, task_vars)
+        # the environment and the interpreter as this Ansible writes them for a pipelined module,
+        # then the program's words (each quoted already)
+        cmd = "%s %s" % (self._connection._shell.build_module_command(self._compute_environment_string(), shebang, "")
+                         .strip(), program())
+        request = json.dumps({"module": self.MODULE, "params": params, "check_mode": bool(self._task.check_mode)}).encode()
+        result.update(parse_result(self._low_level_execute_command(cmd, sudoable=True, in_data=request)))
+        if self._discovered_interpreter_key:  # as _execute_module hands a discovery back
+            result.setdefault("ansible_facts", {})[self._discovered_interpreter_key] = self._discovered_interpreter
+        return result
+
+    def _shebang(self, fqcn: str, task_vars: dict) -> str:
+        """The interpreter line Ansible gives the module on this node (its discovery included)."""
+        built = self._configure_module(module_name=fqcn, module_args=dict(self._task.args), task_vars=task_vars)
+        if len(built) == 2:  # ansible-core 2.19+: (_BuiltModule, path)
+            return built[0].shebang
+        return built[1]  # 2.16-2.18: (style, shebang, data, path)
