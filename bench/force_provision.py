@@ -8,7 +8,8 @@ provisions pay over and over).
 Each checkout given (default: this one) provisions its own prefix once cold, then ``--repeat``
 times with ``--force --no-smoke``, the checkouts taking turns so that load on the machine falls
 on all of them alike (an A/B: ``git worktree add /tmp/base REV``, then ``--checkout /tmp/base
---checkout .``). Per run: the wall time, run.json's ``phase_s.ansible``, the sum of the module runs (from
+--checkout .``). Per run: the wall time, the CPU time of the provision and every process it waited for
+(``RUSAGE_CHILDREN``), run.json's ``phase_s.ansible``, the sum of the module runs (from
 ansible-runner's job events: the ``duration`` of every task that does not only announce, include
 or skip: the steps' work, the state check, the markers) and what is left: Ansible's own time. A row per checkout (its
 commit, the mean and each run) is appended to the output; nothing is asserted.
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -35,9 +37,10 @@ def provision(checkout: Path, home: Path, prefix: Path, wheelhouse: str, force: 
     argv = [sys.executable, "-m", "envbuild", "provision", "--target", "local", "--prefix", str(prefix),
             "--wheelhouse", wheelhouse, "--no-smoke", "--json"] + (["--force"] if force else [])
     env = {**os.environ, "ENVBUILD_HOME": str(home), "PYTHONPATH": str(checkout)}
-    started = time.monotonic()
+    started, before = time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN)
     p = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=str(home))
-    wall = time.monotonic() - started
+    wall, after = time.monotonic() - started, resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     lines = p.stdout.splitlines()
     if not lines or '"type": "result"' not in lines[-1]:
         raise SystemExit(f"{checkout}: provision printed no result (rc {p.returncode}): {p.stderr[-800:]}")
@@ -50,7 +53,8 @@ def provision(checkout: Path, home: Path, prefix: Path, wheelhouse: str, force: 
         task = str(data.get("task") or "").split(" : ", 1)[-1]
         if ev.get("event") in ("runner_on_ok", "runner_on_failed") and not task.startswith(BOOKKEEPING):
             work += float(data.get("duration") or 0)
-    return {"rc": p.returncode, "wall_s": round(wall, 2), "ansible_s": ansible, "tasks_s": round(work, 2),
+    return {"rc": p.returncode, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "ansible_s": ansible,
+            "tasks_s": round(work, 2),
             "overhead_s": round(ansible - work, 2) if ansible is not None else None}
 
 
@@ -84,10 +88,10 @@ def main() -> int:
     rows = json.loads(args.out.read_text()).get("runs", []) if args.out.is_file() else []
     date = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     for c, rs in runs.items():
-        mean = {k: round(sum(r[k] for r in rs) / len(rs), 2) for k in ("wall_s", "ansible_s", "tasks_s", "overhead_s")}
+        mean = {k: round(sum(r[k] for r in rs) / len(rs), 2) for k in ("wall_s", "cpu_s", "ansible_s", "tasks_s", "overhead_s")}
         rows.append({"date": date, "commit": commit_of(c), "checkout": str(c), "cores": os.cpu_count(),
                      "mean": mean, "runs": rs})
-        print(f"{commit_of(c)[:10]} {c}: wall {mean['wall_s']} s, ansible {mean['ansible_s']} s "
+        print(f"{commit_of(c)[:10]} {c}: wall {mean['wall_s']} s, CPU {mean['cpu_s']} s, ansible {mean['ansible_s']} s "
               f"(steps' tasks {mean['tasks_s']} s, Ansible's own {mean['overhead_s']} s), {len(rs)} runs")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"about": __doc__.split("\n")[0], "runs": rows}, indent=1) + "\n")

@@ -11,6 +11,8 @@ controller. Its modules import each other relatively, so the package works under
 * ``__main__``: the node tool, ``actions`` run from an action file (run.sh, images: below);
 * ``observe``: what is really installed in an environment;
 * ``probe``: the state probe (``state`` and ``observe`` in one process);
+* ``task``: the work of Ansible's ``envbuild_actions`` and ``envbuild_state`` modules, as functions
+  of their parameters (the modules call them; their action plugins run them through ``boot``);
 * ``prefixhold``: the lock of a prefix, held on the node for as long as a run lasts;
 * ``boot``: loads this package from the command line (see below);
 * ``fetch_data``, ``verify_image``, ``rattler_create``, ``ib_addresses``: tools run as
@@ -20,7 +22,9 @@ How the package reaches a node, always as these same files:
 
 * Ansible: ``module_utils/envbuild_node/`` of the collection ``envbuild.node`` holds a link to
   each file here (the wheel, ``ansible-galaxy collection build`` and a bundle carry the files
-  themselves); AnsiballZ packs the modules the collection's modules import.
+  themselves); AnsiballZ packs the modules the collection's modules import. The action plugins
+  of ``envbuild_actions`` and ``envbuild_state`` send the files ``task`` imports in one command
+  instead (``boot.py`` the program, the parameters on stdin: ``task``'s docstring).
 * one command over SSH (the state probe, observe): ``boot.py`` is the program, the package
   its first argument (``envbuild.actions.nodestate.node_command``); nothing is written first.
 * the node tool: run.sh, a Dockerfile and an Apptainer definition carry the files ``actions``

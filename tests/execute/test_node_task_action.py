@@ -1,0 +1,145 @@
+"""The action plugins of ``envbuild_actions`` and ``envbuild_state`` (the collection's
+plugins/action/, plugins/plugin_utils/node_task.py) against the modules themselves, through real
+ansible-runner runs on this machine (local connection).
+
+With pipelining on (envbuild's setting) the plugin runs the module's task on the node in one
+command (no AnsiballZ payload: the result carries no ``invocation``, which AnsibleModule adds);
+with pipelining off the module runs as before. The same play gives the same results both ways:
+what changed, the log, the recorded step, the steps pending, a failed command's message, exit
+status and output, check mode's ``would_run``, parameters refused by the module's spec. The
+node's Python is Ansible's pick: its discovery runs and is handed back as a fact; an interpreter
+that prints no result fails the task with what it printed.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from envbuild.shipped import PLAYBOOKS
+
+pytestmark = pytest.mark.integration
+
+PLAY = """\
+---
+- name: Both tasks
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Write and run
+      envbuild.node.envbuild_actions:
+        actions:
+          - {op: mkdir, path: "%(dir)s/made"}
+          - {op: write, path: "%(dir)s/made/hello.txt", content: "hello\\n", perm: "0640"}
+          - {op: run, argv: [sh, -c, "echo ran in $PWD"], cwd: "%(dir)s/made"}
+        record: {prefix: "%(dir)s/env", id: first, digest: abc123, effect: null}
+    - name: Pending
+      envbuild.node.envbuild_state:
+        prefix: "%(dir)s/env"
+        steps: [first, second]
+        digests: [abc123, def456]
+    - name: Fails
+      envbuild.node.envbuild_actions:
+        actions:
+          - {op: run, argv: [sh, -c, "echo out; echo err >&2; exit 7"]}
+      ignore_errors: true
+    - name: Refused
+      envbuild.node.envbuild_state:
+        prefix: "%(dir)s/env"
+        no_such_option: 1
+      ignore_errors: true
+"""
+
+
+def run_play(tmp_path: Path, name: str, *, pipelining: bool, check: bool = False,
+             interpreter: str | None = sys.executable, play: str = PLAY) -> dict[str, dict]:
+    """Run ``play`` on localhost; {task name: its result} (the last event of each task)."""
+    import ansible_runner
+
+    work = tmp_path / name
+    (work / "project").mkdir(parents=True)
+    (work / "project" / "site.yml").write_text(play % {"dir": work / "node"})
+    (work / "node").mkdir()
+    (work / "runner").mkdir()
+    results: dict[str, dict] = {}
+
+    def seen(ev):
+        data = ev.get("event_data") or {}
+        if ev.get("event") in ("runner_on_ok", "runner_on_failed"):
+            results[data["task"]] = dict(data.get("res") or {}, _event=ev["event"])
+        return True
+
+    envvars = {"ANSIBLE_COLLECTIONS_PATH": str(PLAYBOOKS), "ANSIBLE_HOME": str(work / "ansible-home"),
+               "ANSIBLE_PIPELINING": str(pipelining), "ANSIBLE_LOCAL_TEMP": str(work / "ansible-tmp"),
+               # discovery looks on PATH: this venv's and the system's Pythons, no version manager's shims
+               "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"}
+    host = "localhost ansible_connection=local"
+    if interpreter:
+        host += f" ansible_python_interpreter={interpreter}"
+    r = ansible_runner.run(private_data_dir=str(work / "runner"), playbook=str(work / "project" / "site.yml"),
+                           inventory=host, quiet=True, envvars=envvars, event_handler=seen,
+                           cmdline="--check" if check else None)
+    results["_status"] = {"status": r.status, "stdout": r.stdout.read()[-3000:]}
+    return results
+
+
+def comparable(res: dict, work: Path) -> dict:
+    """A result less what differs by run folder or by path: its own folder named ``WORK``."""
+    drop = {"invocation", "_event", "stdout_lines", "stderr_lines", "ansible_facts"}
+    text = {k: v for k, v in res.items() if k not in drop}
+    return {k: v.replace(str(work), "WORK") if isinstance(v, str) else v for k, v in text.items()}
+
+
+def test_the_plugin_runs_the_modules_task_and_gives_the_modules_results(tmp_path):
+    plugin = run_play(tmp_path, "plugin", pipelining=True)
+    module = run_play(tmp_path, "module", pipelining=False)
+    assert plugin["_status"]["status"] == module["_status"]["status"] == "successful", plugin["_status"]
+    for task in ("Write and run", "Pending", "Fails"):
+        assert "invocation" not in plugin[task], task  # no AnsiballZ: the plugin's command ran it
+        assert "invocation" in module[task], task  # AnsibleModule's own run
+        assert comparable(plugin[task], tmp_path / "plugin") == comparable(module[task], tmp_path / "module"), task
+    wrote = plugin["Write and run"]
+    assert wrote["changed"] is True and wrote["recorded"] == "first" and "ran in " in wrote["stdout"]
+    assert (tmp_path / "plugin/node/made/hello.txt").read_text() == "hello\n"
+    assert oct((tmp_path / "plugin/node/made/hello.txt").stat().st_mode & 0o777) == "0o640"
+    assert plugin["Pending"]["pending"] == ["second"] and plugin["Pending"]["changed"] is False
+    failed = plugin["Fails"]
+    assert failed["_event"] == "runner_on_failed" and failed["rc"] == 7
+    assert "err" in failed["stderr"] and "out" in failed["stdout"] and failed["cmd"][0] == "sh"
+    refused = plugin["Refused"]
+    assert refused["_event"] == "runner_on_failed" and "no_such_option" in refused["msg"]
+    assert "no_such_option" in module["Refused"]["msg"]
+
+
+def test_check_mode_runs_nothing_either_way(tmp_path):
+    plugin = run_play(tmp_path, "plugin", pipelining=True, check=True)
+    module = run_play(tmp_path, "module", pipelining=False, check=True)
+    for res, name in ((plugin, "plugin"), (module, "module")):
+        assert res["Write and run"]["would_run"] == ["mkdir", "write", "run"], name
+        assert not (tmp_path / name / "node" / "made").exists() and not (tmp_path / name / "node" / "env").exists()
+    assert comparable(plugin["Write and run"], tmp_path / "plugin") == comparable(module["Write and run"], tmp_path / "module")
+
+
+def test_the_interpreter_is_ansibles_discovery_handed_back_as_a_fact(tmp_path):
+    """No ansible_python_interpreter: Ansible discovers one for the module; the plugin's
+    command runs under it and hands the discovery back, as a module's run does."""
+    res = run_play(tmp_path, "discover", pipelining=True, interpreter=None)
+    assert res["_status"]["status"] == "successful", res["_status"]
+    first = res["Write and run"]
+    assert "invocation" not in first and first["changed"] is True
+    discovered = first["ansible_facts"]["discovered_interpreter_python"]
+    assert Path(discovered).name.startswith("python") and Path(discovered).is_file()
+
+
+def test_an_interpreter_that_prints_no_result_fails_the_task_with_its_output(tmp_path):
+    fake = tmp_path / "fakepy"
+    fake.write_text("#!/bin/sh\necho not python\necho broken >&2\nexit 3\n")
+    fake.chmod(0o755)
+    res = run_play(tmp_path, "fake", pipelining=True, interpreter=str(fake))
+    first = res["Write and run"]
+    assert first["_event"] == "runner_on_failed"
+    assert first["msg"] == "envbuild's node task printed no result (exit 3)"
+    assert "not python" in first["module_stdout"] and "broken" in first["module_stderr"]
+    assert not (tmp_path / "fake" / "node" / "made").exists()
