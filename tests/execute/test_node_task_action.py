@@ -8,17 +8,25 @@ with pipelining off the module runs as before. The same play gives the same resu
 what changed, the log, the recorded step, the steps pending, a failed command's message, exit
 status and output, check mode's ``would_run``, parameters refused by the module's spec. The
 node's Python is Ansible's pick: its discovery runs and is handed back as a fact; an interpreter
-that prints no result fails the task with what it printed.
+that prints no result fails the task with what it printed. The command carries every file the
+task imports, stays within what one argument of ``sh -c`` may hold, and runs under the node
+package's floor Python.
 """
 
 from __future__ import annotations
 
+import ast
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from support.nodefloor import FLOOR, floor_python
 
-from envbuild.shipped import PLAYBOOKS
+from envbuild.actions.nodestate import ARG_LIMIT
+from envbuild.shipped import NODE, PLAYBOOKS
+
+PLUGIN_UTILS = PLAYBOOKS / "ansible_collections/envbuild/node/plugins/plugin_utils/node_task.py"
 
 pytestmark = pytest.mark.integration
 
@@ -143,3 +151,38 @@ def test_an_interpreter_that_prints_no_result_fails_the_task_with_its_output(tmp
     assert first["msg"] == "envbuild's node task printed no result (exit 3)"
     assert "not python" in first["module_stdout"] and "broken" in first["module_stderr"]
     assert not (tmp_path / "fake" / "node" / "made").exists()
+
+
+def _relative_imports(name: str) -> set[str]:
+    tree = ast.parse((NODE / f"{name}.py").read_text())
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            out |= {node.module.split(".")[0]} if node.module else {a.name for a in node.names}
+    return out
+
+
+def test_the_command_carries_every_file_the_task_imports_and_fits_in_one_argument():
+    files = next(ast.literal_eval(n.value) for n in ast.walk(ast.parse(PLUGIN_UTILS.read_text()))
+                 if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", None) == "FILES")
+    want, todo = {"__init__"}, ["task"]
+    while todo:
+        name = todo.pop()
+        if name not in want:
+            want.add(name)
+            todo += sorted(_relative_imports(name))
+    assert set(files) == want
+    size = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); from ansible_collections."
+                           "envbuild.node.plugins.plugin_utils.node_task import program; print(len(program()))",
+                           str(PLAYBOOKS)], capture_output=True, text=True, check=True).stdout
+    assert int(size) < ARG_LIMIT  # the command is one argument of sh -c: Linux refuses one over 128 KiB
+
+
+def test_the_command_runs_under_the_node_packages_floor(tmp_path):
+    python = floor_python()
+    if python is None:
+        pytest.skip(f"no Python {FLOOR} (the node package's floor) on this machine: pyenv install {FLOOR}")
+    res = run_play(tmp_path, "floor", pipelining=True, interpreter=python)
+    assert res["_status"]["status"] == "successful", res["_status"]
+    assert "invocation" not in res["Write and run"] and res["Write and run"]["recorded"] == "first"
+    assert res["Pending"]["pending"] == ["second"]

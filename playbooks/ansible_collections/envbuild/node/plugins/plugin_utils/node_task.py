@@ -89,7 +89,8 @@ class NodeTaskAction(ActionBase):
 
     def _shebang(self, fqcn: str, task_vars: dict) -> str:
         """The interpreter line Ansible gives the module on this node (its discovery included)."""
-        built = self._configure_module(module_name=fqcn, module_args=dict(self._task.args), task_vars=task_vars)
+        # no parameters: only the interpreter line is wanted, not a payload carrying them
+        built = self._configure_module(module_name=fqcn, module_args={}, task_vars=task_vars)
         if len(built) == 2:  # ansible-core 2.19+: (_BuiltModule, path)
             return built[0].shebang
         return built[1]  # 2.16-2.18: (style, shebang, data, path)
