@@ -124,6 +124,9 @@ def ansible_env(private_dir: Path, *, insecure: bool) -> dict[str, str]:
         "ANSIBLE_TIMEOUT": "15",
         "ANSIBLE_NOCOLOR": "1",
         "ANSIBLE_PYTHON_INTERPRETER": "auto_silent",
+        # the inventories envbuild passes are YAML files (hosts.yml, credentials.yml): only the
+        # YAML plugin is loaded, not Ansible's six (host_list, script, auto, yaml, ini, toml)
+        "ANSIBLE_INVENTORY_ENABLED": "yaml",
     }
 
 

@@ -179,8 +179,8 @@ def converged(ssh_nodes, module_tmp):
     prefix = str(base / "env")
     dest = f"{prefix}/src/x"
     steps = [
-        Step(id="environment", title="venv", params=P.EnvironmentParams(
-            backend="venv", prefix=prefix, python="3.11", interpreter=sys.executable)),
+        Step(id="environment", title="venv", params=P.EnvironmentParams(  # no step installs with pip
+            backend="venv", prefix=prefix, python="3.11", interpreter=sys.executable, with_pip=False)),
         Step(id="git:x", title="x", params=P.GitSourceParams(
             name="x", url="https://example.invalid/x", fetch_url=str(repo), ref="main", sha=sha, dest=dest)),
         Step(id="patch:x-value", title="p", params=P.PatchParams(
@@ -346,7 +346,7 @@ tmp = Path(sys.argv[1])
 prefix = str(tmp / "env")
 plan = Plan(recipe="t", target="local", host="local", prefix=prefix, backend="venv", steps=[
     Step(id="environment", title="venv", params=P.EnvironmentParams(
-        backend="venv", prefix=prefix, python="3.11", interpreter=sys.executable)),
+        backend="venv", prefix=prefix, python="3.11", interpreter=sys.executable, with_pip=False)),
     Step(id="env-file", title="env", params=P.EnvFileParams(path=prefix + "/.envbuild/env.sh", vars={"A": "1"}))])
 rc, host, _ = run_local_plan(tmp, plan)
 print(json.dumps({"rc": rc, "playbooks": str(ex.PLAYBOOKS), "done": host.changed + host.ok,

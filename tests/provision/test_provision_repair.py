@@ -331,8 +331,8 @@ def tree(module_tmp):
     prefix = str(root / "env")
     dest = f"{prefix}/src/x"
     steps = [
-        Step(id="environment", title="venv", params=P.EnvironmentParams(
-            backend="venv", prefix=prefix, python="3.11", interpreter=sys.executable)),
+        Step(id="environment", title="venv", params=P.EnvironmentParams(  # no step installs with pip
+            backend="venv", prefix=prefix, python="3.11", interpreter=sys.executable, with_pip=False)),
         Step(id="git:x", title="x", params=P.GitSourceParams(
             name="x", url="https://example.invalid/x", fetch_url=str(repo), ref="main", sha=sha, dest=dest)),
         Step(id="patch:x-value", title="p", params=P.PatchParams(

@@ -47,8 +47,8 @@ def program() -> str:
 def parse_result(res: dict) -> dict:
     """The node command's result (``_low_level_execute_command``'s) -> the task's result."""
     head, sep, body = (res.get("stdout") or "").rpartition("\n%s\n" % node_task.BEGIN)
-    try:
-        data = json.loads(body) if sep else None
+    try:  # the result is one line (what a child left running prints after it is not)
+        data = json.loads(body.partition("\n")[0]) if sep else None
     except ValueError:
         data = None
     if not isinstance(data, dict):
