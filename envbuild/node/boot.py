@@ -12,14 +12,21 @@ have in Ansible's module_utils too; they import each other relatively), and MODU
 observe script (``observe``) reach a node so. An interpreter older than the package's
 ``PYTHON_FLOOR`` is refused with a message (exit 1) before any other module is compiled: this
 file and ``__init__.py`` keep to what any Python 3 parses.
+
+``python -c`` puts the working folder first on ``sys.path``: it is taken off before anything
+is imported (as Ansible's AnsiballZ wrapper does), so a ``json.py`` or ``copy.py`` in the node
+user's home does not stand in for the standard library's.
 """
-import base64
-import importlib.abc
-import importlib.util
-import json
-import runpy
 import sys
-import zlib
+
+sys.path[:] = [p for p in sys.path if p not in ("", ".")]
+
+import base64  # noqa: E402 - after the working folder left sys.path
+import importlib.abc  # noqa: E402
+import importlib.util  # noqa: E402
+import json  # noqa: E402
+import runpy  # noqa: E402
+import zlib  # noqa: E402
 
 PACKAGE = "envbuild_node"
 

@@ -12,14 +12,15 @@ request on stdin. It skips what AnsiballZ costs each task on the node (Ansible's
 does the same work with the same functions.
 
 A result is a dict as the module returns it: ``failed`` and ``msg`` when it failed. The package's
-floor: no syntax newer than the oldest Python a node may have.
+floor: no syntax newer than the oldest Python a node may have. The tasks import their siblings
+when they run: the action plugins import this file on the controller, in every task's worker
+(Ansible's collection loader compiles it each time), for ``SPECS`` and ``BEGIN`` only.
 """
 import json
+import locale
+import os
 import sys
 import traceback
-
-from . import actions as node_actions
-from . import state as node_steps
 
 BEGIN = "::envbuild-task::"
 
@@ -52,6 +53,9 @@ SPECS = {
 
 def actions_task(p, check_mode, keep=None):
     """``envbuild_actions``: run a batch of actions, then record its step when asked."""
+    from . import actions as node_actions
+    from . import state as node_steps
+
     acts = p["actions"]
     if check_mode:
         return {"changed": any(a.get("changes", True) or a.get("op") != "run" for a in acts),
@@ -78,6 +82,9 @@ def actions_task(p, check_mode, keep=None):
 def state_task(p, check_mode, keep=None):
     """``envbuild_state``: which steps must run (the prefix's temporary folder emptied first), or
     record one step done. ``keep``: the running module's own payload, kept in that folder."""
+    from . import actions as node_actions
+    from . import state as node_steps
+
     if p["record"]:
         if check_mode:  # check mode changes nothing on the node, markers included
             return {"changed": False, "recorded": None}
@@ -105,13 +112,40 @@ def run_task(module, params, check_mode, keep=None):
     return TASKS[module](params, check_mode, keep=keep)
 
 
+def _settle():
+    """What AnsibleModule and its wrapper settle before a module's work: a working folder this
+    user may read (else home, else /), and a locale the programs it runs can use (else C.UTF-8,
+    else C, in LANG, LC_ALL and LC_MESSAGES)."""
+    try:
+        os.getcwd()
+    except OSError:
+        for folder in (os.path.expanduser("~"), "/"):
+            try:
+                os.chdir(folder)
+                break
+            except OSError:
+                continue
+    try:
+        locale.setlocale(locale.LC_ALL, "")
+    except locale.Error:
+        for name in ("C.UTF-8", "C"):
+            try:
+                locale.setlocale(locale.LC_ALL, name)
+            except locale.Error:
+                continue
+            for var in ("LANG", "LC_ALL", "LC_MESSAGES"):
+                os.environ[var] = name
+            break
+
+
 def main():
+    _settle()
     try:
         req = json.loads(sys.stdin.read())
         res = run_task(req["module"], req["params"], bool(req.get("check_mode")))
     except Exception as exc:  # said as the module would fail: the message and the traceback
         res = {"failed": True, "msg": "%s: %s" % (type(exc).__name__, exc), "exception": traceback.format_exc()}
-    sys.stdout.write("\n%s\n%s\n" % (BEGIN, json.dumps(res)))
+    sys.stdout.write("\n%s\n%s\n" % (BEGIN, json.dumps(res, default=str)))
     sys.stdout.flush()
     return 1 if res.get("failed") else 0
 

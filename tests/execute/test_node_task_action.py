@@ -3,10 +3,12 @@ plugins/action/, plugins/plugin_utils/node_task.py) against the modules themselv
 ansible-runner runs on this machine (local connection).
 
 With pipelining on (envbuild's setting) the plugin runs the module's task on the node in one
-command (no AnsiballZ payload: the result carries no ``invocation``, which AnsibleModule adds);
-with pipelining off the module runs as before. The same play gives the same results both ways:
+command (no AnsiballZ payload: the result carries no ``invocation``, which AnsibleModule adds).
+The same play gives the same results both ways:
 what changed, the log, the recorded step, the steps pending, a failed command's message, exit
 status and output, check mode's ``would_run``, parameters refused by the module's spec. The
+baseline is a copy of the collection without the plugins (Ansible's ``normal`` action and
+AnsibleModule); with pipelining off the plugin runs the module itself, with the same results. The
 node's Python is Ansible's pick: its discovery runs and is handed back as a fact; an interpreter
 that prints no result fails the task with what it printed. The command carries every file the
 task imports, stays within what one argument of ``sh -c`` may hold, and runs under the node
@@ -16,6 +18,7 @@ package's floor Python.
 from __future__ import annotations
 
 import ast
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -61,13 +64,26 @@ PLAY = """\
 """
 
 
-def run_play(tmp_path: Path, name: str, *, pipelining: bool, check: bool = False,
-             interpreter: str | None = sys.executable, play: str = PLAY) -> dict[str, dict]:
+@pytest.fixture(scope="module")
+def modules_only(tmp_path_factory) -> Path:
+    """A copy of the collection without its action plugins: Ansible's ``normal`` action runs the
+    modules themselves (AnsibleModule in an AnsiballZ payload), the baseline."""
+    root = tmp_path_factory.mktemp("modules-only")
+    shutil.copytree(PLAYBOOKS / "ansible_collections", root / "ansible_collections",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.rmtree(root / "ansible_collections/envbuild/node/plugins/action")
+    return root
+
+
+def run_play(tmp_path: Path, name: str, *, pipelining: bool = True, check: bool = False,
+             interpreter: str | None = sys.executable, play: str = PLAY,
+             collections: Path = PLAYBOOKS, vault_password_file: Path | None = None,
+             cwd: Path | None = None) -> dict[str, dict]:
     """Run ``play`` on localhost; {task name: its result} (the last event of each task)."""
     import ansible_runner
 
     work = tmp_path / name
-    (work / "project").mkdir(parents=True)
+    (work / "project").mkdir(parents=True, exist_ok=True)
     (work / "project" / "site.yml").write_text(play % {"dir": work / "node"})
     (work / "node").mkdir()
     (work / "runner").mkdir()
@@ -79,16 +95,18 @@ def run_play(tmp_path: Path, name: str, *, pipelining: bool, check: bool = False
             results[data["task"]] = dict(data.get("res") or {}, _event=ev["event"])
         return True
 
-    envvars = {"ANSIBLE_COLLECTIONS_PATH": str(PLAYBOOKS), "ANSIBLE_HOME": str(work / "ansible-home"),
+    envvars = {"ANSIBLE_COLLECTIONS_PATH": str(collections), "ANSIBLE_HOME": str(work / "ansible-home"),
                "ANSIBLE_PIPELINING": str(pipelining), "ANSIBLE_LOCAL_TEMP": str(work / "ansible-tmp"),
                # discovery looks on PATH: this venv's and the system's Pythons, no version manager's shims
                "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"}
     host = "localhost ansible_connection=local"
     if interpreter:
         host += f" ansible_python_interpreter={interpreter}"
+    cmdline = " ".join((["--check"] if check else [])
+                       + ([f"--vault-password-file {vault_password_file}"] if vault_password_file else []))
     r = ansible_runner.run(private_data_dir=str(work / "runner"), playbook=str(work / "project" / "site.yml"),
                            inventory=host, quiet=True, envvars=envvars, event_handler=seen,
-                           cmdline="--check" if check else None)
+                           cmdline=cmdline or None, project_dir=str(cwd) if cwd else None)
     results["_status"] = {"status": r.status, "stdout": r.stdout.read()[-3000:]}
     return results
 
@@ -100,14 +118,18 @@ def comparable(res: dict, work: Path) -> dict:
     return {k: v.replace(str(work), "WORK") if isinstance(v, str) else v for k, v in text.items()}
 
 
-def test_the_plugin_runs_the_modules_task_and_gives_the_modules_results(tmp_path):
-    plugin = run_play(tmp_path, "plugin", pipelining=True)
-    module = run_play(tmp_path, "module", pipelining=False)
-    assert plugin["_status"]["status"] == module["_status"]["status"] == "successful", plugin["_status"]
+def test_the_plugin_runs_the_modules_task_and_gives_the_modules_results(tmp_path, modules_only):
+    plugin = run_play(tmp_path, "plugin")
+    module = run_play(tmp_path, "module", collections=modules_only)
+    fallback = run_play(tmp_path, "fallback", pipelining=False)  # the plugin runs the module itself
+    for res in (plugin, module, fallback):
+        assert res["_status"]["status"] == "successful", res["_status"]
     for task in ("Write and run", "Pending", "Fails"):
         assert "invocation" not in plugin[task], task  # no AnsiballZ: the plugin's command ran it
-        assert "invocation" in module[task], task  # AnsibleModule's own run
-        assert comparable(plugin[task], tmp_path / "plugin") == comparable(module[task], tmp_path / "module"), task
+        assert "invocation" in module[task] and "invocation" in fallback[task], task  # AnsibleModule's own runs
+        want = comparable(module[task], tmp_path / "module")
+        assert comparable(plugin[task], tmp_path / "plugin") == want, task
+        assert comparable(fallback[task], tmp_path / "fallback") == want, task
     wrote = plugin["Write and run"]
     assert wrote["changed"] is True and wrote["recorded"] == "first" and "ran in " in wrote["stdout"]
     assert (tmp_path / "plugin/node/made/hello.txt").read_text() == "hello\n"
@@ -116,14 +138,13 @@ def test_the_plugin_runs_the_modules_task_and_gives_the_modules_results(tmp_path
     failed = plugin["Fails"]
     assert failed["_event"] == "runner_on_failed" and failed["rc"] == 7
     assert "err" in failed["stderr"] and "out" in failed["stdout"] and failed["cmd"][0] == "sh"
-    refused = plugin["Refused"]
-    assert refused["_event"] == "runner_on_failed" and "no_such_option" in refused["msg"]
-    assert "no_such_option" in module["Refused"]["msg"]
+    for res in (plugin, module):  # the module's spec refuses it, on the controller or in AnsibleModule
+        assert res["Refused"]["_event"] == "runner_on_failed" and "no_such_option" in res["Refused"]["msg"]
 
 
-def test_check_mode_runs_nothing_either_way(tmp_path):
-    plugin = run_play(tmp_path, "plugin", pipelining=True, check=True)
-    module = run_play(tmp_path, "module", pipelining=False, check=True)
+def test_check_mode_runs_nothing_either_way(tmp_path, modules_only):
+    plugin = run_play(tmp_path, "plugin", check=True)
+    module = run_play(tmp_path, "module", check=True, collections=modules_only)
     for res, name in ((plugin, "plugin"), (module, "module")):
         assert res["Write and run"]["would_run"] == ["mkdir", "write", "run"], name
         assert not (tmp_path / name / "node" / "made").exists() and not (tmp_path / name / "node" / "env").exists()
@@ -133,7 +154,7 @@ def test_check_mode_runs_nothing_either_way(tmp_path):
 def test_the_interpreter_is_ansibles_discovery_handed_back_as_a_fact(tmp_path):
     """No ansible_python_interpreter: Ansible discovers one for the module; the plugin's
     command runs under it and hands the discovery back, as a module's run does."""
-    res = run_play(tmp_path, "discover", pipelining=True, interpreter=None)
+    res = run_play(tmp_path, "discover", interpreter=None)
     assert res["_status"]["status"] == "successful", res["_status"]
     first = res["Write and run"]
     assert "invocation" not in first and first["changed"] is True
@@ -145,10 +166,10 @@ def test_an_interpreter_that_prints_no_result_fails_the_task_with_its_output(tmp
     fake = tmp_path / "fakepy"
     fake.write_text("#!/bin/sh\necho not python\necho broken >&2\nexit 3\n")
     fake.chmod(0o755)
-    res = run_play(tmp_path, "fake", pipelining=True, interpreter=str(fake))
+    res = run_play(tmp_path, "fake", interpreter=str(fake))
     first = res["Write and run"]
     assert first["_event"] == "runner_on_failed"
-    assert first["msg"] == "envbuild's node task printed no result (exit 3)"
+    assert first["msg"] == "envbuild's node task printed no result (exit 3): broken"
     assert "not python" in first["module_stdout"] and "broken" in first["module_stderr"]
     assert not (tmp_path / "fake" / "node" / "made").exists()
 
@@ -182,7 +203,56 @@ def test_the_command_runs_under_the_node_packages_floor(tmp_path):
     python = floor_python()
     if python is None:
         pytest.skip(f"no Python {FLOOR} (the node package's floor) on this machine: pyenv install {FLOOR}")
-    res = run_play(tmp_path, "floor", pipelining=True, interpreter=python)
+    res = run_play(tmp_path, "floor", interpreter=python)
     assert res["_status"]["status"] == "successful", res["_status"]
     assert "invocation" not in res["Write and run"] and res["Write and run"]["recorded"] == "first"
     assert res["Pending"]["pending"] == ["second"]
+
+
+ASYNC_AND_VAULT = """\
+---
+- name: Async and vault
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: In the background
+      envbuild.node.envbuild_actions:
+        actions:
+          - {op: write, path: "%(dir)s/async.txt", content: "later\\n", perm: "0644"}
+      async: 60
+      poll: 2
+    - name: A vaulted value
+      envbuild.node.envbuild_actions:
+        actions:
+          - op: write
+            path: "%(dir)s/vaulted.txt"
+            perm: "0600"
+            content: %(vaulted)s
+"""
+
+
+def test_async_runs_the_module_and_a_vaulted_value_arrives_as_its_text(tmp_path):
+    """async: the plugin hands the task to the module as Ansible's ``normal`` action would; a
+    vaulted parameter reaches the node decrypted, as Ansible encodes a module's parameters."""
+    pw = tmp_path / "vault-pw"
+    pw.write_text("not-a-secret\n")
+    enc = subprocess.run([str(Path(sys.executable).parent / "ansible-vault"), "encrypt_string",
+                          "--vault-password-file", str(pw), "vaulted text"],
+                         capture_output=True, text=True, check=True).stdout
+    vaulted = enc.strip().replace("\n", "\n              ")
+    play = ASYNC_AND_VAULT.replace("%(vaulted)s", vaulted)
+    res = run_play(tmp_path, "av", play=play, vault_password_file=pw)
+    assert res["_status"]["status"] == "successful", res["_status"]
+    assert (tmp_path / "av/node/async.txt").read_text() == "later\n"
+    assert "invocation" not in res["A vaulted value"]
+    assert (tmp_path / "av/node/vaulted.txt").read_text() == "vaulted text"
+
+
+def test_a_module_named_like_the_standard_librarys_in_the_working_folder_is_not_imported(tmp_path):
+    """``python -c`` puts the working folder first on sys.path; boot.py takes it off first."""
+    work = tmp_path / "shadow" / "project"
+    work.mkdir(parents=True)
+    (work / "json.py").write_text("raise SystemExit('the working folder json.py was imported')\n")
+    res = run_play(tmp_path, "shadow", cwd=work)
+    assert res["_status"]["status"] == "successful", res["_status"]
+    assert "invocation" not in res["Write and run"] and res["Write and run"]["changed"] is True

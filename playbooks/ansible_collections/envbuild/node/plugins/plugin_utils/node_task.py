@@ -11,8 +11,9 @@ imports), reads the parameters on stdin and prints the result after a line ``tas
 What stays Ansible's: the parameters are validated with the module's own spec (``task.SPECS``)
 by ``validate_argument_spec``; the node's Python is the one Ansible picks for the module
 (``ansible_python_interpreter``, or its discovery: ``_configure_module``), the command gets the
-task's environment and become, through the task's connection. Where the module would not be
-pipelined (pipelining off, async, a connection that cannot) the module runs as it is.
+task's environment and become, through the task's connection; the parameters are JSON as
+Ansible encodes a module's. Where the module would not be pipelined (pipelining off, async, a
+connection that cannot) the module runs as Ansible's ``normal`` action runs it.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ import zlib
 from functools import lru_cache
 
 from ansible.plugins.action import ActionBase
+from ansible.utils.vars import merge_hash
 from ansible_collections.envbuild.node.plugins.module_utils.envbuild_node import task as node_task
 
 NODE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils", "envbuild_node")
@@ -44,6 +46,16 @@ def program() -> str:
     return " ".join(["-c", shlex.quote(_read("boot")), package, "task"])
 
 
+def _encoder() -> tuple[type[json.JSONEncoder], dict]:
+    """The JSON encoder Ansible writes a module's parameters with (vaulted values as their text)."""
+    try:  # ansible-core 2.19+
+        from ansible.module_utils.common.json import Direction, get_module_encoder
+    except ImportError:  # 2.16-2.18
+        from ansible.module_utils.common.json import AnsibleJSONEncoder
+        return AnsibleJSONEncoder, {"vault_to_text": True, "preprocess_unsafe": True}
+    return get_module_encoder("legacy", Direction.CONTROLLER_TO_MODULE), {}
+
+
 def parse_result(res: dict) -> dict:
     """The node command's result (``_low_level_execute_command``'s) -> the task's result."""
     head, sep, body = (res.get("stdout") or "").rpartition("\n%s\n" % node_task.BEGIN)
@@ -52,8 +64,10 @@ def parse_result(res: dict) -> dict:
     except ValueError:
         data = None
     if not isinstance(data, dict):
+        said = (res.get("stderr") or "").strip().splitlines()  # e.g. boot.py refusing an old Python
         return {"failed": True, "rc": res.get("rc"),
-                "msg": "envbuild's node task printed no result (exit %s)" % res.get("rc"),
+                "msg": "envbuild's node task printed no result (exit %s)%s" % (
+                    res.get("rc"), ": " + said[-1][:300] if said else ""),
                 "module_stdout": res.get("stdout") or "", "module_stderr": res.get("stderr") or ""}
     for key in ("stdout", "stderr"):
         if key in data and "%s_lines" % key not in data:
@@ -66,6 +80,7 @@ class NodeTaskAction(ActionBase):
 
     MODULE = ""
     _supports_check_mode = True
+    _supports_async = True  # by the module itself (``_module``)
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
@@ -74,17 +89,26 @@ class NodeTaskAction(ActionBase):
         _, params = self.validate_argument_spec(argument_spec=node_task.SPECS[self.MODULE])
         fqcn = "envbuild.node." + self.MODULE
         if self._task.async_val or not self._is_pipelining_enabled("new"):
-            result.update(self._execute_module(module_name=fqcn, task_vars=task_vars))
-            return result
+            return self._module(fqcn, result, task_vars)
         shebang = self._shebang(fqcn, task_vars)
         # the environment and the interpreter as this Ansible writes them for a pipelined module,
         # then the program's words (each quoted already)
         cmd = "%s %s" % (self._connection._shell.build_module_command(self._compute_environment_string(), shebang, "")
                          .strip(), program())
-        request = json.dumps({"module": self.MODULE, "params": params, "check_mode": bool(self._task.check_mode)}).encode()
+        encoder, options = _encoder()
+        request = json.dumps({"module": self.MODULE, "params": params, "check_mode": bool(self._task.check_mode)},
+                             cls=encoder, **options).encode()
         result.update(parse_result(self._low_level_execute_command(cmd, sudoable=True, in_data=request)))
         if self._discovered_interpreter_key:  # as _execute_module hands a discovery back
             result.setdefault("ansible_facts", {})[self._discovered_interpreter_key] = self._discovered_interpreter
+        return result
+
+    def _module(self, fqcn: str, result: dict, task_vars: dict) -> dict:
+        """The module itself, as Ansible's ``normal`` action runs it (async included)."""
+        wrap_async = self._task.async_val and not self._connection.has_native_async
+        result = merge_hash(result, self._execute_module(module_name=fqcn, task_vars=task_vars, wrap_async=wrap_async))
+        if not wrap_async:
+            self._remove_tmp_path(self._connection._shell.tmpdir)
         return result
 
     def _shebang(self, fqcn: str, task_vars: dict) -> str:
