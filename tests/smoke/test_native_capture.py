@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -116,6 +117,12 @@ def test_polaris_background_training_is_awaited_and_parsed(tmp_path) -> None:
                                stderr=subprocess.STDOUT, env={**os.environ, "TRAIN_RC": "3"}, timeout=60)
     text = (tmp_path / "plain.out").read_text()
     assert plain.returncode == 0 and parse("megatron-deepspeed", text).get("samples_per_second") is None
+    # the plain run's background job names its log in logfiles after the script returned: wait
+    # for that line, or on a loaded machine it lands after the next run's and reads as the newest
+    deadline = time.monotonic() + 30
+    while not ((tree / "logfiles").is_file() and (tree / "logfiles").read_text().endswith("\n")):
+        assert time.monotonic() < deadline, "the plain run's background job named no log in 30 s"
+        time.sleep(0.05)
     run = native_run(_bench("polaris-megatron-deepspeed"), gpus=4, sources={"megatron-deepspeed": str(tree)},
                      cwd="/unused", output=load_recipe("polaris-megatron-deepspeed").output_of(None))
     proc = _run(run)
