@@ -24,9 +24,15 @@ import shlex
 import zlib
 from functools import lru_cache
 
+from ansible.executor.interpreter_discovery import InterpreterDiscoveryRequiredError, discover_interpreter
 from ansible.plugins.action import ActionBase
 from ansible.utils.vars import merge_hash
 from ansible_collections.envbuild.node.plugins.module_utils.envbuild_node import task as node_task
+
+try:  # ansible-core 2.16 to 2.19: the interpreter line of a module, discovery raised for, not run
+    from ansible.executor.module_common import _get_shebang
+except ImportError:  # an Ansible without it: the line is asked of _configure_module (a payload built)
+    _get_shebang = None
 
 NODE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils", "envbuild_node")
 # the package's files the two tasks import (task imports actions and state; state, effects;
@@ -112,9 +118,34 @@ class NodeTaskAction(ActionBase):
         return result
 
     def _shebang(self, fqcn: str, task_vars: dict) -> str:
-        """The interpreter line Ansible gives the module on this node (its discovery included)."""
-        # no parameters: only the interpreter line is wanted, not a payload carrying them
-        built = self._configure_module(module_name=fqcn, module_args={}, task_vars=task_vars)
-        if len(built) == 2:  # ansible-core 2.19+: (_BuiltModule, path)
-            return built[0].shebang
-        return built[1]  # 2.16-2.18: (style, shebang, data, path)
+        """The interpreter line Ansible gives the module on this node (its discovery included).
+
+        ``_get_shebang`` is what ``modify_module`` asks for a Python module's line
+        (``/usr/bin/python``, the modules' own), and interpreter discovery is run and handed on
+        as ``_configure_module`` runs it. ``_configure_module`` itself builds the module's
+        AnsiballZ payload first (Ansible's module_utils compiled to find what it imports): ~0.15
+        CPU-s of the controller per module and playbook, for one line."""
+        if _get_shebang is None:
+            built = self._configure_module(module_name=fqcn, module_args={}, task_vars=task_vars)
+            return built[0].shebang if len(built) == 2 else built[1]  # 2.19+ | 2.16-2.18
+        use_vars = task_vars["ansible_delegated_vars"][self._task.delegate_to] if self._task.delegate_to else task_vars
+        remote_is_local = bool(getattr(self._connection, "_remote_is_local", False))
+        for _ in (1, 2):
+            try:
+                return _get_shebang("/usr/bin/python", use_vars, self._templar, remote_is_local=remote_is_local)[0]
+            except InterpreterDiscoveryRequiredError as idre:
+                self._discover(idre, task_vars, use_vars)
+        raise AssertionError("interpreter discovery asked for twice")  # pragma: no cover - Ansible stores it
+
+    def _discover(self, idre, task_vars: dict, use_vars: dict) -> None:
+        """Discover the interpreter and keep it as ``_configure_module`` does (a fact handed back)."""
+        self._discovered_interpreter = discover_interpreter(
+            action=self, interpreter_name=idre.interpreter_name, discovery_mode=idre.discovery_mode, task_vars=use_vars)
+        key = "discovered_interpreter_%s" % idre.interpreter_name
+        use_vars.setdefault("ansible_facts", {})[key] = self._discovered_interpreter
+        if not self._task.delegate_to or self._task.delegate_facts:
+            task_vars.setdefault("ansible_facts", {})[key] = self._discovered_interpreter
+            self._discovered_interpreter_key = key
+        else:
+            task_vars["ansible_delegated_vars"][self._task.delegate_to].setdefault("ansible_facts", {})[key] = \
+                self._discovered_interpreter
