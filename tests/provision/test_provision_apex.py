@@ -184,6 +184,7 @@ def setup_check(tree: Path, cuda_home: Path, torch_cuda: str) -> subprocess.Comp
 @pytest.mark.slow
 def test_minor_mismatch_is_patched_through_the_playbook(mirror, tmp_path):
     from envbuild.facts.gather import gather_local
+    from envbuild.facts.uvbin import controller_uv
     from envbuild.lock.make import make_lock
     from envbuild.plan.build import PlanOptions, build_plan
     from envbuild.plan.resolve import fetch_urls
@@ -206,8 +207,10 @@ def test_minor_mismatch_is_patched_through_the_playbook(mirror, tmp_path):
     facts = gather_local().model_copy(update={"nvcc": "12.4"})
     lock = make_lock(cpu_recipe, target, git_mirror=mirror["dir"], wheelhouse=WHEELS)
     prefix = tmp_path / "env"
+    # the controller's uv installs the packages (as provision's default does): pip took ~19 CPU-s
+    # for torch here and the installer is not this test's subject
     opts = PlanOptions(prefix=str(prefix), git_mirror=str(mirror["dir"]), wheelhouse=str(WHEELS), smoke=False,
-                       fetch_urls=fetch_urls(gpu_recipe, str(mirror["dir"])))
+                       fetch_urls=fetch_urls(gpu_recipe, str(mirror["dir"])), uv=controller_uv()[1])
     plan = build_plan(gpu_recipe, target, facts, lock, opts)
     assert {d.subject: d.outcome for d in plan.decisions}["patch:apex-cuda-check"] == "patched"
     asked = [*plan.patches(), *plan.apex_builds()]

@@ -72,8 +72,9 @@ def uv_plan(tmp_path: Path, uv: UvBinary, house: Path, reqs: list[P.Requirement]
     prefix = str(tmp_path / "env")
     tool = f"{prefix}/.envbuild/tools/uv"
     steps = [
+        # made --without-pip unless pip builds a package here (ensurepip: ~2.5 CPU-s a venv)
         Step(id="environment", title="venv", params=P.EnvironmentParams(
-            backend="venv", prefix=prefix, python="3.11", interpreter=sys.executable)),
+            backend="venv", prefix=prefix, python="3.11", interpreter=sys.executable, with_pip=bool(no_isolation))),
         Step(id="uv", title="uv", params=P.UvToolParams(dest=tool, version=uv.version, sha256=uv.sha256)),
         Step(id="pip:packages", title="p", params=P.PipInstallParams(
             requirements=reqs, find_links=[str(house)], no_index=True, installer="uv", uv=tool,
