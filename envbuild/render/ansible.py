@@ -9,6 +9,10 @@ whose meta/argument_specs.yml documents its inputs) reads ``provision_prefix``,
   module call (run, write, mkdir, git, patch);
 - ``{type: copy, src, dest, mode}``: one of envbuild's files from the controller (the node
   batch before it makes its folder);
+- ``{type: text, src, dest, mode}``: one of envbuild's text files (``TEXT_ASSETS``: the smoke
+  scripts, the node package's tools), read on the controller and written on the node by one
+  ``envbuild_actions`` run (``tasks/batch_text.yml``), where Ansible's copy runs two modules
+  (its remote stat, then copy) through AnsiballZ: ~0.5 CPU-s a file;
 - ``{type: stage, archive, dest}``: a staged folder (a bundle's ``node/``, a fleet's wheels)
   as the one tar its params name (``BundleParams.archive``), copied and unpacked into ``dest``
   (one transfer, not one per file; the step's effect checks every file's sha256 on the node);
@@ -54,6 +58,8 @@ from envbuild.plan.params import BuildParams
 from envbuild.redact import secret_key
 
 NODE_OPS = ("run", "write", "mkdir", "git", "patch")
+# the asset groups whose files are UTF-8 text (envbuild's Python): a ``text`` batch, not a copy
+TEXT_ASSETS = ("smoke", "node")
 
 
 @dataclass(frozen=True)
@@ -91,7 +97,8 @@ def batches(step: Step, prefix: str) -> list[dict]:
                 out.append({"type": "node", "actions": [data]})
         elif op == "copy":
             _folder_first(out, posixpath.dirname(data["dest"]), made)
-            out.append({"type": "copy", "src": asset_source(data["asset"]), "dest": data["dest"],
+            kind = "text" if data["asset"].partition("/")[0] in TEXT_ASSETS else "copy"
+            out.append({"type": kind, "src": asset_source(data["asset"]), "dest": data["dest"],
                         "mode": data["perm"]})
         elif op == "stage" and getattr(step.params, "archive", ""):  # one archive, unpacked on the node
             _folder_first(out, data["dest"], made)

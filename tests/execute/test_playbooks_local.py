@@ -147,3 +147,34 @@ def test_a_step_whose_effect_does_not_hold_is_not_recorded(tmp_path):
     state = Path(prefix, ".envbuild/state")
     assert (state / "environment.done").exists() and not (state / "env-file.done").exists()
     assert not (state / "import-check.done").exists()
+
+
+def test_a_text_batch_writes_the_files_bytes_never_templated(tmp_path):
+    """A ``text`` batch (envbuild's own text files: smoke scripts, node tools) is read on the
+    controller and written on the node by envbuild_actions: the same bytes, the batch's mode,
+    and a template in the text stays text (the lookup's result is not templated again)."""
+    prefix = str(tmp_path / "env")
+    marker = tmp_path / "pwned"
+    source = tmp_path / "script.py"
+    source.write_bytes(f"# {{{{ lookup('pipe', 'touch {marker}') }}}} {{% raw %}}\nprint('ü')\n\n".encode())
+    steps = [env_step(prefix),
+             Step(id="env-file", title="env", params=P.EnvFileParams(path=f"{prefix}/.envbuild/env.sh", vars={"A": "1"}))]
+    plan = Plan(recipe="t", target="local", host="local", prefix=prefix, backend="venv", steps=steps)
+    rd = tmp_path / "run"
+    node = local_node()
+    r = render({"local": plan}, {"local": {**connection_vars(node), "ansible_remote_tmp": str(rd / "remote")}},
+               {"local": node.node_path}, run_dir=str(rd), cache_dir=str(tmp_path / "cache"))
+    hv = r.inventory["all"]["hosts"]["local"]
+    planned = json.loads(hv["provision_plan_json"])
+    [env_file] = [s for s in planned if s["id"] == "env-file"]
+    dest = f"{prefix}/.envbuild/script.py"
+    env_file["batches"] = [{"type": "text", "src": str(source), "dest": dest, "mode": "0640"}, *env_file["batches"]]
+    env_file["form"] = "batches"
+    hv["provision_plan_json"] = json.dumps(planned)
+    job = ex.prepare(rd / "ansible", r, forks=1, insecure=False)
+    sink = EventSink(rd / "events.jsonl")
+    rc = ex.run(job, sink, StepTracker())
+    sink.close()
+    assert rc == 0
+    assert Path(dest).read_bytes() == source.read_bytes() and Path(dest).stat().st_mode & 0o777 == 0o640
+    assert not marker.exists()

@@ -135,7 +135,8 @@ def test_every_batch_type_has_its_task_file():
     from envbuild.execute.ansible import COLLECTION, PLAYBOOKS
     role = PLAYBOOKS / COLLECTION / "roles" / "provision"
     table = yaml.safe_load((role / "vars" / "main.yml").read_text())["provision_batch_tasks"]
-    assert set(table) == {"node", "copy", "stage", "wheel", "tree_restore", "tree_save", "capture", "record"}
+    assert set(table) == {"node", "copy", "text", "stage", "wheel", "tree_restore", "tree_save", "capture",
+                          "record"}
     for kind, name in table.items():
         assert (role / "tasks" / name).is_file(), (kind, name)
     forms = yaml.safe_load((role / "vars" / "main.yml").read_text())["provision_step_tasks"]
