@@ -42,19 +42,30 @@ def env_step(prefix, python="3.11", path=sys.executable):
         backend="venv", prefix=prefix, python=python, interpreter=path or f"python{python}", with_pip=False))
 
 
-def run_plan(tmp_path, steps, prefix):
+def run_plan(tmp_path, steps, prefix, edit=None):
+    """Render the plan of ``steps`` for the local node, let ``edit`` change the planned steps as
+    the playbook reads them (a list of dicts, edited in place), run it: (rc, host, events)."""
     plan = Plan(recipe="t", target="local", host="local", prefix=prefix, backend="venv", steps=steps)
     rd = tmp_path / "run"
     node = local_node()
     conn = {**connection_vars(node), "ansible_remote_tmp": str(rd / "remote")}
     r = render({"local": plan}, {"local": conn}, {"local": node.node_path}, run_dir=str(rd),
                cache_dir=str(tmp_path / "cache"))
+    if edit is not None:
+        hv = r.inventory["all"]["hosts"]["local"]
+        planned = json.loads(hv["provision_plan_json"])
+        edit(planned)
+        hv["provision_plan_json"] = json.dumps(planned)
     job = ex.prepare(rd / "ansible", r, forks=1, insecure=False)
     tracker = StepTracker()
     sink = EventSink(rd / "events.jsonl")
     rc = ex.run(job, sink, tracker)
     sink.close()
     return rc, tracker.hosts["local"], [json.loads(x) for x in (rd / "events.jsonl").read_text().splitlines()]
+
+
+def env_file_step(prefix):
+    return Step(id="env-file", title="env", params=P.EnvFileParams(path=f"{prefix}/.envbuild/env.sh", vars={"A": "1"}))
 
 
 def git_step(repo, sha, dest):
@@ -122,26 +133,15 @@ def test_a_step_whose_effect_does_not_hold_is_not_recorded(tmp_path):
     after the effect is checked in full: an effect that does not hold after the actions ran
     fails that step (by name, with the reason), writes no marker, and runs nothing after it."""
     prefix = str(tmp_path / "env")
-    steps = [env_step(prefix),
-             Step(id="env-file", title="env", params=P.EnvFileParams(path=f"{prefix}/.envbuild/env.sh", vars={"A": "1"})),
+    steps = [env_step(prefix), env_file_step(prefix),
              Step(id="import-check", title="imp", params=P.ImportCheckParams(modules=["json"]))]
-    plan = Plan(recipe="t", target="local", host="local", prefix=prefix, backend="venv", steps=steps)
-    rd = tmp_path / "run"
-    node = local_node()
-    r = render({"local": plan}, {"local": {**connection_vars(node), "ansible_remote_tmp": str(rd / "remote")}},
-               {"local": node.node_path}, run_dir=str(rd), cache_dir=str(tmp_path / "cache"))
-    hv = r.inventory["all"]["hosts"]["local"]
-    planned = json.loads(hv["provision_plan_json"])
-    [env_file] = [s for s in planned if s["id"] == "env-file"]
-    assert env_file["batches"][-1]["record"] is True  # recorded inside its node batch
-    env_file["effect"] = {**env_file["effect"], "sha256": "0" * 64}  # what the actions cannot give
-    hv["provision_plan_json"] = json.dumps(planned)
-    job = ex.prepare(rd / "ansible", r, forks=1, insecure=False)
-    tracker = StepTracker()
-    sink = EventSink(rd / "events.jsonl")
-    rc = ex.run(job, sink, tracker)
-    sink.close()
-    host = tracker.hosts["local"]
+
+    def unreachable_effect(planned):
+        [env_file] = [s for s in planned if s["id"] == "env-file"]
+        assert env_file["batches"][-1]["record"] is True  # recorded inside its node batch
+        env_file["effect"] = {**env_file["effect"], "sha256": "0" * 64}  # what the actions cannot give
+
+    rc, host, _ = run_plan(tmp_path, steps, prefix, edit=unreachable_effect)
     assert rc != 0 and host.failed_step == "env-file", (host.failed_step, host.message)
     assert "ran but its effect does not hold" in host.message
     state = Path(prefix, ".envbuild/state")
@@ -157,24 +157,15 @@ def test_a_text_batch_writes_the_files_bytes_never_templated(tmp_path):
     marker = tmp_path / "pwned"
     source = tmp_path / "script.py"
     source.write_bytes(f"# {{{{ lookup('pipe', 'touch {marker}') }}}} {{% raw %}}\nprint('ü')\n\n".encode())
-    steps = [env_step(prefix),
-             Step(id="env-file", title="env", params=P.EnvFileParams(path=f"{prefix}/.envbuild/env.sh", vars={"A": "1"}))]
-    plan = Plan(recipe="t", target="local", host="local", prefix=prefix, backend="venv", steps=steps)
-    rd = tmp_path / "run"
-    node = local_node()
-    r = render({"local": plan}, {"local": {**connection_vars(node), "ansible_remote_tmp": str(rd / "remote")}},
-               {"local": node.node_path}, run_dir=str(rd), cache_dir=str(tmp_path / "cache"))
-    hv = r.inventory["all"]["hosts"]["local"]
-    planned = json.loads(hv["provision_plan_json"])
-    [env_file] = [s for s in planned if s["id"] == "env-file"]
     dest = f"{prefix}/.envbuild/script.py"
-    env_file["batches"] = [{"type": "text", "src": str(source), "dest": dest, "mode": "0640"}, *env_file["batches"]]
-    env_file["form"] = "batches"
-    hv["provision_plan_json"] = json.dumps(planned)
-    job = ex.prepare(rd / "ansible", r, forks=1, insecure=False)
-    sink = EventSink(rd / "events.jsonl")
-    rc = ex.run(job, sink, StepTracker())
-    sink.close()
-    assert rc == 0
+
+    def text_first(planned):
+        [env_file] = [s for s in planned if s["id"] == "env-file"]
+        env_file["batches"] = [{"type": "text", "src": str(source), "dest": dest, "mode": "0640"},
+                               *env_file["batches"]]
+        env_file["form"] = "batches"
+
+    rc, host, _ = run_plan(tmp_path, [env_step(prefix), env_file_step(prefix)], prefix, edit=text_first)
+    assert rc == 0, (host.failed_step, host.message)
     assert Path(dest).read_bytes() == source.read_bytes() and Path(dest).stat().st_mode & 0o777 == 0o640
     assert not marker.exists()
