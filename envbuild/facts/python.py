@@ -114,7 +114,10 @@ LISTED = f"if [ -n \"$__eb_py\" ] && __eb_cands | __eb_to \"$__eb_py\" -c {shlex
 # backend reads it: the first distribution of each name on sys.path, less pip's stdlib_pkgs, the
 # working folder taken off sys.path as ``python -m pip`` takes it (pip's __main__). pip
 # itself took 0.2-0.35 CPU-s (its own imports) where this takes ~0.03, and it needs no pip in
-# the interpreter; an older Python (no importlib.metadata) runs pip list as before.
+# the interpreter; an older Python (no importlib.metadata) runs pip list as before. Versions come
+# as written and ``parse_pip_list`` normalizes them as pip prints them. Where one folder holds two
+# copies of a distribution (an upgrade cut short), this takes the first the folder lists; pip
+# before Python 3.11 (pkg_resources) took the highest version.
 _DISTRIBUTIONS = r"""
 import json, os, re, sys
 if sys.path and sys.path[0] in ("", os.getcwd()):
@@ -127,7 +130,7 @@ rows, seen = [], set()
 for dist in metadata.distributions():
     name = dist.metadata["Name"]
     key = re.sub(r"[-_.]+", "-", name or "").lower()
-    if not name or key in seen or key in ("python", "wsgiref", "argparse"):
+    if not name or not dist.version or key in seen or key in ("python", "wsgiref", "argparse"):
         continue
     seen.add(key)
     rows.append({"name": name, "version": dist.version})
@@ -173,6 +176,15 @@ def _is_version(text: str) -> bool:
 _NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$")
 
 
+def _normal(version: str) -> str:
+    """A version as pip prints it (normalized: ``1.0.0-RC1`` -> ``1.0.0rc1``), as given where it
+    is not a valid version: the probe's importlib.metadata list gives versions as written."""
+    try:
+        return str(Version(version))
+    except InvalidVersion:
+        return version
+
+
 def parse_pip_list(text: str) -> dict[str, str]:
     """``pip list --format=json`` or the text table -> {canonical name: version}, sorted.
 
@@ -184,7 +196,7 @@ def parse_pip_list(text: str) -> dict[str, str]:
     if stripped.startswith("["):
         try:
             for row in json.loads(stripped):
-                pkgs[canonicalize_name(row["name"])] = str(row["version"])
+                pkgs[canonicalize_name(row["name"])] = _normal(str(row["version"]))
             return dict(sorted(pkgs.items()))
         except (ValueError, KeyError, TypeError):
             pkgs = {}
@@ -196,7 +208,7 @@ def parse_pip_list(text: str) -> dict[str, str]:
             continue
         if tokens[0] == "Package" and tokens[1] == "Version":
             continue
-        pkgs[canonicalize_name(tokens[0])] = tokens[1]
+        pkgs[canonicalize_name(tokens[0])] = _normal(tokens[1])
     return dict(sorted(pkgs.items()))
 
 

@@ -9,8 +9,8 @@ whose meta/argument_specs.yml documents its inputs) reads ``provision_prefix``,
   module call (run, write, mkdir, git, patch);
 - ``{type: copy, src, dest, mode}``: one of envbuild's files from the controller (the node
   batch before it makes its folder);
-- ``{type: text, src, dest, mode}``: one of envbuild's text files (``TEXT_ASSETS``: the smoke
-  scripts, the node package's tools), read on the controller and written on the node by one
+- ``{type: text, src, dest, mode}``: one of envbuild's Python files (``is_text_asset``: the
+  smoke scripts, the node package's tools), read on the controller and written on the node by one
   ``envbuild_actions`` run (``tasks/batch_text.yml``), where Ansible's copy runs two modules
   (its remote stat, then copy) through AnsiballZ: ~0.5 CPU-s a file;
 - ``{type: stage, archive, dest}``: a staged folder (a bundle's ``node/``, a fleet's wheels)
@@ -58,8 +58,21 @@ from envbuild.plan.params import BuildParams
 from envbuild.redact import secret_key
 
 NODE_OPS = ("run", "write", "mkdir", "git", "patch")
-# the asset groups whose files are UTF-8 text (envbuild's Python): a ``text`` batch, not a copy
+# envbuild's Python files among the assets (these groups, ``.py``): a ``text`` batch, not a copy.
+# Python source is UTF-8 text and never starts with ``{`` or ``[``, which ansible-core before
+# 2.19 would turn from the lookup's text into a dict or a list; other files (uv's binary, a
+# JSON file) are copied.
 TEXT_ASSETS = ("smoke", "node")
+
+
+def is_text_asset(asset: str) -> bool:
+    """Whether ``asset`` (``<group>/<file>``) goes to the node as a ``text`` batch.
+
+    >>> is_text_asset("smoke/gpt.py"), is_text_asset("smoke/references.json"), is_text_asset("uv/uv")
+    (True, False, False)
+    """
+    group, _, name = asset.partition("/")
+    return group in TEXT_ASSETS and name.endswith(".py")
 
 
 @dataclass(frozen=True)
@@ -97,7 +110,7 @@ def batches(step: Step, prefix: str) -> list[dict]:
                 out.append({"type": "node", "actions": [data]})
         elif op == "copy":
             _folder_first(out, posixpath.dirname(data["dest"]), made)
-            kind = "text" if data["asset"].partition("/")[0] in TEXT_ASSETS else "copy"
+            kind = "text" if is_text_asset(data["asset"]) else "copy"
             out.append({"type": kind, "src": asset_source(data["asset"]), "dest": data["dest"],
                         "mode": data["perm"]})
         elif op == "stage" and getattr(step.params, "archive", ""):  # one archive, unpacked on the node

@@ -11,7 +11,8 @@ from envbuild.fsio import sha256_file, write_tar
 from envbuild.plan.model import Step
 from envbuild.plan import params as P
 from envbuild.plan.params import BundleParams, StagedFile
-from envbuild.render.ansible import batches
+from envbuild.render.ansible import TEXT_ASSETS as TEXT_GROUPS, batches
+from envbuild.shipped import ASSET_GROUPS
 
 
 def tree(tmp_path):
@@ -108,6 +109,29 @@ def test_a_staged_folder_with_an_archive_is_one_unpack_task():
 def test_a_staged_folder_without_an_archive_is_copied_file_by_file():
     [batch] = [b for b in batches(_step(""), "/opt/env") if b["type"] != "node"]
     assert batch["type"] == "copy" and batch["src"] == "/home/u/.envbuild/fleet/abc/"
+
+
+def test_envbuilds_python_files_are_text_batches_and_other_files_copies():
+    """The smoke scripts and the node package's tools (Python: UTF-8, never starting with ``{``
+    or ``[``, which ansible-core before 2.19 would read back from the lookup as data) are written
+    by a text batch; uv's binary and any other file are copied."""
+    from envbuild.render.ansible import is_text_asset
+
+    assert is_text_asset("smoke/gpt.py") and is_text_asset("node/fetch_data.py")
+    assert not is_text_asset("smoke/references.json") and not is_text_asset("uv/uv")
+    prefix = "/opt/env"
+    smoke_dir = f"{prefix}/.envbuild/smoke"
+    smoke = Step(id="smoke", title="s", params=P.SmokeParams(
+        kinds=["gpt"], dir=smoke_dir, env_file=f"{prefix}/.envbuild/env.sh",
+        runs=[P.SmokeRun(name="gpt", script="gpt.py", argv=["python", "gpt.py"], cwd=smoke_dir)]))
+    [text] = [b for b in batches(smoke, prefix) if b["type"] in ("text", "copy")]
+    assert text["type"] == "text" and text["src"].endswith("/smoke/gpt.py") and text["dest"] == f"{smoke_dir}/gpt.py"
+    uv = Step(id="uv", title="uv", params=P.UvToolParams(dest=f"{prefix}/.envbuild/bin/uv", version="0.9.0",
+                                                          sha256="0" * 64))
+    assert [b["type"] for b in batches(uv, prefix)][-1] == "copy"
+    for group in TEXT_GROUPS:  # every Python file a text batch may carry reads back as text
+        for path in ASSET_GROUPS[group].glob("*.py"):
+            assert path.read_text(encoding="utf-8").lstrip()[:1] not in ("{", "["), path
 
 
 def test_a_copy_finds_its_folder_made_by_the_node_batch_before_it():

@@ -120,6 +120,15 @@ def test_pip_list_json_with_editable():
     assert python.parse_pip_list("megatron-core 0.9.0 /src/Megatron-LM\n") == {"megatron-core": "0.9.0"}
 
 
+def test_pip_list_versions_read_as_pip_prints_them():
+    """The facts' importlib.metadata list gives versions as written in the metadata; pip prints
+    them normalized: the parser gives pip's form either way (a version that does not parse stays)."""
+    listed = '[{"name": "a", "version": "1.0.0-RC1"}, {"name": "b", "version": "v2.0"}, {"name": "c", "version": "23.08"},' \
+             ' {"name": "d", "version": "2.11.0+cu130"}, {"name": "e", "version": "not a version"}]'
+    assert python.parse_pip_list(listed) == {"a": "1.0.0rc1", "b": "2.0", "c": "23.8", "d": "2.11.0+cu130",
+                                             "e": "not a version"}
+
+
 def test_pythons_dedup_by_version_and_prefix():
     text = "/usr/bin/python3\t3.11.2\t/usr\n/usr/bin/python3.11\t3.11.2\t/usr\n/opt/v/bin/python3\t3.11.2\t/opt/v\nbroken\n"
     got = python.parse_pythons(text)
