@@ -87,6 +87,10 @@ class Early:
 
 
 STATE_START, STATE = "envbuild_state_start", "envbuild_state"
+# the facts script reaches the node as one argument (``sh -c``; over ssh, of the login shell's
+# ``-c``): Linux refuses one of 128 KiB or more (E2BIG). The node package and a probe's payload
+# in it are up to ~127 KiB, the facts ~19 KiB: a plan of ~700 steps passed it (OSError)
+COMMAND_LIMIT = 120 * 1024
 
 
 def facts_and_probe(node: Node, plan: Plan | None):
@@ -96,20 +100,26 @@ def facts_and_probe(node: Node, plan: Plan | None):
     import shlex
     from datetime import datetime, timezone
 
-    probes = [p for p in all_probes() if p.name != "pip_list"]
+    facts_only = [p for p in all_probes() if p.name != "pip_list"]
     call = None
     if plan is not None:
         python, prefix, steps, observe = probe_args(plan)
         call = probe_call(python, prefix, steps, refresh=True, observe=observe)
+    script = build_script(facts_only)
     if call is not None and call.stdin is None:  # a plan too large for a command is probed on its own
         cmd = call.command
         t = '"$__eb_t"'
-        probes = [Probe(STATE_START, f"{{ {cmd} >{t}/state.out 2>{t}/state.err; echo $? >{t}/state.rc.tmp; "
-                                     f"mv {t}/state.rc.tmp {t}/state.rc; }} </dev/null >/dev/null 2>&1 &"),
-                  *probes,
-                  Probe(STATE, f"i=0; while [ ! -f {t}/state.rc ] && [ $i -lt 12000 ]; do sleep 0.05; i=$((i+1)); done; "
-                               f"cat {t}/state.out; exit \"$(cat {t}/state.rc 2>/dev/null || echo 124)\"")]
-    result = NodeRunner(node).run("sh -c " + shlex.quote(build_script(probes)))
+        both = build_script([
+            Probe(STATE_START, f"{{ {cmd} >{t}/state.out 2>{t}/state.err; echo $? >{t}/state.rc.tmp; "
+                               f"mv {t}/state.rc.tmp {t}/state.rc; }} </dev/null >/dev/null 2>&1 &"),
+            *facts_only,
+            Probe(STATE, f"i=0; while [ ! -f {t}/state.rc ] && [ $i -lt 12000 ]; do sleep 0.05; i=$((i+1)); done; "
+                         f"cat {t}/state.out; exit \"$(cat {t}/state.rc 2>/dev/null || echo 124)\"")])
+        if len(shlex.quote(both)) <= COMMAND_LIMIT:
+            script = both
+        else:  # together past one argument's limit: the facts alone, the plan probed on its own later
+            call = None
+    result = NodeRunner(node).run("sh -c " + shlex.quote(script))
     sections = split_sections(result.stdout)
     if not sections:
         raise EnvironmentProblem(
