@@ -112,8 +112,9 @@ LISTED = f"if [ -n \"$__eb_py\" ] && __eb_cands | __eb_to \"$__eb_py\" -c {shlex
 
 # What ``pip list --format=json`` prints, read with importlib.metadata (Python 3.8+) as pip's own
 # backend reads it: the first distribution of each name on sys.path, less pip's stdlib_pkgs, the
-# working folder taken off sys.path as ``python -m pip`` takes it (pip's __main__). pip
-# itself took 0.2-0.35 CPU-s (its own imports) where this takes ~0.03, and it needs no pip in
+# working folder taken off sys.path as ``python -m pip`` takes it (pip's __main__). It takes
+# 0.05-0.09 CPU-s where pip list took 0.20-0.26 (its own imports; 10 runs each on the 2-core
+# machine, the suite running beside), and it needs no pip in
 # the interpreter; an older Python (no importlib.metadata) runs pip list as before. Versions come
 # as written and ``parse_pip_list`` normalizes them as pip prints them. Where one folder holds two
 # copies of a distribution (an upgrade cut short), this takes the first the folder lists; pip

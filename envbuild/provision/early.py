@@ -105,21 +105,19 @@ def facts_and_probe(node: Node, plan: Plan | None):
     if plan is not None:
         python, prefix, steps, observe = probe_args(plan)
         call = probe_call(python, prefix, steps, refresh=True, observe=observe)
-    script = build_script(facts_only)
+    script = None
     if call is not None and call.stdin is None:  # a plan too large for a command is probed on its own
         cmd = call.command
         t = '"$__eb_t"'
-        both = build_script([
+        script = build_script([
             Probe(STATE_START, f"{{ {cmd} >{t}/state.out 2>{t}/state.err; echo $? >{t}/state.rc.tmp; "
                                f"mv {t}/state.rc.tmp {t}/state.rc; }} </dev/null >/dev/null 2>&1 &"),
             *facts_only,
             Probe(STATE, f"i=0; while [ ! -f {t}/state.rc ] && [ $i -lt 12000 ]; do sleep 0.05; i=$((i+1)); done; "
                          f"cat {t}/state.out; exit \"$(cat {t}/state.rc 2>/dev/null || echo 124)\"")])
-        if len(shlex.quote(both)) <= COMMAND_LIMIT:
-            script = both
-        else:  # together past one argument's limit: the facts alone, the plan probed on its own later
-            call = None
-    result = NodeRunner(node).run("sh -c " + shlex.quote(script))
+        if len(shlex.quote(script)) > COMMAND_LIMIT:  # past one argument's limit: the facts alone,
+            script, call = None, None  # the plan probed on its own later
+    result = NodeRunner(node).run("sh -c " + shlex.quote(script or build_script(facts_only)))
     sections = split_sections(result.stdout)
     if not sections:
         raise EnvironmentProblem(

@@ -12,7 +12,7 @@ whose meta/argument_specs.yml documents its inputs) reads ``provision_prefix``,
 - ``{type: text, src, dest, mode}``: one of envbuild's Python files (``is_text_asset``: the
   smoke scripts, the node package's tools), read on the controller and written on the node by one
   ``envbuild_actions`` run (``tasks/batch_text.yml``), where Ansible's copy runs two modules
-  (its remote stat, then copy) through AnsiballZ: ~0.5 CPU-s a file;
+  (its remote stat, then copy) through AnsiballZ;
 - ``{type: stage, archive, dest}``: a staged folder (a bundle's ``node/``, a fleet's wheels)
   as the one tar its params name (``BundleParams.archive``), copied and unpacked into ``dest``
   (one transfer, not one per file; the step's effect checks every file's sha256 on the node);

@@ -10,7 +10,7 @@ imports), reads the parameters on stdin and prints the result after a line ``tas
 
 What stays Ansible's: the parameters are validated with the module's own spec (``task.SPECS``)
 by ``validate_argument_spec``; the node's Python is the one Ansible picks for the module
-(``ansible_python_interpreter``, or its discovery: ``_configure_module``), the command gets the
+(``ansible_python_interpreter``, or its discovery, as ``_configure_module`` runs it), the command gets the
 task's environment and become, through the task's connection; the parameters are JSON as
 Ansible encodes a module's. Where the module would not be pipelined (pipelining off, async, a
 connection that cannot) the module runs as Ansible's ``normal`` action runs it.
@@ -29,7 +29,7 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.vars import merge_hash
 from ansible_collections.envbuild.node.plugins.module_utils.envbuild_node import task as node_task
 
-try:  # ansible-core 2.16 to 2.19: the interpreter line of a module, discovery raised for, not run
+try:  # ansible-core 2.16 to 2.21: the interpreter line of a module, discovery raised for, not run
     from ansible.executor.module_common import _get_shebang
 except ImportError:  # an Ansible without it: the line is asked of _configure_module (a payload built)
     _get_shebang = None
