@@ -112,7 +112,8 @@ LISTED = f"if [ -n \"$__eb_py\" ] && __eb_cands | __eb_to \"$__eb_py\" -c {shlex
 
 # What ``pip list --format=json`` prints, read with importlib.metadata (Python 3.8+) as pip's own
 # backend reads it: the first distribution of each name on sys.path, less pip's stdlib_pkgs, the
-# working folder taken off sys.path as ``python -m pip`` takes it (pip's __main__). It takes
+# working folder taken off sys.path as ``python -m pip`` takes it (pip's __main__), before any
+# module is imported from a path (a json.py in the node user's home is not the one). It takes
 # 0.05-0.09 CPU-s where pip list took 0.20-0.26 (its own imports; 10 runs each on the 2-core
 # machine, the suite running beside), and it needs no pip in
 # the interpreter; an older Python (no importlib.metadata) runs pip list as before. Versions come
@@ -120,9 +121,10 @@ LISTED = f"if [ -n \"$__eb_py\" ] && __eb_cands | __eb_to \"$__eb_py\" -c {shlex
 # copies of a distribution (an upgrade cut short), this takes the first the folder lists; pip
 # before Python 3.11 (pkg_resources) took the highest version.
 _DISTRIBUTIONS = r"""
-import json, os, re, sys
+import os, sys
 if sys.path and sys.path[0] in ("", os.getcwd()):
     sys.path.pop(0)
+import json, re
 try:
     from importlib import metadata
 except ImportError:

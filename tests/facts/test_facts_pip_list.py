@@ -47,3 +47,13 @@ def test_the_probe_lists_what_pip_lists(python, tmp_path):
         assert "stray" not in listed
     else:  # no importlib.metadata: pip listed them (an old pip lists the working folder's too)
         assert snippet.returncode != 0
+
+
+@pytest.mark.parametrize("python", [p for p in PYTHONS if os.access(p, os.X_OK) and version_of(p) >= (3, 8)])
+def test_modules_in_the_working_folder_do_not_stand_in_for_the_standard_librarys(python, tmp_path):
+    """The probe runs with the node user's home as its working folder: a ``json.py`` or ``re.py``
+    there is not imported (the folder leaves sys.path before any import from a path)."""
+    for name in ("json", "re"):
+        (tmp_path / f"{name}.py").write_text(f"raise SystemExit('the working folder {name}.py was imported')\n")
+    snippet = subprocess.run([python, "-c", _DISTRIBUTIONS], capture_output=True, text=True, cwd=tmp_path)
+    assert snippet.returncode == 0 and parse_pip_list(snippet.stdout), snippet.stderr
