@@ -5,9 +5,10 @@ the stand-in holds and what the build leaves out).
 
 The Dockerfile clones the recipe's sources from GitHub, which CI cannot reach: the proof runs
 where a git mirror holds them (``ENVBUILD_GIT_MIRROR``) and skips, saying so, elsewhere. Its
-runs are recorded in docs/results/image-proofs.md. It shares the CPU import proof's base
-stand-ins (``importproof.cached_base``) and pip cache; each image is built in podman storage of
-its own, removed afterwards (several GB each).
+runs are recorded in docs/results/image-proofs.md (those were made over bases pip installed,
+before the bases were installed by uv). It shares the CPU import proof's base stand-ins
+(``importproof.cached_base``) and its uv and pip caches; each image is built in podman storage
+of its own, removed afterwards (several GB each).
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ def test_entry_script_imports_inside_the_image(recipe, tmp_path, monkeypatch, re
     assert fact is not None, f"run envbuild imports {recipe.name} --git-mirror DIR"
     cache = Path(os.environ.get("ENVBUILD_CACHE_DIR") or Path.home() / ".cache" / "envbuild")
     monkeypatch.setenv("PIP_CACHE_DIR", str(cache / "import-proof-pip"))
+    monkeypatch.setenv("UV_CACHE_DIR", str(cache / "import-proof-uv"))
     stand = stand_ins(lock)
     started = time.monotonic()
     base_python, _ = cached_base(interpreter(recipe.python), stand.base, as_venv=False)

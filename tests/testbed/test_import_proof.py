@@ -13,7 +13,8 @@ a Python missing on this machine, a source whose commit no git mirror holds (CI 
 set ENVBUILD_GIT_MIRROR to check the sources out and import them too), Apex's CUDA extensions,
 a build that reads the recipe's data or needs its base image (and the modules it makes), files
 a mirror's snapshot lacks (``envbuild.testbed.importproof``).
-pip's cache is shared between runs: $ENVBUILD_CACHE_DIR/import-proof-pip.
+The environments are installed as provision installs them, with the controller's uv; uv's
+and pip's caches are shared between runs: $ENVBUILD_CACHE_DIR/import-proof-uv and -pip.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ def test_entry_script_imports_on_cpu(recipe, tmp_path, monkeypatch, record_prope
         pytest.skip(f"{recipe.name}/{target.name}: {why}")
     cache = Path(os.environ.get("ENVBUILD_CACHE_DIR") or Path.home() / ".cache" / "envbuild")
     monkeypatch.setenv("PIP_CACHE_DIR", str(cache / "import-proof-pip"))  # one wheel cache
+    monkeypatch.setenv("UV_CACHE_DIR", str(cache / "import-proof-uv"))  # uv's, where it installs
     mirror = os.environ.get("ENVBUILD_GIT_MIRROR")
     prefix = tmp_path / "env"
     python = interpreter(recipe.python)
