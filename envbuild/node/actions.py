@@ -295,6 +295,37 @@ def _write(path, content, mode):
     return True
 
 
+def _sha256_file(path):  # observe.sha256_file's, here: the node tool carries no observe.py
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _place(src, path, mode, sha256):
+    """Put the node file ``src`` (what ``envbuild_put`` transferred) at ``path`` with ``mode``,
+    its bytes checked against ``sha256`` first (a mismatch fails, ``path`` untouched); written
+    atomically. True when ``path`` changed; False when it held those bytes and mode already."""
+    if not isinstance(mode, str):
+        raise ActionFailed("file mode of %s must be an octal string, got %r (%s)" % (path, mode, type(mode).__name__))
+    want = int(mode, 8)
+    got = _sha256_file(src)
+    if got != sha256:
+        raise ActionFailed("%s arrived with sha256 %s, not the %s sent: %s left as it was" % (src, got, sha256, path))
+    try:
+        same = _sha256_file(path) == sha256 and (os.stat(path).st_mode & 0o7777) == want
+    except OSError:
+        same = False
+    if same:
+        return False
+    tmp = path + ".envbuild-tmp"
+    shutil.copyfile(src, tmp)
+    os.chmod(tmp, want)
+    os.replace(tmp, path)
+    return True
+
+
 def do_run(a, node_path, repair=False, logs=None):
     env = _env(a.get("env"), a.get("path"), node_path)
     for name, sources in sorted((a.get("env_from") or {}).items()):
@@ -533,6 +564,8 @@ def _run_actions(actions, node_path, repair):
                     log.append(out.strip()[-LOG_TAIL_CHARS:])
         elif op == "write":
             changed = _write(a["path"], a["content"], a.get("perm") or "0644") or changed
+        elif op == "place":
+            changed = _place(a["src"], a["path"], a.get("perm") or "0644", a["sha256"]) or changed
         elif op == "mkdir":
             if not os.path.isdir(a["path"]):
                 os.makedirs(a["path"])

@@ -7,8 +7,10 @@ whose meta/argument_specs.yml documents its inputs) reads ``provision_prefix``,
 
 - ``{type: node, actions: [...]}``: consecutive node-side actions, one ``envbuild_actions``
   module call (run, write, mkdir, git, patch);
-- ``{type: copy, src, dest, mode}``: one of envbuild's files from the controller (the node
-  batch before it makes its folder);
+- ``{type: put, src, dest, mode}``: one of envbuild's files from the controller (uv's binary,
+  a JSON file), transferred by ``envbuild_put`` and checked on the node by its sha256, where
+  Ansible's copy runs two modules (the node batch before it makes its folder);
+- ``{type: copy, src, dest, mode}``: a controller folder with no archive of it (a stage);
 - ``{type: text, src, dest, mode}``: one of envbuild's Python files (``is_text_asset``: the
   smoke scripts, the node package's tools), read on the controller and written on the node by one
   ``envbuild_actions`` run (``tasks/batch_text.yml``), where Ansible's copy runs two modules
@@ -61,7 +63,7 @@ NODE_OPS = ("run", "write", "mkdir", "git", "patch")
 # envbuild's Python files among the assets (these groups, ``.py``): a ``text`` batch, not a copy.
 # Python source is UTF-8 text and never starts with ``{`` or ``[``, which ansible-core before
 # 2.19 would turn from the lookup's text into a dict or a list; other files (uv's binary, a
-# JSON file) are copied.
+# JSON file) are put (``envbuild_put``).
 TEXT_ASSETS = ("smoke", "node")
 
 
@@ -110,7 +112,7 @@ def batches(step: Step, prefix: str) -> list[dict]:
                 out.append({"type": "node", "actions": [data]})
         elif op == "copy":
             _folder_first(out, posixpath.dirname(data["dest"]), made)
-            kind = "text" if is_text_asset(data["asset"]) else "copy"
+            kind = "text" if is_text_asset(data["asset"]) else "put"
             out.append({"type": kind, "src": asset_source(data["asset"]), "dest": data["dest"],
                         "mode": data["perm"]})
         elif op == "stage" and getattr(step.params, "archive", ""):  # one archive, unpacked on the node

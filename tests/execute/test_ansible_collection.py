@@ -3,7 +3,7 @@
 - ``ansible-lint --profile production`` and ``yamllint`` pass on the playbook and the
   collection (the linters come with the ``test`` extra; a test skips, saying so, only where
   the binary is absent);
-- ``ansible-doc`` renders the four modules (DOCUMENTATION, EXAMPLES, RETURN) and the role's
+- ``ansible-doc`` renders the five modules (DOCUMENTATION, EXAMPLES, RETURN) and the role's
   argument specs; ``ansible-galaxy collection build`` carries the shared code as files;
 - Molecule's idempotence check: the role converges twice on a real sshd node through
   envbuild's executor, and Ansible's own stats count no change the second time; a forced rerun
@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -76,7 +77,8 @@ def test_yamllint_passes(tmp_path):
     assert len(files) >= 9  # it did read the playbook, the role and the collection metadata
 
 
-@pytest.mark.parametrize("module", ["envbuild_actions", "envbuild_state", "envbuild_stage", "envbuild_tree"])
+@pytest.mark.parametrize("module", ["envbuild_actions", "envbuild_state", "envbuild_stage", "envbuild_tree",
+                                    "envbuild_put"])
 def test_module_documentation_renders(tmp_path, module):
     p = subprocess.run([str(BIN / "ansible-doc"), "--json", f"envbuild.node.{module}"], cwd=tmp_path,
                        capture_output=True, text=True, timeout=120,
@@ -91,7 +93,8 @@ def test_module_documentation_renders(tmp_path, module):
                                "effect"},
             "envbuild_stage": {"sha256", "holder", "holder_in_play", "why_controller", "kept", "waited", "served",
                                "sent", "held"},
-            "envbuild_tree": {"mode", "stash", "root", "outputs"}}[module]
+            "envbuild_tree": {"mode", "stash", "root", "outputs"},
+            "envbuild_put": {"src", "dest", "mode"}}[module]
     assert set(doc["doc"]["options"]) == spec  # every argument of the module is documented
 
 
@@ -153,6 +156,7 @@ def test_collection_build_carries_the_shared_code_as_files(tmp_path):
         names = set(tar.getnames())
     assert {"roles/provision/meta/argument_specs.yml", "plugins/modules/envbuild_actions.py",
             "plugins/modules/envbuild_state.py", "plugins/modules/envbuild_stage.py", "plugins/modules/envbuild_tree.py",
+            "plugins/modules/envbuild_put.py", "plugins/action/envbuild_put.py",
             "meta/runtime.yml"} <= names
 
 
@@ -276,6 +280,11 @@ USER_PLAYBOOK = """\
         actions:
           - {op: mkdir, path: "%(dir)s/made"}
           - {op: write, path: "%(dir)s/made/hello.txt", content: "hello\\n", perm: "0640"}
+    - name: Put a file
+      envbuild.node.envbuild_put:
+        src: "%(dir)s/tool.bin"
+        dest: "%(dir)s/made/tool"
+        mode: "0750"
     - name: Record a step as done
       envbuild.node.envbuild_state:
         prefix: "%(dir)s/env"
@@ -300,6 +309,8 @@ def test_user_playbook_calls_the_modules_by_fqcn(tmp_path):
 
     work = tmp_path / "mine"
     work.mkdir()
+    tool = bytes(range(256)) * 64 + b"\n\n"
+    (tmp_path / "tool.bin").write_bytes(tool)
     play = work / "site.yml"
     play.write_text(USER_PLAYBOOK % {"dir": tmp_path})
     results = []
@@ -320,16 +331,81 @@ def test_user_playbook_calls_the_modules_by_fqcn(tmp_path):
                                inventory="localhost ansible_connection=local", quiet=True,
                                envvars={"ANSIBLE_COLLECTIONS_PATH": str(PROJECT),
                                         "ANSIBLE_HOME": str(tmp_path / "ansible-home"),
+                                        "ANSIBLE_REMOTE_TMP": str(tmp_path / "remote-tmp"),
                                         "ANSIBLE_PYTHON_INTERPRETER": sys.executable},
                                event_handler=seen)
         assert r.status == "successful", r.stdout.read()[-3000:]
         results.append((changed, pending, r.stats))
     (c1, p1, s1), (c2, p2, s2) = results
-    assert c1 == {"A folder": True, "Record a step as done": True, "Which steps are done": False, "Show": False}
+    assert c1 == {"A folder": True, "Put a file": True, "Record a step as done": True, "Which steps are done": False,
+                  "Show": False}
     assert set(c2.values()) == {False} and s2["changed"] == {}
     assert p1 == p2 == ["second"]
     assert (tmp_path / "made/hello.txt").read_text() == "hello\n"
     assert oct((tmp_path / "made/hello.txt").stat().st_mode & 0o777) == "0o640"
+    # put, byte for byte, with its mode; the remote temporary folders removed (without
+    # pipelining, as here, envbuild_actions runs as a module in that folder)
+    assert (tmp_path / "made/tool").read_bytes() == tool
+    assert oct((tmp_path / "made/tool").stat().st_mode & 0o777) == "0o750"
+    assert list((tmp_path / "remote-tmp").iterdir()) == []
+
+
+BECOME_PUT = """\
+---
+- name: Put as another user
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Put a file as nobody
+      become: true
+      become_user: nobody
+      become_method: ansible.builtin.sudo
+      envbuild.node.envbuild_put:
+        src: "%(src)s"
+        dest: "%(dest)s"
+        mode: "0750"
+"""
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("pipelining", [True, False])
+def test_put_through_become_reaches_the_become_user(tmp_path, request, pipelining):
+    """With become to an unprivileged user (sudo, which pipelines: no module file is sent that
+    would have its folder's permissions fixed too) the file is transferred by the connection's
+    user and put by the become user (Ansible's own permission fix-up of the temporary folder it takes in
+    a system temp folder, as copy's): the bytes arrive, the file is that user's, the temporary
+    folder is removed."""
+    import pwd
+
+    import ansible_runner
+
+    if os.geteuid() != 0 or not shutil.which("sudo"):
+        pytest.skip("sudo to another user without a password needs root and sudo (CI has both)")
+    nobody = pwd.getpwnam("nobody")
+    # a folder nobody can reach: pytest's and the suite's temporary folders are root's alone (0700)
+    reach = Path(tempfile.mkdtemp(dir="/dev/shm" if os.path.isdir("/dev/shm") else "/tmp"))
+    reach.chmod(0o755)
+    request.addfinalizer(lambda: shutil.rmtree(reach, ignore_errors=True))
+    out, system_tmp = reach / "out", reach / "system-tmp"
+    for folder in (out, system_tmp):
+        folder.mkdir()
+        folder.chmod(0o1777)
+    data = os.urandom(100_000)
+    (tmp_path / "tool.bin").write_bytes(data)
+    play = tmp_path / "site.yml"
+    play.write_text(BECOME_PUT % {"src": tmp_path / "tool.bin", "dest": out / "tool"})
+    (tmp_path / "runner").mkdir()
+    r = ansible_runner.run(private_data_dir=str(tmp_path / "runner"), playbook=str(play),
+                           inventory="localhost ansible_connection=local", quiet=True,
+                           envvars={"ANSIBLE_COLLECTIONS_PATH": str(PROJECT),
+                                    "ANSIBLE_HOME": str(tmp_path / "ansible-home"),
+                                    # becoming another user, Ansible takes a system temp folder
+                                    "ANSIBLE_SYSTEM_TMPDIRS": str(system_tmp),
+                                    "ANSIBLE_PIPELINING": str(pipelining),
+                                    "ANSIBLE_PYTHON_INTERPRETER": "/usr/bin/python3"})
+    assert r.status == "successful", r.stdout.read()[-3000:]
+    assert (out / "tool").read_bytes() == data and (out / "tool").stat().st_uid == nobody.pw_uid
+    assert list(system_tmp.iterdir()) == []  # the transferred file's folder is gone
 
 
 # --- ENVBUILD_PLAYBOOKS: another copy of the project ---------------------------------------

@@ -111,10 +111,10 @@ def test_a_staged_folder_without_an_archive_is_copied_file_by_file():
     assert batch["type"] == "copy" and batch["src"] == "/home/u/.envbuild/fleet/abc/"
 
 
-def test_envbuilds_python_files_are_text_batches_and_other_files_copies():
+def test_envbuilds_python_files_are_text_batches_and_other_files_puts():
     """The smoke scripts and the node package's tools (Python: UTF-8, never starting with ``{``
     or ``[``, which ansible-core before 2.19 would read back from the lookup as data) are written
-    by a text batch; uv's binary and any other file are copied."""
+    by a text batch; uv's binary and any other file are put (``envbuild_put``)."""
     from envbuild.render.ansible import is_text_asset
 
     assert is_text_asset("smoke/gpt.py") and is_text_asset("node/fetch_data.py")
@@ -124,11 +124,11 @@ def test_envbuilds_python_files_are_text_batches_and_other_files_copies():
     smoke = Step(id="smoke", title="s", params=P.SmokeParams(
         kinds=["gpt"], dir=smoke_dir, env_file=f"{prefix}/.envbuild/env.sh",
         runs=[P.SmokeRun(name="gpt", script="gpt.py", argv=["python", "gpt.py"], cwd=smoke_dir)]))
-    [text] = [b for b in batches(smoke, prefix) if b["type"] in ("text", "copy")]
+    [text] = [b for b in batches(smoke, prefix) if b["type"] in ("text", "put", "copy")]
     assert text["type"] == "text" and text["src"].endswith("/smoke/gpt.py") and text["dest"] == f"{smoke_dir}/gpt.py"
     uv = Step(id="uv", title="uv", params=P.UvToolParams(dest=f"{prefix}/.envbuild/bin/uv", version="0.9.0",
                                                           sha256="0" * 64))
-    assert [b["type"] for b in batches(uv, prefix)][-1] == "copy"
+    assert [b["type"] for b in batches(uv, prefix)][-1] == "put"
     for group in TEXT_GROUPS:  # every Python file a text batch may carry reads back as text
         for path in ASSET_GROUPS[group].glob("*.py"):
             assert path.read_text(encoding="utf-8").lstrip()[:1] not in ("{", "["), path
@@ -159,7 +159,7 @@ def test_every_batch_type_has_its_task_file():
     from envbuild.execute.ansible import COLLECTION, PLAYBOOKS
     role = PLAYBOOKS / COLLECTION / "roles" / "provision"
     table = yaml.safe_load((role / "vars" / "main.yml").read_text())["provision_batch_tasks"]
-    assert set(table) == {"node", "copy", "text", "stage", "wheel", "tree_restore", "tree_save", "capture",
+    assert set(table) == {"node", "copy", "put", "text", "stage", "wheel", "tree_restore", "tree_save", "capture",
                           "record"}
     for kind, name in table.items():
         assert (role / "tasks" / name).is_file(), (kind, name)
@@ -181,7 +181,7 @@ def test_a_step_that_is_one_node_batch_is_one_task():
     uv = Step(id="uv", title="uv", params=P.UvToolParams(dest=f"{prefix}/.envbuild/bin/uv", version="0.9.0",
                                                           sha256="0" * 64))
     more = step_vars(uv, prefix)
-    assert more["form"] == "batches" and [b["type"] for b in more["batches"]][-1] == "copy"
+    assert more["form"] == "batches" and [b["type"] for b in more["batches"]][-1] == "put"
 
 
 def test_ansible_moves_files_over_a_reused_uncompressed_ssh_connection(tmp_path):

@@ -25,6 +25,9 @@ description:
     C(repair_args) are added to C(argv) when O(repair=true); C(changes=false) marks a command that
     only checks (it never reports a change).
     C(write) writes C(content) to C(path) with mode C(perm) (an octal string such as C("0644")).
+    C(place) puts the node file C(src) at C(path) with mode C(perm) after checking its sha256 against C(sha256)
+    (a mismatch fails, C(path) untouched); not changed where C(path) holds those bytes and mode
+    (M(envbuild.node.envbuild_put) sends it).
     C(mkdir) makes the folder C(path).
     C(git) puts a tree at C(dest) on commit C(sha) fetched from C(fetch_url) (C(ref) names the branch or tag).
     C(patch) applies C(spec), a declarative text patch, to a file under C(dest) and keeps its diff in C(diff_dir).

@@ -93,26 +93,31 @@ class NodeTaskAction(ActionBase):
         result = super().run(tmp, task_vars)
         del tmp
         _, params = self.validate_argument_spec(argument_spec=node_task.SPECS[self.MODULE])
-        fqcn = "envbuild.node." + self.MODULE
+        return self._node_task(self.MODULE, params, result, task_vars)
+
+    def _node_task(self, module: str, params: dict, result: dict, task_vars: dict) -> dict:
+        """``module``'s task with ``params`` (validated) on the node, merged into ``result``."""
+        fqcn = "envbuild.node." + module
         if self._task.async_val or not self._is_pipelining_enabled("new"):
-            return self._module(fqcn, result, task_vars)
+            return self._module(fqcn, params, result, task_vars)
         shebang = self._shebang(fqcn, task_vars)
         # the environment and the interpreter as this Ansible writes them for a pipelined module,
         # then the program's words (each quoted already)
         cmd = "%s %s" % (self._connection._shell.build_module_command(self._compute_environment_string(), shebang, "")
                          .strip(), program())
         encoder, options = _encoder()
-        request = json.dumps({"module": self.MODULE, "params": params, "check_mode": bool(self._task.check_mode)},
+        request = json.dumps({"module": module, "params": params, "check_mode": bool(self._task.check_mode)},
                              cls=encoder, **options).encode()
         result.update(parse_result(self._low_level_execute_command(cmd, sudoable=True, in_data=request)))
         if self._discovered_interpreter_key:  # as _execute_module hands a discovery back
             result.setdefault("ansible_facts", {})[self._discovered_interpreter_key] = self._discovered_interpreter
         return result
 
-    def _module(self, fqcn: str, result: dict, task_vars: dict) -> dict:
+    def _module(self, fqcn: str, params: dict, result: dict, task_vars: dict) -> dict:
         """The module itself, as Ansible's ``normal`` action runs it (async included)."""
         wrap_async = self._task.async_val and not self._connection.has_native_async
-        result = merge_hash(result, self._execute_module(module_name=fqcn, task_vars=task_vars, wrap_async=wrap_async))
+        result = merge_hash(result, self._execute_module(module_name=fqcn, module_args=params, task_vars=task_vars,
+                                                         wrap_async=wrap_async))
         if not wrap_async:
             self._remove_tmp_path(self._connection._shell.tmpdir)
         return result
