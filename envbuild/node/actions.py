@@ -177,9 +177,10 @@ class _Interrupts(object):
 
 
 class ActionFailed(Exception):
-    def __init__(self, msg, cmd=None, rc=None, stdout="", stderr=""):
+    def __init__(self, msg, cmd=None, rc=None, stdout="", stderr="", captured=None):
         Exception.__init__(self, msg)
         self.msg, self.cmd, self.rc, self.stdout, self.stderr = msg, cmd, rc, stdout, stderr
+        self.captured = captured or {}  # {file: sha256} of the batch's captured outputs
 
 
 def _env(extra, path, node_path):
@@ -527,15 +528,18 @@ def do_wheel(a, node_path, logs=None):
 
 
 def do_capture(a, node_path):
-    """Run with the env file sourced; keep <dir>/<name>.out|.err|.rc; report, never raise."""
+    """Run with the env file sourced; keep <dir>/<name>.out|.err|.rc; report, never raise.
+    Returns the exit code, stderr and ``{file: sha256}`` of the three files as written (what
+    ``envbuild_fetch`` checks the controller's copies against)."""
     env = _env(a.get("env"), None, node_path)
     argv = ["sh", "-c", CAPTURE_SHELL, a.get("env_file") or "/nonexistent"] + list(a["argv"])
     rc, out, err = _call(argv, env, cwd=a["cwd"], timeout=int(a.get("timeout") or 1800))
     base = os.path.join(a["dir"], a["name"])
-    _write(base + ".out", out, "0644")
-    _write(base + ".err", err, "0644")
-    _write(base + ".rc", "%d\n" % rc, "0644")
-    return rc, err
+    digests = {}
+    for path, text in ((base + ".out", out), (base + ".err", err), (base + ".rc", "%d\n" % rc)):
+        _write(path, text, "0644")
+        digests[path] = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return rc, err, digests
 
 
 def _echoed(a):
@@ -551,7 +555,7 @@ def run_actions(actions, node_path=None, repair=False):
 
 
 def _run_actions(actions, node_path, repair):
-    changed, log, captured, logs = False, [], [], set()
+    changed, log, captured, logs, digests = False, [], [], set(), {}
     for a in actions:
         op = a["op"]
         if op == "run":
@@ -588,14 +592,16 @@ def _run_actions(actions, node_path, repair):
             changed = changed or did
             log.append("patch %s: %s" % (a["spec"]["id"], status))
         elif op == "capture":
-            rc, err = do_capture(a, node_path)
+            rc, err, written = do_capture(a, node_path)
             changed = True
             captured.append((a["name"], rc, err))
+            digests.update(written)
         else:
             raise ActionFailed("action %r does not run on the node" % op)
     bad = [(n, rc, err) for n, rc, err in captured if rc != 0]
     if bad:
         parts = ["%s (exit %d%s): %s" % (n, rc, ", timed out" if rc == 124 else "",
                                          (err.strip().splitlines() or [""])[-1][:300]) for n, rc, err in bad]
-        raise ActionFailed("smoke failed: " + "; ".join(parts), rc=bad[0][1], stderr=bad[0][2][-2000:])
-    return {"changed": changed, "log": log}
+        raise ActionFailed("smoke failed: " + "; ".join(parts), rc=bad[0][1], stderr=bad[0][2][-2000:],
+                           captured=digests)
+    return {"changed": changed, "log": log, "captured": digests}

@@ -64,8 +64,8 @@ def actions_task(p, check_mode, keep=None):
         res = node_actions.run_actions(acts, node_path=p["node_path"] or None, repair=p["repair"])
     except node_actions.ActionFailed as exc:
         return {"failed": True, "msg": exc.msg, "cmd": exc.cmd, "rc": exc.rc, "stdout": exc.stdout,
-                "stderr": exc.stderr}
-    out = {"changed": res["changed"], "stdout": "\n".join(res["log"])}
+                "stderr": exc.stderr, "captured": exc.captured}
+    out = {"changed": res["changed"], "stdout": "\n".join(res["log"]), "captured": res["captured"]}
     rec = p["record"]
     if rec:
         try:

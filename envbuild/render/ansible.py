@@ -23,8 +23,8 @@ whose meta/argument_specs.yml documents its inputs) reads ``provision_prefix``,
   whose in-tree outputs are cached per key (``BuildParams.cache_key``): the controller cache's
   archive restored before the commands, the node's archive taken into it after them
   (``tree_restore.yml``, ``tree_save.yml``, ``envbuild.node.treecache``);
-- ``{type: capture, actions, fetch}``: the smoke runs, their outputs brought back, then the
-  step fails if one of them did;
+- ``{type: capture, actions, fetch}``: the smoke runs, their outputs brought back (``envbuild_fetch``,
+  each file checked against the sha256 the run reported), then the step fails if one of them did;
 - a last node batch carries ``record: true``: it records its step done in the same module
   run (its effect checked in full, then its marker), one Ansible task and one Python start
   less per step; the role records every other step with a task of its own.

@@ -3,7 +3,7 @@
 - ``ansible-lint --profile production`` and ``yamllint`` pass on the playbook and the
   collection (the linters come with the ``test`` extra; a test skips, saying so, only where
   the binary is absent);
-- ``ansible-doc`` renders the five modules (DOCUMENTATION, EXAMPLES, RETURN) and the role's
+- ``ansible-doc`` renders the six modules (DOCUMENTATION, EXAMPLES, RETURN) and the role's
   argument specs; ``ansible-galaxy collection build`` carries the shared code as files;
 - Molecule's idempotence check: the role converges twice on a real sshd node through
   envbuild's executor, and Ansible's own stats count no change the second time; a forced rerun
@@ -78,7 +78,7 @@ def test_yamllint_passes(tmp_path):
 
 
 @pytest.mark.parametrize("module", ["envbuild_actions", "envbuild_state", "envbuild_stage", "envbuild_tree",
-                                    "envbuild_put"])
+                                    "envbuild_put", "envbuild_fetch"])
 def test_module_documentation_renders(tmp_path, module):
     p = subprocess.run([str(BIN / "ansible-doc"), "--json", f"envbuild.node.{module}"], cwd=tmp_path,
                        capture_output=True, text=True, timeout=120,
@@ -94,7 +94,8 @@ def test_module_documentation_renders(tmp_path, module):
             "envbuild_stage": {"sha256", "holder", "holder_in_play", "why_controller", "kept", "waited", "served",
                                "sent", "held"},
             "envbuild_tree": {"mode", "stash", "root", "outputs"},
-            "envbuild_put": {"src", "dest", "mode"}}[module]
+            "envbuild_put": {"src", "dest", "mode"},
+            "envbuild_fetch": {"src", "dest", "sha256"}}[module]
     assert set(doc["doc"]["options"]) == spec  # every argument of the module is documented
 
 
@@ -157,6 +158,7 @@ def test_collection_build_carries_the_shared_code_as_files(tmp_path):
     assert {"roles/provision/meta/argument_specs.yml", "plugins/modules/envbuild_actions.py",
             "plugins/modules/envbuild_state.py", "plugins/modules/envbuild_stage.py", "plugins/modules/envbuild_tree.py",
             "plugins/modules/envbuild_put.py", "plugins/action/envbuild_put.py",
+            "plugins/modules/envbuild_fetch.py", "plugins/action/envbuild_fetch.py",
             "meta/runtime.yml"} <= names
 
 
@@ -406,6 +408,79 @@ def test_put_through_become_reaches_the_become_user(tmp_path, request, pipelinin
     assert r.status == "successful", r.stdout.read()[-3000:]
     assert (out / "tool").read_bytes() == data and (out / "tool").stat().st_uid == nobody.pw_uid
     assert list(system_tmp.iterdir()) == []  # the transferred file's folder is gone
+
+
+FETCH = """\
+---
+- name: Capture, then fetch
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Capture
+      envbuild.node.envbuild_actions:
+        actions:
+          - {op: capture, name: hello, argv: [sh, -c, "printf 'out\\\\n'; printf 'err' >&2"], cwd: "%(dir)s",
+             dir: "%(dir)s/node"}
+      register: captured
+    - name: Fetch
+      envbuild.node.envbuild_fetch:
+        src: ["%(dir)s/node/hello.out", "%(dir)s/node/hello.err", "%(dir)s/node/hello.rc"]
+        dest: "%(dir)s/back"
+        sha256: "{{ captured.captured }}"
+    - name: Fetch what the node did not report
+      envbuild.node.envbuild_fetch:
+        src: ["%(dir)s/node/hello.out"]
+        dest: "%(dir)s/unreported"
+        sha256: {}
+      register: unreported
+      ignore_errors: true
+    - name: Fetch bytes that differ from the reported ones
+      envbuild.node.envbuild_fetch:
+        src: ["%(dir)s/node/hello.out"]
+        dest: "%(dir)s/differ"
+        sha256: {"%(dir)s/node/hello.out": "%(wrong)s"}
+      register: differ
+      ignore_errors: true
+    - name: Say
+      ansible.builtin.debug:
+        msg: "{{ {'unreported': unreported.msg, 'differ': differ.msg} | to_json }}"
+"""
+
+
+@pytest.mark.integration
+def test_fetch_keeps_only_files_whose_bytes_the_node_reported(tmp_path):
+    """The capture's reported sha256 travel with the fetch: every file comes back byte for byte;
+    a file with no reported sha256, or with other bytes, fails the task and leaves nothing."""
+    import ansible_runner
+
+    node = tmp_path / "node"
+    node.mkdir()
+    play = tmp_path / "site.yml"
+    play.write_text(FETCH % {"dir": tmp_path, "wrong": "0" * 64})
+    said: dict = {}
+
+    def seen(ev):
+        data = ev.get("event_data") or {}
+        if ev.get("event") == "runner_on_ok" and data.get("task") == "Say":
+            said.update(json.loads(data["res"]["msg"]))
+        return True
+
+    (tmp_path / "runner").mkdir()
+    r = ansible_runner.run(private_data_dir=str(tmp_path / "runner"), playbook=str(play),
+                           inventory="localhost ansible_connection=local", quiet=True, event_handler=seen,
+                           envvars={"ANSIBLE_COLLECTIONS_PATH": str(PROJECT), "ANSIBLE_PIPELINING": "True",
+                                    "ANSIBLE_HOME": str(tmp_path / "ansible-home"),
+                                    "ANSIBLE_PYTHON_INTERPRETER": sys.executable})
+    assert r.status == "successful", r.stdout.read()[-3000:]
+    back = tmp_path / "back"
+    assert sorted(p.name for p in back.iterdir()) == ["hello.err", "hello.out", "hello.rc"]
+    for name in ("hello.out", "hello.err", "hello.rc"):
+        assert (back / name).read_bytes() == (node / name).read_bytes()
+    assert (back / "hello.out").read_text() == "out\n" and (back / "hello.rc").read_text() == "0\n"
+    assert said["unreported"] == f"no sha256 was reported for {node / 'hello.out'}: not fetched"
+    assert said["differ"].startswith(f"{node / 'hello.out'} came back with sha256 ")
+    assert not (tmp_path / "unreported").exists() or not list((tmp_path / "unreported").iterdir())
+    assert list((tmp_path / "differ").iterdir()) == []  # not kept, no part left
 
 
 # --- ENVBUILD_PLAYBOOKS: another copy of the project ---------------------------------------

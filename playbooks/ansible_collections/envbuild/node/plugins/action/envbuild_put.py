@@ -12,11 +12,11 @@ it would put the file.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
+from ansible_collections.envbuild.node.plugins.plugin_utils.digest import sha256_file
 from ansible_collections.envbuild.node.plugins.plugin_utils.node_task import NodeTaskAction
 
 ARGS = dict(
@@ -24,14 +24,6 @@ ARGS = dict(
     dest=dict(type="str", required=True),
     mode=dict(type="str", required=True),
 )
-
-
-def _sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 class ActionModule(NodeTaskAction):
@@ -46,7 +38,7 @@ class ActionModule(NodeTaskAction):
         src = args["src"]
         if not os.path.isabs(src) or not os.path.isfile(src):
             raise AnsibleActionFail("src %r is not a file of the controller (an absolute path)" % src)
-        digest = _sha256(src)
+        digest = sha256_file(src)
         result.update(dest=args["dest"], sha256=digest)
         if self._task.check_mode:
             result["changed"] = True

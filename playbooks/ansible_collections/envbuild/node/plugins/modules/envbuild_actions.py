@@ -116,6 +116,10 @@ stdout:
   returned: success
   type: str
   sample: "$ /opt/env/venv/bin/python -m pip install --require-hashes -r /opt/env/req.txt"
+captured:
+  description: The sha256 of each file the batch's C(capture) actions wrote, by its path.
+  returned: success, and failure after a captured run failed
+  type: dict
 would_run:
   description: The operations of the batch (check mode only).
   returned: check mode
