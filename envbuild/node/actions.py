@@ -321,9 +321,16 @@ def _place(src, path, mode, sha256):
     if same:
         return False
     tmp = path + ".envbuild-tmp"
-    shutil.copyfile(src, tmp)
-    os.chmod(tmp, want)
-    os.replace(tmp, path)
+    try:
+        shutil.copyfile(src, tmp)
+        os.chmod(tmp, want)
+        os.replace(tmp, path)
+    except (OSError, shutil.Error) as exc:  # disk full, a folder at path...: nothing half-written
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise ActionFailed("placing %s failed: %s: %s" % (path, type(exc).__name__, exc))
     return True
 
 
@@ -555,7 +562,16 @@ def run_actions(actions, node_path=None, repair=False):
 
 
 def _run_actions(actions, node_path, repair):
-    changed, log, captured, logs, digests = False, [], [], set(), {}
+    digests = {}  # {file: sha256} of what the batch's captures wrote, also when a later action fails
+    try:
+        return _run_each(actions, node_path, repair, digests)
+    except ActionFailed as exc:
+        exc.captured = exc.captured or dict(digests)
+        raise
+
+
+def _run_each(actions, node_path, repair, digests):
+    changed, log, captured, logs = False, [], [], set()
     for a in actions:
         op = a["op"]
         if op == "run":

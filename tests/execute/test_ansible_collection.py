@@ -286,7 +286,7 @@ USER_PLAYBOOK = """\
       envbuild.node.envbuild_put:
         src: "%(dir)s/tool.bin"
         dest: "%(dir)s/made/tool"
-        mode: "0750"
+        mode: 0750  # unquoted: YAML's number 488, read in octal as copy reads it
     - name: Record a step as done
       envbuild.node.envbuild_state:
         prefix: "%(dir)s/env"
@@ -366,17 +366,33 @@ BECOME_PUT = """\
         src: "%(src)s"
         dest: "%(dest)s"
         mode: "0750"
+    - name: Capture as nobody
+      become: true
+      become_user: nobody
+      become_method: ansible.builtin.sudo
+      envbuild.node.envbuild_actions:
+        actions:
+          - {op: capture, name: who, argv: [id, -un], cwd: "%(out)s", dir: "%(out)s"}
+      register: captured
+    - name: Fetch as nobody (through slurp)
+      become: true
+      become_user: nobody
+      become_method: ansible.builtin.sudo
+      envbuild.node.envbuild_fetch:
+        src: ["%(out)s/who.out", "%(out)s/who.rc"]
+        dest: "%(back)s"
+        sha256: "{{ captured.captured }}"
 """
 
 
 @pytest.mark.integration
 @pytest.mark.parametrize("pipelining", [True, False])
-def test_put_through_become_reaches_the_become_user(tmp_path, request, pipelining):
+def test_put_and_fetch_through_become_reach_the_become_user(tmp_path, request, pipelining):
     """With become to an unprivileged user (sudo, which pipelines: no module file is sent that
     would have its folder's permissions fixed too) the file is transferred by the connection's
     user and put by the become user (Ansible's own permission fix-up of the temporary folder it takes in
     a system temp folder, as copy's): the bytes arrive, the file is that user's, the temporary
-    folder is removed."""
+    folder is removed. Fetched back as that user, the files are read through slurp."""
     import pwd
 
     import ansible_runner
@@ -395,7 +411,8 @@ def test_put_through_become_reaches_the_become_user(tmp_path, request, pipelinin
     data = os.urandom(100_000)
     (tmp_path / "tool.bin").write_bytes(data)
     play = tmp_path / "site.yml"
-    play.write_text(BECOME_PUT % {"src": tmp_path / "tool.bin", "dest": out / "tool"})
+    play.write_text(BECOME_PUT % {"src": tmp_path / "tool.bin", "dest": out / "tool", "out": out,
+                                  "back": tmp_path / "back"})
     (tmp_path / "runner").mkdir()
     r = ansible_runner.run(private_data_dir=str(tmp_path / "runner"), playbook=str(play),
                            inventory="localhost ansible_connection=local", quiet=True,
@@ -408,6 +425,9 @@ def test_put_through_become_reaches_the_become_user(tmp_path, request, pipelinin
     assert r.status == "successful", r.stdout.read()[-3000:]
     assert (out / "tool").read_bytes() == data and (out / "tool").stat().st_uid == nobody.pw_uid
     assert list(system_tmp.iterdir()) == []  # the transferred file's folder is gone
+    # fetched back through slurp as the become user, checked against the capture's report
+    assert (tmp_path / "back" / "who.out").read_text() == "nobody\n"
+    assert (tmp_path / "back" / "who.rc").read_bytes() == (out / "who.rc").read_bytes() == b"0\n"
 
 
 FETCH = """\

@@ -48,3 +48,38 @@ def test_a_mode_that_is_not_an_octal_string_is_refused(tmp_path):
     with pytest.raises(node_actions.ActionFailed, match="must be an octal string"):
         node_actions.run_actions([{"op": "place", "src": str(src), "path": str(tmp_path / "y"), "perm": 493,
                                    "sha256": _sha(b"x")}])
+
+
+def test_a_place_that_cannot_be_written_fails_cleanly_and_leaves_no_part(tmp_path):
+    src, dest = tmp_path / "arrived", tmp_path / "uv"
+    src.write_bytes(b"x")
+    dest.mkdir()  # a folder where the file should go: the rename fails
+    with pytest.raises(node_actions.ActionFailed, match="placing .* failed"):
+        _place(src, dest, b"x")
+    assert dest.is_dir() and not (tmp_path / "uv.envbuild-tmp").exists()
+
+
+def _capture(tmp_path, name, argv, cwd=None):
+    return {"op": "capture", "name": name, "argv": argv, "cwd": str(cwd or tmp_path), "dir": str(tmp_path / "out")}
+
+
+def test_captures_report_what_they_wrote_also_when_one_fails(tmp_path):
+    """``captured`` (each file's sha256 as written) comes with success and with the failure of a
+    captured run, and with a later action's failure: envbuild_fetch brings back what was
+    reported, the task then says why it failed."""
+    from envbuild.node import task as node_task
+
+    (tmp_path / "out").mkdir()
+    ok, bad = _capture(tmp_path, "ok", ["sh", "-c", "echo fine"]), _capture(tmp_path, "bad", ["sh", "-c", "exit 3"])
+    done = node_actions.run_actions([ok])
+    written = {str(tmp_path / "out" / f"ok.{ext}") for ext in ("out", "err", "rc")}
+    assert set(done["captured"]) == written
+    for path, digest in done["captured"].items():
+        assert hashlib.sha256(open(path, "rb").read()).hexdigest() == digest
+    res = node_task.actions_task({"actions": [ok, bad], "node_path": None, "repair": False, "record": None}, False)
+    assert res["failed"] and res["msg"].startswith("smoke failed: bad (exit 3)")
+    assert set(res["captured"]) == written | {str(tmp_path / "out" / f"bad.{ext}") for ext in ("out", "err", "rc")}
+    lost = _capture(tmp_path, "lost", ["true"], cwd=tmp_path / "no-such-folder")
+    with pytest.raises(node_actions.ActionFailed) as failed:
+        node_actions.run_actions([ok, lost])
+    assert set(failed.value.captured) == written  # the first capture's files, reported

@@ -27,6 +27,12 @@ ARGS = dict(
 )
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 class ActionModule(ActionBase):
     _supports_check_mode = True
     _supports_async = False
@@ -41,7 +47,7 @@ class ActionModule(ActionBase):
         if self._task.check_mode:
             return result
         names = [os.path.basename(src) for src in args["src"]]
-        if len(set(names)) != len(names) or not all(names):
+        if len(set(names)) != len(names) or not all(n not in ("", ".", "..") for n in names):
             raise AnsibleActionFail("src must name files of distinct names: %s" % ", ".join(args["src"]))
         for src in args["src"]:
             if not isinstance(want.get(src), str):
@@ -59,6 +65,7 @@ class ActionModule(ActionBase):
             final = os.path.join(dest, name)
             fd, part = tempfile.mkstemp(prefix="." + name + ".", dir=dest)
             os.close(fd)
+            os.chmod(part, 0o666 & ~_umask())  # as a file the user writes (mkstemp's is 0600)
             try:
                 self._bring(src, part, task_vars)
                 got = sha256_file(part)

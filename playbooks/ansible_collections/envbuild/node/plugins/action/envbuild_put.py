@@ -13,6 +13,7 @@ it would put the file.
 from __future__ import annotations
 
 import os
+import re
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
@@ -22,8 +23,18 @@ from ansible_collections.envbuild.node.plugins.plugin_utils.node_task import Nod
 ARGS = dict(
     src=dict(type="path", required=True),
     dest=dict(type="str", required=True),
-    mode=dict(type="str", required=True),
+    mode=dict(type="raw", required=True),
 )
+
+
+def octal_mode(mode) -> str:
+    """The mode as an octal string: ``"0755"`` as given, a number as YAML reads an unquoted
+    ``0755`` (493) in octal, as copy takes it; anything else refused."""
+    if isinstance(mode, int) and not isinstance(mode, bool) and 0 <= mode <= 0o7777:
+        return "%04o" % mode
+    if isinstance(mode, str) and re.fullmatch(r"0?[0-7]{3,4}", mode):
+        return mode
+    raise AnsibleActionFail("mode must be an octal string such as \"0755\" (or a number), got %r" % (mode,))
 
 
 class ActionModule(NodeTaskAction):
@@ -38,8 +49,12 @@ class ActionModule(NodeTaskAction):
         src = args["src"]
         if not os.path.isabs(src) or not os.path.isfile(src):
             raise AnsibleActionFail("src %r is not a file of the controller (an absolute path)" % src)
+        mode = octal_mode(args["mode"])
+        dest = self._remote_expand_user(args["dest"])  # ~ as copy expands it (on the node)
+        if not dest.startswith("/"):
+            raise AnsibleActionFail("dest %r is not an absolute path of the node" % args["dest"])
         digest = sha256_file(src)
-        result.update(dest=args["dest"], sha256=digest)
+        result.update(dest=dest, sha256=digest)
         if self._task.check_mode:
             result["changed"] = True
             return result
@@ -48,9 +63,10 @@ class ActionModule(NodeTaskAction):
             remote = self._connection._shell.join_path(folder, "envbuild-put")
             self._transfer_file(src, remote)
             self._fixup_perms2((folder, remote), execute=False)
-            place = {"op": "place", "src": remote, "path": args["dest"], "perm": args["mode"], "sha256": digest}
+            place = {"op": "place", "src": remote, "path": dest, "perm": mode, "sha256": digest}
             result = self._node_task("envbuild_actions", {"actions": [place], "node_path": None, "repair": False,
                                                           "record": None}, result, task_vars)
-        finally:
-            self._remove_tmp_path(folder)
+        finally:  # without pipelining the module's run removed it already
+            if self._connection._shell.tmpdir:
+                self._remove_tmp_path(folder)
         return result

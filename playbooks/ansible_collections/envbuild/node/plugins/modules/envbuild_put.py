@@ -29,12 +29,14 @@ options:
     type: path
     required: true
   dest:
-    description: Where the file goes on the node; its folder must exist.
+    description: Where the file goes on the node, an absolute path (C(~) is expanded there); its folder must exist.
     type: str
     required: true
   mode:
-    description: The file's mode, an octal string such as C("0755").
-    type: str
+    description:
+      - The file's mode, an octal string such as C("0755").
+      - A number is read as YAML reads an unquoted C(0755), in octal, as M(ansible.builtin.copy) reads it.
+    type: raw
     required: true
 attributes:
   check_mode:
