@@ -115,7 +115,7 @@ def facts_and_probe(node: Node, plan: Plan | None):
             *facts_only,
             Probe(STATE, f"i=0; while [ ! -f {t}/state.rc ] && [ $i -lt 12000 ]; do sleep 0.05; i=$((i+1)); done; "
                          f"cat {t}/state.out; exit \"$(cat {t}/state.rc 2>/dev/null || echo 124)\"")])
-        if len(shlex.quote(script)) > COMMAND_LIMIT:  # past one argument's limit: the facts alone,
+        if len(shlex.quote(script).encode()) > COMMAND_LIMIT:  # bytes, as the kernel counts: past one argument,
             script, call = None, None  # the plan probed on its own later
     result = NodeRunner(node).run("sh -c " + shlex.quote(script or build_script(facts_only)))
     sections = split_sections(result.stdout)
